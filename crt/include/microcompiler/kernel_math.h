@@ -1,0 +1,60 @@
+/* Fixed-point arithmetic shared by generated operator code.
+ *
+ * These reproduce the integer semantics of TFLite Micro's reference kernels
+ * (rounding, saturation, requantization) so that generated code is bit-exact
+ * with the TFLM interpreter. All functions are static inline; the generated
+ * code passes compile-time constants, so the compiler folds most of the work.
+ */
+#ifndef MICROCOMPILER_KERNEL_MATH_H_
+#define MICROCOMPILER_KERNEL_MATH_H_
+
+#include <stdint.h>
+
+#define MC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MC_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MC_CLAMP(x, lo, hi) MC_MIN(MC_MAX((x), (lo)), (hi))
+
+/* round(a * b / 2^31), saturating the single overflowing case a == b == INT32_MIN. */
+static inline int32_t mc_sat_rounding_doubling_high_mul(int32_t a, int32_t b) {
+  int64_t ab;
+  int32_t nudge;
+  if (a == b && a == INT32_MIN) return INT32_MAX;
+  ab = (int64_t)a * (int64_t)b;
+  nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+  /* Division (not a shift) truncates toward zero, as the reference does. */
+  return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* x / 2^exponent rounded to nearest, ties away from zero. */
+static inline int32_t mc_rounding_divide_by_pot(int32_t x, int exponent) {
+  const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* x * multiplier * 2^shift where multiplier is a Q31 fraction in [0.5, 1). */
+static inline int32_t mc_requantize(int32_t x, int32_t multiplier, int shift) {
+  const int left = shift > 0 ? shift : 0;
+  const int right = shift > 0 ? 0 : -shift;
+  return mc_rounding_divide_by_pot(
+      mc_sat_rounding_doubling_high_mul((int32_t)((uint32_t)x << left), multiplier), right);
+}
+
+/* The 64-bit accumulator variant used by int16 activations (16x8 kernels). */
+static inline int32_t mc_requantize64(int64_t x, int32_t multiplier, int shift) {
+  const int32_t reduced = multiplier < 0x7FFF0000 ? ((multiplier + (1 << 15)) >> 16) : 0x7FFF;
+  const int total_shift = 15 - shift;
+  const int64_t rounded = x * (int64_t)reduced + ((int64_t)1 << (total_shift - 1));
+  return (int32_t)(rounded >> total_shift);
+}
+
+/* x * 2^exponent with saturation to int32 (exponent >= 0). */
+static inline int32_t mc_saturating_left_shift(int32_t x, int exponent) {
+  const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
+  if (wide > INT32_MAX) return INT32_MAX;
+  if (wide < INT32_MIN) return INT32_MIN;
+  return (int32_t)wide;
+}
+
+#endif /* MICROCOMPILER_KERNEL_MATH_H_ */

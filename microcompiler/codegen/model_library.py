@@ -1,0 +1,137 @@
+"""Write a compiled graph out as a self-contained C model library.
+
+Layout (``DIR`` is the output directory)::
+
+    DIR/include/<name>.h                  the API: <name>_run(), arena size, I/O shapes
+    DIR/include/microcompiler/*.h         the fixed-point helpers the kernels use
+    DIR/src/<name>_ops.c                  weights (static const, in flash) + one function per operator
+    DIR/src/<name>_aot.c                  the static arena and the AOT executor <name>_run()
+    DIR/metadata.json                     what the model needs and does (see docs/architecture.md)
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from microcompiler import resources
+from microcompiler.codegen.c_arrays import c_array
+from microcompiler.ir import Graph, Operator, c_type
+from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+RUNTIME_HEADERS = ["kernel_math.h"]
+
+
+@dataclass
+class OpFunction:
+    op: Operator
+    name: str
+    params: list[tuple[str, str, int]]  # (C type incl. const and *, parameter name, tensor index)
+    body: str
+    comment: str
+    macs: int
+    variant: dict
+
+
+@dataclass
+class ModelLibrary:
+    graph: Graph
+    functions: list[OpFunction]
+    params: ParamSink
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> text
+    metadata: dict = field(default_factory=dict)
+
+    def write(self, out_dir: Path) -> None:
+        for rel, text in self.files.items():
+            path = out_dir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        (out_dir / "metadata.json").write_text(json.dumps(self.metadata, indent=2) + "\n")
+
+
+def _layer_comment(graph: Graph, op: Operator) -> str:
+    out = graph.tensors[op.outputs[0]]
+    opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
+    return f"Layer '{out.name}': operator {op.index} of the model, {op.kind}({opts})"
+
+
+def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
+                   features: frozenset[str]) -> OpFunction:
+    kernel = kernel_for(op)
+    kernel.check(op, graph)
+    name = f"{prefix}_op{op.index}_{op.kind.lower()}"
+    ctx = EmitContext(graph, op, name, params, features)
+    body = kernel.emit(op, graph, ctx)
+    fparams = []
+    for tensor, pname in ctx.param_names.items():
+        t = graph.tensors[tensor]
+        const = "const " if pname.startswith("input") else ""
+        fparams.append((f"{const}{c_type(t.dtype)}*", pname, tensor))
+    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph),
+                      kernel.variant(op, graph))
+
+
+def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
+    t = graph.tensors[i]
+    info = {"name": t.name, "c_name": c_name, "shape": list(t.shape), "dtype": t.dtype,
+            "bytes": t.nbytes, "scale": None, "zero_point": None}
+    if t.quant is not None and not t.quant.per_channel:
+        info["scale"], info["zero_point"] = t.quant.scale[0], t.quant.zero_point[0]
+    return info
+
+
+def _pointer(graph: Graph, tensor: int, name: str) -> str:
+    """The C expression for a tensor's memory inside <name>_run."""
+    root = graph.storage(tensor)
+    ctype = c_type(graph.tensors[tensor].dtype)
+    if root in graph.inputs:
+        return f"input{graph.inputs.index(root)}"
+    if root in graph.outputs:
+        return f"output{graph.outputs.index(root)}"
+    return f"({ctype}*)&{name}_arena.bytes[{graph.offsets[root]}]"
+
+
+def generate_library(graph: Graph, features: frozenset[str] = frozenset()) -> ModelLibrary:
+    """Generate the C sources, headers and metadata for a planned graph."""
+    name = graph.name
+    params = ParamSink(name)
+    functions = [_emit_function(graph, op, name, params, features) for op in graph.operators]
+    inputs = [_tensor_info(graph, t, f"input{k}") for k, t in enumerate(graph.inputs)]
+    outputs = [_tensor_info(graph, t, f"output{k}") for k, t in enumerate(graph.outputs)]
+    calls = []
+    for fn in functions:
+        args = [_pointer(graph, tensor, name) for _, _, tensor in fn.params]
+        calls.append((fn, args))
+    values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
+                  outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
+                  params=[c_array(*a) for a in params.arrays])
+    lib = ModelLibrary(graph, functions, params)
+    lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(**values)
+    lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
+    lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
+    for header in RUNTIME_HEADERS:
+        lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
+            f"include/microcompiler/{header}").read_text()
+    lib.metadata = {
+        "name": name,
+        "inputs": inputs,
+        "outputs": outputs,
+        "arena_bytes": graph.arena_bytes,
+        "params_bytes": params.nbytes,
+        "operators": [{
+            "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
+            "layer": graph.tensors[fn.op.outputs[0]].name,
+            "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+            "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
+            "macs": fn.macs, "kernel": fn.variant,
+        } for fn in functions],
+        "total_macs": sum(fn.macs for fn in functions),
+    }
+    return lib

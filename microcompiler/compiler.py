@@ -1,0 +1,46 @@
+"""The compiler pipeline: import -> passes -> code generation -> files on disk."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from microcompiler.codegen import ModelLibrary, generate_library
+from microcompiler.frontend.tflite import load_tflite
+from microcompiler.ir import Graph
+from microcompiler.ops.base import kernel_for
+from microcompiler.passes import PIPELINE
+
+
+def run_passes(graph: Graph, passes=None) -> Graph:
+    for kernel_op in graph.operators:  # reject unsupported configurations before any work
+        kernel_for(kernel_op).check(kernel_op, graph)
+    for p in PIPELINE if passes is None else passes:
+        graph = p(graph)
+    return graph
+
+
+def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
+                  name: str | None = None) -> ModelLibrary:
+    """Compile a .tflite file into an in-memory model library (nothing is written)."""
+    graph = load_tflite(model_path)
+    if name:
+        graph.name = name
+    graph = run_passes(graph)
+    return generate_library(graph, features)
+
+
+def write_atomically(library: ModelLibrary, out_dir: str | Path) -> Path:
+    """Write the library to out_dir so that it either appears complete or not at all."""
+    out_dir = Path(out_dir).resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        library.write(tmp)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir

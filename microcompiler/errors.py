@@ -1,0 +1,30 @@
+"""Errors the toolchain reports to users.
+
+Every error a user can cause (a bad model, an unsupported operator, a board that is too small,
+a silent serial port) is a subclass of :class:`MicrocompilerError`. The CLI prints its message as
+one line and exits non-zero; anything else escaping is a bug in microcompiler.
+"""
+
+
+class MicrocompilerError(Exception):
+    """A problem with the user's input or environment, with a message that says how to fix it."""
+
+
+class ModelFormatError(MicrocompilerError):
+    """The model file is not a valid TFLite flatbuffer (truncated, corrupted, or another format)."""
+
+
+class UnsupportedModelError(MicrocompilerError):
+    """The model is valid TFLite but uses something microcompiler does not implement."""
+
+
+class BoardError(MicrocompilerError):
+    """Unknown board, or a model that does not fit the board."""
+
+
+class ToolchainError(MicrocompilerError):
+    """A compiler, QEMU, west or another external tool is missing or failed."""
+
+
+class DeviceError(MicrocompilerError):
+    """The device did not answer, answered garbage, or reset."""

@@ -1,0 +1,288 @@
+"""Import a ``.tflite`` flatbuffer into the graph IR.
+
+Everything the file claims is checked before it is trusted: the file identifier and schema
+version, the subgraph count, every tensor/buffer/opcode index, and every constant buffer's size
+against its tensor's shape. Any inconsistency raises :class:`ModelFormatError` with one line that
+says what is wrong; an operator we do not implement raises :class:`UnsupportedModelError`.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+import tflite
+from tflite.BuiltinOperator import BuiltinOperator
+from tflite.TensorType import TensorType
+
+from microcompiler.errors import ModelFormatError, UnsupportedModelError
+from microcompiler.ir import Graph, Operator, Quantization, Tensor
+from microcompiler.ops import SUPPORTED_OPERATORS
+
+_OPCODE_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+_TYPE_NAMES = {
+    TensorType.FLOAT32: "float32",
+    TensorType.INT32: "int32",
+    TensorType.UINT8: "uint8",
+    TensorType.INT64: "int64",
+    TensorType.BOOL: "bool",
+    TensorType.INT16: "int16",
+    TensorType.INT8: "int8",
+}
+_ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+_PADDINGS = {0: "SAME", 1: "VALID"}
+_MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against absurd shapes
+
+
+def load_tflite(path: str | Path) -> Graph:
+    """Read and validate a ``.tflite`` file; the graph is named after the file."""
+    path = Path(path)
+    try:
+        buf = path.read_bytes()
+    except OSError as exc:
+        raise ModelFormatError(f"cannot read model file {path}: {exc.strerror}") from None
+    return parse_tflite(buf, model_name(path))
+
+
+def model_name(path: Path) -> str:
+    """A C identifier made from the file name (``kws-ref.tflite`` -> ``kws_ref``)."""
+    name = re.sub(r"[^0-9a-zA-Z_]", "_", path.stem).strip("_").lower() or "model"
+    return name if not name[0].isdigit() else "m_" + name
+
+
+def parse_tflite(buf: bytes, name: str = "model") -> Graph:
+    _check_header(buf)
+    try:
+        return _Importer(buf, name).graph()
+    except (ModelFormatError, UnsupportedModelError):
+        raise
+    except Exception as exc:  # the flatbuffer reader itself tripped over corrupt offsets
+        raise ModelFormatError(
+            f"the model file is corrupted ({type(exc).__name__} while reading the flatbuffer); "
+            "re-export it from the TFLite converter") from None
+
+
+def _check_header(buf: bytes) -> None:
+    if len(buf) < 16:
+        raise ModelFormatError(
+            f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter")
+    if buf[4:8] != b"TFL3":
+        raise ModelFormatError(
+            "not a TFLite model: missing the 'TFL3' file identifier; pass a .tflite file made by the "
+            "TFLite converter")
+    (root,) = struct.unpack_from("<I", buf, 0)
+    if root + 4 > len(buf):
+        raise ModelFormatError(
+            f"the model file is truncated or corrupted: root table at byte {root} of {len(buf)}")
+
+
+class _Importer:
+    def __init__(self, buf: bytes, name: str):
+        self.buf = buf
+        self.name = name
+        self.model = tflite.Model.GetRootAs(buf, 0)
+
+    def graph(self) -> Graph:
+        model = self.model
+        if model.Version() != 3:
+            raise ModelFormatError(
+                f"unsupported TFLite schema version {model.Version()} (expected 3); re-export the model "
+                "with a current TFLite converter")
+        if model.SubgraphsLength() != 1:
+            raise UnsupportedModelError(
+                f"the model has {model.SubgraphsLength()} subgraphs; microcompiler supports exactly one "
+                "(control flow such as WHILE/IF is not supported)")
+        sub = model.Subgraphs(0)
+        tensors = [self._tensor(sub.Tensors(i), i) for i in range(sub.TensorsLength())]
+        n = len(tensors)
+        inputs = [int(i) for i in _ints(sub.InputsAsNumpy())]
+        outputs = [int(i) for i in _ints(sub.OutputsAsNumpy())]
+        for kind, idxs in (("input", inputs), ("output", outputs)):
+            if not idxs:
+                raise ModelFormatError(f"the model declares no {kind}s; the file is corrupted")
+            for i in idxs:
+                if not 0 <= i < n:
+                    raise ModelFormatError(f"model {kind} refers to tensor {i}, but there are {n} tensors")
+        operators = [self._operator(sub.Operators(i), i, n) for i in range(sub.OperatorsLength())]
+        _check_order(tensors, operators, inputs, outputs)
+        return Graph(self.name, tensors, operators, inputs, outputs)
+
+    # --- tensors -------------------------------------------------------------------------------
+    def _tensor(self, t, index: int) -> Tensor:
+        tname = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{index}"
+        if t.Type() not in _TYPE_NAMES:
+            names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
+            raise UnsupportedModelError(
+                f"tensor {index} ('{tname}') has type {names.get(t.Type(), t.Type())}; supported types: "
+                f"{', '.join(sorted(set(_TYPE_NAMES.values())))}")
+        dtype = _TYPE_NAMES[t.Type()]
+        shape = tuple(int(d) for d in _ints(t.ShapeAsNumpy()))
+        if any(d < 0 for d in shape):
+            raise UnsupportedModelError(
+                f"tensor {index} ('{tname}') has a dynamic or negative shape {list(shape)}; "
+                "export the model with fixed input shapes (batch size 1)")
+        elements = int(np.prod(shape, dtype=np.float64)) if shape else 1
+        if elements > _MAX_ELEMENTS:
+            raise ModelFormatError(f"tensor {index} ('{tname}') claims an absurd shape {list(shape)}")
+        quant = self._quantization(t.Quantization(), index, tname, shape)
+        data = self._buffer(t.Buffer(), index, tname, dtype, shape, elements)
+        return Tensor(tname, shape, dtype, quant, data)
+
+    def _quantization(self, q, index, tname, shape):
+        if q is None or q.ScaleLength() == 0:
+            return None
+        scale = [float(s) for s in q.ScaleAsNumpy()]
+        zp = [int(z) for z in _ints(q.ZeroPointAsNumpy())] or [0] * len(scale)
+        axis = int(q.QuantizedDimension())
+        if len(zp) == 1 and len(scale) > 1:
+            zp = zp * len(scale)
+        if len(zp) != len(scale):
+            raise ModelFormatError(
+                f"tensor {index} ('{tname}') has {len(scale)} scales but {len(zp)} zero points")
+        if len(scale) > 1 and not (0 <= axis < len(shape) and shape[axis] == len(scale)):
+            raise ModelFormatError(
+                f"tensor {index} ('{tname}') has {len(scale)} per-channel scales on dimension {axis} of "
+                f"shape {list(shape)}")
+        if not all(np.isfinite(s) and s > 0 for s in scale):
+            raise ModelFormatError(f"tensor {index} ('{tname}') has a non-positive or non-finite scale")
+        return Quantization(scale, zp, axis)
+
+    def _buffer(self, buffer_index, index, tname, dtype, shape, elements):
+        model = self.model
+        if not 0 <= buffer_index < model.BuffersLength():
+            raise ModelFormatError(
+                f"tensor {index} ('{tname}') refers to buffer {buffer_index}, but there are "
+                f"{model.BuffersLength()} buffers")
+        b = model.Buffers(buffer_index)
+        if b.Offset() > 1:  # large models keep buffers after the flatbuffer
+            start, size = b.Offset(), b.Size()
+            if start + size > len(self.buf):
+                raise ModelFormatError(
+                    f"buffer {buffer_index} of tensor {index} ('{tname}') runs past the end of the file; "
+                    "the file is truncated")
+            raw = self.buf[start:start + size]
+        elif b.DataLength() > 0:
+            raw = b.DataAsNumpy().tobytes()
+        else:
+            return None
+        itemsize = np.dtype(_np(dtype)).itemsize
+        if len(raw) != elements * itemsize:
+            raise ModelFormatError(
+                f"tensor {index} ('{tname}') has shape {list(shape)} ({elements * itemsize} bytes of "
+                f"{dtype}) but its buffer holds {len(raw)} bytes; the file is corrupted")
+        return np.frombuffer(raw, dtype=_np(dtype)).reshape(shape).copy()
+
+    # --- operators -----------------------------------------------------------------------------
+    def _operator(self, op, index: int, n_tensors: int) -> Operator:
+        model = self.model
+        code_index = op.OpcodeIndex()
+        if not 0 <= code_index < model.OperatorCodesLength():
+            raise ModelFormatError(
+                f"operator {index} refers to opcode {code_index}, but there are "
+                f"{model.OperatorCodesLength()} opcodes")
+        code = model.OperatorCodes(code_index)
+        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
+        if kind == "CUSTOM":
+            custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
+            kind = f"CUSTOM ('{custom}')"
+        if kind not in SUPPORTED_OPERATORS:
+            raise UnsupportedModelError(
+                f"unsupported operator {kind} at operator index {index}; supported operators: "
+                f"{', '.join(sorted(SUPPORTED_OPERATORS))}")
+        inputs = [int(i) for i in _ints(op.InputsAsNumpy())]
+        outputs = [int(i) for i in _ints(op.OutputsAsNumpy())]
+        for i in inputs + outputs:
+            if not -1 <= i < n_tensors:
+                raise ModelFormatError(
+                    f"operator {index} ({kind}) refers to tensor {i}, but there are {n_tensors} tensors")
+        if not outputs or -1 in outputs:
+            raise ModelFormatError(f"operator {index} ({kind}) has no valid output tensor")
+        options = _options(kind, op)
+        return Operator(kind, inputs, outputs, options, index)
+
+
+def _check_order(tensors, operators, inputs, outputs):
+    """Every operator input must be a constant, a model input, or produced by an earlier operator."""
+    ready = set(inputs) | {i for i, t in enumerate(tensors) if t.is_constant}
+    for op in operators:
+        for i in op.inputs:
+            if i >= 0 and i not in ready:
+                raise ModelFormatError(
+                    f"operator {op.index} ({op.kind}) reads tensor {i} ('{tensors[i].name}') before any "
+                    "operator writes it; the file is corrupted")
+        for o in op.outputs:
+            if tensors[o].is_constant:
+                raise ModelFormatError(
+                    f"operator {op.index} ({op.kind}) writes constant tensor {o}; the file is corrupted")
+            ready.add(o)
+    for o in outputs:
+        if o not in ready:
+            raise ModelFormatError(f"model output tensor {o} is never written; the file is corrupted")
+
+
+def _ints(arr) -> np.ndarray:
+    # The flatbuffer API returns 0 (not an empty array) for absent vectors.
+    return arr if isinstance(arr, np.ndarray) else np.zeros(0, dtype=np.int32)
+
+
+def _np(dtype: str):
+    from microcompiler.ir import np_dtype
+    return np_dtype(dtype)
+
+
+def _table(op, cls):
+    table = op.BuiltinOptions()
+    if table is None:
+        return None
+    opts = cls()
+    opts.Init(table.Bytes, table.Pos)
+    return opts
+
+
+def _options(kind: str, op) -> dict:
+    """The operator's builtin options as a plain dict (defaults where the file omits them)."""
+    if kind == "CONV_2D":
+        o = _table(op, tflite.Conv2DOptions)
+        return dict(padding=_PADDINGS.get(o.Padding(), "?") if o else "SAME",
+                    stride_h=o.StrideH() if o else 1, stride_w=o.StrideW() if o else 1,
+                    dilation_h=o.DilationHFactor() if o else 1, dilation_w=o.DilationWFactor() if o else 1,
+                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
+    if kind == "DEPTHWISE_CONV_2D":
+        o = _table(op, tflite.DepthwiseConv2DOptions)
+        return dict(padding=_PADDINGS.get(o.Padding(), "?") if o else "SAME",
+                    stride_h=o.StrideH() if o else 1, stride_w=o.StrideW() if o else 1,
+                    dilation_h=o.DilationHFactor() if o else 1, dilation_w=o.DilationWFactor() if o else 1,
+                    depth_multiplier=o.DepthMultiplier() if o else 1,
+                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
+    if kind == "FULLY_CONNECTED":
+        o = _table(op, tflite.FullyConnectedOptions)
+        return dict(activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE",
+                    keep_num_dims=bool(o.KeepNumDims()) if o else False,
+                    weights_format=o.WeightsFormat() if o else 0)
+    if kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        o = _table(op, tflite.Pool2DOptions)
+        if o is None:
+            raise ModelFormatError(f"{kind} operator has no pooling options; the file is corrupted")
+        return dict(padding=_PADDINGS.get(o.Padding(), "?"), stride_h=o.StrideH(), stride_w=o.StrideW(),
+                    filter_h=o.FilterHeight(), filter_w=o.FilterWidth(),
+                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?"))
+    if kind == "ADD":
+        o = _table(op, tflite.AddOptions)
+        return dict(activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE",
+                    pot_scale_int16=bool(o.PotScaleInt16()) if o else True)
+    if kind == "MUL":
+        o = _table(op, tflite.MulOptions)
+        return dict(activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
+    if kind == "SOFTMAX":
+        o = _table(op, tflite.SoftmaxOptions)
+        return dict(beta=float(o.Beta()) if o else 1.0)
+    if kind == "CONCATENATION":
+        o = _table(op, tflite.ConcatenationOptions)
+        return dict(axis=o.Axis() if o else 0,
+                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
+    if kind == "MEAN":
+        o = _table(op, tflite.ReducerOptions)
+        return dict(keep_dims=bool(o.KeepDims()) if o else False)
+    return {}

@@ -1,0 +1,134 @@
+"""The interface every operator kernel implements, and the helpers they share."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.ir import Graph, Operator, Tensor, c_type
+
+KERNELS: dict[str, "OpKernel"] = {}
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def register(cls):
+    """Class decorator: make a kernel available for each operator kind it lists."""
+    instance = cls()
+    for kind in cls.kinds:
+        KERNELS[kind] = instance
+    return cls
+
+
+def kernel_for(op: Operator) -> "OpKernel":
+    from microcompiler.ops import load_kernels
+    load_kernels()
+    try:
+        return KERNELS[op.kind]
+    except KeyError:
+        raise UnsupportedModelError(f"no kernel for operator {op.kind} at index {op.index}") from None
+
+
+class OpKernel:
+    """Turns one operator instance into one C function.
+
+    ``check`` rejects configurations the kernel cannot run (with a message naming the operator);
+    ``macs`` counts multiply-accumulates for metadata and benchmarks; ``emit`` returns the body of
+    the C function, using ``ctx`` to name the operator's tensors and to place constants in flash.
+    """
+
+    kinds: tuple[str, ...] = ()
+
+    def check(self, op: Operator, graph: Graph) -> None:
+        pass
+
+    def macs(self, op: Operator, graph: Graph) -> int:
+        return 0
+
+    def emit(self, op: Operator, graph: Graph, ctx: "EmitContext") -> str:
+        raise NotImplementedError
+
+    def variant(self, op: Operator, graph: Graph) -> dict:
+        """Which implementation and knobs ``emit`` chooses (recorded in metadata.json)."""
+        return {"variant": "reference"}
+
+
+class EmitContext:
+    """What a kernel needs from the code generator while emitting one operator.
+
+    ``arg(i)`` is the C expression for tensor i: the function parameter for activations, or the
+    flash array of a constant tensor. ``const(suffix, array)`` adds a derived constant array
+    (requantization multipliers, folded biases) and returns its C name.
+    """
+
+    def __init__(self, graph: Graph, op: Operator, prefix: str, params: "ParamSink",
+                 features: frozenset[str] = frozenset()):
+        self.graph = graph
+        self.op = op
+        self.prefix = prefix
+        self.params = params
+        self.features = features  # CPU features of the target, e.g. {"dsp"}
+        self.param_names: dict[int, str] = {}
+        n_in = 0
+        for i in op.inputs:
+            if i >= 0 and not graph.tensors[i].is_constant and i not in self.param_names:
+                self.param_names[i] = f"input{n_in}"
+                n_in += 1
+        for n, o in enumerate(op.outputs):
+            self.param_names[o] = f"output{n}"
+
+    def arg(self, tensor: int) -> str:
+        if tensor in self.param_names:
+            return self.param_names[tensor]
+        t = self.graph.tensors[tensor]
+        return self.params.tensor(tensor, t)
+
+    def const(self, suffix: str, array: np.ndarray, ctype: str | None = None) -> str:
+        return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype)
+
+    def tensor(self, i: int) -> Tensor:
+        return self.graph.tensors[i]
+
+    def render(self, template: str, **values) -> str:
+        return _TEMPLATES.get_template(template).render(**values)
+
+
+class ParamSink:
+    """Collects the ``static const`` arrays that end up in flash."""
+
+    _CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
+               np.dtype(np.int64): "int64_t", np.dtype(np.float32): "float", np.dtype(np.uint8): "uint8_t"}
+
+    def __init__(self, model: str):
+        self.model = model
+        self.arrays: list[tuple[str, str, np.ndarray, str]] = []  # (name, ctype, data, comment)
+        self._by_tensor: dict[int, str] = {}
+
+    def tensor(self, index: int, t: Tensor) -> str:
+        if index not in self._by_tensor:
+            name = f"{self.model}_t{index}"
+            self.arrays.append((name, c_type(t.dtype), t.data, f"tensor {index}: {t.name} {list(t.shape)}"))
+            self._by_tensor[index] = name
+        return self._by_tensor[index]
+
+    def add(self, name: str, data: np.ndarray, ctype: str | None = None) -> str:
+        ctype = ctype or self._CTYPES[data.dtype]
+        self.arrays.append((name, ctype, data, ""))
+        return name
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for _, _, a, _ in self.arrays)
+
+
+def require(cond: bool, op: Operator, what: str) -> None:
+    """Reject an operator configuration with a message naming the operator."""
+    if not cond:
+        raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}")
+
+
+def activation_dtype(op: Operator, graph: Graph) -> str:
+    return graph.tensors[op.outputs[0]].dtype

@@ -1,0 +1,89 @@
+"""Compile-time quantization arithmetic, matching TFLite Micro's kernel preparation step.
+
+These run in Python at compile time; their results become constants in the generated C.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from microcompiler.ir import Tensor
+
+INT_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1),
+              "uint8": (0, 255)}
+FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+def tflite_round(x: float) -> float:
+    """Round half away from zero (std::round)."""
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """A real multiplier as (Q31 fraction in [2^30, 2^31), power-of-two exponent)."""
+    if real == 0.0:
+        return 0, 0
+    fraction, shift = math.frexp(real)
+    q = int(tflite_round(fraction * (1 << 31)))
+    if q == (1 << 31):
+        q //= 2
+        shift += 1
+    if shift < -31:
+        shift, q = 0, 0
+    if shift > 30:  # the reference saturates what no int32 multiplier can hold
+        shift, q = 30, (1 << 31) - 1
+    return q, shift
+
+
+def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [quantize_multiplier(float(r)) for r in reals]
+    return (np.array([p[0] for p in pairs], dtype=np.int32), np.array([p[1] for p in pairs], dtype=np.int32))
+
+
+def conv_multipliers(input_t: Tensor, weight_t: Tensor, output_t: Tensor, channels: int):
+    """Per-output-channel requantization (q, shift) of conv/depthwise/FC, as TFLM computes them:
+    input_scale * filter_scale / output_scale in double precision."""
+    in_scale = float(np.float32(input_t.quant.scale[0]))
+    out_scale = float(np.float32(output_t.quant.scale[0]))
+    scales = weight_t.quant.scale
+    if len(scales) == 1:
+        scales = scales * channels
+    return quantize_multipliers([in_scale * float(np.float32(s)) / out_scale for s in scales])
+
+
+def activation_range(activation: str, t: Tensor) -> tuple[int, int]:
+    """Clamp bounds of a fused activation in the quantized domain of tensor t."""
+    lo, hi = INT_RANGES[t.dtype]
+    scale, zp = t.quant.single()
+    scale32 = np.float32(scale)
+
+    def q(f: float) -> int:
+        return zp + int(tflite_round(float(np.float32(f) / scale32)))
+
+    if activation == "NONE":
+        return lo, hi
+    if activation == "RELU":
+        return max(lo, q(0.0)), hi
+    if activation == "RELU6":
+        return max(lo, q(0.0)), min(hi, q(6.0))
+    if activation == "RELU_N1_TO_1":
+        return max(lo, q(-1.0)), min(hi, q(1.0))
+    raise ValueError(activation)
+
+
+def float_activation_range(activation: str) -> tuple[float, float]:
+    return {"NONE": (-FLOAT_MAX, FLOAT_MAX), "RELU": (0.0, FLOAT_MAX), "RELU6": (0.0, 6.0),
+            "RELU_N1_TO_1": (-1.0, 1.0)}[activation]
+
+
+def c_float(x: float) -> str:
+    """A float32 constant as a C literal that round-trips exactly."""
+    x = float(np.float32(x))
+    if math.isinf(x):
+        return "-FLT_MAX" if x < 0 else "FLT_MAX"
+    if x == FLOAT_MAX:
+        return "FLT_MAX"
+    if x == -FLOAT_MAX:
+        return "-FLT_MAX"
+    return repr(x) + "f" if ("." in repr(x) or "e" in repr(x)) else repr(x) + ".0f"

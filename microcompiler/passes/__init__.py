@@ -1,0 +1,14 @@
+"""Graph-to-graph passes. Each is a function ``Graph -> Graph`` that leaves its input untouched.
+
+``PIPELINE`` is the default order ``microcompiler.compiler`` runs them in.
+"""
+from microcompiler.passes.dead_code import remove_dead_code
+from microcompiler.passes.fold_constants import fold_constants
+from microcompiler.passes.fuse_activations import fuse_activations
+from microcompiler.passes.memory_plan import plan_memory
+from microcompiler.passes.remove_reshapes import remove_reshapes
+
+PIPELINE = [fold_constants, fuse_activations, remove_reshapes, remove_dead_code, plan_memory]
+
+__all__ = ["PIPELINE", "fold_constants", "fuse_activations", "remove_reshapes", "remove_dead_code",
+           "plan_memory"]

@@ -1,0 +1,19 @@
+"""Remove operators whose outputs nobody reads, and constants nobody uses."""
+from __future__ import annotations
+
+from microcompiler.ir import Graph
+
+
+def remove_dead_code(graph: Graph) -> Graph:
+    g = graph.copy()
+    needed = {g.storage(t) for t in g.outputs}
+    kept = []
+    for op in reversed(g.operators):
+        if any(g.storage(o) in needed for o in op.outputs):
+            kept.append(op)
+            needed.update(g.storage(i) for i in op.inputs if i >= 0)
+    g.operators = list(reversed(kept))
+    for i, t in enumerate(g.tensors):
+        if t.is_constant and i not in needed:
+            t.data = None  # an unused constant costs no flash
+    return g

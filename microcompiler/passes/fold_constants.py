@@ -1,0 +1,50 @@
+"""Evaluate at compile time the operators whose inputs are all constants.
+
+Only operators whose result is exactly defined by a simple formula are folded (reshapes, QUANTIZE and
+DEQUANTIZE of constants, CONCATENATION); the folded result becomes a constant tensor in flash.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ir import Graph, np_dtype
+from microcompiler.ops.quant import INT_RANGES
+
+
+def _dequantize(t, x):
+    q = t.quant
+    return ((x.astype(np.int32) - q.zero_point[0]) * np.float32(q.scale[0])).astype(np.float32)
+
+
+def _evaluate(g: Graph, op) -> np.ndarray | None:
+    ins = [g.tensors[i] for i in op.inputs if i >= 0]
+    out = g.tensors[op.outputs[0]]
+    if op.kind == "RESHAPE":
+        return ins[0].data.reshape(out.shape)
+    if op.kind == "DEQUANTIZE" and ins[0].quant and not ins[0].quant.per_channel and out.dtype == "float32":
+        return _dequantize(ins[0], ins[0].data).reshape(out.shape)
+    if op.kind == "CONCATENATION" and op.options.get("activation", "NONE") == "NONE" and all(
+            t.dtype == out.dtype and t.quant == out.quant for t in ins):
+        return np.concatenate([t.data for t in ins], axis=op.options["axis"] % len(out.shape))
+    if op.kind == "QUANTIZE" and ins[0].dtype == "float32" and out.quant and out.dtype in INT_RANGES:
+        scale, zp = out.quant.single()
+        lo, hi = INT_RANGES[out.dtype]
+        q = np.round(ins[0].data / np.float32(scale)) + zp  # numpy rounds half to even, as TFLM does here
+        return np.clip(q, lo, hi).astype(np_dtype(out.dtype))
+    return None
+
+
+def fold_constants(graph: Graph) -> Graph:
+    g = graph.copy()
+    kept = []
+    for op in g.operators:
+        value = None
+        if all(i < 0 or g.tensors[i].is_constant for i in op.inputs) and len(op.outputs) == 1 \
+                and op.outputs[0] not in g.outputs:
+            value = _evaluate(g, op)
+        if value is None:
+            kept.append(op)
+        else:
+            g.tensors[op.outputs[0]].data = np.ascontiguousarray(value)
+    g.operators = kept
+    return g

@@ -1,0 +1,94 @@
+"""Static memory planning: give every intermediate tensor a byte offset in one arena.
+
+Model inputs and outputs live in caller-provided buffers and constants in flash, so the arena holds
+only intermediate activations. Two buffers may overlap in memory when their lifetimes (from the
+operator that writes them to the last operator that reads them) do not overlap. The planner tries
+several placement orders (first-fit at the lowest free offset) and keeps the smallest arena; the
+result is compared against the lower bound, the largest set of simultaneously live buffers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from microcompiler.ir import Graph, np_dtype
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Buffer:
+    tensor: int  # the storage tensor (root of its alias class)
+    size: int
+    first: int  # index of the operator that writes it
+    last: int  # index of the last operator that reads it
+    align: int
+
+    def overlaps_in_time(self, other: "Buffer") -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+def arena_buffers(graph: Graph) -> list[Buffer]:
+    """The intermediate buffers of a graph, with their lifetimes in operator steps."""
+    g = graph
+    owned = {g.storage(t) for t in g.inputs + g.outputs}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for step, op in enumerate(g.operators):
+        for o in op.outputs:
+            root = g.storage(o)
+            first.setdefault(root, step)
+            last[root] = max(last.get(root, step), step)
+        for i in op.inputs:
+            if i >= 0 and not g.tensors[g.storage(i)].is_constant:
+                last[g.storage(i)] = step
+    buffers = []
+    for root, start in first.items():
+        if root in owned:
+            continue
+        t = g.tensors[root]
+        align = max(4, np.dtype(np_dtype(t.dtype)).itemsize)
+        buffers.append(Buffer(root, t.nbytes, start, last[root], align))
+    return buffers
+
+
+def lower_bound(buffers: list[Buffer], steps: int) -> int:
+    """The largest total size of buffers live at the same operator step."""
+    return max([sum(b.size for b in buffers if b.first <= s <= b.last) for s in range(steps)] or [0])
+
+
+def _place(order: list[Buffer]) -> tuple[dict[int, int], int]:
+    placed: list[tuple[Buffer, int]] = []
+    offsets = {}
+    for buf in order:
+        busy = sorted((off, off + b.size) for b, off in placed if b.overlaps_in_time(buf))
+        offset = 0
+        for start, end in busy:
+            offset = -(-offset // buf.align) * buf.align
+            if offset + buf.size <= start:
+                break
+            offset = max(offset, end)
+        offset = -(-offset // buf.align) * buf.align
+        placed.append((buf, offset))
+        offsets[buf.tensor] = offset
+    total = max([off + b.size for b, off in placed] or [0])
+    return offsets, total
+
+
+_ORDERS = {
+    "size": lambda b: (-b.size, b.first),
+    "first_use": lambda b: (b.first, -b.size),
+    "lifetime": lambda b: (-(b.last - b.first), -b.size),
+    "area": lambda b: (-(b.size * (b.last - b.first + 1)), b.first),
+}
+
+
+def plan_memory(graph: Graph) -> Graph:
+    g = graph.copy()
+    buffers = arena_buffers(g)
+    best = None
+    for key in _ORDERS.values():
+        offsets, total = _place(sorted(buffers, key=key))
+        if best is None or total < best[1]:
+            best = (offsets, total)
+    g.offsets, g.arena_bytes = best
+    return g

@@ -1,0 +1,50 @@
+"""Compile a model with microcompiler, run it on the host, and compare with the TFLM oracle."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from microcompiler.compiler import compile_model
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
+from oracle import Oracle
+
+FLOAT_RTOL = 1e-5
+
+
+def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model"):
+    Path(tmp_path).mkdir(parents=True, exist_ok=True)
+    path = Path(tmp_path) / f"{name}.tflite"
+    path.write_bytes(model_bytes)
+    return compile_model(path)
+
+
+def assert_matches_oracle(model_bytes: bytes, tmp_path: Path, n_inputs: int = 5, sanitize: bool = False,
+                          float_atol: float = 1e-6, inputs: list[list[np.ndarray]] | None = None):
+    """Run n_inputs seeded random inputs through microcompiler (host build) and TFLM.
+
+    int8/int16 outputs must be bit-exact; float32 within FLOAT_RTOL relative (plus float_atol absolute
+    for values near zero). Returns the microcompiler library for further checks.
+    """
+    library = compile_bytes(model_bytes, tmp_path)
+    meta = library.metadata
+    if inputs is None:
+        inputs = [random_inputs(meta["inputs"], seed=s) for s in range(n_inputs)]
+    program = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize)
+    ours = program.run(inputs)
+    oracle = Oracle(model_bytes)
+    for k, input_set in enumerate(inputs):
+        want = oracle.run(input_set)
+        for j, (got, exp) in enumerate(zip(ours[k].outputs, want)):
+            exp = exp.reshape(got.shape)
+            if got.dtype == np.float32:
+                np.testing.assert_allclose(got, exp, rtol=FLOAT_RTOL, atol=float_atol,
+                                           err_msg=f"input set {k}, output {j}")
+            else:
+                diff = int(np.count_nonzero(got != exp))
+                assert diff == 0, (f"input set {k}, output {j}: {diff} of {got.size} elements differ; "
+                                   f"first at {np.argwhere(got != exp)[0].tolist()}: ours "
+                                   f"{got[tuple(np.argwhere(got != exp)[0])]}, TFLM "
+                                   f"{exp[tuple(np.argwhere(got != exp)[0])]}")
+    return library

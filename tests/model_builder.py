@@ -1,0 +1,145 @@
+"""Build small .tflite models in tests, without TensorFlow.
+
+Uses the flatbuffer object API that ships with the oracle package (tflite-micro). Example::
+
+    b = ModelBuilder()
+    x = b.activation("x", [1, 8, 8, 3], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", weights_int8, scale=[0.01] * 4, zero_point=[0] * 4, axis=0)
+    bias = b.constant("b", bias_int32, scale=[0.0005] * 4, zero_point=[0] * 4)
+    y = b.activation("y", [1, 8, 8, 4], "int8", scale=0.1, zero_point=2)
+    b.op("CONV_2D", [x, w, bias], [y], Conv2DOptions(padding="SAME", stride_w=1, stride_h=1))
+    model_bytes = b.finish(inputs=[x], outputs=[y])
+"""
+from __future__ import annotations
+
+import flatbuffers
+import numpy as np
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+TYPES = {"float32": fb.TensorType.FLOAT32, "int32": fb.TensorType.INT32, "int8": fb.TensorType.INT8,
+         "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8}
+ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
+PADDINGS = {"SAME": 0, "VALID": 1}
+
+
+class ModelBuilder:
+    def __init__(self):
+        self.buffers = [fb.BufferT()]  # buffer 0 is the conventional empty buffer
+        self.tensors: list = []
+        self.operators: list = []
+        self.opcodes: list[int] = []
+
+    def _tensor(self, name, shape, dtype, scale, zero_point, axis, buffer):
+        t = fb.TensorT()
+        t.name = name
+        t.shape = list(shape)
+        t.type = TYPES[dtype]
+        t.buffer = buffer
+        if scale is not None:
+            q = fb.QuantizationParametersT()
+            q.scale = [float(s) for s in np.atleast_1d(scale)]
+            q.zeroPoint = [int(z) for z in np.atleast_1d(zero_point if zero_point is not None else 0)]
+            q.quantizedDimension = axis
+            t.quantization = q
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def activation(self, name, shape, dtype, scale=None, zero_point=None, axis=0) -> int:
+        return self._tensor(name, shape, dtype, scale, zero_point, axis, 0)
+
+    def constant(self, name, data: np.ndarray, dtype=None, scale=None, zero_point=None, axis=0) -> int:
+        data = np.ascontiguousarray(data)
+        dtype = dtype or str(data.dtype)
+        buf = fb.BufferT()
+        buf.data = np.frombuffer(data.tobytes(), dtype=np.uint8).tolist() or None
+        self.buffers.append(buf)
+        return self._tensor(name, data.shape, dtype, scale, zero_point, axis, len(self.buffers) - 1)
+
+    def op(self, kind: str, inputs, outputs, options=None):
+        code = getattr(fb.BuiltinOperator, kind)
+        if code not in self.opcodes:
+            self.opcodes.append(code)
+        o = fb.OperatorT()
+        o.opcodeIndex = self.opcodes.index(code)
+        o.inputs = list(inputs)
+        o.outputs = list(outputs)
+        if options is not None:
+            o.builtinOptionsType, o.builtinOptions = options
+        self.operators.append(o)
+
+    def finish(self, inputs, outputs) -> bytes:
+        sub = fb.SubGraphT()
+        sub.tensors, sub.operators = self.tensors, self.operators
+        sub.inputs, sub.outputs = list(inputs), list(outputs)
+        model = fb.ModelT()
+        model.version = 3
+        model.subgraphs = [sub]
+        model.buffers = self.buffers
+        codes = []
+        for c in self.opcodes:
+            oc = fb.OperatorCodeT()
+            oc.builtinCode = c
+            oc.deprecatedBuiltinCode = min(c, 127)
+            oc.version = 1
+            codes.append(oc)
+        model.operatorCodes = codes
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+
+
+# ---- builtin options: each returns (options type, options object) for ModelBuilder.op ----------
+
+def _opts(type_name, **fields):
+    cls = getattr(fb, type_name + "T")
+    o = cls()
+    for k, v in fields.items():
+        setattr(o, k, v)
+    return getattr(fb.BuiltinOptions, type_name), o
+
+
+def conv2d_options(padding="SAME", stride=(1, 1), dilation=(1, 1), activation="NONE"):
+    return _opts("Conv2DOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
+                 dilationHFactor=dilation[0], dilationWFactor=dilation[1],
+                 fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def depthwise_options(padding="SAME", stride=(1, 1), dilation=(1, 1), depth_multiplier=1, activation="NONE"):
+    return _opts("DepthwiseConv2DOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
+                 dilationHFactor=dilation[0], dilationWFactor=dilation[1], depthMultiplier=depth_multiplier,
+                 fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def fully_connected_options(activation="NONE", keep_num_dims=False):
+    return _opts("FullyConnectedOptions", fusedActivationFunction=ACTIVATIONS[activation],
+                 keepNumDims=keep_num_dims)
+
+
+def pool_options(filter_hw=(2, 2), stride=(2, 2), padding="VALID", activation="NONE"):
+    return _opts("Pool2DOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
+                 filterHeight=filter_hw[0], filterWidth=filter_hw[1],
+                 fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def add_options(activation="NONE", pot_scale_int16=False):
+    return _opts("AddOptions", fusedActivationFunction=ACTIVATIONS[activation], potScaleInt16=pot_scale_int16)
+
+
+def mul_options(activation="NONE"):
+    return _opts("MulOptions", fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def softmax_options(beta=1.0):
+    return _opts("SoftmaxOptions", beta=beta)
+
+
+def concatenation_options(axis, activation="NONE"):
+    return _opts("ConcatenationOptions", axis=axis, fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def reducer_options(keep_dims=True):
+    return _opts("ReducerOptions", keepDims=keep_dims)
+
+
+def reshape_options(new_shape):
+    return _opts("ReshapeOptions", newShape=list(new_shape))
