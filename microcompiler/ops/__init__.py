@@ -5,6 +5,7 @@ with :func:`register`. ``SUPPORTED_OPERATORS`` is what the importer accepts; see
 docs/architecture.md ("How to add an operator").
 """
 import importlib
+import pkgutil
 
 from microcompiler.ops.base import KERNELS, OpKernel, kernel_for, register  # noqa: F401
 
@@ -15,10 +16,11 @@ SUPPORTED_OPERATORS = frozenset({
     "LOGISTIC",
 })
 
-KERNEL_MODULES = ["fully_connected"]
+_HELPER_MODULES = {"base", "quant"}
 
 
 def load_kernels() -> None:
-    """Import every kernel module so that each registers itself."""
-    for module in KERNEL_MODULES:
-        importlib.import_module(f"microcompiler.ops.{module}")
+    """Import every kernel module in this package so that each registers itself."""
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in _HELPER_MODULES:
+            importlib.import_module(f"microcompiler.ops.{module.name}")
