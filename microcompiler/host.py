@@ -23,7 +23,7 @@ from microcompiler.standalone import StandaloneResult, parse_reports
 STRICT_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE_CFLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                    "-fno-omit-frame-pointer"]
-CRT_PORTABLE_SOURCES = ["src/status.c", "src/report.c"]
+CRT_PORTABLE_SOURCES = ["src/status.c", "src/report.c", "src/graph_executor.c"]
 
 
 def render_template(template_dir: Path, template: str, **values) -> str:
@@ -44,8 +44,10 @@ def compiler() -> list[str]:
 class HostProgram:
     """A model library built into a host executable that runs inputs fed on stdin."""
 
-    def __init__(self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2"):
+    def __init__(self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2",
+                 executor: str = "aot"):
         self.library = library
+        self.executor = executor
         self.meta = library.metadata
         self.work_dir = Path(work_dir)
         self.exe = self.work_dir / "model_host"
@@ -55,7 +57,8 @@ class HostProgram:
         lib_dir = self.work_dir / "model"
         self.library.write(lib_dir)
         main = self.work_dir / "main.c"
-        main.write_text(render_template(resources.templates_dir() / "host", "main.c.j2", **self.meta))
+        main.write_text(render_template(resources.templates_dir() / "host", "main.c.j2",
+                                        executor=self.executor, NAME=self.meta["name"].upper(), **self.meta))
         crt = resources.crt_dir()
         sources = [str(main), *map(str, sorted((lib_dir / "src").glob("*.c"))),
                    *(str(crt / s) for s in CRT_PORTABLE_SOURCES), str(crt / "platform/posix/platform.c")]

@@ -21,7 +21,8 @@ def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model"):
 
 
 def assert_matches_oracle(model_bytes: bytes, tmp_path: Path, n_inputs: int = 5, sanitize: bool = False,
-                          float_atol: float = 1e-6, inputs: list[list[np.ndarray]] | None = None):
+                          float_atol: float = 1e-6, inputs: list[list[np.ndarray]] | None = None,
+                          executor: str = "aot"):
     """Run n_inputs seeded random inputs through microcompiler (host build) and TFLM.
 
     int8/int16 outputs must be bit-exact; float32 within FLOAT_RTOL relative (plus float_atol absolute
@@ -31,7 +32,7 @@ def assert_matches_oracle(model_bytes: bytes, tmp_path: Path, n_inputs: int = 5,
     meta = library.metadata
     if inputs is None:
         inputs = [random_inputs(meta["inputs"], seed=s) for s in range(n_inputs)]
-    program = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize)
+    program = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize, executor=executor)
     ours = program.run(inputs)
     oracle = Oracle(model_bytes)
     for k, input_set in enumerate(inputs):

@@ -46,3 +46,9 @@ def test_fully_connected_matches_tflm(tmp_path, dtype, activation, per_channel):
 def test_fully_connected_odd_shapes_and_no_bias(tmp_path, bias):
     assert_matches_oracle(fc_model("int8", 3, 1, 1, "NONE", False, bias=bias, input_zp=127), tmp_path)
     assert_matches_oracle(fc_model("int8", 1, 130, 7, "RELU", True, bias=bias, input_zp=-128), tmp_path / "b")
+
+
+def test_graph_executor_matches_oracle_with_sanitizers(tmp_path):
+    """The same model through the on-device graph executor (host build, ASan+UBSan)."""
+    model = fc_model("int8", batches=2, depth=20, units=6, activation="RELU", per_channel=True)
+    assert_matches_oracle(model, tmp_path, sanitize=True, executor="graph")

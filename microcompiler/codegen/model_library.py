@@ -6,6 +6,8 @@ Layout (``DIR`` is the output directory)::
     DIR/include/microcompiler/*.h         the fixed-point helpers the kernels use
     DIR/src/<name>_ops.c                  weights (static const, in flash) + one function per operator
     DIR/src/<name>_aot.c                  the static arena and the AOT executor <name>_run()
+    DIR/src/<name>_graph.c                graph description + operator registry (graph executor)
+    DIR/include/<name>_graph.h            their declarations and the graph executor's pool size
     DIR/metadata.json                     what the model needs and does (see docs/architecture.md)
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array
+from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 
@@ -26,7 +29,7 @@ _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
-RUNTIME_HEADERS = ["kernel_math.h"]
+RUNTIME_HEADERS = ["kernel_math.h", "graph_executor.h", "status.h"]
 
 
 @dataclass
@@ -116,6 +119,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset()) -> Mo
     lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(**values)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
+    lib.files.update(graph_sources(graph, functions))
     for header in RUNTIME_HEADERS:
         lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
             f"include/microcompiler/{header}").read_text()

@@ -1,0 +1,123 @@
+"""The graph description and operator registry for the on-device graph executor.
+
+The description is a compact little-endian binary table (not JSON: the device then needs no parser,
+records have fixed sizes, and the whole thing is a few bytes per operator), emitted as a C array:
+
+    header   "MCG1" | u16 slot_count | u16 op_count | u8 input_count | u8 output_count | u16 0
+             | u32 pool_bytes | u32 string_table_bytes
+    slots    slot_count x (u32 offset, u32 bytes)       memory of each tensor inside the pool
+    inputs   input_count  x u16 slot
+    outputs  output_count x u16 slot
+    ops      op_count x (u16 name_offset, u8 arg_count, u8 0, MC_GRAPH_MAX_ARGS x u16 slot)
+    strings  NUL-terminated operator function names
+
+A slot is one piece of memory: tensors that alias (removed RESHAPEs) share a slot. The pool holds
+the planned activation arena followed by the model inputs and outputs; all offsets come from the
+compile-time memory plan, so the executor allocates nothing.
+"""
+from __future__ import annotations
+
+import struct
+
+from microcompiler.ir import Graph, c_type
+
+MAGIC = b"MCG1"
+MAX_ARGS = 8  # MC_GRAPH_MAX_ARGS in crt/include/microcompiler/graph_executor.h
+ALIGN = 8
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def build_description(graph: Graph, functions) -> tuple[bytes, int]:
+    """The binary description and the pool size it needs."""
+    slot_of: dict[int, int] = {}
+    slots: list[tuple[int, int]] = []
+    pool = _align(graph.arena_bytes)
+
+    def slot(tensor: int) -> int:
+        nonlocal pool
+        root = graph.storage(tensor)
+        if root not in slot_of:
+            if root in graph.offsets:
+                offset = graph.offsets[root]
+            else:  # a model input or output: placed after the arena
+                offset = pool
+                pool = _align(pool + graph.tensors[root].nbytes)
+            slot_of[root] = len(slots)
+            slots.append((offset, graph.tensors[root].nbytes))
+        return slot_of[root]
+
+    inputs = [slot(t) for t in graph.inputs]
+    outputs = [slot(t) for t in graph.outputs]
+    strings = bytearray()
+    ops = bytearray()
+    for fn in functions:
+        args = [slot(tensor) for _, _, tensor in fn.params]
+        if len(args) > MAX_ARGS:
+            raise ValueError(f"operator {fn.name} has {len(args)} tensor arguments (max {MAX_ARGS})")
+        name_offset = len(strings)
+        strings += fn.name.encode() + b"\0"
+        ops += struct.pack("<HBB", name_offset, len(args), 0)
+        ops += struct.pack(f"<{MAX_ARGS}H", *(args + [0] * (MAX_ARGS - len(args))))
+    header = MAGIC + struct.pack("<HHBBHII", len(slots), len(functions), len(inputs), len(outputs), 0,
+                                 pool, len(strings))
+    body = b"".join(struct.pack("<II", o, n) for o, n in slots)
+    body += struct.pack(f"<{len(inputs)}H", *inputs) + struct.pack(f"<{len(outputs)}H", *outputs)
+    return header + body + bytes(ops) + bytes(strings), max(pool, 1)
+
+
+def graph_sources(graph: Graph, functions) -> dict[str, str]:
+    """src/<name>_graph.c and include/<name>_graph.h."""
+    name = graph.name
+    description, pool_bytes = build_description(graph, functions)
+    hex_lines = []
+    for i in range(0, len(description), 16):
+        hex_lines.append("    " + ", ".join(f"0x{b:02x}" for b in description[i:i + 16]) + ",")
+    wrappers = []
+    for fn in functions:
+        casts = ", ".join(f"({ctype})args[{k}]" for k, (ctype, _, _) in enumerate(fn.params))
+        wrappers.append(f"static void {fn.name}_entry(void* const* args) {{ {fn.name}({casts}); }}")
+    entries = [f'    {{"{fn.name}", {fn.name}_entry}},' for fn in functions] or ['    {"", 0},']
+    header = f"""/* {name}: graph description and operator registry for the graph executor. Generated. */
+#ifndef {name.upper()}_GRAPH_H_
+#define {name.upper()}_GRAPH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "microcompiler/graph_executor.h"
+
+/* Bytes of the pool the graph executor needs: activations, inputs and outputs. */
+#define {name.upper()}_GRAPH_POOL_BYTES {pool_bytes}
+
+extern const uint8_t {name}_graph[];
+extern const size_t {name}_graph_bytes;
+extern const mc_op_registry_t {name}_registry;
+
+#endif /* {name.upper()}_GRAPH_H_ */
+"""
+    source = f"""/* {name}: graph description and operator registry for the graph executor. Generated.
+ * Format: see microcompiler/codegen/graph_description.py and docs/architecture.md. */
+#include "{name}.h"
+#include "{name}_graph.h"
+
+const uint8_t {name}_graph[] = {{
+{chr(10).join(hex_lines)}
+}};
+const size_t {name}_graph_bytes = sizeof({name}_graph);
+
+/* Uniform wrappers: args[k] is the k-th tensor argument of the operator function. */
+{chr(10).join(wrappers)}
+
+static const mc_op_entry_t {name}_registry_entries[] = {{
+{chr(10).join(entries)}
+}};
+
+const mc_op_registry_t {name}_registry = {{{name}_registry_entries, {len(functions)}u}};
+"""
+    return {f"include/{name}_graph.h": header, f"src/{name}_graph.c": source}
+
+
+__all__ = ["build_description", "graph_sources", "c_type"]
