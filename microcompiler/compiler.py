@@ -7,14 +7,29 @@ from pathlib import Path
 
 from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.frontend.tflite import load_tflite
+from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph
 from microcompiler.ops.base import kernel_for
 from microcompiler.passes import PIPELINE
 
 
+def check_operator(op, graph: Graph) -> None:
+    """Let the operator's kernel reject what it cannot run.
+
+    Kernels index tensors and shapes freely; on a damaged model that can fail in plain Python ways,
+    which we report as an inconsistent operator rather than as a crash.
+    """
+    try:
+        kernel_for(op).check(op, graph)
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
+        raise UnsupportedModelError(
+            f"operator {op.index} ({op.kind}) has inconsistent tensors or options ({type(exc).__name__}: "
+            f"{exc}); re-export the model with the TFLite converter") from None
+
+
 def run_passes(graph: Graph, passes=None) -> Graph:
-    for kernel_op in graph.operators:  # reject unsupported configurations before any work
-        kernel_for(kernel_op).check(kernel_op, graph)
+    for op in graph.operators:  # reject unsupported configurations before any work
+        check_operator(op, graph)
     for p in PIPELINE if passes is None else passes:
         graph = p(graph)
     return graph

@@ -197,8 +197,14 @@ class _Importer:
             if not -1 <= i < n_tensors:
                 raise ModelFormatError(
                     f"operator {index} ({kind}) refers to tensor {i}, but there are {n_tensors} tensors")
-        if not outputs or -1 in outputs:
-            raise ModelFormatError(f"operator {index} ({kind}) has no valid output tensor")
+        if len(outputs) != 1 or -1 in outputs:
+            raise ModelFormatError(f"operator {index} ({kind}) has {len(outputs)} outputs, expected one; "
+                                   "the file is corrupted")
+        fewest, most = SUPPORTED_OPERATORS[kind]
+        required = inputs[:fewest]
+        if not fewest <= len(inputs) <= most or -1 in required:
+            raise ModelFormatError(f"operator {index} ({kind}) has {len(inputs)} inputs, expected "
+                                   f"{fewest}{'' if fewest == most else f' to {most}'}; the file is corrupted")
         options = _options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
 
@@ -220,6 +226,13 @@ def _check_order(tensors, operators, inputs, outputs):
     for o in outputs:
         if o not in ready:
             raise ModelFormatError(f"model output tensor {o} is never written; the file is corrupted")
+    for op in operators:
+        for i in op.inputs + op.outputs:
+            t = tensors[i] if i >= 0 else None
+            if t is not None and t.dtype in ("int8", "int16") and t.quant is None and not t.is_constant:
+                raise ModelFormatError(
+                    f"tensor {i} ('{t.name}') of operator {op.index} ({op.kind}) is {t.dtype} but has no "
+                    "quantization parameters; re-export the model with full-integer quantization")
 
 
 def _ints(arr) -> np.ndarray:

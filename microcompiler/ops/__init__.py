@@ -9,12 +9,14 @@ import pkgutil
 
 from microcompiler.ops.base import KERNELS, OpKernel, kernel_for, register  # noqa: F401
 
-# The importer checks operator names against this set before any kernel module is loaded.
-SUPPORTED_OPERATORS = frozenset({
-    "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
-    "RESHAPE", "SOFTMAX", "QUANTIZE", "DEQUANTIZE", "RELU", "RELU6", "PAD", "CONCATENATION", "MEAN",
-    "LOGISTIC",
-})
+# The importer checks operators against this table before any kernel module is loaded:
+# kind -> (fewest inputs, most inputs) as the TFLite schema defines them; every kind has one output.
+SUPPORTED_OPERATORS = {
+    "CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "ADD": (2, 2), "MUL": (2, 2),
+    "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "RESHAPE": (1, 2), "SOFTMAX": (1, 1),
+    "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "RELU": (1, 1), "RELU6": (1, 1), "PAD": (2, 2),
+    "CONCATENATION": (1, 16), "MEAN": (2, 2), "LOGISTIC": (1, 1),
+}
 
 _HELPER_MODULES = {"base", "quant"}
 
