@@ -1,0 +1,395 @@
+"""Firmware projects: turn a model into a buildable project for a board, build it, run it.
+
+``create_project`` compiles the model for the board's CPU, checks that it fits the board's flash
+and RAM, and writes a self-contained project directory (nothing in it points back here)::
+
+    DIR/microcompiler-project.json   what the project is: model, board, template, executor
+    DIR/board.toml                   a copy of the board description
+    DIR/CMakeLists.txt               CMake + Ninja build (template: project_templates/<template>)
+    DIR/arm-none-eabi.cmake          the toolchain file
+    DIR/linker.ld                    generated from the board's memory regions
+    DIR/src/main.c                   standalone main: fixed input, timed inference, report
+    DIR/inputs/input<k>.npy          the input compiled into main.c
+    DIR/model/                       the model library (microcompiler compile)
+    DIR/crt/                         the runtime: include/, src/, platform/<family>/
+
+``build`` runs cmake and ninja; ``flash`` loads the firmware on the board (QEMU for emulated
+boards) and returns the report it prints.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from microcompiler import resources
+from microcompiler.boards import Board, load_board, load_board_file
+from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
+from microcompiler.host import render_template
+from microcompiler.inputs import load_inputs, random_inputs
+from microcompiler.ir import np_dtype
+from microcompiler.standalone import StandaloneResult, parse_reports
+
+PROJECT_FILE = "microcompiler-project.json"
+EXECUTORS = ("aot", "graph")
+DEFAULT_STACK_BYTES = 8 * 1024
+FIRMWARE = "firmware.elf"
+
+# Flash estimate besides weights and input: startup, platform, report, libc/libgcc pieces, plus
+# each operator's code (measured on this project's kernels at -O2, rounded up).
+RUNTIME_CODE_BYTES = 6 * 1024
+OPERATOR_CODE_BYTES = 1024
+GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
+RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
+
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass
+class Project:
+    dir: Path
+    board: Board
+    template: str
+    executor: str
+    model: str
+    metadata: dict
+    stack_bytes: int
+
+    @property
+    def elf(self) -> Path:
+        return self.dir / "build" / FIRMWARE
+
+    @classmethod
+    def load(cls, project_dir: str | Path) -> "Project":
+        project_dir = Path(project_dir).resolve()
+        info_path = project_dir / PROJECT_FILE
+        if not info_path.is_file():
+            raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
+                                     "make one with 'microcompiler create-project'")
+        info = json.loads(info_path.read_text())
+        metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
+        return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
+                   info["executor"], info["model"], metadata, info["stack_bytes"])
+
+
+@dataclass
+class BuildResult:
+    elf: Path
+    flash_bytes: int  # text + rodata + the initial values of data
+    ram_bytes: int  # data + bss + the stack region
+
+
+@dataclass
+class RunResult:
+    outputs: list[np.ndarray]
+    ticks: int
+    hz: int
+    stack_bytes: int | None  # stack high-water mark, when the firmware reports it
+    log: str  # everything the firmware printed
+
+
+# ---- Does it fit ----
+
+def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
+    """Flash and RAM the firmware will need, estimated from metadata.json before building."""
+    weights = metadata["params_bytes"]
+    input_bytes = sum(t["bytes"] for t in metadata["inputs"])
+    output_bytes = sum(t["bytes"] for t in metadata["outputs"])
+    code = RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * len(metadata["operators"])
+    if executor == "graph":
+        code += GRAPH_EXECUTOR_CODE_BYTES
+        # the pool holds the arena, a copy of the inputs and the outputs
+        activations = metadata["arena_bytes"] + input_bytes + output_bytes + 8 * (
+            len(metadata["inputs"]) + len(metadata["outputs"]))
+    else:
+        activations = metadata["arena_bytes"]
+    return {"weights": weights, "code": code + input_bytes, "flash": weights + code + input_bytes,
+            "activations": activations + output_bytes, "stack": stack_bytes,
+            "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES}
+
+
+def check_fits(metadata: dict, board: Board, executor: str = "aot",
+               stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
+    """Raise BoardError when the model cannot fit the board; returns the estimate."""
+    need = estimate_footprint(metadata, executor, stack_bytes)
+    name = metadata["name"]
+    flash, ram = board.flash, board.ram
+    if need["weights"] > flash.size:
+        raise BoardError(f"model {name} needs {need['weights']:,} B of flash for weights but board "
+                         f"{board.name} has {flash.size:,} B ({flash.name})")
+    if need["flash"] > flash.size:
+        raise BoardError(f"model {name} needs about {need['flash']:,} B of flash ({need['weights']:,} B of "
+                         f"weights + {need['code']:,} B of code and input) but board {board.name} has "
+                         f"{flash.size:,} B ({flash.name})")
+    if need["ram"] > ram.size:
+        raise BoardError(f"model {name} needs about {need['ram']:,} B of RAM ({need['activations']:,} B of "
+                         f"activations and outputs + {need['stack']:,} B of stack) but board {board.name} has "
+                         f"{ram.size:,} B ({ram.name})")
+    return need
+
+
+# ---- Create ----
+
+def templates() -> list[str]:
+    """Firmware project templates (the host template is microcompiler.host's, not a project)."""
+    return sorted(p.name for p in resources.templates_dir().iterdir()
+                  if p.is_dir() and p.name != "host" and (p / "CMakeLists.txt.j2").is_file())
+
+
+def platform_definitions(board: Board) -> list[str]:
+    """The compile definitions that tell crt/platform/<family> about the board's peripherals."""
+    if board.platform != "cmsdk":
+        raise BoardError(f"board {board.name}: platform family '{board.platform}' has no bare-metal "
+                         "support (known: cmsdk)")
+    uart, timer = board.uart, board.timer
+    if uart is None or uart.kind != "cmsdk":
+        raise BoardError(f"board {board.name}: the cmsdk platform needs a [uart] of kind 'cmsdk' in "
+                         f"{board.source}")
+    defs = [f"MC_UART_BASE=0x{uart.base:08x}u", f"MC_UART_CLOCK_HZ={board.cpu.clock_hz}u",
+            f"MC_UART_BAUD={int(uart.get('baud', 115200))}u"]
+    if timer is None or "hz" not in timer.settings:
+        raise BoardError(f"board {board.name}: the cmsdk platform needs a [timer] with 'hz' in {board.source}")
+    defs += [f"MC_TIMER_BASE=0x{timer.base:08x}u", f"MC_TIMER_HZ={int(timer.get('hz'))}u"]
+    if timer.kind == "cmsdk":
+        defs.append("MC_TIMER_CMSDK=1")
+    elif timer.kind == "sse_system_timer":
+        if "counter_base" not in timer.settings:
+            raise BoardError(f"board {board.name}: an sse_system_timer needs 'counter_base' in {board.source}")
+        defs += ["MC_TIMER_SSE_SYSTEM=1", f"MC_TIMER_COUNTER_BASE=0x{int(timer.get('counter_base')):08x}u"]
+    else:
+        raise BoardError(f"board {board.name}: timer kind '{timer.kind}' is not supported by the cmsdk "
+                         "platform (supported: cmsdk, sse_system_timer)")
+    defs.append(f"MC_HAS_FPU={1 if board.cpu.has_fpu else 0}")
+    return defs
+
+
+def _resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
+    if inputs is None:
+        return random_inputs(metadata["inputs"])
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    if all(isinstance(x, (str, Path)) for x in inputs):
+        return load_inputs([str(x) for x in inputs], metadata["inputs"])
+    arrays = []
+    if len(inputs) != len(metadata["inputs"]):
+        raise MicrocompilerError(f"the model has {len(metadata['inputs'])} input(s) but {len(inputs)} were given")
+    for arr, meta in zip(inputs, metadata["inputs"]):
+        arr = np.asarray(arr)
+        want = np.dtype(np_dtype(meta["dtype"]))
+        if arr.dtype != want or arr.size != int(np.prod(meta["shape"])):
+            raise MicrocompilerError(f"input for '{meta['name']}' is {arr.dtype}{list(arr.shape)}; the model "
+                                     f"needs {want}{meta['shape']}")
+        arrays.append(arr.reshape(meta["shape"]))
+    return arrays
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    if out_dir.exists():
+        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / PROJECT_FILE).is_file()):
+            raise MicrocompilerError(f"{out_dir} exists and is not a microcompiler project; "
+                                     "choose another output directory")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+
+
+def _copy_runtime(project_dir: Path, family: str) -> None:
+    crt = resources.crt_dir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(crt / "include", project_dir / "crt" / "include", ignore=ignore)
+    shutil.copytree(crt / "src", project_dir / "crt" / "src", ignore=ignore)
+    shutil.copytree(crt / "platform" / family, project_dir / "crt" / "platform" / family, ignore=ignore)
+
+
+def create_project(model: str | Path | ModelLibrary, template: str, board: str | Board, out_dir: str | Path,
+                   executor: str = "aot", input=None, stack_bytes: int = DEFAULT_STACK_BYTES) -> Project:
+    """Write a firmware project for ``model`` on ``board`` into ``out_dir`` (replaced if a project).
+
+    ``model`` is a .tflite path or an already compiled library (compile it with the board's
+    ``cpu.features``). ``input`` is None (a fixed seeded random input), .npy paths, or arrays.
+    """
+    board = board if isinstance(board, Board) else load_board(board)
+    known = templates()
+    if template not in known:
+        raise MicrocompilerError(f"unknown project template '{template}'; known templates: {', '.join(known)}")
+    if executor not in EXECUTORS:
+        raise MicrocompilerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
+    if template == "baremetal" and board.platform is None:
+        raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
+    definitions = platform_definitions(board)
+    if isinstance(model, ModelLibrary):
+        library = model
+    else:
+        from microcompiler.compiler import compile_model
+        library = compile_model(model, features=board.cpu.features)
+    metadata = library.metadata
+    check_fits(metadata, board, executor, stack_bytes)
+    arrays = _resolve_inputs(input, metadata)
+
+    out_dir = Path(out_dir).resolve()
+    _prepare_out_dir(out_dir)
+    library.write(out_dir / "model")
+    _copy_runtime(out_dir, board.platform)
+    shutil.copyfile(board.source, out_dir / "board.toml")
+    (out_dir / "inputs").mkdir()
+    input_values = []
+    for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
+        np.save(out_dir / "inputs" / f"input{k}.npy", arr)
+        input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+    outputs = [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
+               for meta in metadata["outputs"]]
+
+    template_dir = resources.templates_dir() / template
+    name = metadata["name"]
+    sources = sorted(p.relative_to(out_dir).as_posix() for pattern in
+                     ("model/src/*.c", "crt/src/*.c", f"crt/platform/{board.platform}/*.c")
+                     for p in out_dir.glob(pattern))
+    values = dict(name=name, NAME=name.upper(), board=board, executor=executor, inputs=input_values,
+                  outputs=outputs, input_origin="given" if input is not None else "seeded random",
+                  board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
+                  stack_bytes=stack_bytes, cflags=board.cpu.cflags, definitions=definitions, sources=sources)
+    (out_dir / "src").mkdir()
+    (out_dir / "src" / "main.c").write_text(render_template(template_dir, "main.c.j2", **values))
+    (out_dir / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
+    (out_dir / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
+    shutil.copyfile(template_dir / "arm-none-eabi.cmake", out_dir / "arm-none-eabi.cmake")
+    info = {"model": name, "board": board.name, "template": template, "executor": executor,
+            "stack_bytes": stack_bytes}
+    (out_dir / PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    return Project.load(out_dir)
+
+
+# ---- Build ----
+
+def _require_tool(tool: str, hint: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ToolchainError(f"'{tool}' is not on PATH; {hint}")
+    return path
+
+
+def build(project_dir: str | Path, log: Log = print) -> BuildResult:
+    """Configure (once) and build the project with CMake and Ninja; returns the firmware sizes."""
+    project = Project.load(project_dir)
+    cmake = _require_tool("cmake", "install CMake 3.20 or newer (Debian: apt-get install cmake)")
+    _require_tool("ninja", "install Ninja (Debian: apt-get install ninja-build)")
+    _require_tool("arm-none-eabi-gcc", "install the GNU Arm Embedded toolchain "
+                  "(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
+    build_dir = project.dir / "build"
+    if not (build_dir / "build.ninja").is_file():
+        log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
+        _run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], _quiet, "cmake")
+    log(f"building {project.dir.name} (ninja)")
+    _run_logged(["ninja", "-C", str(build_dir)], log, "ninja")
+    flash_bytes, ram_bytes = firmware_size(project.elf)
+    log(f"built {project.elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
+        f"(board: {project.board.flash.size:,} B / {project.board.ram.size:,} B)")
+    return BuildResult(project.elf, flash_bytes, ram_bytes)
+
+
+_OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
+
+
+def _run_logged(cmd: list[str], log: Log, what: str) -> None:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        lines.append(line)
+        if line.startswith("["):  # ninja's "[3/12] Building C object ..."
+            log("  " + line)
+    if proc.wait() != 0:
+        text = "\n".join(lines)
+        overflow = _OVERFLOW.search(text)
+        if overflow:
+            raise BoardError(f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
+                             f"{int(overflow.group(2)):,} B")
+        tail = "\n".join(lines[-40:])
+        raise ToolchainError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+
+
+def firmware_size(elf: str | Path) -> tuple[int, int]:
+    """(flash_bytes, ram_bytes) of a firmware from its ELF section headers.
+
+    flash: every allocated section with contents (text, rodata, exidx, the initial values of data);
+    RAM: every allocated writable section (data, bss, the stack region).
+    """
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        raise ToolchainError(f"{elf} is not a 32-bit ELF file")
+    endian = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
+    flash = ram = 0
+    sht_nobits, shf_write, shf_alloc = 8, 0x1, 0x2
+    for i in range(shnum):
+        _, sh_type, flags, _, _, size = struct.unpack_from(endian + "IIIIII", data, shoff + i * shentsize)
+        if not flags & shf_alloc:
+            continue
+        if sh_type != sht_nobits:
+            flash += size
+        if flags & shf_write:
+            ram += size
+    return flash, ram
+
+
+# ---- Flash and run ----
+
+_REPORT_DONE = re.compile(rb"^(MC-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
+
+
+def flash(project_dir: str | Path, timeout: float = 300.0, log: Log = print) -> RunResult:
+    """Load the built firmware on the board, wait for its report and decode it."""
+    project = Project.load(project_dir)
+    if not project.elf.is_file():
+        raise MicrocompilerError(f"{project.elf} does not exist; run 'microcompiler build {project.dir}' first")
+    board = project.board
+    if not board.emulated:
+        raise ToolchainError(f"flashing the hardware board {board.name} (runner {board.runner}) is not "
+                             "supported yet; it comes with the Zephyr template")
+    from microcompiler.transport.qemu import QemuTransport
+    log(f"running {project.elf.name} in QEMU ({board.qemu_machine})")
+    start = time.monotonic()
+    with QemuTransport(board.qemu_machine, project.elf) as link:
+        text = link.read_until(_REPORT_DONE, timeout).decode(errors="replace")
+    log(f"report received after {time.monotonic() - start:.1f} s")
+    return decode_report(text, project.metadata)
+
+
+def decode_report(text: str, metadata: dict) -> RunResult:
+    for line in text.splitlines():
+        if line.startswith("MC-FAULT") or line.startswith("MC-ABORT"):
+            raise DeviceError(f"the firmware stopped: {line.strip()}")
+    results: list[StandaloneResult] = parse_reports(text, metadata["outputs"])
+    if not results:
+        raise DeviceError(f"the firmware printed no complete report; it printed: {text[-500:]!r}")
+    stack = re.search(r"^stack_bytes (\d+)", text, re.MULTILINE)
+    result = results[-1]
+    return RunResult(result.outputs, result.ticks, result.hz, int(stack.group(1)) if stack else None, text)
+
+
+def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path,
+                 executor: str = "aot", input=None, log: Log = print,
+                 timeout: float = 300.0) -> tuple[Project, BuildResult, RunResult]:
+    """create_project + build + flash, the whole standalone flow."""
+    project = create_project(model, "baremetal", board, project_dir, executor=executor, input=input)
+    built = build(project.dir, log=log)
+    return project, built, flash(project.dir, timeout=timeout, log=log)
+
+
+__all__ = ["Project", "BuildResult", "RunResult", "create_project", "build", "flash", "firmware_size",
+           "check_fits", "estimate_footprint", "templates", "run_on_board"]

@@ -1,0 +1,60 @@
+"""The transport interface: a bidirectional byte stream to a device."""
+from __future__ import annotations
+
+import re
+import time
+from abc import ABC, abstractmethod
+
+from microcompiler.errors import DeviceError
+
+
+class Transport(ABC):
+    """A byte link to a device. Implementations: SerialTransport, QemuTransport.
+
+    ``read(n, timeout)`` returns as soon as n bytes arrived, or when timeout seconds passed with
+    whatever arrived by then (possibly b""). ``pending()`` is how many bytes can be read at once
+    without waiting (0 if unknown). Use as a context manager to close the link.
+    """
+
+    @abstractmethod
+    def write(self, data: bytes) -> None:
+        ...
+
+    @abstractmethod
+    def read(self, n: int, timeout: float) -> bytes:
+        ...
+
+    @abstractmethod
+    def close(self) -> None:
+        ...
+
+    def pending(self) -> int:
+        return 0
+
+    def read_until(self, terminator: bytes | re.Pattern, timeout: float) -> bytes:
+        """Read until ``terminator`` (bytes, or a compiled bytes regex) is in the data; returns all of it.
+
+        Raises DeviceError with what arrived so far when timeout seconds pass first.
+        """
+        deadline = time.monotonic() + timeout
+        buf = bytearray()
+
+        def found() -> bool:
+            if isinstance(terminator, bytes):
+                return terminator in buf
+            return terminator.search(buf) is not None
+
+        while not found():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                tail = bytes(buf[-300:]).decode(errors="replace")
+                raise DeviceError(f"no answer from the device within {timeout:g} s; it sent {len(buf)} bytes"
+                                  + (f", ending with: {tail!r}" if buf else ""))
+            buf += self.read(max(1, self.pending()), min(remaining, 0.5))
+        return bytes(buf)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,112 @@
+"""SubprocessTransport: a device that is a program on this computer, talking over its stdin/stdout.
+
+The host build of the RPC server (project_templates/host/rpc_main.c.j2) is such a device; it lets
+host-driven execution, the protocol and fault handling be tested without QEMU or hardware.
+"""
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import select
+import struct
+import subprocess
+import termios
+import threading
+import time
+
+from microcompiler.errors import DeviceError
+from microcompiler.transport.base import Transport
+
+
+class SubprocessTransport(Transport):
+    """Runs ``argv`` and links to it through pipes. ``restart()`` is a device reset (a new process)."""
+
+    def __init__(self, argv: list[str], cwd: str | None = None):
+        self.argv = [str(a) for a in argv]
+        self.cwd = cwd
+        self._proc: subprocess.Popen | None = None
+        self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
+        self._start()
+
+    def _start(self) -> None:
+        try:
+            self._proc = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, bufsize=0)
+        except OSError as exc:
+            raise DeviceError(f"cannot start the device program {self.argv[0]}: {exc}") from None
+        self._stderr.clear()
+        proc, sink = self._proc, self._stderr
+        threading.Thread(target=lambda: [sink.append(line) for line in iter(proc.stderr.readline, b"")],
+                         daemon=True).start()
+
+    def _exited_error(self) -> DeviceError:
+        try:
+            code = self._proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        time.sleep(0.05)  # let the stderr reader catch up
+        tail = b"".join(self._stderr).decode(errors="replace").strip()[-1000:]
+        return DeviceError(f"the device program {os.path.basename(self.argv[0])} exited"
+                           + (f" with status {code}" if code is not None else "")
+                           + (f": {tail}" if tail else ""))
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            raise self._exited_error() from None
+
+    def read(self, n: int, timeout: float) -> bytes:
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + max(0.0, timeout)
+        buf = bytearray()
+        while len(buf) < n:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, remaining))
+            if not ready:
+                break
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                if buf:
+                    break
+                raise self._exited_error()
+            buf += chunk
+            if remaining <= 0:
+                break
+        return bytes(buf)
+
+    def pending(self) -> int:
+        try:
+            raw = fcntl.ioctl(self._proc.stdout.fileno(), termios.FIONREAD, b"\0\0\0\0")
+            return struct.unpack("i", raw)[0]
+        except (OSError, ValueError):
+            return 0
+
+    def restart(self) -> None:
+        """Kill the device program and start it again: what a reset button does to a board."""
+        self._stop(graceful=False)
+        self._start()
+
+    def _stop(self, graceful: bool) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if graceful:
+                proc.stdin.close()  # the server sees end of file and exits
+                proc.wait(timeout=2.0)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+    def close(self) -> None:
+        self._stop(graceful=True)
