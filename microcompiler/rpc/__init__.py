@@ -1,0 +1,60 @@
+"""Talk to a device running the microcompiler RPC server (docs/rpc.md).
+
+    import microcompiler
+    with microcompiler.connect("out/hello_rpc") as session:     # a host-driven project directory
+        ex = session.executor()
+        ex.set_input(0, x); ex.run(); y = ex.get_output(0)
+
+``connect`` takes a host-driven project directory (host or bare-metal), or a transport, or a
+serial port together with the model plan.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from microcompiler.errors import MicrocompilerError
+from microcompiler.rpc.client import (DeviceBuffer, DeviceResetError, RemoteError, RemoteFunction, Session,
+                                      SessionClosedError, TimeResult)
+from microcompiler.rpc.plan import ModelPlan
+
+
+def connect(target=None, *, port: str | None = None, board: str | None = None, plan=None, timeout: float = 5.0,
+            **session_options) -> Session:
+    """Open an RPC session.
+
+    target: a host-driven project directory (made by ``microcompiler run --mode host-driven``,
+    ``create_host_project`` or ``create_project(mode="host-driven")``), or a Transport.
+    port: a serial port path of a real board already running host-driven firmware (with plan=).
+    """
+    from microcompiler.transport.base import Transport
+    if isinstance(target, Transport):
+        return Session(target, timeout=timeout, plan=_plan(plan), **session_options)
+    if port is not None:
+        from microcompiler.transport.serial import SerialTransport
+        return Session(SerialTransport(port), timeout=timeout, plan=_plan(plan, target), **session_options)
+    if target is None:
+        raise MicrocompilerError("connect() needs a project directory, a transport, or port=")
+    directory = Path(target)
+    from microcompiler.rpc.host_project import SERVER_EXE, is_host_project
+    if is_host_project(directory):
+        from microcompiler.transport.subprocess import SubprocessTransport
+        transport = SubprocessTransport([str(directory.resolve() / SERVER_EXE)])
+        return Session(transport, timeout=timeout, plan=_plan(plan, directory), name="host RPC server",
+                       **session_options)
+    from microcompiler.rpc.boards import open_project_transport
+    transport, name = open_project_transport(directory, board=board)
+    return Session(transport, timeout=timeout, plan=_plan(plan, directory), name=name, **session_options)
+
+
+def _plan(plan, directory=None):
+    if isinstance(plan, ModelPlan):
+        return plan
+    if plan is not None:
+        return ModelPlan.load(plan)
+    if directory is not None and (Path(directory) / "host_driven.json").is_file():
+        return ModelPlan.load(directory)
+    return None
+
+
+__all__ = ["connect", "Session", "DeviceBuffer", "RemoteFunction", "TimeResult", "ModelPlan", "DeviceResetError",
+           "RemoteError", "SessionClosedError"]

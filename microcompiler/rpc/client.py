@@ -1,0 +1,416 @@
+"""The host side of the RPC protocol: a session with a device running the RPC server.
+
+A :class:`Session` does the handshake, numbers its requests, retries them when a reply is lost or
+damaged (the device answers a repeated request from its reply cache and never executes it twice),
+notices a device reset, and forwards the device's log lines. Protocol: docs/rpc.md.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from microcompiler.errors import DeviceError
+from microcompiler.rpc import protocol as P
+from microcompiler.rpc.framing import Damaged, FrameDecoder, encode_frame
+
+DEVICE_LOG = logging.getLogger("microcompiler.device")
+
+
+class DeviceResetError(DeviceError):
+    """The device rebooted (or lost the session) while a session was open."""
+
+
+class RemoteError(DeviceError):
+    """The device executed a request and reported a failure status."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class SessionClosedError(DeviceError):
+    """A request on a session that was closed or broken by an earlier error."""
+
+
+@dataclass(frozen=True)
+class TimeResult:
+    """Device time of ``number`` back-to-back runs, measured ``repeat`` times."""
+    ticks: tuple[int, ...]  # total timer ticks of each repeat
+    number: int
+    timer_hz: int
+
+    @property
+    def results(self) -> list[float]:
+        """Seconds per run, one value per repeat."""
+        return [t / self.number / self.timer_hz for t in self.ticks]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.results) / len(self.results)
+
+    @property
+    def median_ticks(self) -> int:
+        """Ticks per run, median over the repeats."""
+        per_run = sorted(t // self.number for t in self.ticks)
+        return per_run[len(per_run) // 2]
+
+
+class RemoteFunction:
+    """A device function found by name; calling it runs it once on the device."""
+
+    def __init__(self, session: "Session", function_id: int, name: str):
+        self.session, self.id, self.name = session, function_id, name
+
+    def __call__(self, *args) -> int:
+        """Run once; returns the device timer ticks the call took."""
+        return self.session.call(self, *args)
+
+    def __repr__(self) -> str:
+        return f"RemoteFunction({self.name!r}, id={self.id})"
+
+
+class DeviceBuffer:
+    """A block of device memory from the server's static pool."""
+
+    def __init__(self, session: "Session", handle: int, nbytes: int):
+        self.session, self.handle, self.nbytes = session, handle, nbytes
+        self.freed = False
+
+    def write(self, data, offset: int = 0) -> None:
+        raw = np.ascontiguousarray(data).tobytes() if isinstance(data, np.ndarray) else bytes(data)
+        if offset < 0 or offset + len(raw) > self.nbytes:
+            raise ValueError(f"writing {len(raw)} bytes at offset {offset} overflows a {self.nbytes}-byte buffer")
+        self.session.write_memory(self.handle, offset, raw)
+
+    def read(self, nbytes: int | None = None, offset: int = 0) -> bytes:
+        nbytes = self.nbytes - offset if nbytes is None else nbytes
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.nbytes:
+            raise ValueError(f"reading {nbytes} bytes at offset {offset} overflows a {self.nbytes}-byte buffer")
+        return self.session.read_memory(self.handle, offset, nbytes)
+
+    def read_array(self, dtype, shape, offset: int = 0) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        return np.frombuffer(self.read(count * dtype.itemsize, offset), dtype=dtype).reshape(shape).copy()
+
+    def at(self, offset: int) -> P.TensorArg:
+        """A pointer argument to byte ``offset`` of this buffer."""
+        return P.TensorArg(self.handle, offset)
+
+    def tensor_arg(self) -> P.TensorArg:
+        return P.TensorArg(self.handle, 0)
+
+    def free(self) -> None:
+        if not self.freed:
+            self.freed = True
+            self.session.free(self.handle)
+
+    def __repr__(self) -> str:
+        return f"DeviceBuffer(handle=0x{self.handle:04x}, {self.nbytes} bytes)"
+
+
+class Session:
+    """An open RPC session over a transport (write/read/close).
+
+    timeout: seconds to wait for each reply, retries included (a silent device fails after this).
+    call_timeout: once the device says a CALL/TIME is running (BUSY), seconds to wait for its end.
+    retry_interval: seconds without a reply before the request is sent again.
+    """
+
+    def __init__(self, transport, *, timeout: float = 5.0, call_timeout: float = 300.0,
+                 retry_interval: float = 0.3, owns_transport: bool = True, plan=None, name: str = "device"):
+        self.transport = transport
+        self.timeout, self.call_timeout, self.retry_interval = timeout, call_timeout, retry_interval
+        self.owns_transport = owns_transport
+        self.plan = plan  # a ModelPlan, when the session knows which model the device holds
+        self.name = name
+        self.logs: list[str] = []
+        self.stats = {"requests": 0, "resends": 0, "damaged_frames": 0, "stale_replies": 0}
+        self._decoder = FrameDecoder()
+        self._rng = random.Random()
+        self._session_id = 0
+        self._seq = 0
+        self._functions: dict[str, RemoteFunction] = {}
+        self._broken: str | None = None
+        self.device: P.HelloReply | None = None
+        try:
+            self.start()
+        except BaseException:
+            if owns_transport:
+                transport.close()
+            raise
+
+    # ---- session layer ----
+
+    def start(self) -> P.HelloReply:
+        """Open a (new) session: the device frees everything the previous session allocated."""
+        previous = self._session_id
+        while self._session_id in (0, previous):
+            self._session_id = self._rng.randrange(1, 0x10000)
+        self._seq = 0
+        self._functions.clear()
+        self._broken = None
+        nonce = self._rng.getrandbits(32)
+        reply = self._exchange(P.HELLO, 0, P.HELLO_BODY.pack(P.VERSION, nonce), handshake_nonce=nonce)
+        if reply.status == P.STATUS_VERSION:
+            theirs = reply.body[0] if reply.body else "?"
+            raise DeviceError(f"the device speaks RPC protocol version {theirs}, this microcompiler speaks "
+                              f"{P.VERSION}; rebuild the firmware with this microcompiler")
+        self._check(reply, "HELLO")
+        if len(reply.body) != P.HELLO_REPLY.size:
+            raise DeviceError(f"malformed handshake reply ({len(reply.body)} bytes); is this a microcompiler "
+                              "RPC server of the same version?")
+        self.device = P.HelloReply.unpack(reply.body)
+        return self.device
+
+    reconnect = start
+
+    def close(self) -> None:
+        """End the session (the device frees its memory) and close the transport if we own it."""
+        try:
+            if self._broken is None and self.device is not None:
+                try:
+                    self._request(P.BYE)
+                except DeviceError:
+                    pass
+                self._broken = "the session was closed"
+        finally:
+            if self.owns_transport:
+                self.transport.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _request(self, type_: int, body: bytes = b"") -> P.Reply:
+        if self._broken is not None:
+            raise SessionClosedError(f"{self._broken}; open a new session (session.reconnect())")
+        self._seq = (self._seq + 1) & 0xFFFF
+        try:
+            return self._exchange(type_, self._seq, body)
+        except DeviceError as exc:  # the device may or may not have executed it: out of step
+            if self._broken is None:
+                self._broken = f"the session broke on an earlier error ({exc})"
+            raise
+
+    def _exchange(self, type_: int, seq: int, body: bytes, handshake_nonce: int | None = None) -> P.Reply:
+        frame = encode_frame(P.request(type_, self._session_id, seq, body))
+        name = P.REQUEST_NAMES.get(type_, f"0x{type_:02x}")
+        self.stats["requests"] += 1
+        start = time.monotonic()
+        deadline = start + self.timeout
+        busy = False
+        damaged_here = 0
+        self.transport.write(frame)
+        last_send = start
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                raise self._timeout_error(name, now - start, damaged_here, busy)
+            resend_at = last_send + (max(1.0, self.retry_interval) if busy else self.retry_interval)
+            if now >= resend_at:
+                self.transport.write(frame)
+                self.stats["resends"] += 1
+                last_send = now
+                continue
+            data = self.transport.read(max(1, self.transport.pending()), min(deadline, resend_at) - now)
+            for item in self._decoder.feed(data):
+                if isinstance(item, Damaged):
+                    self.stats["damaged_frames"] += 1
+                    damaged_here += 1
+                    if not busy and time.monotonic() - last_send > 0.02:
+                        last_send = 0.0  # maybe it was our reply: ask again now
+                    continue
+                msg = P.Reply.parse(item)
+                if msg is None:
+                    self.stats["damaged_frames"] += 1
+                    continue
+                if msg.type == P.LOG:
+                    self._on_log(msg.body)
+                elif msg.type == P.BOOT:
+                    if handshake_nonce is None:
+                        raise self._reset_error("it announced a new boot")
+                    last_send = 0.0  # it (re)started: our HELLO may have come too early
+                elif msg.type == P.BUSY:
+                    if msg.session == self._session_id and msg.seq == seq and not busy:
+                        busy = True
+                        deadline = max(deadline, time.monotonic() + self.call_timeout)
+                elif msg.type == type_ | P.REPLY_BIT and msg.session == self._session_id and msg.seq == seq:
+                    if handshake_nonce is not None and msg.status == P.OK and \
+                            (len(msg.body) < 5 or struct.unpack_from("<I", msg.body, 1)[0] != handshake_nonce):
+                        self.stats["stale_replies"] += 1
+                        continue
+                    if msg.status == P.STATUS_NO_SESSION:
+                        theirs = struct.unpack_from("<I", msg.body)[0] if len(msg.body) >= 4 else None
+                        if self.device is not None and theirs is not None and theirs != self.device.boot_nonce:
+                            raise self._reset_error(f"its boot nonce changed from 0x{self.device.boot_nonce:08x} "
+                                                    f"to 0x{theirs:08x}")
+                        raise self._reset_error("it no longer knows this session (did another program "
+                                                "start a session?)")
+                    return msg
+                else:
+                    self.stats["stale_replies"] += 1
+
+    def _timeout_error(self, name: str, waited: float, damaged: int, busy: bool) -> DeviceError:
+        if busy:
+            return DeviceError(f"the {self.name} started {name} but did not finish within {waited:.1f} s "
+                               f"(call_timeout={self.call_timeout:g} s); the function may hang")
+        if damaged:
+            return DeviceError(f"no valid reply to {name} from the {self.name} within {waited:.1f} s: "
+                               f"{damaged} damaged frame(s) arrived; the serial link corrupts data (check "
+                               "the cable and the baud rate)")
+        return DeviceError(f"the {self.name} did not answer {name} within {waited:.1f} s; check that it runs the "
+                           "microcompiler RPC server (host-driven firmware) and that the port is right")
+
+    def _reset_error(self, why: str) -> DeviceResetError:
+        self._broken = f"the {self.name} reset during the session"
+        return DeviceResetError(f"device reset: the {self.name} reset during the session ({why}); "
+                                "open a new session (session.reconnect()) and set up its memory again")
+
+    def _on_log(self, body: bytes) -> None:
+        line = body.decode("utf-8", errors="replace").rstrip("\n")
+        self.logs.append(line)
+        DEVICE_LOG.info("%s", line)
+
+    def _check(self, reply: P.Reply, what: str) -> P.Reply:
+        if reply.status != P.OK:
+            raise RemoteError(f"the {self.name} refused {what}: {P.status_name(reply.status)}", reply.status)
+        return reply
+
+    def poll_logs(self, seconds: float = 0.05) -> list[str]:
+        """Read whatever the device sent (log lines) for a moment; returns the new log lines."""
+        before = len(self.logs)
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            for item in self._decoder.feed(self.transport.read(max(1, self.transport.pending()), left)):
+                msg = None if isinstance(item, Damaged) else P.Reply.parse(item)
+                if msg is not None and msg.type == P.LOG:
+                    self._on_log(msg.body)
+                elif msg is not None and msg.type == P.BOOT and self.device is not None:
+                    raise self._reset_error("it announced a new boot")
+        return self.logs[before:]
+
+    # ---- messages ----
+
+    @property
+    def max_payload(self) -> int:
+        return self.device.max_payload
+
+    def ping(self, data: bytes = b"") -> bytes:
+        """Echo data through the device (no session state changes; data up to max_payload - 10 bytes)."""
+        if self._broken is not None:
+            raise SessionClosedError(self._broken)
+        tag = struct.pack("<I", self._rng.getrandbits(32))  # PING is not sequenced: match by tag
+        while True:
+            reply = self._check(self._exchange(P.PING, self._seq, tag + bytes(data)), "PING")
+            if reply.body[:4] == tag:
+                return reply.body[4:]
+            self.stats["stale_replies"] += 1
+
+    def lookup(self, name: str) -> RemoteFunction:
+        """The device function called ``name`` (DeviceError if it has none)."""
+        if name not in self._functions:
+            reply = self._request(P.LOOKUP, name.encode())
+            if reply.status == 2:
+                raise RemoteError(f"the {self.name} has no function '{name}'; was the firmware built from "
+                                  "this model?", reply.status)
+            self._check(reply, f"LOOKUP {name}")
+            self._functions[name] = RemoteFunction(self, struct.unpack("<H", reply.body)[0], name)
+        return self._functions[name]
+
+    __getitem__ = lookup
+
+    def function_names(self) -> list[str]:
+        names = []
+        for function_id in range(self.device.function_count):
+            reply = self._check(self._request(P.FUNCTION_NAME, struct.pack("<H", function_id)), "FUNCTION_NAME")
+            names.append(reply.body.decode(errors="replace"))
+        return names
+
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        if not 0 < nbytes < 2**32:
+            raise ValueError(f"cannot allocate {nbytes} bytes")
+        reply = self._request(P.ALLOC, struct.pack("<I", nbytes))
+        if reply.status == 3:
+            raise RemoteError(f"the {self.name} is out of RPC memory: {nbytes} bytes requested, pool "
+                              f"{self.device.pool_bytes} bytes (free some buffers or rebuild with a bigger "
+                              "MC_RPC_POOL_BYTES)", reply.status)
+        self._check(reply, f"ALLOC {nbytes}")
+        return DeviceBuffer(self, struct.unpack("<H", reply.body)[0], nbytes)
+
+    def upload(self, array: np.ndarray) -> DeviceBuffer:
+        """A new device buffer holding a copy of array."""
+        raw = np.ascontiguousarray(array).tobytes()
+        buf = self.alloc(max(1, len(raw)))
+        buf.write(raw)
+        return buf
+
+    def free(self, handle: int) -> None:
+        self._check(self._request(P.FREE, struct.pack("<H", handle)), "FREE")
+
+    def write_memory(self, handle: int, offset: int, data: bytes) -> None:
+        chunk = self.max_payload - P.REQUEST_HEADER.size - P.WRITE_HEADER.size
+        for start in range(0, len(data), chunk):
+            part = data[start:start + chunk]
+            self._check(self._request(P.WRITE, P.WRITE_HEADER.pack(handle, offset + start) + part),
+                        f"WRITE of {len(part)} bytes at offset {offset + start}")
+
+    def read_memory(self, handle: int, offset: int, nbytes: int) -> bytes:
+        chunk = self.max_payload - P.REPLY_HEADER.size
+        out = bytearray()
+        while len(out) < nbytes:
+            n = min(chunk, nbytes - len(out))
+            reply = self._check(self._request(P.READ, P.READ_BODY.pack(handle, offset + len(out), n)),
+                                f"READ of {n} bytes at offset {offset + len(out)}")
+            if len(reply.body) != n:
+                raise DeviceError(f"READ returned {len(reply.body)} bytes instead of {n}")
+            out += reply.body
+        return bytes(out)
+
+    def _function(self, function) -> RemoteFunction:
+        return function if isinstance(function, RemoteFunction) else self.lookup(function)
+
+    def call(self, function, *args) -> int:
+        """Run a device function once with args; returns the timer ticks it took on the device."""
+        fn = self._function(function)
+        reply = self._check(self._request(P.CALL, struct.pack("<H", fn.id) + P.encode_args(args)),
+                            f"CALL {fn.name}")
+        return P.CALL_REPLY.unpack(reply.body)[0]
+
+    def time(self, function, number: int, *args) -> tuple[int, int]:
+        """Run a function number times back to back on the device: (total ticks, timer hz)."""
+        fn = self._function(function)
+        reply = self._check(self._request(P.TIME, struct.pack("<HI", fn.id, number) + P.encode_args(args)),
+                            f"TIME {fn.name} x{number}")
+        return P.TIME_REPLY.unpack(reply.body)
+
+    def time_evaluator(self, function, number: int = 10, repeat: int = 3):
+        """A callable f(*args) -> TimeResult: ``repeat`` measurements of ``number`` runs each, on device."""
+        if number < 1 or repeat < 1:
+            raise ValueError("number and repeat must be at least 1")
+        fn = self._function(function)
+
+        def evaluate(*args) -> TimeResult:
+            ticks, hz = [], 0
+            for _ in range(repeat):
+                total, hz = self.time(fn, number, *args)
+                ticks.append(total)
+            return TimeResult(tuple(ticks), number, hz)
+
+        return evaluate
+
+    def executor(self, plan=None):
+        """A host-driven executor of the model on the device (plan: a ModelPlan; default: the session's)."""
+        from microcompiler.rpc.executor import GraphExecutor
+        plan = plan if plan is not None else self.plan
+        if plan is None:
+            raise DeviceError("this session does not know the device's model: connect to a project directory "
+                              "or pass session.executor(ModelPlan.load(...))")
+        return GraphExecutor(self, plan)

@@ -1,0 +1,103 @@
+"""Host-driven execution: the graph stays on the host, tensors live on the device, operators run there.
+
+The executor allocates one device buffer laid out like the graph executor's pool (same offsets as
+on-device execution, so in-place and overlapping tensors behave identically and outputs match
+standalone runs bit for bit), then calls each operator's function over RPC in graph order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.errors import MicrocompilerError
+from microcompiler.ir import np_dtype
+from microcompiler.rpc.client import DeviceBuffer, Session, TimeResult
+from microcompiler.rpc.plan import ModelPlan
+from microcompiler.rpc.protocol import TensorArg
+
+
+class GraphExecutor:
+    """Runs a model's operators one by one on the device. Use as a context manager to free its memory."""
+
+    def __init__(self, session: Session, plan: ModelPlan):
+        self.session = session
+        self.plan = plan
+        self.meta = plan.metadata
+        self.functions = [session.lookup(op.function) for op in plan.ops]
+        self.pool: DeviceBuffer = session.alloc(max(1, plan.pool_bytes))
+        self._args = [[TensorArg(self.pool.handle, plan.slots[s][0]) for s in op.slots] for op in plan.ops]
+        self.last_ticks: list[int] = []  # device ticks of each operator in the last run()
+
+    # ---- inputs and outputs ----
+
+    def _io(self, kind: str, index: int) -> tuple[dict, int, int]:
+        metas = self.meta[kind]
+        slots = self.plan.input_slots if kind == "inputs" else self.plan.output_slots
+        if not 0 <= index < len(metas):
+            raise MicrocompilerError(f"the model has {len(metas)} {kind}; there is no {kind[:-1]} {index}")
+        offset, nbytes = self.plan.slots[slots[index]]
+        return metas[index], offset, nbytes
+
+    def set_input(self, index: int, value) -> None:
+        meta, offset, nbytes = self._io("inputs", index)
+        want = np.dtype(np_dtype(meta["dtype"]))
+        arr = np.asarray(value)
+        if arr.size != int(np.prod(meta["shape"])):
+            raise MicrocompilerError(f"input {index} ('{meta['name']}') needs shape {meta['shape']}, "
+                                     f"got {list(arr.shape)}")
+        if arr.dtype != want:
+            raise MicrocompilerError(f"input {index} ('{meta['name']}') needs dtype {want}, got {arr.dtype}; "
+                                     f"convert it with x.astype(np.{want})")
+        raw = np.ascontiguousarray(arr).tobytes()
+        assert len(raw) == nbytes
+        self.pool.write(raw, offset)
+
+    def get_output(self, index: int) -> np.ndarray:
+        meta, offset, nbytes = self._io("outputs", index)
+        return self.pool.read_array(np_dtype(meta["dtype"]), meta["shape"], offset)
+
+    # ---- running ----
+
+    def run(self) -> None:
+        """Run every operator once, in order. Device time per operator lands in last_ticks."""
+        self.last_ticks = [self.session.call(fn, *args) for fn, args in zip(self.functions, self._args)]
+
+    def __call__(self, *inputs) -> list[np.ndarray]:
+        for k, x in enumerate(inputs):
+            self.set_input(k, x)
+        self.run()
+        return [self.get_output(k) for k in range(len(self.meta["outputs"]))]
+
+    def profile(self, number: int = 10, repeat: int = 1) -> list[dict]:
+        """Device time of each operator: ``repeat`` measurements of ``number`` back-to-back runs."""
+        rows = []
+        ops_meta = self.meta.get("operators", [])
+        for k, (fn, args) in enumerate(zip(self.functions, self._args)):
+            result = self.session.time_evaluator(fn, number, repeat)(*args)
+            row = {"function": fn.name, "ticks": result.median_ticks, "timer_hz": result.timer_hz,
+                   "seconds": result.median_ticks / result.timer_hz}
+            if k < len(ops_meta):
+                op = ops_meta[k]
+                row = {"index": op.get("index"), "kind": op.get("kind"), "layer": op.get("layer"),
+                       "macs": op.get("macs"), **row}
+            rows.append(row)
+        return rows
+
+    def model_function_name(self) -> str:
+        return f"{self.plan.name}_run"
+
+    def time_inference(self, number: int = 10, repeat: int = 3) -> TimeResult:
+        """Device time of the whole model (its standalone <name>_run) on the current inputs."""
+        fn = self.session.lookup(self.model_function_name())
+        args = [TensorArg(self.pool.handle, self.plan.slots[s][0])
+                for s in (*self.plan.input_slots, *self.plan.output_slots)]
+        return self.session.time_evaluator(fn, number, repeat)(*args)
+
+    def close(self) -> None:
+        if not self.pool.freed and self.session._broken is None:
+            self.pool.free()
+
+    def __enter__(self) -> "GraphExecutor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,93 @@
+"""What the host needs to drive a model on a device: its metadata and its graph description.
+
+The graph description is the one the on-device graph executor runs (format in
+microcompiler/codegen/graph_description.py): memory slots inside a pool, the model's input and
+output slots, and each operator's function name and argument slots. In host-driven mode the host
+walks it instead of the device, so tensors sit at the same offsets as on-device execution.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from microcompiler.errors import MicrocompilerError
+
+PLAN_FILE = "host_driven.json"
+_HEADER = struct.Struct("<4sHHBBHII")
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    function: str
+    slots: tuple[int, ...]
+
+
+@dataclass
+class ModelPlan:
+    metadata: dict
+    description: bytes
+
+    def __post_init__(self):
+        self._parse()
+
+    def _parse(self) -> None:
+        d = self.description
+        try:
+            magic, n_slots, n_ops, n_in, n_out, _, pool, n_strings = _HEADER.unpack_from(d)
+            if magic != b"MCG1":
+                raise ValueError("bad magic")
+            pos = _HEADER.size
+            self.slots = [struct.unpack_from("<II", d, pos + 8 * i) for i in range(n_slots)]
+            pos += 8 * n_slots
+            self.input_slots = list(struct.unpack_from(f"<{n_in}H", d, pos))
+            pos += 2 * n_in
+            self.output_slots = list(struct.unpack_from(f"<{n_out}H", d, pos))
+            pos += 2 * n_out
+            op_bytes = 4 + 2 * 8
+            strings = d[pos + n_ops * op_bytes:]
+            if len(strings) != n_strings:
+                raise ValueError("string table size")
+            self.ops = []
+            for i in range(n_ops):
+                name_offset, argc, _ = struct.unpack_from("<HBB", d, pos + i * op_bytes)
+                slots = struct.unpack_from(f"<{argc}H", d, pos + i * op_bytes + 4)
+                name = strings[name_offset:strings.index(b"\0", name_offset)].decode()
+                self.ops.append(PlannedOp(name, tuple(slots)))
+            self.pool_bytes = pool
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise MicrocompilerError(f"the model's graph description is damaged ({exc}); compile the model again") \
+                from None
+        if any(s >= len(self.slots) for op in self.ops for s in op.slots):
+            raise MicrocompilerError("the model's graph description refers to a missing tensor; compile it again")
+
+    @property
+    def name(self) -> str:
+        return self.metadata["name"]
+
+    @classmethod
+    def from_library(cls, library) -> "ModelPlan":
+        from microcompiler.codegen.graph_description import build_description
+        description, _ = build_description(library.graph, library.functions)
+        return cls(library.metadata, description)
+
+    def to_json(self) -> dict:
+        return {"format": 1, "metadata": self.metadata, "graph_description": self.description.hex()}
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / PLAN_FILE
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ModelPlan":
+        path = Path(path)
+        if path.is_dir():
+            path = path / PLAN_FILE
+        try:
+            data = json.loads(path.read_text())
+            return cls(data["metadata"], bytes.fromhex(data["graph_description"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise MicrocompilerError(f"cannot read the host-driven plan {path}: {exc}; create the project with "
+                                     "mode host-driven") from None
