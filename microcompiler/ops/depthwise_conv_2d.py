@@ -1,0 +1,64 @@
+"""DEPTHWISE_CONV_2D: int8, int16x8 and float32; per-tensor or per-channel weights; any depth multiplier.
+
+Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel.
+Weights are [1, kernel_h, kernel_w, output_channels]; per-channel scales run along dimension 3.
+int16 takes an int64 bias (TFLM reads the bias as int64) and always accumulates in 64 bits.
+Geometry, quantization checks and requantization constants are shared with CONV_2D.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.conv_2d import (bias_tensor, check_common, float_values, folded_bias, geometry,
+                                       quant_values)
+
+
+@register
+class DepthwiseConv2D(OpKernel):
+    kinds = ("DEPTHWISE_CONV_2D",)
+
+    def check(self, op, graph):
+        check_common(op, graph, weight_channel_axis=3)
+        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        mult = op.options.get("depth_multiplier", 1)
+        require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
+        require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
+                f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
+                f"{w.shape[3]} output channels of the weights")
+        bias = bias_tensor(op, graph)
+        if x.dtype == "int8":
+            require(bias is None or bias.dtype == "int32", op,
+                    f"int8 needs an int32 bias, not {bias and bias.dtype}")
+        elif x.dtype == "int16":
+            require(bias is None or bias.dtype == "int64", op,
+                    f"int16x8 needs an int64 bias, not {bias and bias.dtype}")
+
+    def macs(self, op, graph):
+        y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
+        return y.size * w.shape[1] * w.shape[2]
+
+    def emit(self, op, graph, ctx):
+        x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
+        g = geometry(op, graph)
+        mult = op.options.get("depth_multiplier", 1)
+        bias = bias_tensor(op, graph)
+        values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
+                      output=ctx.arg(op.outputs[0]), mult=mult, **g.values())
+        if x.dtype == "float32":
+            return ctx.render("depthwise_conv_2d_float.c.j2",
+                              bias=ctx.arg(op.inputs[2]) if bias is not None else None,
+                              **float_values(op), **values)
+        taps = g.k_h * g.k_w
+        fold = x.quant.zero_point[0] != 0 and g.always_inside
+        if fold:
+            sums = w.data.astype(np.int64).reshape(taps, g.out_c).sum(axis=0)
+            bias_c = folded_bias(op, graph, ctx, sums)
+        else:
+            bias_c = ctx.arg(op.inputs[2]) if bias is not None else None
+        q = quant_values(op, graph, ctx, taps, bias_c)
+        if fold:
+            q["input_offset"] = 0
+        if x.dtype == "int16":  # TFLM's int16 depthwise kernel always accumulates in 64 bits
+            q.update(acc_t="int64_t", requant_fn="mc_requantize64", wrap=False)
+        return ctx.render("depthwise_conv_2d_int.c.j2", **q, **values)
