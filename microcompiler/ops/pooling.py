@@ -1,0 +1,108 @@
+"""AVERAGE_POOL_2D and MAX_POOL_2D: int8, int16 and float32, NHWC, SAME/VALID padding.
+
+As in TFLite Micro's reference kernels, windows are clipped to the input (padding never counts),
+integer averages round half away from zero, and input and output share one quantization.
+When every window lies fully inside the input (VALID padding, or SAME needing no padding) the
+window bounds and the divisor become compile-time constants.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.quant import INT_RANGES, activation_range, c_float, float_activation_range
+
+_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+
+
+def pool_geometry(in_size: int, filter_size: int, stride: int, padding: str) -> tuple[int, int]:
+    """(output size, padding before) of one spatial dimension, as TFLM computes them."""
+    if padding == "SAME":
+        out = (in_size + stride - 1) // stride
+    else:
+        out = (in_size - filter_size + stride) // stride
+    total = max(0, (out - 1) * stride + filter_size - in_size)
+    return out, total // 2
+
+
+def _origin(var: str, stride: int, pad: int) -> str:
+    """C expression of a window's first input row/column."""
+    expr = var if stride == 1 else f"{var} * {stride}"
+    return f"{expr} - {pad}" if pad else expr
+
+
+@register
+class Pool2D(OpKernel):
+    kinds = ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+
+    def check(self, op, graph):
+        require(len(op.inputs) == 1 and len(op.outputs) == 1, op, "expects one input and one output")
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        o = op.options
+        require(o["activation"] in _ACTIVATIONS, op, f"fused activation {o['activation']} is not supported")
+        require(o["padding"] in ("SAME", "VALID"), op, f"padding {o['padding']} is not supported")
+        require(x.dtype == y.dtype and x.dtype in ("int8", "int16", "float32"), op,
+                f"type combination input/output ({x.dtype}, {y.dtype}) is not supported "
+                "(int8, int16 or float32, the same for both)")
+        require(len(x.shape) == 4 and len(y.shape) == 4, op, "input and output must be 4D (NHWC)")
+        require(min(o["stride_h"], o["stride_w"], o["filter_h"], o["filter_w"]) >= 1, op,
+                "strides and filter sizes must be at least 1")
+        out_h, _ = pool_geometry(x.shape[1], o["filter_h"], o["stride_h"], o["padding"])
+        out_w, _ = pool_geometry(x.shape[2], o["filter_w"], o["stride_w"], o["padding"])
+        require(out_h >= 1 and out_w >= 1, op,
+                f"the {o['filter_h']}x{o['filter_w']} filter does not fit the {x.shape[1]}x{x.shape[2]} input "
+                "with VALID padding")
+        want = (x.shape[0], out_h, out_w, x.shape[3])
+        require(tuple(y.shape) == want, op, f"output shape {list(y.shape)} should be {list(want)}")
+        if x.dtype != "float32":
+            require(x.quant is not None and y.quant is not None and not x.quant.per_channel
+                    and not y.quant.per_channel, op, "input and output need per-tensor quantization")
+            # TFLM's check (pooling_common.cc): same zero point, scales within 1e-6.
+            same = (abs(float(np.float32(x.quant.scale[0])) - float(np.float32(y.quant.scale[0]))) <= 1e-6
+                    and x.quant.zero_point[0] == y.quant.zero_point[0])
+            require(same, op, "input and output quantization must be the same")
+            # The int32 window sum of average pooling must not overflow.
+            require(o["filter_h"] * o["filter_w"] * 32768 < 2**31, op, "the pooling window is too large")
+
+    def macs(self, op, graph):
+        o = op.options
+        return graph.tensors[op.outputs[0]].size * o["filter_h"] * o["filter_w"]
+
+    @staticmethod
+    def _geometry(op, x):
+        """Output size, padding before, and whether no window is clipped, per spatial dimension."""
+        o = op.options
+        dims = []
+        for size, f, st in ((x.shape[1], o["filter_h"], o["stride_h"]), (x.shape[2], o["filter_w"], o["stride_w"])):
+            out, pad = pool_geometry(size, f, st, o["padding"])
+            dims.append((out, pad, pad == 0 and (out - 1) * st + f <= size))
+        return dims
+
+    def emit(self, op, graph, ctx):
+        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        o = op.options
+        batches, in_h, in_w, depth = x.shape
+        (out_h, pad_h, full_h), (out_w, pad_w, full_w) = self._geometry(op, x)
+        if full_h and full_w:
+            count = str(o["filter_h"] * o["filter_w"])
+        else:
+            count = (str(o["filter_h"]) if full_h else "(fy_end - fy_start)") + " * " + \
+                    (str(o["filter_w"]) if full_w else "(fx_end - fx_start)")
+        values = dict(kind="avg" if op.kind == "AVERAGE_POOL_2D" else "max", dtype=x.dtype,
+                      batches=batches, in_h=in_h, in_w=in_w, depth=depth, out_h=out_h, out_w=out_w,
+                      stride_h=o["stride_h"], stride_w=o["stride_w"], filter_h=o["filter_h"],
+                      filter_w=o["filter_w"], pad_h=pad_h, pad_w=pad_w, full_h=full_h, full_w=full_w,
+                      y0=_origin("oy", o["stride_h"], pad_h), x0=_origin("ox", o["stride_w"], pad_w),
+                      count=count, const_count=full_h and full_w, input=ctx.arg(op.inputs[0]),
+                      output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32":
+            lo, hi = float_activation_range(o["activation"])
+            return ctx.render("pooling.c.j2", ctype="float", act_min=c_float(lo), act_max=c_float(hi),
+                              lowest="-FLT_MAX", **values)
+        lo, hi = activation_range(o["activation"], y)
+        return ctx.render("pooling.c.j2", ctype="int16_t" if x.dtype == "int16" else "int8_t",
+                          act_min=lo, act_max=hi, lowest=INT_RANGES[x.dtype][0], **values)
+
+    def variant(self, op, graph):
+        (_, _, full_h), (_, _, full_w) = self._geometry(op, graph.tensors[op.inputs[0]])
+        return {"variant": "reference", "clipped_windows": not (full_h and full_w)}
