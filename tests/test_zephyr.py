@@ -1,0 +1,280 @@
+"""Zephyr projects: project_templates/zephyr, crt/platform/zephyr and microcompiler/zephyr.py.
+
+Zephyr cannot be installed everywhere these tests run, so they check what Zephyr needs without it
+(files, board targets, every Kconfig symbol against tests/data/zephyr_kconfig_symbols.txt, the
+CMake version logic, the one-line errors) and run the real thing only when ZEPHYR_BASE, west and
+QEMU are there: a shared model built with west and run in QEMU in both modes, against the host.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from microcompiler import zephyr
+from microcompiler.boards import board_names, load_board
+from microcompiler.compiler import compile_model
+from microcompiler.inputs import random_inputs
+from microcompiler.project import Project, create_project
+
+ROOT = Path(__file__).resolve().parents[1]
+SYMBOLS = ROOT / "tests" / "data" / "zephyr_kconfig_symbols.txt"
+WEST_HINT = "install west: pip install west, and set up a workspace: see docs/zephyr.md"
+CONFIG_LINE = re.compile(r"^CONFIG_([A-Z0-9_]+)=(.*)$")
+
+
+def verified_symbols() -> set[str]:
+    symbols = set()
+    for line in SYMBOLS.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            symbols.add(line.split()[0])
+    return symbols
+
+
+def kconfig_assignments(path: Path) -> dict[str, str]:
+    assignments = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        match = CONFIG_LINE.match(line)
+        assert match, f"{path.name}: not a Kconfig assignment: {line!r}"
+        assert match.group(1) not in assignments, f"{path.name} sets CONFIG_{match.group(1)} twice"
+        assignments[match.group(1)] = match.group(2)
+    return assignments
+
+
+@pytest.fixture(scope="module")
+def hello(shared_models):
+    return compile_model(shared_models / "tflm" / "hello_world_int8.tflite")
+
+
+# ---- Every board gets what Zephyr needs ----
+
+@pytest.mark.parametrize("mode", ["standalone", "host-driven"])
+@pytest.mark.parametrize("board_name", board_names())
+def test_every_board_gets_a_complete_zephyr_project(board_name, mode, hello, tmp_path):
+    board = load_board(board_name)
+    if board.zephyr_board is None:
+        with pytest.raises(zephyr.ZephyrBoardError, match="has no Zephyr board name"):
+            create_project(hello, "zephyr", board, tmp_path / "p", mode=mode)
+        return
+    project = create_project(hello, "zephyr", board, tmp_path / "p", mode=mode)
+    d = project.dir
+    info = json.loads((d / "microcompiler-project.json").read_text())
+    assert info["template"] == "zephyr" and info["mode"] == mode
+    assert info["zephyr_board"] == board.zephyr_board
+    assert Project.load(d).elf == d / "build" / "zephyr" / "zephyr.elf"
+
+    cmake = (d / "CMakeLists.txt").read_text()
+    assert "find_package(Zephyr REQUIRED HINTS $ENV{ZEPHYR_BASE})" in cmake
+    assert board.zephyr_board in cmake
+    listed = re.findall(r"^\s+((?:model|crt|src)/\S+\.c)$", cmake, re.M)
+    assert "src/main.c" in listed and "crt/platform/zephyr/platform.c" in listed
+    assert any(s.startswith("model/src/") for s in listed) and "crt/src/report.c" in listed
+    for source in listed:
+        assert (d / source).is_file(), f"CMakeLists.txt lists {source}, which is missing"
+    assert (d / "crt" / "platform" / "zephyr" / "zephyr_platform.h").is_file()
+    assert not (d / "crt" / "platform" / "cmsdk").exists()  # one platform: Zephyr's
+
+    stem = board.zephyr_board.replace("/", "_")
+    fragment = d / "boards" / f"{stem}.conf"
+    assert fragment.is_file(), "Zephyr merges boards/<board target with / as _>.conf"
+    prj, board_conf = kconfig_assignments(d / "prj.conf"), kconfig_assignments(fragment)
+    legacy = kconfig_assignments(d / "legacy_zephyr.conf")
+    assert not set(prj) & set(board_conf), "prj.conf and the board fragment must not disagree"
+    unverified = (set(prj) | set(board_conf) | set(legacy)) - verified_symbols()
+    assert not unverified, f"Kconfig symbols not checked against Zephyr: {sorted(unverified)}"
+    for conf in (d / "boards").glob("*.conf"):
+        assert set(kconfig_assignments(conf)) <= verified_symbols()
+
+    assert prj["UART_INTERRUPT_DRIVEN"] == "y" and prj["REQUIRES_FULL_LIBC"] == "y"
+    assert int(prj["MAIN_STACK_SIZE"]) >= 2048
+    assert (board_conf.get("TIMING_FUNCTIONS") == "y") == (not board.emulated)  # QEMU has no DWT
+    facts = zephyr.board_facts(board)
+    assert (board_conf.get("FPU") == "y") == facts.fpu
+
+    main = (d / "src" / "main.c").read_text()
+    assert f'#include "{hello.metadata["name"]}.h"' in main and "mc_platform_init()" in main
+    if mode == "host-driven":
+        assert "mc_rpc_server_serve" in main and (d / "host_driven.json").is_file()
+    else:
+        assert "mc_report_end" in main and "hello_world_int8_run(" in main
+        assert np.load(d / "inputs" / "input0.npy").dtype == np.int8
+
+
+def test_graph_executor_project_uses_the_graph_executor(hello, tmp_path):
+    project = create_project(hello, "zephyr", "mps2_an385", tmp_path / "p", executor="graph")
+    main = (project.dir / "src" / "main.c").read_text()
+    assert "mc_graph_run(&g_graph)" in main and "HELLO_WORLD_INT8_GRAPH_POOL_BYTES" in main
+
+
+def test_boards_zephyr_knows_are_the_boards_in_boards_dir():
+    targets = {load_board(name).zephyr_board for name in board_names()} - {None}
+    assert targets <= set(zephyr.KNOWN_BOARDS), "add the board's Zephyr facts (checked in Zephyr's source)"
+
+
+def test_renamed_board_gets_its_fragment_under_the_old_name_too(hello, tmp_path):
+    project = create_project(hello, "zephyr", "mps3_an547", tmp_path / "p")
+    old = project.dir / "boards" / "mps3_an547.conf"  # Zephyr 3.7 calls it mps3/an547
+    assert old.read_text() == (project.dir / "boards" / "mps3_corstone300_an547.conf").read_text()
+
+
+def test_stack_is_sized_from_the_model():
+    meta = {"inputs": [{"dtype": "int8"}], "outputs": [{"dtype": "int8"}],
+            "operators": [{"inputs": [[1], [1], [1]], "outputs": [[1]]}]}
+    small = zephyr.main_stack_bytes(meta, "standalone")
+    floats = zephyr.main_stack_bytes({**meta, "outputs": [{"dtype": "float32"}]}, "standalone")
+    assert small % 256 == 0 and small < floats < zephyr.main_stack_bytes(
+        {**meta, "outputs": [{"dtype": "float32"}]}, "host-driven")
+
+
+# ---- The CMake logic that picks legacy_zephyr.conf ----
+
+def _cmake_version_block(cmake_text: str) -> str:
+    start = cmake_text.index("if(DEFINED ENV{ZEPHYR_BASE}")
+    end = cmake_text.index("find_package(Zephyr")
+    return cmake_text[start:end]
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+@pytest.mark.parametrize("version,legacy", [((3, 7), True), ((4, 0), True), ((4, 1), False), ((4, 3), False)])
+def test_cmake_adds_the_ring_buffer_fragment_only_before_zephyr_4_1(version, legacy, hello, tmp_path):
+    project = create_project(hello, "zephyr", "mps2_an385", tmp_path / "p")
+    base = tmp_path / "zephyr"
+    base.mkdir()
+    (base / "VERSION").write_text(f"VERSION_MAJOR = {version[0]}\nVERSION_MINOR = {version[1]}\n"
+                                  "PATCHLEVEL = 0\nVERSION_TWEAK = 0\nEXTRAVERSION =\n")
+    script = tmp_path / "check.cmake"
+    script.write_text(f"set(CMAKE_CURRENT_LIST_DIR {project.dir})\n"
+                      + _cmake_version_block((project.dir / "CMakeLists.txt").read_text())
+                      + 'message(STATUS "EXTRA_CONF_FILE=${EXTRA_CONF_FILE}")\n')
+    proc = subprocess.run(["cmake", "-P", str(script)], capture_output=True, text=True,
+                          env={**os.environ, "ZEPHYR_BASE": str(base)})
+    assert proc.returncode == 0, proc.stderr
+    assert ("legacy_zephyr.conf" in proc.stdout + proc.stderr) == legacy
+
+
+# ---- Board targets against a Zephyr tree ----
+
+def _tree(tmp_path: Path, version: tuple[int, int], boards: dict[str, str]) -> Path:
+    """A directory laid out like a Zephyr tree's VERSION and boards/**/board.yml (not a Zephyr)."""
+    base = tmp_path / f"tree-{version[0]}.{version[1]}"
+    for rel, text in {"VERSION": f"VERSION_MAJOR = {version[0]}\nVERSION_MINOR = {version[1]}\n",
+                      **boards}.items():
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / rel).write_text(text)
+    return base
+
+
+MPS3_YML = "board:\n  name: mps3\n  socs:\n  - name: 'corstone300'\n    variants:\n    - name: 'an547'\n"
+
+
+def test_west_board_target_follows_the_zephyr_version(tmp_path):
+    board = load_board("mps3_an547")
+    new = _tree(tmp_path, (4, 2), {"boards/arm/mps3/board.yml": MPS3_YML})
+    old = _tree(tmp_path, (3, 7), {"boards/arm/mps3/board.yml": "board:\n  name: mps3\n  socs:\n  - name: an547\n"})
+    assert zephyr.west_board_target(board, new) == "mps3/corstone300/an547"
+    assert zephyr.west_board_target(board, old) == "mps3/an547"  # renamed in Zephyr 4.0
+
+
+def test_a_tree_without_the_board_or_too_old_is_refused(tmp_path):
+    with pytest.raises(zephyr.ZephyrBoardError, match="has no board 'nucleo_l4r5zi'"):
+        zephyr.west_board_target(load_board("nucleo_l4r5zi"),
+                                 _tree(tmp_path, (4, 1), {"boards/arm/mps3/board.yml": MPS3_YML}))
+    with pytest.raises(zephyr.ZephyrBaseError, match="too old"):
+        zephyr.west_board_target(load_board("mps2_an385"), _tree(tmp_path, (3, 6), {}))
+
+
+# ---- Errors, one line each, from the command line ----
+
+def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=300)
+
+
+def _environment_without_zephyr() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("ZEPHYR_BASE", "PATH")}
+
+
+def _assert_one_line_error(proc, *fragments):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("microcompiler: error: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture
+def zephyr_project(hello, tmp_path):
+    return create_project(hello, "zephyr", "mps2_an385", tmp_path / "project").dir
+
+
+def test_missing_west_is_one_line_with_the_fix(zephyr_project, tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env = {**_environment_without_zephyr(), "PATH": str(empty), "ZEPHYR_BASE": str(tmp_path)}
+    _assert_one_line_error(_cli(["build", str(zephyr_project)], env), WEST_HINT)
+    _assert_one_line_error(_cli(["flash", str(zephyr_project)], env), "does not exist")  # not built yet
+
+
+def test_missing_zephyr_base_is_one_line_with_the_fix(zephyr_project, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_west = bin_dir / "west"  # found on PATH; never reached
+    fake_west.write_text("#!/bin/sh\necho 'this west must not run' >&2\nexit 99\n")
+    fake_west.chmod(0o755)
+    env = {**_environment_without_zephyr(), "PATH": str(bin_dir)}
+    _assert_one_line_error(_cli(["build", str(zephyr_project)], env), "ZEPHYR_BASE is not set", "docs/zephyr.md")
+    not_a_tree = tmp_path / "not-zephyr"
+    not_a_tree.mkdir()
+    _assert_one_line_error(_cli(["build", str(zephyr_project)], {**env, "ZEPHYR_BASE": str(not_a_tree)}),
+                           "is not a Zephyr tree")
+
+
+def test_board_without_zephyr_name_is_one_line_with_the_fix(shared_models, tmp_path):
+    toml = (ROOT / "boards" / "mps2_an385.toml").read_text()
+    toml = re.sub(r"\[zephyr\][^\[]*", "", toml).replace('name = "mps2_an385"', 'name = "no_zephyr"')
+    board_file = tmp_path / "no_zephyr.toml"
+    board_file.write_text(toml)
+    model = str(shared_models / "tflm" / "hello_world_int8.tflite")
+    env = dict(os.environ)
+    _assert_one_line_error(_cli(["create-project", model, "--template", "zephyr", "--board", str(board_file),
+                                 "-o", str(tmp_path / "p")], env), "has no Zephyr board name", "--template baremetal")
+    _assert_one_line_error(_cli(["run", model, "--template", "zephyr", "--board", str(board_file)], env),
+                           "has no Zephyr board name")
+    assert not (tmp_path / "p").exists()
+
+
+# ---- The real thing, where Zephyr is installed ----
+
+def _missing_for_zephyr_runs() -> str:
+    missing = []
+    if shutil.which("west") is None:
+        missing.append("west (pip install west)")
+    if not os.environ.get("ZEPHYR_BASE"):
+        missing.append("ZEPHYR_BASE (a Zephyr workspace)")
+    if shutil.which("qemu-system-arm") is None:
+        missing.append("qemu-system-arm")
+    return ", ".join(missing)
+
+
+@pytest.mark.skipif(bool(_missing_for_zephyr_runs()),
+                    reason=f"needs {_missing_for_zephyr_runs()}; see docs/zephyr.md")
+@pytest.mark.parametrize("mode", ["standalone", "host-driven"])
+@pytest.mark.parametrize("board_name", ["mps2_an385", "mps3_an547"])
+def test_zephyr_firmware_in_qemu_matches_the_host(board_name, mode, hello, tmp_path):
+    from microcompiler.host import HostProgram
+    inputs = random_inputs(hello.metadata["inputs"])
+    expected = HostProgram(hello, tmp_path / "host").run([inputs])[0].outputs
+    _, built, result = zephyr.run_on_board(hello, board_name, tmp_path / "zephyr", mode=mode, input=inputs,
+                                           log=lambda _: None, timeout=600)
+    assert built.flash_bytes > 0
+    for got, want in zip(result.outputs, expected):
+        np.testing.assert_array_equal(got, want)
+    assert result.hz > 0 and result.ticks > 0
