@@ -4,7 +4,7 @@
  * server executes a request only when its seq is the next one; a repeat of the
  * last seq (the host retrying after a lost reply) gets the cached reply again
  * without executing anything twice; anything else is a stale duplicate and is
- * dropped. Damaged frames are dropped; the host retries. */
+ * dropped. Damaged frames are dropped and answered with a NAK; the host retries. */
 #include "microcompiler/rpc_server.h"
 
 #include <string.h>
@@ -526,7 +526,9 @@ void mc_rpc_server_receive(mc_rpc_server_t* server, const uint8_t* data, size_t 
     if (result == MC_RPC_DECODE_FRAME) {
       handle_request(server, payload, payload_len);
     } else if (result == MC_RPC_DECODE_DAMAGED) {
+      /* Say so at once: the host resends without waiting for its timeout. */
       server->damaged_frames++;
+      send_uncached(MC_RPC_NAK, server->session, server->last_seq, MC_OK, 0, 0);
     }
   }
 }

@@ -15,6 +15,7 @@ from pathlib import Path
 from microcompiler.errors import MicrocompilerError
 from microcompiler.rpc.client import (DeviceBuffer, DeviceResetError, RemoteError, RemoteFunction, Session,
                                       SessionClosedError, TimeResult)
+from microcompiler.rpc.launch import open_model
 from microcompiler.rpc.plan import ModelPlan
 
 
@@ -56,5 +57,5 @@ def _plan(plan, directory=None):
     return None
 
 
-__all__ = ["connect", "Session", "DeviceBuffer", "RemoteFunction", "TimeResult", "ModelPlan", "DeviceResetError",
+__all__ = ["connect", "open_model", "Session", "DeviceBuffer", "RemoteFunction", "TimeResult", "ModelPlan", "DeviceResetError",
            "RemoteError", "SessionClosedError"]

@@ -119,17 +119,22 @@ class Session:
 
     timeout: seconds to wait for each reply, retries included (a silent device fails after this).
     call_timeout: once the device says a CALL/TIME is running (BUSY), seconds to wait for its end.
-    retry_interval: seconds without a reply before the request is sent again.
+    retry_interval: seconds without a reply before the request is sent again; None (default) adapts it
+    to the measured round-trip time (4 x smoothed RTT, 0.05 to 2 s), doubling after each resend.
     """
 
     def __init__(self, transport, *, timeout: float = 5.0, call_timeout: float = 300.0,
-                 retry_interval: float = 0.3, owns_transport: bool = True, plan=None, name: str = "device"):
+                 retry_interval: float | None = None, owns_transport: bool = True, plan=None, name: str = "device"):
         self.transport = transport
         self.timeout, self.call_timeout, self.retry_interval = timeout, call_timeout, retry_interval
+        self._chunk_limit = 0  # adaptive WRITE/READ size; 0: the device's max payload
+        self.last_resends = 0
+        self._srtt = 0.1  # smoothed round-trip time, seconds (a cautious guess until measured)
         self.owns_transport = owns_transport
         self.plan = plan  # a ModelPlan, when the session knows which model the device holds
         self.name = name
         self.logs: list[str] = []
+        self.cleanup: list = []  # called after close (e.g. removing a temporary project)
         self.stats = {"requests": 0, "resends": 0, "damaged_frames": 0, "stale_replies": 0}
         self._decoder = FrameDecoder()
         self._rng = random.Random()
@@ -182,6 +187,8 @@ class Session:
         finally:
             if self.owns_transport:
                 self.transport.close()
+            while self.cleanup:
+                self.cleanup.pop()()
 
     def __enter__(self) -> "Session":
         return self
@@ -210,34 +217,49 @@ class Session:
         damaged_here = 0
         self.transport.write(frame)
         last_send = start
+        interval = base_interval = self._initial_retry_interval()
+        resends = 0
+        early_ok = True  # one immediate resend per send, on a sign that it (or its reply) was damaged
+        noisy = False  # a NAK or damaged frame since the last send: the device is alive, the link noisy
+        self.last_resends = 0
         while True:
             now = time.monotonic()
             if now >= deadline:
                 raise self._timeout_error(name, now - start, damaged_here, busy)
-            resend_at = last_send + (max(1.0, self.retry_interval) if busy else self.retry_interval)
+            resend_at = last_send + (max(1.0, interval) if busy else interval)
             if now >= resend_at:
-                self.transport.write(frame)
-                self.stats["resends"] += 1
-                last_send = now
+                self._resend(frame)
+                self.last_resends = resends = resends + 1
+                # silence may mean a slow device: back off; noise means a live device: keep the pace
+                interval = base_interval if noisy else min(2.0, interval * 2)
+                last_send, early_ok, noisy = now, True, False
                 continue
             data = self.transport.read(max(1, self.transport.pending()), min(deadline, resend_at) - now)
-            for item in self._decoder.feed(data):
-                if isinstance(item, Damaged):
-                    self.stats["damaged_frames"] += 1
-                    damaged_here += 1
-                    if not busy and time.monotonic() - last_send > 0.02:
-                        last_send = 0.0  # maybe it was our reply: ask again now
-                    continue
-                msg = P.Reply.parse(item)
-                if msg is None:
-                    self.stats["damaged_frames"] += 1
+            items = self._decoder.feed(data)
+            if data:
+                self._check_crash(self._decoder.pending)
+            for item in items:
+                msg = None if isinstance(item, Damaged) else P.Reply.parse(item)
+                if msg is None or msg.type == P.NAK:
+                    if msg is None:  # maybe our reply
+                        self.stats["damaged_frames"] += 1
+                        damaged_here += 1
+                        self._check_crash(item.raw if isinstance(item, Damaged) else b"")
+                    noisy = True
+                    if early_ok and not busy:  # (NAK: the device got a damaged frame, maybe our request)
+                        self._resend(frame)
+                        self.last_resends = resends = resends + 1
+                        last_send, early_ok, noisy = time.monotonic(), False, False
+                        interval = base_interval
                     continue
                 if msg.type == P.LOG:
                     self._on_log(msg.body)
                 elif msg.type == P.BOOT:
                     if handshake_nonce is None:
                         raise self._reset_error("it announced a new boot")
-                    last_send = 0.0  # it (re)started: our HELLO may have come too early
+                    self._resend(frame)  # it (re)started: our HELLO may have come too early
+                    resends += 1
+                    last_send = time.monotonic()
                 elif msg.type == P.BUSY:
                     if msg.session == self._session_id and msg.seq == seq and not busy:
                         busy = True
@@ -247,6 +269,8 @@ class Session:
                             (len(msg.body) < 5 or struct.unpack_from("<I", msg.body, 1)[0] != handshake_nonce):
                         self.stats["stale_replies"] += 1
                         continue
+                    if resends == 0 and not busy and type_ not in (P.CALL, P.TIME):  # Karn: clean samples only
+                        self._srtt += (time.monotonic() - start - self._srtt) / 8
                     if msg.status == P.STATUS_NO_SESSION:
                         theirs = struct.unpack_from("<I", msg.body)[0] if len(msg.body) >= 4 else None
                         if self.device is not None and theirs is not None and theirs != self.device.boot_nonce:
@@ -257,6 +281,23 @@ class Session:
                     return msg
                 else:
                     self.stats["stale_replies"] += 1
+
+    def _check_crash(self, raw: bytes) -> None:
+        """Bare-metal firmware prints an MC-FAULT/MC-ABORT line when it crashes: not a frame, but telling."""
+        for marker in (b"MC-FAULT", b"MC-ABORT"):
+            at = raw.find(marker)
+            if at >= 0 and b"\n" in raw[at:]:
+                line = raw[at:].split(b"\n")[0].decode(errors="replace").strip()
+                raise DeviceError(f"the {self.name} crashed: {line}")
+
+    def _resend(self, frame: bytes) -> None:
+        self.transport.write(frame)
+        self.stats["resends"] += 1
+
+    def _initial_retry_interval(self) -> float:
+        if self.retry_interval is not None:
+            return self.retry_interval
+        return min(2.0, max(0.05, 4 * self._srtt))
 
     def _timeout_error(self, name: str, waited: float, damaged: int, busy: bool) -> DeviceError:
         if busy:
@@ -355,22 +396,35 @@ class Session:
     def free(self, handle: int) -> None:
         self._check(self._request(P.FREE, struct.pack("<H", handle)), "FREE")
 
+    def _chunk(self, most: int) -> int:
+        """Bytes per WRITE/READ: the packet size, smaller while the link damages frames."""
+        return max(1, min(most, self._chunk_limit or most))
+
+    def _adapt_chunk(self, most: int) -> None:
+        # Big frames are the likeliest to be hit on a noisy link: halve after trouble, regrow slowly.
+        current = self._chunk_limit or most
+        self._chunk_limit = max(64, current // 2) if self.last_resends else min(most, current + 64)
+
     def write_memory(self, handle: int, offset: int, data: bytes) -> None:
-        chunk = self.max_payload - P.REQUEST_HEADER.size - P.WRITE_HEADER.size
-        for start in range(0, len(data), chunk):
-            part = data[start:start + chunk]
+        most = self.max_payload - P.REQUEST_HEADER.size - P.WRITE_HEADER.size
+        start = 0
+        while start < len(data):
+            part = data[start:start + self._chunk(most)]
             self._check(self._request(P.WRITE, P.WRITE_HEADER.pack(handle, offset + start) + part),
                         f"WRITE of {len(part)} bytes at offset {offset + start}")
+            self._adapt_chunk(most)
+            start += len(part)
 
     def read_memory(self, handle: int, offset: int, nbytes: int) -> bytes:
-        chunk = self.max_payload - P.REPLY_HEADER.size
+        most = self.max_payload - P.REPLY_HEADER.size
         out = bytearray()
         while len(out) < nbytes:
-            n = min(chunk, nbytes - len(out))
+            n = min(self._chunk(most), nbytes - len(out))
             reply = self._check(self._request(P.READ, P.READ_BODY.pack(handle, offset + len(out), n)),
                                 f"READ of {n} bytes at offset {offset + len(out)}")
             if len(reply.body) != n:
                 raise DeviceError(f"READ returned {len(reply.body)} bytes instead of {n}")
+            self._adapt_chunk(most)
             out += reply.body
         return bytes(out)
 

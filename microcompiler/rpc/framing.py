@@ -51,13 +51,18 @@ def encode_frame(payload: bytes) -> bytes:
 
 
 class Damaged:
-    """What the decoder yields for a frame that failed the escaping, length or CRC checks."""
+    """What the decoder yields for a frame that failed the escaping, length or CRC checks.
 
-    def __init__(self, raw_bytes: int):
-        self.raw_bytes = raw_bytes
+    raw: the first bytes received for it, as on the wire (text a crashing device printed shows here).
+    """
+
+    RAW_KEPT = 512
+
+    def __init__(self, raw: bytes):
+        self.raw = raw
 
     def __repr__(self) -> str:
-        return f"Damaged({self.raw_bytes} bytes)"
+        return f"Damaged({self.raw[:40]!r})"
 
 
 class FrameDecoder:
@@ -73,7 +78,7 @@ class FrameDecoder:
         self._buffer = bytearray()
         self._escaped = False
         self._damaged = False
-        self._raw = 0
+        self._raw = bytearray()
 
     def feed(self, data: bytes) -> list[bytes | Damaged]:
         out: list[bytes | Damaged] = []
@@ -83,7 +88,8 @@ class FrameDecoder:
                 if result is not None:
                     out.append(result)
                 continue
-            self._raw += 1
+            if len(self._raw) < Damaged.RAW_KEPT:
+                self._raw.append(byte)
             if self._damaged:
                 continue
             if byte == ESCAPE:
@@ -103,12 +109,17 @@ class FrameDecoder:
             self._buffer.append(byte)
         return out
 
+    @property
+    def pending(self) -> bytes:
+        """The first bytes of the frame being received (raw, as on the wire)."""
+        return bytes(self._raw)
+
     def _finish(self) -> bytes | Damaged | None:
-        frame, raw = bytes(self._buffer), self._raw
+        frame, raw = bytes(self._buffer), bytes(self._raw)
         damaged = self._damaged or self._escaped
         self._buffer.clear()
         self._escaped = self._damaged = False
-        self._raw = 0
+        self._raw.clear()
         if not frame and not damaged:
             return None
         if damaged or len(frame) < OVERHEAD:

@@ -85,6 +85,7 @@ extern "C" {
 #define MC_RPC_BOOT 0x40u
 #define MC_RPC_LOG 0x41u
 #define MC_RPC_BUSY 0x42u
+#define MC_RPC_NAK 0x43u /* a damaged frame arrived */
 
 /* Argument tags of CALL and TIME. */
 #define MC_RPC_ARG_INT32 0x01u
