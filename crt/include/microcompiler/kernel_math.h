@@ -57,4 +57,7 @@ static inline int32_t mc_saturating_left_shift(int32_t x, int exponent) {
   return (int32_t)wide;
 }
 
+/* Fixed-point exp, reciprocal and logistic (SOFTMAX, LOGISTIC). */
+#include "microcompiler/kernel_fixedpoint.h"
+
 #endif /* MICROCOMPILER_KERNEL_MATH_H_ */

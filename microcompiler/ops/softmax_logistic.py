@@ -1,0 +1,305 @@
+"""SOFTMAX and LOGISTIC: int8, int16 and float32, bit-exact with TFLite Micro's reference kernels.
+
+Every constant TFLM derives in its prepare step (multipliers, shifts, the int8 softmax ``diff_min``,
+the int8 logistic input radius, the int16 softmax lookup tables) is computed here, at compile time,
+with TFLM's precision: Python floats where TFLM uses ``double``, numpy float32 where it uses
+``float``. The generated C only does the integer run-time arithmetic; the gemmlowp-style
+fixed-point functions it needs live in ``crt/include/microcompiler/kernel_fixedpoint.h``.
+
+Supported (as TFLM):
+
+* SOFTMAX over the last dimension, any beta: float32; int8 -> int8 (output scale 1/256, zero point
+  -128); int8 -> int16 (output scale 1/65536, zero point -32768); int16 -> int16 (output scale
+  1/32768, zero point 0).
+* LOGISTIC: float32; int8 (output zero point -128); int16 (zero points 0, output scale 2^-15).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.quant import c_float, tflite_round
+
+F32 = np.float32
+
+# Q5.26 scaled input differences for the int8 softmax exp() (TFLM's kScaledDiffIntegerBits).
+SOFTMAX_DIFF_INTEGER_BITS = 5
+# Q4.27 input of the int8 logistic (TFLM's kInputIntegerBits).
+LOGISTIC_INT8_INTEGER_BITS = 4
+INT16_LUT_SIZE = 513
+
+# TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h, Apache-2.0): sigmoid(i / 24)
+# in unsigned 0.16 fixed point, used by the int16 LOGISTIC reference kernel. The values are not a
+# plain rounding of the formula (about 40 entries are one higher), so they are kept as data: the
+# kernel must use exactly these numbers to be bit-exact.
+SIGMOID_TABLE_UINT16 = (
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498,
+    40149, 40794, 41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255,
+    46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409, 51865,
+    52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174,
+    56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288,
+    59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279, 61441,
+    61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886,
+    62990, 63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835,
+    63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450,
+    64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845,
+    64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097,
+    65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258,
+    65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
+    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425,
+    65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465,
+    65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
+    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508,
+    65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516, 65517, 65517, 65518,
+    65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525,
+    65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529,
+    65529, 65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531,
+    65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533,
+    65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+    65534, 65534, 65535)
+
+
+# ---- compile-time arithmetic, mirroring TFLM's prepare step ------------------------------------
+
+def quantize_multiplier_unclamped(real: float) -> tuple[int, int]:
+    """TFLM's QuantizeMultiplier (double-rounding build): Q31 fraction and shift, shift may reach 31."""
+    if real == 0.0:
+        return 0, 0
+    fraction, shift = math.frexp(real)
+    q = int(tflite_round(fraction * (1 << 31)))
+    if q == 1 << 31:
+        q //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return q, shift
+
+
+def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
+    """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double)."""
+    radius = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_signed_bits - integer_bits)) / (1 << left_shift)
+    return int(math.floor(radius))
+
+
+def softmax_int8_params(input_scale: float, beta: float) -> tuple[int, int, int]:
+    """(input_multiplier, input_left_shift, diff_min) of the int8-input softmax."""
+    real = min(float(F32(beta)) * float(F32(input_scale)) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS)),
+               (1 << 31) - 1.0)
+    multiplier, shift = quantize_multiplier_unclamped(real)
+    diff_min = -calculate_input_radius(SOFTMAX_DIFF_INTEGER_BITS, shift)
+    return multiplier, shift, diff_min
+
+
+def softmax_int16_params(input_scale: float, beta: float) -> tuple[int, int]:
+    """(input_multiplier, input_shift): input differences in [-65535, 0] map onto [-10, 0]."""
+    return quantize_multiplier_unclamped(float(F32(input_scale)) * float(F32(beta)) / (10.0 / 65535.0))
+
+
+def expf(x) -> np.float32:
+    """The float32 exp the C library computes (rounded from the double-precision exp)."""
+    return F32(math.exp(float(x)))
+
+
+def _roundf(x: np.float32) -> np.float32:
+    """std::round on a float: half away from zero, in float32."""
+    return F32(tflite_round(float(x)))
+
+
+def int16_lut(func, input_min: float, input_max: float, output_min: float, output_max: float) -> np.ndarray:
+    """TFLM's float gen_lut for int16 -> int16 tables: 512 interpolation segments plus an end point.
+
+    Each entry is the rounded sample with half the midpoint interpolation error folded in, so that
+    linear interpolation between entries is most accurate in the middle of each segment. All
+    arithmetic is float32, as in TFLM.
+    """
+    nb_steps = 512
+    lo, hi = F32(input_min), F32(input_max)
+    step = F32((hi - lo) / F32(nb_steps))
+    half_step = F32(step / F32(2))
+    scaling_inv = F32(F32(65536.0) / F32(F32(output_max) - F32(output_min)))
+    table = np.zeros(nb_steps + 1, dtype=np.int16)
+    for i in range(nb_steps):
+        x = F32(lo + F32(F32(i) * step))
+        val = func(x)
+        val_mid = func(F32(x + half_step))
+        val_next = func(F32(lo + F32(F32(i + 1) * step)))
+        sample = _roundf(F32(val * scaling_inv))
+        mid_interp = _roundf(F32(F32(F32(val_next * scaling_inv) + _roundf(F32(val * scaling_inv))) / F32(2)))
+        mid = _roundf(F32(val_mid * scaling_inv))
+        bias = _roundf(F32(F32(mid_interp - mid) / F32(2)))
+        table[i] = int(min(max(float(F32(sample - bias)), -32768.0), 32767.0))
+    table[nb_steps] = int(min(max(float(_roundf(F32(func(hi) * scaling_inv))), -32768.0), 32767.0))
+    return table
+
+
+def softmax_exp_lut() -> np.ndarray:
+    """exp(x) for x in [-10, 0] (TFLM's exp_lut)."""
+    return int16_lut(expf, -10.0, 0.0, -1.0, 1.0)
+
+
+def softmax_reciprocal_lut() -> np.ndarray:
+    """1 / (1 + x) for x in [0, 1] (TFLM's one_over_one_plus_x_lut)."""
+    return int16_lut(lambda x: F32(F32(1.0) / F32(F32(1.0) + x)), 0.0, 1.0, -1.0, 1.0)
+
+
+def logf(x) -> np.float32:
+    return F32(math.log(float(x)))
+
+
+def checked_log2(x: float) -> tuple[bool, int]:
+    """TFLM's CheckedLog2 in float32: (x is a power of two within 1e-3 in log2, rounded log2)."""
+    x_log2 = F32(logf(F32(x)) * F32(F32(1.0) / logf(F32(2.0))))
+    rounded = _roundf(x_log2)
+    return bool(abs(float(F32(x_log2 - rounded))) < float(F32(1e-3))), int(rounded)
+
+
+def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
+    """(input_multiplier, input_left_shift, input_range_radius) of the int8 logistic."""
+    real = float(F32(input_scale)) * float(1 << (31 - LOGISTIC_INT8_INTEGER_BITS))
+    fraction, shift = math.frexp(real)
+    multiplier = int(tflite_round(fraction * (1 << 31)))
+    radius = calculate_input_radius(LOGISTIC_INT8_INTEGER_BITS, shift, 31)
+    return multiplier, shift, radius
+
+
+def logistic_int16_params(input_scale: float) -> tuple[int, int]:
+    """(input_multiplier, input_left_shift) of the int16 logistic, with TFLM's power-of-two case
+    (multiplier 0 in TFLM) already turned into the multiplier 3 it is evaluated with."""
+    is_pot, log2_rounded = checked_log2(input_scale)
+    left_shift = (15 - 3) + log2_rounded
+    if is_pot and left_shift == 0:
+        return 3, 0
+    multiplier = float(F32(input_scale)) * 4096.0 * 3.0
+    left_shift = 0
+    while multiplier <= 32767.0 / 2.0 and left_shift <= 30:
+        left_shift += 1
+        multiplier *= 2.0
+    return int(multiplier), left_shift
+
+
+# ---- kernels ------------------------------------------------------------------------------------
+
+def _outer_and_depth(shape) -> tuple[int, int]:
+    depth = int(shape[-1]) if len(shape) else 1
+    size = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+    return (size // depth if depth else 0), depth
+
+
+def _scale_zp(t) -> tuple[float, int]:
+    return float(t.quant.scale[0]), int(t.quant.zero_point[0])
+
+
+@register
+class Softmax(OpKernel):
+    kinds = ("SOFTMAX",)
+
+    def check(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        require(len(op.inputs) == 1 and len(op.outputs) == 1, op, "expects one input and one output")
+        require(len(x.shape) >= 1, op, "input must have at least one dimension")
+        require(tuple(x.shape) == tuple(y.shape), op, "input and output shapes differ")
+        combo = (x.dtype, y.dtype)
+        require(combo in {("float32", "float32"), ("int8", "int8"), ("int8", "int16"), ("int16", "int16")},
+                op, f"type combination input/output {combo} is not supported "
+                    "(float32, int8->int8, int8->int16, int16->int16)")
+        if x.dtype == "float32":
+            return
+        require(x.quant is not None and y.quant is not None and not x.quant.per_channel
+                and not y.quant.per_channel, op, "quantized softmax needs per-tensor quantization")
+        scale, zp = _scale_zp(y)
+        if combo == ("int8", "int8"):
+            require(zp == -128 and F32(scale) == F32(1.0 / 256), op,
+                    f"int8 output must have scale 1/256 and zero point -128 (got {scale}, {zp})")
+        elif combo == ("int8", "int16"):
+            require(zp == -32768 and abs(scale - 1.0 / 65536) <= 0.001 / 65536, op,
+                    f"int16 output of an int8 softmax must have scale 1/65536 and zero point -32768 "
+                    f"(got {scale}, {zp})")
+        else:
+            require(zp == 0 and abs(scale - 1.0 / 32768) <= 0.001 / 32768, op,
+                    f"int16 output must have scale 1/32768 and zero point 0 (got {scale}, {zp})")
+            _, shift = softmax_int16_params(_scale_zp(x)[0], op.options.get("beta", 1.0))
+            require(shift <= 30, op, "input scale * beta is too large for the int16 softmax")
+
+    def macs(self, op, graph):
+        return graph.tensors[op.inputs[0]].size
+
+    def variant(self, op, graph):
+        x = graph.tensors[op.inputs[0]]
+        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
+                            "int16": "int16-lut"}[x.dtype]}
+
+    def emit(self, op, graph, ctx):
+        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        outer, depth = _outer_and_depth(x.shape)
+        beta = float(op.options.get("beta", 1.0))
+        values = dict(outer=outer, depth=depth, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32":
+            return ctx.render("softmax_float.c.j2", beta=c_float(beta), **values)
+        in_scale = _scale_zp(x)[0]
+        if x.dtype == "int8":
+            multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
+            out_bits = 8 if y.dtype == "int8" else 16
+            return ctx.render("softmax_int8.c.j2", multiplier=multiplier, shift=shift, diff_min=diff_min,
+                              out_type="int8_t" if out_bits == 8 else "int16_t",
+                              out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1,
+                              out_bits=out_bits,
+                              guard_exponent=out_bits == 8 and depth >= 512, **values)
+        multiplier, shift = softmax_int16_params(in_scale, beta)
+        exp_lut = ctx.const("exp_lut", softmax_exp_lut())
+        recip_lut = ctx.const("one_over_one_plus_x_lut", softmax_reciprocal_lut())
+        return ctx.render("softmax_int16.c.j2", multiplier=multiplier, shift=shift, exp_lut=exp_lut,
+                          recip_lut=recip_lut, **values)
+
+
+@register
+class Logistic(OpKernel):
+    kinds = ("LOGISTIC",)
+
+    def check(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        require(len(op.inputs) == 1 and len(op.outputs) == 1, op, "expects one input and one output")
+        require(x.size == y.size, op, "input and output sizes differ")
+        require(x.dtype == y.dtype and x.dtype in ("float32", "int8", "int16"), op,
+                f"type combination input/output {(x.dtype, y.dtype)} is not supported (float32, int8, int16)")
+        if x.dtype == "float32":
+            return
+        require(x.quant is not None and y.quant is not None and not x.quant.per_channel
+                and not y.quant.per_channel, op, "quantized logistic needs per-tensor quantization")
+        in_scale, in_zp = _scale_zp(x)
+        out_scale, out_zp = _scale_zp(y)
+        if x.dtype == "int8":
+            # TFLM checks only the output zero point; the kernel always produces q = 256 * p - 128.
+            require(out_zp == -128, op, f"int8 output zero point must be -128 (got {out_zp})")
+            require(in_scale > 0, op, "input scale must be positive")
+            return
+        require(in_zp == 0 and out_zp == 0, op, "int16 logistic needs zero points 0")
+        is_pot, log2 = checked_log2(out_scale)
+        require(is_pot and log2 == -15, op, f"int16 output scale must be 2^-15 (got {out_scale})")
+        multiplier, shift = logistic_int16_params(in_scale)
+        require(multiplier <= 32767 and shift <= 30, op,
+                f"int16 input scale {in_scale} is out of the range the int16 logistic handles")
+
+    def macs(self, op, graph):
+        return graph.tensors[op.inputs[0]].size
+
+    def variant(self, op, graph):
+        x = graph.tensors[op.inputs[0]]
+        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
+                            "int16": "sigmoid-table"}[x.dtype]}
+
+    def emit(self, op, graph, ctx):
+        x = ctx.tensor(op.inputs[0])
+        values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32":
+            return ctx.render("logistic_float.c.j2", **values)
+        in_scale, in_zp = _scale_zp(x)
+        if x.dtype == "int8":
+            multiplier, shift, radius = logistic_int8_params(in_scale)
+            return ctx.render("logistic_int8.c.j2", zero_point=in_zp, multiplier=multiplier, shift=shift,
+                              radius=radius, **values)
+        multiplier, shift = logistic_int16_params(in_scale)
+        table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
+        return ctx.render("logistic_int16.c.j2", multiplier=multiplier, shift=shift, table=table,
+                          rounding=(1 << (shift - 1)) if shift > 0 else 0, **values)
