@@ -42,6 +42,7 @@ from microcompiler.standalone import StandaloneResult, parse_reports
 
 PROJECT_FILE = "microcompiler-project.json"
 EXECUTORS = ("aot", "graph")
+MODES = ("standalone", "host-driven")  # host-driven: an RPC server main (docs/rpc.md)
 DEFAULT_STACK_BYTES = 8 * 1024
 FIRMWARE = "firmware.elf"
 
@@ -68,9 +69,12 @@ class Project:
     model: str
     metadata: dict
     stack_bytes: int
+    mode: str = "standalone"
 
     @property
     def elf(self) -> Path:
+        if self.template == "zephyr":  # west build's output (microcompiler.zephyr)
+            return self.dir / "build" / "zephyr" / "zephyr.elf"
         return self.dir / "build" / FIRMWARE
 
     @classmethod
@@ -83,7 +87,7 @@ class Project:
         info = json.loads(info_path.read_text())
         metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
         return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
-                   info["executor"], info["model"], metadata, info["stack_bytes"])
+                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", "standalone"))
 
 
 @dataclass
@@ -215,11 +219,13 @@ def _copy_runtime(project_dir: Path, family: str) -> None:
 
 
 def create_project(model: str | Path | ModelLibrary, template: str, board: str | Board, out_dir: str | Path,
-                   executor: str = "aot", input=None, stack_bytes: int = DEFAULT_STACK_BYTES) -> Project:
+                   executor: str = "aot", input=None, stack_bytes: int = DEFAULT_STACK_BYTES,
+                   mode: str = "standalone") -> Project:
     """Write a firmware project for ``model`` on ``board`` into ``out_dir`` (replaced if a project).
 
     ``model`` is a .tflite path or an already compiled library (compile it with the board's
     ``cpu.features``). ``input`` is None (a fixed seeded random input), .npy paths, or arrays.
+    ``mode`` "host-driven" makes src/main.c an RPC server instead (rpc_main.c.j2, docs/rpc.md).
     """
     board = board if isinstance(board, Board) else load_board(board)
     known = templates()
@@ -227,6 +233,12 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
         raise MicrocompilerError(f"unknown project template '{template}'; known templates: {', '.join(known)}")
     if executor not in EXECUTORS:
         raise MicrocompilerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
+    if mode not in MODES:
+        raise MicrocompilerError(f"unknown mode '{mode}'; use one of {', '.join(MODES)}")
+    if template == "zephyr":  # Zephyr applications: microcompiler/zephyr.py (docs/zephyr.md)
+        from microcompiler.zephyr import create_zephyr_project
+        return create_zephyr_project(model, board, out_dir, executor=executor, mode=mode, input=input,
+                                     stack_bytes=None if stack_bytes == DEFAULT_STACK_BYTES else stack_bytes)
     if template == "baremetal" and board.platform is None:
         raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
     definitions = platform_definitions(board)
@@ -236,7 +248,7 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
         from microcompiler.compiler import compile_model
         library = compile_model(model, features=board.cpu.features)
     metadata = library.metadata
-    check_fits(metadata, board, executor, stack_bytes)
+    check_fits(metadata, board, "graph" if mode == "host-driven" else executor, stack_bytes)
     arrays = _resolve_inputs(input, metadata)
 
     out_dir = Path(out_dir).resolve()
@@ -262,12 +274,18 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
                   board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
                   stack_bytes=stack_bytes, cflags=board.cpu.cflags, definitions=definitions, sources=sources)
     (out_dir / "src").mkdir()
-    (out_dir / "src" / "main.c").write_text(render_template(template_dir, "main.c.j2", **values))
+    if mode == "host-driven":
+        from microcompiler.rpc.host_project import rpc_template_values
+        from microcompiler.rpc.plan import ModelPlan
+        values.update(rpc_template_values(library))
+        ModelPlan.from_library(library).save(out_dir)
+    main_template = "rpc_main.c.j2" if mode == "host-driven" else "main.c.j2"
+    (out_dir / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
     (out_dir / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
     (out_dir / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
     shutil.copyfile(template_dir / "arm-none-eabi.cmake", out_dir / "arm-none-eabi.cmake")
     info = {"model": name, "board": board.name, "template": template, "executor": executor,
-            "stack_bytes": stack_bytes}
+            "stack_bytes": stack_bytes, "mode": mode}
     (out_dir / PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
     return Project.load(out_dir)
 
@@ -284,6 +302,9 @@ def _require_tool(tool: str, hint: str) -> str:
 def build(project_dir: str | Path, log: Log = print) -> BuildResult:
     """Configure (once) and build the project with CMake and Ninja; returns the firmware sizes."""
     project = Project.load(project_dir)
+    if project.template == "zephyr":
+        from microcompiler import zephyr
+        return zephyr.build(project.dir, log=log)
     cmake = _require_tool("cmake", "install CMake 3.20 or newer (Debian: apt-get install cmake)")
     _require_tool("ninja", "install Ninja (Debian: apt-get install ninja-build)")
     _require_tool("arm-none-eabi-gcc", "install the GNU Arm Embedded toolchain "
@@ -355,6 +376,9 @@ _REPORT_DONE = re.compile(rb"^(MC-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
 def flash(project_dir: str | Path, timeout: float = 300.0, log: Log = print) -> RunResult:
     """Load the built firmware on the board, wait for its report and decode it."""
     project = Project.load(project_dir)
+    if project.template == "zephyr":
+        from microcompiler import zephyr
+        return zephyr.flash(project.dir, timeout=timeout, log=log)
     if not project.elf.is_file():
         raise MicrocompilerError(f"{project.elf} does not exist; run 'microcompiler build {project.dir}' first")
     board = project.board

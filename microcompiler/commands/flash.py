@@ -1,0 +1,38 @@
+"""``microcompiler flash DIR``: load a built firmware on its board and print its report."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from microcompiler.project import Project, flash
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("flash", help="load a built firmware on its board (QEMU for emulated boards) and "
+                                     "print what it reports",
+                       description="Run the firmware built in DIR on its board: emulated boards start QEMU "
+                                   "(-icount shift=0, so times are exact instruction counts). Prints the "
+                                   "outputs and the inference time the firmware reports.")
+    p.add_argument("project", metavar="DIR", help="a built project directory")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the report (default: 300)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    project = Project.load(args.project)
+    result = flash(project.dir, timeout=args.timeout, log=print if not args.json else lambda _: None)
+    if args.json:
+        print(json.dumps({"model": project.model, "board": project.board.name, "executor": project.executor,
+                          "outputs": [o.tolist() for o in result.outputs], "device_ticks": result.ticks,
+                          "timer_hz": result.hz, "stack_bytes": result.stack_bytes}))
+        return 0
+    for k, out in enumerate(result.outputs):
+        print(f"output{k} {out.dtype}{list(out.shape)}:")
+        print(np.array2string(out, threshold=64))
+    seconds = result.ticks / result.hz if result.hz else 0.0
+    print(f"time on {project.board.name}: {result.ticks} ticks at {result.hz} Hz ({seconds * 1e3:.3f} ms)")
+    if result.stack_bytes is not None:
+        print(f"stack high-water mark: {result.stack_bytes:,} B")
+    return 0
