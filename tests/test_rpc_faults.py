@@ -137,3 +137,22 @@ def test_faulty_transport_is_deterministic():
         outs.append(sink.data)
     assert outs[0] == outs[1] != bytes(range(256)) * 4
     assert np.frombuffer(outs[0], np.uint8).size != 1024 or outs[0] != bytes(range(256)) * 4
+
+
+def test_a_crashed_board_is_reported_with_its_fault_line():
+    class CrashedBoard(SilentTransport):
+        """What bare-metal firmware prints when it faults: a text line, then nothing."""
+
+        def __init__(self):
+            super().__init__()
+            self.pending_text = b""
+
+        def write(self, data):
+            self.pending_text = b"MC-FAULT HardFault pc 0x00001234 lr 0x00000567\n"
+
+        def read(self, n, timeout):
+            out, self.pending_text = self.pending_text, b""
+            return out or super().read(n, min(timeout, 0.01))
+
+    with pytest.raises(DeviceError, match="crashed: MC-FAULT HardFault pc 0x00001234"):
+        Session(CrashedBoard(), timeout=2.0)

@@ -120,7 +120,7 @@ def test_a_repeated_request_is_answered_but_not_executed_twice(server_exe):
         # a request in no session is refused with the device's boot nonce
         link.send(encode_frame(P.request(P.ALLOC, 0x999, 1, struct.pack("<I", 4))))
         reply = link.next_frame()
-        assert reply[5] == P.STATUS_NO_SESSION and len(reply) == 10
+        assert reply[5] == P.STATUS_NO_SESSION and reply[10:12] == struct.pack("<H", sid)  # the open session
 
 
 def test_a_version_mismatch_is_refused_clearly(server_exe):
@@ -152,3 +152,13 @@ def test_the_server_survives_garbage_and_serves_a_new_session(server_exe):
             assert s.ping(b"still alive") == b"still alive"
             buf = s.upload(np.arange(10, dtype=np.int32))
             assert buf.read_array(np.int32, (10,)).tolist() == list(range(10))
+
+
+def test_another_program_taking_over_the_device_is_named(server_exe):
+    transport = start_server(server_exe)
+    with Session(transport, timeout=2.0) as first:
+        first.alloc(8)
+        with Session(transport, timeout=2.0, owns_transport=False) as second:
+            with pytest.raises(DeviceError, match="now serves another session .* another program connected"):
+                first.alloc(8)
+            assert second.ping(b"x") == b"x"

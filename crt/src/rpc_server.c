@@ -71,9 +71,9 @@ static void send_reply(mc_rpc_server_t* server) {
 }
 
 /* A short reply that is not cached (so it does not disturb retries). */
-static void send_uncached(uint8_t type, uint16_t session, uint16_t seq, uint8_t status, uint32_t value,
+static void send_uncached(uint8_t type, uint16_t session, uint16_t seq, uint8_t status, uint64_t value,
                           size_t value_bytes) {
-  uint8_t frame[MC_RPC_REPLY_HEADER + 4];
+  uint8_t frame[MC_RPC_REPLY_HEADER + 8];
   write_header(frame, type, session, seq, status);
   put_le(frame + MC_RPC_REPLY_HEADER, value, value_bytes);
   (void)mc_rpc_send_frame(frame, MC_RPC_REPLY_HEADER + value_bytes);
@@ -442,6 +442,14 @@ static void execute(mc_rpc_server_t* server, uint8_t type, uint16_t seq, const u
   send_reply(server);
 }
 
+/* NO_SESSION: boot_nonce:u32, then the open session's id (0: none), so the host can tell a
+ * reset (no session since boot) from another host having started a session. */
+static void send_no_session(const mc_rpc_server_t* server, uint8_t type, uint16_t session, uint16_t seq) {
+  uint64_t open_session = server->session_open ? server->session : 0u;
+  send_uncached((uint8_t)(type | MC_RPC_REPLY_BIT), session, seq, MC_RPC_STATUS_NO_SESSION,
+                (uint64_t)server->boot_nonce | (open_session << 32), 6);
+}
+
 static void handle_request(mc_rpc_server_t* server, const uint8_t* payload, size_t len) {
   uint8_t type;
   uint16_t session, seq;
@@ -461,8 +469,7 @@ static void handle_request(mc_rpc_server_t* server, const uint8_t* payload, size
     return;
   }
   if (session == 0 || session != server->session) {
-    send_uncached((uint8_t)(type | MC_RPC_REPLY_BIT), session, seq, MC_RPC_STATUS_NO_SESSION,
-                  server->boot_nonce, 4);
+    send_no_session(server, type, session, seq);
     return;
   }
   if (seq == server->last_seq) { /* the host did not get our reply: send it again */
@@ -470,8 +477,7 @@ static void handle_request(mc_rpc_server_t* server, const uint8_t* payload, size
     return;
   }
   if (!server->session_open) {
-    send_uncached((uint8_t)(type | MC_RPC_REPLY_BIT), session, seq, MC_RPC_STATUS_NO_SESSION,
-                  server->boot_nonce, 4);
+    send_no_session(server, type, session, seq);
     return;
   }
   if (seq != (uint16_t)(server->last_seq + 1u)) return; /* a stale duplicate */

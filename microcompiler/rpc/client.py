@@ -272,12 +272,7 @@ class Session:
                     if resends == 0 and not busy and type_ not in (P.CALL, P.TIME):  # Karn: clean samples only
                         self._srtt += (time.monotonic() - start - self._srtt) / 8
                     if msg.status == P.STATUS_NO_SESSION:
-                        theirs = struct.unpack_from("<I", msg.body)[0] if len(msg.body) >= 4 else None
-                        if self.device is not None and theirs is not None and theirs != self.device.boot_nonce:
-                            raise self._reset_error(f"its boot nonce changed from 0x{self.device.boot_nonce:08x} "
-                                                    f"to 0x{theirs:08x}")
-                        raise self._reset_error("it no longer knows this session (did another program "
-                                                "start a session?)")
+                        raise self._no_session_error(msg.body)
                     return msg
                 else:
                     self.stats["stale_replies"] += 1
@@ -309,6 +304,17 @@ class Session:
                                "the cable and the baud rate)")
         return DeviceError(f"the {self.name} did not answer {name} within {waited:.1f} s; check that it runs the "
                            "microcompiler RPC server (host-driven firmware) and that the port is right")
+
+    def _no_session_error(self, body: bytes) -> DeviceError:
+        """The device does not know our session: it reset, or another program opened a session."""
+        nonce, open_session = P.NO_SESSION_BODY.unpack(body) if len(body) == P.NO_SESSION_BODY.size else (None, 0)
+        if self.device is not None and nonce is not None and nonce != self.device.boot_nonce:
+            return self._reset_error(f"its boot nonce changed from 0x{self.device.boot_nonce:08x} to 0x{nonce:08x}")
+        if open_session:
+            self._broken = "another program opened a session on the device"
+            return DeviceError(f"the {self.name} now serves another session (0x{open_session:04x}): another "
+                               "program connected to it; open a new session (session.reconnect())")
+        return self._reset_error("it has no session open: it restarted")
 
     def _reset_error(self, why: str) -> DeviceResetError:
         self._broken = f"the {self.name} reset during the session"

@@ -56,6 +56,7 @@ CALL_REPLY = struct.Struct("<Q")                 # ticks of the call
 TIME_REPLY = struct.Struct("<QI")                # ticks of all runs, timer hz
 WRITE_HEADER = struct.Struct("<HI")              # handle, offset (data follows)
 READ_BODY = struct.Struct("<HIH")                # handle, offset, length
+NO_SESSION_BODY = struct.Struct("<IH")           # boot nonce, the open session (0: none)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,57 @@
+"""The command line of host-driven mode on the host board: run --mode host-driven and bench."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import SHARED_MODELS
+from microcompiler.cli import main
+from microcompiler.errors import DeviceError
+from microcompiler.rpc import connect
+
+HELLO = str(SHARED_MODELS / "tflm/hello_world_int8.tflite")
+
+
+def test_run_host_driven_prints_the_same_outputs_as_standalone(capsys):
+    assert main(["run", HELLO, "--json"]) == 0
+    standalone = json.loads(capsys.readouterr().out)
+    assert main(["run", HELLO, "--mode", "host-driven", "--json"]) == 0
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert report["outputs"] == standalone["outputs"] and report["mode"] == "host-driven"
+    assert report["timer_hz"] == 1_000_000_000 and len(report["operator_ticks"]) == 3
+    assert "building the host RPC server" in out.err
+
+
+def test_run_host_driven_text_output(capsys):
+    assert main(["run", HELLO, "--mode", "host-driven"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("output0 int8[1, 1]:") and "sum of 3 operators, host-driven" in out
+
+
+def test_bench_reports_inference_and_operator_times(capsys):
+    assert main(["bench", HELLO, "--number", "3", "--repeat", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == "hello_world_int8" and report["timer_hz"] == 1_000_000_000
+    assert set(report["inference"]) == {"ticks", "seconds", "ticks_per_run_each_repeat"}
+    assert [op["index"] for op in report["operators"]] == [0, 1, 2]
+    assert report["operator_ticks_total"] == sum(op["ticks"] for op in report["operators"])
+    assert main(["bench", HELLO, "--number", "2", "--repeat", "1"]) == 0
+    assert "ticks per inference" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["bench", HELLO, "--number", "0"], "--number and --repeat must be at least 1"),
+    (["bench", HELLO, "--board", "no_such_board"], "unknown board 'no_such_board'"),
+    (["run", HELLO, "--mode", "host-driven", "--port", "/dev/ttyUSB9"], "--port is for boards"),
+])
+def test_bad_arguments_give_one_line_errors(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_connect_to_a_missing_serial_port_is_a_clear_error():
+    with pytest.raises(DeviceError, match="cannot open serial port /dev/does-not-exist"):
+        connect(port="/dev/does-not-exist")
