@@ -13,22 +13,24 @@ from oracle import Oracle
 FLOAT_RTOL = 1e-5
 
 
-def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model"):
+def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model", features=frozenset()):
     Path(tmp_path).mkdir(parents=True, exist_ok=True)
     path = Path(tmp_path) / f"{name}.tflite"
     path.write_bytes(model_bytes)
-    return compile_model(path)
+    return compile_model(path, features=frozenset(features))
 
 
 def assert_matches_oracle(model_bytes: bytes, tmp_path: Path, n_inputs: int = 5, sanitize: bool = False,
                           float_atol: float = 1e-6, inputs: list[list[np.ndarray]] | None = None,
-                          executor: str = "aot"):
+                          executor: str = "aot", features=frozenset()):
     """Run n_inputs seeded random inputs through microcompiler (host build) and TFLM.
 
     int8/int16 outputs must be bit-exact; float32 within FLOAT_RTOL relative (plus float_atol absolute
-    for values near zero). Returns the microcompiler library for further checks.
+    for values near zero). Returns the microcompiler library for further checks. ``features`` selects
+    the target's kernel variants (e.g. {"dsp"}: the SIMD kernels, with their portable C emulation of
+    the DSP instructions on the host).
     """
-    library = compile_bytes(model_bytes, tmp_path)
+    library = compile_bytes(model_bytes, tmp_path, features=features)
     meta = library.metadata
     if inputs is None:
         inputs = [random_inputs(meta["inputs"], seed=s) for s in range(n_inputs)]

@@ -29,7 +29,7 @@ _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "graph_executor.h", "status.h"]
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h"]
 
 
 @dataclass
@@ -77,8 +77,8 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
         t = graph.tensors[tensor]
         const = "const " if pname.startswith("input") else ""
         fparams.append((f"{const}{c_type(t.dtype)}*", pname, tensor))
-    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph),
-                      kernel.variant(op, graph))
+    variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
+    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant)
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import activation_range, c_float, float_activation_range, quantize_multiplier
 
@@ -135,6 +136,12 @@ class Add(_Elementwise):
             require(0.0 < real < 1.0, op,
                     f"output rescale {real:g} is outside (0, 1): the output scale is too small for the inputs'")
 
+    def variant(self, op, graph):
+        a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
+        if y.dtype == "int8" and self.requantization(op, a, b, y)["fast"] is not None:
+            return {"variant": "smmlar", "scratch_bytes": 0}
+        return {"variant": "reference", "scratch_bytes": 0}
+
     @staticmethod
     def _reals(a, b, y):
         # TFLM (add_common.cc): float32 scales widened to double, max input scale doubled.
@@ -146,8 +153,31 @@ class Add(_Elementwise):
 
     def requantization(self, op, a, b, y):
         r1, r2, ro, left_shift = self._reals(a, b, y)
-        return dict(left_shift=left_shift, input1_q=quantize_multiplier(r1), input2_q=quantize_multiplier(r2),
-                    output_q=quantize_multiplier(ro))
+        q1, q2, qo = quantize_multiplier(r1), quantize_multiplier(r2), quantize_multiplier(ro)
+        return dict(left_shift=left_shift, input1_q=q1, input2_q=q2, output_q=qo,
+                    fast=self._fast_exprs(y, left_shift, q1, q2, qo))
+
+    @staticmethod
+    def _fast_exprs(y, left_shift, q1, q2, qo):
+        """C expressions of the int8 ADD with mc_requant_fast, or None when it does not apply.
+
+        |x + offset| <= 255, so (x + offset) << 21 < 2^29 and the sum of the rescaled inputs < 2^29:
+        every operand of the fast requantization is in range, with no further proof needed. A shift
+        of 0 (the input with the larger scale has the multiplier 1/2 exactly) needs no second rounding."""
+        if y.dtype != "int8" or not all(m > 0 and -fast.MAX_FAST_SHIFT <= s <= 0 for m, s in (q1, q2, qo)):
+            return None
+
+        def term(v, q, zp, pre_shifted):
+            m, shift = q
+            doubled = f"(int32_t)((uint32_t){v} << {left_shift + 1 if pre_shifted else 1})"
+            if shift == 0:
+                return f"mc_smmlar({doubled}, {m}, {zp})"
+            r = -shift
+            c = (1 << (r - 1)) + zp * (1 << r)
+            return f"(mc_smmlar({doubled}, {m}, {c} + ({v} >> 31)) >> {r})"
+
+        y_zp = int(y.quant.zero_point[0])
+        return (term("v1", q1, 0, True), term("v2", q2, 0, True), term("(x1 + x2)", qo, y_zp, False))
 
 
 @register
@@ -158,4 +188,4 @@ class Mul(_Elementwise):
         # TFLM (mul_common.cc): product of the input scales over the output scale, in double.
         real = (float(np.float32(a.quant.scale[0])) * float(np.float32(b.quant.scale[0]))
                 / float(np.float32(y.quant.scale[0])))
-        return dict(output_q=quantize_multiplier(real))
+        return dict(output_q=quantize_multiplier(real), fast=None)

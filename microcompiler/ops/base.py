@@ -71,6 +71,7 @@ class EmitContext:
         self.prefix = prefix
         self.params = params
         self.features = features  # CPU features of the target, e.g. {"dsp"}
+        self.variant: dict | None = None  # set by emit() to the variant it generated (metadata.json)
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:

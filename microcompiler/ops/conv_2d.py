@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import (activation_range, c_float, conv_multipliers, float_activation_range)
 
@@ -233,7 +234,28 @@ class Conv2D(OpKernel):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2] * w.shape[3]
 
+    def plan(self, op, graph, features=frozenset()) -> dict:
+        """The variant emit() generates and its knobs (recorded in metadata.json).
+
+        dsp-im2col (int8, one group, a target with the DSP extension): 4 output pixels x 1 output
+        channel per inner loop over im2col columns; "pixels" and "unroll" are the register block
+        and the inner loop's unrolling. Otherwise the reference loop nest."""
+        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        if x.dtype == "int8" and fast.has_dsp(features) and w.shape[3] == x.shape[3]:
+            g = geometry(op, graph)
+            steps = -(-g.k_h * g.k_w * g.in_c // 4)
+            col_bytes = 32 * steps
+            if col_bytes <= fast.MAX_COL_BYTES:
+                return {"variant": "dsp-im2col", "pixels": 4, "out_channels": 1, "unroll": 2,
+                        "gather": "taps" if g.in_c % 4 == 0 else "bytes", "weights": "s8",
+                        "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
+        return {"variant": "reference"}
+
     def emit(self, op, graph, ctx):
+        plan = self.plan(op, graph, ctx.features)
+        ctx.variant = plan
+        if plan["variant"] == "dsp-im2col":
+            return self._emit_dsp(op, graph, ctx, plan)
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]
@@ -256,3 +278,26 @@ class Conv2D(OpKernel):
         if fold:
             q["input_offset"] = 0
         return ctx.render("conv_2d_int.c.j2", **q, **values)
+
+    def _emit_dsp(self, op, graph, ctx, plan):
+        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        g = geometry(op, graph)
+        bias = bias_tensor(op, graph)
+        w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
+        words, steps = fast.pack_s8_words(w_rows)
+        zp = int(x.quant.zero_point[0])
+        b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
+        folded = b - zp * w_rows.astype(np.int64).sum(axis=1)
+        mult, shift = conv_multipliers(x, w, y, g.out_c)
+        y_zp = int(y.quant.zero_point[0])
+        is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_rows))
+        plan["requant"] = "smmlar" if is_fast else "reference"
+        lo, hi = activation_range(op.options["activation"], y)
+        npix = g.out_h * g.out_w
+        return ctx.render("conv_2d_dsp.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
+                          output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
+                          params=ctx.const("params", fast.channel_params(folded, mult, c, r)),
+                          steps=steps, taps_mode=g.in_c % 4 == 0, zp=zp,
+                          zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,
+                          full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,
+                          output_offset=y_zp)

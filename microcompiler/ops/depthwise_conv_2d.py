@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import (bias_tensor, check_common, float_values, folded_bias, geometry,
                                        quant_values)
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 @register
@@ -38,7 +40,21 @@ class DepthwiseConv2D(OpKernel):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2]
 
+    def plan(self, op, graph, features=frozenset()) -> dict:
+        """dsp (int8, depth multiplier 1, channels % 4 == 0, DSP extension): 4 channels per step with
+        the taps unrolled, int16 weight pairs. Otherwise the reference loop nest."""
+        x = graph.tensors[op.inputs[0]]
+        if (x.dtype == "int8" and fast.has_dsp(features) and op.options.get("depth_multiplier", 1) == 1
+                and x.shape[3] % 4 == 0):
+            return {"variant": "dsp", "channels": 4, "taps_unrolled": True, "weights": "s16-pairs",
+                    "scratch_bytes": 0}
+        return {"variant": "reference"}
+
     def emit(self, op, graph, ctx):
+        plan = self.plan(op, graph, ctx.features)
+        ctx.variant = plan
+        if plan["variant"] == "dsp":
+            return self._emit_dsp(op, graph, ctx, plan)
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
@@ -62,3 +78,23 @@ class DepthwiseConv2D(OpKernel):
         if x.dtype == "int16":  # TFLM's int16 depthwise kernel always accumulates in 64 bits
             q.update(acc_t="int64_t", requant_fn="mc_requantize64", wrap=False)
         return ctx.render("depthwise_conv_2d_int.c.j2", **q, **values)
+
+    def _emit_dsp(self, op, graph, ctx, plan):
+        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        g = geometry(op, graph)
+        bias = bias_tensor(op, graph)
+        w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
+        zp = int(x.quant.zero_point[0])
+        b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
+        folded = b - zp * w_taps.astype(np.int64).sum(axis=0)
+        mult, shift = conv_multipliers(x, w, y, g.out_c)
+        y_zp = int(y.quant.zero_point[0])
+        is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
+        plan["requant"] = "smmlar" if is_fast else "reference"
+        lo, hi = activation_range(op.options["activation"], y)
+        zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, zp, np.int8))
+        return ctx.render("depthwise_conv_2d_dsp.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
+                          output=ctx.arg(op.outputs[0]),
+                          weights=ctx.const("weights", fast.pack_depthwise(w_taps)),
+                          params=ctx.const("params", fast.channel_params(folded, mult, c, r)),
+                          zp_row=zp_row, fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
                                      quantize_multiplier, quantize_multipliers)
@@ -36,7 +37,22 @@ class FullyConnected(OpKernel):
         b, o, d = self._dims(op, graph)
         return b * o * d
 
+    def plan(self, op, graph, features=frozenset()) -> dict:
+        """dsp-s16 (int8, weight zero point 0, DSP extension): 4 output rows per inner loop, weights
+        pre-packed as sign-extended int16 pairs (twice the flash of int8 weights: with one input
+        vector there is no reuse to amortise sign-extending int8 weights at run time).
+        Otherwise the reference loop."""
+        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        if (x.dtype == "int8" and fast.has_dsp(features) and w.quant is not None
+                and all(int(z) == 0 for z in w.quant.zero_point)):
+            return {"variant": "dsp-s16", "rows": 4, "unroll": 2, "weights": "s16-pairs", "scratch_bytes": 0}
+        return {"variant": "reference"}
+
     def emit(self, op, graph, ctx):
+        plan = self.plan(op, graph, ctx.features)
+        ctx.variant = plan
+        if plan["variant"] == "dsp-s16":
+            return self._emit_dsp(op, graph, ctx, plan)
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
@@ -62,3 +78,43 @@ class FullyConnected(OpKernel):
                           input_offset=-x.quant.zero_point[0], weights_offset=-w.quant.zero_point[0],
                           output_offset=y.quant.zero_point[0], scalar=scalar, per_channel=per_channel,
                           wide=x.dtype == "int16", **values)
+
+    def _multipliers(self, x, w, y):
+        if w.quant.per_channel:
+            return quantize_multipliers(
+                float(np.float32(x.quant.scale[0])) * float(np.float32(s)) / float(np.float32(y.quant.scale[0]))
+                for s in w.quant.scale)
+        product = float(np.float32(x.quant.scale[0]) * np.float32(w.quant.scale[0]))
+        q, shift = quantize_multiplier(product / float(np.float32(y.quant.scale[0])))
+        return np.array([q], np.int32), np.array([shift], np.int32)
+
+    def _emit_dsp(self, op, graph, ctx, plan):
+        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        batches, out_depth, depth = self._dims(op, graph)
+        w_rows = w.data.astype(np.int8).reshape(out_depth, depth)
+        has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
+        b = (graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias
+             else np.zeros(out_depth, np.int64))
+        zp = int(x.quant.zero_point[0])
+        folded = b - zp * w_rows.astype(np.int64).sum(axis=1)
+        mult, shift = self._multipliers(x, w, y)
+        y_zp = int(y.quant.zero_point[0])
+        bounds = fast.acc_bounds(b, w_rows)
+        per_channel = len(mult) > 1
+        is_fast, c, r = fast.requant_table(mult, shift, y_zp, bounds if per_channel else bounds.max(keepdims=True))
+        plan["requant"] = "smmlar" if is_fast else "reference"
+        lo, hi = activation_range(op.options["activation"], y)
+        steps, depth_tail = depth // 4, depth % 4
+        values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
+                      blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
+                      output=ctx.arg(op.outputs[0]), bias=ctx.const("bias", fast.wrap32(folded)),
+                      weights=ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else "(const int32_t*)0",
+                      tail_weights=ctx.const("tail_weights", w_rows[:, steps * 4:].copy()) if depth_tail else None,
+                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
+        if per_channel:
+            values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c", c), rs=ctx.const("r", r),
+                          requant=None)
+        else:
+            values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
+        plan["requant"] = "smmlar" if is_fast else "reference"
+        return ctx.render("fully_connected_dsp.c.j2", **values)

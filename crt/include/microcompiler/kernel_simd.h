@@ -1,0 +1,329 @@
+/* SIMD building blocks of the fast int8 kernels ("dsp" variants), with portable fallbacks.
+ *
+ * On a core with the Armv7E-M DSP extension (Cortex-M4, M7, M33, M55: __ARM_FEATURE_DSP) these
+ * are single instructions (SMLAD, SXTB16, SMMLAR, ...) or short GCC inline assembly loops; on any
+ * other target (the host build, Cortex-M0/M3) the same functions are plain C with the same results
+ * bit for bit, so the host tests exercise exactly the arithmetic, data layout and loop structure
+ * that the device runs. All portable arithmetic wraps modulo 2^32 like the hardware (no signed
+ * overflow in C).
+ *
+ * Packed "pairs": an int32_t holding two int16 lanes, low lane = bits 0-15. SXTB16 of the four
+ * int8 bytes b0 b1 b2 b3 (b0 lowest) gives the pair (b0, b2); SXTB16 with ROR #8 gives (b1, b3).
+ * Weights are re-laid-out at compile time to match that order.
+ */
+#ifndef MICROCOMPILER_KERNEL_SIMD_H_
+#define MICROCOMPILER_KERNEL_SIMD_H_
+
+#include <stdint.h>
+#include <string.h>
+
+#include "microcompiler/kernel_math.h"
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__) && !defined(MC_NO_DSP_ASM)
+#define MC_DSP_ASM 1
+#include <arm_acle.h>
+#else
+#define MC_DSP_ASM 0
+#endif
+
+/* Four int8 values as one little-endian word (any alignment). */
+static inline int32_t mc_read_s8x4(const int8_t* p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* Two int16 lanes (lo, hi) as a pair. */
+static inline int32_t mc_pack16(int32_t lo, int32_t hi) {
+  return (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xFFFFu));
+}
+
+#if MC_DSP_ASM
+
+static inline int32_t mc_sxtb16(int32_t x) { return (int32_t)__sxtb16(x); }
+
+static inline int32_t mc_sxtb16_ror8(int32_t x) {
+  int32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+
+/* acc + a.lo * b.lo + a.hi * b.hi */
+static inline int32_t mc_smlad(int32_t a, int32_t b, int32_t acc) { return __smlad(a, b, acc); }
+/* acc + a.lo * b.lo */
+static inline int32_t mc_smlabb(int32_t a, int32_t b, int32_t acc) { return __smlabb(a, b, acc); }
+/* acc + a.hi * b.hi */
+static inline int32_t mc_smlatt(int32_t a, int32_t b, int32_t acc) { return __smlatt(a, b, acc); }
+/* acc + (lane-wise sign extension of bytes 0 and 2 of x) */
+static inline int32_t mc_sxtab16(int32_t acc, int32_t x) { return (int32_t)__sxtab16(acc, x); }
+
+static inline int32_t mc_sxtab16_ror8(int32_t acc, int32_t x) {
+  int32_t r;
+  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(acc), "r"(x));
+  return r;
+}
+
+/* acc + round(a * b / 2^32), rounding half up (SMMLAR). */
+static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
+  int32_t r;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+  return r;
+}
+
+#else /* portable */
+
+static inline int32_t mc_lo16(int32_t x) { return (int32_t)(int16_t)(uint16_t)((uint32_t)x & 0xFFFFu); }
+static inline int32_t mc_hi16(int32_t x) { return (int32_t)(int16_t)(uint16_t)((uint32_t)x >> 16); }
+static inline int32_t mc_byte(int32_t x, int k) { return (int32_t)(int8_t)(uint8_t)((uint32_t)x >> (8 * k)); }
+
+static inline int32_t mc_sxtb16(int32_t x) { return mc_pack16(mc_byte(x, 0), mc_byte(x, 2)); }
+static inline int32_t mc_sxtb16_ror8(int32_t x) { return mc_pack16(mc_byte(x, 1), mc_byte(x, 3)); }
+
+static inline int32_t mc_smlad(int32_t a, int32_t b, int32_t acc) {
+  return (int32_t)((uint32_t)acc + (uint32_t)(mc_lo16(a) * mc_lo16(b)) + (uint32_t)(mc_hi16(a) * mc_hi16(b)));
+}
+static inline int32_t mc_smlabb(int32_t a, int32_t b, int32_t acc) {
+  return (int32_t)((uint32_t)acc + (uint32_t)(mc_lo16(a) * mc_lo16(b)));
+}
+static inline int32_t mc_smlatt(int32_t a, int32_t b, int32_t acc) {
+  return (int32_t)((uint32_t)acc + (uint32_t)(mc_hi16(a) * mc_hi16(b)));
+}
+static inline int32_t mc_sxtab16(int32_t acc, int32_t x) {
+  return mc_pack16(mc_lo16(acc) + mc_byte(x, 0), mc_hi16(acc) + mc_byte(x, 2));
+}
+static inline int32_t mc_sxtab16_ror8(int32_t acc, int32_t x) {
+  return mc_pack16(mc_lo16(acc) + mc_byte(x, 1), mc_hi16(acc) + mc_byte(x, 3));
+}
+static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
+  const int64_t p = (int64_t)a * (int64_t)b + ((int64_t)1 << 31);
+  return (int32_t)((uint32_t)acc + (uint32_t)(int32_t)(p >> 32));
+}
+
+#endif
+
+/* TFLM's requantization (mc_requantize, then + the output zero point) in four instructions, for a
+ * multiplier M > 0 with a right shift r >= 1 (no left shift) and |2 * acc| < 2^31, which the code
+ * generator proves at compile time from the weights and bias. c = 2^(r-1) + zero_point * 2^r.
+ *
+ * Why it is exact: TFLM computes x = floor((acc * M + 2^30) / 2^31) (its nudge and truncating
+ * division come to that), which is SMMULR(2 * acc, M); then the round-half-away-from-zero
+ * (x + 2^(r-1) - [x < 0]) >> r, where [x < 0] may be replaced by [acc < 0] (they differ only when
+ * x == 0, and then both give 0 for r >= 1); adding zero_point * 2^r before the shift adds
+ * zero_point after it. */
+static inline int32_t mc_requant_fast(int32_t acc, int32_t multiplier, int32_t c, int r) {
+  return mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c + (acc >> 31)) >> r;
+}
+
+/* Saturate to int8. */
+#if MC_DSP_ASM
+#define MC_SSAT8(x) __ssat((x), 8)
+#else
+#define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
+#endif
+
+/* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
+
+/* Four pixels x one output channel (CONV_2D "dsp-im2col"):
+ *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
+ * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
+ * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path. steps >= 1. */
+static inline void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
+                             int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  register int32_t c0 __asm__("r8");
+  register int32_t c1 __asm__("r9");
+  register int32_t c2 __asm__("r10");
+  register int32_t c3 __asm__("r11");
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3, we, wo;
+#define MC_DOT_P4_STEP                           \
+  "ldr %[wo], [%[w]], #4\n\t"                    \
+  "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
+  "sxtb16 %[we], %[wo]\n\t"                      \
+  "sxtb16 %[wo], %[wo], ror #8\n\t"              \
+  "smlad %[s0], %[c0], %[we], %[s0]\n\t"         \
+  "smlad %[s0], %[c1], %[wo], %[s0]\n\t"         \
+  "smlad %[s1], %[c2], %[we], %[s1]\n\t"         \
+  "smlad %[s1], %[c3], %[wo], %[s1]\n\t"         \
+  "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
+  "smlad %[s2], %[c0], %[we], %[s2]\n\t"         \
+  "smlad %[s2], %[c1], %[wo], %[s2]\n\t"         \
+  "smlad %[s3], %[c2], %[we], %[s3]\n\t"         \
+  "smlad %[s3], %[c3], %[wo], %[s3]\n\t"
+  if (steps & 1) {
+    __asm__ volatile(MC_DOT_P4_STEP
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
+                     :
+                     : "memory");
+  }
+  steps >>= 1;
+  if (steps) {
+    __asm__ volatile("1:\n\t" MC_DOT_P4_STEP MC_DOT_P4_STEP
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                       [n] "+r"(steps), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),
+                       [c2] "=&r"(c2), [c3] "=&r"(c3)
+                     :
+                     : "cc", "memory");
+  }
+#undef MC_DOT_P4_STEP
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#else
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+  int32_t i;
+  for (i = 0; i < steps; ++i) {
+    const int32_t wr = *w++;
+    const int32_t we = mc_sxtb16(wr), wo = mc_sxtb16_ror8(wr);
+    s0 = mc_smlad(col[0], we, s0);
+    s0 = mc_smlad(col[1], wo, s0);
+    s1 = mc_smlad(col[2], we, s1);
+    s1 = mc_smlad(col[3], wo, s1);
+    s2 = mc_smlad(col[4], we, s2);
+    s2 = mc_smlad(col[5], wo, s2);
+    s3 = mc_smlad(col[6], we, s3);
+    s3 = mc_smlad(col[7], wo, s3);
+    col += 8;
+  }
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#endif
+}
+
+/* One input vector x four output rows (FULLY_CONNECTED "dsp-s16"):
+ *   a[r] += sum_k x[k] * w_r[k]   for r = 0..3, k < 4 * steps.
+ * x: int8 (any alignment); w: per group of 4 k, 8 pairs: row 0 (k0,k2) (k1,k3), row 1 ..., row 3.
+ * 13 instructions per 16 MACs on the DSP path. steps >= 1. */
+static inline void mc_dot_r4(const int8_t* x, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
+                             int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  register int32_t w0 __asm__("r8");
+  register int32_t w1 __asm__("r9");
+  register int32_t w2 __asm__("r10");
+  register int32_t w3 __asm__("r11");
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3, xe, xo;
+#define MC_DOT_R4_STEP                           \
+  "ldr %[xo], [%[x]], #4\n\t"                    \
+  "ldmia %[w]!, {%[w0], %[w1], %[w2], %[w3]}\n\t" \
+  "sxtb16 %[xe], %[xo]\n\t"                      \
+  "sxtb16 %[xo], %[xo], ror #8\n\t"              \
+  "smlad %[s0], %[xe], %[w0], %[s0]\n\t"         \
+  "smlad %[s0], %[xo], %[w1], %[s0]\n\t"         \
+  "smlad %[s1], %[xe], %[w2], %[s1]\n\t"         \
+  "smlad %[s1], %[xo], %[w3], %[s1]\n\t"         \
+  "ldmia %[w]!, {%[w0], %[w1], %[w2], %[w3]}\n\t" \
+  "smlad %[s2], %[xe], %[w0], %[s2]\n\t"         \
+  "smlad %[s2], %[xo], %[w1], %[s2]\n\t"         \
+  "smlad %[s3], %[xe], %[w2], %[s3]\n\t"         \
+  "smlad %[s3], %[xo], %[w3], %[s3]\n\t"
+  if (steps & 1) {
+    __asm__ volatile(MC_DOT_R4_STEP
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
+                       [xe] "=&r"(xe), [xo] "=&r"(xo), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3)
+                     :
+                     : "memory");
+  }
+  steps >>= 1;
+  if (steps) {
+    __asm__ volatile("1:\n\t" MC_DOT_R4_STEP MC_DOT_R4_STEP
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
+                       [n] "+r"(steps), [xe] "=&r"(xe), [xo] "=&r"(xo), [w0] "=&r"(w0), [w1] "=&r"(w1),
+                       [w2] "=&r"(w2), [w3] "=&r"(w3)
+                     :
+                     : "cc", "memory");
+  }
+#undef MC_DOT_R4_STEP
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#else
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+  int32_t i;
+  for (i = 0; i < steps; ++i) {
+    const int32_t xr = mc_read_s8x4(x);
+    const int32_t xe = mc_sxtb16(xr), xo = mc_sxtb16_ror8(xr);
+    x += 4;
+    s0 = mc_smlad(xe, w[0], s0);
+    s0 = mc_smlad(xo, w[1], s0);
+    s1 = mc_smlad(xe, w[2], s1);
+    s1 = mc_smlad(xo, w[3], s1);
+    s2 = mc_smlad(xe, w[4], s2);
+    s2 = mc_smlad(xo, w[5], s2);
+    s3 = mc_smlad(xe, w[6], s3);
+    s3 = mc_smlad(xo, w[7], s3);
+    w += 8;
+  }
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#endif
+}
+
+/* ---- Depthwise: one tap of 4 channels ------------------------------------------------------------
+ * v = the 4 int8 input channels at p + off; w: the tap's pairs (c0,c2) (c1,c3), advanced by 2 words.
+ * a0..a3 += v[c] * w[c]. off is a literal 0..4095. 8 instructions per 4 MACs on the DSP path. */
+#if MC_DSP_ASM
+#define MC_DW4_TAP(P_, OFF_, W_, A0_, A1_, A2_, A3_)                                                  \
+  do {                                                                                              \
+    int32_t v_, e_, w0_, w1_;                                                                       \
+    __asm__ volatile("ldr %[v], [%[p], %[o]]\n\t"                                                   \
+                     "ldrd %[w0], %[w1], [%[w]], #8\n\t"                                            \
+                     "sxtb16 %[e], %[v]\n\t"                                                        \
+                     "sxtb16 %[v], %[v], ror #8\n\t"                                                \
+                     "smlabb %[a0], %[e], %[w0], %[a0]\n\t"                                         \
+                     "smlatt %[a2], %[e], %[w0], %[a2]\n\t"                                         \
+                     "smlabb %[a1], %[v], %[w1], %[a1]\n\t"                                         \
+                     "smlatt %[a3], %[v], %[w1], %[a3]\n\t"                                         \
+                     : [a0] "+r"(A0_), [a1] "+r"(A1_), [a2] "+r"(A2_), [a3] "+r"(A3_), [w] "+r"(W_), \
+                       [v] "=&r"(v_), [e] "=&r"(e_), [w0] "=&r"(w0_), [w1] "=&r"(w1_)              \
+                     : [p] "r"(P_), [o] "n"(OFF_)                                                   \
+                     : "memory");                                                                   \
+  } while (0)
+#else
+#define MC_DW4_TAP(P_, OFF_, W_, A0_, A1_, A2_, A3_)                                                  \
+  do {                                                                                              \
+    const int32_t v_ = mc_read_s8x4((P_) + (OFF_));                                                 \
+    const int32_t e_ = mc_sxtb16(v_), o_ = mc_sxtb16_ror8(v_);                                      \
+    (A0_) = mc_smlabb(e_, (W_)[0], (A0_));                                                          \
+    (A2_) = mc_smlatt(e_, (W_)[0], (A2_));                                                          \
+    (A1_) = mc_smlabb(o_, (W_)[1], (A1_));                                                          \
+    (A3_) = mc_smlatt(o_, (W_)[1], (A3_));                                                          \
+    (W_) += 2;                                                                                      \
+  } while (0)
+#endif
+
+/* ---- im2col for mc_dot_p4 ----------------------------------------------------------------------- */
+
+/* Sign-extend steps groups of 4 int8 from src into the column layout of mc_dot_p4 (one pixel's
+ * pairs, 8 words apart); returns where the next group goes. */
+static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps) {
+  for (; steps > 0; --steps) {
+    const int32_t v = mc_read_s8x4(src);
+    src += 4;
+    d[0] = mc_sxtb16(v);
+    d[1] = mc_sxtb16_ror8(v);
+    d += 8;
+  }
+  return d;
+}
+
+/* steps groups of the same pair (padding: the input zero point in both lanes). */
+static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
+  for (; steps > 0; --steps) {
+    d[0] = pair;
+    d[1] = pair;
+    d += 8;
+  }
+  return d;
+}
+
+#endif /* MICROCOMPILER_KERNEL_SIMD_H_ */

@@ -1,0 +1,108 @@
+"""Compile-time helpers of the fast int8 kernels ("dsp" variants, crt/include/microcompiler/kernel_simd.h).
+
+What an ahead-of-time compiler knows and a library cannot: every weight, bias, zero point and
+multiplier. The kernels use it to
+
+* fold the input zero point into the bias (bias - input_zp * sum(w), exact modulo 2^32, which is
+  TFLM's int32 accumulator) and feed padding taps the input zero point, so that padded and
+  interior pixels share one inner loop with no per-tap offset;
+* re-lay the weights out in the order the inner loop reads them (int8 words for SXTB16, or
+  sign-extended int16 pairs for SMLAD);
+* prove from the weights and bias that the accumulator stays below 2^30, which lets the
+  requantization run as SMMLAR + shift (``mc_requant_fast``) instead of the 64-bit reference.
+
+The heuristics that pick a variant are documented in docs/benchmarks.md ("Kernel variants").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+FAST_ACC_LIMIT = 2**30  # |acc| below this: 2 * acc fits int32 (mc_requant_fast)
+MAX_FAST_SHIFT = 22  # c = 2^(r-1) + zp * 2^r must stay well inside int32
+# Largest im2col buffer (bytes, on the stack) the 4-pixel CONV_2D kernel may use.
+MAX_COL_BYTES = 8 * 1024
+
+
+def has_dsp(features) -> bool:
+    return "dsp" in features
+
+
+def wrap32(values) -> np.ndarray:
+    v = np.asarray(values, dtype=np.int64)
+    return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def acc_bounds(bias: np.ndarray | None, w_rows: np.ndarray, max_abs_x: int = 255) -> np.ndarray:
+    """Per output channel, the largest |accumulator| TFLM's arithmetic can reach:
+    |bias| + max|x + input_offset| * sum|w| (w_rows: [channels, taps])."""
+    w_abs = np.abs(w_rows.astype(np.int64)).sum(axis=1)
+    b = np.abs(bias.astype(np.int64)) if bias is not None else np.zeros(len(w_abs), np.int64)
+    return b + max_abs_x * w_abs
+
+
+def requant_table(mult: np.ndarray, shift: np.ndarray, output_zp: int, bounds: np.ndarray):
+    """(fast, c, r) per channel. fast: every channel qualifies for mc_requant_fast (right shift
+    1..22, positive multiplier, |acc| < 2^30); then c = 2^(r-1) + zp * 2^r and r = -shift.
+    Otherwise c holds the TFLM shift and r is 0 (the kernel calls mc_requantize)."""
+    mult = np.asarray(mult, np.int64)
+    shift = np.asarray(shift, np.int64)
+    fast = bool(np.all(mult > 0) and np.all(shift <= -1) and np.all(shift >= -MAX_FAST_SHIFT)
+                and np.all(bounds < FAST_ACC_LIMIT))
+    if fast:
+        r = -shift
+        c = (1 << (r - 1)) + output_zp * (1 << r)
+        return True, c.astype(np.int32), r.astype(np.int32)
+    return False, shift.astype(np.int32), np.zeros_like(shift, dtype=np.int32)
+
+
+def pack_s8_words(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """int8 [rows, k] -> int32 words [rows, steps] (4 weights per word, little-endian, k zero-padded
+    to a multiple of 4). Returns (words, steps)."""
+    rows, k = w_rows.shape
+    k4 = -(-k // 4) * 4
+    padded = np.zeros((rows, k4), np.int8)
+    padded[:, :k] = w_rows
+    return padded.reshape(-1).view("<i4").reshape(rows, k4 // 4).astype(np.int32), k4 // 4
+
+
+def pairs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Two int16 lanes per int32 (lo in bits 0-15)."""
+    lo = lo.astype(np.int64) & 0xFFFF
+    hi = hi.astype(np.int64) & 0xFFFF
+    return wrap32(lo | (hi << 16))
+
+
+def pack_s16_rows4(w_rows: np.ndarray) -> np.ndarray:
+    """FULLY_CONNECTED weights [rows, depth] for mc_dot_r4: for each block of 4 rows and each group
+    of 4 inputs k0..k3, the pairs (k0,k2) (k1,k3) of row 0, then rows 1, 2, 3. The rows left over
+    (rows % 4) follow, each as its own stream of (k0,k2) (k1,k3) pairs. depth % 4 trailing inputs
+    are not included (the kernel handles them from an int8 table)."""
+    rows, depth = w_rows.shape
+    steps = depth // 4
+    w = w_rows[:, :steps * 4].astype(np.int32).reshape(rows, steps, 4)
+    even, odd = pairs(w[:, :, 0], w[:, :, 2]), pairs(w[:, :, 1], w[:, :, 3])  # [rows, steps]
+    per_row = np.stack([even, odd], axis=2)  # [rows, steps, 2]
+    blocks = rows // 4
+    out = []
+    if blocks:
+        b = per_row[:blocks * 4].reshape(blocks, 4, steps, 2).transpose(0, 2, 1, 3)  # [blk, steps, row, 2]
+        out.append(b.reshape(-1))
+    if rows % 4:
+        out.append(per_row[blocks * 4:].reshape(-1))
+    return np.concatenate(out).astype(np.int32) if out else np.zeros(0, np.int32)
+
+
+def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
+    """DEPTHWISE_CONV_2D weights [taps, channels] (channels % 4 == 0) for the 4-channel kernel: per
+    group of 4 channels c0..c3 and per tap, the pairs (c0,c2) (c1,c3)."""
+    taps, channels = w_taps.shape
+    w = w_taps.astype(np.int32).reshape(taps, channels // 4, 4).transpose(1, 0, 2)  # [group, tap, 4]
+    even, odd = pairs(w[:, :, 0], w[:, :, 2]), pairs(w[:, :, 1], w[:, :, 3])
+    return np.stack([even, odd], axis=2).reshape(-1).astype(np.int32)
+
+
+def channel_params(bias_folded: np.ndarray, mult: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per output channel {bias, multiplier, c, r}: one 16-byte record read by the epilogue."""
+    return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(c, np.int32),
+                     np.asarray(r, np.int32)], axis=1).reshape(-1).astype(np.int32)
