@@ -43,6 +43,7 @@ class MemoryRegion:
     kind: str  # "flash" (code, constants) or "ram" (data, bss, stack)
     origin: int
     size: int
+    holds: str | None = None  # "weights": the model's constant data go here, not in the main flash
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,14 @@ class Board:
     @property
     def flash(self) -> MemoryRegion:
         return self.region("flash")
+
+    @property
+    def weights_region(self) -> MemoryRegion:
+        """Where the model's weights go: a flash region marked ``holds = "weights"``, else the flash."""
+        for region in self.memory:
+            if region.holds == "weights":
+                return region
+        return self.flash
 
     @property
     def ram(self) -> MemoryRegion:
@@ -144,14 +153,17 @@ def load_board_file(path: str | Path) -> Board:
                   fpu=cpu_table.get("fpu"), float_abi=cpu_table.get("float_abi", "soft"),
                   features=frozenset(cpu_table.get("features", [])),
                   clock_hz=_int(cpu_table, "clock_hz", where))
-        memory = tuple(MemoryRegion(r["name"], r["kind"], _int(r, "origin", where), _int(r, "size", where))
-                       for r in data["memory"])
+        memory = tuple(MemoryRegion(r["name"], r["kind"], _int(r, "origin", where), _int(r, "size", where),
+                                    r.get("holds")) for r in data["memory"])
     except KeyError as exc:
         raise BoardError(f"{where}: missing {exc}") from None
     for region in memory:
         if region.kind not in ("flash", "ram"):
             raise BoardError(f"{where}: memory region {region.name} has kind '{region.kind}'; "
                              "use 'flash' or 'ram'")
+        if region.holds not in (None, "weights") or (region.holds and region.kind != "flash"):
+            raise BoardError(f"{where}: memory region {region.name}: 'holds' can only be \"weights\", "
+                             "on a flash region")
     hardware = data.get("hardware", {})
     board = Board(
         name=data.get("name", path.stem), description=data.get("description", ""), cpu=cpu,

@@ -131,11 +131,16 @@ def check_fits(metadata: dict, board: Board, executor: str = "aot",
     """Raise BoardError when the model cannot fit the board; returns the estimate."""
     need = estimate_footprint(metadata, executor, stack_bytes)
     name = metadata["name"]
-    flash, ram = board.flash, board.ram
-    if need["weights"] > flash.size:
+    flash, ram, weights = board.flash, board.ram, board.weights_region
+    if need["weights"] > weights.size:
         raise BoardError(f"model {name} needs {need['weights']:,} B of flash for weights but board "
-                         f"{board.name} has {flash.size:,} B ({flash.name})")
-    if need["flash"] > flash.size:
+                         f"{board.name} has {weights.size:,} B ({weights.name})")
+    if weights.name != flash.name:
+        need["flash"] -= need["weights"]
+        if need["flash"] > flash.size:
+            raise BoardError(f"model {name} needs about {need['flash']:,} B of flash for code and input but "
+                             f"board {board.name} has {flash.size:,} B ({flash.name})")
+    elif need["flash"] > flash.size:
         raise BoardError(f"model {name} needs about {need['flash']:,} B of flash ({need['weights']:,} B of "
                          f"weights + {need['code']:,} B of code and input) but board {board.name} has "
                          f"{flash.size:,} B ({flash.name})")
@@ -272,6 +277,7 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
     values = dict(name=name, NAME=name.upper(), board=board, executor=executor, inputs=input_values,
                   outputs=outputs, input_origin="given" if input is not None else "seeded random",
                   board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
+                  weights=board.weights_region,
                   stack_bytes=stack_bytes, cflags=board.cpu.cflags, definitions=definitions, sources=sources)
     (out_dir / "src").mkdir()
     if mode == "host-driven":

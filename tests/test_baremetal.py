@@ -170,7 +170,8 @@ def test_firmware_matches_host(farm, model, board, executor):
     assert fw.run.hz == board_info.timer.get("hz")
     assert fw.run.ticks > 0
     assert 0 < fw.run.stack_bytes < 8 * 1024, "the stack high-water mark is inside the stack region"
-    assert meta["params_bytes"] < fw.built.flash_bytes <= board_info.flash.size
+    flash_size = sum(r.size for r in board_info.memory if r.kind == "flash")
+    assert meta["params_bytes"] < fw.built.flash_bytes <= flash_size
     assert meta["arena_bytes"] < fw.built.ram_bytes <= board_info.ram.size
     if fw.rerun is not None:
         assert fw.rerun.ticks == fw.run.ticks, "two runs of one firmware under -icount take the same time"
