@@ -198,6 +198,18 @@ def test_graph_and_aot_take_similar_time(farm):
     assert aot.run.ticks <= graph.run.ticks < aot.run.ticks * 1.1
 
 
+def test_firmware_size_agrees_with_arm_none_eabi_size(farm):
+    fw = farm.get("tflm/hello_world_int8", "mps3_an547", "aot")  # weights in their own region
+    out = subprocess.run(["arm-none-eabi-size", "-A", str(fw.built.elf)], capture_output=True, text=True,
+                         check=True).stdout
+    sizes = {parts[0]: int(parts[1]) for parts in (line.split() for line in out.splitlines())
+             if len(parts) == 3 and parts[0].startswith(".")}
+    flash = sum(sizes.get(s, 0) for s in (".weights", ".text", ".ARM.exidx", ".data"))
+    ram = sum(sizes.get(s, 0) for s in (".stack", ".data", ".bss"))
+    assert sizes[".weights"] > 0 and sizes[".stack"] == 8192
+    assert (fw.built.flash_bytes, fw.built.ram_bytes) == (flash, ram)
+
+
 # ---- The timer and the fault handler, on patched firmware ----
 
 CALIBRATION_LOOP = 1_000_000  # iterations of a two-instruction loop
