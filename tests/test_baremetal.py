@@ -243,7 +243,24 @@ def test_timer_counts_instructions_at_the_board_rate(tmp_path, shared_models, bo
 def test_fault_is_reported_not_hung(tmp_path, shared_models, board):
     project_dir = _patched_project(tmp_path, shared_models, board, '  __asm volatile("udf #0");\n')
     build(project_dir, log=lambda _: None)
-    with pytest.raises(DeviceError, match=r"MC-FAULT UsageFault pc 0x[0-9a-f]{8}"):
+    with pytest.raises(DeviceError, match=r"MC-FAULT UsageFault pc 0x0000[0-9a-f]{4} lr 0x[0-9a-f]{8} sp 0x2000"):
+        flash(project_dir, timeout=RUN_TIMEOUT, log=lambda _: None)
+
+
+def test_stack_overflow_is_reported(tmp_path, shared_models):
+    recursion = ("  extern uint32_t mc_test_recurse(uint32_t n);\n"
+                 "  (void)mc_test_recurse(100000u);\n")
+    project_dir = _patched_project(tmp_path, shared_models, "mps2_an386", recursion)
+    main = project_dir / "src" / "main.c"
+    main.write_text(main.read_text() + (
+        "uint32_t mc_test_recurse(uint32_t n);\n"
+        "__attribute__((noinline)) uint32_t mc_test_recurse(uint32_t n) {\n"
+        "  volatile uint8_t pad[256];\n"
+        "  pad[0] = (uint8_t)n;\n"
+        "  return n == 0u ? pad[0] : mc_test_recurse(n - 1u) + pad[0];\n"
+        "}\n"))
+    build(project_dir, log=lambda _: None)
+    with pytest.raises(DeviceError, match=r"MC-FAULT \w+ .* stack-overflow"):
         flash(project_dir, timeout=RUN_TIMEOUT, log=lambda _: None)
 
 

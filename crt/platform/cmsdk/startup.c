@@ -161,13 +161,14 @@ static const char* exception_name(uint32_t exception) {
   }
 }
 
-/* Prints "MC-FAULT <name> pc .. lr .. cfsr .. hfsr .. mmfar .. bfar ..", then ends any report
- * in progress with MC_ERR_INTERNAL, and halts. */
+/* Prints "MC-FAULT <name> pc .. lr .. sp .. cfsr .. hfsr .. mmfar .. bfar ..[ stack-overflow]", then
+ * ends any report in progress with MC_ERR_INTERNAL, and halts. */
 void mc_fault_report(const uint32_t* frame, uint32_t exception) {
+  const uintptr_t sp = (uintptr_t)frame;
   uint32_t pc = 0, lr = 0;
   exception &= 0x1FFu;
-  /* The frame is only readable if it lies inside the stack (not after a stacking overflow). */
-  if ((uintptr_t)frame >= (uintptr_t)__stack_start && (uintptr_t)(frame + 8) <= (uintptr_t)__stack_end) {
+  /* The frame is only readable if it lies inside the stack (not after a stack overflow). */
+  if (sp >= (uintptr_t)__stack_start && sp + 32u <= (uintptr_t)__stack_end) {
     lr = frame[5];
     pc = frame[6];
   }
@@ -175,10 +176,12 @@ void mc_fault_report(const uint32_t* frame, uint32_t exception) {
   mc_report_text(exception_name(exception));
   write_hex("pc", pc);
   write_hex("lr", lr);
+  write_hex("sp", (uint32_t)sp);
   write_hex("cfsr", SCB_CFSR);
   write_hex("hfsr", SCB_HFSR);
   write_hex("mmfar", SCB_MMFAR);
   write_hex("bfar", SCB_BFAR);
+  if (sp < (uintptr_t)__stack_start) mc_report_text(" stack-overflow");
   mc_report_text("\n");
   mc_report_end(MC_ERR_INTERNAL);
   for (;;) {
