@@ -210,6 +210,17 @@ def test_firmware_size_agrees_with_arm_none_eabi_size(farm):
     assert (fw.built.flash_bytes, fw.built.ram_bytes) == (flash, ram)
 
 
+def test_qemu_transport_reset_runs_the_firmware_again(farm):
+    from microcompiler.transport.qemu import QemuTransport
+    fw = farm.get("tflm/hello_world_int8", "mps2_an386", "aot")
+    end = re.compile(rb"^MC-END[^\n]*\n", re.MULTILINE)
+    with QemuTransport.for_board(load_board("mps2_an386"), fw.dir / "build" / "firmware.elf") as link:
+        first = link.read_until(end, RUN_TIMEOUT)
+        link.reset()
+        second = link.read_until(end, RUN_TIMEOUT)
+    assert first == second and first.startswith(b"MC-BEGIN\n")
+
+
 # ---- The timer and the fault handler, on patched firmware ----
 
 CALIBRATION_LOOP = 1_000_000  # iterations of a two-instruction loop

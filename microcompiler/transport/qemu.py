@@ -33,8 +33,15 @@ def qemu_command(machine: str, kernel: str | Path, qmp_socket: str | Path, qemu:
 class QemuTransport(Transport):
     """Start ``qemu -M machine -kernel elf``; the transport is the guest's first UART.
 
-    Closing the transport stops QEMU.
+    Closing the transport stops QEMU. ``QemuTransport.for_board(board, elf)`` takes the machine
+    from a board description.
     """
+
+    @classmethod
+    def for_board(cls, board, kernel: str | Path, **options) -> "QemuTransport":
+        if not board.emulated:
+            raise DeviceError(f"board {board.name} is not emulated (no [qemu] machine in its board file)")
+        return cls(board.qemu_machine, kernel, **options)
 
     def __init__(self, machine: str, kernel: str | Path, *, qemu: str = QEMU,
                  extra_args: tuple[str, ...] = (), start_timeout: float = 15.0):
@@ -78,26 +85,39 @@ class QemuTransport(Transport):
         raise DeviceError(f"QEMU ({self.machine}) did not open its serial pty within {timeout:g} s")
 
     def _resume(self, qmp_path: Path, timeout: float) -> None:
-        """Tell the paused guest to start (QMP 'cont')."""
+        """Tell the paused guest to start."""
         deadline = time.monotonic() + timeout
         while not qmp_path.exists():
             if time.monotonic() > deadline or self._proc.poll() is not None:
                 raise DeviceError(f"QEMU ({self.machine}) has no QMP socket: {self._log()[-1000:]}")
             time.sleep(0.02)
+        self.qmp("cont", timeout=timeout)
+
+    def qmp(self, command: str, timeout: float = 10.0, **arguments) -> dict:
+        """Run one QMP command on this QEMU (e.g. "system_reset") and return its answer."""
+        message = {"execute": command, **({"arguments": arguments} if arguments else {})}
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(qmp_path))
-            stream = sock.makefile("rwb")
-            stream.readline()  # greeting
-            for command in ("qmp_capabilities", "cont"):
-                stream.write(json.dumps({"execute": command}).encode() + b"\n")
-                stream.flush()
-                while True:  # skip asynchronous events until the command's answer
-                    reply = json.loads(stream.readline() or b"{}")
-                    if "return" in reply or "error" in reply or not reply:
-                        break
-                if "return" not in reply:
-                    raise DeviceError(f"QEMU refused '{command}': {reply}")
+            try:
+                sock.connect(str(self._dir / "qmp.sock"))
+                stream = sock.makefile("rwb")
+                stream.readline()  # greeting
+                for request in ({"execute": "qmp_capabilities"}, message):
+                    stream.write(json.dumps(request).encode() + b"\n")
+                    stream.flush()
+                    while True:  # skip asynchronous events until the command's answer
+                        reply = json.loads(stream.readline() or b"{}")
+                        if "return" in reply or "error" in reply or not reply:
+                            break
+                    if "return" not in reply:
+                        raise DeviceError(f"QEMU refused '{request['execute']}': {reply}")
+            except OSError as exc:
+                raise DeviceError(f"cannot talk to QEMU ({self.machine}) over QMP: {exc}") from None
+        return reply["return"]
+
+    def reset(self) -> None:
+        """Reset the emulated board, as its reset button would; the firmware starts again."""
+        self.qmp("system_reset")
 
     def write(self, data: bytes) -> None:
         self._link().write(data)
