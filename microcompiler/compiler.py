@@ -36,13 +36,13 @@ def run_passes(graph: Graph, passes=None) -> Graph:
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None) -> ModelLibrary:
+                  name: str | None = None, tuning: dict | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written)."""
     graph = load_tflite(model_path)
     if name:
         graph.name = name
     graph = run_passes(graph)
-    return generate_library(graph, features)
+    return generate_library(graph, features, tuning)
 
 
 def write_atomically(library: ModelLibrary, out_dir: str | Path) -> Path:

@@ -66,11 +66,13 @@ def _layer_comment(graph: Graph, op: Operator) -> str:
 
 
 def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
-                   features: frozenset[str]) -> OpFunction:
+                   features: frozenset[str], tuning: dict | None = None) -> OpFunction:
     kernel = kernel_for(op)
     kernel.check(op, graph)
     name = f"{prefix}_op{op.index}_{op.kind.lower()}"
-    ctx = EmitContext(graph, op, name, params, features)
+    tuning = tuning or {}
+    knobs = {**tuning.get(op.kind, {}), **tuning.get(op.index, {})}  # per kind, then per operator index
+    ctx = EmitContext(graph, op, name, params, features, knobs)
     body = kernel.emit(op, graph, ctx)
     fparams = []
     for tensor, pname in ctx.param_names.items():
@@ -101,11 +103,14 @@ def _pointer(graph: Graph, tensor: int, name: str) -> str:
     return f"({ctype}*)&{name}_arena.bytes[{graph.offsets[root]}]"
 
 
-def generate_library(graph: Graph, features: frozenset[str] = frozenset()) -> ModelLibrary:
-    """Generate the C sources, headers and metadata for a planned graph."""
+def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None) -> ModelLibrary:
+    """Generate the C sources, headers and metadata for a planned graph.
+
+    ``tuning`` overrides kernel knobs (the "kernel" entries of metadata.json), keyed by operator
+    kind or operator index, e.g. {"CONV_2D": {"weights": "s16"}}."""
     name = graph.name
     params = ParamSink(name)
-    functions = [_emit_function(graph, op, name, params, features) for op in graph.operators]
+    functions = [_emit_function(graph, op, name, params, features, tuning) for op in graph.operators]
     inputs = [_tensor_info(graph, t, f"input{k}") for k, t in enumerate(graph.inputs)]
     outputs = [_tensor_info(graph, t, f"output{k}") for k, t in enumerate(graph.outputs)]
     calls = []

@@ -65,13 +65,14 @@ class EmitContext:
     """
 
     def __init__(self, graph: Graph, op: Operator, prefix: str, params: "ParamSink",
-                 features: frozenset[str] = frozenset()):
+                 features: frozenset[str] = frozenset(), tuning: dict | None = None):
         self.graph = graph
         self.op = op
         self.prefix = prefix
         self.params = params
         self.features = features  # CPU features of the target, e.g. {"dsp"}
         self.variant: dict | None = None  # set by emit() to the variant it generated (metadata.json)
+        self.tuning: dict = tuning or {}  # knob overrides for this operator (e.g. {"weights": "s16"})
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:

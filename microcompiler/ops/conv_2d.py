@@ -234,25 +234,31 @@ class Conv2D(OpKernel):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2] * w.shape[3]
 
-    def plan(self, op, graph, features=frozenset()) -> dict:
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """The variant emit() generates and its knobs (recorded in metadata.json).
 
-        dsp-im2col (int8, one group, a target with the DSP extension): 4 output pixels x 1 output
-        channel per inner loop over im2col columns; "pixels" and "unroll" are the register block
-        and the inner loop's unrolling. Otherwise the reference loop nest."""
+        dsp-im2col (int8, one group, a target with the DSP extension, im2col buffer <= 8 KB): 4
+        output pixels x 1 output channel per inner loop over im2col columns; "pixels" and "unroll"
+        are the register block and the inner loop's unrolling; "weights" is s8 (int8 weights,
+        sign-extended in the loop: 13 instructions per 16 MACs) or s16 (pre-extended int16 pairs,
+        twice the flash: 11 per 16), s8 unless ``tuning`` asks for s16. Otherwise the reference loop
+        nest."""
+        tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if x.dtype == "int8" and fast.has_dsp(features) and w.shape[3] == x.shape[3]:
             g = geometry(op, graph)
             steps = -(-g.k_h * g.k_w * g.in_c // 4)
             col_bytes = 32 * steps
             if col_bytes <= fast.MAX_COL_BYTES:
-                return {"variant": "dsp-im2col", "pixels": 4, "out_channels": 1, "unroll": 2,
-                        "gather": "taps" if g.in_c % 4 == 0 else "bytes", "weights": "s8",
+                weights = tuning.get("weights", "s8")
+                return {"variant": "dsp-im2col", "pixels": 4, "out_channels": 1, "unroll": 4,
+                        "gather": "taps" if g.in_c % 4 == 0 else "bytes",
+                        "weights": weights if weights in ("s8", "s16") else "s8",
                         "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features)
+        plan = self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "dsp-im2col":
             return self._emit_dsp(op, graph, ctx, plan)
@@ -284,7 +290,7 @@ class Conv2D(OpKernel):
         g = geometry(op, graph)
         bias = bias_tensor(op, graph)
         w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
-        words, steps = fast.pack_s8_words(w_rows)
+        s16 = plan["weights"] == "s16"
         zp = int(x.quant.zero_point[0])
         b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
         folded = b - zp * w_rows.astype(np.int64).sum(axis=1)
@@ -292,12 +298,17 @@ class Conv2D(OpKernel):
         y_zp = int(y.quant.zero_point[0])
         is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_rows))
         plan["requant"] = "smmlar" if is_fast else "reference"
+        scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
+        if s16:
+            words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
+        else:
+            words, steps = fast.pack_s8_words(w_rows)
         lo, hi = activation_range(op.options["activation"], y)
         npix = g.out_h * g.out_w
         return ctx.render("conv_2d_dsp.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
-                          params=ctx.const("params", fast.channel_params(folded, mult, c, r)),
-                          steps=steps, taps_mode=g.in_c % 4 == 0, zp=zp,
+                          params=ctx.const("params", fast.channel_params(folded * scale, mult, c, r)),
+                          steps=steps, words=words.shape[1], s16=s16, taps_mode=g.in_c % 4 == 0, zp=zp,
                           zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,
                           full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,
                           output_offset=y_zp)

@@ -91,10 +91,11 @@ class DepthwiseConv2D(OpKernel):
         y_zp = int(y.quant.zero_point[0])
         is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
         plan["requant"] = "smmlar" if is_fast else "reference"
+        scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
         lo, hi = activation_range(op.options["activation"], y)
         zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, zp, np.int8))
         return ctx.render("depthwise_conv_2d_dsp.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]),
-                          weights=ctx.const("weights", fast.pack_depthwise(w_taps)),
-                          params=ctx.const("params", fast.channel_params(folded, mult, c, r)),
+                          weights=ctx.const("weights", fast.pack_depthwise(w_taps.astype(np.int32) * scale)),
+                          params=ctx.const("params", fast.channel_params(folded * scale, mult, c, r)),
                           zp_row=zp_row, fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)

@@ -97,7 +97,7 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     """DEPTHWISE_CONV_2D weights [taps, channels] (channels % 4 == 0) for the 4-channel kernel: per
     group of 4 channels c0..c3 and per tap, the pairs (c0,c2) (c1,c3)."""
     taps, channels = w_taps.shape
-    w = w_taps.astype(np.int32).reshape(taps, channels // 4, 4).transpose(1, 0, 2)  # [group, tap, 4]
+    w = np.asarray(w_taps, np.int32).reshape(taps, channels // 4, 4).transpose(1, 0, 2)  # [group, tap, 4]
     even, odd = pairs(w[:, :, 0], w[:, :, 2]), pairs(w[:, :, 1], w[:, :, 3])
     return np.stack([even, odd], axis=2).reshape(-1).astype(np.int32)
 
@@ -106,3 +106,15 @@ def channel_params(bias_folded: np.ndarray, mult: np.ndarray, c: np.ndarray, r: 
     """Per output channel {bias, multiplier, c, r}: one 16-byte record read by the epilogue."""
     return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(c, np.int32),
                      np.asarray(r, np.int32)], axis=1).reshape(-1).astype(np.int32)
+
+
+def pack_s16_rows(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """int [rows, k] -> per row, per group of 4 k (zero-padded), the int16 pairs (k0,k2) (k1,k3).
+    Returns (words [rows, 2 * steps], steps)."""
+    rows, k = w_rows.shape
+    k4 = -(-k // 4) * 4
+    w = np.zeros((rows, k4), np.int32)
+    w[:, :k] = w_rows
+    w = w.reshape(rows, k4 // 4, 4)
+    words = np.stack([pairs(w[:, :, 0], w[:, :, 2]), pairs(w[:, :, 1], w[:, :, 3])], axis=2)
+    return words.reshape(rows, -1).astype(np.int32), k4 // 4

@@ -45,7 +45,7 @@ class FullyConnected(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if (x.dtype == "int8" and fast.has_dsp(features) and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
-            return {"variant": "dsp-s16", "rows": 4, "unroll": 2, "weights": "s16-pairs", "scratch_bytes": 0}
+            return {"variant": "dsp-s16", "rows": 4, "unroll": 4, "weights": "s16-pairs", "scratch_bytes": 0}
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):

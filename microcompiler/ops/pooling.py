@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import INT_RANGES, activation_range, c_float, float_activation_range
 
@@ -78,9 +79,21 @@ class Pool2D(OpKernel):
             dims.append((out, pad, pad == 0 and (out - 1) * st + f <= size))
         return dims
 
+    def plan(self, op, graph, features=frozenset()) -> dict:
+        """dsp (int8 AVERAGE_POOL_2D, DSP extension, no clipped window, depth % 4 == 0, at most 255
+        taps so that int16 lane sums cannot overflow): 4 channels per step with SXTAB16."""
+        x = graph.tensors[op.inputs[0]]
+        o = op.options
+        (_, _, full_h), (_, _, full_w) = self._geometry(op, x)
+        if (op.kind == "AVERAGE_POOL_2D" and x.dtype == "int8" and fast.has_dsp(features) and full_h and full_w
+                and x.shape[3] % 4 == 0 and o["filter_h"] * o["filter_w"] <= 255):
+            return {"variant": "dsp", "channels": 4, "clipped_windows": False, "scratch_bytes": 0}
+        return {"variant": "reference", "clipped_windows": not (full_h and full_w), "scratch_bytes": 0}
+
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         o = op.options
+        ctx.variant = self.plan(op, graph, ctx.features)
         batches, in_h, in_w, depth = x.shape
         (out_h, pad_h, full_h), (out_w, pad_w, full_w) = self._geometry(op, x)
         if full_h and full_w:
@@ -100,9 +113,10 @@ class Pool2D(OpKernel):
             return ctx.render("pooling.c.j2", ctype="float", act_min=c_float(lo), act_max=c_float(hi),
                               lowest="-FLT_MAX", **values)
         lo, hi = activation_range(o["activation"], y)
+        if ctx.variant["variant"] == "dsp":
+            return ctx.render("avg_pool_dsp.c.j2", act_min=lo, act_max=hi, **values)
         return ctx.render("pooling.c.j2", ctype="int16_t" if x.dtype == "int16" else "int8_t",
                           act_min=lo, act_max=hi, lowest=INT_RANGES[x.dtype][0], **values)
 
     def variant(self, op, graph):
-        (_, _, full_h), (_, _, full_w) = self._geometry(op, graph.tensors[op.inputs[0]])
-        return {"variant": "reference", "clipped_windows": not (full_h and full_w)}
+        return self.plan(op, graph)

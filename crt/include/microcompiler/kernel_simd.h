@@ -26,6 +26,12 @@
 #define MC_DSP_ASM 0
 #endif
 
+#if defined(__GNUC__)
+#define MC_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MC_ALWAYS_INLINE inline
+#endif
+
 /* Four int8 values as one little-endian word (any alignment). */
 static inline int32_t mc_read_s8x4(const int8_t* p) {
   int32_t v;
@@ -114,6 +120,11 @@ static inline int32_t mc_requant_fast(int32_t acc, int32_t multiplier, int32_t c
   return mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c + (acc >> 31)) >> r;
 }
 
+/* The same for an accumulator that already holds 2 * acc (weights and bias stored doubled). */
+static inline int32_t mc_requant_fast2(int32_t acc2, int32_t multiplier, int32_t c, int r) {
+  return mc_smmlar(acc2, multiplier, c + (acc2 >> 31)) >> r;
+}
+
 /* Saturate to int8. */
 #if MC_DSP_ASM
 #define MC_SSAT8(x) __ssat((x), 8)
@@ -126,8 +137,8 @@ static inline int32_t mc_requant_fast(int32_t acc, int32_t multiplier, int32_t c
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
- * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path. steps >= 1. */
-static inline void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
+ * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
+static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
                              int32_t* a2, int32_t* a3) {
 #if MC_DSP_ASM
   register int32_t c0 __asm__("r8");
@@ -156,9 +167,16 @@ static inline void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps
                      :
                      : "memory");
   }
-  steps >>= 1;
+  if (steps & 2) {
+    __asm__ volatile(MC_DOT_P4_STEP MC_DOT_P4_STEP
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
+                     :
+                     : "memory");
+  }
+  steps >>= 2;
   if (steps) {
-    __asm__ volatile("1:\n\t" MC_DOT_P4_STEP MC_DOT_P4_STEP
+    __asm__ volatile("1:\n\t" MC_DOT_P4_STEP MC_DOT_P4_STEP MC_DOT_P4_STEP MC_DOT_P4_STEP
                      "subs %[n], %[n], #1\n\t"
                      "bne 1b\n\t"
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
@@ -195,11 +213,86 @@ static inline void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps
 #endif
 }
 
+/* The same with int16 weights: w holds, per group of 4 k, the pairs (k0,k2) (k1,k3).
+ * 11 instructions per 16 MACs on the DSP path. */
+static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+                                           int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  register int32_t c0 __asm__("r8");
+  register int32_t c1 __asm__("r9");
+  register int32_t c2 __asm__("r10");
+  register int32_t c3 __asm__("r11");
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3, we, wo;
+#define MC_DOT_P4S_STEP                          \
+  "ldrd %[we], %[wo], [%[w]], #8\n\t"            \
+  "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
+  "smlad %[s0], %[c0], %[we], %[s0]\n\t"         \
+  "smlad %[s0], %[c1], %[wo], %[s0]\n\t"         \
+  "smlad %[s1], %[c2], %[we], %[s1]\n\t"         \
+  "smlad %[s1], %[c3], %[wo], %[s1]\n\t"         \
+  "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
+  "smlad %[s2], %[c0], %[we], %[s2]\n\t"         \
+  "smlad %[s2], %[c1], %[wo], %[s2]\n\t"         \
+  "smlad %[s3], %[c2], %[we], %[s3]\n\t"         \
+  "smlad %[s3], %[c3], %[wo], %[s3]\n\t"
+  if (steps & 1) {
+    __asm__ volatile(MC_DOT_P4S_STEP
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
+                     :
+                     : "memory");
+  }
+  if (steps & 2) {
+    __asm__ volatile(MC_DOT_P4S_STEP MC_DOT_P4S_STEP
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
+                     :
+                     : "memory");
+  }
+  steps >>= 2;
+  if (steps) {
+    __asm__ volatile("1:\n\t" MC_DOT_P4S_STEP MC_DOT_P4S_STEP MC_DOT_P4S_STEP MC_DOT_P4S_STEP
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b\n\t"
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                       [n] "+r"(steps), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),
+                       [c2] "=&r"(c2), [c3] "=&r"(c3)
+                     :
+                     : "cc", "memory");
+  }
+#undef MC_DOT_P4S_STEP
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#else
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+  int32_t i;
+  for (i = 0; i < steps; ++i) {
+    const int32_t we = w[0], wo = w[1];
+    w += 2;
+    s0 = mc_smlad(col[0], we, s0);
+    s0 = mc_smlad(col[1], wo, s0);
+    s1 = mc_smlad(col[2], we, s1);
+    s1 = mc_smlad(col[3], wo, s1);
+    s2 = mc_smlad(col[4], we, s2);
+    s2 = mc_smlad(col[5], wo, s2);
+    s3 = mc_smlad(col[6], we, s3);
+    s3 = mc_smlad(col[7], wo, s3);
+    col += 8;
+  }
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#endif
+}
+
 /* One input vector x four output rows (FULLY_CONNECTED "dsp-s16"):
  *   a[r] += sum_k x[k] * w_r[k]   for r = 0..3, k < 4 * steps.
  * x: int8 (any alignment); w: per group of 4 k, 8 pairs: row 0 (k0,k2) (k1,k3), row 1 ..., row 3.
  * 13 instructions per 16 MACs on the DSP path. steps >= 1. */
-static inline void mc_dot_r4(const int8_t* x, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
+static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
                              int32_t* a2, int32_t* a3) {
 #if MC_DSP_ASM
   register int32_t w0 __asm__("r8");
@@ -228,9 +321,16 @@ static inline void mc_dot_r4(const int8_t* x, const int32_t* w, int32_t steps, i
                      :
                      : "memory");
   }
-  steps >>= 1;
+  if (steps & 2) {
+    __asm__ volatile(MC_DOT_R4_STEP MC_DOT_R4_STEP
+                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
+                       [xe] "=&r"(xe), [xo] "=&r"(xo), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3)
+                     :
+                     : "memory");
+  }
+  steps >>= 2;
   if (steps) {
-    __asm__ volatile("1:\n\t" MC_DOT_R4_STEP MC_DOT_R4_STEP
+    __asm__ volatile("1:\n\t" MC_DOT_R4_STEP MC_DOT_R4_STEP MC_DOT_R4_STEP MC_DOT_R4_STEP
                      "subs %[n], %[n], #1\n\t"
                      "bne 1b\n\t"
                      : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
@@ -288,7 +388,25 @@ static inline void mc_dot_r4(const int8_t* x, const int32_t* w, int32_t steps, i
                      : [p] "r"(P_), [o] "n"(OFF_)                                                   \
                      : "memory");                                                                   \
   } while (0)
+/* The same with the input at p + c (register offset). */
+#define MC_DW4_TAP_RO(P_, C_, W_, A0_, A1_, A2_, A3_)                                                 \
+  do {                                                                                              \
+    int32_t v_, e_, w0_, w1_;                                                                       \
+    __asm__ volatile("ldr %[v], [%[p], %[c]]\n\t"                                                   \
+                     "ldrd %[w0], %[w1], [%[w]], #8\n\t"                                            \
+                     "sxtb16 %[e], %[v]\n\t"                                                        \
+                     "sxtb16 %[v], %[v], ror #8\n\t"                                                \
+                     "smlabb %[a0], %[e], %[w0], %[a0]\n\t"                                         \
+                     "smlatt %[a2], %[e], %[w0], %[a2]\n\t"                                         \
+                     "smlabb %[a1], %[v], %[w1], %[a1]\n\t"                                         \
+                     "smlatt %[a3], %[v], %[w1], %[a3]\n\t"                                         \
+                     : [a0] "+r"(A0_), [a1] "+r"(A1_), [a2] "+r"(A2_), [a3] "+r"(A3_), [w] "+r"(W_), \
+                       [v] "=&r"(v_), [e] "=&r"(e_), [w0] "=&r"(w0_), [w1] "=&r"(w1_)              \
+                     : [p] "r"(P_), [c] "r"(C_)                                                     \
+                     : "memory");                                                                   \
+  } while (0)
 #else
+#define MC_DW4_TAP_RO(P_, C_, W_, A0_, A1_, A2_, A3_) MC_DW4_TAP((P_) + (C_), 0, W_, A0_, A1_, A2_, A3_)
 #define MC_DW4_TAP(P_, OFF_, W_, A0_, A1_, A2_, A3_)                                                  \
   do {                                                                                              \
     const int32_t v_ = mc_read_s8x4((P_) + (OFF_));                                                 \
@@ -306,7 +424,16 @@ static inline void mc_dot_r4(const int8_t* x, const int32_t* w, int32_t steps, i
 /* Sign-extend steps groups of 4 int8 from src into the column layout of mc_dot_p4 (one pixel's
  * pairs, 8 words apart); returns where the next group goes. */
 static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps) {
-  for (; steps > 0; --steps) {
+  for (; steps >= 2; steps -= 2) {
+    const int32_t v0 = mc_read_s8x4(src), v1 = mc_read_s8x4(src + 4);
+    src += 8;
+    d[0] = mc_sxtb16(v0);
+    d[1] = mc_sxtb16_ror8(v0);
+    d[8] = mc_sxtb16(v1);
+    d[9] = mc_sxtb16_ror8(v1);
+    d += 16;
+  }
+  if (steps) {
     const int32_t v = mc_read_s8x4(src);
     src += 4;
     d[0] = mc_sxtb16(v);
