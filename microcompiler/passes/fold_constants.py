@@ -29,7 +29,13 @@ def _evaluate(g: Graph, op) -> np.ndarray | None:
     if op.kind == "QUANTIZE" and ins[0].dtype == "float32" and out.quant and out.dtype in INT_RANGES:
         scale, zp = out.quant.single()
         lo, hi = INT_RANGES[out.dtype]
-        q = np.round(ins[0].data / np.float32(scale)) + zp  # numpy rounds half to even, as TFLM does here
+        # As the QUANTIZE kernel: float32 division, ties away from zero (std::round), NaN and
+        # quotients beyond int32 become INT32_MIN, and the zero point is added with int32 wrap-around.
+        with np.errstate(invalid="ignore", over="ignore"):
+            v = (ins[0].data.astype(np.float32) / np.float32(scale)).astype(np.float64)
+            r = np.copysign(np.floor(np.abs(v) + 0.5), v)
+            r = np.where((r >= -2.0**31) & (r < 2.0**31), r, -2.0**31).astype(np.int64)
+        q = (r + zp + 2**31) % 2**32 - 2**31
         return np.clip(q, lo, hi).astype(np_dtype(out.dtype))
     return None
 

@@ -1,0 +1,89 @@
+"""Standalone RELU and RELU6: int8, int16 and float32.
+
+Elementwise and safe in place (each element is read before it is written). Semantics follow TFLM:
+
+* RELU (int8/int16) requantizes from the input to the output quantization, then clamps to
+  [output zero point, type max]; int16 needs zero points of 0.
+* RELU6 (int8/int16) clamps to [input zero point, quantized 6.0] in the *input* quantization and
+  ignores the output's quantization, as TFLM does.
+* float32 uses TFLM's comparisons exactly, so NaN and -0.0 pass through as they do there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.quant import INT_RANGES, quantize_multiplier, tflite_round
+
+IDENTITY_MULTIPLIER = (1 << 30, 1)  # quantize_multiplier(1.0): requantizing with it changes nothing
+
+
+def float_activation_expr(value: str, activation: str) -> str:
+    """A C expression applying a float activation the way TFLM's standalone kernels do."""
+    if activation == "NONE":
+        return value
+    if activation == "RELU":
+        return f"({value} < 0.0f ? 0.0f : {value})"
+    if activation == "RELU6":
+        return f"({value} > 6.0f ? 6.0f : {value} < 0.0f ? 0.0f : {value})"
+    if activation == "RELU_N1_TO_1":
+        return f"({value} > 1.0f ? 1.0f : {value} < -1.0f ? -1.0f : {value})"
+    raise ValueError(activation)
+
+
+def offset_term(value: int) -> str:
+    """`` + v`` / `` - v`` for adding a compile-time integer, or nothing when it is 0."""
+    return "" if value == 0 else (f" + {value}" if value > 0 else f" - {-value}")
+
+
+def scale_ratio_multiplier(in_scale: float, out_scale: float) -> tuple[int, int]:
+    """TFLM's requantization multiplier: the float32 scales divided in double precision."""
+    return quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))
+
+
+def per_tensor(t) -> bool:
+    return t.quant is not None and not t.quant.per_channel
+
+
+@register
+class Activation(OpKernel):
+    kinds = ("RELU", "RELU6")
+
+    def check(self, op, graph):
+        require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
+                "expects exactly one input and one output")
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        require(x.dtype in ("int8", "int16", "float32"), op,
+                f"input type {x.dtype} is not supported (int8, int16, float32)")
+        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
+        if x.dtype == "float32":
+            return
+        require(per_tensor(x), op, "the input needs per-tensor quantization parameters")
+        if op.kind == "RELU":
+            require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
+            if x.dtype == "int16":
+                require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
+                        "int16 input and output zero points must be 0")
+
+    def emit(self, op, graph, ctx):
+        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32":
+            return ctx.render("activation_float.c.j2", expr=float_activation_expr("x", op.kind), **values)
+        type_min, type_max = INT_RANGES[x.dtype]
+        in_scale, in_zp = x.quant.single()
+        if op.kind == "RELU6":
+            six = in_zp + int(tflite_round(float(np.float32(6.0) / np.float32(in_scale))))
+            return ctx.render("requantize_int.c.j2", ctype=f"{x.dtype}_t", multiplier=None,
+                              input_offset="", output_offset="", act_min=in_zp,
+                              act_max=min(max(six, type_min), type_max), **values)
+        out_scale, out_zp = y.quant.single()
+        multiplier = scale_ratio_multiplier(in_scale, out_scale)
+        identity = multiplier == IDENTITY_MULTIPLIER
+        return ctx.render("requantize_int.c.j2", ctype=f"{x.dtype}_t",
+                          multiplier=None if identity else multiplier,
+                          input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
+                          output_offset=offset_term(out_zp) if not identity else "",
+                          act_min=max(type_min, out_zp), act_max=type_max, **values)
+

@@ -1,0 +1,63 @@
+"""QUANTIZE (float32 -> int8/int16, and int8/int16 -> int8/int16 requantization) and DEQUANTIZE
+(int8/int16 -> float32). Elementwise; same-size conversions are safe in place.
+
+TFLM semantics replicated:
+
+* float -> int: ``roundf(x / scale)`` with the division in float32 and ties away from zero, plus the
+  zero point, clamped to the output type. A quotient that is NaN or outside int32 becomes INT32_MIN
+  before the zero point is added (with int32 wrap-around), which is what the reference's
+  float-to-int conversion does on the x86 oracle.
+* int -> int: ``MultiplyByQuantizedMultiplier(x - zp_in, in_scale / out_scale) + zp_out``, clamped.
+* DEQUANTIZE: ``scale * (float)(x - zp)`` in float32.
+"""
+from __future__ import annotations
+
+from microcompiler.ops.activation import (IDENTITY_MULTIPLIER, offset_term, per_tensor,
+                                          scale_ratio_multiplier)
+from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.quant import INT_RANGES, c_float
+
+_QUANTIZE_TYPES = {("float32", "int8"), ("float32", "int16"), ("int8", "int8"), ("int8", "int16"),
+                   ("int16", "int8"), ("int16", "int16")}
+
+
+@register
+class Quantize(OpKernel):
+    kinds = ("QUANTIZE", "DEQUANTIZE")
+
+    def check(self, op, graph):
+        require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
+                "expects exactly one input and one output")
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
+        if op.kind == "DEQUANTIZE":
+            require(x.dtype in ("int8", "int16") and y.dtype == "float32", op,
+                    f"{x.dtype} -> {y.dtype} is not supported (int8 or int16 -> float32)")
+            require(per_tensor(x), op, "the input needs per-tensor quantization parameters "
+                    "(per-channel dequantization is not supported)")
+            return
+        require((x.dtype, y.dtype) in _QUANTIZE_TYPES, op,
+                f"{x.dtype} -> {y.dtype} is not supported (float32, int8 or int16 -> int8 or int16)")
+        require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
+        if x.dtype != "float32":
+            require(per_tensor(x), op, "the input needs per-tensor quantization parameters")
+
+    def emit(self, op, graph, ctx):
+        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if op.kind == "DEQUANTIZE":
+            scale, zp = x.quant.single()
+            return ctx.render("dequantize.c.j2", scale=c_float(scale), offset=offset_term(-zp), **values)
+        out_scale, out_zp = y.quant.single()
+        type_min, type_max = INT_RANGES[y.dtype]
+        if x.dtype == "float32":
+            return ctx.render("quantize_float.c.j2", ctype=f"{y.dtype}_t", scale=c_float(out_scale),
+                              zero_point=out_zp, act_min=type_min, act_max=type_max, **values)
+        in_scale, in_zp = x.quant.single()
+        multiplier = scale_ratio_multiplier(in_scale, out_scale)
+        identity = multiplier == IDENTITY_MULTIPLIER
+        return ctx.render("requantize_int.c.j2", ctype=f"{y.dtype}_t",
+                          multiplier=None if identity else multiplier,
+                          input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
+                          output_offset=offset_term(out_zp) if not identity else "",
+                          act_min=type_min, act_max=type_max, **values)

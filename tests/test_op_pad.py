@@ -1,0 +1,92 @@
+"""PAD against the TFLM oracle: int8 (pads with the output zero point), int16 (pads with 0 whatever
+the zero point, as TFLM), float32; 1-D..5-D, zero and asymmetric paddings, int32/int64 paddings."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import assert_matches_oracle, compile_bytes
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
+from model_builder import ModelBuilder
+from oracle import Oracle
+
+
+def pad_model(shape, dtype, paddings, q=(None, None), out_q=None, paddings_dtype=np.int32, out_shape=None):
+    b = ModelBuilder()
+    out_q = out_q or q
+    x = b.activation("x", shape, dtype, scale=q[0], zero_point=q[1])
+    p = b.constant("paddings", np.array(paddings, dtype=paddings_dtype).reshape(len(shape), 2))
+    out_shape = out_shape or [d + a + c for d, (a, c) in zip(shape, paddings)]
+    y = b.activation("y", out_shape, dtype, scale=out_q[0], zero_point=out_q[1])
+    b.op("PAD", [x, p], [y])
+    return b.finish([x], [y])
+
+
+@pytest.mark.parametrize("shape,paddings,q", [
+    ([1, 5, 5, 3], [[0, 0], [1, 1], [1, 1], [0, 0]], (0.05, -128)),  # image style, 'SAME' conv prologue
+    ([1, 4, 6, 2], [[0, 0], [2, 0], [0, 3], [0, 0]], (0.1, 127)),  # asymmetric
+    ([2, 3, 4, 5], [[1, 0], [0, 0], [0, 0], [1, 2]], (0.02, 7)),  # batch and channels
+    ([3, 4], [[0, 0], [0, 0]], (0.1, -3)),  # nothing to pad: a copy
+    ([9], [[3, 0]], (0.1, 0)),
+    ([2, 1, 3], [[0, 1], [2, 2], [0, 0]], (0.1, -20)),  # pads a dimension of extent 1
+])
+def test_pad_int8_matches_tflm(tmp_path, shape, paddings, q):
+    assert_matches_oracle(pad_model(shape, "int8", paddings, q), tmp_path)
+
+
+def test_pad_int8_output_quantization_differs(tmp_path):
+    """TFLM copies the values unchanged and pads with the *output* zero point."""
+    model = pad_model([2, 3, 2], "int8", [[0, 0], [1, 1], [0, 1]], (0.1, -128), out_q=(0.2, 9))
+    assert_matches_oracle(model, tmp_path)
+
+
+@pytest.mark.parametrize("shape,paddings,zero_point", [
+    ([1, 3, 3, 4], [[0, 0], [1, 2], [2, 1], [0, 0]], 0),
+    ([4, 5], [[1, 1], [0, 2]], 5),  # TFLM pads int16 with 0, not the zero point
+])
+def test_pad_int16_matches_tflm(tmp_path, shape, paddings, zero_point):
+    assert_matches_oracle(pad_model(shape, "int16", paddings, (0.001, zero_point)), tmp_path)
+
+
+@pytest.mark.parametrize("shape,paddings", [
+    ([7], [[1, 2]]),
+    ([3, 4], [[0, 1], [3, 0]]),
+    ([2, 3, 4], [[1, 1], [0, 0], [1, 0]]),
+    ([1, 2, 3, 2, 2], [[0, 0], [1, 0], [0, 0], [1, 1], [0, 1]]),  # 5-D
+])
+def test_pad_float_matches_tflm(tmp_path, shape, paddings):
+    assert_matches_oracle(pad_model(shape, "float32", paddings), tmp_path)
+
+
+def test_pad_sanitized(tmp_path):
+    model = pad_model([1, 3, 4, 3], "int8", [[0, 0], [1, 2], [2, 1], [0, 1]], (0.05, 3))
+    assert_matches_oracle(model, tmp_path, sanitize=True)
+
+
+@pytest.mark.parametrize("dtype,q", [("int8", (0.05, -9)), ("float32", (None, None))])
+def test_pad_int64_paddings(tmp_path, dtype, q):
+    """TFLM reads paddings as int32 and so fails on int64 ones; we read them properly. Compare with
+    TFLM running the same model with int32 paddings."""
+    shape, paddings = [1, 3, 4, 2], [[0, 0], [2, 1], [0, 3], [0, 0]]
+    ours = compile_bytes(pad_model(shape, dtype, paddings, q, paddings_dtype=np.int64), tmp_path)
+    program = HostProgram(ours, Path(tmp_path) / "build")
+    oracle = Oracle(pad_model(shape, dtype, paddings, q, paddings_dtype=np.int32))
+    inputs = [random_inputs(ours.metadata["inputs"], seed=s) for s in range(5)]
+    for got, input_set in zip(program.run(inputs), inputs):
+        np.testing.assert_array_equal(got.outputs[0], oracle.run(input_set)[0].reshape(got.outputs[0].shape))
+
+
+def test_pad_rejections(tmp_path):
+    with pytest.raises(UnsupportedModelError, match=r"PAD\).*negative paddings"):
+        compile_bytes(pad_model([4, 4], "float32", [[0, 0], [-1, 1]]), tmp_path / "a")
+    with pytest.raises(UnsupportedModelError, match=r"PAD\).*does not match"):
+        compile_bytes(pad_model([4, 4], "float32", [[0, 0], [1, 1]], out_shape=[4, 5]), tmp_path / "b")
+    b = ModelBuilder()  # paddings computed at run time
+    x = b.activation("x", [2, 2], "float32")
+    p = b.activation("p", [2, 2], "int32")
+    y = b.activation("y", [3, 3], "float32")
+    b.op("PAD", [x, p], [y])
+    with pytest.raises(UnsupportedModelError, match=r"PAD\).*constant"):
+        compile_bytes(b.finish([x, p], [y]), tmp_path / "c")
