@@ -114,6 +114,9 @@ def board_names() -> list[str]:
 
 def load_board(name: str) -> Board:
     """The board called ``name`` (a file name in boards/ without .toml, or a path to a TOML file)."""
+    if name == HOST:
+        raise BoardError("'host' is this computer, not a board with a firmware project; "
+                         "use it as 'microcompiler run MODEL --board host'")
     path = Path(name)
     if path.suffix == ".toml" and path.is_file():
         return load_board_file(path)

@@ -44,6 +44,7 @@ PROJECT_FILE = "microcompiler-project.json"
 EXECUTORS = ("aot", "graph")
 MODES = ("standalone", "host-driven")  # host-driven: an RPC server main (docs/rpc.md)
 DEFAULT_STACK_BYTES = 8 * 1024
+MIN_STACK_BYTES = 1024
 FIRMWARE = "firmware.elf"
 
 # Flash estimate besides weights and input: startup, platform, report, libc/libgcc pieces, plus
@@ -238,6 +239,9 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
         raise MicrocompilerError(f"unknown project template '{template}'; known templates: {', '.join(known)}")
     if executor not in EXECUTORS:
         raise MicrocompilerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
+    if stack_bytes < MIN_STACK_BYTES or stack_bytes % 8:
+        raise MicrocompilerError(f"a stack of {stack_bytes} B is too small or unaligned; give a multiple of 8 "
+                                 f"of at least {MIN_STACK_BYTES} B")
     if mode not in MODES:
         raise MicrocompilerError(f"unknown mode '{mode}'; use one of {', '.join(MODES)}")
     if template == "zephyr":  # Zephyr applications: microcompiler/zephyr.py (docs/zephyr.md)
