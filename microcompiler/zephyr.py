@@ -21,6 +21,7 @@ would be taken as monitor commands, and Zephyr's mps2/an386 and mps2/an500 decla
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -157,7 +158,12 @@ def create_zephyr_project(model, board: str | Board, out_dir: str | Path, execut
         library = compile_model(model, features=board.cpu.features)
     meta = library.metadata
     stack = stack_bytes or main_stack_bytes(meta, mode)
-    projects.check_fits(meta, board, "graph" if mode == "host-driven" else executor, stack + KERNEL_RAM_BYTES)
+    # Zephyr links the weights with the code, into the devicetree's zephyr,flash region: a board
+    # region that holds only the bare-metal project's weights (AN547's SRAM) does not count here.
+    zephyr_layout = dataclasses.replace(board, memory=tuple(
+        r for r in board.memory if getattr(r, "holds", None) != "weights"))
+    projects.check_fits(meta, zephyr_layout, "graph" if mode == "host-driven" else executor,
+                        stack + KERNEL_RAM_BYTES)
     arrays = projects._resolve_inputs(input, meta)
 
     out_dir = Path(out_dir).resolve()

@@ -19,6 +19,7 @@ import pytest
 from microcompiler import zephyr
 from microcompiler.boards import board_names, load_board
 from microcompiler.compiler import compile_model
+from microcompiler.errors import BoardError
 from microcompiler.inputs import random_inputs
 from microcompiler.project import Project, create_project
 
@@ -278,3 +279,20 @@ def test_zephyr_firmware_in_qemu_matches_the_host(board_name, mode, hello, tmp_p
     for got, want in zip(result.outputs, expected):
         np.testing.assert_array_equal(got, want)
     assert result.hz > 0 and result.ticks > 0
+
+
+def test_weights_go_where_zephyr_links_them(tmp_path):
+    """Zephyr links weights into zephyr,flash (AN547: the 512 KiB ITCM), not the bare-metal SRAM region."""
+    from model_builder import ModelBuilder, fully_connected_options
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    x = b.activation("x", [1, 1024], "int8", scale=0.05, zero_point=0)
+    w = b.constant("w", rng.integers(-127, 127, size=(600, 1024), dtype=np.int8), scale=0.01, zero_point=0)
+    bias = b.constant("b", np.zeros(600, dtype=np.int32), scale=0.0005, zero_point=0)
+    y = b.activation("y", [1, 600], "int8", scale=0.1, zero_point=0)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], fully_connected_options())
+    model = tmp_path / "big_fc.tflite"
+    model.write_bytes(b.finish(inputs=[x], outputs=[y]))
+    with pytest.raises(BoardError, match=r"flash for weights .* \(ITCM\)"):
+        create_project(model, "zephyr", "mps3_an547", tmp_path / "p")
+    create_project(model, "zephyr", "mps2_an385", tmp_path / "q")  # 4 MiB of flash
