@@ -142,11 +142,18 @@ def test_conv_2d_int16_accumulator_wraps_like_tflm(tmp_path):
 
 
 def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
-    lib = compile_bytes(conv_model(per_channel=False, padding="VALID"), tmp_path)
+    # the int16 reference kernel
+    lib = compile_bytes(conv_model(dtype="int16", per_channel=False, padding="VALID"), tmp_path)
     src = lib.files["src/model_ops.c"]
-    assert "_multiplier" not in src and "mc_requantize(acc, " in src
-    lib = compile_bytes(conv_model(per_channel=True), tmp_path / "pc")
+    assert "_multiplier" not in src and "mc_requantize64(acc, " in src
+    lib = compile_bytes(conv_model(dtype="int16", per_channel=True), tmp_path / "pc")
     assert "_multiplier[oc]" in lib.files["src/model_ops.c"]
+    # the int8 im2col kernel: per-tensor multipliers are literals, per-channel ones a params table
+    lib = compile_bytes(conv_model(per_channel=False, padding="VALID"), tmp_path / "i8")
+    src = lib.files["src/model_ops.c"]
+    assert "_params" not in src and "const int32_t m = " in src
+    lib = compile_bytes(conv_model(per_channel=True), tmp_path / "i8pc")
+    assert "_params + 4 * oc" in lib.files["src/model_ops.c"]
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -237,21 +237,23 @@ class Conv2D(OpKernel):
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """The variant emit() generates and its knobs (recorded in metadata.json).
 
-        dsp-im2col (int8, one group, a target with the DSP extension, im2col buffer <= 8 KB): 4
-        output pixels x 1 output channel per inner loop over im2col columns; "pixels" and "unroll"
-        are the register block and the inner loop's unrolling; "weights" is s8 (int8 weights,
-        sign-extended in the loop: 13 instructions per 16 MACs) or s16 (pre-extended int16 pairs,
-        twice the flash: 11 per 16), s8 unless ``tuning`` asks for s16. Otherwise the reference loop
-        nest."""
+        im2col (int8, one group, im2col buffer <= 8 KB): 4 output pixels x 1 output channel per inner
+        loop over im2col columns; "pixels" and "unroll" are the register block and the inner loop's
+        unrolling; "weights" is s8 (int8 weights, sign-extended in the loop: 13 instructions per 16
+        MACs with the DSP extension) or s16 (pre-extended int16 pairs, twice the flash: 11 per 16),
+        s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
+        inline assembly) or runs the same loops in C. Otherwise (int16, float32, grouped) the
+        reference loop nest."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if x.dtype == "int8" and fast.has_dsp(features) and w.shape[3] == x.shape[3]:
+        if x.dtype == "int8" and w.shape[3] == x.shape[3]:
             g = geometry(op, graph)
             steps = -(-g.k_h * g.k_w * g.in_c // 4)
             col_bytes = 32 * steps
             if col_bytes <= fast.MAX_COL_BYTES:
                 weights = tuning.get("weights", "s8")
-                return {"variant": "dsp-im2col", "pixels": 4, "out_channels": 1, "unroll": 4,
+                return {"variant": "im2col", "isa": "dsp" if fast.has_dsp(features) else "c",
+                        "pixels": 4, "out_channels": 1, "unroll": 4,
                         "gather": "taps" if g.in_c % 4 == 0 else "bytes",
                         "weights": weights if weights in ("s8", "s16") else "s8",
                         "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
@@ -260,8 +262,8 @@ class Conv2D(OpKernel):
     def emit(self, op, graph, ctx):
         plan = self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
-        if plan["variant"] == "dsp-im2col":
-            return self._emit_dsp(op, graph, ctx, plan)
+        if plan["variant"] == "im2col":
+            return self._emit_im2col(op, graph, ctx, plan)
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]
@@ -285,7 +287,7 @@ class Conv2D(OpKernel):
             q["input_offset"] = 0
         return ctx.render("conv_2d_int.c.j2", **q, **values)
 
-    def _emit_dsp(self, op, graph, ctx, plan):
+    def _emit_im2col(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         g = geometry(op, graph)
         bias = bias_tensor(op, graph)
@@ -305,10 +307,17 @@ class Conv2D(OpKernel):
             words, steps = fast.pack_s8_words(w_rows)
         lo, hi = activation_range(op.options["activation"], y)
         npix = g.out_h * g.out_w
-        return ctx.render("conv_2d_dsp.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
+        # one multiplier for every channel (per-tensor weights): literal constants, the bias alone
+        uniform = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
+        if uniform:
+            params = ctx.const("bias", fast.wrap32(folded * scale))
+            uniform = (int(mult[0]), int(c[0]), int(r[0]))
+        else:
+            params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r))
+        return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
-                          params=ctx.const("params", fast.channel_params(folded * scale, mult, c, r)),
-                          steps=steps, words=words.shape[1], s16=s16, taps_mode=g.in_c % 4 == 0, zp=zp,
+                          params=params, uniform=uniform, stride=1 if uniform else 4,
+                          steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
                           zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,
                           full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,
                           output_offset=y_zp)

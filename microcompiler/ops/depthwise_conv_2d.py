@@ -41,20 +41,21 @@ class DepthwiseConv2D(OpKernel):
         return y.size * w.shape[1] * w.shape[2]
 
     def plan(self, op, graph, features=frozenset()) -> dict:
-        """dsp (int8, depth multiplier 1, channels % 4 == 0, DSP extension): 4 channels per step with
-        the taps unrolled, int16 weight pairs. Otherwise the reference loop nest."""
+        """channels4 (int8, depth multiplier 1, channels % 4 == 0): 4 channels per step with the taps
+        unrolled, int16 weights (SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp; LDRSB +
+        MLA otherwise, "isa" c). Otherwise the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
-        if (x.dtype == "int8" and fast.has_dsp(features) and op.options.get("depth_multiplier", 1) == 1
+        if (x.dtype == "int8" and op.options.get("depth_multiplier", 1) == 1
                 and x.shape[3] % 4 == 0):
-            return {"variant": "dsp", "channels": 4, "taps_unrolled": True, "weights": "s16-pairs",
+            return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4, "taps_unrolled": True, "weights": "s16-pairs",
                     "scratch_bytes": 0}
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
         plan = self.plan(op, graph, ctx.features)
         ctx.variant = plan
-        if plan["variant"] == "dsp":
-            return self._emit_dsp(op, graph, ctx, plan)
+        if plan["variant"] == "channels4":
+            return self._emit_channels4(op, graph, ctx, plan)
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
@@ -79,7 +80,7 @@ class DepthwiseConv2D(OpKernel):
             q.update(acc_t="int64_t", requant_fn="mc_requantize64", wrap=False)
         return ctx.render("depthwise_conv_2d_int.c.j2", **q, **values)
 
-    def _emit_dsp(self, op, graph, ctx, plan):
+    def _emit_channels4(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         g = geometry(op, graph)
         bias = bias_tensor(op, graph)
@@ -94,8 +95,8 @@ class DepthwiseConv2D(OpKernel):
         scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
         lo, hi = activation_range(op.options["activation"], y)
         zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, zp, np.int8))
-        return ctx.render("depthwise_conv_2d_dsp.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
+        return ctx.render("depthwise_conv_2d_channels4.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]),
                           weights=ctx.const("weights", fast.pack_depthwise(w_taps.astype(np.int32) * scale)),
                           params=ctx.const("params", fast.channel_params(folded * scale, mult, c, r)),
-                          zp_row=zp_row, fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)
+                          zp_row=zp_row, isa=plan["isa"], fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)

@@ -38,21 +38,23 @@ class FullyConnected(OpKernel):
         return b * o * d
 
     def plan(self, op, graph, features=frozenset()) -> dict:
-        """dsp-s16 (int8, weight zero point 0, DSP extension): 4 output rows per inner loop, weights
-        pre-packed as sign-extended int16 pairs (twice the flash of int8 weights: with one input
-        vector there is no reuse to amortise sign-extending int8 weights at run time).
-        Otherwise the reference loop."""
+        """rows4 (int8, weight zero point 0): 4 output rows per inner loop, the input zero point folded
+        into the bias. With the DSP extension the weights are pre-packed as sign-extended int16
+        pairs for SMLAD ("weights": "s16", twice the flash of int8: with one input vector there is
+        no reuse to amortise sign-extending int8 weights at run time); without it they stay int8
+        ("s8": LDRSB + MLA). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if (x.dtype == "int8" and fast.has_dsp(features) and w.quant is not None
-                and all(int(z) == 0 for z in w.quant.zero_point)):
-            return {"variant": "dsp-s16", "rows": 4, "unroll": 4, "weights": "s16-pairs", "scratch_bytes": 0}
+        if (x.dtype == "int8" and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point)):
+            dsp = fast.has_dsp(features)
+            return {"variant": "rows4", "isa": "dsp" if dsp else "c", "rows": 4, "unroll": 4 if dsp else 1,
+                    "weights": "s16" if dsp else "s8", "scratch_bytes": 0}
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
         plan = self.plan(op, graph, ctx.features)
         ctx.variant = plan
-        if plan["variant"] == "dsp-s16":
-            return self._emit_dsp(op, graph, ctx, plan)
+        if plan["variant"] == "rows4":
+            return self._emit_rows4(op, graph, ctx, plan)
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
@@ -88,7 +90,7 @@ class FullyConnected(OpKernel):
         q, shift = quantize_multiplier(product / float(np.float32(y.quant.scale[0])))
         return np.array([q], np.int32), np.array([shift], np.int32)
 
-    def _emit_dsp(self, op, graph, ctx, plan):
+    def _emit_rows4(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         w_rows = w.data.astype(np.int8).reshape(out_depth, depth)
@@ -108,8 +110,11 @@ class FullyConnected(OpKernel):
         values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
                       blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), bias=ctx.const("bias", fast.wrap32(folded)),
-                      weights=ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else "(const int32_t*)0",
-                      tail_weights=ctx.const("tail_weights", w_rows[:, steps * 4:].copy()) if depth_tail else None,
+                      s16=plan["weights"] == "s16",
+                      weights=(ctx.const("weights", w_rows) if plan["weights"] == "s8" else
+                               ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else None),
+                      tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy())
+                                    if depth_tail and plan["weights"] == "s16" else None),
                       fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
         if per_channel:
             values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c", c), rs=ctx.const("r", r),
@@ -117,4 +122,4 @@ class FullyConnected(OpKernel):
         else:
             values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
         plan["requant"] = "smmlar" if is_fast else "reference"
-        return ctx.render("fully_connected_dsp.c.j2", **values)
+        return ctx.render("fully_connected_rows4.c.j2", **values)

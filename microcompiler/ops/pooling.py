@@ -80,14 +80,16 @@ class Pool2D(OpKernel):
         return dims
 
     def plan(self, op, graph, features=frozenset()) -> dict:
-        """dsp (int8 AVERAGE_POOL_2D, DSP extension, no clipped window, depth % 4 == 0, at most 255
-        taps so that int16 lane sums cannot overflow): 4 channels per step with SXTAB16."""
+        """sxtab16 (int8 AVERAGE_POOL_2D, DSP extension, no clipped window, depth % 4 == 0, at most
+        255 taps so that int16 lane sums cannot overflow): 4 channels per step with SXTAB16.
+        Otherwise the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
         o = op.options
         (_, _, full_h), (_, _, full_w) = self._geometry(op, x)
         if (op.kind == "AVERAGE_POOL_2D" and x.dtype == "int8" and fast.has_dsp(features) and full_h and full_w
                 and x.shape[3] % 4 == 0 and o["filter_h"] * o["filter_w"] <= 255):
-            return {"variant": "dsp", "channels": 4, "clipped_windows": False, "scratch_bytes": 0}
+            return {"variant": "sxtab16", "isa": "dsp", "channels": 4, "clipped_windows": False,
+                    "scratch_bytes": 0}
         return {"variant": "reference", "clipped_windows": not (full_h and full_w), "scratch_bytes": 0}
 
     def emit(self, op, graph, ctx):
@@ -113,8 +115,8 @@ class Pool2D(OpKernel):
             return ctx.render("pooling.c.j2", ctype="float", act_min=c_float(lo), act_max=c_float(hi),
                               lowest="-FLT_MAX", **values)
         lo, hi = activation_range(o["activation"], y)
-        if ctx.variant["variant"] == "dsp":
-            return ctx.render("avg_pool_dsp.c.j2", act_min=lo, act_max=hi, **values)
+        if ctx.variant["variant"] == "sxtab16":
+            return ctx.render("avg_pool_sxtab16.c.j2", act_min=lo, act_max=hi, **values)
         return ctx.render("pooling.c.j2", ctype="int16_t" if x.dtype == "int16" else "int8_t",
                           act_min=lo, act_max=hi, lowest=INT_RANGES[x.dtype][0], **values)
 

@@ -44,6 +44,29 @@ static inline int32_t mc_pack16(int32_t lo, int32_t hi) {
   return (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xFFFFu));
 }
 
+/* The portable kernels read and write the int16 lanes of pair arrays as halfwords (what LDRSH and
+ * STRH do), which assumes a little-endian target, like every supported core. */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "microcompiler's kernels assume a little-endian target"
+#endif
+
+/* Lane i of a pair array (lane 2j = low half of word j). */
+static inline int32_t mc_lane(const int32_t* pairs, int32_t i) {
+  int16_t v;
+  memcpy(&v, (const unsigned char*)pairs + 2 * i, 2);
+  return v;
+}
+
+static inline void mc_set_lane(int32_t* pairs, int32_t i, int32_t value) {
+  const int16_t v = (int16_t)value;
+  memcpy((unsigned char*)pairs + 2 * i, &v, 2);
+}
+
+/* a + b * c modulo 2^32 (the hardware's wrapping accumulate, without signed overflow in C). */
+static inline int32_t mc_mla(int32_t a, int32_t b, int32_t c) {
+  return (int32_t)((uint32_t)a + (uint32_t)(b * c));
+}
+
 #if MC_DSP_ASM
 
 static inline int32_t mc_sxtb16(int32_t x) { return (int32_t)__sxtb16(x); }
@@ -191,20 +214,18 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int
   *a2 = s2;
   *a3 = s3;
 #else
+  /* Without the DSP extension: halfword loads and multiply-accumulates (LDRSH + MLA on Armv7-M). */
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
   int32_t i;
-  for (i = 0; i < steps; ++i) {
+  for (i = 0; i < steps; ++i, col += 8) {
     const int32_t wr = *w++;
-    const int32_t we = mc_sxtb16(wr), wo = mc_sxtb16_ror8(wr);
-    s0 = mc_smlad(col[0], we, s0);
-    s0 = mc_smlad(col[1], wo, s0);
-    s1 = mc_smlad(col[2], we, s1);
-    s1 = mc_smlad(col[3], wo, s1);
-    s2 = mc_smlad(col[4], we, s2);
-    s2 = mc_smlad(col[5], wo, s2);
-    s3 = mc_smlad(col[6], we, s3);
-    s3 = mc_smlad(col[7], wo, s3);
-    col += 8;
+    const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
+    const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
+    /* pixel p's lanes 4p .. 4p+3 hold k0, k2, k1, k3 */
+    s0 = mc_mla(s0, 1, mc_lane(col, 0) * w0 + mc_lane(col, 1) * w2 + mc_lane(col, 2) * w1 + mc_lane(col, 3) * w3);
+    s1 = mc_mla(s1, 1, mc_lane(col, 4) * w0 + mc_lane(col, 5) * w2 + mc_lane(col, 6) * w1 + mc_lane(col, 7) * w3);
+    s2 = mc_mla(s2, 1, mc_lane(col, 8) * w0 + mc_lane(col, 9) * w2 + mc_lane(col, 10) * w1 + mc_lane(col, 11) * w3);
+    s3 = mc_mla(s3, 1, mc_lane(col, 12) * w0 + mc_lane(col, 13) * w2 + mc_lane(col, 14) * w1 + mc_lane(col, 15) * w3);
   }
   *a0 = s0;
   *a1 = s1;
@@ -268,18 +289,12 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w,
 #else
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
   int32_t i;
-  for (i = 0; i < steps; ++i) {
-    const int32_t we = w[0], wo = w[1];
-    w += 2;
-    s0 = mc_smlad(col[0], we, s0);
-    s0 = mc_smlad(col[1], wo, s0);
-    s1 = mc_smlad(col[2], we, s1);
-    s1 = mc_smlad(col[3], wo, s1);
-    s2 = mc_smlad(col[4], we, s2);
-    s2 = mc_smlad(col[5], wo, s2);
-    s3 = mc_smlad(col[6], we, s3);
-    s3 = mc_smlad(col[7], wo, s3);
-    col += 8;
+  for (i = 0; i < steps; ++i, col += 8, w += 2) {
+    const int32_t w0 = mc_lane(w, 0), w2 = mc_lane(w, 1), w1 = mc_lane(w, 2), w3 = mc_lane(w, 3);
+    s0 = mc_mla(s0, 1, mc_lane(col, 0) * w0 + mc_lane(col, 1) * w2 + mc_lane(col, 2) * w1 + mc_lane(col, 3) * w3);
+    s1 = mc_mla(s1, 1, mc_lane(col, 4) * w0 + mc_lane(col, 5) * w2 + mc_lane(col, 6) * w1 + mc_lane(col, 7) * w3);
+    s2 = mc_mla(s2, 1, mc_lane(col, 8) * w0 + mc_lane(col, 9) * w2 + mc_lane(col, 10) * w1 + mc_lane(col, 11) * w3);
+    s3 = mc_mla(s3, 1, mc_lane(col, 12) * w0 + mc_lane(col, 13) * w2 + mc_lane(col, 14) * w1 + mc_lane(col, 15) * w3);
   }
   *a0 = s0;
   *a1 = s1;
@@ -347,19 +362,13 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
 #else
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
   int32_t i;
-  for (i = 0; i < steps; ++i) {
-    const int32_t xr = mc_read_s8x4(x);
-    const int32_t xe = mc_sxtb16(xr), xo = mc_sxtb16_ror8(xr);
-    x += 4;
-    s0 = mc_smlad(xe, w[0], s0);
-    s0 = mc_smlad(xo, w[1], s0);
-    s1 = mc_smlad(xe, w[2], s1);
-    s1 = mc_smlad(xo, w[3], s1);
-    s2 = mc_smlad(xe, w[4], s2);
-    s2 = mc_smlad(xo, w[5], s2);
-    s3 = mc_smlad(xe, w[6], s3);
-    s3 = mc_smlad(xo, w[7], s3);
-    w += 8;
+  for (i = 0; i < steps; ++i, x += 4, w += 8) {
+    const int32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+    /* row r's lanes 4r .. 4r+3 hold k0, k2, k1, k3 */
+    s0 = mc_mla(s0, 1, mc_lane(w, 0) * x0 + mc_lane(w, 1) * x2 + mc_lane(w, 2) * x1 + mc_lane(w, 3) * x3);
+    s1 = mc_mla(s1, 1, mc_lane(w, 4) * x0 + mc_lane(w, 5) * x2 + mc_lane(w, 6) * x1 + mc_lane(w, 7) * x3);
+    s2 = mc_mla(s2, 1, mc_lane(w, 8) * x0 + mc_lane(w, 9) * x2 + mc_lane(w, 10) * x1 + mc_lane(w, 11) * x3);
+    s3 = mc_mla(s3, 1, mc_lane(w, 12) * x0 + mc_lane(w, 13) * x2 + mc_lane(w, 14) * x1 + mc_lane(w, 15) * x3);
   }
   *a0 = s0;
   *a1 = s1;
@@ -409,12 +418,11 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
 #define MC_DW4_TAP_RO(P_, C_, W_, A0_, A1_, A2_, A3_) MC_DW4_TAP((P_) + (C_), 0, W_, A0_, A1_, A2_, A3_)
 #define MC_DW4_TAP(P_, OFF_, W_, A0_, A1_, A2_, A3_)                                                  \
   do {                                                                                              \
-    const int32_t v_ = mc_read_s8x4((P_) + (OFF_));                                                 \
-    const int32_t e_ = mc_sxtb16(v_), o_ = mc_sxtb16_ror8(v_);                                      \
-    (A0_) = mc_smlabb(e_, (W_)[0], (A0_));                                                          \
-    (A2_) = mc_smlatt(e_, (W_)[0], (A2_));                                                          \
-    (A1_) = mc_smlabb(o_, (W_)[1], (A1_));                                                          \
-    (A3_) = mc_smlatt(o_, (W_)[1], (A3_));                                                          \
+    const int8_t* x_ = (P_) + (OFF_);                                                               \
+    (A0_) = mc_mla((A0_), x_[0], mc_lane((W_), 0));                                                 \
+    (A2_) = mc_mla((A2_), x_[2], mc_lane((W_), 1));                                                 \
+    (A1_) = mc_mla((A1_), x_[1], mc_lane((W_), 2));                                                 \
+    (A3_) = mc_mla((A3_), x_[3], mc_lane((W_), 3));                                                 \
     (W_) += 2;                                                                                      \
   } while (0)
 #endif
@@ -424,6 +432,7 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
 /* Sign-extend steps groups of 4 int8 from src into the column layout of mc_dot_p4 (one pixel's
  * pairs, 8 words apart); returns where the next group goes. */
 static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps) {
+#if MC_DSP_ASM
   for (; steps >= 2; steps -= 2) {
     const int32_t v0 = mc_read_s8x4(src), v1 = mc_read_s8x4(src + 4);
     src += 8;
@@ -435,11 +444,18 @@ static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps
   }
   if (steps) {
     const int32_t v = mc_read_s8x4(src);
-    src += 4;
     d[0] = mc_sxtb16(v);
     d[1] = mc_sxtb16_ror8(v);
     d += 8;
   }
+#else
+  for (; steps > 0; --steps, src += 4, d += 8) {
+    mc_set_lane(d, 0, src[0]);
+    mc_set_lane(d, 1, src[2]);
+    mc_set_lane(d, 2, src[1]);
+    mc_set_lane(d, 3, src[3]);
+  }
+#endif
   return d;
 }
 
