@@ -216,11 +216,15 @@ def zephyr_project(hello, tmp_path):
     return create_project(hello, "zephyr", "mps2_an385", tmp_path / "project").dir
 
 
-def test_missing_west_is_one_line_with_the_fix(zephyr_project, tmp_path):
+def test_missing_west_is_one_line_with_the_fix(zephyr_project, shared_models, tmp_path):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     env = {**_environment_without_zephyr(), "PATH": str(empty), "ZEPHYR_BASE": str(tmp_path)}
     _assert_one_line_error(_cli(["build", str(zephyr_project)], env), WEST_HINT)
+    model = str(shared_models / "tflm" / "hello_world_int8.tflite")
+    for mode in ("standalone", "host-driven"):
+        _assert_one_line_error(_cli(["run", model, "--template", "zephyr", "--board", "mps2_an385", "--mode", mode],
+                                    env), WEST_HINT)
     _assert_one_line_error(_cli(["flash", str(zephyr_project)], env), "does not exist")  # not built yet
 
 
