@@ -117,8 +117,8 @@ class FullyConnected(OpKernel):
                                     if depth_tail and plan["weights"] == "s16" else None),
                       fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
         if per_channel:
-            values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c", c), rs=ctx.const("r", r),
-                          requant=None)
+            values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c" if is_fast else "shift", c),
+                          rs=ctx.const("r", r) if is_fast else None, requant=None)
         else:
             values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
         plan["requant"] = "smmlar" if is_fast else "reference"
