@@ -126,3 +126,36 @@ def test_memory_plan_never_overlaps_live_buffers(g):
                 off_b = g.offsets[b.tensor]
                 assert off_a + a.size <= off_b or off_b + b.size <= off_a, (a, b)
     assert g.arena_bytes >= lower_bound(buffers, len(g.operators))
+
+
+def add_graph(reuse_a_later=False):
+    """x -> FC -> a; x -> FC -> b; a + b -> s; s -> FC -> y (optionally a -> FC -> z as well)."""
+    w = Tensor("w", (4, 4), "int8", Quantization([0.01], [0]), np.ones((4, 4), np.int8))
+    tensors = [act("x", [1, 4]), act("a", [1, 4]), act("b", [1, 4]), act("s", [1, 4]), act("y", [1, 4]), w,
+               act("z", [1, 4])]
+    ops = [
+        Operator("FULLY_CONNECTED", [0, 5], [1], {"activation": "NONE"}, 0),
+        Operator("FULLY_CONNECTED", [0, 5], [2], {"activation": "NONE"}, 1),
+        Operator("ADD", [1, 2], [3], {"activation": "NONE"}, 2),
+        Operator("FULLY_CONNECTED", [3, 5], [4], {"activation": "NONE"}, 3),
+    ]
+    outputs = [4]
+    if reuse_a_later:
+        ops.append(Operator("FULLY_CONNECTED", [1, 5], [6], {"activation": "NONE"}, 4))
+        outputs.append(6)
+    return Graph("add", tensors, ops, [0], outputs)
+
+
+def test_memory_plan_runs_elementwise_add_in_place():
+    g = plan_memory(add_graph())
+    assert g.storage(3) == 1  # the sum is written over its first input, which dies there
+    assert g.offsets[1] != g.offsets[2]
+    assert g.arena_bytes == 8  # a (then s) and b; without in-place: a, b and s live at the ADD
+    assert g.arena_bytes == lower_bound(arena_buffers(g), len(g.operators))
+
+
+def test_memory_plan_in_place_only_when_the_input_dies():
+    g = plan_memory(add_graph(reuse_a_later=True))
+    assert g.storage(3) == 2  # 'a' is read later: the sum takes b's memory instead
+    g = plan_memory(Graph("g", add_graph().tensors, add_graph().operators[2:3], [1, 2], [3]))
+    assert g.storage(3) == 3 and g.arena_bytes == 0  # caller buffers are never shared

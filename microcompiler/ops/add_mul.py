@@ -103,6 +103,15 @@ class _Elementwise(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.outputs[0]].size
 
+    def inplace_inputs(self, op, graph):
+        """An input with the output's shape (not broadcast): element i of both inputs is read
+        before element i of the output is written."""
+        y = graph.tensors[op.outputs[0]]
+        rank = len(y.shape)
+        return tuple(k for k, i in enumerate(op.inputs)
+                     if (1,) * (rank - len(graph.tensors[i].shape)) + tuple(graph.tensors[i].shape) == tuple(y.shape)
+                     and graph.tensors[i].dtype == y.dtype)
+
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         loops, (idx1, idx2), out_idx = broadcast_loops(y.shape, [a.shape, b.shape])

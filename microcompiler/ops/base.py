@@ -55,6 +55,13 @@ class OpKernel:
         """Which implementation and knobs ``emit`` chooses (recorded in metadata.json)."""
         return {"variant": "reference"}
 
+    def inplace_inputs(self, op: Operator, graph: Graph) -> tuple[int, ...]:
+        """Positions in ``op.inputs`` whose memory the output may take over when that input is not
+        read after this operator (the memory planner's in-place opt-in). A kernel lists an input
+        only if it has the output's size and the generated code reads each of its elements before
+        writing the output element at the same offset."""
+        return ()
+
 
 class EmitContext:
     """What a kernel needs from the code generator while emitting one operator.

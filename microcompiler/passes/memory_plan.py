@@ -5,6 +5,9 @@ only intermediate activations. Two buffers may overlap in memory when their life
 operator that writes them to the last operator that reads them) do not overlap. The planner tries
 several placement orders (first-fit at the lowest free offset) and keeps the smallest arena; the
 result is compared against the lower bound, the largest set of simultaneously live buffers.
+
+Before placing, operators whose kernel opts in (``OpKernel.inplace_inputs``, e.g. ADD and MUL) write
+their output over an input that dies with them, which removes a buffer from the live set.
 """
 from __future__ import annotations
 
@@ -82,8 +85,45 @@ _ORDERS = {
 }
 
 
+def _last_reads(g: Graph) -> dict[int, int]:
+    """For each storage root, the step of the last operator that reads it."""
+    last: dict[int, int] = {}
+    for step, op in enumerate(g.operators):
+        for i in op.inputs:
+            if i >= 0:
+                last[g.storage(i)] = step
+    return last
+
+
+def share_in_place(g: Graph) -> None:
+    """Let an operator's output take over the memory of an input that dies at that operator, when
+    the kernel opts in (``OpKernel.inplace_inputs``: elementwise, same size). Records it as an
+    alias, so lifetimes, offsets and the graph executor's slots follow the shared storage."""
+    from microcompiler.ops import load_kernels
+    from microcompiler.ops.base import KERNELS
+    load_kernels()
+    owned = {g.storage(t) for t in g.inputs + g.outputs}
+    for step, op in enumerate(g.operators):
+        kernel = KERNELS.get(op.kind)
+        if kernel is None or len(op.outputs) != 1:
+            continue
+        out = op.outputs[0]
+        if out in g.aliases or g.storage(out) in owned:
+            continue
+        last = _last_reads(g)
+        for pos in kernel.inplace_inputs(op, g):
+            root = g.storage(op.inputs[pos])
+            t = g.tensors[root]
+            if (root in owned or t.is_constant or last.get(root) != step
+                    or t.nbytes != g.tensors[out].nbytes or root == out):
+                continue
+            g.aliases[out] = root
+            break
+
+
 def plan_memory(graph: Graph) -> Graph:
     g = graph.copy()
+    share_in_place(g)
     buffers = arena_buffers(g)
     best = None
     for key in _ORDERS.values():
