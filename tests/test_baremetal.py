@@ -148,20 +148,6 @@ def _assert_same(got: list[np.ndarray], want: list[np.ndarray], what: str) -> No
 MATRIX = [(m, b, e) for m in MODELS for b, e in _combos(m)]
 
 
-def _ulps(a: np.ndarray, b: np.ndarray) -> int:
-    """Largest distance in units in the last place between two float32 arrays."""
-    def ordered(x):
-        i = x.astype(np.float32).view(np.int32).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
-    return int(np.max(np.abs(ordered(a) - ordered(b)))) if a.size else 0
-
-
-# newlib builds its float maths (expf, ...) from the old fdlibm code on cores without a
-# double-precision FPU; glibc's and newlib's other builds are correctly rounded, so results of
-# kernels that call libm can differ in the last bit there.
-LIBM_DIFFERS = {"mps2_an385", "mps2_an386"}
-
-
 @pytest.mark.parametrize("model,board,executor", MATRIX)
 def test_firmware_matches_host(farm, model, board, executor):
     fw = farm.get(model, board, executor)
@@ -179,16 +165,7 @@ def test_firmware_matches_host(farm, model, board, executor):
     inputs, want = farm.reference(model)
     for k, x in enumerate(inputs):
         assert np.array_equal(np.load(fw.dir / "inputs" / f"input{k}.npy"), x), "the firmware's input"
-    try:
-        _assert_same(fw.run.outputs, want, f"{model} on {board} ({executor})")
-    except AssertionError:
-        uses_libm = any(op["kind"] in ("SOFTMAX", "LOGISTIC") for op in meta["operators"])
-        if not (board in LIBM_DIFFERS and uses_libm and all(w.dtype == np.float32 for w in want)):
-            raise
-        worst = max(_ulps(g, w) for g, w in zip(fw.run.outputs, want))
-        assert worst <= 2, f"float outputs differ from the host build by {worst} ulp"
-        pytest.xfail(f"newlib's fdlibm expf on {board} differs from glibc's by {worst} ulp (the float "
-                     "SOFTMAX kernel calls expf); a libm-free expf in the kernel would make this bit-exact")
+    _assert_same(fw.run.outputs, want, f"{model} on {board} ({executor})")
 
 
 def test_graph_and_aot_take_similar_time(farm):
