@@ -171,6 +171,15 @@ def test_fully_connected_rows4_tails(tmp_path, features, units, depth):
     assert kernel_of(lib)["weights"] == ("s16" if features else "s8")
 
 
+@pytest.mark.parametrize("units,depth", [(5, 17), (8, 4), (3, 9)])
+def test_fully_connected_rows4_int8_weights_with_dsp(tmp_path, units, depth):
+    """The "weights": "s8" knob on a DSP target (SXTB16 in the loop, half the flash of s16)."""
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_model("int8", 2, depth, units, "RELU", True, input_zp=-128))
+    _check_library(path, tmp_path, tuning={"FULLY_CONNECTED": {"weights": "s8"}},
+                   expect={"weights": "s8", "isa": "dsp"})
+
+
 # ---- AVERAGE_POOL_2D sxtab16 -------------------------------------------------------------------
 
 def test_average_pool_sxtab16_extremes(tmp_path):
@@ -253,9 +262,11 @@ QEMU_TOOLS = all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja"
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
-@pytest.mark.parametrize("board,tuning", [("mps2_an386", None), ("mps2_an386", {"CONV_2D": {"weights": "s16"}}),
-                                          ("mps2_an500", None), ("mps2_an385", None)],
-                         ids=["m4", "m4-s16", "m7", "m3"])
+@pytest.mark.parametrize("board,tuning", [
+    ("mps2_an386", None),
+    ("mps2_an386", {"CONV_2D": {"weights": "s16"}, "FULLY_CONNECTED": {"weights": "s8"}}),
+    ("mps2_an500", None),
+    ("mps2_an385", None)], ids=["m4", "m4-knobs", "m7", "m3"])
 def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
     """The DSP inline assembly (M4, M7) and the portable C (M3), every intermediate tensor compared."""
     from microcompiler.boards import load_board

@@ -37,21 +37,26 @@ class FullyConnected(OpKernel):
         b, o, d = self._dims(op, graph)
         return b * o * d
 
-    def plan(self, op, graph, features=frozenset()) -> dict:
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """rows4 (int8, weight zero point 0): 4 output rows per inner loop, the input zero point folded
         into the bias. With the DSP extension the weights are pre-packed as sign-extended int16
         pairs for SMLAD ("weights": "s16", twice the flash of int8: with one input vector there is
         no reuse to amortise sign-extending int8 weights at run time); without it they stay int8
-        ("s8": LDRSB + MLA). Otherwise the reference loop."""
+        ("s8": LDRSB + MLA; ``tuning`` {"weights": "s8"} picks it with the DSP extension too, for
+        half the flash). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if (x.dtype == "int8" and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point)):
             dsp = fast.has_dsp(features)
-            return {"variant": "rows4", "isa": "dsp" if dsp else "c", "rows": 4, "unroll": 4 if dsp else 1,
-                    "weights": "s16" if dsp else "s8", "scratch_bytes": 0}
+            s16 = dsp and (tuning or {}).get("weights", "s16") != "s8"
+            depth = w.shape[-1]
+            # int8 weights with SXTB16: row offsets must fit LDR's 12-bit immediate
+            sxtb16 = dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
+            return {"variant": "rows4", "isa": "dsp" if s16 or sxtb16 else "c", "rows": 4,
+                    "unroll": 4 if s16 else 1, "weights": "s16" if s16 else "s8", "scratch_bytes": 0}
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features)
+        plan = self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)
@@ -110,7 +115,7 @@ class FullyConnected(OpKernel):
         values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
                       blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), bias=ctx.const("bias", fast.wrap32(folded)),
-                      s16=plan["weights"] == "s16",
+                      s16=plan["weights"] == "s16", sxtb16=plan["weights"] == "s8" and plan["isa"] == "dsp",
                       weights=(ctx.const("weights", w_rows) if plan["weights"] == "s8" else
                                ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else None),
                       tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy())

@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Benchmark the MLPerf Tiny models on the emulated boards and write the tables of docs/benchmarks.md.
+
+For each model (KWS, IC, AD from ../shared/models/mlperf_tiny) and board (mps2_an386 Cortex-M4,
+mps2_an500 Cortex-M7, mps2_an385 Cortex-M3) it runs
+
+    microcompiler run MODEL --board BOARD --mode standalone --json --keep DIR
+
+(QEMU with -icount shift=0: one instruction = one virtual nanosecond, so instructions per inference =
+timer ticks x 1e9 / timer_hz, 40 per tick of the 25 MHz CMSDK timer read around the inference only,
+exactly as ../shared/baselines/qemu_tflm.md measured TFLite Micro), checks the outputs against the
+TFLM oracle bit for bit, and takes the flash and RAM split from the firmware's symbols. On the first
+board it also runs ``microcompiler bench MODEL --board BOARD --json`` for the per-operator
+breakdown, and it builds the int16-conv-weights variant (tuning {"CONV_2D": {"weights": "s16"}})
+through the Python API. The tables go between the BENCHMARK-TABLES markers of the output file.
+
+    python scripts/benchmarks.py                       # everything (about 5 minutes)
+    python scripts/benchmarks.py --models AD --boards mps2_an386 --no-bench --output /tmp/b.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+MODELS = {"KWS": "kws_ref_model", "IC": "pretrainedResnet_quant", "AD": "ad01_int8"}
+BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3"}
+S16 = {"CONV_2D": {"weights": "s16"}}
+BEGIN, END = "<!-- BENCHMARK-TABLES:BEGIN -->", "<!-- BENCHMARK-TABLES:END -->"
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def number(s: str) -> float:
+    return float(s.replace(",", "").replace("≤", "").replace("M", "").strip())
+
+
+def baselines() -> dict:
+    """The TFLM figures: qemu_tflm.md (instructions, M4 memory) and README.md (X-CUBE-AI, arenas)."""
+    out = {k: {} for k in MODELS}
+    qemu = (SHARED / "baselines" / "qemu_tflm.md").read_text().splitlines()
+    readme = (SHARED / "baselines" / "README.md").read_text().splitlines()
+    memory_table = False
+    for line in qemu:
+        if line.startswith("## Memory"):
+            memory_table = True
+        for key in MODELS:
+            if not line.startswith(f"| {key}"):
+                continue
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if not memory_table and len(cells) >= 7:
+                out[key].update(ref_m4=number(cells[2]), cmsis_m4=number(cells[3]), ref_m7=number(cells[4]),
+                                cmsis_m7=number(cells[5]))
+            elif memory_table and len(cells) == 4:
+                out[key].update(tflm_arena=number(cells[1]), tflm_text=number(cells[2]), tflm_stack=number(cells[3]))
+    for line in readme:
+        for key in MODELS:
+            if line.startswith(f"| {key} ") and len(line.split("|")) >= 8:
+                cells = [c.strip() for c in line.strip("|").split("|")]
+                out[key].update(xcube_ram=number(cells[4]), xcube_weights=number(cells[5]),
+                                tflite_weights=number(cells[6]))
+    return out
+
+
+def symbol_sizes(elf: Path) -> list[tuple[str, str, int]]:
+    """(name, "FUNC" or "OBJECT", size) of every sized symbol (readelf: the linker script puts
+    constants in .text, so nm's section letters cannot tell code from data)."""
+    text = subprocess.run(["arm-none-eabi-readelf", "-sW", str(elf)], capture_output=True, text=True,
+                          check=True).stdout
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 8 and parts[3] in ("FUNC", "OBJECT"):
+            size = int(parts[2], 0)  # readelf prints large sizes in hex
+            if size:
+                out.append((parts[7], parts[3], size))
+    return out
+
+
+def section_sizes(elf: Path) -> dict[str, int]:
+    text = subprocess.run(["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True, check=True).stdout
+    sizes = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
+            sizes[parts[0]] = int(parts[1])
+    return sizes
+
+
+def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) -> dict:
+    """Flash: model weights (its static const tables), model code (operator functions and
+    <name>_run), the test input compiled into main.c, and the runtime (startup, platform, report,
+    libc/libgcc, everything else). RAM: arena, output buffers, runtime data, stack high-water."""
+    syms = symbol_sizes(elf)
+    sections = section_sizes(elf)
+    model_prefix = f"{name}_"
+    weights = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith(model_prefix) and n != f"{name}_arena")
+    model_code = sum(s for n, t, s in syms if t == "FUNC" and n.startswith(model_prefix))
+    test_input = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_input"))
+    flash = sections.get(".text", 0) + sections.get(".ARM.exidx", 0) + sections.get(".data", 0) + \
+        sections.get(".weights", 0)
+    runtime_code = flash - weights - model_code - test_input
+    arena = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_arena")
+    outputs = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_output"))
+    data_bss = sections.get(".data", 0) + sections.get(".bss", 0)
+    scratch = max([op["kernel"].get("scratch_bytes", 0) for op in meta["operators"]] or [0])
+    return dict(flash=flash, weights=weights, model_code=model_code, runtime_code=runtime_code,
+                test_input=test_input, arena=arena, outputs=outputs, runtime_data=data_bss - arena - outputs,
+                stack=stack_high_water or 0, scratch=scratch,
+                ram=data_bss - outputs + (stack_high_water or 0))
+
+
+def oracle_outputs(model: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
+    try:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from oracle import Oracle
+    except Exception:  # the oracle (tflite-micro) is a test dependency
+        return None
+    return Oracle(model.read_bytes()).run(inputs)
+
+
+def run_default(model: Path, board: str, work: Path) -> dict:
+    """The public CLI: microcompiler run ... --mode standalone --json --keep DIR."""
+    from microcompiler.compiler import compile_model
+    from microcompiler.boards import load_board
+    from microcompiler.inputs import random_inputs
+    keep = work / f"{model.stem}-{board}"
+    cmd = ["microcompiler", "run", str(model), "--board", board, "--mode", "standalone", "--json", "--keep", str(keep)]
+    log("$ " + " ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    report = json.loads(proc.stdout)
+    meta = compile_model(model, features=load_board(board).cpu.features).metadata
+    inputs = random_inputs(meta["inputs"])  # what `run` uses without --input
+    outputs = [np.asarray(o) for o in report["outputs"]]
+    return dict(ticks=report["device_ticks"], hz=report["timer_hz"], stack=report.get("stack_bytes"), meta=meta,
+                elf=keep / "build" / "firmware.elf", outputs=outputs, inputs=inputs)
+
+
+def run_tuned(model: Path, board: str, work: Path, tuning: dict) -> dict:
+    """The Python API with kernel knob overrides (compile_model(tuning=...) + run_on_board)."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    from microcompiler.inputs import random_inputs
+    from microcompiler.project import run_on_board
+    b = load_board(board)
+    lib = compile_model(model, features=b.cpu.features, tuning=tuning)
+    inputs = random_inputs(lib.metadata["inputs"])
+    log(f"$ (python) compile_model({model.name}, tuning={tuning}) + run_on_board({board})")
+    project, _, result = run_on_board(lib, b, work / f"{model.stem}-{board}-tuned", input=inputs, log=lambda _: None)
+    return dict(ticks=result.ticks, hz=result.hz, stack=result.stack_bytes, meta=lib.metadata, elf=project.elf,
+                outputs=result.outputs, inputs=inputs)
+
+
+def per_operator(model: Path, board: str) -> list[dict] | None:
+    cmd = ["microcompiler", "bench", str(model), "--board", board, "--number", "1", "--repeat", "1", "--json"]
+    log("$ " + " ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log(f"bench failed (no per-operator table): {proc.stderr[-500:]}")
+        return None
+    report = json.loads(proc.stdout)
+    ns = 1e9 / report["timer_hz"]
+    return [dict(op, instructions=round(op["ticks"] * ns)) for op in report["operators"]]
+
+
+def measure(key: str, board: str, work: Path, tuning: dict | None) -> dict:
+    model = SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite"
+    r = run_tuned(model, board, work, tuning) if tuning else run_default(model, board, work)
+    want = oracle_outputs(model, r["inputs"])
+    exact = None if want is None else all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
+                                          for g, w in zip(r["outputs"], want))
+    instructions = round(r["ticks"] * 1e9 / r["hz"])
+    meta = r["meta"]
+    return dict(model=key, board=board, tuning=tuning, instructions=instructions, macs=meta["total_macs"],
+                exact=exact, variants=[o["kernel"] for o in meta["operators"]], meta=meta,
+                **footprint(r["elf"], meta["name"], r["stack"], meta))
+
+
+def fmt(n) -> str:
+    return f"{int(round(n)):,}"
+
+
+def tables(results: list[dict], ops: dict, base: dict) -> str:
+    lines = ["### Instructions per inference", "",
+             "| model | board | variant | MACs | instructions | per MAC | TFLM reference | TFLM + CMSIS-NN | "
+             "vs CMSIS-NN | goal (0.5x) | bit-exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        core = BOARDS[r["board"]]
+        b = base[r["model"]]
+        ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7"))}
+                      .get(core, (b.get("ref_m4"), b.get("cmsis_m4"))))
+        variant = "int16 conv weights" if r["tuning"] else "default"
+        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if core in ("M4", "M7") else "n/a (no DSP)"
+        exact = {True: "yes", False: "**NO**", None: "not checked"}[r["exact"]]
+        ref_note = "" if core in ("M4", "M7") else " (M4)"
+        lines.append(f"| {r['model']} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
+                     f"| {r['instructions'] / r['macs']:.2f} | {fmt(ref)}{ref_note} | {fmt(cmsis)}{ref_note} "
+                     f"| {r['instructions'] / cmsis:.3f}x | ≤ {fmt(cmsis / 2)}: {goal} | {exact} |")
+    lines += ["", "### Flash and RAM (bytes)", "",
+              "Flash = weights (the model's constant tables, as laid out for the kernels) + model code (operator "
+              "functions and `<model>_run`) + runtime code (startup, platform, report, libc/libgcc) + the test input "
+              "compiled into the firmware. RAM = arena + runtime data (.data/.bss besides the arena and the output "
+              "buffers) + stack high-water (measured by the firmware; it includes the kernels' scratch, which lives "
+              "on the stack). TFLM figures: M4 CMSIS-NN build, text includes the model flatbuffer.", "",
+              "| model | board | variant | flash | weights | model code | runtime code | test input | arena | "
+              "scratch (on stack) | stack high-water | runtime data | RAM | TFLM arena + stack | TFLM text | "
+              "X-CUBE-AI RAM / weights |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        b = base[r["model"]]
+        variant = "int16 conv weights" if r["tuning"] else "default"
+        lines.append(f"| {r['model']} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
+                     f"| {fmt(r['model_code'])} | {fmt(r['runtime_code'])} | {fmt(r['test_input'])} | {fmt(r['arena'])} "
+                     f"| {fmt(r['scratch'])} | {fmt(r['stack'])} | {fmt(r['runtime_data'])} | {fmt(r['ram'])} "
+                     f"| {fmt(b.get('tflm_arena', 0) + b.get('tflm_stack', 0))} | {fmt(b.get('tflm_text', 0))} "
+                     f"| {fmt(b.get('xcube_ram', 0))} / {fmt(b.get('xcube_weights', 0))} |")
+    for (key, board), operators in ops.items():
+        if not operators:
+            continue
+        meta = next(r["meta"] for r in results if r["model"] == key and r["board"] == board and not r["tuning"])
+        by_index = {o["index"]: o for o in meta["operators"]}
+        total = sum(o["instructions"] for o in operators)
+        lines += ["", f"### Per operator: {key} on {board} (`microcompiler bench`, host-driven graph executor)", "",
+                  "| # | operator | kernel | MACs | instructions | per MAC | share |", "|---|---|---|---|---|---|---|"]
+        for o in operators:
+            m = by_index.get(o.get("index"), {})
+            k = m.get("kernel", {})
+            knobs = ", ".join(f"{a}={v}" for a, v in k.items() if a not in ("variant", "scratch_bytes"))
+            kernel = k.get("variant", "?") + (f" ({knobs})" if knobs else "")
+            macs = m.get("macs", 0)
+            per_mac = f"{o['instructions'] / macs:.2f}" if macs else "-"
+            lines.append(f"| {o.get('index', '')} | {o.get('kind', o['function'])} | {kernel} | {fmt(macs)} "
+                         f"| {fmt(o['instructions'])} | {per_mac} | {o['instructions'] / total * 100:.1f}% |")
+        lines.append(f"| | sum of operators | | | {fmt(total)} | | |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--boards", nargs="+", default=list(BOARDS), choices=list(BOARDS))
+    p.add_argument("--no-bench", action="store_true", help="skip the per-operator breakdown (microcompiler bench)")
+    p.add_argument("--no-variants", action="store_true", help="skip the int16-conv-weights builds")
+    p.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md",
+                   help="file whose BENCHMARK-TABLES section is replaced (created if missing)")
+    p.add_argument("--json", type=Path, help="also write the raw results here")
+    args = p.parse_args(argv)
+    base = baselines()
+    results, ops = [], {}
+    with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
+        work = Path(tmp)
+        for key in args.models:
+            for board in args.boards:
+                results.append(measure(key, board, work, None))
+                log(f"{key} {board}: {results[-1]['instructions']:,} instructions")
+                if not args.no_variants and BOARDS[board] in ("M4", "M7") and key != "AD":
+                    results.append(measure(key, board, work, S16))
+                    log(f"{key} {board} int16 conv weights: {results[-1]['instructions']:,} instructions")
+            if not args.no_bench:
+                board = args.boards[0]
+                ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite", board)
+    text = tables(results, ops, base)
+    out = args.output
+    doc = out.read_text() if out.exists() else f"{BEGIN}\n{END}\n"
+    if BEGIN not in doc:
+        doc += f"\n{BEGIN}\n{END}\n"
+    doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: f"{BEGIN}\n{text}{END}", doc, flags=re.S)
+    out.write_text(doc)
+    if args.json:
+        args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "meta"} for r in results], indent=1,
+                                        default=str))
+    log(f"wrote {out}")
+    return 0 if all(r["exact"] is not False for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
