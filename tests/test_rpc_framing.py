@@ -102,6 +102,7 @@ def test_c_server_answers_the_golden_ping_with_the_golden_reply(test_server):
     with start_server(test_server) as transport:
         link = RawLink(transport)
         link.send(b"line noise \x7d\x00\x7e")  # a damaged frame first: the server must shrug it off
+        assert link.next_frame()[0] == 0x43  # (and say so: NAK)
         for byte in GOLDEN_PING_REQUEST:  # then the golden request, one byte per write
             link.send(bytes([byte]))
         assert link.next_frame() == bytes.fromhex(GOLDEN_FRAMES[5][0])
