@@ -37,7 +37,7 @@ from microcompiler import resources
 from microcompiler.boards import Board, load_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.c_arrays import c_initializer
-from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
+from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.ir import np_dtype
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
-import numpy as np
 
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array
