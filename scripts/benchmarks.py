@@ -100,11 +100,13 @@ def section_sizes(elf: Path) -> dict[str, int]:
 def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) -> dict:
     """Flash: model weights (its static const tables), model code (operator functions and
     <name>_run), the test input compiled into main.c, and the runtime (startup, platform, report,
-    libc/libgcc, everything else). RAM: arena, output buffers, runtime data, stack high-water."""
+    libc/libgcc, everything else). RAM: arena, the kernels' shared scratch buffer, output buffers,
+    runtime data, stack high-water."""
     syms = symbol_sizes(elf)
     sections = section_sizes(elf)
     model_prefix = f"{name}_"
-    weights = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith(model_prefix) and n != f"{name}_arena")
+    ram_objects = (f"{name}_arena", f"{name}_scratch")
+    weights = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith(model_prefix) and n not in ram_objects)
     model_code = sum(s for n, t, s in syms if t == "FUNC" and n.startswith(model_prefix))
     test_input = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_input"))
     flash = sections.get(".text", 0) + sections.get(".ARM.exidx", 0) + sections.get(".data", 0) + \
@@ -113,9 +115,10 @@ def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) ->
     arena = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_arena")
     outputs = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_output"))
     data_bss = sections.get(".data", 0) + sections.get(".bss", 0)
-    scratch = max([op["kernel"].get("scratch_bytes", 0) for op in meta["operators"]] or [0])
+    scratch = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_scratch")
     return dict(flash=flash, weights=weights, model_code=model_code, runtime_code=runtime_code,
-                test_input=test_input, arena=arena, outputs=outputs, runtime_data=data_bss - arena - outputs,
+                test_input=test_input, arena=arena, outputs=outputs,
+                runtime_data=data_bss - arena - scratch - outputs,
                 stack=stack_high_water or 0, scratch=scratch,
                 ram=data_bss - outputs + (stack_high_water or 0))
 
@@ -212,11 +215,12 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
     lines += ["", "### Flash and RAM (bytes)", "",
               "Flash = weights (the model's constant tables, as laid out for the kernels) + model code (operator "
               "functions and `<model>_run`) + runtime code (startup, platform, report, libc/libgcc) + the test input "
-              "compiled into the firmware. RAM = arena + runtime data (.data/.bss besides the arena and the output "
-              "buffers) + stack high-water (measured by the firmware; it includes the kernels' scratch, which lives "
-              "on the stack). TFLM figures: M4 CMSIS-NN build, text includes the model flatbuffer.", "",
+              "compiled into the firmware. RAM = arena + the kernels' scratch (one .bss buffer shared by the "
+              "operators) + runtime data (the rest of .data/.bss, without the output buffers) + stack high-water "
+              "(measured by the firmware). TFLM figures: M4 CMSIS-NN build, text includes the model flatbuffer; "
+              "its arena includes its kernels' scratch.", "",
               "| model | board | variant | flash | weights | model code | runtime code | test input | arena | "
-              "scratch (on stack) | stack high-water | runtime data | RAM | TFLM arena + stack | TFLM text | "
+              "scratch | stack high-water | runtime data | RAM | TFLM arena + stack | TFLM text | "
               "X-CUBE-AI RAM / weights |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:

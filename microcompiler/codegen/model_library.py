@@ -118,7 +118,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         calls.append((fn, args))
     values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
-                  params=[c_array(*a) for a in params.arrays])
+                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(**values)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
@@ -133,6 +133,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "outputs": outputs,
         "arena_bytes": graph.arena_bytes,
         "params_bytes": params.nbytes,
+        "scratch_bytes": params.scratch_bytes,
         "operators": [{
             "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
             "layer": graph.tensors[fn.op.outputs[0]].name,

@@ -104,9 +104,15 @@ class EmitContext:
     def render(self, template: str, **values) -> str:
         return _TEMPLATES.get_template(template).render(**values)
 
+    def scratch(self, nbytes: int) -> str:
+        """The C name of the model's scratch buffer (int32_t-aligned, at least nbytes), shared by
+        every operator of the model (one runs at a time); it lives in .bss, not on the stack."""
+        return self.params.scratch(nbytes)
+
 
 class ParamSink:
-    """Collects the ``static const`` arrays that end up in flash."""
+    """Collects the ``static const`` arrays that end up in flash, and the size of the kernels'
+    shared scratch buffer."""
 
     _CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
                np.dtype(np.int64): "int64_t", np.dtype(np.float32): "float", np.dtype(np.uint8): "uint8_t"}
@@ -115,6 +121,11 @@ class ParamSink:
         self.model = model
         self.arrays: list[tuple[str, str, np.ndarray, str]] = []  # (name, ctype, data, comment)
         self._by_tensor: dict[int, str] = {}
+        self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
+
+    def scratch(self, nbytes: int) -> str:
+        self.scratch_bytes = max(self.scratch_bytes, -(-int(nbytes) // 4) * 4)
+        return f"{self.model}_scratch"
 
     def tensor(self, index: int, t: Tensor) -> str:
         if index not in self._by_tensor:

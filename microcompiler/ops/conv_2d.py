@@ -234,6 +234,10 @@ class Conv2D(OpKernel):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2] * w.shape[3]
 
+    def variant(self, op, graph):
+        """The plan for a target without features (emit() records the plan for the actual target)."""
+        return self.plan(op, graph)
+
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """The variant emit() generates and its knobs (recorded in metadata.json).
 
@@ -317,6 +321,7 @@ class Conv2D(OpKernel):
         return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
                           params=params, uniform=uniform, stride=1 if uniform else 4,
+                          scratch=ctx.scratch(plan["scratch_bytes"]),
                           steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
                           zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,
                           full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,

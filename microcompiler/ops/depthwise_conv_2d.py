@@ -40,6 +40,10 @@ class DepthwiseConv2D(OpKernel):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2]
 
+    def variant(self, op, graph):
+        """The plan for a target without features (emit() records the plan for the actual target)."""
+        return self.plan(op, graph)
+
     def plan(self, op, graph, features=frozenset()) -> dict:
         """channels4 (int8, depth multiplier 1, channels % 4 == 0): 4 channels per step with the taps
         unrolled, int16 weights (SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp; LDRSB +

@@ -37,6 +37,10 @@ class FullyConnected(OpKernel):
         b, o, d = self._dims(op, graph)
         return b * o * d
 
+    def variant(self, op, graph):
+        """The plan for a target without features (emit() records the plan for the actual target)."""
+        return self.plan(op, graph)
+
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """rows4 (int8, weight zero point 0): 4 output rows per inner loop, the input zero point folded
         into the bias. With the DSP extension the weights are pre-packed as sign-extended int16
