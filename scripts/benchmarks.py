@@ -11,10 +11,11 @@ timer ticks x 1e9 / timer_hz, 40 per tick of the 25 MHz CMSDK timer read around 
 exactly as ../shared/baselines/qemu_tflm.md measured TFLite Micro), checks the outputs against the
 TFLM oracle bit for bit, and takes the flash and RAM split from the firmware's symbols. On the first
 board it also runs ``microcompiler bench MODEL --board BOARD --json`` for the per-operator
-breakdown, and it builds the int16-conv-weights variant (tuning {"CONV_2D": {"weights": "s16"}})
-through the Python API. The tables go between the BENCHMARK-TABLES markers of the output file.
+breakdown. The knob variants of VARIANTS (int16 conv weights, int8 FC weights) are built through
+the Python API (compile_model(tuning=...) + run_on_board). The tables go between the
+BENCHMARK-TABLES markers of the output file.
 
-    python scripts/benchmarks.py                       # everything (about 5 minutes)
+    python scripts/benchmarks.py                       # everything (about a minute)
     python scripts/benchmarks.py --models AD --boards mps2_an386 --no-bench --output /tmp/b.md
 """
 from __future__ import annotations
@@ -33,7 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 MODELS = {"KWS": "kws_ref_model", "IC": "pretrainedResnet_quant", "AD": "ad01_int8"}
 BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3"}
-S16 = {"CONV_2D": {"weights": "s16"}}
+# Knob variants measured besides the defaults (DSP boards): faster or leaner.
+VARIANTS = {"KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
+            "IC": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
+            "AD": [("int8 FC weights", {"FULLY_CONNECTED": {"weights": "s8"}})]}
 BEGIN, END = "<!-- BENCHMARK-TABLES:BEGIN -->", "<!-- BENCHMARK-TABLES:END -->"
 
 
@@ -205,7 +209,7 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
         b = base[r["model"]]
         ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7"))}
                       .get(core, (b.get("ref_m4"), b.get("cmsis_m4"))))
-        variant = "int16 conv weights" if r["tuning"] else "default"
+        variant = r.get("label", "default")
         goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if core in ("M4", "M7") else "n/a (no DSP)"
         exact = {True: "yes", False: "**NO**", None: "not checked"}[r["exact"]]
         ref_note = "" if core in ("M4", "M7") else " (M4)"
@@ -225,7 +229,7 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         b = base[r["model"]]
-        variant = "int16 conv weights" if r["tuning"] else "default"
+        variant = r.get("label", "default")
         lines.append(f"| {r['model']} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
                      f"| {fmt(r['model_code'])} | {fmt(r['runtime_code'])} | {fmt(r['test_input'])} | {fmt(r['arena'])} "
                      f"| {fmt(r['scratch'])} | {fmt(r['stack'])} | {fmt(r['runtime_data'])} | {fmt(r['ram'])} "
@@ -270,9 +274,9 @@ def main(argv=None) -> int:
             for board in args.boards:
                 results.append(measure(key, board, work, None))
                 log(f"{key} {board}: {results[-1]['instructions']:,} instructions")
-                if not args.no_variants and BOARDS[board] in ("M4", "M7") and key != "AD":
-                    results.append(measure(key, board, work, S16))
-                    log(f"{key} {board} int16 conv weights: {results[-1]['instructions']:,} instructions")
+                for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS[key]):
+                    results.append(dict(measure(key, board, work, tuning), label=label))
+                    log(f"{key} {board} {label}: {results[-1]['instructions']:,} instructions")
             if not args.no_bench:
                 board = args.boards[0]
                 ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite", board)
