@@ -56,3 +56,9 @@ void mc_report_end(mc_status_t status) {
   mc_report_text(mc_status_name(status));
   mc_report_text("\n");
 }
+
+void mc_report_abort(mc_status_t status) {
+  mc_report_text("MC-ABORT ");
+  mc_report_text(mc_status_name(status));
+  mc_report_text("\n");
+}

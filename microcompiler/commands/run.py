@@ -47,6 +47,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def print_outputs(outputs: list[np.ndarray], meta: dict) -> None:
+    """The model's outputs, one block per output tensor, for people (not --json)."""
+    for k, out in enumerate(outputs):
+        print(f"output{k} {meta['outputs'][k]['dtype']}{list(out.shape)}:")
+        print(np.array2string(out, threshold=64))
+
+
 def _progress(line: str) -> None:
     print(line, file=sys.stderr)
 
@@ -84,9 +91,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        for k, out in enumerate(outputs):
-            print(f"output{k} {meta['outputs'][k]['dtype']}{list(out.shape)}:")
-            print(np.array2string(out, threshold=64))
+        print_outputs(outputs, meta)
         print(f"time on {args.board}: {ticks} ticks at {hz} Hz")
         if board is not None:
             print(f"firmware: flash {report['flash_bytes']:,} B, RAM {report['ram_bytes']:,} B "

@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from microcompiler.boards import HOST, load_board
+from microcompiler.commands.run import print_outputs
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
@@ -49,9 +48,7 @@ def run_host_driven(args) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        for k, out in enumerate(outputs):
-            print(f"output{k} {meta['outputs'][k]['dtype']}{list(out.shape)}:")
-            print(np.array2string(out, threshold=64))
+        print_outputs(outputs, meta)
         print(f"time on {args.board} (sum of {len(op_ticks)} operators, host-driven): {sum(op_ticks)} ticks "
               f"at {hz} Hz")
     return 0

@@ -19,6 +19,9 @@ void mc_report_begin(void);
 void mc_report_tensor(int index, const void* data, size_t bytes);
 void mc_report_value(const char* key, uint64_t value);
 void mc_report_end(mc_status_t status);
+/* Announce an unrecoverable error ("MC-ABORT <status name>"); platforms call
+ * this from mc_platform_abort() before halting. */
+void mc_report_abort(mc_status_t status);
 /* Write a NUL-terminated string to the link. */
 void mc_report_text(const char* text);
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "microcompiler/platform.h"
+#include "microcompiler/report.h"
 
 #if !defined(MC_UART_BASE) || !defined(MC_UART_CLOCK_HZ) || !defined(MC_UART_BAUD)
 #error "define MC_UART_BASE, MC_UART_CLOCK_HZ and MC_UART_BAUD (the project's CMakeLists.txt does)"
@@ -180,13 +181,7 @@ mc_status_t mc_platform_random(uint8_t* buf, size_t len) {
 }
 
 void mc_platform_abort(mc_status_t status) {
-  static const char prefix[] = "MC-ABORT ";
-  const char* name = mc_status_name(status);
-  size_t n = 0;
-  (void)mc_platform_write((const uint8_t*)prefix, sizeof(prefix) - 1u);
-  while (name[n] != '\0') ++n;
-  (void)mc_platform_write((const uint8_t*)name, n);
-  (void)mc_platform_write((const uint8_t*)"\n", 1u);
+  mc_report_abort(status);
   for (;;) {
     __asm volatile("cpsid i\n wfi" ::: "memory");
   }

@@ -28,6 +28,7 @@
 #endif
 
 #include "microcompiler/platform.h"
+#include "microcompiler/report.h"
 #include "zephyr_platform.h"
 
 #if !DT_HAS_CHOSEN(zephyr_console)
@@ -190,13 +191,7 @@ mc_status_t mc_platform_random(uint8_t* buf, size_t len) {
 }
 
 void mc_platform_abort(mc_status_t status) {
-  static const char prefix[] = "MC-ABORT ";
-  const char* name = mc_status_name(status);
-  size_t n = 0;
-  (void)mc_platform_write((const uint8_t*)prefix, sizeof(prefix) - 1u);
-  while (name[n] != '\0') ++n;
-  (void)mc_platform_write((const uint8_t*)name, n);
-  (void)mc_platform_write((const uint8_t*)"\n", 1u);
+  mc_report_abort(status);
   k_panic();
   for (;;) {
     k_sleep(K_FOREVER); /* not reached: k_panic() halts the system */
