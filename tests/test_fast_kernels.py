@@ -168,7 +168,8 @@ def test_fully_connected_rows4_tails(tmp_path, features, units, depth):
     lib = assert_matches_oracle(fc_model("int8", 2, depth, units, "RELU6", units % 2 == 1, input_zp=-128),
                                 tmp_path, n_inputs=2, features=features)
     assert kernel_of(lib)["variant"] == "rows4"
-    assert kernel_of(lib)["weights"] == ("s16" if features else "s8")
+    assert kernel_of(lib)["weights"] == "s8"
+    assert kernel_of(lib).get("extract") == ("lanes" if features and depth >= 4 else None)
 
 
 @pytest.mark.parametrize("units,depth", [(5, 17), (8, 4), (3, 9)])

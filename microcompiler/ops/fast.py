@@ -118,3 +118,52 @@ def pack_s16_rows(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
     w = w.reshape(rows, k4 // 4, 4)
     words = np.stack([pairs(w[:, :, 0], w[:, :, 2]), pairs(w[:, :, 1], w[:, :, 3])], axis=2)
     return words.reshape(rows, -1).astype(np.int32), k4 // 4
+
+
+LANES_ACC_LIMIT = 2**23  # the "lanes" FC kernel accumulates 256 * acc in int32
+
+
+def lanes_words(w_rows: np.ndarray) -> np.ndarray | None:
+    """int8 [rows, 4 * steps] -> the "lanes" words [rows, steps]: int16 lanes (w0 + 256 w1,
+    w2 + 256 w3) per group of 4 (bytes 0 and 2 are w0 and w2; 4 bytes for 4 weights). None when a
+    lane does not fit int16 (w1 or w3 == -128 with a negative w0 or w2)."""
+    rows, k = w_rows.shape
+    w = w_rows.astype(np.int64).reshape(rows, k // 4, 4)
+    lo = w[:, :, 0] + 256 * w[:, :, 1]
+    hi = w[:, :, 2] + 256 * w[:, :, 3]
+    if min(lo.min(initial=0), hi.min(initial=0)) < -32768:
+        return None
+    return pairs(lo, hi).reshape(rows, k // 4)
+
+
+def lanes_plan(w_rows: np.ndarray, folded: np.ndarray) -> bool:
+    """Whether the "lanes" FC kernel applies: the lanes fit and |bias + sum(w x)| < 2^23 per row."""
+    rows, depth = w_rows.shape
+    steps = depth // 4
+    if steps == 0 or lanes_words(w_rows[:, :steps * 4]) is None:
+        return False
+    bound = np.abs(folded.astype(np.int64)) + 128 * np.abs(w_rows[:, :steps * 4].astype(np.int64)).sum(axis=1)
+    return bool(np.all(bound < LANES_ACC_LIMIT))
+
+
+def pack_lanes_rows4(w_rows: np.ndarray) -> np.ndarray:
+    """Weights [rows, depth] for mc_dot_r4_s8l: per block of 4 rows and per group of 4 inputs, the
+    lanes words of rows 0..3; the rows % 4 left over follow, each as its own stream of words. The
+    depth % 4 trailing inputs are not included."""
+    rows, depth = w_rows.shape
+    steps = depth // 4
+    words = lanes_words(w_rows[:, :steps * 4])
+    blocks = rows // 4
+    out = []
+    if blocks:
+        out.append(words[:blocks * 4].reshape(blocks, 4, steps).transpose(0, 2, 1).reshape(-1))
+    if rows % 4:
+        out.append(words[blocks * 4:].reshape(-1))
+    return np.concatenate(out).astype(np.int32)
+
+
+def lanes_bias(w_rows: np.ndarray, folded: np.ndarray) -> np.ndarray:
+    """Accumulator start of mc_dot_r4_s8l: 256 * bias - 127 * sum(w0 + w2) (mod 2^32)."""
+    steps = w_rows.shape[1] // 4
+    w = w_rows[:, :steps * 4].astype(np.int64).reshape(len(w_rows), steps, 4)
+    return wrap32(256 * folded.astype(np.int64) - 127 * (w[:, :, 0] + w[:, :, 2]).sum(axis=1))

@@ -43,21 +43,45 @@ class FullyConnected(OpKernel):
 
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """rows4 (int8, weight zero point 0): 4 output rows per inner loop, the input zero point folded
-        into the bias. With the DSP extension the weights are pre-packed as sign-extended int16
-        pairs for SMLAD ("weights": "s16", twice the flash of int8: with one input vector there is
-        no reuse to amortise sign-extending int8 weights at run time); without it they stay int8
-        ("s8": LDRSB + MLA; ``tuning`` {"weights": "s8"} picks it with the DSP extension too, for
-        half the flash). Otherwise the reference loop."""
+        into the bias. With the DSP extension the default keeps the weights int8 ("weights": "s8",
+        "extract": "lanes": each weight word encodes the int16 lanes (w0 + 256 w1, w2 + 256 w3), the
+        input is expanded once per inference into the kernel scratch, SMLAD + SXTB16 + SMLAD per word:
+        14 instructions per 16 MACs, flash = the .tflite's weights) when the lanes fit int16 and
+        |acc| < 2^23 (256 * acc must fit the accumulator); otherwise sign-extended int16 pairs
+        ("s16": 13 per 16 MACs, twice the flash). ``tuning`` {"weights": "s16"} forces s16;
+        {"weights": "s8"} forces int8 (SXTB16 of every weight, "extract": "sxtb16", 23 per 16 MACs,
+        when the lanes encoding does not apply). Without the DSP extension int8 (LDRSB + MLA).
+        Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if (x.dtype == "int8" and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point)):
             dsp = fast.has_dsp(features)
-            s16 = dsp and (tuning or {}).get("weights", "s16") != "s8"
+            knob = (tuning or {}).get("weights")
             depth = w.shape[-1]
+            if dsp and knob != "s16" and self._lanes_ok(op, graph):
+                return {"variant": "rows4", "isa": "dsp", "rows": 4, "unroll": 4, "weights": "s8",
+                        "extract": "lanes", "scratch_bytes": 8 * (depth // 4)}
+            s16 = dsp and knob != "s8" and depth >= 4
             # int8 weights with SXTB16: row offsets must fit LDR's 12-bit immediate
             sxtb16 = dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
-            return {"variant": "rows4", "isa": "dsp" if s16 or sxtb16 else "c", "rows": 4,
+            plan = {"variant": "rows4", "isa": "dsp" if s16 or sxtb16 else "c", "rows": 4,
                     "unroll": 4 if s16 else 1, "weights": "s16" if s16 else "s8", "scratch_bytes": 0}
+            if sxtb16:
+                plan["extract"] = "sxtb16"
+            return plan
         return {"variant": "reference"}
+
+    def _folded(self, op, graph):
+        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        _, out_depth, depth = self._dims(op, graph)
+        w_rows = w.data.astype(np.int8).reshape(out_depth, depth)
+        has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
+        b = (graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias
+             else np.zeros(out_depth, np.int64))
+        return w_rows, b, b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+
+    def _lanes_ok(self, op, graph) -> bool:
+        w_rows, _, folded = self._folded(op, graph)
+        return fast.lanes_plan(w_rows, folded)
 
     def emit(self, op, graph, ctx):
         plan = self.plan(op, graph, ctx.features, ctx.tuning)
@@ -116,14 +140,22 @@ class FullyConnected(OpKernel):
         plan["requant"] = "smmlar" if is_fast else "reference"
         lo, hi = activation_range(op.options["activation"], y)
         steps, depth_tail = depth // 4, depth % 4
+        lanes = plan.get("extract") == "lanes"
+        if lanes:
+            weights = ctx.const("weights", fast.pack_lanes_rows4(w_rows))
+            bias = ctx.const("bias", fast.lanes_bias(w_rows, folded))
+        else:
+            weights = (ctx.const("weights", w_rows) if plan["weights"] == "s8" else
+                       ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else None)
+            bias = ctx.const("bias", fast.wrap32(folded))
         values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
                       blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), bias=ctx.const("bias", fast.wrap32(folded)),
-                      s16=plan["weights"] == "s16", sxtb16=plan["weights"] == "s8" and plan["isa"] == "dsp",
-                      weights=(ctx.const("weights", w_rows) if plan["weights"] == "s8" else
-                               ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else None),
+                      output=ctx.arg(op.outputs[0]), bias=bias, lanes=lanes,
+                      scratch=ctx.scratch(plan["scratch_bytes"]) if lanes else None,
+                      s16=plan["weights"] == "s16" or lanes,
+                      sxtb16=plan.get("extract") == "sxtb16", weights=weights,
                       tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy())
-                                    if depth_tail and plan["weights"] == "s16" else None),
+                                    if depth_tail and (plan["weights"] == "s16" or lanes) else None),
                       fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
         if per_channel:
             values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c" if is_fast else "shift", c),

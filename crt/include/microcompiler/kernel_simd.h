@@ -377,6 +377,104 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
 #endif
 }
 
+/* ---- FULLY_CONNECTED with int8 weights, "lanes" encoding (rows4, "weights": "s8", "extract": "lanes") ----
+ * Each weight word holds 4 int8 weights w0..w3 of one row, stored so that its two int16 lanes are
+ * (w0 + 256 w1, w2 + 256 w3) (the compiler checks they fit; bytes 0 and 2 are then w0 and w2, and
+ * the word is still 4 bytes for 4 weights). The input is expanded once per inference into, per
+ * group of 4, P = (x1, x3) and Q = (256 x0 - x1 + 127, 256 x2 - x3 + 127) (which always fit int16).
+ * Then SMLAD(P, word) + SMLAD(Q, SXTB16(word)) = 256 (x0 w0 + x1 w1 + x2 w2 + x3 w3) + 127 (w0 + w2):
+ * 3 instructions per 4 MACs and row, 14 per 16 MACs with the LDM/LDRD loads. The accumulator starts
+ * at 256 * bias - 127 * sum(even weights) (compile time, modulo 2^32) and ends at 256 * acc, exact
+ * when |acc| < 2^23 (checked by the compiler), so acc = a >> 8. */
+static inline void mc_expand_s8l(int32_t* d, const int8_t* x, int32_t steps) {
+#if MC_DSP_ASM
+  const int32_t k127 = 0x007F007F;
+  const uint32_t mask = 0xFF00FF00u;
+  for (; steps > 0; --steps, x += 4, d += 2) {
+    const int32_t v = mc_read_s8x4(x);
+    const int32_t p = mc_sxtb16_ror8(v);
+    int32_t q = (int32_t)(((uint32_t)v << 8) & mask); /* (256 x0, 256 x2) */
+    __asm__("ssub16 %0, %0, %1\n\t"
+            "sadd16 %0, %0, %2"
+            : "+&r"(q)
+            : "r"(p), "r"(k127));
+    d[0] = p;
+    d[1] = q;
+  }
+#else
+  for (; steps > 0; --steps, x += 4, d += 2) {
+    d[0] = mc_pack16(x[1], x[3]);
+    d[1] = mc_pack16(256 * x[0] - x[1] + 127, 256 * x[2] - x[3] + 127);
+  }
+#endif
+}
+
+/* a[r] (256-scaled, see above) += the 4 rows' words of w against the expanded input xs, steps >= 1;
+ * w: per group of 4 k, the words of rows 0..3. */
+static MC_ALWAYS_INLINE void mc_dot_r4_s8l(const int32_t* xs, const int32_t* w, int32_t steps, int32_t* a0,
+                                           int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  register int32_t w0 __asm__("r8");
+  register int32_t w1 __asm__("r9");
+  register int32_t w2 __asm__("r10");
+  register int32_t w3 __asm__("r11");
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3, p, q;
+#define MC_DOT_R4L_STEP                                 \
+  "ldrd %[p], %[q], [%[x]], #8\n\t"                     \
+  "ldmia %[w]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"       \
+  "smlad %[s0], %[p], %[w0], %[s0]\n\t"                 \
+  "sxtb16 %[w0], %[w0]\n\t"                             \
+  "smlad %[s0], %[q], %[w0], %[s0]\n\t"                 \
+  "smlad %[s1], %[p], %[w1], %[s1]\n\t"                 \
+  "sxtb16 %[w1], %[w1]\n\t"                             \
+  "smlad %[s1], %[q], %[w1], %[s1]\n\t"                 \
+  "smlad %[s2], %[p], %[w2], %[s2]\n\t"                 \
+  "sxtb16 %[w2], %[w2]\n\t"                             \
+  "smlad %[s2], %[q], %[w2], %[s2]\n\t"                 \
+  "smlad %[s3], %[p], %[w3], %[s3]\n\t"                 \
+  "sxtb16 %[w3], %[w3]\n\t"                             \
+  "smlad %[s3], %[q], %[w3], %[s3]\n\t"
+#define MC_DOT_R4L_OPS                                                                                  \
+  [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(xs), [w] "+r"(w), [p] "=&r"(p), \
+      [q] "=&r"(q), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3)
+  if (steps & 1) {
+    __asm__ volatile(MC_DOT_R4L_STEP : MC_DOT_R4L_OPS : : "memory");
+  }
+  if (steps & 2) {
+    __asm__ volatile(MC_DOT_R4L_STEP MC_DOT_R4L_STEP : MC_DOT_R4L_OPS : : "memory");
+  }
+  steps >>= 2;
+  if (steps) {
+    __asm__ volatile("1:\n\t" MC_DOT_R4L_STEP MC_DOT_R4L_STEP MC_DOT_R4L_STEP MC_DOT_R4L_STEP
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 1b\n\t"
+                     : MC_DOT_R4L_OPS, [n] "+r"(steps)
+                     :
+                     : "cc", "memory");
+  }
+#undef MC_DOT_R4L_STEP
+#undef MC_DOT_R4L_OPS
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#else
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+  int32_t i;
+  for (i = 0; i < steps; ++i, xs += 2, w += 4) {
+    const int32_t p = xs[0], q = xs[1];
+    s0 = mc_smlad(q, mc_sxtb16(w[0]), mc_smlad(p, w[0], s0));
+    s1 = mc_smlad(q, mc_sxtb16(w[1]), mc_smlad(p, w[1], s1));
+    s2 = mc_smlad(q, mc_sxtb16(w[2]), mc_smlad(p, w[2], s2));
+    s3 = mc_smlad(q, mc_sxtb16(w[3]), mc_smlad(p, w[3], s3));
+  }
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#endif
+}
+
 /* One input vector x four output rows with int8 weights (FULLY_CONNECTED rows4, "weights": "s8"):
  *   A0_..A3_ += sum_k x[k] * w[r * STRIDE_ + k]   for k < 4 * STEPS_ (rows STRIDE_ bytes apart).
  * X_ and W_ advance by 4 * STEPS_. STRIDE_ is a literal, 4 <= STRIDE_ and 3 * STRIDE_ - 4 <= 4095.
