@@ -11,7 +11,7 @@ timer ticks x 1e9 / timer_hz, 40 per tick of the 25 MHz CMSDK timer read around 
 exactly as ../shared/baselines/qemu_tflm.md measured TFLite Micro), checks the outputs against the
 TFLM oracle bit for bit, and takes the flash and RAM split from the firmware's symbols. On the first
 board it also runs ``microcompiler bench MODEL --board BOARD --json`` for the per-operator
-breakdown. The knob variants of VARIANTS (int16 conv weights, int8 FC weights) are built through
+breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
 the Python API (compile_model(tuning=...) + run_on_board). The tables go between the
 BENCHMARK-TABLES markers of the output file.
 
@@ -37,7 +37,7 @@ BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3"}
 # Knob variants measured besides the defaults (DSP boards): faster or leaner.
 VARIANTS = {"KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
             "IC": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
-            "AD": [("int8 FC weights", {"FULLY_CONNECTED": {"weights": "s8"}})]}
+            "AD": [("int16 FC weights", {"FULLY_CONNECTED": {"weights": "s16"}})]}
 BEGIN, END = "<!-- BENCHMARK-TABLES:BEGIN -->", "<!-- BENCHMARK-TABLES:END -->"
 
 

@@ -153,7 +153,7 @@ def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
     src = lib.files["src/model_ops.c"]
     assert "_params" not in src and "const int32_t m = " in src
     lib = compile_bytes(conv_model(per_channel=True), tmp_path / "i8pc")
-    assert "_params + 4 * oc" in lib.files["src/model_ops.c"]
+    assert "_params + 3 * oc" in lib.files["src/model_ops.c"]  # {bias, M, r} per channel
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -316,11 +316,13 @@ class Conv2D(OpKernel):
         if uniform:
             params = ctx.const("bias", fast.wrap32(folded * scale))
             uniform = (int(mult[0]), int(c[0]), int(r[0]))
+        elif is_fast:  # {bias, multiplier, r}; c from r in the epilogue
+            params = ctx.const("params", fast.channel_params3(folded * scale, mult, r))
         else:
             params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r))
         return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
-                          params=params, uniform=uniform, stride=1 if uniform else 4,
+                          params=params, uniform=uniform, stride=1 if uniform else (3 if is_fast else 4), c_k=2 * y_zp + 1,
                           scratch=ctx.scratch(plan["scratch_bytes"]),
                           steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
                           zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,

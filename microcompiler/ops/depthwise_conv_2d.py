@@ -102,5 +102,6 @@ class DepthwiseConv2D(OpKernel):
         return ctx.render("depthwise_conv_2d_channels4.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                           output=ctx.arg(op.outputs[0]),
                           weights=ctx.const("weights", fast.pack_depthwise(w_taps.astype(np.int32) * scale)),
-                          params=ctx.const("params", fast.channel_params(folded * scale, mult, c, r)),
+                          params=ctx.const("params", fast.channel_params3(folded * scale, mult, r) if is_fast
+                                           else fast.channel_params(folded * scale, mult, c, r)), c_k=2 * y_zp + 1,
                           zp_row=zp_row, isa=plan["isa"], fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)

@@ -108,6 +108,13 @@ def channel_params(bias_folded: np.ndarray, mult: np.ndarray, c: np.ndarray, r: 
                      np.asarray(r, np.int32)], axis=1).reshape(-1).astype(np.int32)
 
 
+def channel_params3(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per output channel {bias, multiplier, r} (12 bytes) for mc_requant_fast: the epilogue computes
+    c = ((2 * zp + 1) << r) >> 1 = 2^(r-1) + zp * 2^r (two instructions) instead of loading it."""
+    return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(r, np.int32)],
+                    axis=1).reshape(-1).astype(np.int32)
+
+
 def pack_s16_rows(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
     """int [rows, k] -> per row, per group of 4 k (zero-padded), the int16 pairs (k0,k2) (k1,k3).
     Returns (words [rows, 2 * steps], steps)."""
