@@ -33,9 +33,11 @@ def load_inputs(paths: list[str], inputs_meta: list[dict]) -> list[np.ndarray]:
     for path, meta in zip(paths, inputs_meta):
         try:
             arr = np.load(Path(path), allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise MicrocompilerError(f"cannot read input {path}: {exc}; pass a .npy file made by numpy.save") \
-                from None
+        except OSError as exc:
+            raise MicrocompilerError(f"cannot read input {path}: {exc.strerror or exc}") from None
+        except ValueError:
+            raise MicrocompilerError(f"input {path} is not a .npy array file; save the array with "
+                                     "numpy.save('x.npy', array)") from None
         if arr.size != int(np.prod(meta["shape"])):
             raise MicrocompilerError(f"input {path} has shape {list(arr.shape)} but the model input "
                                      f"'{meta['name']}' needs {meta['shape']}")

@@ -59,8 +59,8 @@ def parse_tflite(buf: bytes, name: str = "model") -> Graph:
         raise
     except Exception as exc:  # the flatbuffer reader itself tripped over corrupt offsets
         raise ModelFormatError(
-            f"the model file is corrupted ({type(exc).__name__} while reading the flatbuffer); "
-            "re-export it from the TFLite converter") from None
+            f"the model file is truncated or corrupted (its flatbuffer offsets point outside the "
+            f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter") from None
 
 
 def _check_header(buf: bytes) -> None:

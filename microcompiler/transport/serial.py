@@ -52,7 +52,9 @@ class SerialTransport(Transport):
         try:
             self._serial = serial.Serial(port, baudrate=baudrate, timeout=0, write_timeout=10)
         except (serial.SerialException, OSError) as exc:
-            raise DeviceError(f"cannot open serial port {port}: {exc}") from None
+            reason = "no such device" if "No such file" in str(exc) else str(exc)
+            raise DeviceError(f"cannot open serial port {port} ({reason}); check the board is plugged in and "
+                              "pass its port, listed by 'python -m serial.tools.list_ports'") from None
         self._error = serial.SerialException
 
     def write(self, data: bytes) -> None:
