@@ -72,7 +72,8 @@ def test_conv_im2col_int16_weights(tmp_path, case):
     _check_library(path, tmp_path, tuning={"CONV_2D": {"weights": "s16"}}, expect={"weights": "s16"})
 
 
-def _check_library(path: Path, tmp_path: Path, tuning=None, expect=None, features=DSP, n_inputs=3):
+def _check_library(path: Path, tmp_path: Path, tuning=None, expect=None, features=DSP, n_inputs=3,
+                   sanitize=False, inputs=None):
     """assert_matches_oracle for a library compiled with tuning overrides."""
     from microcompiler.compiler import compile_model
     from microcompiler.host import HostProgram
@@ -80,12 +81,14 @@ def _check_library(path: Path, tmp_path: Path, tuning=None, expect=None, feature
     lib = compile_model(path, features=features, tuning=tuning)
     for k, v in (expect or {}).items():
         assert kernel_of(lib)[k] == v
-    inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(n_inputs)]
-    got = HostProgram(lib, tmp_path / "build").run(inputs)
+    if inputs is None:
+        inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(n_inputs)]
+    got = HostProgram(lib, tmp_path / "build", sanitize=sanitize).run(inputs)
     oracle = Oracle(path.read_bytes())
     for run, input_set in zip(got, inputs):
         for ours, want in zip(run.outputs, oracle.run(input_set)):
             np.testing.assert_array_equal(ours, want.reshape(ours.shape))
+    return lib
 
 
 @pytest.mark.parametrize("kind", ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"])
@@ -181,6 +184,53 @@ def test_fully_connected_rows4_int8_weights_with_dsp(tmp_path, units, depth):
                    expect={"weights": "s8", "isa": "dsp"})
 
 
+# The lanes kernel in chunks of the depth: partial sums in the scratch, a shorter last chunk, the
+# depth % 4 tail inputs, rows % 4 tail rows, batches; host build with ASan + UBSan.
+FC_CHUNK_CASES = {
+    # (units, depth, chunk knob): chunk 128 inputs is the default above 256 B of expanded input
+    "default_3_chunks_tail1": (7, 301, None),
+    "knob8_2_chunks_tail2": (5, 18, 8),
+    "knob12_4_chunks_tail3": (6, 43, 12),
+    "knob4_every_step_tail1": (9, 17, 4),
+    "knob10_rounds_to_8": (4, 36, 10),
+    "knob64_3_chunks_exact": (8, 192, 64),
+}
+
+
+@pytest.mark.parametrize("case", list(FC_CHUNK_CASES))
+def test_fully_connected_lanes_chunked(tmp_path, case):
+    from microcompiler.ops import fast
+    units, depth, knob = FC_CHUNK_CASES[case]
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_model("int8", 2, depth, units, "RELU6", units % 2 == 0, input_zp=-128, seed=units))
+    chunk = knob // 4 * 4 if knob else 4 * (fast.LANES_CHUNK_BUDGET // 8)
+    steps = depth // 4
+    lib = _check_library(path, tmp_path, tuning=None if knob is None else {"FULLY_CONNECTED": {"chunk": knob}},
+                         expect={"extract": "lanes", "chunk": chunk}, sanitize=True)
+    assert lib.metadata["scratch_bytes"] == 2 * chunk + 4 * units
+    assert kernel_of(lib)["scratch_bytes"] == fast.lanes_scratch_bytes(steps, units, chunk // 4)
+
+
+def test_fully_connected_lanes_chunk_knob_off_and_extremes(tmp_path):
+    """{"chunk": 0} runs the depth in one pass; a chunked layer with all-extreme inputs."""
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_model("int8", 1, 300, 6, "NONE", False, input_zp=3))
+    lib = _check_library(path, tmp_path / "off", tuning={"FULLY_CONNECTED": {"chunk": 0}},
+                         expect={"extract": "lanes", "chunk": 0})
+    assert lib.metadata["scratch_bytes"] == 8 * 75
+    inputs = [[np.full((1, 300), v, np.int8)] for v in (-128, 127)]
+    lib = _check_library(path, tmp_path / "on", expect={"extract": "lanes", "chunk": 128}, inputs=inputs)
+    assert lib.metadata["scratch_bytes"] == 256 + 4 * 6
+
+
+def test_fully_connected_lanes_chunk_only_when_smaller(tmp_path):
+    """Many rows: the partial sums would cost more scratch than the whole expanded input."""
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_model("int8", 1, 160, 96, "RELU", False))
+    lib = _check_library(path, tmp_path, expect={"extract": "lanes", "chunk": 0}, n_inputs=1)
+    assert lib.metadata["scratch_bytes"] == 8 * 40
+
+
 # ---- AVERAGE_POOL_2D sxtab16 -------------------------------------------------------------------
 
 def test_average_pool_sxtab16_extremes(tmp_path):
@@ -265,11 +315,12 @@ QEMU_TOOLS = all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja"
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
 @pytest.mark.parametrize("board,tuning", [
     ("mps2_an386", None),
-    ("mps2_an386", {"CONV_2D": {"weights": "s16"}, "FULLY_CONNECTED": {"weights": "s8"}}),
+    ("mps2_an386", {"CONV_2D": {"weights": "s16"}, "FULLY_CONNECTED": {"weights": "s8", "chunk": 32}}),
     ("mps2_an500", None),
     ("mps2_an385", None)], ids=["m4", "m4-knobs", "m7", "m3"])
 def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
-    """The DSP inline assembly (M4, M7) and the portable C (M3), every intermediate tensor compared."""
+    """The DSP inline assembly (M4, M7) and the portable C (M3), every intermediate tensor compared.
+    With the knobs, the 140-input FULLY_CONNECTED runs the lanes kernel in 5 chunks (the last short)."""
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
@@ -280,6 +331,8 @@ def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
     lib = compile_model(path, features=b.cpu.features, tuning=tuning)
     isa = {o["kernel"].get("isa") for o in lib.metadata["operators"]} - {None}
     assert isa == ({"dsp"} if "dsp" in b.cpu.features else {"c"})
+    if tuning:
+        assert [o["kernel"].get("chunk") for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"] == [32, 0]
     inputs = random_inputs(lib.metadata["inputs"], seed=7)
     _, _, result = run_on_board(lib, b, tmp_path / "project", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)

@@ -153,20 +153,50 @@ def lanes_plan(w_rows: np.ndarray, folded: np.ndarray) -> bool:
     return bool(np.all(bound < LANES_ACC_LIMIT))
 
 
-def pack_lanes_rows4(w_rows: np.ndarray) -> np.ndarray:
+def pack_lanes_rows4(w_rows: np.ndarray, chunk_steps: int | None = None) -> np.ndarray:
     """Weights [rows, depth] for mc_dot_r4_s8l: per block of 4 rows and per group of 4 inputs, the
     lanes words of rows 0..3; the rows % 4 left over follow, each as its own stream of words. The
-    depth % 4 trailing inputs are not included."""
+    depth % 4 trailing inputs are not included. With ``chunk_steps`` (the chunked kernel) that
+    layout is repeated per chunk of chunk_steps groups of 4 inputs (the last chunk may be shorter),
+    chunk after chunk, so the kernel reads the weights in one stream."""
     rows, depth = w_rows.shape
     steps = depth // 4
     words = lanes_words(w_rows[:, :steps * 4])
     blocks = rows // 4
     out = []
-    if blocks:
-        out.append(words[:blocks * 4].reshape(blocks, 4, steps).transpose(0, 2, 1).reshape(-1))
-    if rows % 4:
-        out.append(words[blocks * 4:].reshape(-1))
+    for s0 in range(0, steps, chunk_steps or steps):
+        part = words[:, s0:s0 + (chunk_steps or steps)]
+        n = part.shape[1]
+        if blocks:
+            out.append(part[:blocks * 4].reshape(blocks, 4, n).transpose(0, 2, 1).reshape(-1))
+        if rows % 4:
+            out.append(part[blocks * 4:].reshape(-1))
     return np.concatenate(out).astype(np.int32)
+
+
+# The lanes FC kernel expands 8 bytes per 4 inputs into the scratch buffer; above this many bytes it
+# runs the depth in chunks of LANES_CHUNK_BUDGET / 8 groups of 4 inputs (128 inputs), adding each
+# chunk into int32 partial sums kept in the scratch (4 bytes per output row), when that is smaller.
+LANES_CHUNK_BUDGET = 256
+
+
+def lanes_scratch_bytes(steps: int, rows: int, chunk_steps: int) -> int:
+    """Scratch of the lanes kernel: the expanded input (8 bytes per group of 4 inputs of a chunk),
+    plus the int32 partial sums of every row when the depth runs in more than one chunk."""
+    return 8 * min(chunk_steps, steps) + (4 * rows if chunk_steps < steps else 0)
+
+
+def lanes_chunk_steps(steps: int, rows: int, knob=None) -> int:
+    """Groups of 4 inputs per chunk of the lanes kernel (== steps: one pass). ``knob``: inputs per
+    chunk from the tuning overrides (rounded down to a multiple of 4, at least 4; 0 = one pass);
+    without it, chunks of LANES_CHUNK_BUDGET bytes of expanded input when that needs less scratch."""
+    if knob is not None:
+        chunk = max(1, int(knob) // 4) if int(knob) > 0 else steps
+        return min(chunk, steps)
+    chunk = LANES_CHUNK_BUDGET // 8
+    if chunk < steps and lanes_scratch_bytes(steps, rows, chunk) < lanes_scratch_bytes(steps, rows, steps):
+        return chunk
+    return steps
 
 
 def lanes_bias(w_rows: np.ndarray, folded: np.ndarray) -> np.ndarray:

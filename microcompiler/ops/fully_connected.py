@@ -50,7 +50,11 @@ class FullyConnected(OpKernel):
         |acc| < 2^23 (256 * acc must fit the accumulator); otherwise sign-extended int16 pairs
         ("s16": 13 per 16 MACs, twice the flash). ``tuning`` {"weights": "s16"} forces s16;
         {"weights": "s8"} forces int8 (SXTB16 of every weight, "extract": "sxtb16", 23 per 16 MACs,
-        when the lanes encoding does not apply). Without the DSP extension int8 (LDRSB + MLA).
+        when the lanes encoding does not apply). The lanes kernel expands 8 bytes of scratch per 4
+        inputs; when that exceeds fast.LANES_CHUNK_BUDGET it runs the depth in chunks ("chunk": inputs
+        per chunk, 0 = the whole depth in one pass; knob {"chunk": N}, N a multiple of 4, or 0), each
+        chunk expanded once and added into int32 partial sums (one per output row) in the scratch.
+        Without the DSP extension int8 (LDRSB + MLA).
         Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if (x.dtype == "int8" and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point)):
@@ -58,8 +62,11 @@ class FullyConnected(OpKernel):
             knob = (tuning or {}).get("weights")
             depth = w.shape[-1]
             if dsp and knob != "s16" and self._lanes_ok(op, graph):
+                steps = depth // 4
+                chunk = fast.lanes_chunk_steps(steps, w.shape[0], (tuning or {}).get("chunk"))
                 return {"variant": "rows4", "isa": "dsp", "rows": 4, "unroll": 4, "weights": "s8",
-                        "extract": "lanes", "scratch_bytes": 8 * (depth // 4)}
+                        "extract": "lanes", "chunk": 4 * chunk if chunk < steps else 0,
+                        "scratch_bytes": fast.lanes_scratch_bytes(steps, w.shape[0], chunk)}
             s16 = dsp and knob != "s8" and depth >= 4
             # int8 weights with SXTB16: row offsets must fit LDR's 12-bit immediate
             sxtb16 = dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
@@ -141,8 +148,9 @@ class FullyConnected(OpKernel):
         lo, hi = activation_range(op.options["activation"], y)
         steps, depth_tail = depth // 4, depth % 4
         lanes = plan.get("extract") == "lanes"
+        chunk_steps = plan.get("chunk", 0) // 4 or steps
         if lanes:
-            weights = ctx.const("weights", fast.pack_lanes_rows4(w_rows))
+            weights = ctx.const("weights", fast.pack_lanes_rows4(w_rows, chunk_steps))
             bias = ctx.const("bias", fast.lanes_bias(w_rows, folded))
         else:
             weights = (ctx.const("weights", w_rows) if plan["weights"] == "s8" else
@@ -150,7 +158,8 @@ class FullyConnected(OpKernel):
             bias = ctx.const("bias", fast.wrap32(folded))
         values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
                       blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), bias=bias, lanes=lanes,
+                      output=ctx.arg(op.outputs[0]), bias=bias, lanes=lanes, chunk_steps=chunk_steps,
+                      chunks=-(-steps // chunk_steps) if steps else 0,
                       scratch=ctx.scratch(plan["scratch_bytes"]) if lanes else None,
                       s16=plan["weights"] == "s16" or lanes,
                       sxtb16=plan.get("extract") == "sxtb16", weights=weights,

@@ -118,8 +118,11 @@ size_t mc_stack_used_bytes(void) {
 }
 
 /* ---- Faults: report and halt ---- */
-/* The handler runs on its own small stack, since the fault may be a stack overflow. */
-__attribute__((used, aligned(8))) uint8_t mc_fault_stack[FAULT_STACK_BYTES];
+/* The report needs at most FAULT_STACK_BYTES of stack. It runs below the fault's frame when the
+ * stack has that much room left; otherwise (the fault may be a stack overflow) from the top of the
+ * stack region: the halted program never returns, and the frame, if readable at all, is then near
+ * the bottom of a region of at least 1 KB (MIN_STACK_BYTES), out of the report's reach. So no RAM
+ * is reserved for the fault path. */
 
 /* r0 = the stacked exception frame (MSP or PSP, from EXC_RETURN bit 2), r1 = IPSR. */
 __attribute__((naked)) void mc_fault_handler(void) {
@@ -129,8 +132,15 @@ __attribute__((naked)) void mc_fault_handler(void) {
       "mrseq r0, msp\n"
       "mrsne r0, psp\n"
       "mrs r1, ipsr\n"
-      "movw r2, #:lower16:mc_fault_stack+" TO_STRING(FAULT_STACK_BYTES) "\n"
-      "movt r2, #:upper16:mc_fault_stack+" TO_STRING(FAULT_STACK_BYTES) "\n"
+      "mov r2, sp\n"
+      "movw r3, #:lower16:__stack_start+" TO_STRING(FAULT_STACK_BYTES) "\n"
+      "movt r3, #:upper16:__stack_start+" TO_STRING(FAULT_STACK_BYTES) "\n"
+      "cmp r2, r3\n"
+      "bhs 1f\n"
+      "movw r2, #:lower16:__stack_end\n"
+      "movt r2, #:upper16:__stack_end\n"
+      "1:\n"
+      "bic r2, r2, #7\n"
       "mov sp, r2\n"
       "b mc_fault_report\n");
 }
