@@ -157,6 +157,38 @@ static inline int32_t mc_requant_fast2(int32_t acc2, int32_t multiplier, int32_t
 
 /* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
 
+/* Run steps x STEP (one step = 4 k for 4 pixels) with the operands the mc_dot_p4 kernels declare:
+ * one step for bit 0 of steps, two for bit 1, then a loop of four per iteration. */
+#define MC_DOT_P4_DRIVE(STEP)                                                                              \
+  do {                                                                                                     \
+    if (steps & 1) {                                                                                       \
+      __asm__ volatile(STEP                                                                                \
+                       : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col),      \
+                         [w] "+r"(w), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),     \
+                         [c2] "=&r"(c2), [c3] "=&r"(c3)                                                    \
+                       :                                                                                   \
+                       : "memory");                                                                        \
+    }                                                                                                      \
+    if (steps & 2) {                                                                                       \
+      __asm__ volatile(STEP STEP                                                                           \
+                       : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col),      \
+                         [w] "+r"(w), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),     \
+                         [c2] "=&r"(c2), [c3] "=&r"(c3)                                                    \
+                       :                                                                                   \
+                       : "memory");                                                                        \
+    }                                                                                                      \
+    steps >>= 2;                                                                                           \
+    if (steps) {                                                                                           \
+      __asm__ volatile("1:\n\t" STEP STEP STEP STEP "subs %[n], %[n], #1\n\t"                               \
+                       "bne 1b\n\t"                                                                        \
+                       : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col),      \
+                         [w] "+r"(w), [n] "+r"(steps), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0),    \
+                         [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)                                    \
+                       :                                                                                   \
+                       : "cc", "memory");                                                                  \
+    }                                                                                                      \
+  } while (0)
+
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
@@ -183,31 +215,7 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int
   "smlad %[s2], %[c1], %[wo], %[s2]\n\t"         \
   "smlad %[s3], %[c2], %[we], %[s3]\n\t"         \
   "smlad %[s3], %[c3], %[wo], %[s3]\n\t"
-  if (steps & 1) {
-    __asm__ volatile(MC_DOT_P4_STEP
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
-                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
-                     :
-                     : "memory");
-  }
-  if (steps & 2) {
-    __asm__ volatile(MC_DOT_P4_STEP MC_DOT_P4_STEP
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
-                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
-                     :
-                     : "memory");
-  }
-  steps >>= 2;
-  if (steps) {
-    __asm__ volatile("1:\n\t" MC_DOT_P4_STEP MC_DOT_P4_STEP MC_DOT_P4_STEP MC_DOT_P4_STEP
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n\t"
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
-                       [n] "+r"(steps), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),
-                       [c2] "=&r"(c2), [c3] "=&r"(c3)
-                     :
-                     : "cc", "memory");
-  }
+  MC_DOT_P4_DRIVE(MC_DOT_P4_STEP);
 #undef MC_DOT_P4_STEP
   *a0 = s0;
   *a1 = s1;
@@ -256,31 +264,7 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w,
   "smlad %[s2], %[c1], %[wo], %[s2]\n\t"         \
   "smlad %[s3], %[c2], %[we], %[s3]\n\t"         \
   "smlad %[s3], %[c3], %[wo], %[s3]\n\t"
-  if (steps & 1) {
-    __asm__ volatile(MC_DOT_P4S_STEP
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
-                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
-                     :
-                     : "memory");
-  }
-  if (steps & 2) {
-    __asm__ volatile(MC_DOT_P4S_STEP MC_DOT_P4S_STEP
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
-                       [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
-                     :
-                     : "memory");
-  }
-  steps >>= 2;
-  if (steps) {
-    __asm__ volatile("1:\n\t" MC_DOT_P4S_STEP MC_DOT_P4S_STEP MC_DOT_P4S_STEP MC_DOT_P4S_STEP
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n\t"
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
-                       [n] "+r"(steps), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),
-                       [c2] "=&r"(c2), [c3] "=&r"(c3)
-                     :
-                     : "cc", "memory");
-  }
+  MC_DOT_P4_DRIVE(MC_DOT_P4S_STEP);
 #undef MC_DOT_P4S_STEP
   *a0 = s0;
   *a1 = s1;
