@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier, tflite_round
 
 IDENTITY_MULTIPLIER = (1 << 30, 1)  # quantize_multiplier(1.0): requantizing with it changes nothing
@@ -50,13 +50,10 @@ class Activation(OpKernel):
     kinds = ("RELU", "RELU6")
 
     def check(self, op, graph):
-        require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
-                "expects exactly one input and one output")
-        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        x, y = require_elementwise(op, graph)
         require(x.dtype in ("int8", "int16", "float32"), op,
                 f"input type {x.dtype} is not supported (int8, int16, float32)")
         require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
-        require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
         if x.dtype == "float32":
             return
         require(per_tensor(x), op, "the input needs per-tensor quantization parameters")

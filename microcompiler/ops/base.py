@@ -150,5 +150,14 @@ def require(cond: bool, op: Operator, what: str) -> None:
         raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}")
 
 
+def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:
+    """Check a one-input, one-output operator whose tensors hold the same number of elements."""
+    require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
+            "expects exactly one input and one output")
+    x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
+    return x, y
+
+
 def activation_dtype(op: Operator, graph: Graph) -> str:
     return graph.tensors[op.outputs[0]].dtype

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from microcompiler.ops.activation import (IDENTITY_MULTIPLIER, offset_term, per_tensor,
                                           scale_ratio_multiplier)
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, c_float
 
 _QUANTIZE_TYPES = {("float32", "int8"), ("float32", "int16"), ("int8", "int8"), ("int8", "int16"),
@@ -26,10 +26,7 @@ class Quantize(OpKernel):
     kinds = ("QUANTIZE", "DEQUANTIZE")
 
     def check(self, op, graph):
-        require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
-                "expects exactly one input and one output")
-        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
+        x, y = require_elementwise(op, graph)
         if op.kind == "DEQUANTIZE":
             require(x.dtype in ("int8", "int16") and y.dtype == "float32", op,
                     f"{x.dtype} -> {y.dtype} is not supported (int8 or int16 -> float32)")
