@@ -21,7 +21,7 @@ import pytest
 
 from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
-from microcompiler.errors import BoardError, DeviceError, UnsupportedModelError
+from microcompiler.errors import BoardError, DeviceError
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.project import BuildResult, RunResult, build, check_fits, create_project, flash
@@ -80,15 +80,10 @@ class FirmwareFarm:
     def model_path(self, model: str) -> Path:
         return self.models_dir / f"{model}.tflite"
 
-    def metadata(self, model: str) -> dict | None:
-        """The model's metadata, or None when a kernel it needs does not exist yet."""
+    def metadata(self, model: str) -> dict:
         if model not in self._metadata:
-            try:
-                self._metadata[model] = compile_model(self.model_path(model)).metadata
-            except UnsupportedModelError as exc:
-                self._metadata[model] = {"unsupported": str(exc)}
-        meta = self._metadata[model]
-        return None if "unsupported" in meta else meta
+            self._metadata[model] = compile_model(self.model_path(model)).metadata
+        return self._metadata[model]
 
     def _firmware(self, model: str, board: str, executor: str) -> Firmware:
         project_dir = self.root / f"{model.replace('/', '_')}-{board}-{executor}"
@@ -108,16 +103,12 @@ class FirmwareFarm:
         return inputs, program.run([inputs])[0].outputs
 
     def queue(self, model: str, board: str, executor: str) -> None:
-        if self.metadata(model) is None:
-            return
         if ("host", model) not in self.jobs:
             self.jobs["host", model] = self.pool.submit(self._reference, model)
         if (model, board, executor) not in self.jobs:
             self.jobs[model, board, executor] = self.pool.submit(self._firmware, model, board, executor)
 
     def get(self, model: str, board: str, executor: str) -> Firmware:
-        if self.metadata(model) is None:
-            pytest.skip(f"{model}: {self._metadata[model]['unsupported']} (kernel not there yet)")
         self.queue(model, board, executor)
         return self.jobs[model, board, executor].result()
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import SHARED_MODELS
 from microcompiler.compiler import compile_model
-from microcompiler.errors import MicrocompilerError, UnsupportedModelError
+from microcompiler.errors import MicrocompilerError
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.rpc import ModelPlan, connect, open_model
@@ -17,17 +17,10 @@ from microcompiler.rpc.host_project import create_host_project
 MODELS = sorted(p.relative_to(SHARED_MODELS).as_posix() for p in SHARED_MODELS.rglob("*.tflite"))
 
 
-def _compile(path):
-    try:
-        return compile_model(path)
-    except UnsupportedModelError as exc:  # an operator still being written by a colleague
-        pytest.skip(f"not compilable yet: {exc}")
-
-
 @pytest.mark.parametrize("model", MODELS)
 def test_host_driven_matches_standalone_bit_for_bit(model, shared_models, tmp_path):
     """Operator by operator over RPC vs the standalone <name>_run() in the same firmware."""
-    library = _compile(shared_models / model)
+    library = compile_model(shared_models / model)
     meta = library.metadata
     with open_model(library, "host", project_dir=tmp_path / "rpc") as session:
         with session.executor() as ex:
@@ -47,7 +40,7 @@ def test_host_driven_matches_standalone_bit_for_bit(model, shared_models, tmp_pa
 
 @pytest.mark.parametrize("model", ["tflm/hello_world_float.tflite", "mlperf_tiny/kws_ref_model.tflite"])
 def test_host_driven_matches_the_standalone_host_program(model, shared_models, tmp_path):
-    library = _compile(shared_models / model)
+    library = compile_model(shared_models / model)
     inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(2)]
     standalone = HostProgram(library, tmp_path / "standalone").run(inputs)
     with open_model(library, "host", project_dir=tmp_path / "rpc") as session, session.executor() as ex:
