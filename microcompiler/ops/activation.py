@@ -41,6 +41,19 @@ def scale_ratio_multiplier(in_scale: float, out_scale: float) -> tuple[int, int]
     return quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))
 
 
+def render_requantize(ctx, ctype: str, in_quant: tuple[float, int], out_quant: tuple[float, int],
+                      act_min: int, act_max: int, **values) -> str:
+    """Elementwise requantization from in_quant to out_quant (scale, zero point), clamped; when the
+    scales are equal the multiply is skipped and only the zero-point shift remains."""
+    (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
+    multiplier = scale_ratio_multiplier(in_scale, out_scale)
+    identity = multiplier == IDENTITY_MULTIPLIER
+    return ctx.render("requantize_int.c.j2", ctype=ctype, multiplier=None if identity else multiplier,
+                      input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
+                      output_offset=offset_term(out_zp) if not identity else "",
+                      act_min=act_min, act_max=act_max, **values)
+
+
 def per_tensor(t) -> bool:
     return t.quant is not None and not t.quant.per_channel
 
@@ -76,11 +89,6 @@ class Activation(OpKernel):
                               input_offset="", output_offset="", act_min=in_zp,
                               act_max=min(max(six, type_min), type_max), **values)
         out_scale, out_zp = y.quant.single()
-        multiplier = scale_ratio_multiplier(in_scale, out_scale)
-        identity = multiplier == IDENTITY_MULTIPLIER
-        return ctx.render("requantize_int.c.j2", ctype=f"{x.dtype}_t",
-                          multiplier=None if identity else multiplier,
-                          input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
-                          output_offset=offset_term(out_zp) if not identity else "",
-                          act_min=max(type_min, out_zp), act_max=type_max, **values)
+        return render_requantize(ctx, f"{x.dtype}_t", (in_scale, in_zp), (out_scale, out_zp),
+                                 max(type_min, out_zp), type_max, **values)
 

@@ -12,8 +12,7 @@ TFLM semantics replicated:
 """
 from __future__ import annotations
 
-from microcompiler.ops.activation import (IDENTITY_MULTIPLIER, offset_term, per_tensor,
-                                          scale_ratio_multiplier)
+from microcompiler.ops.activation import offset_term, per_tensor, render_requantize
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, c_float
 
@@ -50,11 +49,5 @@ class Quantize(OpKernel):
         if x.dtype == "float32":
             return ctx.render("quantize_float.c.j2", ctype=f"{y.dtype}_t", scale=c_float(out_scale),
                               zero_point=out_zp, act_min=type_min, act_max=type_max, **values)
-        in_scale, in_zp = x.quant.single()
-        multiplier = scale_ratio_multiplier(in_scale, out_scale)
-        identity = multiplier == IDENTITY_MULTIPLIER
-        return ctx.render("requantize_int.c.j2", ctype=f"{y.dtype}_t",
-                          multiplier=None if identity else multiplier,
-                          input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
-                          output_offset=offset_term(out_zp) if not identity else "",
-                          act_min=type_min, act_max=type_max, **values)
+        return render_requantize(ctx, f"{y.dtype}_t", x.quant.single(), (out_scale, out_zp),
+                                 type_min, type_max, **values)
