@@ -91,10 +91,15 @@ static uint8_t* slot_memory(const mc_graph_executor_t* graph, uint32_t slot, uin
   return graph->pool + read_u32(entry);
 }
 
-static mc_status_t copy_io(const mc_graph_executor_t* graph, const uint8_t* table, uint32_t count,
-                           uint32_t index, uint8_t** memory, size_t bytes) {
-  uint32_t slot_bytes;
-  if (graph == NULL || graph->description == NULL || index >= count) return MC_ERR_INVALID_ARGUMENT;
+/* The pool memory of model input or output `index`, checked against the caller's byte count. */
+static mc_status_t io_memory(const mc_graph_executor_t* graph, int is_output, uint32_t index, size_t bytes,
+                             uint8_t** memory) {
+  const uint8_t* table;
+  uint32_t count, slot_bytes;
+  if (graph == NULL || graph->description == NULL) return MC_ERR_INVALID_ARGUMENT;
+  table = is_output ? graph->outputs : graph->inputs;
+  count = is_output ? graph->output_count : graph->input_count;
+  if (index >= count) return MC_ERR_INVALID_ARGUMENT;
   *memory = slot_memory(graph, read_u16(table + 2u * index), &slot_bytes);
   return bytes == slot_bytes ? MC_OK : MC_ERR_INVALID_ARGUMENT;
 }
@@ -104,7 +109,7 @@ mc_status_t mc_graph_set_input(mc_graph_executor_t* graph, uint32_t index, const
   uint8_t* memory;
   mc_status_t status;
   if (data == NULL) return MC_ERR_INVALID_ARGUMENT;
-  status = copy_io(graph, graph->inputs, graph->input_count, index, &memory, bytes);
+  status = io_memory(graph, 0, index, bytes, &memory);
   if (status == MC_OK) memcpy(memory, data, bytes);
   return status;
 }
@@ -114,7 +119,7 @@ mc_status_t mc_graph_get_output(const mc_graph_executor_t* graph, uint32_t index
   uint8_t* memory;
   mc_status_t status;
   if (data == NULL) return MC_ERR_INVALID_ARGUMENT;
-  status = copy_io(graph, graph->outputs, graph->output_count, index, &memory, bytes);
+  status = io_memory(graph, 1, index, bytes, &memory);
   if (status == MC_OK) memcpy(data, memory, bytes);
   return status;
 }
