@@ -184,8 +184,8 @@ def _covered_by_foreign(rel: str, out_dir: Path, owned: set[str]) -> bool:
     parts = rel.split("/")
     for i in range(1, len(parts) + 1):
         prefix = "/".join(parts[:i])
-        if prefix in owned or _covered(prefix, owned):
-            return False
+        if prefix in owned:
+            return False  # ours: replaced
         path = out_dir / prefix
         if os.path.islink(path) or (path.exists() and not path.is_dir()):
             return True  # a user's file (or link) where we need a directory or our file

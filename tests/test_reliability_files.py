@@ -130,6 +130,17 @@ def test_recompile_replaces_only_the_files_compile_wrote(workdir):
     assert not [p for p in workdir.rglob(".microcompiler-*")]
 
 
+def test_recompile_refuses_to_overwrite_a_user_file_it_would_write(workdir):
+    out = workdir / "lib"
+    assert cli("compile", workdir / "model.tflite", "-o", out).returncode == 0
+    (out / "src" / "renamed_ops.c").write_text("/* the user's own file, not in the manifest */\n")
+    before = snapshot(out)
+    proc = cli("compile", workdir / "model.tflite", "-o", out, "--name", "renamed")
+    assert_one_line_error(proc, "renamed_ops.c", "not written by microcompiler")
+    assert snapshot(out) == before
+    assert not [p for p in workdir.rglob(".microcompiler-*")]
+
+
 def test_recompile_over_a_library_written_before_the_manifest(workdir):
     out = workdir / "lib"
     assert cli("compile", workdir / "model.tflite", "-o", out).returncode == 0
