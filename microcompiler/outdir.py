@@ -69,22 +69,29 @@ def check_output_dir(out_dir: str | Path, what: str = "output directory") -> Pat
     Returns the absolute path. Nothing is created.
     """
     out_dir = Path(os.path.abspath(Path(out_dir).expanduser()))
+    try:
+        _check_output_dir(out_dir, what)
+    except OSError as exc:  # a name too long, a loop of symbolic links, ...
+        raise OutputDirError(f"{what} {out_dir} cannot be used: {_describe(exc)}") from None
+    return out_dir
+
+
+def _check_output_dir(out_dir: Path, what: str) -> None:
+    for part in out_dir.parts:
+        if len(part.encode()) > 255:
+            raise OutputDirError(f"{what} {out_dir} cannot be created: a path component is longer than 255 bytes")
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputDirError(f"{what} {out_dir} is an existing file, not a directory; choose a directory")
     existing = out_dir
     while not existing.exists():  # the deepest part of the path that exists
         if existing.is_symlink():
-            raise OutputDirError(f"{what} {out_dir} cannot be created: {existing} is a broken symbolic link")
+            raise OutputDirError(f"{what} {out_dir} cannot be created: {existing} is a broken or looping symbolic link")
         existing = existing.parent
     if not existing.is_dir():
         raise OutputDirError(f"{what} {out_dir} cannot be created: {existing} is a file, not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         target = out_dir if existing == out_dir else existing
         raise OutputDirError(f"cannot write {what} {out_dir}: no write permission for {target}")
-    for part in out_dir.relative_to(existing).parts:
-        if len(part.encode()) > 255:
-            raise OutputDirError(f"{what} {out_dir} cannot be created: a path component is longer than 255 bytes")
-    return out_dir
 
 
 def _entries(directory: Path) -> set[str]:

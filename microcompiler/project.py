@@ -84,9 +84,13 @@ class Project:
 
     @classmethod
     def load(cls, project_dir: str | Path) -> "Project":
-        project_dir = Path(project_dir).resolve()
-        info_path = project_dir / PROJECT_FILE
-        if not info_path.is_file():
+        try:
+            project_dir = Path(project_dir).resolve()
+            info_path = project_dir / PROJECT_FILE
+            is_project = info_path.is_file()
+        except (OSError, RuntimeError) as exc:  # a name too long; a loop of symbolic links (RuntimeError)
+            raise MicrocompilerError(f"cannot open project {project_dir}: {_why(exc)}") from None
+        if not is_project:
             raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
                                      "make one with 'microcompiler create-project'")
         info = read_project_info(project_dir)
@@ -269,7 +273,7 @@ def write_project_dir(out_dir: str | Path, fill: Callable[[Path], None], info: d
     and build wrote are replaced: see microcompiler.outdir). The path must suit CMake and the shell.
     """
     out_dir = check_output_dir(out_dir, "project directory")
-    check_path_is_safe(out_dir.resolve(), "the project directory")
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
 
     def fill_and_list(stage: Path) -> None:
         fill(stage)
@@ -316,7 +320,7 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
         raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
     definitions = platform_definitions(board)
     check_output_dir(out_dir, "project directory")  # fail before the compile
-    check_path_is_safe(Path(out_dir).resolve(), "the project directory")
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
     if isinstance(model, ModelLibrary):
         library = model
     else:

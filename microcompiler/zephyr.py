@@ -150,7 +150,7 @@ def create_zephyr_project(model, board: str | Board, out_dir: str | Path, execut
     board = board if isinstance(board, Board) else load_board(board)
     target = zephyr_target(board)
     check_output_dir(out_dir, "project directory")  # fail before the compile
-    check_path_is_safe(Path(out_dir).resolve(), "the project directory")
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
     if executor not in EXECUTORS:
         raise MicrocompilerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
     if mode not in MODES:

@@ -194,6 +194,16 @@ def test_output_path_that_is_a_file_or_under_a_file(workdir):
     assert note.read_text() == "precious\n"
 
 
+def test_output_path_too_long_or_through_a_symlink_loop(workdir):
+    (workdir / "loop1").symlink_to("loop2")
+    (workdir / "loop2").symlink_to("loop1")
+    for path in (workdir / ("x" * 300), workdir / "loop1" / "out"):
+        assert_one_line_error(cli("compile", workdir / "model.tflite", "-o", path), str(path))
+        assert_one_line_error(cli("create-project", workdir / "model.tflite", "--board", BOARD, "-o", path))
+    assert_one_line_error(cli("build", workdir / ("x" * 300)))
+    assert_one_line_error(cli("build", workdir / "loop1"))
+
+
 def test_no_write_permission_for_the_output_directory(workdir):
     locked = workdir / "locked"
     locked.mkdir()
