@@ -19,6 +19,8 @@ def random_inputs(inputs_meta: list[dict], seed: int = DEFAULT_SEED) -> list[np.
         dtype = np.dtype(np_dtype(meta["dtype"]))
         if dtype.kind == "f":
             arrays.append(rng.uniform(-1.0, 1.0, size=meta["shape"]).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, size=meta["shape"]).astype(dtype))
         else:
             info = np.iinfo(dtype)
             arrays.append(rng.integers(info.min, info.max, size=meta["shape"], endpoint=True, dtype=dtype))

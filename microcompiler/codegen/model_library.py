@@ -13,6 +13,7 @@ Layout (``DIR`` is the output directory)::
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,10 +75,15 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     ctx = EmitContext(graph, op, name, params, features, knobs)
     body = kernel.emit(op, graph, ctx)
     fparams = []
+    unused = []
     for tensor, pname in ctx.param_names.items():
         t = graph.tensors[tensor]
         const = "const " if pname.startswith("input") else ""
         fparams.append((f"{const}{c_type(t.dtype)}*", pname, tensor))
+        if not re.search(rf"\b{pname}\b", body):
+            unused.append(pname)
+    if unused:  # inputs whose values the operator never reads (e.g. a RESHAPE's shape tensor)
+        body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
     return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant)
 

@@ -38,9 +38,44 @@ class OpKernel:
     ``check`` rejects configurations the kernel cannot run (with a message naming the operator);
     ``macs`` counts multiply-accumulates for metadata and benchmarks; ``emit`` returns the body of
     the C function, using ``ctx`` to name the operator's tensors and to place constants in flash.
+
+    The class attributes describe the kernel to the importer and to ``microcompiler ops``:
+    ``inputs``/``outputs`` the (fewest, most) tensors the TFLite schema allows (the importer
+    checks a model against them; optional trailing inputs may be -1), ``types`` the tensor types
+    supported (the activation type; ``type_notes`` for anything finer), ``options`` the builtin
+    options honoured, and ``fast`` the CPU features that have a fast kernel, with what it covers.
+    ``arity`` overrides ``inputs``/``outputs`` per kind for kernels that serve several kinds.
     """
 
     kinds: tuple[str, ...] = ()
+    inputs: tuple[int, int] = (1, 1)
+    outputs: tuple[int, int] = (1, 1)
+    arity: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
+    types: tuple[str, ...] = ("int8", "int16", "float32")
+    type_notes: str = ""
+    options: str = ""
+    fast: dict[str, str] = {}
+    # int8/int16 activations must carry quantization parameters (False for kernels that only move
+    # or compare raw values, such as GATHER or CAST).
+    quantized_io: bool = True
+
+    def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((fewest, most) inputs, (fewest, most) outputs) of operator ``kind``."""
+        return self.arity.get(kind, (self.inputs, self.outputs))
+
+    def describe(self, kind: str) -> dict:
+        """What ``microcompiler ops`` says of operator ``kind``; kernels serving several kinds
+        override it where the kinds differ."""
+        return {"types": list(self.types), "type_notes": self.type_notes, "options": self.options,
+                "fast_kernels": dict(self.fast)}
+
+    def fold(self, op: Operator, graph: Graph) -> list[np.ndarray] | None:
+        """The operator's outputs computed at compile time, or None when it cannot be folded.
+
+        Called by the ``fold_constants`` pass when every input is a constant (and for operators
+        such as SHAPE whose result depends only on static shapes). A kernel folds only what it
+        computes exactly as its C code would."""
+        return None
 
     def check(self, op: Operator, graph: Graph) -> None:
         pass

@@ -213,6 +213,10 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
 @register
 class Conv2D(OpKernel):
     kinds = ("CONV_2D",)
+    inputs = (2, 3)
+    type_notes = "int8 and int16 activations with int8 per-channel weights (int16: int32 or int64 bias)"
+    options = "padding, stride, dilation, fused activation"
+    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)

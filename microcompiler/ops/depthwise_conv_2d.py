@@ -19,6 +19,10 @@ from microcompiler.ops.quant import activation_range, conv_multipliers
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
+    inputs = (2, 3)
+    type_notes = "int8 and int16 activations with int8 per-channel weights"
+    options = "padding, stride, dilation, depth multiplier, fused activation"
+    fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=3)

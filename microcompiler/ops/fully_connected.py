@@ -12,6 +12,10 @@ from microcompiler.ops.quant import (activation_range, c_float, float_activation
 @register
 class FullyConnected(OpKernel):
     kinds = ("FULLY_CONNECTED",)
+    inputs = (2, 3)
+    type_notes = "int8 and int16 activations with int8 weights"
+    options = "fused activation, keep_num_dims"
+    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)"}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
