@@ -502,7 +502,8 @@ def flash(project_dir: str | Path, timeout: float = 300.0, log: Log = print) -> 
         from microcompiler import zephyr
         return zephyr.flash(project.dir, timeout=timeout, log=log)
     if not project.elf.is_file():
-        raise MicrocompilerError(f"{project.elf} does not exist; run 'microcompiler build {shlex.quote(str(project.dir))}' first")
+        raise MicrocompilerError(f"{project.elf} does not exist; build it first: "
+                                     f"microcompiler build {shlex.quote(str(project.dir))}")
     board = project.board
     if not board.emulated:
         raise ToolchainError(f"flashing the hardware board {board.name} (runner {board.runner}) is not "

@@ -331,7 +331,8 @@ def open_link(project, log=print, port: str | None = None):
         from microcompiler.transport.qemu import QemuTransport
         elf = elf_path(project.dir)
         if not elf.is_file():
-            raise MicrocompilerError(f"{elf} does not exist; run 'microcompiler build {shlex.quote(str(project.dir))}' first")
+            raise MicrocompilerError(f"{elf} does not exist; build it first: "
+                                 f"microcompiler build {shlex.quote(str(project.dir))}")
         log(f"running {elf.name} in QEMU ({project.board.qemu_machine})")
         return QemuTransport(project.board.qemu_machine, elf)
     from microcompiler.transport.serial import SerialTransport

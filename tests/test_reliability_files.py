@@ -287,6 +287,8 @@ def test_build_hint_is_quoted_for_the_shell(workdir):
     proc = cli("create-project", "model.tflite", "--board", BOARD, "-o", "my project", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     assert "microcompiler build 'my project'" in proc.stdout
+    proc = cli("flash", "my project", cwd=workdir)  # not built yet: the hint is quoted too
+    assert_one_line_error(proc, f"microcompiler build '{workdir / 'my project'}'")
 
 
 @pytest.mark.parametrize("content", ["garbage{", "{}", "[]", '{"model": 1, "board": "x", "template": "baremetal"}',

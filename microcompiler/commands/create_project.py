@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--template", default="baremetal", help="project template (default: baremetal)")
     p.add_argument("--board", required=True, help="board name (see 'microcompiler boards')")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="project directory: new, empty, or a project created before (only the files "
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="project directory: new, empty, or a project created before (only the files "
                         "microcompiler wrote there are replaced; anything else is refused)")
     p.add_argument("--executor", choices=EXECUTORS, default="aot",
                    help="aot: the generated <model>_run(); graph: the on-device graph executor (default: aot)")
