@@ -404,3 +404,13 @@ def test_open_model_with_a_file_as_project_dir_raises_our_error(workdir):
         open_model(workdir / "model.tflite", project_dir=note)
     assert "\n" not in str(info.value)
     assert note.read_text() == "precious\n"
+
+
+def test_reliability_doc_names_only_tests_that_exist():
+    doc = (REPO / "docs" / "reliability.md").read_text()
+    named = set(re.findall(r"`(test_\w+)`", doc))
+    defined = set()
+    for path in (REPO / "tests").rglob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_\w+)", path.read_text(), re.MULTILINE))
+    assert len(named) > 20
+    assert named <= defined, sorted(named - defined)
