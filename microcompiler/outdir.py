@@ -166,6 +166,7 @@ def _replace_existing(out_dir: Path, fill: Callable[[Path], None],
         owned = {p for p in listed if os.path.lexists(out_dir / p)}
         owned = {p for p in owned if not _covered(p, owned - {p})}  # a listed file inside an owned directory
     stage = backup = None
+    keep_backup = False
     try:
         stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=out_dir))
         fill(stage)
@@ -176,14 +177,28 @@ def _replace_existing(out_dir: Path, fill: Callable[[Path], None],
                                  f"overwritten by the new {what}; move it away or choose another directory")
         backup = Path(tempfile.mkdtemp(prefix=BACKUP_PREFIX, dir=out_dir))
         _swap(out_dir, stage, backup, owned, new)
+    except _IncompleteRestore as exc:
+        keep_backup = True
+        why = _describe(exc.cause) if isinstance(exc.cause, OSError) else type(exc.cause).__name__
+        raise OutputDirError(f"cannot write the {what} to {out_dir}: {why}; {len(exc.missing)} "
+                             f"of its previous files could not be put back and are in {backup}") from None
     except OSError as exc:
         raise OutputDirError(f"cannot write the {what} to {out_dir}: {_describe(exc)}; its previous contents "
                              "are unchanged") from None
     finally:
-        for temp in (stage, backup):
-            if temp is not None:
-                shutil.rmtree(temp, ignore_errors=True)
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        if backup is not None and not keep_backup:
+            shutil.rmtree(backup, ignore_errors=True)
     return out_dir
+
+
+class _IncompleteRestore(Exception):
+    """A failed swap whose undo failed too: the previous files left in the backup directory."""
+
+    def __init__(self, cause: BaseException, missing: list[str]):
+        super().__init__(str(cause))
+        self.cause, self.missing = cause, missing
 
 
 def _covered_by_foreign(rel: str, out_dir: Path, owned: set[str]) -> bool:
@@ -214,17 +229,22 @@ def _swap(out_dir: Path, stage: Path, backup: Path, owned: set[str], new: list[s
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             os.rename(stage / rel, out_dir / rel)
             moved_in.append(rel)
-    except BaseException:
+    except BaseException as exc:
         for rel in reversed(moved_in):
             try:
                 os.rename(out_dir / rel, stage / rel)
             except OSError:
-                pass
+                pass  # a new file left in place: it is ours, and the old one is restored below if it can be
+        missing = []
         for rel in reversed(moved_out):
             try:
+                if os.path.lexists(out_dir / rel) and not (out_dir / rel).is_dir():
+                    os.unlink(out_dir / rel)  # a new file of ours still in the old one's place
                 os.rename(backup / rel, out_dir / rel)
             except OSError:
-                pass
+                missing.append(rel)
+        if missing:  # keep the backup whatever stopped us: it holds the only copy of those files
+            raise _IncompleteRestore(exc, missing) from None
         raise
     _remove_empty_parents(out_dir, owned)
 

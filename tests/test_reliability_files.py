@@ -414,3 +414,47 @@ def test_reliability_doc_names_only_tests_that_exist():
         defined |= set(re.findall(r"^def (test_\w+)", path.read_text(), re.MULTILINE))
     assert len(named) > 20
     assert named <= defined, sorted(named - defined)
+
+
+# ---- the swap itself (microcompiler/outdir.py), with renames made to fail ----
+
+def failing_rename(monkeypatch, fail_at: set[int]):
+    """Make the n-th os.rename calls of microcompiler.outdir raise EIO (counting from 1)."""
+    import microcompiler.outdir as outdir
+    real, calls = os.rename, []
+
+    def rename(src, dst):
+        calls.append((src, dst))
+        if len(calls) in fail_at:
+            raise OSError(5, "Input/output error")
+        return real(src, dst)
+    monkeypatch.setattr(outdir.os, "rename", rename)
+    return calls
+
+
+@pytest.mark.parametrize("fail_at", [1, 5, 13, 20])
+def test_a_failed_swap_puts_the_previous_library_back(tmp_path, shared_models, monkeypatch, fail_at):
+    from microcompiler.compiler import write_atomically
+    out = tmp_path / "lib"
+    write_atomically(compile_model(shared_models / HELLO, name="old"), out)
+    (out / "notes.txt").write_text("mine\n")
+    before = snapshot(out)
+    calls = failing_rename(monkeypatch, {fail_at})
+    with pytest.raises(MicrocompilerError, match="previous contents are unchanged"):
+        write_atomically(compile_model(shared_models / HELLO, name="new"), out)
+    assert len(calls) >= fail_at  # the failure happened inside the swap
+    assert snapshot(out) == before
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_swap_whose_undo_fails_keeps_the_previous_files_and_says_where(tmp_path, shared_models, monkeypatch):
+    from microcompiler.compiler import write_atomically
+    out = tmp_path / "lib"
+    write_atomically(compile_model(shared_models / HELLO, name="old"), out)
+    before = snapshot(out)
+    failing_rename(monkeypatch, set(range(13, 100)))  # 11 old files move out, then everything fails
+    with pytest.raises(MicrocompilerError, match=r"could not be put back and are in \S+\.microcompiler-old-") as info:
+        write_atomically(compile_model(shared_models / HELLO, name="new"), out)
+    backup = Path(re.search(r"are in (\S+)$", str(info.value)).group(1))
+    kept = {**snapshot(out), **{k: v for k, v in snapshot(backup).items()}}
+    assert {k: kept[k] for k in before} == before  # every previous file still exists, in place or in the backup
