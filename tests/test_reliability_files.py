@@ -458,3 +458,9 @@ def test_a_swap_whose_undo_fails_keeps_the_previous_files_and_says_where(tmp_pat
     backup = Path(re.search(r"are in (\S+)$", str(info.value)).group(1))
     kept = {**snapshot(out), **{k: v for k, v in snapshot(backup).items()}}
     assert {k: kept[k] for k in before} == before  # every previous file still exists, in place or in the backup
+
+
+def test_run_on_the_host_refuses_keep_instead_of_ignoring_it(workdir):
+    keep = workdir / "kept"
+    assert_one_line_error(cli("run", workdir / "model.tflite", "--keep", keep), "--keep", "compile")
+    assert not keep.exists()
