@@ -404,6 +404,12 @@ def test_open_model_with_a_file_as_project_dir_raises_our_error(workdir):
         open_model(workdir / "model.tflite", project_dir=note)
     assert "\n" not in str(info.value)
     assert note.read_text() == "precious\n"
+    theirs = workdir / "theirs"
+    theirs.mkdir()
+    (theirs / "rpc_main.c").write_text("/* someone else's */\n")
+    with pytest.raises(MicrocompilerError, match="not a host RPC project"):
+        open_model(workdir / "model.tflite", project_dir=theirs)
+    assert snapshot(theirs) == {"rpc_main.c": b"/* someone else's */\n"}
 
 
 def test_reliability_doc_names_only_tests_that_exist():
