@@ -170,6 +170,9 @@ def test_output_directory_mode_follows_the_umask(workdir, umask, mode):
     assert out.stat().st_mode & 0o777 == mode
     assert (out / "src").stat().st_mode & 0o777 == mode
     assert (out / "metadata.json").stat().st_mode & 0o777 == mode & 0o666
+    proj = workdir / "proj"
+    assert cli("create-project", workdir / "model.tflite", "--board", BOARD, "-o", proj, umask=umask).returncode == 0
+    assert proj.stat().st_mode & 0o777 == mode and (proj / "crt").stat().st_mode & 0o777 == mode
 
 
 @pytest.mark.parametrize("read_only", [".", "src"])
