@@ -57,6 +57,16 @@ class Peripheral:
 
 
 @dataclass(frozen=True)
+class ZephyrBoardFacts:
+    """What the Kconfig of a board needs, as Zephyr defines the board (checked in its source).
+
+    From the board file's ``[zephyr]`` table: ``fpu``, ``entropy`` and ``source``."""
+    fpu: bool  # the SoC selects CPU_HAS_FPU, so CONFIG_FPU=y is valid
+    entropy: bool  # the board's devicetree enables the zephyr,entropy chosen node
+    source: str  # where in the Zephyr tree that comes from
+
+
+@dataclass(frozen=True)
 class Board:
     name: str
     description: str
@@ -67,6 +77,7 @@ class Board:
     timer: Peripheral | None = None
     qemu_machine: str | None = None  # set when the board is emulated
     zephyr_board: str | None = None
+    zephyr_facts: ZephyrBoardFacts | None = None  # None: not checked against Zephyr's source
     usb_ids: tuple[str, ...] = ()  # "VID:PID" of the USB serial adapter, hardware boards
     runner: str | None = None  # flash runner (west flash --runner), hardware boards
     source: Path | None = None  # the TOML file
@@ -74,6 +85,11 @@ class Board:
     @property
     def emulated(self) -> bool:
         return self.qemu_machine is not None
+
+    @property
+    def is_host(self) -> bool:
+        """The computer microcompiler runs on (``--board host``), not a board with firmware."""
+        return self is HOST_BOARD
 
     def region(self, kind: str) -> MemoryRegion:
         """The region the linker fills with ``kind`` ("flash" or "ram"): the first of that kind."""
@@ -112,6 +128,13 @@ def board_names() -> list[str]:
     return list(_board_files())
 
 
+def resolve_board(name: str | Board) -> Board:
+    """The board a command line names: ``host`` (this computer) or a board as in load_board."""
+    if isinstance(name, Board):
+        return name
+    return HOST_BOARD if name == HOST else load_board(name)
+
+
 def load_board(name: str) -> Board:
     """The board called ``name`` (a file name in boards/ without .toml, or a path to a TOML file)."""
     if name == HOST:
@@ -141,6 +164,20 @@ def _peripheral(table: dict | None, where: str) -> Peripheral | None:
         raise BoardError(f"{where}: missing 'kind'")
     settings = {k: v for k, v in table.items() if k not in ("kind", "base")}
     return Peripheral(table["kind"], _int(table, "base", where), settings)
+
+
+_ZEPHYR_FACTS = {"fpu": bool, "entropy": bool, "source": str}
+
+
+def _zephyr_facts(table: dict, where: str) -> ZephyrBoardFacts | None:
+    given = [key for key in _ZEPHYR_FACTS if key in table]
+    if not given:
+        return None
+    for key, kind in _ZEPHYR_FACTS.items():
+        if not isinstance(table.get(key), kind):
+            raise BoardError(f"{where} [zephyr]: '{key}' must be a {kind.__name__} (give fpu, entropy and source "
+                             "together, checked in Zephyr's source: docs/zephyr.md)")
+    return ZephyrBoardFacts(table["fpu"], table["entropy"], table["source"])
 
 
 def load_board_file(path: str | Path) -> Board:
@@ -175,7 +212,14 @@ def load_board_file(path: str | Path) -> Board:
         timer=_peripheral(data.get("timer"), f"{where} [timer]"),
         qemu_machine=data.get("qemu", {}).get("machine"),
         zephyr_board=data.get("zephyr", {}).get("board"),
+        zephyr_facts=_zephyr_facts(data.get("zephyr", {}), where),
         usb_ids=tuple(hardware.get("usb_ids", [])), runner=hardware.get("runner"), source=path)
     for kind in ("flash", "ram"):  # both must exist
         board.region(kind)
     return board
+
+
+# --board host: this computer. No firmware, no memory map; the system C compiler, generic C kernels.
+HOST_BOARD = Board(name=HOST, description="this computer (the system C compiler)",
+                   cpu=Cpu(core="host", mcpu="native", fpu=None, float_abi="soft", features=frozenset(), clock_hz=0),
+                   memory=())

@@ -44,14 +44,25 @@ def compiler() -> list[str]:
 class HostProgram:
     """A model library built into a host executable that runs inputs fed on stdin."""
 
+    EXE = "model_host"  # the executable, in work_dir
+
     def __init__(self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2",
                  executor: str = "aot"):
         self.library = library
         self.executor = executor
         self.meta = library.metadata
         self.work_dir = Path(work_dir)
-        self.exe = self.work_dir / "model_host"
+        self.exe = self.work_dir / self.EXE
         self._build(sanitize, opt)
+
+    @classmethod
+    def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> "HostProgram":
+        """The program an earlier HostProgram built in work_dir, to run again without recompiling."""
+        program = cls.__new__(cls)
+        program.library, program.executor, program.meta = None, executor, meta
+        program.work_dir = Path(work_dir)
+        program.exe = program.work_dir / cls.EXE
+        return program
 
     def _build(self, sanitize: bool, opt: str) -> None:
         lib_dir = self.work_dir / "model"

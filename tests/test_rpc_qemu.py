@@ -17,7 +17,7 @@ from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
 from microcompiler.rpc import DeviceResetError, open_model
-from microcompiler.rpc.boards import qemu_system_reset
+from microcompiler.transport.qemu import qemu_system_reset
 
 pytestmark = pytest.mark.skipif(shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None
                                 or shutil.which("cmake") is None or shutil.which("ninja") is None,

@@ -1,4 +1,4 @@
-"""Zephyr projects: project_templates/zephyr, crt/platform/zephyr and microcompiler/zephyr.py.
+"""Zephyr projects: project_templates/zephyr, crt/platform/zephyr and microcompiler/targets/zephyr.py.
 
 Zephyr cannot be installed everywhere these tests run, so they check what Zephyr needs without it
 (files, board targets, every Kconfig symbol against tests/data/zephyr_kconfig_symbols.txt, the
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microcompiler import zephyr
+from microcompiler.targets import zephyr
 from microcompiler.boards import board_names, load_board
 from microcompiler.compiler import compile_model
 from microcompiler.errors import BoardError

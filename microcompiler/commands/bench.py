@@ -1,8 +1,13 @@
-"""``microcompiler bench MODEL --board B``: device time per inference and per operator (over RPC)."""
+"""``microcompiler bench MODEL --board B``: device time per inference and per operator (over RPC).
+
+It takes the same path to the device as ``run --mode host-driven`` (commands/run.py).
+"""
 from __future__ import annotations
 
+from microcompiler.commands.output import print_bench
+from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
 from microcompiler.errors import MicrocompilerError
-from microcompiler.rpc.cli import add_bench_parser, bench
+from microcompiler.targets import HOST_DRIVEN
 
 # The most runs one TIME request may ask of the device: MC_RPC_MAX_TIMED_RUNS in
 # crt/include/microcompiler/rpc_server.h (the firmware microcompiler builds uses the default).
@@ -10,8 +15,15 @@ DEVICE_MAX_TIMED_RUNS = 1_000_000
 
 
 def add_parser(sub) -> None:
-    add_bench_parser(sub)
-    sub.choices["bench"].set_defaults(func=run)
+    p = sub.add_parser("bench", help="time a model and each of its operators on a board",
+                       description="Compile MODEL, build host-driven firmware for BOARD, start it, and measure on "
+                                   "the device the time of a whole inference (NUMBER runs back to back, REPEAT "
+                                   "times) and of each operator. Times are device timer ticks; the timer "
+                                   "frequency is reported with them.")
+    add_device_arguments(p)
+    p.add_argument("--number", type=int, default=10, help="runs per measurement (default: 10)")
+    p.add_argument("--repeat", type=int, default=3, help="measurements of the whole model (default: 3)")
+    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -19,4 +31,22 @@ def run(args) -> int:
         raise MicrocompilerError(f"--number {args.number} is more than the device runs in one measurement: its "
                                  f"limit is {DEVICE_MAX_TIMED_RUNS:,} (MC_RPC_MAX_TIMED_RUNS); use --number "
                                  f"{DEVICE_MAX_TIMED_RUNS} or less and raise --repeat instead")
-    return bench(args)
+    if args.number < 1 or args.repeat < 1:
+        raise MicrocompilerError("--number and --repeat must be at least 1")
+    job = prepare(args, HOST_DRIVEN)
+    meta = job.meta
+    with host_driven_session(job, args) as (_, session):
+        with session.executor() as ex:
+            ex(*job.inputs)  # warm up, and leave real data in every tensor
+            progress(f"timing {meta['name']}: {args.repeat} x {args.number} inferences, then each operator")
+            whole = ex.time_inference(args.number, args.repeat)
+            operators = ex.profile(args.number, 1)
+    hz = whole.timer_hz
+    report = {"model": meta["name"], "board": job.board.name, "timer_hz": hz, "number": args.number,
+              "repeat": args.repeat,
+              "inference": {"ticks": whole.median_ticks, "seconds": whole.median_ticks / hz,
+                            "ticks_per_run_each_repeat": [t // args.number for t in whole.ticks]},
+              "operators": operators, "operator_ticks_total": sum(op["ticks"] for op in operators),
+              "total_macs": meta.get("total_macs")}
+    print_bench(report, args.json)
+    return 0

@@ -1,7 +1,7 @@
-"""``microcompiler build DIR``: build a firmware project with CMake and Ninja."""
+"""``microcompiler build DIR``: build a firmware project with its template's tools (CMake + Ninja, west)."""
 from __future__ import annotations
 
-from microcompiler.project import build
+from microcompiler.targets import build
 
 
 def add_parser(sub) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import shlex
 
-from microcompiler.project import DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_project
+from microcompiler.targets import DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_project, templates
 
 
 def add_parser(sub) -> None:
@@ -13,7 +13,8 @@ def add_parser(sub) -> None:
                                    "a fixed input and prints its outputs and time, a linker script and a CMake "
                                    "build. Refuses models that do not fit the board.")
     p.add_argument("model", help="the .tflite file")
-    p.add_argument("--template", default="baremetal", help="project template (default: baremetal)")
+    p.add_argument("--template", default="baremetal",
+                   help=f"project template: {', '.join(templates())} (default: baremetal)")
     p.add_argument("--board", required=True, help="board name (see 'microcompiler boards')")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="project directory: new, empty, or a project created before (only the files "
@@ -26,8 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--mode", choices=MODES, default="standalone",
                    help="standalone: main() runs the model on the fixed input and prints a report (default); "
                         "host-driven: main() is the RPC server (docs/rpc.md)")
-    p.add_argument("--stack-bytes", type=int, default=DEFAULT_STACK_BYTES, metavar="N",
-                   help=f"size of the stack region (default: {DEFAULT_STACK_BYTES})")
+    p.add_argument("--stack-bytes", type=int, default=None, metavar="N",
+                   help=f"size of the stack (default: {DEFAULT_STACK_BYTES} for baremetal; sized for the model "
+                        "on zephyr)")
     p.set_defaults(func=run)
 
 

@@ -1,11 +1,8 @@
 """``microcompiler flash DIR``: load a built firmware on its board and print its report."""
 from __future__ import annotations
 
-import json
-
-import numpy as np
-
-from microcompiler.project import Project, flash
+from microcompiler.commands.output import print_flash
+from microcompiler.targets import Project
 
 
 def add_parser(sub) -> None:
@@ -22,17 +19,9 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     project = Project.load(args.project)
-    result = flash(project.dir, timeout=args.timeout, log=print if not args.json else lambda _: None)
-    if args.json:
-        print(json.dumps({"model": project.model, "board": project.board.name, "executor": project.executor,
-                          "outputs": [o.tolist() for o in result.outputs], "device_ticks": result.ticks,
-                          "timer_hz": result.hz, "stack_bytes": result.stack_bytes}))
-        return 0
-    for k, out in enumerate(result.outputs):
-        print(f"output{k} {out.dtype}{list(out.shape)}:")
-        print(np.array2string(out, threshold=64))
-    seconds = result.ticks / result.hz if result.hz else 0.0
-    print(f"time on {project.board.name}: {result.ticks} ticks at {result.hz} Hz ({seconds * 1e3:.3f} ms)")
-    if result.stack_bytes is not None:
-        print(f"stack high-water mark: {result.stack_bytes:,} B")
+    result = project.target.flash(project, timeout=args.timeout, log=print if not args.json else lambda _: None)
+    report = {"model": project.model, "board": project.board.name, "executor": project.executor,
+              "outputs": [o.tolist() for o in result.outputs], "device_ticks": result.ticks,
+              "timer_hz": result.hz, "stack_bytes": result.stack_bytes}
+    print_flash(report, result.outputs, args.json)
     return 0

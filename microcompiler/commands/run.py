@@ -1,104 +1,131 @@
 """``microcompiler run MODEL --board B``: compile, build, run once and print the outputs.
 
-``--board host`` (the default) builds for this computer. Any other board runs the whole firmware
-flow: create a project (in a temporary directory, or ``--keep DIR``), build it, run it on the board
-(QEMU for emulated boards) and decode the report.
+This is the one path from the command line to a device, for ``run`` and ``bench``: the board is
+resolved here (``host`` is this computer) and the target that serves it picked once; from then on
+everything is the target's (microcompiler/targets): create the project (in a temporary directory,
+or ``--keep DIR``), build it, then either run the standalone firmware and decode its report, or
+start host-driven firmware and run the graph over RPC.
 """
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
-from microcompiler.boards import HOST, load_board
+from microcompiler.boards import HOST, Board, resolve_board
+from microcompiler.codegen import ModelLibrary
+from microcompiler.commands.output import print_run, run_report
 from microcompiler.compiler import compile_model
-from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
-from microcompiler.project import EXECUTORS, run_on_board
+from microcompiler.targets import EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Target, target_for, templates
+from microcompiler.targets.base import start_on_board
 
-MODES = ["standalone", "host-driven"]
+
+def add_device_arguments(p) -> None:
+    """The options run and bench share: where the model runs and on what input."""
+    p.add_argument("model", help="the .tflite file")
+    p.add_argument("--board", default=HOST, help="board name (default: host; see 'microcompiler boards')")
+    p.add_argument("--template", choices=templates(), default="baremetal",
+                   help="boards: the firmware project template (default: baremetal; zephyr: docs/zephyr.md)")
+    p.add_argument("--port", help="serial port of a real board already running the model's firmware (nothing "
+                                  "is flashed; emulated boards need none)")
+    p.add_argument("--rpc-timeout", type=float, default=RPC_TIMEOUT, metavar="SECONDS",
+                   help=f"host-driven: seconds to wait for each device reply (default: {RPC_TIMEOUT:g})")
+    p.add_argument("--input", action="append", default=[], metavar="X.npy",
+                   help="an input tensor as .npy (repeat for several inputs; default: seeded random)")
+    p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="compile a model, run it on a board and print its outputs",
                        description="Compile MODEL, build it for BOARD, run it once and print the outputs. "
                                    "Without --input, a fixed seeded random input is used.")
-    p.add_argument("model", help="the .tflite file")
-    p.add_argument("--board", default=HOST, help="board name (default: host; see 'microcompiler boards')")
-    p.add_argument("--mode", choices=MODES, default="standalone",
+    add_device_arguments(p)
+    p.add_argument("--mode", choices=MODES, default=STANDALONE,
                    help="standalone: the firmware runs the model on an input compiled into it (default); "
                         "host-driven: the host runs the graph, each operator runs on the device over RPC")
-    p.add_argument("--port", help="host-driven: serial port of a real board already running the model's "
-                                  "host-driven firmware (emulated boards need none)")
-    p.add_argument("--rpc-timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="host-driven: seconds to wait for each device reply (default: 10)")
-    p.add_argument("--template", choices=["baremetal", "zephyr"], default="baremetal",
-                   help="boards: the firmware project template (default: baremetal; zephyr: docs/zephyr.md)")
     p.add_argument("--executor", choices=EXECUTORS, default="aot",
                    help="aot: the generated <model>_run(); graph: the graph executor (default: aot)")
-    p.add_argument("--input", action="append", default=[], metavar="X.npy",
-                   help="an input tensor as .npy (repeat for several inputs)")
-    p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it (boards only)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds to wait for the board's report (default: 300)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
-def print_outputs(outputs: list[np.ndarray], meta: dict) -> None:
-    """The model's outputs, one block per output tensor, for people (not --json)."""
-    for k, out in enumerate(outputs):
-        print(f"output{k} {meta['outputs'][k]['dtype']}{list(out.shape)}:")
-        print(np.array2string(out, threshold=64))
+def progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr)
+@dataclass
+class Job:
+    """What the command line asks for, resolved once: the board, its target, the model and its input."""
+    board: Board
+    target: Target
+    library: ModelLibrary
+    inputs: list[np.ndarray]
+
+    @property
+    def meta(self) -> dict:
+        return self.library.metadata
+
+
+def prepare(args, mode: str) -> Job:
+    """Resolve the board and its target, refuse what cannot work, then compile and load the inputs."""
+    board = resolve_board(args.board)  # an unknown board fails before compiling
+    target = target_for(board, args.template)
+    target.check_run(mode=mode, keep=args.keep, port=args.port)
+    target.check_board(board)
+    library = compile_model(args.model, features=board.cpu.features)
+    meta = library.metadata
+    inputs = load_inputs(args.input, meta["inputs"]) if args.input else random_inputs(meta["inputs"])
+    return Job(board, target, library, inputs)
+
+
+@contextmanager
+def project_directory(keep: str | None) -> Iterator[Path]:
+    """--keep DIR, or a temporary directory removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="microcompiler-") as tmp:
+        yield Path(keep) if keep else Path(tmp) / "project"
+
+
+@contextmanager
+def host_driven_session(job: Job, args, call_timeout: float | None = None):
+    """(BuildResult or None, an open Session) to host-driven firmware of the job's model."""
+    options = {"call_timeout": call_timeout} if call_timeout else {}
+    with project_directory(args.keep) as project_dir:
+        _, built, session = start_on_board(job.library, job.board, project_dir, template=job.target.name,
+                                           port=args.port, log=progress, timeout=args.rpc_timeout, **options)
+        with session:
+            for line in session.logs:
+                progress(f"device: {line}")
+            yield built, session
 
 
 def run(args) -> int:
-    if args.template == "zephyr" and args.board != HOST:
-        from microcompiler.zephyr import run_command
-        return run_command(args)
-    if args.mode == "host-driven":
-        from microcompiler.rpc.cli import run_host_driven
-        return run_host_driven(args)
-    board = None if args.board == HOST else load_board(args.board)  # unknown board: fail before compiling
-    if board is None and args.keep:
-        raise MicrocompilerError("--keep writes a firmware project, for boards (or --mode host-driven); "
-                                 "--board host builds in a temporary directory: use 'microcompiler compile' "
-                                 "to keep the model library")
-    library = compile_model(args.model, features=board.cpu.features if board else frozenset())
-    meta = library.metadata
-    inputs = load_inputs(args.input, meta["inputs"]) if args.input else random_inputs(meta["inputs"])
-    report = {"model": meta["name"], "board": args.board, "mode": args.mode, "executor": args.executor}
-    if board is None:
-        from microcompiler.host import HostProgram
-        with tempfile.TemporaryDirectory(prefix="microcompiler-") as tmp:
-            result = HostProgram(library, Path(tmp), executor=args.executor).run([inputs])[0]
-        outputs, ticks, hz = result.outputs, result.ticks, result.hz
+    job = prepare(args, args.mode)
+    meta, target = job.meta, job.target
+    if args.mode == HOST_DRIVEN:
+        with host_driven_session(job, args, call_timeout=args.timeout) as (built, session):
+            with session.executor() as ex:
+                outputs = ex(*job.inputs)
+                operator_ticks = list(ex.last_ticks)
+            hz = session.device.timer_hz
+            stats = dict(session.stats)
+        report = run_report(meta, job.board.name, target.name, args.mode, args.executor, outputs,
+                            sum(operator_ticks), hz, built=built, operator_ticks=operator_ticks, rpc=stats)
     else:
-        with tempfile.TemporaryDirectory(prefix="microcompiler-") as tmp:
-            project_dir = Path(args.keep) if args.keep else Path(tmp) / "project"
-            _, built, result = run_on_board(library, board, project_dir, executor=args.executor, input=inputs,
-                                            log=_progress, timeout=args.timeout)
-        outputs, ticks, hz = result.outputs, result.ticks, result.hz
-        report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes, stack_bytes=result.stack_bytes)
-    report.update({
-        "outputs": [out.tolist() for out in outputs],
-        "output_dtypes": [o["dtype"] for o in meta["outputs"]],
-        "device_ticks": ticks, "timer_hz": hz,
-        "arena_bytes": meta["arena_bytes"], "params_bytes": meta["params_bytes"],
-    })
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print_outputs(outputs, meta)
-        print(f"time on {args.board}: {ticks} ticks at {hz} Hz")
-        if board is not None:
-            print(f"firmware: flash {report['flash_bytes']:,} B, RAM {report['ram_bytes']:,} B "
-                  f"(stack high-water {report['stack_bytes']:,} B)")
+        with project_directory(args.keep) as project_dir:
+            project = target.create(job.library, job.board, project_dir, executor=args.executor,
+                                    input=job.inputs, log=progress)
+            built = target.build(project, log=progress)
+            result = target.flash(project, timeout=args.timeout, log=progress, port=args.port)
+        report = run_report(meta, job.board.name, target.name, args.mode, args.executor, result.outputs,
+                            result.ticks, result.hz, built=built, stack_bytes=result.stack_bytes)
+        outputs = result.outputs
+    print_run(report, outputs, target.label, args.json)
     return 0

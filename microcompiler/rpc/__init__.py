@@ -35,16 +35,12 @@ def connect(target=None, *, port: str | None = None, board: str | None = None, p
         return Session(SerialTransport(port), timeout=timeout, plan=_plan(plan, target), **session_options)
     if target is None:
         raise MicrocompilerError("connect() needs a project directory, a transport, or port=")
-    directory = Path(target)
-    from microcompiler.rpc.host_project import SERVER_EXE, is_host_project
-    if is_host_project(directory):
-        from microcompiler.transport.subprocess import SubprocessTransport
-        transport = SubprocessTransport([str(directory.resolve() / SERVER_EXE)])
-        return Session(transport, timeout=timeout, plan=_plan(plan, directory), name="host RPC server",
-                       **session_options)
-    from microcompiler.rpc.boards import open_project_transport
-    transport, name = open_project_transport(directory, board=board)
-    return Session(transport, timeout=timeout, plan=_plan(plan, directory), name=name, **session_options)
+    from microcompiler.targets import open_project
+    project = open_project(target)
+    if board is not None and not project.board.is_host and board != project.board.name:
+        raise MicrocompilerError(f"{project.dir} was made for board {project.board.name}, not {board}")
+    return project.target.start(project, load=False, timeout=timeout, plan=_plan(plan, project.dir),
+                                **session_options)
 
 
 def _plan(plan, directory=None):

@@ -16,6 +16,7 @@ import numpy as np
 
 from microcompiler.errors import DeviceError
 from microcompiler.rpc import protocol as P
+from microcompiler.rpc.executor import GraphExecutor
 from microcompiler.rpc.framing import Damaged, FrameDecoder, encode_frame
 
 DEVICE_LOG = logging.getLogger("microcompiler.device")
@@ -466,9 +467,8 @@ class Session:
 
         return evaluate
 
-    def executor(self, plan=None):
+    def executor(self, plan=None) -> GraphExecutor:
         """A host-driven executor of the model on the device (plan: a ModelPlan; default: the session's)."""
-        from microcompiler.rpc.executor import GraphExecutor
         plan = plan if plan is not None else self.plan
         if plan is None:
             raise DeviceError("this session does not know the device's model: connect to a project directory "

@@ -6,17 +6,24 @@ standalone runs bit for bit), then calls each operator's function over RPC in gr
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.ir import np_dtype
-from microcompiler.rpc.client import DeviceBuffer, Session, TimeResult
-from microcompiler.rpc.plan import ModelPlan
 from microcompiler.rpc.protocol import TensorArg
+
+if TYPE_CHECKING:  # the executor is handed an open session; it never makes one
+    from microcompiler.rpc.client import DeviceBuffer, Session, TimeResult
+    from microcompiler.rpc.plan import ModelPlan
 
 
 class GraphExecutor:
-    """Runs a model's operators one by one on the device. Use as a context manager to free its memory."""
+    """Runs a model's operators one by one on the device. Use as a context manager to free its memory.
+
+    ``GraphExecutor(session, plan)`` takes an open Session and the model's plan; ``session.executor()``
+    is the same with the session's own plan."""
 
     def __init__(self, session: Session, plan: ModelPlan):
         self.session = session

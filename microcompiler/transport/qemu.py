@@ -149,3 +149,12 @@ class QemuTransport(Transport):
                 self._proc.kill()
                 self._proc.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def qemu_system_reset(transport) -> None:
+    """Reset the emulated board behind a QemuTransport (QMP system_reset), as a reset button would."""
+    inner = getattr(transport, "inner", transport)
+    reset = getattr(inner, "reset", None)
+    if not callable(reset):
+        raise DeviceError("this transport cannot reset its device")
+    reset()

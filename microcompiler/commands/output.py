@@ -1,0 +1,80 @@
+"""What run, bench and flash print: one JSON object (--json) or lines for people."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from microcompiler.targets import HOST_DRIVEN, BuildResult
+
+
+def run_report(meta: dict, board: str, template: str, mode: str, executor: str, outputs: list[np.ndarray],
+               ticks: int, hz: int, built: BuildResult | None = None, stack_bytes: int | None = None,
+               operator_ticks: list[int] | None = None, rpc: dict | None = None) -> dict:
+    """The result of one run, as --json prints it."""
+    report = {"model": meta["name"], "board": board, "template": template, "mode": mode, "executor": executor}
+    if built is not None:
+        report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes, stack_bytes=stack_bytes)
+    report.update({"outputs": [out.tolist() for out in outputs],
+                   "output_dtypes": [o["dtype"] for o in meta["outputs"]],
+                   "device_ticks": ticks, "timer_hz": hz})
+    if operator_ticks is not None:
+        report["operator_ticks"] = operator_ticks
+    report.update(arena_bytes=meta["arena_bytes"], params_bytes=meta["params_bytes"])
+    if rpc is not None:
+        report["rpc"] = rpc
+    return report
+
+
+def print_outputs(outputs: list[np.ndarray], dtypes: list[str]) -> None:
+    """The model's outputs, one block per output tensor."""
+    for k, out in enumerate(outputs):
+        print(f"output{k} {dtypes[k]}{list(out.shape)}:")
+        print(np.array2string(out, threshold=64))
+
+
+def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_json: bool) -> None:
+    """``microcompiler run``'s result. label: how the target is named in the summary (None: not)."""
+    if as_json:
+        print(json.dumps(report))
+        return
+    print_outputs(outputs, report["output_dtypes"])
+    details = [label] if label else []
+    if report["mode"] == HOST_DRIVEN:
+        details.append(f"sum of {len(report['operator_ticks'])} operators, host-driven")
+    where = f"{report['board']} ({', '.join(details)})" if details else report["board"]
+    print(f"time on {where}: {report['device_ticks']} ticks at {report['timer_hz']} Hz")
+    if "flash_bytes" in report:
+        stack = report["stack_bytes"]
+        print(f"firmware: flash {report['flash_bytes']:,} B, RAM {report['ram_bytes']:,} B"
+              + (f" (stack high-water {stack:,} B)" if stack is not None else ""))
+
+
+def print_flash(report: dict, outputs: list[np.ndarray], as_json: bool) -> None:
+    """``microcompiler flash``'s result."""
+    if as_json:
+        print(json.dumps(report))
+        return
+    print_outputs(outputs, [str(out.dtype) for out in outputs])
+    ticks, hz = report["device_ticks"], report["timer_hz"]
+    seconds = ticks / hz if hz else 0.0
+    print(f"time on {report['board']}: {ticks} ticks at {hz} Hz ({seconds * 1e3:.3f} ms)")
+    if report["stack_bytes"] is not None:
+        print(f"stack high-water mark: {report['stack_bytes']:,} B")
+
+
+def print_bench(report: dict, as_json: bool) -> None:
+    """``microcompiler bench``'s result: the whole inference, then a table of the operators."""
+    if as_json:
+        print(json.dumps(report))
+        return
+    hz, inference, operators = report["timer_hz"], report["inference"], report["operators"]
+    op_total = report["operator_ticks_total"]
+    print(f"{report['model']} on {report['board']}: {inference['ticks']} ticks per inference "
+          f"({inference['seconds'] * 1e3:.3f} ms at {hz} Hz; median of {report['repeat']} x {report['number']} runs)")
+    print(f"{'#':>3}  {'operator':<26} {'ticks':>12} {'ms':>10} {'share':>6}  layer")
+    for op in operators:
+        share = op["ticks"] / op_total * 100 if op_total else 0.0
+        print(f"{op.get('index', ''):>3}  {str(op.get('kind', op['function'])):<26} {op['ticks']:>12} "
+              f"{op['seconds'] * 1e3:>10.3f} {share:>5.1f}%  {op.get('layer', '')}")
+    print(f"sum of operators: {op_total} ticks")

@@ -1,0 +1,72 @@
+"""Targets: how a compiled model gets onto a device and runs there (docs/architecture.md).
+
+One module per target (``baremetal``, ``zephyr``, ``host``), each a :class:`Target` subclass
+registered by name in ``base``; the functions here are the public, project-directory level API::
+
+    project = create_project("model.tflite", "baremetal", "mps2_an386", "out/p")
+    build(project.dir)                    # BuildResult: the ELF and its flash and RAM use
+    result = flash(project.dir)           # RunResult: outputs, ticks, timer Hz, stack high-water
+
+Adding a project template is one new module here (a registered Target subclass) plus its
+templates in ``project_templates/<name>/`` (docs/porting.md).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from microcompiler.boards import HOST_BOARD, Board, load_board
+from microcompiler.codegen import ModelLibrary
+from microcompiler.errors import MicrocompilerError
+from microcompiler.targets.base import (DEFAULT_STACK_BYTES, EXECUTORS, HOST_DRIVEN, MIN_STACK_BYTES, MODES,
+                                        PROJECT_FILE, RPC_TIMEOUT, STANDALONE, BuildResult, Log, Project,
+                                        RunResult, Target, check_fits, decode_report, estimate_footprint,
+                                        firmware_size, get_target, register, run_on_board, target_for, templates)
+
+
+def create_project(model: str | Path | ModelLibrary, template: str, board: str | Board, out_dir: str | Path,
+                   executor: str = "aot", input=None, stack_bytes: int | None = None,
+                   mode: str = STANDALONE) -> Project:
+    """Write a firmware project for ``model`` on ``board`` into ``out_dir`` (replaced if a project).
+
+    ``model`` is a .tflite path or an already compiled library (compile it with the board's
+    ``cpu.features``). ``input`` is None (a fixed seeded random input), .npy paths, or arrays.
+    ``stack_bytes``: the stack (default: the template's, DEFAULT_STACK_BYTES for bare metal, sized
+    for the model on Zephyr). ``mode`` "host-driven" makes src/main.c an RPC server (docs/rpc.md).
+    """
+    board = board if isinstance(board, Board) else load_board(board)
+    known = templates()
+    if template not in known:
+        raise MicrocompilerError(f"unknown project template '{template}'; known templates: {', '.join(known)}")
+    if executor not in EXECUTORS:
+        raise MicrocompilerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
+    if stack_bytes is not None and (stack_bytes < MIN_STACK_BYTES or stack_bytes % 8):
+        raise MicrocompilerError(f"a stack of {stack_bytes} B is too small or unaligned; give a multiple of 8 "
+                                 f"of at least {MIN_STACK_BYTES} B")
+    if mode not in MODES:
+        raise MicrocompilerError(f"unknown mode '{mode}'; use one of {', '.join(MODES)}")
+    return get_target(template).create(model, board, out_dir, executor=executor, mode=mode, input=input,
+                                       stack_bytes=stack_bytes)
+
+
+def build(project_dir: str | Path, log: Log = print) -> BuildResult | None:
+    """Build the project with its template's tools; returns the firmware sizes."""
+    project = Project.load(project_dir)
+    return project.target.build(project, log=log)
+
+
+def flash(project_dir: str | Path, timeout: float = 300.0, log: Log = print, port: str | None = None) -> RunResult:
+    """Load the built firmware on the board, run the model once and decode what it reports."""
+    project = Project.load(project_dir)
+    return project.target.flash(project, timeout=timeout, log=log, port=port)
+
+
+def open_project(project_dir: str | Path) -> Project:
+    """The project in a directory: a firmware project, or a host RPC project (create_host_project)."""
+    from microcompiler.targets.host import open_host_project
+    return open_host_project(project_dir, HOST_BOARD) or Project.load(project_dir)
+
+
+__all__ = ["open_project", "Project", "BuildResult", "RunResult", "Target", "create_project", "build", "flash", "run_on_board",
+           "firmware_size", "check_fits", "estimate_footprint", "decode_report", "templates", "get_target",
+           "target_for", "register", "EXECUTORS", "MODES", "STANDALONE", "HOST_DRIVEN", "DEFAULT_STACK_BYTES",
+           "PROJECT_FILE", "RPC_TIMEOUT"]

@@ -1,0 +1,619 @@
+"""The project core every target shares, and the table of targets.
+
+A *target* is a way to put a compiled model on something that runs it: ``baremetal`` (CMake +
+Ninja firmware, crt/platform/<family>), ``zephyr`` (a Zephyr application, west) and ``host`` (this
+computer). Each is a :class:`Target` subclass in ``microcompiler/targets/<name>.py``, registered
+with ``@register``; nothing outside this package asks which template a project uses.
+
+A target has one small interface:
+
+- ``create(model, board, out_dir, ...) -> Project``: compile (if given a .tflite), check the model
+  fits, and write the project directory (``write_project_dir``: new, empty or a previous project);
+- ``build(project, log) -> BuildResult | None``: build the firmware (None: nothing to measure);
+- ``flash(project, ...) -> RunResult``: load the firmware, run the model once, decode the report;
+- ``start(project, ...) -> Session``: load host-driven firmware and open an RPC session to it;
+- ``open_link(project, ...) -> Transport``: the byte link to the running firmware.
+
+The base class implements everything the targets share: the fit check, the inputs compiled into
+the firmware, the runtime copy, the tool runs, the ELF sizes, reading and decoding the report and
+opening the link (QEMU for emulated boards, else the board's serial port).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, ClassVar
+
+import numpy as np
+
+from microcompiler import resources
+from microcompiler.boards import Board, load_board_file, resolve_board
+from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
+from microcompiler.inputs import check_input, load_inputs, random_inputs
+from microcompiler.ir import np_dtype
+from microcompiler.outdir import (check_output_dir, check_path_is_safe, listed_files, read_manifest,
+                                  replace_output_dir)
+from microcompiler.standalone import StandaloneResult, parse_reports
+
+if TYPE_CHECKING:
+    from microcompiler.rpc.client import Session
+    from microcompiler.transport.base import Transport
+
+PROJECT_FILE = "microcompiler-project.json"
+EXECUTORS = ("aot", "graph")
+STANDALONE, HOST_DRIVEN = "standalone", "host-driven"
+MODES = (STANDALONE, HOST_DRIVEN)  # host-driven: an RPC server main (docs/rpc.md)
+RPC_TIMEOUT = 10.0  # seconds to wait for each device reply (run --rpc-timeout)
+DEFAULT_STACK_BYTES = 8 * 1024
+MIN_STACK_BYTES = 1024
+BUILD_DIR = "build"  # written by 'microcompiler build' (CMake or west), replaced with the project
+
+# Flash estimate besides weights and input: startup, platform, report, libc/libgcc pieces, plus
+# each operator's code (measured on this project's kernels at -O2, rounded up).
+RUNTIME_CODE_BYTES = 6 * 1024
+OPERATOR_CODE_BYTES = 1024
+GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
+RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
+
+Log = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+# ---- Projects ----
+
+@dataclass
+class Project:
+    dir: Path
+    board: Board
+    template: str
+    executor: str
+    model: str
+    metadata: dict
+    stack_bytes: int
+    mode: str = STANDALONE
+
+    @property
+    def target(self) -> "Target":
+        return get_target(self.template)
+
+    @property
+    def elf(self) -> Path:
+        """The firmware the build writes (where depends on the target's build system)."""
+        return self.target.elf(self)
+
+    @classmethod
+    def load(cls, project_dir: str | Path) -> "Project":
+        try:
+            project_dir = Path(project_dir).resolve()
+            info_path = project_dir / PROJECT_FILE
+            is_project = info_path.is_file()
+        except (OSError, RuntimeError) as exc:  # a name too long; a loop of symbolic links (RuntimeError)
+            raise MicrocompilerError(f"cannot open project {project_dir}: {why(exc)}") from None
+        if not is_project:
+            raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
+                                     "make one with 'microcompiler create-project'")
+        info = read_project_info(project_dir)
+        try:
+            metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is missing or damaged ({why(exc)}); "
+                                     f"{_RECREATE}") from None
+        if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
+            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is damaged (not a model "
+                                     f"library's metadata); {_RECREATE}")
+        return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
+                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE))
+
+    def saved_inputs(self) -> list[np.ndarray]:
+        """The input the project was created with (inputs/input<k>.npy)."""
+        return [np.load(self.dir / "inputs" / f"input{k}.npy") for k in range(len(self.metadata["inputs"]))]
+
+
+_RECREATE = "recreate the project with 'microcompiler create-project'"
+# The fields of microcompiler-project.json, with their types.
+_PROJECT_FIELDS = {"model": str, "board": str, "template": str, "executor": str, "stack_bytes": int}
+
+
+def why(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def read_project_info(project_dir: Path) -> dict:
+    """microcompiler-project.json, checked: a one-line error when it is unreadable or damaged."""
+    info_path = project_dir / PROJECT_FILE
+    try:
+        info = json.loads(info_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MicrocompilerError(f"cannot read {info_path} ({why(exc)}); {_RECREATE}") from None
+    if not isinstance(info, dict):
+        raise MicrocompilerError(f"{info_path} is damaged (not a JSON object); {_RECREATE}")
+    for key, kind in _PROJECT_FIELDS.items():
+        if not isinstance(info.get(key), kind) or isinstance(info.get(key), bool):
+            raise MicrocompilerError(f"{info_path} is damaged ('{key}' is missing or not a {kind.__name__}); "
+                                     f"{_RECREATE}")
+    if info["executor"] not in EXECUTORS or info.get("mode", STANDALONE) not in MODES:
+        raise MicrocompilerError(f"{info_path} is damaged (unknown executor or mode); {_RECREATE}")
+    if info["template"] not in _registry():
+        raise MicrocompilerError(f"{info_path} is damaged (unknown template '{info['template']}'); {_RECREATE}")
+    return info
+
+
+@dataclass
+class BuildResult:
+    elf: Path
+    flash_bytes: int  # text + rodata + the initial values of data
+    ram_bytes: int  # data + bss + the stack region
+
+
+@dataclass
+class RunResult:
+    outputs: list[np.ndarray]
+    ticks: int
+    hz: int
+    stack_bytes: int | None  # stack high-water mark, when the firmware reports it
+    log: str  # everything the firmware printed
+
+
+# ---- Does it fit ----
+
+def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
+    """Flash and RAM the firmware will need, estimated from metadata.json before building."""
+    weights = metadata["params_bytes"]
+    input_bytes = sum(t["bytes"] for t in metadata["inputs"])
+    output_bytes = sum(t["bytes"] for t in metadata["outputs"])
+    code = RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * len(metadata["operators"])
+    if executor == "graph":
+        code += GRAPH_EXECUTOR_CODE_BYTES
+        # the pool holds the arena, a copy of the inputs and the outputs
+        activations = metadata["arena_bytes"] + input_bytes + output_bytes + 8 * (
+            len(metadata["inputs"]) + len(metadata["outputs"]))
+    else:
+        activations = metadata["arena_bytes"]
+    activations += metadata.get("scratch_bytes", 0)  # the kernels' shared scratch buffer (.bss)
+    return {"weights": weights, "code": code + input_bytes, "flash": weights + code + input_bytes,
+            "activations": activations + output_bytes, "stack": stack_bytes,
+            "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES}
+
+
+def check_fits(metadata: dict, board: Board, executor: str = "aot",
+               stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
+    """Raise BoardError when the model cannot fit the board; returns the estimate."""
+    need = estimate_footprint(metadata, executor, stack_bytes)
+    name = metadata["name"]
+    flash, ram, weights = board.flash, board.ram, board.weights_region
+    if need["weights"] > weights.size:
+        raise BoardError(f"model {name} needs {need['weights']:,} B of flash for weights but board "
+                         f"{board.name} has {weights.size:,} B ({weights.name})")
+    if weights.name != flash.name:
+        need["flash"] -= need["weights"]
+        if need["flash"] > flash.size:
+            raise BoardError(f"model {name} needs about {need['flash']:,} B of flash for code and input but "
+                             f"board {board.name} has {flash.size:,} B ({flash.name})")
+    elif need["flash"] > flash.size:
+        raise BoardError(f"model {name} needs about {need['flash']:,} B of flash ({need['weights']:,} B of "
+                         f"weights + {need['code']:,} B of code and input) but board {board.name} has "
+                         f"{flash.size:,} B ({flash.name})")
+    if need["ram"] > ram.size:
+        raise BoardError(f"model {name} needs about {need['ram']:,} B of RAM ({need['activations']:,} B of "
+                         f"activations and outputs + {need['stack']:,} B of stack) but board {board.name} has "
+                         f"{ram.size:,} B ({ram.name})")
+    return need
+
+
+# ---- Inputs ----
+
+def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
+    """The arrays for ``inputs``: None (a fixed seeded random input), .npy paths, or arrays."""
+    if inputs is None:
+        return random_inputs(metadata["inputs"])
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    if all(isinstance(x, (str, Path)) for x in inputs):
+        return load_inputs([str(x) for x in inputs], metadata["inputs"])
+    if len(inputs) != len(metadata["inputs"]):
+        raise MicrocompilerError(f"the model has {len(metadata['inputs'])} input(s) but {len(inputs)} were given")
+    return [check_input(np.asarray(arr), meta, f"input for '{meta['name']}'")
+            for arr, meta in zip(inputs, metadata["inputs"])]
+
+
+def save_inputs(stage: Path, arrays: list[np.ndarray], metadata: dict) -> list[dict]:
+    """Write inputs/input<k>.npy; returns what the templates need to compile each input in."""
+    (stage / "inputs").mkdir()
+    values = []
+    for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
+        np.save(stage / "inputs" / f"input{k}.npy", arr)
+        values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+    return values
+
+
+def output_values(metadata: dict) -> list[dict]:
+    return [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
+            for meta in metadata["outputs"]]
+
+
+# ---- The output directory ----
+
+# Top-level names a project written before microcompiler-project.json listed its files can hold.
+_LEGACY_PROJECT_ENTRIES = ("microcompiler-project.json", "board.toml", "CMakeLists.txt", "arm-none-eabi.cmake",
+                           "linker.ld", "src/main.c", "inputs", "model", "crt", "host_driven.json", "prj.conf",
+                           "legacy_zephyr.conf", "boards")
+
+
+def previous_project_files(directory: Path) -> set[str] | None:
+    """What a previous create-project (and build) wrote in ``directory``, or None if it is no project."""
+    try:
+        info = json.loads((directory / PROJECT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not all(k in info for k in ("model", "board", "template")):
+        return None
+    if "files" in info:
+        files = read_manifest(info["files"], directory)
+        return None if files is None else files | {BUILD_DIR}
+    return {name for name in (*_LEGACY_PROJECT_ENTRIES, BUILD_DIR) if (directory / name).exists()}
+
+
+def check_project_dir(out_dir: str | Path) -> Path:
+    """Fail early (before compiling) on a directory the project cannot go to; returns it."""
+    out = check_output_dir(out_dir, "project directory")
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
+    return out
+
+
+def write_project_dir(out_dir: str | Path, fill: Callable[[Path], None], info: dict) -> Path:
+    """Write a project with ``fill(staging_dir)`` and put it at out_dir, never losing the user's files.
+
+    out_dir must be new, empty or a previous project (only the files that project's create-project
+    and build wrote are replaced: see microcompiler.outdir). The path must suit CMake and the shell.
+    """
+    out_dir = check_project_dir(out_dir)
+
+    def fill_and_list(stage: Path) -> None:
+        fill(stage)
+        (stage / PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        files = listed_files(stage)
+        (stage / PROJECT_FILE).write_text(json.dumps({**info, "files": files}, indent=2) + "\n")
+
+    return replace_output_dir(out_dir, fill_and_list, previous_project_files, "microcompiler project")
+
+
+def copy_runtime(project_dir: Path, family: str) -> None:
+    """crt's headers and portable sources, and one platform family, into DIR/crt."""
+    crt = resources.crt_dir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(crt / "include", project_dir / "crt" / "include", ignore=ignore)
+    shutil.copytree(crt / "src", project_dir / "crt" / "src", ignore=ignore)
+    shutil.copytree(crt / "platform" / family, project_dir / "crt" / "platform" / family, ignore=ignore)
+
+
+# ---- Tools ----
+
+def require_tool(tool: str, hint: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ToolchainError(f"'{tool}' is not on PATH; {hint}")
+    return path
+
+
+_OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
+
+
+def run_logged(cmd: list[str], log: Log, what: str) -> None:
+    """Run a build tool; its progress lines go to log, its failure becomes a one-line-headed error."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        lines.append(line)
+        if line.startswith("["):  # ninja's "[3/12] Building C object ..."
+            log("  " + line)
+    if proc.wait() != 0:
+        text = "\n".join(lines)
+        overflow = _OVERFLOW.search(text)
+        if overflow:
+            raise BoardError(f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
+                             f"{int(overflow.group(2)):,} B")
+        tail = "\n".join(lines[-40:])
+        raise ToolchainError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+
+
+def firmware_size(elf: str | Path) -> tuple[int, int]:
+    """(flash_bytes, ram_bytes) of a firmware from its ELF section headers.
+
+    flash: every allocated section with contents (text, rodata, exidx, the initial values of data);
+    RAM: every allocated writable section (data, bss, the stack region).
+    """
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        raise ToolchainError(f"{elf} is not a 32-bit ELF file")
+    endian = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
+    flash = ram = 0
+    sht_nobits, shf_write, shf_alloc = 8, 0x1, 0x2
+    for i in range(shnum):
+        _, sh_type, flags, _, _, size = struct.unpack_from(endian + "IIIIII", data, shoff + i * shentsize)
+        if not flags & shf_alloc:
+            continue
+        if sh_type != sht_nobits:
+            flash += size
+        if flags & shf_write:
+            ram += size
+    return flash, ram
+
+
+def measured_build(project: Project, elf: Path, log: Log) -> BuildResult:
+    flash_bytes, ram_bytes = firmware_size(elf)
+    log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
+        f"(board: {project.board.flash.size:,} B / {project.board.ram.size:,} B)")
+    return BuildResult(elf, flash_bytes, ram_bytes)
+
+
+def check_can_build(project: Project) -> None:
+    check_path_is_safe(project.dir, "the project directory")  # a project moved under such a path
+    build_dir = project.dir / BUILD_DIR
+    where = build_dir if build_dir.is_dir() else project.dir
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise MicrocompilerError(f"cannot build {project.dir}: no write permission for {where} (the build "
+                                 f"writes to {build_dir}); copy the project somewhere writable")
+
+
+# ---- The report ----
+
+def decode_report(text: str, metadata: dict) -> RunResult:
+    for line in text.splitlines():
+        if line.startswith("MC-FAULT") or line.startswith("MC-ABORT"):
+            raise DeviceError(f"the firmware stopped: {line.strip()}")
+    results: list[StandaloneResult] = parse_reports(text, metadata["outputs"])
+    if not results:
+        raise DeviceError(f"the firmware printed no complete report; it printed: {text[-500:]!r}")
+    stack = re.search(r"^stack_bytes (\d+)", text, re.MULTILINE)
+    result = results[-1]
+    return RunResult(result.outputs, result.ticks, result.hz, int(stack.group(1)) if stack else None, text)
+
+
+# The firmware printed its report, or stopped.
+_REPORT_DONE = re.compile(rb"^(MC-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
+
+
+# ---- Targets ----
+
+class Target:
+    """How models get onto one kind of device. Subclasses set ``name`` and register with @register."""
+
+    name: ClassVar[str]
+    label: ClassVar[str | None] = None  # how run's summary names the target ("Zephyr"); None: no mention
+    firmware_project: ClassVar[bool] = True  # create-project writes it (listed by templates())
+    report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
+
+    # ---- create ----
+
+    def check_board(self, board: Board) -> None:
+        """Raise BoardError when this target cannot serve the board (before anything is compiled)."""
+
+    def check_run(self, *, mode: str, keep: str | Path | None, port: str | None) -> None:
+        """Refuse a run's options that mean nothing for this target (before anything is compiled)."""
+
+    def default_stack_bytes(self, metadata: dict, mode: str) -> int:
+        return DEFAULT_STACK_BYTES
+
+    def check_fits(self, metadata: dict, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
+        check_fits(metadata, board, "graph" if mode == HOST_DRIVEN else executor, stack_bytes)
+
+    def project_info(self, board: Board) -> dict:
+        """What microcompiler-project.json records besides model, board, template, executor, stack, mode."""
+        return {}
+
+    def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
+               executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
+               log: Log = quiet) -> Project:
+        """Write the project for ``model`` on ``board`` into ``out_dir`` (replaced if a project)."""
+        self.check_board(board)
+        check_project_dir(out_dir)  # fail before the compile
+        library = compile_for(model, board)
+        metadata = library.metadata
+        stack = stack_bytes or self.default_stack_bytes(metadata, mode)
+        self.check_fits(metadata, board, executor, mode, stack)
+        arrays = resolve_inputs(input, metadata)
+        info = {"model": metadata["name"], "board": board.name, "template": self.name, "executor": executor,
+                "stack_bytes": stack, "mode": mode, **self.project_info(board)}
+
+        def fill(stage: Path) -> None:
+            library.write(stage / "model")
+            shutil.copyfile(board.source, stage / "board.toml")
+            values = dict(name=metadata["name"], NAME=metadata["name"].upper(), board=board, executor=executor,
+                          mode=mode, inputs=save_inputs(stage, arrays, metadata), outputs=output_values(metadata),
+                          input_origin="given" if input is not None else "seeded random")
+            if mode == HOST_DRIVEN:
+                from microcompiler.rpc.host_project import rpc_template_values
+                from microcompiler.rpc.plan import ModelPlan
+                values.update(rpc_template_values(library))
+                ModelPlan.from_library(library).save(stage)
+            (stage / "src").mkdir()
+            self.fill(stage, values, stack)
+
+        return Project.load(write_project_dir(out_dir, fill, info))
+
+    def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
+        """Write the target's own files (runtime, main, build files) into the staging directory."""
+        raise NotImplementedError
+
+    # ---- build ----
+
+    def elf(self, project: Project) -> Path:
+        raise NotImplementedError
+
+    def build(self, project: Project, log: Log = print) -> BuildResult | None:
+        raise NotImplementedError
+
+    def require_elf(self, project: Project) -> Path:
+        elf = self.elf(project)
+        if not elf.is_file():
+            raise MicrocompilerError(f"{elf} does not exist; build it first: "
+                                     f"microcompiler build {shlex.quote(str(project.dir))}")
+        return elf
+
+    # ---- run ----
+
+    def load(self, project: Project, log: Log = print) -> None:
+        """Put the built firmware on the board (emulated boards load it when QEMU starts)."""
+
+    def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> "Transport":
+        """A transport to the running firmware: QEMU for emulated boards, else the board's serial port."""
+        board = project.board
+        if port is None and board.emulated:
+            from microcompiler.transport.qemu import QemuTransport
+            elf = self.require_elf(project)
+            log(f"running {elf.name} in QEMU ({board.qemu_machine})")
+            return QemuTransport(board.qemu_machine, elf)
+        from microcompiler.transport.serial import SerialTransport
+        if port is None and not board.usb_ids:
+            raise MicrocompilerError(f"board {board.name} has no USB id in {board.source}; pass the serial port "
+                                     "(--port)")
+        return SerialTransport(port, usb_ids=board.usb_ids)
+
+    def device_name(self, project: Project, port: str | None) -> str:
+        """How RPC errors name the device."""
+        board = project.board
+        if port is None and board.emulated:
+            return f"{board.name} (QEMU)"
+        return f"{board.name} ({port or 'USB'})"
+
+    def start(self, project: Project, *, port: str | None = None, log: Log = quiet, load: bool = True,
+              **session_options) -> "Session":
+        """Load the host-driven firmware (unless ``port``: it already runs there) and open a session."""
+        from microcompiler.rpc.client import Session
+        from microcompiler.rpc.plan import ModelPlan
+        if project.mode != HOST_DRIVEN:
+            raise MicrocompilerError(f"{project.dir} is a standalone project; create it with mode 'host-driven' "
+                                     "(microcompiler run --mode host-driven) to talk RPC to it")
+        plan = session_options.pop("plan", None) or ModelPlan.load(project.dir)
+        if load and port is None:
+            self.load(project, log)
+        name = self.device_name(project, port)
+        transport = self.open_link(project, port=port, log=log)
+        log(f"connecting to {name}")
+        return Session(transport, plan=plan, name=name, **session_options)
+
+    def flash(self, project: Project, *, timeout: float = 300.0, log: Log = print,
+              port: str | None = None) -> RunResult:
+        """Load the firmware, run the model once and return what it produced.
+
+        Standalone firmware is read for its report; host-driven firmware is driven over RPC on the
+        input saved with the project (ticks: the sum of the operators' device times).
+        """
+        self.require_elf(project)
+        if project.mode == HOST_DRIVEN:
+            with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
+                with session.executor() as ex:
+                    outputs = ex(*project.saved_inputs())
+                    ticks = sum(ex.last_ticks)
+                hz = session.device.timer_hz
+                logs = "\n".join(session.logs)
+            return RunResult(outputs, ticks, hz, None, logs)
+        if port is None:
+            self.load(project, log)
+        started = time.monotonic()
+        with self.open_link(project, port=port, log=log) as link:
+            text = link.read_until(self.report_pattern, timeout).decode(errors="replace")
+        log(f"report received after {time.monotonic() - started:.1f} s")
+        return decode_report(self.report_text(text), project.metadata)
+
+    def report_text(self, text: str) -> str:
+        """The part of what the firmware printed that holds its report."""
+        return text
+
+
+def compile_for(model: str | Path | ModelLibrary, board: Board) -> ModelLibrary:
+    """The model library for the board's CPU (a .tflite is compiled; a library is taken as it is)."""
+    if isinstance(model, ModelLibrary):
+        return model
+    from microcompiler.compiler import compile_model
+    return compile_model(model, features=board.cpu.features)
+
+
+def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path, *,
+                 template: str = "baremetal", mode: str = STANDALONE, executor: str = "aot", input=None,
+                 log: Log = print, timeout: float = 300.0,
+                 port: str | None = None) -> tuple[Project, BuildResult | None, RunResult]:
+    """create + build + flash, the whole flow on one board: (project, BuildResult, RunResult)."""
+    board = resolve_board(board)
+    target = get_target(template)
+    project = target.create(model, board, project_dir, executor=executor, mode=mode, input=input)
+    built = target.build(project, log=log)
+    return project, built, target.flash(project, timeout=timeout, log=log, port=port)
+
+
+def start_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path, *,
+                   template: str = "baremetal", port: str | None = None, log: Log = quiet,
+                   **session_options) -> tuple[Project, BuildResult | None, "Session"]:
+    """create + build + start host-driven firmware: (project, BuildResult, open RPC Session)."""
+    board = resolve_board(board)
+    target = target_for(board, template)
+    target.check_board(board)
+    library = compile_for(model, board)
+    if not board.is_host:
+        log(f"creating the host-driven project for {library.metadata['name']} on {board.name} in {project_dir}")
+    project = target.create(library, board, project_dir, mode=HOST_DRIVEN, log=log)
+    built = target.build(project, log=log)
+    return project, built, target.start(project, port=port, log=log, **session_options)
+
+
+# ---- The table of targets ----
+
+_TARGETS: dict[str, Target] = {}
+_discovered = False
+
+
+def register(cls: type[Target]) -> type[Target]:
+    """Class decorator: make a Target subclass known under its ``name``."""
+    _TARGETS[cls.name] = cls()
+    return cls
+
+
+def _registry() -> dict[str, Target]:
+    """Every target: the modules of microcompiler/targets register themselves when imported."""
+    global _discovered
+    if not _discovered:
+        package = Path(__file__).resolve().parent
+        for module in sorted(m.name for m in pkgutil.iter_modules([str(package)])):
+            importlib.import_module(f"{__package__}.{module}")
+        _discovered = True
+    return _TARGETS
+
+
+def get_target(name: str) -> Target:
+    targets = _registry()
+    if name not in targets:
+        raise MicrocompilerError(f"unknown project template '{name}'; known templates: {', '.join(templates())}")
+    return targets[name]
+
+
+def templates() -> list[str]:
+    """The firmware project templates create-project writes (the host is a target, not a template)."""
+    return sorted(name for name, target in _registry().items()
+                  if target.firmware_project and (resources.templates_dir() / name).is_dir())
+
+
+def target_for(board: str | Board, template: str = "baremetal") -> Target:
+    """The target that runs models on ``board``: this computer's for ``host``, else ``template``'s."""
+    board = resolve_board(board)
+    return get_target("host") if board.is_host else get_target(template)

@@ -1,0 +1,287 @@
+"""Zephyr projects: a model as a Zephyr application for any board with a Zephyr board target.
+
+``create`` writes (from project_templates/zephyr, see docs/zephyr.md)::
+
+    DIR/microcompiler-project.json   model, board, template "zephyr", Zephyr board target, mode
+    DIR/board.toml                   a copy of the board description
+    DIR/CMakeLists.txt               find_package(Zephyr), the model library, crt, platform hooks
+    DIR/prj.conf                     Kconfig: C library, -O2, interrupt-driven UART, main stack
+    DIR/boards/<target>.conf         per-board Kconfig (FPU, timing API, entropy driver)
+    DIR/legacy_zephyr.conf           Kconfig added by CMakeLists.txt on Zephyr before 4.1 only
+    DIR/src/main.c                   standalone main (fixed input, report) or the RPC server
+    DIR/inputs/input<k>.npy          the input compiled into the standalone main
+    DIR/host_driven.json             host-driven mode: the plan the host walks
+    DIR/model/, DIR/crt/             the model library and the runtime (platform/zephyr only)
+
+``build`` runs ``west build``; ``flash`` loads the firmware (``west flash``, or QEMU for emulated
+boards) and runs it once. Emulated boards run in QEMU through microcompiler's own transport rather
+than ``west build -t run``: Zephyr's run target multiplexes the QEMU monitor onto the console
+(``-chardev ...,mux=on`` in cmake/emu/qemu.cmake), where the Ctrl-A bytes of binary RPC traffic
+would be taken as monitor commands, and Zephyr's mps2/an386 and mps2/an500 declare only the FVP.
+
+What Zephyr's Kconfig needs to know of a board (FPU, entropy source) is in the board file's
+``[zephyr]`` table (microcompiler.boards.ZephyrBoardFacts), checked in Zephyr's source.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from microcompiler import resources
+from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
+from microcompiler.errors import BoardError, ToolchainError
+from microcompiler.host import render_template
+from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, STANDALONE, BuildResult, Log, Project, RunResult,
+                                        Target, check_can_build, check_fits, copy_runtime, measured_build,
+                                        register, run_logged)
+from microcompiler.targets.base import run_on_board as run_flow
+
+TEMPLATE = "zephyr"
+DOCS = "docs/zephyr.md"
+MIN_ZEPHYR = (3, 7)  # hardware model v2 board targets (mps2/an385, nrf5340dk/nrf5340/cpuapp, ...)
+# Board targets renamed in a Zephyr release: (target before that release, first release with the name).
+RENAMED_TARGETS = {"mps3/corstone300/an547": ("mps3/an547", (4, 0))}  # 4.0 migration guide
+REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late reader still gets one
+RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
+# RAM Zephyr needs besides the model (kernel, idle and ISR stacks, drivers), for the fit check.
+KERNEL_RAM_BYTES = 16 * 1024
+
+
+class ZephyrBoardError(BoardError):
+    """The board has no Zephyr board target, or the Zephyr tree does not have it."""
+
+
+class WestNotFoundError(ToolchainError):
+    """west is not installed."""
+
+
+class ZephyrBaseError(ToolchainError):
+    """ZEPHYR_BASE is not set or is not a Zephyr tree."""
+
+
+# ---- Boards ----
+
+def known_boards() -> dict[str, ZephyrBoardFacts]:
+    """Zephyr board target -> its facts, for every board file that gives them."""
+    return {b.zephyr_board: b.zephyr_facts for b in list_boards() if b.zephyr_board and b.zephyr_facts}
+
+
+def __getattr__(name: str):
+    if name == "KNOWN_BOARDS":  # read from boards/*.toml when asked, so a new board file counts at once
+        return known_boards()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def zephyr_target(board: Board) -> str:
+    """The board's Zephyr board target (hardware model v2, e.g. ``nrf5340dk/nrf5340/cpuapp``)."""
+    if not board.zephyr_board:
+        raise ZephyrBoardError(
+            f"board {board.name} has no Zephyr board name; add [zephyr] board = \"<Zephyr board target>\" "
+            f"to {board.source} if Zephyr supports it, or use --template baremetal")
+    return board.zephyr_board
+
+
+def board_file_stem(target: str) -> str:
+    """Zephyr's file name for a board target in an application's boards/ ('/' becomes '_')."""
+    return target.replace("/", "_")
+
+
+def board_facts(board: Board) -> ZephyrBoardFacts:
+    zephyr_target(board)
+    if board.zephyr_facts is not None:
+        return board.zephyr_facts
+    return ZephyrBoardFacts(board.cpu.has_fpu, False, f"derived from {board.source} (not a board microcompiler "
+                                                      "has checked against Zephyr)")
+
+
+def uses_timing_api(board: Board) -> bool:
+    """Hardware boards time with Zephyr's timing API (the DWT cycle counter on Cortex-M); QEMU has no DWT."""
+    return not board.emulated
+
+
+def main_stack_bytes(metadata: dict, mode: str) -> int:
+    """CONFIG_MAIN_STACK_SIZE for a model.
+
+    Tensors live in static buffers and the operator functions keep only scalars on the stack, so
+    the stack holds Zephyr's own frames, the report or the RPC server (whose buffers are static),
+    one operator call, and for float models the libm calls (expf) and the FP context.
+    """
+    size = 3072 if mode == STANDALONE else 4096
+    if any(t["dtype"].startswith("float") for t in metadata["inputs"] + metadata["outputs"]):
+        size += 1024
+    size += 64 * max((len(op["inputs"]) + len(op["outputs"]) for op in metadata["operators"]), default=0)
+    return -(-size // 256) * 256
+
+
+# ---- Zephyr workspace ----
+
+def require_west() -> str:
+    west = shutil.which("west")
+    if west is None:
+        raise WestNotFoundError(f"'west' is not on PATH; install west: pip install west, and set up a workspace: "
+                                f"see {DOCS}")
+    return west
+
+
+def zephyr_base() -> Path:
+    value = os.environ.get("ZEPHYR_BASE")
+    if not value:
+        raise ZephyrBaseError(f"ZEPHYR_BASE is not set; export ZEPHYR_BASE=<west workspace>/zephyr (or source "
+                              f"zephyr/zephyr-env.sh in your workspace): see {DOCS}")
+    base = Path(value).expanduser()
+    if not (base / "VERSION").is_file():
+        raise ZephyrBaseError(f"ZEPHYR_BASE={value} is not a Zephyr tree (it has no VERSION file); point it at "
+                              f"the zephyr directory of your west workspace: see {DOCS}")
+    return base
+
+
+def zephyr_version(base: Path) -> tuple[int, int]:
+    text = (base / "VERSION").read_text()
+    fields = dict(re.findall(r"^\s*(VERSION_MAJOR|VERSION_MINOR)\s*=\s*(\d+)", text, re.M))
+    if len(fields) != 2:
+        raise ZephyrBaseError(f"cannot read the Zephyr version from {base / 'VERSION'}: see {DOCS}")
+    return int(fields["VERSION_MAJOR"]), int(fields["VERSION_MINOR"])
+
+
+_BOARD_YML_NAME = re.compile(r"^\s*-?\s*name:\s*['\"]?([A-Za-z0-9_.+-]+)", re.M)
+
+
+def board_names_in_tree(base: Path) -> set[str]:
+    """Every board (and SoC, qualifier) name in the tree's boards/**/board.yml (hardware model v2)."""
+    names: set[str] = set()
+    for yml in (base / "boards").glob("**/board.yml"):
+        names.update(_BOARD_YML_NAME.findall(yml.read_text(errors="replace")))
+    return names
+
+
+def west_board_target(board: Board, base: Path) -> str:
+    """The board target to pass to ``west build -b`` for this Zephyr tree."""
+    target = zephyr_target(board)
+    version = zephyr_version(base)
+    if version < MIN_ZEPHYR:
+        raise ZephyrBaseError(f"Zephyr {version[0]}.{version[1]} at {base} is too old; microcompiler needs Zephyr "
+                              f"{MIN_ZEPHYR[0]}.{MIN_ZEPHYR[1]} LTS or newer (hardware model v2 board names): "
+                              f"see {DOCS}")
+    if target in RENAMED_TARGETS and version < RENAMED_TARGETS[target][1]:
+        target = RENAMED_TARGETS[target][0]
+    names = board_names_in_tree(base)
+    if names and target.split("/")[0] not in names:
+        raise ZephyrBoardError(f"Zephyr {version[0]}.{version[1]} at {base} has no board '{target}' (board "
+                               f"{board.name}); update the workspace to a Zephyr that has it (west update): "
+                               f"see {DOCS}")
+    return target
+
+
+# A whole report: its start, its end, nothing torn (a late reader may see the tail of one first).
+_WHOLE_REPORT = re.compile(rb"MC-BEGIN\r?\n(?:(?!MC-BEGIN).)*?MC-END[^\n]*\n|MC-ABORT[^\n]*\n", re.S)
+
+
+@register
+class Zephyr(Target):
+    name = TEMPLATE
+    label = "Zephyr"
+    report_pattern = _WHOLE_REPORT
+
+    # ---- create ----
+
+    def check_board(self, board: Board) -> None:
+        zephyr_target(board)
+
+    def default_stack_bytes(self, metadata: dict, mode: str) -> int:
+        return main_stack_bytes(metadata, mode)
+
+    def check_fits(self, metadata: dict, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
+        # Zephyr links the weights with the code, into the devicetree's zephyr,flash region: a board
+        # region that holds only the bare-metal project's weights (AN547's SRAM) does not count here.
+        zephyr_layout = dataclasses.replace(board, memory=tuple(
+            r for r in board.memory if getattr(r, "holds", None) != "weights"))
+        check_fits(metadata, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor,
+                   stack_bytes + KERNEL_RAM_BYTES)
+
+    def project_info(self, board: Board) -> dict:
+        return {"zephyr_board": zephyr_target(board)}
+
+    def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
+        board = values["board"]
+        target = zephyr_target(board)
+        copy_runtime(stage, TEMPLATE)
+        portable = sorted(p.relative_to(stage).as_posix()
+                          for pattern in ("model/src/*.c", "crt/src/*.c") for p in stage.glob(pattern))
+        values = dict(values, zephyr_board=target, main_stack_bytes=stack_bytes, facts=board_facts(board),
+                      timing_api=uses_timing_api(board), portable_sources=portable,
+                      rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS)
+        template_dir = resources.templates_dir() / TEMPLATE
+        main_template = "host_driven_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
+        (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
+        (stage / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))
+        shutil.copyfile(template_dir / "legacy_zephyr.conf", stage / "legacy_zephyr.conf")
+        (stage / "boards").mkdir()
+        fragment = render_template(template_dir, "board.conf.j2", **values)
+        stems = [board_file_stem(target)]
+        if target in RENAMED_TARGETS:  # the same fragment under the board's name in older Zephyr
+            stems.append(board_file_stem(RENAMED_TARGETS[target][0]))
+        for stem in stems:
+            (stage / "boards" / f"{stem}.conf").write_text(fragment)
+
+    # ---- build ----
+
+    def elf(self, project: Project) -> Path:
+        return project.dir / BUILD_DIR / "zephyr" / "zephyr.elf"  # west build's output
+
+    def build(self, project: Project, log: Log = print) -> BuildResult:
+        """``west build`` the project; returns the firmware sizes."""
+        check_can_build(project)
+        west = require_west()
+        base = zephyr_base()
+        target = west_board_target(project.board, base)
+        build_dir = project.dir / BUILD_DIR
+        log(f"building {project.dir.name} for {target} with west (Zephyr at {base})")
+        run_logged([west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
+                   log, "west build")
+        elf = self.elf(project)
+        if not elf.is_file():
+            raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")
+        return measured_build(project, elf, log)
+
+    # ---- run ----
+
+    def load(self, project: Project, log: Log = print) -> None:
+        """``west flash`` a hardware board (emulated boards load the firmware when QEMU starts)."""
+        board = project.board
+        if board.emulated:
+            return
+        west = require_west()
+        zephyr_base()
+        cmd = [west, "flash", "-d", str(project.dir / BUILD_DIR)]
+        if board.runner:
+            cmd += ["-r", board.runner]
+        log(f"flashing {board.name} with west flash" + (f" ({board.runner})" if board.runner else ""))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+            raise ToolchainError(f"west flash failed (exit {proc.returncode}); is the board plugged in and its "
+                                 f"runner ({board.runner or 'the board default'}) installed?\n{tail}")
+
+    def device_name(self, project: Project, port: str | None) -> str:
+        return f"{project.board.name} (Zephyr)"
+
+    def report_text(self, text: str) -> str:
+        match = _WHOLE_REPORT.search(text.encode())
+        return match.group(0).decode(errors="replace") if match else text
+
+
+def run_on_board(model, board: str | Board, project_dir: str | Path, mode: str = STANDALONE,
+                 executor: str = "aot", input=None, log=print, timeout: float = 300.0,
+                 port: str | None = None) -> tuple[Project, BuildResult, RunResult]:
+    """create + build + run, the whole Zephyr flow: (project, BuildResult, RunResult)."""
+    return run_flow(model, resolve_board(board), project_dir, template=TEMPLATE, mode=mode, executor=executor,
+                    input=input, log=log, timeout=timeout, port=port)
+
+
+__all__ = ["Zephyr", "run_on_board", "zephyr_target", "west_board_target", "board_facts", "known_boards",
+           "main_stack_bytes", "ZephyrBoardError", "WestNotFoundError", "ZephyrBaseError", "ZephyrBoardFacts"]
