@@ -482,7 +482,7 @@ class Target:
         if port is None and board.emulated:
             from microcompiler.transport.qemu import QemuTransport
             elf = self.require_elf(project)
-            log(f"running {elf.name} in QEMU ({board.qemu_machine})")
+            log(f"starting QEMU ({board.qemu_machine}) with {elf.name}")
             return QemuTransport(board.qemu_machine, elf)
         from microcompiler.transport.serial import SerialTransport
         if port is None and not board.usb_ids:
@@ -570,8 +570,6 @@ def start_on_board(model: str | Path | ModelLibrary, board: str | Board, project
     target = target_for(board, template)
     target.check_board(board)
     library = compile_for(model, board)
-    if not board.is_host:
-        log(f"creating the host-driven project for {library.metadata['name']} on {board.name} in {project_dir}")
     project = target.create(library, board, project_dir, mode=HOST_DRIVEN, log=log)
     built = target.build(project, log=log)
     return project, built, target.start(project, port=port, log=log, **session_options)
