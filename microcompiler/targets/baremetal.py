@@ -23,7 +23,6 @@ import re
 import shutil
 from pathlib import Path
 
-from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
@@ -94,22 +93,27 @@ def _check_build_dir(project: Project, build_dir: Path, log: Log) -> None:
 @register
 class BareMetal(Target):
     name = "baremetal"
+    template_folder = "baremetal"  # a variant that subclasses this one keeps these templates
 
     def check_board(self, board: Board) -> None:
         if board.platform is None:
             raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
         platform_definitions(board)
 
+    def definitions(self, board: Board) -> list[str]:
+        """The compile definitions the board's platform family reads."""
+        return platform_definitions(board)
+
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         board = values["board"]
-        template_dir = resources.templates_dir() / self.name
+        template_dir = self.template_dir
         copy_runtime(stage, board.platform)
         sources = sorted(p.relative_to(stage).as_posix() for pattern in
                          ("model/src/*.c", "crt/src/*.c", f"crt/platform/{board.platform}/*.c")
                          for p in stage.glob(pattern))
         values = dict(values, board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
                       weights=board.weights_region, stack_bytes=stack_bytes, cflags=board.cpu.cflags,
-                      definitions=platform_definitions(board), sources=sources)
+                      definitions=self.definitions(board), sources=sources)
         main_template = "rpc_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))

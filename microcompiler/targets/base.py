@@ -403,6 +403,11 @@ class Target:
     label: ClassVar[str | None] = None  # how run's summary names the target ("Zephyr"); None: no mention
     firmware_project: ClassVar[bool] = True  # create-project writes it (listed by templates())
     report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
+    template_folder: ClassVar[str | None] = None  # project_templates/<this> (default: the name)
+
+    @property
+    def template_dir(self) -> Path:
+        return resources.templates_dir() / (self.template_folder or self.name)
 
     # ---- create ----
 
@@ -607,8 +612,7 @@ def get_target(name: str) -> Target:
 
 def templates() -> list[str]:
     """The firmware project templates create-project writes (the host is a target, not a template)."""
-    return sorted(name for name, target in _registry().items()
-                  if target.firmware_project and (resources.templates_dir() / name).is_dir())
+    return sorted(name for name, target in _registry().items() if target.firmware_project)
 
 
 def target_for(board: str | Board, template: str = "baremetal") -> Target:

@@ -31,7 +31,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from microcompiler import resources
 from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
@@ -214,7 +213,7 @@ class Zephyr(Target):
         values = dict(values, zephyr_board=target, main_stack_bytes=stack_bytes, facts=board_facts(board),
                       timing_api=uses_timing_api(board), portable_sources=portable,
                       rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS)
-        template_dir = resources.templates_dir() / TEMPLATE
+        template_dir = self.template_dir
         main_template = "host_driven_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
