@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shlex
 
+from microcompiler.boards import load_board
 from microcompiler.targets import DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_project, templates
 
 
@@ -34,7 +35,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    project = create_project(args.model, args.template, args.board, args.output, executor=args.executor,
+    project = create_project(args.model, args.template, load_board(args.board), args.output, executor=args.executor,
                              input=args.input, stack_bytes=args.stack_bytes, mode=args.mode)
     meta = project.metadata
     print(f"created {project.dir}: {meta['name']} on {project.board.name} ({project.executor} executor, "
