@@ -92,13 +92,12 @@ class Resize(OpKernel):
         align, half = op.options.get("align_corners", False), op.options.get("half_pixel_centers", False)
         batches, in_h, in_w, depth = x.shape
         out_h, out_w = y.shape[1:3]
-        note = f"  /* align_corners={int(bool(align))}, half_pixel_centers={int(bool(half))} */\n"
         if op.kind == "RESIZE_NEAREST_NEIGHBOR":
             rows = [nearest_index(k, in_h, out_h, align, half) * in_w * depth for k in range(out_h)]
             cols = [nearest_index(k, in_w, out_w, align, half) * depth for k in range(out_w)]
             axes = [Axis(batches, in_h * in_w * depth), Axis(out_h, offsets=rows), Axis(out_w, offsets=cols),
                     Axis(depth, 1)]
-            return note + render_copy(ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes)
+            return render_copy(ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes)
         integer = x.dtype == "int8"
         interp = bilinear_integer if integer else bilinear_float
         tables = {}
@@ -108,7 +107,7 @@ class Resize(OpKernel):
             tables[axis + "1"] = ctx.const(f"{axis}1", np.array([e[1] * step for e in entries], dtype=np.int32))
             weights = np.array([e[2] for e in entries], dtype=np.int32 if integer else np.float32)
             tables[axis + "_weight"] = ctx.const(f"{axis}_weight", weights)
-        return note + ctx.render("resize_bilinear.c.j2", ctype=CTYPES[x.dtype], integer=integer,
+        return ctx.render("resize_bilinear.c.j2", ctype=CTYPES[x.dtype], integer=integer,
                                  input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), batches=batches,
                                  batch_size=in_h * in_w * depth, out_h=out_h, out_w=out_w, depth=depth,
                                  one="1.0f" if not integer else "1024", **tables)
