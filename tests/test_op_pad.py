@@ -90,3 +90,46 @@ def test_pad_rejections(tmp_path):
     b.op("PAD", [x, p], [y])
     with pytest.raises(UnsupportedModelError, match=r"PAD\).*constant"):
         compile_bytes(b.finish([x, p], [y]), tmp_path / "c")
+
+
+def padv2_model(shape, dtype, paddings, value, q=(None, None), value_q=None, kind="PADV2", value_const=True):
+    b = ModelBuilder()
+    x = b.activation("x", shape, dtype, scale=q[0], zero_point=q[1])
+    p = b.constant("paddings", np.array(paddings, dtype=np.int32).reshape(len(shape), 2))
+    vq = value_q or q
+    if value_const:
+        v = b.constant("value", np.array([value], dtype=dtype), scale=vq[0], zero_point=vq[1])
+    else:
+        v = b.activation("value", [1], dtype, scale=vq[0], zero_point=vq[1])
+    y = b.activation("y", [d + a + c for d, (a, c) in zip(shape, paddings)], dtype, scale=q[0], zero_point=q[1])
+    b.op(kind, [x, p, v], [y])
+    return b.finish([x] + ([] if value_const else [v]), [y])
+
+
+@pytest.mark.parametrize("dtype,value,q", [
+    ("int8", -100, (0.05, 3)),
+    ("int8", 127, (0.1, -128)),
+    ("int16", -3000, (0.001, 0)),
+    ("int32", 123456, (None, None)),
+    ("float32", -2.5, (None, None)),
+])
+@pytest.mark.parametrize("kind", ["PADV2", "PAD"])  # TFLM reads a third input of PAD too
+def test_padv2_matches_tflm(tmp_path, kind, dtype, value, q):
+    model = padv2_model([2, 3, 4], dtype, [[1, 0], [0, 2], [1, 1]], value, q, kind=kind)
+    assert_matches_oracle(model, tmp_path)
+
+
+def test_padv2_value_computed_at_run_time(tmp_path):
+    model = padv2_model([1, 3, 3, 2], "int8", [[0, 0], [1, 1], [2, 0], [0, 0]], 0, (0.05, 3), value_const=False)
+    assert_matches_oracle(model, tmp_path, sanitize=True)
+
+
+@pytest.mark.parametrize("shape,paddings", [([3, 4], [[1, 0], [2, 1]]), ([1, 2, 3, 2], [[0, 0], [1, 1], [0, 2], [0, 0]])])
+def test_pad_int32_matches_tflm(tmp_path, shape, paddings):
+    assert_matches_oracle(pad_model(shape, "int32", paddings), tmp_path)
+
+
+def test_padv2_rejects_a_differently_quantized_int8_value(tmp_path):
+    from spatial_cli import assert_cli_rejects
+    model = padv2_model([2, 3], "int8", [[1, 0], [0, 1]], 5, (0.05, 3), value_q=(0.05, 0))
+    assert_cli_rejects(model, tmp_path, "PADV2", "quantization")
