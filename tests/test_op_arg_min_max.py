@@ -4,9 +4,9 @@ refuses both) rejected with one line."""
 import numpy as np
 import pytest
 
-from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
-from spatial_cli import assert_cli_rejects
+from model_merge import assert_cases_match_oracle
+from spatial_cli import assert_rejects
 
 OPTIONS = {"ARG_MAX": "ArgMaxOptions", "ARG_MIN": "ArgMinOptions"}
 OUT_TYPES = {"int32": 2, "int64": 4}
@@ -35,30 +35,24 @@ CASES = [(kind, dtype, shape, axis, adt) for kind in ("ARG_MAX", "ARG_MIN") for 
 ]]
 
 
-@pytest.mark.parametrize("kind,dtype,shape,axis,axis_dtype", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-ax{c[3]}" for c in CASES])
-def test_arg_min_max_matches_tflm(tmp_path, kind, dtype, shape, axis, axis_dtype):
-    assert_matches_oracle(arg_model(kind, dtype, shape, axis, axis_dtype), tmp_path)
+def test_arg_min_max_matches_tflm(tmp_path):
+    assert_cases_match_oracle({f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-ax{c[3]}": arg_model(*c) for c in CASES},
+                              tmp_path)
 
 
-@pytest.mark.parametrize("kind", ["ARG_MAX", "ARG_MIN"])
-def test_arg_min_max_ties_take_the_first(tmp_path, kind):
+def test_arg_min_max_ties_take_the_first(tmp_path):
     rng = np.random.default_rng(1)
-    inputs = [[rng.integers(-2, 2, size=[4, 9]).astype(np.int8)] for _ in range(3)]
-    assert_matches_oracle(arg_model(kind, "int8", [4, 9], 1), tmp_path, inputs=inputs)
+    inputs = [[rng.integers(-2, 2, size=[4, 9]).astype(np.int8) for _ in range(2)] for _ in range(3)]
+    assert_cases_match_oracle({k: arg_model(k, "int8", [4, 9], 1) for k in ("ARG_MAX", "ARG_MIN")}, tmp_path,
+                              inputs=inputs, sanitize=True)
 
 
-def test_arg_min_max_sanitized(tmp_path):
-    assert_matches_oracle(arg_model("ARG_MAX", "int8", [2, 5, 3], 1), tmp_path / "a", sanitize=True)
-    assert_matches_oracle(arg_model("ARG_MIN", "float32", [3, 4], 0), tmp_path / "b", sanitize=True)
-
-
-@pytest.mark.parametrize("model,kind,message", [
-    (lambda: arg_model("ARG_MAX", "int8", [2, 3], 2, out_shape=[2, 3]), "ARG_MAX", "out of range"),
-    (lambda: arg_model("ARG_MIN", "int8", [2, 3], 1, out_dtype="int64"), "ARG_MIN", "int64"),
-    (lambda: arg_model("ARG_MAX", "int8", [2, 3], 1, axis_dtype=np.int64), "ARG_MAX", "int64"),
-    (lambda: arg_model("ARG_MAX", "float32", [2, 3], 1, axis_const=False), "ARG_MAX", "not supported yet"),
-    (lambda: arg_model("ARG_MIN", "float32", [2, 3], 1, out_shape=[3]), "ARG_MIN", "output shape"),
+@pytest.mark.parametrize("model,kind,message,cli", [
+    (lambda: arg_model("ARG_MAX", "int8", [2, 3], 2, out_shape=[2, 3]), "ARG_MAX", "out of range", True),
+    (lambda: arg_model("ARG_MIN", "int8", [2, 3], 1, out_dtype="int64"), "ARG_MIN", "int64", False),
+    (lambda: arg_model("ARG_MAX", "int8", [2, 3], 1, axis_dtype=np.int64), "ARG_MAX", "int64", False),
+    (lambda: arg_model("ARG_MAX", "float32", [2, 3], 1, axis_const=False), "ARG_MAX", "not supported yet", False),
+    (lambda: arg_model("ARG_MIN", "float32", [2, 3], 1, out_shape=[3]), "ARG_MIN", "output shape", False),
 ])
-def test_arg_min_max_rejects(tmp_path, model, kind, message):
-    assert_cli_rejects(model(), tmp_path, kind, message)
+def test_arg_min_max_rejects(tmp_path, model, kind, message, cli):
+    assert_rejects(model(), tmp_path, kind, message, cli)

@@ -3,9 +3,9 @@ requantization, long axes whose int32 sum wraps as TFLM's does; malformed axes r
 import numpy as np
 import pytest
 
-from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
-from spatial_cli import assert_cli_rejects
+from model_merge import assert_cases_match_oracle
+from spatial_cli import assert_rejects
 
 
 def cumsum_model(dtype, shape, axis, exclusive=False, reverse=False, in_q=(0.05, -3), out_q=(0.2, 4),
@@ -27,33 +27,25 @@ CASES = [(dtype, shape, axis, ex, rev) for dtype, shape, axis in [
     ("float32", [3, 6], 1)] for ex, rev in FLAGS]
 
 
-@pytest.mark.parametrize("dtype,shape,axis,exclusive,reverse", CASES,
-                         ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}-ax{c[2]}" + ("-excl" if c[3] else "") +
-                              ("-rev" if c[4] else "") for c in CASES])
-def test_cumsum_matches_tflm(tmp_path, dtype, shape, axis, exclusive, reverse):
-    assert_matches_oracle(cumsum_model(dtype, shape, axis, exclusive, reverse), tmp_path)
+def test_cumsum_matches_tflm(tmp_path):
+    cases = {f"{c[0]}-{'x'.join(map(str, c[1]))}-ax{c[2]}" + ("-excl" if c[3] else "") + ("-rev" if c[4] else ""):
+             cumsum_model(*c) for c in CASES}
+    for in_q, out_q in [((0.05, -128), (0.05, -128)), ((0.01, 127), (0.5, -100)), ((0.1, 0), (0.02, 0))]:
+        cases[f"requantize-{in_q}-{out_q}"] = cumsum_model("int8", [3, 8], 1, in_q=in_q, out_q=out_q)
+    assert_cases_match_oracle(cases, tmp_path)
 
 
-@pytest.mark.parametrize("in_q,out_q", [((0.05, -128), (0.05, -128)), ((0.01, 127), (0.5, -100)),
-                                        ((0.1, 0), (0.02, 0))])
-def test_cumsum_int8_requantization(tmp_path, in_q, out_q):
-    assert_matches_oracle(cumsum_model("int8", [3, 8], 1, in_q=in_q, out_q=out_q), tmp_path)
+def test_cumsum_sanitized_and_long_axis_wraps_like_tflm(tmp_path):
+    assert_cases_match_oracle({
+        "wraps": cumsum_model("int8", [2, 40], 1, in_q=(0.05, -128), out_q=(5.0, 0)),
+        "float": cumsum_model("float32", [2, 3, 4], 1, True, True)}, tmp_path, sanitize=True)
 
 
-def test_cumsum_int8_long_axis_wraps_like_tflm(tmp_path):
-    assert_matches_oracle(cumsum_model("int8", [2, 40], 1, in_q=(0.05, -128), out_q=(5.0, 0)), tmp_path,
-                          sanitize=True)
-
-
-def test_cumsum_sanitized(tmp_path):
-    assert_matches_oracle(cumsum_model("float32", [2, 3, 4], 1, True, True), tmp_path, sanitize=True)
-
-
-@pytest.mark.parametrize("model,message", [
-    (lambda: cumsum_model("int8", [2, 3], 2), "out of range"),
-    (lambda: cumsum_model("int8", [2, 3], 0, axis_values=[0, 1]), "exactly one"),
-    (lambda: cumsum_model("float32", [2, 3], 0, axis_const=False), "not supported yet"),
-    (lambda: cumsum_model("float32", [2, 3], 0, out_shape=[3, 2]), "output shape"),
+@pytest.mark.parametrize("model,message,cli", [
+    (lambda: cumsum_model("int8", [2, 3], 2), "out of range", True),
+    (lambda: cumsum_model("int8", [2, 3], 0, axis_values=[0, 1]), "exactly one", False),
+    (lambda: cumsum_model("float32", [2, 3], 0, axis_const=False), "not supported yet", False),
+    (lambda: cumsum_model("float32", [2, 3], 0, out_shape=[3, 2]), "output shape", False),
 ])
-def test_cumsum_rejects(tmp_path, model, message):
-    assert_cli_rejects(model(), tmp_path, "CUMSUM", message)
+def test_cumsum_rejects(tmp_path, model, message, cli):
+    assert_rejects(model(), tmp_path, "CUMSUM", message, cli)

@@ -2,9 +2,9 @@
 batches; malformed block sizes and shapes rejected with one line."""
 import pytest
 
-from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
-from spatial_cli import assert_cli_rejects
+from model_merge import assert_cases_match_oracle
+from spatial_cli import assert_rejects
 
 Q = {"int8": dict(scale=0.05, zero_point=-3), "float32": {}}
 OPTIONS = {"DEPTH_TO_SPACE": "DepthToSpaceOptions", "SPACE_TO_DEPTH": "SpaceToDepthOptions"}
@@ -36,28 +36,26 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("kind,dtype,shape,block", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-b{c[3]}" for c in CASES])
-def test_depth_space_matches_tflm(tmp_path, kind, dtype, shape, block):
-    assert_matches_oracle(depth_space_model(kind, dtype, shape, block), tmp_path)
+def test_depth_space_matches_tflm(tmp_path):
+    assert_cases_match_oracle({f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-b{c[3]}": depth_space_model(*c)
+                               for c in CASES}, tmp_path)
 
 
 def test_depth_space_sanitized(tmp_path):
-    assert_matches_oracle(depth_space_model("DEPTH_TO_SPACE", "int8", [2, 3, 2, 8], 2), tmp_path / "d",
-                          sanitize=True)
-    assert_matches_oracle(depth_space_model("SPACE_TO_DEPTH", "float32", [1, 6, 4, 3], 2), tmp_path / "s",
-                          sanitize=True)
+    assert_cases_match_oracle({"d2s": depth_space_model("DEPTH_TO_SPACE", "int8", [2, 3, 2, 8], 2),
+                               "s2d": depth_space_model("SPACE_TO_DEPTH", "float32", [1, 6, 4, 3], 2)},
+                              tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("model,kind,message", [
+@pytest.mark.parametrize("model,kind,message,cli", [
     (lambda: depth_space_model("DEPTH_TO_SPACE", "int8", [1, 2, 2, 6], 2, out_shape=[1, 4, 4, 1]),
-     "DEPTH_TO_SPACE", "multiple"),
+     "DEPTH_TO_SPACE", "multiple", True),
     (lambda: depth_space_model("DEPTH_TO_SPACE", "int8", [1, 2, 2, 4], 0, out_shape=[1, 2, 2, 4]),
-     "DEPTH_TO_SPACE", "at least 1"),
+     "DEPTH_TO_SPACE", "at least 1", False),
     (lambda: depth_space_model("SPACE_TO_DEPTH", "float32", [1, 5, 4, 1], 2, out_shape=[1, 2, 2, 4]),
-     "SPACE_TO_DEPTH", "multiples"),
+     "SPACE_TO_DEPTH", "multiples", True),
     (lambda: depth_space_model("SPACE_TO_DEPTH", "float32", [1, 4, 4, 1], 2, out_shape=[1, 2, 2, 2]),
-     "SPACE_TO_DEPTH", "output shape"),
+     "SPACE_TO_DEPTH", "output shape", False),
 ])
-def test_depth_space_rejects(tmp_path, model, kind, message):
-    assert_cli_rejects(model(), tmp_path, kind, message)
+def test_depth_space_rejects(tmp_path, model, kind, message, cli):
+    assert_rejects(model(), tmp_path, kind, message, cli)

@@ -5,7 +5,8 @@ import pytest
 
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
-from spatial_cli import assert_cli_rejects
+from model_merge import assert_cases_match_oracle
+from spatial_cli import assert_rejects
 
 Q = {"int8": dict(scale=0.05, zero_point=-3), "float32": {}}
 MODE = {"REFLECT": 0, "SYMMETRIC": 1}
@@ -35,10 +36,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("dtype,shape,paddings,mode,pdtype", CASES,
-                         ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}" for c in CASES])
-def test_mirror_pad_matches_tflm(tmp_path, dtype, shape, paddings, mode, pdtype):
-    assert_matches_oracle(mirror_pad_model(shape, dtype, paddings, mode, pdtype), tmp_path)
+def test_mirror_pad_matches_tflm(tmp_path):
+    assert_cases_match_oracle({f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}": mirror_pad_model(c[1], c[0], c[2], c[3], c[4])
+                               for c in CASES}, tmp_path)
 
 
 def test_mirror_pad_sanitized(tmp_path):
@@ -46,11 +46,11 @@ def test_mirror_pad_sanitized(tmp_path):
     assert_matches_oracle(model, tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("model,message", [
-    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [4, 0]], "REFLECT"), "too large"),
-    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [1, 1]], "REFLECT", out_shape=[3, 5]), "output shape"),
-    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [-1, 1]], "SYMMETRIC", out_shape=[3, 4]), "negative"),
-    (lambda: mirror_pad_model([3, 4], "int8", [[0, 0], [1, 1]], "REFLECT", paddings_const=False), "not supported yet"),
+@pytest.mark.parametrize("model,message,cli", [
+    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [4, 0]], "REFLECT"), "too large", True),
+    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [1, 1]], "REFLECT", out_shape=[3, 5]), "output shape", False),
+    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [-1, 1]], "SYMMETRIC", out_shape=[3, 4]), "negative", False),
+    (lambda: mirror_pad_model([3, 4], "int8", [[0, 0], [1, 1]], "REFLECT", paddings_const=False), "not supported yet", False),
 ])
-def test_mirror_pad_rejects(tmp_path, model, message):
-    assert_cli_rejects(model(), tmp_path, "MIRROR_PAD", message)
+def test_mirror_pad_rejects(tmp_path, model, message, cli):
+    assert_rejects(model(), tmp_path, "MIRROR_PAD", message, cli)

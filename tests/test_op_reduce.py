@@ -4,9 +4,9 @@ sums; malformed axes and quantization rejected with one line."""
 import numpy as np
 import pytest
 
-from harness import assert_matches_oracle
 from model_builder import ModelBuilder, reducer_options
-from spatial_cli import assert_cli_rejects
+from model_merge import assert_cases_match_oracle
+from spatial_cli import assert_rejects
 
 IN_Q = {"int8": (0.05, -3), "int16": (0.0004, 0)}
 SUM_OUT_Q = {"int8": (0.4, 5), "int16": (0.01, 0)}
@@ -50,37 +50,40 @@ def _id(c):
     return f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-ax{'_'.join(map(str, c[3]))}-{'keep' if c[4] else 'drop'}"
 
 
-@pytest.mark.parametrize("kind,dtype,shape,axes,keep_dims", CASES, ids=[_id(c) for c in CASES])
-def test_reduce_matches_tflm(tmp_path, kind, dtype, shape, axes, keep_dims):
-    assert_matches_oracle(reduce_model(kind, dtype, shape, axes, keep_dims), tmp_path)
+@pytest.mark.parametrize("kind", ["REDUCE_MAX", "REDUCE_MIN", "SUM"])
+def test_reduce_matches_tflm(tmp_path, kind):
+    assert_cases_match_oracle({_id(c): reduce_model(*c) for c in CASES if c[0] == kind}, tmp_path)
 
 
-@pytest.mark.parametrize("dtype,in_q,out_q", [
-    ("int8", (0.05, -128), (0.05, -128)),  # same quantization: still requantized by TFLM's path
-    ("int8", (0.02, 127), (1.5, -100)),
-    ("int16", (0.001, 0), (0.001, 0)),
-    ("int16", (0.0004, 7), (0.02, -9)),  # non-zero int16 zero points
-])
-def test_sum_requantization(tmp_path, dtype, in_q, out_q):
-    assert_matches_oracle(reduce_model("SUM", dtype, [2, 9, 4], [1], False, in_q, out_q), tmp_path)
+def test_sum_requantization(tmp_path):
+    quantizations = [
+        ("int8", (0.05, -128), (0.05, -128)),  # same quantization: still requantized by TFLM's path
+        ("int8", (0.02, 127), (1.5, -100)),
+        ("int8", (0.5, 0), (0.01, 0)),  # saturates
+        ("int16", (0.001, 0), (0.001, 0)),
+        ("int16", (0.0004, 7), (0.02, -9)),  # non-zero int16 zero points
+    ]
+    assert_cases_match_oracle({f"{d}-{qi}-{qo}": reduce_model("SUM", d, [2, 9, 4], [1], False, qi, qo)
+                               for d, qi, qo in quantizations}, tmp_path)
 
 
 def test_reduce_sanitized(tmp_path):
-    assert_matches_oracle(reduce_model("SUM", "int8", [2, 4, 3, 5], [1, 3], True), tmp_path / "s", sanitize=True)
-    assert_matches_oracle(reduce_model("REDUCE_MIN", "float32", [2, 4, 3, 5], [0, 1, 3], False), tmp_path / "m",
-                          sanitize=True)
+    assert_cases_match_oracle({
+        "sum": reduce_model("SUM", "int8", [2, 4, 3, 5], [1, 3], True),
+        "min": reduce_model("REDUCE_MIN", "float32", [2, 4, 3, 5], [0, 1, 3], False),
+        "max": reduce_model("REDUCE_MAX", "int8", [3, 4, 5], [0, 2], False)}, tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("model,kind,message", [
-    (lambda: reduce_model("SUM", "int8", [2, 3, 4, 5], [0, 1, 2], False), "SUM", "at most 2"),
+@pytest.mark.parametrize("model,kind,message,cli", [
+    (lambda: reduce_model("SUM", "int8", [2, 3, 4, 5], [0, 1, 2], False), "SUM", "at most 2", True),
     (lambda: reduce_model("REDUCE_MAX", "int8", [2, 3, 4], [1], False, axis_const=False), "REDUCE_MAX",
-     "not supported yet"),
+     "not supported yet", False),
     (lambda: reduce_model("REDUCE_MIN", "float32", [2, 3, 4], [3], False, out_shape=[2, 3, 4]), "REDUCE_MIN",
-     "out of range"),
-    (lambda: reduce_model("SUM", "float32", [2, 3, 4], [1], True, out_shape=[2, 4]), "SUM", "output shape"),
+     "out of range", True),
+    (lambda: reduce_model("SUM", "float32", [2, 3, 4], [1], True, out_shape=[2, 4]), "SUM", "output shape", False),
     (lambda: reduce_model("REDUCE_MAX", "int8", [2, 3, 4], [1], False, out_q=(0.1, 0)), "REDUCE_MAX",
-     "quantization must be the same"),
-    (lambda: reduce_model("REDUCE_MAX", "int16", [2, 3, 4], [1], False), "REDUCE_MAX", "int16"),
+     "quantization must be the same", False),
+    (lambda: reduce_model("REDUCE_MAX", "int16", [2, 3, 4], [1], False), "REDUCE_MAX", "int16", False),
 ])
-def test_reduce_rejects(tmp_path, model, kind, message):
-    assert_cli_rejects(model(), tmp_path, kind, message)
+def test_reduce_rejects(tmp_path, model, kind, message, cli):
+    assert_rejects(model(), tmp_path, kind, message, cli)

@@ -6,7 +6,8 @@ import pytest
 
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
-from spatial_cli import assert_cli_rejects
+from model_merge import assert_cases_match_oracle
+from spatial_cli import assert_rejects
 
 Q = {"int8": dict(scale=0.05, zero_point=-3), "int16": dict(scale=0.001, zero_point=0), "float32": {}}
 OPTIONS = {"RESIZE_BILINEAR": "ResizeBilinearOptions", "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions"}
@@ -41,9 +42,9 @@ def _id(c):
         ("-half" if c[5] else "")
 
 
-@pytest.mark.parametrize("kind,dtype,shape,size,align,half", CASES, ids=[_id(c) for c in CASES])
-def test_resize_matches_tflm(tmp_path, kind, dtype, shape, size, align, half):
-    assert_matches_oracle(resize_model(kind, dtype, shape, size, align, half), tmp_path)
+@pytest.mark.parametrize("kind", ["RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"])
+def test_resize_matches_tflm(tmp_path, kind):
+    assert_cases_match_oracle({_id(c): resize_model(*c) for c in CASES if c[0] == kind}, tmp_path)
 
 
 def test_resize_bilinear_int8_extremes(tmp_path):
@@ -55,22 +56,23 @@ def test_resize_bilinear_int8_extremes(tmp_path):
 
 
 def test_resize_sanitized(tmp_path):
-    assert_matches_oracle(resize_model("RESIZE_BILINEAR", "int8", [2, 5, 4, 2], [7, 9], half=True),
-                          tmp_path / "b", sanitize=True)
-    assert_matches_oracle(resize_model("RESIZE_NEAREST_NEIGHBOR", "int16", [2, 5, 4, 2], [3, 9], align=True),
-                          tmp_path / "n", sanitize=True)
+    assert_cases_match_oracle({
+        "bilinear": resize_model("RESIZE_BILINEAR", "int8", [2, 5, 4, 2], [7, 9], half=True),
+        "bilinear-float": resize_model("RESIZE_BILINEAR", "float32", [1, 3, 4, 2], [5, 2], align=True),
+        "nearest": resize_model("RESIZE_NEAREST_NEIGHBOR", "int16", [2, 5, 4, 2], [3, 9], align=True)},
+        tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("model,kind,message", [
+@pytest.mark.parametrize("model,kind,message,cli", [
     (lambda: resize_model("RESIZE_BILINEAR", "int8", [1, 2, 2, 1], [4, 4], True, True),
-     "RESIZE_BILINEAR", "cannot both"),
-    (lambda: resize_model("RESIZE_BILINEAR", "int16", [1, 2, 2, 1], [4, 4]), "RESIZE_BILINEAR", "int16"),
+     "RESIZE_BILINEAR", "cannot both", True),
+    (lambda: resize_model("RESIZE_BILINEAR", "int16", [1, 2, 2, 1], [4, 4]), "RESIZE_BILINEAR", "int16", False),
     (lambda: resize_model("RESIZE_NEAREST_NEIGHBOR", "int8", [1, 2, 2, 1], [4, 4], out_shape=[1, 4, 3, 1]),
-     "RESIZE_NEAREST_NEIGHBOR", "output shape"),
+     "RESIZE_NEAREST_NEIGHBOR", "output shape", True),
     (lambda: resize_model("RESIZE_NEAREST_NEIGHBOR", "float32", [1, 2, 2, 1], [4, 4], size_const=False),
-     "RESIZE_NEAREST_NEIGHBOR", "not supported yet"),
+     "RESIZE_NEAREST_NEIGHBOR", "not supported yet", False),
     (lambda: resize_model("RESIZE_NEAREST_NEIGHBOR", "float32", [1, 2, 2, 1], [0, 4], out_shape=[1, 1, 4, 1]),
-     "RESIZE_NEAREST_NEIGHBOR", "positive"),
+     "RESIZE_NEAREST_NEIGHBOR", "positive", False),
 ])
-def test_resize_rejects(tmp_path, model, kind, message):
-    assert_cli_rejects(model(), tmp_path, kind, message)
+def test_resize_rejects(tmp_path, model, kind, message, cli):
+    assert_rejects(model(), tmp_path, kind, message, cli)

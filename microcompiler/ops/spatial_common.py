@@ -33,15 +33,6 @@ def require_same_type(op: Operator, graph: Graph, types: tuple[str, ...]):
     return x, y
 
 
-def require_same_quantization(op: Operator, x, y) -> None:
-    """Operators that move values unchanged need the output to share the input's quantization."""
-    if x.dtype in ("int8", "int16"):
-        require(x.quant is not None and y.quant is not None, op, "input and output need quantization parameters")
-        require(x.quant.single() == y.quant.single(), op,
-                f"input and output quantization differ ({x.quant.single()} vs {y.quant.single()}); "
-                "this operator copies values without requantizing")
-
-
 @dataclass
 class Axis:
     """One output axis of a copy: ``extent`` indices, each moving the input pointer by
