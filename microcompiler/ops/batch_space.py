@@ -24,7 +24,13 @@ class BatchSpace(OpKernel):
     kinds = ("BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND")
     inputs = (3, 3)
     types = ("int8", "float32")
-    options = "constant block_shape, crops (BATCH_TO_SPACE_ND) or paddings (SPACE_TO_BATCH_ND)"
+    options = "constant block_shape, crops"
+
+    def describe(self, kind):
+        info = super().describe(kind)
+        if kind == "SPACE_TO_BATCH_ND":
+            info["options"] = "constant block_shape, paddings (padded with 0)"
+        return info
 
     def _params(self, op, graph):
         """(block [2], pads [[2], [2]]) for the 4-D view of the input."""

@@ -60,7 +60,7 @@ class Pad(OpKernel):
     kinds = ("PAD", "PADV2")
     inputs = (2, 3)
     types = ("int8", "int16", "int32", "float32")
-    options = "constant paddings, padding value (PADV2)"
+    options = "constant paddings, optional padding value"
 
     def check(self, op, graph):
         require(len(op.inputs) in (2, 3) and min(op.inputs[:2]) >= 0 and len(op.outputs) == 1, op,
