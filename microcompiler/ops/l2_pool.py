@@ -10,6 +10,18 @@ from microcompiler.ops.pooling import _ACTIVATIONS, _origin, pool_geometry
 from microcompiler.ops.quant import c_float, float_activation_range
 
 
+def linear(terms) -> str:
+    """C expression of sum(expr * coefficient), leaving out '* 1' (a '(a + b)' keeps its parentheses
+    only when multiplied)."""
+    parts = []
+    for expr, k in terms:
+        if k == 1:
+            parts.append(expr[1:-1] if expr.startswith("(") and expr.endswith(")") else expr)
+        else:
+            parts.append(f"{expr} * {k}")
+    return " + ".join(parts) or "0"
+
+
 @register
 class L2Pool2D(OpKernel):
     kinds = ("L2_POOL_2D",)
@@ -48,7 +60,10 @@ class L2Pool2D(OpKernel):
             dims.append((out, pad, pad == 0 and (out - 1) * st + f <= size))
         (out_h, pad_h, full_h), (out_w, pad_w, full_w) = dims
         lo, hi = float_activation_range(o["activation"])
-        return ctx.render("l2_pool.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
+        out_terms = [(v, k) for v, k, n in (("b", out_h * out_w * depth, batches), ("oy", out_w * depth, out_h),
+                                            ("ox", depth, out_w)) if n > 1]
+        in_terms = [("(y0 + fy)", in_w * depth), ("(x0 + fx)", depth)] + ([("c", 1)] if depth > 1 else [])
+        return ctx.render("l2_pool.c.j2", out_index=linear(out_terms), in_index=linear(in_terms), input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                           batches=batches, in_h=in_h, in_w=in_w, depth=depth, out_h=out_h, out_w=out_w,
                           filter_h=o["filter_h"], filter_w=o["filter_w"], full_h=full_h, full_w=full_w,
                           y0=_origin("oy", o["stride_h"], pad_h), x0=_origin("ox", o["stride_w"], pad_w),
