@@ -42,6 +42,7 @@ class OpFunction:
     comment: str
     macs: int
     variant: dict
+    weights_bytes: int = 0  # the flash arrays this operator added (a shared one counts for its first user)
 
 
 @dataclass
@@ -75,7 +76,9 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     # "*" for every operator, then per kind, then per operator index
     knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
+    first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
+    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in params.arrays[first_array:])
     fparams = []
     unused = []
     for tensor, pname in ctx.param_names.items():
@@ -87,7 +90,8 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     if unused:  # inputs whose values the operator never reads (e.g. a RESHAPE's shape tensor)
         body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
-    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant)
+    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant,
+                      weights_bytes)
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
@@ -168,7 +172,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs, "kernel": fn.variant,
+            "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         } for fn in functions],
         "total_macs": sum(fn.macs for fn in functions),
     }
