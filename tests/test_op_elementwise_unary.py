@@ -231,11 +231,15 @@ def test_every_unary_operator_on_board(tmp_path):
              ("RSQRT", [9], "int8", (0.01, -128), (0.05, -128)),
              ("ZEROS_LIKE", [9], "int8", (0.1, 3), (0.1, 3)),
              ("LOGICAL_NOT", [9], "bool", NO_Q, NO_Q)]
-    cases += [(kind, [9], "float32", NO_Q, NO_Q) for kind in FLOAT_KINDS if kind not in ("ABS", "RSQRT")]
+    # float32: 9 values in each operator's range, then the finite special values (ties, extremes,
+    # overflowing EXP, negative SQRT/LOG arguments: NaN on the device as in TFLM).
+    finite = SPECIAL[np.isfinite(SPECIAL)]
+    n = 9 + len(finite)
+    cases += [(kind, [n], "float32", NO_Q, NO_Q) for kind in FLOAT_KINDS if kind not in ("ABS", "RSQRT")]
     rng = np.random.default_rng(5)
     inputs = [rng.integers(-128, 127, size=[9], endpoint=True).astype(np.int8),
               rsqrt_int_inputs([cases[1]], np.int8, 5)[0],
               rng.integers(-128, 127, size=[9], endpoint=True).astype(np.int8),
               rng.integers(0, 2, size=[9]).astype(np.bool_)]
-    inputs += [float_values(kind, [9], rng) for kind, *_ in cases[4:]]
+    inputs += [np.concatenate([float_values(kind, [9], rng), finite]) for kind, *_ in cases[4:]]
     assert_matches_oracle_on_board(side_by_side(cases), tmp_path, inputs=inputs)
