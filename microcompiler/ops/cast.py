@@ -1,4 +1,4 @@
-"""CAST: raw-value conversion between float32, int8, int16, int32 and bool.
+"""CAST: raw-value conversion between float32, int8, int16, int32, uint32 and bool.
 
 Quantization parameters are ignored, as TFLite Micro does (``cast.cc`` converts the stored values
 with ``static_cast``), and so are the options' ``in_data_type``/``out_data_type``: the tensors'
@@ -9,8 +9,8 @@ types decide. The conversions, as the pinned TFLM computes them:
   (``MC_CAST_FLOAT_TO_INT``; a plain C conversion would be undefined out of range);
 * anything -> bool is ``x != 0`` (NaN is true, -0.0 false); bool -> anything is 0 or 1.
 
-One loop, safe in place when the element sizes are equal. TFLM also casts from and to uint32,
-a tensor type microcompiler does not import; int64 and uint8 it refuses.
+One loop, safe in place when the element sizes are equal. TFLM refuses int64 and uint8, and so
+does this kernel.
 """
 from __future__ import annotations
 
@@ -21,15 +21,17 @@ from microcompiler.ops.base import OpKernel, register, require, require_elementw
 from microcompiler.ops.elementwise_unary import render_map
 from microcompiler.ops.quant import INT_RANGES, c_float
 
-CAST_TYPES = ("float32", "int8", "int16", "int32", "bool")
+CAST_TYPES = ("float32", "int8", "int16", "int32", "uint32", "bool")
+INTEGER_RANGES = {**INT_RANGES, "uint32": (0, 2**32 - 1)}
+LIMIT_NAMES = {"int32": ("INT32_MIN", "INT32_MAX"), "uint32": ("0", "UINT32_MAX")}
 
 
 def saturation_bounds(dtype: str) -> tuple[int, int, float, float]:
     """(lo, hi, lo_f, hi_f) of a float -> integer cast: a float at or below lo_f gives lo, at or
     above hi_f gives hi, and every float strictly between converts exactly toward zero."""
-    lo, hi = INT_RANGES[dtype]
-    lo_f = float(lo)  # -2^(n-1): exact in float32
-    hi_f = float(hi) if np.float32(hi) == hi else float(hi) + 1.0  # int32: 2^31
+    lo, hi = INTEGER_RANGES[dtype]
+    lo_f = float(lo)  # 0 or -2^(n-1): exact in float32
+    hi_f = float(hi) if np.float32(hi) == hi else float(hi) + 1.0  # int32: 2^31, uint32: 2^32
     return lo, hi, lo_f, hi_f
 
 
@@ -42,8 +44,8 @@ def cast_expression(src: str, dst: str) -> str:
     dst_c = c_type(dst)
     if src == "float32":
         lo, hi, lo_f, hi_f = saturation_bounds(dst)
-        lo_c = "INT32_MIN" if lo == -2**31 else str(lo)
-        return f"MC_CAST_FLOAT_TO_INT({dst_c}, x, {lo_c}, {hi}, {c_float(lo_f)}, {c_float(hi_f)})"
+        lo_c, hi_c = LIMIT_NAMES.get(dst, (str(lo), str(hi)))
+        return f"MC_CAST_FLOAT_TO_INT({dst_c}, x, {lo_c}, {hi_c}, {c_float(lo_f)}, {c_float(hi_f)})"
     # Integer or bool source: to float32 rounds to nearest; to a narrower integer keeps the low
     # bits (GCC, Clang and Arm compilers define the out-of-range conversion as modulo 2^N).
     return f"({dst_c})x"
@@ -69,8 +71,8 @@ def cast_values(data: np.ndarray, src: str, dst: str) -> np.ndarray:
 class Cast(OpKernel):
     kinds = ("CAST",)
     types = CAST_TYPES
-    type_notes = ("every pair; float -> integer truncates and saturates (NaN -> 0), integer "
-                  "narrowing wraps, quantization parameters are ignored")
+    type_notes = ("every pair; float -> integer truncates and saturates, NaN -> 0; integer narrowing "
+                  "wraps; quantization parameters ignored")
     options = "in_data_type/out_data_type ignored (the tensor types decide, as in TFLM)"
     quantized_io = False
 

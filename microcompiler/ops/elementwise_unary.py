@@ -153,7 +153,7 @@ class Abs(OpKernel):
 class Rsqrt(OpKernel):
     kinds = ("RSQRT",)
     types = ("float32", "int8", "int16")
-    type_notes = "int8/int16 quantized (int16 zero points 0); inputs below the zero point give the maximum"
+    type_notes = "int8/int16 quantized, int16 zero points 0; inputs below the zero point give the maximum"
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
@@ -210,7 +210,7 @@ class LogicalNot(OpKernel):
 class ZerosLike(OpKernel):
     kinds = ("ZEROS_LIKE",)
     types = ("float32", "int8", "int32", "int64")
-    type_notes = "no code unless its output is a model output (folded to zeros in flash)"
+    type_notes = "folded to zeros in flash unless it writes a model output"
     quantized_io = False  # TFLM writes zeros whatever the quantization
 
     def check(self, op, graph):
