@@ -105,7 +105,7 @@ def test_abs_int16_matches_tflm(tmp_path):
             a.ravel()[:len(extremes)] = extremes[:a.size]
             arrays.append(a)
         sets.append(arrays)
-    assert_matches_oracle(model, tmp_path, inputs=sets)
+    assert_matches_oracle(model, tmp_path, inputs=sets, sanitize=True)
 
 
 RSQRT_INT8_CASES = [
@@ -133,7 +133,7 @@ def rsqrt_int_inputs(cases, dtype, seed):
 def test_rsqrt_int8_matches_tflm(tmp_path):
     cases = [("RSQRT", shape, "int8", in_q, out_q) for shape, in_q, out_q in RSQRT_INT8_CASES]
     assert_matches_oracle(side_by_side(cases), tmp_path,
-                          inputs=[rsqrt_int_inputs(cases, np.int8, s) for s in range(3)])
+                          inputs=[rsqrt_int_inputs(cases, np.int8, s) for s in range(3)], sanitize=True)
 
 
 def test_rsqrt_int16_matches_tflm(tmp_path):
@@ -141,7 +141,16 @@ def test_rsqrt_int16_matches_tflm(tmp_path):
              ("RSQRT", [7], "int16", (0.0001, 0), (0.05, 0)),
              ("RSQRT", [3, 3], "int16", (1.0, 0), (1.0 / 32768, 0))]
     assert_matches_oracle(side_by_side(cases), tmp_path,
-                          inputs=[rsqrt_int_inputs(cases, np.int16, s) for s in range(3)])
+                          inputs=[rsqrt_int_inputs(cases, np.int16, s) for s in range(3)], sanitize=True)
+
+
+def test_quantized_abs_and_rsqrt_on_every_input_value_match_tflm(tmp_path):
+    # Every int8 value, and every valid int16 RSQRT input (0..32767), in one model.
+    cases = [("ABS", [256], "int8", (0.1, 5), (0.03, -100)), ("ABS", [256], "int8", (0.02, -128), (0.02, 0)),
+             ("RSQRT", [256], "int8", (0.01, -128), (0.05, -128)), ("RSQRT", [32768], "int16", (0.01, 0), (0.001, 0))]
+    every = np.arange(-128, 128, dtype=np.int8)
+    inputs = [[every, every, every, np.arange(32768, dtype=np.int16)]]
+    assert_matches_oracle(side_by_side(cases), tmp_path, inputs=inputs)
 
 
 def test_logical_not_matches_tflm(tmp_path):
