@@ -195,6 +195,8 @@ def test_elementwise_unary_in_place(tmp_path, kind, dtype, q):
 
 @pytest.mark.parametrize("case,message", [
     (("SIN", [4], "int8", (0.1, 0), (0.1, 0)), "input type int8 is not supported (float32)"),
+    (("FLOOR", [4], "int16", NO_Q, NO_Q), "input type int16 is not supported (float32)"),
+    (("ABS", [4], "int8", NO_Q, NO_Q), "int8 input and output need quantization parameters"),
     (("LOGICAL_NOT", [4], "float32", NO_Q, NO_Q), "input type float32 is not supported (bool)"),
     (("ZEROS_LIKE", [4], "int16", (0.1, 0), (0.1, 0)), "input type int16 is not supported"),
     (("ABS", [4], "int16", (0.01, 3), (0.01, 0)), "int16 input and output zero points must be 0"),

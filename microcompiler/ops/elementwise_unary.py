@@ -82,6 +82,7 @@ class FloatMath(OpKernel):
 
     kinds = ("NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "CEIL", "FLOOR", "ROUND")
     types = ("float32",)
+    quantized_io = False  # no integer types: check() names the type problem, not the quantization
 
     def describe(self, kind):
         info = super().describe(kind)
@@ -188,6 +189,7 @@ class Rsqrt(OpKernel):
 class LogicalNot(OpKernel):
     kinds = ("LOGICAL_NOT",)
     types = ("bool",)
+    quantized_io = False
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
