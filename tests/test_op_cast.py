@@ -17,7 +17,8 @@ model_builder.TYPES.setdefault("bool", fb.TensorType.BOOL)
 model_builder.TYPES.setdefault("uint32", fb.TensorType.UINT32)
 
 TYPES = ["float32", "int8", "int16", "int32", "uint32", "bool"]
-SHAPES = {"float32": [4, 11], "int8": [1], "int16": [3, 7], "int32": [2, 2, 5], "uint32": [2, 9], "bool": [13]}
+SHAPES = {"float32": [4, 11], "int8": [1], "int16": [3, 7], "int32": [2, 2, 5], "uint32": [2, 9],
+          "bool": [13]}
 # Float values around every type's limits, ties, fractions of both signs, NaN and infinities.
 FLOAT_EDGES = np.array([
     np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, 0.99, -0.99, 1.5, -1.5, 127.5, 128.0, -128.9, -129.0,
@@ -65,7 +66,8 @@ def test_cast_to_every_type_matches_tflm(tmp_path, src):
 def test_cast_ignores_quantization_and_options(tmp_path):
     # TFLM converts the stored values: scales and zero points play no part, and neither do the
     # options' data types (here contradicting the tensors).
-    options = model_builder._opts("CastOptions", inDataType=fb.TensorType.INT64, outDataType=fb.TensorType.UINT8)
+    options = model_builder._opts("CastOptions", inDataType=fb.TensorType.INT64,
+                                  outDataType=fb.TensorType.UINT8)
     model = cast_model("int8", ["float32", "int16", "int32"], [3, 5], src_q=(0.05, -7), dst_q=(0.3, 11),
                        options=options)
     assert_matches_oracle(model, tmp_path, n_inputs=2)

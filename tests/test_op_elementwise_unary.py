@@ -147,7 +147,8 @@ def test_rsqrt_int16_matches_tflm(tmp_path):
 def test_quantized_abs_and_rsqrt_on_every_input_value_match_tflm(tmp_path):
     # Every int8 value, and every valid int16 RSQRT input (0..32767), in one model.
     cases = [("ABS", [256], "int8", (0.1, 5), (0.03, -100)), ("ABS", [256], "int8", (0.02, -128), (0.02, 0)),
-             ("RSQRT", [256], "int8", (0.01, -128), (0.05, -128)), ("RSQRT", [32768], "int16", (0.01, 0), (0.001, 0))]
+             ("RSQRT", [256], "int8", (0.01, -128), (0.05, -128)),
+             ("RSQRT", [32768], "int16", (0.01, 0), (0.001, 0))]
     every = np.arange(-128, 128, dtype=np.int8)
     inputs = [[every, every, every, np.arange(32768, dtype=np.int16)]]
     assert_matches_oracle(side_by_side(cases), tmp_path, inputs=inputs)
@@ -175,7 +176,8 @@ def test_constant_subgraphs_fold_to_flash(tmp_path):
     x = b.activation("x", [2, 4], "float32")
     c = b.constant("c", np.array([[0.5, 1.5, -2.5, 3.7], [-0.2, 2.5, 1e30, -7.5]], np.float32))
     zeros, sine = b.activation("zeros", [2, 4], "float32"), b.activation("sine", [2, 4], "float32")
-    rounded, absolute = b.activation("rounded", [2, 4], "float32"), b.activation("absolute", [2, 4], "float32")
+    rounded = b.activation("rounded", [2, 4], "float32")
+    absolute = b.activation("absolute", [2, 4], "float32")
     s1, y = b.activation("s1", [2, 4], "float32"), b.activation("y", [2, 4], "float32")
     b.op("ZEROS_LIKE", [x], [zeros])
     b.op("SIN", [zeros], [sine])
@@ -224,7 +226,8 @@ def _mismatched(kind, in_shape, out_shape, in_dtype, out_dtype, q=NO_Q):
 
 @pytest.mark.parametrize("model,fragment", [
     (_mismatched("NEG", [2, 3], [7], "float32", "float32"), "(NEG): input shape [2, 3] and output shape [7]"),
-    (_mismatched("ABS", [4], [4], "int8", "int16", (0.1, 0)), "(ABS): output type int16 differs from input type int8"),
+    (_mismatched("ABS", [4], [4], "int8", "int16", (0.1, 0)),
+     "(ABS): output type int16 differs from input type int8"),
     (_mismatched("RSQRT", [4], [4], "int8", "int8"), "has no quantization parameters"),
 ], ids=["shape", "type", "quantization"])
 def test_malformed_models_give_one_line_error(tmp_path, model, fragment):
