@@ -66,11 +66,13 @@ def test_float_operators_match_tflm(tmp_path, shape):
     assert_matches_oracle(model, tmp_path, inputs=inputs)
 
 
-def test_float_operators_on_non_finite_inputs_match_tflm(tmp_path):
+@pytest.mark.parametrize("executor", ["aot", "graph"])
+def test_float_operators_on_non_finite_inputs_match_tflm(tmp_path, executor):
     # NaN must come out as NaN where TFLM gives NaN, infinities as the same infinity; sanitized.
     shape = [len(SPECIAL)]
     model = side_by_side([(kind, shape, "float32", NO_Q, NO_Q) for kind in FLOAT_KINDS])
-    library = assert_matches_oracle(model, tmp_path, inputs=[[SPECIAL] * len(FLOAT_KINDS)], sanitize=True)
+    library = assert_matches_oracle(model, tmp_path, inputs=[[SPECIAL] * len(FLOAT_KINDS)], sanitize=True,
+                                    executor=executor)
     assert len(library.functions) == len(FLOAT_KINDS)
 
 
