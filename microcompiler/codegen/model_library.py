@@ -73,7 +73,8 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     kernel.check(op, graph)
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
-    knobs = {**tuning.get(op.kind, {}), **tuning.get(op.index, {})}  # per kind, then per operator index
+    # "*" for every operator, then per kind, then per operator index
+    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
     body = kernel.emit(op, graph, ctx)
     fparams = []
