@@ -16,6 +16,7 @@ from microcompiler.ops.spatial_common import CTYPES, constant_ints
 @register
 class ArgMinMax(OpKernel):
     kinds = ("ARG_MAX", "ARG_MIN")
+    input_roles = ("input", "axis")
     inputs = (2, 2)
     types = ("int8", "float32")
     type_notes = "int32 output"

@@ -22,6 +22,7 @@ def _as_4d(shape):
 @register
 class BatchSpace(OpKernel):
     kinds = ("BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND")
+    input_roles = ("input", "block_shape", "crops")
     inputs = (3, 3)
     types = ("int8", "float32")
     options = "constant block_shape, crops"

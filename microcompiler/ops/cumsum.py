@@ -25,6 +25,7 @@ def output_multiplier(in_scale: float, out_scale: float) -> tuple[int, int]:
 @register
 class CumSum(OpKernel):
     kinds = ("CUMSUM",)
+    input_roles = ("input", "axis")
     inputs = (2, 2)
     types = ("int8", "float32")
     options = "constant axis, exclusive, reverse"

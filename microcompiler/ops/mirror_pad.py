@@ -31,6 +31,7 @@ def mirror_index(i: int, left: int, size: int, offset: int) -> int:
 @register
 class MirrorPad(OpKernel):
     kinds = ("MIRROR_PAD",)
+    input_roles = ("input", "paddings")
     inputs = (2, 2)
     types = ("int8", "float32")
     options = "mode (REFLECT, SYMMETRIC), constant paddings"

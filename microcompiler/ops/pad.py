@@ -58,6 +58,7 @@ def plan_padding(shape, paddings) -> tuple[list[_Dim], _Dim | None, int]:
 @register
 class Pad(OpKernel):
     kinds = ("PAD", "PADV2")
+    input_roles = ("input", "paddings", "value")
     inputs = (2, 3)
     types = ("int8", "int16", "int32", "float32")
     options = "constant paddings, optional padding value"

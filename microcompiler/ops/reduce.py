@@ -25,6 +25,7 @@ _SUM_MAX_AXES = 2
 @register
 class Reduce(OpKernel):
     kinds = ("REDUCE_MAX", "REDUCE_MIN", "SUM")
+    input_roles = ("input", "axis")
     inputs = (2, 2)
     types = ("int8", "int16", "float32")
     options = "constant axis (int32), keep_dims"

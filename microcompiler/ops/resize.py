@@ -58,6 +58,7 @@ def bilinear_integer(i: int, in_size: int, out_size: int, align_corners: bool, h
 @register
 class Resize(OpKernel):
     kinds = ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
+    input_roles = ("input", "size")
     inputs = (2, 2)
     types = ("int8", "int16", "float32")
     options = "constant size, align_corners, half_pixel_centers"
