@@ -102,3 +102,17 @@ def assert_one_line_cli_error(model_bytes: bytes, tmp_path: Path, *fragments: st
     assert len(lines) == 1, proc.stderr
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def assert_rejected(model_bytes: bytes, tmp_path: Path, message: str) -> None:
+    """Compiling the model (in process, fast) raises the one-line UnsupportedModelError naming
+    operator 0 and the problem; the CLI turns that into one stderr line and exit code 2
+    (checked once per module with assert_one_line_cli_error)."""
+    import pytest
+
+    from harness import compile_bytes
+    from microcompiler.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=message) as info:
+        compile_bytes(model_bytes, tmp_path)
+    assert "operator 0" in str(info.value) and "\n" not in str(info.value)

@@ -3,7 +3,7 @@ TFLM runs for each, broadcasting, int8/int16 inputs of different scales."""
 import numpy as np
 import pytest
 
-from elementwise_models import assert_one_line_cli_error, elementwise_model, side_by_side_model
+from elementwise_models import assert_one_line_cli_error, assert_rejected, elementwise_model, side_by_side_model
 from harness import assert_matches_oracle
 
 KINDS = ["EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL"]
@@ -73,7 +73,7 @@ def test_sanitized(tmp_path):
                                             quant=[(0.02, 10), (0.07, -20), None]), tmp_path / "i8", sanitize=True)
 
 
-@pytest.mark.parametrize("model,message", [
+MALFORMED = [
     (lambda: elementwise_model("LESS", "int16", [[4], [4]], out_dtype="bool"), "not supported"),
     # TFLM's int16 GREATER never computes the comparison (every element false): refused.
     (lambda: elementwise_model("GREATER", "int16", [[4], [4]], out_dtype="bool"), "not supported"),
@@ -86,6 +86,13 @@ def test_sanitized(tmp_path):
                                quant=[(2.0, 0), (0.1, 0), None]), "scale"),
     (lambda: elementwise_model("NOT_EQUAL", "int32", [[1, 4], [4]], out_dtype="bool", out_shape=[4]),
      "broadcast shape"),
-])
-def test_malformed_gives_one_line_error(tmp_path, model, message):
-    assert_one_line_cli_error(model(), tmp_path, message)
+]
+
+
+@pytest.mark.parametrize("model,message", MALFORMED)
+def test_malformed_is_rejected(tmp_path, model, message):
+    assert_rejected(model(), tmp_path, message)
+
+
+def test_malformed_gives_one_line_cli_error(tmp_path):
+    assert_one_line_cli_error(MALFORMED[0][0](), tmp_path, "operator 0", MALFORMED[0][1])
