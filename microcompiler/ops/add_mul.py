@@ -1,4 +1,4 @@
-"""ADD and MUL: int8, int16 (zero points 0) and float32, with numpy-style broadcasting up to 6D.
+"""ADD and MUL: int8, int16 (zero points 0), int32 and float32, with numpy-style broadcasting up to 6D.
 
 The integer arithmetic follows TFLite Micro's reference kernels:
 
@@ -6,6 +6,9 @@ The integer arithmetic follows TFLite Micro's reference kernels:
   15 for int16), adds, and rescales to the output. TFLM Micro always takes this general path for
   int16, whatever the model's ``pot_scale_int16`` option says.
 * MUL multiplies the offset inputs in int32 and requantizes by in1_scale * in2_scale / out_scale.
+* int32 (unquantized) adds or multiplies with wrap-around, as TFLM's int32 arithmetic; TFLM's MUL
+  (and SUB, ops/sub.py) clamp to the fused activation, its ADD ignores it.
+* float32 clamps with TFLM's std::min/std::max semantics (NaN stays NaN, infinities clamp).
 
 The element loop reads both inputs of an index before writing that index, so the output may share
 memory with an input of the same shape (in-place).
@@ -16,7 +19,8 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.broadcast import broadcast_loops, require_broadcast, unbroadcast_inputs
+# broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
+from microcompiler.ops.broadcast import broadcast_loops, broadcast_shape, require_broadcast, unbroadcast_inputs  # noqa: F401
 from microcompiler.ops.quant import activation_range, c_float, float_activation_range, quantize_multiplier
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
