@@ -213,6 +213,7 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
 @register
 class Conv2D(OpKernel):
     kinds = ("CONV_2D",)
+    input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
     type_notes = "int8 and int16 activations with int8 per-channel weights (int16: int32 or int64 bias)"
     options = "padding, stride, dilation, fused activation"

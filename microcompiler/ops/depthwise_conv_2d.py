@@ -19,6 +19,7 @@ from microcompiler.ops.quant import activation_range, conv_multipliers
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
+    input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
     type_notes = "int8 and int16 activations with int8 per-channel weights"
     options = "padding, stride, dilation, depth multiplier, fused activation"

@@ -12,6 +12,7 @@ from microcompiler.ops.quant import (activation_range, c_float, float_activation
 @register
 class FullyConnected(OpKernel):
     kinds = ("FULLY_CONNECTED",)
+    input_roles = ("input", "weights", "bias")
     inputs = (2, 3)
     type_notes = "int8 and int16 activations with int8 weights"
     options = "fused activation, keep_num_dims"
