@@ -20,7 +20,8 @@ import numpy as np
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
-from microcompiler.ops.broadcast import broadcast_loops, broadcast_shape, require_broadcast, unbroadcast_inputs  # noqa: F401
+from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
+                                         require_broadcast, unbroadcast_inputs)
 from microcompiler.ops.quant import activation_range, c_float, float_activation_range, quantize_multiplier
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
