@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.binary_common import float_activation, wrapping
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
 from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
                                          require_broadcast, unbroadcast_inputs)
@@ -62,6 +63,22 @@ class _Elementwise(OpKernel):
         """An input with the output's shape (not broadcast): element i of both inputs is read
         before element i of the output is written."""
         return unbroadcast_inputs(op, graph)
+
+    def fold(self, op, graph):
+        """int32 and float32 results of constant inputs, computed as the generated code does."""
+        a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
+        if not (a.is_constant and b.is_constant) or y.dtype not in ("int32", "float32") \
+                or broadcast_shape(a.shape, b.shape) != tuple(y.shape):
+            return None
+        fn = {"+": np.add, "-": np.subtract, "*": np.multiply}[self.symbol]
+        if y.dtype == "float32":
+            with np.errstate(all="ignore"):
+                value = float_activation(op, fn(a.data.astype(np.float32), b.data.astype(np.float32)))
+        else:
+            value = wrapping(a.data, b.data, fn)
+            lo, hi = int32_activation_range(op.options.get("activation", "NONE") if self.int32_activation else "NONE")
+            value = np.clip(value, -2**31 if lo is None else lo, 2**31 - 1 if hi is None else hi).astype(np.int32)
+        return [np.ascontiguousarray(np.broadcast_to(value, y.shape))]
 
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])

@@ -7,9 +7,13 @@ loop nest that walks the output with each input's broadcast strides is generated
 """
 from __future__ import annotations
 
+import numpy as np
+
+from microcompiler.ir import np_dtype
 from microcompiler.ops.base import OpKernel, require
-from microcompiler.ops.broadcast import broadcast_loops, render_loop_nest, require_broadcast, unbroadcast_inputs
-from microcompiler.ops.quant import c_float
+from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape, render_loop_nest, require_broadcast,
+                                        unbroadcast_inputs)
+from microcompiler.ops.quant import c_float, float_activation_range
 
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -69,6 +73,23 @@ class BroadcastKernel(OpKernel):
         write = f"{ctx.arg(op.outputs[0])}[{out_idx}]"
         return render_loop_nest(loops, self.element(op, graph, ctx, reads, write), self.prologue(op, graph, ctx))
 
+    def fold(self, op, graph):
+        """The output when every input is a constant and ``compute`` evaluates the operator exactly
+        as the generated C does (the unquantized types)."""
+        tensors = [graph.tensors[i] for i in op.inputs]
+        y = graph.tensors[op.outputs[0]]
+        if not all(t.is_constant for t in tensors) or broadcast_shape(*(t.shape for t in tensors)) != tuple(y.shape):
+            return None
+        with np.errstate(all="ignore"):
+            value = self.compute(op, [np.asarray(t.data) for t in tensors], y.dtype)
+        if value is None:
+            return None
+        return [np.ascontiguousarray(np.broadcast_to(value, y.shape)).astype(np_dtype(y.dtype))]
+
+    def compute(self, op, arrays: list[np.ndarray], out_dtype: str) -> np.ndarray | None:
+        """The operator on constant arrays (numpy broadcasting), or None where it is not folded."""
+        return None
+
     def prologue(self, op, graph, ctx) -> str:
         """C statements before the loop nest."""
         return ""
@@ -82,3 +103,14 @@ def float_clamp(value: str, lo: float, hi: float) -> str:
     """min(max(value, lo), hi) as TFLM's std::min/std::max evaluate it: NaN stays NaN."""
     lo_c, hi_c = c_float(lo), c_float(hi)
     return f"{value} < {lo_c} ? {lo_c} : ({hi_c} < {value} ? {hi_c} : {value})"
+
+
+def float_activation(op, value: np.ndarray) -> np.ndarray:
+    """The fused activation clamp of float32 results, as float_clamp (NaN stays NaN)."""
+    lo, hi = (np.float32(v) for v in float_activation_range(op.options.get("activation", "NONE")))
+    return np.where(value < lo, lo, np.where(hi < value, hi, value)).astype(np.float32)
+
+
+def wrapping(a: np.ndarray, b: np.ndarray, fn) -> np.ndarray:
+    """fn on int32 values with wrap-around, as the generated code's unsigned arithmetic."""
+    return fn(a.astype(np.uint32), b.astype(np.uint32)).astype(np.uint32).view(np.int32)

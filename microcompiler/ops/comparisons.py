@@ -19,6 +19,8 @@ from microcompiler.ops.quant import quantize_multiplier
 
 _SYMBOLS = {"EQUAL": "==", "NOT_EQUAL": "!=", "GREATER": ">", "GREATER_EQUAL": ">=", "LESS": "<",
             "LESS_EQUAL": "<="}
+_NUMPY = {"EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
+          "LESS": np.less, "LESS_EQUAL": np.less_equal}
 _RAW = ("int32", "int64", "float32")
 LEFT_SHIFT = 8  # TFLM's kLeftShift for quantized comparisons
 
@@ -41,6 +43,12 @@ class Comparison(BroadcastKernel):
                 scale = float(np.float32(graph.tensors[op.inputs[k]].quant.scale[0]))
                 require(0.0 < scale < 1.0, op,
                         f"input{k + 1} scale {scale:g} is outside (0, 1), which TFLite Micro's comparison needs")
+
+    def compute(self, op, arrays, out_dtype):
+        a, b = arrays
+        if a.dtype in (np.int8, np.int16):
+            return None  # rescaled first: left to the generated code
+        return _NUMPY[op.kind](a, b)
 
     def element(self, op, graph, ctx, reads, write):
         symbol = _SYMBOLS[op.kind]

@@ -20,7 +20,7 @@ import numpy as np
 
 from microcompiler.ops.add_mul import int32_activation_range
 from microcompiler.ops.base import register, require
-from microcompiler.ops.binary_common import BroadcastKernel, float_clamp
+from microcompiler.ops.binary_common import BroadcastKernel, float_activation, float_clamp
 from microcompiler.ops.quant import activation_range, float_activation_range, quantize_multiplier
 
 # |dividend| <= 255 has at least 23 redundant sign bits, so the rounding shift TFLM applies to the
@@ -56,6 +56,19 @@ class Div(BroadcastKernel):
             require(m > 0 and _MIN_OUTPUT_SHIFT <= shift <= _MAX_OUTPUT_SHIFT, op,
                     "input1_scale / (input2_scale * output_scale) is out of the range TFLite Micro's "
                     "integer division handles")
+
+    def compute(self, op, arrays, out_dtype):
+        a, b = arrays
+        if out_dtype == "float32":
+            return float_activation(op, a.astype(np.float32) / b.astype(np.float32))
+        if out_dtype != "int32":
+            return None
+        a, b = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
+        if np.any(b == 0) or np.any((a == -2**31) & (b == -1)):
+            return None  # no result in TFLM: left to the generated code's defined stand-in
+        q = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))  # C's truncating division
+        lo, hi = int32_activation_range(op.options.get("activation", "NONE"))
+        return np.clip(q, -2**31 if lo is None else lo, 2**31 - 1 if hi is None else hi)
 
     def element(self, op, graph, ctx, reads, write):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])

@@ -32,6 +32,15 @@ class FloorDivMod(BroadcastKernel):
             require(not np.any(divisor.data == 0), op,
                     "the constant divisor holds 0 (TFLite Micro stops with 'Division by 0')")
 
+    def compute(self, op, arrays, out_dtype):
+        a, b = (x.astype(np.float32) for x in arrays)
+        if op.kind == "FLOOR_DIV":
+            if np.any(b == 0):
+                return None
+            return np.floor(a.astype(np.float64) / b.astype(np.float64)).astype(np.float32)
+        m = np.fmod(a, b)
+        return np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+
     def element(self, op, graph, ctx, reads, write):
         if op.kind == "FLOOR_DIV":
             return f"{write} = (float)floor((double){reads[0]} / (double){reads[1]});\n"

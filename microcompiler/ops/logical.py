@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from microcompiler.ops.base import register
 from microcompiler.ops.binary_common import BroadcastKernel
 
@@ -15,6 +17,10 @@ class Logical(BroadcastKernel):
     options = "broadcasting up to 6D"
     quantized_io = False
     output_bool = True
+
+    def compute(self, op, arrays, out_dtype):
+        a, b = (x.astype(bool) for x in arrays)
+        return np.logical_and(a, b) if op.kind == "LOGICAL_AND" else np.logical_or(a, b)
 
     def element(self, op, graph, ctx, reads, write):
         logic = "&&" if op.kind == "LOGICAL_AND" else "||"

@@ -6,6 +6,8 @@ TFLM's expression, which also decides what a NaN operand gives.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from microcompiler.ir import c_type
 from microcompiler.ops.base import register
 from microcompiler.ops.binary_common import BroadcastKernel
@@ -18,6 +20,10 @@ class MaximumMinimum(BroadcastKernel):
     type_notes = "raw values compared, as TFLM: quantized inputs are not rescaled"
     options = "broadcasting up to 6D"
     quantized_io = False
+
+    def compute(self, op, arrays, out_dtype):
+        a, b = arrays
+        return np.where(a > b, a, b) if op.kind == "MAXIMUM" else np.where(a < b, a, b)
 
     def element(self, op, graph, ctx, reads, write):
         ctype = c_type(ctx.tensor(op.outputs[0]).dtype)

@@ -3,6 +3,8 @@ shape (up to 6D). x and y are float32, int8 or int16, as TFLite Micro's select.c
 copied, not requantized."""
 from __future__ import annotations
 
+import numpy as np
+
 from microcompiler.ops.base import register, require
 from microcompiler.ops.binary_common import BroadcastKernel
 
@@ -23,6 +25,10 @@ class SelectV2(BroadcastKernel):
         super().check(op, graph)
         condition = graph.tensors[op.inputs[0]]
         require(condition.dtype == "bool", op, f"condition must be bool, not {condition.dtype}")
+
+    def compute(self, op, arrays, out_dtype):
+        condition, x, y = arrays
+        return np.where(condition.astype(bool), x, y)
 
     def element(self, op, graph, ctx, reads, write):
         return f"{write} = {reads[0]} ? {reads[1]} : {reads[2]};\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import register, require
-from microcompiler.ops.binary_common import BroadcastKernel
+from microcompiler.ops.binary_common import BroadcastKernel, wrapping
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
 
@@ -43,6 +43,16 @@ class SquaredDifference(BroadcastKernel):
                     input2_q=quantize_multiplier(float(s2) / twice_max), output_q=quantize_multiplier(real_out),
                     input1_offset=-int(a.quant.zero_point[0]), input2_offset=-int(b.quant.zero_point[0]),
                     output_offset=int(y.quant.zero_point[0]))
+
+    def compute(self, op, arrays, out_dtype):
+        a, b = arrays
+        if out_dtype == "float32":
+            d = a.astype(np.float32) - b.astype(np.float32)
+            return d * d
+        if out_dtype == "int32":
+            d = wrapping(a, b, np.subtract)
+            return wrapping(d, d, np.multiply)
+        return None
 
     def element(self, op, graph, ctx, reads, write):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
