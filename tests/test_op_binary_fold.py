@@ -1,7 +1,6 @@
 """Constant subgraphs of the binary family fold at compile time (no code), with TFLM's results:
 each operator on two constants feeds one operator with a runtime input."""
 import numpy as np
-import pytest
 
 from elementwise_models import activation_options
 from harness import assert_matches_oracle
@@ -34,26 +33,28 @@ CASES = [
 ]
 
 
-def _case_id(case):
-    return f"{case[0]}-{case[2]}"
-
-
-@pytest.mark.parametrize("kind,consts,out_dtype,options", CASES, ids=[_case_id(c) for c in CASES])
-def test_constant_operator_folds_to_tflm_result(tmp_path, kind, consts, out_dtype, options):
+def test_constant_operators_fold_to_tflm_results(tmp_path):
+    """One model: each case's operator on constants feeds a consumer with runtime inputs; only the
+    consumers remain as code, and every output matches TFLM."""
     b = ModelBuilder()
-    cs = [b.constant(f"c{k}", c) for k, c in enumerate(consts)]
-    folded = b.activation("folded", [2, 3], out_dtype)
-    b.op(kind, cs, [folded], options)
-    if out_dtype == "bool":  # the folded condition selects between two runtime inputs
-        x = b.activation("x", [2, 3], "float32")
-        z = b.activation("z", [2, 3], "float32")
-        y = b.activation("y", [2, 3], "float32")
-        b.op("SELECT_V2", [folded, x, z], [y])
-        inputs = [x, z]
-    else:  # the folded value is added to a runtime input (int32 ADD wraps and has no clamp)
-        x = b.activation("x", [2, 3], out_dtype)
-        y = b.activation("y", [2, 3], out_dtype)
-        b.op("ADD", [folded, x], [y], activation_options("ADD", "NONE"))
-        inputs = [x]
-    lib = assert_matches_oracle(b.finish(inputs, [y]), tmp_path, n_inputs=2)
-    assert [o["kind"] for o in lib.metadata["operators"]] == [("SELECT_V2" if out_dtype == "bool" else "ADD")]
+    inputs, outputs, consumers = [], [], []
+    for n, (kind, consts, out_dtype, options) in enumerate(CASES):
+        cs = [b.constant(f"c{n}_{k}", c) for k, c in enumerate(consts)]
+        folded = b.activation(f"folded{n}", [2, 3], out_dtype)
+        b.op(kind, cs, [folded], options)
+        if out_dtype == "bool":  # the folded condition selects between two runtime inputs
+            x = b.activation(f"x{n}", [2, 3], "float32")
+            z = b.activation(f"z{n}", [2, 3], "float32")
+            y = b.activation(f"y{n}", [2, 3], "float32")
+            b.op("SELECT_V2", [folded, x, z], [y])
+            inputs += [x, z]
+            consumers.append("SELECT_V2")
+        else:  # the folded value is added to a runtime input (int32 ADD wraps and has no clamp)
+            x = b.activation(f"x{n}", [2, 3], out_dtype)
+            y = b.activation(f"y{n}", [2, 3], out_dtype)
+            b.op("ADD", [folded, x], [y], activation_options("ADD", "NONE"))
+            inputs.append(x)
+            consumers.append("ADD")
+        outputs.append(y)
+    lib = assert_matches_oracle(b.finish(inputs, outputs), tmp_path, n_inputs=2)
+    assert [o["kind"] for o in lib.metadata["operators"]] == consumers
