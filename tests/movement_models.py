@@ -3,6 +3,8 @@ GATHER_ND, SPLIT, SPLIT_V, PACK, UNPACK, REVERSE_V2, SHAPE, BROADCAST_TO, BROADC
 SQUEEZE, EXPAND_DIMS), shared by the tests/test_op_<module>.py files."""
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -85,12 +87,40 @@ def cli_compile(model_bytes: bytes, tmp_path: Path) -> subprocess.CompletedProce
                            str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
 
 
-def assert_clean_rejection(model_bytes: bytes, tmp_path: Path, match: str) -> str:
+def cli_compile_in_process(model_bytes: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``microcompiler compile`` through the CLI's own ``main`` (what ``python -m microcompiler.cli``
+    runs), without starting an interpreter: a bug would raise here instead of printing a traceback."""
+    from microcompiler.cli import main
+    tmp_path = Path(tmp_path)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model_bytes)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["compile", str(path), "-o", str(tmp_path / "out")])
+    return subprocess.CompletedProcess([], code, out.getvalue(), err.getvalue())
+
+
+def assert_clean_rejection(model_bytes: bytes, tmp_path: Path, match: str, subprocess_run: bool = False) -> str:
     """The CLI refuses the model with one line on stderr, exit code 2, no traceback."""
-    result = cli_compile(model_bytes, tmp_path)
+    result = (cli_compile if subprocess_run else cli_compile_in_process)(model_bytes, tmp_path)
     err = result.stderr.strip()
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert "Traceback" not in result.stderr
     assert len(err.splitlines()) == 1, err
     assert match in err, err
     return err
+
+
+def run_ours(model_bytes: bytes, tmp_path: Path, inputs: list[list[np.ndarray]] | None = None, n_inputs: int = 2,
+             sanitize: bool = False) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+    """Compile and run the model on the host (for what TFLM refuses but TensorFlow Lite defines):
+    (input sets, output sets)."""
+    from harness import compile_bytes
+    from microcompiler.host import HostProgram
+    from microcompiler.inputs import random_inputs
+    library = compile_bytes(model_bytes, tmp_path)
+    if inputs is None:
+        inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(n_inputs)]
+    results = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize).run(inputs)
+    return inputs, [r.outputs for r in results]

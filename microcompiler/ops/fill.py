@@ -25,7 +25,7 @@ class Fill(OpKernel):
         v, y = graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
         require(y.dtype in self.types, op, f"type {y.dtype} is not supported ({', '.join(self.types)})")
         require(v.dtype == y.dtype, op, f"value type {v.dtype} differs from the output type {y.dtype}")
-        require(v.size == 1 and len(v.shape) == 0, op, f"the value must be a scalar, not of shape {list(v.shape)}")
+        require(v.size == 1 and len(v.shape) <= 1, op, f"the value must be a scalar, not of shape {list(v.shape)}")
         dims = constant_ints(graph, op, 0, "dims")
         require(dims == list(y.shape), op, f"dims {dims} differ from the output shape {list(y.shape)}")
 

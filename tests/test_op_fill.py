@@ -1,0 +1,47 @@
+"""FILL against the TFLM oracle: int8, int32, float32 with a run-time value (memset for int8, a
+loop otherwise), 1-element outputs, a constant value folded; malformed dims via the CLI."""
+import numpy as np
+import pytest
+
+from harness import assert_matches_oracle
+from model_builder import ModelBuilder
+from movement_models import assert_clean_rejection, q
+
+
+def fill_model(dims, dtype, out_shape=None, value=None, dims_dtype=np.int32, value_shape=()):
+    b = ModelBuilder()
+    d = b.constant("dims", np.array(dims, dims_dtype))
+    if value is None:
+        v = b.activation("v", list(value_shape), dtype, **q(dtype))
+        inputs = [v]
+    else:
+        v = b.constant("v", np.array([value], dtype), **q(dtype))
+        b.tensors[v].shape = []  # a scalar (the builder stores at least one dimension)
+        inputs = [b.activation("unused", [1], dtype, **q(dtype))]
+    y = b.activation("y", out_shape or dims, dtype, **q(dtype))
+    b.op("FILL", [d, v], [y])
+    return b.finish(inputs, [y])
+
+
+@pytest.mark.parametrize("dims,dtype,dims_dtype", [
+    ([3, 4], "int8", np.int32), ([1], "int8", np.int64), ([2, 3, 5], "int32", np.int32),
+    ([7], "float32", np.int64), ([1, 1], "float32", np.int32),
+])
+def test_fill_matches_tflm(tmp_path, dims, dtype, dims_dtype):
+    assert_matches_oracle(fill_model(dims, dtype, dims_dtype=dims_dtype), tmp_path, n_inputs=2,
+                          sanitize=dtype == "int32")
+
+
+@pytest.mark.parametrize("dtype,value", [("int8", -5), ("float32", 2.5)])
+def test_fill_with_a_constant_value_matches_tflm(tmp_path, dtype, value):
+    library = assert_matches_oracle(fill_model([2, 3], dtype, value=value), tmp_path, n_inputs=1)
+    assert "memcpy" in library.files["src/model_ops.c"]  # a model output: the folded constant copied
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(dims=[2, 3], dtype="int8", out_shape=[3, 2]), "differ from the output shape"),
+    (dict(dims=[2, 3], dtype="int8", value_shape=[2]), "must be a scalar"),
+    (dict(dims=[2, 3], dtype="int16"), "type int16 is not supported"),
+])
+def test_fill_rejections(tmp_path, kwargs, match):
+    assert_clean_rejection(fill_model(**kwargs), tmp_path, match)

@@ -1,0 +1,39 @@
+"""SLICE against the TFLM oracle: every type TFLM runs, 1-D..4-D, size -1, int64 begin/size;
+malformed begin/size via the CLI."""
+import numpy as np
+import pytest
+
+from harness import assert_matches_oracle
+from movement_models import assert_clean_rejection, single_op
+
+
+def slice_model(shape, begin, size, out_shape, dtype="int8", index_dtype=np.int32):
+    return single_op("SLICE", shape, dtype, [np.array(begin, index_dtype), np.array(size, index_dtype)], [out_shape])
+
+
+@pytest.mark.parametrize("shape,begin,size,out_shape", [
+    ([1], [0], [1], [1]),
+    ([9], [2], [-1], [7]),
+    ([4, 5], [1, 0], [2, 5], [2, 5]),  # whole rows: one memcpy
+    ([4, 5], [3, 2], [1, 3], [1, 3]),
+    ([3, 4, 5], [1, 1, 1], [2, -1, 3], [2, 3, 3]),
+    ([2, 3, 4, 5], [1, 0, 2, 1], [1, 3, 2, 4], [1, 3, 2, 4]),
+])
+def test_slice_int8_matches_tflm(tmp_path, shape, begin, size, out_shape):
+    assert_matches_oracle(slice_model(shape, begin, size, out_shape), tmp_path, n_inputs=2)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int32", "float32", "bool"])
+def test_slice_types_match_tflm(tmp_path, dtype):
+    model = slice_model([3, 4, 3], [0, 1, 1], [2, 2, -1], [2, 2, 2], dtype, np.int64)
+    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=dtype == "int16")
+
+
+@pytest.mark.parametrize("begin,size,out_shape,match", [
+    ([0, 4], [1, 2], [1, 2], "out of range"),
+    ([-1, 0], [1, 2], [1, 2], "out of range"),
+    ([0, 0], [1, 2], [2, 2], "does not match"),
+    ([0], [1], [1, 5], "one value for each"),
+])
+def test_slice_rejections(tmp_path, begin, size, out_shape, match):
+    assert_clean_rejection(slice_model([4, 5], begin, size, out_shape), tmp_path, match)
