@@ -28,19 +28,40 @@ def q(dtype, quant=None):
     return {"scale": scale, "zero_point": zp}
 
 
-def single_op(kind, x_shape, dtype, consts, out_shapes, options=None, const_first=False, out_dtype=None,
-              extra_inputs=(), in_quant=None, out_quant=None):
-    """One operator reading activation x (plus the constant int arrays ``consts``), writing
-    ``out_shapes``. ``const_first`` puts the constants before x (SPLIT's axis)."""
-    b = ModelBuilder()
-    x = b.activation("x", x_shape, dtype, **q(dtype, in_quant))
-    cs = [b.constant(f"c{k}", np.asarray(c)) for k, c in enumerate(consts)]
-    extra = [b.activation(f"x{k + 1}", s, d, **q(d)) for k, (s, d) in enumerate(extra_inputs)]
+def add_single_op(b: ModelBuilder, kind, x_shape, dtype, consts, out_shapes, options=None, const_first=False,
+                  out_dtype=None, extra_inputs=(), in_quant=None, out_quant=None, prefix=""):
+    """Add one operator reading activation x (plus the constant int arrays ``consts``), writing
+    ``out_shapes``; ``const_first`` puts the constants before x (SPLIT's axis). Returns (model
+    inputs, model outputs)."""
+    x = b.activation(f"{prefix}x", x_shape, dtype, **q(dtype, in_quant))
+    cs = [b.constant(f"{prefix}c{k}", np.asarray(c)) for k, c in enumerate(consts)]
+    extra = [b.activation(f"{prefix}x{k + 1}", s, d, **q(d)) for k, (s, d) in enumerate(extra_inputs)]
     out_dtype = out_dtype or dtype
-    ys = [b.activation(f"y{k}", s, out_dtype, **q(out_dtype, out_quant)) for k, s in enumerate(out_shapes)]
+    ys = [b.activation(f"{prefix}y{k}", s, out_dtype, **q(out_dtype, out_quant)) for k, s in enumerate(out_shapes)]
     inputs = cs + [x] + extra if const_first else [x] + cs + extra
     b.op(kind, inputs, ys, options)
-    return b.finish([x] + extra, ys)
+    return [x] + extra, ys
+
+
+def single_op(kind, x_shape, dtype, consts, out_shapes, options=None, **kwargs):
+    """A model of one operator (see ``add_single_op``)."""
+    b = ModelBuilder()
+    inputs, outputs = add_single_op(b, kind, x_shape, dtype, consts, out_shapes, options, **kwargs)
+    return b.finish(inputs, outputs)
+
+
+def side_by_side(cases: list[tuple]) -> bytes:
+    """One model holding several independent single operators, each (kind, x_shape, dtype, consts,
+    out_shapes, options[, kwargs]) with its own inputs and outputs: a sweep compiled and compared
+    with TFLM once (output k of the model belongs to the case that added it)."""
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for n, case in enumerate(cases):
+        kwargs = case[6] if len(case) > 6 else {}
+        i, o = add_single_op(b, *case[:6], prefix=f"case{n}_", **kwargs)
+        inputs += i
+        outputs += o
+    return b.finish(inputs, outputs)
 
 
 def strided_slice_options(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0,

@@ -6,30 +6,37 @@ import pytest
 
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
-from movement_models import assert_clean_rejection, run_ours, single_op
+from movement_models import assert_clean_rejection, run_ours, side_by_side, single_op
 
 
-def broadcast_to_model(shape, out_shape, dtype="int8", shape_value=None):
+def broadcast_to_case(shape, out_shape, dtype="int8", shape_value=None):
     target = np.array(shape_value or out_shape, np.int32)
-    return single_op("BROADCAST_TO", shape, dtype, [target], [out_shape])
+    return ("BROADCAST_TO", shape, dtype, [target], [out_shape], None)
 
 
-@pytest.mark.parametrize("shape,out_shape", [
+def broadcast_to_model(*args, **kwargs):
+    return single_op(*broadcast_to_case(*args, **kwargs))
+
+
+CASES = [  # input shape, output shape
     ([1], [5]),
     ([3], [4, 3]),  # rows repeated: memcpy
     ([4, 1], [4, 3]),  # each value repeated
     ([2, 1, 3], [2, 4, 3]),
     ([1, 3, 1], [2, 2, 3, 5]),
     ([2, 1, 2, 1, 1], [2, 3, 2, 2, 3]),
-])
-def test_broadcast_to_int8_matches_tflm(tmp_path, shape, out_shape):
-    assert_matches_oracle(broadcast_to_model(shape, out_shape), tmp_path, n_inputs=2)
+]
 
 
-@pytest.mark.parametrize("dtype", ["int16", "int32", "int64", "float32", "bool"])
-def test_broadcast_to_types_match_tflm(tmp_path, dtype):
-    assert_matches_oracle(broadcast_to_model([3, 1], [2, 3, 2], dtype), tmp_path, n_inputs=2,
-                          sanitize=dtype == "int64")
+def test_broadcast_to_int8_matches_tflm(tmp_path):
+    """Every case of CASES side by side in one model."""
+    assert_matches_oracle(side_by_side([broadcast_to_case(*case) for case in CASES]), tmp_path, n_inputs=2)
+
+
+def test_broadcast_to_types_match_tflm(tmp_path):
+    model = side_by_side([broadcast_to_case([3, 1], [2, 3, 2], dtype)
+                          for dtype in ("int16", "int32", "int64", "float32", "bool")])
+    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
 def test_broadcast_to_with_a_run_time_shape(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
-from movement_models import assert_clean_rejection, q
+from movement_models import assert_clean_rejection, q, side_by_side
 
 
 def fill_model(dims, dtype, out_shape=None, value=None, dims_dtype=np.int32, value_shape=()):
@@ -23,13 +23,13 @@ def fill_model(dims, dtype, out_shape=None, value=None, dims_dtype=np.int32, val
     return b.finish(inputs, [y])
 
 
-@pytest.mark.parametrize("dims,dtype,dims_dtype", [
-    ([3, 4], "int8", np.int32), ([1], "int8", np.int64), ([2, 3, 5], "int32", np.int32),
-    ([7], "float32", np.int64), ([1, 1], "float32", np.int32),
-])
-def test_fill_matches_tflm(tmp_path, dims, dtype, dims_dtype):
-    assert_matches_oracle(fill_model(dims, dtype, dims_dtype=dims_dtype), tmp_path, n_inputs=2,
-                          sanitize=dtype == "int32")
+def test_fill_matches_tflm(tmp_path):
+    """A run-time value (memset for int8, a loop otherwise, one store for one element), side by side."""
+    cases = [([3, 4], "int8", np.int32), ([1], "int8", np.int64), ([2, 3, 5], "int32", np.int32),
+             ([7], "float32", np.int64), ([1, 1], "float32", np.int32)]
+    model = side_by_side([("FILL", [], dtype, [np.array(dims, dims_dtype)], [dims], None, dict(const_first=True))
+                          for dims, dtype, dims_dtype in cases])
+    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
 @pytest.mark.parametrize("dtype,value", [("int8", -5), ("float32", 2.5)])

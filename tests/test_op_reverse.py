@@ -8,28 +8,36 @@ import pytest
 from harness import assert_matches_oracle, compile_bytes
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
-from movement_models import assert_clean_rejection, single_op
+from movement_models import assert_clean_rejection, side_by_side, single_op
 
 
-def reverse_model(shape, axes, dtype="int8", out_shape=None):
-    return single_op("REVERSE_V2", shape, dtype, [np.array(axes, np.int32)], [out_shape or shape])
+def reverse_case(shape, axes, dtype="int8"):
+    return ("REVERSE_V2", shape, dtype, [np.array(axes, np.int32)], [shape], None)
 
 
-@pytest.mark.parametrize("shape,axes", [
+def reverse_model(*args, **kwargs):
+    return single_op(*reverse_case(*args, **kwargs))
+
+
+CASES = [  # shape, axes
     ([1], [0]),
     ([7], [0]),
     ([4, 5], [0]),  # rows stay contiguous: memcpy
     ([4, 5], [-1]),
     ([2, 3, 4], [1, 2]),
     ([2, 1, 3, 4], [1, 2]),
-])
-def test_reverse_int8_matches_tflm(tmp_path, shape, axes):
-    assert_matches_oracle(reverse_model(shape, axes), tmp_path, n_inputs=2)
+]
 
 
-@pytest.mark.parametrize("dtype", ["int16", "int32", "int64", "float32", "bool"])
-def test_reverse_types_match_tflm(tmp_path, dtype):
-    assert_matches_oracle(reverse_model([3, 4, 2], [1], dtype), tmp_path, n_inputs=2, )
+def test_reverse_int8_matches_tflm(tmp_path):
+    """Every case of CASES side by side in one model (output k is case k)."""
+    assert_matches_oracle(side_by_side([reverse_case(*case) for case in CASES]), tmp_path, n_inputs=2)
+
+
+def test_reverse_types_match_tflm(tmp_path):
+    model = side_by_side([reverse_case([3, 4, 2], [1], dtype)
+                          for dtype in ("int16", "int32", "int64", "float32", "bool")])
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
 def test_reverse_non_contiguous_axes_matches_numpy(tmp_path):

@@ -4,19 +4,19 @@ static shape."""
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from harness import assert_matches_oracle, compile_bytes
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder
-from movement_models import assert_clean_rejection, shape_options, single_op
+from movement_models import ALL_TYPES, assert_clean_rejection, shape_options, side_by_side, single_op
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int64", "bool"])
-def test_shape_int32_as_model_output_matches_tflm(tmp_path, dtype):
-    model = single_op("SHAPE", [2, 1, 3], dtype, [], [[3]], shape_options("int32"), out_dtype="int32")
-    assert_matches_oracle(model, tmp_path, n_inputs=1, sanitize=dtype == "bool")
+def test_shape_int32_as_model_output_matches_tflm(tmp_path):
+    """Every input type, side by side; each SHAPE is a model output, so a copy of its constant."""
+    model = side_by_side([("SHAPE", [2, 1, 3][:1 + k % 3], dtype, [], [[1 + k % 3]], shape_options("int32"),
+                           dict(out_dtype="int32")) for k, dtype in enumerate(ALL_TYPES)])
+    assert_matches_oracle(model, tmp_path, n_inputs=1, sanitize=True)
 
 
 def test_shape_int64_gives_the_static_shape(tmp_path):

@@ -4,29 +4,36 @@ import numpy as np
 import pytest
 
 from harness import assert_matches_oracle
-from movement_models import assert_clean_rejection, single_op
+from movement_models import assert_clean_rejection, side_by_side, single_op
 
 
-def slice_model(shape, begin, size, out_shape, dtype="int8", index_dtype=np.int32):
-    return single_op("SLICE", shape, dtype, [np.array(begin, index_dtype), np.array(size, index_dtype)], [out_shape])
+def slice_case(shape, begin, size, out_shape, dtype="int8", index_dtype=np.int32):
+    return ("SLICE", shape, dtype, [np.array(begin, index_dtype), np.array(size, index_dtype)], [out_shape], None)
 
 
-@pytest.mark.parametrize("shape,begin,size,out_shape", [
+def slice_model(*args, **kwargs):
+    return single_op(*slice_case(*args, **kwargs))
+
+
+CASES = [  # shape, begin, size, output shape
     ([1], [0], [1], [1]),
     ([9], [2], [-1], [7]),
     ([4, 5], [1, 0], [2, 5], [2, 5]),  # whole rows: one memcpy
     ([4, 5], [3, 2], [1, 3], [1, 3]),
     ([3, 4, 5], [1, 1, 1], [2, -1, 3], [2, 3, 3]),
     ([2, 3, 4, 5], [1, 0, 2, 1], [1, 3, 2, 4], [1, 3, 2, 4]),
-])
-def test_slice_int8_matches_tflm(tmp_path, shape, begin, size, out_shape):
-    assert_matches_oracle(slice_model(shape, begin, size, out_shape), tmp_path, n_inputs=2)
+]
 
 
-@pytest.mark.parametrize("dtype", ["int16", "int32", "float32", "bool"])
-def test_slice_types_match_tflm(tmp_path, dtype):
-    model = slice_model([3, 4, 3], [0, 1, 1], [2, 2, -1], [2, 2, 2], dtype, np.int64)
-    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=dtype == "int16")
+def test_slice_int8_matches_tflm(tmp_path):
+    """Every case of CASES side by side in one model (output k is case k)."""
+    assert_matches_oracle(side_by_side([slice_case(*case) for case in CASES]), tmp_path, n_inputs=2)
+
+
+def test_slice_types_match_tflm(tmp_path):
+    model = side_by_side([slice_case([3, 4, 3], [0, 1, 1], [2, 2, -1], [2, 2, 2], dtype, np.int64)
+                          for dtype in ("int16", "int32", "float32", "bool")])
+    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
 @pytest.mark.parametrize("begin,size,out_shape,match", [

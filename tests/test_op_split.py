@@ -4,46 +4,60 @@ import numpy as np
 import pytest
 
 from harness import assert_matches_oracle
-from movement_models import assert_clean_rejection, single_op, split_options, split_v_options
+from movement_models import assert_clean_rejection, side_by_side, single_op, split_options, split_v_options
 
 
-def split_model(shape, axis, n, dtype="int8", out_shapes=None):
+def split_case(shape, axis, n, dtype="int8", out_shapes=None):
     if out_shapes is None:
         part = list(shape)
         part[axis] //= n
         out_shapes = [part] * n
-    return single_op("SPLIT", shape, dtype, [np.array(axis, np.int32)], out_shapes, split_options(n), const_first=True)
+    return ("SPLIT", shape, dtype, [np.array(axis, np.int32)], out_shapes, split_options(n), dict(const_first=True))
 
 
-def split_v_model(shape, sizes, axis, out_shapes, dtype="int8"):
-    return single_op("SPLIT_V", shape, dtype, [np.array(sizes, np.int32), np.array([axis], np.int32)], out_shapes,
-                     split_v_options(len(sizes)))
+def split_v_case(shape, sizes, axis, out_shapes, dtype="int8"):
+    return ("SPLIT_V", shape, dtype, [np.array(sizes, np.int32), np.array([axis], np.int32)], out_shapes,
+            split_v_options(len(sizes)))
 
 
-@pytest.mark.parametrize("shape,axis,n", [
+def split_model(*args, **kwargs):
+    case = split_case(*args, **kwargs)
+    return single_op(*case[:6], **case[6])
+
+
+def split_v_model(*args, **kwargs):
+    return single_op(*split_v_case(*args, **kwargs))
+
+
+SPLIT_CASES = [  # shape, axis, number of parts
     ([6], 0, 3),
     ([4, 6], 1, 2),
     ([4, 6], -2, 4),  # outer dimension: contiguous parts
     ([2, 3, 4], 2, 1),
     ([1, 2, 6, 3], -2, 3),
-])
-def test_split_int8_matches_tflm(tmp_path, shape, axis, n):
-    assert_matches_oracle(split_model(shape, axis, n), tmp_path, n_inputs=2)
+]
 
 
-@pytest.mark.parametrize("dtype", ["int16", "int32", "float32"])
-def test_split_types_match_tflm(tmp_path, dtype):
-    assert_matches_oracle(split_model([3, 4, 2], 1, 2, dtype), tmp_path, n_inputs=2, sanitize=dtype == "int32")
+def test_split_int8_matches_tflm(tmp_path):
+    """Every case of SPLIT_CASES side by side in one model."""
+    assert_matches_oracle(side_by_side([split_case(*case) for case in SPLIT_CASES]), tmp_path, n_inputs=2)
 
 
-@pytest.mark.parametrize("shape,sizes,axis,out_shapes,dtype", [
+def test_split_types_match_tflm(tmp_path):
+    model = side_by_side([split_case([3, 4, 2], 1, 2, dtype) for dtype in ("int16", "int32", "float32")])
+    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
+
+
+SPLIT_V_CASES = [  # shape, sizes, axis, output shapes, type
     ([5, 7], [2, -1, 1], 1, [[5, 2], [5, 4], [5, 1]], "int8"),
     ([5, 7], [1, 4], 0, [[1, 7], [4, 7]], "int16"),
     ([2, 3, 5], [-1, 2], -1, [[2, 3, 3], [2, 3, 2]], "int32"),
     ([6, 2], [6], 0, [[6, 2]], "float32"),
-])
-def test_split_v_matches_tflm(tmp_path, shape, sizes, axis, out_shapes, dtype):
-    assert_matches_oracle(split_v_model(shape, sizes, axis, out_shapes, dtype), tmp_path, n_inputs=2)
+]
+
+
+def test_split_v_matches_tflm(tmp_path):
+    assert_matches_oracle(side_by_side([split_v_case(*case) for case in SPLIT_V_CASES]), tmp_path, n_inputs=2)
 
 
 @pytest.mark.parametrize("model,match", [

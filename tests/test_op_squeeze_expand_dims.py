@@ -6,31 +6,31 @@ import pytest
 
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
-from movement_models import assert_clean_rejection, q, single_op, squeeze_options
+from movement_models import assert_clean_rejection, q, side_by_side, single_op, squeeze_options
 
 
-@pytest.mark.parametrize("shape,dims,out_shape,dtype", [
+SQUEEZE_CASES = [  # shape, squeeze_dims, output shape, type
     ([1, 5, 1], [], [5], "int8"),
     ([1, 5, 1], [0], [5, 1], "int16"),
     ([1, 5, 1], [-1], [1, 5], "float32"),
     ([2, 1, 3, 1], [1, 3], [2, 3], "int32"),
     ([1], [0], [], "bool"),
-])
-def test_squeeze_as_model_output_matches_tflm(tmp_path, shape, dims, out_shape, dtype):
-    model = single_op("SQUEEZE", shape, dtype, [], [out_shape], squeeze_options(dims))
-    library = assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=dtype == "int8")
-    assert [o["kind"] for o in library.metadata["operators"]] == ["SQUEEZE"]
-
-
-@pytest.mark.parametrize("shape,axis,out_shape,dtype", [
+]
+EXPAND_DIMS_CASES = [  # shape, axis, output shape, type
     ([5], 0, [1, 5], "int8"),
     ([5, 2], -1, [5, 2, 1], "int16"),
     ([5, 2], 1, [5, 1, 2], "float32"),
     ([3], -2, [1, 3], "int8"),
-])
-def test_expand_dims_as_model_output_matches_tflm(tmp_path, shape, axis, out_shape, dtype):
-    model = single_op("EXPAND_DIMS", shape, dtype, [np.array(axis, np.int32)], [out_shape])
-    assert_matches_oracle(model, tmp_path, n_inputs=2)
+]
+
+
+def test_squeeze_and_expand_dims_as_model_outputs_match_tflm(tmp_path):
+    """Model input straight into a model output: each one a real copy, side by side in one model."""
+    cases = [("SQUEEZE", shape, dtype, [], [out], squeeze_options(dims)) for shape, dims, out, dtype in SQUEEZE_CASES]
+    cases += [("EXPAND_DIMS", shape, dtype, [np.array(axis, np.int32)], [out], None)
+              for shape, axis, out, dtype in EXPAND_DIMS_CASES]
+    library = assert_matches_oracle(side_by_side(cases), tmp_path, n_inputs=2, sanitize=True)
+    assert [o["kind"] for o in library.metadata["operators"]] == [c[0] for c in cases]
 
 
 def test_squeeze_and_expand_dims_inside_a_model_cost_no_code(tmp_path):

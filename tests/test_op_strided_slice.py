@@ -1,21 +1,21 @@
 """STRIDED_SLICE against the TFLM oracle: every type TFLM runs, 1-D..4-D, begin/end/shrink masks,
 negative strides and indices, clamped out-of-range bounds; the TensorFlow meaning of ellipsis,
 new_axis and offset (which TFLM cannot run) against numpy; malformed options via the CLI."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from harness import assert_matches_oracle, compile_bytes
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
+from harness import assert_matches_oracle
 from model_builder import ModelBuilder, add_options
-from movement_models import assert_clean_rejection, single_op, strided_slice_options
+from movement_models import assert_clean_rejection, run_ours, side_by_side, single_op, strided_slice_options
 
 
-def ss_model(shape, begin, end, strides, out_shape, dtype="int8", **masks):
+def ss_case(shape, begin, end, strides, out_shape, dtype="int8", **masks):
     consts = [np.array(v, dtype=np.int32) for v in (begin, end, strides)]
-    return single_op("STRIDED_SLICE", shape, dtype, consts, [out_shape], strided_slice_options(**masks))
+    return ("STRIDED_SLICE", shape, dtype, consts, [out_shape], strided_slice_options(**masks))
+
+
+def ss_model(*args, **kwargs):
+    return single_op(*ss_case(*args, **kwargs))
 
 
 CASES = [  # shape, begin, end, strides, output shape, masks
@@ -32,15 +32,16 @@ CASES = [  # shape, begin, end, strides, output shape, masks
 ]
 
 
-@pytest.mark.parametrize("shape,begin,end,strides,out_shape,masks", CASES)
-def test_strided_slice_int8_matches_tflm(tmp_path, shape, begin, end, strides, out_shape, masks):
-    assert_matches_oracle(ss_model(shape, begin, end, strides, out_shape, **masks), tmp_path, n_inputs=2)
+def test_strided_slice_int8_matches_tflm(tmp_path):
+    """Every case of CASES side by side in one model (output k is case k)."""
+    model = side_by_side([ss_case(shape, b, e, s, out, **masks) for shape, b, e, s, out, masks in CASES])
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
-@pytest.mark.parametrize("dtype", ["int16", "int32", "float32", "bool"])
-def test_strided_slice_types_match_tflm(tmp_path, dtype):
-    model = ss_model([4, 5, 3], [3, 0, 1], [0, 5, 3], [-2, 2, 1], [2, 3, 2], dtype)
-    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=dtype == "int16")
+def test_strided_slice_types_match_tflm(tmp_path):
+    model = side_by_side([ss_case([4, 5, 3], [3, 0, 1], [0, 5, 3], [-2, 2, 1], [2, 3, 2], dtype)
+                          for dtype in ("int16", "int32", "float32", "bool")])
+    assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
 def test_strided_slice_ignores_ellipsis_and_new_axis_like_tflm(tmp_path):
@@ -50,20 +51,23 @@ def test_strided_slice_ignores_ellipsis_and_new_axis_like_tflm(tmp_path):
     assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
-@pytest.mark.parametrize("shape,begin,end,strides,out_shape,masks,index", [
+TENSORFLOW_CASES = [  # shape, begin, end, strides, output shape, masks, numpy index
     ([4, 5, 6], [0, 1], [0, 4], [1, 2], [4, 5, 2], dict(ellipsis_mask=1), np.s_[..., 1:4:2]),
     ([4, 5, 6], [2, 0], [3, 0], [1, 1], [5, 6], dict(ellipsis_mask=2, shrink_axis_mask=1), np.s_[2, ...]),
     ([4, 5], [0, 1, 0], [0, 3, 0], [1, 1, 1], [1, 2, 1, 5], dict(new_axis_mask=5), np.s_[None, 1:3, None]),
     ([4, 5], [1], [3], [1], [2, 5], {}, np.s_[1:3]),  # fewer specs than dimensions
     ([6, 5], [1, 2], [3, 2], [1, 1], [3, 2], dict(offset=True), np.s_[1:4, 2:4]),  # end = begin + end
-])
-def test_strided_slice_tensorflow_meaning_matches_numpy(tmp_path, shape, begin, end, strides, out_shape, masks,
-                                                         index):
+]
+
+
+def test_strided_slice_tensorflow_meaning_matches_numpy(tmp_path):
     """Output shapes TFLM refuses but TensorFlow Lite defines: compare with numpy's slicing."""
-    library = compile_bytes(ss_model(shape, begin, end, strides, out_shape, "float32", **masks), tmp_path)
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(2)]
-    for got, (x,) in zip(HostProgram(library, Path(tmp_path) / "build").run(inputs), inputs):
-        np.testing.assert_array_equal(got.outputs[0], x[index])
+    model = side_by_side([ss_case(shape, b, e, s, out, "float32", **masks)
+                          for shape, b, e, s, out, masks, _ in TENSORFLOW_CASES])
+    inputs, outputs = run_ours(model, tmp_path)
+    for xs, ys in zip(inputs, outputs):
+        for k, (x, y, case) in enumerate(zip(xs, ys, TENSORFLOW_CASES)):
+            np.testing.assert_array_equal(y, x[case[-1]], err_msg=f"case {k}")
 
 
 def test_strided_slice_constant_input_is_folded(tmp_path):

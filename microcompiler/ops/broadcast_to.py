@@ -13,7 +13,7 @@ import numpy as np
 
 from microcompiler.ir import np_dtype
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.movement_common import CopyKernel, contiguous_copy, require_types, row_strides
+from microcompiler.ops.movement_common import CopyKernel, contiguous_copy, row_strides
 
 
 @register

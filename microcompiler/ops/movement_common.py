@@ -135,8 +135,8 @@ def run_copy(copy: StridedCopy, src: np.ndarray, dst: np.ndarray) -> None:
 
 
 def fold_copies(graph: Graph, op: Operator, copies: list[StridedCopy]) -> list[np.ndarray] | None:
-    """The outputs of an operator made of ``copies`` (src/dst naming tensor indices as ``t<i>``),
-    when every source is constant; None otherwise."""
+    """The outputs of an operator made of ``copies`` when every source is constant; None otherwise.
+    Plans name tensor i ``t<i>`` until :func:`bind` maps the names to C expressions."""
     sources = {f"t{i}": graph.tensors[i] for i in op.inputs if i >= 0}
     if not all(sources[c.src].is_constant for c in copies):
         return None
@@ -144,11 +144,6 @@ def fold_copies(graph: Graph, op: Operator, copies: list[StridedCopy]) -> list[n
     for c in copies:
         run_copy(c, sources[c.src].data.reshape(-1), outs[c.dst])
     return [outs[f"t{o}"].reshape(graph.tensors[o].shape) for o in op.outputs]
-
-
-def tensor_name(i: int) -> str:
-    """How plans name tensor ``i`` before emit maps it to a C expression."""
-    return f"t{i}"
 
 
 def bind(copies: list[StridedCopy], ctx) -> list[StridedCopy]:
