@@ -102,11 +102,12 @@ def test_gather_clamps_out_of_range_indices(tmp_path):
     np.testing.assert_array_equal(outs[0][0], x[np.clip(idx, 0, 3)])
 
 
-def test_gather_nd_clamps_out_of_range_indices(tmp_path):
+def test_gather_nd_clamps_out_of_range_int64_indices(tmp_path):
+    """int64 indices (TFLM: int32 only) read as they are, clamped into range."""
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    idx = np.array([[1, 7], [-3, 2], [1, 1]], np.int32)
-    _, outs = run_ours(gather_model([2, 3, 4], [3, 2], dtype="float32", kind="GATHER_ND"), tmp_path,
-                       inputs=[[x, idx]], sanitize=True)
+    idx = np.array([[1, 7], [-3, 2], [1, 1], [2**40, 0]], np.int64)
+    _, outs = run_ours(gather_model([2, 3, 4], [4, 2], dtype="float32", kind="GATHER_ND", index_dtype="int64"),
+                       tmp_path, inputs=[[x, idx]], sanitize=True)
     np.testing.assert_array_equal(outs[0][0], x[np.clip(idx[:, 0], 0, 1), np.clip(idx[:, 1], 0, 2)])
 
 
