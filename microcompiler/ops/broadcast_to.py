@@ -19,6 +19,7 @@ from microcompiler.ops.movement_common import CopyKernel, contiguous_copy, row_s
 @register
 class BroadcastTo(CopyKernel):
     kinds = ("BROADCAST_TO",)
+    input_roles = ("input", "shape")
     inputs = (2, 2)
     options = "shape from the model's output (the shape input may be computed at run time)"
 
@@ -52,6 +53,7 @@ def broadcast_shapes(a: list[int], b: list[int]) -> list[int] | None:
 @register
 class BroadcastArgs(OpKernel):
     kinds = ("BROADCAST_ARGS",)
+    input_roles = ("shape0", "shape1")
     inputs = (2, 2)
     types = ("int32", "int64")
     options = "folded when both shapes are constants"

@@ -16,6 +16,7 @@ from microcompiler.ops.movement_common import constant_ints
 @register
 class Fill(OpKernel):
     kinds = ("FILL",)
+    input_roles = ("dims", "value")
     inputs = (2, 2)
     types = ("int8", "int32", "float32")
     options = "constant dims (int32 or int64); folded when the value is constant"

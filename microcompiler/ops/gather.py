@@ -38,6 +38,7 @@ def gather_geometry(op, graph):
 @register
 class Gather(OpKernel):
     kinds = ("GATHER",)
+    input_roles = ("params", "indices")
     inputs = (2, 2)
     types = ("int8", "float32")
     type_notes = "indices int32 or int64; run-time indices are clamped into range (TFLM: an error)"

@@ -29,6 +29,7 @@ def _geometry(op, graph):
 @register
 class GatherNd(OpKernel):
     kinds = ("GATHER_ND",)
+    input_roles = ("params", "indices")
     inputs = (2, 2)
     types = ("int8", "float32")
     type_notes = "indices int32 or int64; run-time indices are clamped into range (TFLM: an error)"

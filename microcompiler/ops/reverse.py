@@ -12,6 +12,7 @@ from microcompiler.ops.movement_common import CopyKernel, constant_ints, contigu
 @register
 class ReverseV2(CopyKernel):
     kinds = ("REVERSE_V2",)
+    input_roles = ("input", "axis")
     inputs = (2, 2)
     options = "constant axes (int32 or int64, negative counts from the end)"
 

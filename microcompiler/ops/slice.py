@@ -12,6 +12,7 @@ from microcompiler.ops.movement_common import CopyKernel, constant_ints, contigu
 @register
 class Slice(CopyKernel):
     kinds = ("SLICE",)
+    input_roles = ("input", "begin", "size")
     inputs = (3, 3)
     types = ("int8", "int16", "int32", "float32", "bool")
     options = "constant begin and size (int32 or int64; size -1: to the end)"

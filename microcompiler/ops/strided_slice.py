@@ -128,6 +128,7 @@ def tensorflow_plan(shape, begin, end, strides, opts) -> SlicePlan | None:
 @register
 class StridedSlice(CopyKernel):
     kinds = ("STRIDED_SLICE",)
+    input_roles = ("input", "begin", "end", "strides")
     inputs = (4, 4)
     types = ("int8", "int16", "int32", "float32", "bool")
     options = ("constant begin/end/strides (int32 or int64); begin_mask, end_mask, shrink_axis_mask, "

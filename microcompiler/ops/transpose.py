@@ -13,6 +13,7 @@ from microcompiler.ops.movement_common import CopyKernel, constant_ints, contigu
 @register
 class Transpose(CopyKernel):
     kinds = ("TRANSPOSE",)
+    input_roles = ("input", "perm")
     inputs = (2, 2)
     types = ("int8", "int16", "float32")
     options = "constant permutation (int32 or int64), any rank (TFLM: up to 5-D)"
