@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
-from movement_models import assert_clean_rejection, q, side_by_side
+from movement_models import assert_clean_rejection, q, run_ours, side_by_side
 
 
 def fill_model(dims, dtype, out_shape=None, value=None, dims_dtype=np.int32, value_shape=()):
@@ -36,6 +36,17 @@ def test_fill_matches_tflm(tmp_path):
 def test_fill_with_a_constant_value_matches_tflm(tmp_path, dtype, value):
     library = assert_matches_oracle(fill_model([2, 3], dtype, value=value), tmp_path, n_inputs=1)
     assert "memcpy" in library.files["src/model_ops.c"]  # a model output: the folded constant copied
+
+
+def test_fill_with_run_time_dims(tmp_path):
+    """TFLM refuses dims computed at run time; the static output shape alone decides here."""
+    b = ModelBuilder()
+    d = b.activation("dims", [2], "int32")
+    v = b.activation("v", [], "float32")
+    y = b.activation("y", [2, 3], "float32")
+    b.op("FILL", [d, v], [y])
+    _, outs = run_ours(b.finish([d, v], [y]), tmp_path, inputs=[[np.int32([2, 3]), np.float32(-1.5)]])
+    np.testing.assert_array_equal(outs[0][0], np.full((2, 3), -1.5, np.float32))
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -40,6 +40,8 @@ def test_shape_inside_a_model_is_folded(tmp_path):
     assert [o["kind"] for o in library.metadata["operators"]] == ["RESHAPE"]
 
 
-def test_shape_rejects_a_wrong_output(tmp_path):
+def test_shape_rejections(tmp_path):
     model = single_op("SHAPE", [2, 3], "int8", [], [[3]], shape_options("int32"), out_dtype="int32")
-    assert_clean_rejection(model, tmp_path, "cannot hold")
+    assert_clean_rejection(model, tmp_path / "a", "cannot hold")
+    model = single_op("SHAPE", [2, 3], "int8", [], [[2]], shape_options("int64"), out_dtype="int32")
+    assert_clean_rejection(model, tmp_path / "b", "out_type int64 differs")

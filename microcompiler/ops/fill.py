@@ -1,4 +1,5 @@
-"""FILL: int8, int32 and float32 (TFLM's types); the dims must be constant, as in TFLM.
+"""FILL: int8, int32 and float32 (TFLM's types). The output shape is static, so dims computed at run
+time (which TFLM refuses) are accepted: their values cannot change the result.
 
 Folded at compile time when the value is a constant too; otherwise the function writes the run-time
 value into every element (memset for int8). The value is copied unchanged (TFLM does not
@@ -19,7 +20,7 @@ class Fill(OpKernel):
     input_roles = ("dims", "value")
     inputs = (2, 2)
     types = ("int8", "int32", "float32")
-    options = "constant dims (int32 or int64); folded when the value is constant"
+    options = "dims int32 or int64 (the output shape decides); folded when the value is constant"
     quantized_io = False
 
     def check(self, op, graph):
@@ -27,8 +28,12 @@ class Fill(OpKernel):
         require(y.dtype in self.types, op, f"type {y.dtype} is not supported ({', '.join(self.types)})")
         require(v.dtype == y.dtype, op, f"value type {v.dtype} differs from the output type {y.dtype}")
         require(v.size == 1 and len(v.shape) <= 1, op, f"the value must be a scalar, not of shape {list(v.shape)}")
-        dims = constant_ints(graph, op, 0, "dims")
-        require(dims == list(y.shape), op, f"dims {dims} differ from the output shape {list(y.shape)}")
+        d = graph.tensors[op.inputs[0]]
+        require(d.dtype in ("int32", "int64") and len(d.shape) == 1 and d.size == len(y.shape), op,
+                f"dims must be {len(y.shape)} int32 or int64 values, one per output dimension")
+        if d.is_constant:  # otherwise only the output shape matters (TFLM refuses run-time dims)
+            dims = constant_ints(graph, op, 0, "dims")
+            require(dims == list(y.shape), op, f"dims {dims} differ from the output shape {list(y.shape)}")
 
     def fold(self, op, graph):
         v, y = graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]

@@ -26,6 +26,8 @@ class Shape(OpKernel):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype in self.types, op, f"input type {x.dtype} is not supported ({', '.join(self.types)})")
         require(y.dtype in ("int32", "int64"), op, f"output type {y.dtype} is not supported (int32, int64)")
+        out_type = {2: "int32", 4: "int64"}.get(op.options.get("out_type", 0))  # TensorType; 0: not given
+        require(out_type in (None, y.dtype), op, f"out_type {out_type} differs from the output type {y.dtype}")
         require(list(y.shape) == [len(x.shape)], op,
                 f"output shape {list(y.shape)} cannot hold the rank-{len(x.shape)} input's shape")
 
