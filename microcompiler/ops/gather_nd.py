@@ -32,7 +32,7 @@ class GatherNd(OpKernel):
     input_roles = ("params", "indices")
     inputs = (2, 2)
     types = ("int8", "float32")
-    type_notes = "indices int32 or int64; run-time indices are clamped into range (TFLM: an error)"
+    type_notes = "indices int32 or int64; out-of-range run-time indices are clamped, where TFLM fails"
     quantized_io = False
 
     def check(self, op, graph):

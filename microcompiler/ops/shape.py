@@ -18,7 +18,7 @@ from microcompiler.ops.movement_common import RAW_TYPES
 class Shape(OpKernel):
     kinds = ("SHAPE",)
     types = RAW_TYPES
-    type_notes = "the input's type; output int32 or int64 (TFLM: int32 only)"
+    type_notes = "the input's type; output int32 or int64, TFLM int32 only"
     options = "out_type; folded to a constant (static shapes)"
     quantized_io = False
 

@@ -132,7 +132,8 @@ class StridedSlice(CopyKernel):
     inputs = (4, 4)
     types = ("int8", "int16", "int32", "float32", "bool")
     options = ("constant begin/end/strides (int32 or int64); begin_mask, end_mask, shrink_axis_mask, "
-               "negative strides and indices; ellipsis_mask, new_axis_mask, offset (see the module)")
+               "negative strides and indices; ellipsis_mask, new_axis_mask, offset: ignored as by TFLM when the "
+               "output shape fits that, else with TensorFlow's meaning")
 
     def slice_plan(self, op, graph) -> SlicePlan:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
