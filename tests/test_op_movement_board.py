@@ -1,12 +1,13 @@
 """The data-movement family standalone on mps2_an386 (Cortex-M4 in QEMU): one int8 model holding one
 instance of each operator side by side (STRIDED_SLICE, SLICE, TRANSPOSE, GATHER, GATHER_ND, SPLIT,
-SPLIT_V, UNPACK, PACK, REVERSE_V2, BROADCAST_TO, FILL, SHAPE), every output compared with TFLM."""
+SPLIT_V, UNPACK, PACK, REVERSE_V2, BROADCAST_TO, FILL, SQUEEZE, EXPAND_DIMS, and int32 SHAPE and
+BROADCAST_ARGS), every output compared with TFLM."""
 import numpy as np
 
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from model_builder import ModelBuilder
 from movement_models import gather_options, pack_options, q, shape_options, split_options, split_v_options, \
-    strided_slice_options, unpack_options
+    squeeze_options, strided_slice_options, unpack_options
 
 
 def movement_model() -> bytes:
@@ -35,12 +36,16 @@ def movement_model() -> bytes:
     op("PACK", [x, x], [[2, 2, 3, 4]], pack_options(2, 1))
     op("REVERSE_V2", [x, const([1])], [[2, 3, 4]])
     op("BROADCAST_TO", [x, const([2, 2, 3, 4])], [[2, 2, 3, 4]])
-    op("FILL", [const([3, 2]), s], [[3, 2]])
+    filled = b.activation("filled", [3, 1, 2], "int8", **q("int8"))
+    b.op("FILL", [const([3, 1, 2]), s], [filled])
+    op("SQUEEZE", [filled], [[3, 2]], squeeze_options([1]))  # an alias: FILL writes the model output
+    op("EXPAND_DIMS", [x, const([1])], [[2, 1, 3, 4]])  # model input to model output: a copy
     op("SHAPE", [x], [[3]], shape_options("int32"), dtype="int32")
+    op("BROADCAST_ARGS", [const([2, 1, 4]), const([3, 1])], [[3]], dtype="int32")
     return b.finish([x, s], outputs)
 
 
 @needs_board_tools
 def test_movement_family_on_board(tmp_path):
     run = assert_matches_oracle_on_board(movement_model(), tmp_path)
-    assert len(run.outputs) == 16
+    assert len(run.outputs) == 18
