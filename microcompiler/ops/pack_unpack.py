@@ -29,7 +29,7 @@ class Pack(CopyKernel):
     def plan(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         n = len(op.inputs)
-        require(op.options.get("values_count", n) == n, op,
+        require(op.options.get("values_count", n) in (0, n), op,
                 f"values_count {op.options.get('values_count')} differs from the {n} inputs")
         rank = len(x.shape) + 1
         axis = op.options.get("axis", 0)

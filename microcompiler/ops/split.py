@@ -62,7 +62,7 @@ class Split(CopyKernel):
         rank = len(x.shape)
         require(rank >= 1 and -rank <= axis < rank, op, f"axis {axis} is out of range for rank {rank}")
         extent = x.shape[axis % rank]
-        n = op.options.get("num_splits", 0)
+        n = op.options.get("num_splits", 0) or len(op.outputs)  # 0 (no options table): one part per output
         if op.kind == "SPLIT":
             require(n >= 1 and extent % n == 0, op,
                     f"num_splits {n} does not divide dimension {axis % rank} of extent {extent}")
@@ -76,5 +76,5 @@ class Split(CopyKernel):
                 require(rest >= 0, op, f"size_splits {sizes} add up to more than the extent {extent}")
                 sizes[sizes.index(-1)] = rest
             require(sum(sizes) == extent, op, f"size_splits {sizes} do not add up to the extent {extent}")
-            require(n in (0, len(sizes)), op, f"num_splits {n} differs from the {len(sizes)} size_splits")
+            require(n == len(sizes), op, f"num_splits {n} differs from the {len(sizes)} size_splits")
         return split_copies(op, graph, x_index, axis, sizes)
