@@ -73,14 +73,25 @@ def run_passes(graph: Graph, passes=None) -> Graph:
     return graph
 
 
+KERNEL_CHOICES = ("fast", "reference")
+
+
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | None = None) -> ModelLibrary:
-    """Compile a .tflite file into an in-memory model library (nothing is written)."""
+                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast") -> ModelLibrary:
+    """Compile a .tflite file into an in-memory model library (nothing is written).
+
+    ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
+    ``kernels="reference"`` emits every operator's reference loop nest instead (to read or diff
+    against the fast version of a layer)."""
+    if kernels not in KERNEL_CHOICES:
+        raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
     if name is not None:
         check_model_name(name)  # before reading the model: the name is the cheaper thing to get wrong
     graph = load_tflite(model_path)
     graph.name = name if name is not None else safe_model_name(graph.name)
     graph = run_passes(graph)
+    if kernels == "reference":
+        features, tuning = frozenset(), {"*": {"variant": "reference"}}
     return generate_library(graph, features, tuning)
 
 

@@ -30,7 +30,8 @@ _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h"]
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
+                   "kernel_elementwise.h"]
 
 
 @dataclass
@@ -42,6 +43,7 @@ class OpFunction:
     comment: str
     macs: int
     variant: dict
+    weights_bytes: int = 0  # the flash arrays this operator added (a shared one counts for its first user)
 
 
 @dataclass
@@ -72,9 +74,12 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     kernel.check(op, graph)
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
-    knobs = {**tuning.get(op.kind, {}), **tuning.get(op.index, {})}  # per kind, then per operator index
+    # "*" for every operator, then per kind, then per operator index
+    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
+    first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
+    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in params.arrays[first_array:])
     fparams = []
     unused = []
     for tensor, pname in ctx.param_names.items():
@@ -86,7 +91,8 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     if unused:  # inputs whose values the operator never reads (e.g. a RESHAPE's shape tensor)
         body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
-    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant)
+    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant,
+                      weights_bytes)
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
@@ -167,7 +173,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs, "kernel": fn.variant,
+            "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         } for fn in functions],
         "total_macs": sum(fn.macs for fn in functions),
     }

@@ -118,6 +118,8 @@ class EmitContext:
         self.features = features  # CPU features of the target, e.g. {"dsp"}
         self.variant: dict | None = None  # set by emit() to the variant it generated (metadata.json)
         self.tuning: dict = tuning or {}  # knob overrides for this operator (e.g. {"weights": "s16"})
+        # {"variant": "reference"} in the knobs: emit the reference loop nest, not a fast kernel
+        self.reference_only = self.tuning.get("variant") == "reference"
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:

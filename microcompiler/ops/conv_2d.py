@@ -269,7 +269,7 @@ class Conv2D(OpKernel):
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features, ctx.tuning)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "im2col":
             return self._emit_im2col(op, graph, ctx, plan)

@@ -61,7 +61,7 @@ class DepthwiseConv2D(OpKernel):
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features)
         ctx.variant = plan
         if plan["variant"] == "channels4":
             return self._emit_channels4(op, graph, ctx, plan)

@@ -96,7 +96,7 @@ class FullyConnected(OpKernel):
         return fast.lanes_plan(w_rows, folded)
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features, ctx.tuning)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)

@@ -7,6 +7,7 @@
 #include "small_float_cnn.h"
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_simd.h"
+#include "microcompiler/kernel_elementwise.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 /* tensor 1: conv/weights [3, 3, 3, 2] */

@@ -7,6 +7,7 @@
 #include "tiny_cnn_int8.h"
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_simd.h"
+#include "microcompiler/kernel_elementwise.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 static const int32_t tiny_cnn_int8_conv1_params[24] = {
