@@ -300,3 +300,21 @@ def test_weights_go_where_zephyr_links_them(tmp_path):
     with pytest.raises(BoardError, match=r"flash for weights .* \(ITCM\)"):
         create_project(model, "zephyr", "mps3_an547", tmp_path / "p")
     create_project(model, "zephyr", "mps2_an385", tmp_path / "q")  # 4 MiB of flash
+
+
+def test_board_facts_come_from_the_board_file(tmp_path):
+    toml = (ROOT / "boards" / "mps2_an386.toml").read_text()
+    assert load_board("mps2_an386").zephyr_facts == zephyr.KNOWN_BOARDS["mps2/an386"]
+    assert zephyr.board_facts(load_board("mps2_an386")).fpu
+    changed = tmp_path / "an386_soft.toml"
+    changed.write_text(toml.replace("fpu = true ", "fpu = false").replace('name = "mps2_an386"', 'name = "an386_soft"'))
+    assert zephyr.board_facts(load_board(str(changed))).fpu is False
+    head, zephyr_table = toml.split("[zephyr]")
+    unchecked = tmp_path / "unchecked.toml"
+    unchecked.write_text(head + "[zephyr]" + re.sub(r"^(fpu|entropy|source) = .*\n", "", zephyr_table, flags=re.M))
+    facts = zephyr.board_facts(load_board(str(unchecked)))
+    assert facts.fpu and not facts.entropy and "not a board microcompiler has checked" in facts.source
+    partial = tmp_path / "partial.toml"
+    partial.write_text(head + "[zephyr]" + re.sub(r"^source = .*\n", "", zephyr_table, flags=re.M))
+    with pytest.raises(BoardError, match="'source' must be a str"):
+        load_board(str(partial))

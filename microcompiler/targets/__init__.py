@@ -18,9 +18,10 @@ from microcompiler.boards import HOST_BOARD, Board, load_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import MicrocompilerError
 from microcompiler.targets.base import (DEFAULT_STACK_BYTES, EXECUTORS, HOST_DRIVEN, MIN_STACK_BYTES, MODES,
-                                        PROJECT_FILE, RPC_TIMEOUT, STANDALONE, BuildResult, Log, Project,
-                                        RunResult, Target, check_fits, decode_report, estimate_footprint,
-                                        firmware_size, get_target, register, run_on_board, target_for, templates)
+                                        RPC_TIMEOUT, STANDALONE, BuildResult, Log, Project, RunResult, Target,
+                                        check_fits, decode_report, estimate_footprint, firmware_size, get_target,
+                                        register, run_on_board, target_for, templates)
+from microcompiler.targets.files import PROJECT_FILE
 
 
 def create_project(model: str | Path | ModelLibrary, template: str, board: str | Board, out_dir: str | Path,

@@ -27,7 +27,8 @@ from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, BuildResult, Log, Project, Target, check_can_build,
-                                        copy_runtime, measured_build, quiet, register, require_tool, run_logged, why)
+                                        measured_build, quiet, register, require_tool, run_logged, why)
+from microcompiler.targets.files import copy_runtime
 
 FIRMWARE = "firmware.elf"
 

@@ -20,7 +20,8 @@ from microcompiler.host import HostProgram
 from microcompiler.outdir import OutputDirError, check_output_dir
 from microcompiler.rpc.host_project import SERVER_EXE, create_host_project, is_host_project
 from microcompiler.targets.base import (HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, compile_for,
-                                        quiet, register, resolve_inputs)
+                                        quiet, register)
+from microcompiler.targets.files import resolve_inputs
 
 if TYPE_CHECKING:
     from microcompiler.transport.base import Transport

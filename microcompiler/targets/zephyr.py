@@ -35,9 +35,9 @@ from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_b
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, STANDALONE, BuildResult, Log, Project, RunResult,
-                                        Target, check_can_build, check_fits, copy_runtime, measured_build,
-                                        register, run_logged)
+                                        Target, check_can_build, check_fits, measured_build, register, run_logged)
 from microcompiler.targets.base import run_on_board as run_flow
+from microcompiler.targets.files import copy_runtime
 
 TEMPLATE = "zephyr"
 DOCS = "docs/zephyr.md"

@@ -1,0 +1,111 @@
+"""The files of a project: the input compiled in, the runtime copy, and the output directory.
+
+A project directory is new, empty or a previous project; it is written in a staging directory and
+swapped in by microcompiler/outdir.py, so a failed create never loses the user's files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from microcompiler import resources
+from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.errors import MicrocompilerError
+from microcompiler.inputs import check_input, load_inputs, random_inputs
+from microcompiler.ir import np_dtype
+from microcompiler.outdir import (check_output_dir, check_path_is_safe, listed_files, read_manifest,
+                                  replace_output_dir)
+
+PROJECT_FILE = "microcompiler-project.json"
+BUILD_DIR = "build"  # written by 'microcompiler build' (CMake or west), replaced with the project
+
+
+# ---- Inputs ----
+
+def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
+    """The arrays for ``inputs``: None (a fixed seeded random input), .npy paths, or arrays."""
+    if inputs is None:
+        return random_inputs(metadata["inputs"])
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    if all(isinstance(x, (str, Path)) for x in inputs):
+        return load_inputs([str(x) for x in inputs], metadata["inputs"])
+    if len(inputs) != len(metadata["inputs"]):
+        raise MicrocompilerError(f"the model has {len(metadata['inputs'])} input(s) but {len(inputs)} were given")
+    return [check_input(np.asarray(arr), meta, f"input for '{meta['name']}'")
+            for arr, meta in zip(inputs, metadata["inputs"])]
+
+
+def save_inputs(stage: Path, arrays: list[np.ndarray], metadata: dict) -> list[dict]:
+    """Write inputs/input<k>.npy; returns what the templates need to compile each input in."""
+    (stage / "inputs").mkdir()
+    values = []
+    for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
+        np.save(stage / "inputs" / f"input{k}.npy", arr)
+        values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+    return values
+
+
+def output_values(metadata: dict) -> list[dict]:
+    return [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
+            for meta in metadata["outputs"]]
+
+
+# ---- The output directory ----
+
+# Top-level names a project written before microcompiler-project.json listed its files can hold.
+_LEGACY_PROJECT_ENTRIES = ("microcompiler-project.json", "board.toml", "CMakeLists.txt", "arm-none-eabi.cmake",
+                           "linker.ld", "src/main.c", "inputs", "model", "crt", "host_driven.json", "prj.conf",
+                           "legacy_zephyr.conf", "boards")
+
+
+def previous_project_files(directory: Path) -> set[str] | None:
+    """What a previous create-project (and build) wrote in ``directory``, or None if it is no project."""
+    try:
+        info = json.loads((directory / PROJECT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not all(k in info for k in ("model", "board", "template")):
+        return None
+    if "files" in info:
+        files = read_manifest(info["files"], directory)
+        return None if files is None else files | {BUILD_DIR}
+    return {name for name in (*_LEGACY_PROJECT_ENTRIES, BUILD_DIR) if (directory / name).exists()}
+
+
+def check_project_dir(out_dir: str | Path) -> Path:
+    """Fail early (before compiling) on a directory the project cannot go to; returns it."""
+    out = check_output_dir(out_dir, "project directory")
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
+    return out
+
+
+def write_project_dir(out_dir: str | Path, fill: Callable[[Path], None], info: dict) -> Path:
+    """Write a project with ``fill(staging_dir)`` and put it at out_dir, never losing the user's files.
+
+    out_dir must be new, empty or a previous project (only the files that project's create-project
+    and build wrote are replaced: see microcompiler.outdir). The path must suit CMake and the shell.
+    """
+    out_dir = check_project_dir(out_dir)
+
+    def fill_and_list(stage: Path) -> None:
+        fill(stage)
+        (stage / PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        files = listed_files(stage)
+        (stage / PROJECT_FILE).write_text(json.dumps({**info, "files": files}, indent=2) + "\n")
+
+    return replace_output_dir(out_dir, fill_and_list, previous_project_files, "microcompiler project")
+
+
+def copy_runtime(project_dir: Path, family: str) -> None:
+    """crt's headers and portable sources, and one platform family, into DIR/crt."""
+    crt = resources.crt_dir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(crt / "include", project_dir / "crt" / "include", ignore=ignore)
+    shutil.copytree(crt / "src", project_dir / "crt" / "src", ignore=ignore)
+    shutil.copytree(crt / "platform" / family, project_dir / "crt" / "platform" / family, ignore=ignore)
