@@ -31,7 +31,7 @@ import shutil
 import struct
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
@@ -83,6 +83,8 @@ class Project:
     metadata: dict
     stack_bytes: int
     mode: str = STANDALONE
+    # What the target keeps of a project it made in this process (the host's built program), or None.
+    program: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def target(self) -> "Target":

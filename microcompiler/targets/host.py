@@ -53,11 +53,12 @@ class Host(Target):
             if out.is_dir() and any(out.iterdir()):
                 raise OutputDirError(f"{out} is not empty; a host run needs a new or empty directory")
             out.mkdir(parents=True, exist_ok=True)
-            HostProgram(library, out, executor=executor)
+            program = HostProgram(library, out, executor=executor)
             (out / "inputs").mkdir()
             for k, arr in enumerate(arrays):
                 np.save(out / "inputs" / f"input{k}.npy", arr)
-        return Project(Path(out), board, self.name, executor, meta["name"], meta, 0, mode)
+        return Project(Path(out), board, self.name, executor, meta["name"], meta, 0, mode,
+                       program=program if mode == STANDALONE else None)
 
     def elf(self, project: Project) -> Path:
         return project.dir / (SERVER_EXE if project.mode == HOST_DRIVEN else HostProgram.EXE)
@@ -73,7 +74,7 @@ class Host(Target):
             raise MicrocompilerError("--port is for boards; --board host runs the model as a local process")
         if project.mode == HOST_DRIVEN:
             return super().flash(project, timeout=timeout, log=log)
-        program = HostProgram.built(project.metadata, project.dir, executor=project.executor)
+        program = project.program or HostProgram.built(project.metadata, project.dir, executor=project.executor)
         result = program.run([project.saved_inputs()], timeout=timeout)[0]
         return RunResult(result.outputs, result.ticks, result.hz, None, "")
 
