@@ -5,7 +5,7 @@
         ex = session.executor()
         ex.set_input(0, x); ex.run(); y = ex.get_output(0)
 
-``connect`` takes a host-driven project directory (host or bare-metal), or a transport, or a
+``connect`` takes a host-driven project directory (host, bare-metal or Zephyr), or a transport, or a
 serial port together with the model plan.
 """
 from __future__ import annotations

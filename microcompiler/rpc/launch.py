@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from microcompiler.boards import HOST, Board
+from microcompiler.boards import HOST, Board, resolve_board
 
 if TYPE_CHECKING:
     from microcompiler.rpc.client import Session
@@ -27,6 +27,7 @@ def open_model(model, board: str | Board = HOST, project_dir: str | Path | None 
     Without ``project_dir`` the project lives in a temporary directory removed when the session closes.
     """
     from microcompiler.targets.base import start_on_board  # targets use rpc: imported when called
+    board = resolve_board(board)  # an unknown board fails before anything is made
     temp = None
     if project_dir is None:
         temp = tempfile.mkdtemp(prefix="microcompiler-rpc-")

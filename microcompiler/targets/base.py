@@ -472,7 +472,9 @@ def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_d
                  template: str = "baremetal", mode: str = STANDALONE, executor: str = "aot", input=None,
                  log: Log = print, timeout: float = 300.0,
                  port: str | None = None) -> tuple[Project, BuildResult | None, RunResult]:
-    """create + build + flash, the whole flow on one board: (project, BuildResult, RunResult)."""
+    """create + build + flash, the whole flow on one board: (project, BuildResult, RunResult).
+
+    The Python API's edge: ``board`` may be a name; everything below takes the Board."""
     board = resolve_board(board)
     target = get_target(template)
     project = target.create(model, board, project_dir, executor=executor, mode=mode, input=input)
@@ -480,11 +482,10 @@ def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_d
     return project, built, target.flash(project, timeout=timeout, log=log, port=port)
 
 
-def start_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path, *,
+def start_on_board(model: str | Path | ModelLibrary, board: Board, project_dir: str | Path, *,
                    template: str = "baremetal", port: str | None = None, log: Log = quiet,
                    **session_options) -> tuple[Project, BuildResult | None, "Session"]:
     """create + build + start host-driven firmware: (project, BuildResult, open RPC Session)."""
-    board = resolve_board(board)
     target = target_for(board, template)
     target.check_board(board)
     library = compile_for(model, board)
@@ -528,7 +529,6 @@ def templates() -> list[str]:
     return sorted(name for name, target in _registry().items() if target.firmware_project)
 
 
-def target_for(board: str | Board, template: str = "baremetal") -> Target:
+def target_for(board: Board, template: str = "baremetal") -> Target:
     """The target that runs models on ``board``: this computer's for ``host``, else ``template``'s."""
-    board = resolve_board(board)
     return get_target("host") if board.is_host else get_target(template)
