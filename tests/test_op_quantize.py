@@ -1,4 +1,7 @@
 """QUANTIZE and DEQUANTIZE against the TFLM oracle, and fold_constants on constant inputs."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -105,6 +108,59 @@ def test_dequantize_of_constant_is_folded(tmp_path):
     b.op("CONCATENATION", [x, d], [y], concatenation_options(-1))
     library = assert_matches_oracle(b.finish([x], [y]), tmp_path)
     assert [o["kind"] for o in library.metadata["operators"]] == ["CONCATENATION"]
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype,in_q,out_q,shape", [
+    ("int8", "int32", (0.1, -3), (0.001, 7), [3, 5]),
+    ("int8", "int32", (0.5, 4), (0.0001, -100000), [17]),
+    ("int16", "int32", (0.001, 0), (0.00001, 0), [2, 3, 7]),
+    ("int16", "int32", (0.001, 5), (0.002, -9), [1]),
+    ("int16", "int32", (3.0, 0), (0.0001, 2**31 - 1000), [13]),  # wraps past INT32_MAX as TFLM does
+    ("int32", "int8", (0.0001, 0), (0.05, -4), [29]),
+    ("int32", "int8", (1e-7, 12345), (0.5, 0), [4, 4]),
+    ("int32", "int16", (0.00001, -7), (0.0002, 3), [31]),
+    ("int32", "int16", (2.0, 2**31 - 5), (0.5, 0), [9]),  # input zero point wraps
+    ("int8", "uint8", (0.1, -3), (0.1, 125), [23]),  # TFLM's xor fast path
+    ("int8", "uint8", (0.1, -3), (0.05, 128), [2, 11]),
+    ("uint8", "int8", (0.02, 128), (0.02, 0), [23]),  # TFLM's xor fast path
+    ("uint8", "int8", (0.03, 120), (0.05, -5), [3, 3, 3]),
+])
+def test_quantize_integer_pairs_match_tflm(tmp_path, in_dtype, out_dtype, in_q, out_q, shape):
+    """Every integer pair TFLM's QUANTIZE has, including int16 <-> int32 (the issue's)."""
+    model = unary_model("QUANTIZE", shape, in_dtype, out_dtype, in_q, out_q)
+    assert_matches_oracle(model, tmp_path, sanitize=(in_dtype, out_dtype) in {("int16", "int32"), ("int32", "int8")}
+                          and shape != [1])
+
+
+@pytest.mark.parametrize("in_dtype,q", [("int8", ([0.1, 0.2, 0.3], [1, 2, 3])),
+                                        ("int16", ([0.001, 0.002, 0.003], [0, 0, 0]))])
+def test_dequantize_per_channel_input_uses_first_parameters(tmp_path, in_dtype, q):
+    """TFLM accepts per-channel DEQUANTIZE inputs and applies the first scale and zero point."""
+    b = ModelBuilder()
+    x = b.activation("x", [2, 3], in_dtype, scale=q[0], zero_point=q[1], axis=1)
+    y = b.activation("y", [2, 3], "float32")
+    b.op("DEQUANTIZE", [x], [y])
+    assert_matches_oracle(b.finish([x], [y]), tmp_path)
+
+
+def test_dequantize_uint8_matches_tflm(tmp_path):
+    model = unary_model("DEQUANTIZE", [5, 7], "uint8", "float32", in_q=(0.037, 131))
+    assert_matches_oracle(model, tmp_path, sanitize=True)
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype", [("float32", "uint8"), ("float32", "int32"), ("int16", "uint8"),
+                                                ("uint8", "int16"), ("int32", "int32"), ("int32", "uint8")])
+def test_quantize_pairs_tflm_lacks_are_refused_in_one_line(tmp_path, in_dtype, out_dtype):
+    in_q = (None, None) if in_dtype == "float32" else (0.1, 0)
+    model = unary_model("QUANTIZE", [4], in_dtype, out_dtype, in_q, (0.1, 0))
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    result = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"{in_dtype} -> {out_dtype} is not supported" in lines[0]
 
 
 def test_quantize_rejections(tmp_path):
