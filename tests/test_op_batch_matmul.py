@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
 
@@ -114,3 +115,9 @@ def test_batch_matmul_malformed_is_one_line(tmp_path, args, kwargs, message):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "BATCH_MATMUL" in lines[0] and message in lines[0], lines[0]
+
+
+@needs_board_tools
+def test_batch_matmul_int8_on_board(tmp_path):
+    """int8 BATCH_MATMUL (broadcast batch, adj_y) standalone on mps2_an386 (QEMU), bit-exact with TFLM."""
+    assert_matches_oracle_on_board(batch_matmul_model("int8", [2, 1, 3, 6], [1, 3, 5, 6], adj_y=True), tmp_path)

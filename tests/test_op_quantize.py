@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.inputs import random_inputs
@@ -174,3 +175,20 @@ def test_quantize_rejections(tmp_path):
     b.op("QUANTIZE", [x], [y])
     with pytest.raises(UnsupportedModelError, match=r"QUANTIZE\).*per-tensor"):
         compile_bytes(b.finish([x], [y]), tmp_path / "c")
+
+
+@needs_board_tools
+def test_quantize_int8_pairs_on_board(tmp_path):
+    """One int8 input through QUANTIZE to int8, int16, int32 and uint8 and DEQUANTIZE, side by side,
+    standalone on mps2_an386 (QEMU), bit-exact with TFLM."""
+    b = ModelBuilder()
+    x = b.activation("x", [3, 7], "int8", scale=0.1, zero_point=-3)
+    outs = [b.activation("q8", [3, 7], "int8", scale=0.05, zero_point=4),
+            b.activation("q16", [3, 7], "int16", scale=0.001, zero_point=0),
+            b.activation("q32", [3, 7], "int32", scale=0.0001, zero_point=9),
+            b.activation("qu8", [3, 7], "uint8", scale=0.1, zero_point=125),
+            b.activation("f", [3, 7], "float32")]
+    for y in outs[:-1]:
+        b.op("QUANTIZE", [x], [y])
+    b.op("DEQUANTIZE", [x], [outs[-1]])
+    assert_matches_oracle_on_board(b.finish([x], outs), tmp_path)

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_builder import ACTIVATIONS, PADDINGS, ModelBuilder, _opts
 
@@ -130,3 +131,9 @@ def test_transpose_conv_channel_mismatch_is_one_line(tmp_path):
     result = _cli_compile(b.finish([x], [y]), tmp_path)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "input has 3 channels but the weights take 5" in result.stderr
+
+
+@needs_board_tools
+def test_transpose_conv_int8_on_board(tmp_path):
+    """int8 TRANSPOSE_CONV standalone on mps2_an386 (QEMU), bit-exact with TFLM."""
+    assert_matches_oracle_on_board(transpose_conv_model(kernel=(3, 3), stride=(2, 2), hwc=(3, 4, 3)), tmp_path)
