@@ -136,10 +136,13 @@ class _Importer:
         data = self._buffer(t.Buffer(), index, tname, dtype, shape, elements)
         if data is None and elements == 0:
             data = np.zeros(shape, dtype=_np(dtype))  # an empty constant (e.g. the shape of a scalar)
-        quant = self._quantization(t.Quantization(), index, tname, shape)
+        # TFLM's kernels never read the quantization of a bias (a constant int32/int64 tensor): where it
+        # is inconsistent, it is dropped instead of calling the file damaged.
+        unread = data is not None and dtype in ("int32", "int64")
+        quant = self._quantization(t.Quantization(), index, tname, shape, unread)
         return Tensor(tname, shape, dtype, quant, data)
 
-    def _quantization(self, q, index, tname, shape):
+    def _quantization(self, q, index, tname, shape, unread=False):
         """Quantization parameters, read as leniently as TFLM reads them (micro_allocator.cc).
 
         TFLM takes as many zero points as there are scales (one zero point is repeated), uses the
@@ -155,6 +158,9 @@ class _Importer:
         axis = int(q.QuantizedDimension())
         if len(zp) == 1:
             zp = zp * len(scale)
+        consistent = len(zp) >= len(scale) and all(np.isfinite(s) and s > 0 for s in scale)
+        if unread and not consistent:
+            return None
         if len(zp) < len(scale):
             raise ModelFormatError(
                 f"tensor {index} ('{tname}') has {len(scale)} scales but only {len(zp)} zero points; "
