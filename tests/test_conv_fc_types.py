@@ -4,7 +4,8 @@
 * 4-bit packed weights (INT4, two per byte, low nibble first; odd element counts), unpacked to int8
   by the importer as TFLM unpacks them;
 * FULLY_CONNECTED int16 with an int32 bias (TFLM accumulates in int32 then, 32-bit requantize);
-* FULLY_CONNECTED weights and bias as activations (TFLM reads them at run time);
+* weights and bias as activations (TFLM reads them at run time) for all three: the reference loops
+  then read them, the fast kernels and the bias folding need constants;
 * FULLY_CONNECTED keep_num_dims, batches > 1, float32 without bias;
 * refused in one line: hybrid models (float32 input, int8 weights: TFLM refuses them too), INT4
   activations.
@@ -120,3 +121,28 @@ def test_int4_activation_is_refused_in_one_line(tmp_path):
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "INT4" in lines[0] and "only as constant weights" in lines[0]
+
+
+def weights_as_inputs(model_bytes: bytes, names=("w",)) -> bytes:
+    """The model with the named constant tensors turned into model inputs (TFLM reads them at run time)."""
+    def edit(model):
+        sub = model.subgraphs[0]
+        for k, t in enumerate(sub.tensors):
+            if t.name in names or (isinstance(t.name, bytes) and t.name.decode() in names):
+                t.buffer = 0
+                sub.inputs = [*sub.inputs, k]
+    return repack(model_bytes, edit)
+
+
+@pytest.mark.parametrize("name,model,names", [
+    ("conv_i8_fold_case", lambda: conv_model(padding="VALID", hwc=(5, 5, 3), out_c=3), ("w",)),
+    ("conv_i8_same_bias_input", lambda: conv_model(hwc=(4, 5, 4), out_c=2), ("w", "bias")),
+    ("conv_i16", lambda: conv_model(dtype="int16", hwc=(4, 4, 2), out_c=3), ("w",)),
+    ("conv_f32", lambda: conv_model(dtype="float32", hwc=(4, 4, 2), out_c=3), ("w", "bias")),
+    ("depthwise_i8_channels4_case", lambda: conv_model("DEPTHWISE_CONV_2D", hwc=(5, 5, 4)), ("w", "bias")),
+    ("depthwise_i8_valid", lambda: conv_model("DEPTHWISE_CONV_2D", hwc=(5, 5, 3), padding="VALID"), ("w",)),
+])
+def test_convolution_weights_as_activations(tmp_path, name, model, names):
+    library = assert_matches_oracle(weights_as_inputs(model(), names), tmp_path, n_inputs=2,
+                                    sanitize=name == "depthwise_i8_channels4_case")
+    assert [i["name"] for i in library.metadata["inputs"]] == ["x", *names]
