@@ -48,7 +48,7 @@ def _batch_offsets(shape, batch, matrix_size):
 class BatchMatMul(OpKernel):
     kinds = ("BATCH_MATMUL",)
     inputs = (2, 2)
-    type_notes = "int8, int16 (zero points 0), float32; both inputs and the output of one type"
+    type_notes = "int16 with zero points 0; inputs and output of one type"
     options = "adj_x, adj_y; batch dimensions broadcast (ranks 2 to 5)"
 
     def check(self, op, graph):

@@ -222,7 +222,8 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
 class Conv2D(OpKernel):
     kinds = ("CONV_2D",)
     inputs = (2, 3)
-    type_notes = "int8 and int16 activations with int8 per-channel weights (int16: int32 or int64 bias)"
+    type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
+                  "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
     fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
 

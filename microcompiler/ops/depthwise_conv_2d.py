@@ -20,7 +20,8 @@ from microcompiler.ops.quant import activation_range, conv_multipliers
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
     inputs = (2, 3)
-    type_notes = "int8 and int16 activations with int8 per-channel weights"
+    type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
+                  "constant or activations")
     options = "padding, stride, dilation, depth multiplier, fused activation"
     fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4"}
 

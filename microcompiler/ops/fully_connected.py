@@ -13,7 +13,8 @@ from microcompiler.ops.quant import (activation_range, c_float, float_activation
 class FullyConnected(OpKernel):
     kinds = ("FULLY_CONNECTED",)
     inputs = (2, 3)
-    type_notes = "int8 and int16 activations with int8 weights"
+    type_notes = ("int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
+                  "weights and bias constant or activations")
     options = "fused activation, keep_num_dims"
     fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)"}
 

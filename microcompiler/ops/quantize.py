@@ -44,6 +44,8 @@ class Quantize(OpKernel):
         info["type_notes"] = ("float32 -> int8/int16; int8 -> int8/uint8/int16/int32; uint8 -> int8; "
                               "int16 -> int8/int16/int32; int32 -> int8/int16" if kind == "QUANTIZE"
                               else "int8/int16/uint8 -> float32 (first scale and zero point, as TFLM)")
+        if kind == "DEQUANTIZE":
+            info["types"] = ["int8", "int16", "uint8", "float32"]
         return info
 
     def check(self, op, graph):
