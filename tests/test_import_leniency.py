@@ -109,7 +109,7 @@ def test_cnn_with_per_channel_bias_scales_compiles_and_matches_tflm_via_cli(tmp_
 
 def test_cnn_bias_scales_are_not_read(tmp_path):
     """A bias with more scales than channels: TFLM ignores bias quantization, and so do we."""
-    assert_matches_oracle(cnn_model(bias_scales="wrong_count"), tmp_path, n_inputs=3)
+    assert_matches_oracle(cnn_model(bias_scales="wrong_count"), tmp_path, n_inputs=2)
 
 
 @pytest.mark.parametrize("damage", ["two_zero_points", "zero_scale", "nan_scale"])
@@ -144,7 +144,7 @@ def test_missing_optional_bias(tmp_path):
     model = cnn_model(with_bias=False)
     assert [len(op.inputs) == 3 and op.inputs[2] == -1 for op in
             fb.ModelT.InitFromPackedBuf(bytearray(model), 0).subgraphs[0].operators] == [True, False, True]
-    assert_matches_oracle(model, tmp_path / "cnn", n_inputs=3)
+    assert_matches_oracle(model, tmp_path / "cnn", n_inputs=2)
 
     def drop_bias(model):
         op = model.subgraphs[0].operators[0]
@@ -166,7 +166,7 @@ def test_per_channel_storage_of_equal_parameters(tmp_path):
                 q.quantizedDimension = len(t.shape) - 1
     model = repack(cnn_model(), per_channel_activations)
     assert len(tensors_of(model)[0].quantization.zeroPoint) == 3
-    assert_matches_oracle(model, tmp_path, n_inputs=3)
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
 def test_quantized_dimension_on_activations(tmp_path):
@@ -177,7 +177,7 @@ def test_quantized_dimension_on_activations(tmp_path):
                 t.quantization.quantizedDimension = k % len(t.shape)
     model = repack(cnn_model(), set_axes)
     assert {t.quantization.quantizedDimension for t in tensors_of(model) if t.buffer == 0} > {0}
-    assert_matches_oracle(model, tmp_path, n_inputs=3)
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
 def test_empty_buffers_of_their_own_for_activations(tmp_path):
@@ -192,7 +192,7 @@ def test_empty_buffers_of_their_own_for_activations(tmp_path):
                 t.buffer = len(model.buffers) - 1
     model = repack(cnn_model(), own_buffers)
     assert all(t.buffer != 0 for t in tensors_of(model))
-    assert_matches_oracle(model, tmp_path, n_inputs=3)
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
 def test_shape_signature_with_dynamic_batch(tmp_path):
@@ -202,7 +202,7 @@ def test_shape_signature_with_dynamic_batch(tmp_path):
                 t.shapeSignature = [-1, *t.shape[1:]]
     model = repack(cnn_model(), dynamic_batch)
     assert list(tensors_of(model)[0].shapeSignature) == [-1, 8, 8, 3]
-    assert_matches_oracle(model, tmp_path, n_inputs=3)
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
 def test_operator_versions_above_one(tmp_path):
@@ -211,7 +211,7 @@ def test_operator_versions_above_one(tmp_path):
             code.version = 3 + k
     model = repack(cnn_model(), new_versions)
     assert [c.version for c in fb.ModelT.InitFromPackedBuf(bytearray(model), 0).operatorCodes] == [3, 4, 5]
-    assert_matches_oracle(model, tmp_path, n_inputs=3)
+    assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
 def test_all_leniencies_together(tmp_path):
