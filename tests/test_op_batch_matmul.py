@@ -9,7 +9,7 @@ import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
-from model_merge import merge_models
+from model_merge import assert_cases_match_oracle
 
 
 def batch_matmul_options(adj_x=False, adj_y=False):
@@ -79,11 +79,8 @@ CASES = {
 def test_batch_matmul_matches_tflm(tmp_path, dtype):
     """The cases of one type side by side in one model (one compile), each output checked."""
     names = [n for n, case in CASES.items() if case[0] == dtype]
-    model = merge_models([batch_matmul_model(*CASES[n][:3], **CASES[n][3]) for n in names])
-    try:
-        library = assert_matches_oracle(model, tmp_path, n_inputs=3)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(outputs in order: {names})") from None
+    library = assert_cases_match_oracle({n: batch_matmul_model(*CASES[n][:3], **CASES[n][3]) for n in names},
+                                        tmp_path, n_inputs=3)
     assert len(library.metadata["outputs"]) == len(names)
 
 

@@ -10,7 +10,7 @@ from harness import assert_matches_oracle, compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder, concatenation_options
-from model_merge import merge_models
+from model_merge import assert_cases_match_oracle
 from test_op_activation import assert_in_place_matches_oracle, unary_model
 
 # Quotients that are exact ties in float32 (TFLM rounds them away from zero) and ones whose float32
@@ -132,12 +132,9 @@ INTEGER_PAIRS = [
 def test_quantize_integer_pairs_match_tflm(tmp_path):
     """Every integer pair TFLM's QUANTIZE has, including int16 <-> int32 (the issue's), side by side in
     one model (one compile), under the sanitizers."""
-    model = merge_models([unary_model("QUANTIZE", shape, a, b, in_q, out_q)
-                          for a, b, in_q, out_q, shape in INTEGER_PAIRS])
-    try:
-        library = assert_matches_oracle(model, tmp_path, sanitize=True)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(outputs in order: {[p[:2] for p in INTEGER_PAIRS]})") from None
+    cases = {f"{a}->{b} {in_q} {out_q} {shape}": unary_model("QUANTIZE", shape, a, b, in_q, out_q)
+             for a, b, in_q, out_q, shape in INTEGER_PAIRS}
+    library = assert_cases_match_oracle(cases, tmp_path, sanitize=True)
     assert len(library.metadata["outputs"]) == len(INTEGER_PAIRS)
 
 

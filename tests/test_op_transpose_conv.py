@@ -11,7 +11,7 @@ import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_builder import ACTIVATIONS, PADDINGS, ModelBuilder, _opts
-from model_merge import merge_models
+from model_merge import assert_cases_match_oracle
 
 
 def transpose_conv_options(padding="SAME", stride=(1, 1), activation="NONE"):
@@ -92,11 +92,7 @@ CASES = {
 def test_transpose_conv_matches_tflm(tmp_path, dtype):
     """The cases of one type side by side in one model (one compile), each output checked."""
     names = [n for n, case in CASES.items() if case.get("dtype", "int8") == dtype]
-    model = merge_models([transpose_conv_model(**CASES[n]) for n in names])
-    try:
-        library = assert_matches_oracle(model, tmp_path, n_inputs=3)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(outputs in order: {names})") from None
+    library = assert_cases_match_oracle({n: transpose_conv_model(**CASES[n]) for n in names}, tmp_path, n_inputs=3)
     assert len(library.metadata["outputs"]) == len(names)
 
 
