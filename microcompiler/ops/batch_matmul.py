@@ -48,6 +48,7 @@ def _batch_offsets(shape, batch, matrix_size):
 class BatchMatMul(OpKernel):
     kinds = ("BATCH_MATMUL",)
     inputs = (2, 2)
+    input_roles = ("lhs", "rhs")
     type_notes = "int16 with zero points 0; inputs and output of one type"
     options = "adj_x, adj_y; batch dimensions broadcast (ranks 2 to 5)"
 

@@ -46,6 +46,7 @@ def _padding(op, out_size: int, k: int, stride: int) -> int:
 class TransposeConv(OpKernel):
     kinds = ("TRANSPOSE_CONV",)
     inputs = (3, 4)
+    input_roles = ("output_shape", "filter", "input", "bias")
     type_notes = ("int8 (per-tensor or per-channel weights, int32 bias), int16x8 (int64 or int16 bias), "
                   "float32")
     options = "padding (SAME/VALID), stride_h, stride_w, fused activation"
