@@ -94,10 +94,14 @@ class _Elementwise(OpKernel):
             lo, hi = int32_activation_range(activation if self.int32_activation else "NONE")
             return ctx.render("add_mul_int32.c.j2", act_min=lo, act_max=hi, **values)
         lo, hi = activation_range(activation, y)
+        requantization = self.requantization(op, a, b, y)
+        if ctx.reference_only:  # TFLM's arithmetic with mc_requantize, not the SMMLAR form
+            requantization["fast"] = None
+            ctx.variant = {"variant": "reference", "scratch_bytes": 0}
         return ctx.render("add_mul_int.c.j2", ctype="int16_t" if y.dtype == "int16" else "int8_t",
                           act_min=lo, act_max=hi, input1_offset=-a.quant.zero_point[0],
                           input2_offset=-b.quant.zero_point[0], output_offset=y.quant.zero_point[0],
-                          **self.requantization(op, a, b, y), **values)
+                          **requantization, **values)
 
     def requantization(self, op, a, b, y) -> dict:
         raise NotImplementedError
