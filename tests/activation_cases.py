@@ -3,6 +3,7 @@ PRELU, TANH, LOG_SOFTMAX, L2_NORMALIZATION): single-operator models and input se
 int8 value at once."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,34 @@ def unary_model(kind, shape, dtype, in_q=(None, None), out_q=(None, None), optio
     y = b.activation("y", shape, out_dtype or dtype, scale=out_q[0], zero_point=out_q[1])
     b.op(kind, [x], [y], options)
     return b.finish([x], [y])
+
+
+def side_by_side_model(kind, cases, options=None):
+    """One model holding one ``kind`` operator per case, each with its own input and output:
+    cases are (shape, dtype, (in scale, in zero point), (out scale, out zero point)) or the same
+    with the operator's options appended. One compile and one oracle run then cover them all."""
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for k, case in enumerate(cases):
+        shape, dtype, in_q, out_q = case[:4]
+        x = b.activation(f"x{k}", shape, dtype, scale=in_q[0], zero_point=in_q[1])
+        y = b.activation(f"y{k}", shape, dtype, scale=out_q[0], zero_point=out_q[1])
+        b.op(kind, [x], [y], case[4] if len(case) > 4 else options)
+        inputs.append(x)
+        outputs.append(y)
+    return b.finish(inputs, outputs)
+
+
+def case_inputs(cases, n_sets=3, seed=0, float_range=8.0):
+    """Input sets for side_by_side_model: int8 inputs of 256+ elements get every int8 value (ramp,
+    then shuffles), the others seeded random values with a set of extremes last."""
+    per_case = []
+    for k, (shape, dtype) in enumerate((c[0], c[1]) for c in cases):
+        if dtype == "int8" and int(np.prod(shape)) >= 256:
+            per_case.append([s[0] for s in every_int8_value(shape, seed + k)][:n_sets])
+        else:
+            per_case.append([s[0] for s in random_sets(shape, dtype, n_sets, seed + k, float_range)])
+    return [[values[j] for values in per_case] for j in range(n_sets)]
 
 
 def every_int8_value(shape, seed=0):
@@ -64,20 +93,20 @@ def l2_norm_options(activation=0):
     return _opts("L2NormOptions", fusedActivationFunction=activation)
 
 
-def cli_compile(model_bytes: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
-    """``microcompiler compile`` on a model file, as a user runs it."""
+def assert_cli_rejects(model_bytes: bytes, tmp_path: Path, *fragments: str) -> None:
+    """``microcompiler compile`` on the model, as a user runs it: exit code 2 and one stderr line
+    naming the problem, no traceback, no output directory."""
+    tmp_path = Path(tmp_path)
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "bad.tflite"
     path.write_bytes(model_bytes)
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit code 2 and a single stderr line naming the problem, without a traceback."""
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
+                             str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("microcompiler: error: "), lines[0]
     for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+        assert fragment in lines[0], (fragment, lines[0])
+    assert not (tmp_path / "out").exists()

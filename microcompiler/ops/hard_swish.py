@@ -4,8 +4,9 @@
 (minus its zero point) is put on a "high resolution" scale of input_scale / 128, multiplied once by
 the output multiplier (pre-shift output scale) and once by the "relu-ish" multiplier that maps
 [-3, 3] onto the int16 range, the latter turned into a fraction in [0, 1] and multiplied in. Both
-multipliers are computed here as TFLM's prepare step does: float32 scale ratios, a Q31 multiplier
-rounded down to Q15.
+multipliers are computed here as the pinned TFLM's prepare step does: scale ratios in double
+precision (a float32 division differs from it in the last bit for some scales, and then in an output
+value), a Q31 multiplier rounded to Q15.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
 
 F32 = np.float32
 HIRES_INPUT_SHIFT = 7            # the input is scaled by 2^7 onto the high-resolution scale
-RELUISH_SCALE = F32(3.0) / F32(32768.0)  # the value 3.0 on the relu-ish int16 scale
+RELUISH_SCALE = 3.0 / 32768.0   # the value 3.0 on the relu-ish int16 scale
 
 
 def downscale_multiplier_to_int16(multiplier: int) -> int:
@@ -29,10 +30,10 @@ def downscale_multiplier_to_int16(multiplier: int) -> int:
 
 
 def hard_swish_params(in_scale: float, out_scale: float) -> dict:
-    """The int16 output and relu-ish multipliers and their exponents, from float32 scales."""
-    hires_input_scale = F32(F32(1.0 / 128.0) * F32(in_scale))
-    out_q31, out_exponent = quantize_multiplier_unclamped(float(F32(hires_input_scale / F32(out_scale))))
-    reluish_q31, reluish_exponent = quantize_multiplier_unclamped(float(F32(hires_input_scale / RELUISH_SCALE)))
+    """The int16 output and relu-ish multipliers and their exponents."""
+    hires_input_scale = float(F32(in_scale)) / (1 << HIRES_INPUT_SHIFT)
+    out_q31, out_exponent = quantize_multiplier_unclamped(hires_input_scale / float(F32(out_scale)))
+    reluish_q31, reluish_exponent = quantize_multiplier_unclamped(hires_input_scale / RELUISH_SCALE)
     return dict(output_multiplier=downscale_multiplier_to_int16(out_q31), output_exponent=out_exponent,
                 reluish_multiplier=downscale_multiplier_to_int16(reluish_q31), reluish_exponent=reluish_exponent)
 

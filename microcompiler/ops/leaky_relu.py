@@ -2,8 +2,8 @@
 
 ``x > 0 ? x : alpha * x`` (alpha may be negative or above 1). The quantized kernel requantizes
 non-negative inputs (relative to the zero point) with input_scale / output_scale and negative ones
-with input_scale * alpha / output_scale, each ratio computed in float32 as TFLM's prepare step
-does, then adds the output zero point and saturates.
+with input_scale * alpha / output_scale (the float32 scales and alpha multiplied and divided in
+double precision, as the pinned TFLM computes them), then adds the output zero point and saturates.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ F32 = np.float32
 
 
 def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((identity multiplier, shift), (alpha multiplier, shift)) from float32 arithmetic."""
-    in_scale, out_scale, alpha = F32(in_scale), F32(out_scale), F32(alpha)
-    identity = quantize_multiplier_unclamped(float(F32(in_scale / out_scale)))
-    negative = quantize_multiplier_unclamped(float(F32(F32(in_scale * alpha) / out_scale)))
+    """((identity multiplier, shift), (alpha multiplier, shift)), in double precision."""
+    in_scale, out_scale, alpha = (float(F32(v)) for v in (in_scale, out_scale, alpha))
+    identity = quantize_multiplier_unclamped(in_scale / out_scale)
+    negative = quantize_multiplier_unclamped(in_scale * alpha / out_scale)
     return identity, negative
 
 
