@@ -279,7 +279,8 @@ class Logistic(OpKernel):
         is_pot, log2 = checked_log2(out_scale)
         require(is_pot and log2 == -15, op, f"int16 output scale must be 2^-15 (got {out_scale})")
         multiplier, shift = logistic_int16_params(in_scale)
-        require(multiplier <= 32767 and shift <= 30, op,
+        # TFLM only DCHECKs multiplier <= 32767; what it runs is exact while input * multiplier fits int32.
+        require(multiplier < 1 << 16 and shift <= 30, op,
                 f"int16 input scale {in_scale} is out of the range the int16 logistic handles")
 
     def macs(self, op, graph):
