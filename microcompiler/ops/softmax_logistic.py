@@ -195,6 +195,8 @@ def _scale_zp(t) -> tuple[float, int]:
 class Softmax(OpKernel):
     kinds = ("SOFTMAX",)
     options = "beta"
+    type_notes = ("int8 -> int8 (output 1/256, -128), int8 -> int16 (output 1/65536, -32768), "
+                  "int16 -> int16 (output 1/32768, 0)")
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -257,6 +259,7 @@ class Softmax(OpKernel):
 @register
 class Logistic(OpKernel):
     kinds = ("LOGISTIC",)
+    type_notes = "int8 output zero point -128; int16 zero points 0, output scale 2^-15"
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
