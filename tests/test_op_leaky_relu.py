@@ -48,6 +48,8 @@ def test_float_leaky_relu_matches_tflm(tmp_path):
      ["alpha must be a finite number"]),
     (unary_model("LEAKY_RELU", [4], "int32", (None, None), (None, None), leaky_relu_options(0.2)),
      ["input type int32 is not supported"]),
-], ids=["nan-alpha", "int32"])
+    (unary_model("LEAKY_RELU", [4], "int8", (1e6, 0), (1e-6, 0), leaky_relu_options(0.2)),
+     ["beyond 2^30"]),
+], ids=["nan-alpha", "int32", "scale-ratio"])
 def test_leaky_relu_rejects_what_it_cannot_run(tmp_path, model, fragments):
     assert_cli_rejects(model, tmp_path, "operator 0 (LEAKY_RELU)", *fragments)

@@ -15,6 +15,7 @@ from microcompiler.ops.quant import INT_RANGES, c_float
 from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
 
 F32 = np.float32
+MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
 
 
 def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -39,6 +40,9 @@ class LeakyRelu(OpKernel):
         if x.dtype != "float32":
             require(x.quant is not None and y.quant is not None, op,
                     "quantized input and output need quantization parameters")
+            multipliers = leaky_relu_multipliers(x.quant.scale[0], y.quant.scale[0], op.options.get("alpha", 0.0))
+            require(max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT, op,
+                    "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it")
 
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size

@@ -15,6 +15,7 @@ from microcompiler.ops.quant import INT_RANGES
 from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
 
 MAX_RANK = 4  # TFLM's BroadcastPrelu4DSlow
+MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
 
 
 def _scale_zp(t) -> tuple[float, int]:
@@ -46,6 +47,15 @@ class Prelu(OpKernel):
         if x.dtype != "float32":
             require(all(t.quant is not None for t in (x, alpha, y)), op,
                     "quantized input, alpha and output need quantization parameters")
+            require(max(shift for _, shift in self.multipliers(x, alpha, y)) <= MAX_LEFT_SHIFT, op,
+                    "input scale (times alpha scale) over output scale is beyond 2^30: no int32 multiplier holds it")
+
+    @staticmethod
+    def multipliers(x, alpha, y) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(multiplier, shift) for non-negative and for negative inputs, in double as TFLM."""
+        (in_scale, _), (alpha_scale, _), (out_scale, _) = map(_scale_zp, (x, alpha, y))
+        return (quantize_multiplier_unclamped(in_scale / out_scale),
+                quantize_multiplier_unclamped(in_scale * alpha_scale / out_scale))
 
     def macs(self, op, graph):
         return graph.tensors[op.outputs[0]].size
@@ -61,9 +71,8 @@ class Prelu(OpKernel):
                       input=ctx.arg(op.inputs[0]), alpha=ctx.arg(op.inputs[1]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("prelu.c.j2", quantized=False, **values)
-        (in_scale, in_zp), (alpha_scale, alpha_zp), (out_scale, out_zp) = map(_scale_zp, (x, alpha, y))
-        positive = quantize_multiplier_unclamped(in_scale / out_scale)
-        negative = quantize_multiplier_unclamped(in_scale * alpha_scale / out_scale)
+        (_, in_zp), (_, alpha_zp), (_, out_zp) = map(_scale_zp, (x, alpha, y))
+        positive, negative = self.multipliers(x, alpha, y)
         lo, hi = INT_RANGES[x.dtype]
         return ctx.render("prelu.c.j2", quantized=True, ctype=f"{x.dtype}_t", input_offset=offset_term(-in_zp),
                           alpha_offset=offset_term(-alpha_zp), output_offset=offset_term(out_zp),
