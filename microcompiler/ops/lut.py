@@ -1,6 +1,5 @@
 """int8 -> int8 lookup tables built at compile time, for elementwise operators whose TFLM kernel
-builds the same table in its prepare step from float math (ELU) or whose integer arithmetic depends
-on the input value alone.
+builds the same table in its prepare step from float math (ELU).
 
 The table is indexed by the input byte read as unsigned (entry 0 is input 0, entry 128 input -128),
 as TFLM orders its tables, so the generated loop is one load per element.
