@@ -55,6 +55,9 @@ class OpKernel:
     type_notes: str = ""
     options: str = ""
     fast: dict[str, str] = {}
+    # Names of the operator's inputs by position, for constant arrays in the generated C
+    # (e.g. ("input", "filter", "bias") makes conv1's weights "<model>_conv1_filter").
+    input_roles: tuple[str, ...] = ()
     # int8/int16 activations must carry quantization parameters (False for kernels that only move
     # or compare raw values, such as GATHER or CAST).
     quantized_io: bool = True
@@ -115,6 +118,8 @@ class EmitContext:
         self.features = features  # CPU features of the target, e.g. {"dsp"}
         self.variant: dict | None = None  # set by emit() to the variant it generated (metadata.json)
         self.tuning: dict = tuning or {}  # knob overrides for this operator (e.g. {"weights": "s16"})
+        # {"variant": "reference"} in the knobs: emit the reference loop nest, not a fast kernel
+        self.reference_only = self.tuning.get("variant") == "reference"
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:
@@ -128,7 +133,10 @@ class EmitContext:
         if tensor in self.param_names:
             return self.param_names[tensor]
         t = self.graph.tensors[tensor]
-        return self.params.tensor(tensor, t)
+        pos = self.op.inputs.index(tensor) if tensor in self.op.inputs else -1
+        roles = kernel_for(self.op).input_roles
+        role = roles[pos] if 0 <= pos < len(roles) else f"input{pos}"
+        return self.params.tensor(tensor, t, f"{self.prefix}_{role}")
 
     def const(self, suffix: str, array: np.ndarray, ctype: str | None = None) -> str:
         return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype)
@@ -162,14 +170,24 @@ class ParamSink:
         self.scratch_bytes = max(self.scratch_bytes, -(-int(nbytes) // 4) * 4)
         return f"{self.model}_scratch"
 
-    def tensor(self, index: int, t: Tensor) -> str:
+    def tensor(self, index: int, t: Tensor, name: str | None = None) -> str:
+        """The flash array of constant tensor ``index``, named ``name`` (default ``<model>_t<index>``)
+        by the first operator that reads it."""
         if index not in self._by_tensor:
-            name = f"{self.model}_t{index}"
+            name = self._unique(name or f"{self.model}_t{index}")
             self.arrays.append((name, c_type(t.dtype), t.data, f"tensor {index}: {t.name} {list(t.shape)}"))
             self._by_tensor[index] = name
         return self._by_tensor[index]
 
+    def _unique(self, name: str) -> str:
+        taken = {a[0] for a in self.arrays}
+        candidate, n = name, 2
+        while candidate in taken:
+            candidate, n = f"{name}_{n}", n + 1
+        return candidate
+
     def add(self, name: str, data: np.ndarray, ctype: str | None = None) -> str:
+        name = self._unique(name)
         ctype = ctype or self._CTYPES[data.dtype]
         self.arrays.append((name, ctype, data, ""))
         return name

@@ -19,6 +19,7 @@ from microcompiler.ops.quant import activation_range, conv_multipliers
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
+    input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
     type_notes = "int8 and int16 activations with int8 per-channel weights"
     options = "padding, stride, dilation, depth multiplier, fused activation"
@@ -60,7 +61,7 @@ class DepthwiseConv2D(OpKernel):
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features)
         ctx.variant = plan
         if plan["variant"] == "channels4":
             return self._emit_channels4(op, graph, ctx, plan)

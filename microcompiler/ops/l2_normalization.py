@@ -3,7 +3,7 @@ reference kernels.
 
 * float32: ``x / max(sqrt(sum(x^2)), 1e-6)`` per row.
 * int8: the sum of squared differences to the input zero point is taken in int32 and its inverse
-  square root found at run time in fixed point (``mc_inv_sqrt_multiplier``, kernel_activation.h);
+  square root found at run time in fixed point (``mc_inv_sqrt_multiplier``, kernel_elementwise.h);
   the result is x / norm in steps of 1/128. As in TFLM, the output tensor's quantization is not
   read: the output is always scale 1/128, zero point 0.
 """

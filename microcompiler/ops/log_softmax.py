@@ -10,8 +10,6 @@ kernels.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.softmax_logistic import (F32, calculate_input_radius, quantize_multiplier_unclamped,
                                                  _outer_and_depth)

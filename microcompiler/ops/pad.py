@@ -56,6 +56,7 @@ def plan_padding(shape, paddings) -> tuple[list[_Dim], _Dim | None, int]:
 @register
 class Pad(OpKernel):
     kinds = ("PAD",)
+    input_roles = ("input", "paddings")
     inputs = (2, 2)
     options = "constant paddings"
 

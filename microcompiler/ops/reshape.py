@@ -13,6 +13,7 @@ from microcompiler.ops.base import OpKernel, register, require
 @register
 class Reshape(OpKernel):
     kinds = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+    input_roles = ("input", "shape")
     inputs = (1, 2)
     arity = {"SQUEEZE": ((1, 1), (1, 1)), "EXPAND_DIMS": ((2, 2), (1, 1))}
     types = ("int8", "int16", "int32", "int64", "float32", "bool")

@@ -1,10 +1,9 @@
-/* Fixed-point helpers of the activation and normalisation kernels (TANH, HARD_SWISH, LOG_SOFTMAX,
- * L2_NORMALIZATION).
+/* Fixed-point helpers of the activation kernels (TANH, HARD_SWISH, LOG_SOFTMAX).
  *
  * Like kernel_fixedpoint.h, these reproduce bit for bit the integer arithmetic TFLite Micro's
- * reference kernels evaluate: gemmlowp's tanh, TFLite's fixed-point log for x >= 1, the inverse
- * square root multiplier of the int8 L2 normalisation, and the 16-bit fixed-point primitives of
- * the int8 hard-swish. Format parameters are compile-time constants at every call site.
+ * reference kernels evaluate: gemmlowp's tanh, TFLite's fixed-point log for x >= 1 and the 16-bit
+ * fixed-point primitives of the int8 hard-swish. Format parameters are compile-time constants at
+ * every call site. (The int8 L2_NORMALIZATION uses mc_inv_sqrt_multiplier of kernel_elementwise.h.)
  */
 #ifndef MICROCOMPILER_KERNEL_ACTIVATION_H_
 #define MICROCOMPILER_KERNEL_ACTIVATION_H_
@@ -93,44 +92,6 @@ static inline int32_t mc_fp_log_x_for_x_ge_1(int32_t x, int input_bits, int outp
   const int32_t num_scaled = mc_fp_rescale(num, 0, accum_bits);
   return mc_fp_rescale(mc_wrap_add(mc_fp_mul(z_pow_2_adj, log_2), mc_fp_mul(num_scaled, recip_denom)),
                        accum_bits, output_bits);
-}
-
-/* 1 / sqrt(x) for x >= 0 as a multiplier and left shift for mc_requantize
- * (TFLite's GetInvSqrtQuantizedMultiplierExp with a reversed shift): x is normalised to [2^27, 2^29)
- * by pairs of bits and five Newton-Raphson steps x <- x * (3 - input * x^2) / 2 run in Q3.
- * x <= 1 gives the multiplier for 1. */
-static inline void mc_inv_sqrt_multiplier(int32_t x, int32_t* multiplier, int* left_shift) {
-  const int32_t half_three = ((int32_t)1 << 28) + ((int32_t)1 << 27); /* 1.5 in Q3 */
-  const int32_t half_sqrt_2 = 1518500250;                             /* sqrt(2)/2 in Q0 */
-  int right_shift = 11;
-  int left_shift_bit_pairs;
-  int32_t half_input, y;
-  int i;
-  if (x <= 1) {
-    *multiplier = INT32_MAX;
-    *left_shift = 0;
-    return;
-  }
-  while (x >= ((int32_t)1 << 29)) {
-    x /= 4;
-    ++right_shift;
-  }
-  left_shift_bit_pairs = (mc_count_leading_zeros((uint32_t)x) - 1) / 2 - 1;
-  right_shift -= left_shift_bit_pairs;
-  x <<= 2 * left_shift_bit_pairs;
-  half_input = mc_rounding_divide_by_pot(x >> 1, 1); /* Q3 */
-  y = (int32_t)1 << 28;                             /* 1.0 in Q3 */
-  for (i = 0; i < 5; ++i) {
-    const int32_t y3 = mc_fp_rescale(mc_fp_mul(mc_fp_mul(y, y), y), 9, 3);
-    y = mc_fp_rescale(mc_wrap_sub(mc_fp_mul(half_three, y), mc_fp_mul(half_input, y3)), 6, 3);
-  }
-  y = mc_fp_mul(y, half_sqrt_2);
-  if (right_shift < 0) {
-    y = (int32_t)((uint32_t)y << -right_shift);
-    right_shift = 0;
-  }
-  *multiplier = y;
-  *left_shift = -right_shift;
 }
 
 /* ---- 16-bit fixed point (the int8 HARD_SWISH) ------------------------------------------------- */
