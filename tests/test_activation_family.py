@@ -1,6 +1,6 @@
-"""The activation and normalisation kernels together: the int8 ones standalone on an emulated
-Cortex-M4 (mps2_an386, QEMU), one model with ELU, HARD_SWISH, LEAKY_RELU, PRELU, TANH, LOG_SOFTMAX
-and L2_NORMALIZATION side by side on one input holding every int8 value; and a chain of the
+"""The activation and normalisation kernels together: standalone on an emulated Cortex-M4
+(mps2_an386, QEMU), one model with ELU, HARD_SWISH, LEAKY_RELU, PRELU, TANH, LOG_SOFTMAX and
+L2_NORMALIZATION side by side, int8 (one input holding every int8 value) and float32; and a chain of the
 elementwise ones, each writing over its input (the memory planner's in-place sharing)."""
 import numpy as np
 
@@ -13,31 +13,39 @@ SHAPE = [1, 4, 4, 16]
 
 
 def activation_family_model() -> bytes:
+    """Each kernel twice: on an int8 input holding every value, and on a float32 input (the float
+    kernels call the C library's expm1f, tanhf, logf and sqrtf on the device)."""
     b = ModelBuilder()
     x = b.activation("x", SHAPE, "int8", scale=0.05, zero_point=-7)
+    xf = b.activation("xf", SHAPE, "float32")
+    alpha = b.constant("alpha", np.linspace(-100, 120, 16).astype(np.int8), scale=0.01, zero_point=2)
+    alpha_f = b.constant("alpha_f", np.linspace(-1.0, 1.2, 16).astype(np.float32))
     outputs = []
 
-    def add(kind, out_q, options=None, extra_inputs=()):
+    def add(kind, out_q, options=None, alphas=None):
         y = b.activation(kind.lower(), SHAPE, "int8", scale=out_q[0], zero_point=out_q[1])
-        b.op(kind, [x, *extra_inputs], [y], options)
-        outputs.append(y)
+        b.op(kind, [x, *alphas[:1]] if alphas else [x], [y], options)
+        yf = b.activation(kind.lower() + "_f", SHAPE, "float32")
+        b.op(kind, [xf, *alphas[1:]] if alphas else [xf], [yf], options)
+        outputs.extend([y, yf])
 
     add("ELU", (0.04, 60))
     add("HARD_SWISH", (0.03, -90))
     add("LEAKY_RELU", (0.04, -5), leaky_relu_options(0.15))
-    alpha = b.constant("alpha", np.linspace(-100, 120, 16).astype(np.int8), scale=0.01, zero_point=2)
-    add("PRELU", (0.05, 0), extra_inputs=[alpha])
+    add("PRELU", (0.05, 0), alphas=[alpha, alpha_f])
     add("TANH", (1.0 / 128, 0))
     add("LOG_SOFTMAX", (16.0 / 256, 127))
     add("L2_NORMALIZATION", (1.0 / 128, 0), l2_norm_options())
-    return b.finish([x], outputs)
+    return b.finish([x, xf], outputs)
 
 
 @needs_board_tools
-def test_int8_activation_family_on_mps2_an386(tmp_path):
-    x = np.random.default_rng(0).permutation(ALL_INT8).reshape(SHAPE)
-    run = assert_matches_oracle_on_board(activation_family_model(), tmp_path, inputs=[x])
-    assert len(run.outputs) == 7
+def test_activation_family_on_mps2_an386(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.permutation(ALL_INT8).reshape(SHAPE)
+    xf = rng.uniform(-6.0, 6.0, SHAPE).astype(np.float32)
+    run = assert_matches_oracle_on_board(activation_family_model(), tmp_path, inputs=[x, xf])
+    assert len(run.outputs) == 14
 
 
 def elementwise_chain_model(dtype: str) -> bytes:
