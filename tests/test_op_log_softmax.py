@@ -10,6 +10,7 @@ OUT = (16.0 / 256, 127)
 INT8_CASES = [  # (shape, input (scale, zero point), output (scale, zero point))
     ([4, 64], (0.05, 10), OUT),
     ([1, 256], (0.1, -128), OUT),           # one long row
+    ([1, 5000], (0.01, 0), OUT),            # the Q12 sum wraps past 2^31 on a constant row, as in TFLM
     ([16, 17], (0.02, 127), OUT),           # odd depth, small differences
     ([2, 8, 16], (0.5, 0), OUT),            # large scale: most entries fall below the range
     ([64, 4], (1.0, -3), OUT),

@@ -54,6 +54,13 @@ static inline int32_t mc_fp_tanh(int32_t a, int integer_bits) {
   return a < 0 ? -t : t;
 }
 
+/* The normalising shift of mc_fp_log_x_for_x_ge_1. Its exponent is -1 only for a negative x (a
+ * LOG_SOFTMAX sum of exponentials that wrapped past 2^31); TFLite's shift by -1 is undefined in C++
+ * but saturates such an x to INT32_MIN both on x86 and on Arm, which is what this returns. */
+static inline int32_t mc_fp_log_normalise(int32_t x, int exponent) {
+  return exponent < 0 ? INT32_MIN : mc_saturating_left_shift(x, exponent);
+}
+
 /* log(x) for x >= 1, x in Q(input_bits), result in Q(output_bits) (TFLite's
  * log_x_for_x_greater_than_or_equal_to_1): log2 of the leading power of two, plus a rational
  * approximation of log on the remaining mantissa in [sqrt(1/2), sqrt(2)). */
@@ -69,13 +76,13 @@ static inline int32_t mc_fp_log_x_for_x_ge_1(int32_t x, int input_bits, int outp
   const int32_t alpha_f = 638450708;                   /* 1/4 * 2^1/4 */
   const int32_t shifted_quarter = mc_fp_rescale(one_quarter, 0, accum_bits);
   const int z_a_headroom_plus_1 = mc_count_leading_zeros((uint32_t)x);
-  const int32_t r_a_tmp = mc_saturating_left_shift(x, z_a_headroom_plus_1 - 1);
+  const int32_t r_a_tmp = mc_fp_log_normalise(x, z_a_headroom_plus_1 - 1);
   const int32_t r_a = mc_saturating_left_shift(mc_fp_mul(r_a_tmp, sqrt_half), 1);
   const int32_t z_a_pow_2_adj = mc_sat_add32(
       mc_saturating_left_shift(input_bits - z_a_headroom_plus_1, 31 - accum_bits), shifted_quarter);
   const int32_t z_b = mc_fp_mul(x, sqrt_half);
   const int z_b_headroom = mc_count_leading_zeros((uint32_t)z_b) - 1;
-  const int32_t r_b = mc_saturating_left_shift(x, z_b_headroom);
+  const int32_t r_b = mc_fp_log_normalise(x, z_b_headroom);
   const int32_t z_b_pow_2_adj = mc_sat_sub32(
       mc_saturating_left_shift(input_bits - z_b_headroom, 31 - accum_bits), shifted_quarter);
   const int32_t r = MC_MIN(r_a, r_b);
