@@ -12,7 +12,7 @@ import sys
 
 from microcompiler.errors import MicrocompilerError
 
-COMMANDS = ["compile", "run", "ops", "boards", "create-project", "build", "flash", "bench"]
+COMMANDS = ["compile", "run", "analyze", "ops", "boards", "create-project", "build", "flash", "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "small_float_cnn.h"
+#include "microcompiler/status.h"
 
 /* Where each intermediate tensor lives in the arena: byte offsets chosen by the memory planner. */
 enum {
@@ -18,9 +19,9 @@ static union {
 } small_float_cnn_arena;
 
 int32_t small_float_cnn_run(const float* input0, float* output0) {
-  if (input0 == NULL || output0 == NULL) return 1;
+  if (input0 == NULL || output0 == NULL) return MC_ERR_INVALID_ARGUMENT;
   small_float_cnn_conv(input0, (float*)&small_float_cnn_arena.bytes[conv_out]);
   small_float_cnn_pool((float*)&small_float_cnn_arena.bytes[conv_out], (float*)&small_float_cnn_arena.bytes[pool_out]);
   small_float_cnn_dense((float*)&small_float_cnn_arena.bytes[pool_out], output0);
-  return 0;
+  return MC_OK;
 }

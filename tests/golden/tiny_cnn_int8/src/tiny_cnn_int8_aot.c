@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tiny_cnn_int8.h"
+#include "microcompiler/status.h"
 
 /* Where each intermediate tensor lives in the arena: byte offsets chosen by the memory planner. */
 enum {
@@ -21,12 +22,12 @@ static union {
 } tiny_cnn_int8_arena;
 
 int32_t tiny_cnn_int8_run(const int8_t* input0, int8_t* output0) {
-  if (input0 == NULL || output0 == NULL) return 1;
+  if (input0 == NULL || output0 == NULL) return MC_ERR_INVALID_ARGUMENT;
   tiny_cnn_int8_conv1(input0, (int8_t*)&tiny_cnn_int8_arena.bytes[conv1_out]);
   tiny_cnn_int8_dwconv2((int8_t*)&tiny_cnn_int8_arena.bytes[conv1_out], (int8_t*)&tiny_cnn_int8_arena.bytes[dwconv2_out]);
   tiny_cnn_int8_conv3((int8_t*)&tiny_cnn_int8_arena.bytes[dwconv2_out], (int8_t*)&tiny_cnn_int8_arena.bytes[conv3_out]);
   tiny_cnn_int8_pool((int8_t*)&tiny_cnn_int8_arena.bytes[conv3_out], (int8_t*)&tiny_cnn_int8_arena.bytes[pool_out]);
   tiny_cnn_int8_logits((int8_t*)&tiny_cnn_int8_arena.bytes[pool_out], (int8_t*)&tiny_cnn_int8_arena.bytes[logits_out]);
   tiny_cnn_int8_probabilities((int8_t*)&tiny_cnn_int8_arena.bytes[logits_out], output0);
-  return 0;
+  return MC_OK;
 }
