@@ -27,6 +27,7 @@ def _scale_zp(t) -> tuple[float, int]:
 class Prelu(OpKernel):
     kinds = ("PRELU",)
     inputs = (2, 2)
+    input_roles = ("input", "alpha")
     type_notes = "alpha int8 for int16 inputs; alpha broadcast up to 4D"
 
     def check(self, op, graph):
