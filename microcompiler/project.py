@@ -33,11 +33,11 @@ import numpy as np
 from microcompiler import resources
 from microcompiler.boards import Board, load_board, load_board_file
 from microcompiler.codegen import ModelLibrary
-from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.inputs import load_inputs, random_inputs
-from microcompiler.ir import np_dtype
+from microcompiler.ir import c_type, np_dtype
 from microcompiler.standalone import StandaloneResult, parse_reports
 
 PROJECT_FILE = "microcompiler-project.json"
@@ -270,7 +270,8 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
     input_values = []
     for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
         np.save(out_dir / "inputs" / f"input{k}.npy", arr)
-        input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+        input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
+                               "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
     outputs = [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
                for meta in metadata["outputs"]]
 

@@ -21,6 +21,7 @@ import jinja2
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array
 from microcompiler.codegen.graph_description import graph_sources
+from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 
@@ -102,12 +103,40 @@ def _pointer(graph: Graph, tensor: int, name: str) -> str:
     return f"({ctype}*)&{name}_arena.bytes[{graph.offsets[root]}]"
 
 
+def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
+    """Outputs no operator writes into their own buffer: (destination, source, bytes, why).
+
+    A model output that is also a model input is a copy of that input, and an output listed twice
+    is a copy of its first listing; without the copy the caller would read whatever its buffer held.
+    """
+    copies = []
+    for k, tensor in enumerate(graph.outputs):
+        root = graph.storage(tensor)
+        nbytes = graph.tensors[tensor].nbytes
+        if root in graph.inputs:
+            j = graph.inputs.index(root)
+            copies.append((f"output{k}", f"input{j}", nbytes, f"output {k} is model input {j}"))
+        elif root in graph.outputs and graph.outputs.index(root) != k:
+            j = graph.outputs.index(root)
+            copies.append((f"output{k}", f"output{j}", nbytes, f"output {k} is output {j} again"))
+    return copies
+
+
+def _check_outputs(graph: Graph) -> None:
+    for k, tensor in enumerate(graph.outputs):
+        if graph.tensors[graph.storage(tensor)].data is not None:
+            raise UnsupportedModelError(f"model output {k} ('{graph.tensors[tensor].name}') is a constant, not "
+                                        "computed by any operator; microcompiler does not support constant "
+                                        "outputs")
+
+
 def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None) -> ModelLibrary:
     """Generate the C sources, headers and metadata for a planned graph.
 
     ``tuning`` overrides kernel knobs (the "kernel" entries of metadata.json), keyed by operator
     kind or operator index, e.g. {"CONV_2D": {"weights": "s16"}}."""
     name = graph.name
+    _check_outputs(graph)
     params = ParamSink(name)
     functions = [_emit_function(graph, op, name, params, features, tuning) for op in graph.operators]
     inputs = [_tensor_info(graph, t, f"input{k}") for k, t in enumerate(graph.inputs)]
@@ -117,6 +146,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         args = [_pointer(graph, tensor, name) for _, _, tensor in fn.params]
         calls.append((fn, args))
     values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
+                  output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
     lib = ModelLibrary(graph, functions, params)

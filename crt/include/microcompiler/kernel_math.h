@@ -10,9 +10,18 @@
 
 #include <stdint.h>
 
-#define MC_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MC_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* std::min and std::max exactly, as TFLM's kernels use them: on a tie or an unordered comparison
+ * (a NaN) the first argument wins, so MC_CLAMP(NaN, lo, hi) is NaN, as in TFLM's float kernels. */
+#define MC_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define MC_MAX(a, b) ((a) < (b) ? (b) : (a))
 #define MC_CLAMP(x, lo, hi) MC_MIN(MC_MAX((x), (lo)), (hi))
+
+/* A float32 from its IEEE-754 bit pattern: how generated code writes NaN and infinities exactly. */
+static inline float mc_f32_from_bits(uint32_t bits) {
+  union { uint32_t u; float f; } v;
+  v.u = bits;
+  return v.f;
+}
 
 /* round(a * b / 2^31), saturating the single overflowing case a == b == INT32_MIN. */
 static inline int32_t mc_sat_rounding_doubling_high_mul(int32_t a, int32_t b) {
