@@ -21,7 +21,7 @@ def check_operator(op, graph: Graph) -> None:
     """
     try:
         kernel_for(op).check(op, graph)
-    except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError) as exc:
         raise UnsupportedModelError(
             f"operator {op.index} ({op.kind}) has inconsistent tensors or options ({type(exc).__name__}: "
             f"{exc}); re-export the model with the TFLite converter") from None

@@ -6,6 +6,11 @@ import numpy as np
 from microcompiler.ops.quant import c_float
 
 
+def comment_text(text: str) -> str:
+    """text made safe inside a C comment: no comment delimiters, one line."""
+    return " ".join(text.replace("*/", "* /").replace("/*", "/ *").split())
+
+
 def has_non_finite(data: np.ndarray) -> bool:
     flat = np.asarray(data)
     return flat.dtype == np.float32 and not np.isfinite(flat).all()
@@ -46,6 +51,7 @@ def c_array(name: str, ctype: str, data: np.ndarray, comment: str = "") -> str:
     with ``name`` a macro for the float view (the same type and size as a plain array).
     """
     n = max(1, int(np.asarray(data).size))
+    comment = comment_text(comment)
     if has_non_finite(data):
         note = "non-finite values (NaN, infinities) in it: stored by IEEE-754 bit pattern"
         head = f"/* {comment}; {note} */\n" if comment else f"/* {note} */\n"

@@ -12,6 +12,7 @@ Layout (``DIR`` is the output directory)::
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import jinja2
 
 from microcompiler import resources
-from microcompiler.codegen.c_arrays import c_array
+from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, c_type
@@ -28,6 +29,7 @@ from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_ENV.filters["comment"] = comment_text
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h"]
 
@@ -62,7 +64,7 @@ class ModelLibrary:
 def _layer_comment(graph: Graph, op: Operator) -> str:
     out = graph.tensors[op.outputs[0]]
     opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
-    return f"Layer '{out.name}': operator {op.index} of the model, {op.kind}({opts})"
+    return comment_text(f"Layer '{out.name}': operator {op.index} of the model, {op.kind}({opts})")
 
 
 def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
@@ -101,6 +103,17 @@ def _pointer(graph: Graph, tensor: int, name: str) -> str:
     if root in graph.outputs:
         return f"output{graph.outputs.index(root)}"
     return f"({ctype}*)&{name}_arena.bytes[{graph.offsets[root]}]"
+
+
+def model_fingerprint(files: dict[str, str], inputs: list[dict], outputs: list[dict]) -> str:
+    """16 hex digits: SHA-256 of the generated sources (weights, kernels, executor, graph description)
+    and of the inputs' and outputs' names, shapes, types and quantization. Two models that differ in
+    one weight, one option or one tensor get different fingerprints."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    digest.update(json.dumps([inputs, outputs], sort_keys=True).encode())
+    return digest.hexdigest()[:16]
 
 
 def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
@@ -150,10 +163,11 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
     lib = ModelLibrary(graph, functions, params)
-    lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(**values)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
     lib.files.update(graph_sources(graph, functions))
+    fingerprint = model_fingerprint(lib.files, inputs, outputs)
+    lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(fingerprint=fingerprint, **values)
     for header in RUNTIME_HEADERS:
         lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
             f"include/microcompiler/{header}").read_text()
@@ -172,5 +186,6 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "macs": fn.macs, "kernel": fn.variant,
         } for fn in functions],
         "total_macs": sum(fn.macs for fn in functions),
+        "fingerprint": fingerprint,
     }
     return lib

@@ -110,7 +110,9 @@ class _Importer:
 
     # --- tensors -------------------------------------------------------------------------------
     def _tensor(self, t, index: int) -> Tensor:
-        tname = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{index}"
+        # printable only: names go into one-line error messages and C comments
+        tname = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}"
+                        for ch in (t.Name() or b"").decode("utf-8", "replace")) or f"tensor_{index}"
         if t.Type() not in _TYPE_NAMES:
             names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
             raise UnsupportedModelError(

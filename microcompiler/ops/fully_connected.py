@@ -25,6 +25,9 @@ class FullyConnected(OpKernel):
                           ("float32", "float32", "float32")}, op,
                 f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32)")
         require(x.size % w.shape[-1] == 0, op, "input size is not a multiple of the weights' depth")
+        if x.dtype != "float32":
+            require(w.quant is not None and x.quant is not None and y.quant is not None, op,
+                    "quantized weights, input and output need quantization parameters")
         if len(op.inputs) > 2 and op.inputs[2] >= 0:
             require(graph.tensors[op.inputs[2]].is_constant, op, "bias must be constant")
 
