@@ -39,6 +39,16 @@ def assert_one_line_error(proc, *fragments):
         assert fragment in lines[0], (fragment, lines[0])
 
 
+def assert_ends_with_one_line_error(proc, *fragments):
+    """Progress lines may come first (commands that build firmware log to stderr); the error is one line."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("microcompiler: error: ")]
+    assert len(errors) == 1 and proc.stderr.strip().splitlines()[-1] == errors[0], proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+
+
 def bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
 
@@ -182,6 +192,24 @@ def test_finite_constants_stay_readable_literals(tmp_path):
     assert "_bits" not in ops_c and "mc_f32_from_bits" not in ops_c
 
 
+@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in
+                            ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+def test_non_finite_inputs_and_weights_on_a_board(tmp_path):
+    """Baked into the firmware by bit pattern: NaN compiles, infinities stay infinities (not FLT_MAX)."""
+    model = _weights_model(np.array([np.nan, np.inf, -np.inf, 0.75], np.float32))
+    (tmp_path / "m.tflite").write_bytes(model)
+    x = np.array([[2.0, np.inf, np.nan, -np.inf]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    proc = cli("run", tmp_path / "m.tflite", "--board", "mps2_an386", "--input", tmp_path / "x.npy", "--json",
+               "--keep", tmp_path / "fw")
+    assert proc.returncode == 0, proc.stderr
+    got = np.array(json.loads(proc.stdout.strip().splitlines()[-1])["outputs"][0], np.float32)
+    assert_same_floats(got, Oracle(model).run([x])[0], "MUL on mps2_an386")
+    main_c = (tmp_path / "fw" / "src" / "main.c").read_text()
+    assert "0x40000000u, 0x7f800000u, 0x7fc00000u, 0xff800000u" in main_c
+
+
 def test_c_float_round_trips_every_special_value():
     from microcompiler.codegen.c_arrays import c_initializer
     from microcompiler.ops.quant import c_float
@@ -249,3 +277,78 @@ def test_a_constant_output_is_refused_in_one_line(tmp_path):
     b.op("ADD", [x, k], [y], mb.add_options())
     (tmp_path / "m.tflite").write_bytes(b.finish([x], [y, k]))
     assert_one_line_error(cli("run", tmp_path / "m.tflite"), "constant")
+
+
+# ---- the RPC handshake names the compiled model: another model's firmware is refused -----------------
+
+def fc_model(seed: int) -> bytes:
+    """The same graph, names and shapes for every seed; only the weights differ."""
+    rng = np.random.default_rng(seed)
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", rng.integers(-127, 128, (4, 8), dtype=np.int8), scale=[0.02], zero_point=[0])
+    y = b.activation("y", [1, 4], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, -1], [y], mb.fully_connected_options())
+    return b.finish([x], [y])
+
+
+def test_the_fingerprint_is_in_the_header_and_changes_with_one_weight(tmp_path):
+    a1 = compile_bytes(fc_model(1), tmp_path / "a1", name="m")
+    a2 = compile_bytes(fc_model(1), tmp_path / "a2", name="m")
+    b = compile_bytes(fc_model(2), tmp_path / "b", name="m")
+    fingerprint = a1.metadata["fingerprint"]
+    assert re.fullmatch(r"[0-9a-f]{16}", fingerprint)
+    assert f"#define M_FINGERPRINT UINT64_C(0x{fingerprint})" in a1.files["include/m.h"]
+    assert a2.metadata["fingerprint"] == fingerprint  # deterministic
+    assert b.metadata["fingerprint"] != fingerprint
+    assert [f["function"] for f in b.metadata["operators"]] == [f["function"] for f in a1.metadata["operators"]]
+
+
+def test_a_host_rpc_server_of_another_model_is_refused(tmp_path):
+    from microcompiler.errors import DeviceError
+    from microcompiler.rpc import ModelPlan, connect
+    from microcompiler.rpc.host_project import create_host_project
+    mine = compile_bytes(fc_model(1), tmp_path / "mine", name="m")
+    other = compile_bytes(fc_model(2), tmp_path / "other", name="m")
+    server_dir = create_host_project(mine, tmp_path / "server")
+    with connect(server_dir) as session:  # its own model: fine
+        assert session.device.model_fingerprint == int(mine.metadata["fingerprint"], 16)
+        x = np.arange(8, dtype=np.int8).reshape(1, 8)
+        with session.executor() as ex:
+            got = ex(x)[0]
+    assert np.array_equal(got, Oracle(fc_model(1)).run([x])[0])
+    with pytest.raises(DeviceError, match=f"another model .*fingerprint {mine.metadata['fingerprint']}.*"
+                                          f"{other.metadata['fingerprint']}"):
+        connect(server_dir, plan=ModelPlan.from_library(other))
+
+
+@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in
+                            ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+def test_port_to_a_board_running_another_models_firmware_is_refused(tmp_path):
+    """The issue's case: --port to a device flashed with a model of the same name and operator names."""
+    from microcompiler.boards import load_board
+    from microcompiler.project import build, create_project
+    from microcompiler.transport.qemu import QemuTransport
+    board = load_board("mps2_an386")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "m.tflite").write_bytes(fc_model(1))
+    (tmp_path / "b" / "m.tflite").write_bytes(fc_model(2))
+    create_project(tmp_path / "a" / "m.tflite", "baremetal", board, tmp_path / "fw", mode="host-driven")
+    build(tmp_path / "fw", log=lambda _: None)
+    with QemuTransport.for_board(board, tmp_path / "fw" / "build" / "firmware.elf") as device:
+        port = device._link().port
+        proc = cli("run", tmp_path / "b" / "m.tflite", "--board", board.name, "--mode", "host-driven",
+                   "--port", port, "--rpc-timeout", "5")
+        assert_ends_with_one_line_error(proc, "another model")
+        proc = cli("run", tmp_path / "a" / "m.tflite", "--board", board.name, "--mode", "host-driven",
+                   "--port", port, "--rpc-timeout", "5", "--json", "--input", _save(tmp_path, "x.npy"))
+    assert proc.returncode == 0, proc.stderr
+    want = Oracle(fc_model(1)).run([np.load(tmp_path / "x.npy")])[0]
+    assert json.loads(proc.stdout)["outputs"] == [want.tolist()]
+
+
+def _save(tmp_path, name):
+    np.save(tmp_path / name, np.arange(-4, 4, dtype=np.int8).reshape(1, 8))
+    return tmp_path / name

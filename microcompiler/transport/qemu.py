@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -28,6 +29,13 @@ def qemu_command(machine: str, kernel: str | Path, qmp_socket: str | Path, qemu:
     return [qemu, "-M", machine, "-nographic", "-monitor", "none", "-serial", "pty",
             "-icount", "shift=0", "-kernel", str(kernel), "-S",
             "-qmp", f"unix:{qmp_socket},server=on,wait=off", *extra_args]
+
+
+def _signal_name(signo: int) -> str:
+    try:
+        return signal.Signals(signo).name
+    except ValueError:
+        return str(signo)
 
 
 class QemuTransport(Transport):
@@ -117,6 +125,7 @@ class QemuTransport(Transport):
                     if "return" not in reply:
                         raise DeviceError(f"QEMU refused '{request['execute']}': {reply}")
             except (OSError, ValueError) as exc:
+                self._raise_if_exited(wait=1.0)  # QEMU died (a bad firmware file): say so, with its message
                 raise DeviceError(f"cannot talk to QEMU ({self.machine}) over QMP: {exc}") from None
         return reply["return"]
 
@@ -151,9 +160,11 @@ class QemuTransport(Transport):
             raise self._exited_error(code)
 
     def _exited_error(self, code: int) -> DeviceError:
-        log = " ".join(line.strip() for line in self._log().splitlines() if not _PTY_LINE.search(line))[-1000:]
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        return DeviceError(f"QEMU ({self.machine}) {how}: {log or 'it printed nothing'}")
+        """One line: how QEMU ended and what it said (its own "qemu..." lines first, not a register dump)."""
+        lines = [line.strip() for line in self._log().splitlines() if line.strip() and not _PTY_LINE.search(line)]
+        said = [line for line in lines if line.startswith("qemu")] or lines[:3]
+        how = f"exited with code {code}" if code >= 0 else f"exited on signal {_signal_name(-code)}"
+        return DeviceError(f"QEMU ({self.machine}) {how}: {'; '.join(said)[:600] or 'it printed nothing'}")
 
     def pending(self) -> int:
         return self._link().pending()
