@@ -1,17 +1,55 @@
 """The compiler pipeline: import -> passes -> code generation -> files on disk."""
 from __future__ import annotations
 
-import shutil
-import tempfile
+import json
+import re
 from pathlib import Path
 
 from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.errors import ModelFormatError, UnsupportedModelError
+from microcompiler.errors import MicrocompilerError, ModelFormatError, UnsupportedModelError
 from microcompiler.ir import Graph
 from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
+from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE
+
+MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
+GENERATOR = "microcompiler"  # metadata.json's "generator": marks a directory as a model library we wrote
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
+    if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
+    void volatile while _Bool _Complex _Imaginary""".split())
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class InvalidNameError(MicrocompilerError):
+    """A --name that is not usable as the C prefix of the model's functions, macros and files."""
+
+
+def check_model_name(name: str) -> str:
+    """Refuse a name that is not a C identifier we can build functions, macros and file names from."""
+    shown = name if len(name) <= 40 else name[:37] + "..."
+    if not _C_IDENTIFIER.match(name):
+        raise InvalidNameError(f"--name {shown!r} is not a C identifier; use letters, digits and underscores, "
+                               "starting with a letter (for example: kws_model)")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidNameError(f"--name {shown!r} is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
+    if _reserved(name):
+        raise InvalidNameError(f"--name {shown!r} is reserved (a C keyword, a leading underscore, or the runtime's "
+                               "mc_ prefix); choose another name")
+    return name
+
+
+def _reserved(name: str) -> bool:
+    return name in C_KEYWORDS or name.startswith("_") or name.lower() == "mc" or name.lower().startswith("mc_")
+
+
+def safe_model_name(name: str) -> str:
+    """A valid C name for a name derived from a file name: shortened, and moved off reserved words."""
+    name = re.sub(r"[^0-9A-Za-z_]", "_", name).strip("_") or "model"
+    if name[0].isdigit() or _reserved(name):
+        name = "m_" + name
+    return check_model_name(name[:MAX_NAME_LENGTH].rstrip("_"))
 
 
 def check_operator(op, graph: Graph) -> None:
@@ -49,27 +87,59 @@ def run_passes(graph: Graph, passes=None) -> Graph:
     return graph
 
 
+KERNEL_CHOICES = ("fast", "reference")
+
+
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | None = None) -> ModelLibrary:
-    """Compile a .tflite file into an in-memory model library (nothing is written)."""
+                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast") -> ModelLibrary:
+    """Compile a .tflite file into an in-memory model library (nothing is written).
+
+    ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
+    ``kernels="reference"`` emits every operator's reference loop nest instead (to read or diff
+    against the fast version of a layer)."""
+    if kernels not in KERNEL_CHOICES:
+        raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
+    if name is not None:
+        check_model_name(name)  # before reading the model: the name is the cheaper thing to get wrong
     graph = load_tflite(model_path)
-    if name:
-        graph.name = name
+    graph.name = name if name is not None else safe_model_name(graph.name)
     graph = run_passes(graph)
+    if kernels == "reference":
+        features, tuning = frozenset(), {"*": {"variant": "reference"}}
     return generate_library(graph, features, tuning)
 
 
 def write_atomically(library: ModelLibrary, out_dir: str | Path) -> Path:
-    """Write the library to out_dir so that it either appears complete or not at all."""
-    out_dir = Path(out_dir).resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    """Write the library to out_dir: complete or not at all, replacing only what a previous compile wrote.
+
+    ``out_dir`` must be new, empty, or a model library written before (its metadata.json lists the
+    files it wrote, see :mod:`microcompiler.outdir`); anything else is refused with a one-line error.
+    """
+    def fill(stage: Path) -> None:
+        library.write(stage)
+        meta_path = stage / "metadata.json"
+        meta = json.loads(meta_path.read_text())
+        meta["generator"] = GENERATOR
+        meta["files"] = listed_files(stage)
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+
+    return replace_output_dir(out_dir, fill, previous_library_files, "model library")
+
+
+def previous_library_files(directory: Path) -> set[str] | None:
+    """The files a previous ``compile`` wrote in ``directory`` (from metadata.json), or None if it did not."""
     try:
-        library.write(tmp)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+        meta = json.loads((directory / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    if meta.get("generator") == GENERATOR:
+        return read_manifest(meta.get("files"), directory)
+    name = meta.get("name")
+    if not (isinstance(name, str) and _C_IDENTIFIER.match(name) and "operators" in meta and "arena_bytes" in meta):
+        return None
+    # A library written before metadata.json listed its files: its files have fixed names.
+    patterns = ["metadata.json", f"include/{name}.h", f"include/{name}_graph.h", f"src/{name}_*.c",
+                "include/microcompiler/*.h"]
+    return {p.relative_to(directory).as_posix() for pattern in patterns for p in directory.glob(pattern)}

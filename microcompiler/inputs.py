@@ -19,31 +19,64 @@ def random_inputs(inputs_meta: list[dict], seed: int = DEFAULT_SEED) -> list[np.
         dtype = np.dtype(np_dtype(meta["dtype"]))
         if dtype.kind == "f":
             arrays.append(rng.uniform(-1.0, 1.0, size=meta["shape"]).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, size=meta["shape"]).astype(dtype))
         else:
             info = np.iinfo(dtype)
             arrays.append(rng.integers(info.min, info.max, size=meta["shape"], endpoint=True, dtype=dtype))
     return arrays
 
 
+def same_shape(given: tuple[int, ...] | list[int], wanted: list[int]) -> bool:
+    """Whether an array of shape ``given`` is the model's ``wanted`` shape, up to leading 1s.
+
+    ``[49, 10, 1]`` is ``[1, 49, 10, 1]``; ``[1, 10, 49, 1]`` is not, though it has as many elements.
+    """
+    def core(shape):
+        shape = [int(d) for d in shape]
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        return shape
+    return core(given) == core(wanted)
+
+
+def check_input(arr: np.ndarray, meta: dict, source: str) -> np.ndarray:
+    """The array in the model input's exact shape, or a one-line error naming what differs."""
+    want = np.dtype(np_dtype(meta["dtype"]))
+    if not same_shape(arr.shape, meta["shape"]):
+        raise MicrocompilerError(f"{source} has shape {list(arr.shape)} but the model input '{meta['name']}' "
+                                 f"needs {meta['shape']} (only leading 1s may differ); transpose or reshape "
+                                 "it yourself if that is what you mean")
+    if arr.dtype != want:
+        raise MicrocompilerError(f"{source} has dtype {arr.dtype} but the model input '{meta['name']}' "
+                                 f"needs {want}; convert it with arr.astype(np.{want})")
+    return arr.reshape(meta["shape"])
+
+
+def load_array(path: str) -> np.ndarray:
+    """One array from a .npy file, or a one-line error that says what the file is instead."""
+    try:
+        loaded = np.load(Path(path), allow_pickle=False)
+    except OSError as exc:
+        raise MicrocompilerError(f"cannot read input {path}: {exc.strerror or exc}") from None
+    except EOFError:
+        raise MicrocompilerError(f"input {path} is empty or truncated; save the array with "
+                                 "numpy.save('x.npy', array)") from None
+    except ValueError:
+        raise MicrocompilerError(f"input {path} is not a valid .npy array file (or it holds Python objects); "
+                                 "save the array with numpy.save('x.npy', array)") from None
+    if not isinstance(loaded, np.ndarray):  # an .npz archive holds several arrays
+        names = list(getattr(loaded, "files", []))
+        if hasattr(loaded, "close"):
+            loaded.close()
+        raise MicrocompilerError(f"input {path} is an .npz archive ({len(names)} arrays: "
+                                 f"{', '.join(names[:4])}{', ...' if len(names) > 4 else ''}); pass one .npy file "
+                                 "per model input: numpy.save('x.npy', array)")
+    return loaded
+
+
 def load_inputs(paths: list[str], inputs_meta: list[dict]) -> list[np.ndarray]:
     if len(paths) != len(inputs_meta):
         raise MicrocompilerError(f"the model has {len(inputs_meta)} input(s) but {len(paths)} --input file(s) "
                                  "were given; pass one .npy file per input")
-    arrays = []
-    for path, meta in zip(paths, inputs_meta):
-        try:
-            arr = np.load(Path(path), allow_pickle=False)
-        except OSError as exc:
-            raise MicrocompilerError(f"cannot read input {path}: {exc.strerror or exc}") from None
-        except ValueError:
-            raise MicrocompilerError(f"input {path} is not a .npy array file; save the array with "
-                                     "numpy.save('x.npy', array)") from None
-        if arr.size != int(np.prod(meta["shape"])):
-            raise MicrocompilerError(f"input {path} has shape {list(arr.shape)} but the model input "
-                                     f"'{meta['name']}' needs {meta['shape']}")
-        want = np.dtype(np_dtype(meta["dtype"]))
-        if arr.dtype != want:
-            raise MicrocompilerError(f"input {path} has dtype {arr.dtype} but the model input '{meta['name']}' "
-                                     f"needs {want}; convert it with arr.astype(np.{want})")
-        arrays.append(arr.reshape(meta["shape"]))
-    return arrays
+    return [check_input(load_array(path), meta, f"input {path}") for path, meta in zip(paths, inputs_meta)]

@@ -21,6 +21,7 @@ DTYPES = {
     "int64": (np.int64, "int64_t"),
     "float32": (np.float32, "float"),
     "bool": (np.bool_, "uint8_t"),
+    "uint32": (np.uint32, "uint32_t"),
 }
 
 

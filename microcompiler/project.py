@@ -19,7 +19,9 @@ boards) and returns the report it prints.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -36,8 +38,10 @@ from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
-from microcompiler.inputs import load_inputs, random_inputs
+from microcompiler.inputs import check_input, load_inputs, random_inputs
 from microcompiler.ir import c_type, np_dtype
+from microcompiler.outdir import (check_output_dir, check_path_is_safe, listed_files, read_manifest,
+                                  replace_output_dir)
 from microcompiler.standalone import StandaloneResult, parse_reports
 
 PROJECT_FILE = "microcompiler-project.json"
@@ -80,15 +84,55 @@ class Project:
 
     @classmethod
     def load(cls, project_dir: str | Path) -> "Project":
-        project_dir = Path(project_dir).resolve()
-        info_path = project_dir / PROJECT_FILE
-        if not info_path.is_file():
+        try:
+            project_dir = Path(project_dir).resolve()
+            info_path = project_dir / PROJECT_FILE
+            is_project = info_path.is_file()
+        except (OSError, RuntimeError) as exc:  # a name too long; a loop of symbolic links (RuntimeError)
+            raise MicrocompilerError(f"cannot open project {project_dir}: {_why(exc)}") from None
+        if not is_project:
             raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
                                      "make one with 'microcompiler create-project'")
-        info = json.loads(info_path.read_text())
-        metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
+        info = read_project_info(project_dir)
+        try:
+            metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is missing or damaged ({_why(exc)}); "
+                                     f"{_RECREATE}") from None
+        if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
+            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is damaged (not a model "
+                                     f"library's metadata); {_RECREATE}")
         return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
                    info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", "standalone"))
+
+
+_RECREATE = "recreate the project with 'microcompiler create-project'"
+# The fields of microcompiler-project.json, with their types.
+_PROJECT_FIELDS = {"model": str, "board": str, "template": str, "executor": str, "stack_bytes": int}
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def read_project_info(project_dir: Path) -> dict:
+    """microcompiler-project.json, checked: a one-line error when it is unreadable or damaged."""
+    info_path = project_dir / PROJECT_FILE
+    try:
+        info = json.loads(info_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MicrocompilerError(f"cannot read {info_path} ({_why(exc)}); {_RECREATE}") from None
+    if not isinstance(info, dict):
+        raise MicrocompilerError(f"{info_path} is damaged (not a JSON object); {_RECREATE}")
+    for key, kind in _PROJECT_FIELDS.items():
+        if not isinstance(info.get(key), kind) or isinstance(info.get(key), bool):
+            raise MicrocompilerError(f"{info_path} is damaged ('{key}' is missing or not a {kind.__name__}); "
+                                     f"{_RECREATE}")
+    if info["executor"] not in EXECUTORS or info.get("mode", "standalone") not in MODES:
+        raise MicrocompilerError(f"{info_path} is damaged (unknown executor or mode); {_RECREATE}")
+    return info
 
 
 @dataclass
@@ -195,26 +239,49 @@ def _resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
         inputs = [inputs]
     if all(isinstance(x, (str, Path)) for x in inputs):
         return load_inputs([str(x) for x in inputs], metadata["inputs"])
-    arrays = []
     if len(inputs) != len(metadata["inputs"]):
         raise MicrocompilerError(f"the model has {len(metadata['inputs'])} input(s) but {len(inputs)} were given")
-    for arr, meta in zip(inputs, metadata["inputs"]):
-        arr = np.asarray(arr)
-        want = np.dtype(np_dtype(meta["dtype"]))
-        if arr.dtype != want or arr.size != int(np.prod(meta["shape"])):
-            raise MicrocompilerError(f"input for '{meta['name']}' is {arr.dtype}{list(arr.shape)}; the model "
-                                     f"needs {want}{meta['shape']}")
-        arrays.append(arr.reshape(meta["shape"]))
-    return arrays
+    return [check_input(np.asarray(arr), meta, f"input for '{meta['name']}'")
+            for arr, meta in zip(inputs, metadata["inputs"])]
 
 
-def _prepare_out_dir(out_dir: Path) -> None:
-    if out_dir.exists():
-        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / PROJECT_FILE).is_file()):
-            raise MicrocompilerError(f"{out_dir} exists and is not a microcompiler project; "
-                                     "choose another output directory")
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+# Top-level names a project written before microcompiler-project.json listed its files can hold.
+_LEGACY_PROJECT_ENTRIES = ("microcompiler-project.json", "board.toml", "CMakeLists.txt", "arm-none-eabi.cmake",
+                           "linker.ld", "src/main.c", "inputs", "model", "crt", "host_driven.json", "prj.conf",
+                           "legacy_zephyr.conf", "boards")
+BUILD_DIR = "build"  # written by 'microcompiler build' (CMake or west), replaced with the project
+
+
+def previous_project_files(directory: Path) -> set[str] | None:
+    """What a previous create-project (and build) wrote in ``directory``, or None if it is no project."""
+    try:
+        info = json.loads((directory / PROJECT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not all(k in info for k in ("model", "board", "template")):
+        return None
+    if "files" in info:
+        files = read_manifest(info["files"], directory)
+        return None if files is None else files | {BUILD_DIR}
+    return {name for name in (*_LEGACY_PROJECT_ENTRIES, BUILD_DIR) if (directory / name).exists()}
+
+
+def write_project_dir(out_dir: str | Path, fill: Callable[[Path], None], info: dict) -> Path:
+    """Write a project with ``fill(staging_dir)`` and put it at out_dir, never losing the user's files.
+
+    out_dir must be new, empty or a previous project (only the files that project's create-project
+    and build wrote are replaced: see microcompiler.outdir). The path must suit CMake and the shell.
+    """
+    out_dir = check_output_dir(out_dir, "project directory")
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
+
+    def fill_and_list(stage: Path) -> None:
+        fill(stage)
+        (stage / PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        files = listed_files(stage)
+        (stage / PROJECT_FILE).write_text(json.dumps({**info, "files": files}, indent=2) + "\n")
+
+    return replace_output_dir(out_dir, fill_and_list, previous_project_files, "microcompiler project")
 
 
 def _copy_runtime(project_dir: Path, family: str) -> None:
@@ -252,6 +319,8 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
     if template == "baremetal" and board.platform is None:
         raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
     definitions = platform_definitions(board)
+    check_output_dir(out_dir, "project directory")  # fail before the compile
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
     if isinstance(model, ModelLibrary):
         library = model
     else:
@@ -261,45 +330,45 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
     check_fits(metadata, board, "graph" if mode == "host-driven" else executor, stack_bytes)
     arrays = _resolve_inputs(input, metadata)
 
-    out_dir = Path(out_dir).resolve()
-    _prepare_out_dir(out_dir)
-    library.write(out_dir / "model")
-    _copy_runtime(out_dir, board.platform)
-    shutil.copyfile(board.source, out_dir / "board.toml")
-    (out_dir / "inputs").mkdir()
-    input_values = []
-    for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
-        np.save(out_dir / "inputs" / f"input{k}.npy", arr)
-        input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
-                               "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
-    outputs = [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
-               for meta in metadata["outputs"]]
-
-    template_dir = resources.templates_dir() / template
-    name = metadata["name"]
-    sources = sorted(p.relative_to(out_dir).as_posix() for pattern in
-                     ("model/src/*.c", "crt/src/*.c", f"crt/platform/{board.platform}/*.c")
-                     for p in out_dir.glob(pattern))
-    values = dict(name=name, NAME=name.upper(), board=board, executor=executor, inputs=input_values,
-                  outputs=outputs, input_origin="given" if input is not None else "seeded random",
-                  board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
-                  weights=board.weights_region,
-                  stack_bytes=stack_bytes, cflags=board.cpu.cflags, definitions=definitions, sources=sources)
-    (out_dir / "src").mkdir()
-    if mode == "host-driven":
-        from microcompiler.rpc.host_project import rpc_template_values
-        from microcompiler.rpc.plan import ModelPlan
-        values.update(rpc_template_values(library))
-        ModelPlan.from_library(library).save(out_dir)
-    main_template = "rpc_main.c.j2" if mode == "host-driven" else "main.c.j2"
-    (out_dir / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
-    (out_dir / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
-    (out_dir / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
-    shutil.copyfile(template_dir / "arm-none-eabi.cmake", out_dir / "arm-none-eabi.cmake")
-    info = {"model": name, "board": board.name, "template": template, "executor": executor,
+    info = {"model": metadata["name"], "board": board.name, "template": template, "executor": executor,
             "stack_bytes": stack_bytes, "mode": mode}
-    (out_dir / PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
-    return Project.load(out_dir)
+
+    def fill(stage: Path) -> None:
+        library.write(stage / "model")
+        _copy_runtime(stage, board.platform)
+        shutil.copyfile(board.source, stage / "board.toml")
+        (stage / "inputs").mkdir()
+        input_values = []
+        for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
+            np.save(stage / "inputs" / f"input{k}.npy", arr)
+            input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
+                                 "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
+        outputs = [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
+                   for meta in metadata["outputs"]]
+
+        template_dir = resources.templates_dir() / template
+        name = metadata["name"]
+        sources = sorted(p.relative_to(stage).as_posix() for pattern in
+                         ("model/src/*.c", "crt/src/*.c", f"crt/platform/{board.platform}/*.c")
+                         for p in stage.glob(pattern))
+        values = dict(name=name, NAME=name.upper(), board=board, executor=executor, inputs=input_values,
+                      outputs=outputs, input_origin="given" if input is not None else "seeded random",
+                      board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
+                      weights=board.weights_region,
+                      stack_bytes=stack_bytes, cflags=board.cpu.cflags, definitions=definitions, sources=sources)
+        (stage / "src").mkdir()
+        if mode == "host-driven":
+            from microcompiler.rpc.host_project import rpc_template_values
+            from microcompiler.rpc.plan import ModelPlan
+            values.update(rpc_template_values(library))
+            ModelPlan.from_library(library).save(stage)
+        main_template = "rpc_main.c.j2" if mode == "host-driven" else "main.c.j2"
+        (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
+        (stage / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
+        (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
+        shutil.copyfile(template_dir / "arm-none-eabi.cmake", stage / "arm-none-eabi.cmake")
+
+    return Project.load(write_project_dir(out_dir, fill, info))
 
 
 # ---- Build ----
@@ -311,9 +380,50 @@ def _require_tool(tool: str, hint: str) -> str:
     return path
 
 
+def _cmake_cache_entry(build_dir: Path, key: str) -> str | None:
+    try:
+        text = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    found = re.search(rf"^{key}:\w+=(.*)$", text, re.MULTILINE)
+    return found.group(1).strip() if found else None
+
+
+def _same_directory(a: str, b: Path) -> bool:
+    try:
+        return os.path.realpath(a) == str(b.resolve()) or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_build_dir(project: Project, build_dir: Path, log: Log) -> None:
+    """A copied or moved project must build its own sources, not the ones CMake's cache points at."""
+    source = _cmake_cache_entry(build_dir, "CMAKE_HOME_DIRECTORY")
+    if source is None or _same_directory(source, project.dir):
+        return
+    if _cmake_cache_entry(build_dir, "CMAKE_PROJECT_NAME") != f"{project.model}_firmware":
+        raise MicrocompilerError(f"{build_dir} holds a CMake build of {source}, not of this project; remove "
+                                 "it (or move it away) and build again")
+    log(f"{project.dir.name} was copied or moved from {Path(source)}; configuring a fresh build directory")
+    try:
+        shutil.rmtree(build_dir)
+    except OSError as exc:
+        raise MicrocompilerError(f"cannot remove the stale build directory {build_dir}: {_why(exc)}") from None
+
+
+def _check_can_build(project: Project) -> None:
+    check_path_is_safe(project.dir, "the project directory")  # a project moved under such a path
+    build_dir = project.dir / BUILD_DIR
+    target = build_dir if build_dir.is_dir() else project.dir
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise MicrocompilerError(f"cannot build {project.dir}: no write permission for {target} (the build "
+                                 f"writes to {build_dir}); copy the project somewhere writable")
+
+
 def build(project_dir: str | Path, log: Log = print) -> BuildResult:
     """Configure (once) and build the project with CMake and Ninja; returns the firmware sizes."""
     project = Project.load(project_dir)
+    _check_can_build(project)
     if project.template == "zephyr":
         from microcompiler import zephyr
         return zephyr.build(project.dir, log=log)
@@ -321,7 +431,8 @@ def build(project_dir: str | Path, log: Log = print) -> BuildResult:
     _require_tool("ninja", "install Ninja (Debian: apt-get install ninja-build)")
     _require_tool("arm-none-eabi-gcc", "install the GNU Arm Embedded toolchain "
                   "(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
-    build_dir = project.dir / "build"
+    build_dir = project.dir / BUILD_DIR
+    _check_build_dir(project, build_dir, log)
     if not (build_dir / "build.ninja").is_file():
         log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
         _run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], _quiet, "cmake")
@@ -397,7 +508,8 @@ def flash(project_dir: str | Path, timeout: float = 300.0, log: Log = print) -> 
         from microcompiler import zephyr
         return zephyr.flash(project.dir, timeout=timeout, log=log)
     if not project.elf.is_file():
-        raise MicrocompilerError(f"{project.elf} does not exist; run 'microcompiler build {project.dir}' first")
+        raise MicrocompilerError(f"{project.elf} does not exist; build it first: "
+                                     f"microcompiler build {shlex.quote(str(project.dir))}")
     board = project.board
     if not board.emulated:
         raise ToolchainError(f"flashing the hardware board {board.name} (runner {board.runner}) is not "

@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -145,8 +146,11 @@ def create_zephyr_project(model, board: str | Board, out_dir: str | Path, execut
     .npy paths or arrays. ``stack_bytes``: CONFIG_MAIN_STACK_SIZE (default: sized for the model).
     """
     from microcompiler import project as projects
+    from microcompiler.outdir import check_output_dir, check_path_is_safe
     board = board if isinstance(board, Board) else load_board(board)
     target = zephyr_target(board)
+    check_output_dir(out_dir, "project directory")  # fail before the compile
+    check_path_is_safe(Path(os.path.realpath(out_dir)), "the project directory")
     if executor not in EXECUTORS:
         raise MicrocompilerError(f"unknown executor '{executor}'; use one of {', '.join(EXECUTORS)}")
     if mode not in MODES:
@@ -166,51 +170,51 @@ def create_zephyr_project(model, board: str | Board, out_dir: str | Path, execut
                         stack + KERNEL_RAM_BYTES)
     arrays = projects._resolve_inputs(input, meta)
 
-    out_dir = Path(out_dir).resolve()
-    projects._prepare_out_dir(out_dir)
-    library.write(out_dir / "model")
-    projects._copy_runtime(out_dir, TEMPLATE)
-    shutil.copyfile(board.source, out_dir / "board.toml")
-    (out_dir / "inputs").mkdir()
-    inputs = []
-    for k, (arr, tensor) in enumerate(zip(arrays, meta["inputs"])):
-        np.save(out_dir / "inputs" / f"input{k}.npy", arr)
-        inputs.append({**tensor, "elements": max(1, arr.size), "initializer": c_initializer(arr),
-                         "definition": c_array(f"g_{tensor['c_name']}", c_type(tensor["dtype"]), arr)})
-    outputs = [{**t, "elements": max(1, t["bytes"] // np.dtype(np_dtype(t["dtype"])).itemsize)}
-               for t in meta["outputs"]]
-
-    facts = board_facts(board)
-    portable = sorted(p.relative_to(out_dir).as_posix()
-                      for pattern in ("model/src/*.c", "crt/src/*.c") for p in out_dir.glob(pattern))
-    values = dict(name=meta["name"], NAME=meta["name"].upper(), board=board, zephyr_board=target, mode=mode,
-                  executor=executor, inputs=inputs, outputs=outputs,
-                  input_origin="given" if input is not None else "seeded random", main_stack_bytes=stack,
-                  facts=facts, timing_api=uses_timing_api(board), portable_sources=portable,
-                  rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS)
-    if mode == "host-driven":
-        from microcompiler.rpc.host_project import rpc_template_values
-        from microcompiler.rpc.plan import ModelPlan
-        values.update(rpc_template_values(library))
-        ModelPlan.from_library(library).save(out_dir)
-    template_dir = resources.templates_dir() / TEMPLATE
-    (out_dir / "src").mkdir()
-    main_template = "host_driven_main.c.j2" if mode == "host-driven" else "main.c.j2"
-    (out_dir / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
-    (out_dir / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
-    (out_dir / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))
-    shutil.copyfile(template_dir / "legacy_zephyr.conf", out_dir / "legacy_zephyr.conf")
-    (out_dir / "boards").mkdir()
-    fragment = render_template(template_dir, "board.conf.j2", **values)
-    stems = [board_file_stem(target)]
-    if target in RENAMED_TARGETS:  # the same fragment under the board's name in older Zephyr
-        stems.append(board_file_stem(RENAMED_TARGETS[target][0]))
-    for stem in stems:
-        (out_dir / "boards" / f"{stem}.conf").write_text(fragment)
     info = {"model": meta["name"], "board": board.name, "template": TEMPLATE, "executor": executor,
             "stack_bytes": stack, "mode": mode, "zephyr_board": target}
-    (out_dir / projects.PROJECT_FILE).write_text(json.dumps(info, indent=2) + "\n")
-    return projects.Project.load(out_dir)
+
+    def fill(stage: Path) -> None:
+        library.write(stage / "model")
+        projects._copy_runtime(stage, TEMPLATE)
+        shutil.copyfile(board.source, stage / "board.toml")
+        (stage / "inputs").mkdir()
+        inputs = []
+        for k, (arr, tensor) in enumerate(zip(arrays, meta["inputs"])):
+            np.save(stage / "inputs" / f"input{k}.npy", arr)
+            inputs.append({**tensor, "elements": max(1, arr.size), "initializer": c_initializer(arr),
+                           "definition": c_array(f"g_{tensor['c_name']}", c_type(tensor["dtype"]), arr)})
+        outputs = [{**t, "elements": max(1, t["bytes"] // np.dtype(np_dtype(t["dtype"])).itemsize)}
+                   for t in meta["outputs"]]
+
+        facts = board_facts(board)
+        portable = sorted(p.relative_to(stage).as_posix()
+                          for pattern in ("model/src/*.c", "crt/src/*.c") for p in stage.glob(pattern))
+        values = dict(name=meta["name"], NAME=meta["name"].upper(), board=board, zephyr_board=target, mode=mode,
+                      executor=executor, inputs=inputs, outputs=outputs,
+                      input_origin="given" if input is not None else "seeded random", main_stack_bytes=stack,
+                      facts=facts, timing_api=uses_timing_api(board), portable_sources=portable,
+                      rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS)
+        if mode == "host-driven":
+            from microcompiler.rpc.host_project import rpc_template_values
+            from microcompiler.rpc.plan import ModelPlan
+            values.update(rpc_template_values(library))
+            ModelPlan.from_library(library).save(stage)
+        template_dir = resources.templates_dir() / TEMPLATE
+        (stage / "src").mkdir()
+        main_template = "host_driven_main.c.j2" if mode == "host-driven" else "main.c.j2"
+        (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
+        (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
+        (stage / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))
+        shutil.copyfile(template_dir / "legacy_zephyr.conf", stage / "legacy_zephyr.conf")
+        (stage / "boards").mkdir()
+        fragment = render_template(template_dir, "board.conf.j2", **values)
+        stems = [board_file_stem(target)]
+        if target in RENAMED_TARGETS:  # the same fragment under the board's name in older Zephyr
+            stems.append(board_file_stem(RENAMED_TARGETS[target][0]))
+        for stem in stems:
+            (stage / "boards" / f"{stem}.conf").write_text(fragment)
+
+    return projects.Project.load(projects.write_project_dir(out_dir, fill, info))
 
 
 def elf_path(project_dir: str | Path) -> Path:
@@ -328,7 +332,8 @@ def open_link(project, log=print, port: str | None = None):
         from microcompiler.transport.qemu import QemuTransport
         elf = elf_path(project.dir)
         if not elf.is_file():
-            raise MicrocompilerError(f"{elf} does not exist; run 'microcompiler build {project.dir}' first")
+            raise MicrocompilerError(f"{elf} does not exist; build it first: "
+                                 f"microcompiler build {shlex.quote(str(project.dir))}")
         log(f"running {elf.name} in QEMU ({project.board.qemu_machine})")
         return QemuTransport(project.board.qemu_machine, elf)
     from microcompiler.transport.serial import SerialTransport

@@ -135,11 +135,13 @@ def test_logistic_matches_tflm(tmp_path, dtype, shape, scale, zp, sanitize):
 def test_int16_tables_are_flash_constants(tmp_path):
     lib = compile_bytes(softmax_model("int16", "int16", [1, 12], scale=0.001), tmp_path)
     ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
-    assert "static const int16_t model_op0_softmax_exp_lut[513]" in ops_c
-    assert "static const int16_t model_op0_softmax_one_over_one_plus_x_lut[513]" in ops_c
+    fn = lib.metadata["operators"][0]["function"]
+    assert f"static const int16_t {fn}_exp_lut[513]" in ops_c
+    assert f"static const int16_t {fn}_one_over_one_plus_x_lut[513]" in ops_c
     lib = compile_bytes(logistic_model("int16", [4], scale=0.001), tmp_path / "b")
     ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
-    assert "static const uint16_t model_op0_logistic_sigmoid_table[256]" in ops_c
+    fn = lib.metadata["operators"][0]["function"]
+    assert f"static const uint16_t {fn}_sigmoid_table[256]" in ops_c
 
 
 def test_exp_table_matches_the_c_library():

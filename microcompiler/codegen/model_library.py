@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
+from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 
@@ -31,7 +33,8 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _ENV.filters["comment"] = comment_text
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h"]
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
+                   "kernel_elementwise.h"]
 
 
 @dataclass
@@ -43,6 +46,7 @@ class OpFunction:
     comment: str
     macs: int
     variant: dict
+    weights_bytes: int = 0  # the flash arrays this operator added (a shared one counts for its first user)
 
 
 @dataclass
@@ -62,27 +66,36 @@ class ModelLibrary:
 
 
 def _layer_comment(graph: Graph, op: Operator) -> str:
-    out = graph.tensors[op.outputs[0]]
+    """One line: the operator, its options, its index in the model and the layer's full name."""
     opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
-    return comment_text(f"Layer '{out.name}': operator {op.index} of the model, {op.kind}({opts})")
+    return comment_text(f"{op.kind}({opts}), operator {op.index}: '{full_layer_name(graph, op)}'")
 
 
 def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
-                   features: frozenset[str], tuning: dict | None = None) -> OpFunction:
+                   features: frozenset[str], tuning: dict | None = None, layer: str | None = None) -> OpFunction:
     kernel = kernel_for(op)
     kernel.check(op, graph)
-    name = f"{prefix}_op{op.index}_{op.kind.lower()}"
+    name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
-    knobs = {**tuning.get(op.kind, {}), **tuning.get(op.index, {})}  # per kind, then per operator index
+    # "*" for every operator, then per kind, then per operator index
+    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
+    first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
+    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in params.arrays[first_array:])
     fparams = []
+    unused = []
     for tensor, pname in ctx.param_names.items():
         t = graph.tensors[tensor]
         const = "const " if pname.startswith("input") else ""
         fparams.append((f"{const}{c_type(t.dtype)}*", pname, tensor))
+        if not re.search(rf"\b{pname}\b", body):
+            unused.append(pname)
+    if unused:  # inputs whose values the operator never reads (e.g. a RESHAPE's shape tensor)
+        body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
-    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant)
+    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant,
+                      weights_bytes)
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
@@ -94,7 +107,24 @@ def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
     return info
 
 
-def _pointer(graph: Graph, tensor: int, name: str) -> str:
+def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, str]]:
+    """storage tensor -> (C name of its arena offset, comment): ``conv1_out`` for the output of
+    layer conv1 (``conv1_out1`` for an operator's second output)."""
+    slices = {}
+    for step, op in enumerate(graph.operators):
+        for k, o in enumerate(op.outputs):
+            root = graph.storage(o)
+            if root in graph.offsets and root not in slices:
+                t = graph.tensors[root]
+                readers = [s for s, later in enumerate(graph.operators)
+                           if any(i >= 0 and graph.storage(i) == root for i in later.inputs)]
+                span = f"operators {step}..{max(readers)}" if readers else f"operator {step}"
+                slices[root] = (f"{layers[op.index]}_out{k if k else ''}",
+                                f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
+    return slices
+
+
+def _pointer(graph: Graph, tensor: int, name: str, slices: dict[int, tuple[str, str]]) -> str:
     """The C expression for a tensor's memory inside <name>_run."""
     root = graph.storage(tensor)
     ctype = c_type(graph.tensors[tensor].dtype)
@@ -102,7 +132,7 @@ def _pointer(graph: Graph, tensor: int, name: str) -> str:
         return f"input{graph.inputs.index(root)}"
     if root in graph.outputs:
         return f"output{graph.outputs.index(root)}"
-    return f"({ctype}*)&{name}_arena.bytes[{graph.offsets[root]}]"
+    return f"({ctype}*)&{name}_arena.bytes[{slices[root][0]}]"
 
 
 def model_fingerprint(files: dict[str, str], inputs: list[dict], outputs: list[dict]) -> str:
@@ -151,16 +181,20 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     name = graph.name
     _check_outputs(graph)
     params = ParamSink(name)
-    functions = [_emit_function(graph, op, name, params, features, tuning) for op in graph.operators]
+    layers = layer_names(graph)
+    functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
+                 for op in graph.operators]
+    slices = arena_slices(graph, layers)
     inputs = [_tensor_info(graph, t, f"input{k}") for k, t in enumerate(graph.inputs)]
     outputs = [_tensor_info(graph, t, f"output{k}") for k, t in enumerate(graph.outputs)]
     calls = []
     for fn in functions:
-        args = [_pointer(graph, tensor, name) for _, _, tensor in fn.params]
+        args = [_pointer(graph, tensor, name, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
     values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
+                  slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
@@ -180,10 +214,10 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "scratch_bytes": params.scratch_bytes,
         "operators": [{
             "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
-            "layer": graph.tensors[fn.op.outputs[0]].name,
+            "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs, "kernel": fn.variant,
+            "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         } for fn in functions],
         "total_macs": sum(fn.macs for fn in functions),
         "fingerprint": fingerprint,

@@ -1,22 +1,33 @@
 """``microcompiler compile MODEL -o DIR``: write the model library."""
 from __future__ import annotations
 
-from microcompiler.compiler import compile_model, write_atomically
+from microcompiler.boards import HOST, load_board
+from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, compile_model, write_atomically
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile a .tflite model into a C model library",
                        description="Compile MODEL into DIR/src/*.c, DIR/include/*.h and DIR/metadata.json.")
     p.add_argument("model", help="the .tflite file")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (replaced)")
-    p.add_argument("--name", help="C name prefix (default: from the model file name)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory: new, empty, or a model library compiled before (only the files "
+                        "that compile wrote are replaced; anything else is refused)")
+    p.add_argument("--name", help=f"C name prefix: a C identifier of at most {MAX_NAME_LENGTH} characters (default: from "
+                        "the model file name)")
+    p.add_argument("--board", help="compile for this board's CPU (its fast kernels, e.g. the DSP extension's "
+                        "SIMD on mps2_an386); default: portable C for any target ('microcompiler boards' lists them)")
+    p.add_argument("--kernels", choices=KERNEL_CHOICES, default="fast",
+                   help="fast (default): the fastest kernel for the target; reference: every layer as its plain "
+                        "reference loop nest, to read or diff against the fast version")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    library = compile_model(args.model, name=args.name)
+    features = load_board(args.board).cpu.features if args.board not in (None, HOST) else frozenset()
+    library = compile_model(args.model, name=args.name, features=features, kernels=args.kernels)
     out = write_atomically(library, args.output)
     meta = library.metadata
-    print(f"compiled {meta['name']}: {len(meta['operators'])} operators, arena {meta['arena_bytes']} B, "
-          f"weights {meta['params_bytes']} B -> {out}")
+    target = f" for {args.board}" if args.board else ""
+    kernels = ", reference kernels" if args.kernels == "reference" else ""
+    print(f"compiled {meta['name']}{target}{kernels}: {len(meta['operators'])} operators, arena "
+          f"{meta['arena_bytes']} B, weights {meta['params_bytes']} B -> {out}")
     return 0

@@ -1,6 +1,8 @@
 """``microcompiler create-project MODEL --template T --board B -o DIR``: write a firmware project."""
 from __future__ import annotations
 
+import shlex
+
 from microcompiler.project import DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_project
 
 
@@ -13,7 +15,9 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--template", default="baremetal", help="project template (default: baremetal)")
     p.add_argument("--board", required=True, help="board name (see 'microcompiler boards')")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="project directory (replaced)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="project directory: new, empty, or a project created before (only the files "
+                        "microcompiler wrote there are replaced; anything else is refused)")
     p.add_argument("--executor", choices=EXECUTORS, default="aot",
                    help="aot: the generated <model>_run(); graph: the on-device graph executor (default: aot)")
     p.add_argument("--input", action="append", default=None, metavar="X.npy",
@@ -33,5 +37,5 @@ def run(args) -> int:
     meta = project.metadata
     print(f"created {project.dir}: {meta['name']} on {project.board.name} ({project.executor} executor, "
           f"weights {meta['params_bytes']:,} B, arena {meta['arena_bytes']:,} B); "
-          f"build it with 'microcompiler build {args.output}'")
+          f"build it with: microcompiler build {shlex.quote(args.output)}")
     return 0

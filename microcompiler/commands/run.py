@@ -16,6 +16,7 @@ import numpy as np
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.arguments import positive_seconds
 from microcompiler.compiler import compile_model
+from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.project import EXECUTORS, run_on_board
 
@@ -67,6 +68,10 @@ def run(args) -> int:
         from microcompiler.rpc.cli import run_host_driven
         return run_host_driven(args)
     board = None if args.board == HOST else load_board(args.board)  # unknown board: fail before compiling
+    if board is None and args.keep:
+        raise MicrocompilerError("--keep writes a firmware project, for boards (or --mode host-driven); "
+                                 "--board host builds in a temporary directory: use 'microcompiler compile' "
+                                 "to keep the model library")
     library = compile_model(args.model, features=board.cpu.features if board else frozenset())
     meta = library.metadata
     inputs = load_inputs(args.input, meta["inputs"]) if args.input else random_inputs(meta["inputs"])

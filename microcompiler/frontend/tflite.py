@@ -17,8 +17,10 @@ from tflite.BuiltinOperator import BuiltinOperator
 from tflite.TensorType import TensorType
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
+from microcompiler.frontend.options import operator_options
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
-from microcompiler.ops import SUPPORTED_OPERATORS
+from microcompiler.ops import supported_operators
+from microcompiler.ops.tflm_operators import where_it_stands
 
 _OPCODE_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {
@@ -29,9 +31,8 @@ _TYPE_NAMES = {
     TensorType.BOOL: "bool",
     TensorType.INT16: "int16",
     TensorType.INT8: "int8",
+    TensorType.UINT32: "uint32",
 }
-_ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
-_PADDINGS = {0: "SAME", 1: "VALID"}
 _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against absurd shapes
 
 
@@ -95,6 +96,7 @@ class _Importer:
                 "(control flow such as WHILE/IF is not supported)")
         sub = model.Subgraphs(0)
         tensors = [self._tensor(sub.Tensors(i), i) for i in range(sub.TensorsLength())]
+        self.tensors = tensors
         n = len(tensors)
         inputs = [int(i) for i in _ints(sub.InputsAsNumpy())]
         outputs = [int(i) for i in _ints(sub.OutputsAsNumpy())]
@@ -104,6 +106,11 @@ class _Importer:
             for i in idxs:
                 if not 0 <= i < n:
                     raise ModelFormatError(f"model {kind} refers to tensor {i}, but there are {n} tensors")
+                if tensors[i].size == 0:
+                    raise UnsupportedModelError(
+                        f"model {kind} tensor {i} ('{tensors[i].name}') has shape {list(tensors[i].shape)} "
+                        "with no elements; TFLite Micro cannot run zero-sized tensors either: export the "
+                        "model with non-empty shapes")
         operators = [self._operator(sub.Operators(i), i, n) for i in range(sub.OperatorsLength())]
         _check_order(tensors, operators, inputs, outputs)
         return Graph(self.name, tensors, operators, inputs, outputs)
@@ -119,6 +126,8 @@ class _Importer:
                 f"tensor {index} ('{tname}') has type {names.get(t.Type(), t.Type())}; supported types: "
                 f"{', '.join(sorted(set(_TYPE_NAMES.values())))}")
         dtype = _TYPE_NAMES[t.Type()]
+        # The shape, not the shape signature: a -1 batch in the signature with a fixed shape of 1
+        # is what converters write for "batch size 1", and TFLM runs the fixed shape too.
         shape = tuple(int(d) for d in _ints(t.ShapeAsNumpy()))
         if any(d < 0 for d in shape):
             raise UnsupportedModelError(
@@ -127,27 +136,38 @@ class _Importer:
         elements = int(np.prod(shape, dtype=np.float64)) if shape else 1
         if elements > _MAX_ELEMENTS:
             raise ModelFormatError(f"tensor {index} ('{tname}') claims an absurd shape {list(shape)}")
-        quant = self._quantization(t.Quantization(), index, tname, shape)
         data = self._buffer(t.Buffer(), index, tname, dtype, shape, elements)
+        if data is None and elements == 0:
+            data = np.zeros(shape, dtype=_np(dtype))  # an empty constant (e.g. the shape of a scalar)
+        quant = self._quantization(t.Quantization(), index, tname, shape)
         return Tensor(tname, shape, dtype, quant, data)
 
     def _quantization(self, q, index, tname, shape):
+        """Quantization parameters, read as leniently as TFLM reads them (micro_allocator.cc).
+
+        TFLM takes as many zero points as there are scales (one zero point is repeated), uses the
+        first scale and zero point wherever a kernel wants per-tensor parameters, and never checks
+        ``quantized_dimension`` where no kernel reads it (biases, activations). Per-channel
+        parameters that are all equal are per-tensor. Kernels that use per-channel scales check
+        the axis themselves; kernels that need per-tensor parameters refuse the rest.
+        """
         if q is None or q.ScaleLength() == 0:
             return None
         scale = [float(s) for s in q.ScaleAsNumpy()]
-        zp = [int(z) for z in _ints(q.ZeroPointAsNumpy())] or [0] * len(scale)
+        zp = [int(z) for z in _ints(q.ZeroPointAsNumpy())] or [0]
         axis = int(q.QuantizedDimension())
-        if len(zp) == 1 and len(scale) > 1:
+        if len(zp) == 1:
             zp = zp * len(scale)
-        if len(zp) != len(scale):
+        if len(zp) < len(scale):
             raise ModelFormatError(
-                f"tensor {index} ('{tname}') has {len(scale)} scales but {len(zp)} zero points")
-        if len(scale) > 1 and not (0 <= axis < len(shape) and shape[axis] == len(scale)):
-            raise ModelFormatError(
-                f"tensor {index} ('{tname}') has {len(scale)} per-channel scales on dimension {axis} of "
-                f"shape {list(shape)}")
+                f"tensor {index} ('{tname}') has {len(scale)} scales but only {len(zp)} zero points; "
+                "the file is corrupted")
+        zp = zp[:len(scale)]
         if not all(np.isfinite(s) and s > 0 for s in scale):
-            raise ModelFormatError(f"tensor {index} ('{tname}') has a non-positive or non-finite scale")
+            raise ModelFormatError(f"tensor {index} ('{tname}') has a non-positive or non-finite scale; "
+                                   "the file is corrupted")
+        if len(set(scale)) == 1 and len(set(zp)) == 1:
+            scale, zp = scale[:1], zp[:1]
         return Quantization(scale, zp, axis)
 
     def _buffer(self, buffer_index, index, tname, dtype, shape, elements):
@@ -186,28 +206,37 @@ class _Importer:
         code = model.OperatorCodes(code_index)
         builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
+        custom = None
         if kind == "CUSTOM":
             custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
             kind = f"CUSTOM ('{custom}')"
-        if kind not in SUPPORTED_OPERATORS:
+        kernels = supported_operators()
+        if kind not in kernels:
             raise UnsupportedModelError(
-                f"unsupported operator {kind} at operator index {index}; supported operators: "
-                f"{', '.join(sorted(SUPPORTED_OPERATORS))}")
+                f"unsupported operator {kind} at operator index {index}: {where_it_stands(kind, custom)}; "
+                "'microcompiler ops' lists the supported operators")
         inputs = [int(i) for i in _ints(op.InputsAsNumpy())]
         outputs = [int(i) for i in _ints(op.OutputsAsNumpy())]
         for i in inputs + outputs:
             if not -1 <= i < n_tensors:
                 raise ModelFormatError(
                     f"operator {index} ({kind}) refers to tensor {i}, but there are {n_tensors} tensors")
-        if len(outputs) != 1 or -1 in outputs:
-            raise ModelFormatError(f"operator {index} ({kind}) has {len(outputs)} outputs, expected one; "
-                                   "the file is corrupted")
-        fewest, most = SUPPORTED_OPERATORS[kind]
+        (fewest, most), (fewest_out, most_out) = kernels[kind].io_counts(kind)
+        if not fewest_out <= len(outputs) <= most_out or -1 in outputs:
+            expected = fewest_out if fewest_out == most_out else f"{fewest_out} to {most_out}"
+            raise ModelFormatError(f"operator {index} ({kind}) has {len(outputs)} outputs, expected "
+                                   f"{expected}; the file is corrupted")
         required = inputs[:fewest]
         if not fewest <= len(inputs) <= most or -1 in required:
             raise ModelFormatError(f"operator {index} ({kind}) has {len(inputs)} inputs, expected "
                                    f"{fewest}{'' if fewest == most else f' to {most}'}; the file is corrupted")
-        options = _options(kind, op)
+        for o in outputs:
+            if self.tensors[o].size == 0:
+                raise UnsupportedModelError(
+                    f"operator {index} ({kind}) writes tensor {o} ('{self.tensors[o].name}') of shape "
+                    f"{list(self.tensors[o].shape)}, which has no elements; TFLite Micro cannot run "
+                    "zero-sized tensors either: export the model with non-empty shapes")
+        options = operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
 
 
@@ -228,7 +257,10 @@ def _check_order(tensors, operators, inputs, outputs):
     for o in outputs:
         if o not in ready:
             raise ModelFormatError(f"model output tensor {o} is never written; the file is corrupted")
+    kernels = supported_operators()
     for op in operators:
+        if not kernels[op.kind].quantized_io:
+            continue
         for i in op.inputs + op.outputs:
             t = tensors[i] if i >= 0 else None
             if t is not None and t.dtype in ("int8", "int16") and t.quant is None and not t.is_constant:
@@ -245,59 +277,3 @@ def _ints(arr) -> np.ndarray:
 def _np(dtype: str):
     from microcompiler.ir import np_dtype
     return np_dtype(dtype)
-
-
-def _table(op, cls):
-    table = op.BuiltinOptions()
-    if table is None:
-        return None
-    opts = cls()
-    opts.Init(table.Bytes, table.Pos)
-    return opts
-
-
-def _options(kind: str, op) -> dict:
-    """The operator's builtin options as a plain dict (defaults where the file omits them)."""
-    if kind == "CONV_2D":
-        o = _table(op, tflite.Conv2DOptions)
-        return dict(padding=_PADDINGS.get(o.Padding(), "?") if o else "SAME",
-                    stride_h=o.StrideH() if o else 1, stride_w=o.StrideW() if o else 1,
-                    dilation_h=o.DilationHFactor() if o else 1, dilation_w=o.DilationWFactor() if o else 1,
-                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
-    if kind == "DEPTHWISE_CONV_2D":
-        o = _table(op, tflite.DepthwiseConv2DOptions)
-        return dict(padding=_PADDINGS.get(o.Padding(), "?") if o else "SAME",
-                    stride_h=o.StrideH() if o else 1, stride_w=o.StrideW() if o else 1,
-                    dilation_h=o.DilationHFactor() if o else 1, dilation_w=o.DilationWFactor() if o else 1,
-                    depth_multiplier=o.DepthMultiplier() if o else 1,
-                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
-    if kind == "FULLY_CONNECTED":
-        o = _table(op, tflite.FullyConnectedOptions)
-        return dict(activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE",
-                    keep_num_dims=bool(o.KeepNumDims()) if o else False,
-                    weights_format=o.WeightsFormat() if o else 0)
-    if kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-        o = _table(op, tflite.Pool2DOptions)
-        if o is None:
-            raise ModelFormatError(f"{kind} operator has no pooling options; the file is corrupted")
-        return dict(padding=_PADDINGS.get(o.Padding(), "?"), stride_h=o.StrideH(), stride_w=o.StrideW(),
-                    filter_h=o.FilterHeight(), filter_w=o.FilterWidth(),
-                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?"))
-    if kind == "ADD":
-        o = _table(op, tflite.AddOptions)
-        return dict(activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE",
-                    pot_scale_int16=bool(o.PotScaleInt16()) if o else True)
-    if kind == "MUL":
-        o = _table(op, tflite.MulOptions)
-        return dict(activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
-    if kind == "SOFTMAX":
-        o = _table(op, tflite.SoftmaxOptions)
-        return dict(beta=float(o.Beta()) if o else 1.0)
-    if kind == "CONCATENATION":
-        o = _table(op, tflite.ConcatenationOptions)
-        return dict(axis=o.Axis() if o else 0,
-                    activation=_ACTIVATIONS.get(o.FusedActivationFunction(), "?") if o else "NONE")
-    if kind == "MEAN":
-        o = _table(op, tflite.ReducerOptions)
-        return dict(keep_dims=bool(o.KeepDims()) if o else False)
-    return {}

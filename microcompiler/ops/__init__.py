@@ -1,7 +1,8 @@
-"""Operator kernels: one module per TFLite operator, each emitting one specialised C function.
+"""Operator kernels: one module per TFLite operator (or family), each emitting one specialised C function.
 
 A kernel module defines a subclass of :class:`microcompiler.ops.base.OpKernel` and registers it
-with :func:`register`. ``SUPPORTED_OPERATORS`` is what the importer accepts; see
+with :func:`register`; the class describes itself (inputs, outputs, types, options, fast kernels),
+so the importer, ``microcompiler ops`` and ``docs/operators.md`` all read the same registry. See
 docs/architecture.md ("How to add an operator").
 """
 import importlib
@@ -9,20 +10,23 @@ import pkgutil
 
 from microcompiler.ops.base import KERNELS, OpKernel, kernel_for, register  # noqa: F401
 
-# The importer checks operators against this table before any kernel module is loaded:
-# kind -> (fewest inputs, most inputs) as the TFLite schema defines them; every kind has one output.
-SUPPORTED_OPERATORS = {
-    "CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "ADD": (2, 2), "MUL": (2, 2),
-    "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "RESHAPE": (1, 2), "SOFTMAX": (1, 1),
-    "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "RELU": (1, 1), "RELU6": (1, 1), "PAD": (2, 2),
-    "CONCATENATION": (1, 16), "MEAN": (2, 2), "LOGISTIC": (1, 1),
-}
-
-_HELPER_MODULES = {"base", "quant"}
+# Modules in this package that hold shared helpers rather than kernels.
+_HELPER_MODULES = {"base", "quant", "fast", "tflm_operators", "registry"}
+_loaded = False
 
 
 def load_kernels() -> None:
     """Import every kernel module in this package so that each registers itself."""
+    global _loaded
+    if _loaded:
+        return
     for module in pkgutil.iter_modules(__path__):
-        if module.name not in _HELPER_MODULES:
+        if module.name not in _HELPER_MODULES and not module.ispkg:
             importlib.import_module(f"microcompiler.ops.{module.name}")
+    _loaded = True
+
+
+def supported_operators() -> dict[str, OpKernel]:
+    """Operator kind -> the kernel that compiles it, for every operator microcompiler supports."""
+    load_kernels()
+    return dict(sorted(KERNELS.items()))

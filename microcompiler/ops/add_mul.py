@@ -135,6 +135,9 @@ class _Elementwise(OpKernel):
 @register
 class Add(_Elementwise):
     kinds = ("ADD",)
+    inputs = (2, 2)
+    options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
+    fast = {"dsp": "int8 (SMMLAR requantization)"}
 
     def check(self, op, graph):
         super().check(op, graph)
@@ -192,6 +195,8 @@ class Add(_Elementwise):
 @register
 class Mul(_Elementwise):
     kinds = ("MUL",)
+    inputs = (2, 2)
+    options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
 
     def requantization(self, op, a, b, y):
         # TFLM (mul_common.cc): product of the input scales over the output scale, in double.

@@ -38,9 +38,47 @@ class OpKernel:
     ``check`` rejects configurations the kernel cannot run (with a message naming the operator);
     ``macs`` counts multiply-accumulates for metadata and benchmarks; ``emit`` returns the body of
     the C function, using ``ctx`` to name the operator's tensors and to place constants in flash.
+
+    The class attributes describe the kernel to the importer and to ``microcompiler ops``:
+    ``inputs``/``outputs`` the (fewest, most) tensors the TFLite schema allows (the importer
+    checks a model against them; optional trailing inputs may be -1), ``types`` the tensor types
+    supported (the activation type; ``type_notes`` for anything finer), ``options`` the builtin
+    options honoured, and ``fast`` the CPU features that have a fast kernel, with what it covers.
+    ``arity`` overrides ``inputs``/``outputs`` per kind for kernels that serve several kinds.
     """
 
     kinds: tuple[str, ...] = ()
+    inputs: tuple[int, int] = (1, 1)
+    outputs: tuple[int, int] = (1, 1)
+    arity: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
+    types: tuple[str, ...] = ("int8", "int16", "float32")
+    type_notes: str = ""
+    options: str = ""
+    fast: dict[str, str] = {}
+    # Names of the operator's inputs by position, for constant arrays in the generated C
+    # (e.g. ("input", "filter", "bias") makes conv1's weights "<model>_conv1_filter").
+    input_roles: tuple[str, ...] = ()
+    # int8/int16 activations must carry quantization parameters (False for kernels that only move
+    # or compare raw values, such as GATHER or CAST).
+    quantized_io: bool = True
+
+    def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((fewest, most) inputs, (fewest, most) outputs) of operator ``kind``."""
+        return self.arity.get(kind, (self.inputs, self.outputs))
+
+    def describe(self, kind: str) -> dict:
+        """What ``microcompiler ops`` says of operator ``kind``; kernels serving several kinds
+        override it where the kinds differ."""
+        return {"types": list(self.types), "type_notes": self.type_notes, "options": self.options,
+                "fast_kernels": dict(self.fast)}
+
+    def fold(self, op: Operator, graph: Graph) -> list[np.ndarray] | None:
+        """The operator's outputs computed at compile time, or None when it cannot be folded.
+
+        Called by the ``fold_constants`` pass when every input is a constant (and for operators
+        such as SHAPE whose result depends only on static shapes). A kernel folds only what it
+        computes exactly as its C code would."""
+        return None
 
     def check(self, op: Operator, graph: Graph) -> None:
         pass
@@ -80,6 +118,8 @@ class EmitContext:
         self.features = features  # CPU features of the target, e.g. {"dsp"}
         self.variant: dict | None = None  # set by emit() to the variant it generated (metadata.json)
         self.tuning: dict = tuning or {}  # knob overrides for this operator (e.g. {"weights": "s16"})
+        # {"variant": "reference"} in the knobs: emit the reference loop nest, not a fast kernel
+        self.reference_only = self.tuning.get("variant") == "reference"
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:
@@ -93,7 +133,10 @@ class EmitContext:
         if tensor in self.param_names:
             return self.param_names[tensor]
         t = self.graph.tensors[tensor]
-        return self.params.tensor(tensor, t)
+        pos = self.op.inputs.index(tensor) if tensor in self.op.inputs else -1
+        roles = kernel_for(self.op).input_roles
+        role = roles[pos] if 0 <= pos < len(roles) else f"input{pos}"
+        return self.params.tensor(tensor, t, f"{self.prefix}_{role}")
 
     def const(self, suffix: str, array: np.ndarray, ctype: str | None = None) -> str:
         return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype)
@@ -127,14 +170,24 @@ class ParamSink:
         self.scratch_bytes = max(self.scratch_bytes, -(-int(nbytes) // 4) * 4)
         return f"{self.model}_scratch"
 
-    def tensor(self, index: int, t: Tensor) -> str:
+    def tensor(self, index: int, t: Tensor, name: str | None = None) -> str:
+        """The flash array of constant tensor ``index``, named ``name`` (default ``<model>_t<index>``)
+        by the first operator that reads it."""
         if index not in self._by_tensor:
-            name = f"{self.model}_t{index}"
+            name = self._unique(name or f"{self.model}_t{index}")
             self.arrays.append((name, c_type(t.dtype), t.data, f"tensor {index}: {t.name} {list(t.shape)}"))
             self._by_tensor[index] = name
         return self._by_tensor[index]
 
+    def _unique(self, name: str) -> str:
+        taken = {a[0] for a in self.arrays}
+        candidate, n = name, 2
+        while candidate in taken:
+            candidate, n = f"{name}_{n}", n + 1
+        return candidate
+
     def add(self, name: str, data: np.ndarray, ctype: str | None = None) -> str:
+        name = self._unique(name)
         ctype = ctype or self._CTYPES[data.dtype]
         self.arrays.append((name, ctype, data, ""))
         return name

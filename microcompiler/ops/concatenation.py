@@ -18,6 +18,8 @@ from microcompiler.ops.quant import activation_range
 @register
 class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
+    inputs = (1, 16)
+    options = "axis (negative allowed), fused activation"
 
     def check(self, op, graph):
         require(len(op.inputs) >= 1 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,

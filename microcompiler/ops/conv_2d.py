@@ -213,6 +213,11 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
 @register
 class Conv2D(OpKernel):
     kinds = ("CONV_2D",)
+    input_roles = ("input", "filter", "bias")
+    inputs = (2, 3)
+    type_notes = "int8 and int16 activations with int8 per-channel weights (int16: int32 or int64 bias)"
+    options = "padding, stride, dilation, fused activation"
+    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
@@ -264,7 +269,7 @@ class Conv2D(OpKernel):
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features, ctx.tuning)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "im2col":
             return self._emit_im2col(op, graph, ctx, plan)

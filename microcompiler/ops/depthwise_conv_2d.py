@@ -19,6 +19,11 @@ from microcompiler.ops.quant import activation_range, conv_multipliers
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
+    input_roles = ("input", "filter", "bias")
+    inputs = (2, 3)
+    type_notes = "int8 and int16 activations with int8 per-channel weights"
+    options = "padding, stride, dilation, depth multiplier, fused activation"
+    fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=3)
@@ -56,7 +61,7 @@ class DepthwiseConv2D(OpKernel):
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features)
         ctx.variant = plan
         if plan["variant"] == "channels4":
             return self._emit_channels4(op, graph, ctx, plan)

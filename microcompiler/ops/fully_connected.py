@@ -12,6 +12,11 @@ from microcompiler.ops.quant import (activation_range, c_float, float_activation
 @register
 class FullyConnected(OpKernel):
     kinds = ("FULLY_CONNECTED",)
+    input_roles = ("input", "weights", "bias")
+    inputs = (2, 3)
+    type_notes = "int8 and int16 activations with int8 weights"
+    options = "fused activation, keep_num_dims"
+    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)"}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -94,7 +99,7 @@ class FullyConnected(OpKernel):
         return fast.lanes_plan(w_rows, folded)
 
     def emit(self, op, graph, ctx):
-        plan = self.plan(op, graph, ctx.features, ctx.tuning)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)

@@ -76,6 +76,9 @@ def reduce_loops(shape, axes):
 @register
 class Mean(OpKernel):
     kinds = ("MEAN",)
+    input_roles = ("input", "axis")
+    inputs = (2, 2)
+    options = "constant axis, keep_dims"
 
     def _axes(self, op, graph):
         x = graph.tensors[op.inputs[0]]

@@ -56,6 +56,9 @@ def plan_padding(shape, paddings) -> tuple[list[_Dim], _Dim | None, int]:
 @register
 class Pad(OpKernel):
     kinds = ("PAD",)
+    input_roles = ("input", "paddings")
+    inputs = (2, 2)
+    options = "constant paddings"
 
     def check(self, op, graph):
         require(len(op.inputs) == 2 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,

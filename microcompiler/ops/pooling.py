@@ -35,6 +35,14 @@ def _origin(var: str, stride: int, pad: int) -> str:
 @register
 class Pool2D(OpKernel):
     kinds = ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+    options = "padding, stride, filter size, fused activation"
+    fast = {"dsp": "int8 (SXTAB16)"}
+
+    def describe(self, kind):
+        info = super().describe(kind)
+        if kind != "AVERAGE_POOL_2D":
+            info["fast_kernels"] = {}
+        return info
 
     def check(self, op, graph):
         require(len(op.inputs) == 1 and len(op.outputs) == 1, op, "expects one input and one output")

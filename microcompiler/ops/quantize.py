@@ -24,6 +24,12 @@ _QUANTIZE_TYPES = {("float32", "int8"), ("float32", "int16"), ("int8", "int8"), 
 class Quantize(OpKernel):
     kinds = ("QUANTIZE", "DEQUANTIZE")
 
+    def describe(self, kind):
+        info = super().describe(kind)
+        info["type_notes"] = ("float32 -> int8/int16, and requantize between int8/int16" if kind == "QUANTIZE"
+                              else "int8/int16 -> float32")
+        return info
+
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
         if op.kind == "DEQUANTIZE":

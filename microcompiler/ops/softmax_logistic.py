@@ -194,6 +194,7 @@ def _scale_zp(t) -> tuple[float, int]:
 @register
 class Softmax(OpKernel):
     kinds = ("SOFTMAX",)
+    options = "beta"
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

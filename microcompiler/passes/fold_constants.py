@@ -1,7 +1,9 @@
 """Evaluate at compile time the operators whose inputs are all constants.
 
 Only operators whose result is exactly defined by a simple formula are folded (reshapes, QUANTIZE and
-DEQUANTIZE of constants, CONCATENATION); the folded result becomes a constant tensor in flash.
+DEQUANTIZE of constants, CONCATENATION, and whatever a kernel's ``fold`` computes exactly, such as
+SHAPE of a static shape); the folded result becomes a constant tensor in flash. Folding repeats
+through chains of such operators, so a constant-only subgraph costs no code.
 """
 from __future__ import annotations
 
@@ -40,17 +42,37 @@ def _evaluate(g: Graph, op) -> np.ndarray | None:
     return None
 
 
+def _fold(g: Graph, op) -> list[np.ndarray] | None:
+    """The operator's outputs as constants, or None."""
+    if any(o in g.outputs for o in op.outputs):
+        return None  # a model output is written by the model at run time
+    all_constant = all(i < 0 or g.tensors[i].is_constant for i in op.inputs)
+    if all_constant and len(op.outputs) == 1:
+        value = _evaluate(g, op)
+        if value is not None:
+            return [value]
+    from microcompiler.ops import supported_operators
+    kernel = supported_operators().get(op.kind)
+    values = kernel.fold(op, g) if kernel is not None else None
+    if values is None:
+        return None
+    for o, v in zip(op.outputs, values):
+        t = g.tensors[o]
+        if tuple(np.shape(v)) != tuple(t.shape) or np.asarray(v).dtype != np_dtype(t.dtype):
+            raise AssertionError(f"{op.kind} folded to {np.shape(v)} {np.asarray(v).dtype}, "
+                                 f"expected {list(t.shape)} {t.dtype}")
+    return values
+
+
 def fold_constants(graph: Graph) -> Graph:
     g = graph.copy()
     kept = []
     for op in g.operators:
-        value = None
-        if all(i < 0 or g.tensors[i].is_constant for i in op.inputs) and len(op.outputs) == 1 \
-                and op.outputs[0] not in g.outputs:
-            value = _evaluate(g, op)
-        if value is None:
+        values = _fold(g, op)
+        if values is None:
             kept.append(op)
         else:
-            g.tensors[op.outputs[0]].data = np.ascontiguousarray(value)
+            for o, v in zip(op.outputs, values):
+                g.tensors[o].data = np.ascontiguousarray(v)
     g.operators = kept
     return g

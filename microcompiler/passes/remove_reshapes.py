@@ -1,4 +1,4 @@
-"""Turn RESHAPE into an alias: the output shares the input's memory, and no code runs.
+"""Turn RESHAPE, SQUEEZE and EXPAND_DIMS into an alias: the output shares the input's memory, and no code runs.
 
 A reshape stays a real copy only when both sides must live in caller-owned buffers (a model input
 reshaped straight into a model output), since two caller buffers cannot be the same memory.
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from microcompiler.ir import Graph
 
-NO_OP_KINDS = {"RESHAPE"}
+NO_OP_KINDS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
 
 
 def _caller_owned(g: Graph, t: int) -> bool:

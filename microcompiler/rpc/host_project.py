@@ -15,6 +15,7 @@ from microcompiler import cleanup, resources
 from microcompiler.errors import ToolchainError
 from microcompiler.host import (COMPILE_TIMEOUT, CRT_PORTABLE_SOURCES, SANITIZE_CFLAGS, STRICT_CFLAGS, compiler,
                                render_template)
+from microcompiler.outdir import OutputDirError, check_output_dir
 from microcompiler.rpc.plan import ModelPlan
 
 RPC_CRT_SOURCES = ["src/rpc_framing.c", "src/rpc_server.c"]
@@ -33,7 +34,10 @@ def rpc_template_values(library, pool_headroom: int = DEFAULT_POOL_HEADROOM) -> 
 def create_host_project(library, out_dir: str | Path, sanitize: bool = False, opt: str = "-O2",
                         pool_headroom: int = DEFAULT_POOL_HEADROOM, log=lambda _: None) -> Path:
     """Write and build the host RPC server for a compiled model library; returns the directory."""
-    out = Path(out_dir).resolve()
+    out = check_output_dir(out_dir, "project directory")  # a file, a path under a file, no permission
+    if out.is_dir() and any(out.iterdir()) and not is_host_project(out):
+        raise OutputDirError(f"{out} is not empty and is not a host RPC project; microcompiler will not "
+                             "overwrite files it did not write: choose a new or empty directory")
     out.mkdir(parents=True, exist_ok=True)
     lib_dir = out / "model"
     library.write(lib_dir)

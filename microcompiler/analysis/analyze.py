@@ -1,0 +1,60 @@
+"""``analyze``: per-layer costs, totals, the fit against a board, and the memory plan, with no build."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from microcompiler.analysis import cost_model
+from microcompiler.analysis.memory_plan import memory_plan
+from microcompiler.boards import Board
+from microcompiler.codegen import ModelLibrary
+from microcompiler.compiler import compile_model
+
+
+def analyze_model(model: str | Path, board: Board | None = None) -> dict:
+    """Compile ``model`` for ``board``'s CPU (portable C without a board) and analyze it."""
+    features = board.cpu.features if board is not None else frozenset()
+    return analyze_library(compile_model(model, features=features), board)
+
+
+def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
+    from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
+    meta, graph = library.metadata, library.graph
+    layers = []
+    for fn, op in zip(library.functions, meta["operators"]):
+        dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
+        estimate, key = cost_model.estimate(op, dtype)
+        layers.append({
+            "index": op["index"], "name": op["layer_name"], "layer": op["layer"], "kind": op["kind"],
+            "dtype": dtype, "inputs": op["inputs"], "outputs": op["outputs"], "macs": op["macs"],
+            "weights_bytes": op["weights_bytes"], "kernel": op["kernel"],
+            "estimated_instructions": int(round(estimate)), "cost_model": key,
+        })
+    need = estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)
+    instructions = sum(layer["estimated_instructions"] for layer in layers)
+    totals = {
+        "macs": meta["total_macs"],
+        "weights_bytes": meta["params_bytes"],
+        "code_bytes_estimate": need["code"],
+        "flash_bytes": need["flash"],
+        "arena_bytes": meta["arena_bytes"],
+        "scratch_bytes": meta["scratch_bytes"],
+        "stack_bytes_estimate": need["stack"],
+        "state_bytes": meta.get("state_bytes", 0),
+        "ram_bytes": need["ram"],
+        "estimated_instructions": instructions,
+    }
+    result = {"model": meta["name"], "board": board.name if board else None,
+              "core": board.cpu.core if board else None, "layers": layers, "totals": totals,
+              "memory_plan": memory_plan(graph, meta), "fit": None}
+    if board is not None:
+        result["fit"] = {
+            "flash": _fit(need["flash"], board.flash.size, board.flash.name),
+            "ram": _fit(need["ram"], board.ram.size, board.ram.name),
+        }
+        result["totals"]["estimated_ms"] = round(1e3 * instructions / board.cpu.clock_hz, 3)
+    return result
+
+
+def _fit(need: int, size: int, region: str) -> dict:
+    return {"needed": need, "available": size, "region": region, "margin": size - need,
+            "fits": need <= size, "used_percent": round(100.0 * need / size, 1) if size else None}

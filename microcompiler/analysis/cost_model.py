@@ -1,0 +1,72 @@
+"""Estimated instructions per layer: a linear model per kernel, fitted to measured ``bench`` data.
+
+Each operator is described by a few work counts (``features``): its MACs, output and input
+elements, and ``window`` (MACs per output channel: the im2col or depth work). A kernel's cost is
+a non-negative linear combination of them plus a constant, fitted per kernel key (operator, type,
+variant and the knobs that change the inner loop) by ``scripts/fit_cost_model.py`` from
+``microcompiler bench`` runs in QEMU with ``-icount shift=0`` (exact instruction counts); the
+coefficients live in ``cost_model_data.py``. Kernels without measurements fall back to coarser
+keys (operator and type, then operator), and finally to a per-MAC and per-element rate.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.analysis import cost_model_data
+
+FEATURES = ("macs", "outputs", "inputs", "window", "one")
+# Knobs that change the inner loop (others, such as scratch sizes, do not).
+KEY_KNOBS = ("isa", "gather", "weights", "extract", "requant")
+FALLBACK_PER_MAC = 2.0
+FALLBACK_PER_ELEMENT = 6.0
+
+
+def features(op: dict, dtype: str) -> dict:
+    """The work counts of one operator from its metadata.json entry."""
+    out = int(sum(np.prod(s) for s in op["outputs"]))
+    ins = int(np.prod(op["inputs"][0])) if op["inputs"] else 0
+    channels = op["outputs"][0][-1] if op["outputs"] and op["outputs"][0] else 1
+    return {"macs": op["macs"], "outputs": out, "inputs": ins,
+            "window": op["macs"] / max(1, channels), "one": 1}
+
+
+def keys(op: dict, dtype: str) -> list[str]:
+    """From the most to the least specific cost-model key of an operator."""
+    k = op["kernel"]
+    knobs = ",".join(f"{n}={k[n]}" for n in KEY_KNOBS if n in k)
+    return [f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
+            f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}",
+            f"{op['kind']}|{dtype}", op["kind"]]
+
+
+def estimate(op: dict, dtype: str) -> tuple[float, str]:
+    """(estimated instructions, the key of the coefficients used)."""
+    f = features(op, dtype)
+    for key in keys(op, dtype):
+        coeffs = cost_model_data.COEFFICIENTS.get(key)
+        if coeffs is not None:
+            return sum(coeffs.get(n, 0.0) * f[n] for n in FEATURES), key
+    return FALLBACK_PER_MAC * f["macs"] + FALLBACK_PER_ELEMENT * (f["outputs"] + f["inputs"]), "fallback"
+
+
+def fit(samples: list[tuple[dict, float]]) -> dict:
+    """Non-negative least squares on relative error over every subset of the features (few samples
+    per key, so the simplest subset that fits within 1% more error than the best wins)."""
+    names = [n for n in FEATURES if any(s[0][n] for s in samples)]
+    x = np.array([[s[0][n] for n in names] for s in samples], dtype=np.float64)
+    y = np.array([s[1] for s in samples], dtype=np.float64)
+    w = 1.0 / np.maximum(y, 1.0)
+    candidates = []
+    for mask in range(1, 1 << len(names)):
+        cols = [i for i in range(len(names)) if mask >> i & 1]
+        if len(cols) > len(samples):
+            continue
+        coef, *_ = np.linalg.lstsq(x[:, cols] * w[:, None], y * w, rcond=None)
+        if (coef < 0).any():
+            continue
+        err = float(np.sqrt(np.mean(((x[:, cols] @ coef - y) * w) ** 2)))
+        candidates.append((err, len(cols), {names[c]: float(v) for c, v in zip(cols, coef)}))
+    if not candidates:
+        return {}
+    best_err = min(c[0] for c in candidates)
+    return min((c for c in candidates if c[0] <= best_err + 0.01), key=lambda c: (c[1], c[0]))[2]

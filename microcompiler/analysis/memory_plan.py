@@ -1,0 +1,26 @@
+"""The memory plan as data: which tensors are live at each operator step and where they sit."""
+from __future__ import annotations
+
+from microcompiler.ir import Graph
+from microcompiler.passes.memory_plan import arena_buffers, lower_bound
+
+
+def memory_plan(graph: Graph, meta: dict) -> dict:
+    """Arena buffers (tensor, producing layer, offset, size, first and last step), the live bytes
+    per step, the arena size and the layer-by-layer lower bound (the largest live set)."""
+    layer_of = {}
+    for step, op in enumerate(graph.operators):
+        for o in op.outputs:
+            layer_of[graph.storage(o)] = (step, meta["operators"][step]["layer_name"])
+    buffers = []
+    for b in sorted(arena_buffers(graph), key=lambda b: (b.first, graph.offsets.get(b.tensor, 0))):
+        t = graph.tensors[b.tensor]
+        buffers.append({"tensor": t.name, "layer": layer_of.get(b.tensor, (None, "?"))[1],
+                        "dtype": t.dtype, "shape": list(t.shape), "offset": graph.offsets.get(b.tensor),
+                        "bytes": b.size, "first_step": b.first, "last_step": b.last})
+    steps = len(graph.operators)
+    live = [sum(b["bytes"] for b in buffers if b["first_step"] <= s <= b["last_step"]) for s in range(steps)]
+    raw = arena_buffers(graph)
+    return {"steps": steps, "step_layers": [op["layer_name"] for op in meta["operators"]],
+            "arena_bytes": graph.arena_bytes, "lower_bound_bytes": lower_bound(raw, steps),
+            "live_bytes_per_step": live, "buffers": buffers}

@@ -1,0 +1,67 @@
+"""``microcompiler analyze MODEL [--board B]``: per-layer costs, totals, fit and memory plan, no build."""
+from __future__ import annotations
+
+import json
+
+from microcompiler.analysis import analyze_model
+from microcompiler.boards import HOST, load_board
+from microcompiler.errors import MicrocompilerError
+from microcompiler.report import write_report
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("analyze", help="per-layer MACs, weights, kernels, estimated time and memory, no build",
+                       description="Compile MODEL for the board's CPU (nothing is built or written) and report each "
+                                   "layer's operator, shapes, MACs, weight bytes, kernel variant and estimated "
+                                   "instructions (a cost model fitted to measured 'bench' runs), the flash and RAM "
+                                   "totals against the board's memories, and the memory plan.")
+    p.add_argument("model", help="the .tflite file")
+    p.add_argument("--board", help="board to analyze for (default: portable C, no fit check)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    board = load_board(args.board) if args.board not in (None, HOST) else None
+    result = analyze_model(args.model, board)
+    if args.html:
+        try:
+            write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
+                         analysis=result)
+        except OSError as exc:
+            raise MicrocompilerError(f"cannot write the report {args.html}: {exc.strerror or exc}") from None
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print_analysis(result)
+    if args.html:
+        print(f"report: {args.html}")
+    return 0
+
+
+def print_analysis(result: dict) -> None:
+    t = result["totals"]
+    where = f" on {result['board']} ({result['core']})" if result["board"] else ""
+    print(f"{result['model']}{where}: {len(result['layers'])} layers, {t['macs']:,} MACs, "
+          f"estimated {t['estimated_instructions']:,} instructions"
+          + (f" ({t['estimated_ms']} ms at one instruction per cycle)" if "estimated_ms" in t else ""))
+    print(f"{'#':>3}  {'layer':<24} {'operator':<20} {'output':<14} {'MACs':>11} {'weights B':>10} "
+          f"{'kernel':<16} {'est. instr.':>12}")
+    for layer in result["layers"]:
+        out = "x".join(map(str, layer["outputs"][0])) if layer["outputs"] else "-"
+        kernel = layer["kernel"].get("variant", "") + ("/dsp" if layer["kernel"].get("isa") == "dsp" else "")
+        print(f"{layer['index']:>3}  {layer['name'][:24]:<24} {layer['kind'][:20]:<20} {out[:14]:<14} "
+              f"{layer['macs']:>11,} {layer['weights_bytes']:>10,} {kernel[:16]:<16} "
+              f"{layer['estimated_instructions']:>12,}")
+    print(f"flash: weights {t['weights_bytes']:,} B + code about {t['code_bytes_estimate']:,} B = {t['flash_bytes']:,} B")
+    print(f"RAM: arena {t['arena_bytes']:,} B + scratch {t['scratch_bytes']:,} B + state {t['state_bytes']:,} B + "
+          f"stack {t['stack_bytes_estimate']:,} B + runtime = {t['ram_bytes']:,} B")
+    plan = result["memory_plan"]
+    print(f"memory plan: arena {plan['arena_bytes']:,} B for {len(plan['buffers'])} tensors; layer-by-layer lower "
+          f"bound {plan['lower_bound_bytes']:,} B")
+    if result["fit"]:
+        for what, f in result["fit"].items():
+            verdict = "fits" if f["fits"] else "DOES NOT FIT"
+            print(f"{what}: {verdict}: {f['needed']:,} of {f['available']:,} B in {f['region']} "
+                  f"({f['used_percent']}%, margin {f['margin']:,} B)")

@@ -1,0 +1,115 @@
+"""The report page: per-layer table, time per layer, memory plan, flash/RAM, validation metrics."""
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+
+from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+
+_STYLE = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td.l,th.l{text-align:left}
+h1{font-size:20px}h2{font-size:16px;margin-top:28px}.ok{color:#1a7f37}.bad{color:#c62828}"""
+
+
+def _cell(v, left=False) -> str:
+    text = f"{v:,}" if isinstance(v, int) else escape(str(v))
+    return f'<td class="l">{text}</td>' if left else f"<td>{text}</td>"
+
+
+def _layer_table(analysis: dict, bench: dict | None) -> str:
+    measured = {op["index"]: op for op in (bench or {}).get("operators", [])}
+    head = ["#", "layer", "operator", "type", "output", "MACs", "weights B", "kernel", "est. instructions"]
+    if measured:
+        head.append("measured ticks")
+    rows = ["<table id='layers'><tr>" + "".join(f"<th class='l'>{escape(h)}</th>" for h in head) + "</tr>"]
+    for layer in analysis["layers"]:
+        kernel = layer["kernel"].get("variant", "") + (f" ({layer['kernel']['isa']})" if "isa" in layer["kernel"] else "")
+        cells = [_cell(layer["index"]), _cell(layer["name"], True), _cell(layer["kind"], True),
+                 _cell(layer["dtype"], True), _cell("x".join(map(str, layer["outputs"][0])) if layer["outputs"] else "-"),
+                 _cell(layer["macs"]), _cell(layer["weights_bytes"]), _cell(kernel, True),
+                 _cell(layer["estimated_instructions"])]
+        if measured:
+            cells.append(_cell(measured.get(layer["index"], {}).get("ticks", "-")))
+        rows.append(f"<tr class='layer'>{''.join(cells)}</tr>")
+    return "".join(rows) + "</table>"
+
+
+def _time_chart(analysis: dict | None, bench: dict | None) -> str:
+    if bench and bench.get("operators"):
+        rows = [(f"{op.get('index', '')} {op.get('kind', op['function'])}", op["ticks"]) for op in bench["operators"]]
+        return bar_chart(rows, "ticks", "Time per layer (measured on the device)")
+    rows = [(f"{layer['index']} {layer['name']}", layer["estimated_instructions"]) for layer in analysis["layers"]]
+    return bar_chart(rows, "instr.", "Time per layer (estimated instructions)")
+
+
+def _memory_section(analysis: dict) -> str:
+    t = analysis["totals"]
+    parts = []
+    fit = analysis.get("fit")
+    flash_segments = [("weights", t["weights_bytes"]), ("code (estimate)", t["code_bytes_estimate"])]
+    ram_segments = [("arena", t["arena_bytes"]), ("scratch", t["scratch_bytes"]), ("state", t["state_bytes"]),
+                    ("stack", t["stack_bytes_estimate"]),
+                    ("runtime and I/O", max(0, t["ram_bytes"] - t["arena_bytes"] - t["scratch_bytes"]
+                                            - t["state_bytes"] - t["stack_bytes_estimate"]))]
+    if fit:
+        parts.append(stacked_bar(flash_segments, fit["flash"]["available"], f"Flash ({fit['flash']['region']})"))
+        parts.append(stacked_bar(ram_segments, fit["ram"]["available"], f"RAM ({fit['ram']['region']})"))
+        for what in ("flash", "ram"):
+            f = fit[what]
+            cls = "ok" if f["fits"] else "bad"
+            parts.append(f"<p class='{cls}'>{what}: {f['needed']:,} of {f['available']:,} B ({f['used_percent']}%), "
+                         f"margin {f['margin']:,} B</p>")
+    else:
+        parts.append(stacked_bar(flash_segments, sum(v for _, v in flash_segments), "Flash"))
+        parts.append(stacked_bar(ram_segments, sum(v for _, v in ram_segments), "RAM"))
+    return "".join(parts)
+
+
+def _validation_section(validation: dict) -> str:
+    rows = ["<table id='validation'><tr><th class='l'>output</th><th>exact</th><th>max abs err</th>"
+            "<th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>"]
+    for out in validation.get("outputs", []):
+        rows.append("<tr>" + _cell(out["name"], True) + _cell(f"{100 * out['exact_match_rate']:.2f}%")
+                    + _cell(f"{out['max_abs_error']:.6g}") + _cell(f"{out['mean_abs_error']:.6g}")
+                    + _cell(f"{out['cosine_similarity']:.6f}")
+                    + _cell("-" if out.get("top1_agreement") is None else f"{100 * out['top1_agreement']:.1f}%") + "</tr>")
+    rows.append("</table>")
+    if validation.get("first_diverging_layer"):
+        rows.append(f"<p class='bad'>first diverging layer: {escape(str(validation['first_diverging_layer']))}</p>")
+    return "".join(rows)
+
+
+def render_report(title: str, analysis: dict | None = None, bench: dict | None = None,
+                  validation: dict | None = None) -> str:
+    """The whole page as one string (everything inline: it opens offline)."""
+    body = [f"<h1>{escape(title)}</h1>"]
+    if analysis:
+        t = analysis["totals"]
+        body.append(f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
+                    f"arena {t['arena_bytes']:,} B, estimated {t['estimated_instructions']:,} instructions"
+                    + (f" on {escape(analysis['board'])} ({escape(analysis['core'])})" if analysis.get("board") else "")
+                    + "</p>")
+        body.append("<h2>Layers</h2>" + _layer_table(analysis, bench))
+    if analysis or bench:
+        body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench))
+    if bench:
+        body.append(f"<p>measured: {bench['inference']['ticks']:,} ticks per inference at {bench['timer_hz']:,} Hz "
+                    f"on {escape(str(bench['board']))}</p>")
+    if analysis:
+        plan = analysis["memory_plan"]
+        body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
+                    + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>")
+        body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
+    if validation:
+        body.append("<h2>Validation</h2>" + _validation_section(validation))
+    data = json.dumps({"analysis": analysis, "bench": bench, "validation": validation}).replace("</", "<\\/")
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
+            f"<script type='application/json' id='report-data'>{data}</script></body></html>\n")
+
+
+def write_report(path: str | Path, title: str, **sections) -> Path:
+    path = Path(path)
+    path.write_text(render_report(title, **sections))
+    return path

@@ -1,0 +1,92 @@
+"""`microcompiler analyze`: per-layer table, totals, fit and memory plan, no build; and its estimates
+against measured `bench` runs on the emulated Cortex-M4."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from board_oracle import needs_board_tools
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
+# Layers under this share of the model's instructions are too short for a per-layer claim: the
+# device timer ticks every 40 instructions and SOFTMAX's cost depends on the input values.
+SMALL_LAYER_SHARE = 0.01
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=timeout)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_analyze_agrees_with_compile(tmp_path, shared_models, model):
+    path = shared_models / f"{model}.tflite"
+    proc = cli("analyze", path, "--board", "mps2_an386", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert cli("compile", path, "--board", "mps2_an386", "-o", tmp_path / "lib").returncode == 0
+    meta = json.loads((tmp_path / "lib/metadata.json").read_text())
+    assert result["totals"]["arena_bytes"] == meta["arena_bytes"]
+    assert result["totals"]["weights_bytes"] == meta["params_bytes"]
+    assert sum(layer["weights_bytes"] for layer in result["layers"]) == meta["params_bytes"]
+    assert [layer["kind"] for layer in result["layers"]] == [op["kind"] for op in meta["operators"]]
+    assert [layer["kernel"] for layer in result["layers"]] == [op["kernel"] for op in meta["operators"]]
+    plan = result["memory_plan"]
+    assert plan["arena_bytes"] == meta["arena_bytes"] and plan["lower_bound_bytes"] <= plan["arena_bytes"]
+    for b in plan["buffers"]:  # every tensor inside the arena, and no two live ones overlap
+        assert 0 <= b["offset"] and b["offset"] + b["bytes"] <= plan["arena_bytes"]
+    for i, a in enumerate(plan["buffers"]):
+        for b in plan["buffers"][i + 1:]:
+            if a["first_step"] <= b["last_step"] and b["first_step"] <= a["last_step"]:
+                assert a["offset"] + a["bytes"] <= b["offset"] or b["offset"] + b["bytes"] <= a["offset"], (a, b)
+    assert result["fit"]["flash"]["fits"] and result["fit"]["ram"]["fits"]
+    assert result["fit"]["ram"]["margin"] == result["fit"]["ram"]["available"] - result["fit"]["ram"]["needed"]
+
+
+def test_analyze_table_and_a_board_that_is_too_small(tmp_path, shared_models):
+    path = shared_models / "mlperf_tiny/pretrainedResnet_quant.tflite"
+    proc = cli("analyze", path, "--board", "mps2_an386")
+    assert proc.returncode == 0 and "conv2d_1" in proc.stdout and "lower bound" in proc.stdout
+    small = tmp_path / "tiny_board.toml"
+    text = (ROOT / "boards/mps2_an386.toml").read_text()
+    ram = 'name = "RAM"                # ZBT SSRAM2/3\nkind = "ram"\norigin = 0x20000000\nsize = 0x00400000'
+    assert ram in text
+    small.write_text(text.replace(ram, ram.replace("0x00400000", "0x00008000")))
+    proc = cli("analyze", path, "--board", small, "--json")
+    assert proc.returncode == 0, proc.stderr
+    fit = json.loads(proc.stdout)["fit"]["ram"]
+    assert fit["available"] == 32768 and not fit["fits"] and fit["margin"] < 0
+
+
+@needs_board_tools
+@pytest.mark.parametrize("model", MODELS)
+def test_estimates_are_close_to_the_measured_instructions(shared_models, model):
+    path = shared_models / f"{model}.tflite"
+    est = json.loads(cli("analyze", path, "--board", "mps2_an386", "--json").stdout)
+    proc = cli("bench", path, "--board", "mps2_an386", "--json", "--number", "1", "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr
+    bench = json.loads(proc.stdout)
+    per_tick = 1e9 / bench["timer_hz"]  # QEMU -icount shift=0: one instruction per nanosecond
+    measured_total = bench["inference"]["ticks"] * per_tick
+    estimated_total = est["totals"]["estimated_instructions"]
+    assert abs(estimated_total - measured_total) <= 0.15 * measured_total, (estimated_total, measured_total)
+    layers = {layer["index"]: layer for layer in est["layers"]}
+    for op in bench["operators"]:
+        measured = op["ticks"] * per_tick
+        if measured < SMALL_LAYER_SHARE * measured_total:
+            continue
+        estimated = layers[op["index"]]["estimated_instructions"]
+        assert abs(estimated - measured) <= 0.30 * measured, (op["index"], op["kind"], estimated, measured)
+
+
+def test_bad_board_and_unwritable_report_are_one_line_errors(tmp_path, shared_models):
+    path = shared_models / "tflm/hello_world_int8.tflite"
+    proc = cli("analyze", path, "--board", "nope")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    proc = cli("analyze", path, "--html", tmp_path / "missing-dir" / "r.html")
+    assert proc.returncode == 2 and "cannot write the report" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,39 @@
+"""The HTML report renders in a real browser: headless Chromium opens the file offline, the
+screenshot is not blank, the DOM has the title and one row per layer, and the console is clean."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from PIL import Image
+
+from browser import needs_chromium, render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@needs_chromium
+def test_analyze_report_renders_in_chromium(tmp_path, shared_models):
+    model = shared_models / "mlperf_tiny/kws_ref_model.tflite"
+    page = tmp_path / "kws.html"
+    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "analyze", str(model), "--board", "mps2_an386",
+                           "--html", str(page), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    layers = json.loads(proc.stdout)["layers"]
+    html = page.read_text()
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html, \
+        "the page must not load anything from the network"
+    shot, dom, errors = render(page, tmp_path)
+    assert not errors, errors
+    assert "<title>kws_ref_model: analysis for mps2_an386</title>" in dom
+    assert dom.count("<tr class=\"layer\">") == len(layers)
+    for layer in layers:
+        assert f">{layer['name']}<" in dom
+    assert dom.count("<svg") >= 4  # time per layer, memory plan, flash, RAM
+    image = Image.open(shot).convert("RGB")
+    colours = image.getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 20, "the screenshot is (nearly) one colour: nothing rendered"
+    background = max(colours)[0]
+    assert background < image.width * image.height * 0.97, "almost every pixel is background"
