@@ -141,14 +141,23 @@ def _on_signal(signo, frame) -> None:
     raise Interrupted(signo)
 
 
-def install_signal_handlers() -> None:
-    """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread (where Python runs handlers)."""
+def install_signal_handlers() -> dict:
+    """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread (where Python runs handlers).
+
+    Returns the previous handlers, for :func:`restore_signal_handlers`."""
     if threading.current_thread() is not threading.main_thread():
-        return
+        return {}
+    previous = {}
     for sig in HANDLED_SIGNALS:
         if signal.getsignal(sig) is signal.SIG_IGN:
             continue  # nohup, or a background job: whoever started us asked to ignore it
-        signal.signal(sig, _on_signal)
+        previous[sig] = signal.signal(sig, _on_signal)
+    return previous
+
+
+def restore_signal_handlers(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def run_bounded(argv: list[str], timeout: float, what: str, **popen_options) -> subprocess.CompletedProcess:

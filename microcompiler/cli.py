@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cleanup.install_signal_handlers()
+    previous_handlers = cleanup.install_signal_handlers()
     try:
         args = build_parser().parse_args(argv)
         return args.func(args) or 0
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         cleanup.sweep()
         _say("microcompiler: interrupted")
         return 130
+    finally:
+        cleanup.restore_signal_handlers(previous_handlers)  # main() may run inside another program (tests)
 
 
 def _say(line: str) -> None:
