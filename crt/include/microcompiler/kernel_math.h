@@ -10,11 +10,17 @@
 
 #include <stdint.h>
 
-/* std::min and std::max exactly, as TFLM's kernels use them: on a tie or an unordered comparison
- * (a NaN) the first argument wins, so MC_CLAMP(NaN, lo, hi) is NaN, as in TFLM's float kernels. */
-#define MC_MIN(a, b) ((b) < (a) ? (b) : (a))
-#define MC_MAX(a, b) ((a) < (b) ? (b) : (a))
+#define MC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MC_CLAMP(x, lo, hi) MC_MIN(MC_MAX((x), (lo)), (hi))
+
+/* A float activation clamp exactly as TFLM's ActivationFunctionWithMinMax: std::min(std::max(x, lo), hi).
+ * On a tie or an unordered comparison the first argument wins, so NaN passes through (MC_CLAMP would
+ * turn it into lo) and -0.0 stays -0.0. */
+static inline float mc_clamp_f32(float x, float lo, float hi) {
+  const float at_least_lo = x < lo ? lo : x;
+  return hi < at_least_lo ? hi : at_least_lo;
+}
 
 /* A float32 from its IEEE-754 bit pattern: how generated code writes NaN and infinities exactly. */
 static inline float mc_f32_from_bits(uint32_t bits) {
