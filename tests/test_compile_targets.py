@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from microcompiler.compiler import compile_model
 from microcompiler.host import HostProgram
@@ -49,11 +50,16 @@ def test_reference_kernels_are_bit_exact_and_differ_from_the_fast_ones(tmp_path,
     fast_c = (tmp_path / "fast/src/kws_ref_model_ops.c").read_text()
     ref_c = (tmp_path / "ref/src/kws_ref_model_ops.c").read_text()
     assert "mc_dot_p4" in fast_c and "mc_dot_p4" not in ref_c
-    # the reference build runs and matches TFLM
-    library = compile_model(model, kernels="reference")
+
+
+@pytest.mark.parametrize("model", ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant"])
+def test_reference_kernels_match_tflm(tmp_path, shared_models, model):
+    path = shared_models / f"{model}.tflite"
+    library = compile_model(path, kernels="reference")
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} <= {"reference"} | SINGLE_VARIANT
     inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(3)]
     ours = HostProgram(library, tmp_path / "build").run(inputs)
-    oracle = Oracle(model.read_bytes())
+    oracle = Oracle(path.read_bytes())
     for got, x in zip(ours, inputs):
         assert np.array_equal(got.outputs[0], oracle.run(x)[0].reshape(got.outputs[0].shape))
 

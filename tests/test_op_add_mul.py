@@ -1,4 +1,4 @@
-"""ADD and MUL against the TFLM oracle: int8, int16, float32; broadcasting; activations; in-place."""
+"""ADD and MUL against the TFLM oracle: int8, int16, int32, float32; broadcasting; activations; in-place."""
 import subprocess
 from pathlib import Path
 
@@ -21,11 +21,12 @@ def binary_model(kind, dtype, shape1, shape2, activation="NONE", quant=None, con
                  pot_scale_int16=False, out_shape=None):
     """One ADD/MUL operator. constK: a numpy array making input K a constant."""
     b = ModelBuilder()
-    if dtype != "float32":
+    quantized = dtype in ("int8", "int16")
+    if quantized:
         quant = quant or (Q16 if dtype == "int16" else Q8)
     tensors, inputs = [], []
     for k, (shape, const) in enumerate(((shape1, const1), (shape2, const2))):
-        q = dict(scale=quant[k][0], zero_point=quant[k][1]) if dtype != "float32" else {}
+        q = dict(scale=quant[k][0], zero_point=quant[k][1]) if quantized else {}
         if const is None:
             t = b.activation(f"x{k}", shape, dtype, **q)
             inputs.append(t)
@@ -34,7 +35,7 @@ def binary_model(kind, dtype, shape1, shape2, activation="NONE", quant=None, con
         tensors.append(t)
     if out_shape is None:
         out_shape = list(np.broadcast_shapes(tuple(shape1), tuple(shape2)))
-    q = dict(scale=quant[2][0], zero_point=quant[2][1]) if dtype != "float32" else {}
+    q = dict(scale=quant[2][0], zero_point=quant[2][1]) if quantized else {}
     y = b.activation("y", out_shape, dtype, **q)
     opts = add_options(activation, pot_scale_int16) if kind == "ADD" else mul_options(activation)
     b.op(kind, tensors, [y], opts)
@@ -178,8 +179,29 @@ def test_in_place(tmp_path, kind, dtype, shape1, shape2, alias):
     (lambda: binary_model("ADD", "int8", [4], [4], quant=[(1.0, 0), (1.0, 0), (1e-8, 0)]), "output rescale"),
     (lambda: binary_model("ADD", "int8", [1, 4], [4], out_shape=[4]), "broadcast shape"),
     (lambda: binary_model("MUL", "int8", [1, 1, 1, 1, 1, 1, 2], [2]), "up to 6D"),
+    (lambda: binary_model("ADD", "int64", [4], [4]), "not supported"),
 ])
 def test_rejects_unsupported(tmp_path, model, message):
     with pytest.raises(UnsupportedModelError, match=message) as info:
         compile_bytes(model(), tmp_path)
     assert "operator 0" in str(info.value)
+
+
+# ---- int32 (unquantized) and float specials ------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["ADD", "MUL"])
+@pytest.mark.parametrize("activation", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
+def test_int32_matches_tflm(tmp_path, kind, activation):
+    # Full-range random values: the sums and products wrap as TFLM's int32 arithmetic; TFLM's
+    # int32 ADD ignores the fused activation, its MUL applies it.
+    lib = assert_matches_oracle(binary_model(kind, "int32", [2, 3, 4], [3, 1], activation), tmp_path, n_inputs=3,
+                                sanitize=activation == "RELU")
+    assert lib.metadata["outputs"][0]["dtype"] == "int32"
+
+
+@pytest.mark.parametrize("kind", ["ADD", "MUL"])
+def test_float_nan_and_infinity_as_tflm(tmp_path, kind):
+    # TFLM's std::min/std::max keep NaN and clamp infinities to +-FLT_MAX.
+    x = np.array([np.nan, np.inf, -np.inf, 1.0, 3e38, np.inf], np.float32)
+    y = np.array([1.0, 1.0, 2.0, np.nan, 3e38, -np.inf], np.float32)
+    assert_matches_oracle(binary_model(kind, "float32", [6], [6]), tmp_path, inputs=[[x, y]])

@@ -79,3 +79,20 @@ def test_concatenation_rejections(tmp_path):
     b.op("CONCATENATION", [x0, x1], [y], concatenation_options(0))
     with pytest.raises(UnsupportedModelError, match=r"CONCATENATION\).*does not fit"):
         compile_bytes(b.finish([x0, x1], [y]), tmp_path / "b")
+
+
+@pytest.mark.parametrize("dtype,shapes,axis", [("int32", [[2, 3], [2, 1], [2, 2]], 1), ("int64", [[1, 3], [2, 3]], 0),
+                                               ("bool", [[2, 2, 1], [2, 2, 3]], -1)])
+def test_concatenation_raw_types_match_tflm(tmp_path, dtype, shapes, axis):
+    """int32, int64 and bool values are copied as they are (no quantization parameters)."""
+    import movement_models  # noqa: F401  (teaches the model builder the bool type)
+    assert_matches_oracle(concat_model(shapes, dtype, axis), tmp_path, n_inputs=2, sanitize=dtype == "bool")
+
+
+def test_concatenation_rejects_an_activation_on_int32(tmp_path):
+    from movement_models import assert_clean_rejection
+    b = ModelBuilder()
+    x0, x1 = b.activation("x0", [2], "int32"), b.activation("x1", [2], "int32")
+    y = b.activation("y", [4], "int32")
+    b.op("CONCATENATION", [x0, x1], [y], concatenation_options(0, "RELU"))
+    assert_clean_rejection(b.finish([x0, x1], [y]), tmp_path, "fused activation on int32")

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from harness import assert_matches_oracle, compile_bytes
+from harness import compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, reducer_options
+from model_merge import assert_cases_match_oracle
 
 IN_Q = {"int8": (0.05, -3), "int16": (0.0004, 0)}
 OUT_Q = {"int8": (0.02, 7), "int16": (0.0003, 0)}
@@ -48,6 +49,8 @@ CASES = [
     ("int16", [1, 5, 6, 3], [1, 2], False, None, SAME),
     ("int16", [2, 4, 3, 5], [0, -2], False, (0.001, 0), (0.0002, 0)),
     ("int16", [3, 4, 5], [2], True, (0.0004, 12), (0.0005, -30)),  # non-zero int16 zero points
+    ("int16", [6, 7], [0, 1], False, None, None),  # everything: a scalar
+    ("int16", [2, 2, 3, 2, 3], [4, 0], True, None, SAME),  # 5D, first and last axes
     ("float32", [1, 5, 6, 3], [1, 2], True, None, None),
     ("float32", [1, 5, 6, 3], [2, 1], False, None, None),
     ("float32", [2, 4, 3, 5], [0, 3], True, None, None),
@@ -61,16 +64,22 @@ def _case_id(c):
         ("-same" if c[5] == SAME else "")
 
 
-@pytest.mark.parametrize("dtype,shape,axes,keep_dims,in_q,out_q", CASES, ids=[_case_id(c) for c in CASES])
-def test_mean_matches_tflm(tmp_path, dtype, shape, axes, keep_dims, in_q, out_q):
+def _case_model(dtype, shape, axes, keep_dims, in_q, out_q):
     if out_q == SAME:
         in_q = out_q = in_q or IN_Q[dtype]
-    assert_matches_oracle(mean_model(dtype, shape, axes, keep_dims, in_q, out_q), tmp_path)
+    return mean_model(dtype, shape, axes, keep_dims, in_q, out_q)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "float32"])
+def test_mean_matches_tflm(tmp_path, dtype):
+    """Every case of one type side by side in one model (one build); each output compared."""
+    assert_cases_match_oracle({_case_id(c): _case_model(*c) for c in CASES if c[0] == dtype}, tmp_path)
 
 
 def test_sanitized(tmp_path):
-    assert_matches_oracle(mean_model("int8", [2, 4, 3, 5], [1, 3], True), tmp_path, sanitize=True)
-    assert_matches_oracle(mean_model("float32", [1, 5, 6, 3], [1, 2], False), tmp_path / "f", sanitize=True)
+    assert_cases_match_oracle({"int8": mean_model("int8", [2, 4, 3, 5], [1, 3], True),
+                               "float32": mean_model("float32", [1, 5, 6, 3], [1, 2], False)},
+                              tmp_path, sanitize=True)
 
 
 def test_macs_and_requantize_constant(tmp_path):

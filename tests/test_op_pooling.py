@@ -2,10 +2,11 @@
 strides, filter sizes (including filters larger than the input under SAME), fused activations."""
 import pytest
 
-from harness import assert_matches_oracle, compile_bytes
+from harness import compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ops.pooling import pool_geometry
 from model_builder import ModelBuilder, pool_options
+from model_merge import assert_cases_match_oracle
 
 QUANT = {"int8": dict(scale=0.05, zero_point=-3), "int16": dict(scale=0.0004, zero_point=0), "float32": {}}
 
@@ -49,19 +50,18 @@ def _case_id(c):
 
 
 @pytest.mark.parametrize("kind", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
-@pytest.mark.parametrize("dtype,in_shape,filter_hw,stride,padding,activation,quant", CASES,
-                         ids=[_case_id(c) for c in CASES])
-def test_pooling_matches_tflm(tmp_path, kind, dtype, in_shape, filter_hw, stride, padding, activation, quant):
-    assert_matches_oracle(pool_model(kind, dtype, in_shape, filter_hw, stride, padding, activation, quant),
-                          tmp_path)
+@pytest.mark.parametrize("dtype", ["int8", "int16", "float32"])
+def test_pooling_matches_tflm(tmp_path, kind, dtype):
+    """Every case of one kind and type side by side in one model (one build); each output compared."""
+    assert_cases_match_oracle({_case_id(c): pool_model(kind, *c) for c in CASES if c[0] == dtype}, tmp_path)
 
 
-@pytest.mark.parametrize("kind", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
-def test_sanitized(tmp_path, kind):
-    assert_matches_oracle(pool_model(kind, "int8", [2, 7, 6, 3], (3, 4), (2, 1), "SAME", "RELU"), tmp_path,
-                          sanitize=True)
-    assert_matches_oracle(pool_model(kind, "int16", [1, 3, 4, 2], (5, 7), (1, 1), "SAME"), tmp_path / "i16",
-                          sanitize=True)
+def test_sanitized(tmp_path):
+    assert_cases_match_oracle({f"{kind}-{dtype}": pool_model(kind, dtype, shape, f, s, "SAME", act)
+                               for kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+                               for dtype, shape, f, s, act in (("int8", [2, 7, 6, 3], (3, 4), (2, 1), "RELU"),
+                                                               ("int16", [1, 3, 4, 2], (5, 7), (1, 1), "NONE"))},
+                              tmp_path, sanitize=True)
 
 
 def test_macs_and_variant(tmp_path):

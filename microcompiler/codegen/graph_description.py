@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import struct
 
+from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, c_type
 
 MAGIC = b"MCG1"
-MAX_ARGS = 8  # MC_GRAPH_MAX_ARGS in crt/include/microcompiler/graph_executor.h
+MAX_ARGS = 16  # MC_GRAPH_MAX_ARGS in crt/include/microcompiler/graph_executor.h
 ALIGN = 8
 
 
@@ -56,7 +57,9 @@ def build_description(graph: Graph, functions) -> tuple[bytes, int]:
     for fn in functions:
         args = [slot(tensor) for _, _, tensor in fn.params]
         if len(args) > MAX_ARGS:
-            raise ValueError(f"operator {fn.name} has {len(args)} tensor arguments (max {MAX_ARGS})")
+            raise UnsupportedModelError(
+                f"operator {fn.op.index} ({fn.op.kind}) has {len(args)} tensor arguments that are not constants; "
+                f"the graph executor passes at most {MAX_ARGS}: split the operator in the model")
         name_offset = len(strings)
         strings += fn.name.encode() + b"\0"
         ops += struct.pack("<HBB", name_offset, len(args), 0)

@@ -1,4 +1,4 @@
-"""ADD and MUL: int8, int16 (zero points 0) and float32, with numpy-style broadcasting up to 6D.
+"""ADD and MUL: int8, int16 (zero points 0), int32 and float32, with numpy-style broadcasting up to 6D.
 
 The integer arithmetic follows TFLite Micro's reference kernels:
 
@@ -6,6 +6,9 @@ The integer arithmetic follows TFLite Micro's reference kernels:
   15 for int16), adds, and rescales to the output. TFLM Micro always takes this general path for
   int16, whatever the model's ``pot_scale_int16`` option says.
 * MUL multiplies the offset inputs in int32 and requantizes by in1_scale * in2_scale / out_scale.
+* int32 (unquantized) adds or multiplies with wrap-around, as TFLM's int32 arithmetic; TFLM's MUL
+  (and SUB, ops/sub.py) clamp to the fused activation, its ADD ignores it.
+* float32 clamps with TFLM's std::min/std::max semantics (NaN stays NaN, infinities clamp).
 
 The element loop reads both inputs of an index before writing that index, so the output may share
 memory with an input of the same shape (in-place).
@@ -16,66 +19,23 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.binary_common import float_activation, wrapping
+# broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
+from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
+                                         require_broadcast, unbroadcast_inputs)
 from microcompiler.ops.quant import activation_range, c_float, float_activation_range, quantize_multiplier
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
-_MAX_RANK = 6  # TFLM's broadcast kernels extend shapes to 6D
-
-
-def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    """numpy broadcasting of two shapes, or None when they are incompatible."""
-    rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + tuple(a)
-    b = (1,) * (rank - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b):
-        if x != y and 1 not in (x, y):
-            return None
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
-def broadcast_loops(out_shape, in_shapes):
-    """Loop nest that walks the output in order, with each input's stride per loop.
-
-    Output dimensions of extent 1 are dropped and neighbouring dimensions that every input either
-    reads fully or broadcasts in the same way are merged, so a plain elementwise op is one loop and
-    [1,4,4,8] + [8] is two. Returns (loops, input index expressions, output index expression),
-    loops being (variable, trip count) pairs.
-    """
-    rank = len(out_shape)
-    shapes = [(1,) * (rank - len(s)) + tuple(s) for s in in_shapes]
-    dims: list[tuple[int, tuple[bool, ...]]] = []  # (extent, per input: is it broadcast here)
-    for d, n in enumerate(out_shape):
-        if n == 1:
-            continue
-        flags = tuple(s[d] == 1 for s in shapes)
-        if dims and dims[-1][1] == flags:
-            dims[-1] = (dims[-1][0] * n, flags)
-        else:
-            dims.append((n, flags))
-    if not dims:
-        dims = [(1, tuple(False for _ in shapes))]
-    names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
-
-    def index(strides):
-        terms = [v if s == 1 else f"{v} * {s}" for v, s in zip(names, strides) if s]
-        return " + ".join(terms) or "0"
-
-    def strides_of(broadcast):
-        strides, step = [], 1
-        for (n, _), b in zip(reversed(dims), reversed(broadcast)):
-            strides.append(0 if b else step)
-            step *= 1 if b else n
-        return strides[::-1]
-
-    in_index = [index(strides_of([f[j] for _, f in dims])) for j in range(len(shapes))]
-    out_index = index(strides_of([False] * len(dims)))
-    return list(zip(names, [n for n, _ in dims])), in_index, out_index
 
 
 class _Elementwise(OpKernel):
-    """What ADD and MUL share: type and shape checks, broadcasting, activation clamp."""
+    """What ADD, SUB and MUL share: type and shape checks, broadcasting, activation clamp."""
+
+    inputs = (2, 2)
+    types = ("int8", "int16", "int32", "float32")
+    type_notes = "int16 with zero points 0; int32 unquantized, wrapping on overflow as TFLM's int32 arithmetic"
+    symbol = "+"  # the C operator combining the two (rescaled) inputs
+    int32_activation = True  # whether the int32 path applies the fused activation (TFLM's ADD does not)
 
     def check(self, op, graph):
         require(len(op.inputs) == 2 and len(op.outputs) == 1, op, "expects two inputs and one output")
@@ -84,15 +44,11 @@ class _Elementwise(OpKernel):
         require(op.options.get("activation", "NONE") in _ACTIVATIONS, op,
                 f"fused activation {op.options.get('activation')} is not supported")
         dtypes = (a.dtype, b.dtype, y.dtype)
-        require(a.dtype == b.dtype == y.dtype and y.dtype in ("int8", "int16", "float32"), op,
+        require(a.dtype == b.dtype == y.dtype and y.dtype in self.types, op,
                 f"type combination input1/input2/output {dtypes} is not supported "
-                "(all int8, all int16 or all float32)")
-        shape = broadcast_shape(a.shape, b.shape)
-        require(shape is not None, op, f"input shapes {list(a.shape)} and {list(b.shape)} do not broadcast")
-        require(len(shape) <= _MAX_RANK, op, f"broadcasting is supported up to {_MAX_RANK}D, got {len(shape)}D")
-        require(tuple(y.shape) == shape, op,
-                f"output shape {list(y.shape)} is not the broadcast shape {list(shape)} of the inputs")
-        if y.dtype != "float32":
+                f"(all {', all '.join(self.types)})")
+        require_broadcast(op, graph)
+        if y.dtype in ("int8", "int16"):
             for t, what in ((a, "input1"), (b, "input2"), (y, "output")):
                 require(t.quant is not None and not t.quant.per_channel, op,
                         f"{what} needs per-tensor quantization")
@@ -106,43 +62,68 @@ class _Elementwise(OpKernel):
     def inplace_inputs(self, op, graph):
         """An input with the output's shape (not broadcast): element i of both inputs is read
         before element i of the output is written."""
-        y = graph.tensors[op.outputs[0]]
-        rank = len(y.shape)
-        return tuple(k for k, i in enumerate(op.inputs)
-                     if (1,) * (rank - len(graph.tensors[i].shape)) + tuple(graph.tensors[i].shape) == tuple(y.shape)
-                     and graph.tensors[i].dtype == y.dtype)
+        return unbroadcast_inputs(op, graph)
+
+    def fold(self, op, graph):
+        """int32 and float32 results of constant inputs, computed as the generated code does."""
+        a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
+        if not (a.is_constant and b.is_constant) or y.dtype not in ("int32", "float32") \
+                or broadcast_shape(a.shape, b.shape) != tuple(y.shape):
+            return None
+        fn = {"+": np.add, "-": np.subtract, "*": np.multiply}[self.symbol]
+        if y.dtype == "float32":
+            with np.errstate(all="ignore"):
+                value = float_activation(op, fn(a.data.astype(np.float32), b.data.astype(np.float32)))
+        else:
+            value = wrapping(a.data, b.data, fn)
+            lo, hi = int32_activation_range(op.options.get("activation", "NONE") if self.int32_activation else "NONE")
+            value = np.clip(value, -2**31 if lo is None else lo, 2**31 - 1 if hi is None else hi).astype(np.int32)
+        return [np.ascontiguousarray(np.broadcast_to(value, y.shape))]
 
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         loops, (idx1, idx2), out_idx = broadcast_loops(y.shape, [a.shape, b.shape])
-        values = dict(op=self.kinds[0].lower(), loops=loops, idx1=idx1, idx2=idx2, out_idx=out_idx,
-                      input1=ctx.arg(op.inputs[0]), input2=ctx.arg(op.inputs[1]),
+        values = dict(op=self.kinds[0].lower(), symbol=self.symbol, loops=loops, idx1=idx1, idx2=idx2,
+                      out_idx=out_idx, input1=ctx.arg(op.inputs[0]), input2=ctx.arg(op.inputs[1]),
                       output=ctx.arg(op.outputs[0]))
         activation = op.options.get("activation", "NONE")
         if y.dtype == "float32":
             lo, hi = float_activation_range(activation)
             return ctx.render("add_mul_float.c.j2", act_min=c_float(lo), act_max=c_float(hi), **values)
+        if y.dtype == "int32":
+            lo, hi = int32_activation_range(activation if self.int32_activation else "NONE")
+            return ctx.render("add_mul_int32.c.j2", act_min=lo, act_max=hi, **values)
         lo, hi = activation_range(activation, y)
+        requantization = self.requantization(op, a, b, y)
+        if ctx.reference_only:  # TFLM's arithmetic with mc_requantize, not the SMMLAR form
+            requantization["fast"] = None
+            ctx.variant = {"variant": "reference", "scratch_bytes": 0}
         return ctx.render("add_mul_int.c.j2", ctype="int16_t" if y.dtype == "int16" else "int8_t",
                           act_min=lo, act_max=hi, input1_offset=-a.quant.zero_point[0],
                           input2_offset=-b.quant.zero_point[0], output_offset=y.quant.zero_point[0],
-                          **self.requantization(op, a, b, y), **values)
+                          **requantization, **values)
 
     def requantization(self, op, a, b, y) -> dict:
         raise NotImplementedError
 
 
+def int32_activation_range(activation: str) -> tuple[int | None, int | None]:
+    """Clamp bounds of a fused activation on unquantized int32 values (TFLM's
+    CalculateActivationRange<int32_t>); None where the bound is the type's own."""
+    return {"NONE": (None, None), "RELU": (0, None), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[activation]
+
+
 @register
 class Add(_Elementwise):
     kinds = ("ADD",)
-    inputs = (2, 2)
+    int32_activation = False  # TFLM's int32 ADD clamps to the whole int32 range, whatever the option
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
     fast = {"dsp": "int8 (SMMLAR requantization)"}
 
     def check(self, op, graph):
         super().check(op, graph)
         y = graph.tensors[op.outputs[0]]
-        if y.dtype != "float32":
+        if y.dtype in ("int8", "int16"):
             a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
             real = self._reals(a, b, y)[2]
             require(0.0 < real < 1.0, op,
@@ -156,6 +137,7 @@ class Add(_Elementwise):
 
     @staticmethod
     def _reals(a, b, y):
+        """(input1, input2, output) real multipliers and the left shift, as TFLM prepares them."""
         # TFLM (add_common.cc): float32 scales widened to double, max input scale doubled.
         left_shift = 15 if y.dtype == "int16" else 20
         s1, s2 = float(np.float32(a.quant.scale[0])), float(np.float32(b.quant.scale[0]))
@@ -169,11 +151,11 @@ class Add(_Elementwise):
         return dict(left_shift=left_shift, input1_q=q1, input2_q=q2, output_q=qo,
                     fast=self._fast_exprs(y, left_shift, q1, q2, qo))
 
-    @staticmethod
-    def _fast_exprs(y, left_shift, q1, q2, qo):
+    def _fast_exprs(self, y, left_shift, q1, q2, qo):
         """C expressions of the int8 ADD with mc_requant_fast, or None when it does not apply.
 
-        |x + offset| <= 255, so (x + offset) << 21 < 2^29 and the sum of the rescaled inputs < 2^29:
+        |x + offset| <= 255, so (x + offset) << 21 < 2^29 and the sum (or difference) of the rescaled
+        inputs < 2^29:
         every operand of the fast requantization is in range, with no further proof needed. A shift
         of 0 (the input with the larger scale has the multiplier 1/2 exactly) needs no second rounding."""
         if y.dtype != "int8" or not all(m > 0 and -fast.MAX_FAST_SHIFT <= s <= 0 for m, s in (q1, q2, qo)):
@@ -189,13 +171,13 @@ class Add(_Elementwise):
             return f"(mc_smmlar({doubled}, {m}, {c} + ({v} >> 31)) >> {r})"
 
         y_zp = int(y.quant.zero_point[0])
-        return (term("v1", q1, 0, True), term("v2", q2, 0, True), term("(x1 + x2)", qo, y_zp, False))
+        return (term("v1", q1, 0, True), term("v2", q2, 0, True), term(f"(x1 {self.symbol} x2)", qo, y_zp, False))
 
 
 @register
 class Mul(_Elementwise):
     kinds = ("MUL",)
-    inputs = (2, 2)
+    symbol = "*"
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
 
     def requantization(self, op, a, b, y):

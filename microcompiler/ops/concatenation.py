@@ -1,4 +1,4 @@
-"""CONCATENATION along any axis (negative counts from the end): int8, int16 and float32.
+"""CONCATENATION along any axis (negative counts from the end): int8, int16, int32, int64, float32, bool.
 
 TFLM copies the values unchanged (no requantization): int8 inputs must share the output's scale and
 zero point, and int16 zero points must be 0. TFLM itself rejects fused activations; the
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ir import c_type
 from microcompiler.ops.activation import float_activation_expr
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import activation_range
@@ -19,20 +20,22 @@ from microcompiler.ops.quant import activation_range
 class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
     inputs = (1, 16)
-    options = "axis (negative allowed), fused activation"
+    types = ("int8", "int16", "int32", "int64", "float32", "bool")
+    options = "axis (negative allowed), fused activation (int8, int16, float32)"
 
     def check(self, op, graph):
         require(len(op.inputs) >= 1 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,
                 "expects one or more inputs and one output")
         y = graph.tensors[op.outputs[0]]
         ins = [graph.tensors[i] for i in op.inputs]
-        require(y.dtype in ("int8", "int16", "float32"), op,
-                f"type {y.dtype} is not supported (int8, int16, float32)")
+        require(y.dtype in self.types, op, f"type {y.dtype} is not supported ({', '.join(self.types)})")
         require(all(t.dtype == y.dtype for t in ins), op,
                 f"input types {[t.dtype for t in ins]} must all equal the output type {y.dtype}")
         activation = op.options.get("activation", "NONE")
         require(activation in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"), op,
                 f"fused activation {activation} is not supported")
+        require(activation == "NONE" or y.dtype in ("int8", "int16", "float32"), op,
+                f"a fused activation on {y.dtype} values is not supported")
         rank = len(y.shape)
         axis = op.options.get("axis", 0)
         require(rank >= 1 and -rank <= axis < rank, op, f"axis {axis} is out of range for rank {rank}")
@@ -64,7 +67,7 @@ class Concatenation(OpKernel):
         parts = [dict(src=ctx.arg(i), n=ctx.tensor(i).shape[axis] * inner) for i in op.inputs]
         parts = [p for p in parts if p["n"] > 0]
         activation = op.options.get("activation", "NONE")
-        ctype = "float" if y.dtype == "float32" else f"{y.dtype}_t"
+        ctype = c_type(y.dtype)
         clamp = None
         if activation != "NONE":
             if y.dtype == "float32":

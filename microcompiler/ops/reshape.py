@@ -17,7 +17,16 @@ class Reshape(OpKernel):
     inputs = (1, 2)
     arity = {"SQUEEZE": ((1, 1), (1, 1)), "EXPAND_DIMS": ((2, 2), (1, 1))}
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
+    type_notes = "TFLM runs EXPAND_DIMS for int8, int16 and float32 only"
     options = "no code: an alias in the arena (a copy only between two caller-owned buffers)"
+    _KIND_OPTIONS = {"SQUEEZE": "squeeze_dims (negative allowed; none: every extent-1 dimension); ",
+                     "EXPAND_DIMS": "constant axis (negative allowed); "}
+
+    def describe(self, kind):
+        d = super().describe(kind)
+        d["options"] = self._KIND_OPTIONS.get(kind, "") + self.options
+        d["type_notes"] = self.type_notes if kind == "EXPAND_DIMS" else ""
+        return d
 
     def check(self, op, graph):
         require(1 <= len(op.inputs) <= 2 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
@@ -26,6 +35,20 @@ class Reshape(OpKernel):
         require(x.dtype == y.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
         require(x.size == y.size, op, f"cannot reshape {list(x.shape)} ({x.size} elements) into "
                 f"{list(y.shape)} ({y.size} elements)")
+        if op.kind == "SQUEEZE":
+            rank = len(x.shape)
+            for d in op.options.get("squeeze_dims") or []:
+                require(-rank <= d < rank and x.shape[d % rank] == 1, op,
+                        f"squeeze_dims {d} is out of range for {list(x.shape)} or names a dimension of extent other than 1")
+        elif op.kind == "EXPAND_DIMS" and graph.tensors[op.inputs[1]].is_constant:
+            axis_t = graph.tensors[op.inputs[1]]
+            require(axis_t.dtype in ("int32", "int64") and axis_t.size == 1, op, "the axis must be one int32 or int64")
+            rank = len(x.shape)
+            axis = int(axis_t.data.reshape(-1)[0])
+            require(-rank - 1 <= axis <= rank, op, f"axis {axis} is out of range for rank {rank}")
+            expected = list(x.shape)
+            expected.insert(axis % (rank + 1), 1)
+            require(list(y.shape) == expected, op, f"output shape {list(y.shape)} does not match the expected {expected}")
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])

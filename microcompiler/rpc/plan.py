@@ -12,6 +12,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from microcompiler.codegen.graph_description import MAX_ARGS
 from microcompiler.errors import MicrocompilerError
 
 PLAN_FILE = "host_driven.json"
@@ -45,7 +46,7 @@ class ModelPlan:
             pos += 2 * n_in
             self.output_slots = list(struct.unpack_from(f"<{n_out}H", d, pos))
             pos += 2 * n_out
-            op_bytes = 4 + 2 * 8
+            op_bytes = 4 + 2 * MAX_ARGS
             strings = d[pos + n_ops * op_bytes:]
             if len(strings) != n_strings:
                 raise ValueError("string table size")

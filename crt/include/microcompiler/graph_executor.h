@@ -35,7 +35,7 @@ typedef struct {
 /* Find an operator function by name; NULL when absent. */
 mc_op_fn mc_registry_lookup(const mc_op_registry_t* registry, const char* name);
 
-#define MC_GRAPH_MAX_ARGS 8
+#define MC_GRAPH_MAX_ARGS 16
 
 typedef struct {
   const uint8_t* description;

@@ -1,0 +1,31 @@
+"""REVERSE_V2: every type TFLM runs (int8, int16, int32, int64, float32, bool), constant axes.
+
+The values are copied unchanged; a reversed dimension is walked with a negative stride, and the
+dimensions inside the innermost reversed one are copied as contiguous runs (memcpy).
+"""
+from __future__ import annotations
+
+from microcompiler.ops.base import register, require
+from microcompiler.ops.movement_common import CopyKernel, constant_ints, contiguous_copy, require_shape, row_strides
+
+
+@register
+class ReverseV2(CopyKernel):
+    kinds = ("REVERSE_V2",)
+    input_roles = ("input", "axis")
+    inputs = (2, 2)
+    options = "constant axes (int32 or int64, negative counts from the end)"
+
+    def plan(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        rank = len(x.shape)
+        axes = constant_ints(graph, op, 1, "axis")
+        require(rank >= 1, op, "the input must have at least one dimension")
+        require(all(-rank <= a < rank for a in axes), op, f"axis {axes} is out of range for rank {rank}")
+        axes = [a % rank for a in axes]
+        require(len(set(axes)) == len(axes), op, f"axis {axes} names a dimension twice")
+        require_shape(op, y, x.shape)
+        strides = row_strides(x.shape)
+        src_strides = [-s if k in axes else s for k, s in enumerate(strides)]
+        base = sum((x.shape[k] - 1) * strides[k] for k in axes)
+        return [contiguous_copy(f"t{op.inputs[0]}", f"t{op.outputs[0]}", x.shape, src_strides, base)]

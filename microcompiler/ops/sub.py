@@ -1,0 +1,30 @@
+"""SUB: int8, int16 (zero points 0), int32 and float32, with broadcasting up to 6D.
+
+TFLite Micro's SUB is its ADD with the second rescaled input subtracted (sub_common.cc): both inputs
+to a common scale with ``left_shift`` bits of headroom (20 for int8, 15 for int16), subtract,
+rescale to the output. Unlike ADD, TFLM applies the fused activation to int32 results. The code is
+ADD's (``add_mul.py``, templates ``add_mul_*.c.j2``, including the int8 SMMLAR fast variant).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.add_mul import Add
+from microcompiler.ops.base import register
+
+
+@register
+class Sub(Add):
+    kinds = ("SUB",)
+    symbol = "-"
+    int32_activation = True
+    fast = {"dsp": "int8 (SMMLAR requantization)"}
+
+    @staticmethod
+    def _reals(a, b, y):
+        """As ADD's, but TFLM's SUB divides the scales in float32 before widening to double."""
+        left_shift = 15 if y.dtype == "int16" else 20
+        s1, s2, so = (np.float32(t.quant.scale[0]) for t in (a, b, y))
+        twice_max = np.float32(2) * max(s1, s2)
+        return (float(s1 / twice_max), float(s2 / twice_max),
+                float(twice_max / (np.float32(1 << left_shift) * so)), left_shift)
