@@ -32,14 +32,14 @@ from typing import Callable
 
 import numpy as np
 
-from microcompiler import resources
+from microcompiler import cleanup, resources
 from microcompiler.boards import Board, load_board, load_board_file
 from microcompiler.codegen import ModelLibrary
-from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.inputs import check_input, load_inputs, random_inputs
-from microcompiler.ir import np_dtype
+from microcompiler.ir import c_type, np_dtype
 from microcompiler.outdir import (check_output_dir, check_path_is_safe, listed_files, read_manifest,
                                   replace_output_dir)
 from microcompiler.standalone import StandaloneResult, parse_reports
@@ -341,7 +341,8 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
         input_values = []
         for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
             np.save(stage / "inputs" / f"input{k}.npy", arr)
-            input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+            input_values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
+                                 "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
         outputs = [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
                    for meta in metadata["outputs"]]
 
@@ -447,15 +448,20 @@ _OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
 
 
 def _run_logged(cmd: list[str], log: Log, what: str) -> None:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
+    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        lines.append(line)
-        if line.startswith("["):  # ninja's "[3/12] Building C object ..."
-            log("  " + line)
-    if proc.wait() != 0:
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            lines.append(line)
+            if line.startswith("["):  # ninja's "[3/12] Building C object ..."
+                log("  " + line)
+        proc.wait()
+    finally:
+        cleanup.stop(proc, grace=2.0)
+    if proc.returncode != 0:
         text = "\n".join(lines)
         overflow = _OVERFLOW.search(text)
         if overflow:

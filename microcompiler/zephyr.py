@@ -37,10 +37,10 @@ import numpy as np
 from microcompiler import resources
 from microcompiler.boards import Board, load_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
-from microcompiler.ir import np_dtype
+from microcompiler.ir import c_type, np_dtype
 
 TEMPLATE = "zephyr"
 DOCS = "docs/zephyr.md"
@@ -181,7 +181,8 @@ def create_zephyr_project(model, board: str | Board, out_dir: str | Path, execut
         inputs = []
         for k, (arr, tensor) in enumerate(zip(arrays, meta["inputs"])):
             np.save(stage / "inputs" / f"input{k}.npy", arr)
-            inputs.append({**tensor, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+            inputs.append({**tensor, "elements": max(1, arr.size), "initializer": c_initializer(arr),
+                           "definition": c_array(f"g_{tensor['c_name']}", c_type(tensor["dtype"]), arr)})
         outputs = [{**t, "elements": max(1, t["bytes"] // np.dtype(np_dtype(t["dtype"])).itemsize)}
                    for t in meta["outputs"]]
 

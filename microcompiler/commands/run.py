@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from microcompiler.boards import HOST, load_board
+from microcompiler.commands.arguments import positive_seconds
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
@@ -33,7 +34,7 @@ def add_parser(sub) -> None:
                         "host-driven: the host runs the graph, each operator runs on the device over RPC")
     p.add_argument("--port", help="host-driven: serial port of a real board already running the model's "
                                   "host-driven firmware (emulated boards need none)")
-    p.add_argument("--rpc-timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=10.0, metavar="SECONDS",
                    help="host-driven: seconds to wait for each device reply (default: 10)")
     p.add_argument("--template", choices=["baremetal", "zephyr"], default="baremetal",
                    help="boards: the firmware project template (default: baremetal; zephyr: docs/zephyr.md)")
@@ -42,8 +43,8 @@ def add_parser(sub) -> None:
     p.add_argument("--input", action="append", default=[], metavar="X.npy",
                    help="an input tensor as .npy (repeat for several inputs)")
     p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it (boards only)")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds to wait for the board's report (default: 300)")
+    p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
+                   help="seconds the run may take, on the host or a board (default: 300)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -78,7 +79,7 @@ def run(args) -> int:
     if board is None:
         from microcompiler.host import HostProgram
         with tempfile.TemporaryDirectory(prefix="microcompiler-") as tmp:
-            result = HostProgram(library, Path(tmp), executor=args.executor).run([inputs])[0]
+            result = HostProgram(library, Path(tmp), executor=args.executor).run([inputs], timeout=args.timeout)[0]
         outputs, ticks, hz = result.outputs, result.ticks, result.hz
     else:
         with tempfile.TemporaryDirectory(prefix="microcompiler-") as tmp:

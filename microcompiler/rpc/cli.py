@@ -5,11 +5,14 @@ import json
 import sys
 
 from microcompiler.boards import HOST, load_board
+from microcompiler.commands.arguments import positive_seconds
 from microcompiler.commands.run import print_outputs
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.rpc.launch import open_model
+
+DEFAULT_CALL_TIMEOUT = 300.0  # seconds one device function may run (Session.call_timeout)
 
 
 def progress(line: str) -> None:
@@ -24,7 +27,8 @@ def _open(args):
     meta = library.metadata
     inputs = load_inputs(args.input, meta["inputs"]) if getattr(args, "input", None) else random_inputs(meta["inputs"])
     session = open_model(library, board or HOST, project_dir=getattr(args, "keep", None), port=args.port,
-                         log=progress, timeout=args.rpc_timeout)
+                         log=progress, timeout=args.rpc_timeout,
+                         call_timeout=getattr(args, "timeout", None) or DEFAULT_CALL_TIMEOUT)
     return library, inputs, session
 
 
@@ -68,7 +72,7 @@ def add_bench_parser(sub) -> None:
     p.add_argument("--input", action="append", default=[], metavar="X.npy",
                    help="an input tensor as .npy (repeat for several inputs; default: seeded random)")
     p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it")
-    p.add_argument("--rpc-timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=10.0, metavar="SECONDS",
                    help="seconds to wait for each device reply (default: 10)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=bench)
