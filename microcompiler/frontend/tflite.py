@@ -118,7 +118,7 @@ class _Importer:
     # --- tensors -------------------------------------------------------------------------------
     def _tensor(self, t, index: int) -> Tensor:
         # printable only: names go into one-line error messages and C comments
-        tname = "".join(ch if ch.isprintable() else f"\x{ord(ch):02x}"
+        tname = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}"
                         for ch in (t.Name() or b"").decode("utf-8", "replace")) or f"tensor_{index}"
         # 4-bit weights (two per byte, low nibble first) are unpacked to int8 here, as TFLM's kernels
         # unpack them before use.
