@@ -2,7 +2,8 @@
 
 Each subcommand lives in ``microcompiler/commands/<name>.py`` with ``add_parser(subparsers)`` and a
 ``run(args)`` that returns an exit code. User errors (:class:`MicrocompilerError`) are printed as one
-line on stderr with exit code 2; nothing else is caught, so real bugs keep their tracebacks.
+line on stderr with exit code 2; nothing else is caught, so real bugs keep their tracebacks. SIGINT,
+SIGTERM and SIGHUP stop the command cleanly (microcompiler/cleanup.py): exit status 128 + signal.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from microcompiler import cleanup
 from microcompiler.errors import MicrocompilerError
 
 COMMANDS = ["compile", "run", "analyze", "ops", "boards", "create-project", "build", "flash", "bench"]
@@ -26,15 +28,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    previous_handlers = cleanup.install_signal_handlers()
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args) or 0
     except MicrocompilerError as exc:
         print(f"microcompiler: error: {exc}", file=sys.stderr)
         return 2
+    except cleanup.Interrupted as exc:  # SIGINT, SIGTERM, SIGHUP: the stack unwound, closing what it opened
+        cleanup.sweep()
+        _say(f"microcompiler: interrupted by {exc.name}")
+        return exc.exit_status
     except KeyboardInterrupt:
-        print("microcompiler: interrupted", file=sys.stderr)
+        cleanup.sweep()
+        _say("microcompiler: interrupted")
         return 130
+    finally:
+        cleanup.restore_signal_handlers(previous_handlers)  # main() may run inside another program (tests)
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:  # SIGHUP: the terminal may be gone
+        pass
 
 
 if __name__ == "__main__":

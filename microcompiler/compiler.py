@@ -7,9 +7,10 @@ from pathlib import Path
 
 from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.errors import MicrocompilerError, UnsupportedModelError
+from microcompiler.errors import MicrocompilerError, ModelFormatError, UnsupportedModelError
 from microcompiler.ir import Graph
 from microcompiler.ops.base import kernel_for
+from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE
 
@@ -59,13 +60,26 @@ def check_operator(op, graph: Graph) -> None:
     """
     try:
         kernel_for(op).check(op, graph)
-    except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError) as exc:
         raise UnsupportedModelError(
             f"operator {op.index} ({op.kind}) has inconsistent tensors or options ({type(exc).__name__}: "
             f"{exc}); re-export the model with the TFLite converter") from None
 
 
+def check_quantization(graph: Graph) -> None:
+    """Zero points must fit their tensor's type (TFLite's rule; kernels build int8 tables from them)."""
+    for index, t in enumerate(graph.tensors):
+        if t.quant is None or t.dtype not in INT_RANGES:
+            continue
+        lo, hi = INT_RANGES[t.dtype]
+        outside = [int(z) for z in t.quant.zero_point if not lo <= int(z) <= hi]
+        if outside:
+            raise ModelFormatError(f"tensor {index} ('{t.name}') has zero point {outside[0]}, outside {t.dtype}'s "
+                                   f"range [{lo}, {hi}]; the model file is damaged")
+
+
 def run_passes(graph: Graph, passes=None) -> Graph:
+    check_quantization(graph)
     for op in graph.operators:  # reject unsupported configurations before any work
         check_operator(op, graph)
     for p in PIPELINE if passes is None else passes:

@@ -9,21 +9,24 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import jinja2
 import numpy as np
 
-from microcompiler import resources
+from microcompiler import cleanup, resources
 from microcompiler.codegen import ModelLibrary
-from microcompiler.errors import ToolchainError
+from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.ir import c_type, np_dtype
 from microcompiler.standalone import StandaloneResult, parse_reports
+from microcompiler.transport.base import check_timeout
 
 STRICT_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE_CFLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                    "-fno-omit-frame-pointer"]
 CRT_PORTABLE_SOURCES = ["src/status.c", "src/report.c", "src/graph_executor.c"]
+COMPILE_TIMEOUT = 900.0  # seconds for the host C compiler on one model
 
 
 def render_template(template_dir: Path, template: str, **values) -> str:
@@ -76,22 +79,48 @@ class HostProgram:
         flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else [opt])
         cmd = [*compiler(), *flags, f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}", *sources,
                "-o", str(self.exe), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
         if proc.returncode != 0:
             raise ToolchainError("the host C compiler failed on the generated code (a microcompiler bug, "
                                  f"please report it):\n{proc.stderr.strip()[:4000]}")
 
     def run(self, inputs: list[list[np.ndarray]], timeout: float = 600) -> list[StandaloneResult]:
-        """Run the model once per input set; returns one result per set."""
+        """Run the model once per input set; returns one result per set.
+
+        The program runs in its own process group with its input and output in files: after
+        ``timeout`` seconds, or once it has printed far more than its reports need, it is stopped
+        and DeviceError says why (never a wait without end, never unbounded memory)."""
+        timeout = check_timeout(timeout)
         blob = bytearray()
         for input_set in inputs:
             for arr, meta in zip(input_set, self.meta["inputs"]):
                 blob += np.ascontiguousarray(arr, dtype=np_dtype(meta["dtype"])).tobytes()
-        proc = subprocess.run([str(self.exe)], input=bytes(blob), capture_output=True, timeout=timeout)
+        in_path, out_path, err_path = (self.work_dir / f"run.{s}" for s in ("in", "out", "err"))
+        in_path.write_bytes(bytes(blob))
+        report_bytes = sum(2 * o["bytes"] + 64 for o in self.meta["outputs"]) + 256
+        output_limit = (1 << 20) + 2 * len(inputs) * report_bytes
+        with open(in_path, "rb") as stdin, open(out_path, "wb") as stdout, open(err_path, "wb") as stderr:
+            proc = cleanup.spawn([str(self.exe)], stdin=stdin, stdout=stdout, stderr=stderr)
+        try:
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DeviceError(f"the host model program did not finish within {timeout:g} s; stopped it "
+                                      "(raise --timeout if the model is just slow)")
+                if out_path.stat().st_size > output_limit:
+                    raise DeviceError(f"the host model program printed more than {output_limit:,} bytes for "
+                                      f"{len(inputs)} run(s) without finishing; stopped it")
+                try:
+                    proc.wait(timeout=min(left, 0.05))
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            cleanup.stop(proc, grace=2.0)
+        stderr_text = err_path.read_bytes()[-4000:].decode(errors="replace").strip()
         if proc.returncode != 0:
-            raise ToolchainError(f"the host model program failed (exit {proc.returncode}): "
-                                 f"{proc.stderr.decode(errors='replace').strip()[:4000]}")
-        results = parse_reports(proc.stdout.decode(), self.meta["outputs"])
+            raise ToolchainError(f"the host model program failed (exit {proc.returncode}): {stderr_text}")
+        results = parse_reports(out_path.read_bytes().decode(errors="replace"), self.meta["outputs"])
         if len(results) != len(inputs):
             raise ToolchainError(f"the host model program reported {len(results)} runs for {len(inputs)} inputs")
         return results

@@ -1,4 +1,5 @@
 """Bad input: one clear line, a non-zero exit, no traceback, nothing half-written."""
+import os
 import subprocess
 import sys
 
@@ -10,7 +11,8 @@ from hypothesis import strategies as st
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import parse_tflite
-from model_builder import ModelBuilder
+from model_builder import ModelBuilder, fully_connected_options
+from fuzz.model_mutations import apply_edits, corpus_cases, materialize, seed_bytes, seed_names
 
 
 def cli(*args, cwd=None):
@@ -86,31 +88,90 @@ def test_not_tflite_message_names_identifier():
         parse_tflite(b"\0" * 64)
 
 
-FUZZ_SEEDS = ["tflm/hello_world_int8.tflite", "tflm/hello_world_float.tflite"]
+# The mutation fuzz test: every shared model and the small built models of tests/fuzz/model_mutations.py,
+# mutated by one, two or many bit flips, byte sets, splices of their own bytes, insertions, deletions and
+# truncations. Compiling must succeed or raise a MicrocompilerError with a one-line message: no other
+# exception type. MC_FUZZ_EXAMPLES sets the number of examples (default: a few seconds' worth); the long
+# run is `python scripts/fuzz_models.py --examples 20000` (docs/reliability.md).
+FUZZ_EXAMPLES = int(os.environ.get("MC_FUZZ_EXAMPLES", "200"))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_fuzz_mutated_models_compile_or_raise_our_error(tmp_path_factory, shared_models, data):
-    """Mutate real model bytes: the compiler either compiles or raises MicrocompilerError."""
-    seed = data.draw(st.sampled_from(FUZZ_SEEDS), label="seed model")
-    buf = bytearray((shared_models / seed).read_bytes())
-    for _ in range(data.draw(st.integers(1, 8))):
-        if not buf:
-            break
-        kind = data.draw(st.sampled_from(["flip", "set", "truncate", "insert"]))
-        pos = data.draw(st.integers(0, max(0, len(buf) - 1)))
-        if kind == "flip":
-            buf[pos] ^= 1 << data.draw(st.integers(0, 7))
-        elif kind == "set":
-            buf[pos] = data.draw(st.integers(0, 255))
-        elif kind == "truncate":
-            del buf[pos:]
-        else:
-            buf[pos:pos] = data.draw(st.binary(min_size=1, max_size=8))
-    path = tmp_path_factory.mktemp("fuzz") / "m.tflite"
-    path.write_bytes(bytes(buf))
+def _compile_mutant(directory, model: str, edits: list[dict]) -> None:
+    path = directory / "m.tflite"
+    path.write_bytes(apply_edits(seed_bytes(model), edits))
     try:
         compile_model(path)
     except MicrocompilerError as exc:
-        assert "\n" not in str(exc).strip()
+        assert "\n" not in str(exc).strip(), f"a multi-line error: {exc}"
+
+
+@st.composite
+def mutations(draw):
+    model = draw(st.sampled_from(seed_names()), label="seed model")
+    data = seed_bytes(model)
+    size = len(data)
+    kind = draw(st.sampled_from(["flip1", "flip2", "flipN", "set", "splice", "insert", "delete", "truncate"]))
+    offset = st.integers(0, size - 1)
+    if kind.startswith("flip"):
+        count = {"flip1": 1, "flip2": 2}.get(kind) or draw(st.integers(3, 16))
+        raw = [{"at": draw(offset), "flip": 1 << draw(st.integers(0, 7))} for _ in range(count)]
+    elif kind == "set":
+        raw = [{"at": draw(offset), "delete": 1, "insert": f"{draw(st.integers(0, 255)):02x}"}
+               for _ in range(draw(st.integers(1, 4)))]
+    elif kind == "splice":
+        length = draw(st.integers(1, 64))
+        raw = [{"at": draw(offset), "delete": length, "copy_from": draw(offset), "copy_len": length}]
+    elif kind == "insert":
+        raw = [{"at": draw(offset), "delete": 0, "insert": draw(st.binary(min_size=1, max_size=16)).hex()}]
+    elif kind == "delete":
+        raw = [{"at": draw(offset), "delete": draw(st.integers(1, 64)), "insert": ""}]
+    else:
+        raw = [{"at": draw(offset), "delete": size, "insert": ""}]
+    return model, materialize(data, raw)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          derandomize=os.environ.get("MC_FUZZ_RANDOM") is None)
+@given(mutation=mutations())
+def test_fuzz_mutated_models_compile_or_raise_our_error(tmp_path_factory, shared_models, mutation):
+    """Mutate real model bytes: the compiler either compiles or raises MicrocompilerError, in one line."""
+    model, edits = mutation
+    _compile_mutant(tmp_path_factory.mktemp("fuzz"), model, edits)
+
+
+@pytest.mark.parametrize("case", corpus_cases(), ids=lambda case: case[0])
+def test_fuzz_corpus_cases_stay_fixed(tmp_path, shared_models, case):
+    """Every mutant that once escaped with a Python exception (tests/data/fuzz_corpus/)."""
+    _, data = case
+    _compile_mutant(tmp_path, data["model"], data["edits"])
+
+
+def test_the_fuzz_corpus_is_there_and_names_what_it_found():
+    cases = corpus_cases()
+    assert len(cases) >= 3
+    failures = " ".join(data["failure"] for _, data in cases)
+    assert "per_channel" in failures and "OverflowError" in failures
+    for _, data in cases:
+        assert data["model"] in seed_names() and all(set(e) == {"at", "delete", "insert"} for e in data["edits"])
+
+
+def test_zero_points_outside_the_type_are_damage_in_one_line(tmp_path):
+    b = ModelBuilder()
+    x = b.activation("x", [1, 4], "int8", scale=0.5, zero_point=-8320)
+    y = b.activation("y", [1, 4], "int8", scale=0.5, zero_point=0)
+    b.op("RELU", [x], [y])
+    model = tmp_path / "zp.tflite"
+    model.write_bytes(b.finish([x], [y]))
+    proc = cli("compile", model, "-o", tmp_path / "out")
+    assert_one_line_error(proc, "zero point -8320", "damaged")
+
+
+def test_quantized_fully_connected_without_weight_quantization_is_refused(tmp_path):
+    b = ModelBuilder()
+    x = b.activation("x", [1, 4], "int8", scale=0.5, zero_point=0)
+    w = b.constant("w", np.ones((2, 4), np.int8))  # no quantization parameters
+    y = b.activation("y", [1, 2], "int8", scale=0.5, zero_point=0)
+    b.op("FULLY_CONNECTED", [x, w, -1], [y], fully_connected_options())
+    model = tmp_path / "fc.tflite"
+    model.write_bytes(b.finish([x], [y]))
+    assert_one_line_error(cli("compile", model, "-o", tmp_path / "out"), "quantization parameters")

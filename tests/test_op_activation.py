@@ -1,5 +1,6 @@
 """Standalone RELU and RELU6 against the TFLM oracle: int8 (incl. requantizing RELU), int16, float32,
-plus in-place execution (output buffer == input buffer)."""
+plus in-place execution (output buffer == input buffer); RELU_N1_TO_1, which TFLM does not run."""
+import math
 import subprocess
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 
 from harness import FLOAT_RTOL, assert_matches_oracle, compile_bytes
 from microcompiler.errors import UnsupportedModelError
-from microcompiler.host import STRICT_CFLAGS, SANITIZE_CFLAGS, compiler
+from microcompiler.host import STRICT_CFLAGS, SANITIZE_CFLAGS, HostProgram, compiler
 from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder
 from oracle import Oracle
@@ -111,3 +112,71 @@ def test_activation_rejections(tmp_path):
         compile_bytes(unary_model("RELU", [4], "int16", "int16", (0.01, 3), (0.01, 0)), tmp_path / "a")
     with pytest.raises(UnsupportedModelError, match=r"RELU6\).*differs from input type"):
         compile_bytes(unary_model("RELU6", [4], "int8", "int16", (0.01, 0), (0.01, 0)), tmp_path / "b")
+
+
+# ---- RELU_N1_TO_1 -------------------------------------------------------------------------------
+# TFLM does not register RELU_N1_TO_1 (its interpreter refuses the model), so there is no oracle:
+# the kernel follows TFLite's (QuantizedReluX with the clamp at the quantized -1.0 and 1.0 of the
+# output), checked here against an independent Python model of that integer arithmetic.
+
+def _rounding_doubling_high_mul(a: int, b: int) -> int:
+    if a == b == -2**31:
+        return 2**31 - 1
+    ab = a * b
+    total = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
+    return abs(total) // (1 << 31) * (1 if total >= 0 else -1)  # C division truncates toward zero
+
+
+def _rounding_divide_by_pot(x: int, exponent: int) -> int:
+    mask = (1 << exponent) - 1
+    threshold = (mask >> 1) + (1 if x < 0 else 0)
+    return (x >> exponent) + (1 if (x & mask) > threshold else 0)
+
+
+def relu_n1_to_1_reference(x: np.ndarray, in_q, out_q) -> np.ndarray:
+    """TFLite's int8 RELU_N1_TO_1, written out in Python integers."""
+    real = float(np.float32(in_q[0])) / float(np.float32(out_q[0]))
+    fraction, shift = math.frexp(real)
+    multiplier = math.floor(fraction * (1 << 31) + 0.5)
+    if multiplier == 1 << 31:
+        multiplier, shift = multiplier // 2, shift + 1
+    steps = math.floor(float(np.float32(1.0) / np.float32(out_q[0])) + 0.5)  # roundf(1.0f / scale)
+    lo, hi = max(-128, out_q[1] - steps), min(127, out_q[1] + steps)
+    out = []
+    for v in x.ravel().astype(int):
+        scaled = _rounding_doubling_high_mul((v - in_q[1]) * (1 << max(shift, 0)), multiplier)
+        out.append(min(max(out_q[1] + _rounding_divide_by_pot(scaled, max(-shift, 0)), lo), hi))
+    return np.array(out, dtype=np.int8).reshape(x.shape)
+
+
+RELU_N1_TO_1_INT8 = [  # (input (scale, zero point), output (scale, zero point))
+    ((0.01, -3), (0.01, -3)),       # same quantization: a clamp at -100 and 100 steps from zero
+    ((0.05, 10), (0.02, -20)),      # requantizes
+    ((0.002, 127), (0.01, 0)),
+    ((0.1, 0), (0.1, 0)),           # +-1.0 only 10 steps away
+]
+
+
+def test_relu_n1_to_1_is_not_in_tflm():
+    with pytest.raises(Exception):
+        Oracle(unary_model("RELU_N1_TO_1", [4], "float32", "float32"))
+
+
+@pytest.mark.parametrize("in_q,out_q", RELU_N1_TO_1_INT8)
+def test_int8_relu_n1_to_1_matches_tflite_arithmetic(tmp_path, in_q, out_q):
+    x = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    lib = compile_bytes(unary_model("RELU_N1_TO_1", [16, 16], "int8", "int8", in_q, out_q), tmp_path)
+    got = HostProgram(lib, tmp_path / "build", sanitize=True).run([[x]])[0].outputs[0]
+    np.testing.assert_array_equal(got, relu_n1_to_1_reference(x, in_q, out_q))
+
+
+def test_float_relu_n1_to_1_clamps_and_keeps_nan(tmp_path):
+    x = np.array([-3.0, -1.0, -0.5, -0.0, 0.0, 0.25, 1.0, 1.5, np.inf, -np.inf, np.nan], dtype=np.float32)
+    lib = compile_bytes(unary_model("RELU_N1_TO_1", [x.size], "float32", "float32"), tmp_path)
+    got = HostProgram(lib, tmp_path / "build").run([[x]])[0].outputs[0]
+    np.testing.assert_array_equal(got, [-1.0, -1.0, -0.5, -0.0, 0.0, 0.25, 1.0, 1.0, 1.0, -1.0, np.nan])
+
+
+def test_relu_n1_to_1_rejects_int16(tmp_path):
+    with pytest.raises(UnsupportedModelError, match=r"RELU_N1_TO_1\).*input type int16 is not supported"):
+        compile_bytes(unary_model("RELU_N1_TO_1", [4], "int16", "int16", (0.01, 0), (0.01, 0)), tmp_path)

@@ -1,11 +1,16 @@
 """QUANTIZE and DEQUANTIZE against the TFLM oracle, and fold_constants on constant inputs."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder, concatenation_options
+from model_merge import assert_cases_match_oracle
 from test_op_activation import assert_in_place_matches_oracle, unary_model
 
 # Quotients that are exact ties in float32 (TFLM rounds them away from zero) and ones whose float32
@@ -107,6 +112,63 @@ def test_dequantize_of_constant_is_folded(tmp_path):
     assert [o["kind"] for o in library.metadata["operators"]] == ["CONCATENATION"]
 
 
+INTEGER_PAIRS = [
+    ("int8", "int32", (0.1, -3), (0.001, 7), [3, 5]),
+    ("int8", "int32", (0.5, 4), (0.0001, -100000), [17]),
+    ("int16", "int32", (0.001, 0), (0.00001, 0), [2, 3, 7]),
+    ("int16", "int32", (0.001, 5), (0.002, -9), [1]),
+    ("int16", "int32", (3.0, 0), (0.0001, 2**31 - 1000), [13]),  # wraps past INT32_MAX as TFLM does
+    ("int32", "int8", (0.0001, 0), (0.05, -4), [29]),
+    ("int32", "int8", (1e-7, 12345), (0.5, 0), [4, 4]),
+    ("int32", "int16", (0.00001, -7), (0.0002, 3), [31]),
+    ("int32", "int16", (2.0, 2**31 - 5), (0.5, 0), [9]),  # input zero point wraps
+    ("int8", "uint8", (0.1, -3), (0.1, 125), [23]),  # TFLM's xor fast path
+    ("int8", "uint8", (0.1, -3), (0.05, 128), [2, 11]),
+    ("uint8", "int8", (0.02, 128), (0.02, 0), [23]),  # TFLM's xor fast path
+    ("uint8", "int8", (0.03, 120), (0.05, -5), [3, 3, 3]),
+]
+
+
+def test_quantize_integer_pairs_match_tflm(tmp_path):
+    """Every integer pair TFLM's QUANTIZE has, including int16 <-> int32 (the issue's), side by side in
+    one model (one compile), under the sanitizers."""
+    cases = {f"{a}->{b} {in_q} {out_q} {shape}": unary_model("QUANTIZE", shape, a, b, in_q, out_q)
+             for a, b, in_q, out_q, shape in INTEGER_PAIRS}
+    library = assert_cases_match_oracle(cases, tmp_path, sanitize=True)
+    assert len(library.metadata["outputs"]) == len(INTEGER_PAIRS)
+
+
+@pytest.mark.parametrize("in_dtype,q", [("int8", ([0.1, 0.2, 0.3], [1, 2, 3])),
+                                        ("int16", ([0.001, 0.002, 0.003], [0, 0, 0]))])
+def test_dequantize_per_channel_input_uses_first_parameters(tmp_path, in_dtype, q):
+    """TFLM accepts per-channel DEQUANTIZE inputs and applies the first scale and zero point."""
+    b = ModelBuilder()
+    x = b.activation("x", [2, 3], in_dtype, scale=q[0], zero_point=q[1], axis=1)
+    y = b.activation("y", [2, 3], "float32")
+    b.op("DEQUANTIZE", [x], [y])
+    assert_matches_oracle(b.finish([x], [y]), tmp_path)
+
+
+def test_dequantize_uint8_matches_tflm(tmp_path):
+    model = unary_model("DEQUANTIZE", [5, 7], "uint8", "float32", in_q=(0.037, 131))
+    assert_matches_oracle(model, tmp_path, sanitize=True)
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype", [("float32", "uint8"), ("float32", "int32"), ("int16", "uint8"),
+                                                ("uint8", "int16"), ("int32", "int32"), ("int32", "uint8")])
+def test_quantize_pairs_tflm_lacks_are_refused_in_one_line(tmp_path, in_dtype, out_dtype):
+    in_q = (None, None) if in_dtype == "float32" else (0.1, 0)
+    model = unary_model("QUANTIZE", [4], in_dtype, out_dtype, in_q, (0.1, 0))
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    result = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"{in_dtype} -> {out_dtype} is not supported" in lines[0]
+
+
 def test_quantize_rejections(tmp_path):
     with pytest.raises(UnsupportedModelError, match=r"QUANTIZE\).*float32 -> float32 is not supported"):
         compile_bytes(unary_model("QUANTIZE", [4], "float32", "float32"), tmp_path / "a")
@@ -118,3 +180,20 @@ def test_quantize_rejections(tmp_path):
     b.op("QUANTIZE", [x], [y])
     with pytest.raises(UnsupportedModelError, match=r"QUANTIZE\).*per-tensor"):
         compile_bytes(b.finish([x], [y]), tmp_path / "c")
+
+
+@needs_board_tools
+def test_quantize_int8_pairs_on_board(tmp_path):
+    """One int8 input through QUANTIZE to int8, int16, int32 and uint8 and DEQUANTIZE, side by side,
+    standalone on mps2_an386 (QEMU), bit-exact with TFLM."""
+    b = ModelBuilder()
+    x = b.activation("x", [3, 7], "int8", scale=0.1, zero_point=-3)
+    outs = [b.activation("q8", [3, 7], "int8", scale=0.05, zero_point=4),
+            b.activation("q16", [3, 7], "int16", scale=0.001, zero_point=0),
+            b.activation("q32", [3, 7], "int32", scale=0.0001, zero_point=9),
+            b.activation("qu8", [3, 7], "uint8", scale=0.1, zero_point=125),
+            b.activation("f", [3, 7], "float32")]
+    for y in outs[:-1]:
+        b.op("QUANTIZE", [x], [y])
+    b.op("DEQUANTIZE", [x], [outs[-1]])
+    assert_matches_oracle_on_board(b.finish([x], outs), tmp_path)

@@ -118,6 +118,7 @@ LOGISTIC_CASES = [
     ("int16", [3, 10], 0.001, 0, True),
     ("int16", [1, 2, 3, 16], 1.0 / 1024, 0, False),  # power of two, but not 2^-12: general path
     ("int16", [3, 10], 0.0003, 0, False),
+    ("int16", [3, 10], 4.0, 0, False),          # multiplier 49152: above TFLM's (debug-only) 32767 check
     ("float32", [1, 12], None, None, False),
     ("float32", [1, 2, 3, 16], None, None, True),
 ]

@@ -116,4 +116,4 @@ def test_c_server_sends_a_boot_frame_first(test_server):
     with start_server(test_server) as transport:
         link = RawLink(transport)
         boot = link.next_frame(skip_types=())
-        assert boot[0] == 0x40 and boot[6] == 1  # BOOT, protocol version 1
+        assert boot[0] == 0x40 and boot[6] == 2  # BOOT, protocol version 2

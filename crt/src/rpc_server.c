@@ -399,6 +399,7 @@ static void handle_hello(mc_rpc_server_t* server, uint16_t session, uint16_t seq
   reply_put(server, server->function_count, 2);
   reply_put(server, MC_RPC_MAX_ARGS, 1);
   reply_put(server, MC_RPC_MAX_ALLOCATIONS, 1);
+  reply_put(server, server->model_fingerprint, 8);
   send_reply(server);
 }
 
@@ -512,6 +513,10 @@ mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* 
                        ((uint32_t)nonce[3] << 24);
   if (server->boot_nonce == 0) server->boot_nonce = 1;
   return MC_OK;
+}
+
+void mc_rpc_server_set_model(mc_rpc_server_t* server, uint64_t fingerprint) {
+  if (server != NULL) server->model_fingerprint = fingerprint;
 }
 
 mc_status_t mc_rpc_server_announce(mc_rpc_server_t* server) {

@@ -12,6 +12,7 @@ Layout (``DIR`` is the output directory)::
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ from pathlib import Path
 import jinja2
 
 from microcompiler import resources
-from microcompiler.codegen.c_arrays import c_array
+from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
+from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
@@ -29,9 +31,10 @@ from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_ENV.filters["comment"] = comment_text
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
-                   "kernel_elementwise.h"]
+                   "kernel_elementwise.h", "kernel_activation.h"]
 
 
 @dataclass
@@ -65,7 +68,7 @@ class ModelLibrary:
 def _layer_comment(graph: Graph, op: Operator) -> str:
     """One line: the operator, its options, its index in the model and the layer's full name."""
     opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
-    return f"{op.kind}({opts}), operator {op.index}: '{full_layer_name(graph, op)}'".replace("*/", "* /")
+    return comment_text(f"{op.kind}({opts}), operator {op.index}: '{full_layer_name(graph, op)}'")
 
 
 def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
@@ -132,12 +135,51 @@ def _pointer(graph: Graph, tensor: int, name: str, slices: dict[int, tuple[str, 
     return f"({ctype}*)&{name}_arena.bytes[{slices[root][0]}]"
 
 
+def model_fingerprint(files: dict[str, str], inputs: list[dict], outputs: list[dict]) -> str:
+    """16 hex digits: SHA-256 of the generated sources (weights, kernels, executor, graph description)
+    and of the inputs' and outputs' names, shapes, types and quantization. Two models that differ in
+    one weight, one option or one tensor get different fingerprints."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    digest.update(json.dumps([inputs, outputs], sort_keys=True).encode())
+    return digest.hexdigest()[:16]
+
+
+def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
+    """Outputs no operator writes into their own buffer: (destination, source, bytes, why).
+
+    A model output that is also a model input is a copy of that input, and an output listed twice
+    is a copy of its first listing; without the copy the caller would read whatever its buffer held.
+    """
+    copies = []
+    for k, tensor in enumerate(graph.outputs):
+        root = graph.storage(tensor)
+        nbytes = graph.tensors[tensor].nbytes
+        if root in graph.inputs:
+            j = graph.inputs.index(root)
+            copies.append((f"output{k}", f"input{j}", nbytes, f"output {k} is model input {j}"))
+        elif root in graph.outputs and graph.outputs.index(root) != k:
+            j = graph.outputs.index(root)
+            copies.append((f"output{k}", f"output{j}", nbytes, f"output {k} is output {j} again"))
+    return copies
+
+
+def _check_outputs(graph: Graph) -> None:
+    for k, tensor in enumerate(graph.outputs):
+        if graph.tensors[graph.storage(tensor)].data is not None:
+            raise UnsupportedModelError(f"model output {k} ('{graph.tensors[tensor].name}') is a constant, not "
+                                        "computed by any operator; microcompiler does not support constant "
+                                        "outputs")
+
+
 def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None) -> ModelLibrary:
     """Generate the C sources, headers and metadata for a planned graph.
 
     ``tuning`` overrides kernel knobs (the "kernel" entries of metadata.json), keyed by operator
     kind or operator index, e.g. {"CONV_2D": {"weights": "s16"}}."""
     name = graph.name
+    _check_outputs(graph)
     params = ParamSink(name)
     layers = layer_names(graph)
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
@@ -150,14 +192,16 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         args = [_pointer(graph, tensor, name, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
     values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
+                  output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
     lib = ModelLibrary(graph, functions, params)
-    lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(**values)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
     lib.files.update(graph_sources(graph, functions))
+    fingerprint = model_fingerprint(lib.files, inputs, outputs)
+    lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(fingerprint=fingerprint, **values)
     for header in RUNTIME_HEADERS:
         lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
             f"include/microcompiler/{header}").read_text()
@@ -176,5 +220,6 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         } for fn in functions],
         "total_macs": sum(fn.macs for fn in functions),
+        "fingerprint": fingerprint,
     }
     return lib

@@ -1,6 +1,7 @@
 """``microcompiler flash DIR``: load a built firmware on its board and print its report."""
 from __future__ import annotations
 
+from microcompiler.commands.arguments import positive_seconds
 from microcompiler.commands.output import print_flash
 from microcompiler.targets import Project
 
@@ -12,7 +13,8 @@ def add_parser(sub) -> None:
                                    "(-icount shift=0, so times are exact instruction counts). Prints the "
                                    "outputs and the inference time the firmware reports.")
     p.add_argument("project", metavar="DIR", help="a built project directory")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the report (default: 300)")
+    p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
+                   help="seconds to wait for the report (default: 300)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 

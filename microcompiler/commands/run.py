@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.boards import HOST, Board, resolve_board
 from microcompiler.codegen import ModelLibrary
+from microcompiler.commands.arguments import positive_seconds
 from microcompiler.commands.output import print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_inputs, random_inputs
@@ -34,7 +35,7 @@ def add_device_arguments(p) -> None:
                    help="boards: the firmware project template (default: baremetal; zephyr: docs/zephyr.md)")
     p.add_argument("--port", help="serial port of a real board already running the model's firmware (nothing "
                                   "is flashed; emulated boards need none)")
-    p.add_argument("--rpc-timeout", type=float, default=RPC_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=RPC_TIMEOUT, metavar="SECONDS",
                    help=f"host-driven: seconds to wait for each device reply (default: {RPC_TIMEOUT:g})")
     p.add_argument("--input", action="append", default=[], metavar="X.npy",
                    help="an input tensor as .npy (repeat for several inputs; default: seeded random)")
@@ -52,8 +53,8 @@ def add_parser(sub) -> None:
                         "host-driven: the host runs the graph, each operator runs on the device over RPC")
     p.add_argument("--executor", choices=EXECUTORS, default="aot",
                    help="aot: the generated <model>_run(); graph: the graph executor (default: aot)")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds to wait for the board's report (default: 300)")
+    p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
+                   help="seconds the run may take, on the host or a board (default: 300)")
     p.set_defaults(func=run)
 
 

@@ -117,13 +117,18 @@ class _Importer:
 
     # --- tensors -------------------------------------------------------------------------------
     def _tensor(self, t, index: int) -> Tensor:
-        tname = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{index}"
-        if t.Type() not in _TYPE_NAMES:
+        # printable only: names go into one-line error messages and C comments
+        tname = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}"
+                        for ch in (t.Name() or b"").decode("utf-8", "replace")) or f"tensor_{index}"
+        # 4-bit weights (two per byte, low nibble first) are unpacked to int8 here, as TFLM's kernels
+        # unpack them before use.
+        int4 = t.Type() == TensorType.INT4
+        if t.Type() not in _TYPE_NAMES and not int4:
             names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
             raise UnsupportedModelError(
                 f"tensor {index} ('{tname}') has type {names.get(t.Type(), t.Type())}; supported types: "
                 f"{', '.join(sorted(set(_TYPE_NAMES.values())))}")
-        dtype = _TYPE_NAMES[t.Type()]
+        dtype = "int8" if int4 else _TYPE_NAMES[t.Type()]
         # The shape, not the shape signature: a -1 batch in the signature with a fixed shape of 1
         # is what converters write for "batch size 1", and TFLM runs the fixed shape too.
         shape = tuple(int(d) for d in _ints(t.ShapeAsNumpy()))
@@ -134,13 +139,20 @@ class _Importer:
         elements = int(np.prod(shape, dtype=np.float64)) if shape else 1
         if elements > _MAX_ELEMENTS:
             raise ModelFormatError(f"tensor {index} ('{tname}') claims an absurd shape {list(shape)}")
-        data = self._buffer(t.Buffer(), index, tname, dtype, shape, elements)
+        data = self._buffer(t.Buffer(), index, tname, dtype, shape, elements, int4)
+        if int4 and data is None:
+            raise UnsupportedModelError(
+                f"tensor {index} ('{tname}') is a 4-bit (INT4) activation; TFLite Micro supports INT4 "
+                "tensors only as constant weights")
         if data is None and elements == 0:
             data = np.zeros(shape, dtype=_np(dtype))  # an empty constant (e.g. the shape of a scalar)
-        quant = self._quantization(t.Quantization(), index, tname, shape)
+        # TFLM's kernels never read the quantization of a bias (a constant int32/int64 tensor): where it
+        # is inconsistent, it is dropped instead of calling the file damaged.
+        unread = data is not None and dtype in ("int32", "int64")
+        quant = self._quantization(t.Quantization(), index, tname, shape, unread)
         return Tensor(tname, shape, dtype, quant, data)
 
-    def _quantization(self, q, index, tname, shape):
+    def _quantization(self, q, index, tname, shape, unread=False):
         """Quantization parameters, read as leniently as TFLM reads them (micro_allocator.cc).
 
         TFLM takes as many zero points as there are scales (one zero point is repeated), uses the
@@ -156,6 +168,9 @@ class _Importer:
         axis = int(q.QuantizedDimension())
         if len(zp) == 1:
             zp = zp * len(scale)
+        consistent = len(zp) >= len(scale) and all(np.isfinite(s) and s > 0 for s in scale)
+        if unread and not consistent:
+            return None
         if len(zp) < len(scale):
             raise ModelFormatError(
                 f"tensor {index} ('{tname}') has {len(scale)} scales but only {len(zp)} zero points; "
@@ -168,7 +183,7 @@ class _Importer:
             scale, zp = scale[:1], zp[:1]
         return Quantization(scale, zp, axis)
 
-    def _buffer(self, buffer_index, index, tname, dtype, shape, elements):
+    def _buffer(self, buffer_index, index, tname, dtype, shape, elements, int4=False):
         model = self.model
         if not 0 <= buffer_index < model.BuffersLength():
             raise ModelFormatError(
@@ -186,6 +201,14 @@ class _Importer:
             raw = b.DataAsNumpy().tobytes()
         else:
             return None
+        if int4:
+            if len(raw) != (elements + 1) // 2:
+                raise ModelFormatError(
+                    f"tensor {index} ('{tname}') has shape {list(shape)} ({(elements + 1) // 2} bytes of "
+                    f"packed int4) but its buffer holds {len(raw)} bytes; the file is corrupted")
+            packed = np.frombuffer(raw, dtype=np.uint8)
+            nibbles = np.stack([packed & 0xF, packed >> 4], axis=1).reshape(-1)[:elements].astype(np.int8)
+            return np.where(nibbles > 7, nibbles - 16, nibbles).astype(np.int8).reshape(shape)
         itemsize = np.dtype(_np(dtype)).itemsize
         if len(raw) != elements * itemsize:
             raise ModelFormatError(

@@ -1,4 +1,4 @@
-"""Standalone RELU and RELU6: int8, int16 and float32.
+"""Standalone RELU and RELU6 (int8, int16 and float32) and RELU_N1_TO_1 (int8 and float32).
 
 Elementwise and safe in place (each element is read before it is written). Semantics follow TFLM:
 
@@ -6,6 +6,8 @@ Elementwise and safe in place (each element is read before it is written). Seman
   [output zero point, type max]; int16 needs zero points of 0.
 * RELU6 (int8/int16) clamps to [input zero point, quantized 6.0] in the *input* quantization and
   ignores the output's quantization, as TFLM does.
+* RELU_N1_TO_1 is not registered by TFLM (its interpreter refuses the operator); it follows TFLite's
+  kernel, which is RELU's arithmetic with the clamp at the quantized -1.0 and 1.0 of the output.
 * float32 uses TFLM's comparisons exactly, so NaN and -0.0 pass through as they do there.
 """
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.quant import INT_RANGES, quantize_multiplier, tflite_round
+from microcompiler.ops.quant import INT_RANGES, activation_range, quantize_multiplier, tflite_round
 
 IDENTITY_MULTIPLIER = (1 << 30, 1)  # quantize_multiplier(1.0): requantizing with it changes nothing
 
@@ -60,17 +62,23 @@ def per_tensor(t) -> bool:
 
 @register
 class Activation(OpKernel):
-    kinds = ("RELU", "RELU6")
+    kinds = ("RELU", "RELU6", "RELU_N1_TO_1")
+    TYPES = {"RELU": ("int8", "int16", "float32"), "RELU6": ("int8", "int16", "float32"),
+             "RELU_N1_TO_1": ("int8", "float32")}
+
+    def describe(self, kind):
+        notes = "not in TFLM: TFLite's semantics" if kind == "RELU_N1_TO_1" else ""
+        return {**super().describe(kind), "types": list(self.TYPES[kind]), "type_notes": notes}
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "int16", "float32"), op,
-                f"input type {x.dtype} is not supported (int8, int16, float32)")
+        types = self.TYPES[op.kind]
+        require(x.dtype in types, op, f"input type {x.dtype} is not supported ({', '.join(types)})")
         require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
         if x.dtype == "float32":
             return
         require(per_tensor(x), op, "the input needs per-tensor quantization parameters")
-        if op.kind == "RELU":
+        if op.kind in ("RELU", "RELU_N1_TO_1"):
             require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
             if x.dtype == "int16":
                 require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
@@ -89,6 +97,8 @@ class Activation(OpKernel):
                               input_offset="", output_offset="", act_min=in_zp,
                               act_max=min(max(six, type_min), type_max), **values)
         out_scale, out_zp = y.quant.single()
+        act_min, act_max = (max(type_min, out_zp), type_max) if op.kind == "RELU" else \
+            activation_range("RELU_N1_TO_1", y)
         return render_requantize(ctx, f"{x.dtype}_t", (in_scale, in_zp), (out_scale, out_zp),
-                                 max(type_min, out_zp), type_max, **values)
+                                 act_min, act_max, **values)
 

@@ -95,7 +95,6 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
     require(len(op.inputs) in (2, 3) and len(op.outputs) == 1, op,
             "expects input, weights, optional bias and one output")
     x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-    require(w.is_constant, op, "weights must be constant")
     require(len(x.shape) == 4 and len(w.shape) == 4 and len(y.shape) == 4, op,
             f"input, weights and output must be 4-D (NHWC); got {list(x.shape)}, {list(w.shape)}, "
             f"{list(y.shape)}")
@@ -121,7 +120,6 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
                 f"output {name} {y.shape[axis]} does not match the {o['padding']} padding result {want}")
     bias = bias_tensor(op, graph)
     if bias is not None:
-        require(bias.is_constant, op, "bias must be constant")
         require(bias.size == out_c, op, f"bias has {bias.size} elements for {out_c} output channels")
     if x.dtype == "float32":
         require(bias is None or bias.dtype == "float32", op,
@@ -145,6 +143,13 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
     if x.dtype == "int16" and (bias is None or bias.dtype == "int64"):  # the 64-bit requantize
         require(all(int(s) <= 14 for s in shift), op,
                 "the requantization scale input_scale * filter_scale / output_scale is too large (>= 2^15)")
+
+
+def constant_parameters(op, graph) -> bool:
+    """Weights and bias (if any) are constants: what the fast kernels and the bias folding need.
+    TFLM also runs weights and biases that are activations; the reference loops read them at run time."""
+    bias = bias_tensor(op, graph)
+    return graph.tensors[op.inputs[1]].is_constant and (bias is None or bias.is_constant)
 
 
 def bias_tensor(op, graph):
@@ -181,7 +186,10 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
     wide = x.dtype == "int16" and (bias is None or bias.dtype == "int64")
     # Largest |accumulator| TFLM's arithmetic can reach; beyond int32 we sum in int64 and wrap.
     max_x = 32768 if x.dtype == "int16" else 255
-    max_bias = int(np.max(np.abs(bias.data.astype(np.int64)))) if bias is not None else 0
+    if bias is None:
+        max_bias = 0
+    else:
+        max_bias = int(np.max(np.abs(bias.data.astype(np.int64)))) if bias.is_constant else INT32_MAX
     bound = taps * 128 * (max_x + 128) + max_bias
     if wide:
         acc_t, requant_fn, wrap = "int64_t", "mc_requantize64", False
@@ -215,7 +223,8 @@ class Conv2D(OpKernel):
     kinds = ("CONV_2D",)
     input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
-    type_notes = "int8 and int16 activations with int8 per-channel weights (int16: int32 or int64 bias)"
+    type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
+                  "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
     fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
 
@@ -255,7 +264,7 @@ class Conv2D(OpKernel):
         reference loop nest."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if x.dtype == "int8" and w.shape[3] == x.shape[3]:
+        if x.dtype == "int8" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
             g = geometry(op, graph)
             steps = -(-g.k_h * g.k_w * g.in_c // 4)
             col_bytes = 32 * steps
@@ -286,7 +295,7 @@ class Conv2D(OpKernel):
                               **float_values(op), **values)
         taps = g.k_h * g.k_w * group_c
         offset = -x.quant.zero_point[0]
-        fold = offset != 0 and g.always_inside
+        fold = offset != 0 and g.always_inside and constant_parameters(op, graph)
         if fold:
             bias_c = folded_bias(op, graph, ctx, w.data.astype(np.int64).reshape(g.out_c, -1).sum(axis=1))
         else:

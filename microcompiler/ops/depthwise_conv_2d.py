@@ -11,8 +11,8 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_2d import (bias_tensor, check_common, float_values, folded_bias, geometry,
-                                       quant_values)
+from microcompiler.ops.conv_2d import (bias_tensor, check_common, constant_parameters, float_values,
+                                       folded_bias, geometry, quant_values)
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
@@ -21,7 +21,8 @@ class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
     input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
-    type_notes = "int8 and int16 activations with int8 per-channel weights"
+    type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
+                  "constant or activations")
     options = "padding, stride, dilation, depth multiplier, fused activation"
     fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4"}
 
@@ -55,7 +56,7 @@ class DepthwiseConv2D(OpKernel):
         MLA otherwise, "isa" c). Otherwise the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
         if (x.dtype == "int8" and op.options.get("depth_multiplier", 1) == 1
-                and x.shape[3] % 4 == 0):
+                and x.shape[3] % 4 == 0 and constant_parameters(op, graph)):
             return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4, "taps_unrolled": True, "weights": "s16-pairs",
                     "scratch_bytes": 0}
         return {"variant": "reference"}
@@ -76,7 +77,7 @@ class DepthwiseConv2D(OpKernel):
                               bias=ctx.arg(op.inputs[2]) if bias is not None else None,
                               **float_values(op), **values)
         taps = g.k_h * g.k_w
-        fold = x.quant.zero_point[0] != 0 and g.always_inside
+        fold = x.quant.zero_point[0] != 0 and g.always_inside and constant_parameters(op, graph)
         if fold:
             sums = w.data.astype(np.int64).reshape(taps, g.out_c).sum(axis=0)
             bias_c = folded_bias(op, graph, ctx, sums)

@@ -14,24 +14,26 @@ class FullyConnected(OpKernel):
     kinds = ("FULLY_CONNECTED",)
     input_roles = ("input", "weights", "bias")
     inputs = (2, 3)
-    type_notes = "int8 and int16 activations with int8 weights"
+    type_notes = ("int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
+                  "weights and bias constant or activations")
     options = "fused activation, keep_num_dims"
     fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)"}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         y = graph.tensors[op.outputs[0]]
-        require(w.is_constant, op, "weights must be constant")
         require(op.options.get("weights_format", 0) == 0, op, "shuffled weight formats are not supported")
         require(op.options["activation"] in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"), op,
                 f"fused activation {op.options['activation']} is not supported")
         combo = (x.dtype, w.dtype, y.dtype)
         require(combo in {("int8", "int8", "int8"), ("int16", "int8", "int16"),
                           ("float32", "float32", "float32")}, op,
-                f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32)")
+                f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
+                "hybrid float32 input with int8 weights is not supported by TFLM either)")
+        require(len(w.shape) == 2, op, f"weights must be 2-D [outputs, depth], not {list(w.shape)}")
         require(x.size % w.shape[-1] == 0, op, "input size is not a multiple of the weights' depth")
-        if len(op.inputs) > 2 and op.inputs[2] >= 0:
-            require(graph.tensors[op.inputs[2]].is_constant, op, "bias must be constant")
+        if x.dtype != "float32":
+            require(all(t.quant is not None for t in (x, w, y)), op, "quantized tensors need quantization parameters")
 
     def _dims(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -62,7 +64,10 @@ class FullyConnected(OpKernel):
         Without the DSP extension int8 (LDRSB + MLA).
         Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if (x.dtype == "int8" and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point)):
+        has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
+        constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
+        if (x.dtype == "int8" and constant and w.quant is not None
+                and all(int(z) == 0 for z in w.quant.zero_point)):
             dsp = fast.has_dsp(features)
             knob = (tuning or {}).get("weights")
             depth = w.shape[-1]
@@ -121,10 +126,19 @@ class FullyConnected(OpKernel):
             product = float(np.float32(x.quant.scale[0]) * np.float32(w.quant.scale[0]))
             scalar = quantize_multiplier(product / float(np.float32(y.quant.scale[0])))
             per_channel = None
+        # TFLM accumulates in the bias type: int64 for int16 activations (an int64 bias or none), int32
+        # for int8 and for int16 with an int32 bias (32-bit requantize). Where an int32 sum could
+        # overflow, we sum in int64 and wrap to int32 at the end, as TFLM's int32 arithmetic does.
+        bias_t = ctx.tensor(op.inputs[2]) if has_bias else None
+        wide = x.dtype == "int16" and (bias_t is None or bias_t.dtype != "int32")
+        max_x = 32768 if x.dtype == "int16" else 255
+        max_bias = (int(np.max(np.abs(bias_t.data.astype(np.int64)))) if bias_t is not None and bias_t.is_constant
+                    else (2**31 if bias_t is not None else 0))
+        wrap = not wide and depth * max_x * 255 + max_bias > 2**31 - 1
         return ctx.render("fully_connected_int.c.j2", act_min=lo, act_max=hi,
                           input_offset=-x.quant.zero_point[0], weights_offset=-w.quant.zero_point[0],
                           output_offset=y.quant.zero_point[0], scalar=scalar, per_channel=per_channel,
-                          wide=x.dtype == "int16", **values)
+                          wide=wide, wrap=wrap, io_t=f"{x.dtype}_t", **values)
 
     def _multipliers(self, x, w, y):
         if w.quant.per_channel:

@@ -78,12 +78,22 @@ def float_activation_range(activation: str) -> tuple[float, float]:
 
 
 def c_float(x: float) -> str:
-    """A float32 constant as a C literal that round-trips exactly."""
-    x = float(np.float32(x))
-    if math.isinf(x):
-        return "-FLT_MAX" if x < 0 else "FLT_MAX"
+    """A float32 constant as a C expression that round-trips exactly.
+
+    Finite values are readable literals; NaN and the infinities have no C99 literal, so they are
+    written by bit pattern (``mc_f32_from_bits`` in kernel_math.h), payload and sign included.
+    """
+    x32 = np.float32(x)
+    if not np.isfinite(x32):
+        return f"mc_f32_from_bits(0x{float32_bits(x32):08x}u)"
+    x = float(x32)
     if x == FLOAT_MAX:
         return "FLT_MAX"
     if x == -FLOAT_MAX:
         return "-FLT_MAX"
     return repr(x) + "f" if ("." in repr(x) or "e" in repr(x)) else repr(x) + ".0f"
+
+
+def float32_bits(x) -> int:
+    """The IEEE-754 bit pattern of a float32 as an unsigned integer."""
+    return int(np.array([x], dtype=np.float32).view(np.uint32)[0])

@@ -1,5 +1,11 @@
-"""QUANTIZE (float32 -> int8/int16, and int8/int16 -> int8/int16 requantization) and DEQUANTIZE
-(int8/int16 -> float32). Elementwise; same-size conversions are safe in place.
+"""QUANTIZE (float32 -> int8/int16, and requantization between integer types) and DEQUANTIZE
+(int8/int16/uint8 -> float32). Elementwise; same-size conversions are safe in place.
+
+The type pairs are TFLM's (``quantize_common.cc``, ``dequantize_common.cc``):
+
+* QUANTIZE float32 -> int8/int16; int8 -> int8/uint8/int16/int32; uint8 -> int8;
+  int16 -> int8/int16/int32; int32 -> int8/int16.
+* DEQUANTIZE int8/int16/uint8 -> float32.
 
 TFLM semantics replicated:
 
@@ -8,41 +14,53 @@ TFLM semantics replicated:
   before the zero point is added (with int32 wrap-around), which is what the reference's
   float-to-int conversion does on the x86 oracle.
 * int -> int: ``MultiplyByQuantizedMultiplier(x - zp_in, in_scale / out_scale) + zp_out``, clamped.
+  Where int32 is involved the subtraction and addition wrap as TFLM's int32 arithmetic does.
 * DEQUANTIZE: ``scale * (float)(x - zp)`` in float32.
+* Only the first scale and zero point of an input count (TFLM reads ``params.scale``), so
+  per-channel parameters on a DEQUANTIZE or QUANTIZE input are accepted and act per tensor; the
+  QUANTIZE output must be per tensor, as TFLM requires.
 """
 from __future__ import annotations
 
-from microcompiler.ops.activation import offset_term, per_tensor, render_requantize
+from microcompiler.ops.activation import offset_term, per_tensor, render_requantize, scale_ratio_multiplier
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, c_float
 
-_QUANTIZE_TYPES = {("float32", "int8"), ("float32", "int16"), ("int8", "int8"), ("int8", "int16"),
-                   ("int16", "int8"), ("int16", "int16")}
+_QUANTIZE_TYPES = {("float32", "int8"), ("float32", "int16"),
+                   ("int8", "int8"), ("int8", "uint8"), ("int8", "int16"), ("int8", "int32"),
+                   ("uint8", "int8"),
+                   ("int16", "int8"), ("int16", "int16"), ("int16", "int32"),
+                   ("int32", "int8"), ("int32", "int16")}
+_DEQUANTIZE_TYPES = ("int8", "int16", "uint8")
 
 
 @register
 class Quantize(OpKernel):
     kinds = ("QUANTIZE", "DEQUANTIZE")
+    types = ("int8", "int16", "uint8", "int32", "float32")
 
     def describe(self, kind):
         info = super().describe(kind)
-        info["type_notes"] = ("float32 -> int8/int16, and requantize between int8/int16" if kind == "QUANTIZE"
-                              else "int8/int16 -> float32")
+        info["type_notes"] = ("float32 -> int8/int16; int8 -> int8/uint8/int16/int32; uint8 -> int8; "
+                              "int16 -> int8/int16/int32; int32 -> int8/int16" if kind == "QUANTIZE"
+                              else "int8/int16/uint8 -> float32 (first scale and zero point, as TFLM)")
+        if kind == "DEQUANTIZE":
+            info["types"] = ["int8", "int16", "uint8", "float32"]
         return info
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
         if op.kind == "DEQUANTIZE":
-            require(x.dtype in ("int8", "int16") and y.dtype == "float32", op,
-                    f"{x.dtype} -> {y.dtype} is not supported (int8 or int16 -> float32)")
-            require(per_tensor(x), op, "the input needs per-tensor quantization parameters "
-                    "(per-channel dequantization is not supported)")
+            require(x.dtype in _DEQUANTIZE_TYPES and y.dtype == "float32", op,
+                    f"{x.dtype} -> {y.dtype} is not supported (int8, int16 or uint8 -> float32)")
+            require(x.quant is not None, op, "the input needs quantization parameters")
             return
+        pairs = ", ".join(f"{a}->{b}" for a, b in sorted(_QUANTIZE_TYPES))
         require((x.dtype, y.dtype) in _QUANTIZE_TYPES, op,
-                f"{x.dtype} -> {y.dtype} is not supported (float32, int8 or int16 -> int8 or int16)")
+                f"{x.dtype} -> {y.dtype} is not supported (TFLM's pairs: {pairs})")
         require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
         if x.dtype != "float32":
-            require(per_tensor(x), op, "the input needs per-tensor quantization parameters")
+            require(x.quant is not None, op, "the input needs quantization parameters")
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -55,5 +73,11 @@ class Quantize(OpKernel):
         if x.dtype == "float32":
             return ctx.render("quantize_float.c.j2", ctype=f"{y.dtype}_t", scale=c_float(out_scale),
                               zero_point=out_zp, act_min=type_min, act_max=type_max, **values)
+        if "int32" in (x.dtype, y.dtype):
+            in_scale, in_zp = x.quant.single()
+            return ctx.render("quantize_int32.c.j2", ctype=f"{y.dtype}_t",
+                              multiplier=scale_ratio_multiplier(in_scale, out_scale), input_zp=in_zp,
+                              output_zp=out_zp, clamp=y.dtype != "int32", act_min=type_min,
+                              act_max=type_max, **values)
         return render_requantize(ctx, f"{y.dtype}_t", x.quant.single(), (out_scale, out_zp),
                                  type_min, type_max, **values)

@@ -195,6 +195,8 @@ def _scale_zp(t) -> tuple[float, int]:
 class Softmax(OpKernel):
     kinds = ("SOFTMAX",)
     options = "beta"
+    type_notes = ("int8 -> int8 (output 1/256, -128), int8 -> int16 (output 1/65536, -32768), "
+                  "int16 -> int16 (output 1/32768, 0)")
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -257,6 +259,7 @@ class Softmax(OpKernel):
 @register
 class Logistic(OpKernel):
     kinds = ("LOGISTIC",)
+    type_notes = "int8 output zero point -128; int16 zero points 0, output scale 2^-15"
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -279,7 +282,8 @@ class Logistic(OpKernel):
         is_pot, log2 = checked_log2(out_scale)
         require(is_pot and log2 == -15, op, f"int16 output scale must be 2^-15 (got {out_scale})")
         multiplier, shift = logistic_int16_params(in_scale)
-        require(multiplier <= 32767 and shift <= 30, op,
+        # TFLM only DCHECKs multiplier <= 32767; what it runs is exact while input * multiplier fits int32.
+        require(multiplier < 1 << 16 and shift <= 30, op,
                 f"int16 input scale {in_scale} is out of the range the int16 logistic handles")
 
     def macs(self, op, graph):

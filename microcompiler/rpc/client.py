@@ -18,6 +18,7 @@ from microcompiler.errors import DeviceError
 from microcompiler.rpc import protocol as P
 from microcompiler.rpc.executor import GraphExecutor
 from microcompiler.rpc.framing import Damaged, FrameDecoder, encode_frame
+from microcompiler.transport.base import check_timeout
 
 DEVICE_LOG = logging.getLogger("microcompiler.device")
 
@@ -127,6 +128,14 @@ class Session:
     def __init__(self, transport, *, timeout: float = 5.0, call_timeout: float = 300.0,
                  retry_interval: float | None = None, owns_transport: bool = True, plan=None, name: str = "device"):
         self.transport = transport
+        try:
+            timeout, call_timeout = check_timeout(timeout, "timeout"), check_timeout(call_timeout, "call_timeout")
+            if retry_interval is not None:
+                retry_interval = check_timeout(retry_interval, "retry_interval")
+        except BaseException:
+            if owns_transport:
+                transport.close()
+            raise
         self.timeout, self.call_timeout, self.retry_interval = timeout, call_timeout, retry_interval
         self._chunk_limit = 0  # adaptive WRITE/READ size; 0: the device's max payload
         self.last_resends = 0
@@ -172,7 +181,21 @@ class Session:
             raise DeviceError(f"malformed handshake reply ({len(reply.body)} bytes); is this a microcompiler "
                               "RPC server of the same version?")
         self.device = P.HelloReply.unpack(reply.body)
+        self._check_model()
         return self.device
+
+    def _check_model(self) -> None:
+        """Refuse a device whose firmware holds another compiled model than the plan we drive."""
+        expected = (self.plan.metadata.get("fingerprint") if self.plan is not None else None)
+        if expected is None:
+            return
+        found = self.device.model_fingerprint
+        if found != int(expected, 16):
+            self._broken = "the device holds another model"
+            what = f"fingerprint {found:016x}" if found else "no model fingerprint"
+            raise DeviceError(f"the {self.name} runs firmware of another model ({what}; {self.plan.name} as compiled "
+                              f"now has {expected}): build and flash this model's host-driven firmware, or use "
+                              "the model that firmware was built from")
 
     reconnect = start
 

@@ -9,13 +9,13 @@ Layout of the project directory::
 """
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from microcompiler import resources
+from microcompiler import cleanup, resources
 from microcompiler.errors import ToolchainError
+from microcompiler.host import (COMPILE_TIMEOUT, CRT_PORTABLE_SOURCES, SANITIZE_CFLAGS, STRICT_CFLAGS, compiler,
+                               render_template)
 from microcompiler.outdir import OutputDirError, check_output_dir
-from microcompiler.host import CRT_PORTABLE_SOURCES, SANITIZE_CFLAGS, STRICT_CFLAGS, compiler, render_template
 from microcompiler.rpc.plan import ModelPlan
 
 RPC_CRT_SOURCES = ["src/rpc_framing.c", "src/rpc_server.c"]
@@ -53,7 +53,7 @@ def create_host_project(library, out_dir: str | Path, sanitize: bool = False, op
     cmd = [*compiler(), *flags, f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}", *sources,
            "-o", str(out / SERVER_EXE), "-lm"]
     log(f"building the host RPC server for {library.metadata['name']} ({cmd[0]})")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
     if proc.returncode != 0:
         raise ToolchainError("the host C compiler failed on the RPC server (a microcompiler bug, please report "
                              f"it):\n{proc.stderr.strip()[:4000]}")

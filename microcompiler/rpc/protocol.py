@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-VERSION = 1
+VERSION = 2  # 2: HELLO's reply ends with the model fingerprint
 REQUEST_HEADER = struct.Struct("<BHH")
 REPLY_HEADER = struct.Struct("<BHHB")
 REPLY_BIT = 0x80
@@ -50,7 +50,7 @@ STATUS_NO_SESSION = 0x40
 STATUS_VERSION = 0x41
 
 HELLO_BODY = struct.Struct("<BI")                # version, host nonce
-HELLO_REPLY = struct.Struct("<BIIHIIHBB")        # see HelloReply
+HELLO_REPLY = struct.Struct("<BIIHIIHBBQ")       # see HelloReply
 BOOT_BODY = struct.Struct("<BIH")                # version, boot nonce, max payload
 CALL_REPLY = struct.Struct("<Q")                 # ticks of the call
 TIME_REPLY = struct.Struct("<QI")                # ticks of all runs, timer hz
@@ -70,6 +70,7 @@ class HelloReply:
     function_count: int
     max_args: int
     max_allocations: int
+    model_fingerprint: int  # <NAME>_FINGERPRINT of the firmware's model (metadata.json "fingerprint"); 0: none
 
     @classmethod
     def unpack(cls, body: bytes) -> "HelloReply":

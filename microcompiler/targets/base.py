@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
-from microcompiler import resources
+from microcompiler import cleanup, resources
 from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
@@ -230,15 +230,20 @@ _OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
 
 def run_logged(cmd: list[str], log: Log, what: str) -> None:
     """Run a build tool; its progress lines go to log, its failure becomes a one-line-headed error."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
+    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        lines.append(line)
-        if line.startswith("["):  # ninja's "[3/12] Building C object ..."
-            log("  " + line)
-    if proc.wait() != 0:
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            lines.append(line)
+            if line.startswith("["):  # ninja's "[3/12] Building C object ..."
+                log("  " + line)
+        proc.wait()
+    finally:
+        cleanup.stop(proc, grace=2.0)
+    if proc.returncode != 0:
         text = "\n".join(lines)
         overflow = _OVERFLOW.search(text)
         if overflow:

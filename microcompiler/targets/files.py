@@ -14,10 +14,10 @@ from typing import Callable
 import numpy as np
 
 from microcompiler import resources
-from microcompiler.codegen.c_arrays import c_initializer
+from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import check_input, load_inputs, random_inputs
-from microcompiler.ir import np_dtype
+from microcompiler.ir import c_type, np_dtype
 from microcompiler.outdir import (check_output_dir, check_path_is_safe, listed_files, read_manifest,
                                   replace_output_dir)
 
@@ -47,7 +47,8 @@ def save_inputs(stage: Path, arrays: list[np.ndarray], metadata: dict) -> list[d
     values = []
     for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
         np.save(stage / "inputs" / f"input{k}.npy", arr)
-        values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr)})
+        values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
+                       "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
     return values
 
 

@@ -1,11 +1,25 @@
 """The transport interface: a bidirectional byte stream to a device."""
 from __future__ import annotations
 
+import math
 import re
 import time
 from abc import ABC, abstractmethod
 
-from microcompiler.errors import DeviceError
+from microcompiler.errors import DeviceError, MicrocompilerError
+
+
+def check_timeout(seconds, what: str = "timeout") -> float:
+    """seconds as a float if it is a finite number greater than zero; else MicrocompilerError.
+
+    NaN compares false with everything, so a NaN deadline is never reached: refuse it at the door."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise MicrocompilerError(f"{what} must be a finite number of seconds greater than 0, not {seconds!r}")
+    return value
 
 
 class Transport(ABC):
@@ -36,6 +50,7 @@ class Transport(ABC):
 
         Raises DeviceError with what arrived so far when timeout seconds pass first.
         """
+        timeout = check_timeout(timeout)
         deadline = time.monotonic() + timeout
         buf = bytearray()
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import socket
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
+from microcompiler import cleanup
 from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.transport.base import Transport
 from microcompiler.transport.serial import SerialTransport
@@ -28,6 +29,13 @@ def qemu_command(machine: str, kernel: str | Path, qmp_socket: str | Path, qemu:
     return [qemu, "-M", machine, "-nographic", "-monitor", "none", "-serial", "pty",
             "-icount", "shift=0", "-kernel", str(kernel), "-S",
             "-qmp", f"unix:{qmp_socket},server=on,wait=off", *extra_args]
+
+
+def _signal_name(signo: int) -> str:
+    try:
+        return signal.Signals(signo).name
+    except ValueError:
+        return str(signo)
 
 
 class QemuTransport(Transport):
@@ -51,14 +59,15 @@ class QemuTransport(Transport):
         if not Path(kernel).is_file():
             raise DeviceError(f"firmware {kernel} does not exist; build the project first")
         self.machine = machine
-        self._dir = Path(tempfile.mkdtemp(prefix="microcompiler-qemu-"))
-        self._log_path = self._dir / "qemu.log"
-        qmp_path = self._dir / "qmp.sock"
         self._serial: SerialTransport | None = None
-        with open(self._log_path, "wb") as log:
-            self._proc = subprocess.Popen(qemu_command(machine, kernel, qmp_path, qemu, extra_args),
-                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        self._proc: subprocess.Popen | None = None
+        self._dir = cleanup.temp_dir("microcompiler-qemu-")
         try:
+            self._log_path = self._dir / "qemu.log"
+            qmp_path = self._dir / "qmp.sock"
+            with open(self._log_path, "wb") as log:
+                self._proc = cleanup.spawn(qemu_command(machine, kernel, qmp_path, qemu, extra_args),
+                                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
             pty = self._wait_for_pty(start_timeout)
             self._serial = SerialTransport(pty)
             self._resume(qmp_path, start_timeout)
@@ -78,9 +87,7 @@ class QemuTransport(Transport):
             match = _PTY_LINE.search(self._log())
             if match:
                 return match.group(1)
-            if self._proc.poll() is not None:
-                raise DeviceError(f"QEMU ({self.machine}) exited with code {self._proc.returncode}: "
-                                  f"{self._log()[-1000:]}")
+            self._raise_if_exited()
             time.sleep(0.02)
         raise DeviceError(f"QEMU ({self.machine}) did not open its serial pty within {timeout:g} s")
 
@@ -88,16 +95,19 @@ class QemuTransport(Transport):
         """Tell the paused guest to start."""
         deadline = time.monotonic() + timeout
         while not qmp_path.exists():
-            if time.monotonic() > deadline or self._proc.poll() is not None:
-                raise DeviceError(f"QEMU ({self.machine}) has no QMP socket: {self._log()[-1000:]}")
+            self._raise_if_exited()
+            if time.monotonic() > deadline:
+                raise DeviceError(f"QEMU ({self.machine}) has no QMP socket after {timeout:g} s: "
+                                  f"{' '.join(self._log().split())[-1000:]}")
             time.sleep(0.02)
         self.qmp("cont", timeout=timeout)
 
     def qmp(self, command: str, timeout: float = 10.0, **arguments) -> dict:
         """Run one QMP command on this QEMU (e.g. "system_reset") and return its answer."""
         message = {"execute": command, **({"arguments": arguments} if arguments else {})}
+        deadline = time.monotonic() + timeout
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
+            sock.settimeout(timeout)  # bounds each connect, read and write
             try:
                 sock.connect(str(self._dir / "qmp.sock"))
                 stream = sock.makefile("rwb")
@@ -106,12 +116,16 @@ class QemuTransport(Transport):
                     stream.write(json.dumps(request).encode() + b"\n")
                     stream.flush()
                     while True:  # skip asynchronous events until the command's answer
+                        if time.monotonic() > deadline:
+                            raise DeviceError(f"QEMU ({self.machine}) did not answer '{request['execute']}' "
+                                              f"over QMP within {timeout:g} s")
                         reply = json.loads(stream.readline() or b"{}")
                         if "return" in reply or "error" in reply or not reply:
                             break
                     if "return" not in reply:
                         raise DeviceError(f"QEMU refused '{request['execute']}': {reply}")
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
+                self._raise_if_exited(wait=1.0)  # QEMU died (a bad firmware file): say so, with its message
                 raise DeviceError(f"cannot talk to QEMU ({self.machine}) over QMP: {exc}") from None
         return reply["return"]
 
@@ -120,14 +134,37 @@ class QemuTransport(Transport):
         self.qmp("system_reset")
 
     def write(self, data: bytes) -> None:
-        self._link().write(data)
+        try:
+            self._link().write(data)
+        except DeviceError:
+            self._raise_if_exited(wait=1.0)
+            raise
 
     def read(self, n: int, timeout: float) -> bytes:
-        data = self._link().read(n, timeout)
-        if not data and self._proc.poll() is not None:
-            raise DeviceError(f"QEMU ({self.machine}) exited with code {self._proc.returncode}: "
-                              f"{self._log()[-1000:]}")
+        try:
+            data = self._link().read(n, timeout)
+        except DeviceError:
+            # a pty whose other end closed: pyserial says "returned no data"; say what happened
+            self._raise_if_exited(wait=1.0)
+            raise
+        if not data:
+            self._raise_if_exited()
         return data
+
+    def _raise_if_exited(self, wait: float = 0.0) -> None:
+        try:
+            code = self._proc.wait(timeout=wait) if wait else self._proc.poll()
+        except subprocess.TimeoutExpired:
+            return
+        if code is not None:
+            raise self._exited_error(code)
+
+    def _exited_error(self, code: int) -> DeviceError:
+        """One line: how QEMU ended and what it said (its own "qemu..." lines first, not a register dump)."""
+        lines = [line.strip() for line in self._log().splitlines() if line.strip() and not _PTY_LINE.search(line)]
+        said = [line for line in lines if line.startswith("qemu")] or lines[:3]
+        how = f"exited with code {code}" if code >= 0 else f"exited on signal {_signal_name(-code)}"
+        return DeviceError(f"QEMU ({self.machine}) {how}: {'; '.join(said)[:600] or 'it printed nothing'}")
 
     def pending(self) -> int:
         return self._link().pending()
@@ -138,17 +175,15 @@ class QemuTransport(Transport):
         return self._serial
 
     def close(self) -> None:
-        if self._serial is not None:
-            self._serial.close()
-            self._serial = None
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        """Stop QEMU (its whole process group) and remove its temporary directory; safe to call twice."""
+        try:
+            if self._serial is not None:
+                self._serial.close()
+                self._serial = None
+        finally:
+            if self._proc is not None:
+                cleanup.stop(self._proc)
+            cleanup.remove_dir(self._dir)
 
 
 def qemu_system_reset(transport) -> None:

@@ -15,12 +15,15 @@ import termios
 import threading
 import time
 
+from microcompiler import cleanup
 from microcompiler.errors import DeviceError
 from microcompiler.transport.base import Transport
 
 
 class SubprocessTransport(Transport):
     """Runs ``argv`` and links to it through pipes. ``restart()`` is a device reset (a new process)."""
+
+    WRITE_TIMEOUT = 10.0
 
     def __init__(self, argv: list[str], cwd: str | None = None):
         self.argv = [str(a) for a in argv]
@@ -31,8 +34,8 @@ class SubprocessTransport(Transport):
 
     def _start(self) -> None:
         try:
-            self._proc = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, bufsize=0)
+            self._proc = cleanup.spawn(self.argv, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, bufsize=0)
         except OSError as exc:
             raise DeviceError(f"cannot start the device program {self.argv[0]}: {exc}") from None
         self._stderr.clear()
@@ -46,15 +49,23 @@ class SubprocessTransport(Transport):
         except subprocess.TimeoutExpired:
             code = None
         time.sleep(0.05)  # let the stderr reader catch up
-        tail = b"".join(self._stderr).decode(errors="replace").strip()[-1000:]
+        tail = " ".join(b"".join(self._stderr).decode(errors="replace").split())[-1000:]
         return DeviceError(f"the device program {os.path.basename(self.argv[0])} exited"
                            + (f" with status {code}" if code is not None else "")
                            + (f": {tail}" if tail else ""))
 
     def write(self, data: bytes) -> None:
+        """Write all of data; a program that stops reading its input fails after WRITE_TIMEOUT seconds."""
         try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
+            fd = self._proc.stdin.fileno()
+            view = memoryview(data)
+            deadline = time.monotonic() + self.WRITE_TIMEOUT
+            while view:
+                _, ready, _ = select.select([], [fd], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise DeviceError(f"the device program {os.path.basename(self.argv[0])} has not read its "
+                                      f"input for {self.WRITE_TIMEOUT:g} s")
+                view = view[os.write(fd, view[:select.PIPE_BUF]):]
         except (BrokenPipeError, ValueError, OSError):
             raise self._exited_error() from None
 
@@ -99,9 +110,7 @@ class SubprocessTransport(Transport):
                 proc.wait(timeout=2.0)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        cleanup.stop(proc, grace=2.0)  # its process group too; unregisters it
         for stream in (proc.stdin, proc.stdout):
             try:
                 stream.close()

@@ -14,6 +14,21 @@
 #define MC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MC_CLAMP(x, lo, hi) MC_MIN(MC_MAX((x), (lo)), (hi))
 
+/* A float activation clamp exactly as TFLM's ActivationFunctionWithMinMax: std::min(std::max(x, lo), hi).
+ * On a tie or an unordered comparison the first argument wins, so NaN passes through (MC_CLAMP would
+ * turn it into lo) and -0.0 stays -0.0. */
+static inline float mc_clamp_f32(float x, float lo, float hi) {
+  const float at_least_lo = x < lo ? lo : x;
+  return hi < at_least_lo ? hi : at_least_lo;
+}
+
+/* A float32 from its IEEE-754 bit pattern: how generated code writes NaN and infinities exactly. */
+static inline float mc_f32_from_bits(uint32_t bits) {
+  union { uint32_t u; float f; } v;
+  v.u = bits;
+  return v.f;
+}
+
 /* round(a * b / 2^31), saturating the single overflowing case a == b == INT32_MIN. */
 static inline int32_t mc_sat_rounding_doubling_high_mul(int32_t a, int32_t b) {
   int64_t ab;

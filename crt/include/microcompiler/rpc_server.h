@@ -64,7 +64,7 @@ extern "C" {
 
 /* ---- Protocol constants (docs/rpc.md) ---- */
 
-#define MC_RPC_VERSION 1u
+#define MC_RPC_VERSION 2u /* 2: HELLO's reply carries the model fingerprint */
 #define MC_RPC_REQUEST_HEADER 5u /* type:u8 session:u16 seq:u16 */
 #define MC_RPC_REPLY_HEADER 6u   /* type:u8 session:u16 seq:u16 status:u8 */
 #define MC_RPC_REPLY_BIT 0x80u   /* reply type = request type | MC_RPC_REPLY_BIT */
@@ -126,6 +126,7 @@ typedef struct {
   uint16_t last_seq;   /* of the last request executed in this session */
   uint8_t session_open;
   uint32_t damaged_frames;
+  uint64_t model_fingerprint; /* of the compiled model this firmware holds; 0: none given */
 } mc_rpc_server_t;
 
 /* Set up the server. registries: registry_count operator registries whose
@@ -133,6 +134,12 @@ typedef struct {
  * memory for ALLOC, aligned to MC_RPC_POOL_ALIGN. */
 mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* const* registries,
                                uint32_t registry_count, uint8_t* pool, size_t pool_bytes);
+
+/* Name the compiled model this firmware serves: its fingerprint (<NAME>_FINGERPRINT
+ * in the generated <name>.h, a hash of the model's constants, kernels and graph).
+ * HELLO's reply carries it, so a host refuses a device that holds another model.
+ * Call after mc_rpc_server_init. */
+void mc_rpc_server_set_model(mc_rpc_server_t* server, uint64_t fingerprint);
 
 /* Announce the boot to the host (a BOOT message with a fresh nonce). */
 mc_status_t mc_rpc_server_announce(mc_rpc_server_t* server);

@@ -8,6 +8,7 @@
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_simd.h"
 #include "microcompiler/kernel_elementwise.h"
+#include "microcompiler/kernel_activation.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 /* tensor 1: conv/weights [3, 3, 3, 2] */
@@ -69,7 +70,7 @@ void small_float_cnn_conv(const float* input0, float* output0) {
             }
           }
           acc += small_float_cnn_conv_bias[oc];
-          *out++ = MC_CLAMP(acc, 0.0f, FLT_MAX);
+          *out++ = mc_clamp_f32(acc, 0.0f, FLT_MAX);
         }
       }
     }
@@ -94,7 +95,7 @@ void small_float_cnn_pool(const float* input0, float* output0) {
               if (v > m) m = v;
             }
           }
-          out[c] = MC_CLAMP(m, -FLT_MAX, FLT_MAX);
+          out[c] = mc_clamp_f32(m, -FLT_MAX, FLT_MAX);
         }
       }
     }
@@ -113,7 +114,7 @@ void small_float_cnn_dense(const float* input0, float* output0) {
         acc += x[d] * w[d];
       }
       acc += small_float_cnn_dense_bias[o];
-      output0[b * 4 + o] = MC_CLAMP(acc, -FLT_MAX, FLT_MAX);
+      output0[b * 4 + o] = mc_clamp_f32(acc, -FLT_MAX, FLT_MAX);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_simd.h"
 #include "microcompiler/kernel_elementwise.h"
+#include "microcompiler/kernel_activation.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 static const int32_t tiny_cnn_int8_conv1_params[24] = {

@@ -1,0 +1,135 @@
+/* Fixed-point helpers of the activation kernels (TANH, HARD_SWISH, LOG_SOFTMAX).
+ *
+ * Like kernel_fixedpoint.h, these reproduce bit for bit the integer arithmetic TFLite Micro's
+ * reference kernels evaluate: gemmlowp's tanh, TFLite's fixed-point log for x >= 1 and the 16-bit
+ * fixed-point primitives of the int8 hard-swish. Format parameters are compile-time constants at
+ * every call site. (The int8 L2_NORMALIZATION uses mc_inv_sqrt_multiplier of kernel_elementwise.h.)
+ */
+#ifndef MICROCOMPILER_KERNEL_ACTIVATION_H_
+#define MICROCOMPILER_KERNEL_ACTIVATION_H_
+
+#include <stdint.h>
+
+#include "microcompiler/kernel_fixedpoint.h"
+#include "microcompiler/kernel_math.h"
+
+/* ---- 32-bit fixed point (Qm as in kernel_fixedpoint.h) ---------------------------------------- */
+
+/* a + b and a - b saturated to int32. */
+static inline int32_t mc_sat_add32(int32_t a, int32_t b) {
+  const int64_t sum = (int64_t)a + (int64_t)b;
+  return (int32_t)MC_CLAMP(sum, (int64_t)INT32_MIN, (int64_t)INT32_MAX);
+}
+
+static inline int32_t mc_sat_sub32(int32_t a, int32_t b) {
+  const int64_t diff = (int64_t)a - (int64_t)b;
+  return (int32_t)MC_CLAMP(diff, (int64_t)INT32_MIN, (int64_t)INT32_MAX);
+}
+
+/* (1 - a) / (1 + a) for a in [0, 1), Q0 -> Q0: the Newton-Raphson division of
+ * mc_fp_one_over_one_plus_x_for_x_in_0_1, finishing with x - 1 instead of x / 2. */
+static inline int32_t mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1(int32_t a) {
+  const int32_t half_denominator = mc_fp_rounding_half_sum(a, INT32_MAX); /* Q0 */
+  const int32_t c_48_over_17 = 1515870810;      /* 48/17 in Q2 */
+  const int32_t c_neg_32_over_17 = -1010580540; /* -32/17 in Q2 */
+  const int32_t one_q2 = (int32_t)1 << 29;
+  int32_t x = mc_wrap_add(c_48_over_17, mc_fp_mul(half_denominator, c_neg_32_over_17)); /* Q2 */
+  int i;
+  for (i = 0; i < 3; ++i) {
+    const int32_t half_denominator_times_x = mc_fp_mul(half_denominator, x); /* Q2 */
+    const int32_t one_minus = mc_wrap_sub(one_q2, half_denominator_times_x); /* Q2 */
+    x = mc_wrap_add(x, mc_fp_rescale(mc_fp_mul(x, one_minus), 4, 2));        /* Q4 -> Q2 */
+  }
+  return mc_fp_rescale(mc_wrap_sub(x, one_q2), 2, 0);
+}
+
+/* tanh(a), a in Q(integer_bits) with integer_bits <= 4, result in Q0:
+ * tanh(|a|) = (1 - exp(-2|a|)) / (1 + exp(-2|a|)), the doubling done by reading -|a| as
+ * Q(integer_bits + 1). */
+static inline int32_t mc_fp_tanh(int32_t a, int integer_bits) {
+  const int32_t negative_magnitude = a < 0 ? a : -a;
+  const int32_t t = mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1(
+      mc_fp_exp_on_negative_values(negative_magnitude, integer_bits + 1));
+  if (a == 0) return 0;
+  return a < 0 ? -t : t;
+}
+
+/* The normalising shift of mc_fp_log_x_for_x_ge_1. Its exponent is -1 only for a negative x (a
+ * LOG_SOFTMAX sum of exponentials that wrapped past 2^31); TFLite's shift by -1 is undefined in C++
+ * but saturates such an x to INT32_MIN both on x86 and on Arm, which is what this returns. */
+static inline int32_t mc_fp_log_normalise(int32_t x, int exponent) {
+  return exponent < 0 ? INT32_MIN : mc_saturating_left_shift(x, exponent);
+}
+
+/* log(x) for x >= 1, x in Q(input_bits), result in Q(output_bits) (TFLite's
+ * log_x_for_x_greater_than_or_equal_to_1): log2 of the leading power of two, plus a rational
+ * approximation of log on the remaining mantissa in [sqrt(1/2), sqrt(2)). */
+static inline int32_t mc_fp_log_x_for_x_ge_1(int32_t x, int input_bits, int output_bits) {
+  const int accum_bits = output_bits + 1;              /* one bit of headroom */
+  const int32_t log_2 = 1488522236;                    /* log(2), Q0 */
+  const int32_t sqrt_sqrt_half = 1805811301;           /* 2^-1/4, Q0 */
+  const int32_t sqrt_half = 1518500250;                /* 2^-1/2, Q0 */
+  const int32_t one_quarter = 536870912;               /* 1/4, Q0 */
+  const int32_t alpha_n = 117049297;                   /* 11/240 * 2^1/4 */
+  const int32_t alpha_d = 127690142;                   /* 1/20 * 2^1/4 */
+  const int32_t alpha_i = 1057819769;                  /* 2 / 2^1/4 - 2^1/4 */
+  const int32_t alpha_f = 638450708;                   /* 1/4 * 2^1/4 */
+  const int32_t shifted_quarter = mc_fp_rescale(one_quarter, 0, accum_bits);
+  const int z_a_headroom_plus_1 = mc_count_leading_zeros((uint32_t)x);
+  const int32_t r_a_tmp = mc_fp_log_normalise(x, z_a_headroom_plus_1 - 1);
+  const int32_t r_a = mc_saturating_left_shift(mc_fp_mul(r_a_tmp, sqrt_half), 1);
+  const int32_t z_a_pow_2_adj = mc_sat_add32(
+      mc_saturating_left_shift(input_bits - z_a_headroom_plus_1, 31 - accum_bits), shifted_quarter);
+  const int32_t z_b = mc_fp_mul(x, sqrt_half);
+  const int z_b_headroom = mc_count_leading_zeros((uint32_t)z_b) - 1;
+  const int32_t r_b = mc_fp_log_normalise(x, z_b_headroom);
+  const int32_t z_b_pow_2_adj = mc_sat_sub32(
+      mc_saturating_left_shift(input_bits - z_b_headroom, 31 - accum_bits), shifted_quarter);
+  const int32_t r = MC_MIN(r_a, r_b);
+  const int32_t z_pow_2_adj = MC_MAX(z_a_pow_2_adj, z_b_pow_2_adj); /* Q(accum_bits) */
+  const int32_t p = mc_fp_rounding_half_sum(r, sqrt_sqrt_half);
+  const int32_t q_half = mc_wrap_sub(r, sqrt_sqrt_half);
+  const int32_t q = mc_wrap_add(q_half, q_half);
+  const int32_t common_sq = mc_fp_mul(q, q);
+  const int32_t num = mc_wrap_add(mc_fp_mul(q, r), mc_fp_mul(mc_fp_mul(q, common_sq), alpha_n));
+  const int32_t denom_minus_one = mc_wrap_add(
+      mc_fp_mul(p, mc_wrap_add(mc_wrap_add(alpha_i, q), mc_fp_mul(alpha_d, common_sq))),
+      mc_fp_mul(alpha_f, q));
+  const int32_t recip_denom = mc_fp_one_over_one_plus_x_for_x_in_0_1(denom_minus_one);
+  const int32_t num_scaled = mc_fp_rescale(num, 0, accum_bits);
+  return mc_fp_rescale(mc_wrap_add(mc_fp_mul(z_pow_2_adj, log_2), mc_fp_mul(num_scaled, recip_denom)),
+                       accum_bits, output_bits);
+}
+
+/* ---- 16-bit fixed point (the int8 HARD_SWISH) ------------------------------------------------- */
+
+/* round(a * b / 2^15), saturating the single overflowing case a == b == INT16_MIN. */
+static inline int16_t mc_s16_rounding_doubling_high_mul(int16_t a, int16_t b) {
+  const int32_t ab = (int32_t)a * (int32_t)b;
+  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  if (a == b && a == INT16_MIN) return INT16_MAX;
+  return (int16_t)((ab + nudge) / (1 << 15));
+}
+
+/* a * b / 2^15 truncated toward zero, saturating INT16_MIN * INT16_MIN. */
+static inline int16_t mc_s16_doubling_high_mul(int16_t a, int16_t b) {
+  if (a == b && a == INT16_MIN) return INT16_MAX;
+  return (int16_t)(((int32_t)a * (int32_t)b) / (1 << 15));
+}
+
+/* x * 2^exponent saturated to int16 (exponent >= 0). */
+static inline int16_t mc_s16_saturating_left_shift(int16_t x, int exponent) {
+  const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
+  return (int16_t)MC_CLAMP(wide, (int64_t)INT16_MIN, (int64_t)INT16_MAX);
+}
+
+/* x / 2^exponent rounded to nearest, ties away from zero, in int16 arithmetic: as in gemmlowp,
+ * the mask is an int16 too, so exponents of 16 and more round every value to 1 or -1. */
+static inline int16_t mc_s16_rounding_divide_by_pot(int16_t x, int exponent) {
+  const int16_t mask = (int16_t)(((int64_t)1 << exponent) - 1);
+  const int16_t remainder = (int16_t)(x & mask);
+  const int16_t threshold = (int16_t)((mask >> 1) + (x < 0 ? 1 : 0));
+  return (int16_t)((x >> (exponent < 16 ? exponent : 15)) + (remainder > threshold ? 1 : 0));
+}
+
+#endif /* MICROCOMPILER_KERNEL_ACTIVATION_H_ */

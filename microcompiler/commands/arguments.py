@@ -1,0 +1,20 @@
+"""Argument types shared by the subcommands."""
+from __future__ import annotations
+
+from microcompiler.errors import MicrocompilerError
+from microcompiler.transport.base import check_timeout
+
+
+def positive_seconds(option: str):
+    """An argparse type for ``option``: a finite number of seconds greater than zero.
+
+    It raises MicrocompilerError (not argparse's usage error), so the command line prints one line.
+    NaN, infinities, zero and negative numbers would make a wait endless or meaningless."""
+    def parse(text: str) -> float:
+        try:
+            return check_timeout(text)
+        except MicrocompilerError:
+            raise MicrocompilerError(f"{option} {text!r}: give a finite number of seconds greater than 0, e.g. "
+                                     f"{option} 30") from None
+    parse.__name__ = "seconds"
+    return parse

@@ -1,0 +1,64 @@
+"""LEAKY_RELU: float32, int8 and int16, bit-exact with TFLite Micro's reference kernel.
+
+``x > 0 ? x : alpha * x`` (alpha may be negative or above 1). The quantized kernel requantizes
+non-negative inputs (relative to the zero point) with input_scale / output_scale and negative ones
+with input_scale * alpha / output_scale (the float32 scales and alpha multiplied and divided in
+double precision, as the pinned TFLM computes them), then adds the output zero point and saturates.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.activation import offset_term
+from microcompiler.ops.quant import INT_RANGES, c_float
+from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
+
+F32 = np.float32
+MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
+
+
+def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((identity multiplier, shift), (alpha multiplier, shift)), in double precision."""
+    in_scale, out_scale, alpha = (float(F32(v)) for v in (in_scale, out_scale, alpha))
+    identity = quantize_multiplier_unclamped(in_scale / out_scale)
+    negative = quantize_multiplier_unclamped(in_scale * alpha / out_scale)
+    return identity, negative
+
+
+@register
+class LeakyRelu(OpKernel):
+    kinds = ("LEAKY_RELU",)
+    options = "alpha"
+
+    def check(self, op, graph):
+        x, y = require_elementwise(op, graph)
+        require(x.dtype in ("int8", "int16", "float32"), op,
+                f"input type {x.dtype} is not supported (int8, int16, float32)")
+        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        require(np.isfinite(op.options.get("alpha", 0.0)), op, "alpha must be a finite number")
+        if x.dtype != "float32":
+            require(x.quant is not None and y.quant is not None, op,
+                    "quantized input and output need quantization parameters")
+            multipliers = leaky_relu_multipliers(x.quant.scale[0], y.quant.scale[0], op.options.get("alpha", 0.0))
+            require(max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT, op,
+                    "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it")
+
+    def macs(self, op, graph):
+        return graph.tensors[op.inputs[0]].size
+
+    def inplace_inputs(self, op, graph):
+        return (0,)
+
+    def emit(self, op, graph, ctx):
+        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        alpha = float(op.options.get("alpha", 0.0))
+        values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32":
+            return ctx.render("activation_float.c.j2", expr=f"(x > 0.0f ? x : x * {c_float(alpha)})", **values)
+        (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
+        identity, negative = leaky_relu_multipliers(in_scale, out_scale, alpha)
+        lo, hi = INT_RANGES[x.dtype]
+        return ctx.render("leaky_relu_int.c.j2", ctype=f"{x.dtype}_t", input_offset=offset_term(-in_zp),
+                          output_offset=offset_term(out_zp), identity=identity, negative=negative,
+                          type_min=lo, type_max=hi, **values)

@@ -1,0 +1,97 @@
+"""TANH: float32, int8 and int16, bit-exact with TFLite Micro's reference kernels.
+
+* int8: the input (minus its zero point) is rescaled to Q4.27 and gemmlowp's fixed-point tanh
+  (``mc_fp_tanh`` in kernel_activation.h) gives a Q0.31 result, rounded to the output's 1/128 steps;
+  inputs beyond the radius where the rescaling could overflow saturate. As in TFLM, the output is
+  always tanh * 128 whatever the output tensor's quantization says.
+* int16: zero points 0 and an output scale of 2^-15; tanh(x) = 2 * sigmoid(2x) - 1 from TFLM's
+  256-entry sigmoid table (shared with the int16 LOGISTIC) with linear interpolation.
+* float32: ``tanhf``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from microcompiler.ops.activation import offset_term
+from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.quant import tflite_round
+from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2
+
+TANH_INT8_INTEGER_BITS = 4   # Q4.27 input of the int8 kernel
+TANH_INT16_INTEGER_BITS = 3
+
+
+def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
+    """(input_multiplier, input_left_shift, input_range_radius) of the int8 tanh."""
+    real = float(F32(input_scale)) * float(1 << (31 - TANH_INT8_INTEGER_BITS))
+    fraction, shift = math.frexp(real)
+    multiplier = int(tflite_round(fraction * (1 << 31)))
+    return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31)
+
+
+def tanh_int16_params(input_scale: float) -> tuple[int, int]:
+    """(input_multiplier, input_right_shift) of the int16 tanh: the input in units of 1/(3 * 4096),
+    with TFLM's power-of-two shortcut (scales 2^-12 and 2^-11) already turned into the multiplier
+    it stands for."""
+    is_pot, log2_rounded = checked_log2(input_scale)
+    left_shift = (15 - TANH_INT16_INTEGER_BITS) + log2_rounded
+    if is_pot and left_shift in (0, 1):
+        return 3 << left_shift, 0
+    multiplier = float(F32(input_scale)) * 4096.0 * 3.0
+    shift = 0
+    while multiplier <= 32767.0 / 2.0 and shift <= 30:
+        shift += 1
+        multiplier *= 2.0
+    return int(multiplier), shift
+
+
+@register
+class Tanh(OpKernel):
+    kinds = ("TANH",)
+    type_notes = "int16: zero points 0, output scale 2^-15"
+
+    def check(self, op, graph):
+        x, y = require_elementwise(op, graph)
+        require(x.dtype in ("int8", "int16", "float32"), op,
+                f"input type {x.dtype} is not supported (int8, int16, float32)")
+        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        if x.dtype == "float32":
+            return
+        require(x.quant is not None and y.quant is not None, op,
+                "quantized input and output need quantization parameters")
+        if x.dtype == "int8":
+            require(x.quant.scale[0] > 0, op, "input scale must be positive")
+            return
+        require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op, "int16 tanh needs zero points 0")
+        is_pot, log2 = checked_log2(y.quant.scale[0])
+        require(is_pot and log2 == -15, op, f"int16 output scale must be 2^-15 (got {y.quant.scale[0]})")
+        multiplier, _ = tanh_int16_params(x.quant.scale[0])
+        require(multiplier < 1 << 16, op,
+                f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32")
+
+    def macs(self, op, graph):
+        return graph.tensors[op.inputs[0]].size
+
+    def variant(self, op, graph):
+        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
+                            "int16": "sigmoid-table"}[graph.tensors[op.inputs[0]].dtype]}
+
+    def inplace_inputs(self, op, graph):
+        return (0,)
+
+    def emit(self, op, graph, ctx):
+        x = ctx.tensor(op.inputs[0])
+        values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32":
+            return ctx.render("activation_float.c.j2", expr="tanhf(x)", **values)
+        in_scale, in_zp = x.quant.single()
+        if x.dtype == "int8":
+            multiplier, shift, radius = tanh_int8_params(in_scale)
+            return ctx.render("tanh_int8.c.j2", input_offset=offset_term(-in_zp), multiplier=multiplier, shift=shift,
+                              radius=radius, integer_bits=TANH_INT8_INTEGER_BITS, **values)
+        multiplier, shift = tanh_int16_params(in_scale)
+        table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
+        return ctx.render("tanh_int16.c.j2", multiplier=multiplier, shift=shift, table=table,
+                          rounding=(1 << (shift - 1)) if shift > 0 else 0, **values)
