@@ -31,12 +31,15 @@ def add_parser(sub) -> None:
     p.add_argument("--stack-bytes", type=int, default=None, metavar="N",
                    help=f"size of the stack (default: {DEFAULT_STACK_BYTES} for baremetal; sized for the model "
                         "on zephyr)")
+    p.add_argument("--benchmark", choices=("kws01", "ic01", "vww01", "ad01"), default=None,
+                   help="with --template mlperf: the MLPerf Tiny benchmark the firmware serves (docs/mlperf.md)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    options = {"benchmark": args.benchmark} if args.benchmark is not None else {}
     project = create_project(args.model, args.template, load_board(args.board), args.output, executor=args.executor,
-                             input=args.input, stack_bytes=args.stack_bytes, mode=args.mode)
+                             input=args.input, stack_bytes=args.stack_bytes, mode=args.mode, **options)
     meta = project.metadata
     print(f"created {project.dir}: {meta['name']} on {project.board.name} ({project.executor} executor, "
           f"weights {meta['params_bytes']:,} B, arena {meta['arena_bytes']:,} B); "

@@ -26,13 +26,14 @@ from microcompiler.targets.files import PROJECT_FILE
 
 def create_project(model: str | Path | ModelLibrary, template: str, board: str | Board, out_dir: str | Path,
                    executor: str = "aot", input=None, stack_bytes: int | None = None,
-                   mode: str = STANDALONE) -> Project:
+                   mode: str = STANDALONE, **options) -> Project:
     """Write a firmware project for ``model`` on ``board`` into ``out_dir`` (replaced if a project).
 
     ``model`` is a .tflite path or an already compiled library (compile it with the board's
     ``cpu.features``). ``input`` is None (a fixed seeded random input), .npy paths, or arrays.
     ``stack_bytes``: the stack (default: the template's, DEFAULT_STACK_BYTES for bare metal, sized
     for the model on Zephyr). ``mode`` "host-driven" makes src/main.c an RPC server (docs/rpc.md).
+    ``options``: the template's own (``Target.options``; mlperf: ``benchmark``, docs/mlperf.md).
     """
     board = board if isinstance(board, Board) else load_board(board)
     known = templates()
@@ -45,8 +46,12 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
                                  f"of at least {MIN_STACK_BYTES} B")
     if mode not in MODES:
         raise MicrocompilerError(f"unknown mode '{mode}'; use one of {', '.join(MODES)}")
-    return get_target(template).create(model, board, out_dir, executor=executor, mode=mode, input=input,
-                                       stack_bytes=stack_bytes)
+    target = get_target(template)
+    for option in options:  # a template's own options (mlperf: benchmark)
+        if option not in target.options:
+            raise MicrocompilerError(f"--{option} does not go with --template {template}")
+    return target.create(model, board, out_dir, executor=executor, mode=mode, input=input,
+                         stack_bytes=stack_bytes, **options)
 
 
 def build(project_dir: str | Path, log: Log = print) -> BuildResult | None:

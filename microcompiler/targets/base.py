@@ -322,6 +322,7 @@ class Target:
     firmware_project: ClassVar[bool] = True  # create-project writes it (listed by templates())
     report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
     template_folder: ClassVar[str | None] = None  # project_templates/<this> (default: the name)
+    options: ClassVar[tuple[str, ...]] = ()  # create-project options of this template only (mlperf: benchmark)
 
     @property
     def template_dir(self) -> Path:
