@@ -55,11 +55,15 @@ class RunnerResult:
 
 
 def default_runner_dir() -> Path | None:
-    """$MLPERF_TINY_RUNNER, else ../shared/tools/mlperf_tiny_runner beside this repository."""
+    """$MLPERF_TINY_RUNNER, else ../shared/tools/mlperf_tiny_runner beside this source checkout or
+    beside the current directory (an installed package does not live in the checkout)."""
     if os.environ.get(RUNNER_ENV):
         return Path(os.environ[RUNNER_ENV])
-    candidate = Path(__file__).resolve().parents[2] / "shared" / "tools" / "mlperf_tiny_runner"
-    return candidate if candidate.is_dir() else None
+    for base in (Path(__file__).resolve().parents[2], Path.cwd().resolve().parent):
+        candidate = base / "shared" / "tools" / "mlperf_tiny_runner"
+        if candidate.is_dir():
+            return candidate
+    return None
 
 
 def check_runner_dir(runner_dir: str | Path | None) -> Path:

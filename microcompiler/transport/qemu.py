@@ -21,6 +21,9 @@ from microcompiler.transport.base import Transport
 from microcompiler.transport.serial import SerialTransport
 
 QEMU = "qemu-system-arm"
+# After the pty fails, how long QEMU may take to be reaped (a loaded machine is slow to deliver a
+# kill) before the link's own error is reported instead of QEMU's exit.
+EXIT_WAIT_SECONDS = 5.0
 _PTY_LINE = re.compile(r"char device redirected to (\S+) \(label serial0\)")
 
 
@@ -137,7 +140,7 @@ class QemuTransport(Transport):
         try:
             self._link().write(data)
         except DeviceError:
-            self._raise_if_exited(wait=1.0)
+            self._raise_if_exited(wait=EXIT_WAIT_SECONDS)
             raise
 
     def read(self, n: int, timeout: float) -> bytes:
@@ -145,7 +148,7 @@ class QemuTransport(Transport):
             data = self._link().read(n, timeout)
         except DeviceError:
             # a pty whose other end closed: pyserial says "returned no data"; say what happened
-            self._raise_if_exited(wait=1.0)
+            self._raise_if_exited(wait=EXIT_WAIT_SECONDS)
             raise
         if not data:
             self._raise_if_exited()
