@@ -103,3 +103,15 @@ def test_session_without_a_plan_says_how_to_get_one(hello_project):
     with Session(SubprocessTransport([str(Path(project) / "rpc_server")])) as session:
         with pytest.raises(MicrocompilerError, match="does not know the device's model"):
             session.executor()
+
+
+def test_executor_refuses_a_transposed_input_of_the_right_size(tmp_path):
+    """Same number of elements, other shape: refused (only leading 1s may differ), never reshaped."""
+    from microcompiler.errors import MicrocompilerError
+    from microcompiler.rpc import open_model
+    model = SHARED_MODELS / "mlperf_tiny/kws_ref_model.tflite"
+    with open_model(model, "host", project_dir=tmp_path / "rpc") as session:
+        with session.executor() as ex:
+            with pytest.raises(MicrocompilerError, match="only leading 1s may differ"):
+                ex(np.zeros((1, 10, 49, 1), np.int8))
+            assert ex(np.zeros((49, 10, 1), np.int8))[0].shape[-1] == 12  # leading 1 dropped: fine

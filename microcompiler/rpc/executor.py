@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from microcompiler.errors import MicrocompilerError
+from microcompiler.inputs import same_shape
 from microcompiler.ir import np_dtype
 from microcompiler.rpc.protocol import TensorArg
 
@@ -48,9 +49,9 @@ class GraphExecutor:
         meta, offset, nbytes = self._io("inputs", index)
         want = np.dtype(np_dtype(meta["dtype"]))
         arr = np.asarray(value)
-        if arr.size != int(np.prod(meta["shape"])):
-            raise MicrocompilerError(f"input {index} ('{meta['name']}') needs shape {meta['shape']}, "
-                                     f"got {list(arr.shape)}")
+        if not same_shape(arr.shape, meta["shape"]):
+            raise MicrocompilerError(f"input {index} ('{meta['name']}') needs shape {meta['shape']} (only leading "
+                                     f"1s may differ), got {list(arr.shape)}")
         if arr.dtype != want:
             raise MicrocompilerError(f"input {index} ('{meta['name']}') needs dtype {want}, got {arr.dtype}; "
                                      f"convert it with x.astype(np.{want})")
