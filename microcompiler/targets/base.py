@@ -186,6 +186,8 @@ def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     else:
         activations = metadata["arena_bytes"]
     activations += metadata.get("scratch_bytes", 0)  # the kernels' shared scratch buffer (.bss)
+    # state kept across inferences: its own static arrays, never shared (docs/state.md)
+    activations += metadata.get("state_bytes", 0)
     return {"weights": weights, "code": code + input_bytes, "flash": weights + code + input_bytes,
             "activations": activations + output_bytes, "stack": stack_bytes,
             "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES}
