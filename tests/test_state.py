@@ -163,3 +163,18 @@ def test_state_tensor_as_model_output_is_refused():
     from microcompiler.errors import UnsupportedModelError
     with pytest.raises(UnsupportedModelError, match="variable tensor"):
         parse_tflite(b.finish([x], [st]))
+
+
+def test_analyze_counts_state_in_ram(tmp_path):
+    from microcompiler.analysis.analyze import analyze_library
+    from microcompiler.boards import load_board
+    library = compile_bytes(stacked_svdf_kws(), tmp_path)
+    result = analyze_library(library, load_board("mps2_an386"))
+    assert result["totals"]["state_bytes"] == library.graph.state_bytes > 0
+    stateless = dict(library.metadata, state_bytes=0)
+    from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
+    assert (estimate_footprint(library.metadata, "aot", DEFAULT_STACK_BYTES)["ram"]
+            - estimate_footprint(stateless, "aot", DEFAULT_STACK_BYTES)["ram"]) == library.graph.state_bytes
+    plan = result["memory_plan"]
+    assert plan["state_bytes"] == library.graph.state_bytes and len(plan["state"]) == 3
+    assert not {s["tensor"] for s in plan["state"]} & {b["tensor"] for b in plan["buffers"]}

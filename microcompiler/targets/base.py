@@ -515,13 +515,15 @@ def compile_for(model: str | Path | ModelLibrary, board: Board) -> ModelLibrary:
 def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path, *,
                  template: str = "baremetal", mode: str = STANDALONE, executor: str = "aot", input=None,
                  log: Log = print, timeout: float = 300.0,
-                 port: str | None = None) -> tuple[Project, BuildResult | None, RunResult]:
+                 port: str | None = None, input_steps=None) -> tuple[Project, BuildResult | None, RunResult]:
     """create + build + flash, the whole flow on one board: (project, BuildResult, RunResult).
 
-    The Python API's edge: ``board`` may be a name; everything below takes the Board."""
+    The Python API's edge: ``board`` may be a name; everything below takes the Board. ``input_steps``:
+    a sequence of input sets run in order, keeping the model's state (RunResult.step_outputs)."""
     board = resolve_board(board)
     target = get_target(template)
-    project = target.create(model, board, project_dir, executor=executor, mode=mode, input=input)
+    steps = dict(input_steps=input_steps) if input_steps is not None else {}
+    project = target.create(model, board, project_dir, executor=executor, mode=mode, input=input, **steps)
     built = target.build(project, log=log)
     return project, built, target.flash(project, timeout=timeout, log=log, port=port)
 

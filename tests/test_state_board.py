@@ -1,0 +1,61 @@
+"""Models that keep state, on an emulated Cortex-M4 (mps2_an386): a sequence of SVDF inferences
+standalone (the firmware runs every step and reports each) and host-driven (the state stays on the
+device between RPC runs; <model>_reset over RPC starts it again), each step compared bit-exact with
+TFLM invoked the same number of times on the same inputs."""
+from __future__ import annotations
+
+import numpy as np
+
+from board_oracle import needs_board_tools
+from microcompiler.boards import load_board
+from microcompiler.compiler import compile_model
+from microcompiler.project import run_on_board
+from microcompiler.targets.base import start_on_board
+from oracle import Oracle
+from svdf_models import single_svdf_int8, stacked_svdf_kws
+from test_state import STEPS, assert_steps_match, sequence
+
+BOARD = "mps2_an386"
+
+
+def _library(model: bytes, tmp_path):
+    path = tmp_path / "kws.tflite"
+    path.write_bytes(model)
+    return compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
+
+
+@needs_board_tools
+def test_stacked_svdf_sequence_standalone_on_board(tmp_path):
+    model = stacked_svdf_kws()
+    library = _library(model, tmp_path)
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(library, BOARD, tmp_path / "project", input_steps=seq, log=lambda _: None)
+    assert len(run.step_outputs) == STEPS
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"standalone on {BOARD}")
+
+
+@needs_board_tools
+def test_single_svdf_sequence_graph_executor_on_board(tmp_path):
+    model = single_svdf_int8()
+    library = _library(model, tmp_path)
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor="graph", input_steps=seq,
+                             log=lambda _: None)
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"graph executor on {BOARD}")
+
+
+@needs_board_tools
+def test_stacked_svdf_sequence_host_driven_on_board_and_reset(tmp_path):
+    model = stacked_svdf_kws()
+    library = _library(model, tmp_path)
+    seq = sequence(library.metadata)
+    want = Oracle(model).run_sequence(seq)
+    _, _, session = start_on_board(library, load_board(BOARD), tmp_path / "project", timeout=60)
+    with session:
+        with session.executor() as ex:
+            first = [ex(*inputs) for inputs in seq]
+            ex.reset()
+            again = [ex(*inputs) for inputs in seq]
+    assert_steps_match(first, want, f"host-driven on {BOARD}")
+    assert_steps_match(again, want, f"host-driven on {BOARD} after kws_reset")
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(first, first[1:])), "the outputs must change"
