@@ -13,7 +13,7 @@ TARGET_OUTPUT_STD = 40.0  # int8 steps: outputs spread over the range without sa
 
 
 def _svdf_int8(b: ModelBuilder, x: int, x_scale: float, n_input: int, n_filter: int, n_memory: int, rank: int,
-               rng, name: str, out_zp: int, state_dtype: str = "int16") -> tuple[int, float]:
+               rng, name: str, out_zp: int, state_dtype: str = "int16", batch: int = 1) -> tuple[int, float]:
     """Add one int8 SVDF layer reading x; returns its output tensor and scale. The scales are chosen
     from the weights' spread so that state and output use their range without saturating."""
     n_unit = n_filter // rank
@@ -31,19 +31,20 @@ def _svdf_int8(b: ModelBuilder, x: int, x_scale: float, n_input: int, n_filter: 
     bias_scale = float(np.float32(state_scale) * np.float32(wt_scale))
     bias = b.constant(f"{name}/bias", rng.integers(-2000, 2000, n_unit).astype(np.int32), scale=bias_scale,
                       zero_point=0)
-    state = b.variable(f"{name}/activation_state", [1, n_memory * n_filter], state_dtype, scale=state_scale,
+    state = b.variable(f"{name}/activation_state", [batch, n_memory * n_filter], state_dtype, scale=state_scale,
                        zero_point=0)
-    y = b.activation(f"{name}/output", [1, n_unit], "int8", scale=out_scale, zero_point=out_zp)
+    y = b.activation(f"{name}/output", [batch, n_unit], "int8", scale=out_scale, zero_point=out_zp)
     b.op("SVDF", [x, wf, wt, bias, state], [y], svdf_options(rank))
     return y, float(out_scale)
 
 
-def single_svdf_int8(seed: int = 0, state_dtype: str = "int16") -> bytes:
-    """One int8 SVDF: 12 inputs, 8 filters of rank 2 (4 units), a memory of 5 steps."""
+def single_svdf_int8(seed: int = 0, state_dtype: str = "int16", batch: int = 1, n_filter: int = 8,
+                     rank: int = 2) -> bytes:
+    """One int8 SVDF: 12 inputs, 8 filters of rank 2 (4 units), a memory of 5 steps (by default)."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
-    x = b.activation("input", [1, 12], "int8", scale=0.05, zero_point=3)
-    y, _ = _svdf_int8(b, x, 0.05, 12, 8, 5, 2, rng, "svdf", -4, state_dtype)
+    x = b.activation("input", [batch, 12], "int8", scale=0.05, zero_point=3)
+    y, _ = _svdf_int8(b, x, 0.05, 12, n_filter, 5, rank, rng, "svdf", -4, state_dtype, batch)
     return b.finish(inputs=[x], outputs=[y])
 
 
@@ -68,15 +69,15 @@ def stacked_svdf_kws(seed: int = 1) -> bytes:
     return b.finish(inputs=[x], outputs=[probs])
 
 
-def float_svdf(seed: int = 2, activation: str = "RELU") -> bytes:
+def float_svdf(seed: int = 2, activation: str = "RELU", batch: int = 1) -> bytes:
     """One float32 SVDF: 10 inputs, 6 filters of rank 3 (2 units), a memory of 4 steps."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
-    x = b.activation("input", [1, 10], "float32")
+    x = b.activation("input", [batch, 10], "float32")
     wf = b.constant("svdf/weights_feature", rng.standard_normal((6, 10)).astype(np.float32))
     wt = b.constant("svdf/weights_time", rng.standard_normal((6, 4)).astype(np.float32))
     bias = b.constant("svdf/bias", rng.standard_normal(2).astype(np.float32))
-    state = b.variable("svdf/activation_state", [1, 24], "float32")
-    y = b.activation("svdf/output", [1, 2], "float32")
+    state = b.variable("svdf/activation_state", [batch, 24], "float32")
+    y = b.activation("svdf/output", [batch, 2], "float32")
     b.op("SVDF", [x, wf, wt, bias, state], [y], svdf_options(3, activation))
     return b.finish(inputs=[x], outputs=[y])

@@ -60,6 +60,17 @@ def test_single_svdf_int8_sequence(tmp_path):
     check_sequence(single_svdf_int8(), tmp_path)
 
 
+@pytest.mark.parametrize("shape", [dict(batch=2), dict(n_filter=1, rank=1), dict(n_filter=6, rank=3, batch=3)],
+                         ids=["batch2", "one-filter", "rank3-batch3"])
+def test_svdf_int8_shapes_sequence(tmp_path, shape):
+    """Batches, a single filter and unit (no loops), rank 3: every loop shape of the kernel."""
+    check_sequence(single_svdf_int8(**shape), tmp_path, executors=("aot",))
+
+
+def test_float_svdf_batch_and_no_activation_sequence(tmp_path):
+    check_sequence(float_svdf(activation="NONE", batch=2), tmp_path, executors=("graph",))
+
+
 def test_single_svdf_int8_state_sequence(tmp_path):
     """TFLM's int8 variant: int8 time weights and int8 activation state."""
     check_sequence(single_svdf_int8(state_dtype="int8"), tmp_path, executors=("aot",))

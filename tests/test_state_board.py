@@ -5,6 +5,7 @@ TFLM invoked the same number of times on the same inputs."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from board_oracle import needs_board_tools
 from microcompiler.boards import load_board
@@ -25,23 +26,17 @@ def _library(model: bytes, tmp_path):
 
 
 @needs_board_tools
-def test_stacked_svdf_sequence_standalone_on_board(tmp_path):
-    model = stacked_svdf_kws()
+@pytest.mark.parametrize("make_model,executor", [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph")],
+                         ids=["stacked-aot", "single-graph"])
+def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
+    """The firmware runs every step's input in order and reports each step."""
+    model = make_model()
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
-    _, _, run = run_on_board(library, BOARD, tmp_path / "project", input_steps=seq, log=lambda _: None)
-    assert len(run.step_outputs) == STEPS
-    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"standalone on {BOARD}")
-
-
-@needs_board_tools
-def test_single_svdf_sequence_graph_executor_on_board(tmp_path):
-    model = single_svdf_int8()
-    library = _library(model, tmp_path)
-    seq = sequence(library.metadata)
-    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor="graph", input_steps=seq,
+    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
                              log=lambda _: None)
-    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"graph executor on {BOARD}")
+    assert len(run.step_outputs) == STEPS
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 
 @needs_board_tools
