@@ -39,12 +39,12 @@ def _svdf_int8(b: ModelBuilder, x: int, x_scale: float, n_input: int, n_filter: 
 
 
 def single_svdf_int8(seed: int = 0, state_dtype: str = "int16", batch: int = 1, n_filter: int = 8,
-                     rank: int = 2) -> bytes:
+                     rank: int = 2, n_input: int = 12) -> bytes:
     """One int8 SVDF: 12 inputs, 8 filters of rank 2 (4 units), a memory of 5 steps (by default)."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
-    x = b.activation("input", [batch, 12], "int8", scale=0.05, zero_point=3)
-    y, _ = _svdf_int8(b, x, 0.05, 12, n_filter, 5, rank, rng, "svdf", -4, state_dtype, batch)
+    x = b.activation("input", [batch, n_input], "int8", scale=0.05, zero_point=3)
+    y, _ = _svdf_int8(b, x, 0.05, n_input, n_filter, 5, rank, rng, "svdf", -4, state_dtype, batch)
     return b.finish(inputs=[x], outputs=[y])
 
 

@@ -38,10 +38,10 @@ def assert_steps_match(ours, want, what: str):
                 assert np.array_equal(got, exp), f"{what}: step {step}, output {k}: {got.ravel()} vs TFLM {exp.ravel()}"
 
 
-def check_sequence(model: bytes, tmp_path, executors=("aot", "graph"), sanitize=False):
+def check_sequence(model: bytes, tmp_path, executors=("aot", "graph"), sanitize=False, features=frozenset()):
     """Run STEPS inputs, reset, and the same STEPS again, on each executor; compare every step with
     TFLM (same inputs, same number of invocations, its own state) and the replay with the first pass."""
-    library = compile_bytes(model, tmp_path)
+    library = compile_bytes(model, tmp_path, features=features)
     seq = sequence(library.metadata)
     want = Oracle(model).run_sequence(seq)
     # the outputs must depend on the state: the same input at two steps gives different outputs
@@ -65,6 +65,23 @@ def test_single_svdf_int8_sequence(tmp_path):
 def test_svdf_int8_shapes_sequence(tmp_path, shape):
     """Batches, a single filter and unit (no loops), rank 3: every loop shape of the kernel."""
     check_sequence(single_svdf_int8(**shape), tmp_path, executors=("aot",))
+
+
+@pytest.mark.parametrize("make_model", [stacked_svdf_kws, lambda: single_svdf_int8(batch=2),
+                                        lambda: single_svdf_int8(n_filter=1, rank=1, n_input=7),
+                                        lambda: single_svdf_int8(n_input=3)],
+                         ids=["stacked", "batch2", "one-filter-input-tail", "input-shorter-than-4"])
+def test_svdf_dsp_variant_sequence(tmp_path, make_model):
+    """The DSP (smlad) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
+    library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
+    kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "SVDF"]
+    assert kernels and all(k["variant"] == "smlad" and k["isa"] == "dsp" for k in kernels)
+
+
+def test_svdf_dsp_falls_back_where_not_exact(tmp_path):
+    """int8 state (or a time sum that could leave int32) keeps the reference loop on a DSP core."""
+    library = compile_bytes(single_svdf_int8(state_dtype="int8"), tmp_path, features={"dsp"})
+    assert [op["kernel"]["variant"] for op in library.metadata["operators"]] == ["reference"]
 
 
 def test_float_svdf_batch_and_no_activation_sequence(tmp_path):

@@ -29,13 +29,15 @@ def _library(model: bytes, tmp_path):
 @pytest.mark.parametrize("make_model,executor", [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph")],
                          ids=["stacked-aot", "single-graph"])
 def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
-    """The firmware runs every step's input in order and reports each step."""
+    """The firmware runs every step's input in order and reports each step; the Cortex-M4's DSP
+    extension runs SVDF's smlad variant (SXTB16/SMLAD inline assembly)."""
     model = make_model()
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
     _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
                              log=lambda _: None)
     assert len(run.step_outputs) == STEPS
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"} == {"smlad"}
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 

@@ -13,11 +13,18 @@ filter keeps its last ``memory_size`` feature activations, oldest first. One inf
    applies the fused activation (float32).
 
 The state is updated in place in its static array (docs/state.md).
+
+With the DSP extension (int8 input, int16 state with zero point 0, sums that fit int32) the ``smlad``
+variant runs both dot products two MACs per SMLAD: each inference first expands the input (minus its
+zero point) into int16 pairs in lanes order in the kernel scratch, and the int8 feature weights are
+sign-extended four at a time with SXTB16 (no extra flash); the int16 time weights and memory are read
+as pairs directly. Without the DSP extension the same code runs on kernel_simd.h's portable emulation.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 
@@ -54,6 +61,7 @@ class Svdf(OpKernel):
                   "state, int32 bias; float32; the activation state is a variable tensor kept across "
                   "inferences")
     options = "rank, fused activation (float32; TFLM's int8 kernel ignores it)"
+    fast = {"dsp": "int8 with int16 state (smlad: SXTB16 + SMLAD feature and time dot products)"}
     input_roles = ("input", "weights_feature", "weights_time", "bias", "state")
 
     def _dims(self, op, graph):
@@ -104,6 +112,31 @@ class Svdf(OpKernel):
         require(bias.quant is not None and abs(bias.quant.scale[0] - expected) < 1e-5, op,
                 "the bias scale must be state scale x time weights scale (TFLM checks it)")
 
+    def _wide(self, op, graph) -> bool:
+        """Whether the time sums could leave int32 (then they run in int64 and wrap, as TFLM's do)."""
+        _, _, _, n_memory, rank, _ = self._dims(op, graph)
+        state, wt = graph.tensors[op.inputs[STATE]], graph.tensors[op.inputs[WEIGHTS_TIME]]
+        lo, hi = INT_RANGES[state.dtype]
+        state_zp = int(state.quant.zero_point[0])
+        max_state = max(abs(lo - state_zp), abs(hi - state_zp))
+        max_wt = int(np.max(np.abs(wt.data.astype(np.int64)))) if wt.size else 0
+        bias = graph.tensors[op.inputs[BIAS]] if op.inputs[BIAS] >= 0 else None
+        max_bias = int(np.max(np.abs(bias.data.astype(np.int64)))) if bias is not None else 0
+        return rank * n_memory * max_wt * max_state + max_bias > INT32_MAX
+
+    def variant(self, op, graph):
+        return self.plan(op, graph)
+
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+        """smlad with the DSP extension where it is exact (see the module docstring), else reference."""
+        state = graph.tensors[op.inputs[STATE]]
+        if (fast.has_dsp(features) and (tuning or {}).get("variant") != "reference"
+                and graph.tensors[op.inputs[INPUT]].dtype == "int8" and state.dtype == "int16"
+                and int(state.quant.zero_point[0]) == 0 and not self._wide(op, graph)):
+            n_input = self._dims(op, graph)[1]
+            return {"variant": "smlad", "isa": "dsp", "scratch_bytes": 2 * (n_input - n_input % 4)}
+        return {"variant": "reference"}
+
     def macs(self, op, graph):
         batch, n_input, n_filter, n_memory, _, _ = self._dims(op, graph)
         return batch * n_filter * (n_input + n_memory)
@@ -126,7 +159,7 @@ class Svdf(OpKernel):
                       state=ctx.arg(op.inputs[STATE]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             lo, hi = float_activation_range(op.options.get("activation", "NONE"))
-            return ctx.render("svdf.c.j2", integer=False, state_t="float", acc_t="float", zero="0.0f",
+            return ctx.render("svdf.c.j2", integer=False, smlad=False, state_t="float", acc_t="float", zero="0.0f",
                               act_min=c_float(lo), act_max=c_float(hi), **values)
         wf = ctx.tensor(op.inputs[WEIGHTS_FEATURE])
         state_zp = int(state.quant.zero_point[0])
@@ -134,10 +167,13 @@ class Svdf(OpKernel):
         m1 = quantize_multiplier(_effective_scale(x.quant.scale[0], wf.quant.scale[0], state.quant.scale[0]))
         m2 = quantize_multiplier(_effective_scale(state.quant.scale[0], wt.quant.scale[0], y.quant.scale[0]))
         # TFLM sums in int32 (wrapping); where the sum could leave int32, sum in int64 and wrap at the end.
-        max_state = max(abs(lo - state_zp), abs(hi - state_zp))
-        max_wt = int(np.max(np.abs(wt.data.astype(np.int64)))) if wt.size else 0
-        max_bias = int(np.max(np.abs(ctx.tensor(op.inputs[BIAS]).data.astype(np.int64)))) if has_bias else 0
-        wide = rank * n_memory * max_wt * max_state + max_bias > INT32_MAX
+        wide = self._wide(op, graph)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
+        ctx.variant = plan
+        smlad = plan["variant"] == "smlad"
+        values.update(smlad=smlad, quads=n_input // 4, input_tail=n_input % 4, pairs=n_memory // 2,
+                      memory_tail=n_memory % 2, scratch=ctx.scratch(plan["scratch_bytes"]) if smlad and
+                      plan["scratch_bytes"] else None)
         return ctx.render("svdf.c.j2", integer=True, state_t=f"{state.dtype}_t",
                           acc_t="int64_t" if wide else "int32_t", zero="0", wide=wide,
                           input_offset=-int(x.quant.zero_point[0]), state_zp=state_zp, state_min=lo, state_max=hi,
