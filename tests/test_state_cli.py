@@ -87,3 +87,16 @@ def test_bench_refuses_a_sequence(model, tmp_path):
         np.save(tmp_path / f"x{k}.npy", np.zeros(FEATURES, np.int8))
     assert_one_line_error(cli("bench", model, "--input", tmp_path / "x0.npy", "--input", tmp_path / "x1.npy"),
                           "bench times one input set")
+
+
+def test_zephyr_standalone_refuses_a_sequence(model, tmp_path):
+    """Zephyr's standalone firmware runs one input set: a sequence is refused in one line."""
+    proc = cli("run", model, "--board", "mps2_an386", "--template", "zephyr", "--steps", 2, "--keep", tmp_path / "p")
+    assert_one_line_error(proc, "runs one input set", "--mode host-driven")
+
+
+def test_mlperf_template_refuses_a_sequence():
+    from microcompiler.errors import MicrocompilerError
+    from microcompiler.targets import get_target
+    with pytest.raises(MicrocompilerError, match="not a sequence"):
+        get_target("mlperf").check_sequence("standalone")

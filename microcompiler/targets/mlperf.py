@@ -29,7 +29,7 @@ class MlperfTarget(BareMetal):
 
     def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
                executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet, benchmark: str | None = None) -> Project:
+               log: Log = quiet, benchmark: str | None = None, input_steps=None) -> Project:
         chosen = get_benchmark(benchmark)
         if mode != STANDALONE or executor != "aot":
             raise MicrocompilerError("the mlperf template is its own main(): use it with the default --mode "
@@ -37,9 +37,13 @@ class MlperfTarget(BareMetal):
         self._benchmark = chosen
         try:
             return super().create(model, board, out_dir, executor=executor, mode=mode, input=input,
-                                  stack_bytes=stack_bytes, log=log)
+                                  stack_bytes=stack_bytes, log=log, input_steps=input_steps)
         finally:
             self._benchmark = None
+
+    def check_sequence(self, mode: str) -> None:
+        raise MicrocompilerError("the mlperf template runs the EEMBC protocol's own inputs, not a sequence; use "
+                                 "--template baremetal for a sequence of inputs")
 
     def project_info(self, board: Board) -> dict:
         assert self._benchmark is not None, "project_info outside create"
