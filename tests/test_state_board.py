@@ -13,7 +13,7 @@ from microcompiler.compiler import compile_model
 from microcompiler.project import run_on_board
 from microcompiler.targets.base import start_on_board
 from oracle import Oracle
-from svdf_models import single_svdf_int8, stacked_svdf_kws
+from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
 from test_state import STEPS, assert_steps_match, sequence
 
 BOARD = "mps2_an386"
@@ -26,8 +26,9 @@ def _library(model: bytes, tmp_path):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("make_model,executor", [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph")],
-                         ids=["stacked-aot", "single-graph"])
+@pytest.mark.parametrize("make_model,executor", [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph"),
+                                                (float_svdf, "aot")],
+                         ids=["stacked-aot", "single-graph", "float-aot"])
 def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     """The firmware runs every step's input in order and reports each step; the Cortex-M4's DSP
     extension runs SVDF's smlad variant (SXTB16/SMLAD inline assembly)."""
@@ -37,13 +38,17 @@ def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
                              log=lambda _: None)
     assert len(run.step_outputs) == STEPS
-    assert {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"} == {"smlad"}
+    variants = {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"}
+    assert variants == ({"reference"} if make_model is float_svdf else {"smlad"})
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 
 @needs_board_tools
-def test_stacked_svdf_sequence_host_driven_on_board_and_reset(tmp_path):
-    model = stacked_svdf_kws()
+@pytest.mark.parametrize("make_model", [stacked_svdf_kws, single_svdf_int8, float_svdf],
+                         ids=["stacked", "single", "float"])
+def test_svdf_sequence_host_driven_on_board_and_reset(tmp_path, make_model):
+    """Host-driven: the state stays on the device between RPC runs; <model>_reset over RPC restarts it."""
+    model = make_model()
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
     want = Oracle(model).run_sequence(seq)
@@ -54,5 +59,5 @@ def test_stacked_svdf_sequence_host_driven_on_board_and_reset(tmp_path):
             ex.reset()
             again = [ex(*inputs) for inputs in seq]
     assert_steps_match(first, want, f"host-driven on {BOARD}")
-    assert_steps_match(again, want, f"host-driven on {BOARD} after kws_reset")
+    assert_steps_match(again, want, f"host-driven on {BOARD} after the reset")
     assert not all(np.array_equal(a[0], b[0]) for a, b in zip(first, first[1:])), "the outputs must change"
