@@ -67,16 +67,27 @@ def _memory_section(analysis: dict) -> str:
 
 
 def _validation_section(validation: dict) -> str:
-    rows = ["<table id='validation'><tr><th class='l'>output</th><th>exact</th><th>max abs err</th>"
-            "<th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>"]
-    for out in validation.get("outputs", []):
-        rows.append("<tr>" + _cell(out["name"], True) + _cell(f"{100 * out['exact_match_rate']:.2f}%")
-                    + _cell(f"{out['max_abs_error']:.6g}") + _cell(f"{out['mean_abs_error']:.6g}")
-                    + _cell(f"{out['cosine_similarity']:.6f}")
-                    + _cell("-" if out.get("top1_agreement") is None else f"{100 * out['top1_agreement']:.1f}%") + "</tr>")
+    """validate's report (microcompiler/validation/runner.py): one row per mode, reference and output."""
+    verdict = "passed: every output exact" if validation["passed"] else "FAILED: outputs differ"
+    rows = [f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
+            f"({len(validation['samples'])} inputs)</p>",
+            "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
+            "<th>exact</th><th>max abs err</th><th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>"]
+    for c in validation["comparisons"]:
+        for out in c["outputs"]:
+            top1 = "-" if out.get("top1_agreement") is None else f"{100 * out['top1_agreement']:.1f}%"
+            rows.append("<tr class='metric'>" + _cell(c["mode"], True) + _cell(c["against"], True)
+                        + _cell(out["name"], True) + _cell(f"{100 * out['exact_match_rate']:.2f}%")
+                        + _cell(f"{out['max_abs_error']:.6g}") + _cell(f"{out['mean_abs_error']:.6g}")
+                        + _cell(f"{out['cosine_similarity']:.6f}") + _cell(top1) + "</tr>")
     rows.append("</table>")
-    if validation.get("first_diverging_layer"):
-        rows.append(f"<p class='bad'>first diverging layer: {escape(str(validation['first_diverging_layer']))}</p>")
+    d = validation.get("divergence")
+    if d and d["diverged"]:
+        rows.append(f"<p class='bad' id='divergence'>first diverging layer: operator {d['index']} "
+                    f"{escape(d['layer'])} ({escape(d['operator'])}), tensor {escape(d['tensor'])}: max error "
+                    f"{d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements differ</p>")
+    if d and d["skipped_tensors"]:
+        rows.append(f"<p>not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed</p>")
     return "".join(rows)
 
 
