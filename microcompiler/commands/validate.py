@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from microcompiler.analysis.analyze import analyze_library
-from microcompiler.boards import HOST, resolve_board
+from microcompiler.boards import resolve_board
 from microcompiler.commands.arguments import positive_seconds
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
@@ -93,12 +93,9 @@ def run(args) -> int:
     report = validate(library, board, samples, _read(args.model, "the model"), original, modes=modes,
                       float_bytes=float_bytes, options=options, log=log_line)
     if args.html:
-        analysis = analyze_library(library, None if board.name == HOST else board)
-        try:
-            write_report(args.html, f"{report['model']}: validation on {board.name}", analysis=analysis,
-                         validation=report)
-        except OSError as exc:
-            raise MicrocompilerError(f"cannot write the report {args.html}: {exc.strerror or exc}") from None
+        analysis = analyze_library(library, None if board.is_host else board)
+        write_report(args.html, f"{report['model']}: validation on {board.name}", analysis=analysis,
+                     validation=report)
     if args.json:
         print(json.dumps(report))
     else:

@@ -5,6 +5,7 @@ import json
 from html import escape
 from pathlib import Path
 
+from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
 
 _STYLE = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}
@@ -121,6 +122,10 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
 
 
 def write_report(path: str | Path, title: str, **sections) -> Path:
+    """Write the page to ``path``; a one-line error when it cannot be written."""
     path = Path(path)
-    path.write_text(render_report(title, **sections))
+    try:
+        path.write_text(render_report(title, **sections))
+    except OSError as exc:
+        raise MicrocompilerError(f"cannot write the report {path}: {exc.strerror or exc}") from None
     return path
