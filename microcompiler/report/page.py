@@ -96,6 +96,8 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
                   validation: dict | None = None) -> str:
     """The whole page as one string (everything inline: it opens offline)."""
     body = [f"<h1>{escape(title)}</h1>"]
+    if validation:  # what validate is for comes first
+        body.append("<h2>Validation</h2>" + _validation_section(validation))
     if analysis:
         t = analysis["totals"]
         body.append(f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
@@ -113,8 +115,6 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
                     + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>")
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
-    if validation:
-        body.append("<h2>Validation</h2>" + _validation_section(validation))
     data = json.dumps({"analysis": analysis, "bench": bench, "validation": validation}).replace("</", "<\\/")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
