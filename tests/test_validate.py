@@ -5,26 +5,18 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from board_oracle import needs_board_tools
+from harness import cli
 from microcompiler import cli as cli_module
 from microcompiler.commands import validate as validate_command
 from microcompiler.compiler import compile_model
 
-ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
 SAMPLES = 3
-
-
-def cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=timeout)
 
 
 @needs_board_tools
@@ -102,6 +94,7 @@ def test_float_reference_and_inputs_directory(shared_models, tmp_path):
     ("0", "--inputs 0: give between 1 and"),
     ("-3", "--inputs -3: give between 1 and"),
     ("no/such/dir", "--inputs no/such/dir: no such directory (and not a number)"),
+    ("", "--inputs : no such directory (and not a number)"),
 ])
 def test_bad_inputs_are_one_line_errors(shared_models, inputs, message):
     proc = cli("validate", shared_models / "mlperf_tiny/kws_ref_model.tflite", "--board", "mps2_an386",

@@ -65,7 +65,7 @@ def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
             raise MicrocompilerError(f"--inputs {spec}: give between 1 and {MAX_SAMPLES:,} inputs, e.g. --inputs 10")
         return [Sample(random_inputs(inputs_meta, seed + k), f"seed {seed + k}") for k in range(n)]
     directory = Path(spec)
-    if not directory.is_dir():
+    if not spec.strip() or not directory.is_dir():
         raise MicrocompilerError(f"--inputs {spec}: no such directory (and not a number); give a number of seeded "
                                  "inputs (--inputs 10) or a directory of .npy files")
     files = sorted(directory.glob("*.npy"))
