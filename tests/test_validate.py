@@ -14,6 +14,12 @@ from harness import cli
 from microcompiler import cli as cli_module
 from microcompiler.commands import validate as validate_command
 from microcompiler.compiler import compile_model
+from microcompiler.frontend.tflite import load_tflite
+from microcompiler.inputs import random_inputs
+from microcompiler.rpc import open_model
+from microcompiler.validation.layers import first_divergence
+from microcompiler.validation.reference import Reference
+from model_builder import ModelBuilder, fully_connected_options
 
 MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
 SAMPLES = 3
@@ -115,3 +121,60 @@ def test_wrong_input_shape_and_empty_directory(shared_models, tmp_path):
     assert "x.npy has shape [1, 10, 49, 1] but the model input 'input_1' needs [1, 49, 10, 1]" in proc.stderr
     proc = cli("validate", model, "--board", "mps2_an386", "--reference", tmp_path / "missing.tflite")
     assert proc.returncode == 2 and "cannot read --reference" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _fc(b, rng, x, units, depth, dtype, activation="NONE"):
+    """One FULLY_CONNECTED layer from x ([1, depth]) to a new [1, units] tensor."""
+    if dtype == "float32":
+        w = b.constant(f"w{units}", rng.normal(0, 0.5, (units, depth)).astype(np.float32))
+        y = b.activation(f"fc{units}", [1, units], "float32")
+    else:
+        w = b.constant(f"w{units}", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[0.01],
+                       zero_point=[0])
+        y = b.activation(f"fc{units}", [1, units], "int8", scale=0.05, zero_point=0)
+    b.op("FULLY_CONNECTED", [x, w], [y], fully_connected_options(activation))
+    return y
+
+
+def _two_layers(dtype: str, relu_between: bool) -> bytes:
+    """x -> FULLY_CONNECTED(16) [-> RELU] -> FULLY_CONNECTED(5): a small classifier."""
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    quant = {} if dtype == "float32" else {"scale": 0.02, "zero_point": 0}
+    x = b.activation("x", [1, 8], dtype, **quant)
+    hidden = _fc(b, rng, x, 16, 8, dtype)
+    if relu_between:
+        same_as_hidden = {} if dtype == "float32" else {"scale": 0.05, "zero_point": 0}  # so RELU can be fused
+        relu = b.activation("relu", [1, 16], dtype, **same_as_hidden)
+        b.op("RELU", [hidden], [relu])
+        hidden = relu
+    y = _fc(b, rng, hidden, 5, 16, dtype)
+    return b.finish([x], [y])
+
+
+def test_a_float_model_passes_within_tolerance_on_the_host(tmp_path):
+    model = tmp_path / "float_fc.tflite"
+    model.write_bytes(_two_layers("float32", relu_between=False))
+    proc = cli("validate", model, "--board", "host", "--inputs", 2, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["passed"] and [c["mode"] for c in report["comparisons"]] == ["standalone", "host-driven"]
+    for comparison in report["comparisons"]:
+        out = comparison["outputs"][0]
+        assert out["passed"] and out["max_abs_error"] < 1e-4 and out["cosine_similarity"] > 0.99999
+        assert out["top1_agreement"] == 1.0
+
+
+def test_layer_by_layer_comparison_skips_a_fused_activation(tmp_path):
+    """first_divergence on the host: every operator's output matches, and the pre-RELU tensor the
+    fusion pass removed is reported as skipped, not compared."""
+    model = tmp_path / "relu_fc.tflite"
+    model.write_bytes(_two_layers("int8", relu_between=True))
+    library = compile_model(model)
+    assert [fn.op.kind for fn in library.functions] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]  # RELU fused
+    inputs = random_inputs(library.metadata["inputs"], 5)
+    with open_model(library) as session, session.executor() as ex:
+        result = first_divergence(ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs,
+                                  load_tflite(model))
+    assert result == {"diverged": False, "checked_tensors": 2,
+                      "skipped_tensors": [{"tensor_index": 2, "tensor": "fc16"}]}

@@ -19,7 +19,7 @@ from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
 from microcompiler.report import write_report
-from microcompiler.targets import HOST_DRIVEN, MODES, RPC_TIMEOUT, target_for, templates
+from microcompiler.targets import MODES, RPC_TIMEOUT, target_for, templates
 from microcompiler.validation import DeviceOptions, Sample, validate
 
 DEFAULT_SAMPLES = 10
@@ -82,14 +82,15 @@ def run(args) -> int:
     board = resolve_board(args.board)
     target = target_for(board, args.template)
     target.check_board(board)
-    target.check_run(mode=args.mode or HOST_DRIVEN, keep=args.keep, port=args.port)
+    modes = (args.mode,) if args.mode else MODES
+    for mode in modes:
+        target.check_run(mode=mode, keep=args.keep, port=args.port)
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
     library = compile_model(args.model, features=board.cpu.features)
     samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)
-    modes = (args.mode,) if args.mode else MODES
     report = validate(library, board, samples, _read(args.model, "the model"), original, modes=modes,
                       float_bytes=float_bytes, options=options, log=log_line)
     if args.html:

@@ -74,8 +74,10 @@ def run_standalone(library, board: Board, samples: list[Sample], options: Device
     project_dir = _project_dir(options, tmp, STANDALONE)
     outputs = []
     with Progress(len(samples), "standalone") as bar:
-        for s in samples:
-            project = target.create(library, board, project_dir, input=s.inputs)
+        for k, s in enumerate(samples):
+            # a board's project is rewritten in place (only the input is rebuilt); the host builds anew
+            where = project_dir / f"input{k}" if board.is_host else project_dir
+            project = target.create(library, board, where, input=s.inputs)
             target.build(project, log=_quiet)
             result = target.flash(project, timeout=options.timeout, log=_quiet, port=options.port)
             outputs.append(result.outputs)
