@@ -178,3 +178,17 @@ def test_layer_by_layer_comparison_skips_a_fused_activation(tmp_path):
                                   load_tflite(model))
     assert result == {"diverged": False, "checked_tensors": 2,
                       "skipped_tensors": [{"tensor_index": 2, "tensor": "fc16"}]}
+
+
+def test_a_reference_model_that_does_not_fit_is_refused_before_running(tmp_path):
+    model, other = tmp_path / "float_fc.tflite", tmp_path / "other.tflite"
+    model.write_bytes(_two_layers("float32", relu_between=False))
+    b = ModelBuilder()
+    x, y = b.activation("x", [1, 3], "float32"), b.activation("y", [1, 3], "float32")
+    b.op("RELU", [x], [y])
+    other.write_bytes(b.finish([x], [y]))
+    proc = cli("validate", model, "--board", "host", "--reference", other)
+    assert proc.returncode == 2 and proc.stdout == "" and "standalone:" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "microcompiler: error: the --reference model's input 0 has shape [1, 3] but the model's has [1, 8]; pass "
+        "the float model this one was quantized from")

@@ -43,6 +43,9 @@ class Reference:
     def input_details(self, k: int) -> dict:
         return self.interp.get_input_details(k)
 
+    def output_details(self, k: int) -> dict:
+        return self.interp.get_output_details(k)
+
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         for k, x in enumerate(inputs):
             self.interp.set_input(x, k)

@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from microcompiler.boards import Board
+from microcompiler.errors import MicrocompilerError
 from microcompiler.progress import Progress
 from microcompiler.targets import HOST_DRIVEN, STANDALONE, target_for
 from microcompiler.targets.base import start_on_board
@@ -45,17 +46,31 @@ def _compare(meta: dict, ours: list[list[np.ndarray]], theirs: list[list[np.ndar
             for k, o in enumerate(meta["outputs"])]
 
 
-def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], float_bytes: bytes,
-                      log) -> list[dict]:
+def check_float_model(ref: Reference, meta: dict) -> None:
+    """Refuse (before anything runs) a --reference model whose inputs or outputs are not the model's."""
+    for kind, details in (("input", ref.input_details), ("output", ref.output_details)):
+        for k, m in enumerate(meta[kind + "s"]):
+            try:
+                shape = [int(d) for d in details(k)["shape"]]
+            except IndexError:
+                raise MicrocompilerError(f"the --reference model has fewer {kind}s than the model's "
+                                         f"{len(meta[kind + 's'])}; pass the float model this one was quantized "
+                                         "from") from None
+            if int(np.prod(shape)) != int(np.prod(m["shape"])):
+                raise MicrocompilerError(f"the --reference model's {kind} {k} has shape {shape} but the model's has "
+                                         f"{m['shape']}; pass the float model this one was quantized from")
+
+
+def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference) -> list[dict]:
     """Our outputs dequantized against the float model run on the dequantized inputs."""
-    ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model")
     theirs = []
     with Progress(len(samples), "float reference") as bar:
         for s in samples:
             feeds = []
             for k, (x, m) in enumerate(zip(s.inputs, meta["inputs"])):
-                want = np.dtype(ref.input_details(k)["dtype"])
-                feeds.append(dequantize(x, m).astype(want) if want.kind == "f" else x)
+                details = ref.input_details(k)
+                want = np.dtype(details["dtype"])
+                feeds.append((dequantize(x, m).astype(want) if want.kind == "f" else x).reshape(details["shape"]))
             theirs.append([np.asarray(y, dtype=np.float32) for y in ref.run(feeds)])
             bar.step(s.source)
     deq = [[dequantize(y, m) for y, m in zip(outs, meta["outputs"])] for outs in ours]
@@ -96,6 +111,10 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     options = options or DeviceOptions()
     meta = library.metadata
     reference = Reference(model_bytes, len(meta["outputs"]))
+    float_ref = None
+    if float_bytes is not None:
+        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model")
+        check_float_model(float_ref, meta)
     expected = []
     with Progress(len(samples), "TFLite Micro") as bar:
         for s in samples:
@@ -133,10 +152,10 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                     divergence = first_divergence(ex, library, preserved, samples[mismatch].inputs, original_graph)
                     divergence["sample"] = samples[mismatch].source
     passed = all(o["passed"] for c in comparisons for o in c["outputs"])
-    if float_bytes is not None:
+    if float_ref is not None:
         first_mode = next(iter(device))
         comparisons.append({"mode": first_mode, "against": "float",
-                            "outputs": _float_comparison(meta, samples, device[first_mode], float_bytes, log)})
+                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref)})
     report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
               "modes": list(device), "passed": passed, "comparisons": comparisons, "divergence": divergence}
     return report
