@@ -121,6 +121,8 @@ def test_wrong_input_shape_and_empty_directory(shared_models, tmp_path):
     assert "x.npy has shape [1, 10, 49, 1] but the model input 'input_1' needs [1, 49, 10, 1]" in proc.stderr
     proc = cli("validate", model, "--board", "mps2_an386", "--reference", tmp_path / "missing.tflite")
     assert proc.returncode == 2 and "cannot read --reference" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = cli("validate", model, "--board", "mps2_an386", "--port", "/dev/ttyACM0")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "add --mode host-driven" in proc.stderr
 
 
 def _fc(b, rng, x, units, depth, dtype, activation="NONE"):

@@ -19,7 +19,7 @@ from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
 from microcompiler.report import write_report
-from microcompiler.targets import MODES, RPC_TIMEOUT, target_for, templates
+from microcompiler.targets import MODES, STANDALONE, RPC_TIMEOUT, target_for, templates
 from microcompiler.validation import DeviceOptions, Sample, validate
 
 DEFAULT_SAMPLES = 10
@@ -83,6 +83,9 @@ def run(args) -> int:
     target = target_for(board, args.template)
     target.check_board(board)
     modes = (args.mode,) if args.mode else MODES
+    if args.port and STANDALONE in modes:
+        raise MicrocompilerError("--port talks to firmware already running on a board, but standalone validation "
+                                 "builds and loads new firmware for every input; add --mode host-driven")
     for mode in modes:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
     float_bytes = _read(args.reference, "--reference") if args.reference else None
