@@ -22,6 +22,9 @@ DTYPES = {
     "float32": (np.float32, "float"),
     "bool": (np.bool_, "uint8_t"),
     "uint32": (np.uint32, "uint32_t"),
+    # a TFLite resource handle (VAR_HANDLE's output); the importer resolves every handle to the
+    # variable it names, so no generated code ever holds one
+    "resource": (np.int32, "int32_t"),
 }
 
 
@@ -62,6 +65,9 @@ class Tensor:
     # ``<model>_reset()`` restores (see docs/state.md).
     persistent: bool = False
     initial: np.ndarray | None = None
+    # For state shared by several subgraphs (a resource variable, keyed by container/shared_name as
+    # TFLM keys it): the same key in two subgraphs is the same memory. None: state of this graph only.
+    variable: str | None = None
 
     @property
     def is_constant(self) -> bool:
@@ -105,6 +111,11 @@ class Graph:
     # section of its own that is never reused (docs/state.md), and that section's size.
     state_offsets: dict[int, int] = field(default_factory=dict)
     state_bytes: int = 0
+    # The other subgraphs of the model (TFLite subgraph index -> Graph), held by the main graph only:
+    # the branches of IF, the condition and body of WHILE, the initialisation of CALL_ONCE. Each is
+    # a Graph of its own (own tensors; its inputs/outputs are the caller's buffers) that every pass
+    # transforms too; the planner gives it an arena of its own inside the caller's (docs/state.md).
+    subgraphs: dict[int, "Graph"] = field(default_factory=dict)
 
     @property
     def state_tensors(self) -> list[int]:
@@ -115,6 +126,10 @@ class Graph:
         """A deep copy, sharing the (read-only) constant arrays."""
         memo = {id(a): a for t in self.tensors for a in (t.data, t.initial) if a is not None}
         return copy.deepcopy(self, memo)
+
+    def all_graphs(self) -> list["Graph"]:
+        """This graph and its subgraphs, main graph first."""
+        return [self] + [self.subgraphs[k] for k in sorted(self.subgraphs)]
 
     def consumers(self, tensor: int) -> list[Operator]:
         return [op for op in self.operators if tensor in op.inputs]
@@ -130,3 +145,11 @@ class Graph:
         while tensor in self.aliases:
             tensor = self.aliases[tensor]
         return tensor
+
+
+def called_subgraphs(op: Operator) -> list[int]:
+    """The subgraph indices a control-flow operator calls (IF: then, else; WHILE: cond, body;
+    CALL_ONCE: init), read from its options; [] for every other operator."""
+    keys = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index", "body_subgraph_index",
+            "init_subgraph_index")
+    return [int(op.options[k]) for k in keys if k in op.options]

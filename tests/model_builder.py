@@ -17,17 +17,43 @@ import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int32": fb.TensorType.INT32, "int8": fb.TensorType.INT8,
-         "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8}
+         "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8,
+         "bool": fb.TensorType.BOOL, "resource": fb.TensorType.RESOURCE}
 ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 PADDINGS = {"SAME": 0, "VALID": 1}
 
 
 class ModelBuilder:
-    def __init__(self):
-        self.buffers = [fb.BufferT()]  # buffer 0 is the conventional empty buffer
+    """Builds subgraph 0 (the main graph); ``subgraph(name)`` adds another subgraph (the branch,
+    loop or initialisation subgraph of IF, WHILE or CALL_ONCE), built with the same methods and
+    sharing the model's buffers and opcodes. Its ``index`` is what control-flow options refer to."""
+
+    def __init__(self, parent: "ModelBuilder | None" = None, name: str = "main"):
+        self.buffers = parent.buffers if parent else [fb.BufferT()]  # buffer 0: the empty buffer
+        self.opcodes: list[int] = parent.opcodes if parent else []
         self.tensors: list = []
         self.operators: list = []
-        self.opcodes: list[int] = []
+        self.name = name
+        self.children: list[ModelBuilder] = []
+        self.index = 0
+        self.io: tuple[list[int], list[int]] = ([], [])
+        if parent is not None:
+            parent.children.append(self)
+            self.index = len(parent.children)
+
+    def subgraph(self, name: str) -> "ModelBuilder":
+        """A new subgraph of this model (call on the main builder); set its I/O with ``set_io``."""
+        return ModelBuilder(self, name)
+
+    def set_io(self, inputs, outputs) -> None:
+        self.io = (list(inputs), list(outputs))
+
+    def _subgraph_t(self, inputs, outputs):
+        sub = fb.SubGraphT()
+        sub.tensors, sub.operators = self.tensors, self.operators
+        sub.inputs, sub.outputs = list(inputs), list(outputs)
+        sub.name = self.name
+        return sub
 
     def _tensor(self, name, shape, dtype, scale, zero_point, axis, buffer):
         t = fb.TensorT()
@@ -81,12 +107,9 @@ class ModelBuilder:
         self.operators.append(o)
 
     def finish(self, inputs, outputs) -> bytes:
-        sub = fb.SubGraphT()
-        sub.tensors, sub.operators = self.tensors, self.operators
-        sub.inputs, sub.outputs = list(inputs), list(outputs)
         model = fb.ModelT()
         model.version = 3
-        model.subgraphs = [sub]
+        model.subgraphs = [self._subgraph_t(inputs, outputs)] + [c._subgraph_t(*c.io) for c in self.children]
         model.buffers = self.buffers
         codes = []
         for c in self.opcodes:
@@ -160,3 +183,19 @@ def reshape_options(new_shape):
 
 def svdf_options(rank, activation="NONE"):
     return _opts("SVDFOptions", rank=rank, fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def var_handle_options(shared_name, container=""):
+    return _opts("VarHandleOptions", container=container, sharedName=shared_name)
+
+
+def call_once_options(init_subgraph):
+    return _opts("CallOnceOptions", initSubgraphIndex=init_subgraph)
+
+
+def if_options(then_subgraph, else_subgraph):
+    return _opts("IfOptions", thenSubgraphIndex=then_subgraph, elseSubgraphIndex=else_subgraph)
+
+
+def while_options(cond_subgraph, body_subgraph):
+    return _opts("WhileOptions", condSubgraphIndex=cond_subgraph, bodySubgraphIndex=body_subgraph)

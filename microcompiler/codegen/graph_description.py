@@ -84,7 +84,8 @@ def graph_sources(graph: Graph, functions) -> dict[str, str]:
     wrappers = []
     for fn in functions:
         casts = ", ".join(f"({ctype})args[{k}]" for k, (ctype, _, _) in enumerate(fn.params))
-        wrappers.append(f"static void {fn.name}_entry(void* const* args) {{ {fn.name}({casts}); }}")
+        unused = "" if fn.params else "(void)args; "  # an operator with no tensor arguments (CALL_ONCE)
+        wrappers.append(f"static void {fn.name}_entry(void* const* args) {{ {unused}{fn.name}({casts}); }}")
     entries = [f'    {{"{fn.name}", {fn.name}_entry}},' for fn in functions] or ['    {"", 0},']
     header = f"""/* {name}: graph description and operator registry for the graph executor. Generated. */
 #ifndef {name.upper()}_GRAPH_H_

@@ -29,6 +29,7 @@ from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
+from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 
@@ -185,11 +186,17 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     name = graph.name
     _check_outputs(graph)
     params = ParamSink(name)
+    params.subgraphs = graph.subgraphs
     layers = layer_names(graph)
-    states = state_arrays(graph, layers)
-    params.state_names = {a.tensor: a.name for a in states}
+    states, state_names = state_arrays(graph, layers, {id(s): layer_names(s) for s in graph.subgraphs.values()})
+    params.state_names = state_names[id(graph)]
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
                  for op in graph.operators]
+
+    def emit_subgraph_op(sub, op, prefix, layer):
+        params.state_names = state_names[id(sub)]
+        return _emit_function(sub, op, prefix, params, features, tuning, layer)
+    subgraph_prototypes, subgraph_code, subgraph_functions = subgraph_sources(graph, emit_subgraph_op, _output_copies)
     slices = arena_slices(graph, layers)
     inputs = [_tensor_info(graph, t, f"input{k}") for k, t in enumerate(graph.inputs)]
     outputs = [_tensor_info(graph, t, f"output{k}") for k, t in enumerate(graph.outputs)]
@@ -203,7 +210,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
-                  reset_body=reset_body(states))
+                  reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
+                  subgraph_code=subgraph_code)
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
@@ -221,7 +229,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "params_bytes": params.nbytes,
         "scratch_bytes": params.scratch_bytes,
         "state_bytes": graph.state_bytes,
-        "state": state_metadata(states, graph),
+        "state": state_metadata(states),
         "operators": [{
             "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
             "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
@@ -229,7 +237,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         } for fn in functions],
-        "total_macs": sum(fn.macs for fn in functions),
+        "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }
     return lib

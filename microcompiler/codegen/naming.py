@@ -45,6 +45,8 @@ def layer_names(graph: Graph) -> dict[int, str]:
     used = set(_RESERVED)
     for op in graph.operators:
         base = _candidate(graph.tensors[op.outputs[0]].name) if op.outputs else ""
+        if op.outputs and graph.tensors[op.outputs[0]].persistent:
+            base = ""  # ASSIGN_VARIABLE, CALL_ONCE: the state array takes the tensor's name
         if not base or base in ("statefulpartitionedcall", "identity", "serving_default"):
             base = f"{op.kind.lower()}_{op.index}"
         base = base[:MAX_LAYER_NAME].rstrip("_")

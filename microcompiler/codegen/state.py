@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.codegen.c_arrays import c_initializer, comment_text
-from microcompiler.ir import Graph, c_type
+from microcompiler.codegen.naming import c_identifier
+from microcompiler.ir import Graph, Tensor, c_type
 from microcompiler.ops.base import KERNELS
 
 
@@ -31,6 +32,7 @@ class StateArray:
     offset: int  # in the state section (metadata.json, the graph description)
     initial: np.ndarray
     comment: str
+    source: Tensor | None = None  # the tensor (of whichever subgraph first holds it)
 
     @property
     def fill_byte(self) -> int | None:
@@ -52,23 +54,44 @@ def _role(graph: Graph, tensor: int) -> tuple[int, str]:
     return -1, "state"
 
 
-def state_arrays(graph: Graph, layers: dict[int, str]) -> list[StateArray]:
-    """The model's state arrays, in state-section order."""
-    arrays, taken = [], set()
-    for i in graph.state_tensors:
-        t = graph.tensors[i]
-        op_index, role = _role(graph, i)
-        base = f"{graph.name}_{layers.get(op_index, f't{i}')}_{role}" if op_index >= 0 else f"{graph.name}_t{i}_state"
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        taken.add(name)
-        offset = graph.state_offsets.get(i, 0)
-        comment = comment_text(f"tensor {i}: '{t.name}' {t.dtype} {list(t.shape)}, {t.nbytes} B at offset "
-                               f"{offset} of the state section")
-        arrays.append(StateArray(i, name, c_type(t.dtype), t.size, t.nbytes, offset,
-                                 np.asarray(t.initial).reshape(-1), comment))
-    return arrays
+def state_arrays(graph: Graph, layers: dict[int, str],
+                 sub_layers: dict[int, dict[int, str]] | None = None) -> tuple[list[StateArray], dict[int, dict[int, str]]]:
+    """The model's state arrays in state-section order, and per graph (``id(graph)``) each persistent
+    tensor's array. Subgraphs' state follows the main graph's; a resource variable
+    (``Tensor.variable``) or a CALL_ONCE flag is named after itself (``<model>_<variable>``) and a
+    variable used by several subgraphs is one array."""
+    arrays, taken, by_key, names = [], set(), {}, {}
+    for n, g in enumerate(graph.all_graphs()):
+        glayers = layers if n == 0 else (sub_layers or {}).get(id(g), {})
+        where = graph.name if n == 0 else f"{graph.name}_{g.name}"
+        names[id(g)] = gnames = {}
+        for i in g.state_tensors:
+            t = g.tensors[i]
+            if t.variable is not None and t.variable in by_key:
+                gnames[i] = by_key[t.variable]
+                continue
+            op_index, role = _role(g, i)
+            if t.variable is not None:  # a resource variable or a CALL_ONCE flag
+                base = f"{graph.name}_{c_identifier(t.name) or 'variable'}"
+            elif op_index >= 0:
+                base = f"{where}_{glayers.get(op_index, f't{i}')}_{role}"
+            else:
+                base = f"{where}_t{i}_state"
+            name, k = base, 2
+            while name in taken:
+                name, k = f"{base}_{k}", k + 1
+            taken.add(name)
+            gnames[i] = name
+            if t.variable is not None:
+                by_key[t.variable] = name
+            offset = g.state_offsets.get(i, 0)
+            scope = "" if n == 0 else f" of subgraph '{g.name}'"
+            comment = comment_text(f"tensor {i}{scope}: '{t.name}' {t.dtype} {list(t.shape)}, {t.nbytes} B at offset "
+                                   f"{offset} of the state section")
+            arrays.append(StateArray(i, name, c_type(t.dtype), t.size, t.nbytes, offset,
+                                     np.asarray(t.initial).reshape(-1), comment, t))
+    arrays.sort(key=lambda a: a.offset)
+    return arrays, names
 
 
 def state_definitions(arrays: list[StateArray]) -> str:
@@ -97,7 +120,7 @@ def reset_body(arrays: list[StateArray]) -> str:
     return "".join(lines)
 
 
-def state_metadata(arrays: list[StateArray], graph: Graph) -> list[dict]:
-    return [{"tensor": graph.tensors[a.tensor].name, "c_name": a.name, "dtype": graph.tensors[a.tensor].dtype,
-             "shape": list(graph.tensors[a.tensor].shape), "bytes": a.nbytes, "offset": a.offset}
+def state_metadata(arrays: list[StateArray]) -> list[dict]:
+    return [{"tensor": a.source.name, "c_name": a.name, "dtype": a.source.dtype,
+             "shape": list(a.source.shape), "bytes": a.nbytes, "offset": a.offset}
             for a in arrays]

@@ -31,8 +31,9 @@ def _snake(name: str) -> str:
 
 def _fields(cls) -> list[str]:
     names = [m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m))]
-    return [m for m in names if not m.startswith(_NOT_FIELDS) and not m.endswith(_NOT_FIELDS)
-            and not m.endswith(("AsNumpy", "IsNone", "Length"))]
+    # "Init" exactly: CallOnceOptions has a field InitSubgraphIndex
+    return [m for m in names if m not in _NOT_FIELDS and not m.startswith("GetRootAs")
+            and not m.endswith(_NOT_FIELDS) and not m.endswith(("AsNumpy", "IsNone", "Length"))]
 
 
 def _read_table(op) -> dict:

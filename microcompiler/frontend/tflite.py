@@ -18,6 +18,7 @@ from tflite.TensorType import TensorType
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
 from microcompiler.frontend.options import operator_options
+from microcompiler.frontend.subgraphs import link_subgraphs, subgraph_name
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops import supported_operators
 from microcompiler.ops.tflm_operators import where_it_stands
@@ -32,6 +33,7 @@ _TYPE_NAMES = {
     TensorType.INT16: "int16",
     TensorType.INT8: "int8",
     TensorType.UINT32: "uint32",
+    TensorType.RESOURCE: "resource",
 }
 _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against absurd shapes
 
@@ -90,35 +92,44 @@ class _Importer:
             raise ModelFormatError(
                 f"unsupported TFLite schema version {model.Version()} (expected 3); re-export the model "
                 "with a current TFLite converter")
-        if model.SubgraphsLength() != 1:
-            raise UnsupportedModelError(
-                f"the model has {model.SubgraphsLength()} subgraphs; microcompiler supports exactly one "
-                "(control flow such as WHILE/IF is not supported)")
-        sub = model.Subgraphs(0)
+        count = model.SubgraphsLength()
+        if count < 1:
+            raise ModelFormatError("the model has no subgraphs; the file is corrupted")
+        main = self._subgraph(0, self.name)
+        names = {"main", self.name}
+        for k in range(1, count):
+            sub = self._subgraph(k, subgraph_name(model.Subgraphs(k).Name(), k, names))
+            main.subgraphs[k] = sub
+        return link_subgraphs(main) if count > 1 else main
+
+    def _subgraph(self, k: int, name: str) -> Graph:
+        """Subgraph ``k`` as a Graph; the main graph (k == 0) must have inputs and outputs."""
+        sub = self.model.Subgraphs(k)
+        what = "model" if k == 0 else f"subgraph {k} ('{name}')"
         tensors = [self._tensor(sub.Tensors(i), i) for i in range(sub.TensorsLength())]
         self.tensors = tensors
         n = len(tensors)
         inputs = [int(i) for i in _ints(sub.InputsAsNumpy())]
         outputs = [int(i) for i in _ints(sub.OutputsAsNumpy())]
         for kind, idxs in (("input", inputs), ("output", outputs)):
-            if not idxs:
+            if not idxs and k == 0:
                 raise ModelFormatError(f"the model declares no {kind}s; the file is corrupted")
             for i in idxs:
                 if not 0 <= i < n:
-                    raise ModelFormatError(f"model {kind} refers to tensor {i}, but there are {n} tensors")
+                    raise ModelFormatError(f"{what} {kind} refers to tensor {i}, but there are {n} tensors")
                 if tensors[i].size == 0:
                     raise UnsupportedModelError(
-                        f"model {kind} tensor {i} ('{tensors[i].name}') has shape {list(tensors[i].shape)} "
+                        f"{what} {kind} tensor {i} ('{tensors[i].name}') has shape {list(tensors[i].shape)} "
                         "with no elements; TFLite Micro cannot run zero-sized tensors either: export the "
                         "model with non-empty shapes")
         for i in inputs + outputs:
             if tensors[i].persistent:
                 raise UnsupportedModelError(
-                    f"model input/output tensor {i} ('{tensors[i].name}') is a variable tensor (state kept "
+                    f"{what} input/output tensor {i} ('{tensors[i].name}') is a variable tensor (state kept "
                     "across inferences); re-export the model so that its state is internal")
         operators = [self._operator(sub.Operators(i), i, n) for i in range(sub.OperatorsLength())]
         _check_order(tensors, operators, inputs, outputs)
-        return Graph(self.name, tensors, operators, inputs, outputs)
+        return Graph(name, tensors, operators, inputs, outputs)
 
     # --- tensors -------------------------------------------------------------------------------
     def _tensor(self, t, index: int) -> Tensor:

@@ -168,10 +168,13 @@ class ParamSink:
     def __init__(self, model: str):
         self.model = model
         self.arrays: list[tuple[str, str, np.ndarray, str]] = []  # (name, ctype, data, comment)
-        self._by_tensor: dict[int, str] = {}
+        self._by_tensor: dict[int, str] = {}  # id(Tensor) -> array (subgraphs number tensors from 0 too)
+        self._by_content: dict[tuple, str] = {}  # constants shared between subgraphs
         self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
         # persistent tensor -> its static state array (codegen/state.py), set before emitting
         self.state_names: dict[int, str] = {}
+        # the model's other subgraphs (planned), for the control-flow kernels (ops/control_flow.py)
+        self.subgraphs: dict[int, Graph] = {}
 
     def scratch(self, nbytes: int) -> str:
         self.scratch_bytes = max(self.scratch_bytes, -(-int(nbytes) // 4) * 4)
@@ -180,11 +183,17 @@ class ParamSink:
     def tensor(self, index: int, t: Tensor, name: str | None = None) -> str:
         """The flash array of constant tensor ``index``, named ``name`` (default ``<model>_t<index>``)
         by the first operator that reads it."""
-        if index not in self._by_tensor:
+        if id(t) not in self._by_tensor:
+            content = (t.dtype, tuple(t.shape), np.ascontiguousarray(t.data).tobytes()) if self.subgraphs else None
+            if content in self._by_content:  # the same constant in another subgraph: one array in flash
+                self._by_tensor[id(t)] = self._by_content[content]
+                return self._by_content[content]
             name = self._unique(name or f"{self.model}_t{index}")
             self.arrays.append((name, c_type(t.dtype), t.data, f"tensor {index}: {t.name} {list(t.shape)}"))
-            self._by_tensor[index] = name
-        return self._by_tensor[index]
+            self._by_tensor[id(t)] = name
+            if content is not None:
+                self._by_content[content] = name
+        return self._by_tensor[id(t)]
 
     def _unique(self, name: str) -> str:
         taken = {a[0] for a in self.arrays}

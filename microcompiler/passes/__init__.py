@@ -1,14 +1,31 @@
 """Graph-to-graph passes. Each is a function ``Graph -> Graph`` that leaves its input untouched.
 
-``PIPELINE`` is the default order ``microcompiler.compiler`` runs them in.
+``PIPELINE`` is the default order ``microcompiler.compiler`` runs them in. A model with several
+subgraphs (IF, WHILE, CALL_ONCE) keeps them in ``Graph.subgraphs``: every pass of the pipeline
+transforms each of them as well (``each_subgraph``); ``plan_memory`` plans them itself, callees first.
 """
+import functools
+
+from microcompiler.ir import Graph
 from microcompiler.passes.dead_code import remove_dead_code
 from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
 from microcompiler.passes.memory_plan import plan_memory
 from microcompiler.passes.remove_reshapes import remove_reshapes
 
-PIPELINE = [fold_constants, fuse_activations, remove_reshapes, remove_dead_code, plan_memory]
 
-__all__ = ["PIPELINE", "fold_constants", "fuse_activations", "remove_reshapes", "remove_dead_code",
-           "plan_memory"]
+def each_subgraph(graph_pass):
+    """``graph_pass`` applied to the main graph and to each of its subgraphs."""
+    @functools.wraps(graph_pass)
+    def run(graph: Graph) -> Graph:
+        g = graph_pass(graph)
+        g.subgraphs = {k: graph_pass(s) for k, s in graph.subgraphs.items()}
+        return g
+    return run
+
+
+PIPELINE = [each_subgraph(fold_constants), each_subgraph(fuse_activations), each_subgraph(remove_reshapes),
+            each_subgraph(remove_dead_code), plan_memory]
+
+__all__ = ["PIPELINE", "each_subgraph", "fold_constants", "fuse_activations", "remove_reshapes",
+           "remove_dead_code", "plan_memory"]

@@ -2,7 +2,7 @@
 nobody uses."""
 from __future__ import annotations
 
-from microcompiler.ir import Graph
+from microcompiler.ir import Graph, called_subgraphs
 
 
 def remove_dead_code(graph: Graph) -> Graph:
@@ -13,7 +13,8 @@ def remove_dead_code(graph: Graph) -> Graph:
         # An operator that touches state (SVDF updates its activation state in place) has an effect
         # on later inferences even when nobody reads its outputs now.
         touches_state = any(t >= 0 and g.tensors[g.storage(t)].persistent for t in op.inputs + op.outputs)
-        if touches_state or any(g.storage(o) in needed for o in op.outputs):
+        # A control-flow operator's subgraphs may touch state (a resource variable) too.
+        if touches_state or called_subgraphs(op) or any(g.storage(o) in needed for o in op.outputs):
             kept.append(op)
             needed.update(g.storage(i) for i in op.inputs if i >= 0)
     g.operators = list(reversed(kept))

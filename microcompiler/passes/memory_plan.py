@@ -10,6 +10,13 @@ Persistent tensors (state kept across inferences, ``Tensor.persistent``) never e
 get offsets in a separate state section (``Graph.state_offsets``, ``Graph.state_bytes``) that no
 other tensor shares, because their values must survive from one inference to the next.
 
+A model's other subgraphs (``Graph.subgraphs``: IF branches, WHILE condition and body, CALL_ONCE
+initialisation) are planned first, callees before callers, each in an arena of its own; a
+control-flow operator then gets one more output, its *subgraph arena* (``ops/control_flow.py``), a
+buffer of the caller's arena that is live for that operator only, so a called subgraph's tensors
+occupy the caller's arena exactly while the call runs. The state section covers every subgraph: a
+resource variable used in two subgraphs (same ``Tensor.variable`` key) has one offset.
+
 Before placing, operators whose kernel opts in (``OpKernel.inplace_inputs``, e.g. ADD and MUL) write
 their output over an input that dies with them, which removes a buffer from the live set.
 """
@@ -17,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from microcompiler.ir import Graph, np_dtype
+from microcompiler.ir import Graph, Tensor, called_subgraphs, np_dtype
 
 import numpy as np
 
@@ -127,6 +134,42 @@ def share_in_place(g: Graph) -> None:
 
 def plan_memory(graph: Graph) -> Graph:
     g = graph.copy()
+    planned: dict[int, Graph] = {}
+    for k in _callees_first(g):
+        planned[k] = _plan_graph(_with_subgraph_arenas(g.subgraphs[k], planned))
+    g = _plan_graph(_with_subgraph_arenas(g, planned))
+    g.subgraphs = planned
+    _plan_all_state(g)
+    return g
+
+
+def _callees_first(g: Graph) -> list[int]:
+    order: list[int] = []
+
+    def visit(graph: Graph) -> None:
+        for op in graph.operators:
+            for k in called_subgraphs(op):
+                if k not in order:
+                    visit(g.subgraphs[k])
+                    order.append(k)
+    visit(g)
+    return order + [k for k in sorted(g.subgraphs) if k not in order]  # never called: planned all the same
+
+
+def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:
+    """Give each control-flow operator of ``g`` its subgraph arena (an int64 buffer, so that every
+    tensor inside is aligned) as one more output."""
+    from microcompiler.ops.control_flow import subgraph_arena_bytes
+    for op in g.operators:
+        nbytes = subgraph_arena_bytes(op, planned)
+        if nbytes:
+            g.tensors.append(Tensor(f"{op.kind.lower()}_{op.index}/subgraph_arena", (-(-nbytes // 8),), "int64"))
+            op.outputs.append(len(g.tensors) - 1)
+            op.options["subgraph_arena"] = nbytes
+    return g
+
+
+def _plan_graph(g: Graph) -> Graph:
     share_in_place(g)
     buffers = arena_buffers(g)
     best = None
@@ -135,8 +178,26 @@ def plan_memory(graph: Graph) -> Graph:
         if best is None or total < best[1]:
             best = (offsets, total)
     g.offsets, g.arena_bytes = best
-    g.state_offsets, g.state_bytes = plan_state(g)
     return g
+
+
+def _plan_all_state(main: Graph) -> None:
+    """One state section for the main graph and its subgraphs (``plan_state``'s layout); each graph's
+    ``state_offsets`` point into it and the main graph's ``state_bytes`` is its size."""
+    combined = Graph(main.name, [], [], [], [])
+    where: dict[tuple[int, int], int] = {}  # (graph, tensor) -> tensor of ``combined``
+    keys: dict[str, int] = {}
+    for n, g in enumerate(main.all_graphs()):
+        for i in g.state_tensors:
+            key = g.tensors[i].variable
+            if key is None or key not in keys:
+                combined.tensors.append(g.tensors[i])
+                if key is not None:
+                    keys[key] = len(combined.tensors) - 1
+            where[n, i] = keys[key] if key is not None else len(combined.tensors) - 1
+    offsets, main.state_bytes = plan_state(combined)
+    for n, g in enumerate(main.all_graphs()):
+        g.state_offsets = {i: offsets[where[n, i]] for i in g.state_tensors}
 
 
 def plan_state(g: Graph) -> tuple[dict[int, int], int]:

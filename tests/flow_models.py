@@ -1,0 +1,57 @@
+"""Models with several subgraphs (CALL_ONCE, IF, WHILE) and resource variables, built for the
+tests (tests/test_control_flow.py, tests/test_board_control_flow.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from model_builder import (ModelBuilder, add_options, call_once_options, if_options, var_handle_options,
+                           while_options)
+
+SCALE, ZP = 0.05, -3  # the accumulator's int8 quantization (input, variable and output alike)
+
+
+def accumulator_int8(n: int = 8, start: int = 17) -> bytes:
+    """A CALL_ONCE initialises variable 'acc' to a constant; each inference then does acc = acc + x
+    (int8 ADD, saturating) and outputs the new value: the output depends on every earlier input."""
+    b = ModelBuilder()
+    init = b.subgraph("init")
+    h0 = init.activation("acc_handle", [], "resource")
+    init.op("VAR_HANDLE", [], [h0], var_handle_options("acc"))
+    c = init.constant("acc_start", np.full((1, n), start, np.int8), scale=SCALE, zero_point=ZP)
+    init.op("ASSIGN_VARIABLE", [h0, c], [])
+    init.set_io([], [])
+
+    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    h = b.activation("acc_handle", [], "resource")
+    old = b.activation("acc_old", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    new = b.activation("acc_new", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    b.op("CALL_ONCE", [], [], call_once_options(init.index))
+    b.op("VAR_HANDLE", [], [h], var_handle_options("acc"))
+    b.op("READ_VARIABLE", [h], [old])
+    b.op("ADD", [old, x], [new], add_options())
+    b.op("ASSIGN_VARIABLE", [h, new], [])
+    return b.finish(inputs=[x], outputs=[new])
+
+
+def if_int8(n: int = 6) -> bytes:
+    """y = x + a if flag else x + x + b (each branch a subgraph of int8 ADDs with a constant)."""
+    b = ModelBuilder()
+    branches = []
+    for name, doubled, value in (("then_add", False, 9), ("else_double", True, -20)):
+        s = b.subgraph(name)
+        x = s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+        k = s.constant("k", np.full((1, n), value, np.int8), scale=SCALE, zero_point=ZP)
+        y = s.activation("y", [1, n], "int8", scale=0.1, zero_point=1)
+        if doubled:
+            t = s.activation("t", [1, n], "int8", scale=0.1, zero_point=2)
+            s.op("ADD", [x, x], [t], add_options())
+            s.op("ADD", [t, k], [y], add_options(activation="RELU"))
+        else:
+            s.op("ADD", [x, k], [y], add_options())
+        s.set_io([x], [y])
+        branches.append(s)
+    flag = b.activation("flag", [1], "bool")
+    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    y = b.activation("y", [1, n], "int8", scale=0.1, zero_point=1)
+    b.op("IF", [flag, x], [y], if_options(branches[0].index, branches[1].index))
+    return b.finish(inputs=[flag, x], outputs=[y])

@@ -1,0 +1,90 @@
+"""Models with several subgraphs (IF, WHILE, CALL_ONCE) and resource variables (VAR_HANDLE,
+READ_VARIABLE, ASSIGN_VARIABLE): sequences compared step by step with the TFLM interpreter invoked
+the same number of times on the same inputs, on both host executors, and <model>_reset()."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flow_models import accumulator_int8, if_int8
+from harness import compile_bytes
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.frontend.tflite import parse_tflite
+from microcompiler.host import HostProgram
+from oracle import Oracle
+from test_state import STEPS, assert_steps_match, sequence
+
+
+def run_both(model: bytes, tmp_path, seq, executors=("aot", "graph"), sanitize=False):
+    """The first STEPS, <model>_reset(), the same STEPS again; compared with a TFLM interpreter invoked
+    STEPS times and (after our reset) with a new one: a reset is a re-initialisation."""
+    library = compile_bytes(model, tmp_path)
+    want = Oracle(model).run_sequence(seq)
+    for executor in executors:
+        program = HostProgram(library, tmp_path / f"build_{executor}", sanitize=sanitize, executor=executor)
+        ours = [r.outputs for r in program.run(seq + seq, reset_every=len(seq))]
+        assert_steps_match(ours[:len(seq)], want, f"{executor} executor")
+        assert_steps_match(ours[len(seq):], want, f"{executor} executor after reset")
+    return library, want
+
+
+def test_accumulator_with_call_once_sequence(tmp_path):
+    """var = var + x with a CALL_ONCE that sets var to a constant first: bit-exact with TFLM over 12
+    inferences; the output depends on every earlier input (the same input gives different outputs)."""
+    x = np.full((1, 8), 5, np.int8)
+    seq = [[x]] * 3 + sequence({"inputs": [{"shape": [1, 8], "dtype": "int8"}]}, STEPS - 3, seed=7)
+    library, want = run_both(accumulator_int8(), tmp_path, seq, sanitize=True)
+    assert not np.array_equal(want[0][0], want[1][0])
+    meta = library.metadata
+    assert [s["c_name"] for s in meta["state"]] == ["model_acc", "model_call_once_0_done"]
+    ops = library.files["src/model_ops.c"]
+    assert "static void model_sg_init(void);" in ops  # the CALL_ONCE subgraph is a function
+    assert "if (model_call_once_0_done[0]) return;" in ops
+
+
+def test_reset_reinitialises_where_tflm_reset_does_not_rerun_call_once():
+    """Pins the one difference: the pinned MicroInterpreter::Reset() restores resource variables to
+    their default (zero point) but leaves CALL_ONCE marked as run, so its first output after a reset
+    differs from a new interpreter's; <model>_reset() is a re-initialisation (tested above)."""
+    model = accumulator_int8()
+    x = np.full((1, 8), 5, np.int8)
+    fresh = Oracle(model).run([x])[0]
+    oracle = Oracle(model)
+    oracle.run_sequence([[x]] * 3)
+    oracle.reset()
+    assert not np.array_equal(oracle.run([x])[0], fresh)
+
+
+def test_if_sequence(tmp_path):
+    rng = np.random.default_rng(3)
+    seq = [[np.array([bool(rng.integers(2))]), rng.integers(-128, 128, (1, 6), dtype=np.int8)]
+           for _ in range(STEPS)]
+    assert {bool(s[0][0]) for s in seq} == {True, False}
+    library, _ = run_both(if_int8(), tmp_path, seq)
+    ops = library.files["src/model_ops.c"]
+    assert "static void model_then_add(" in ops and "static void model_else_double(" in ops
+    assert library.graph.subgraphs[2].arena_bytes > 0  # else_double's intermediate lives in its arena
+
+
+def test_resource_shared_across_subgraphs_is_one_variable():
+    graph = parse_tflite(accumulator_int8())
+    keys = [t.variable for g in graph.all_graphs() for t in g.tensors if t.variable and not t.variable.startswith("#")]
+    assert keys == ["/acc", "/acc"]
+    assert not any(op.kind == "VAR_HANDLE" for g in graph.all_graphs() for op in g.operators)
+
+
+def test_recursion_is_refused():
+    from model_builder import ModelBuilder, if_options
+    b = ModelBuilder()
+    s = b.subgraph("loop")
+    c = s.constant("c", np.array([True]))
+    v = s.activation("v", [1], "float32")
+    w = s.activation("w", [1], "float32")
+    s.op("IF", [c, v], [w], if_options(1, 1))
+    s.set_io([v], [w])
+    c0 = b.activation("c", [1], "bool")
+    x = b.activation("x", [1], "float32")
+    y = b.activation("y", [1], "float32")
+    b.op("IF", [c0, x], [y], if_options(1, 1))
+    with pytest.raises(UnsupportedModelError, match="calls itself"):
+        parse_tflite(b.finish([c0, x], [y]))
