@@ -55,3 +55,39 @@ def if_int8(n: int = 6) -> bytes:
     y = b.activation("y", [1, n], "int8", scale=0.1, zero_point=1)
     b.op("IF", [flag, x], [y], if_options(branches[0].index, branches[1].index))
     return b.finish(inputs=[flag, x], outputs=[y])
+
+
+def while_int8(n: int = 6) -> bytes:
+    """acc = x added to itself `count` times (int8 ADD, saturating), as a WHILE loop over
+    (i, count, acc, x): the condition subgraph is i < count, the body i + 1 and acc + x (count and x
+    pass through the body unchanged). `count` is a model input, so the trip count varies (0 too)."""
+    b = ModelBuilder()
+    cond, body = b.subgraph("loop_cond"), b.subgraph("loop_body")
+
+    def loop_values(s):
+        return (s.activation("i", [1], "int32"), s.activation("count", [1], "int32"),
+                s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=ZP),
+                s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP))
+
+    i, count, acc, x = loop_values(cond)
+    more = cond.activation("more", [1], "bool")
+    cond.op("LESS", [i, count], [more])
+    cond.set_io([i, count, acc, x], [more])
+
+    i, count, acc, x = loop_values(body)
+    one = body.constant("one", np.ones(1, np.int32))
+    i2 = body.activation("i_next", [1], "int32")
+    acc2 = body.activation("acc_next", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    body.op("ADD", [i, one], [i2], add_options())
+    body.op("ADD", [acc, x], [acc2], add_options())
+    body.set_io([i, count, acc, x], [i2, count, acc2, x])
+
+    count = b.activation("count", [1], "int32")
+    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    i0 = b.constant("i0", np.zeros(1, np.int32))
+    acc0 = b.constant("acc0", np.full((1, n), ZP, np.int8), scale=SCALE, zero_point=ZP)
+    outs = [b.activation(f"{name}_out", shape, dtype, scale=sc, zero_point=zp) for name, shape, dtype, sc, zp in
+            (("i", [1], "int32", None, None), ("count", [1], "int32", None, None),
+             ("acc", [1, n], "int8", SCALE, ZP), ("x", [1, n], "int8", SCALE, ZP))]
+    b.op("WHILE", [i0, count, acc0, x], outs, while_options(cond.index, body.index))
+    return b.finish(inputs=[count, x], outputs=[outs[2], outs[0]])

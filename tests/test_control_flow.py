@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flow_models import accumulator_int8, if_int8
+from flow_models import accumulator_int8, if_int8, while_int8
 from harness import compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.tflite import parse_tflite
@@ -88,3 +88,13 @@ def test_recursion_is_refused():
     b.op("IF", [c0, x], [y], if_options(1, 1))
     with pytest.raises(UnsupportedModelError, match="calls itself"):
         parse_tflite(b.finish([c0, x], [y]))
+
+
+def test_while_sequence(tmp_path):
+    """A WHILE whose trip count is an input (0 to 5 turns), with pass-through loop values."""
+    rng = np.random.default_rng(5)
+    seq = [[np.array([s % 6], np.int32), rng.integers(-20, 20, (1, 6), dtype=np.int8)] for s in range(STEPS)]
+    library, want = run_both(while_int8(), tmp_path, seq, sanitize=True)
+    assert [int(w[1][0]) for w in want] == [s % 6 for s in range(STEPS)]
+    ops = library.files["src/model_ops.c"]
+    assert "for (;;) {" in ops and "static void model_loop_body(" in ops

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from microcompiler.ir import Graph, Operator
+from microcompiler.ir import Graph, Operator, called_subgraphs
 
 MAX_LAYER_NAME = 32
 # Layer scopes that name a fused activation or normalisation rather than the layer itself.
@@ -45,8 +45,8 @@ def layer_names(graph: Graph) -> dict[int, str]:
     used = set(_RESERVED)
     for op in graph.operators:
         base = _candidate(graph.tensors[op.outputs[0]].name) if op.outputs else ""
-        if op.outputs and graph.tensors[op.outputs[0]].persistent:
-            base = ""  # ASSIGN_VARIABLE, CALL_ONCE: the state array takes the tensor's name
+        if (op.outputs and graph.tensors[op.outputs[0]].persistent) or called_subgraphs(op):
+            base = ""  # ASSIGN_VARIABLE (the state array takes the tensor's name), IF, WHILE, CALL_ONCE
         if not base or base in ("statefulpartitionedcall", "identity", "serving_default"):
             base = f"{op.kind.lower()}_{op.index}"
         base = base[:MAX_LAYER_NAME].rstrip("_")

@@ -75,7 +75,7 @@ class If(_ControlFlow):
     inputs = (1, 64)
     outputs = (0, 64)
     options = "then_subgraph_index, else_subgraph_index: if/else calling the branch subgraph functions"
-    type_notes = "the condition is a bool tensor (its first element decides)"
+    type_notes = "the condition: a bool tensor whose first element decides"
 
     def emit(self, op, graph, ctx):
         then_g, else_g = self.subgraphs(op, ctx)

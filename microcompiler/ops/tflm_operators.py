@@ -23,15 +23,9 @@ STATELESS_BUILTINS = frozenset({
     "TRANSPOSE_CONV", "UNPACK", "ZEROS_LIKE",
 })
 
-# Builtin operators TFLM registers that keep state or need more than one subgraph.
+# Builtin operators TFLM registers that keep state and that microcompiler does not compile yet.
 ROADMAP_BUILTINS = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "keeps state across inferences",
-    "VAR_HANDLE": "resource variables (state across inferences)",
-    "READ_VARIABLE": "resource variables (state across inferences)",
-    "ASSIGN_VARIABLE": "resource variables (state across inferences)",
-    "CALL_ONCE": "needs several subgraphs",
-    "IF": "needs several subgraphs",
-    "WHILE": "needs several subgraphs",
     "EMBEDDING_LOOKUP": "planned with the recurrent operators",
 }
 
