@@ -62,6 +62,15 @@ def while_int8(n: int = 6) -> bytes:
     (i, count, acc, x): the condition subgraph is i < count, the body i + 1 and acc + x (count and x
     pass through the body unchanged). `count` is a model input, so the trip count varies (0 too)."""
     b = ModelBuilder()
+    count = b.activation("count", [1], "int32")
+    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    acc, i = _add_loop(b, b, count, x, n)
+    return b.finish(inputs=[count, x], outputs=[acc, i])
+
+
+def _add_loop(b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int) -> tuple[int, int]:
+    """Adds the WHILE loop of ``while_int8`` to subgraph ``caller`` (its condition and body become
+    subgraphs of ``b``); returns its (acc, i) outputs."""
     cond, body = b.subgraph("loop_cond"), b.subgraph("loop_body")
 
     def loop_values(s):
@@ -69,25 +78,46 @@ def while_int8(n: int = 6) -> bytes:
                 s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=ZP),
                 s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP))
 
-    i, count, acc, x = loop_values(cond)
+    i, cnt, acc, xx = loop_values(cond)
     more = cond.activation("more", [1], "bool")
-    cond.op("LESS", [i, count], [more])
-    cond.set_io([i, count, acc, x], [more])
+    cond.op("LESS", [i, cnt], [more])
+    cond.set_io([i, cnt, acc, xx], [more])
 
-    i, count, acc, x = loop_values(body)
+    i, cnt, acc, xx = loop_values(body)
     one = body.constant("one", np.ones(1, np.int32))
     i2 = body.activation("i_next", [1], "int32")
     acc2 = body.activation("acc_next", [1, n], "int8", scale=SCALE, zero_point=ZP)
     body.op("ADD", [i, one], [i2], add_options())
-    body.op("ADD", [acc, x], [acc2], add_options())
-    body.set_io([i, count, acc, x], [i2, count, acc2, x])
+    body.op("ADD", [acc, xx], [acc2], add_options())
+    body.set_io([i, cnt, acc, xx], [i2, cnt, acc2, xx])
 
-    count = b.activation("count", [1], "int32")
-    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
-    i0 = b.constant("i0", np.zeros(1, np.int32))
-    acc0 = b.constant("acc0", np.full((1, n), ZP, np.int8), scale=SCALE, zero_point=ZP)
-    outs = [b.activation(f"{name}_out", shape, dtype, scale=sc, zero_point=zp) for name, shape, dtype, sc, zp in
+    i0 = caller.constant("i0", np.zeros(1, np.int32))
+    acc0 = caller.constant("acc0", np.full((1, n), ZP, np.int8), scale=SCALE, zero_point=ZP)
+    outs = [caller.activation(f"{name}_out", shape, dtype, scale=sc, zero_point=zp) for name, shape, dtype, sc, zp in
             (("i", [1], "int32", None, None), ("count", [1], "int32", None, None),
              ("acc", [1, n], "int8", SCALE, ZP), ("x", [1, n], "int8", SCALE, ZP))]
-    b.op("WHILE", [i0, count, acc0, x], outs, while_options(cond.index, body.index))
-    return b.finish(inputs=[count, x], outputs=[outs[2], outs[0]])
+    caller.op("WHILE", [i0, count, acc0, x], outs, while_options(cond.index, body.index))
+    return outs[2], outs[0]
+
+
+def nested_if_while_int8(n: int = 6) -> bytes:
+    """IF(flag): the then-branch runs while_int8's loop (a WHILE inside a called subgraph, so its
+    subgraph arena lies inside the branch's arena), the else-branch adds x to itself once."""
+    b = ModelBuilder()
+    then = b.subgraph("then_loop")
+    count = then.activation("count", [1], "int32")
+    x = then.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    acc, _ = _add_loop(b, then, count, x, n)
+    then.set_io([count, x], [acc])
+    other = b.subgraph("else_twice")
+    count_e = other.activation("count", [1], "int32")
+    x_e = other.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    y_e = other.activation("y", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    other.op("ADD", [x_e, x_e], [y_e], add_options())
+    other.set_io([count_e, x_e], [y_e])
+    flag = b.activation("flag", [1], "bool")
+    count = b.activation("count", [1], "int32")
+    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    y = b.activation("y", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    b.op("IF", [flag, count, x], [y], if_options(then.index, other.index))
+    return b.finish(inputs=[flag, count, x], outputs=[y])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flow_models import accumulator_int8, if_int8, while_int8
+from flow_models import accumulator_int8, if_int8, nested_if_while_int8, while_int8
 from harness import compile_bytes
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.tflite import parse_tflite
@@ -98,3 +98,30 @@ def test_while_sequence(tmp_path):
     assert [int(w[1][0]) for w in want] == [s % 6 for s in range(STEPS)]
     ops = library.files["src/model_ops.c"]
     assert "for (;;) {" in ops and "static void model_loop_body(" in ops
+
+
+def test_nested_control_flow_sequence(tmp_path):
+    """A WHILE inside an IF branch: the loop's subgraph arena is planned inside the branch's arena,
+    which lives in the main arena only while the IF runs."""
+    rng = np.random.default_rng(9)
+    seq = [[np.array([s % 3 != 1]), np.array([s % 4], np.int32), rng.integers(-20, 20, (1, 6), dtype=np.int8)]
+           for s in range(STEPS)]
+    library, _ = run_both(nested_if_while_int8(), tmp_path, seq, sanitize=True)
+    graph = library.graph
+    (if_op,) = graph.operators
+    then_g = graph.subgraphs[1]
+    (while_op,) = then_g.operators
+    arena = if_op.outputs[-1]
+    assert graph.offsets[arena] + graph.tensors[arena].nbytes <= graph.arena_bytes
+    assert graph.tensors[arena].nbytes >= then_g.arena_bytes >= while_op.options["subgraph_arena"]
+
+
+def test_subgraph_arena_is_live_only_during_the_call(tmp_path):
+    """The IF's subgraph arena is a buffer of the main arena that other tensors may reuse after it."""
+    from microcompiler.passes.memory_plan import arena_buffers
+    library = compile_bytes(if_int8(), tmp_path)
+    graph = library.graph
+    (op,) = graph.operators
+    (buf,) = [b for b in arena_buffers(graph) if b.tensor == op.outputs[-1]]
+    assert buf.first == buf.last == 0
+    assert op.options["subgraph_arena"] == max(s.arena_bytes for s in graph.subgraphs.values()) > 0
