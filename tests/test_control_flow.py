@@ -125,3 +125,59 @@ def test_subgraph_arena_is_live_only_during_the_call(tmp_path):
     (buf,) = [b for b in arena_buffers(graph) if b.tensor == op.outputs[-1]]
     assert buf.first == buf.last == 0
     assert op.options["subgraph_arena"] == max(s.arena_bytes for s in graph.subgraphs.values()) > 0
+
+
+def _if_model(cond_dtype="bool", then_index=1, branch_dtype="float32"):
+    from model_builder import ModelBuilder, if_options
+    b = ModelBuilder()
+    s = b.subgraph("branch")
+    v = s.activation("v", [2], branch_dtype)
+    w = s.activation("w", [2], branch_dtype)
+    s.op("ADD", [v, v], [w])
+    s.set_io([v], [w])
+    c = b.activation("c", [1], cond_dtype)
+    x = b.activation("x", [2], "float32")
+    y = b.activation("y", [2], "float32")
+    b.op("IF", [c, x], [y], if_options(then_index, 1))
+    return b.finish([c, x], [y])
+
+
+@pytest.mark.parametrize("model,message,error", [
+    (lambda: _if_model(cond_dtype="int32"), "must be a bool tensor", UnsupportedModelError),
+    (lambda: _if_model(then_index=7), "calls subgraph 7, but the model's subgraphs are 1 to 1", None),
+    (lambda: _if_model(then_index=0), "calls subgraph 0", None),
+    (lambda: _if_model(branch_dtype="int32"), "do not match in number, type or size", UnsupportedModelError),
+])
+def test_bad_control_flow_is_refused(model, message, error):
+    from microcompiler.errors import ModelFormatError
+    with pytest.raises(error or ModelFormatError, match=message):
+        parse_tflite(model())
+
+
+def test_resource_passed_to_a_subgraph_is_refused_in_one_line(tmp_path):
+    from model_builder import ModelBuilder, if_options, var_handle_options
+    from test_errors import assert_one_line_error, cli
+    b = ModelBuilder()
+    s = b.subgraph("branch")
+    hv = s.activation("h", [], "resource")
+    s.set_io([hv], [])
+    c = b.activation("c", [1], "bool")
+    h = b.activation("h", [], "resource")
+    y = b.activation("y", [1], "float32")
+    b.op("VAR_HANDLE", [], [h], var_handle_options("v"))
+    b.op("IF", [c, h], [], if_options(1, 1))
+    b.op("READ_VARIABLE", [h], [y])
+    model = tmp_path / "m.tflite"
+    model.write_bytes(b.finish([c], [y]))
+    proc = cli("compile", model, "-o", tmp_path / "out")
+    assert_one_line_error(proc, "resource", "not supported yet")
+
+
+def test_example_models_are_the_tested_ones():
+    """examples/control_flow (used by docs/state.md) holds exactly what tests/flow_models.py builds."""
+    from pathlib import Path
+    import flow_models
+    here = Path(__file__).resolve().parents[1] / "examples/control_flow"
+    for name in ("accumulator_int8", "if_int8", "while_int8"):
+        assert (here / f"{name}.tflite").read_bytes() == getattr(flow_models, name)(), \
+            f"regenerate with python examples/control_flow/make_models.py ({name})"
