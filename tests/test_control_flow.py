@@ -181,3 +181,13 @@ def test_example_models_are_the_tested_ones():
     for name in ("accumulator_int8", "if_int8", "while_int8"):
         assert (here / f"{name}.tflite").read_bytes() == getattr(flow_models, name)(), \
             f"regenerate with python examples/control_flow/make_models.py ({name})"
+
+
+def test_metadata_lists_the_subgraphs(tmp_path):
+    library = compile_bytes(while_int8(), tmp_path)
+    subs = library.metadata["subgraphs"]
+    assert [(s["index"], s["name"], s["function"]) for s in subs] == [
+        (1, "loop_cond", "model_loop_cond"), (2, "loop_body", "model_loop_body")]
+    assert [op["kind"] for op in subs[1]["operators"]] == ["ADD", "ADD"]
+    assert [op["kind"] for op in library.metadata["operators"]] == ["WHILE"]
+    assert library.metadata["total_macs"] == sum(op["macs"] for s in subs for op in s["operators"])

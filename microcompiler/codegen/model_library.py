@@ -124,7 +124,8 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
                 readers = [s for s, later in enumerate(graph.operators)
                            if any(i >= 0 and graph.storage(i) == root for i in later.inputs)]
                 span = f"operators {step}..{max(readers)}" if readers else f"operator {step}"
-                slices[root] = (f"{layers[op.index]}_out{k if k else ''}",
+                label = "subgraphs" if op.options.get("subgraph_arena") and o == op.outputs[-1] else f"out{k if k else ''}"
+                slices[root] = (f"{layers[op.index]}_{label}",
                                 f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
     return slices
 
@@ -237,6 +238,12 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         } for fn in functions],
+        # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
+        "subgraphs": [{
+            "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,
+            "operators": [{"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs}
+                          for fn in subgraph_functions if any(fn.op is op for op in sub.operators)],
+        } for k, sub in sorted(graph.subgraphs.items())],
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }

@@ -20,6 +20,10 @@ from microcompiler.codegen.naming import layer_names
 from microcompiler.ir import Graph, c_type
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def signature(model: str, sub: Graph) -> str:
     params = [f"const {c_type(sub.tensors[t].dtype)}* input{k}" for k, t in enumerate(sub.inputs)]
     params += [f"{c_type(sub.tensors[t].dtype)}* output{k}" for k, t in enumerate(sub.outputs)]
@@ -56,7 +60,7 @@ def subgraph_sources(main: Graph, emit, output_copies) -> tuple[str, str, list]:
             params = ", ".join(f"{ctype} {pname}" for ctype, pname, _ in fn.params) or "void"
             body.append(f"\n/* {fn.comment} */\nstatic void {fn.name}({params}) {{\n{fn.body}}}\n")
         layout = ", ".join(f"{sub.tensors[t].name} at {off}" for t, off in sorted(sub.offsets.items(), key=lambda x: x[1]))
-        lines = [comment_text(f"Subgraph {k} '{sub.name}': {len(sub.inputs)} inputs, {len(sub.outputs)} outputs"
+        lines = [comment_text(f"Subgraph {k} '{sub.name}': {_count(len(sub.inputs), 'input')}, {_count(len(sub.outputs), 'output')}"
                               + (f", {sub.arena_bytes} B of arena ({layout})" if sub.arena_bytes else ""))]
         calls = [f"  {fn.name}({', '.join(_pointer(sub, t) for _, _, t in fn.params)});\n" for fn in functions]
         calls += [f"  memcpy({dst}, {src}, {nbytes});  /* {why} */\n" for dst, src, nbytes, why in output_copies(sub)]

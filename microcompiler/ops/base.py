@@ -131,6 +131,8 @@ class EmitContext:
         for n, o in enumerate(op.outputs):
             if not graph.tensors[o].persistent:
                 self.param_names[o] = f"output{n}"
+        if op.options.get("subgraph_arena"):  # a control-flow operator's last output (ops/control_flow.py)
+            self.param_names[op.outputs[-1]] = "subgraph_arena"
 
     def arg(self, tensor: int) -> str:
         if tensor in self.param_names:

@@ -63,10 +63,10 @@ class _ControlFlow(OpKernel):
         return [ctx.params.subgraphs[k] for k in called_subgraphs(op)]
 
     def arena(self, op, ctx) -> tuple[str, str]:
-        """(declaration line, C name) of the subgraph arena, or ("", "") when there is none."""
+        """(declaration line, C name) of the subgraph arena as bytes, or ("", "") when there is none."""
         if not op.options.get("subgraph_arena"):
             return "", ""
-        return f"  uint8_t* subgraph_arena = (uint8_t*){ctx.arg(op.outputs[-1])};\n", "subgraph_arena"
+        return f"  uint8_t* arena = (uint8_t*){ctx.arg(op.outputs[-1])};\n", "arena"
 
 
 @register
@@ -76,6 +76,7 @@ class If(_ControlFlow):
     outputs = (0, 64)
     options = "then_subgraph_index, else_subgraph_index: if/else calling the branch subgraph functions"
     type_notes = "the condition: a bool tensor whose first element decides"
+    input_roles = ("condition",) + tuple(f"arg{k}" for k in range(1, 64))
 
     def emit(self, op, graph, ctx):
         then_g, else_g = self.subgraphs(op, ctx)
@@ -91,18 +92,20 @@ class While(_ControlFlow):
     inputs = (1, 64)
     outputs = (1, 64)
     options = "cond_subgraph_index, body_subgraph_index: a C loop calling the condition and body subgraph functions"
+    input_roles = tuple(f"start{k}" for k in range(64))  # a constant loop value's first value
 
     def emit(self, op, graph, ctx):
         cond, body = self.subgraphs(op, ctx)
         n = len(body.outputs)
         values = [ctx.arg(o) for o in op.outputs[:n]]
         temps, flag_at, inner_at = _while_layout(body)
-        lines = ["  uint8_t* subgraph_arena = (uint8_t*)" + ctx.arg(op.outputs[-1]) + ";\n"]
+        decl, _ = self.arena(op, ctx)
+        lines = [decl]
         for k, (t, at) in enumerate(zip(body.outputs, temps)):
             ctype = c_type(body.tensors[t].dtype)
-            lines.append(f"  {ctype}* result{k} = ({ctype}*)&subgraph_arena[{at}];  /* the body's output {k} */\n")
-        lines.append(f"  uint8_t* keep_going = &subgraph_arena[{flag_at}];  /* the condition's output */\n")
-        inner = f"&subgraph_arena[{inner_at}]"
+            lines.append(f"  {ctype}* result{k} = ({ctype}*)&arena[{at}];  /* the body's output {k} */\n")
+        lines.append(f"  uint8_t* keep_going = &arena[{flag_at}];  /* the condition's output */\n")
+        inner = f"&arena[{inner_at}]"
         for k, (i, o) in enumerate(zip(op.inputs, op.outputs)):
             lines.append(f"  memcpy({values[k]}, {ctx.arg(i)}, {graph.tensors[o].nbytes});\n")
         lines.append("  for (;;) {\n")
