@@ -8,12 +8,10 @@ import pytest
 
 from board_oracle import needs_board_tools
 from flow_models import accumulator_int8, if_int8, while_int8
-from microcompiler.boards import load_board
 from microcompiler.project import run_on_board
-from microcompiler.targets.base import start_on_board
 from oracle import Oracle
 from test_state import STEPS, assert_steps_match
-from test_state_board import BOARD, _library
+from test_state_board import BOARD, _library, host_driven_with_reset
 
 
 def _sequence(name: str) -> list[list[np.ndarray]]:
@@ -49,11 +47,6 @@ def test_control_flow_sequence_host_driven_on_board_and_reset(tmp_path, name):
     library = _library(model, tmp_path)
     seq = _sequence(name)
     want = Oracle(model).run_sequence(seq)
-    _, _, session = start_on_board(library, load_board(BOARD), tmp_path / "project", timeout=60)
-    with session:
-        with session.executor() as ex:
-            first = [ex(*inputs) for inputs in seq]
-            ex.reset()
-            again = [ex(*inputs) for inputs in seq]
+    first, again = host_driven_with_reset(library, seq, tmp_path)
     assert_steps_match(first, want, f"{name} host-driven on {BOARD}")
     assert_steps_match(again, want, f"{name} host-driven on {BOARD} after the reset")
