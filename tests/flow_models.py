@@ -10,22 +10,25 @@ from model_builder import (ModelBuilder, add_options, call_once_options, if_opti
 SCALE, ZP = 0.05, -3  # the accumulator's int8 quantization (input, variable and output alike)
 
 
-def accumulator_int8(n: int = 8, start: int = 17) -> bytes:
+def accumulator_int8(n: int = 8, start: int = 17, call_once: bool = True) -> bytes:
     """A CALL_ONCE initialises variable 'acc' to a constant; each inference then does acc = acc + x
-    (int8 ADD, saturating) and outputs the new value: the output depends on every earlier input."""
+    (int8 ADD, saturating) and outputs the new value: the output depends on every earlier input.
+    Without ``call_once`` the model has one subgraph and 'acc' starts from TFLM's default."""
     b = ModelBuilder()
-    init = b.subgraph("init")
-    h0 = init.activation("acc_handle", [], "resource")
-    init.op("VAR_HANDLE", [], [h0], var_handle_options("acc"))
-    c = init.constant("acc_start", np.full((1, n), start, np.int8), scale=SCALE, zero_point=ZP)
-    init.op("ASSIGN_VARIABLE", [h0, c], [])
-    init.set_io([], [])
+    if call_once:
+        init = b.subgraph("init")
+        h0 = init.activation("acc_handle", [], "resource")
+        init.op("VAR_HANDLE", [], [h0], var_handle_options("acc"))
+        c = init.constant("acc_start", np.full((1, n), start, np.int8), scale=SCALE, zero_point=ZP)
+        init.op("ASSIGN_VARIABLE", [h0, c], [])
+        init.set_io([], [])
 
     x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
     h = b.activation("acc_handle", [], "resource")
     old = b.activation("acc_old", [1, n], "int8", scale=SCALE, zero_point=ZP)
     new = b.activation("acc_new", [1, n], "int8", scale=SCALE, zero_point=ZP)
-    b.op("CALL_ONCE", [], [], call_once_options(init.index))
+    if call_once:
+        b.op("CALL_ONCE", [], [], call_once_options(init.index))
     b.op("VAR_HANDLE", [], [h], var_handle_options("acc"))
     b.op("READ_VARIABLE", [h], [old])
     b.op("ADD", [old, x], [new], add_options())

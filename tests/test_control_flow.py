@@ -191,3 +191,11 @@ def test_metadata_lists_the_subgraphs(tmp_path):
     assert [op["kind"] for op in subs[1]["operators"]] == ["ADD", "ADD"]
     assert [op["kind"] for op in library.metadata["operators"]] == ["WHILE"]
     assert library.metadata["total_macs"] == sum(op["macs"] for s in subs for op in s["operators"])
+
+
+def test_variables_in_a_single_subgraph_model_sequence(tmp_path):
+    """No CALL_ONCE: the variable starts from TFLM's default (its zero point) and carries over."""
+    seq = sequence({"inputs": [{"shape": [1, 8], "dtype": "int8"}]}, STEPS, seed=21)
+    library, want = run_both(accumulator_int8(call_once=False), tmp_path, seq, executors=("graph",))
+    assert not library.graph.subgraphs and library.metadata["state_bytes"] == 8
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(want, want[1:]))

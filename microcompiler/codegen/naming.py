@@ -42,7 +42,7 @@ def _candidate(full_name: str) -> str:
 def layer_names(graph: Graph) -> dict[int, str]:
     """operator index -> a short, unique C name for the layer it implements."""
     names: dict[int, str] = {}
-    used = set(_RESERVED)
+    used = set(_RESERVED) | {s.name for s in graph.subgraphs.values()}  # <model>_<subgraph> is a function too
     for op in graph.operators:
         base = _candidate(graph.tensors[op.outputs[0]].name) if op.outputs else ""
         if (op.outputs and graph.tensors[op.outputs[0]].persistent) or called_subgraphs(op):

@@ -100,7 +100,7 @@ class _Importer:
         for k in range(1, count):
             sub = self._subgraph(k, subgraph_name(model.Subgraphs(k).Name(), k, names))
             main.subgraphs[k] = sub
-        return link_subgraphs(main) if count > 1 else main
+        return link_subgraphs(main)
 
     def _subgraph(self, k: int, name: str) -> Graph:
         """Subgraph ``k`` as a Graph; the main graph (k == 0) must have inputs and outputs."""
