@@ -79,8 +79,8 @@ def _check_call(op: Operator, g: Graph, graphs: dict[int, Graph], k: int) -> Non
                 f"{where}: {what} do not match in number, type or size ({a} vs {b}); re-export the model")
 
     if op.kind == "IF":
-        if not args or args[0][0] != "bool":
-            raise UnsupportedModelError(f"{where}: the condition (input 0) must be a bool tensor")
+        if not args or args[0] != ("bool", 1):  # TFLM's if.cc checks the same
+            raise UnsupportedModelError(f"{where}: the condition (input 0) must be a bool tensor of one element")
         for sub in subs:
             same(args[1:], _io(sub, sub.inputs), f"its inputs and subgraph '{sub.name}''s inputs")
             same(results, _io(sub, sub.outputs), f"its outputs and subgraph '{sub.name}''s outputs")

@@ -8,7 +8,10 @@ the *subgraph arena* (``options["subgraph_arena"]`` bytes), which the planner pl
 arena for the duration of the call only:
 
 - IF (TFLM kernels/if.cc): ``if (cond[0])`` calls the then-subgraph, else the else-subgraph, with the
-  operator's inputs 1.. and outputs; the branches share the subgraph arena.
+  operator's inputs 1.. and outputs; the branches share the subgraph arena. TFLM copies inputs and
+  outputs through intermediate buffers because it plans each subgraph on its own, so a branch's
+  tensors may overlap the IF's; here the subgraph arena is a buffer of the caller's plan, live with
+  the IF's inputs and outputs, so the branch reads and writes them in place.
 - WHILE (kernels/while.cc): the loop values live in the operator's outputs (the inputs are copied in
   first); each turn calls the condition subgraph on them, stops when it gives false, else calls the
   body, which writes its results to temporaries at the start of the subgraph arena, copied back.
