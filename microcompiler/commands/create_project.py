@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
                    help=f"size of the stack (default: {DEFAULT_STACK_BYTES} for baremetal; sized for the model "
                         "on zephyr)")
     p.add_argument("--benchmark", choices=("kws01", "ic01", "vww01", "ad01"), default=None,
-                   help="with --template mlperf: the MLPerf Tiny benchmark the firmware serves (docs/mlperf.md)")
+                   help="with --template mlperf or mlperf-zephyr: the MLPerf Tiny benchmark the firmware serves (docs/mlperf.md)")
     p.set_defaults(func=run)
 
 

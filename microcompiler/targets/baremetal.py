@@ -27,10 +27,15 @@ from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, BuildResult, Log, Project, Target, check_can_build,
-                                        measured_build, quiet, register, require_tool, run_logged, why)
+                                        measured_build, quiet, register, require_tool, run_logged, tool_timeout,
+                                        why)
 from microcompiler.targets.files import copy_runtime
 
 FIRMWARE = "firmware.elf"
+CONFIGURE_TIMEOUT = 300.0  # seconds cmake may take to configure
+BUILD_TIMEOUT = 1800.0  # seconds ninja may take (a large model's C on a slow machine)
+TIMEOUT_VARIABLE = "MICROCOMPILER_BUILD_TIMEOUT"  # overrides both
+TIMEOUT_HINT = f"set {TIMEOUT_VARIABLE}=SECONDS to allow longer"
 
 
 def platform_definitions(board: Board) -> list[str]:
@@ -135,9 +140,11 @@ class BareMetal(Target):
         _check_build_dir(project, build_dir, log)
         if not (build_dir / "build.ninja").is_file():
             log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
-            run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], quiet, "cmake")
+            run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], quiet, "cmake",
+                       tool_timeout(TIMEOUT_VARIABLE, CONFIGURE_TIMEOUT), TIMEOUT_HINT)
         log(f"building {project.dir.name} (ninja)")
-        run_logged(["ninja", "-C", str(build_dir)], log, "ninja")
+        run_logged(["ninja", "-C", str(build_dir)], log, "ninja", tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT),
+                   TIMEOUT_HINT)
         return measured_build(project, project.elf, log)
 
     def load(self, project: Project, log: Log = print) -> None:

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import struct
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,11 +229,37 @@ def require_tool(tool: str, hint: str) -> str:
 _OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
 
 
-def run_logged(cmd: list[str], log: Log, what: str) -> None:
-    """Run a build tool; its progress lines go to log, its failure becomes a one-line-headed error."""
+def tool_timeout(variable: str, default: float) -> float:
+    """Seconds a build or flash tool may take: ``$variable`` if set (a positive number), else default."""
+    text = os.environ.get(variable)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise MicrocompilerError(f"{variable}={text!r} is not a number of seconds; give a positive number "
+                                 f"(default {default:g})")
+    return value
+
+
+def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "") -> None:
+    """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
+    becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
+    the error is one line (``hint``: how to give it longer)."""
     # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
     proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
+    expired = threading.Event()
+
+    def expire() -> None:  # stops the group: its output pipe closes and the loop below ends
+        expired.set()
+        cleanup.stop(proc, grace=2.0)
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
@@ -242,7 +269,11 @@ def run_logged(cmd: list[str], log: Log, what: str) -> None:
                 log("  " + line)
         proc.wait()
     finally:
+        watchdog.cancel()
         cleanup.stop(proc, grace=2.0)
+    if expired.is_set():
+        raise ToolchainError(f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
+                             + (f" ({hint})" if hint else ""))
     if proc.returncode != 0:
         text = "\n".join(lines)
         overflow = _OVERFLOW.search(text)
