@@ -2,9 +2,11 @@
 
 Zephyr cannot be installed everywhere these tests run, so they check what can be checked without it:
 the project a board gets (the zephyr template's application files, the bare-metal variant's main.c,
-crt/src/mlperf_dut.c in the build, every Kconfig symbol verified), that the application's own C
-(main.c, the model, the protocol) compiles with strict flags and answers the protocol with TFLM's
-scores when run on this computer over a fake platform, and the one-line error without west. The
+crt/src/mlperf_dut.c in the build, every Kconfig symbol verified); that the whole application
+(main.c, the model, the protocol and crt/platform/zephyr/platform.c, with the project's Kconfig)
+compiles with strict flags against a fake Zephyr API (tests/data/zephyr_stub, Zephyr's signatures)
+and, run on this computer, answers the protocol with TFLM's scores; that the platform's timers
+survive their counters' wraps; and the one-line error without west. The
 official runner against the Zephyr firmware in QEMU runs where west, ZEPHYR_BASE and QEMU are there.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from oracle import Oracle
 from test_zephyr import kconfig_assignments, verified_symbols
 
 ROOT = Path(__file__).resolve().parents[1]
-FAKE_PLATFORM = ROOT / "tests" / "data" / "mlperf" / "fake_platform_dut.c"
+FAKE_ZEPHYR = ROOT / "tests" / "data" / "zephyr_stub"  # zephyr/*.h and fake_zephyr.c: the fake Zephyr
 TEMPLATE = "mlperf-zephyr"
 KWS = "kws_ref_model"
 ZEPHYR_BOARDS = [name for name in board_names() if load_board(name).zephyr_board]
@@ -74,33 +76,49 @@ def test_every_zephyr_board_gets_the_dut_as_a_zephyr_application(board_name, kws
         assert (bare.dir / "src" / "main.c").read_text() == main
 
 
-def _host_program(project_dir: Path, exe: Path) -> Path:
-    """The Zephyr application's own C (main.c, the model, crt's portable sources) with strict flags,
-    ASan and UBSan, over the fake platform in place of crt/platform/zephyr."""
+def _kconfig_defines(project_dir: Path, board) -> list[str]:
+    """-DCONFIG_X=1 for every CONFIG_X=y of prj.conf and the board fragment, as Zephyr's autoconf.h."""
+    fragment = project_dir / "boards" / f"{board.zephyr_board.replace('/', '_')}.conf"
+    assignments = {**kconfig_assignments(project_dir / "prj.conf"), **kconfig_assignments(fragment)}
+    return [f"-DCONFIG_{name}=1" for name, value in assignments.items() if value == "y"]
+
+
+def _compile(sources: list[Path], defines: list[str], includes: list[Path], exe: Path) -> Path:
     from microcompiler.host import SANITIZE_CFLAGS, STRICT_CFLAGS, compiler
-    cmake = (project_dir / "CMakeLists.txt").read_text()
-    sources = [project_dir / s for s in re.findall(r"^\s+((?:model|crt|src)/\S+\.c)$", cmake, re.M)
-               if not s.startswith("crt/platform/")]
-    proc = subprocess.run([*compiler(), *STRICT_CFLAGS, *SANITIZE_CFLAGS, "-DFAKE_PLATFORM_ONLY",
-                           f"-I{project_dir / 'crt' / 'include'}", f"-I{project_dir / 'model' / 'include'}",
-                           *map(str, sources), str(FAKE_PLATFORM), "-lm", "-o", str(exe)],
+    proc = subprocess.run([*compiler(), *STRICT_CFLAGS, *SANITIZE_CFLAGS, *defines, *(f"-I{d}" for d in includes),
+                           *map(str, sources), str(FAKE_ZEPHYR / "fake_zephyr.c"), "-lm", "-o", str(exe)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return exe
 
 
-def test_zephyr_application_c_answers_the_protocol_with_tflm_scores(kws, tmp_path):
-    project = create_project(kws, TEMPLATE, "mps2_an385", tmp_path / "z", benchmark="kws01")
-    exe = _host_program(project.dir, tmp_path / "dut")
+def _host_program(project, exe: Path) -> Path:
+    """The whole Zephyr application (main.c, the model, crt, crt/platform/zephyr/platform.c) as the
+    project's CMakeLists.txt and Kconfig have it, strict flags, ASan and UBSan, over the fake Zephyr."""
+    d = project.dir
+    cmake = (d / "CMakeLists.txt").read_text()
+    sources = [d / s for s in re.findall(r"^\s+((?:model|crt|src)/\S+\.c)$", cmake, re.M)]
+    defines = _kconfig_defines(d, project.board) + re.findall(r"target_compile_definitions\(app PRIVATE (\S+)\)", cmake)
+    return _compile(sources, [flag if flag.startswith("-D") else f"-D{flag}" for flag in defines],
+                    [FAKE_ZEPHYR, d / "crt" / "include", d / "crt" / "platform" / "zephyr", d / "model" / "include"], exe)
+
+
+@pytest.mark.parametrize("board_name", ["mps2_an385", "nucleo_l4r5zi"])  # the system timer; the timing API
+def test_zephyr_application_answers_the_protocol_with_tflm_scores(board_name, kws, tmp_path):
+    project = create_project(kws, TEMPLATE, board_name, tmp_path / "z", benchmark="kws01")
+    exe = _host_program(project, tmp_path / "dut")
     data = np.random.default_rng(11).integers(-128, 128, 490, dtype=np.int8).tobytes()
     commands = ["name", "profile", "db load 490"] + ["db " + data[i:i + 38].hex() for i in range(0, 490, 38)]
-    commands += ["infer 2 1", "db 0g"]
+    commands += ["infer 2 1", "db 0g", "timestamp"]
     proc = subprocess.run([str(exe)], input="".join(c + "%" for c in commands).encode(), capture_output=True,
                           timeout=120)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     lines = proc.stdout.decode().split("\r\n")
-    assert "m-name-dut-[microcompiler kws_ref_model on mps2_an385]" in lines and "m-model-[kws01]" in lines
+    assert lines[:3] == ["m-timestamp-mode-performance", "m-init-done", "m-ready"]
+    assert f"m-name-dut-[microcompiler kws_ref_model on {board_name}]" in lines and "m-model-[kws01]" in lines
     assert lines.count("m-load-done") == 1 and "e-[Invalid hex digit: g]" in lines
+    laps = [int(line[len("m-lap-us-"):]) for line in lines if line.startswith("m-lap-us-")]
+    assert len(laps) == 3 and laps[0] < laps[1] <= laps[2]  # the fake clock moves with every read
     results = [line for line in lines if line.startswith("m-results-[")]
     assert len(results) == 1
     scores = np.array([float(x) for x in results[0][len("m-results-["):-1].split(",")], np.float32)
@@ -108,6 +126,26 @@ def test_zephyr_application_c_answers_the_protocol_with_tflm_scores(kws, tmp_pat
     want = expected_scores(bench, data, Oracle(kws.read_bytes()).run([model_input(bench, data, project.metadata)])[0],
                            project.metadata)
     assert np.array_equal(scores, want.astype(np.float32)), (scores, want)
+
+
+@pytest.mark.parametrize("config", ["CONFIG_TIMING_FUNCTIONS", "CONFIG_TIMER_HAS_64BIT_CYCLE_COUNTER", None])
+def test_zephyr_platform_timer_survives_the_counter_wraps(config, tmp_path):
+    """crt/platform/zephyr's three timers over fake counters: spans across the 32-bit count's wrap, and
+    (the system timer) spans longer than it, are measured exactly. The DUT folds the timer into its
+    64-bit clock after every inference and every idle second, so with these no window wraps it."""
+    crt = ROOT / "crt"
+    defines = ["-DFAKE_ZEPHYR_TIMER_TEST"] + ([f"-D{config}=1"] if config else [])
+    exe = _compile([crt / "platform" / "zephyr" / "platform.c", crt / "src" / "report.c", crt / "src" / "status.c"],
+                   defines, [FAKE_ZEPHYR, crt / "include", crt / "platform" / "zephyr"], tmp_path / "timer")
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "hz 25000000"
+    spans = [tuple(map(int, re.fullmatch(r"span (\d+) elapsed (\d+)", line).groups())) for line in lines[1:]]
+    assert len(spans) == (3 if config == "CONFIG_TIMING_FUNCTIONS" else 5)  # the DWT count: at most one wrap
+    assert max(span for span, _ in spans) >= (1 << 32) - 1
+    for span, elapsed in spans:
+        assert elapsed == span
 
 
 def test_mlperf_command_on_zephyr_without_west_is_one_line(kws, tmp_path):

@@ -5,8 +5,6 @@
  * Each inference takes INFERENCE_TICKS (120 s): a window of several inferences is longer than the
  * hardware count can measure, so only the software extension gets it right.
  * The fake model: output[i] = input[i % input size] (int8), enough to check conversions and scores.
- * With -DFAKE_PLATFORM_ONLY only the platform is here (a generated project's main.c and model go
- * with it; tests/test_mlperf_zephyr.py), and the end of stdin ends the program.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,12 +34,6 @@ mc_status_t mc_platform_write(const uint8_t* data, size_t len) {
 mc_status_t mc_platform_read_byte(uint8_t* byte, uint32_t timeout_us) {
   int c = getchar();
   (void)timeout_us;
-#ifdef FAKE_PLATFORM_ONLY
-  if (c == EOF) { /* the generated main() serves forever: the end of the commands ends the run */
-    fflush(stdout);
-    exit(0);
-  }
-#endif
   if (c == EOF) return MC_ERR_IO;
   *byte = (uint8_t)c;
   return MC_OK;
@@ -67,7 +59,6 @@ mc_status_t mc_platform_random(uint8_t* buf, size_t len) {
   return MC_OK;
 }
 
-#ifndef FAKE_PLATFORM_ONLY
 #ifndef FORMAT
 #define FORMAT MC_MLPERF_INPUT_INT8
 #define SCORES MC_MLPERF_SCORES_OUTPUT
@@ -101,4 +92,3 @@ int main(void) {
   printf("idle-us-%llu\n", (unsigned long long)mc_mlperf_dut_now_us());
   return 0;
 }
-#endif /* FAKE_PLATFORM_ONLY */
