@@ -8,7 +8,6 @@ start host-driven firmware and run the graph over RPC.
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from microcompiler.commands.arguments import positive_seconds
 from microcompiler.commands.output import print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_inputs, random_inputs
+from microcompiler.progress import log_line as progress
 from microcompiler.targets import EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Target, target_for, templates
 from microcompiler.targets.base import start_on_board
 
@@ -56,10 +56,6 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
                    help="seconds the run may take, on the host or a board (default: 300)")
     p.set_defaults(func=run)
-
-
-def progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -69,6 +69,15 @@ class GraphExecutor:
         """Run every operator once, in order. Device time per operator lands in last_ticks."""
         self.last_ticks = [self.session.call(fn, *args) for fn, args in zip(self.functions, self._args)]
 
+    def run_operator(self, k: int) -> int:
+        """Run operator k alone (the ones before it must have run); returns its device ticks."""
+        return self.session.call(self.functions[k], *self._args[k])
+
+    def read_argument(self, k: int, position: int, dtype: str, shape) -> np.ndarray:
+        """The tensor that is operator k's tensor argument ``position``, read from the device now."""
+        offset, _ = self.plan.slots[self.plan.ops[k].slots[position]]
+        return self.pool.read_array(np_dtype(dtype), shape, offset)
+
     def __call__(self, *inputs) -> list[np.ndarray]:
         for k, x in enumerate(inputs):
             self.set_input(k, x)
