@@ -47,6 +47,19 @@ class ModelBuilder:
     def activation(self, name, shape, dtype, scale=None, zero_point=None, axis=0) -> int:
         return self._tensor(name, shape, dtype, scale, zero_point, axis, 0)
 
+    def variable(self, name, shape, dtype, scale=None, zero_point=None, data: np.ndarray | None = None) -> int:
+        """A variable tensor (state kept across inferences, e.g. SVDF's activation state), with an
+        initial value when ``data`` is given (else the runtime's zeros)."""
+        buffer = 0
+        if data is not None:
+            buf = fb.BufferT()
+            buf.data = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint8).tolist()
+            self.buffers.append(buf)
+            buffer = len(self.buffers) - 1
+        index = self._tensor(name, shape, dtype, scale, zero_point, 0, buffer)
+        self.tensors[index].isVariable = True
+        return index
+
     def constant(self, name, data: np.ndarray, dtype=None, scale=None, zero_point=None, axis=0) -> int:
         data = np.ascontiguousarray(data)
         dtype = dtype or str(data.dtype)
@@ -143,3 +156,7 @@ def reducer_options(keep_dims=True):
 
 def reshape_options(new_shape):
     return _opts("ReshapeOptions", newShape=list(new_shape))
+
+
+def svdf_options(rank, activation="NONE"):
+    return _opts("SVDFOptions", rank=rank, fusedActivationFunction=ACTIVATIONS[activation])

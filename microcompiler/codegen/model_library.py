@@ -9,6 +9,9 @@ Layout (``DIR`` is the output directory)::
     DIR/src/<name>_graph.c                graph description + operator registry (graph executor)
     DIR/include/<name>_graph.h            their declarations and the graph executor's pool size
     DIR/metadata.json                     what the model needs and does (see docs/architecture.md)
+
+Persistent tensors (state kept across inferences) are static arrays in <name>_ops.c, restored by
+<name>_reset() (codegen/state.py, docs/state.md).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.naming import full_layer_name, layer_names
+from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 
@@ -182,6 +186,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     _check_outputs(graph)
     params = ParamSink(name)
     layers = layer_names(graph)
+    states = state_arrays(graph, layers)
+    params.state_names = {a.tensor: a.name for a in states}
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
                  for op in graph.operators]
     slices = arena_slices(graph, layers)
@@ -195,7 +201,9 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
-                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
+                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
+                  state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
+                  reset_body=reset_body(states))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
@@ -212,6 +220,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "arena_bytes": graph.arena_bytes,
         "params_bytes": params.nbytes,
         "scratch_bytes": params.scratch_bytes,
+        "state_bytes": graph.state_bytes,
+        "state": state_metadata(states, graph),
         "operators": [{
             "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
             "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],

@@ -111,6 +111,11 @@ class _Importer:
                         f"model {kind} tensor {i} ('{tensors[i].name}') has shape {list(tensors[i].shape)} "
                         "with no elements; TFLite Micro cannot run zero-sized tensors either: export the "
                         "model with non-empty shapes")
+        for i in inputs + outputs:
+            if tensors[i].persistent:
+                raise UnsupportedModelError(
+                    f"model input/output tensor {i} ('{tensors[i].name}') is a variable tensor (state kept "
+                    "across inferences); re-export the model so that its state is internal")
         operators = [self._operator(sub.Operators(i), i, n) for i in range(sub.OperatorsLength())]
         _check_order(tensors, operators, inputs, outputs)
         return Graph(self.name, tensors, operators, inputs, outputs)
@@ -150,6 +155,8 @@ class _Importer:
         # is inconsistent, it is dropped instead of calling the file damaged.
         unread = data is not None and dtype in ("int32", "int64")
         quant = self._quantization(t.Quantization(), index, tname, shape, unread)
+        if t.IsVariable():
+            return _variable(Tensor(tname, shape, dtype, quant), data)
         return Tensor(tname, shape, dtype, quant, data)
 
     def _quantization(self, q, index, tname, shape, unread=False):
@@ -261,9 +268,23 @@ class _Importer:
         return Operator(kind, inputs, outputs, options, index)
 
 
+def _variable(tensor: Tensor, data: np.ndarray | None) -> Tensor:
+    """A TFLite variable tensor becomes persistent state that starts from zero: the zero point for
+    int8, else 0. That is what TFLM does (its ResetVariableTensor fills every variable so on
+    AllocateTensors and reset, and ignores a buffer the file may give the variable: the pinned
+    interpreter starts from zeros even then), so ``data`` is not used as the initial value;
+    ``Tensor.initial`` can still hold any values for state whose start is known otherwise."""
+    del data  # TFLM ignores a variable's buffer (see above); a test pins that behaviour
+    tensor.persistent = True
+    zero = tensor.quant.zero_point[0] if tensor.dtype == "int8" and tensor.quant is not None else 0
+    tensor.initial = np.full(tensor.shape, zero, dtype=_np(tensor.dtype))
+    return tensor
+
+
 def _check_order(tensors, operators, inputs, outputs):
-    """Every operator input must be a constant, a model input, or produced by an earlier operator."""
-    ready = set(inputs) | {i for i, t in enumerate(tensors) if t.is_constant}
+    """Every operator input must be a constant, a persistent (state) tensor, a model input, or produced
+    by an earlier operator."""
+    ready = set(inputs) | {i for i, t in enumerate(tensors) if t.is_constant or t.persistent}
     for op in operators:
         for i in op.inputs:
             if i >= 0 and i not in ready:

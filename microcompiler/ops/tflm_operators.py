@@ -25,7 +25,6 @@ STATELESS_BUILTINS = frozenset({
 
 # Builtin operators TFLM registers that keep state or need more than one subgraph.
 ROADMAP_BUILTINS = {
-    "SVDF": "keeps state across inferences",
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "keeps state across inferences",
     "VAR_HANDLE": "resource variables (state across inferences)",
     "READ_VARIABLE": "resource variables (state across inferences)",

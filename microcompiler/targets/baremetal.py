@@ -106,6 +106,9 @@ class BareMetal(Target):
             raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
         platform_definitions(board)
 
+    def check_sequence(self, mode: str) -> None:
+        """Both modes run a sequence: standalone firmware runs its input sets in order."""
+
     def definitions(self, board: Board) -> list[str]:
         """The compile definitions the board's platform family reads."""
         return platform_definitions(board)
