@@ -32,6 +32,7 @@ _TYPE_NAMES = {
     TensorType.INT16: "int16",
     TensorType.INT8: "int8",
     TensorType.UINT32: "uint32",
+    TensorType.UINT64: "uint64",
 }
 _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against absurd shapes
 
