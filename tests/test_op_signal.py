@@ -123,3 +123,15 @@ def filter_bank_model(options=None, const_config=True):
 ])
 def test_malformed_signal_operators_give_one_line_error(tmp_path, model, match):
     assert_clean_rejection(model, tmp_path, match)
+
+
+@pytest.mark.parametrize("name,stands", [
+    ("SignalFramer", "TFLite Micro runs this custom operator; it is on microcompiler's roadmap"),
+    ("MyAudioOp", "this custom operator is not in TFLite Micro either"),
+])
+def test_other_custom_operators_are_refused_with_where_they_stand(tmp_path, name, stands):
+    b = ModelBuilder()
+    x, y = b.activation("x", [8], "int16"), b.activation("y", [8], "int16")
+    b.custom_op(name, [x], [y], {"frame_size": 8})
+    err = assert_clean_rejection(b.finish([x], [y]), tmp_path, f"unsupported operator CUSTOM ('{name}')")
+    assert stands in err

@@ -46,6 +46,8 @@ def markdown() -> str:
         "Import (`microcompiler/frontend/tflite.py`) accepts exactly these operators; each compiles",
         "to one specialised C function per operator instance (`microcompiler/ops/`). Shape-only",
         "operators (RESHAPE, SQUEEZE, EXPAND_DIMS) cost no code: the memory planner aliases them.",
+        "Custom operators that TFLite Micro registers are listed by their custom name (`SignalWindow`,",
+        "`TFLite_Detection_PostProcess`); their options are the flexbuffer map the converter wrote.",
         "",
         f"{len(rows)} operators. \"Fast kernels\" names the CPU feature (`dsp`: Cortex-M4/M7/M33/M55",
         "DSP extension) that has an optimised variant; the others run the portable reference C.",

@@ -1,8 +1,8 @@
 """What TensorFlow Lite Micro runs, for telling users where an operator we do not compile stands.
 
 An operator missing from microcompiler's registry is either on our roadmap (TFLM runs it; it needs
-state across inferences, several subgraphs, or is a custom operator TFLM registers) or not in
-TFLM at all (then no microcontroller runtime of this family runs the model as it is).
+state across inferences, several subgraphs, or is a custom operator TFLM registers that is not
+compiled yet) or not in TFLM at all (then no microcontroller runtime of this family runs the model as it is).
 """
 from __future__ import annotations
 
