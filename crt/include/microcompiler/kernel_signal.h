@@ -8,17 +8,7 @@
 
 #include <stdint.h>
 
-/* Bits needed to write x (1 + the index of its highest set bit); 32 for 0, as TFLM built with GCC. */
-static inline uint32_t mc_bit_length32(uint32_t x) {
-  uint32_t bits = 0;
-  if (x == 0) return 32;
-  while (x != 0) {
-    x >>= 1;
-    ++bits;
-  }
-  return bits;
-}
-
+/* Bits needed to write x (1 + the index of its highest set bit); 64 for 0, as TFLM built with GCC. */
 static inline uint32_t mc_bit_length64(uint64_t x) {
   uint32_t bits = 0;
   if (x == 0) return 64;
@@ -29,31 +19,16 @@ static inline uint32_t mc_bit_length64(uint64_t x) {
   return bits;
 }
 
-/* round(sqrt(x)) by the digit-by-digit method, saturating at 0xFFFF. */
-static inline uint16_t mc_sqrt32(uint32_t x) {
-  uint32_t root = 0, bit;
-  int leading, steps;
-  if (x == 0) return 0;
-  leading = (int)(32 - mc_bit_length32(x)) | 1;
-  bit = (uint32_t)1 << (31 - leading);
-  for (steps = (31 - leading) / 2 + 1; steps > 0; --steps) {
-    if (x >= root + bit) {
-      x -= root + bit;
-      root = (root >> 1) + bit;
-    } else {
-      root >>= 1;
-    }
-    bit >>= 2;
-  }
-  if (x > root && root != 0xFFFF) ++root;
-  return (uint16_t)root;
+/* The same for 32 bits: 32 for 0. */
+static inline uint32_t mc_bit_length32(uint32_t x) {
+  return x == 0 ? 32 : mc_bit_length64(x);
 }
 
-/* round(sqrt(x)); values below 2^32 take the 32-bit path (as TFLM, which is off by one near 2^32). */
-static inline uint32_t mc_sqrt64(uint64_t x) {
+/* round(sqrt(x)) by the digit-by-digit method; the rounding step stops at largest. */
+static inline uint64_t mc_sqrt_digits(uint64_t x, uint64_t largest) {
   uint64_t root = 0, bit;
   int leading, steps;
-  if ((x >> 32) == 0) return mc_sqrt32((uint32_t)x);
+  if (x == 0) return 0;
   leading = (int)(64 - mc_bit_length64(x)) | 1;
   bit = (uint64_t)1 << (63 - leading);
   for (steps = (63 - leading) / 2 + 1; steps > 0; --steps) {
@@ -65,8 +40,17 @@ static inline uint32_t mc_sqrt64(uint64_t x) {
     }
     bit >>= 2;
   }
-  if (x > root && root != 0xFFFFFFFFu) ++root;
-  return (uint32_t)root;
+  if (x > root && root != largest) ++root;
+  return root;
+}
+
+/* TFLM's Sqrt32 (saturating at 0xFFFF) and Sqrt64, which takes the 32-bit path below 2^32. */
+static inline uint16_t mc_sqrt32(uint32_t x) {
+  return (uint16_t)mc_sqrt_digits(x, 0xFFFFu);
+}
+
+static inline uint32_t mc_sqrt64(uint64_t x) {
+  return (x >> 32) == 0 ? mc_sqrt32((uint32_t)x) : (uint32_t)mc_sqrt_digits(x, 0xFFFFFFFFu);
 }
 
 /* Natural logarithm of x > 1 times out_scale, in 16-bit fixed point: log2 from the bit length plus
