@@ -1,0 +1,71 @@
+"""SignalRfft (TFLM's real FFT, a custom operator) against the TFLM oracle: int16 bit-exact (KISS
+FFT's fixed-point arithmetic), float32 within 1e-5 relative plus 1e-6 * n absolute; lengths whose
+half is a power of 4 and not, zero-padded frames, several frames; ASan/UBSan; rejections."""
+import numpy as np
+import pytest
+
+from harness import assert_matches_oracle
+from model_builder import ModelBuilder
+from movement_models import assert_clean_rejection
+
+T = {"int16": 7, "float32": 0, "int32": 2}
+
+
+def rfft_model(cases) -> bytes:
+    """One SignalRfft per (dtype, input shape, fft_length), side by side."""
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for k, (dtype, shape, n) in enumerate(cases):
+        x = b.activation(f"frames{k}", shape, dtype)
+        y = b.activation(f"spectrum{k}", list(shape[:-1]) + [n + 2], dtype)
+        b.custom_op("SignalRfft", [x], [y], {"T": T[dtype], "fft_length": n})
+        inputs.append(x)
+        outputs.append(y)
+    return b.finish(inputs, outputs)
+
+
+def frames(cases, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for dtype, shape, _ in cases:
+        if dtype == "int16":  # loud and quiet frames, extremes included
+            amplitude = [32768, 4000, 300][seed % 3]
+            x = rng.integers(-amplitude, amplitude, shape)
+            x.flat[0] = -32768 if seed % 3 == 0 else x.flat[0]
+            out.append(x.astype(np.int16))
+        else:
+            out.append(rng.uniform(-1, 1, shape).astype(np.float32))
+    return out
+
+
+INT16_CASES = [("int16", [16], 16), ("int16", [2, 25], 32), ("int16", [64], 64), ("int16", [3, 100], 128),
+               ("int16", [4], 4), ("int16", [8], 8)]
+FLOAT_CASES = [("float32", [8], 8), ("float32", [2, 50], 64), ("float32", [512], 512)]
+
+
+def test_int16_rfft_is_bit_exact_under_sanitizers(tmp_path):
+    assert_matches_oracle(rfft_model(INT16_CASES), tmp_path, inputs=[frames(INT16_CASES, s) for s in range(3)],
+                          sanitize=True)
+
+
+def test_float_rfft_matches_tflm(tmp_path):
+    assert_matches_oracle(rfft_model(FLOAT_CASES), tmp_path, inputs=[frames(FLOAT_CASES, s) for s in range(2)],
+                          float_atol=1e-6 * 512)
+
+
+@pytest.mark.parametrize("case,options,match", [
+    (("int16", [16], 24), None, "fft_length 24 is not supported yet"),
+    (("int16", [40], 32), None, "frames of 40 samples do not fit the 32-point transform"),
+    (("int32", [16], 16), None, "the int32 transform is not supported yet"),
+    (("int16", [16], 16), {"T": 0, "fft_length": 16}, "option T 0 does not name the tensors' type int16"),
+    (("int16", [16], 16), {"fft_length": 16}, "differ from the expected ['T', 'fft_length']"),
+])
+def test_rfft_rejections(tmp_path, case, options, match):
+    model = rfft_model([case])
+    if options is not None:
+        b = ModelBuilder()
+        x = b.activation("x", case[1], case[0])
+        y = b.activation("y", [case[2] + 2], case[0])
+        b.custom_op("SignalRfft", [x], [y], options)
+        model = b.finish([x], [y])
+    assert_clean_rejection(model, tmp_path, match)
