@@ -1,4 +1,5 @@
-"""``SignalRfft``: TFLM's real FFT (a custom operator of audio front ends), int16 and float32.
+"""``SignalRfft`` and ``SignalIrfft``: TFLM's real FFT and its inverse (custom operators of audio
+front ends), int16 and float32.
 
 TFLM computes it with KISS FFT: the n/2-point complex transform of the frame's sample pairs, then
 a split into n/2 + 1 bins. The int16 build is fixed point (Q15 twiddles, each stage scales by
@@ -6,7 +7,9 @@ a split into n/2 + 1 bins. The int16 build is fixed point (Q15 twiddles, each st
 the same decomposition (radix 4, then a radix 2 if n/2 is not a power of 4) bit for bit. The
 transform length must be a power of two (every audio front end uses one); the frame (the last
 input dimension, zero-padded) must not be longer. The radix-digit order of the input and the
-twiddles are computed here; the butterflies are crt's kernel_fft.h.
+twiddles are computed here; the butterflies are crt's kernel_fft.h. The inverse takes n/2 + 1
+bins per frame to n samples (KISS FFT's inverse: the int16 one halves at each stage as well, the
+float one is divided by n afterwards, as TFLM does).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from microcompiler.ops.base import OpKernel, register, require
 # TFLite's TensorType numbers, as the converter writes them into the option 'T'
 _TENSOR_TYPES = {"float32": 0, "int32": 2, "int16": 7}
 _Q15_MAX = 32767
+_MAX_LENGTH = 1 << 16  # the digit order is stored as int16
 
 
 def kiss_factors(n: int) -> list[tuple[int, int]]:
@@ -60,15 +64,14 @@ def twiddles(phases: np.ndarray, dtype: str) -> np.ndarray:
     return pairs.astype(np.float32)
 
 
-@register
-class Rfft(OpKernel):
-    kinds = ("SignalRfft",)
+class _Fft(OpKernel):
+    """What the forward and the inverse transform share: options, types and the KISS FFT plan."""
     types = ("int16", "float32")
-    type_notes = "input and output of the same type; output (n/2 + 1) complex bins per frame; n a power of two"
     options = "custom (flexbuffer): T, fft_length"
     quantized_io = False
 
-    def _geometry(self, op, graph):
+    def _length(self, op, graph) -> int:
+        """The checked fft_length."""
         opt.exact_keys(op, ("T", "fft_length"))
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype == y.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
@@ -79,9 +82,49 @@ class Rfft(OpKernel):
         require(opt.integer(op, "T") == _TENSOR_TYPES[x.dtype], op,
                 f"option T {opt.integer(op, 'T')} does not name the tensors' type {x.dtype}")
         n = opt.integer(op, "fft_length")
-        require(n >= 4 and n & (n - 1) == 0, op, f"fft_length {n} is not supported yet (a power of two, 4 or more)")
+        require(4 <= n <= _MAX_LENGTH and n & (n - 1) == 0, op,
+                f"fft_length {n} is not supported yet (a power of two from 4 to {_MAX_LENGTH})")
         require(len(x.shape) >= 1 and len(y.shape) == len(x.shape), op,
                 f"input shape {list(x.shape)} and output shape {list(y.shape)} must have the same rank")
+        return n
+
+    def macs(self, op, graph):
+        n = self._length(op, graph)
+        return graph.tensors[op.outputs[0]].size * int(np.log2(n))
+
+    def plan(self, op, graph, ctx, n, inverse):
+        """Template values: the stages, the digit order and the (inverse) twiddles as constants."""
+        dtype = graph.tensors[op.inputs[0]].dtype
+        half = n // 2
+        factors = kiss_factors(half)
+        sign = 1 if inverse else -1
+        order = np.array(digit_order(factors), np.int16)
+        slots = np.argsort(order).astype(np.int16)  # where each value goes (the inverse writes there)
+        return dict(
+            ctype="int16_t" if dtype == "int16" else "float", suffix="16" if dtype == "int16" else "f",
+            input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), n=n, half=half,
+            stages=stages(factors), zero="0" if dtype == "int16" else "0.0f",
+            order=None if inverse else ctx.const("digit_order", order),
+            slots=ctx.const("digit_slots", slots) if inverse else None,
+            twiddles=ctx.const("twiddles", twiddles(sign * 2 * np.pi * np.arange(half) / half, dtype)),
+            super_twiddles=ctx.const("super_twiddles",
+                                     twiddles(sign * np.pi * ((np.arange(half // 2) + 1) / half + 0.5), dtype)))
+
+
+def _variables(frames, plan, *always):
+    return (["f"] if frames > 1 else []) + list(always) + \
+        (["group"] if any(stride > 1 for _, _, stride in plan["stages"]) else [])
+
+
+@register
+class Rfft(_Fft):
+    kinds = ("SignalRfft",)
+    type_notes = ("input and output of the same type; (n/2 + 1) complex bins per frame of at most n samples; "
+                  "n a power of two")
+
+    def _geometry(self, op, graph):
+        n = self._length(op, graph)
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         length = int(x.shape[-1])
         require(1 <= length <= n, op, f"frames of {length} samples do not fit the {n}-point transform")
         require(list(y.shape[:-1]) == list(x.shape[:-1]) and y.shape[-1] == n + 2, op,
@@ -92,22 +135,32 @@ class Rfft(OpKernel):
     def check(self, op, graph):
         self._geometry(op, graph)
 
-    def macs(self, op, graph):
-        frames, _, n = self._geometry(op, graph)
-        return frames * 2 * n * int(np.log2(n))
-
     def emit(self, op, graph, ctx):
         frames, length, n = self._geometry(op, graph)
-        dtype = graph.tensors[op.inputs[0]].dtype
-        half = n // 2
-        factors = kiss_factors(half)
-        order = np.array(digit_order(factors), np.int16 if half <= 1 << 15 else np.int32)
-        suffix = "16" if dtype == "int16" else "f"
-        return ctx.render(
-            "signal_rfft.c.j2", ctype="int16_t" if dtype == "int16" else "float", suffix=suffix,
-            input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), frames=frames, length=length, n=n,
-            half=half, order=ctx.const("digit_order", order), stages=stages(factors),
-            twiddles=ctx.const("twiddles", twiddles(-2 * np.pi * np.arange(half) / half, dtype)),
-            super_twiddles=ctx.const("super_twiddles",
-                                     twiddles(-np.pi * ((np.arange(half // 2) + 1) / half + 0.5), dtype)),
-            zero="0" if dtype == "int16" else "0.0f")
+        plan = self.plan(op, graph, ctx, n, inverse=False)
+        return ctx.render("signal_rfft.c.j2", frames=frames, length=length,
+                          variables=_variables(frames, plan, "k"), **plan)
+
+
+@register
+class Irfft(_Fft):
+    kinds = ("SignalIrfft",)
+    type_notes = "input and output of the same type; n samples per frame of (n/2 + 1) complex bins; n a power of two"
+
+    def _geometry(self, op, graph):
+        n = self._length(op, graph)
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        require(x.shape[-1] == n + 2, op, f"input frames of {x.shape[-1]} values are not the {n // 2 + 1} complex "
+                f"bins of the {n}-point transform")
+        require(list(y.shape) == list(x.shape[:-1]) + [n], op,
+                f"output shape {list(y.shape)} must be {list(x.shape[:-1]) + [n]}")
+        return x.size // (n + 2), n
+
+    def check(self, op, graph):
+        self._geometry(op, graph)
+
+    def emit(self, op, graph, ctx):
+        frames, n = self._geometry(op, graph)
+        plan = self.plan(op, graph, ctx, n, inverse=True)
+        loops = ["k"] if plan["suffix"] == "f" else []  # the float transform's normalisation
+        return ctx.render("signal_irfft.c.j2", frames=frames, variables=_variables(frames, plan, *loops), **plan)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 enum { MC_Q15_MAX = 32767, MC_Q15_BITS = 15 };
+enum { MC_FFT_FORWARD = 0, MC_FFT_INVERSE = 1 };  /* the radix-4 butterfly's direction */
 
 /* KISS FFT's sround(): a Q30 product back to Q15, rounded half up; int16 wraps as KISS FFT's. */
 static inline int16_t mc_q15_round(int32_t product) {
@@ -48,7 +49,8 @@ static inline void mc_fft16_radix2(int16_t* f, int m, const int16_t* tw, int str
 }
 
 /* One forward radix-4 stage over 4 * m points at f. */
-static inline void mc_fft16_radix4(int16_t* f, int m, const int16_t* tw, int stride) {
+static inline void mc_fft16_radix4(int16_t* f, int m, const int16_t* tw, int stride,
+                                  int direction) {
   int k;
   for (k = 0; k < m; ++k) {
     int16_t* f0 = f + 2 * k;
@@ -75,10 +77,17 @@ static inline void mc_fft16_radix4(int16_t* f, int m, const int16_t* tw, int str
     f2[1] = (int16_t)(f0[1] - sum[1]);
     f0[0] = (int16_t)(f0[0] + sum[0]);
     f0[1] = (int16_t)(f0[1] + sum[1]);
-    f1[0] = (int16_t)(rest[0] + diff[1]);
-    f1[1] = (int16_t)(rest[1] - diff[0]);
-    f3[0] = (int16_t)(rest[0] - diff[1]);
-    f3[1] = (int16_t)(rest[1] + diff[0]);
+    if (direction == MC_FFT_INVERSE) {
+      f1[0] = (int16_t)(rest[0] - diff[1]);
+      f1[1] = (int16_t)(rest[1] + diff[0]);
+      f3[0] = (int16_t)(rest[0] + diff[1]);
+      f3[1] = (int16_t)(rest[1] - diff[0]);
+    } else {
+      f1[0] = (int16_t)(rest[0] + diff[1]);
+      f1[1] = (int16_t)(rest[1] - diff[0]);
+      f3[0] = (int16_t)(rest[0] - diff[1]);
+      f3[1] = (int16_t)(rest[1] + diff[0]);
+    }
   }
 }
 
@@ -115,6 +124,39 @@ static inline void mc_rfft16_split(int16_t* out, int half, const int16_t* super_
   }
 }
 
+/* The inverse: n/2 + 1 bins at in become the n/2-point complex transform's input, each value
+ * written straight to its radix-digit slot in out (slot[k] for value k). */
+static inline void mc_irfft16_merge(const int16_t* in, int16_t* out, int half, const int16_t* super_tw,
+                                    const int16_t* slot) {
+  int16_t first[2];
+  int k;
+  first[0] = (int16_t)(in[0] + in[2 * half]);
+  first[1] = (int16_t)(in[0] - in[2 * half]);
+  mc_fft16_scale(first, 2);
+  out[2 * slot[0]] = first[0];
+  out[2 * slot[0] + 1] = first[1];
+  for (k = 1; k <= half / 2; ++k) {
+    int16_t fk[2], fnkc[2], even[2], odd[2], t[2];
+    int16_t* low = out + 2 * slot[k];
+    int16_t* high = out + 2 * slot[half - k];
+    fk[0] = in[2 * k];
+    fk[1] = in[2 * k + 1];
+    fnkc[0] = in[2 * (half - k)];
+    fnkc[1] = (int16_t)-in[2 * (half - k) + 1];
+    mc_fft16_scale(fk, 2);
+    mc_fft16_scale(fnkc, 2);
+    even[0] = (int16_t)(fk[0] + fnkc[0]);
+    even[1] = (int16_t)(fk[1] + fnkc[1]);
+    odd[0] = (int16_t)(fk[0] - fnkc[0]);
+    odd[1] = (int16_t)(fk[1] - fnkc[1]);
+    mc_fft16_mul(t, odd, super_tw + 2 * (k - 1));
+    low[0] = (int16_t)(even[0] + t[0]);
+    low[1] = (int16_t)(even[1] + t[1]);
+    high[0] = (int16_t)(even[0] - t[0]);
+    high[1] = (int16_t)-(int16_t)(even[1] - t[1]);  /* written after low: the middle bin keeps this */
+  }
+}
+
 /* The same in float (no scaling). */
 static inline void mc_fftf_mul(float* product, const float* a, const float* b) {
   const float real = a[0] * b[0] - a[1] * b[1];
@@ -136,7 +178,8 @@ static inline void mc_fftf_radix2(float* f, int m, const float* tw, int stride) 
   }
 }
 
-static inline void mc_fftf_radix4(float* f, int m, const float* tw, int stride) {
+static inline void mc_fftf_radix4(float* f, int m, const float* tw, int stride,
+                                  int direction) {
   int k;
   for (k = 0; k < m; ++k) {
     float* f0 = f + 2 * k;
@@ -159,10 +202,17 @@ static inline void mc_fftf_radix4(float* f, int m, const float* tw, int stride) 
     f2[1] = f0[1] - sum[1];
     f0[0] += sum[0];
     f0[1] += sum[1];
-    f1[0] = rest[0] + diff[1];
-    f1[1] = rest[1] - diff[0];
-    f3[0] = rest[0] - diff[1];
-    f3[1] = rest[1] + diff[0];
+    if (direction == MC_FFT_INVERSE) {
+      f1[0] = rest[0] - diff[1];
+      f1[1] = rest[1] + diff[0];
+      f3[0] = rest[0] + diff[1];
+      f3[1] = rest[1] - diff[0];
+    } else {
+      f1[0] = rest[0] + diff[1];
+      f1[1] = rest[1] - diff[0];
+      f3[0] = rest[0] - diff[1];
+      f3[1] = rest[1] + diff[0];
+    }
   }
 }
 
@@ -186,6 +236,27 @@ static inline void mc_rfftf_split(float* out, int half, const float* super_tw) {
     low[1] = 0.5f * (even[1] + t[1]);
     high[0] = 0.5f * (even[0] - t[0]);
     high[1] = 0.5f * (t[1] - even[1]);
+  }
+}
+
+static inline void mc_irfftf_merge(const float* in, float* out, int half, const float* super_tw,
+                                   const int16_t* slot) {
+  int k;
+  out[2 * slot[0]] = in[0] + in[2 * half];
+  out[2 * slot[0] + 1] = in[0] - in[2 * half];
+  for (k = 1; k <= half / 2; ++k) {
+    float even[2], odd[2], t[2];
+    float* low = out + 2 * slot[k];
+    float* high = out + 2 * slot[half - k];
+    even[0] = in[2 * k] + in[2 * (half - k)];
+    even[1] = in[2 * k + 1] - in[2 * (half - k) + 1];
+    odd[0] = in[2 * k] - in[2 * (half - k)];
+    odd[1] = in[2 * k + 1] + in[2 * (half - k) + 1];
+    mc_fftf_mul(t, odd, super_tw + 2 * (k - 1));
+    low[0] = even[0] + t[0];
+    low[1] = even[1] + t[1];
+    high[0] = even[0] - t[0];
+    high[1] = -(even[1] - t[1]);  /* written after low: the middle bin keeps this */
   }
 }
 
