@@ -59,22 +59,36 @@ def add_square_root(b, x, channels=CHANNELS, prefix="", scale_bits=3):
     return y
 
 
+FRAME = 48  # samples per audio frame, zero-padded to a 64-point FFT
+
+
 def front_end_model() -> bytes:
-    """The front end after the FFT: a spectrum (int16 complex) -> energy -> mel filter bank ->
-    square root -> PCAN (noise estimate input) -> log; outputs the log features."""
+    """A whole audio front end but its stateful steps: an int16 audio frame -> window -> FFT auto
+    scale -> real FFT -> energy -> mel filter bank -> square root (shifted back by the auto scale's
+    bits, computed at run time) -> PCAN (noise estimate input) -> log; outputs the log features."""
     b = ModelBuilder()
+    audio = b.activation("audio", [FRAME], "int16")
+    hann = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FRAME) / FRAME)) * (1 << 12)
+    window = b.constant("hann", hann.astype(np.int16))
+    windowed = b.activation("windowed", [FRAME], "int16")
+    b.custom_op("SignalWindow", [audio, window], [windowed], {"shift": 12})
+    scaled, bits = b.activation("scaled", [FRAME], "int16"), b.activation("scale_bits", [], "int32")
+    b.custom_op("SignalFftAutoScale", [windowed], [scaled, bits])
     spectrum = b.activation("spectrum", [2 * SPECTRUM_BINS], "int16")
+    b.custom_op("SignalRfft", [scaled], [spectrum], {"T": 7, "fft_length": 2 * (SPECTRUM_BINS - 1)})
     energy = b.activation("energy", [SPECTRUM_BINS], "uint32")
     b.custom_op("SignalEnergy", [spectrum], [energy], {"start_index": 0, "end_index": SPECTRUM_BINS})
     bank = add_filter_bank(b, energy)
-    root = add_square_root(b, bank, scale_bits=2)
+    root = b.activation("sqrt", [CHANNELS], "uint32")
+    b.custom_op("SignalFilterBankSquareRoot", [bank, bits], [root])
     noise = b.activation("noise_estimate", [CHANNELS], "uint32")
     pcan = add_pcan(b, root, noise)
     features = add_log(b, pcan, bits=0, scale=1 << 10)
-    return b.finish([spectrum, noise], [features])
+    return b.finish([audio, noise], [features, bits])
 
 
 def front_end_inputs(seed):
     rng = np.random.default_rng(seed)
-    return [rng.integers(-3000, 3000, 2 * SPECTRUM_BINS).astype(np.int16),
-            rng.integers(0, 1 << rng.integers(4, 24), CHANNELS).astype(np.uint32)]
+    loudness = 1 << int(rng.integers(6, 15))
+    return [rng.integers(-loudness, loudness, FRAME).astype(np.int16),
+            rng.integers(0, 1 << int(rng.integers(4, 24)), CHANNELS).astype(np.uint32)]

@@ -87,20 +87,22 @@ class FilterBank(SignalKernel):
 
 @register
 class FilterBankSquareRoot(SignalKernel):
-    """Rounded square root of each uint64 channel, shifted right by the constant scale bits."""
+    """Rounded square root of each uint64 channel, shifted right by the scale bits (a constant, or
+    computed at run time, e.g. by SignalFftAutoScale; a run-time shift outside [0, 31], undefined
+    in TFLM, gives 0)."""
     kinds = ("SignalFilterBankSquareRoot",)
     input_roles = ("input", "scale_bits")
     inputs = (2, 2)
     types = ("uint64",)
-    type_notes = "input uint64, scale bits int32 (a constant scalar), output uint32"
+    type_notes = "input uint64, scale bits int32 (scalar), output uint32"
     options = "-"
     keys = ()
 
     def _shift(self, op, graph):
+        """The constant shift, or None when it is computed at run time."""
         bits = require_rank(op, graph, op.inputs[1], 0, "scale bits")
         if not bits.is_constant:
-            raise UnsupportedModelError(f"operator {op.index} ({op.kind}): scale bits computed at run time are "
-                                        "not supported yet")
+            return None
         shift = int(bits.data)
         require(0 <= shift < 32, op, f"scale bits {shift} must lie in [0, 31]")
         return shift
@@ -112,10 +114,10 @@ class FilterBankSquareRoot(SignalKernel):
         self._shift(op, graph)
 
     def emit(self, op, graph, ctx):
-        return ctx.render("signal_filter_bank_unary.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          channels=_channels(op, graph, op.inputs[0], op.outputs[0]), itype="uint64_t",
-                          otype="uint32_t", what="rounded square root",
-                          expr="mc_sqrt64(in[ch])" + (f" >> {self._shift(op, graph)}" if self._shift(op, graph) else ""))
+        shift = self._shift(op, graph)
+        return ctx.render("signal_filter_bank_sqrt.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
+                          channels=_channels(op, graph, op.inputs[0], op.outputs[0]), shift=shift,
+                          scale_bits=ctx.arg(op.inputs[1]) if shift is None else None)
 
 
 @register
