@@ -95,3 +95,20 @@ def test_embedding_lookup_clamps_out_of_range_ids(tmp_path):
 ])
 def test_embedding_lookup_rejections(tmp_path, kwargs, match):
     assert_clean_rejection(lookup_model([kwargs]), tmp_path, match)
+
+
+def test_embedding_lookup_of_constants_folds_to_the_rows():
+    """Constant ids into a constant table: computed at compile time (hybrid dequantization too)."""
+    from microcompiler.frontend.tflite import parse_tflite
+    from microcompiler.ops import kernel_for
+    b = ModelBuilder()
+    x = b.activation("x", [2], "float32")
+    table = np.arange(-6, 6, dtype=np.int8).reshape(4, 3)
+    ids = b.constant("ids", np.array([3, 0, 3], np.int32))
+    t = b.constant("table", table, scale=0.25, zero_point=0)
+    y = b.activation("y", [3, 3], "float32")
+    b.op("EMBEDDING_LOOKUP", [ids, t], [y])
+    graph = parse_tflite(b.finish([x], [y]))
+    op = graph.operators[0]
+    (rows,) = kernel_for(op).fold(op, graph)
+    np.testing.assert_array_equal(rows, table[[3, 0, 3]].astype(np.float32) * 0.25)
