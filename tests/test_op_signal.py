@@ -70,8 +70,12 @@ def test_signal_operators_match_tflm_under_sanitizers(tmp_path):
                      "SignalFilterBankSquareRoot", "SignalFilterBankLog", "SignalPCAN"}, kinds
 
 
-def test_front_end_chain_matches_tflm(tmp_path):
-    assert_matches_oracle(front_end_model(), tmp_path, inputs=[front_end_inputs(s) for s in range(4)])
+@pytest.mark.parametrize("executor", ["aot", "graph"])
+def test_front_end_chain_matches_tflm(tmp_path, executor):
+    """Audio frame to log features (window, auto scale, FFT, energy, filter bank, square root, PCAN,
+    log), with both executors."""
+    assert_matches_oracle(front_end_model(), tmp_path, inputs=[front_end_inputs(s) for s in range(4)],
+                          executor=executor)
 
 
 def test_energy_of_a_bin_range(tmp_path):

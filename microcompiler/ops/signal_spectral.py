@@ -118,9 +118,6 @@ class FftAutoScale(SignalKernel):
         require(y.size == x.size, op, f"output of {y.size} values must match the input's {x.size}")
         require_rank(op, graph, op.outputs[1], 0, "scale bits")
 
-    def inplace_inputs(self, op, graph):
-        return (0,)
-
     def emit(self, op, graph, ctx):
         return ctx.render("signal_fft_auto_scale.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                           scale_bits=ctx.arg(op.outputs[1]), size=graph.tensors[op.inputs[0]].size,
