@@ -1,27 +1,28 @@
 """``SignalRfft`` and ``SignalIrfft``: TFLM's real FFT and its inverse (custom operators of audio
-front ends), int16 and float32.
+front ends), int16, int32 and float32.
 
 TFLM computes it with KISS FFT: the n/2-point complex transform of the frame's sample pairs, then
-a split into n/2 + 1 bins. The int16 build is fixed point (Q15 twiddles, each stage scales by
-1/radix, so the bins come out divided by n); the generated code follows the same arithmetic and
+a split into n/2 + 1 bins. The int16 and int32 builds are fixed point (Q15 or Q31 twiddles, each
+stage scales by 1/radix, so the bins come out divided by n); the generated code follows the same arithmetic and
 the same decomposition (radix 4, then a radix 2 if n/2 is not a power of 4) bit for bit. The
 transform length must be a power of two (every audio front end uses one); the frame (the last
 input dimension, zero-padded) must not be longer. The radix-digit order of the input and the
 twiddles are computed here; the butterflies are crt's kernel_fft.h. The inverse takes n/2 + 1
-bins per frame to n samples (KISS FFT's inverse: the int16 one halves at each stage as well, the
-float one is divided by n afterwards, as TFLM does).
+bins per frame to n samples (KISS FFT's inverse: the fixed-point ones halve at each stage as well,
+the float one is divided by n afterwards, as TFLM does).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.errors import UnsupportedModelError
+from microcompiler.ir import c_type
 from microcompiler.ops import custom_options as opt
 from microcompiler.ops.base import OpKernel, register, require
 
+_SUFFIX = {"int16": "16", "int32": "32", "float32": "f"}  # of the kernel_fft*.h functions
 # TFLite's TensorType numbers, as the converter writes them into the option 'T'
 _TENSOR_TYPES = {"float32": 0, "int32": 2, "int16": 7}
-_Q15_MAX = 32767
+_FIXED_MAX = {"int16": 32767, "int32": 2147483647}  # KISS FFT's SAMP_MAX: twiddles are Q15 / Q31
 _MAX_LENGTH = 1 << 16  # the digit order is stored as int16
 
 
@@ -57,16 +58,16 @@ def stages(factors) -> list[tuple[int, int, int]]:
 
 
 def twiddles(phases: np.ndarray, dtype: str) -> np.ndarray:
-    """exp(i * phase) as (real, imaginary) pairs: Q15 rounded half up, or float32."""
+    """exp(i * phase) as (real, imaginary) pairs: Q15 or Q31 rounded half up, or float32."""
     pairs = np.stack([np.cos(phases), np.sin(phases)], axis=1).reshape(-1)
-    if dtype == "int16":
-        return np.floor(0.5 + _Q15_MAX * pairs).astype(np.int16)
+    if dtype in _FIXED_MAX:
+        return np.floor(0.5 + _FIXED_MAX[dtype] * pairs).astype(dtype)
     return pairs.astype(np.float32)
 
 
 class _Fft(OpKernel):
     """What the forward and the inverse transform share: options, types and the KISS FFT plan."""
-    types = ("int16", "float32")
+    types = ("int16", "int32", "float32")
     options = "custom (flexbuffer): T, fft_length"
     quantized_io = False
 
@@ -75,10 +76,7 @@ class _Fft(OpKernel):
         opt.exact_keys(op, ("T", "fft_length"))
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype == y.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
-        if x.dtype == "int32":
-            raise UnsupportedModelError(f"operator {op.index} ({op.kind}): the int32 transform is not supported "
-                                        "yet (int16, float32)")
-        require(x.dtype in self.types, op, f"type {x.dtype} is not supported (int16, float32)")
+        require(x.dtype in self.types, op, f"type {x.dtype} is not supported (int16, int32, float32)")
         require(opt.integer(op, "T") == _TENSOR_TYPES[x.dtype], op,
                 f"option T {opt.integer(op, 'T')} does not name the tensors' type {x.dtype}")
         n = opt.integer(op, "fft_length")
@@ -101,9 +99,9 @@ class _Fft(OpKernel):
         order = np.array(digit_order(factors), np.int16)
         slots = np.argsort(order).astype(np.int16)  # where each value goes (the inverse writes there)
         return dict(
-            ctype="int16_t" if dtype == "int16" else "float", suffix="16" if dtype == "int16" else "f",
+            ctype=c_type(dtype), suffix=_SUFFIX[dtype], fixed=dtype in _FIXED_MAX,
             input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), n=n, half=half,
-            stages=stages(factors), zero="0" if dtype == "int16" else "0.0f",
+            stages=stages(factors), zero="0.0f" if dtype == "float32" else "0",
             order=None if inverse else ctx.const("digit_order", order),
             slots=ctx.const("digit_slots", slots) if inverse else None,
             twiddles=ctx.const("twiddles", twiddles(sign * 2 * np.pi * np.arange(half) / half, dtype)),
@@ -162,5 +160,5 @@ class Irfft(_Fft):
     def emit(self, op, graph, ctx):
         frames, n = self._geometry(op, graph)
         plan = self.plan(op, graph, ctx, n, inverse=True)
-        loops = ["k"] if plan["suffix"] == "f" else []  # the float transform's normalisation
+        loops = [] if plan["fixed"] else ["k"]  # the float transform's normalisation
         return ctx.render("signal_irfft.c.j2", frames=frames, variables=_variables(frames, plan, *loops), **plan)

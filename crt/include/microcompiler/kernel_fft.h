@@ -48,7 +48,7 @@ static inline void mc_fft16_radix2(int16_t* f, int m, const int16_t* tw, int str
   }
 }
 
-/* One forward radix-4 stage over 4 * m points at f. */
+/* One radix-4 stage over 4 * m points at f, forward or inverse. */
 static inline void mc_fft16_radix4(int16_t* f, int m, const int16_t* tw, int stride,
                                   int direction) {
   int k;

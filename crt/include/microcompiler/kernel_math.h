@@ -78,6 +78,7 @@ static inline int32_t mc_saturating_left_shift(int32_t x, int exponent) {
 /* Integer helpers of the signal-processing (audio front end) operators. */
 #include "microcompiler/kernel_signal.h"
 #include "microcompiler/kernel_fft.h"
+#include "microcompiler/kernel_fft32.h"
 
 /* exp(x) in float without libm, so that the host build and every device build
  * (whose C libraries implement expf differently) give bit-identical results.
