@@ -1,18 +1,18 @@
 /* The int32 build of TFLM's real FFT (KISS FFT with 32-bit fixed point: Q31 twiddles, 64-bit
  * products, each stage scales by 1/radix); the same steps as the int16 functions of kernel_fft.h.
  * Sums wrap at 32 bits as KISS FFT's int32 arithmetic does on TFLM's targets (here without
- * undefined behaviour: through uint32_t).
+ * undefined behaviour: mc_wrap_add and mc_wrap_sub).
  */
 #ifndef MICROCOMPILER_KERNEL_FFT32_H_
 #define MICROCOMPILER_KERNEL_FFT32_H_
 
 #include <stdint.h>
 
+#include "microcompiler/kernel_fixedpoint.h" /* mc_wrap_add, mc_wrap_sub */
+#include "microcompiler/kernel_fft.h"        /* MC_FFT_INVERSE */
+
 enum { MC_Q31_BITS = 31 };
 #define MC_Q31_MAX INT32_MAX
-
-static inline int32_t mc_wrap_add32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
-static inline int32_t mc_wrap_sub32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
 
 /* A Q62 product back to Q31, rounded half up. */
 static inline int32_t mc_q31_round(int64_t product) {
@@ -32,13 +32,13 @@ static inline void mc_fft32_mul(int32_t* product, const int32_t* a, const int32_
 
 /* sum = a + b and difference = a - b, complex, wrapping */
 static inline void mc_fft32_add(int32_t* sum, const int32_t* a, const int32_t* b) {
-  sum[0] = mc_wrap_add32(a[0], b[0]);
-  sum[1] = mc_wrap_add32(a[1], b[1]);
+  sum[0] = mc_wrap_add(a[0], b[0]);
+  sum[1] = mc_wrap_add(a[1], b[1]);
 }
 
 static inline void mc_fft32_sub(int32_t* difference, const int32_t* a, const int32_t* b) {
-  difference[0] = mc_wrap_sub32(a[0], b[0]);
-  difference[1] = mc_wrap_sub32(a[1], b[1]);
+  difference[0] = mc_wrap_sub(a[0], b[0]);
+  difference[1] = mc_wrap_sub(a[1], b[1]);
 }
 
 static inline void mc_fft32_radix2(int32_t* f, int m, const int32_t* tw, int stride) {
@@ -79,15 +79,15 @@ static inline void mc_fft32_radix4(int32_t* f, int m, const int32_t* tw, int str
     mc_fft32_sub(f2, f0, sum);
     mc_fft32_add(f0, f0, sum);
     if (turn > 0) {
-      f1[0] = mc_wrap_add32(rest[0], diff[1]);
-      f1[1] = mc_wrap_sub32(rest[1], diff[0]);
-      f3[0] = mc_wrap_sub32(rest[0], diff[1]);
-      f3[1] = mc_wrap_add32(rest[1], diff[0]);
+      f1[0] = mc_wrap_add(rest[0], diff[1]);
+      f1[1] = mc_wrap_sub(rest[1], diff[0]);
+      f3[0] = mc_wrap_sub(rest[0], diff[1]);
+      f3[1] = mc_wrap_add(rest[1], diff[0]);
     } else {
-      f1[0] = mc_wrap_sub32(rest[0], diff[1]);
-      f1[1] = mc_wrap_add32(rest[1], diff[0]);
-      f3[0] = mc_wrap_add32(rest[0], diff[1]);
-      f3[1] = mc_wrap_sub32(rest[1], diff[0]);
+      f1[0] = mc_wrap_sub(rest[0], diff[1]);
+      f1[1] = mc_wrap_add(rest[1], diff[0]);
+      f3[0] = mc_wrap_add(rest[0], diff[1]);
+      f3[1] = mc_wrap_sub(rest[1], diff[0]);
     }
   }
 }
@@ -98,8 +98,8 @@ static inline void mc_rfft32_split(int32_t* out, int half, const int32_t* super_
   dc[0] = out[0];
   dc[1] = out[1];
   mc_fft32_scale(dc, 2);
-  out[0] = mc_wrap_add32(dc[0], dc[1]);
-  out[2 * half] = mc_wrap_sub32(dc[0], dc[1]);
+  out[0] = mc_wrap_add(dc[0], dc[1]);
+  out[2 * half] = mc_wrap_sub(dc[0], dc[1]);
   out[1] = 0;
   out[2 * half + 1] = 0;
   for (k = 1; k <= half / 2; ++k) {
@@ -109,16 +109,16 @@ static inline void mc_rfft32_split(int32_t* out, int half, const int32_t* super_
     fk[0] = low[0];
     fk[1] = low[1];
     fnk[0] = high[0];
-    fnk[1] = mc_wrap_sub32(0, high[1]);
+    fnk[1] = mc_wrap_sub(0, high[1]);
     mc_fft32_scale(fk, 2);
     mc_fft32_scale(fnk, 2);
     mc_fft32_add(even, fk, fnk);
     mc_fft32_sub(odd, fk, fnk);
     mc_fft32_mul(t, odd, super_tw + 2 * (k - 1));
-    low[0] = mc_wrap_add32(even[0], t[0]) >> 1;
-    low[1] = mc_wrap_add32(even[1], t[1]) >> 1;
-    high[0] = mc_wrap_sub32(even[0], t[0]) >> 1;
-    high[1] = mc_wrap_sub32(t[1], even[1]) >> 1;
+    low[0] = mc_wrap_add(even[0], t[0]) >> 1;
+    low[1] = mc_wrap_add(even[1], t[1]) >> 1;
+    high[0] = mc_wrap_sub(even[0], t[0]) >> 1;
+    high[1] = mc_wrap_sub(t[1], even[1]) >> 1;
   }
 }
 
@@ -126,8 +126,8 @@ static inline void mc_irfft32_merge(const int32_t* in, int32_t* out, int half, c
                                     const int16_t* slot) {
   int32_t first[2];
   int k;
-  first[0] = mc_wrap_add32(in[0], in[2 * half]);
-  first[1] = mc_wrap_sub32(in[0], in[2 * half]);
+  first[0] = mc_wrap_add(in[0], in[2 * half]);
+  first[1] = mc_wrap_sub(in[0], in[2 * half]);
   mc_fft32_scale(first, 2);
   out[2 * slot[0]] = first[0];
   out[2 * slot[0] + 1] = first[1];
@@ -138,15 +138,15 @@ static inline void mc_irfft32_merge(const int32_t* in, int32_t* out, int half, c
     fk[0] = in[2 * k];
     fk[1] = in[2 * k + 1];
     fnkc[0] = in[2 * (half - k)];
-    fnkc[1] = mc_wrap_sub32(0, in[2 * (half - k) + 1]);
+    fnkc[1] = mc_wrap_sub(0, in[2 * (half - k) + 1]);
     mc_fft32_scale(fk, 2);
     mc_fft32_scale(fnkc, 2);
     mc_fft32_add(even, fk, fnkc);
     mc_fft32_sub(odd, fk, fnkc);
     mc_fft32_mul(t, odd, super_tw + 2 * (k - 1));
     mc_fft32_add(low, even, t);
-    high[0] = mc_wrap_sub32(even[0], t[0]);
-    high[1] = mc_wrap_sub32(0, mc_wrap_sub32(even[1], t[1]));  /* written after low: the middle bin keeps this */
+    high[0] = mc_wrap_sub(even[0], t[0]);
+    high[1] = mc_wrap_sub(0, mc_wrap_sub(even[1], t[1]));  /* written after low: the middle bin keeps this */
   }
 }
 
