@@ -91,12 +91,14 @@ KERNEL_CHOICES = ("fast", "reference")
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast") -> ModelLibrary:
+                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast",
+                  shared_arena: str | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
     ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
     ``kernels="reference"`` emits every operator's reference loop nest instead (to read or diff
-    against the fast version of a layer)."""
+    against the fast version of a layer). ``shared_arena``: the C name of an arena the firmware
+    defines and shares between models (docs/multiple_models.md); default: the library's own."""
     if kernels not in KERNEL_CHOICES:
         raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
     if name is not None:
@@ -106,7 +108,7 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     graph = run_passes(graph)
     if kernels == "reference":
         features, tuning = frozenset(), {"*": {"variant": "reference"}}
-    return generate_library(graph, features, tuning)
+    return generate_library(graph, features, tuning, shared_arena)
 
 
 def write_atomically(library: ModelLibrary, out_dir: str | Path) -> Path:

@@ -84,6 +84,9 @@ class Project:
     metadata: dict
     stack_bytes: int
     mode: str = STANDALONE
+    # Every model's metadata when the firmware holds several (docs/multiple_models.md); else empty.
+    models: list[dict] = field(default_factory=list)
+    share_arena: bool = False
     # What the target keeps of a project it made in this process (the host's built program), or None.
     program: object | None = field(default=None, repr=False, compare=False)
 
@@ -108,23 +111,50 @@ class Project:
             raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
                                      "make one with 'microcompiler create-project'")
         info = read_project_info(project_dir)
-        try:
-            metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is missing or damaged ({why(exc)}); "
-                                     f"{_RECREATE}") from None
-        if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
-            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is damaged (not a model "
-                                     f"library's metadata); {_RECREATE}")
+        names = info.get("models")
+        if names is None:
+            models, metadata = [], _read_metadata(project_dir / "model")
+        elif isinstance(names, list) and names and all(isinstance(n, str) and n.isidentifier() for n in names):
+            models = [_read_metadata(project_dir / "models" / n) for n in names]
+            metadata = models[0]
+        else:
+            raise MicrocompilerError(f"{project_dir / PROJECT_FILE} is damaged ('models' is not a list of model "
+                                     f"names); {_RECREATE}")
         return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
-                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE))
+                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE),
+                   models, bool(info.get("share_arena", False)))
 
-    def saved_inputs(self) -> list[np.ndarray]:
-        """The input the project was created with (inputs/input<k>.npy)."""
-        return [np.load(self.dir / "inputs" / f"input{k}.npy") for k in range(len(self.metadata["inputs"]))]
+    def saved_inputs(self, model: str | None = None) -> list[np.ndarray]:
+        """The input the project was created with (inputs/input<k>.npy; with several models, the named
+        model's, inputs/<model>/input<k>.npy)."""
+        metadata, folder = self.metadata, self.dir / "inputs"
+        if self.models:
+            metadata = self.model_metadata(model or self.model)
+            folder = folder / metadata["name"]
+        return [np.load(folder / f"input{k}.npy") for k in range(len(metadata["inputs"]))]
+
+    def model_metadata(self, model: str) -> dict:
+        """The metadata of the model named ``model`` in this project (one-line error if absent)."""
+        for metadata in self.models or [self.metadata]:
+            if metadata["name"] == model:
+                return metadata
+        known = ", ".join(m["name"] for m in self.models or [self.metadata])
+        raise MicrocompilerError(f"{self.dir} holds no model named '{model}' (it holds: {known})")
 
 
 _RECREATE = "recreate the project with 'microcompiler create-project'"
+
+
+def _read_metadata(library_dir: Path) -> dict:
+    """A model library's metadata.json inside a project, checked."""
+    path = library_dir / "metadata.json"
+    try:
+        metadata = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MicrocompilerError(f"{path} is missing or damaged ({why(exc)}); {_RECREATE}") from None
+    if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
+        raise MicrocompilerError(f"{path} is damaged (not a model library's metadata); {_RECREATE}")
+    return metadata
 # The fields of microcompiler-project.json, with their types.
 _PROJECT_FIELDS = {"model": str, "board": str, "template": str, "executor": str, "stack_bytes": int}
 
@@ -169,6 +199,8 @@ class RunResult:
     hz: int
     stack_bytes: int | None  # stack high-water mark, when the firmware reports it
     log: str  # everything the firmware printed
+    # A firmware with several models: each model's result by name (this result is the first's).
+    models: dict[str, "RunResult"] = field(default_factory=dict)
 
 
 # ---- Does it fit ----
@@ -476,6 +508,9 @@ class Target:
         input saved with the project (ticks: the sum of the operators' device times).
         """
         self.require_elf(project)
+        if project.mode == HOST_DRIVEN and project.models:
+            from microcompiler.targets.multi import flash_host_driven_models
+            return flash_host_driven_models(self, project, timeout=timeout, log=log, port=port)
         if project.mode == HOST_DRIVEN:
             with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
                 with session.executor() as ex:
@@ -490,6 +525,9 @@ class Target:
         with self.open_link(project, port=port, log=log) as link:
             text = link.read_until(self.report_pattern, timeout).decode(errors="replace")
         log(f"report received after {time.monotonic() - started:.1f} s")
+        if project.models:
+            from microcompiler.targets.multi import decode_models_report
+            return decode_models_report(self.report_text(text), project.models)
         return decode_report(self.report_text(text), project.metadata)
 
     def report_text(self, text: str) -> str:

@@ -41,14 +41,16 @@ def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
             for arr, meta in zip(inputs, metadata["inputs"])]
 
 
-def save_inputs(stage: Path, arrays: list[np.ndarray], metadata: dict) -> list[dict]:
-    """Write inputs/input<k>.npy; returns what the templates need to compile each input in."""
-    (stage / "inputs").mkdir()
+def save_inputs(stage: Path, arrays: list[np.ndarray], metadata: dict, folder: str = "inputs",
+                prefix: str = "g_") -> list[dict]:
+    """Write <folder>/input<k>.npy; returns what the templates need to compile each input in (the C
+    array ``<prefix><c_name>``)."""
+    (stage / folder).mkdir(parents=True)
     values = []
     for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
-        np.save(stage / "inputs" / f"input{k}.npy", arr)
+        np.save(stage / folder / f"input{k}.npy", arr)
         values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
-                       "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
+                       "definition": c_array(f"{prefix}{meta['c_name']}", c_type(meta["dtype"]), arr)})
     return values
 
 
