@@ -159,13 +159,14 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
                       mode=mode, models=models_values, share_arena=share_arena, shared_arena=SHARED_ARENA,
                       include_dirs=[f"models/{m['name']}/include" for m in metas], input_origin="seeded random",
                       inputs=[], outputs=[])
+        source = "models.c.j2"
         if mode == HOST_DRIVEN:
             from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
             values["pool_headroom"] = DEFAULT_POOL_HEADROOM
-        else:
-            folder = resources.templates_dir() / MODELS_TEMPLATES
-            for part in ("models.c", "models.h"):
-                (stage / "src" / part).write_text(render_template(folder, f"{part}.j2", **values))
+            source = "models_rpc.c.j2"
+        folder = resources.templates_dir() / MODELS_TEMPLATES
+        (stage / "src" / "models.h").write_text(render_template(folder, "models.h.j2", **values))
+        (stage / "src" / "models.c").write_text(render_template(folder, source, **values))
         target.fill(stage, values, stack)
 
     return Project.load(write_project_dir(out_dir, fill, info))
