@@ -43,7 +43,7 @@ from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
 from microcompiler.outdir import check_path_is_safe
-from microcompiler.standalone import StandaloneResult, parse_reports
+from microcompiler.standalone import StandaloneResult, model_report, parse_reports
 from microcompiler.targets.files import (BUILD_DIR, PROJECT_FILE, check_project_dir, output_values, resolve_inputs,
                                          save_inputs, write_project_dir)
 
@@ -508,27 +508,30 @@ class Target:
         input saved with the project (ticks: the sum of the operators' device times).
         """
         self.require_elf(project)
-        if project.mode == HOST_DRIVEN and project.models:
-            from microcompiler.targets.multi import flash_host_driven_models
-            return flash_host_driven_models(self, project, timeout=timeout, log=log, port=port)
-        if project.mode == HOST_DRIVEN:
+        if project.mode == HOST_DRIVEN:  # each model, picked by name when the firmware holds several
+            from microcompiler.rpc.plan import ModelPlan
+            results = {}
             with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
-                with session.executor() as ex:
-                    outputs = ex(*project.saved_inputs())
-                    ticks = sum(ex.last_ticks)
-                hz = session.device.timer_hz
+                for meta in project.models or [project.metadata]:
+                    plan = ModelPlan.load(project.dir / "models" / meta["name"]) if project.models else None
+                    with session.executor(plan) as ex:
+                        outputs = ex(*project.saved_inputs(meta["name"]))
+                    results[meta["name"]] = RunResult(outputs, sum(ex.last_ticks), session.device.timer_hz, None, "")
                 logs = "\n".join(session.logs)
-            return RunResult(outputs, ticks, hz, None, logs)
+            first = results[project.model]
+            return RunResult(first.outputs, first.ticks, first.hz, None, logs, results if project.models else {})
         if port is None:
             self.load(project, log)
         started = time.monotonic()
         with self.open_link(project, port=port, log=log) as link:
             text = link.read_until(self.report_pattern, timeout).decode(errors="replace")
         log(f"report received after {time.monotonic() - started:.1f} s")
-        if project.models:
-            from microcompiler.targets.multi import decode_models_report
-            return decode_models_report(self.report_text(text), project.models)
-        return decode_report(self.report_text(text), project.metadata)
+        text = self.report_text(text)
+        if not project.models:
+            return decode_report(text, project.metadata)
+        results = {m["name"]: decode_report(model_report(text, m["name"]), m) for m in project.models}
+        first = results[project.model]
+        return RunResult(first.outputs, first.ticks, first.hz, first.stack_bytes, text, results)
 
     def report_text(self, text: str) -> str:
         """The part of what the firmware printed that holds its report."""

@@ -20,15 +20,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
-
 from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.compiler import check_model_name, compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
-from microcompiler.targets.base import HOST_DRIVEN, Log, Project, RunResult, Target, quiet
+from microcompiler.inputs import random_inputs
+from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet
 from microcompiler.targets.files import check_project_dir, output_values, save_inputs, write_project_dir
 
 SHARED_ARENA = "mc_shared_arena"  # the arena main.c defines for every model when they share one
@@ -146,7 +145,7 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
             meta = lib.metadata
             name = meta["name"]
             lib.write(stage / "models" / name)
-            inputs = save_inputs(stage, _seeded_inputs(meta), meta, folder=f"inputs/{name}", prefix=f"g_{name}_")
+            inputs = save_inputs(stage, random_inputs(meta["inputs"]), meta, folder=f"inputs/{name}", prefix=f"g_{name}_")
             models_values.append(dict(name=name, NAME=name.upper(), inputs=inputs, outputs=output_values(meta)))
             if mode == HOST_DRIVEN:
                 from microcompiler.rpc.plan import ModelPlan
@@ -170,52 +169,3 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
         target.fill(stage, values, stack)
 
     return Project.load(write_project_dir(out_dir, fill, info))
-
-
-def _seeded_inputs(meta: dict) -> list[np.ndarray]:
-    from microcompiler.inputs import random_inputs
-    return random_inputs(meta["inputs"])
-
-
-def decode_models_report(text: str, models: list[dict]) -> RunResult:
-    """Each model's outputs from one report (keys ``<name>.output<k>``, ``<name>.ticks``,
-    ``<name>.status``); the result is the first model's, with every model's in ``models``."""
-    from microcompiler.targets.base import decode_report
-    results: dict[str, RunResult] = {}
-    for meta in models:
-        prefix = meta["name"] + "."
-        lines, status = [], None
-        for line in text.splitlines():
-            line = line.strip()
-            if line.startswith(prefix):
-                key, _, value = line[len(prefix):].partition(" ")
-                if key == "status":
-                    status = value
-                else:
-                    lines.append(f"{key} {value}")
-            elif line.startswith("MC-END") and status is not None:
-                lines.append(f"MC-END {status} {meta['name']}")
-            elif line.startswith("MC-") or line.startswith("stack_bytes") or line.startswith("hz "):
-                lines.append(line)
-        results[meta["name"]] = decode_report("\n".join(lines), meta)
-    first = results[models[0]["name"]]
-    return RunResult(first.outputs, first.ticks, first.hz, first.stack_bytes, text, results)
-
-
-def flash_host_driven_models(target: Target, project: Project, *, timeout: float, log: Log,
-                             port: str | None) -> RunResult:
-    """Drive every model of a host-driven firmware over RPC, each picked by name, on its saved input."""
-    from microcompiler.rpc.plan import ModelPlan
-    from microcompiler.targets.base import RPC_TIMEOUT
-    results: dict[str, RunResult] = {}
-    with target.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
-        for meta in project.models:
-            plan = ModelPlan.load(project.dir / "models" / meta["name"])
-            session.check_model(plan)
-            with session.executor(plan) as ex:
-                outputs = ex(*project.saved_inputs(meta["name"]))
-                ticks = sum(ex.last_ticks)
-            results[meta["name"]] = RunResult(outputs, ticks, session.device.timer_hz, None, "")
-        logs = "\n".join(session.logs)
-    first = results[project.models[0]["name"]]
-    return RunResult(first.outputs, first.ticks, first.hz, None, logs, results)
