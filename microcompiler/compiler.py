@@ -14,6 +14,7 @@ from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE
 
+SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
 GENERATOR = "microcompiler"  # metadata.json's "generator": marks a directory as a model library we wrote
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto

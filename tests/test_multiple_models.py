@@ -4,6 +4,7 @@ arena and is refused when the models could overlap; host-driven execution that p
 name; and two libraries compiled separately that link into one program."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -140,16 +141,22 @@ def test_host_driven_picks_each_model_by_name(models, tmp_path):
         connect(project_dir, model="kws")
 
 
-def test_separately_compiled_libraries_link_into_one_program(models, tmp_path):
+SHARED_ARENA_DEFINITION = """#define MAX(a, b) ((a) > (b) ? (a) : (b))
+int64_t mc_shared_arena[(MAX(KWS_ARENA_BYTES, ANOMALY_ARENA_BYTES) + 7) / 8];
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own_arenas", "shared_arena"])
+def test_separately_compiled_libraries_link_into_one_program(models, tmp_path, shared):
     names = ["kws", "anomaly"]
     for name, model in zip(names, models):
-        proc = cli("compile", model, "--name", name, "-o", tmp_path / name)
+        proc = cli("compile", model, "--name", name, "-o", tmp_path / name, *(["--shared-arena"] if shared else []))
         assert proc.returncode == 0, proc.stderr
     main = tmp_path / "main.c"
     main.write_text("""#include <stdio.h>
 #include "kws.h"
 #include "anomaly.h"
-static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES];
+""" + (SHARED_ARENA_DEFINITION if shared else "") + """static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES];
 static int8_t anomaly_in[ANOMALY_INPUT0_BYTES], anomaly_out[ANOMALY_OUTPUT0_BYTES];
 int main(void) {
   if (fread(kws_in, 1, sizeof(kws_in), stdin) != sizeof(kws_in)) return 2;
@@ -161,18 +168,21 @@ int main(void) {
 }
 """)
     flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+    sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if shared else []
     includes = [f"-I{tmp_path / n / 'include'}" for n in names]
     objects = []
     for source in [main, *sorted(tmp_path.glob("*/src/*.c"))]:
         obj = tmp_path / f"{source.stem}.o"
-        subprocess.run(["cc", *flags, *includes, "-c", str(source), "-o", str(obj)], check=True, timeout=300)
+        subprocess.run(["cc", *flags, *sanitize, *includes, "-c", str(source), "-o", str(obj)], check=True,
+                       timeout=300)
         objects.append(obj)
     symbols = global_symbols(objects)  # no symbol defined twice
     for name in names:
         assert {f"{name}_run", f"{name}_registry", f"{name}_graph"} <= set(symbols)
+    assert (symbols.get("mc_shared_arena") == "main.o") == shared
     exe = tmp_path / "both"
-    subprocess.run(["cc", *map(str, objects), "-o", str(exe), "-lm"], check=True, timeout=300)
-    metas = [__import__("json").loads((tmp_path / n / "metadata.json").read_text()) for n in names]
+    subprocess.run(["cc", *sanitize, *map(str, objects), "-o", str(exe), "-lm"], check=True, timeout=300)
+    metas = [json.loads((tmp_path / n / "metadata.json").read_text()) for n in names]
     rng = np.random.default_rng(7)
     inputs = [rng.integers(-128, 128, size=m["inputs"][0]["shape"], dtype=np.int8) for m in metas]
     run = subprocess.run([str(exe)], input=b"".join(x.tobytes() for x in inputs), capture_output=True,
@@ -189,7 +199,8 @@ int main(void) {
             subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", *flags, *includes, "-c", str(source),
                             "-o", str(obj)], check=True, timeout=300)
             arm.append(obj)
-        assert set(global_symbols(arm, "arm-none-eabi-nm")) == set(symbols) - {"main"}
+        ours = {s for s in symbols if not s.startswith("__")} - {"main", "mc_shared_arena"}  # not ASan's
+        assert set(global_symbols(arm, "arm-none-eabi-nm")) == ours
 
 
 @pytest.mark.parametrize("options, message", [
@@ -201,6 +212,7 @@ int main(void) {
     (["--name", "kws"], "2 models but 1 --name"),
     (["--name", "kws", "--name", "2nd"], "is not a C identifier"),
     (["--input", "x.npy"], "--input takes one model"),
+    (["--template", "mlperf"], "--template mlperf runs one model; for several use --template baremetal, zephyr"),
 ])
 def test_models_that_could_clash_or_overlap_are_refused_in_one_line(options, message, tmp_path):
     proc = cli("create-project", "--model", TINY, "--model", TINY, "--board", BOARD, "-o", tmp_path / "p", *options)
@@ -248,3 +260,9 @@ def test_model_request_names_no_model_on_a_server_without_models(tmp_path):
         assert session.model_fingerprint("kws") is None
         assert session._request(P.MODEL, b"").status == 8  # MC_ERR_PROTOCOL: a MODEL request needs a name
         assert session.ping(b"still serving") == b"still serving"
+
+
+def test_run_compiles_the_model_under_the_name_given():
+    proc = cli("run", TINY, "--name", "wake", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["model"] == "wake"

@@ -100,6 +100,7 @@ def _check_build_dir(project: Project, build_dir: Path, log: Log) -> None:
 class BareMetal(Target):
     name = "baremetal"
     template_folder = "baremetal"  # a variant that subclasses this one keeps these templates
+    several_models = True
 
     def check_board(self, board: Board) -> None:
         if board.platform is None:

@@ -386,6 +386,7 @@ class Target:
     report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
     template_folder: ClassVar[str | None] = None  # project_templates/<this> (default: the name)
     options: ClassVar[tuple[str, ...]] = ()  # create-project options of this template only (mlperf: benchmark)
+    several_models: ClassVar[bool] = False  # its mains run several models (docs/multiple_models.md)
 
     @property
     def template_dir(self) -> Path:

@@ -23,14 +23,13 @@ from pathlib import Path
 from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.compiler import check_model_name, compile_model
+from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
 from microcompiler.inputs import random_inputs
-from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet
+from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, get_target, quiet, templates
 from microcompiler.targets.files import check_project_dir, output_values, save_inputs, write_project_dir
 
-SHARED_ARENA = "mc_shared_arena"  # the arena main.c defines for every model when they share one
 MODELS_TEMPLATES = "models"  # project_templates/models: src/models.c and src/models.h
 # The RPC server searches at most MC_RPC_MAX_REGISTRIES (4) registries: one per model plus the
 # registry of the models' <name>_run functions.
@@ -118,6 +117,9 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
     """Write one firmware project that runs every model (.tflite paths or compiled libraries)."""
     if len(models) < 2:
         raise MicrocompilerError("give at least two models (--model A --model B) for a firmware with several models")
+    if not target.several_models:
+        several = ", ".join(t for t in templates() if get_target(t).several_models)
+        raise MicrocompilerError(f"--template {target.name} runs one model; for several use --template {several}")
     target.check_board(board)
     if share_arena:
         check_can_share_arena(mode, concurrent)

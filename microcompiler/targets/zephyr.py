@@ -190,6 +190,7 @@ class Zephyr(Target):
     name = TEMPLATE
     label = "Zephyr"
     report_pattern = _WHOLE_REPORT
+    several_models = True
 
     # ---- create ----
 
