@@ -120,6 +120,17 @@ def test_shared_arena_saves_the_smaller_arena(plain, models, tmp_path):
 
 
 @needs_board_tools
+def test_graph_executor_models_share_one_pool(models, tmp_path):
+    project, built = built_project(tmp_path / "graph", models, "--executor", "graph", "--share-arena")
+    assert_bit_exact(project, flash(project.dir, log=lambda _: None), models)
+    pools = []
+    for meta in project.models:
+        header = (project.dir / "models" / meta["name"] / "include" / f"{meta['name']}_graph.h").read_text()
+        pools.append(int(header.split(f"{meta['name'].upper()}_GRAPH_POOL_BYTES ")[1].split()[0]))
+    assert symbol_sizes(built.elf)["g_pool"] == max(pools) < sum(pools)
+
+
+@needs_board_tools
 def test_host_driven_picks_each_model_by_name(models, tmp_path):
     project_dir = tmp_path / "hd"
     project, _ = built_project(project_dir, models, "--mode", "host-driven")
@@ -242,6 +253,7 @@ def test_a_model_with_state_cannot_share_the_arena(models):
 
 
 def test_zephyr_project_runs_every_model(models, tmp_path):
+    """Zephyr projects are written from Zephyr's sources; west is not installable here to build them."""
     project = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "z", share_arena=True)
     main = (project.dir / "src" / "main.c").read_text()
     runner = (project.dir / "src" / "models.c").read_text()
@@ -249,6 +261,13 @@ def test_zephyr_project_runs_every_model(models, tmp_path):
     assert "run_models()" in main and "k_sleep" in main
     assert "tiny_cnn_int8_run(" in runner and "ad01_int8_run(" in runner and f"int64_t {SHARED_ARENA}[" in runner
     assert "models/tiny_cnn_int8/include models/ad01_int8/include" in cmake and "src/models.c" in cmake
+    served = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "zr", mode="host-driven")
+    main = (served.dir / "src" / "main.c").read_text()
+    server = (served.dir / "src" / "models.c").read_text()
+    assert "serve_models(" in main and "(Zephyr)" in main
+    assert all(f'mc_rpc_server_add_model(&g_server, "{m["name"]}", {m["name"].upper()}_FINGERPRINT)' in server
+               for m in served.models)
+    assert (served.dir / "models" / "ad01_int8" / "host_driven.json").is_file()
 
 
 def test_model_request_names_no_model_on_a_server_without_models(tmp_path):
