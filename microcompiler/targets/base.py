@@ -155,6 +155,8 @@ def _read_metadata(library_dir: Path) -> dict:
     if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
         raise MicrocompilerError(f"{path} is damaged (not a model library's metadata); {_RECREATE}")
     return metadata
+
+
 # The fields of microcompiler-project.json, with their types.
 _PROJECT_FIELDS = {"model": str, "board": str, "template": str, "executor": str, "stack_bytes": int}
 
