@@ -5,6 +5,7 @@ name; and two libraries compiled separately that link into one program."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -285,3 +286,49 @@ def test_run_compiles_the_model_under_the_name_given():
     proc = cli("run", TINY, "--name", "wake", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["model"] == "wake"
+
+
+def _zephyr_program(project: Project, exe: Path) -> Path:
+    """The whole Zephyr application as its CMakeLists.txt and Kconfig have it, strict flags, ASan and
+    UBSan, over the fake Zephyr API of tests/data/zephyr_stub (west cannot be installed here)."""
+    from test_mlperf_zephyr import FAKE_ZEPHYR, _compile, _kconfig_defines
+    d = project.dir
+    cmake = (d / "CMakeLists.txt").read_text()
+    sources = [d / s for s in re.findall(r"^\s+((?:models|crt|src)/\S+\.c)$", cmake, re.M)]
+    defines = _kconfig_defines(d, project.board) + re.findall(r"target_compile_definitions\(app PRIVATE (\S+)\)", cmake)
+    includes = [FAKE_ZEPHYR, d / "crt" / "include", d / "crt" / "platform" / "zephyr", d / "src",
+                *(d / "models" / m["name"] / "include" for m in project.models)]
+    return _compile(sources, [f if f.startswith("-D") else f"-D{f}" for f in defines], includes, exe)
+
+
+def test_zephyr_application_runs_and_serves_every_model_over_a_fake_zephyr(models, tmp_path):
+    from microcompiler.rpc.client import Session
+    from microcompiler.standalone import model_report
+    from microcompiler.targets.base import decode_report
+    from microcompiler.transport.subprocess import SubprocessTransport
+    project = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "z", share_arena=True)
+    exe = _zephyr_program(project, tmp_path / "standalone")
+    proc = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in proc.stdout:  # it reports again and again: the first whole report is enough
+            lines.append(line)
+            if line.startswith("MC-END"):
+                break
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    text = "".join(lines)
+    for meta, path in zip(project.models, models):
+        got = decode_report(model_report(text, meta["name"]), meta).outputs[0]
+        want = Oracle(path.read_bytes()).run(project.saved_inputs(meta["name"]))[0]
+        assert np.array_equal(got, np.asarray(want).reshape(got.shape)), meta["name"]
+    served = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "zr", mode="host-driven")
+    exe = _zephyr_program(served, tmp_path / "served")
+    for meta, path in zip(served.models, models):
+        plan = ModelPlan.load(served.dir / "models" / meta["name"])
+        with Session(SubprocessTransport([str(exe)]), timeout=10.0, plan=plan) as session:
+            with session.executor() as ex:
+                got = ex(*served.saved_inputs(meta["name"]))[0]
+        want = Oracle(path.read_bytes()).run(served.saved_inputs(meta["name"]))[0]
+        assert np.array_equal(got, np.asarray(want).reshape(got.shape)), meta["name"]
