@@ -97,7 +97,7 @@ def emit_dot(ctx, plan: dict, g, w_rows: np.ndarray, bias: np.ndarray, x_zp: int
                       params=ctx.const("params", records(folded, mult, shift)),
                       steps=steps_of(k), k=k, direct=plan["gather"] == "none", npix=g.out_h * g.out_w,
                       scratch=None if plan["gather"] == "none" else ctx.scratch(plan["scratch_bytes"]),
-                      left_shift=int(np.any(shift > 0)), zp=x_zp, out_zp=y_zp, act_min=act[0], act_max=act[1])
+                      general=int(np.any(shift >= 0)), zp=x_zp, out_zp=y_zp, act_min=act[0], act_max=act[1])
 
 
 def depthwise_plan(g, depth_multiplier: int) -> dict | None:
@@ -112,6 +112,30 @@ def dw16_order(channels: int) -> np.ndarray:
     accumulators A (0, 4, 8, 12), B (2, 6, 10, 14), C (1, 5, 9, 13), D (3, 7, 11, 15)."""
     lanes = [0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15]
     return np.array([base + k for base in range(0, channels, 16) for k in lanes])
+
+
+MAX_IMM = 127  # VLDRB's immediate offset: -127..127
+
+
+def depthwise_rows(g) -> tuple[list[int], list[tuple[int, int]]]:
+    """Addressing of the taps of an interior pixel: row pointers (byte offsets from the pixel's first
+    input, pointing to the middle of each kernel row, so that the row's taps are within VLDRB's
+    immediate offset of it) and per tap (row pointer index, immediate offset). Rows too wide for
+    that get a pointer per tap."""
+    c = g.in_c
+    span = (g.k_w - 1) * g.dil_w * c
+    mid = span // 2
+    rows, taps = [], []
+    for ky in range(g.k_h):
+        row = ky * g.dil_h * g.in_w * c
+        if span - mid <= MAX_IMM:
+            rows.append(row + mid)
+            taps += [(len(rows) - 1, kx * g.dil_w * c - mid) for kx in range(g.k_w)]
+        else:
+            for kx in range(g.k_w):
+                rows.append(row + kx * g.dil_w * c)
+                taps.append((len(rows) - 1, 0))
+    return rows, taps
 
 
 def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
@@ -133,7 +157,8 @@ def emit_depthwise(ctx, plan: dict, g, w_taps: np.ndarray, bias: np.ndarray, x_z
     plan["requant"] = "vqrdmulh"
     plan["tap_pairs"] = pairs
     zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, x_zp, np.int8))
-    return ctx.render("depthwise_conv_2d_mve.c.j2", g=g, describe=describe, input=input_c, output=output_c,
+    rows, taps = depthwise_rows(g)
+    return ctx.render("depthwise_conv_2d_mve.c.j2", rows=rows, taps=taps, g=g, describe=describe, input=input_c, output=output_c,
                       weights=ctx.const("weights", pack_depthwise(w_taps)),
                       params=ctx.const("params", records(folded[order], mult[order], shift[order])), zp_row=zp_row,
-                      pairs=pairs, left_shift=int(np.any(shift > 0)), out_zp=y_zp, act_min=act[0], act_max=act[1])
+                      pairs=pairs, general=int(np.any(shift >= 0)), out_zp=y_zp, act_min=act[0], act_max=act[1])

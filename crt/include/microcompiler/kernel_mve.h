@@ -66,20 +66,22 @@ static MC_MVE_INLINE mc_v4 mc_v4_load(const int32_t* p) {
 }
 
 /* TFLM's MultiplyByQuantizedMultiplier of 4 lanes after adding the bias, with the record q (see the
- * top). MVE: VSHL (only when left_shift), VQRDMULH (= SaturatingRoundingDoublingHighMul), then
+ * top). MVE: VSHL (only when general), VQRDMULH (= SaturatingRoundingDoublingHighMul), then
  * RoundingDivideByPOT as VRSHL by -r after adding -1 to negative values when r > 0 (VAND with -r
  * keeps the sign bit only then). */
-static MC_MVE_INLINE mc_v4 mc_v4_requant(mc_v4 acc, const int32_t* q, int left_shift) {
+static MC_MVE_INLINE mc_v4 mc_v4_requant(mc_v4 acc, const int32_t* q, int general) {
 #if MC_MVE
   const int32x4_t nr = vldrwq_s32(q + MC_MVE_NRSHIFT);
   int32x4_t x = vaddq_s32(acc, vldrwq_s32(q + MC_MVE_BIAS));
-  if (left_shift) x = vshlq_s32(x, vldrwq_s32(q + MC_MVE_LSHIFT));
+  if (general) x = vshlq_s32(x, vldrwq_s32(q + MC_MVE_LSHIFT));
   x = vqrdmulhq_s32(x, vldrwq_s32(q + MC_MVE_MULT));
-  x = vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, nr), 31));
+  /* general 0: every lane shifts right by at least 1 and none left (the code generator checks), so
+   * the -1 for negative values needs no mask */
+  x = vqaddq_s32(x, vshrq_n_s32(general ? vandq_s32(x, nr) : x, 31));
   return vrshlq_s32(x, nr);
 #else
   int i;
-  (void)left_shift;
+  (void)general;
   for (i = 0; i < 4; ++i) {
     const int32_t a = (int32_t)((uint32_t)acc.v[i] + (uint32_t)q[MC_MVE_BIAS + i]);
     acc.v[i] = mc_requantize(a, q[MC_MVE_MULT + i], q[MC_MVE_LSHIFT + i] + q[MC_MVE_NRSHIFT + i]);
@@ -125,56 +127,112 @@ typedef struct {
 #define MC_DW16_GROUP(ch) ((((ch) & 1) << 1) | (((ch) >> 1) & 1))
 #define MC_DW16_LANE(ch) ((ch) >> 2)
 
-static MC_MVE_INLINE void mc_dw16_zero(mc_dw16* s) {
-#if MC_MVE
-  s->a = s->b = s->c = s->d = vdupq_n_s32(0);
-#else
-  memset(s->v, 0, sizeof s->v);
-#endif
-}
+/* The widening of the int16 products e (even channels) and o (odd channels) into the accumulators
+ * (t: a scratch register). GCC inline assembly keeps the four accumulators and four temporaries in
+ * the eight Q registers (the intrinsics' code spilled them). */
+#define MC_DW16_WIDEN_FIRST(E, O)                                                                        \
+  "vmovlb.s16 %q[a], %q[" E "]\n\t"                                                                  \
+  "vmovlt.s16 %q[b], %q[" E "]\n\t"                                                                  \
+  "vmovlb.s16 %q[c], %q[" O "]\n\t"                                                                  \
+  "vmovlt.s16 %q[d], %q[" O "]\n\t"
+#define MC_DW16_WIDEN(E, O)                                                                              \
+  "vmovlb.s16 %q[t], %q[" E "]\n\t"                                                                  \
+  "vadd.i32 %q[a], %q[a], %q[t]\n\t"                                                                 \
+  "vmovlt.s16 %q[t], %q[" E "]\n\t"                                                                  \
+  "vadd.i32 %q[b], %q[b], %q[t]\n\t"                                                                 \
+  "vmovlb.s16 %q[t], %q[" O "]\n\t"                                                                  \
+  "vadd.i32 %q[c], %q[c], %q[t]\n\t"                                                                 \
+  "vmovlt.s16 %q[t], %q[" O "]\n\t"                                                                  \
+  "vadd.i32 %q[d], %q[d], %q[t]\n\t"
 
-/* s += x[c] * w[c] for the 16 channels c (one tap). */
-static MC_MVE_INLINE void mc_dw16_tap(mc_dw16* s, const int8_t* x, const int8_t* w) {
-#if MC_MVE
-  const int8x16_t xv = vldrbq_s8(x), wv = vldrbq_s8(w);
-  const int16x8_t e = vmullbq_int_s8(xv, wv), o = vmulltq_int_s8(xv, wv);
-  s->a = vaddq_s32(s->a, vmovlbq_s16(e));
-  s->b = vaddq_s32(s->b, vmovltq_s16(e));
-  s->c = vaddq_s32(s->c, vmovlbq_s16(o));
-  s->d = vaddq_s32(s->d, vmovltq_s16(o));
-#else
-  int c;
-  for (c = 0; c < 16; ++c) s->v[c] = (int32_t)((uint32_t)s->v[c] + (uint32_t)((int32_t)x[c] * (int32_t)w[c]));
-#endif
-}
+/* The taps' inputs are read at x + OFF (OFF a literal in -127..127: VLDRB's immediate offset), the
+ * weights at *wp, which advances by 16 per tap. FIRST: the accumulators start with this tap (no
+ * zeroing). */
+#define MC_DW16_TAP_ASM(WIDEN, ACC, OFF)                                                                         \
+  __asm__("vldrb.8 %q[t], [%[x], #%c[off]]\n\t"                                                          \
+          "vldrb.8 %q[u], [%[w]], #16\n\t"                                                             \
+          "vmullb.s8 %q[e], %q[t], %q[u]\n\t"                                                          \
+          "vmullt.s8 %q[o], %q[t], %q[u]\n\t" WIDEN("e", "o")                                            \
+          : [a] ACC(dw_->a), [b] ACC(dw_->b), [c] ACC(dw_->c), [d] ACC(dw_->d), [t] "=&w"(vt_), [u] "=&w"(vu_),      \
+            [e] "=&w"(ve_), [o] "=&w"(vo_), [w] "+r"(wq_)                                                    \
+          : [x] "r"(x_), [off] "n"(OFF)                                                                   \
+          : "memory")
+#define MC_DW16_TAP2_ASM(WIDEN, ACC, OFF0, OFF1)                                                                          \
+  __asm__("vldrb.8 %q[t], [%[x0], #%c[o0]]\n\t"                                                        \
+          "vldrb.8 %q[u], [%[w]], #16\n\t"                                                             \
+          "vmullb.s8 %q[e], %q[t], %q[u]\n\t"                                                          \
+          "vmullt.s8 %q[o], %q[t], %q[u]\n\t"                                                          \
+          "vldrb.8 %q[t], [%[x1], #%c[o1]]\n\t"                                                        \
+          "vldrb.8 %q[u], [%[w]], #16\n\t"                                                             \
+          "vmullb.s8 %q[t], %q[t], %q[u]\n\t"                                                          \
+          "vadd.i16 %q[e], %q[e], %q[t]\n\t"                                                           \
+          "vldrb.8 %q[t], [%[x1], #%c[o1]]\n\t"                                                        \
+          "vmullt.s8 %q[t], %q[t], %q[u]\n\t"                                                          \
+          "vadd.i16 %q[o], %q[o], %q[t]\n\t" WIDEN("e", "o")                                             \
+          : [a] ACC(dw_->a), [b] ACC(dw_->b), [c] ACC(dw_->c), [d] ACC(dw_->d), [t] "=&w"(vt_), [u] "=&w"(vu_),      \
+            [e] "=&w"(ve_), [o] "=&w"(vo_), [w] "+r"(wq_)                                                    \
+          : [x0] "r"(x0_), [x1] "r"(x1_), [o0] "n"(OFF0), [o1] "n"(OFF1)                                 \
+          : "memory")
 
+/* s (+)= x[OFF + c] * w[c] for the 16 channels c (one tap): 12 instructions per 16 MACs (8 FIRST). */
+#if MC_MVE
+#define MC_DW16_TAP(S_, X_, OFF, WP_, FIRST)                                                             \
+  do {                                                                                                   \
+    mc_dw16* const dw_ = (S_);                                                                                   \
+    const int8_t* const x_ = (X_); /* the macro arguments are evaluated once */                                                                        \
+    const int8_t* wq_ = *(WP_);                                                                            \
+    int8x16_t vt_, vu_, ve_, vo_;                                                                                \
+    if (FIRST) {                                                                                         \
+      MC_DW16_TAP_ASM(MC_DW16_WIDEN_FIRST, "=&w", OFF);                                                              \
+    } else {                                                                                             \
+      MC_DW16_TAP_ASM(MC_DW16_WIDEN, "+w", OFF);                                                                    \
+    }                                                                                                    \
+    *(WP_) = wq_;                                                                                          \
+  } while (0)
 /* Two taps at once: the two int16 products are added in int16 before widening, which is exact when
- * no weight is -128 (|x w0 + x' w1| <= 2 * 128 * 127 < 2^15; the code generator checks). */
-static MC_MVE_INLINE void mc_dw16_tap2(mc_dw16* s, const int8_t* x0, const int8_t* w0, const int8_t* x1,
-                                       const int8_t* w1) {
-#if MC_MVE
-  const int8x16_t u = vldrbq_s8(x0), k = vldrbq_s8(w0), v = vldrbq_s8(x1), l = vldrbq_s8(w1);
-  const int16x8_t e = vaddq_s16(vmullbq_int_s8(u, k), vmullbq_int_s8(v, l));
-  const int16x8_t o = vaddq_s16(vmulltq_int_s8(u, k), vmulltq_int_s8(v, l));
-  s->a = vaddq_s32(s->a, vmovlbq_s16(e));
-  s->b = vaddq_s32(s->b, vmovltq_s16(e));
-  s->c = vaddq_s32(s->c, vmovlbq_s16(o));
-  s->d = vaddq_s32(s->d, vmovltq_s16(o));
+ * no weight is -128 (|x w0 + x' w1| <= 2 * 128 * 127 < 2^15; the code generator checks): 19
+ * instructions per 32 MACs (15 FIRST). */
+#define MC_DW16_TAP2(S_, X0_, OFF0, X1_, OFF1, WP_, FIRST)                                               \
+  do {                                                                                                   \
+    mc_dw16* const dw_ = (S_);                                                                                   \
+    const int8_t* const x0_ = (X0_);                                                                      \
+    const int8_t* const x1_ = (X1_);                                                                      \
+    const int8_t* wq_ = *(WP_);                                                                            \
+    int8x16_t vt_, vu_, ve_, vo_;                                                                                \
+    if (FIRST) {                                                                                         \
+      MC_DW16_TAP2_ASM(MC_DW16_WIDEN_FIRST, "=&w", OFF0, OFF1);                                                             \
+    } else {                                                                                             \
+      MC_DW16_TAP2_ASM(MC_DW16_WIDEN, "+w", OFF0, OFF1);                                                                   \
+    }                                                                                                    \
+    *(WP_) = wq_;                                                                                          \
+  } while (0)
 #else
-  mc_dw16_tap(s, x0, w0);
-  mc_dw16_tap(s, x1, w1);
-#endif
+static inline void mc_dw16_tap_c(mc_dw16* s, const int8_t* x, const int8_t** wp, int first) {
+  int c;
+  const int8_t* w = *wp;
+  for (c = 0; c < 16; ++c) {
+    const uint32_t prev = first ? 0u : (uint32_t)s->v[c];
+    s->v[c] = (int32_t)(prev + (uint32_t)((int32_t)x[c] * (int32_t)w[c]));
+  }
+  *wp = w + 16;
 }
+#define MC_DW16_TAP(S_, X_, OFF, WP_, FIRST) mc_dw16_tap_c((S_), (X_) + (OFF), (WP_), (FIRST))
+#define MC_DW16_TAP2(S_, X0_, OFF0, X1_, OFF1, WP_, FIRST)                                               \
+  do {                                                                                                   \
+    mc_dw16_tap_c((S_), (X0_) + (OFF0), (WP_), (FIRST));                                                 \
+    mc_dw16_tap_c((S_), (X1_) + (OFF1), (WP_), 0);                                                       \
+  } while (0)
+#endif
 
 /* Requantize the 16 channels with the 4 records at q (groups A, B, C, D), + zero point, clamp,
  * store 16 int8 in channel order. */
-static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int32_t* q, int left_shift, int32_t zp,
+static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int32_t* q, int general, int32_t zp,
                                         int32_t lo, int32_t hi) {
 #if MC_MVE
-  const int32x4_t a = vaddq_n_s32(mc_v4_requant(s->a, q, left_shift), zp);
-  const int32x4_t b = vaddq_n_s32(mc_v4_requant(s->b, q + MC_MVE_RECORD, left_shift), zp);
-  const int32x4_t c = vaddq_n_s32(mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD, left_shift), zp);
-  const int32x4_t d = vaddq_n_s32(mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD, left_shift), zp);
+  const int32x4_t a = vaddq_n_s32(mc_v4_requant(s->a, q, general), zp);
+  const int32x4_t b = vaddq_n_s32(mc_v4_requant(s->b, q + MC_MVE_RECORD, general), zp);
+  const int32x4_t c = vaddq_n_s32(mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD, general), zp);
+  const int32x4_t d = vaddq_n_s32(mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD, general), zp);
   const int16x8_t even = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), a), b);
   const int16x8_t odd = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), c), d);
   int8x16_t y = vqmovntq_s16(vqmovnbq_s16(vdupq_n_s8(0), even), odd);
@@ -188,7 +246,7 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
     const int i = MC_DW16_LANE(ch);
     const int32_t acc = (int32_t)((uint32_t)s->v[ch] + (uint32_t)r[MC_MVE_BIAS + i]);
     const int32_t v = mc_requantize(acc, r[MC_MVE_MULT + i], r[MC_MVE_LSHIFT + i] + r[MC_MVE_NRSHIFT + i]) + zp;
-    (void)left_shift;
+    (void)general;
     dst[ch] = (int8_t)MC_CLAMP(v, lo, hi);
   }
 #endif
@@ -198,11 +256,13 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
 
 /* Two input vectors x0, x1 against a block of 4 channels w (the layout above), steps chunks of 16
  * inputs (steps >= 1; x0 and x1 readable for 16 * steps bytes):
- *   a[4 p + c] = sum_k x_p[k] * w_c[k]     (p = 0, 1; c = 0..3; the sums start at 0).
- * MVE: 16 instructions per 128 MACs (VMLADAVA.S8 accumulates into even registers only: the eight
- * accumulators take r0, r2, ..., r12 and lr). */
+ *   p0[c] = sum_k x0[k] * w_c[k],  p1[c] = sum_k x1[k] * w_c[k]   (c = 0..3; the sums start at 0).
+ * MVE: 14 instructions per 128 MACs for the first chunk, 15 per chunk after it (two chunks per loop
+ * iteration). VMLADAVA.S8 accumulates into even registers only: the eight accumulators take r0, r2,
+ * ..., r12 and lr, and go to Q registers with two VMOVs per vector (VMOV Qd[2], Qd[0], Rt, Rt2
+ * puts Rt in lane 0 and Rt2 in lane 2). */
 static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, const int8_t* w, int32_t steps,
-                                         int32_t* a) {
+                                         mc_v4* p0, mc_v4* p1) {
 #if MC_MVE
   register int32_t s0 __asm__("r0");
   register int32_t s1 __asm__("r2");
@@ -212,6 +272,7 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
   register int32_t t1 __asm__("r10");
   register int32_t t2 __asm__("r12");
   register int32_t t3 __asm__("lr");
+  int32_t n = (steps - 1) >> 1;
 #define MC_MVE_DOT_2X4_STEP(MLA)                                                                        \
   "vldrb.8 q0, [%[x0]], #16\n\t"                                                                    \
   "vldrb.8 q1, [%[x1]], #16\n\t"                                                                    \
@@ -219,28 +280,34 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
   "vldrb.8 q2, [%[w]], #16\n\t" MLA " %[s1], q0, q2\n\t" MLA " %[t1], q1, q2\n\t"                 \
   "vldrb.8 q2, [%[w]], #16\n\t" MLA " %[s2], q0, q2\n\t" MLA " %[t2], q1, q2\n\t"                 \
   "vldrb.8 q2, [%[w]], #16\n\t" MLA " %[s3], q0, q2\n\t" MLA " %[t3], q1, q2\n\t"
+#define MC_MVE_DOT_2X4_OPERANDS                                                                          \
+  [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [t0] "+r"(t0), [t1] "+r"(t1), [t2] "+r"(t2), \
+      [t3] "+r"(t3), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w)
   __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladav.s8")
                    : [s0] "=r"(s0), [s1] "=r"(s1), [s2] "=r"(s2), [s3] "=r"(s3), [t0] "=r"(t0), [t1] "=r"(t1),
                      [t2] "=r"(t2), [t3] "=r"(t3), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w)
                    :
                    : "q0", "q1", "q2", "memory");
-  if (--steps) {
-    __asm__ volatile("1:\n\t" MC_MVE_DOT_2X4_STEP("vmladava.s8") "subs %[n], %[n], #1\n\t"
+  if (!(steps & 1)) {
+    __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory");
+  }
+  if (n) {
+    __asm__ volatile("1:\n\t" MC_MVE_DOT_2X4_STEP("vmladava.s8") MC_MVE_DOT_2X4_STEP("vmladava.s8")
+                     "subs %[n], %[n], #1\n\t"
                      "bne 1b\n\t"
-                     : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [t0] "+r"(t0), [t1] "+r"(t1),
-                       [t2] "+r"(t2), [t3] "+r"(t3), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w), [n] "+r"(steps)
+                     : MC_MVE_DOT_2X4_OPERANDS, [n] "+r"(n)
                      :
                      : "q0", "q1", "q2", "cc", "memory");
   }
+  __asm__("vmov %q[p0][2], %q[p0][0], %[s0], %[s2]\n\t"
+          "vmov %q[p0][3], %q[p0][1], %[s1], %[s3]\n\t"
+          "vmov %q[p1][2], %q[p1][0], %[t0], %[t2]\n\t"
+          "vmov %q[p1][3], %q[p1][1], %[t1], %[t3]\n\t"
+          : [p0] "=&w"(*p0), [p1] "=&w"(*p1)
+          : [s0] "r"(s0), [s1] "r"(s1), [s2] "r"(s2), [s3] "r"(s3), [t0] "r"(t0), [t1] "r"(t1), [t2] "r"(t2),
+            [t3] "r"(t3));
 #undef MC_MVE_DOT_2X4_STEP
-  a[0] = s0;
-  a[1] = s1;
-  a[2] = s2;
-  a[3] = s3;
-  a[4] = t0;
-  a[5] = t1;
-  a[6] = t2;
-  a[7] = t3;
+#undef MC_MVE_DOT_2X4_OPERANDS
 #else
   int32_t k, c;
   for (c = 0; c < 4; ++c) {
@@ -250,8 +317,8 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
       s += (uint32_t)((int32_t)x0[k] * wk);
       t += (uint32_t)((int32_t)x1[k] * wk);
     }
-    a[c] = (int32_t)s;
-    a[4 + c] = (int32_t)t;
+    p0->v[c] = (int32_t)s;
+    p1->v[c] = (int32_t)t;
   }
 #endif
 }
