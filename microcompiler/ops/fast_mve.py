@@ -162,3 +162,22 @@ def emit_depthwise(ctx, plan: dict, g, w_taps: np.ndarray, bias: np.ndarray, x_z
                       weights=ctx.const("weights", pack_depthwise(w_taps)),
                       params=ctx.const("params", records(folded[order], mult[order], shift[order])), zp_row=zp_row,
                       pairs=pairs, general=int(np.any(shift >= 0)), out_zp=y_zp, act_min=act[0], act_max=act[1])
+
+
+def emit_add(ctx, q: dict, symbol: str, a, b, y, act: tuple[int, int], in1: str, in2: str, out: str) -> str:
+    """C body of the "mve" ADD/SUB (inputs of the output's shape): q the requantization of
+    Add.requantization (multipliers below one: right shifts only)."""
+    (m1, s1), (m2, s2), (mo, so) = q["input1_q"], q["input2_q"], q["output_q"]
+    n = int(np.prod(y.shape))
+    name = "SUB" if symbol == "-" else "ADD"
+    args = [("elements", n), ("subtract", int(symbol == "-")), ("left shift", q["left_shift"]),
+            ("input1 offset", -int(a.quant.zero_point[0])), ("input1 multiplier", m1), ("input1 right shift", -s1),
+            ("input2 offset", -int(b.quant.zero_point[0])), ("input2 multiplier", m2), ("input2 right shift", -s2),
+            ("output multiplier", mo), ("output right shift", -so), ("output zero point", int(y.quant.zero_point[0])),
+            ("activation min", act[0]), ("activation max", act[1])]
+    lines = [f"  /* {name} of {n} int8 elements, 4 per step (Helium: VMLAS, VQRDMULH, VRSHL), TFLM's arithmetic:",
+             f"   * both inputs to a common scale with {q['left_shift']} bits of headroom, "
+             f"{'subtract' if symbol == '-' else 'add'}, rescale. */",
+             f"  mc_mve_add_s8({in1}, {in2}, {out},"]
+    lines += [f"                /* {what} */ {value}{',' if k < len(args) - 1 else ');'}" for k, (what, value) in enumerate(args)]
+    return "\n".join(lines) + "\n"

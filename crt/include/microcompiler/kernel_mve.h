@@ -323,4 +323,52 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
 #endif
 }
 
+/* ---- ADD / SUB of int8 tensors of one shape ------------------------------------------------------ */
+
+/* TFLM's RoundingDivideByPOT(x, r) (r >= 0) of 4 lanes: VRSHL by -r after adding -1 to negative
+ * lanes (only when r > 0). */
+#if MC_MVE
+static MC_MVE_INLINE int32x4_t mc_v4_rdivpot(int32x4_t x, int32_t r) {
+  if (r == 0) return x;
+  return vrshlq_n_s32(vqaddq_s32(x, vshrq_n_s32(x, 31)), -r);
+}
+
+/* TFLM's input rescaling of 4 int8 lanes: MultiplyByQuantizedMultiplierSmallerThanOneExp(
+ * (x + offset) << left_shift, m, -r); VMLAS computes x * 2^left_shift + offset * 2^left_shift. */
+static MC_MVE_INLINE int32x4_t mc_v4_rescale_s8(int32x4_t x, int32x4_t scale, int32_t offset_scaled, int32_t m,
+                                                int32_t r) {
+  return mc_v4_rdivpot(vqrdmulhq_n_s32(vmlasq_n_s32(x, scale, offset_scaled), m), r);
+}
+#endif
+
+/* y = clamp(rescale(sum) + zp) with sum = rescale1(x1) +/- rescale2(x2) (subtract: 0 or 1), n
+ * elements, 4 per step (the last step predicated), as TFLM's int8 ADD and SUB; every shift right
+ * (r1, r2, ro >= 0). y may be x1 or x2 (each step reads its inputs before it writes). */
+static MC_MVE_INLINE void mc_mve_add_s8(const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n, int subtract,
+                                        int left_shift, int32_t off1, int32_t m1, int32_t r1, int32_t off2,
+                                        int32_t m2, int32_t r2, int32_t mo, int32_t ro, int32_t zp, int32_t lo,
+                                        int32_t hi) {
+#if MC_MVE
+  const int32x4_t scale = vdupq_n_s32((int32_t)1 << left_shift);
+  const int32x4_t vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);
+  const int32_t o1 = (int32_t)((uint32_t)off1 << left_shift), o2 = (int32_t)((uint32_t)off2 << left_shift);
+  for (; n > 0; n -= 4, x1 += 4, x2 += 4, y += 4) {
+    const mve_pred16_t p = vctp32q((uint32_t)n);
+    const int32x4_t a = mc_v4_rescale_s8(vldrbq_z_s32(x1, p), scale, o1, m1, r1);
+    const int32x4_t b = mc_v4_rescale_s8(vldrbq_z_s32(x2, p), scale, o2, m2, r2);
+    int32x4_t v = mc_v4_rdivpot(vqrdmulhq_n_s32(subtract ? vsubq_s32(a, b) : vaddq_s32(a, b), mo), ro);
+    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vlo), vhi);
+    vstrbq_p_s32(y, v, p);
+  }
+#else
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    const int32_t a = mc_requantize((int32_t)((uint32_t)(x1[i] + off1) << left_shift), m1, -r1);
+    const int32_t b = mc_requantize((int32_t)((uint32_t)(x2[i] + off2) << left_shift), m2, -r2);
+    const int32_t v = mc_requantize(subtract ? a - b : a + b, mo, -ro) + zp;
+    y[i] = (int8_t)MC_CLAMP(v, lo, hi);
+  }
+#endif
+}
+
 #endif /* MICROCOMPILER_KERNEL_MVE_H_ */
