@@ -61,20 +61,27 @@ def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.
 
 
 def conv_plan(g, groups: int) -> dict | None:
-    """The "mve-dot" plan of an int8 CONV_2D with geometry g (one group), or None."""
+    """The "mve-dot" plan of an int8 CONV_2D with geometry g (one group), or None. "gather": none (1x1,
+    stride 1, channels % 16 == 0: each pixel's inputs in place), rows (each kernel row's k_w x
+    channels bytes are contiguous and a multiple of 16: read in place, the pixels whose window
+    leaves the image gathered) or all (every receptive field gathered into a 16-byte-padded row)."""
     if groups != 1:
         return None
     k = g.k_h * g.k_w * g.in_c
-    direct = (g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.pad_h == g.pad_w == 0
-              and g.in_c % CHUNK == 0)
-    return {"variant": "mve-dot", "isa": "mve", "pixels": 2, "out_channels": 4,
-            "gather": "none" if direct else "rows", "scratch_bytes": 0 if direct else 2 * steps_of(k) * CHUNK}
+    if g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.pad_h == g.pad_w == 0 and g.in_c % CHUNK == 0:
+        gather, scratch = "none", 0
+    elif g.dil_w == 1 and (g.k_w * g.in_c) % CHUNK == 0:
+        gather, scratch = "rows", 0 if g.always_inside else 2 * k
+    else:
+        gather, scratch = "all", 2 * steps_of(k) * CHUNK
+    return {"variant": "mve-dot", "isa": "mve", "pixels": 2, "out_channels": 4, "gather": gather,
+            "scratch_bytes": scratch}
 
 
 def fc_plan(depth: int) -> dict:
     direct = depth % CHUNK == 0
     return {"variant": "mve-dot", "isa": "mve", "pixels": 2, "out_channels": 4,
-            "gather": "none" if direct else "rows", "scratch_bytes": 0 if direct else 2 * steps_of(depth) * CHUNK}
+            "gather": "none" if direct else "all", "scratch_bytes": 0 if direct else 2 * steps_of(depth) * CHUNK}
 
 
 def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
@@ -92,11 +99,15 @@ def emit_dot(ctx, plan: dict, g, w_rows: np.ndarray, bias: np.ndarray, x_zp: int
     folded = bias.astype(np.int64) - x_zp * w_rows.astype(np.int64).sum(axis=1)
     shift = np.asarray(shift)
     plan["requant"] = "vqrdmulh"
+    mode = {"none": "none", "rows": "rows", "all": "gather"}[plan["gather"]]
+    rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render("conv_2d_mve.c.j2", g=g, describe=describe, input=input_c, output=output_c,
                       weights=ctx.const("weights", pack_blocks(w_rows)),
                       params=ctx.const("params", records(folded, mult, shift)),
-                      steps=steps_of(k), k=k, direct=plan["gather"] == "none", npix=g.out_h * g.out_w,
-                      scratch=None if plan["gather"] == "none" else ctx.scratch(plan["scratch_bytes"]),
+                      steps=steps_of(k), k=k, mode=mode, rows=rows, row_steps=row_steps,
+                      in_stride=g.dil_h * g.in_w * g.in_c if mode == "rows" else CHUNK * row_steps,
+                      variable_stride=mode == "rows" and not g.always_inside, npix=g.out_h * g.out_w,
+                      scratch=ctx.scratch(plan["scratch_bytes"]) if plan["scratch_bytes"] else None,
                       general=int(np.any(shift >= 0)), zp=x_zp, out_zp=y_zp, act_min=act[0], act_max=act[1])
 
 

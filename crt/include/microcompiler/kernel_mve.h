@@ -254,15 +254,16 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
 
 /* ---- Dot products: blocks of 4 output channels -------------------------------------------------- */
 
-/* Two input vectors x0, x1 against a block of 4 channels w (the layout above), steps chunks of 16
- * inputs (steps >= 1; x0 and x1 readable for 16 * steps bytes):
+/* Two input vectors x0, x1 against a block of 4 channels w (the layout above), each input vector made
+ * of `rows` rows of 16 * row_steps bytes, row r at x_p + r * stride_p (row_steps >= 1):
  *   p0[c] = sum_k x0[k] * w_c[k],  p1[c] = sum_k x1[k] * w_c[k]   (c = 0..3; the sums start at 0).
- * MVE: 14 instructions per 128 MACs for the first chunk, 15 per chunk after it (two chunks per loop
- * iteration). VMLADAVA.S8 accumulates into even registers only: the eight accumulators take r0, r2,
- * ..., r12 and lr, and go to Q registers with two VMOVs per vector (VMOV Qd[2], Qd[0], Rt, Rt2
- * puts Rt in lane 0 and Rt2 in lane 2). */
-static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, const int8_t* w, int32_t steps,
-                                         mc_v4* p0, mc_v4* p1) {
+ * MVE: 14 instructions per 128 MACs for the first chunk of 16 inputs, 15 per chunk after it (two
+ * chunks per loop iteration). VMLADAVA.S8 accumulates into even registers only: the eight
+ * accumulators take r0, r2, ..., r12 and lr, and go to Q registers with two VMOVs per vector
+ * (VMOV Qd[2], Qd[0], Rt, Rt2 puts Rt in lane 0 and Rt2 in lane 2). */
+static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0, const int8_t* x1, int32_t stride1,
+                                              const int8_t* w, int32_t rows, int32_t row_steps, mc_v4* p0,
+                                              mc_v4* p1) {
 #if MC_MVE
   register int32_t s0 __asm__("r0");
   register int32_t s1 __asm__("r2");
@@ -272,7 +273,8 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
   register int32_t t1 __asm__("r10");
   register int32_t t2 __asm__("r12");
   register int32_t t3 __asm__("lr");
-  int32_t n = (steps - 1) >> 1;
+  int32_t r, n, steps = row_steps - 1;
+  const int32_t skip0 = stride0 - 16 * row_steps, skip1 = stride1 - 16 * row_steps;
 #define MC_MVE_DOT_2X4_STEP(MLA)                                                                        \
   "vldrb.8 q0, [%[x0]], #16\n\t"                                                                    \
   "vldrb.8 q1, [%[x1]], #16\n\t"                                                                    \
@@ -288,16 +290,24 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
                      [t2] "=r"(t2), [t3] "=r"(t3), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w)
                    :
                    : "q0", "q1", "q2", "memory");
-  if (!(steps & 1)) {
-    __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory");
-  }
-  if (n) {
-    __asm__ volatile("1:\n\t" MC_MVE_DOT_2X4_STEP("vmladava.s8") MC_MVE_DOT_2X4_STEP("vmladava.s8")
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n\t"
-                     : MC_MVE_DOT_2X4_OPERANDS, [n] "+r"(n)
-                     :
-                     : "q0", "q1", "q2", "cc", "memory");
+  for (r = 0; r < rows; ++r) {
+    if (r) {
+      x0 += skip0;
+      x1 += skip1;
+      steps = row_steps;
+    }
+    if (steps & 1) {
+      __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory");
+    }
+    n = steps >> 1;
+    if (n) {
+      __asm__ volatile("1:\n\t" MC_MVE_DOT_2X4_STEP("vmladava.s8") MC_MVE_DOT_2X4_STEP("vmladava.s8")
+                       "subs %[n], %[n], #1\n\t"
+                       "bne 1b\n\t"
+                       : MC_MVE_DOT_2X4_OPERANDS, [n] "+r"(n)
+                       :
+                       : "q0", "q1", "q2", "cc", "memory");
+    }
   }
   __asm__("vmov %q[p0][2], %q[p0][0], %[s0], %[s2]\n\t"
           "vmov %q[p0][3], %q[p0][1], %[s1], %[s3]\n\t"
@@ -309,13 +319,15 @@ static MC_MVE_INLINE void mc_mve_dot_2x4(const int8_t* x0, const int8_t* x1, con
 #undef MC_MVE_DOT_2X4_STEP
 #undef MC_MVE_DOT_2X4_OPERANDS
 #else
-  int32_t k, c;
+  int32_t r, k, c;
   for (c = 0; c < 4; ++c) {
     uint32_t s = 0, t = 0;
-    for (k = 0; k < 16 * steps; ++k) {
-      const int32_t wk = w[(k / 16) * 64 + c * 16 + k % 16];
-      s += (uint32_t)((int32_t)x0[k] * wk);
-      t += (uint32_t)((int32_t)x1[k] * wk);
+    for (r = 0; r < rows; ++r) {
+      for (k = 0; k < 16 * row_steps; ++k) {
+        const int32_t wk = w[(r * row_steps + k / 16) * 64 + c * 16 + k % 16];
+        s += (uint32_t)((int32_t)x0[r * stride0 + k] * wk);
+        t += (uint32_t)((int32_t)x1[r * stride1 + k] * wk);
+      }
     }
     p0->v[c] = (int32_t)s;
     p1->v[c] = (int32_t)t;
@@ -342,7 +354,7 @@ static MC_MVE_INLINE int32x4_t mc_v4_rescale_s8(int32x4_t x, int32x4_t scale, in
 #endif
 
 /* y = clamp(rescale(sum) + zp) with sum = rescale1(x1) +/- rescale2(x2) (subtract: 0 or 1), n
- * elements, 4 per step (the last step predicated), as TFLM's int8 ADD and SUB; every shift right
+ * elements, 4 per step (the n % 4 last ones predicated), as TFLM's int8 ADD and SUB; every shift right
  * (r1, r2, ro >= 0). y may be x1 or x2 (each step reads its inputs before it writes). */
 static MC_MVE_INLINE void mc_mve_add_s8(const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n, int subtract,
                                         int left_shift, int32_t off1, int32_t m1, int32_t r1, int32_t off2,
@@ -352,14 +364,23 @@ static MC_MVE_INLINE void mc_mve_add_s8(const int8_t* x1, const int8_t* x2, int8
   const int32x4_t scale = vdupq_n_s32((int32_t)1 << left_shift);
   const int32x4_t vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);
   const int32_t o1 = (int32_t)((uint32_t)off1 << left_shift), o2 = (int32_t)((uint32_t)off2 << left_shift);
-  for (; n > 0; n -= 4, x1 += 4, x2 += 4, y += 4) {
-    const mve_pred16_t p = vctp32q((uint32_t)n);
-    const int32x4_t a = mc_v4_rescale_s8(vldrbq_z_s32(x1, p), scale, o1, m1, r1);
-    const int32x4_t b = mc_v4_rescale_s8(vldrbq_z_s32(x2, p), scale, o2, m2, r2);
-    int32x4_t v = mc_v4_rdivpot(vqrdmulhq_n_s32(subtract ? vsubq_s32(a, b) : vaddq_s32(a, b), mo), ro);
-    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vlo), vhi);
-    vstrbq_p_s32(y, v, p);
+  int32_t i;
+#define MC_MVE_ADD_STEP(LOAD1, LOAD2, STORE)                                                                \
+  do {                                                                                                       \
+    const int32x4_t a_ = mc_v4_rescale_s8(LOAD1, scale, o1, m1, r1);                                          \
+    const int32x4_t b_ = mc_v4_rescale_s8(LOAD2, scale, o2, m2, r2);                                          \
+    int32x4_t v_ = mc_v4_rdivpot(vqrdmulhq_n_s32(subtract ? vsubq_s32(a_, b_) : vaddq_s32(a_, b_), mo), ro);   \
+    v_ = vminq_s32(vmaxq_s32(vaddq_n_s32(v_, zp), vlo), vhi);                                                   \
+    STORE;                                                                                                   \
+  } while (0)
+  for (i = n >> 2; i > 0; --i, x1 += 4, x2 += 4, y += 4) {
+    MC_MVE_ADD_STEP(vldrbq_s32(x1), vldrbq_s32(x2), vstrbq_s32(y, v_));
   }
+  if (n & 3) {
+    const mve_pred16_t p = vctp32q((uint32_t)(n & 3));
+    MC_MVE_ADD_STEP(vldrbq_z_s32(x1, p), vldrbq_z_s32(x2, p), vstrbq_p_s32(y, v_, p));
+  }
+#undef MC_MVE_ADD_STEP
 #else
   int32_t i;
   for (i = 0; i < n; ++i) {

@@ -1,0 +1,144 @@
+"""The Helium (MVE) int8 kernels (ops/fast_mve.py, kernel_mve.h) against the TFLM oracle, bit for bit.
+
+Every sweep is one model holding all its cases side by side (model_merge.py), so that it compiles
+and builds once. On the host (features {"dsp", "mve"}) the kernels run as the portable C of
+kernel_mve.h, also under ASan + UBSan; in QEMU mps3_an547 (Cortex-M55) they run as Helium
+intrinsics and inline assembly. The cases hit every tail: output pixels % 2 (the 2-pixel block),
+output channels % 4 (the 4-channel block), inputs % 16 (the 16-byte chunks: gathered and padded),
+odd and even chunk counts (the 2-chunk loop), the three input modes (in place, kernel rows in place
+with gathered borders, all gathered), depthwise tap pairs and single taps, -128 weights (no tap
+pairs), left shifts (multipliers >= 1/2, the general requantization) and ADD/SUB tails (n % 4).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
+from elementwise_models import activation_options, side_by_side_model
+from harness import assert_matches_oracle
+from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options
+from model_merge import merge_models
+from test_fast_kernels import CONV_CASES
+from test_fully_connected import fc_model
+from test_op_conv_2d import conv_model
+
+MVE = frozenset({"dsp", "mve"})
+
+CONV_MVE_CASES = {
+    **CONV_CASES,
+    "in_place_1x1_c32_odd_pixels": dict(hwc=(3, 5, 32), kernel=(1, 1), out_c=6, padding="VALID", input_zp=-128),
+    "in_place_1x1_c16_batch2": dict(hwc=(2, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", batches=2),
+    "rows_3x3_c16_same": dict(hwc=(6, 5, 16), out_c=8, input_zp=-128, activation="RELU"),
+    "rows_3x3_c16_s2_valid": dict(hwc=(7, 7, 16), out_c=6, stride=(2, 2), padding="VALID"),
+    "rows_3x3_c32_dilation_h": dict(hwc=(8, 6, 32), out_c=5, dilation=(2, 1), input_zp=9, activation="RELU6"),
+    "rows_1x1_c16_s2": dict(hwc=(5, 5, 16), kernel=(1, 1), out_c=7, stride=(2, 2), padding="VALID"),
+    "rows_3x2_c8_odd_chunks": dict(hwc=(5, 4, 8), kernel=(3, 2), out_c=4, input_zp=3),
+    "rows_3x3_c64_five_chunks": dict(hwc=(3, 4, 64), out_c=9, per_channel=False, input_zp=100),
+}
+
+DW_MVE_CASES = {
+    "c16_3x3_same": dict(hwc=(4, 5, 16), input_zp=-128, activation="RELU"),
+    "c32_3x3_s2_per_tensor": dict(hwc=(7, 6, 32), stride=(2, 2), per_channel=False, input_zp=50),
+    "c16_5x3_s3_relu6": dict(hwc=(8, 9, 16), kernel=(5, 3), stride=(3, 3), activation="RELU6"),
+    "c16_dilation_batch2": dict(hwc=(8, 8, 16), dilation=(2, 2), batches=2, bias=None),
+    "c48_kernel_bigger": dict(hwc=(2, 3, 48), kernel=(4, 5), activation="RELU_N1_TO_1", input_zp=127),
+    "c64_wide_rows": dict(hwc=(5, 6, 64), kernel=(3, 5), input_zp=-128),  # taps beyond VLDRB's offset
+    "c16_weights_minus128": dict(hwc=(5, 5, 16), padding="VALID", input_zp=0,
+                                 weights=np.full((1, 3, 3, 16), -128, np.int8)),
+}
+
+FC_MVE_CASES = [  # (units, depth, batches)
+    (4, 16, 1), (5, 17, 3), (6, 18, 2), (7, 19, 2), (3, 3, 1), (9, 2, 4), (11, 140, 1), (10, 32, 3), (8, 80, 2),
+]
+
+ADD_MVE_CASES = [  # (kind, shape, activation, quantization (input1, input2, output))
+    ("ADD", [1, 4, 4, 8], "NONE", None),
+    ("ADD", [1, 5, 7], "RELU", [(0.5, -128), (0.5, 127), (1.0, -128)]),
+    ("ADD", [4, 6], "RELU6", [(0.001, 3), (0.9, -4), (0.03, 1)]),
+    ("SUB", [3, 7], "RELU_N1_TO_1", [(0.02, 10), (0.3, -7), (0.05, -20)]),
+    ("SUB", [2, 9], "NONE", [(0.05, 127), (0.05, -128), (0.05, 127)]),
+]
+
+
+def _tiny_output_scale(kind, seed=3):
+    """Multipliers >= 1/2 (shift >= 0): the general requantization (VSHL, masked rounding)."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    c = 16
+    x = b.activation("x", [1, 3, 5, c] if kind != "FULLY_CONNECTED" else [3, 20], "int8", scale=0.02, zero_point=-3)
+    w_shape = {"CONV_2D": (6, 3, 3, c), "DEPTHWISE_CONV_2D": (1, 3, 3, c), "FULLY_CONNECTED": (6, 20)}[kind]
+    n = c if kind == "DEPTHWISE_CONV_2D" else 6
+    w_scale = rng.uniform(0.002, 0.02, n)
+    w = b.constant("w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale, zero_point=[0] * n,
+                   axis=3 if kind == "DEPTHWISE_CONV_2D" else 0)
+    bias = b.constant("b", rng.integers(-300, 300, n).astype(np.int32), scale=list(0.02 * w_scale), zero_point=[0] * n)
+    y_shape = {"CONV_2D": [1, 3, 5, 6], "DEPTHWISE_CONV_2D": [1, 3, 5, c], "FULLY_CONNECTED": [3, 6]}[kind]
+    y = b.activation("y", y_shape, "int8", scale=0.00005, zero_point=5)
+    options = {"CONV_2D": conv2d_options("SAME"), "DEPTHWISE_CONV_2D": depthwise_options("SAME"),
+               "FULLY_CONNECTED": fully_connected_options()}[kind]
+    b.op(kind, [x, w, bias], [y], options)
+    return b.finish([x], [y])
+
+
+def sweep_model() -> bytes:
+    """Every MVE case of every operator, side by side in one model."""
+    models = [conv_model(**case) for case in CONV_MVE_CASES.values()]
+    models += [conv_model(kind="DEPTHWISE_CONV_2D", **case) for case in DW_MVE_CASES.values()]
+    models += [fc_model("int8", batches, depth, units, "RELU6", units % 2 == 1, input_zp=-128, seed=units)
+               for units, depth, batches in FC_MVE_CASES]
+    models.append(side_by_side_model([(kind, "int8", [shape, shape], "int8", quant or [(0.05, -3), (0.1, 2), (0.08, 5)],
+                                       activation_options(kind, activation))
+                                      for kind, shape, activation, quant in ADD_MVE_CASES]))
+    models += [_tiny_output_scale(kind) for kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]
+    return merge_models(models)
+
+
+def _variants(lib) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for o in lib.metadata["operators"]:
+        out.setdefault(o["kind"], set()).add(o["kernel"]["variant"])
+    return out
+
+
+def test_mve_sweep_on_host(tmp_path):
+    """The portable C of the MVE kernels, every case, against TFLM."""
+    lib = assert_matches_oracle(sweep_model(), tmp_path, n_inputs=2, features=MVE)
+    assert _variants(lib) == {"CONV_2D": {"mve-dot"}, "DEPTHWISE_CONV_2D": {"mve-channels16"},
+                              "FULLY_CONNECTED": {"mve-dot"}, "ADD": {"mve"}, "SUB": {"mve"}}
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
+    assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
+
+
+def test_mve_sweep_sanitized(tmp_path):
+    assert_matches_oracle(sweep_model(), tmp_path, n_inputs=1, features=MVE, sanitize=True)
+
+
+def test_mve_extreme_inputs_on_host(tmp_path):
+    """All-minimum and all-maximum inputs with the largest weights: the largest accumulators."""
+    conv = conv_model(hwc=(6, 6, 16), out_c=8, input_zp=-128, bias=None, weights=np.full((8, 3, 3, 16), 127, np.int8))
+    dw = conv_model(kind="DEPTHWISE_CONV_2D", hwc=(6, 6, 16), input_zp=-128, bias=None,
+                    weights=np.full((1, 3, 3, 16), 127, np.int8))
+    model = merge_models([conv, dw])
+    inputs = [[np.full((1, 6, 6, 16), v, np.int8)] * 2 for v in (-128, 127, 0)]
+    assert_matches_oracle(model, tmp_path, inputs=inputs, features=MVE)
+
+
+def test_mve_variants_chosen_from_board_features(tmp_path):
+    """mps3_an547 (Cortex-M55, "mve" in boards/mps3_an547.toml) gets the MVE kernels for CONV_2D,
+    DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD and SUB; the Cortex-M4 board does not."""
+    from harness import compile_bytes
+    from microcompiler.boards import load_board
+    m55 = load_board("mps3_an547").cpu.features
+    assert "mve" in m55
+    lib = compile_bytes(sweep_model(), tmp_path / "m55", features=m55)
+    assert all(v.startswith("mve") for vs in _variants(lib).values() for v in vs), _variants(lib)
+    lib = compile_bytes(sweep_model(), tmp_path / "m4", features=load_board("mps2_an386").cpu.features)
+    assert not any(v.startswith("mve") for vs in _variants(lib).values() for v in vs), _variants(lib)
+
+
+@needs_board_tools
+def test_mve_sweep_on_m55(tmp_path):
+    """Helium intrinsics and inline assembly in QEMU mps3-an547, every output of every case."""
+    assert_matches_oracle_on_board(sweep_model(), tmp_path, board="mps3_an547")
