@@ -195,7 +195,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
-                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
+                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
+                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
