@@ -22,6 +22,7 @@ from model_merge import merge_models
 from test_fast_kernels import CONV_CASES
 from test_fully_connected import fc_model
 from test_op_conv_2d import conv_model
+from test_op_pooling import pool_model
 
 MVE = frozenset({"dsp", "mve"})
 
@@ -61,6 +62,14 @@ ADD_MVE_CASES = [  # (kind, shape, activation, quantization (input1, input2, out
 ]
 
 
+POOL_MVE_CASES = [  # (shape, filter, stride, activation)
+    ([1, 25, 5, 64], (25, 5), (1, 1), "NONE"),  # KWS's
+    ([2, 6, 6, 8], (3, 2), (2, 2), "RELU6"),
+    ([1, 15, 17, 16], (15, 17), (1, 1), "RELU"),  # 255 taps: the int16 lane limit
+    ([1, 8, 8, 24], (2, 2), (2, 2), "RELU_N1_TO_1"),
+]
+
+
 def _tiny_output_scale(kind, seed=3):
     """Multipliers >= 1/2 (shift >= 0): the general requantization (VSHL, masked rounding)."""
     rng = np.random.default_rng(seed)
@@ -90,6 +99,8 @@ def sweep_model() -> bytes:
     models.append(side_by_side_model([(kind, "int8", [shape, shape], "int8", quant or [(0.05, -3), (0.1, 2), (0.08, 5)],
                                        activation_options(kind, activation))
                                       for kind, shape, activation, quant in ADD_MVE_CASES]))
+    models += [pool_model("AVERAGE_POOL_2D", "int8", shape, window, stride, "VALID", activation=activation)
+               for shape, window, stride, activation in POOL_MVE_CASES]
     models += [_tiny_output_scale(kind) for kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]
     return merge_models(models)
 
@@ -105,7 +116,8 @@ def test_mve_sweep_on_host(tmp_path):
     """The portable C of the MVE kernels, every case, against TFLM."""
     lib = assert_matches_oracle(sweep_model(), tmp_path, n_inputs=2, features=MVE)
     assert _variants(lib) == {"CONV_2D": {"mve-dot"}, "DEPTHWISE_CONV_2D": {"mve-channels16"},
-                              "FULLY_CONNECTED": {"mve-dot"}, "ADD": {"mve"}, "SUB": {"mve"}}
+                              "FULLY_CONNECTED": {"mve-dot"}, "ADD": {"mve"}, "SUB": {"mve"},
+                              "AVERAGE_POOL_2D": {"mve-channels8"}}
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
@@ -116,18 +128,20 @@ def test_mve_sweep_sanitized(tmp_path):
 
 
 def test_mve_extreme_inputs_on_host(tmp_path):
-    """All-minimum and all-maximum inputs with the largest weights: the largest accumulators."""
+    """All-minimum and all-maximum inputs with the largest weights: the largest accumulators (and 255
+    pooling taps of -128 or 127: the int16 lane sums near their limit)."""
     conv = conv_model(hwc=(6, 6, 16), out_c=8, input_zp=-128, bias=None, weights=np.full((8, 3, 3, 16), 127, np.int8))
     dw = conv_model(kind="DEPTHWISE_CONV_2D", hwc=(6, 6, 16), input_zp=-128, bias=None,
                     weights=np.full((1, 3, 3, 16), 127, np.int8))
-    model = merge_models([conv, dw])
-    inputs = [[np.full((1, 6, 6, 16), v, np.int8)] * 2 for v in (-128, 127, 0)]
+    pool = pool_model("AVERAGE_POOL_2D", "int8", [1, 15, 17, 8], (15, 17), (1, 1), "VALID")
+    model = merge_models([conv, dw, pool])
+    inputs = [[np.full((1, 6, 6, 16), v, np.int8)] * 2 + [np.full((1, 15, 17, 8), v, np.int8)] for v in (-128, 127, 0)]
     assert_matches_oracle(model, tmp_path, inputs=inputs, features=MVE)
 
 
 def test_mve_variants_chosen_from_board_features(tmp_path):
     """mps3_an547 (Cortex-M55, "mve" in boards/mps3_an547.toml) gets the MVE kernels for CONV_2D,
-    DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD and SUB; the Cortex-M4 board does not."""
+    DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB and AVERAGE_POOL_2D; the Cortex-M4 board does not."""
     from harness import compile_bytes
     from microcompiler.boards import load_board
     m55 = load_board("mps3_an547").cpu.features

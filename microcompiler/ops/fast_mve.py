@@ -192,3 +192,29 @@ def emit_add(ctx, q: dict, symbol: str, a, b, y, act: tuple[int, int], in1: str,
              f"  mc_mve_add_s8({in1}, {in2}, {out},"]
     lines += [f"                /* {what} */ {value}{',' if k < len(args) - 1 else ');'}" for k, (what, value) in enumerate(args)]
     return "\n".join(lines) + "\n"
+
+
+def division_magic(count: int, largest: int) -> tuple[int, int] | None:
+    """(magic, shift) with (t * magic) >> (32 + shift) == t // count for every 0 <= t <= largest, magic
+    below 2^31 (VMULH.S32), checked over the whole range; None when no such pair exists."""
+    t = np.arange(largest + 1, dtype=np.int64)
+    for shift in range(0, 31):
+        magic = -(-(1 << (32 + shift)) // count)
+        if magic >= 2**31:
+            break
+        if np.array_equal((t * magic) >> (32 + shift), t // count):
+            return magic, shift
+    return None
+
+
+def avgpool_plan(depth: int, taps: int, unclipped: bool) -> dict | None:
+    """The "mve-channels8" AVERAGE_POOL_2D plan: int8, unclipped windows, depth % 8 == 0, at most 255
+    taps (int16 lane sums), and an exact division by multiplication."""
+    if not unclipped or depth % 8 or taps > 255 or division_magic(taps, 128 * taps + taps // 2) is None:
+        return None
+    return {"variant": "mve-channels8", "isa": "mve", "channels": 8, "clipped_windows": False, "scratch_bytes": 0}
+
+
+def avgpool_values(taps: int) -> dict:
+    magic, shift = division_magic(taps, 128 * taps + taps // 2)
+    return dict(magic=magic, shift=shift)

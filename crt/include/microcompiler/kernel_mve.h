@@ -258,9 +258,12 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
  * of `rows` rows of 16 * row_steps bytes, row r at x_p + r * stride_p (row_steps >= 1):
  *   p0[c] = sum_k x0[k] * w_c[k],  p1[c] = sum_k x1[k] * w_c[k]   (c = 0..3; the sums start at 0).
  * MVE: 14 instructions per 128 MACs for the first chunk of 16 inputs, 15 per chunk after it (two
- * chunks per loop iteration). VMLADAVA.S8 accumulates into even registers only: the eight
+ * chunks per loop iteration, or none for short rows). VMLADAVA.S8 accumulates into even registers only: the eight
  * accumulators take r0, r2, ..., r12 and lr, and go to Q registers with two VMOVs per vector
  * (VMOV Qd[2], Qd[0], Rt, Rt2 puts Rt in lane 0 and Rt2 in lane 2). */
+/* Rows of at most this many chunks run unrolled. */
+#define MC_MVE_UNROLLED_STEPS 4
+
 static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0, const int8_t* x1, int32_t stride1,
                                               const int8_t* w, int32_t rows, int32_t row_steps, mc_v4* p0,
                                               mc_v4* p1) {
@@ -295,6 +298,18 @@ static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0,
       x0 += skip0;
       x1 += skip1;
       steps = row_steps;
+    }
+    if (row_steps <= MC_MVE_UNROLLED_STEPS) { /* a compile-time constant: straight-line code, no counter */
+#define MC_MVE_DOT_2X4_STEP_IF(K)                                                                        \
+  if (steps >= (K)) {                                                                                    \
+    __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory"); \
+  }
+      MC_MVE_DOT_2X4_STEP_IF(1)
+      MC_MVE_DOT_2X4_STEP_IF(2)
+      MC_MVE_DOT_2X4_STEP_IF(3)
+      MC_MVE_DOT_2X4_STEP_IF(4)
+#undef MC_MVE_DOT_2X4_STEP_IF
+      continue;
     }
     if (steps & 1) {
       __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory");
@@ -331,6 +346,51 @@ static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0,
     }
     p0->v[c] = (int32_t)s;
     p1->v[c] = (int32_t)t;
+  }
+#endif
+}
+
+/* ---- AVERAGE_POOL_2D: 8 channels ------------------------------------------------------------------ */
+
+/* dst[0..7] = TFLM's average of a rows x cols window of 8 int8 channels at src (pixels `pixel` bytes
+ * apart, `row_skip` more bytes from the end of a row to the next): the sum (int16 lanes: at most 255
+ * taps x 128 < 2^15), then sign(s) * ((|s| + count / 2) / count) (rounding half away from zero),
+ * the division as (t * magic) >> (32 + shift), which the code generator checked for every t the sum
+ * can reach; clamped to [lo, hi]. */
+static MC_MVE_INLINE void mc_mve_avgpool8(int8_t* dst, const int8_t* src, int32_t rows, int32_t cols, int32_t pixel,
+                                          int32_t row_skip, int32_t count, int32_t magic, int32_t shift, int32_t lo,
+                                          int32_t hi) {
+  int32_t fy, fx;
+#if MC_MVE
+  int16x8_t acc = vdupq_n_s16(0);
+  int32x4_t half[2];
+  int h;
+  for (fy = 0; fy < rows; ++fy, src += row_skip) {
+    for (fx = 0; fx < cols; ++fx, src += pixel) acc = vaddq_s16(acc, vldrbq_s16(src));
+  }
+  half[0] = vmovlbq_s16(acc);
+  half[1] = vmovltq_s16(acc);
+  for (h = 0; h < 2; ++h) {
+    const int32x4_t sign = vshrq_n_s32(half[h], 31);
+    int32x4_t q = vmulhq_s32(vaddq_n_s32(vabsq_s32(half[h]), count / 2), vdupq_n_s32(magic));
+    q = vshlq_s32(q, vdupq_n_s32(-shift));
+    q = vsubq_s32(veorq_s32(q, sign), sign);
+    half[h] = vminq_s32(vmaxq_s32(q, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+  }
+  vstrbq_s16(dst, vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), half[0]), half[1]));
+#else
+  int32_t sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t c;
+  (void)magic;
+  (void)shift;
+  for (fy = 0; fy < rows; ++fy, src += row_skip) {
+    for (fx = 0; fx < cols; ++fx, src += pixel) {
+      for (c = 0; c < 8; ++c) sum[c] += src[c];
+    }
+  }
+  for (c = 0; c < 8; ++c) {
+    const int32_t avg = sum[c] > 0 ? (sum[c] + count / 2) / count : (sum[c] - count / 2) / count;
+    dst[c] = (int8_t)MC_CLAMP(avg, lo, hi);
   }
 #endif
 }
