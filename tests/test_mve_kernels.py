@@ -19,7 +19,7 @@ from elementwise_models import activation_options, side_by_side_model
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options
 from model_merge import merge_models
-from test_fast_kernels import CONV_CASES
+from test_fast_kernels import CONV_CASES, DW_CASES
 from test_fully_connected import fc_model
 from test_op_conv_2d import conv_model
 from test_op_pooling import pool_model
@@ -38,12 +38,9 @@ CONV_MVE_CASES = {
     "rows_3x3_c64_five_chunks": dict(hwc=(3, 4, 64), out_c=9, per_channel=False, input_zp=100),
 }
 
+# The channels4 cases of the DSP kernel with 4x the channels (multiples of 16), and two more.
 DW_MVE_CASES = {
-    "c16_3x3_same": dict(hwc=(4, 5, 16), input_zp=-128, activation="RELU"),
-    "c32_3x3_s2_per_tensor": dict(hwc=(7, 6, 32), stride=(2, 2), per_channel=False, input_zp=50),
-    "c16_5x3_s3_relu6": dict(hwc=(8, 9, 16), kernel=(5, 3), stride=(3, 3), activation="RELU6"),
-    "c16_dilation_batch2": dict(hwc=(8, 8, 16), dilation=(2, 2), batches=2, bias=None),
-    "c48_kernel_bigger": dict(hwc=(2, 3, 48), kernel=(4, 5), activation="RELU_N1_TO_1", input_zp=127),
+    **{f"{name}_x4": dict(case, hwc=(*case["hwc"][:2], 4 * case["hwc"][2])) for name, case in DW_CASES.items()},
     "c64_wide_rows": dict(hwc=(5, 6, 64), kernel=(3, 5), input_zp=-128),  # taps beyond VLDRB's offset
     "c16_weights_minus128": dict(hwc=(5, 5, 16), padding="VALID", input_zp=0,
                                  weights=np.full((1, 3, 3, 16), -128, np.int8)),
