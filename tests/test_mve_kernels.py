@@ -153,3 +153,17 @@ def test_mve_variants_chosen_from_board_features(tmp_path):
 def test_mve_sweep_on_m55(tmp_path):
     """Helium intrinsics and inline assembly in QEMU mps3-an547, every output of every case."""
     assert_matches_oracle_on_board(sweep_model(), tmp_path, board="mps3_an547")
+
+
+@pytest.mark.parametrize("model", ["kws_ref_model", "pretrainedResnet_quant", "ad01_int8"])
+def test_mlperf_models_run_mve_kernels_on_m55(shared_models, model):
+    """Every int8 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD and AVERAGE_POOL_2D of the MLPerf Tiny
+    models gets its MVE kernel for mps3_an547 (their firmware is compared with TFLM in
+    test_baremetal.py and scripts/benchmarks.py)."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    lib = compile_model(shared_models / "mlperf_tiny" / f"{model}.tflite",
+                        features=load_board("mps3_an547").cpu.features)
+    heavy = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D"}
+    kernels = {(o["kind"], o["kernel"]["variant"]) for o in lib.metadata["operators"] if o["kind"] in heavy}
+    assert kernels and all(v.startswith("mve") for _, v in kernels), kernels
