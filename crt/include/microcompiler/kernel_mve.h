@@ -229,15 +229,16 @@ static inline void mc_dw16_tap_c(mc_dw16* s, const int8_t* x, const int8_t** wp,
 static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int32_t* q, int general, int32_t zp,
                                         int32_t lo, int32_t hi) {
 #if MC_MVE
-  const int32x4_t a = vaddq_n_s32(mc_v4_requant(s->a, q, general), zp);
-  const int32x4_t b = vaddq_n_s32(mc_v4_requant(s->b, q + MC_MVE_RECORD, general), zp);
-  const int32x4_t c = vaddq_n_s32(mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD, general), zp);
-  const int32x4_t d = vaddq_n_s32(mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD, general), zp);
-  const int16x8_t even = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), a), b);
-  const int16x8_t odd = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), c), d);
-  int8x16_t y = vqmovntq_s16(vqmovnbq_s16(vdupq_n_s8(0), even), odd);
-  y = vmaxq_s8(y, vdupq_n_s8((int8_t)lo));
-  y = vminq_s8(y, vdupq_n_s8((int8_t)hi));
+  const int32x4_t a = mc_v4_requant(s->a, q, general);
+  const int32x4_t b = mc_v4_requant(s->b, q + MC_MVE_RECORD, general);
+  const int32x4_t c = mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD, general);
+  const int32x4_t d = mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD, general);
+  /* + zero point in saturating int16 (a lane that saturates is far outside int8 either way) */
+  const int16x8_t even = vqaddq_n_s16(vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), a), b), (int16_t)zp);
+  const int16x8_t odd = vqaddq_n_s16(vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), c), d), (int16_t)zp);
+  int8x16_t y = vqmovntq_s16(vqmovnbq_s16(vuninitializedq_s8(), even), odd);
+  if (lo > -128) y = vmaxq_s8(y, vdupq_n_s8((int8_t)lo)); /* the saturation already clamps to int8 */
+  if (hi < 127) y = vminq_s8(y, vdupq_n_s8((int8_t)hi));
   vstrbq_s8(dst, y);
 #else
   int ch;
