@@ -253,6 +253,44 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
 #endif
 }
 
+/* ---- Gathering ---------------------------------------------------------------------------------- */
+
+/* d[0 .. n-1] = s[0 .. n-1] and d[0 .. n-1] = value, n a compile-time constant in the kernels: below
+ * 8 bytes the compiler's own inline copy, else 16 bytes per VLDRB/VSTRB and a predicated tail (no
+ * library call). */
+#define MC_MVE_SHORT_COPY 8
+
+static MC_MVE_INLINE void mc_mve_copy(int8_t* d, const int8_t* s, int32_t n) {
+#if MC_MVE
+  if (n < MC_MVE_SHORT_COPY) {
+    memcpy(d, s, (size_t)n);
+    return;
+  }
+  for (; n >= 16; n -= 16, d += 16, s += 16) vstrbq_s8(d, vldrbq_s8(s));
+  if (n) {
+    const mve_pred16_t p = vctp8q((uint32_t)n);
+    vstrbq_p_s8(d, vldrbq_z_s8(s, p), p);
+  }
+#else
+  memcpy(d, s, (size_t)n);
+#endif
+}
+
+static MC_MVE_INLINE void mc_mve_fill(int8_t* d, int32_t value, int32_t n) {
+#if MC_MVE
+  int8x16_t v;
+  if (n < MC_MVE_SHORT_COPY) {
+    memset(d, value, (size_t)n);
+    return;
+  }
+  v = vdupq_n_s8((int8_t)value);
+  for (; n >= 16; n -= 16, d += 16) vstrbq_s8(d, v);
+  if (n) vstrbq_p_s8(d, v, vctp8q((uint32_t)n));
+#else
+  memset(d, value, (size_t)n);
+#endif
+}
+
 /* ---- Dot products: blocks of 4 output channels -------------------------------------------------- */
 
 /* Two input vectors x0, x1 against a block of 4 channels w (the layout above), each input vector made
