@@ -167,3 +167,33 @@ def test_mlperf_models_run_mve_kernels_on_m55(shared_models, model):
     heavy = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D"}
     kernels = {(o["kind"], o["kernel"]["variant"]) for o in lib.metadata["operators"] if o["kind"] in heavy}
     assert kernels and all(v.startswith("mve") for _, v in kernels), kernels
+
+
+@needs_board_tools
+def test_mve_dot_kernel_unoptimized_build_on_m55(tmp_path):
+    """At -O0 GCC cannot give the dot kernel's inline assembly its twelve registers: kernel_mve.h
+    falls back to the same loop in intrinsics (__OPTIMIZE__ undefined). The firmware built at -O0
+    still matches TFLM."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    from microcompiler.inputs import random_inputs
+    from microcompiler.project import build, create_project, flash
+    from oracle import Oracle
+    models = [conv_model(**CONV_MVE_CASES[name]) for name in ("rows_3x3_c16_same", "bytes_3x3_c3",
+                                                               "in_place_1x1_c32_odd_pixels")]
+    models.append(fc_model("int8", 3, 40, 7, "RELU", True, input_zp=-128))
+    path = tmp_path / "sweep.tflite"
+    path.write_bytes(merge_models(models))
+    board = load_board("mps3_an547")
+    lib = compile_model(path, features=board.cpu.features)
+    inputs = random_inputs(lib.metadata["inputs"], seed=5)
+    project = create_project(lib, "baremetal", board, tmp_path / "project", input=inputs)
+    cmake = project.dir / "CMakeLists.txt"
+    assert " -O2 " in cmake.read_text()
+    cmake.write_text(cmake.read_text().replace(" -O2 ", " -O0 "))
+    build(project.dir, log=lambda _: None)
+    run = flash(project.dir, timeout=120.0, log=lambda _: None)
+    want_all = Oracle(path.read_bytes()).run(inputs)
+    assert len(run.outputs) == len(want_all) == 4
+    for k, (got, want) in enumerate(zip(run.outputs, want_all)):
+        np.testing.assert_array_equal(got.reshape(-1), np.asarray(want).reshape(-1), err_msg=f"output {k}")

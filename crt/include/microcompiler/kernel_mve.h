@@ -306,7 +306,7 @@ static MC_MVE_INLINE void mc_mve_fill(int8_t* d, int32_t value, int32_t n) {
 static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0, const int8_t* x1, int32_t stride1,
                                               const int8_t* w, int32_t rows, int32_t row_steps, mc_v4* p0,
                                               mc_v4* p1) {
-#if MC_MVE
+#if MC_MVE && defined(__OPTIMIZE__) /* unoptimized builds cannot give the asm its 12 registers */
   register int32_t s0 __asm__("r0");
   register int32_t s1 __asm__("r2");
   register int32_t s2 __asm__("r4");
@@ -372,6 +372,21 @@ static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0,
             [t3] "r"(t3));
 #undef MC_MVE_DOT_2X4_STEP
 #undef MC_MVE_DOT_2X4_OPERANDS
+#elif MC_MVE
+  int32_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t r, k, c;
+  for (r = 0; r < rows; ++r) {
+    for (k = 0; k < row_steps; ++k) {
+      const int8x16_t u = vldrbq_s8(x0 + r * stride0 + 16 * k), v = vldrbq_s8(x1 + r * stride1 + 16 * k);
+      for (c = 0; c < 4; ++c, w += 16) {
+        const int8x16_t wc = vldrbq_s8(w);
+        a[c] = vmladavaq_s8(a[c], u, wc);
+        a[4 + c] = vmladavaq_s8(a[4 + c], v, wc);
+      }
+    }
+  }
+  *p0 = vldrwq_s32(a);
+  *p1 = vldrwq_s32(a + 4);
 #else
   int32_t r, k, c;
   for (c = 0; c < 4; ++c) {
