@@ -262,7 +262,8 @@ class Conv2D(OpKernel):
         MACs with the DSP extension) or s16 (pre-extended int16 pairs, twice the flash: 11 per 16),
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
         inline assembly) or runs the same loops in C. Otherwise (int16, float32, grouped) the
-        reference loop nest."""
+        reference loop nest. With "mve" in the features (Cortex-M55) an int8 convolution of one group
+        takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):

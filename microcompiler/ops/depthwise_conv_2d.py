@@ -54,7 +54,8 @@ class DepthwiseConv2D(OpKernel):
     def plan(self, op, graph, features=frozenset()) -> dict:
         """channels4 (int8, depth multiplier 1, channels % 4 == 0): 4 channels per step with the taps
         unrolled, int16 weights (SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp; LDRSB +
-        MLA otherwise, "isa" c). Otherwise the reference loop nest."""
+        MLA otherwise, "isa" c); with "mve" (Cortex-M55) and channels % 16 == 0 the Helium kernel
+        (fast_mve.depthwise_plan). Otherwise the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))

@@ -62,8 +62,8 @@ class FullyConnected(OpKernel):
         inputs; when that exceeds fast.LANES_CHUNK_BUDGET it runs the depth in chunks ("chunk": inputs
         per chunk, 0 = the whole depth in one pass; knob {"chunk": N}, N a multiple of 4, or 0), each
         chunk expanded once and added into int32 partial sums (one per output row) in the scratch.
-        Without the DSP extension int8 (LDRSB + MLA).
-        Otherwise the reference loop."""
+        Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
+        (fast_mve.fc_plan). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
