@@ -11,8 +11,8 @@ timer ticks x 1e9 / timer_hz, 40 per tick of the 25 MHz CMSDK timer read around 
 31.25 per tick of the M55's 32 MHz SSE-300 system counter, exactly as ../shared/baselines/qemu_tflm.md
 measured TFLite Micro; the M55 rows compare with its "CMSIS-NN with MVE" figures), checks the outputs against the
 TFLM oracle bit for bit, and takes the flash and RAM split from the firmware's symbols. On the first
-board it also runs ``microcompiler bench MODEL --board BOARD --json`` for the per-operator
-breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
+board (and on the M55) it also runs ``microcompiler bench MODEL --board BOARD --json`` for the
+per-operator breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
 the Python API (compile_model(tuning=...) + run_on_board). The tables go between the
 BENCHMARK-TABLES markers of the output file.
 
@@ -282,9 +282,10 @@ def main(argv=None) -> int:
                 for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS[key]):
                     results.append(dict(measure(key, board, work, tuning), label=label))
                     log(f"{key} {board} {label}: {results[-1]['instructions']:,} instructions")
-            if not args.no_bench:
-                board = args.boards[0]
-                ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite", board)
+            if not args.no_bench:  # the first board's breakdown, and the M55's (its own kernels)
+                for board in dict.fromkeys([args.boards[0], *(b for b in args.boards if BOARDS[b] == "M55")]):
+                    ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite",
+                                                     board)
     text = tables(results, ops, base)
     out = args.output
     doc = out.read_text() if out.exists() else f"{BEGIN}\n{END}\n"
