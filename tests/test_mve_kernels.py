@@ -59,11 +59,14 @@ ADD_MVE_CASES = [  # (kind, shape, activation, quantization (input1, input2, out
 ]
 
 
-POOL_MVE_CASES = [  # (shape, filter, stride, activation)
-    ([1, 25, 5, 64], (25, 5), (1, 1), "NONE"),  # KWS's
-    ([2, 6, 6, 8], (3, 2), (2, 2), "RELU6"),
-    ([1, 15, 17, 16], (15, 17), (1, 1), "RELU"),  # 255 taps: the int16 lane limit
-    ([1, 8, 8, 24], (2, 2), (2, 2), "RELU_N1_TO_1"),
+POOL_MVE_CASES = [  # (kind, shape, filter, stride, activation)
+    ("AVERAGE_POOL_2D", [1, 25, 5, 64], (25, 5), (1, 1), "NONE"),  # KWS's
+    ("AVERAGE_POOL_2D", [2, 6, 6, 8], (3, 2), (2, 2), "RELU6"),
+    ("AVERAGE_POOL_2D", [1, 15, 17, 16], (15, 17), (1, 1), "RELU"),  # 255 taps: the int16 lane limit
+    ("AVERAGE_POOL_2D", [1, 8, 8, 24], (2, 2), (2, 2), "RELU_N1_TO_1"),
+    ("MAX_POOL_2D", [1, 6, 6, 16], (2, 2), (2, 2), "RELU"),
+    ("MAX_POOL_2D", [2, 5, 7, 32], (3, 3), (1, 1), "RELU6"),
+    ("MAX_POOL_2D", [1, 4, 4, 16], (4, 4), (1, 1), "NONE"),
 ]
 
 
@@ -96,8 +99,8 @@ def sweep_model() -> bytes:
     models.append(side_by_side_model([(kind, "int8", [shape, shape], "int8", quant or [(0.05, -3), (0.1, 2), (0.08, 5)],
                                        activation_options(kind, activation))
                                       for kind, shape, activation, quant in ADD_MVE_CASES]))
-    models += [pool_model("AVERAGE_POOL_2D", "int8", shape, window, stride, "VALID", activation=activation)
-               for shape, window, stride, activation in POOL_MVE_CASES]
+    models += [pool_model(kind, "int8", shape, window, stride, "VALID", activation=activation)
+               for kind, shape, window, stride, activation in POOL_MVE_CASES]
     models += [_tiny_output_scale(kind) for kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]
     return merge_models(models)
 
@@ -114,7 +117,7 @@ def test_mve_sweep_on_host(tmp_path):
     lib = assert_matches_oracle(sweep_model(), tmp_path, n_inputs=2, features=MVE)
     assert _variants(lib) == {"CONV_2D": {"mve-dot"}, "DEPTHWISE_CONV_2D": {"mve-channels16"},
                               "FULLY_CONNECTED": {"mve-dot"}, "ADD": {"mve"}, "SUB": {"mve"},
-                              "AVERAGE_POOL_2D": {"mve-channels8"}}
+                              "AVERAGE_POOL_2D": {"mve-channels8"}, "MAX_POOL_2D": {"mve-max16"}}
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
@@ -138,7 +141,8 @@ def test_mve_extreme_inputs_on_host(tmp_path):
 
 def test_mve_variants_chosen_from_board_features(tmp_path):
     """mps3_an547 (Cortex-M55, "mve" in boards/mps3_an547.toml) gets the MVE kernels for CONV_2D,
-    DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB and AVERAGE_POOL_2D; the Cortex-M4 board does not."""
+    DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, AVERAGE_POOL_2D and MAX_POOL_2D; the Cortex-M4 board
+    does not."""
     from harness import compile_bytes
     from microcompiler.boards import load_board
     m55 = load_board("mps3_an547").cpu.features

@@ -215,6 +215,13 @@ def avgpool_plan(depth: int, taps: int, unclipped: bool) -> dict | None:
     return {"variant": "mve-channels8", "isa": "mve", "channels": 8, "clipped_windows": False, "scratch_bytes": 0}
 
 
+def maxpool_plan(depth: int, unclipped: bool) -> dict | None:
+    """The "mve-max16" MAX_POOL_2D plan: int8, unclipped windows, depth % 16 == 0."""
+    if not unclipped or depth % 16:
+        return None
+    return {"variant": "mve-max16", "isa": "mve", "channels": 16, "clipped_windows": False, "scratch_bytes": 0}
+
+
 def avgpool_values(taps: int) -> dict:
     magic, shift = division_magic(taps, 128 * taps + taps // 2)
     return dict(magic=magic, shift=shift)

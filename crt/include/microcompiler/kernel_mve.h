@@ -404,7 +404,7 @@ static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0,
 #endif
 }
 
-/* ---- AVERAGE_POOL_2D: 8 channels ------------------------------------------------------------------ */
+/* ---- AVERAGE_POOL_2D (8 channels) and MAX_POOL_2D (16 channels) ------------------------------------------------------------------ */
 
 /* dst[0..7] = TFLM's average of a rows x cols window of 8 int8 channels at src (pixels `pixel` bytes
  * apart, `row_skip` more bytes from the end of a row to the next): the sum (int16 lanes: at most 255
@@ -446,6 +446,30 @@ static MC_MVE_INLINE void mc_mve_avgpool8(int8_t* dst, const int8_t* src, int32_
     const int32_t avg = sum[c] > 0 ? (sum[c] + count / 2) / count : (sum[c] - count / 2) / count;
     dst[c] = (int8_t)MC_CLAMP(avg, lo, hi);
   }
+#endif
+}
+
+/* dst[0..15] = the maximum of a rows x cols window of 16 int8 channels at src (pixels `pixel` bytes
+ * apart, `row_skip` more bytes from the end of a row to the next), clamped to [lo, hi]. */
+static MC_MVE_INLINE void mc_mve_maxpool16(int8_t* dst, const int8_t* src, int32_t rows, int32_t cols, int32_t pixel,
+                                           int32_t row_skip, int32_t lo, int32_t hi) {
+  int32_t fy, fx;
+#if MC_MVE
+  int8x16_t m = vdupq_n_s8(-128);
+  for (fy = 0; fy < rows; ++fy, src += row_skip) {
+    for (fx = 0; fx < cols; ++fx, src += pixel) m = vmaxq_s8(m, vldrbq_s8(src));
+  }
+  vstrbq_s8(dst, vminq_s8(vmaxq_s8(m, vdupq_n_s8((int8_t)lo)), vdupq_n_s8((int8_t)hi)));
+#else
+  int32_t m[16];
+  int32_t c;
+  for (c = 0; c < 16; ++c) m[c] = -128;
+  for (fy = 0; fy < rows; ++fy, src += row_skip) {
+    for (fx = 0; fx < cols; ++fx, src += pixel) {
+      for (c = 0; c < 16; ++c) m[c] = MC_MAX(m[c], (int32_t)src[c]);
+    }
+  }
+  for (c = 0; c < 16; ++c) dst[c] = (int8_t)MC_CLAMP(m[c], lo, hi);
 #endif
 }
 
