@@ -27,6 +27,7 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
+from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.ir import Graph, Operator, c_type
@@ -224,6 +225,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "inputs": inputs,
         "outputs": outputs,
         "arena_bytes": graph.arena_bytes,
+        "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
         "params_bytes": params.nbytes,
         "scratch_bytes": params.scratch_bytes,
