@@ -237,7 +237,10 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+            **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
         } for fn in functions],
+        "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions),
         "total_macs": sum(fn.macs for fn in functions),
         "fingerprint": fingerprint,
     }

@@ -7,8 +7,9 @@ from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
 from microcompiler.passes.memory_plan import plan_memory
 from microcompiler.passes.remove_reshapes import remove_reshapes
+from microcompiler.passes.zero_channels import drop_zero_channels
 
-PIPELINE = [fold_constants, fuse_activations, remove_reshapes, remove_dead_code, plan_memory]
+PIPELINE = [fold_constants, fuse_activations, remove_reshapes, drop_zero_channels, remove_dead_code, plan_memory]
 
 __all__ = ["PIPELINE", "fold_constants", "fuse_activations", "remove_reshapes", "remove_dead_code",
-           "plan_memory"]
+           "drop_zero_channels", "plan_memory"]
