@@ -89,10 +89,11 @@ def _pad(size: int, k: int, stride: int, dil: int, out: int) -> int:
     return max(total, 0) // 2
 
 
-def check_common(op, graph, weight_channel_axis: int) -> None:
-    """Checks shared by CONV_2D and DEPTHWISE_CONV_2D (shapes, options, quantization, bias)."""
+def check_common(op, graph, weight_channel_axis: int, max_inputs: int = 3) -> None:
+    """Checks shared by CONV_2D and DEPTHWISE_CONV_2D (shapes, options, quantization, bias).
+    ``max_inputs``: 4 for a depthwise convolution with an input channel table (passes/zero_channels.py)."""
     o = op.options
-    require(len(op.inputs) in (2, 3) and len(op.outputs) == 1, op,
+    require(2 <= len(op.inputs) <= max_inputs and len(op.outputs) == 1, op,
             "expects input, weights, optional bias and one output")
     x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
     require(len(x.shape) == 4 and len(w.shape) == 4 and len(y.shape) == 4, op,

@@ -1,6 +1,8 @@
 """DEPTHWISE_CONV_2D: int8, int16x8 and float32; per-tensor or per-channel weights; any depth multiplier.
 
-Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel.
+Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel,
+or, after the drop_zero_channels pass (passes/zero_channels.py), the channel a fourth, constant input
+names (``input_channel[oc]``; the reference loop nest only).
 Weights are [1, kernel_h, kernel_w, output_channels]; per-channel scales run along dimension 3.
 int16 takes an int64 bias (TFLM reads the bias as int64) and always accumulates in 64 bits.
 Geometry, quantization checks and requantization constants are shared with CONV_2D.
@@ -16,10 +18,15 @@ from microcompiler.ops.conv_2d import (bias_tensor, check_common, constant_param
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
+def _channel_table(op, graph) -> np.ndarray | None:
+    """The input channel of each output channel, when the drop_zero_channels pass removed some."""
+    return graph.tensors[op.inputs[3]].data if len(op.inputs) > 3 and op.inputs[3] >= 0 else None
+
+
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
-    input_roles = ("input", "filter", "bias")
+    input_roles = ("input", "filter", "bias", "input_channel")
     inputs = (2, 3)
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
                   "constant or activations")
@@ -28,13 +35,18 @@ class DepthwiseConv2D(OpKernel):
             "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)"}
 
     def check(self, op, graph):
-        check_common(op, graph, weight_channel_axis=3)
+        check_common(op, graph, weight_channel_axis=3, max_inputs=4)
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
-        require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
-                f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
-                f"{w.shape[3]} output channels of the weights")
+        table = _channel_table(op, graph)
+        if table is None:
+            require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
+                    f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
+                    f"{w.shape[3]} output channels of the weights")
+        else:  # the drop_zero_channels pass removed some output channels
+            require(table.shape == (w.shape[3],) and 0 <= table.min() and table.max() < x.shape[3], op,
+                    "the input channel table must name one input channel per output channel")
         bias = bias_tensor(op, graph)
         if x.dtype == "int8":
             require(bias is None or bias.dtype == "int32", op,
@@ -57,6 +69,8 @@ class DepthwiseConv2D(OpKernel):
         MLA otherwise, "isa" c); with "mve" (Cortex-M55) and channels % 16 == 0 the Helium kernel
         (fast_mve.depthwise_plan). Otherwise the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
+        if _channel_table(op, graph) is not None:
+            return {"variant": "reference"}
         if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
             if mve:
@@ -78,8 +92,10 @@ class DepthwiseConv2D(OpKernel):
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
         bias = bias_tensor(op, graph)
+        table = _channel_table(op, graph)
         values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]), mult=mult, **g.values())
+                      output=ctx.arg(op.outputs[0]), mult=mult, **g.values(),
+                      input_channel=None if table is None else ctx.arg(op.inputs[3]))
         if x.dtype == "float32":
             return ctx.render("depthwise_conv_2d_float.c.j2",
                               bias=ctx.arg(op.inputs[2]) if bias is not None else None,

@@ -1,5 +1,5 @@
-"""Drop all-zero output channels from int8 CONV_2D and FULLY_CONNECTED (pruned or batch-norm-folded
-models): fewer weights in flash and fewer multiply-accumulates.
+"""Drop all-zero output channels from int8 CONV_2D, FULLY_CONNECTED and DEPTHWISE_CONV_2D (pruned or
+batch-norm-folded models): fewer weights in flash and fewer multiply-accumulates.
 
 An output channel whose weights are all zero accumulates nothing but its bias, so for every pixel it
 is the same constant, the value TFLite Micro computes for that row:
@@ -13,8 +13,14 @@ The pass rewrites such an operator into two:
 2. ``MC_CONSTANT_CHANNELS`` (ops/constant_channels.py), which spreads the computed channels to their
    places in the full output, last pixel first (in place), and writes the constants between them.
 
-It runs after ``remove_dead_code`` and before ``plan_memory``. Operators with all or no channels
-zero, int4 or asymmetric weights, grouped convolutions or non-constant weights are left alone.
+A DEPTHWISE_CONV_2D keeps reading the input channel of each remaining output channel through a
+fourth input, ``input_channel`` (a constant table), which only its reference loop nest reads; so the
+pass drops depthwise channels only where the fast depthwise kernels would not run anyway (depth
+multiplier above 1 or channels not a multiple of 4): it never trades a fast kernel for the reference.
+
+It runs after ``remove_reshapes`` and before ``remove_dead_code`` (which then drops the full
+weights) and ``plan_memory``. Operators with all or no channels zero, int4 or asymmetric weights,
+grouped convolutions or non-constant weights are left alone.
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops.quant import INT_RANGES, activation_range, conv_multipliers
 
 CONSTANT_CHANNELS = "MC_CONSTANT_CHANNELS"
-KINDS = ("CONV_2D", "FULLY_CONNECTED")
+CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 3}  # of the weights
 _INT32_MIN, _INT32_MAX = INT_RANGES["int32"]
 
 
@@ -68,21 +74,26 @@ def _bias(op: Operator, graph: Graph) -> Tensor | None:
 def zero_channels(op: Operator, graph: Graph) -> np.ndarray | None:
     """A boolean mask of the operator's all-zero output channels, or None when the pass leaves the
     operator alone (not eligible, or no channel or every channel zero)."""
-    if op.kind not in KINDS or len(op.outputs) != 1:
+    if op.kind not in CHANNEL_AXIS or len(op.outputs) != 1 or len(op.inputs) > 3:
         return None
+    axis = CHANNEL_AXIS[op.kind]
     x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
     bias = _bias(op, graph)
     if (x.dtype, w.dtype, y.dtype) != ("int8", "int8", "int8") or not w.is_constant or w.quant is None:
         return None
     if bias is not None and (not bias.is_constant or bias.dtype != "int32"):
         return None
-    if any(w.quant.zero_point) or w.quant.axis != 0 or y.quant is None or y.quant.per_channel:
+    if any(w.quant.zero_point) or (w.quant.per_channel and w.quant.axis != axis):
         return None
-    if y.shape[-1] != w.shape[0] or y.persistent or op.outputs[0] in graph.aliases:
+    if y.quant is None or y.quant.per_channel or y.persistent or op.outputs[0] in graph.aliases:
+        return None
+    if y.shape[-1] != w.shape[axis]:
         return None
     if op.kind == "CONV_2D" and x.shape[3] != w.shape[3]:  # grouped convolution
         return None
-    zero = ~np.any(w.data.reshape(w.shape[0], -1) != 0, axis=1)
+    if op.kind == "DEPTHWISE_CONV_2D" and op.options.get("depth_multiplier", 1) == 1 and x.shape[3] % 4 == 0:
+        return None  # the fast depthwise kernels run it; the reduced operator would not be faster
+    zero = ~np.any(np.moveaxis(w.data, axis, 0).reshape(w.shape[axis], -1) != 0, axis=1)
     return zero if 0 < int(zero.sum()) < len(zero) else None
 
 
@@ -99,12 +110,12 @@ def channel_constants(op: Operator, graph: Graph) -> np.ndarray:
                      for c in range(channels)], np.int8)
 
 
-def _sliced(t: Tensor, keep: np.ndarray) -> Tensor:
+def _sliced(t: Tensor, keep: np.ndarray, axis: int) -> Tensor:
     quant = t.quant
     if quant is not None and quant.per_channel:
         quant = Quantization([s for s, k in zip(quant.scale, keep) if k],
                              [z for z, k in zip(quant.zero_point, keep) if k], quant.axis)
-    data = t.data[keep]
+    data = np.compress(keep, t.data, axis=axis)
     return Tensor(f"{t.name};nonzero_channels", data.shape, t.dtype, quant, data)
 
 
@@ -126,9 +137,13 @@ def drop_zero_channels(graph: Graph) -> Graph:
             return len(g.tensors) - 1
 
         inputs = list(op.inputs)
-        inputs[1] = add(_sliced(g.tensors[op.inputs[1]], keep))
+        inputs[1] = add(_sliced(g.tensors[op.inputs[1]], keep, CHANNEL_AXIS[op.kind]))
         if _bias(op, g) is not None:
-            inputs[2] = add(_sliced(g.tensors[op.inputs[2]], keep))
+            inputs[2] = add(_sliced(g.tensors[op.inputs[2]], keep, 0))
+        if op.kind == "DEPTHWISE_CONV_2D":  # output channel oc reads input channel oc / depth multiplier
+            table = (np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)).astype(np.int16)
+            inputs += [-1] * (3 - len(inputs)) + [add(Tensor(f"{y.name};input_channel", table.shape, "int16",
+                                                             None, table))]
         narrow = add(Tensor(f"{y.name};nonzero_channels", (*y.shape[:-1], int(keep.sum())), y.dtype, y.quant))
         g.aliases[narrow] = out
         source = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int16)
