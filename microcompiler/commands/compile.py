@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from microcompiler.boards import HOST, load_board
+from microcompiler.errors import MicrocompilerError
+from microcompiler.commands.arguments import add_tuning_argument, tuning_for
 from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, compile_model, write_atomically
 
 
@@ -18,12 +20,16 @@ def add_parser(sub) -> None:
     p.add_argument("--kernels", choices=KERNEL_CHOICES, default="fast",
                    help="fast (default): the fastest kernel for the target; reference: every layer as its plain "
                         "reference loop nest, to read or diff against the fast version")
+    add_tuning_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    features = load_board(args.board).cpu.features if args.board not in (None, HOST) else frozenset()
-    library = compile_model(args.model, name=args.name, features=features, kernels=args.kernels)
+    cpu = load_board(args.board).cpu if args.board not in (None, HOST) else None
+    if args.tuning and cpu is None:
+        raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")
+    library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
+                            kernels=args.kernels, tuning=tuning_for(args, cpu) if cpu else None)
     out = write_atomically(library, args.output)
     meta = library.metadata
     target = f" for {args.board}" if args.board else ""

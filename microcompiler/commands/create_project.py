@@ -4,6 +4,8 @@ from __future__ import annotations
 import shlex
 
 from microcompiler.boards import load_board
+from microcompiler.commands.arguments import add_tuning_argument, tuning_for
+from microcompiler.compiler import compile_model
 from microcompiler.targets import DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_project, templates
 
 
@@ -33,12 +35,17 @@ def add_parser(sub) -> None:
                         "on zephyr)")
     p.add_argument("--benchmark", choices=("kws01", "ic01", "vww01", "ad01"), default=None,
                    help="with --template mlperf or mlperf-zephyr: the MLPerf Tiny benchmark the firmware serves (docs/mlperf.md)")
+    add_tuning_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     options = {"benchmark": args.benchmark} if args.benchmark is not None else {}
-    project = create_project(args.model, args.template, load_board(args.board), args.output, executor=args.executor,
+    board = load_board(args.board)
+    model = args.model
+    if args.tuning:
+        model = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu))
+    project = create_project(model, args.template, board, args.output, executor=args.executor,
                              input=args.input, stack_bytes=args.stack_bytes, mode=args.mode, **options)
     meta = project.metadata
     print(f"created {project.dir}: {meta['name']} on {project.board.name} ({project.executor} executor, "

@@ -18,7 +18,7 @@ import numpy as np
 
 from microcompiler.boards import HOST, Board, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.commands.arguments import positive_seconds
+from microcompiler.commands.arguments import add_tuning_argument, positive_seconds, tuning_for
 from microcompiler.commands.output import print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_inputs, random_inputs
@@ -41,6 +41,7 @@ def add_device_arguments(p) -> None:
                    help="an input tensor as .npy (repeat for several inputs; default: seeded random)")
     p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_tuning_argument(p)
 
 
 def add_parser(sub) -> None:
@@ -77,7 +78,7 @@ def prepare(args, mode: str) -> Job:
     target = target_for(board, args.template)
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)
-    library = compile_model(args.model, features=board.cpu.features)
+    library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu))
     meta = library.metadata
     inputs = load_inputs(args.input, meta["inputs"]) if args.input else random_inputs(meta["inputs"])
     return Job(board, target, library, inputs)
