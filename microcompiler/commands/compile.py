@@ -28,12 +28,15 @@ def run(args) -> int:
     cpu = load_board(args.board).cpu if args.board not in (None, HOST) else None
     if args.tuning and cpu is None:
         raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")
+    tuning = tuning_for(args, cpu) if cpu else None
     library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
-                            kernels=args.kernels, tuning=tuning_for(args, cpu) if cpu else None)
+                            kernels=args.kernels, tuning=tuning)
     out = write_atomically(library, args.output)
     meta = library.metadata
     target = f" for {args.board}" if args.board else ""
     kernels = ", reference kernels" if args.kernels == "reference" else ""
+    if tuning is not None:
+        kernels += f", {len(tuning.applied)} operators tuned by {args.tuning}"
     print(f"compiled {meta['name']}{target}{kernels}: {len(meta['operators'])} operators, arena "
           f"{meta['arena_bytes']} B, weights {meta['params_bytes']} B -> {out}")
     return 0

@@ -99,6 +99,8 @@ def _print(report: dict) -> None:
         knobs = json.dumps(r["knobs"]) if r["knobs"] else "heuristic"
         timing = f"  {r['heuristic_ticks']} -> {r['ticks']} ticks" if r["status"] == "tuned" else ""
         print(f"  {r['kind']:<20} op {ops:<12} {r['status']:<16} {knobs}{timing}")
-    print(f"tuned {report['tuned']} signatures, reused {report['reused']}; inference {report['heuristic_ticks']} -> "
-          f"{report['tuned_ticks']} ticks ({report['timer_hz']} Hz timer), bit-exact: "
-          f"{'yes' if report['exact'] else 'NO'}; {report['seconds']} s -> {report['log']}")
+    timing = ("nothing measured" if report["heuristic_ticks"] is None else
+              f"inference {report['heuristic_ticks']} -> {report['tuned_ticks']} ticks ({report['timer_hz']} Hz "
+              f"timer), bit-exact: {'yes' if report['exact'] else 'NO'}")
+    print(f"tuned {report['tuned']} signatures, reused {report['reused']}; {timing}; {report['seconds']} s -> "
+          f"{report['log']}")

@@ -114,6 +114,9 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
     ``plan``: (graph, groups) from :func:`plan_model`. ``step(note)`` is called after each finished
     job (:func:`job_count` of them)."""
     graph, groups = plan if plan is not None else plan_model(model, board, previous)
+    carried = TuningLog(list(previous.entries.values()) if previous is not None else [])
+    if not any(g.status == "tuned" for g in groups):  # everything reused or fixed: nothing to measure
+        return TuneResult(carried, groups, None, None, None, True, ["nothing left to measure"])
     expected = oracle_tensors(model, graph, inputs)
     rounds = max([len(g.candidates) for g in groups if g.status == "tuned"], default=1)
 
@@ -144,7 +147,7 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
             if g.status == "tuned":
                 g.knobs = {}
         final, exact = heuristic, all(o["exact"] is True for o in heuristic["operators"])
-    out = TuningLog(list(previous.entries.values()) if previous is not None else [])
+    out = carried
     cpu = cpu_key(board.cpu)
     for g in groups:
         if g.status == "tuned":
@@ -163,7 +166,9 @@ def plan_model(model: str | Path, board: Board, previous: TuningLog | None = Non
 
 
 def job_count(groups: list[Group]) -> int:
-    """The jobs :func:`tune` runs: one per round, and the tuned model."""
+    """The jobs :func:`tune` runs: one per round, and the tuned model (none if nothing is left to tune)."""
+    if not any(g.status == "tuned" for g in groups):
+        return 0
     return 1 + max([len(g.candidates) for g in groups if g.status == "tuned"], default=1)
 
 
