@@ -98,7 +98,7 @@ def _choose(group: Group, rounds: list[dict]) -> None:
         ops = {o["index"]: o for o in rounds[r]["operators"]}
         mine = [ops[i] for i in group.indices if i in ops]
         exact = bool(mine) and all(o["exact"] is True for o in mine)
-        group.results.append({"knobs": knobs, "ticks": sum(o["ticks"] for o in mine), "exact": exact,
+        group.results.append({"knobs": knobs, "ticks": round(sum(o["ticks"] for o in mine), 1), "exact": exact,
                               "variant": mine[0]["variant"] if mine else None})
     best = group.results[0]
     for result in group.results[1:]:
