@@ -150,3 +150,27 @@ def test_tune_with_two_qemu_instances_then_reuse_the_log_on_another_model(model,
     assert again["reused"] == 2 and again["tuned"] == 0  # both layers' signatures were tuned on the first model
     assert [s["status"] for s in again["signatures"]] == ["reused", "nothing to tune", "reused"]
     assert json.loads((tmp_path / "o.json").read_text())["entries"] == log["entries"]
+
+
+def test_local_runner_runs_jobs_at_once_and_reports_a_failure():
+    import threading
+
+    from microcompiler.tuning.runner import LocalRunner
+    both = threading.Barrier(2, timeout=10)  # only passes if two jobs run at the same time
+
+    def job(k):
+        both.wait()
+        return k * 10
+
+    with LocalRunner(2) as runner:
+        assert sorted(runner.run(job, [1, 2])) == [(0, 10), (1, 20)]
+
+    def failing(k):
+        if k == 1:
+            raise ValueError("job 1 failed")
+        return k
+
+    with LocalRunner(1) as runner, pytest.raises(ValueError, match="job 1 failed"):
+        list(runner.run(failing, [0, 1, 2]))
+    with LocalRunner(1, timeout=0.2) as runner, pytest.raises(TimeoutError, match="no tuning job finished"):
+        list(runner.run(lambda _: threading.Event().wait(2), [0]))

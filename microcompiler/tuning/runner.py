@@ -8,8 +8,9 @@ board on many hosts, e.g. Ray, docs/tuning.md) implements the same two methods.
 """
 from __future__ import annotations
 
+import queue
+import threading
 from abc import ABC, abstractmethod
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterator, Sequence
 
 # The longest one job may take (build + start + check + time): a bound on every wait.
@@ -36,25 +37,50 @@ class JobRunner(ABC):
 
 
 class LocalRunner(JobRunner):
-    """N jobs at once in worker threads of this process; each job's device is its own child process."""
+    """N jobs at once in worker threads of this process; each job's device is its own child process.
+
+    The workers are daemon threads: when the command is interrupted it does not wait for them, and
+    cleanup's sweep stops the processes they started. A job not started yet when the runner is
+    closed is never started."""
 
     def __init__(self, jobs: int = 1, timeout: float = JOB_TIMEOUT):
         self.slots = max(1, int(jobs))
         self.timeout = timeout
-        self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="tune-job")
+        self._stop = threading.Event()
 
     def run(self, fn, jobs):
-        pending: dict[Future, int] = {self._pool.submit(fn, job): k for k, job in enumerate(jobs)}
+        todo: queue.Queue = queue.Queue()
+        done: queue.Queue = queue.Queue()
+        for k, job in enumerate(jobs):
+            todo.put((k, job))
+
+        def work() -> None:
+            while not self._stop.is_set():
+                try:
+                    k, job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((k, True, fn(job)))
+                except BaseException as exc:  # handed to the caller, who decides
+                    done.put((k, False, exc))
+
+        for _ in range(min(self.slots, len(jobs))):
+            threading.Thread(target=work, name="tune-job", daemon=True).start()
         try:
-            while pending:
-                done, _ = wait(pending, timeout=self.timeout, return_when=FIRST_COMPLETED)
-                if not done:
-                    raise TimeoutError(f"no tuning job finished within {self.timeout:g} s")
-                for future in done:
-                    yield pending.pop(future), future.result()
-        finally:
-            for future in pending:
-                future.cancel()
+            for _ in range(len(jobs)):
+                try:
+                    k, ok, value = done.get(timeout=self.timeout)
+                except queue.Empty:
+                    raise TimeoutError(f"no tuning job finished within {self.timeout:g} s") from None
+                if not ok:
+                    raise value
+                yield k, value
+        except GeneratorExit:  # the caller stopped reading: the jobs in flight finish on their own
+            raise
+        except BaseException:
+            self._stop.set()  # a failure or an interrupt: start nothing more
+            raise
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._stop.set()

@@ -134,7 +134,7 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
     for g in groups:
         if g.status == "tuned":
             _choose(g, measured)
-    final = next(runner.run(measure, [job(None, _round_tuning(groups, rounds), "tuned model")]))[1]
+    [(_, final)] = list(runner.run(measure, [job(None, _round_tuning(groups, rounds), "tuned model")]))
     step("tuned model")
     exact = all(o["exact"] is True for o in final["operators"])
     notes = []
