@@ -86,6 +86,10 @@ def test_compile_applies_a_log_per_operator_signature(model, tmp_path):
                for d in ("plain", "tuned")]
     assert kernels[0][0]["weights"] == "s8" and kernels[1][0]["weights"] == "s16"
     assert kernels[0][1] == kernels[1][1]  # no entry for the FC: the heuristic
+    project = cli("create-project", model, "--board", BOARD, "--tuning", log, "-o", tmp_path / "project")
+    assert project.returncode == 0, project.stderr
+    meta = json.loads((tmp_path / "project/model/metadata.json").read_text())
+    assert meta["operators"][0]["kernel"]["weights"] == "s16"
     other_cpu = load_board("mps2_an500").cpu  # a log is per CPU: nothing applies on an M7
     assert compile_model(model, features=other_cpu.features,
                          tuning=TuningLog.load(log).for_cpu(other_cpu)).metadata["operators"][0]["kernel"][
