@@ -13,10 +13,13 @@ from microcompiler.commands.arguments import positive_seconds
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.progress import Progress, log_line
-from microcompiler.targets import RPC_TIMEOUT, target_for, templates
+from microcompiler.targets import HOST_DRIVEN, RPC_TIMEOUT, target_for
 from microcompiler.tuning.log import TuningLog, TuningLogError, load_tuning
 from microcompiler.tuning.runner import LocalRunner
 from microcompiler.tuning.tuner import job_count, plan_model, require_tunable, tune
+
+# The firmware each round builds: bare metal (the Python API's tune(template=...) takes zephyr too).
+TEMPLATE = "baremetal"
 
 
 def add_parser(sub) -> None:
@@ -27,7 +30,6 @@ def add_parser(sub) -> None:
                                    "CPU to a tuning log (docs/tuning.md). Apply it with --tuning LOG.")
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (emulated boards: 'microcompiler boards')")
-    p.add_argument("--template", choices=templates(), default="baremetal", help="firmware template (default: baremetal)")
     p.add_argument("--port", help="serial port of a real board (not supported yet: each round loads new firmware)")
     p.add_argument("--jobs", type=int, default=1, help="devices measuring at once (QEMU instances; default: 1)")
     p.add_argument("--output", metavar="LOG", help="the tuning log to write (default: MODEL_BOARD.tuning.json "
@@ -58,7 +60,9 @@ def run(args) -> int:
         raise MicrocompilerError("--jobs and --number must be at least 1")
     board = resolve_board(args.board)
     require_tunable(board, args.port)
-    target_for(board, args.template).check_board(board)
+    target = target_for(board, TEMPLATE)
+    target.check_run(mode=HOST_DRIVEN, keep=None, port=args.port)
+    target.check_board(board)
     previous = load_tuning(args.tuning)
     out = _output_path(args)
     started = time.monotonic()
@@ -70,7 +74,7 @@ def run(args) -> int:
     log_line(f"tuning {Path(args.model).name} on {board.name}: {sum(len(g.indices) for g in groups)} operators, "
              f"{len(groups)} signatures, {total} builds, {args.jobs} at once")
     with LocalRunner(args.jobs) as runner, Progress(total, "tuning") as bar:
-        result = tune(args.model, board, runner, inputs, previous=previous, template=args.template,
+        result = tune(args.model, board, runner, inputs, previous=previous, template=TEMPLATE,
                       number=args.number, step=bar.step, plan=(graph, groups))
     result.log.save(out)
     report = _report(args, board, result, out, time.monotonic() - started)

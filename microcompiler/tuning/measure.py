@@ -19,9 +19,8 @@ from microcompiler.boards import resolve_board
 from microcompiler.compiler import compile_model
 from microcompiler.targets import RPC_TIMEOUT
 from microcompiler.targets.base import quiet, start_on_board
+from microcompiler.validation.layers import INTEGER_DTYPES
 from microcompiler.validation.metrics import within_tolerance
-
-INTEGER_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool", "uint32")
 
 
 @dataclass
