@@ -178,3 +178,14 @@ def test_local_runner_runs_jobs_at_once_and_reports_a_failure():
         list(runner.run(failing, [0, 1, 2]))
     with LocalRunner(1, timeout=0.2) as runner, pytest.raises(TimeoutError, match="no tuning job finished"):
         list(runner.run(lambda _: threading.Event().wait(2), [0]))
+
+
+def test_a_measurement_job_is_plain_data_another_runner_can_ship(model):
+    import pickle
+
+    from microcompiler.tuning.measure import MeasureJob, measure
+    job = MeasureJob(model=str(model), board=BOARD, tuning={0: {"weights": "s16"}},
+                     inputs=[np.zeros((1, 4, 4, 4), np.int8)], expected={3: np.ones(6, np.int8)})
+    copy = pickle.loads(pickle.dumps(job))
+    assert copy.tuning == job.tuning and np.array_equal(copy.expected[3], job.expected[3])
+    assert pickle.loads(pickle.dumps(measure)) is measure  # a module-level function: shipped by name
