@@ -20,6 +20,20 @@ def positive_seconds(option: str):
     return parse
 
 
+def positive_int(option: str):
+    """An argparse type for ``option``: a whole number greater than zero (a one-line error otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise MicrocompilerError(f"{option} {text!r}: give a whole number greater than 0, e.g. {option} 10")
+        return value
+    parse.__name__ = "count"
+    return parse
+
+
 def add_tuning_argument(p) -> None:
     """--tuning LOG: apply a tuning log written by 'microcompiler tune' (docs/tuning.md)."""
     p.add_argument("--tuning", metavar="LOG", help="apply this tuning log (written by 'microcompiler tune') to the "

@@ -37,6 +37,9 @@ def run(args) -> int:
     if args.number < 1 or args.repeat < 1:
         raise MicrocompilerError("--number and --repeat must be at least 1")
     job = prepare(args, HOST_DRIVEN)
+    if len(job.steps) > 1:
+        raise MicrocompilerError(f"bench times one input set, but {len(args.input)} --input files make "
+                                 f"{len(job.steps)}; pass one .npy file per model input")
     meta = job.meta
     with host_driven_session(job, args) as (_, session):
         with session.executor() as ex:

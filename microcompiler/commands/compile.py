@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from microcompiler.boards import HOST, load_board
-from microcompiler.errors import MicrocompilerError
 from microcompiler.commands.arguments import add_tuning_argument, tuning_for
-from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, compile_model, write_atomically
+from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, SHARED_ARENA, compile_model, write_atomically
+from microcompiler.errors import MicrocompilerError
 
 
 def add_parser(sub) -> None:
@@ -20,6 +20,9 @@ def add_parser(sub) -> None:
     p.add_argument("--kernels", choices=KERNEL_CHOICES, default="fast",
                    help="fast (default): the fastest kernel for the target; reference: every layer as its plain "
                         "reference loop nest, to read or diff against the fast version")
+    p.add_argument("--shared-arena", action="store_true",
+                   help=f"use the arena {SHARED_ARENA} your firmware defines, shared with other models that never "
+                        "run at the same time, instead of the library's own (docs/multiple_models.md)")
     add_tuning_argument(p)
     p.set_defaults(func=run)
 
@@ -30,7 +33,8 @@ def run(args) -> int:
         raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")
     tuning = tuning_for(args, cpu) if cpu else None
     library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
-                            kernels=args.kernels, tuning=tuning)
+                            kernels=args.kernels, tuning=tuning,
+                            shared_arena=SHARED_ARENA if args.shared_arena else None)
     out = write_atomically(library, args.output)
     meta = library.metadata
     target = f" for {args.board}" if args.board else ""

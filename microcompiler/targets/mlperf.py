@@ -34,11 +34,12 @@ class MlperfFirmware(Target):
     """What the MLPerf variants add to their base target: the benchmark option and the DUT main()."""
 
     options = ("benchmark",)
+    several_models = False  # the EEMBC protocol serves one model
     _benchmark: Benchmark | None = None  # the benchmark of the project being created
 
     def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
                executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet, benchmark: str | None = None) -> Project:
+               log: Log = quiet, benchmark: str | None = None, input_steps=None) -> Project:
         chosen = get_benchmark(benchmark)
         if mode != STANDALONE or executor != "aot":
             raise MicrocompilerError(f"the {self.name} template is its own main(): use it with the default --mode "
@@ -46,9 +47,13 @@ class MlperfFirmware(Target):
         self._benchmark = chosen
         try:
             return super().create(model, board, out_dir, executor=executor, mode=mode, input=input,
-                                  stack_bytes=stack_bytes, log=log)
+                                  stack_bytes=stack_bytes, log=log, input_steps=input_steps)
         finally:
             self._benchmark = None
+
+    def check_sequence(self, mode: str) -> None:
+        raise MicrocompilerError("the mlperf template runs the EEMBC protocol's own inputs, not a sequence; use "
+                                 "--template baremetal for a sequence of inputs")
 
     def project_info(self, board: Board) -> dict:
         assert self._benchmark is not None, "project_info outside create"
