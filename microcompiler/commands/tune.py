@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from microcompiler.boards import resolve_board
-from microcompiler.commands.arguments import positive_seconds
+from microcompiler.commands.arguments import positive_int, positive_seconds
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.progress import Progress, log_line
@@ -31,12 +31,12 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (emulated boards: 'microcompiler boards')")
     p.add_argument("--port", help="serial port of a real board (not supported yet: each round loads new firmware)")
-    p.add_argument("--jobs", type=int, default=1, help="devices measuring at once (QEMU instances; default: 1)")
+    p.add_argument("--jobs", type=positive_int("--jobs"), default=1, help="devices measuring at once (QEMU instances; default: 1)")
     p.add_argument("--output", metavar="LOG", help="the tuning log to write (default: MODEL_BOARD.tuning.json "
                                                    "here); replaced only if it is a tuning log")
     p.add_argument("--tuning", metavar="LOG", help="an existing tuning log: its operators are reused, not "
                                                    "measured again, and its entries carried into --output")
-    p.add_argument("--number", type=int, default=10, help="runs per operator timing (default: 10)")
+    p.add_argument("--number", type=positive_int("--number"), default=10, help="runs per operator timing (default: 10)")
     p.add_argument("--input", action="append", default=[], metavar="X.npy",
                    help="the input the operators are checked and timed on (default: seeded random)")
     p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=RPC_TIMEOUT, metavar="SECONDS",
@@ -56,8 +56,6 @@ def _output_path(args) -> Path:
 
 
 def run(args) -> int:
-    if args.jobs < 1 or args.number < 1:
-        raise MicrocompilerError("--jobs and --number must be at least 1")
     board = resolve_board(args.board)
     require_tunable(board, args.port)
     target = target_for(board, TEMPLATE)
