@@ -228,6 +228,7 @@ class Conv2D(OpKernel):
     options = "padding, stride, dilation, fused activation"
     fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere",
             "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)"}
+    tuning_knobs = {"weights": ("s8", "s16")}  # plan(): int8 words or pre-extended int16 pairs
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
