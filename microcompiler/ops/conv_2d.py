@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_conv
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import (activation_range, c_float, conv_multipliers, float_activation_range)
 
@@ -226,7 +226,8 @@ class Conv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
                   "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
-    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
+    fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); portable C of the same "
+                   "loops elsewhere"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
@@ -260,8 +261,9 @@ class Conv2D(OpKernel):
         unrolling; "weights" is s8 (int8 weights, sign-extended in the loop: 13 instructions per 16
         MACs with the DSP extension) or s16 (pre-extended int16 pairs, twice the flash: 11 per 16),
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
-        inline assembly) or runs the same loops in C. Otherwise (int16, float32, grouped) the
-        reference loop nest."""
+        inline assembly) or runs the same loops in C. int8 grouped, or with a column buffer
+        above 8 KB: pixel (ops/fast_conv.py, one output pixel per dot product of int16 pairs).
+        Otherwise (int16, float32) the reference loop nest."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if x.dtype == "int8" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
@@ -275,6 +277,8 @@ class Conv2D(OpKernel):
                         "gather": "taps" if g.in_c % 4 == 0 else "bytes",
                         "weights": weights if weights in ("s8", "s16") else "s8",
                         "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
+        if x.dtype == "int8" and constant_parameters(op, graph):
+            return fast_conv.plan(geometry(op, graph), x.shape[3] // w.shape[3], features)
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
@@ -282,6 +286,8 @@ class Conv2D(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "im2col":
             return self._emit_im2col(op, graph, ctx, plan)
+        if plan["variant"] == "pixel":
+            return fast_conv.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]

@@ -607,4 +607,7 @@ static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
   return d;
 }
 
+/* The channel-plane kernels' blocks (DEPTHWISE_CONV_2D "planes"). */
+#include "microcompiler/kernel_planes.h"
+
 #endif /* MICROCOMPILER_KERNEL_SIMD_H_ */
