@@ -33,7 +33,7 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _ENV.filters["comment"] = comment_text
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_planes.h", "graph_executor.h", "status.h",
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_planes.h", "kernel_lanes.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h"]
 
 

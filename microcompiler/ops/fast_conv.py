@@ -45,3 +45,23 @@ def emit_pixel(op, graph, ctx, plan_: dict, g, bias) -> str:
                       og=g.out_c // groups, steps=steps, k=g.k_h * g.k_w * cg, zp=zp,
                       scratch=ctx.scratch(plan_["scratch_bytes"]), isa=plan_["isa"], fast=is_fast,
                       c_k=2 * y_zp + 1, act_min=lo, act_max=hi, output_offset=y_zp)
+
+
+def im2col_lanes_ok(w_rows: np.ndarray, folded: np.ndarray) -> bool:
+    """Whether the im2col kernel may read its int8 weights in the lanes encoding (kernel_lanes.h):
+    the lanes of every word fit int16 and |acc| < 2^23 (w_rows: [channels, K], folded: the bias
+    with the input zero point folded in)."""
+    return fast.lanes_plan(_padded(w_rows), folded)
+
+
+def im2col_lanes(w_rows: np.ndarray, folded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(weight words [channels, steps], accumulator start per channel) of the lanes encoding."""
+    padded = _padded(w_rows)
+    return fast.lanes_words(padded), fast.lanes_bias(padded, folded)
+
+
+def _padded(w_rows: np.ndarray) -> np.ndarray:
+    rows, k = w_rows.shape
+    out = np.zeros((rows, -(-k // 4) * 4), np.int8)
+    out[:, :k] = w_rows
+    return out

@@ -46,6 +46,9 @@ def plane_geometry(g) -> PlaneGeometry:
 # scratch is RAM that channels4 does not need.
 PREFERRED_PLANE_BYTES = 2048
 
+# At most this many distinct right shifts: one copy of the channel loop per shift.
+MAX_SHIFT_GROUPS = 3
+
 # Output rows up to this wide are computed at once (every plane word loaded once per kernel row).
 MAX_ROW_PIXELS = 8
 
@@ -83,10 +86,21 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
     params = (fast.channel_params3(folded * scale, mult_q, r) if is_fast
               else fast.channel_params(folded * scale, mult_q, c, r))
     isa = "dsp" if fast.has_dsp(ctx.features) else "c"
+    r_groups, order = None, None
+    if is_fast and mult == 1 and len(set(r.tolist())) <= MAX_SHIFT_GROUPS:
+        # channels grouped by r: the shift becomes a literal (SSAT with ASR #r) in each group's loop
+        idx = np.argsort(r, kind="stable")
+        order = ctx.const("channels", idx.astype(np.int16))
+        bounds = np.flatnonzero(np.diff(r[idx])) + 1
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), len(idx)]
+        r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
+        plan_["shift_groups"] = len(r_groups)
+        params = fast.channel_params3(folded * scale, mult_q, c)  # {bias, M, c}: r is in the code
     return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                       weights=ctx.const("weights", np.ascontiguousarray(w_taps.T)),
                       params=ctx.const("params", params), stride=3 if is_fast else 4, scale=scale,
                       scratch=ctx.scratch(pg.nbytes), zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
-                      pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa, fast=is_fast, c_k=2 * y_zp + 1, act_min=lo, act_max=hi,
+                      r_groups=r_groups, order=order, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa, fast=is_fast, c_k=2 * y_zp + 1, act_min=lo, act_max=hi,
                       output_offset=y_zp)
