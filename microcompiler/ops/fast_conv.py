@@ -47,11 +47,17 @@ def emit_pixel(op, graph, ctx, plan_: dict, g, bias) -> str:
                       c_k=2 * y_zp + 1, act_min=lo, act_max=hi, output_offset=y_zp)
 
 
+# The lanes im2col saves one instruction per 4 inputs and output channel in the dot product and
+# costs about 3 more per 4 inputs and pixel in the gather (P and Q instead of two SXTB16): it pays
+# for more output channels than this (measured on IC's 16-channel layers: slower; 32: faster).
+LANES_MIN_OUT_CHANNELS = 17
+
+
 def im2col_lanes_ok(w_rows: np.ndarray, folded: np.ndarray) -> bool:
-    """Whether the im2col kernel may read its int8 weights in the lanes encoding (kernel_lanes.h):
-    the lanes of every word fit int16 and |acc| < 2^23 (w_rows: [channels, K], folded: the bias
-    with the input zero point folded in)."""
-    return fast.lanes_plan(_padded(w_rows), folded)
+    """Whether the im2col kernel reads its int8 weights in the lanes encoding (kernel_lanes.h): it
+    pays (LANES_MIN_OUT_CHANNELS), the lanes of every word fit int16 and |acc| < 2^23 (w_rows:
+    [channels, K], folded: the bias with the input zero point folded in)."""
+    return len(w_rows) >= LANES_MIN_OUT_CHANNELS and fast.lanes_plan(_padded(w_rows), folded)
 
 
 def im2col_lanes(w_rows: np.ndarray, folded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
