@@ -119,3 +119,17 @@ def test_new_variants_on_cortex_m4(tmp_path, case):
     _, _, result = run_on_board(lib, board, tmp_path / "project", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), want[0].reshape(-1))
+
+
+def test_benchmark_lookalikes(tmp_path):
+    """scripts/lookalikes.py (the benchmarks' VWW, micro_speech, person_detect look-alikes): the VWW
+    network has MobileNet-v1 0.25's 7.49 M MACs, and micro_speech runs planes bit-exactly."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import lookalikes
+    vww = compile_bytes(lookalikes.LOOKALIKES["VWW"](), tmp_path / "vww", features=DSP).metadata
+    assert round(vww["total_macs"] / 1e4) == 749
+    assert "reference" not in {o["kernel"]["variant"] for o in vww["operators"]}
+    lib = assert_matches_oracle(lookalikes.micro_speech(), tmp_path / "ms", n_inputs=2, features=DSP)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "planes"
