@@ -34,9 +34,10 @@ SWEEP = {f"conv/{k}": (lambda v=v: conv_model(**v)) for k, v in _int8(CONV_CASES
 SWEEP.update({f"dw/{k}": (lambda v=v: conv_model(kind="DEPTHWISE_CONV_2D", **v)) for k, v in _int8(DW_CASES).items()})
 SWEEP.update({f"fc/{pc}_{act}": (lambda pc=pc, act=act: fc_model("int8", 2, 37, 11, act, pc == "per_channel"))
               for pc in ("per_tensor", "per_channel") for act in ("NONE", "RELU", "RELU6")})
-SWEEP.update({f"fc/odd_{shape}_{bias}": (lambda shape=shape, bias=bias: fc_model(
-    "int8", *shape, "RELU" if shape[1] > 1 else "NONE", shape[1] > 1, bias=bias, input_zp=-128 if shape[1] > 1 else 127))
-    for shape in ((3, 1, 1), (1, 130, 7)) for bias in (False, True)})
+# test_fully_connected_odd_shapes_and_no_bias: (batches, depth, units, activation, per channel, input zp)
+FC_ODD = {"3x1x1": (3, 1, 1, "NONE", False, 127), "1x130x7": (1, 130, 7, "RELU", True, -128)}
+SWEEP.update({f"fc/odd_{k}_{'bias' if bias else 'no_bias'}": (lambda a=a, bias=bias: fc_model(
+    "int8", *a[:5], bias=bias, input_zp=a[5])) for k, a in FC_ODD.items() for bias in (False, True)})
 # Shapes of issue 13 beyond the sweeps: a keyword model's first layer, odd channel counts, grouped
 # convolution, a 1x1 convolution and one whose im2col column would exceed 8 KB.
 EXTRA = {

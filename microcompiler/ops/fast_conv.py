@@ -9,10 +9,46 @@ order SXTB16 produces: LDRD + 2 SMLAD per 4 MACs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+
+@dataclass
+class Requant:
+    """A fast int8 convolution's requantization: per output channel the bias with the input zero
+    point folded in, multiplier, and (fast: mc_requant_fast, c and r; else the TFLM shift in c)."""
+    folded: np.ndarray
+    mult: np.ndarray
+    c: np.ndarray
+    r: np.ndarray
+    fast: bool
+
+    @property
+    def scale(self) -> int:
+        """2 with the fast requantization: weights and bias doubled, the accumulators hold 2 * acc."""
+        return 2 if self.fast else 1
+
+    def params(self) -> np.ndarray:
+        """{bias, M, r} per channel (fast: c = ((2 zp + 1) << r) >> 1 in the epilogue), else
+        {bias, M, shift, 0}; the bias doubled with the fast requantization."""
+        if self.fast:
+            return fast.channel_params3(self.folded * self.scale, self.mult, self.r)
+        return fast.channel_params(self.folded * self.scale, self.mult, self.c, self.r)
+
+
+def requant_setup(x, w, y, bias, w_rows: np.ndarray) -> Requant:
+    """The Requant of a convolution with int8 weights w_rows [channels, taps] (TFLM's multipliers,
+    the bound on |acc| from the weights and bias)."""
+    channels = len(w_rows)
+    b = bias.data.astype(np.int64) if bias is not None else np.zeros(channels, np.int64)
+    folded = b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+    mult, shift = conv_multipliers(x, w, y, channels)
+    is_fast, c, r = fast.requant_table(mult, shift, int(y.quant.zero_point[0]), fast.acc_bounds(b, w_rows))
+    return Requant(folded, mult, c, r, is_fast)
 
 
 def plan(g, groups: int, features) -> dict:
@@ -27,21 +63,15 @@ def emit_pixel(op, graph, ctx, plan_: dict, g, bias) -> str:
     groups = plan_["groups"]
     cg = g.in_c // groups
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c of the group]
-    zp = int(x.quant.zero_point[0])
-    b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
-    folded = b - zp * w_rows.astype(np.int64).sum(axis=1)
-    mult, shift = conv_multipliers(x, w, y, g.out_c)
-    y_zp = int(y.quant.zero_point[0])
-    is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_rows))
-    plan_["requant"] = "smmlar" if is_fast else "reference"
-    scale = 2 if is_fast else 1  # weights and bias doubled: the accumulators hold 2 * acc
+    zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
+    rq = requant_setup(x, w, y, bias, w_rows)
+    plan_["requant"] = "smmlar" if rq.fast else "reference"
+    is_fast, scale = rq.fast, rq.scale
     words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
-    params = (fast.channel_params3(folded * scale, mult, r) if is_fast
-              else fast.channel_params(folded * scale, mult, c, r))
     lo, hi = activation_range(op.options["activation"], y)
     return ctx.render("conv_2d_pixel.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
-                      params=ctx.const("params", params), stride=3 if is_fast else 4, groups=groups, cg=cg,
+                      params=ctx.const("params", rq.params()), stride=3 if is_fast else 4, groups=groups, cg=cg,
                       og=g.out_c // groups, steps=steps, k=g.k_h * g.k_w * cg, zp=zp,
                       scratch=ctx.scratch(plan_["scratch_bytes"]), isa=plan_["isa"], fast=is_fast,
                       c_k=2 * y_zp + 1, act_min=lo, act_max=hi, output_offset=y_zp)

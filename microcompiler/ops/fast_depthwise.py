@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.fast_conv import requant_setup
+from microcompiler.ops.quant import activation_range
 
 
 @dataclass
@@ -75,17 +76,12 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
     mult = op.options.get("depth_multiplier", 1)
     pg = plane_geometry(g)
     w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
-    zp = int(x.quant.zero_point[0])
-    b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
-    folded = b - zp * w_taps.astype(np.int64).sum(axis=0)
-    mult_q, shift = conv_multipliers(x, w, y, g.out_c)
-    y_zp = int(y.quant.zero_point[0])
-    is_fast, c, r = fast.requant_table(mult_q, shift, y_zp, fast.acc_bounds(b, w_taps.T))
-    plan_["requant"] = "smmlar" if is_fast else "reference"
-    scale = 2 if is_fast else 1  # weights paired doubled, the bias doubled: the accumulators hold 2 * acc
+    zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
+    rq = requant_setup(x, w, y, bias, w_taps.T)
+    plan_["requant"] = "smmlar" if rq.fast else "reference"
+    is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
     lo, hi = activation_range(op.options["activation"], y)
-    params = (fast.channel_params3(folded * scale, mult_q, r) if is_fast
-              else fast.channel_params(folded * scale, mult_q, c, r))
+    params = rq.params()
     isa = "dsp" if fast.has_dsp(ctx.features) else "c"
     r_groups, order = None, None
     if is_fast and mult == 1 and len(set(r.tolist())) <= MAX_SHIFT_GROUPS:
@@ -97,11 +93,11 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
         ends = [*bounds.tolist(), len(idx)]
         r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
         plan_["shift_groups"] = len(r_groups)
-        params = fast.channel_params3(folded * scale, mult_q, c)  # {bias, M, c}: r is in the code
+        params = fast.channel_params3(rq.folded * scale, rq.mult, rq.c)  # {bias, M, c}: r is in the code
     return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                       weights=ctx.const("weights", np.ascontiguousarray(w_taps.T)),
                       params=ctx.const("params", params), stride=3 if is_fast else 4, scale=scale,
                       scratch=ctx.scratch(pg.nbytes), zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
-                      r_groups=r_groups, order=order, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa, fast=is_fast, c_k=2 * y_zp + 1, act_min=lo, act_max=hi,
-                      output_offset=y_zp)
+                      r_groups=r_groups, order=order, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
+                      fast=is_fast, c_k=2 * y_zp + 1, act_min=lo, act_max=hi, output_offset=y_zp)
