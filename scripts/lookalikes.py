@@ -24,6 +24,9 @@ MOBILENET_V1_025 = [(1, 16), (2, 32), (1, 32), (2, 64), (1, 64), (2, 128), (1, 1
                     (1, 128), (2, 256), (1, 256)]
 
 
+RELU6_SCALE = 6 / 255
+
+
 class _Net:
     """Appends quantized layers to a ModelBuilder, keeping each activation's scale."""
 
@@ -35,8 +38,11 @@ class _Net:
         self.rng = np.random.default_rng(seed)
         self.n = 0
 
-    def conv(self, x, x_scale, shape, kernel, out_c, stride, kind="CONV_2D", multiplier=1, spread=40):
-        """A conv (or depthwise) layer with a fused RELU6; returns (output, scale, shape)."""
+    def conv(self, x, x_scale, shape, kernel, out_c, stride, kind="CONV_2D", multiplier=1, target=40):
+        """A conv (or depthwise) layer with a fused RELU6 and the usual output quantization of RELU6
+        (scale 6/255, zero point -128); the weight scales put a typical accumulator at about target
+        output steps, so that the activations neither vanish nor saturate. Returns (output, scale,
+        shape)."""
         self.n += 1
         b, rng = self.b, self.rng
         h, w, c = shape
@@ -44,13 +50,14 @@ class _Net:
         oc = c * multiplier if depthwise else out_c
         w_shape = (1, *kernel, oc) if depthwise else (oc, *kernel, c)
         taps = kernel[0] * kernel[1] * (1 if depthwise else c)
-        w_scale = rng.uniform(0.004, 0.02, oc)
+        scale = RELU6_SCALE
+        # |x - zp| and |w| are about 74 on average (uniform int8): acc ~ sqrt(taps) * 74 * 74
+        w_scale = rng.uniform(0.5, 1.5, oc) * target * scale / (x_scale * math.sqrt(taps) * 74 * 74)
         wt = b.constant(f"w{self.n}", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale,
                         zero_point=[0] * oc, axis=3 if depthwise else 0)
         bias = b.constant(f"b{self.n}", rng.integers(-2000, 2000, oc).astype(np.int32), scale=list(x_scale * w_scale),
                           zero_point=[0] * oc)
         out_shape = (math.ceil(h / stride), math.ceil(w / stride), oc)
-        scale = x_scale * float(np.mean(w_scale)) * math.sqrt(taps) * spread
         y = b.activation(f"a{self.n}", [1, *out_shape], "int8", scale=scale, zero_point=-128)
         if depthwise:
             options = self.mb.depthwise_options("SAME", (stride, stride), depth_multiplier=multiplier,
