@@ -33,8 +33,9 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _ENV.filters["comment"] = comment_text
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_planes.h", "kernel_lanes.h", "graph_executor.h", "status.h",
-                   "kernel_elementwise.h", "kernel_activation.h"]
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
+                   "kernel_elementwise.h", "kernel_activation.h",
+                   "kernel_planes.h", "kernel_lanes.h"]  # the last two: included by kernel_simd.h
 
 
 @dataclass
