@@ -1,8 +1,6 @@
 """DEPTHWISE_CONV_2D: int8, int16x8 and float32; per-tensor or per-channel weights; any depth multiplier.
 
-Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel,
-or, after the drop_zero_channels pass (passes/zero_channels.py), the channel a fourth, constant input
-names (``input_channel[oc]``; the reference loop nest only).
+Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel.
 Weights are [1, kernel_h, kernel_w, output_channels]; per-channel scales run along dimension 3.
 int16 takes an int64 bias (TFLM reads the bias as int64) and always accumulates in 64 bits.
 Geometry, quantization checks and requantization constants are shared with CONV_2D.
@@ -11,42 +9,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast, fast_depthwise, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import (bias_tensor, check_common, constant_parameters, float_values,
                                        folded_bias, geometry, quant_values)
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
-def _channel_table(op, graph) -> np.ndarray | None:
-    """The input channel of each output channel, when the drop_zero_channels pass removed some."""
-    return graph.tensors[op.inputs[3]].data if len(op.inputs) > 3 and op.inputs[3] >= 0 else None
-
-
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
-    input_roles = ("input", "filter", "bias", "input_channel")
+    input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
                   "constant or activations")
     options = "padding, stride, dilation, depth multiplier, fused activation"
-    fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4",
+    fast = {"dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape)",
             "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)"}
 
     def check(self, op, graph):
-        check_common(op, graph, weight_channel_axis=3, max_inputs=4)
+        check_common(op, graph, weight_channel_axis=3)
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
-        table = _channel_table(op, graph)
-        if table is None:
-            require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
-                    f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
-                    f"{w.shape[3]} output channels of the weights")
-        else:  # the drop_zero_channels pass removed some output channels
-            require(table.shape == (w.shape[3],) and 0 <= table.min() and table.max() < x.shape[3], op,
-                    "the input channel table must name one input channel per output channel")
+        require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
+                f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
+                f"{w.shape[3]} output channels of the weights")
         bias = bias_tensor(op, graph)
         if x.dtype == "int8":
             require(bias is None or bias.dtype == "int32", op,
@@ -63,39 +51,50 @@ class DepthwiseConv2D(OpKernel):
         """The plan for a target without features (emit() records the plan for the actual target)."""
         return self.plan(op, graph)
 
-    def plan(self, op, graph, features=frozenset()) -> dict:
-        """channels4 (int8, depth multiplier 1, channels % 4 == 0): 4 channels per step with the taps
-        unrolled, int16 weights (SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp; LDRSB +
-        MLA otherwise, "isa" c); with "mve" (Cortex-M55) and channels % 16 == 0 the Helium kernel
-        (fast_mve.depthwise_plan). Otherwise the reference loop nest."""
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+        """int8 with constant weights and bias: planes (ops/fast_depthwise.py: any depth multiplier,
+        channel count, kernel, stride, dilation; one int16 plane per input channel in the kernel
+        scratch) or channels4 (depth multiplier 1, channels % 4 == 0: 4 channels per step with the
+        taps unrolled, int16 weights; SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp;
+        LDRSB + MLA otherwise, "isa" c, no scratch). Where both apply, planes with the DSP extension
+        when it runs two or more pixels per step (stride 1, no horizontal dilation) and its plane fits
+        fast_depthwise.PREFERRED_PLANE_BYTES (KWS: 2.2 instead of 3.76 instructions per MAC; with
+        stride 2 channels4 is faster), channels4 otherwise. ``tuning`` {"variant": "planes"} or
+        {"variant": "channels4"} overrides. With "mve" (Cortex-M55) and channels % 16 == 0 the Helium
+        kernel (fast_mve.depthwise_plan). int16 and float32: the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
-        if _channel_table(op, graph) is not None:
+        if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
-        if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
+        if fast_mve.has_mve(features):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
             if mve:
                 return mve
-        if (x.dtype == "int8" and op.options.get("depth_multiplier", 1) == 1
-                and x.shape[3] % 4 == 0 and constant_parameters(op, graph)):
-            return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4, "taps_unrolled": True, "weights": "s16-pairs",
-                    "scratch_bytes": 0}
-        return {"variant": "reference"}
+        g = geometry(op, graph)
+        planes = dict(fast_depthwise.plan(g), isa="dsp" if fast.has_dsp(features) else "c")
+        if op.options.get("depth_multiplier", 1) != 1 or x.shape[3] % 4:
+            return planes
+        knob = (tuning or {}).get("variant")
+        if knob == "planes" or (knob != "channels4" and fast.has_dsp(features) and planes["pixels"] > 1
+                                and planes["scratch_bytes"] <= fast_depthwise.PREFERRED_PLANE_BYTES):
+            return planes
+        return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4,
+                "taps_unrolled": True, "weights": "s16-pairs", "scratch_bytes": 0}
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "channels4":
             return self._emit_channels4(op, graph, ctx, plan)
         if plan["variant"] == "mve-channels16":
             return self._emit_mve(op, graph, ctx, plan)
+        if plan["variant"] == "planes":
+            return fast_depthwise.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
         bias = bias_tensor(op, graph)
-        table = _channel_table(op, graph)
         values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]), mult=mult, **g.values(),
-                      input_channel=None if table is None else ctx.arg(op.inputs[3]))
+                      output=ctx.arg(op.outputs[0]), mult=mult, **g.values())
         if x.dtype == "float32":
             return ctx.render("depthwise_conv_2d_float.c.j2",
                               bias=ctx.arg(op.inputs[2]) if bias is not None else None,

@@ -19,6 +19,8 @@ class FullyConnected(OpKernel):
     options = "fused activation, keep_num_dims"
     fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)",
             "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)"}
+    # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
+    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -196,7 +198,9 @@ class FullyConnected(OpKernel):
                       sxtb16=plan.get("extract") == "sxtb16", weights=weights,
                       tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy())
                                     if depth_tail and (plan["weights"] == "s16" or lanes) else None),
-                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
+                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel,
+                      # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
+                      halve=lanes and is_fast and not depth_tail)
         if per_channel:
             values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c" if is_fast else "shift", c),
                           rs=ctx.const("r", r) if is_fast else None, requant=None)

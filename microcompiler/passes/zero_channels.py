@@ -1,5 +1,5 @@
-"""Drop all-zero output channels from int8 CONV_2D, FULLY_CONNECTED and DEPTHWISE_CONV_2D (pruned or
-batch-norm-folded models): fewer weights in flash and fewer multiply-accumulates.
+"""Drop all-zero output channels from int8 CONV_2D and FULLY_CONNECTED (pruned or batch-norm-folded
+models): fewer weights in flash and fewer multiply-accumulates.
 
 An output channel whose weights are all zero accumulates nothing but its bias, so for every pixel it
 is the same constant, the value TFLite Micro computes for that row:
@@ -13,10 +13,8 @@ The pass rewrites such an operator into two:
 2. ``MC_CONSTANT_CHANNELS`` (ops/constant_channels.py), which spreads the computed channels to their
    places in the full output, last pixel first (in place), and writes the constants between them.
 
-A DEPTHWISE_CONV_2D keeps reading the input channel of each remaining output channel through a
-fourth input, ``input_channel`` (a constant table), which only its reference loop nest reads; so the
-pass drops depthwise channels only where the fast depthwise kernels would not run anyway (depth
-multiplier above 1 or channels not a multiple of 4): it never trades a fast kernel for the reference.
+DEPTHWISE_CONV_2D is left alone: its remaining output channels would need a table of the input
+channel each reads, and its fast kernels (channels4, planes, MVE) walk the channels in order.
 
 It runs after ``remove_reshapes`` and before ``remove_dead_code`` (which then drops the full
 weights) and ``plan_memory``. Operators with all or no channels zero, int4 or asymmetric weights,
@@ -30,7 +28,7 @@ from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops.quant import INT_RANGES, activation_range, conv_multipliers
 
 CONSTANT_CHANNELS = "MC_CONSTANT_CHANNELS"
-CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 3}  # of the weights
+CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0}  # the weights' output channel axis
 _INT32_MIN, _INT32_MAX = INT_RANGES["int32"]
 
 
@@ -91,8 +89,6 @@ def zero_channels(op: Operator, graph: Graph) -> np.ndarray | None:
         return None
     if op.kind == "CONV_2D" and x.shape[3] != w.shape[3]:  # grouped convolution
         return None
-    if op.kind == "DEPTHWISE_CONV_2D" and op.options.get("depth_multiplier", 1) == 1 and x.shape[3] % 4 == 0:
-        return None  # the fast depthwise kernels run it; the reduced operator would not be faster
     zero = ~np.any(np.moveaxis(w.data, axis, 0).reshape(w.shape[axis], -1) != 0, axis=1)
     return zero if 0 < int(zero.sum()) < len(zero) else None
 
@@ -140,10 +136,6 @@ def drop_zero_channels(graph: Graph) -> Graph:
         inputs[1] = add(_sliced(g.tensors[op.inputs[1]], keep, CHANNEL_AXIS[op.kind]))
         if _bias(op, g) is not None:
             inputs[2] = add(_sliced(g.tensors[op.inputs[2]], keep, 0))
-        if op.kind == "DEPTHWISE_CONV_2D":  # output channel oc reads input channel oc / depth multiplier
-            table = (np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)).astype(np.int16)
-            inputs += [-1] * (3 - len(inputs)) + [add(Tensor(f"{y.name};input_channel", table.shape, "int16",
-                                                             None, table))]
         narrow = add(Tensor(f"{y.name};nonzero_channels", (*y.shape[:-1], int(keep.sum())), y.dtype, y.quant))
         g.aliases[narrow] = out
         source = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int16)
