@@ -140,3 +140,22 @@ def test_bit_exact_with_tflm_on_the_host(tmp_path, executor, features):
 @needs_board_tools
 def test_bit_exact_with_tflm_on_mps2_an386(tmp_path):
     assert_matches_oracle_on_board(zero_channel_model(), tmp_path)
+
+
+def test_layer_by_layer_validation_compares_every_layer_of_the_model(tmp_path):
+    """validate's first_divergence: the packed tensors the pass made have no TFLM counterpart and are
+    not compared; every output of the model as given is, and matches."""
+    from microcompiler.compiler import compile_model
+    from microcompiler.inputs import random_inputs
+    from microcompiler.rpc import open_model
+    from microcompiler.validation.layers import first_divergence
+    from microcompiler.validation.reference import Reference
+
+    model = tmp_path / "zero_channels.tflite"
+    model.write_bytes(zero_channel_model())
+    library = compile_model(model)
+    inputs = random_inputs(library.metadata["inputs"], 3)
+    with open_model(library) as session, session.executor() as ex:
+        result = first_divergence(ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs,
+                                  load_tflite(model))
+    assert result == {"diverged": False, "checked_tensors": 3, "skipped_tensors": []}
