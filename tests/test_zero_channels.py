@@ -99,6 +99,7 @@ def test_the_pass_splits_each_layer_with_zero_channels(tmp_path):
         narrow = narrow_op.outputs[0]
         assert spread.inputs[0] == narrow and out.aliases[narrow] == spread.outputs[0]  # same memory
         source = out.tensors[spread.inputs[1]].data
+        assert source.dtype == np.int8  # at most 128 packed channels: one byte per channel
         assert sorted(source[source >= 0].tolist()) == list(range(out.tensors[narrow].shape[-1]))
     # conv1's constants: bias requantized, offset by the zero point, clamped to RELU6 ([-10, 110])
     constants = out.tensors[out.operators[1].inputs[2]].data
@@ -159,3 +160,16 @@ def test_layer_by_layer_validation_compares_every_layer_of_the_model(tmp_path):
         result = first_divergence(ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs,
                                   load_tflite(model))
     assert result == {"diverged": False, "checked_tensors": 3, "skipped_tensors": []}
+
+
+def test_more_than_128_kept_channels_take_a_16_bit_table(tmp_path):
+    rng = np.random.default_rng(2)
+    b = ModelBuilder()
+    x = b.activation("x", [2, 16], "int8", scale=X_SCALE, zero_point=1)
+    w = b.constant("wide/w", _weights(rng, (200, 16), [0, 150, 199]), scale=0.004, zero_point=0)
+    bias = b.constant("wide/bias", rng.integers(-3000, 3000, 200).astype(np.int32), scale=X_SCALE * 0.004)
+    y = b.activation("wide", [2, 200], "int8", scale=Y_SCALE, zero_point=5)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], fully_connected_options())
+    lib = assert_matches_oracle(b.finish([x], [y]), tmp_path, n_inputs=2)
+    assert lib.metadata["dropped_channels"] == 3
+    assert "static const int16_t model_wide_constant_channels_source_channel[200]" in lib.files["src/model_ops.c"]

@@ -138,8 +138,9 @@ def drop_zero_channels(graph: Graph) -> Graph:
             inputs[2] = add(_sliced(g.tensors[op.inputs[2]], keep, 0))
         narrow = add(Tensor(f"{y.name};nonzero_channels", (*y.shape[:-1], int(keep.sum())), y.dtype, y.quant))
         g.aliases[narrow] = out
-        source = np.where(keep, np.cumsum(keep) - 1, -1).astype(np.int16)
-        sources = add(Tensor(f"{y.name};source_channel", source.shape, "int16", None, source))
+        index_type = "int8" if keep.sum() <= 128 else "int16"  # packed channel 0..kept-1, or -1
+        source = np.where(keep, np.cumsum(keep) - 1, -1).astype(index_type)
+        sources = add(Tensor(f"{y.name};source_channel", source.shape, index_type, None, source))
         constants = add(Tensor(f"{y.name};constant_value", source.shape, "int8", None,
                                np.where(keep, 0, channel_constants(op, g)).astype(np.int8)))
         operators.append(Operator(op.kind, inputs, [narrow], {**op.options, "dropped_channels": int(zero.sum())},
