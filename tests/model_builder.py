@@ -19,7 +19,7 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int32": fb.TensorType.INT32, "int8": fb.TensorType.INT8,
          "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8,
-         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64}
+         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64, "bool": fb.TensorType.BOOL}
 ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 PADDINGS = {"SAME": 0, "VALID": 1}
 

@@ -1,0 +1,72 @@
+"""Models of TFLM's stateful signal operators (SignalFramer, SignalStacker, SignalDelay,
+SignalOverlapAdd), several configurations side by side in one model per operator, shared by
+tests/test_op_signal_state.py and the board test. Each maker returns (model bytes, pairs) where
+pairs lists (data output, valid output) positions: TFLM leaves the data unwritten when the flag is
+false, so only valid steps compare their data."""
+from __future__ import annotations
+
+from model_builder import ModelBuilder
+
+INT16, FLOAT32 = 7, 0  # TFLite's TensorType numbers (the option 'T')
+
+
+def framer_model(configs=((2, 2, 5, 3, False), (1, 1, 10, 4, True), (1, 3, 4, 4, False), (3, 1, 6, 2, True))):
+    """configs: (rows, steps per call, frame_size, frame_step, prefill)."""
+    b = ModelBuilder()
+    inputs, outputs, pairs = [], [], []
+    for n, (rows, steps, size, step, prefill) in enumerate(configs):
+        x = b.activation(f"audio{n}", [rows, steps * step], "int16")
+        y = b.activation(f"frames{n}", [rows, steps, size], "int16")
+        valid = b.activation(f"valid{n}", [], "bool")
+        b.custom_op("SignalFramer", [x], [y, valid], {"frame_size": size, "frame_step": step, "prefill": prefill})
+        inputs.append(x)
+        pairs.append((len(outputs), len(outputs) + 1))
+        outputs += [y, valid]
+    return b.finish(inputs, outputs), pairs
+
+
+def stacker_model(configs=((3, 2, 1, 1), (4, 0, 2, 3), (2, 1, 0, 2), (5, 3, 2, 6))):
+    """configs: (num_channels, left context, right context, step)."""
+    b = ModelBuilder()
+    inputs, outputs, pairs = [], [], []
+    for n, (channels, left, right, step) in enumerate(configs):
+        x = b.activation(f"features{n}", [channels], "int16")
+        y = b.activation(f"stacked{n}", [channels * (left + 1 + right)], "int16")
+        valid = b.activation(f"valid{n}", [], "bool")
+        b.custom_op("SignalStacker", [x], [y, valid], {"num_channels": channels, "stacker_left_context": left,
+                                                       "stacker_right_context": right, "stacker_step": step})
+        inputs.append(x)
+        pairs.append((len(outputs), len(outputs) + 1))
+        outputs += [y, valid]
+    return b.finish(inputs, outputs), pairs
+
+
+def delay_model(configs=(([2, 5], 3), ([7], 10), ([3], 3), ([2, 2, 4], 1))):
+    """configs: (shape, delay_length)."""
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for n, (shape, delay) in enumerate(configs):
+        x = b.activation(f"audio{n}", shape, "int16")
+        y = b.activation(f"delayed{n}", shape, "int16")
+        b.custom_op("SignalDelay", [x], [y], {"delay_length": delay})
+        inputs.append(x)
+        outputs.append(y)
+    return b.finish(inputs, outputs), []
+
+
+def overlap_add_model(configs=(("int16", [2, 2, 8], 4), ("int16", [1, 6], 6), ("float32", [3, 6], 2),
+                               ("float32", [2, 1, 5], 3))):
+    """configs: (dtype, input shape [..., frames, frame_size], frame_step)."""
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for n, (dtype, shape, step) in enumerate(configs):
+        x = b.activation(f"frames{n}", shape, dtype)
+        y = b.activation(f"audio{n}", shape[:-2] + [shape[-2] * step], dtype)
+        b.custom_op("SignalOverlapAdd", [x], [y], {"T": INT16 if dtype == "int16" else FLOAT32, "frame_step": step})
+        inputs.append(x)
+        outputs.append(y)
+    return b.finish(inputs, outputs), []
+
+
+MAKERS = {"SignalFramer": framer_model, "SignalStacker": stacker_model, "SignalDelay": delay_model,
+          "SignalOverlapAdd": overlap_add_model}
