@@ -68,5 +68,32 @@ def overlap_add_model(configs=(("int16", [2, 2, 8], 4), ("int16", [1, 6], 6), ("
     return b.finish(inputs, outputs), []
 
 
-MAKERS = {"SignalFramer": framer_model, "SignalStacker": stacker_model, "SignalDelay": delay_model,
+def spectral_subtraction_options(channels, smoothing=655, alternate=655, bits=14, smoothing_bits=10,
+                                 min_remaining=1638, clamping=False):
+    return {"num_channels": channels, "smoothing": smoothing, "one_minus_smoothing": (1 << bits) - smoothing,
+            "alternate_smoothing": alternate, "alternate_one_minus_smoothing": (1 << bits) - alternate,
+            "min_signal_remaining": min_remaining, "smoothing_bits": smoothing_bits,
+            "spectral_subtraction_bits": bits, "clamping": clamping}
+
+
+def spectral_subtraction_model(configs=((6, dict(alternate=4000)), (1, dict(clamping=True)),
+                                        (5, dict(smoothing=9000, alternate=300, clamping=True, smoothing_bits=0)),
+                                        (4, dict(smoothing_bits=20, bits=3, smoothing=3, alternate=5,
+                                                 min_remaining=0)))):
+    """configs: (channels, options different from spectral_subtraction_options' defaults); the last
+    one wraps uint32 (signal << 20)."""
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for n, (channels, extra) in enumerate(configs):
+        x = b.activation(f"bank{n}", [channels], "uint32")
+        y = b.activation(f"subtracted{n}", [channels], "uint32")
+        noise = b.activation(f"noise{n}", [channels], "uint32")
+        b.custom_op("SignalFilterBankSpectralSubtraction", [x], [y, noise],
+                    spectral_subtraction_options(channels, **extra))
+        inputs.append(x)
+        outputs += [y, noise]
+    return b.finish(inputs, outputs), []
+
+
+MAKERS = {"SignalFilterBankSpectralSubtraction": spectral_subtraction_model, "SignalFramer": framer_model, "SignalStacker": stacker_model, "SignalDelay": delay_model,
           "SignalOverlapAdd": overlap_add_model}

@@ -1,4 +1,5 @@
-"""TFLM's stateful signal operators (SignalFramer, SignalStacker, SignalDelay, SignalOverlapAdd)
+"""TFLM's stateful signal operators (SignalFramer, SignalStacker, SignalDelay, SignalOverlapAdd,
+SignalFilterBankSpectralSubtraction)
 against the TFLM oracle over sequences of invocations, bit-exact step by step, then again after
 <model>_reset(); their operator-owned state in the state section; malformed configurations."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ from microcompiler.passes import PIPELINE
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection
 from oracle import Oracle
-from signal_state_models import MAKERS, framer_model
+from signal_state_models import MAKERS, framer_model, spectral_subtraction_options
 
 STEPS = 12
 FLOAT_RTOL, FLOAT_ATOL = 1e-6, 0.0  # float overlap-add is one addition per value, as TFLM's
@@ -53,7 +54,7 @@ def check_signal_sequence(model, pairs, tmp_path, executors=("aot", "graph"), sa
 @pytest.mark.parametrize("kind", sorted(MAKERS))
 def test_stateful_signal_operator_sequences_match_tflm(tmp_path, kind):
     model, pairs = MAKERS[kind]()
-    library = check_signal_sequence(model, pairs, tmp_path, sanitize=kind in ("SignalFramer", "SignalStacker"))
+    library = check_signal_sequence(model, pairs, tmp_path, sanitize=kind in ("SignalFramer", "SignalStacker", "SignalFilterBankSpectralSubtraction"))
     assert {op["kind"] for op in library.metadata["operators"]} == {kind}
     # the operators' own state is in the state section, one array per buffer, named after the layer
     assert library.metadata["state_bytes"] > 0
@@ -121,6 +122,11 @@ REJECTED = {
     "delay-negative": (_single("SignalDelay", {"delay_length": -1}, [4], [[4]]), "delay_length -1 must not be negative"),
     "overlap-step-too-long": (_single("SignalOverlapAdd", {"T": 7, "frame_step": 9}, [1, 8], [[9]]),
                               "frame_step 9 must lie in [1, frame_size 8]"),
+    "subtraction-shift": (_single("SignalFilterBankSpectralSubtraction",
+                                  spectral_subtraction_options(4, smoothing_bits=32), [4], [[4], [4]], dtype="uint32"),
+                          "smoothing_bits 32 must lie in [0, 31]"),
+    "subtraction-channels": (_single("SignalFilterBankSpectralSubtraction", spectral_subtraction_options(4),
+                                     [4], [[4], [3]], dtype="uint32"), "noise estimate of 3 values must hold num_channels 4"),
     "overlap-type-option": (_single("SignalOverlapAdd", {"T": 0, "frame_step": 4}, [1, 8], [[4]]),
                             "option T 0 does not name the tensors' type int16"),
 }

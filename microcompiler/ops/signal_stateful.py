@@ -185,3 +185,49 @@ class OverlapAdd(SignalKernel):
         return ctx.render("signal_overlap_add.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                           sum=ctx.arg(op.state["sum"]), ctype="int16_t" if x.dtype == "int16" else "float",
                           saturate=x.dtype == "int16", **self._config(op, graph))
+
+
+_UINT32_MASK = 0xFFFFFFFF
+
+
+@register
+class FilterBankSpectralSubtraction(SignalKernel):
+    """Spectral subtraction of a smoothed noise estimate (state, one per channel) from filter bank
+    channels, never below ``min_signal_remaining`` of the signal; odd channels smooth with the
+    alternate coefficients; ``clamping`` pulls the estimate down to the signal. Output 1 is a copy
+    of the estimate. uint32 and uint64 arithmetic wraps as TFLM's."""
+    kinds = ("SignalFilterBankSpectralSubtraction",)
+    outputs = (2, 2)
+    types = ("uint32",)
+    type_notes = "input, output and noise estimate uint32 [num_channels]; state: the noise estimate"
+    options = ("custom (flexbuffer): num_channels, smoothing, one_minus_smoothing, alternate_smoothing, "
+               "alternate_one_minus_smoothing, min_signal_remaining, smoothing_bits, spectral_subtraction_bits, clamping")
+    keys = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping", "min_signal_remaining",
+            "num_channels", "one_minus_smoothing", "smoothing", "smoothing_bits", "spectral_subtraction_bits")
+
+    def _config(self, op):
+        c = {k: opt.integer(op, k) & _UINT32_MASK for k in self.keys}  # TFLM keeps them as uint32
+        c["clamping"] = bool(c["clamping"])
+        channels = opt.integer(op, "num_channels")
+        require(channels > 0, op, f"num_channels {channels} must be positive")
+        require(c["smoothing_bits"] < 32, op, f"smoothing_bits {opt.integer(op, 'smoothing_bits')} must lie in [0, 31]")
+        require(c["spectral_subtraction_bits"] < 64, op,
+                f"spectral_subtraction_bits {opt.integer(op, 'spectral_subtraction_bits')} must lie in [0, 63]")
+        c["num_channels"] = channels
+        return c
+
+    def check(self, op, graph):
+        self.check_options(op)
+        require_types(op, graph, {0: "uint32"}, {0: "uint32", 1: "uint32"})
+        channels = self._config(op)["num_channels"]
+        for what, t in (("input", op.inputs[0]), ("output", op.outputs[0]), ("noise estimate", op.outputs[1])):
+            tensor = require_rank(op, graph, t, 1, what)
+            require(tensor.size == channels, op, f"{what} of {tensor.size} values must hold num_channels {channels}")
+
+    def state(self, op, graph):
+        return [StateBuffer("noise", "uint32", (self._config(op)["num_channels"],))]
+
+    def emit(self, op, graph, ctx):
+        return ctx.render("signal_spectral_subtraction.c.j2", input=ctx.arg(op.inputs[0]),
+                          output=ctx.arg(op.outputs[0]), noise_out=ctx.arg(op.outputs[1]),
+                          noise=ctx.arg(op.state["noise"]), **self._config(op))
