@@ -1,8 +1,9 @@
 """Models of TFLM's stateful signal operators (SignalFramer, SignalStacker, SignalDelay,
 SignalOverlapAdd), several configurations side by side in one model per operator, shared by
-tests/test_op_signal_state.py and the board test. Each maker returns (model bytes, pairs) where
-pairs lists (data output, valid output) positions: TFLM leaves the data unwritten when the flag is
-false, so only valid steps compare their data."""
+tests/test_op_signal_state.py and the board test. Each maker returns (model bytes, pairs, buffers):
+pairs lists (data output, valid output) positions (TFLM leaves the data unwritten when the flag is
+false, so only valid steps compare their data); buffers lists (output, num_slots) of
+CIRCULAR_BUFFER outputs, whose slots TFLM has not filled yet hold whatever its arena held."""
 from __future__ import annotations
 
 from model_builder import ModelBuilder
@@ -22,7 +23,7 @@ def framer_model(configs=((2, 2, 5, 3, False), (1, 1, 10, 4, True), (1, 3, 4, 4,
         inputs.append(x)
         pairs.append((len(outputs), len(outputs) + 1))
         outputs += [y, valid]
-    return b.finish(inputs, outputs), pairs
+    return b.finish(inputs, outputs), pairs, []
 
 
 def stacker_model(configs=((3, 2, 1, 1), (4, 0, 2, 3), (2, 1, 0, 2), (5, 3, 2, 6))):
@@ -38,7 +39,7 @@ def stacker_model(configs=((3, 2, 1, 1), (4, 0, 2, 3), (2, 1, 0, 2), (5, 3, 2, 6
         inputs.append(x)
         pairs.append((len(outputs), len(outputs) + 1))
         outputs += [y, valid]
-    return b.finish(inputs, outputs), pairs
+    return b.finish(inputs, outputs), pairs, []
 
 
 def delay_model(configs=(([2, 5], 3), ([7], 10), ([3], 3), ([2, 2, 4], 1))):
@@ -51,7 +52,7 @@ def delay_model(configs=(([2, 5], 3), ([7], 10), ([3], 3), ([2, 2, 4], 1))):
         b.custom_op("SignalDelay", [x], [y], {"delay_length": delay})
         inputs.append(x)
         outputs.append(y)
-    return b.finish(inputs, outputs), []
+    return b.finish(inputs, outputs), [], []
 
 
 def overlap_add_model(configs=(("int16", [2, 2, 8], 4), ("int16", [1, 6], 6), ("float32", [3, 6], 2),
@@ -65,7 +66,7 @@ def overlap_add_model(configs=(("int16", [2, 2, 8], 4), ("int16", [1, 6], 6), ("
         b.custom_op("SignalOverlapAdd", [x], [y], {"T": INT16 if dtype == "int16" else FLOAT32, "frame_step": step})
         inputs.append(x)
         outputs.append(y)
-    return b.finish(inputs, outputs), []
+    return b.finish(inputs, outputs), [], []
 
 
 def spectral_subtraction_options(channels, smoothing=655, alternate=655, bits=14, smoothing_bits=10,
@@ -92,8 +93,22 @@ def spectral_subtraction_model(configs=((6, dict(alternate=4000)), (1, dict(clam
                     spectral_subtraction_options(channels, **extra))
         inputs.append(x)
         outputs += [y, noise]
-    return b.finish(inputs, outputs), []
+    return b.finish(inputs, outputs), [], []
 
 
-MAKERS = {"SignalFilterBankSpectralSubtraction": spectral_subtraction_model, "SignalFramer": framer_model, "SignalStacker": stacker_model, "SignalDelay": delay_model,
+def circular_buffer_model(configs=(([1, 1, 1, 3], 4), ([1, 1, 2, 5], 3), ([1, 1, 1, 7], 1))):
+    """configs: (input shape [1, 1, h, d], num_slots); TFLM's micro_speech-style streaming buffer."""
+    b = ModelBuilder()
+    inputs, outputs, buffers = [], [], []
+    for n, (shape, slots) in enumerate(configs):
+        x = b.activation(f"sample{n}", shape, "int8", 0.25, -3)
+        y = b.activation(f"window{n}", [1, slots] + shape[2:], "int8", 0.25, -3)
+        b.custom_op("CIRCULAR_BUFFER", [x], [y], {"cycles_max": 1})
+        inputs.append(x)
+        buffers.append((len(outputs), slots))
+        outputs.append(y)
+    return b.finish(inputs, outputs), [], buffers
+
+
+MAKERS = {"CIRCULAR_BUFFER": circular_buffer_model, "SignalFilterBankSpectralSubtraction": spectral_subtraction_model, "SignalFramer": framer_model, "SignalStacker": stacker_model, "SignalDelay": delay_model,
           "SignalOverlapAdd": overlap_add_model}

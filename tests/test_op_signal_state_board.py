@@ -1,5 +1,5 @@
 """TFLM's stateful signal operators (SignalFramer, SignalStacker, SignalDelay, SignalOverlapAdd,
-SignalFilterBankSpectralSubtraction) on an emulated Cortex-M4 (mps2_an386, QEMU): one merged model
+SignalFilterBankSpectralSubtraction) and CIRCULAR_BUFFER on an emulated Cortex-M4 (mps2_an386, QEMU): one merged model
 run standalone over a sequence (the firmware runs every step and reports each), every step compared
 with TFLM invoked the same number of times."""
 from __future__ import annotations
@@ -20,14 +20,16 @@ BOARD = "mps2_an386"
 
 
 def merged_model():
-    """All the operators' models side by side; (model, (data, valid) output pairs of the merged model)."""
-    models, pairs, base = [], [], 0
+    """All the operators' models side by side; (model, (data, valid) output pairs, circular buffers),
+    output positions in the merged model."""
+    models, pairs, buffers, base = [], [], [], 0
     for kind in sorted(MAKERS):
-        model, its_pairs = MAKERS[kind]()
+        model, its_pairs, its_buffers = MAKERS[kind]()
         models.append(model)
         pairs += [(base + d, base + v) for d, v in its_pairs]
+        buffers += [(base + out, slots) for out, slots in its_buffers]
         base += _output_count(model)
-    return merge_models(models), pairs
+    return merge_models(models), pairs, buffers
 
 
 def _output_count(model: bytes) -> int:
@@ -37,7 +39,7 @@ def _output_count(model: bytes) -> int:
 
 @needs_board_tools
 def test_stateful_signal_operators_sequence_standalone_on_board(tmp_path):
-    model, pairs = merged_model()
+    model, pairs, buffers = merged_model()
     path = tmp_path / "signal_state.tflite"
     path.write_bytes(model)
     library = compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
@@ -47,4 +49,4 @@ def test_stateful_signal_operators_sequence_standalone_on_board(tmp_path):
     _, _, run = run_on_board(library, BOARD, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert len(run.step_outputs) == STEPS
     for step, (got, exp) in enumerate(zip(run.step_outputs, want)):
-        assert_step_matches(got, exp, pairs, f"{BOARD}, step {step}")
+        assert_step_matches(got, exp, pairs, buffers, step, f"{BOARD}, step {step}")
