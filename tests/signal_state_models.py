@@ -110,5 +110,6 @@ def circular_buffer_model(configs=(([1, 1, 1, 3], 4), ([1, 1, 2, 5], 3), ([1, 1,
     return b.finish(inputs, outputs), [], buffers
 
 
-MAKERS = {"CIRCULAR_BUFFER": circular_buffer_model, "SignalFilterBankSpectralSubtraction": spectral_subtraction_model, "SignalFramer": framer_model, "SignalStacker": stacker_model, "SignalDelay": delay_model,
-          "SignalOverlapAdd": overlap_add_model}
+MAKERS = {"CIRCULAR_BUFFER": circular_buffer_model, "SignalDelay": delay_model, "SignalFramer": framer_model,
+          "SignalFilterBankSpectralSubtraction": spectral_subtraction_model, "SignalOverlapAdd": overlap_add_model,
+          "SignalStacker": stacker_model}

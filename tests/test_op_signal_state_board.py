@@ -1,7 +1,8 @@
 """TFLM's stateful signal operators (SignalFramer, SignalStacker, SignalDelay, SignalOverlapAdd,
-SignalFilterBankSpectralSubtraction) and CIRCULAR_BUFFER on an emulated Cortex-M4 (mps2_an386, QEMU): one merged model
-run standalone over a sequence (the firmware runs every step and reports each), every step compared
-with TFLM invoked the same number of times."""
+SignalFilterBankSpectralSubtraction) and CIRCULAR_BUFFER on an emulated Cortex-M4 (mps2_an386,
+QEMU): one merged model run standalone over a sequence (the firmware runs every step and reports
+each) and host-driven with a reset over RPC, every step compared with TFLM invoked the same number
+of times."""
 from __future__ import annotations
 
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
@@ -11,6 +12,7 @@ from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
+from microcompiler.targets.base import start_on_board
 from model_merge import merge_models
 from oracle import Oracle
 from signal_state_models import MAKERS
@@ -50,3 +52,24 @@ def test_stateful_signal_operators_sequence_standalone_on_board(tmp_path):
     assert len(run.step_outputs) == STEPS
     for step, (got, exp) in enumerate(zip(run.step_outputs, want)):
         assert_step_matches(got, exp, pairs, buffers, step, f"{BOARD}, step {step}")
+
+
+@needs_board_tools
+def test_stateful_signal_operators_host_driven_on_board_and_reset(tmp_path):
+    """Host-driven: the operators' state stays on the device between RPC runs; <model>_reset over
+    RPC starts it again."""
+    model, pairs, buffers = merged_model()
+    path = tmp_path / "signal_state.tflite"
+    path.write_bytes(model)
+    library = compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
+    seq = [random_inputs(library.metadata["inputs"], seed=500 + s) for s in range(STEPS)]
+    want = Oracle(model).run_sequence(seq)
+    _, _, session = start_on_board(library, load_board(BOARD), tmp_path / "project", timeout=60)
+    with session:
+        with session.executor() as ex:
+            first = [ex(*inputs) for inputs in seq]
+            ex.reset()
+            again = [ex(*inputs) for inputs in seq]
+    for step in range(STEPS):
+        assert_step_matches(first[step], want[step], pairs, buffers, step, f"host-driven on {BOARD}, step {step}")
+        assert_step_matches(again[step], want[step], pairs, buffers, step, f"after the reset, step {step}")

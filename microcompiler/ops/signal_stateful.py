@@ -22,7 +22,8 @@ from microcompiler.ops.signal_spectral import SignalKernel, require_rank, requir
 def _innermost(op, graph, tensor) -> tuple[int, int]:
     """(rows, innermost length) of a tensor of rank >= 1."""
     t = graph.tensors[tensor]
-    require(len(t.shape) >= 1 and t.size > 0, op, f"tensor '{t.name}' of shape {list(t.shape)} must be non-empty, rank >= 1")
+    require(len(t.shape) >= 1 and t.size > 0, op,
+            f"tensor '{t.name}' of shape {list(t.shape)} must be non-empty, rank >= 1")
     return t.size // t.shape[-1], t.shape[-1]
 
 
@@ -35,7 +36,8 @@ class Framer(SignalKernel):
     kinds = ("SignalFramer",)
     outputs = (2, 2)
     types = ("int16",)
-    type_notes = "input int16 [..., steps x frame_step], output int16 [..., steps, frame_size], valid bool (scalar); state per row"
+    type_notes = ("input int16 [..., steps x frame_step], output int16 [..., steps, frame_size], valid bool (scalar); "
+                  "state per row")
     options = "custom (flexbuffer): frame_size, frame_step, prefill"
     keys = ("frame_size", "frame_step", "prefill")
 
@@ -169,7 +171,8 @@ class OverlapAdd(SignalKernel):
     def check(self, op, graph):
         self.check_options(op)
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        require(x.dtype in self.types and y.dtype == x.dtype, op, f"input {x.dtype} and output {y.dtype} must both be int16 or float32")
+        require(x.dtype in self.types and y.dtype == x.dtype, op,
+                f"input {x.dtype} and output {y.dtype} must both be int16 or float32")
         require(opt.integer(op, "T") == _TENSOR_TYPES[x.dtype], op,
                 f"option T {opt.integer(op, 'T')} does not name the tensors' type {x.dtype}")
         c = self._config(op, graph)
