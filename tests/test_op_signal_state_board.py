@@ -12,13 +12,13 @@ from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
-from microcompiler.targets.base import start_on_board
 from model_merge import merge_models
 from oracle import Oracle
 from signal_state_models import MAKERS
 from test_op_signal_state import STEPS, assert_step_matches
+from test_state_board import BOARD, host_driven_twice
 
-BOARD = "mps2_an386"
+
 
 
 def merged_model():
@@ -64,12 +64,7 @@ def test_stateful_signal_operators_host_driven_on_board_and_reset(tmp_path):
     library = compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
     seq = [random_inputs(library.metadata["inputs"], seed=500 + s) for s in range(STEPS)]
     want = Oracle(model).run_sequence(seq)
-    _, _, session = start_on_board(library, load_board(BOARD), tmp_path / "project", timeout=60)
-    with session:
-        with session.executor() as ex:
-            first = [ex(*inputs) for inputs in seq]
-            ex.reset()
-            again = [ex(*inputs) for inputs in seq]
+    first, again = host_driven_twice(library, seq, tmp_path)
     for step in range(STEPS):
         assert_step_matches(first[step], want[step], pairs, buffers, step, f"host-driven on {BOARD}, step {step}")
         assert_step_matches(again[step], want[step], pairs, buffers, step, f"after the reset, step {step}")
