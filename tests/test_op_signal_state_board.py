@@ -19,8 +19,6 @@ from test_op_signal_state import STEPS, assert_step_matches
 from test_state_board import BOARD, host_driven_twice
 
 
-
-
 def merged_model():
     """All the operators' models side by side; (model, (data, valid) output pairs, circular buffers),
     output positions in the merged model."""
