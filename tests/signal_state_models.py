@@ -6,7 +6,10 @@ false, so only valid steps compare their data); buffers lists (output, num_slots
 CIRCULAR_BUFFER outputs, whose slots TFLM has not filled yet hold whatever its arena held."""
 from __future__ import annotations
 
-from model_builder import ModelBuilder
+import numpy as np
+
+from model_builder import ModelBuilder, reshape_options
+from signal_models import CHANNELS, FRAME, SPECTRUM_BINS, add_filter_bank, add_log, add_pcan
 
 INT16, FLOAT32 = 7, 0  # TFLite's TensorType numbers (the option 'T')
 
@@ -113,3 +116,41 @@ def circular_buffer_model(configs=(([1, 1, 1, 3], 4), ([1, 1, 2, 5], 3), ([1, 1,
 MAKERS = {"CIRCULAR_BUFFER": circular_buffer_model, "SignalDelay": delay_model, "SignalFramer": framer_model,
           "SignalFilterBankSpectralSubtraction": spectral_subtraction_model, "SignalOverlapAdd": overlap_add_model,
           "SignalStacker": stacker_model}
+
+
+STEP = 16  # new audio samples per call
+
+
+def streaming_front_end_model() -> bytes:
+    """A streaming audio front end as micro_speech's, with its state: 16 new int16 samples per call ->
+    framer (48-sample frames, prefilled) -> window -> FFT auto scale -> real FFT -> energy -> mel
+    filter bank -> square root -> spectral subtraction (its noise estimate feeds PCAN) -> PCAN -> log
+    -> stacker (3 frames of features). Outputs: the stack, its valid flag and this call's features."""
+    b = ModelBuilder()
+    audio = b.activation("audio", [STEP], "int16")
+    # RESHAPE wants int16 tensors quantized: scale 1 (the signal operators ignore it)
+    framed, framed_valid = b.activation("framed", [1, FRAME], "int16", 1.0, 0), b.activation("framed_valid", [], "bool")
+    b.custom_op("SignalFramer", [audio], [framed, framed_valid],
+                {"frame_size": FRAME, "frame_step": STEP, "prefill": True})
+    frame_shape = b.constant("frame_shape", np.array([FRAME], np.int32))
+    frame = b.activation("frame", [FRAME], "int16", 1.0, 0)
+    b.op("RESHAPE", [framed, frame_shape], [frame], reshape_options([FRAME]))
+    hann = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FRAME) / FRAME)) * (1 << 12)
+    windowed = b.activation("windowed", [FRAME], "int16")
+    b.custom_op("SignalWindow", [frame, b.constant("hann", hann.astype(np.int16))], [windowed], {"shift": 12})
+    scaled, bits = b.activation("scaled", [FRAME], "int16"), b.activation("scale_bits", [], "int32")
+    b.custom_op("SignalFftAutoScale", [windowed], [scaled, bits])
+    spectrum = b.activation("spectrum", [2 * SPECTRUM_BINS], "int16")
+    b.custom_op("SignalRfft", [scaled], [spectrum], {"T": INT16, "fft_length": 2 * (SPECTRUM_BINS - 1)})
+    energy = b.activation("energy", [SPECTRUM_BINS], "uint32")
+    b.custom_op("SignalEnergy", [spectrum], [energy], {"start_index": 0, "end_index": SPECTRUM_BINS})
+    root = b.activation("sqrt", [CHANNELS], "uint32")
+    b.custom_op("SignalFilterBankSquareRoot", [add_filter_bank(b, energy), bits], [root])
+    cleaned, noise = b.activation("cleaned", [CHANNELS], "uint32"), b.activation("noise", [CHANNELS], "uint32")
+    b.custom_op("SignalFilterBankSpectralSubtraction", [root], [cleaned, noise],
+                spectral_subtraction_options(CHANNELS, smoothing=1638, alternate=1638, smoothing_bits=4))
+    features = add_log(b, add_pcan(b, cleaned, noise), bits=0, scale=1 << 10)
+    stacked, valid = b.activation("stacked", [3 * CHANNELS], "int16"), b.activation("stacked_valid", [], "bool")
+    b.custom_op("SignalStacker", [features], [stacked, valid], {"num_channels": CHANNELS, "stacker_left_context": 1,
+                                                                "stacker_right_context": 1, "stacker_step": 2})
+    return b.finish([audio], [stacked, valid, features])

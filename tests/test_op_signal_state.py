@@ -15,7 +15,7 @@ from microcompiler.passes import PIPELINE
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection
 from oracle import Oracle
-from signal_state_models import MAKERS, framer_model, spectral_subtraction_options
+from signal_state_models import MAKERS, framer_model, spectral_subtraction_options, streaming_front_end_model
 
 STEPS = 12
 SANITIZED = ("SignalFramer", "SignalStacker", "SignalFilterBankSpectralSubtraction")  # also under ASan/UBSan
@@ -66,6 +66,16 @@ def test_stateful_signal_operator_sequences_match_tflm(tmp_path, kind):
     # the operators' own state is in the state section, one array per buffer, named after the layer
     assert library.metadata["state_bytes"] > 0
     assert all(s["c_name"].startswith("model_") for s in library.metadata["state"])
+
+
+@pytest.mark.parametrize("executor", ["aot", "graph"])
+def test_streaming_front_end_matches_tflm(tmp_path, executor):
+    """micro_speech's front end with its state (framer, spectral subtraction feeding PCAN, stacker)
+    among the stateless signal operators, call after call; the framer's unused valid flag does not
+    drop it."""
+    library = check_signal_sequence(streaming_front_end_model(), [(0, 1)], [], tmp_path, executors=(executor,))
+    kinds = [op["kind"] for op in library.metadata["operators"]]
+    assert kinds[0] == "SignalFramer" and kinds[-1] == "SignalStacker" and "SignalFilterBankSpectralSubtraction" in kinds
 
 
 def test_outputs_depend_on_the_state(tmp_path):
