@@ -6,7 +6,8 @@ they cannot drift from what the compiler accepts.
 from __future__ import annotations
 
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import ROADMAP_BUILTINS, ROADMAP_CUSTOM, STATELESS_BUILTINS
+from microcompiler.ops.tflm_operators import (ROADMAP_BUILTINS, ROADMAP_CUSTOM, STATEFUL_BUILTINS,
+                                                STATELESS_BUILTINS)
 
 
 def operator_table() -> list[dict]:
@@ -19,7 +20,7 @@ def operator_table() -> list[dict]:
             **kernel.describe(kind),
             "inputs": [in_lo, in_hi],
             "outputs": [out_lo, out_hi],
-            "in_tflm": kind in STATELESS_BUILTINS or kind in ROADMAP_BUILTINS,
+            "in_tflm": kind in STATELESS_BUILTINS or kind in STATEFUL_BUILTINS or kind in ROADMAP_BUILTINS,
         })
     return rows
 
