@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness import compile_bytes
-from lstm_models import lstm_float, lstm_int8
+from lstm_models import lstm_float, lstm_int8, lstm_int16
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.tflite import parse_tflite
 from model_builder import ModelBuilder, lstm_options
@@ -29,6 +29,16 @@ def test_two_layer_int8_lstm_sequence_sanitized(tmp_path):
     """Two stacked layers (the second reads the first's hidden states), under ASan/UBSan."""
     library = check_sequence(lstm_int8(layers=2, n_state=7), tmp_path, executors=("aot",), sanitize=True)
     assert len(library.metadata["state"]) == 4
+
+
+def test_int16_lstm_sequence(tmp_path):
+    """TFLM's 16x8 variant: int16 activations, int8 weights, int64 biases (the FCs sum in int64)."""
+    library = check_sequence(lstm_int16(), tmp_path, executors=("graph",))
+    assert "mc_requantize64" in library.files["src/model_ops.c"]
+
+
+def test_two_layer_int16_lstm_sequence_sanitized(tmp_path):
+    check_sequence(lstm_int16(layers=2, batch=2), tmp_path, executors=("aot",), sanitize=True)
 
 
 def test_float_lstm_sequence(tmp_path):

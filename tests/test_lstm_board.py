@@ -1,14 +1,14 @@
 """LSTM sequences on an emulated Cortex-M4 (mps2_an386): standalone (the firmware runs every step's
 input and reports each) and host-driven (hidden and cell state stay on the device between RPC runs;
 <model>_reset over RPC restarts them), each step compared with TFLM invoked the same number of times
-on the same inputs: int8 bit-exact, float within test_state's tolerance."""
+on the same inputs: int8 and int16 bit-exact, float within test_state's tolerance."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from board_oracle import needs_board_tools
-from lstm_models import lstm_float, lstm_int8
+from lstm_models import lstm_float, lstm_int8, lstm_int16
 from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
 from microcompiler.project import run_on_board
@@ -17,7 +17,7 @@ from oracle import Oracle
 from test_state import STEPS, assert_steps_match, sequence
 
 BOARD = "mps2_an386"
-MODELS = {"single": lstm_int8, "two-layer": lambda: lstm_int8(layers=2), "float": lstm_float}
+MODELS = {"single": lstm_int8, "two-layer": lambda: lstm_int8(layers=2), "float": lstm_float, "int16": lstm_int16}
 
 
 def _library(model: bytes, tmp_path):
@@ -27,7 +27,8 @@ def _library(model: bytes, tmp_path):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("name,executor", [("two-layer", "aot"), ("single", "graph"), ("float", "aot")])
+@pytest.mark.parametrize("name,executor", [("two-layer", "aot"), ("single", "graph"), ("float", "aot"),
+                                           ("int16", "aot")])
 def test_lstm_sequence_standalone_on_board(tmp_path, name, executor):
     model = MODELS[name]()
     library = _library(model, tmp_path)

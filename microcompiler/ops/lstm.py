@@ -1,4 +1,5 @@
-"""UNIDIRECTIONAL_SEQUENCE_LSTM: int8 (int8 weights, int16 cell state, int32 biases) and float32,
+"""UNIDIRECTIONAL_SEQUENCE_LSTM: int8 (int8 weights, int16 cell state, int32 biases), TFLM's 16x8
+variant (int16 activations, int8 weights, int16 cell state, int64 biases: the FCs sum in int64) and float32,
 bit-exact with TFLite Micro's kernel (unidirectional_sequence_lstm.cc, lstm_eval.h/.cc,
 lstm_eval_common.cc).
 
@@ -15,7 +16,7 @@ One step of one batch row, integer (gate order as TFLM computes them: forget, in
    saturation; sigmoid (tanh for the cell gate, the fused activation) in Q0.15 from
    TFLM's int16 sigmoid table (``mc_sigmoid_s16``/``mc_tanh_s16`` of kernel_activation.h);
 2. cell = sat16(requant(forget * cell) + requant(input * cell gate)), clipped by ``cell_clip``;
-3. hidden = requant(output gate * tanh(cell)) + hidden zero point, saturated to int8, where tanh
+3. hidden = requant(output gate * tanh(cell)) + hidden zero point, saturated to int8 (int16), where tanh
    reads the cell state with its power-of-two scale.
 
 Float32 is the same data flow in float (TFLM's Logistic with its cut-offs, ``tanhf``).
@@ -66,9 +67,10 @@ def _roles() -> tuple[str, ...]:
 class UnidirectionalSequenceLstm(OpKernel):
     kinds = ("UNIDIRECTIONAL_SEQUENCE_LSTM",)
     inputs = (1, 24)  # 24 in every file; the optional ones in the middle are -1 (check() counts them)
-    types = ("int8", "float32")
+    types = ("int8", "int16", "float32")
     type_notes = ("int8 input/hidden state/output with int8 weights, int16 cell state (power-of-two scale) and "
-                  "int32 biases, as TFLM's integer LSTM; float32; all four gates, no peephole, projection or "
+                  "int32 biases, as TFLM's integer LSTM; int16 activations (zero point 0) with int8 weights and int64 "
+                  "biases; float32; all four gates, no peephole, projection or "
                   "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences")
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
     input_roles = _roles()
@@ -124,17 +126,20 @@ class UnidirectionalSequenceLstm(OpKernel):
             require(all(u.dtype == "float32" for u in [y, hidden, cell, *weights, *biases]), op,
                     "float32 LSTM needs float32 tensors throughout")
             return
-        require(x.dtype == "int8" and y.dtype == "int8" and hidden.dtype == "int8", op,
+        require(x.dtype in ("int8", "int16") and y.dtype == x.dtype and hidden.dtype == x.dtype, op,
                 f"types input/hidden state/output {x.dtype}/{hidden.dtype}/{y.dtype} are not supported "
-                "(int8 or float32; TFLM's int16 activations variant is not compiled yet)")
+                "(int8, int16 or float32, the same for all three)")
         require(cell.dtype == "int16", op, f"cell state type {cell.dtype} is not supported (int16, as TFLM)")
-        require(all(w.dtype == "int8" for w in weights) and all(b.dtype == "int32" for b in biases), op,
-                "int8 LSTM needs int8 weights and int32 biases")
+        bias_dtype = "int32" if x.dtype == "int8" else "int64"
+        require(all(w.dtype == "int8" for w in weights) and all(b.dtype == bias_dtype for b in biases), op,
+                f"{x.dtype} LSTM needs int8 weights and {bias_dtype} biases")
         quantized = [x, hidden, cell, *weights]
         require(all(u.quant is not None and not u.quant.per_channel for u in quantized), op,
                 "int8 LSTM needs per-tensor quantization of input, states and weights")
         require(all(int(w.quant.zero_point[0]) == 0 for w in weights), op, "weights must have zero point 0")
         require(int(cell.quant.zero_point[0]) == 0, op, "the cell state must have zero point 0")
+        require(x.dtype == "int8" or (int(x.quant.zero_point[0]) == 0 and int(hidden.quant.zero_point[0]) == 0), op,
+                "int16 input and hidden state must have zero point 0")
         power = checked_log2(cell.quant.scale[0])[1]
         require(-30 <= 15 + power - TANH_INTEGER_BITS <= 14, op,
                 f"cell state scale {cell.quant.scale[0]} is out of the range TFLM's int16 tanh can read")
@@ -151,7 +156,7 @@ class UnidirectionalSequenceLstm(OpKernel):
         batch, steps, n_input, n_state, time_major = self._dims(op, graph)
         x, hidden, cell = ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.inputs[HIDDEN_STATE]), ctx.tensor(
             op.inputs[CELL_STATE])
-        integer = x.dtype == "int8"
+        integer = x.dtype != "float32"
         clip = float(op.options.get("cell_clip", 0.0))
         values = dict(batch=batch, steps=steps, n_input=n_input, n_state=n_state, time_major=time_major,
                       integer=integer,
@@ -162,7 +167,7 @@ class UnidirectionalSequenceLstm(OpKernel):
                       bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
                       scratch=ctx.scratch(4 * n_state * (2 if integer else 4)))
         if not integer:
-            return ctx.render("lstm.c.j2", state_t="float", clip=c_float(clip) if clip > 0 else None, **values)
+            return ctx.render("lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values)
         weights = {g: ctx.tensor(op.inputs[INPUT_WEIGHTS[g]]) for g in GATES}
         recurrent = {g: ctx.tensor(op.inputs[RECURRENT_WEIGHTS[g]]) for g in GATES}
         x_scale, h_scale, c_scale = (u.quant.scale[0] for u in (x, hidden, cell))
@@ -174,7 +179,9 @@ class UnidirectionalSequenceLstm(OpKernel):
         tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
         quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
         return ctx.render(
-            "lstm.c.j2", state_t="int16_t", clip=quantized_clip,
+            "lstm.c.j2", state_t="int16_t", clip=quantized_clip, act_t=f"{x.dtype}_t",
+            acc_t="int32_t" if x.dtype == "int8" else "int64_t",
+            requantize="mc_requantize" if x.dtype == "int8" else "mc_requantize64",
             input_offset=-int(x.quant.zero_point[0]), hidden_zp=int(hidden.quant.zero_point[0]),
             input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
             input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
