@@ -107,3 +107,20 @@ def test_sequence_helper_gives_distinct_steps():
     assert not np.array_equal(seq[0][0], seq[1][0])
     outs = Oracle(model).run_sequence(seq)
     assert outs[0][0].shape == (1, 3, 6)
+
+
+@pytest.mark.parametrize("make_model", [lstm_int8, lambda: lstm_int8(layers=2, n_state=8, n_input=4, batch=2),
+                                        lambda: lstm_int8(n_input=1, n_state=1), lambda: lstm_int8(n_input=13, n_state=5),
+                                        lambda: lstm_int8(n_input=4, n_state=4)],
+                         ids=["single", "two-layer-exact-quads", "no-pairs", "tails", "one-quad-each"])
+def test_lstm_dsp_variant_sequence(tmp_path, make_model):
+    """The DSP (smlad) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
+    library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
+    kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert kernels and all(k["variant"] == "smlad" and k["isa"] == "dsp" for k in kernels)
+
+
+def test_lstm_dsp_keeps_reference_for_int16_and_float(tmp_path):
+    for model in (lstm_int16(), lstm_float()):
+        library = compile_bytes(model, tmp_path, features={"dsp"})
+        assert [op["kernel"]["variant"] for op in library.metadata["operators"]] == ["reference"]

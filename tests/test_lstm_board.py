@@ -36,6 +36,8 @@ def test_lstm_sequence_standalone_on_board(tmp_path, name, executor):
     _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
                              log=lambda _: None)
     assert len(run.step_outputs) == STEPS
+    variants = {op["kernel"]["variant"] for op in library.metadata["operators"]}
+    assert variants == ({"smlad"} if name in ("single", "two-layer") else {"reference"})  # the M4's DSP extension
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.errors import ModelFormatError
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops import fast
+from microcompiler.ops.base import OpKernel, index_expr, register, require
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 
@@ -73,7 +74,21 @@ class UnidirectionalSequenceLstm(OpKernel):
                   "biases; float32; all four gates, no peephole, projection or "
                   "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences")
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
+    fast = {"dsp": "int8 (smlad: input and hidden state expanded to int16 pairs once per step, weights "
+                   "sign-extended with SXTB16, two MACs per SMLAD)"}
     input_roles = _roles()
+
+    def variant(self, op, graph):
+        return self.plan(op, graph)
+
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+        """smlad on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32)."""
+        _, _, n_input, n_state, _ = self._dims(op, graph)
+        int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
+        exact = max(n_input, n_state) * 127 * 255 < 2**31
+        if fast.has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
+            return {"variant": "smlad", "isa": "dsp"}
+        return {"variant": "reference"}
 
     def _dims(self, op, graph):
         x = graph.tensors[op.inputs[INPUT]]
@@ -159,13 +174,18 @@ class UnidirectionalSequenceLstm(OpKernel):
         integer = x.dtype != "float32"
         clip = float(op.options.get("cell_clip", 0.0))
         values = dict(batch=batch, steps=steps, n_input=n_input, n_state=n_state, time_major=time_major,
-                      integer=integer,
+                      integer=integer, ix=index_expr,
                       input=ctx.arg(op.inputs[INPUT]), output=ctx.arg(op.outputs[0]),
                       hidden=ctx.arg(op.inputs[HIDDEN_STATE]), cell=ctx.arg(op.inputs[CELL_STATE]),
                       input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
                       recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
                       bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
-                      scratch=ctx.scratch(4 * n_state * (2 if integer else 4)))
+                      smlad=False, pair_words=0)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
+        ctx.variant = plan
+        if plan["variant"] == "smlad":
+            values.update(smlad=True, pair_words=2 * (n_input // 4) + 2 * (n_state // 4))
+        values["scratch"] = ctx.scratch(4 * values["pair_words"] + 4 * n_state * (2 if integer else 4))
         if not integer:
             return ctx.render("lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values)
         weights = {g: ctx.tensor(op.inputs[INPUT_WEIGHTS[g]]) for g in GATES}
