@@ -124,3 +124,29 @@ def test_lstm_dsp_keeps_reference_for_int16_and_float(tmp_path):
     for model in (lstm_int16(), lstm_float()):
         library = compile_bytes(model, tmp_path, features={"dsp"})
         assert [op["kernel"]["variant"] for op in library.metadata["operators"]] == ["reference"]
+
+
+def test_cli_refuses_a_layer_norm_lstm_in_one_line(tmp_path):
+    from test_errors import assert_one_line_error, cli
+    model = tmp_path / "lstm.tflite"
+    model.write_bytes(_with_extra_input(20))
+    proc = cli("compile", model, "-o", tmp_path / "out")
+    assert_one_line_error(proc, "UNIDIRECTIONAL_SEQUENCE_LSTM", "inputs [20] are set", "no peephole, projection or "
+                          "layer norm")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_run_sequence_of_an_lstm_matches_tflm(tmp_path):
+    """`microcompiler run --input frames.npy --steps 6`: a leading time axis of inferences, each with the
+    model's own 3 time steps; the LSTM state carries over (docs/state.md)."""
+    import json
+    from test_errors import cli
+    model = tmp_path / "lstm.tflite"
+    model.write_bytes(lstm_int8())
+    seq = np.random.default_rng(5).integers(-128, 128, (6, 1, 3, 8), dtype=np.int8)
+    np.save(tmp_path / "frames.npy", seq)
+    proc = cli("run", model, "--input", tmp_path / "frames.npy", "--steps", 6, "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = [step["outputs"][0] for step in json.loads(proc.stdout)["steps"]]
+    want = [out[0].tolist() for out in Oracle(model.read_bytes()).run_sequence([[x] for x in seq])]
+    assert got == want and len({json.dumps(g) for g in got}) > 1
