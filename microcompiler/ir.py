@@ -22,6 +22,7 @@ DTYPES = {
     "float32": (np.float32, "float"),
     "bool": (np.bool_, "uint8_t"),
     "uint32": (np.uint32, "uint32_t"),
+    "uint64": (np.uint64, "uint64_t"),
 }
 
 

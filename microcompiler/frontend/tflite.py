@@ -17,10 +17,10 @@ from tflite.BuiltinOperator import BuiltinOperator
 from tflite.TensorType import TensorType
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
-from microcompiler.frontend.options import operator_options
+from microcompiler.frontend.options import custom_options, operator_options
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import where_it_stands
+from microcompiler.ops.tflm_operators import TFLM_CUSTOM, where_it_stands
 
 _OPCODE_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {
@@ -32,6 +32,7 @@ _TYPE_NAMES = {
     TensorType.INT16: "int16",
     TensorType.INT8: "int8",
     TensorType.UINT32: "uint32",
+    TensorType.UINT64: "uint64",
 }
 _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against absurd shapes
 
@@ -235,10 +236,11 @@ class _Importer:
         builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
         custom = None
+        kernels = supported_operators()
         if kind == "CUSTOM":
             custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
-            kind = f"CUSTOM ('{custom}')"
-        kernels = supported_operators()
+            # a custom operator TFLM registers is compiled under its own name (SignalWindow, ...)
+            kind = custom if custom in TFLM_CUSTOM and custom in kernels else f"CUSTOM ('{custom}')"
         if kind not in kernels:
             raise UnsupportedModelError(
                 f"unsupported operator {kind} at operator index {index}: {where_it_stands(kind, custom)}; "
@@ -264,7 +266,7 @@ class _Importer:
                     f"operator {index} ({kind}) writes tensor {o} ('{self.tensors[o].name}') of shape "
                     f"{list(self.tensors[o].shape)}, which has no elements; TFLite Micro cannot run "
                     "zero-sized tensors either: export the model with non-empty shapes")
-        options = operator_options(kind, op)
+        options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
 
 

@@ -100,6 +100,7 @@ def _check_build_dir(project: Project, build_dir: Path, log: Log) -> None:
 class BareMetal(Target):
     name = "baremetal"
     template_folder = "baremetal"  # a variant that subclasses this one keeps these templates
+    several_models = True
 
     def check_board(self, board: Board) -> None:
         if board.platform is None:
@@ -118,12 +119,16 @@ class BareMetal(Target):
         template_dir = self.template_dir
         copy_runtime(stage, board.platform)
         sources = sorted(p.relative_to(stage).as_posix() for pattern in
-                         ("model/src/*.c", "crt/src/*.c", f"crt/platform/{board.platform}/*.c")
+                         ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c",
+                          f"crt/platform/{board.platform}/*.c")
                          for p in stage.glob(pattern))
         values = dict(values, board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
                       weights=board.weights_region, stack_bytes=stack_bytes, cflags=board.cpu.cflags,
                       definitions=self.definitions(board), sources=sources)
+        values.setdefault("include_dirs", ["model/include"])
         main_template = "rpc_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        if "models" in values:  # several models (microcompiler/targets/multi.py)
+            main_template = "models_" + main_template
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))

@@ -43,7 +43,7 @@ from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
 from microcompiler.outdir import check_path_is_safe
-from microcompiler.standalone import StandaloneResult, parse_reports
+from microcompiler.standalone import StandaloneResult, model_report, parse_reports
 from microcompiler.targets.files import (BUILD_DIR, PROJECT_FILE, check_project_dir, output_values, resolve_input_steps,
                                          save_inputs, write_project_dir)
 
@@ -85,6 +85,9 @@ class Project:
     stack_bytes: int
     mode: str = STANDALONE
     steps: int = 1  # input sets saved with the project: a sequence of inferences (docs/state.md)
+    # Every model's metadata when the firmware holds several (docs/multiple_models.md); else empty.
+    models: list[dict] = field(default_factory=list)
+    share_arena: bool = False
     # What the target keeps of a project it made in this process (the host's built program), or None.
     program: object | None = field(default=None, repr=False, compare=False)
 
@@ -109,32 +112,60 @@ class Project:
             raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
                                      "make one with 'microcompiler create-project'")
         info = read_project_info(project_dir)
-        try:
-            metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is missing or damaged ({why(exc)}); "
-                                     f"{_RECREATE}") from None
-        if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
-            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is damaged (not a model "
-                                     f"library's metadata); {_RECREATE}")
+        names = info.get("models")
+        if names is None:
+            models, metadata = [], _read_metadata(project_dir / "model")
+        elif isinstance(names, list) and names and all(isinstance(n, str) and n.isidentifier() for n in names):
+            models = [_read_metadata(project_dir / "models" / n) for n in names]
+            metadata = models[0]
+        else:
+            raise MicrocompilerError(f"{project_dir / PROJECT_FILE} is damaged ('models' is not a list of model "
+                                     f"names); {_RECREATE}")
         return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
                    info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE),
-                   info.get("steps", 1))
+                   info.get("steps", 1), models, bool(info.get("share_arena", False)))
 
-    def saved_inputs(self) -> list[np.ndarray]:
-        """The input the project was created with (inputs/input<k>.npy; the first step of a sequence)."""
-        return self.saved_input_steps()[0]
+    def saved_inputs(self, model: str | None = None) -> list[np.ndarray]:
+        """The input the project was created with (inputs/input<k>.npy, the first step of a sequence;
+        with several models, the named model's, inputs/<model>/input<k>.npy)."""
+        return self.saved_input_steps(model)[0]
 
-    def saved_input_steps(self) -> list[list[np.ndarray]]:
+    def saved_input_steps(self, model: str | None = None) -> list[list[np.ndarray]]:
         """Every input set the project was created with, in order (one unless it runs a sequence:
         then inputs/input<k>.npy hold the steps along a leading axis)."""
-        arrays = [np.load(self.dir / "inputs" / f"input{k}.npy") for k in range(len(self.metadata["inputs"]))]
+        metadata, folder = self.metadata, self.dir / "inputs"
+        if self.models:
+            metadata = self.model_metadata(model or self.model)
+            folder = folder / metadata["name"]
+        arrays = [np.load(folder / f"input{k}.npy") for k in range(len(metadata["inputs"]))]
         if self.steps == 1:
             return [arrays]
         return [[arr[s] for arr in arrays] for s in range(self.steps)]
 
+    def model_metadata(self, model: str) -> dict:
+        """The metadata of the model named ``model`` in this project (one-line error if absent)."""
+        for metadata in self.models or [self.metadata]:
+            if metadata["name"] == model:
+                return metadata
+        known = ", ".join(m["name"] for m in self.models or [self.metadata])
+        raise MicrocompilerError(f"{self.dir} holds no model named '{model}' (it holds: {known})")
+
 
 _RECREATE = "recreate the project with 'microcompiler create-project'"
+
+
+def _read_metadata(library_dir: Path) -> dict:
+    """A model library's metadata.json inside a project, checked."""
+    path = library_dir / "metadata.json"
+    try:
+        metadata = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MicrocompilerError(f"{path} is missing or damaged ({why(exc)}); {_RECREATE}") from None
+    if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
+        raise MicrocompilerError(f"{path} is damaged (not a model library's metadata); {_RECREATE}")
+    return metadata
+
+
 # The fields of microcompiler-project.json, with their types.
 _PROJECT_FIELDS = {"model": str, "board": str, "template": str, "executor": str, "stack_bytes": int}
 
@@ -185,6 +216,8 @@ class RunResult:
     # a sequence (docs/state.md): the outputs and device ticks of every step, in order
     step_outputs: list[list[np.ndarray]] = field(default_factory=list)
     step_ticks: list[int] = field(default_factory=list)
+    # A firmware with several models: each model's result by name (this result is the first's).
+    models: dict[str, "RunResult"] = field(default_factory=dict)
 
 
 # ---- Does it fit ----
@@ -375,6 +408,7 @@ class Target:
     report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
     template_folder: ClassVar[str | None] = None  # project_templates/<this> (default: the name)
     options: ClassVar[tuple[str, ...]] = ()  # create-project options of this template only (mlperf: benchmark)
+    several_models: ClassVar[bool] = False  # its mains run several models (docs/multiple_models.md)
 
     @property
     def template_dir(self) -> Path:
@@ -511,16 +545,23 @@ class Target:
         input saved with the project (ticks: the sum of the operators' device times).
         """
         self.require_elf(project)
-        if project.mode == HOST_DRIVEN:
+        if project.mode == HOST_DRIVEN:  # each model, picked by name when the firmware holds several
+            from microcompiler.rpc.plan import ModelPlan
+            results = {}
             with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
-                step_outputs, step_ticks = [], []
-                with session.executor() as ex:
-                    for inputs in project.saved_input_steps():  # the device keeps the state between steps
-                        step_outputs.append(ex(*inputs))
-                        step_ticks.append(sum(ex.last_ticks))
-                hz = session.device.timer_hz
+                for meta in project.models or [project.metadata]:
+                    plan = ModelPlan.load(project.dir / "models" / meta["name"]) if project.models else None
+                    step_outputs, step_ticks = [], []
+                    with session.executor(plan) as ex:
+                        for inputs in project.saved_input_steps(meta["name"]):  # the device keeps the state
+                            step_outputs.append(ex(*inputs))
+                            step_ticks.append(sum(ex.last_ticks))
+                    results[meta["name"]] = RunResult(step_outputs[-1], step_ticks[-1], session.device.timer_hz, None,
+                                                      "", step_outputs, step_ticks)
                 logs = "\n".join(session.logs)
-            return RunResult(step_outputs[-1], step_ticks[-1], hz, None, logs, step_outputs, step_ticks)
+            first = results[project.model]
+            return RunResult(first.outputs, first.ticks, first.hz, None, logs, first.step_outputs, first.step_ticks,
+                             results if project.models else {})
         if port is None:
             self.load(project, log)
         started = time.monotonic()
@@ -528,7 +569,12 @@ class Target:
         with self.open_link(project, port=port, log=log) as link:
             text = link.read_until(pattern, timeout).decode(errors="replace")
         log(f"report received after {time.monotonic() - started:.1f} s")
-        return decode_report(self.report_text(text), project.metadata)
+        text = self.report_text(text)
+        if not project.models:
+            return decode_report(text, project.metadata)
+        results = {m["name"]: decode_report(model_report(text, m["name"]), m) for m in project.models}
+        first = results[project.model]
+        return RunResult(first.outputs, first.ticks, first.hz, first.stack_bytes, text, models=results)
 
     def report_text(self, text: str) -> str:
         """The part of what the firmware printed that holds its report."""

@@ -53,17 +53,18 @@ def resolve_input_steps(input, input_steps, metadata: dict) -> list[list[np.ndar
     return [resolve_inputs(step, metadata) for step in input_steps]
 
 
-def save_inputs(stage: Path, steps: list[list[np.ndarray]], metadata: dict) -> list[dict]:
-    """Write inputs/input<k>.npy (with a leading axis over the steps of a sequence); returns what the
-    templates need to compile each input in (``elements``: per step)."""
-    (stage / "inputs").mkdir()
+def save_inputs(stage: Path, steps: list[list[np.ndarray]], metadata: dict, folder: str = "inputs",
+                prefix: str = "g_") -> list[dict]:
+    """Write <folder>/input<k>.npy (with a leading axis over the steps of a sequence); returns what the
+    templates need to compile each input in (the C array ``<prefix><c_name>``; ``elements``: per step)."""
+    (stage / folder).mkdir(parents=True)
     values = []
     for k, meta in enumerate(metadata["inputs"]):
         per_step = [step[k] for step in steps]
         arr = per_step[0] if len(steps) == 1 else np.stack(per_step)
-        np.save(stage / "inputs" / f"input{k}.npy", arr)
+        np.save(stage / folder / f"input{k}.npy", arr)
         values.append({**meta, "elements": max(1, per_step[0].size), "initializer": c_initializer(arr),
-                       "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
+                       "definition": c_array(f"{prefix}{meta['c_name']}", c_type(meta["dtype"]), arr)})
     return values
 
 

@@ -34,6 +34,7 @@ class MlperfFirmware(Target):
     """What the MLPerf variants add to their base target: the benchmark option and the DUT main()."""
 
     options = ("benchmark",)
+    several_models = False  # the EEMBC protocol serves one model
     _benchmark: Benchmark | None = None  # the benchmark of the project being created
 
     def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,

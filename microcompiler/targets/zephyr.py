@@ -190,6 +190,7 @@ class Zephyr(Target):
     name = TEMPLATE
     label = "Zephyr"
     report_pattern = _WHOLE_REPORT
+    several_models = True
 
     # ---- create ----
 
@@ -215,13 +216,17 @@ class Zephyr(Target):
         target = zephyr_target(board)
         copy_runtime(stage, TEMPLATE)
         portable = sorted(p.relative_to(stage).as_posix()
-                          for pattern in ("model/src/*.c", "crt/src/*.c") for p in stage.glob(pattern))
+                          for pattern in ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c")
+                          for p in stage.glob(pattern))
         values = dict(values, zephyr_board=target, main_stack_bytes=stack_bytes, facts=board_facts(board),
                       timing_api=uses_timing_api(board), portable_sources=portable,
                       rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS,
                       console_use=self.console_use(values["mode"]), reports_stack=self.reports_stack(values["mode"]))
         template_dir = self.template_dir
+        values.setdefault("include_dirs", ["model/include"])
         main_template = "host_driven_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        if "models" in values:  # several models (microcompiler/targets/multi.py)
+            main_template = "models_" + main_template
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
         (stage / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))

@@ -6,14 +6,17 @@
  * kernel's tick count (CYCLES_PER_TICK cycles a tick), and the timing API a 32-bit DWT-like count
  * with Zephyr's Cortex-M arch_timing_cycles_get() ((uint32_t)end - (uint32_t)start).
  * The console: uart_poll_out() writes to stdout; received bytes come from stdin, handed to the
- * platform's interrupt handler when it waits on its semaphore (the end of stdin ends the program).
+ * platform's interrupt handler when it waits on its semaphore (the end of stdin ends the program);
+ * what was written is flushed before each wait, so a host can hold a conversation with it (RPC).
  *
  * -DFAKE_ZEPHYR_TIMER_TEST: main() measures spans across the counters' wraps and prints
  * "span S elapsed E" lines. Otherwise main() is the generated application's.
  */
+#define _POSIX_C_SOURCE 200809L /* read() */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zephyr/kernel.h"
 
@@ -70,13 +73,15 @@ void k_sem_give(struct k_sem* sem) {
 
 /* The reader waits: the next bytes of stdin "arrive" and the UART interrupt runs. */
 int k_sem_take(struct k_sem* sem, k_timeout_t timeout) {
-  int c;
+  ssize_t n;
   (void)timeout;
   if (sem->count > 0u) {
     --sem->count;
     return 0;
   }
-  while (g_fifo_length < FIFO_BYTES && (c = getchar()) != EOF) g_fifo[g_fifo_length++] = (uint8_t)c;
+  fflush(stdout); /* the replies so far reach the host before the device waits for more */
+  n = read(STDIN_FILENO, g_fifo + g_fifo_length, (size_t)(FIFO_BYTES - g_fifo_length));
+  if (n > 0) g_fifo_length += (int)n;
   if (g_fifo_length == 0) {
     fflush(stdout);
     exit(0); /* the commands are done */

@@ -38,6 +38,7 @@ typedef struct {
 #define K_TICKS_FOREVER ((int64_t)-1)
 #define K_FOREVER ((k_timeout_t){K_TICKS_FOREVER})
 #define K_TICKS(t) ((k_timeout_t){(int64_t)(t)})
+#define K_MSEC(ms) K_TICKS(ms) /* Zephyr converts to ticks; the fake sleeps no time anyway */
 struct k_sem {
   unsigned int count;
   unsigned int limit;
