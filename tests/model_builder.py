@@ -177,3 +177,8 @@ def reshape_options(new_shape):
 
 def svdf_options(rank, activation="NONE"):
     return _opts("SVDFOptions", rank=rank, fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def lstm_options(activation="TANH", cell_clip=0.0, time_major=False):
+    return _opts("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=ACTIVATIONS[activation],
+                 cellClip=cell_clip, projClip=0.0, timeMajor=time_major, asymmetricQuantizeInputs=False)

@@ -60,7 +60,12 @@ def host_driven_twice(library, seq, tmp_path):
                          ids=["stacked", "single", "float"])
 def test_svdf_sequence_host_driven_on_board_and_reset(tmp_path, make_model):
     """Host-driven: the state stays on the device between RPC runs; <model>_reset over RPC restarts it."""
-    model = make_model()
+    check_host_driven_sequence(make_model(), tmp_path)
+
+
+def check_host_driven_sequence(model: bytes, tmp_path) -> None:
+    """STEPS runs over RPC (the state stays on the device), <model>_reset over RPC, the same STEPS
+    again: every step bit-exact (float within tolerance) with TFLM invoked the same number of times."""
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
     want = Oracle(model).run_sequence(seq)
