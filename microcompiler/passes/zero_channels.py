@@ -22,6 +22,8 @@ grouped convolutions or non-constant weights are left alone.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
@@ -143,8 +145,8 @@ def drop_zero_channels(graph: Graph) -> Graph:
         sources = add(Tensor(f"{y.name};source_channel", source.shape, index_type, None, source))
         constants = add(Tensor(f"{y.name};constant_value", source.shape, "int8", None,
                                np.where(keep, 0, channel_constants(op, g)).astype(np.int8)))
-        operators.append(Operator(op.kind, inputs, [narrow], {**op.options, "dropped_channels": int(zero.sum())},
-                                  op.index))
+        operators.append(replace(op, inputs=inputs, outputs=[narrow],
+                                  options={**op.options, "dropped_channels": int(zero.sum())}))
         operators.append(Operator(CONSTANT_CHANNELS, [narrow, sources, constants], [out],
                                   {"layer_suffix": "constant_channels"}, next_index))
         next_index += 1
