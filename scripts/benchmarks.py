@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Benchmark the MLPerf Tiny models on the emulated boards and write the tables of docs/benchmarks.md.
 
-For each model (KWS, IC, AD from ../shared/models/mlperf_tiny) and board (mps2_an386 Cortex-M4,
-mps2_an500 Cortex-M7, mps2_an385 Cortex-M3) it runs
+For each model (KWS, IC, AD from ../shared/models/mlperf_tiny, and the look-alikes of VWW,
+micro_speech and person_detect built by scripts/lookalikes.py) and board (mps2_an386 Cortex-M4,
+mps2_an500 Cortex-M7, mps2_an385 Cortex-M3, mps3_an547 Cortex-M55 with Helium) it runs
 
     microcompiler run MODEL --board BOARD --mode standalone --json --keep DIR
 
 (QEMU with -icount shift=0: one instruction = one virtual nanosecond, so instructions per inference =
 timer ticks x 1e9 / timer_hz, 40 per tick of the 25 MHz CMSDK timer read around the inference only,
-exactly as ../shared/baselines/qemu_tflm.md measured TFLite Micro), checks the outputs against the
+31.25 per tick of the M55's 32 MHz SSE-300 system counter, exactly as ../shared/baselines/qemu_tflm.md
+measured TFLite Micro; the M55 rows compare with its "CMSIS-NN with MVE" figures), checks the outputs against the
 TFLM oracle bit for bit, and takes the flash and RAM split from the firmware's symbols. On the first
-board it also runs ``microcompiler bench MODEL --board BOARD --json`` for the per-operator
-breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
+board (and on the M55) it also runs ``microcompiler bench MODEL --board BOARD --json`` for the
+per-operator breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
 the Python API (compile_model(tuning=...) + run_on_board). The tables go between the
 BENCHMARK-TABLES markers of the output file.
 
@@ -30,10 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
+from lookalikes import LOOKALIKES, write as write_lookalike
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 MODELS = {"KWS": "kws_ref_model", "IC": "pretrainedResnet_quant", "AD": "ad01_int8"}
-BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3"}
+# Peer figures without a shared .tflite: look-alike models (scripts/lookalikes.py), same layer shapes.
+ALL_MODELS = [*MODELS, *LOOKALIKES]
+BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3", "mps3_an547": "M55"}
 # Knob variants measured besides the defaults (DSP boards): faster or leaner.
 VARIANTS = {"KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
             "IC": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
@@ -51,18 +57,20 @@ def number(s: str) -> float:
 
 def baselines() -> dict:
     """The TFLM figures: qemu_tflm.md (instructions, M4 memory) and README.md (X-CUBE-AI, arenas)."""
-    out = {k: {} for k in MODELS}
+    out = {k: {} for k in ALL_MODELS}
     qemu = (SHARED / "baselines" / "qemu_tflm.md").read_text().splitlines()
     readme = (SHARED / "baselines" / "README.md").read_text().splitlines()
-    memory_table = False
+    memory_table = m55_table = False
     for line in qemu:
-        if line.startswith("## Memory"):
-            memory_table = True
-        for key in MODELS:
+        if line.startswith("## "):
+            memory_table, m55_table = line.startswith("## Memory"), "Cortex-M55" in line
+        for key in ALL_MODELS:
             if not line.startswith(f"| {key}"):
                 continue
             cells = [c.strip() for c in line.strip("|").split("|")]
-            if not memory_table and len(cells) >= 7:
+            if m55_table and len(cells) == 5:  # model | CMSIS-NN MVE | CMSIS-NN +nomve | reference | goal
+                out[key].update(cmsis_m55=number(cells[1]), ref_m55=number(cells[3]))
+            elif not memory_table and not m55_table and len(cells) >= 7:
                 out[key].update(ref_m4=number(cells[2]), cmsis_m4=number(cells[3]), ref_m7=number(cells[4]),
                                 cmsis_m7=number(cells[5]))
             elif memory_table and len(cells) == 4:
@@ -182,8 +190,14 @@ def per_operator(model: Path, board: str) -> list[dict] | None:
     return [dict(op, instructions=round(op["ticks"] * ns)) for op in report["operators"]]
 
 
+def model_path(key: str, work: Path) -> Path:
+    if key in LOOKALIKES:
+        return write_lookalike(key, work)
+    return SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite"
+
+
 def measure(key: str, board: str, work: Path, tuning: dict | None) -> dict:
-    model = SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite"
+    model = model_path(key, work)
     r = run_tuned(model, board, work, tuning) if tuning else run_default(model, board, work)
     want = oracle_outputs(model, r["inputs"])
     exact = None if want is None else all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
@@ -199,6 +213,10 @@ def fmt(n) -> str:
     return f"{int(round(n)):,}"
 
 
+def display(key: str) -> str:
+    return f"{key} (look-alike)" if key in LOOKALIKES else key
+
+
 def tables(results: list[dict], ops: dict, base: dict) -> str:
     lines = ["### Instructions per inference", "",
              "| model | board | variant | MACs | instructions | per MAC | TFLM reference | TFLM + CMSIS-NN | "
@@ -207,13 +225,20 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
     for r in results:
         core = BOARDS[r["board"]]
         b = base[r["model"]]
-        ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7"))}
+        ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7")),
+                       "M55": (b.get("ref_m55"), b.get("cmsis_m55"))}
                       .get(core, (b.get("ref_m4"), b.get("cmsis_m4"))))
         variant = r.get("label", "default")
-        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if core in ("M4", "M7") else "n/a (no DSP)"
+        compared = core in ("M4", "M7", "M55")  # the M3 has no DSP: its row shows the M4 figures
         exact = {True: "yes", False: "**NO**", None: "not checked"}[r["exact"]]
-        ref_note = "" if core in ("M4", "M7") else " (M4)"
-        lines.append(f"| {r['model']} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
+        if cmsis is None:  # a look-alike without a measured peer figure on this core
+            lines.append(f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} "
+                         f"| {fmt(r['instructions'])} | {r['instructions'] / r['macs']:.2f} | — | — | — | "
+                         f"n/a (no baseline) | {exact} |")
+            continue
+        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if compared else "n/a (no DSP)"
+        ref_note = " (MVE)" if core == "M55" else "" if compared else " (M4)"
+        lines.append(f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
                      f"| {r['instructions'] / r['macs']:.2f} | {fmt(ref)}{ref_note} | {fmt(cmsis)}{ref_note} "
                      f"| {r['instructions'] / cmsis:.3f}x | ≤ {fmt(cmsis / 2)}: {goal} | {exact} |")
     lines += ["", "### Flash and RAM (bytes)", "",
@@ -230,18 +255,18 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
     for r in results:
         b = base[r["model"]]
         variant = r.get("label", "default")
-        lines.append(f"| {r['model']} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
+        lines.append(f"| {display(r['model'])} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
                      f"| {fmt(r['model_code'])} | {fmt(r['runtime_code'])} | {fmt(r['test_input'])} | {fmt(r['arena'])} "
                      f"| {fmt(r['scratch'])} | {fmt(r['stack'])} | {fmt(r['runtime_data'])} | {fmt(r['ram'])} "
                      f"| {fmt(b.get('tflm_arena', 0) + b.get('tflm_stack', 0))} | {fmt(b.get('tflm_text', 0))} "
-                     f"| {fmt(b.get('xcube_ram', 0))} / {fmt(b.get('xcube_weights', 0))} |")
+                     f"| {fmt(b['xcube_ram']) + ' / ' + fmt(b['xcube_weights']) if 'xcube_ram' in b else '—'} |")
     for (key, board), operators in ops.items():
         if not operators:
             continue
         meta = next(r["meta"] for r in results if r["model"] == key and r["board"] == board and not r["tuning"])
         by_index = {o["index"]: o for o in meta["operators"]}
         total = sum(o["instructions"] for o in operators)
-        lines += ["", f"### Per operator: {key} on {board} (`microcompiler bench`, host-driven graph executor)", "",
+        lines += ["", f"### Per operator: {display(key)} on {board} (`microcompiler bench`, host-driven graph executor)", "",
                   "| # | operator | kernel | MACs | instructions | per MAC | share |", "|---|---|---|---|---|---|---|"]
         for o in operators:
             m = by_index.get(o.get("index"), {})
@@ -258,7 +283,7 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--models", nargs="+", default=ALL_MODELS, choices=ALL_MODELS)
     p.add_argument("--boards", nargs="+", default=list(BOARDS), choices=list(BOARDS))
     p.add_argument("--no-bench", action="store_true", help="skip the per-operator breakdown (microcompiler bench)")
     p.add_argument("--no-variants", action="store_true", help="skip the int16-conv-weights builds")
@@ -274,12 +299,12 @@ def main(argv=None) -> int:
             for board in args.boards:
                 results.append(measure(key, board, work, None))
                 log(f"{key} {board}: {results[-1]['instructions']:,} instructions")
-                for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS[key]):
+                for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS.get(key, [])):
                     results.append(dict(measure(key, board, work, tuning), label=label))
                     log(f"{key} {board} {label}: {results[-1]['instructions']:,} instructions")
-            if not args.no_bench:
-                board = args.boards[0]
-                ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite", board)
+            if not args.no_bench:  # the first board's breakdown, and the M55's (its own kernels)
+                for board in dict.fromkeys([args.boards[0], *(b for b in args.boards if BOARDS[b] == "M55")]):
+                    ops[(key, board)] = per_operator(model_path(key, work), board)
     text = tables(results, ops, base)
     out = args.output
     doc = out.read_text() if out.exists() else f"{BEGIN}\n{END}\n"

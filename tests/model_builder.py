@@ -216,3 +216,8 @@ def if_options(then_subgraph, else_subgraph):
 
 def while_options(cond_subgraph, body_subgraph):
     return _opts("WhileOptions", condSubgraphIndex=cond_subgraph, bodySubgraphIndex=body_subgraph)
+
+
+def lstm_options(activation="TANH", cell_clip=0.0, time_major=False):
+    return _opts("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=ACTIVATIONS[activation],
+                 cellClip=cell_clip, projClip=0.0, timeMajor=time_major, asymmetricQuantizeInputs=False)

@@ -199,3 +199,11 @@ def test_variables_in_a_single_subgraph_model_sequence(tmp_path):
     library, want = run_both(accumulator_int8(call_once=False), tmp_path, seq, executors=("graph",))
     assert not library.graph.subgraphs and library.metadata["state_bytes"] == 8
     assert not all(np.array_equal(a[0], b[0]) for a, b in zip(want, want[1:]))
+
+
+def test_control_flow_without_its_options_is_a_damaged_file(tmp_path):
+    from test_errors import assert_one_line_error, cli, one_op_model
+    model = tmp_path / "m.tflite"
+    model.write_bytes(one_op_model("WHILE"))
+    assert_one_line_error(cli("compile", model, "-o", tmp_path / "out"), "WHILE", "no options naming",
+                          "the file is corrupted")

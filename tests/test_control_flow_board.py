@@ -11,7 +11,7 @@ from flow_models import accumulator_int8, if_int8, while_int8
 from microcompiler.project import run_on_board
 from oracle import Oracle
 from test_state import STEPS, assert_steps_match
-from test_state_board import BOARD, _library, host_driven_with_reset
+from test_state_board import BOARD, _library, host_driven_twice
 
 
 def _sequence(name: str) -> list[list[np.ndarray]]:
@@ -47,6 +47,6 @@ def test_control_flow_sequence_host_driven_on_board_and_reset(tmp_path, name):
     library = _library(model, tmp_path)
     seq = _sequence(name)
     want = Oracle(model).run_sequence(seq)
-    first, again = host_driven_with_reset(library, seq, tmp_path)
+    first, again = host_driven_twice(library, seq, tmp_path)
     assert_steps_match(first, want, f"{name} host-driven on {BOARD}")
     assert_steps_match(again, want, f"{name} host-driven on {BOARD} after the reset")

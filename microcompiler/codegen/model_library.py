@@ -27,6 +27,7 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
+from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.codegen.subgraphs import subgraph_sources
@@ -38,8 +39,9 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _ENV.filters["comment"] = comment_text
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
-                   "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h"]
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
+                   "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
+                   "kernel_planes.h", "kernel_lanes.h"]  # the last two: included by kernel_simd.h
 
 
 @dataclass
@@ -217,7 +219,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
-                  subgraph_code=subgraph_code)
+                  subgraph_code=subgraph_code,
+                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
     lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
@@ -232,6 +235,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "inputs": inputs,
         "outputs": outputs,
         "arena_bytes": graph.arena_bytes,
+        "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
         "params_bytes": params.nbytes,
         "scratch_bytes": params.scratch_bytes,
@@ -243,7 +247,10 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+            **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
         } for fn in functions],
+        "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{
             "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,

@@ -61,8 +61,14 @@ def _io(g: Graph, tensors: list[int]) -> list[tuple[str, int]]:
     return [(g.tensors[t].dtype, g.tensors[t].nbytes) for t in tensors]
 
 
+_CALLS = {"IF": 2, "WHILE": 2, "CALL_ONCE": 1}  # how many subgraphs each control-flow operator names
+
+
 def _check_call(op: Operator, g: Graph, graphs: dict[int, Graph], k: int) -> None:
     called = called_subgraphs(op)
+    if op.kind in _CALLS and len(called) != _CALLS[op.kind]:
+        raise ModelFormatError(f"operator {op.index} ({op.kind}) of '{g.name}' has no options naming the "
+                               f"{_CALLS[op.kind]} subgraph(s) it calls; the file is corrupted")
     if not called:
         return
     where = f"operator {op.index} ({op.kind})"

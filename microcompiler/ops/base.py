@@ -1,6 +1,7 @@
 """The interface every operator kernel implements, and the helpers they share."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
@@ -32,6 +33,17 @@ def kernel_for(op: Operator) -> "OpKernel":
         raise UnsupportedModelError(f"no kernel for operator {op.kind} at index {op.index}") from None
 
 
+@dataclass(frozen=True)
+class StateBuffer:
+    """A persistent array an operator's kernel owns (``OpKernel.state``): what TFLM keeps in a
+    persistent buffer the kernel allocates (a signal operator's circular buffer), not a model tensor.
+    ``initial`` (broadcast to ``shape``) is what it starts from and what ``<model>_reset()`` restores."""
+    role: str  # names the C array: <model>_<layer>_<role>
+    dtype: str
+    shape: tuple[int, ...]
+    initial: float | int | np.ndarray = 0
+
+
 class OpKernel:
     """Turns one operator instance into one C function.
 
@@ -61,6 +73,16 @@ class OpKernel:
     # int8/int16 activations must carry quantization parameters (False for kernels that only move
     # or compare raw values, such as GATHER or CAST).
     quantized_io: bool = True
+    # The knobs ``emit`` honours in ``ctx.tuning`` and the values worth trying (``microcompiler tune``,
+    # docs/tuning.md): e.g. {"weights": ("s8", "s16")}. {"variant": "reference"} is every kernel's.
+    tuning_knobs: dict[str, tuple] = {}
+
+    def tuning_candidates(self, op, graph, features: frozenset[str]) -> list[dict]:
+        """Knob settings to try for this operator instance, the heuristic's ({}) first: one knob set at
+        a time to each of its values, and the reference loop nest. Kernels may narrow this per shape.
+        Settings that generate the same code are dropped by the tuner."""
+        knobs = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
+        return knobs + [{"variant": "reference"}]
 
     def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:
         """((fewest, most) inputs, (fewest, most) outputs) of operator ``kind``."""
@@ -92,6 +114,12 @@ class OpKernel:
     def variant(self, op: Operator, graph: Graph) -> dict:
         """Which implementation and knobs ``emit`` chooses (recorded in metadata.json)."""
         return {"variant": "reference"}
+
+    def state(self, op: Operator, graph: Graph) -> list[StateBuffer]:
+        """The persistent arrays the operator keeps across inferences besides its tensors (called
+        after ``check``). The ``add_operator_state`` pass makes each one a persistent tensor in
+        ``op.state[role]``; ``emit`` reaches it with ``ctx.arg(op.state[role])`` (docs/state.md)."""
+        return []
 
     def inplace_inputs(self, op: Operator, graph: Graph) -> tuple[int, ...]:
         """Positions in ``op.inputs`` whose memory the output may take over when that input is not
@@ -213,6 +241,19 @@ class ParamSink:
     @property
     def nbytes(self) -> int:
         return sum(int(a.nbytes) for _, _, a, _ in self.arrays)
+
+
+def index_expr(*terms) -> str:
+    """A C index expression from (loop variable, trip count, stride) terms and int constants; a loop
+    of one iteration contributes nothing, a stride of one no multiplication (SVDF, LSTM)."""
+    parts = []
+    for term in terms:
+        if isinstance(term, int):
+            if term:
+                parts.append(str(term))
+        elif term[1] > 1:
+            parts.append(term[0] if term[2] == 1 else f"{term[0]} * {term[2]}")
+    return " + ".join(parts) or "0"
 
 
 def require(cond: bool, op: Operator, what: str) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_conv, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import (activation_range, c_float, conv_multipliers, float_activation_range)
 
@@ -226,7 +226,10 @@ class Conv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
                   "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
-    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
+    fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); portable C of the same "
+                   "loops elsewhere",
+            "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)"}
+    tuning_knobs = {"weights": ("s8", "s16")}  # plan(): int8 words or pre-extended int16 pairs
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
@@ -260,21 +263,33 @@ class Conv2D(OpKernel):
         unrolling; "weights" is s8 (int8 weights, sign-extended in the loop: 13 instructions per 16
         MACs with the DSP extension) or s16 (pre-extended int16 pairs, twice the flash: 11 per 16),
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
-        inline assembly) or runs the same loops in C. Otherwise (int16, float32, grouped) the
-        reference loop nest."""
+        inline assembly) or runs the same loops in C. int8 grouped, or with a column buffer
+        above 8 KB: pixel (ops/fast_conv.py, one output pixel per dot product of int16 pairs).
+        Otherwise (int16, float32) the reference loop nest. With "mve" in the features (Cortex-M55)
+        an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
+            mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
+            if mve:
+                return mve
         if x.dtype == "int8" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
             g = geometry(op, graph)
             steps = -(-g.k_h * g.k_w * g.in_c // 4)
             col_bytes = 32 * steps
             if col_bytes <= fast.MAX_COL_BYTES:
                 weights = tuning.get("weights", "s8")
-                return {"variant": "im2col", "isa": "dsp" if fast.has_dsp(features) else "c",
+                plan = {"variant": "im2col", "isa": "dsp" if fast.has_dsp(features) else "c",
                         "pixels": 4, "out_channels": 1, "unroll": 4,
                         "gather": "taps" if g.in_c % 4 == 0 else "bytes",
                         "weights": weights if weights in ("s8", "s16") else "s8",
                         "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
+                if (plan["weights"] == "s8" and fast.has_dsp(features) and tuning.get("extract") != "sxtb16"
+                        and fast_conv.im2col_lanes_ok(*self._folded_rows(op, graph))):
+                    plan["extract"] = "lanes"
+                return plan
+        if x.dtype == "int8" and constant_parameters(op, graph):
+            return fast_conv.plan(geometry(op, graph), x.shape[3] // w.shape[3], features)
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
@@ -282,6 +297,10 @@ class Conv2D(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "im2col":
             return self._emit_im2col(op, graph, ctx, plan)
+        if plan["variant"] == "mve-dot":
+            return self._emit_mve(op, graph, ctx, plan)
+        if plan["variant"] == "pixel":
+            return fast_conv.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]
@@ -305,6 +324,14 @@ class Conv2D(OpKernel):
             q["input_offset"] = 0
         return ctx.render("conv_2d_int.c.j2", **q, **values)
 
+    def _folded_rows(self, op, graph):
+        """(int8 weights [out_c, K], bias with the input zero point folded in, int64)."""
+        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        bias = bias_tensor(op, graph)
+        w_rows = w.data.astype(np.int8).reshape(w.shape[0], -1)
+        b = bias.data.astype(np.int64) if bias is not None else np.zeros(w.shape[0], np.int64)
+        return w_rows, b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+
     def _emit_im2col(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         g = geometry(op, graph)
@@ -319,8 +346,12 @@ class Conv2D(OpKernel):
         is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_rows))
         plan["requant"] = "smmlar" if is_fast else "reference"
         scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
+        lanes = plan.get("extract") == "lanes"
         if s16:
             words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
+        elif lanes:  # 256-scaled accumulators from the lanes bias; no doubling (acc >> 7 = 2 * acc)
+            words, folded = fast_conv.im2col_lanes(w_rows, folded)
+            steps = words.shape[1]
         else:
             words, steps = fast.pack_s8_words(w_rows)
         lo, hi = activation_range(op.options["activation"], y)
@@ -339,6 +370,19 @@ class Conv2D(OpKernel):
                           params=params, uniform=uniform, stride=1 if uniform else (3 if is_fast else 4), c_k=2 * y_zp + 1,
                           scratch=ctx.scratch(plan["scratch_bytes"]),
                           steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
-                          zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,
+                          zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix, lanes=lanes,
+                          lanes_zp=(int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
+                                    int(fast.pairs(np.array([255 * zp + 127]), np.array([255 * zp + 127]))[0])),
                           full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,
                           output_offset=y_zp)
+
+    def _emit_mve(self, op, graph, ctx, plan):
+        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        g = geometry(op, graph)
+        bias = bias_tensor(op, graph)
+        mult, shift = conv_multipliers(x, w, y, g.out_c)
+        return fast_mve.emit_dot(ctx, plan, g, w.data.astype(np.int8).reshape(g.out_c, -1),
+                                 bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
+                                 int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
+                                 activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
+                                 ctx.arg(op.outputs[0]), g.describe())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
                                      quantize_multiplier, quantize_multipliers)
@@ -17,7 +17,10 @@ class FullyConnected(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
                   "weights and bias constant or activations")
     options = "fused activation, keep_num_dims"
-    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)"}
+    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)",
+            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)"}
+    # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
+    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -61,13 +64,15 @@ class FullyConnected(OpKernel):
         inputs; when that exceeds fast.LANES_CHUNK_BUDGET it runs the depth in chunks ("chunk": inputs
         per chunk, 0 = the whole depth in one pass; knob {"chunk": N}, N a multiple of 4, or 0), each
         chunk expanded once and added into int32 partial sums (one per output row) in the scratch.
-        Without the DSP extension int8 (LDRSB + MLA).
-        Otherwise the reference loop."""
+        Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
+        (fast_mve.fc_plan). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
         if (x.dtype == "int8" and constant and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
+            if fast_mve.has_mve(features):
+                return fast_mve.fc_plan(w.shape[-1])
             dsp = fast.has_dsp(features)
             knob = (tuning or {}).get("weights")
             depth = w.shape[-1]
@@ -105,6 +110,15 @@ class FullyConnected(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)
+        if plan["variant"] == "mve-dot":
+            x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+            batches, out_depth, depth = self._dims(op, graph)
+            w_rows, b, _ = self._folded(op, graph)
+            mult, shift = self._multipliers(x, w, y)
+            return fast_mve.emit_dot(ctx, plan, fast_mve.fc_geometry(batches, depth, out_depth), w_rows, b,
+                                     int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
+                                     activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
+                                     ctx.arg(op.outputs[0]), f"{out_depth} outputs x {depth} inputs, {batches} batch(es)")
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
@@ -184,7 +198,9 @@ class FullyConnected(OpKernel):
                       sxtb16=plan.get("extract") == "sxtb16", weights=weights,
                       tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy())
                                     if depth_tail and (plan["weights"] == "s16" or lanes) else None),
-                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
+                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel,
+                      # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
+                      halve=lanes and is_fast and not depth_tail)
         if per_channel:
             values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c" if is_fast else "shift", c),
                           rs=ctx.const("r", r) if is_fast else None, requant=None)

@@ -23,10 +23,13 @@ STATELESS_BUILTINS = frozenset({
     "TRANSPOSE_CONV", "UNPACK", "ZEROS_LIKE", "EMBEDDING_LOOKUP",
 })
 
-# Builtin operators TFLM registers that keep state and that microcompiler does not compile yet.
-ROADMAP_BUILTINS = {
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "keeps state across inferences",
-}
+# Builtin operators TFLM registers that keep state or need several subgraphs, and that microcompiler
+# compiles (docs/state.md).
+STATEFUL_BUILTINS = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "VAR_HANDLE", "READ_VARIABLE",
+                               "ASSIGN_VARIABLE", "CALL_ONCE", "IF", "WHILE"})
+
+# Builtin operators TFLM registers that keep state or need several subgraphs (not compiled yet).
+ROADMAP_BUILTINS: dict[str, str] = {}
 
 # Custom operators TFLM registers (those microcompiler compiles are listed by their name in
 # ``microcompiler ops``; the others are on the roadmap).

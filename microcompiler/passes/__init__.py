@@ -11,7 +11,9 @@ from microcompiler.passes.dead_code import remove_dead_code
 from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
 from microcompiler.passes.memory_plan import plan_memory
+from microcompiler.passes.operator_state import add_operator_state
 from microcompiler.passes.remove_reshapes import remove_reshapes
+from microcompiler.passes.zero_channels import drop_zero_channels
 
 
 def each_subgraph(graph_pass):
@@ -24,8 +26,8 @@ def each_subgraph(graph_pass):
     return run
 
 
-PIPELINE = [each_subgraph(fold_constants), each_subgraph(fuse_activations), each_subgraph(remove_reshapes),
-            each_subgraph(remove_dead_code), plan_memory]
+PIPELINE = [each_subgraph(p) for p in (add_operator_state, fold_constants, fuse_activations, remove_reshapes,
+                                       drop_zero_channels, remove_dead_code)] + [plan_memory]
 
-__all__ = ["PIPELINE", "each_subgraph", "fold_constants", "fuse_activations", "remove_reshapes",
-           "remove_dead_code", "plan_memory"]
+__all__ = ["PIPELINE", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
+           "remove_reshapes", "drop_zero_channels", "remove_dead_code", "plan_memory"]
