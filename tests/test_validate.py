@@ -194,3 +194,23 @@ def test_a_reference_model_that_does_not_fit_is_refused_before_running(tmp_path)
     assert proc.stderr.strip().splitlines()[-1] == (
         "microcompiler: error: the --reference model's input 0 has shape [1, 3] but the model's has [1, 8]; pass "
         "the float model this one was quantized from")
+
+
+def test_a_model_with_state_is_validated_as_one_sequence(tmp_path):
+    """A stateful model (SVDF, docs/state.md): the inputs run in order on one firmware (standalone: a
+    sequence compiled in; host-driven: one session) against one interpreter that keeps its state.
+    Compared input by input with fresh interpreters, the later outputs would differ."""
+    model = "examples/svdf_kws/svdf_kws_int8.tflite"
+    proc = cli("validate", model, "--board", "host", "--inputs", 4, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["passed"] and [c["mode"] for c in report["comparisons"]] == ["standalone", "host-driven"]
+    assert all(o["exact_match_rate"] == 1.0 for c in report["comparisons"] for o in c["outputs"])
+    # the state matters: the same inputs through fresh interpreters give other outputs after the first
+    library = compile_model(model)
+    samples = [random_inputs(library.metadata["inputs"], seed=k) for k in range(4)]
+    data = open(model, "rb").read()
+    carried = Reference(data, 1)
+    in_order = [carried.run(s)[0] for s in samples]
+    fresh = [Reference(data, 1).run(s)[0] for s in samples]
+    assert any(not np.array_equal(a, b) for a, b in zip(in_order[1:], fresh[1:]))

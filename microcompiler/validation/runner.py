@@ -87,6 +87,13 @@ def run_standalone(library, board: Board, samples: list[Sample], options: Device
                    log) -> list[list[np.ndarray]]:
     target = target_for(board, options.template)
     project_dir = _project_dir(options, tmp, STANDALONE)
+    if keeps_state(library.metadata):  # one firmware runs the inputs in order, its state carried along
+        with Progress(1, "standalone sequence") as bar:
+            project = target.create(library, board, project_dir, input_steps=[s.inputs for s in samples])
+            target.build(project, log=_quiet)
+            result = target.flash(project, timeout=options.timeout, log=_quiet, port=options.port)
+            bar.step(f"{len(samples)} inputs")
+        return result.step_outputs
     outputs = []
     with Progress(len(samples), "standalone") as bar:
         for k, s in enumerate(samples):
@@ -102,6 +109,12 @@ def run_standalone(library, board: Board, samples: list[Sample], options: Device
 
 def _quiet(_: str) -> None:
     pass
+
+
+def keeps_state(meta: dict) -> bool:
+    """A model with state across inferences (docs/state.md): its inputs are validated as one sequence,
+    in order, against one TFLite Micro interpreter that keeps its own state the same way."""
+    return bool(meta.get("state_bytes"))
 
 
 def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, original_graph, *,
@@ -149,6 +162,11 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                 if mismatch is not None:
                     log(f"outputs differ on {samples[mismatch].source}: comparing every layer host-driven")
                     preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True)
+                    if keeps_state(meta):  # replay the sequence up to the mismatch on both sides
+                        ex.reset()
+                        for s in samples[:mismatch]:
+                            ex(*s.inputs)
+                            preserved.run(s.inputs)
                     divergence = first_divergence(ex, library, preserved, samples[mismatch].inputs, original_graph)
                     divergence["sample"] = samples[mismatch].source
     passed = all(o["passed"] for c in comparisons for o in c["outputs"])
