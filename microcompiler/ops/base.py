@@ -1,18 +1,13 @@
 """The interface every operator kernel implements, and the helpers they share."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import jinja2
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, Tensor, c_type
+from microcompiler.templating import render
 
 KERNELS: dict[str, "OpKernel"] = {}
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
 def register(cls):
@@ -145,7 +140,7 @@ class EmitContext:
         return self.graph.tensors[i]
 
     def render(self, template: str, **values) -> str:
-        return _TEMPLATES.get_template(template).render(**values)
+        return render(template, **values)
 
     def scratch(self, nbytes: int) -> str:
         """The C name of the model's scratch buffer (int32_t-aligned, at least nbytes), shared by

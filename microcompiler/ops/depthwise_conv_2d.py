@@ -3,7 +3,8 @@
 Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel.
 Weights are [1, kernel_h, kernel_w, output_channels]; per-channel scales run along dimension 3.
 int16 takes an int64 bias (TFLM reads the bias as int64) and always accumulates in 64 bits.
-Geometry, quantization checks and requantization constants are shared with CONV_2D.
+Checks, geometry and requantization constants are shared with CONV_2D (ops/conv_common.py); the fast
+kernel (channels4) is ops/fast/depthwise_conv_2d_channels4.py.
 """
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_2d import (bias_tensor, check_common, constant_parameters, float_values,
-                                       folded_bias, geometry, quant_values)
-from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
+                                           folded_bias, geometry, quant_values)
+from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
 
 
 @register
@@ -91,23 +92,4 @@ class DepthwiseConv2D(OpKernel):
         return ctx.render("depthwise_conv_2d_int.c.j2", **q, **values)
 
     def _emit_channels4(self, op, graph, ctx, plan):
-        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-        g = geometry(op, graph)
-        bias = bias_tensor(op, graph)
-        w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
-        zp = int(x.quant.zero_point[0])
-        b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
-        folded = b - zp * w_taps.astype(np.int64).sum(axis=0)
-        mult, shift = conv_multipliers(x, w, y, g.out_c)
-        y_zp = int(y.quant.zero_point[0])
-        is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
-        plan["requant"] = "smmlar" if is_fast else "reference"
-        scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
-        lo, hi = activation_range(op.options["activation"], y)
-        zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, zp, np.int8))
-        return ctx.render("depthwise_conv_2d_channels4.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                          output=ctx.arg(op.outputs[0]),
-                          weights=ctx.const("weights", fast.pack_depthwise(w_taps.astype(np.int32) * scale)),
-                          params=ctx.const("params", fast.channel_params3(folded * scale, mult, r) if is_fast
-                                           else fast.channel_params(folded * scale, mult, c, r)), c_k=2 * y_zp + 1,
-                          zp_row=zp_row, isa=plan["isa"], fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)
+        return emit_channels4(op, graph, ctx, plan)

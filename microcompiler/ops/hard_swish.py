@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
+from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
 HIRES_INPUT_SHIFT = 7            # the input is scaled by 2^7 onto the high-resolution scale
@@ -32,8 +32,8 @@ def downscale_multiplier_to_int16(multiplier: int) -> int:
 def hard_swish_params(in_scale: float, out_scale: float) -> dict:
     """The int16 output and relu-ish multipliers and their exponents."""
     hires_input_scale = float(F32(in_scale)) / (1 << HIRES_INPUT_SHIFT)
-    out_q31, out_exponent = quantize_multiplier_unclamped(hires_input_scale / float(F32(out_scale)))
-    reluish_q31, reluish_exponent = quantize_multiplier_unclamped(hires_input_scale / RELUISH_SCALE)
+    out_q31, out_exponent = quantize_multiplier(hires_input_scale / float(F32(out_scale)), saturate=False)
+    reluish_q31, reluish_exponent = quantize_multiplier(hires_input_scale / RELUISH_SCALE, saturate=False)
     return dict(output_multiplier=downscale_multiplier_to_int16(out_q31), output_exponent=out_exponent,
                 reluish_multiplier=downscale_multiplier_to_int16(reluish_q31), reluish_exponent=reluish_exponent)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.quant import INT_RANGES, c_float
-from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
+from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
 MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
@@ -21,8 +21,8 @@ MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can appl
 def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> tuple[tuple[int, int], tuple[int, int]]:
     """((identity multiplier, shift), (alpha multiplier, shift)), in double precision."""
     in_scale, out_scale, alpha = (float(F32(v)) for v in (in_scale, out_scale, alpha))
-    identity = quantize_multiplier_unclamped(in_scale / out_scale)
-    negative = quantize_multiplier_unclamped(in_scale * alpha / out_scale)
+    identity = quantize_multiplier(in_scale / out_scale, saturate=False)
+    negative = quantize_multiplier(in_scale * alpha / out_scale, saturate=False)
     return identity, negative
 
 

@@ -10,13 +10,12 @@
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.quant import tflite_round
+from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2
 
 TANH_INT8_INTEGER_BITS = 4   # Q4.27 input of the int8 kernel
@@ -26,8 +25,7 @@ TANH_INT16_INTEGER_BITS = 3
 def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, input_range_radius) of the int8 tanh."""
     real = float(F32(input_scale)) * float(1 << (31 - TANH_INT8_INTEGER_BITS))
-    fraction, shift = math.frexp(real)
-    multiplier = int(tflite_round(fraction * (1 << 31)))
+    multiplier, shift = q31_frexp(real)
     return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31)
 
 

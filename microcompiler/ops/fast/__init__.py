@@ -1,0 +1,14 @@
+"""The fast int8 kernels ("dsp" variants, crt/include/microcompiler/kernel_simd.h), one module per
+kernel beside its template, in the TFLite Micro way (``kernels/cmsis_nn/`` next to the reference):
+
+* ``packing.py``: the compile-time helpers every fast kernel shares (weight re-layout, bias
+  folding, the proof that the accumulator allows the SMMLAR requantization);
+* ``<op>_<variant>.py`` + ``<op>_<variant>.c.j2``: one kernel's emitter and its C template.
+
+The operator modules (``ops/conv_2d.py``, ...) choose the variant (``plan``) and call the emitter.
+``from microcompiler.ops import fast; fast.requant_table(...)`` keeps working: the helpers are
+re-exported here.
+"""
+from microcompiler.ops.fast.packing import *  # noqa: F401,F403
+from microcompiler.ops.fast.packing import (FAST_ACC_LIMIT, INT32_MAX, LANES_ACC_LIMIT,  # noqa: F401
+                                            LANES_CHUNK_BUDGET, MAX_COL_BYTES, MAX_FAST_SHIFT)
