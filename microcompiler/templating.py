@@ -37,10 +37,36 @@ class _Loader(jinja2.FileSystemLoader):
         return super().get_source(environment, template)
 
 
+def times(expr: str, k: int) -> str:
+    """``expr * k`` as C, or ``expr`` alone when k is 1 (no ``* 1`` in the generated code)."""
+    if k == 1:
+        return expr
+    simple = all(ch.isalnum() or ch in "_[]." for ch in expr)
+    return f"{expr} * {k}" if simple else f"({expr}) * {k}"
+
+
+def plus(k: int) -> str:
+    """`` + k`` / `` - k`` after a C expression, or nothing when k is 0 (no ``+ 0``)."""
+    return "" if k == 0 else (f" + {k}" if k > 0 else f" - {-k}")
+
+
+def offset(terms) -> str:
+    """`` + i * stride + ...`` of a flat index, from (loop variable, extent, stride) terms; terms of
+    extent 1 (no loop) and stride 0 drop out, so the result may be empty."""
+    parts = [times(var, stride) for var, extent, stride in terms if extent > 1 and stride]
+    return "".join(f" + {p}" for p in parts)
+
+
+def dedent(text: str, width: int) -> str:
+    """Every line of text with up to ``width`` leading spaces removed."""
+    return "".join(line[min(width, len(line) - len(line.lstrip(" "))):] for line in text.splitlines(True))
+
+
 ENV = jinja2.Environment(loader=_Loader([str(p) for p in SEARCH_PATH]), undefined=jinja2.StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 ENV.filters["comment"] = comment_text
-ENV.globals.update(c_type=c_type, itemsize=lambda d: np.dtype(np_dtype(d)).itemsize)
+ENV.filters["dedent"] = dedent
+ENV.globals.update(c_type=c_type, itemsize=lambda d: np.dtype(np_dtype(d)).itemsize, times=times, plus=plus, offset=offset)
 
 
 def render(template: str, **values) -> str:

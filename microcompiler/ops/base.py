@@ -133,8 +133,12 @@ class EmitContext:
         role = roles[pos] if 0 <= pos < len(roles) else f"input{pos}"
         return self.params.tensor(tensor, t, f"{self.prefix}_{role}")
 
-    def const(self, suffix: str, array: np.ndarray, ctype: str | None = None) -> str:
-        return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype)
+    def const(self, suffix: str, array: np.ndarray, ctype: str | None = None, comment: str = "") -> str:
+        """A derived constant array in flash; ``comment`` (one line above it in the C) says what it
+        holds and, for records, their layout. Without one, the comment names the operator and the
+        array's length."""
+        return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype,
+                               comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values")
 
     def tensor(self, i: int) -> Tensor:
         return self.graph.tensors[i]
@@ -181,10 +185,10 @@ class ParamSink:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
 
-    def add(self, name: str, data: np.ndarray, ctype: str | None = None) -> str:
+    def add(self, name: str, data: np.ndarray, ctype: str | None = None, comment: str = "") -> str:
         name = self._unique(name)
         ctype = ctype or self._CTYPES[data.dtype]
-        self.arrays.append((name, ctype, data, ""))
+        self.arrays.append((name, ctype, data, comment))
         return name
 
     @property

@@ -105,7 +105,8 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
     if len(set(zip(mult.tolist(), shift.tolist()))) == 1:
         requant = (str(int(mult[0])), str(int(shift[0])))
     else:
-        requant = (ctx.const("multiplier", mult) + "[oc]", ctx.const("shift", shift) + "[oc]")
+        requant = (ctx.const("multiplier", mult, comment=f"requantization multiplier per output channel [{out_c}]") + "[oc]",
+                   ctx.const("shift", shift, comment=f"requantization shift per output channel [{out_c}]") + "[oc]")
     lo, hi = activation_range(op.options["activation"], y)
     # int16: TFLM accumulates in int32 (32-bit requantize) only with an int32 bias; without a bias
     # or with an int64 one it uses the 64-bit accumulator and requantize.
@@ -141,4 +142,5 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
     b = bias.data.astype(np.int64) if bias is not None else np.zeros(len(weight_sums), np.int64)
     folded = b + int(-x.quant.zero_point[0]) * weight_sums.astype(np.int64)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
-    return ctx.const("bias", wrapped)
+    return ctx.const("bias", wrapped, comment=f"bias per output channel [{len(wrapped)}] with input zero point * "
+                     "sum(weights) folded in")

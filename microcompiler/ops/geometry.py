@@ -44,13 +44,20 @@ class ConvGeometry:
         expr = o if stride == 1 else f"{o} * {stride}"
         if pad:
             expr += f" - {pad}"
+        k_size = self.k_h if axis == "y" else self.k_w
+        if k_size == 1:  # one tap: the loop over it is omitted (tap 0)
+            return expr
         return expr + (f" + {k}" if dil == 1 else f" + {k} * {dil}")
 
     def describe(self) -> str:
-        return (f"input {self.batches}x{self.in_h}x{self.in_w}x{self.in_c} -> output "
-                f"{self.batches}x{self.out_h}x{self.out_w}x{self.out_c}; kernel {self.k_h}x{self.k_w}, "
-                f"stride {self.stride_h}x{self.stride_w}, dilation {self.dil_h}x{self.dil_w}, "
-                f"padding top {self.pad_h} left {self.pad_w}")
+        """One line: shapes, kernel, stride, and dilation and padding where they are not 0/1."""
+        text = (f"{self.batches}x{self.in_h}x{self.in_w}x{self.in_c} -> {self.batches}x{self.out_h}x{self.out_w}x"
+                f"{self.out_c}, kernel {self.k_h}x{self.k_w}, stride {self.stride_h}x{self.stride_w}")
+        if (self.dil_h, self.dil_w) != (1, 1):
+            text += f", dilation {self.dil_h}x{self.dil_w}"
+        if self.pad_h or self.pad_w:
+            text += f", padding top {self.pad_h} left {self.pad_w}"
+        return text
 
     def values(self) -> dict:
         return dict(g=self, check_y=self.bounds_check("y"), check_x=self.bounds_check("x"),

@@ -101,7 +101,8 @@ class Pool2D(OpKernel):
                       batches=batches, in_h=in_h, in_w=in_w, depth=depth, out_h=out_h, out_w=out_w,
                       stride_h=o["stride_h"], stride_w=o["stride_w"], filter_h=o["filter_h"],
                       filter_w=o["filter_w"], pad_h=pad_h, pad_w=pad_w, full_h=full_h, full_w=full_w,
-                      y0=origin_expr("oy", o["stride_h"], pad_h), x0=origin_expr("ox", o["stride_w"], pad_w),
+                      y0=origin_expr("oy", o["stride_h"], pad_h) if out_h > 1 else str(-pad_h),
+                      x0=origin_expr("ox", o["stride_w"], pad_w) if out_w > 1 else str(-pad_w),
                       count=count, const_count=full_h and full_w, input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":

@@ -29,22 +29,30 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
     if s16:
         words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
+        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the int16 "
+                     "pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else ""))
     else:
         words, steps = fast.pack_s8_words(w_rows)
+        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: 4 int8 taps (ky, kx, c) "
+                     "per word, zero-padded")
     lo, hi = activation_range(op.options["activation"], y)
     npix = g.out_h * g.out_w
     # one multiplier for every channel (per-tensor weights): literal constants, the bias alone
     uniform = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
     if uniform:
-        params = ctx.const("bias", fast.wrap32(folded * scale))
+        params = ctx.const("bias", fast.wrap32(folded * scale),
+                           comment=f"bias [{g.out_c}] with the input zero point folded in"
+                           + (", doubled" if scale == 2 else ""))
         uniform = (int(mult[0]), int(c[0]), int(r[0]))
     elif is_fast:  # {bias, multiplier, r}; c from r in the epilogue
-        params = ctx.const("params", fast.channel_params3(folded * scale, mult, r))
+        params = ctx.const("params", fast.channel_params3(folded * scale, mult, r),
+                           comment=f"per output channel [{g.out_c}] {{folded bias, multiplier, right shift}}")
     else:
-        params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r))
+        params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r),
+                           comment=f"per output channel [{g.out_c}] {{folded bias, multiplier, shift, 0}}")
     return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1)),
-                      params=params, uniform=uniform, stride=1 if uniform else (3 if is_fast else 4), c_k=2 * y_zp + 1,
+                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
+                      params=params, uniform=uniform, stride=1 if uniform else (3 if is_fast else 4),
                       scratch=ctx.scratch(plan["scratch_bytes"]),
                       steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
                       zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]), npix=npix,
