@@ -211,5 +211,28 @@ def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:
     return x, y
 
 
+def require_unary(op: Operator, graph: Graph, types: tuple[str, ...]) -> tuple[Tensor, Tensor]:
+    """Check an elementwise operator: one input and one output of the same size and the same type,
+    one of ``types``; integer tensors carry quantization parameters."""
+    x, y = require_elementwise(op, graph)
+    require(x.dtype in types, op, f"input type {x.dtype} is not supported ({', '.join(types)})")
+    require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+    if x.dtype != "float32":
+        require(x.quant is not None and y.quant is not None, op,
+                f"{x.dtype} input and output need quantization parameters")
+    return x, y
+
+
+class ElementwiseKernel(OpKernel):
+    """An operator computing each output element from the input element at the same offset: one
+    operation per element, and safe in place (the element is read before it is written)."""
+
+    def macs(self, op: Operator, graph: Graph) -> int:
+        return graph.tensors[op.inputs[0]].size
+
+    def inplace_inputs(self, op: Operator, graph: Graph) -> tuple[int, ...]:
+        return (0,)
+
+
 def activation_dtype(op: Operator, graph: Graph) -> str:
     return graph.tensors[op.outputs[0]].dtype

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.requantize import offset_term
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
@@ -39,29 +39,19 @@ def hard_swish_params(in_scale: float, out_scale: float) -> dict:
 
 
 @register
-class HardSwish(OpKernel):
+class HardSwish(ElementwiseKernel):
     kinds = ("HARD_SWISH",)
     types = ("int8", "float32")
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "float32"), op, f"input type {x.dtype} is not supported (int8, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        x, y = require_unary(op, graph, ("int8", "float32"))
         if x.dtype == "int8":
-            require(x.quant is not None and y.quant is not None, op,
-                    "int8 input and output need quantization parameters")
             params = hard_swish_params(x.quant.scale[0], y.quant.scale[0])
             require(params["output_exponent"] <= 0, op,
                     "the input scale is more than 128 times the output scale (TFLM rejects it too)")
 
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
     def variant(self, op, graph):
         return {"variant": "int16-fixed-point" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

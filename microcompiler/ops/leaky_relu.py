@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.quant import INT_RANGES, c_float
 from microcompiler.ops.quant import quantize_multiplier
@@ -27,28 +27,17 @@ def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> t
 
 
 @register
-class LeakyRelu(OpKernel):
+class LeakyRelu(ElementwiseKernel):
     kinds = ("LEAKY_RELU",)
     options = "alpha"
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "int16", "float32"), op,
-                f"input type {x.dtype} is not supported (int8, int16, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        x, y = require_unary(op, graph, ("int8", "int16", "float32"))
         require(np.isfinite(op.options.get("alpha", 0.0)), op, "alpha must be a finite number")
         if x.dtype != "float32":
-            require(x.quant is not None and y.quant is not None, op,
-                    "quantized input and output need quantization parameters")
             multipliers = leaky_relu_multipliers(x.quant.scale[0], y.quant.scale[0], op.options.get("alpha", 0.0))
             require(max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT, op,
                     "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it")
-
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

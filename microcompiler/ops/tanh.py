@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.requantize import offset_term
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2
 
@@ -46,19 +46,14 @@ def tanh_int16_params(input_scale: float) -> tuple[int, int]:
 
 
 @register
-class Tanh(OpKernel):
+class Tanh(ElementwiseKernel):
     kinds = ("TANH",)
     type_notes = "int16: zero points 0, output scale 2^-15"
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "int16", "float32"), op,
-                f"input type {x.dtype} is not supported (int8, int16, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        x, y = require_unary(op, graph, ("int8", "int16", "float32"))
         if x.dtype == "float32":
             return
-        require(x.quant is not None and y.quant is not None, op,
-                "quantized input and output need quantization parameters")
         if x.dtype == "int8":
             require(x.quant.scale[0] > 0, op, "input scale must be positive")
             return
@@ -69,15 +64,9 @@ class Tanh(OpKernel):
         require(multiplier < 1 << 16, op,
                 f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32")
 
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
     def variant(self, op, graph):
         return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
                             "int16": "sigmoid-table"}[graph.tensors[op.inputs[0]].dtype]}
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
