@@ -66,6 +66,7 @@ ENV = jinja2.Environment(loader=_Loader([str(p) for p in SEARCH_PATH]), undefine
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 ENV.filters["comment"] = comment_text
 ENV.filters["dedent"] = dedent
+ENV.filters["rstrip"] = lambda text: str(text).rstrip()
 ENV.globals.update(c_type=c_type, itemsize=lambda d: np.dtype(np_dtype(d)).itemsize, times=times, plus=plus, offset=offset)
 
 

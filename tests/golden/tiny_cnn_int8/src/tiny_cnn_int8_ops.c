@@ -102,40 +102,36 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
   ox = 0;
   for (n = 0; n < 16; ++n, out += 32) {
     for (p = 0; p < 4; ++p) {
-      {
-        const int iy0 = oy * 2;
-        const int ix0 = ox * 2;
-        int32_t* d_ = col + 2 * p;
-        if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
-          /* every tap inside the image */
-          const int8_t* s_ = x_b + iy0 * 16 + ix0;
-          for (ky = 0; ky < 3; ++ky, s_ += 16) {
-            memcpy(buf + ky * 3, s_, 3);
-          }
-          d_ = mc_im2col_s8(d_, buf, 3);
+      const int iy0 = oy * 2;
+      const int ix0 = ox * 2;
+      int32_t* d_ = col + 2 * p;
+      if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
+        /* every tap inside the image */
+        const int8_t* s_ = x_b + iy0 * 16 + ix0;
+        for (ky = 0; ky < 3; ++ky, s_ += 16) {
+          memcpy(buf + ky * 3, s_, 3);
         }
-        else {
-          /* taps outside the image read the input zero point (folded into the bias) */
-          for (ky = 0; ky < 3; ++ky) {
-            const int iy = iy0 + ky;
-            for (kx = 0; kx < 3; ++kx) {
-              const int ix = ix0 + kx;
-              if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-                memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
-              } else {
-                memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
-              }
+        d_ = mc_im2col_s8(d_, buf, 3);
+      } else {
+        /* taps outside the image read the input zero point (folded into the bias) */
+        for (ky = 0; ky < 3; ++ky) {
+          const int iy = iy0 + ky;
+          for (kx = 0; kx < 3; ++kx) {
+            const int ix = ix0 + kx;
+            if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
+              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
+            } else {
+              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
             }
           }
-          d_ = mc_im2col_s8(d_, buf, 3);
         }
-        (void)d_;
-        if (++ox == 8) {
-          ox = 0;
-          ++oy;
-        }
+        d_ = mc_im2col_s8(d_, buf, 3);
       }
-
+      (void)d_;
+      if (++ox == 8) {
+        ox = 0;
+        ++oy;
+      }
     }
     for (oc = 0; oc < 8; ++oc) {
       const int32_t* q = tiny_cnn_int8_conv1_params + 3 * oc;
@@ -150,7 +146,6 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         o[24] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
       }
     }
-
   }
 }
 
@@ -158,6 +153,19 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
 void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
   /* channels4: 4 channels per step, the 9 taps unrolled (portable C); 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1 */
   enum { OUTPUT_ZERO_POINT = -128 };
+  /* requantize the accumulators a0..a3 of channels c..c+3 (records q) and store them to o */
+#define REQUANTIZE_STORE4() { \
+    const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10]; \
+    const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11]; \
+    const int32_t c0 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r0) >> 1; \
+    const int32_t c1 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r1) >> 1; \
+    const int32_t c2 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r2) >> 1; \
+    const int32_t c3 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r3) >> 1; \
+    o[c] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0)); \
+    o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1)); \
+    o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2)); \
+    o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3)); \
+  }
   int oy, ox, c;
   int ky, kx;
   const int8_t* x_b = input0;
@@ -181,22 +189,9 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
           MC_DW4_TAP(xp + c, 128, w, a0, a1, a2, a3);
           MC_DW4_TAP(xp + c, 136, w, a0, a1, a2, a3);
           MC_DW4_TAP(xp + c, 144, w, a0, a1, a2, a3);
-          {
-            const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10];
-            const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11];
-            const int32_t c0 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r0) >> 1;
-            const int32_t c1 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r1) >> 1;
-            const int32_t c2 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r2) >> 1;
-            const int32_t c3 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r3) >> 1;
-            o[c] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0));
-            o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1));
-            o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2));
-            o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3));
-          }
+          REQUANTIZE_STORE4();
         }
-
-      }
-      else {
+      } else {
         const int8_t* taps[9];
         for (ky = 0; ky < 3; ++ky) {
           const int iy = iy0 + ky;
@@ -217,23 +212,12 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
           MC_DW4_TAP_RO(taps[6], c, w, a0, a1, a2, a3);
           MC_DW4_TAP_RO(taps[7], c, w, a0, a1, a2, a3);
           MC_DW4_TAP_RO(taps[8], c, w, a0, a1, a2, a3);
-          {
-            const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10];
-            const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11];
-            const int32_t c0 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r0) >> 1;
-            const int32_t c1 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r1) >> 1;
-            const int32_t c2 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r2) >> 1;
-            const int32_t c3 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r3) >> 1;
-            o[c] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0));
-            o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1));
-            o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2));
-            o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3));
-          }
+          REQUANTIZE_STORE4();
         }
-
       }
     }
   }
+#undef REQUANTIZE_STORE4
 }
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
@@ -248,24 +232,19 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
   ox = 0;
   for (n = 0; n < 16; ++n, out += 64) {
     for (p = 0; p < 4; ++p) {
+      const int iy0 = oy;
+      const int ix0 = ox;
+      int32_t* d_ = col + 2 * p;
       {
-        const int iy0 = oy;
-        const int ix0 = ox;
-        int32_t* d_ = col + 2 * p;
-        {
-          /* every tap inside the image */
-          const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
-          {
-            d_ = mc_im2col_s8(d_, s_, 2);
-          }
-        }
-        (void)d_;
-        if (++ox == 8) {
-          ox = 0;
-          ++oy;
-        }
+        /* every tap inside the image */
+        const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
+        d_ = mc_im2col_s8(d_, s_, 2);
       }
-
+      (void)d_;
+      if (++ox == 8) {
+        ox = 0;
+        ++oy;
+      }
     }
     for (oc = 0; oc < 16; ++oc) {
       const int32_t* q = tiny_cnn_int8_conv3_params + 3 * oc;
@@ -280,7 +259,6 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
         o[48] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
       }
     }
-
   }
 }
 
