@@ -72,9 +72,9 @@ def test_depthwise_conv_2d_sanitized(tmp_path):
 def test_depthwise_conv_2d_folds_input_offset_without_padding(tmp_path):
     """Without padding the input zero point is folded into the bias; with padding it stays per tap."""
     src = compile_bytes(dw(padding="VALID", input_zp=-5), tmp_path).files["src/model_ops.c"]
-    assert " + 5)" not in src and "_bias[oc]" in src
+    assert "- INPUT_ZERO_POINT)" not in src and "_bias[oc]" in src
     src = compile_bytes(dw(padding="SAME", input_zp=-5), tmp_path / "same").files["src/model_ops.c"]
-    assert " + 5)" in src
+    assert "INPUT_ZERO_POINT = -5" in src and "- INPUT_ZERO_POINT)" in src
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -324,8 +324,7 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
 
 /* SOFTMAX(beta=1.0), operator 6: 'probabilities' */
 void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
-  /* exp(beta * scale * (x - max)) in gemmlowp fixed point: differences are rescaled to Q5.26
-   * (multiplier 2029189376, left shift 20); those below -1984 contribute 0. */
+  /* exp(beta * scale * (x - max)) in gemmlowp fixed point: differences in Q5.26 (multiplier 2029189376, left shift 20); below -1984: 0 */
   int c;
   const int8_t* x = input0;
   int8_t* y = output0;
