@@ -156,12 +156,18 @@ def logistic_int16_params(input_scale: float) -> tuple[int, int]:
     left_shift = (15 - 3) + log2_rounded
     if is_pot and left_shift == 0:
         return 3, 0
+    return int16_input_multiplier(input_scale)
+
+
+def int16_input_multiplier(input_scale: float) -> tuple[int, int]:
+    """(multiplier, shift) putting an int16 input in units of 1/(3 * 4096): input_scale * 3 * 4096
+    doubled until it passes 32767 / 2, as TFLM's LOGISTIC and TANH int16 prepare steps do."""
     multiplier = float(F32(input_scale)) * 4096.0 * 3.0
-    left_shift = 0
-    while multiplier <= 32767.0 / 2.0 and left_shift <= 30:
-        left_shift += 1
+    shift = 0
+    while multiplier <= 32767.0 / 2.0 and shift <= 30:
+        shift += 1
         multiplier *= 2.0
-    return int(multiplier), left_shift
+    return int(multiplier), shift
 
 
 # ---- kernels ------------------------------------------------------------------------------------

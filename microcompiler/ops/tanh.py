@@ -16,7 +16,8 @@ import numpy as np
 from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.quant import q31_frexp
-from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2
+from microcompiler.ops.softmax_logistic import (SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2,
+                                               int16_input_multiplier)
 
 TANH_INT8_INTEGER_BITS = 4   # Q4.27 input of the int8 kernel
 TANH_INT16_INTEGER_BITS = 3
@@ -37,12 +38,7 @@ def tanh_int16_params(input_scale: float) -> tuple[int, int]:
     left_shift = (15 - TANH_INT16_INTEGER_BITS) + log2_rounded
     if is_pot and left_shift in (0, 1):
         return 3 << left_shift, 0
-    multiplier = float(F32(input_scale)) * 4096.0 * 3.0
-    shift = 0
-    while multiplier <= 32767.0 / 2.0 and shift <= 30:
-        shift += 1
-        multiplier *= 2.0
-    return int(multiplier), shift
+    return int16_input_multiplier(input_scale)
 
 
 @register
