@@ -14,6 +14,7 @@ from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE
 
+SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
 GENERATOR = "microcompiler"  # metadata.json's "generator": marks a directory as a model library we wrote
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
@@ -91,12 +92,14 @@ KERNEL_CHOICES = ("fast", "reference")
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast") -> ModelLibrary:
+                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast",
+                  shared_arena: str | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
     ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
     ``kernels="reference"`` emits every operator's reference loop nest instead (to read or diff
-    against the fast version of a layer)."""
+    against the fast version of a layer). ``shared_arena``: the C name of an arena the firmware
+    defines and shares between models (docs/multiple_models.md); default: the library's own."""
     if kernels not in KERNEL_CHOICES:
         raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
     if name is not None:
@@ -106,7 +109,7 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     graph = run_passes(graph)
     if kernels == "reference":
         features, tuning = frozenset(), {"*": {"variant": "reference"}}
-    return generate_library(graph, features, tuning)
+    return generate_library(graph, features, tuning, shared_arena)
 
 
 def write_atomically(library: ModelLibrary, out_dir: str | Path) -> Path:

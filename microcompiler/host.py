@@ -82,8 +82,11 @@ class HostProgram:
             raise ToolchainError("the host C compiler failed on the generated code (a microcompiler bug, "
                                  f"please report it):\n{proc.stderr.strip()[:4000]}")
 
-    def run(self, inputs: list[list[np.ndarray]], timeout: float = 600) -> list[StandaloneResult]:
-        """Run the model once per input set; returns one result per set.
+    def run(self, inputs: list[list[np.ndarray]], timeout: float = 600,
+            reset_every: int = 0) -> list[StandaloneResult]:
+        """Run the model once per input set, in order, in one process (the model's state carries over
+        from one set to the next; with ``reset_every`` N, ``<model>_reset()`` runs after every N
+        sets); returns one result per set.
 
         The program runs in its own process group with its input and output in files: after
         ``timeout`` seconds, or once it has printed far more than its reports need, it is stopped
@@ -98,7 +101,8 @@ class HostProgram:
         report_bytes = sum(2 * o["bytes"] + 64 for o in self.meta["outputs"]) + 256
         output_limit = (1 << 20) + 2 * len(inputs) * report_bytes
         with open(in_path, "rb") as stdin, open(out_path, "wb") as stdout, open(err_path, "wb") as stderr:
-            proc = cleanup.spawn([str(self.exe)], stdin=stdin, stdout=stdout, stderr=stderr)
+            argv = [str(self.exe)] + ([str(int(reset_every))] if reset_every else [])
+            proc = cleanup.spawn(argv, stdin=stdin, stdout=stdout, stderr=stderr)
         try:
             deadline = time.monotonic() + timeout
             while proc.poll() is None:

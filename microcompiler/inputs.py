@@ -80,3 +80,39 @@ def load_inputs(paths: list[str], inputs_meta: list[dict]) -> list[np.ndarray]:
         raise MicrocompilerError(f"the model has {len(inputs_meta)} input(s) but {len(paths)} --input file(s) "
                                  "were given; pass one .npy file per input")
     return [check_input(load_array(path), meta, f"input {path}") for path, meta in zip(paths, inputs_meta)]
+
+
+# ---- Sequences: one input set per inference, for models that keep state (docs/state.md) ----
+
+def random_input_steps(inputs_meta: list[dict], steps: int) -> list[list[np.ndarray]]:
+    """``steps`` seeded random input sets; the first is ``random_inputs``' default input."""
+    return [random_inputs(inputs_meta, seed=DEFAULT_SEED + s) for s in range(steps)]
+
+
+def load_input_steps(paths: list[str], inputs_meta: list[dict], steps: int | None = None) -> list[list[np.ndarray]]:
+    """The input sets of a run of one or more inferences, from ``--input`` files.
+
+    Without ``steps``: one .npy file per model input and step, in step order (step 0's inputs, then
+    step 1's, ...); a single step is the usual one file per input. With ``steps`` N: one file per
+    model input holding all N steps along a leading time axis."""
+    n = len(inputs_meta)
+    if steps is None:
+        if not paths or len(paths) % n:
+            raise MicrocompilerError(
+                f"the model has {n} input(s) but {len(paths)} --input file(s) were given; pass one .npy file "
+                "per input and step (step 0's inputs first), or one file per input with a leading time axis "
+                "and --steps N")
+        return [load_inputs(paths[k:k + n], inputs_meta) for k in range(0, len(paths), n)]
+    if len(paths) != n:
+        raise MicrocompilerError(
+            f"--steps {steps} takes one --input file per model input ({n}) holding the {steps} steps along its "
+            f"first axis, but {len(paths)} were given; without --steps, pass one file per input and step")
+    stacked = []
+    for path, meta in zip(paths, inputs_meta):
+        arr = load_array(path)
+        if arr.ndim == 0 or arr.shape[0] != steps:
+            raise MicrocompilerError(
+                f"input {path} has shape {list(arr.shape)}, but with --steps {steps} its first axis must be the "
+                f"{steps} steps (shape {[steps, *meta['shape']]}); save the sequence with numpy.save")
+        stacked.append([check_input(arr[s], meta, f"step {s} of input {path}") for s in range(steps)])
+    return [[per_input[s] for per_input in stacked] for s in range(steps)]

@@ -22,6 +22,7 @@ DTYPES = {
     "float32": (np.float32, "float"),
     "bool": (np.bool_, "uint8_t"),
     "uint32": (np.uint32, "uint32_t"),
+    "uint64": (np.uint64, "uint64_t"),
 }
 
 
@@ -57,6 +58,11 @@ class Tensor:
     dtype: str
     quant: Quantization | None = None
     data: np.ndarray | None = None  # constant data, or None for activations
+    # State that lives across inferences (a TFLite variable tensor, e.g. SVDF's activation state):
+    # never a constant, never in the arena; ``initial`` holds the values it starts from and that
+    # ``<model>_reset()`` restores (see docs/state.md).
+    persistent: bool = False
+    initial: np.ndarray | None = None
 
     @property
     def is_constant(self) -> bool:
@@ -96,10 +102,19 @@ class Graph:
     # Filled by the memory planner: tensor index -> byte offset in the arena.
     offsets: dict[int, int] = field(default_factory=dict)
     arena_bytes: int = 0
+    # Filled by the memory planner: persistent tensor -> byte offset in the state section, a RAM
+    # section of its own that is never reused (docs/state.md), and that section's size.
+    state_offsets: dict[int, int] = field(default_factory=dict)
+    state_bytes: int = 0
+
+    @property
+    def state_tensors(self) -> list[int]:
+        """The persistent tensors (state kept across inferences), in tensor order."""
+        return [i for i, t in enumerate(self.tensors) if t.persistent]
 
     def copy(self) -> "Graph":
         """A deep copy, sharing the (read-only) constant arrays."""
-        memo = {id(t.data): t.data for t in self.tensors if t.data is not None}
+        memo = {id(a): a for t in self.tensors for a in (t.data, t.initial) if a is not None}
         return copy.deepcopy(self, memo)
 
     def consumers(self, tensor: int) -> list[Operator]:

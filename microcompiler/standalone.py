@@ -59,3 +59,25 @@ def _decode(lines: list[str], end: str, outputs_meta: list[dict]) -> StandaloneR
             raise DeviceError(f"output{k} has {len(raw)} bytes, expected {meta['bytes']}; the link dropped data")
         outputs.append(np.frombuffer(raw, dtype=np_dtype(meta["dtype"])).reshape(meta["shape"]).copy())
     return StandaloneResult(outputs, int(values.get("ticks", "0")), int(values.get("hz", "0")), status)
+
+
+def model_report(text: str, model: str) -> str:
+    """One model's report out of a firmware's with several (docs/multiple_models.md), where each
+    model's lines carry its name (``<model>.output0 ...``, ``<model>.ticks``, ``<model>.status``): its
+    own lines without the prefix, the shared ones (``hz``, ``stack_bytes``, ``MC-...``), and its own
+    status on ``MC-END``."""
+    prefix = model + "."
+    lines, status = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(prefix):
+            key, _, value = line[len(prefix):].partition(" ")
+            if key == "status":
+                status = value
+            else:
+                lines.append(f"{key} {value}")
+        elif line.startswith("MC-END") and status is not None:
+            lines.append(f"MC-END {status} {model}")
+        elif line.startswith(("MC-", "hz ", "stack_bytes ")):
+            lines.append(line)
+    return "\n".join(lines)

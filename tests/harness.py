@@ -1,6 +1,8 @@
 """Compile a model with microcompiler, run it on the host, and compare with the TFLM oracle."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,13 @@ from microcompiler.inputs import random_inputs
 from oracle import Oracle
 
 FLOAT_RTOL = 1e-5
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, timeout=600) -> subprocess.CompletedProcess:
+    """``microcompiler ARGS`` with this interpreter, from the repository root, output captured."""
+    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=timeout)
 
 
 def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model", features=frozenset()):

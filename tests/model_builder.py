@@ -13,11 +13,13 @@ Uses the flatbuffer object API that ships with the oracle package (tflite-micro)
 from __future__ import annotations
 
 import flatbuffers
+from flatbuffers import flexbuffers
 import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int32": fb.TensorType.INT32, "int8": fb.TensorType.INT8,
-         "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8}
+         "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8,
+         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64}
 ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 PADDINGS = {"SAME": 0, "VALID": 1}
 
@@ -27,7 +29,7 @@ class ModelBuilder:
         self.buffers = [fb.BufferT()]  # buffer 0 is the conventional empty buffer
         self.tensors: list = []
         self.operators: list = []
-        self.opcodes: list[int] = []
+        self.opcodes: list = []  # builtin codes, or custom operator names (str)
 
     def _tensor(self, name, shape, dtype, scale, zero_point, axis, buffer):
         t = fb.TensorT()
@@ -47,6 +49,19 @@ class ModelBuilder:
     def activation(self, name, shape, dtype, scale=None, zero_point=None, axis=0) -> int:
         return self._tensor(name, shape, dtype, scale, zero_point, axis, 0)
 
+    def variable(self, name, shape, dtype, scale=None, zero_point=None, data: np.ndarray | None = None) -> int:
+        """A variable tensor (state kept across inferences, e.g. SVDF's activation state), with an
+        initial value when ``data`` is given (else the runtime's zeros)."""
+        buffer = 0
+        if data is not None:
+            buf = fb.BufferT()
+            buf.data = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint8).tolist()
+            self.buffers.append(buf)
+            buffer = len(self.buffers) - 1
+        index = self._tensor(name, shape, dtype, scale, zero_point, 0, buffer)
+        self.tensors[index].isVariable = True
+        return index
+
     def constant(self, name, data: np.ndarray, dtype=None, scale=None, zero_point=None, axis=0) -> int:
         data = np.ascontiguousarray(data)
         dtype = dtype or str(data.dtype)
@@ -57,14 +72,27 @@ class ModelBuilder:
 
     def op(self, kind: str, inputs, outputs, options=None):
         code = getattr(fb.BuiltinOperator, kind)
+        self._add_operator(code, inputs, outputs)
+        if options is not None:
+            self.operators[-1].builtinOptionsType, self.operators[-1].builtinOptions = options
+
+    def custom_op(self, name: str, inputs, outputs, options: dict | bytes | None = None):
+        """A CUSTOM operator ``name`` (e.g. "SignalWindow") whose options are a flexbuffer map
+        (``options`` a dict), raw bytes (to write malformed options), or absent."""
+        self._add_operator(name, inputs, outputs)
+        if isinstance(options, dict):
+            options = bytes(flexbuffers.Dumps(options))
+        if options is not None:
+            self.operators[-1].customOptions = list(options)
+            self.operators[-1].customOptionsFormat = fb.CustomOptionsFormat.FLEXBUFFERS
+
+    def _add_operator(self, code, inputs, outputs):
         if code not in self.opcodes:
             self.opcodes.append(code)
         o = fb.OperatorT()
         o.opcodeIndex = self.opcodes.index(code)
         o.inputs = list(inputs)
         o.outputs = list(outputs)
-        if options is not None:
-            o.builtinOptionsType, o.builtinOptions = options
         self.operators.append(o)
 
     def finish(self, inputs, outputs) -> bytes:
@@ -78,6 +106,8 @@ class ModelBuilder:
         codes = []
         for c in self.opcodes:
             oc = fb.OperatorCodeT()
+            if isinstance(c, str):
+                c, oc.customCode = fb.BuiltinOperator.CUSTOM, c
             oc.builtinCode = c
             oc.deprecatedBuiltinCode = min(c, 127)
             oc.version = 1
@@ -143,3 +173,7 @@ def reducer_options(keep_dims=True):
 
 def reshape_options(new_shape):
     return _opts("ReshapeOptions", newShape=list(new_shape))
+
+
+def svdf_options(rank, activation="NONE"):
+    return _opts("SVDFOptions", rank=rank, fusedActivationFunction=ACTIVATIONS[activation])

@@ -19,7 +19,7 @@ def merge_models(models: list[bytes]) -> bytes:
     merged.operatorCodes = []
     sub = fb.SubGraphT()
     sub.tensors, sub.operators, sub.inputs, sub.outputs = [], [], [], []
-    codes: dict[int, int] = {}
+    codes: dict[tuple, int] = {}  # (builtin code, custom name) -> merged opcode index
     for data in models:
         m = fb.ModelT.InitFromPackedBuf(data, 0)
         (g,) = m.subgraphs
@@ -31,7 +31,8 @@ def merge_models(models: list[bytes]) -> bytes:
                 t.buffer += buffer_base
             sub.tensors.append(t)
         for o in g.operators:
-            code = m.operatorCodes[o.opcodeIndex].builtinCode
+            opcode = m.operatorCodes[o.opcodeIndex]
+            code = (opcode.builtinCode, opcode.customCode)
             if code not in codes:
                 codes[code] = len(merged.operatorCodes)
                 merged.operatorCodes.append(m.operatorCodes[o.opcodeIndex])

@@ -23,7 +23,9 @@ def _count(interp) -> int:
 
 
 class Oracle:
-    """One interpreter reused for many inputs (building it is the slow part)."""
+    """One interpreter reused for many inputs (building it is the slow part). It keeps its state
+    (variable tensors, e.g. SVDF's activation state) from one ``run`` to the next, as a device does;
+    ``reset`` restores the initial state."""
 
     def __init__(self, model_bytes: bytes):
         self.interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=ARENA_BYTES)
@@ -34,3 +36,11 @@ class Oracle:
             self.interp.set_input(x, k)
         self.interp.invoke()
         return [np.array(self.interp.get_output(k)) for k in range(self.n_outputs)]
+
+    def run_sequence(self, steps: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        """Invoke once per input set, in order, keeping the state; the outputs of every step."""
+        return [self.run(inputs) for inputs in steps]
+
+    def reset(self) -> None:
+        """Reset the variable tensors to their initial values (TFLM's MicroInterpreter::Reset)."""
+        self.interp.reset()

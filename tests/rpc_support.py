@@ -21,7 +21,7 @@ GOLDEN_FRAMES = [
     ("2a", "7e 01 00 2a 84 7d 5e 7e"),
     ("03 00 00 01 00 68 69", "7e 07 00 03 00 00 01 00 68 69 e3 78 7e"),
     ("83 00 00 01 00 00 68 69", "7e 08 00 83 00 00 01 00 00 68 69 db 4b 7e"),
-    ("01 34 12 00 00 02 0d f0 fe ca", "7e 0a 00 01 34 12 00 00 02 0d f0 fe ca 9e fa 7e"),
+    ("01 34 12 00 00 03 0d f0 fe ca", "7e 0a 00 01 34 12 00 00 03 0d f0 fe ca cf 50 7e"),
 ]
 GOLDEN_PING_REQUEST = bytes.fromhex(GOLDEN_FRAMES[4][1])
 GOLDEN_PING_REPLY = bytes.fromhex(GOLDEN_FRAMES[5][1])

@@ -3,24 +3,18 @@ against measured `bench` runs on the emulated Cortex-M4."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from board_oracle import needs_board_tools
+from harness import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
 # Layers under this share of the model's instructions are too short for a per-layer claim: the
 # device timer ticks every 40 instructions and SOFTMAX's cost depends on the input values.
 SMALL_LAYER_SHARE = 0.01
-
-
-def cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=timeout)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -39,7 +39,8 @@ def one_op_model(kind) -> bytes:
 
 
 @pytest.mark.parametrize("kind,stands", [
-    ("SVDF", "TFLite Micro runs it (keeps state across inferences); it is on microcompiler's roadmap"),
+    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "TFLite Micro runs it (keeps state across inferences); it is on "
+                                     "microcompiler's roadmap"),
     ("TOPK_V2", "it is not in TFLite Micro either"),
 ])
 def test_unsupported_operator_names_operator_index_and_where_it_stands(tmp_path, kind, stands):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from board_oracle import needs_board_tools
 from browser import needs_chromium, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +38,37 @@ def test_analyze_report_renders_in_chromium(tmp_path, shared_models):
     assert len(colours) > 20, "the screenshot is (nearly) one colour: nothing rendered"
     background = max(colours)[0]
     assert background < image.width * image.height * 0.97, "almost every pixel is background"
+
+
+def _check_rendered(page: Path, tmp_path: Path, title: str) -> str:
+    """Open the page in Chromium: no console errors, the title, a non-blank screenshot; the DOM."""
+    shot, dom, errors = render(page, tmp_path)
+    assert not errors, errors
+    assert f"<title>{title}</title>" in dom
+    colours = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 20, "the screenshot is (nearly) one colour: nothing rendered"
+    return dom
+
+
+@needs_chromium
+@needs_board_tools
+def test_bench_and_validate_reports_render_in_chromium(tmp_path, shared_models):
+    model = shared_models / "mlperf_tiny/ad01_int8.tflite"
+    bench_page, validate_page = tmp_path / "bench.html", tmp_path / "validate.html"
+    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", "mps2_an386",
+                           "--number", "1", "--repeat", "1", "--html", str(bench_page), "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    operators = json.loads(proc.stdout)["operators"]
+    dom = _check_rendered(bench_page, tmp_path, "ad01_int8: bench on mps2_an386")
+    assert "Time per layer (measured on the device)" in dom
+    assert dom.count("<tr class=\"layer\">") == len(operators)
+    for op in operators:  # the measured ticks are in the bar chart's labels
+        assert f">{op['ticks']:,} ticks<" in dom
+    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "validate", str(model), "--board", "mps2_an386",
+                           "--inputs", "2", "--mode", "host-driven", "--html", str(validate_page)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    dom = _check_rendered(validate_page, tmp_path, "ad01_int8: validation on mps2_an386")
+    assert "passed: every output exact (2 inputs)" in dom
+    assert dom.count("<tr class=\"metric\">") == 1 and ">100.00%<" in dom

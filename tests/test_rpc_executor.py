@@ -60,7 +60,7 @@ def test_connect_to_a_project_directory_and_profile(hello_project):
     with connect(project) as session:
         assert session.logs == ["microcompiler RPC server ready: model hello_world_int8"]
         names = session.function_names()
-        assert names[-1] == "hello_world_int8_run" and len(names) == 4
+        assert names[-2:] == ["hello_world_int8_run", "hello_world_int8_reset"] and len(names) == 5
         with session.executor() as ex:
             ex.set_input(0, np.array([[12]], dtype=np.int8))
             ex.run()

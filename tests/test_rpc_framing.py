@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from microcompiler.rpc import protocol as P
 from microcompiler.rpc.framing import Damaged, FrameDecoder, crc16, encode_frame
 from rpc_support import GOLDEN_FRAMES, GOLDEN_PING_REPLY, GOLDEN_PING_REQUEST, RawLink, build_test_server, start_server
 
@@ -116,4 +117,4 @@ def test_c_server_sends_a_boot_frame_first(test_server):
     with start_server(test_server) as transport:
         link = RawLink(transport)
         boot = link.next_frame(skip_types=())
-        assert boot[0] == 0x40 and boot[6] == 2  # BOOT, protocol version 2
+        assert boot[0] == 0x40 and boot[6] == P.VERSION  # BOOT, the protocol version

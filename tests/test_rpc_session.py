@@ -132,7 +132,7 @@ def test_a_version_mismatch_is_refused_clearly(server_exe):
     original = P.VERSION
     try:
         P.VERSION = 9
-        with pytest.raises(DeviceError, match="speaks RPC protocol version 2, this microcompiler speaks 9"):
+        with pytest.raises(DeviceError, match=f"speaks RPC protocol version {original}, this microcompiler speaks 9"):
             Session(start_server(server_exe), timeout=2.0)
     finally:
         P.VERSION = original

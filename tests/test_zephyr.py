@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -318,3 +319,64 @@ def test_board_facts_come_from_the_board_file(tmp_path):
     partial.write_text(head + "[zephyr]" + re.sub(r"^source = .*\n", "", zephyr_table, flags=re.M))
     with pytest.raises(BoardError, match="'source' must be a str"):
         load_board(str(partial))
+
+
+# ---- Every west call is bounded ----
+
+HANGING_WEST = """#!/bin/sh
+# A west that hangs: it starts a child that would outlive it, records the child's pid, and waits.
+sleep 600 &
+echo $! > "{pid_file}"
+echo "west $1: working"
+wait
+"""
+
+
+def _hanging_west(tmp_path: Path) -> tuple[dict, Path]:
+    bin_dir, pid_file = tmp_path / "hanging-bin", tmp_path / "west-child.pid"
+    bin_dir.mkdir()
+    west = bin_dir / "west"
+    west.write_text(HANGING_WEST.format(pid_file=pid_file))
+    west.chmod(0o755)
+    tree = _tree(tmp_path, (4, 1), {"boards/arm/mps2/board.yml": "board:\n  name: mps2\n",
+                                    "boards/st/nucleo_f746zg/board.yml": "board:\n  name: nucleo_f746zg\n"})
+    env = {**_environment_without_zephyr(), "PATH": f"{bin_dir}:{os.environ['PATH']}", "ZEPHYR_BASE": str(tree),
+           "MICROCOMPILER_WEST_TIMEOUT": "2"}
+    return env, pid_file
+
+
+def _assert_stopped(pid_file: Path) -> None:
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # the group was killed; give the kernel a moment to reap it
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        if Path(f"/proc/{pid}/stat").is_file() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return  # a zombie: dead, waiting for its (init) parent
+        time.sleep(0.1)
+    raise AssertionError(f"west's child {pid} still runs")
+
+
+def test_west_build_that_hangs_is_stopped_after_the_timeout(zephyr_project, tmp_path):
+    env, pid_file = _hanging_west(tmp_path)
+    proc = _cli(["build", str(zephyr_project)], env)
+    _assert_one_line_error(proc, "west build did not finish within 2 s", "stopped it and everything it started",
+                           "MICROCOMPILER_WEST_TIMEOUT")
+    _assert_stopped(pid_file)
+
+
+def test_west_flash_that_hangs_is_stopped_after_the_timeout(hello, tmp_path):
+    project = create_project(hello, "zephyr", "nucleo_f746zg", tmp_path / "p")
+    project.elf.parent.mkdir(parents=True)
+    project.elf.write_bytes(b"\x7fELF")  # 'built': flash goes on to west flash
+    env, pid_file = _hanging_west(tmp_path)
+    proc = _cli(["flash", str(project.dir)], env)
+    _assert_one_line_error(proc, "west flash did not finish within 2 s", "MICROCOMPILER_WEST_TIMEOUT")
+    _assert_stopped(pid_file)
+
+
+def test_a_timeout_that_is_not_a_number_is_one_line(zephyr_project, tmp_path):
+    env, _ = _hanging_west(tmp_path)
+    proc = _cli(["build", str(zephyr_project)], {**env, "MICROCOMPILER_WEST_TIMEOUT": "soon"})
+    _assert_one_line_error(proc, "MICROCOMPILER_WEST_TIMEOUT='soon' is not a number of seconds")

@@ -170,6 +170,22 @@ static void handle_lookup(mc_rpc_server_t* server, const uint8_t* body, size_t l
   reply_fail(server, MC_ERR_NOT_FOUND);
 }
 
+/* MODEL: the fingerprint of the model with this name (mc_rpc_server_add_model). */
+static void handle_model(mc_rpc_server_t* server, const uint8_t* body, size_t len) {
+  uint32_t i;
+  if (len == 0) {
+    reply_fail(server, MC_ERR_PROTOCOL);
+    return;
+  }
+  for (i = 0; i < server->model_count; ++i) {
+    if (name_equals(server->models[i].name, body, len)) {
+      reply_put(server, server->models[i].fingerprint, 8);
+      return;
+    }
+  }
+  reply_fail(server, MC_ERR_NOT_FOUND);
+}
+
 static void handle_function_name(mc_rpc_server_t* server, reader_t* body) {
   uint32_t id = take(body, 2);
   const mc_op_entry_t* entry;
@@ -431,6 +447,7 @@ static void execute(mc_rpc_server_t* server, uint8_t type, uint16_t seq, const u
       if (len != 0) reply_fail(server, MC_ERR_PROTOCOL);
       break;
     case MC_RPC_LOOKUP: handle_lookup(server, body, len); break;
+    case MC_RPC_MODEL: handle_model(server, body, len); break;
     case MC_RPC_FUNCTION_NAME: handle_function_name(server, &reader); break;
     case MC_RPC_ALLOC: handle_alloc(server, &reader); break;
     case MC_RPC_FREE: handle_free(server, &reader); break;
@@ -517,6 +534,16 @@ mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* 
 
 void mc_rpc_server_set_model(mc_rpc_server_t* server, uint64_t fingerprint) {
   if (server != NULL) server->model_fingerprint = fingerprint;
+}
+
+mc_status_t mc_rpc_server_add_model(mc_rpc_server_t* server, const char* name, uint64_t fingerprint) {
+  if (server == NULL || name == NULL || name[0] == '\0') return MC_ERR_INVALID_ARGUMENT;
+  if (server->model_count >= MC_RPC_MAX_MODELS) return MC_ERR_OUT_OF_MEMORY;
+  server->models[server->model_count].name = name;
+  server->models[server->model_count].fingerprint = fingerprint;
+  server->model_count++;
+  if (server->model_count == 1u) server->model_fingerprint = fingerprint;
+  return MC_OK;
 }
 
 mc_status_t mc_rpc_server_announce(mc_rpc_server_t* server) {

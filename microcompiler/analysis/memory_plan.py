@@ -7,7 +7,8 @@ from microcompiler.passes.memory_plan import arena_buffers, lower_bound
 
 def memory_plan(graph: Graph, meta: dict) -> dict:
     """Arena buffers (tensor, producing layer, offset, size, first and last step), the live bytes
-    per step, the arena size and the layer-by-layer lower bound (the largest live set)."""
+    per step, the arena size and the layer-by-layer lower bound (the largest live set), and the state
+    section (persistent tensors, never part of the arena)."""
     layer_of = {}
     for step, op in enumerate(graph.operators):
         for o in op.outputs:
@@ -23,4 +24,9 @@ def memory_plan(graph: Graph, meta: dict) -> dict:
     raw = arena_buffers(graph)
     return {"steps": steps, "step_layers": [op["layer_name"] for op in meta["operators"]],
             "arena_bytes": graph.arena_bytes, "lower_bound_bytes": lower_bound(raw, steps),
-            "live_bytes_per_step": live, "buffers": buffers}
+            "live_bytes_per_step": live, "buffers": buffers,
+            # state kept across inferences: a section of its own, live at every step (docs/state.md)
+            "state_bytes": graph.state_bytes,
+            "state": [{"tensor": graph.tensors[i].name, "dtype": graph.tensors[i].dtype,
+                       "shape": list(graph.tensors[i].shape), "offset": off, "bytes": graph.tensors[i].nbytes}
+                      for i, off in graph.state_offsets.items()]}

@@ -37,6 +37,10 @@ def c_initializer(data: np.ndarray, per_line: int = 16) -> str:
         items = [str(int(v)) if v != -2**31 else "(-2147483647 - 1)" for v in flat]
     elif flat.dtype == np.int64:
         items = [f"INT64_C({int(v)})" for v in flat]
+    elif flat.dtype == np.uint64:
+        items = [f"UINT64_C({int(v)})" for v in flat]  # above INT64_MAX a plain literal has no type
+    elif flat.dtype == np.uint32:
+        items = [f"{int(v)}u" for v in flat]
     else:
         items = [str(int(v)) for v in flat]
     return _lines(items, per_line)

@@ -13,7 +13,10 @@ records have fixed sizes, and the whole thing is a few bytes per operator), emit
 
 A slot is one piece of memory: tensors that alias (removed RESHAPEs) share a slot. The pool holds
 the planned activation arena followed by the model inputs and outputs; all offsets come from the
-compile-time memory plan, so the executor allocates nothing.
+compile-time memory plan, so the executor allocates nothing. State kept across inferences (persistent
+tensors, docs/state.md) is not in the pool and has no slot: the operator functions reach its static
+arrays in the model library themselves, so the graph executor and <name>_run() share it and
+<name>_reset() restores it for both.
 """
 from __future__ import annotations
 
@@ -92,7 +95,8 @@ def graph_sources(graph: Graph, functions) -> dict[str, str]:
 
 #include "microcompiler/graph_executor.h"
 
-/* Bytes of the pool the graph executor needs: activations, inputs and outputs. */
+/* Bytes of the pool the graph executor needs: activations, inputs and outputs. The state the model
+ * keeps across inferences is not in it: {name}_reset() (in {name}.h) restores it. */
 #define {name.upper()}_GRAPH_POOL_BYTES {pool_bytes}
 
 extern const uint8_t {name}_graph[];

@@ -9,6 +9,9 @@ Layout (``DIR`` is the output directory)::
     DIR/src/<name>_graph.c                graph description + operator registry (graph executor)
     DIR/include/<name>_graph.h            their declarations and the graph executor's pool size
     DIR/metadata.json                     what the model needs and does (see docs/architecture.md)
+
+Persistent tensors (state kept across inferences) are static arrays in <name>_ops.c, restored by
+<name>_reset() (codegen/state.py, docs/state.md).
 """
 from __future__ import annotations
 
@@ -23,13 +26,14 @@ from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.naming import full_layer_name, layer_names
+from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 from microcompiler.templating import render
 
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
-                   "kernel_elementwise.h", "kernel_activation.h"]
+                   "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h"]
 
 
 @dataclass
@@ -119,15 +123,15 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
     return slices
 
 
-def _pointer(graph: Graph, tensor: int, name: str, slices: dict[int, tuple[str, str]]) -> str:
-    """The C expression for a tensor's memory inside <name>_run."""
+def _pointer(graph: Graph, tensor: int, arena: str, slices: dict[int, tuple[str, str]]) -> str:
+    """The C expression for a tensor's memory inside <name>_run (``arena``: the arena's bytes)."""
     root = graph.storage(tensor)
     ctype = c_type(graph.tensors[tensor].dtype)
     if root in graph.inputs:
         return f"input{graph.inputs.index(root)}"
     if root in graph.outputs:
         return f"output{graph.outputs.index(root)}"
-    return f"({ctype}*)&{name}_arena.bytes[{slices[root][0]}]"
+    return f"({ctype}*)&{arena}[{slices[root][0]}]"
 
 
 def model_fingerprint(files: dict[str, str], inputs: list[dict], outputs: list[dict]) -> str:
@@ -168,15 +172,21 @@ def _check_outputs(graph: Graph) -> None:
                                         "outputs")
 
 
-def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None) -> ModelLibrary:
+def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None,
+                     shared_arena: str | None = None) -> ModelLibrary:
     """Generate the C sources, headers and metadata for a planned graph.
 
     ``tuning`` overrides kernel knobs (the "kernel" entries of metadata.json), keyed by operator
-    kind or operator index, e.g. {"CONV_2D": {"weights": "s16"}}."""
+    kind or operator index, e.g. {"CONV_2D": {"weights": "s16"}}. ``shared_arena``: the C name of
+    an arena the firmware defines (``int64_t NAME[]``) and shares between models that never run at
+    the same time (docs/multiple_models.md); by default the library has its own static arena."""
     name = graph.name
+    arena = f"{name}_shared_arena" if shared_arena else f"{name}_arena.bytes"
     _check_outputs(graph)
     params = ParamSink(name)
     layers = layer_names(graph)
+    states = state_arrays(graph, layers)
+    params.state_names = {a.tensor: a.name for a in states}
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
                  for op in graph.operators]
     slices = arena_slices(graph, layers)
@@ -184,13 +194,16 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     outputs = [_tensor_info(graph, t, f"output{k}") for k, t in enumerate(graph.outputs)]
     calls = []
     for fn in functions:
-        args = [_pointer(graph, tensor, name, slices) for _, _, tensor in fn.params]
+        args = [_pointer(graph, tensor, arena, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
     values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
+                  shared_arena=shared_arena,
                   slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
-                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes)
+                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
+                  state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
+                  reset_body=reset_body(states))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
@@ -205,8 +218,11 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "inputs": inputs,
         "outputs": outputs,
         "arena_bytes": graph.arena_bytes,
+        **({"shared_arena": shared_arena} if shared_arena else {}),
         "params_bytes": params.nbytes,
         "scratch_bytes": params.scratch_bytes,
+        "state_bytes": graph.state_bytes,
+        "state": state_metadata(states, graph),
         "operators": [{
             "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
             "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],

@@ -16,7 +16,8 @@ MAX_LAYER_NAME = 32
 _SECONDARY = re.compile(r"^(activation|batch_normalization|re_lu|relu|bn|dropout|tf\.|fused)", re.I)
 _MODEL_SCOPE = re.compile(r"^(model|sequential|functional)(_\d+)?$")
 # Names used by the model library itself (<model>_run, <model>_arena, ...).
-_RESERVED = {"run", "arena", "scratch", "graph", "graph_bytes", "registry", "fingerprint"}
+_RESERVED = {"run", "arena", "shared_arena", "scratch", "graph", "graph_bytes", "registry", "fingerprint", "reset",
+             "state"}
 
 
 def c_identifier(text: str) -> str:

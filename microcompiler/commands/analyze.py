@@ -5,7 +5,6 @@ import json
 
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
-from microcompiler.errors import MicrocompilerError
 from microcompiler.report import write_report
 
 
@@ -26,11 +25,8 @@ def run(args) -> int:
     board = load_board(args.board) if args.board not in (None, HOST) else None
     result = analyze_model(args.model, board)
     if args.html:
-        try:
-            write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
-                         analysis=result)
-        except OSError as exc:
-            raise MicrocompilerError(f"cannot write the report {args.html}: {exc.strerror or exc}") from None
+        write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
+                     analysis=result)
     if args.json:
         print(json.dumps(result))
         return 0

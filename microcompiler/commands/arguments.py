@@ -18,3 +18,17 @@ def positive_seconds(option: str):
                                      f"{option} 30") from None
     parse.__name__ = "seconds"
     return parse
+
+
+def positive_int(option: str):
+    """An argparse type for ``option``: a whole number greater than zero (a one-line error otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise MicrocompilerError(f"{option} {text!r}: give a whole number greater than 0, e.g. {option} 10")
+        return value
+    parse.__name__ = "count"
+    return parse

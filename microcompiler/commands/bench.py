@@ -4,9 +4,11 @@ It takes the same path to the device as ``run --mode host-driven`` (commands/run
 """
 from __future__ import annotations
 
+from microcompiler.analysis.analyze import analyze_library
 from microcompiler.commands.output import print_bench
 from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
 from microcompiler.errors import MicrocompilerError
+from microcompiler.report import write_report
 from microcompiler.targets import HOST_DRIVEN
 
 # The most runs one TIME request may ask of the device: MC_RPC_MAX_TIMED_RUNS in
@@ -23,6 +25,7 @@ def add_parser(sub) -> None:
     add_device_arguments(p)
     p.add_argument("--number", type=int, default=10, help="runs per measurement (default: 10)")
     p.add_argument("--repeat", type=int, default=3, help="measurements of the whole model (default: 3)")
+    p.add_argument("--html", metavar="FILE", help="also write the HTML report (the measured time per layer)")
     p.set_defaults(func=run)
 
 
@@ -34,6 +37,9 @@ def run(args) -> int:
     if args.number < 1 or args.repeat < 1:
         raise MicrocompilerError("--number and --repeat must be at least 1")
     job = prepare(args, HOST_DRIVEN)
+    if len(job.steps) > 1:
+        raise MicrocompilerError(f"bench times one input set, but {len(args.input)} --input files make "
+                                 f"{len(job.steps)}; pass one .npy file per model input")
     meta = job.meta
     with host_driven_session(job, args) as (_, session):
         with session.executor() as ex:
@@ -48,5 +54,10 @@ def run(args) -> int:
                             "ticks_per_run_each_repeat": [t // args.number for t in whole.ticks]},
               "operators": operators, "operator_ticks_total": sum(op["ticks"] for op in operators),
               "total_macs": meta.get("total_macs")}
+    if args.html:
+        analysis = analyze_library(job.library, None if job.board.is_host else job.board)
+        write_report(args.html, f"{meta['name']}: bench on {job.board.name}", analysis=analysis, bench=report)
     print_bench(report, args.json)
+    if args.html and not args.json:
+        print(f"report: {args.html}")
     return 0

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from microcompiler.boards import HOST, load_board
-from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, compile_model, write_atomically
+from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, SHARED_ARENA, compile_model, write_atomically
 
 
 def add_parser(sub) -> None:
@@ -18,12 +18,16 @@ def add_parser(sub) -> None:
     p.add_argument("--kernels", choices=KERNEL_CHOICES, default="fast",
                    help="fast (default): the fastest kernel for the target; reference: every layer as its plain "
                         "reference loop nest, to read or diff against the fast version")
+    p.add_argument("--shared-arena", action="store_true",
+                   help=f"use the arena {SHARED_ARENA} your firmware defines, shared with other models that never "
+                        "run at the same time, instead of the library's own (docs/multiple_models.md)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     features = load_board(args.board).cpu.features if args.board not in (None, HOST) else frozenset()
-    library = compile_model(args.model, name=args.name, features=features, kernels=args.kernels)
+    library = compile_model(args.model, name=args.name, features=features, kernels=args.kernels,
+                            shared_arena=SHARED_ARENA if args.shared_arena else None)
     out = write_atomically(library, args.output)
     meta = library.metadata
     target = f" for {args.board}" if args.board else ""

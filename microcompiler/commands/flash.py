@@ -22,8 +22,16 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     project = Project.load(args.project)
     result = project.target.flash(project, timeout=args.timeout, log=print if not args.json else lambda _: None)
-    report = {"model": project.model, "board": project.board.name, "executor": project.executor,
-              "outputs": [o.tolist() for o in result.outputs], "device_ticks": result.ticks,
-              "timer_hz": result.hz, "stack_bytes": result.stack_bytes}
-    print_flash(report, result.outputs, args.json)
+    each = result.models or {project.model: result}
+    reports = {name: {"model": name, "board": project.board.name, "executor": project.executor,
+                      "outputs": [o.tolist() for o in r.outputs], "device_ticks": r.ticks, "timer_hz": r.hz,
+                      "stack_bytes": r.stack_bytes} for name, r in each.items()}
+    if not result.models:
+        print_flash(reports[project.model], result.outputs, args.json)
+    elif args.json:  # several models: one object, each model's report by name
+        print_flash({"models": reports}, [], True)
+    else:
+        for name, r in each.items():
+            print(f"model {name}:")
+            print_flash(reports[name], r.outputs, False)
     return 0

@@ -6,8 +6,14 @@ from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.mlperf import BENCHMARKS
+from microcompiler.targets import get_target, templates
 
 MODES = {"performance": "p", "accuracy": "a"}
+
+
+def mlperf_templates() -> list[str]:
+    """The project templates whose firmware is the MLPerf Tiny DUT (they take a benchmark)."""
+    return [name for name in templates() if "benchmark" in get_target(name).options]
 
 
 def add_parser(sub) -> None:
@@ -19,6 +25,9 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (see 'microcompiler boards')")
     p.add_argument("--benchmark", required=True, choices=tuple(BENCHMARKS), help="the MLPerf Tiny benchmark")
+    p.add_argument("--template", choices=mlperf_templates(), default="mlperf",
+                   help="mlperf: bare-metal firmware (CMake); mlperf-zephyr: a Zephyr application (west, "
+                        "docs/zephyr.md) (default: mlperf)")
     p.add_argument("--mode", choices=tuple(MODES), default="performance", help="the runner's mode (default: performance)")
     p.add_argument("--dataset", metavar="DIR",
                    help="the runner's datasets folder (DIR/<benchmark>/y_labels.csv and files); default: random "
@@ -50,7 +59,7 @@ def run(args) -> int:
     runner_dir = check_runner_dir(args.runner_dir or default_runner_dir())
     check_runner_packages()
     out = Path(args.output or f"mlperf_{Path(args.model).stem}_{args.benchmark}_{board.name}")
-    project = create_project(args.model, "mlperf", board, out, benchmark=args.benchmark)
+    project = create_project(args.model, args.template, board, out, benchmark=args.benchmark)
     built = build(project.dir)
     work_dir = project.dir / "build" / "mlperf"  # beside the build: re-creating the project keeps it
     dataset = Path(args.dataset) if args.dataset else make_stand_in_datasets(runner_dir, work_dir / "stand_in_datasets")

@@ -26,6 +26,13 @@ def run_report(meta: dict, board: str, template: str, mode: str, executor: str, 
     return report
 
 
+def add_steps(report: dict, step_outputs: list[list[np.ndarray]], step_ticks: list[int]) -> None:
+    """A sequence of inferences (docs/state.md): every step's outputs and device ticks, in order;
+    the report's own "outputs" and "device_ticks" stay those of the last step."""
+    report["steps"] = [{"outputs": [out.tolist() for out in outputs], "device_ticks": ticks}
+                       for outputs, ticks in zip(step_outputs, step_ticks)]
+
+
 def print_outputs(outputs: list[np.ndarray], dtypes: list[str]) -> None:
     """The model's outputs, one block per output tensor."""
     for k, out in enumerate(outputs):
@@ -33,12 +40,19 @@ def print_outputs(outputs: list[np.ndarray], dtypes: list[str]) -> None:
         print(np.array2string(out, threshold=64))
 
 
-def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_json: bool) -> None:
-    """``microcompiler run``'s result. label: how the target is named in the summary (None: not)."""
+def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_json: bool,
+              step_arrays: list[list[np.ndarray]] | None = None) -> None:
+    """``microcompiler run``'s result. label: how the target is named in the summary (None: not);
+    step_arrays: every step's outputs of a sequence, printed step by step."""
     if as_json:
         print(json.dumps(report))
         return
-    print_outputs(outputs, report["output_dtypes"])
+    if step_arrays:
+        for step, step_outputs in enumerate(step_arrays):
+            print(f"step {step}:")
+            print_outputs(step_outputs, report["output_dtypes"])
+    else:
+        print_outputs(outputs, report["output_dtypes"])
     details = [label] if label else []
     if report["mode"] == HOST_DRIVEN:
         details.append(f"sum of {len(report['operator_ticks'])} operators, host-driven")

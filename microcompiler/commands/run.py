@@ -8,7 +8,6 @@ start host-driven firmware and run the graph over RPC.
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,10 +18,11 @@ import numpy as np
 
 from microcompiler.boards import HOST, Board, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.commands.arguments import positive_seconds
-from microcompiler.commands.output import print_run, run_report
+from microcompiler.commands.arguments import positive_int, positive_seconds
+from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
-from microcompiler.inputs import load_inputs, random_inputs
+from microcompiler.inputs import load_input_steps, random_input_steps
+from microcompiler.progress import log_line as progress
 from microcompiler.targets import EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Target, target_for, templates
 from microcompiler.targets.base import start_on_board
 
@@ -39,6 +39,9 @@ def add_device_arguments(p) -> None:
                    help=f"host-driven: seconds to wait for each device reply (default: {RPC_TIMEOUT:g})")
     p.add_argument("--input", action="append", default=[], metavar="X.npy",
                    help="an input tensor as .npy (repeat for several inputs; default: seeded random)")
+    p.add_argument("--name", help="the model's C name (default: from the file name); host-driven with --port on "
+                                  "firmware that holds several models: the model the device is asked for by name "
+                                  "(docs/multiple_models.md)")
     p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -53,26 +56,32 @@ def add_parser(sub) -> None:
                         "host-driven: the host runs the graph, each operator runs on the device over RPC")
     p.add_argument("--executor", choices=EXECUTORS, default="aot",
                    help="aot: the generated <model>_run(); graph: the graph executor (default: aot)")
+    p.add_argument("--steps", type=positive_int("--steps"), metavar="N",
+                   help="run N inferences in order, keeping the model's state (docs/state.md); with --input, "
+                        "each file holds the N steps along its first axis (default: 1, or one inference per "
+                        "repeated set of --input files)")
     p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
                    help="seconds the run may take, on the host or a board (default: 300)")
     p.set_defaults(func=run)
 
 
-def progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 @dataclass
 class Job:
-    """What the command line asks for, resolved once: the board, its target, the model and its input."""
+    """What the command line asks for, resolved once: the board, its target, the model and its input
+    (``steps``: the input sets of every inference, in order; usually one)."""
     board: Board
     target: Target
     library: ModelLibrary
-    inputs: list[np.ndarray]
+    steps: list[list[np.ndarray]]
 
     @property
     def meta(self) -> dict:
         return self.library.metadata
+
+    @property
+    def inputs(self) -> list[np.ndarray]:
+        """The first (usually the only) input set."""
+        return self.steps[0]
 
 
 def prepare(args, mode: str) -> Job:
@@ -81,10 +90,14 @@ def prepare(args, mode: str) -> Job:
     target = target_for(board, args.template)
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)
-    library = compile_model(args.model, features=board.cpu.features)
+    library = compile_model(args.model, features=board.cpu.features, name=args.name)
     meta = library.metadata
-    inputs = load_inputs(args.input, meta["inputs"]) if args.input else random_inputs(meta["inputs"])
-    return Job(board, target, library, inputs)
+    count = getattr(args, "steps", None)
+    if args.input:
+        steps = load_input_steps(args.input, meta["inputs"], count)
+    else:
+        steps = random_input_steps(meta["inputs"], count or 1)
+    return Job(board, target, library, steps)
 
 
 @contextmanager
@@ -110,23 +123,34 @@ def host_driven_session(job: Job, args, call_timeout: float | None = None):
 def run(args) -> int:
     job = prepare(args, args.mode)
     meta, target = job.meta, job.target
+    sequence = len(job.steps) > 1
     if args.mode == HOST_DRIVEN:
         with host_driven_session(job, args, call_timeout=args.timeout) as (built, session):
+            step_outputs, step_ticks = [], []
             with session.executor() as ex:
-                outputs = ex(*job.inputs)
-                operator_ticks = list(ex.last_ticks)
+                if meta.get("state_bytes"):
+                    ex.reset()  # a board that was already running may hold an earlier run's state
+                for inputs in job.steps:  # the state stays on the device from one step to the next
+                    step_outputs.append(ex(*inputs))
+                    operator_ticks = list(ex.last_ticks)
+                    step_ticks.append(sum(operator_ticks))
             hz = session.device.timer_hz
             stats = dict(session.stats)
+        outputs = step_outputs[-1]
         report = run_report(meta, job.board.name, target.name, args.mode, args.executor, outputs,
-                            sum(operator_ticks), hz, built=built, operator_ticks=operator_ticks, rpc=stats)
+                            step_ticks[-1], hz, built=built, operator_ticks=operator_ticks, rpc=stats)
     else:
         with project_directory(args.keep) as project_dir:
-            project = target.create(job.library, job.board, project_dir, executor=args.executor,
-                                    input=job.inputs, log=progress)
+            given = dict(input_steps=job.steps) if sequence else dict(input=job.inputs)
+            project = target.create(job.library, job.board, project_dir, executor=args.executor, log=progress,
+                                    **given)
             built = target.build(project, log=progress)
             result = target.flash(project, timeout=args.timeout, log=progress, port=args.port)
         report = run_report(meta, job.board.name, target.name, args.mode, args.executor, result.outputs,
                             result.ticks, result.hz, built=built, stack_bytes=result.stack_bytes)
         outputs = result.outputs
-    print_run(report, outputs, target.label, args.json)
+        step_outputs, step_ticks = result.step_outputs or [outputs], result.step_ticks or [result.ticks]
+    if sequence:
+        add_steps(report, step_outputs, step_ticks)
+    print_run(report, outputs, target.label, args.json, step_outputs if sequence else None)
     return 0

@@ -5,6 +5,10 @@ Every options table of the TFLite schema is read the same way: each field become
 ``activation`` and the padding ``padding``, both by name. A few fields keep the shorter names the
 convolution and pooling kernels have always used (``stride_h``, ``filter_w``, ...). A missing table
 gives an empty dict: kernels apply the schema's defaults with ``op.options.get(key, default)``.
+
+A custom operator's options are a flexbuffer map (``custom_options``): its keys are kept as
+they are (``max_detections``, ``shift``); the kernel checks the keys and types it reads
+(``microcompiler/ops/custom_options.py``).
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import re
 
 import numpy as np
 import tflite
+from flatbuffers import flexbuffers
 
 from microcompiler.errors import ModelFormatError
 
@@ -112,3 +117,24 @@ def operator_options(kind: str, op) -> dict:
     if kind in _KEPT:
         values = {k: v for k, v in values.items() if k in _KEPT[kind]}
     return values
+
+
+_FLEXBUFFERS = 0  # CustomOptionsFormat.FLEXBUFFERS, the only format the schema defines
+
+
+def custom_options(kind: str, op, index: int) -> dict:
+    """The flexbuffer map of custom operator ``op`` as a dict (empty when it has none)."""
+    if op.CustomOptionsIsNone() or op.CustomOptionsLength() == 0:
+        return {}
+    if op.CustomOptionsFormat() != _FLEXBUFFERS:
+        raise ModelFormatError(f"operator {index} ({kind}) has custom options in format "
+                               f"{op.CustomOptionsFormat()} (only flexbuffers exist); the file is corrupted")
+    raw = op.CustomOptionsAsNumpy().tobytes()
+    try:
+        value = flexbuffers.Loads(raw)
+    except Exception:  # the flexbuffer reader trips over bad widths, offsets or types
+        value = None
+    if not isinstance(value, dict):
+        raise ModelFormatError(f"operator {index} ({kind}) has custom options that are not a flexbuffer map "
+                               f"({len(raw)} bytes); the file is corrupted: re-export the model")
+    return {str(k): v for k, v in value.items()}

@@ -17,10 +17,10 @@ from tflite.BuiltinOperator import BuiltinOperator
 from tflite.TensorType import TensorType
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
-from microcompiler.frontend.options import operator_options
+from microcompiler.frontend.options import custom_options, operator_options
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import where_it_stands
+from microcompiler.ops.tflm_operators import TFLM_CUSTOM, where_it_stands
 
 _OPCODE_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {
@@ -32,6 +32,7 @@ _TYPE_NAMES = {
     TensorType.INT16: "int16",
     TensorType.INT8: "int8",
     TensorType.UINT32: "uint32",
+    TensorType.UINT64: "uint64",
 }
 _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against absurd shapes
 
@@ -111,6 +112,11 @@ class _Importer:
                         f"model {kind} tensor {i} ('{tensors[i].name}') has shape {list(tensors[i].shape)} "
                         "with no elements; TFLite Micro cannot run zero-sized tensors either: export the "
                         "model with non-empty shapes")
+        for i in inputs + outputs:
+            if tensors[i].persistent:
+                raise UnsupportedModelError(
+                    f"model input/output tensor {i} ('{tensors[i].name}') is a variable tensor (state kept "
+                    "across inferences); re-export the model so that its state is internal")
         operators = [self._operator(sub.Operators(i), i, n) for i in range(sub.OperatorsLength())]
         _check_order(tensors, operators, inputs, outputs)
         return Graph(self.name, tensors, operators, inputs, outputs)
@@ -150,6 +156,8 @@ class _Importer:
         # is inconsistent, it is dropped instead of calling the file damaged.
         unread = data is not None and dtype in ("int32", "int64")
         quant = self._quantization(t.Quantization(), index, tname, shape, unread)
+        if t.IsVariable():
+            return _variable(Tensor(tname, shape, dtype, quant), data)
         return Tensor(tname, shape, dtype, quant, data)
 
     def _quantization(self, q, index, tname, shape, unread=False):
@@ -228,10 +236,11 @@ class _Importer:
         builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
         custom = None
+        kernels = supported_operators()
         if kind == "CUSTOM":
             custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
-            kind = f"CUSTOM ('{custom}')"
-        kernels = supported_operators()
+            # a custom operator TFLM registers is compiled under its own name (SignalWindow, ...)
+            kind = custom if custom in TFLM_CUSTOM and custom in kernels else f"CUSTOM ('{custom}')"
         if kind not in kernels:
             raise UnsupportedModelError(
                 f"unsupported operator {kind} at operator index {index}: {where_it_stands(kind, custom)}; "
@@ -257,13 +266,27 @@ class _Importer:
                     f"operator {index} ({kind}) writes tensor {o} ('{self.tensors[o].name}') of shape "
                     f"{list(self.tensors[o].shape)}, which has no elements; TFLite Micro cannot run "
                     "zero-sized tensors either: export the model with non-empty shapes")
-        options = operator_options(kind, op)
+        options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
 
 
+def _variable(tensor: Tensor, data: np.ndarray | None) -> Tensor:
+    """A TFLite variable tensor becomes persistent state that starts from zero: the zero point for
+    int8, else 0. That is what TFLM does (its ResetVariableTensor fills every variable so on
+    AllocateTensors and reset, and ignores a buffer the file may give the variable: the pinned
+    interpreter starts from zeros even then), so ``data`` is not used as the initial value;
+    ``Tensor.initial`` can still hold any values for state whose start is known otherwise."""
+    del data  # TFLM ignores a variable's buffer (see above); a test pins that behaviour
+    tensor.persistent = True
+    zero = tensor.quant.zero_point[0] if tensor.dtype == "int8" and tensor.quant is not None else 0
+    tensor.initial = np.full(tensor.shape, zero, dtype=_np(tensor.dtype))
+    return tensor
+
+
 def _check_order(tensors, operators, inputs, outputs):
-    """Every operator input must be a constant, a model input, or produced by an earlier operator."""
-    ready = set(inputs) | {i for i, t in enumerate(tensors) if t.is_constant}
+    """Every operator input must be a constant, a persistent (state) tensor, a model input, or produced
+    by an earlier operator."""
+    ready = set(inputs) | {i for i, t in enumerate(tensors) if t.is_constant or t.persistent}
     for op in operators:
         for i in op.inputs:
             if i >= 0 and i not in ready:

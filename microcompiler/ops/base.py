@@ -99,8 +99,9 @@ class OpKernel:
 class EmitContext:
     """What a kernel needs from the code generator while emitting one operator.
 
-    ``arg(i)`` is the C expression for tensor i: the function parameter for activations, or the
-    flash array of a constant tensor. ``const(suffix, array)`` adds a derived constant array
+    ``arg(i)`` is the C expression for tensor i: the function parameter for activations, the
+    flash array of a constant tensor, or the writable static array of a persistent (state) tensor,
+    which the kernel updates in place (docs/state.md). ``const(suffix, array)`` adds a derived constant array
     (requantization multipliers, folded biases) and returns its C name.
     """
 
@@ -118,15 +119,19 @@ class EmitContext:
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:
-            if i >= 0 and not graph.tensors[i].is_constant and i not in self.param_names:
+            if (i >= 0 and not graph.tensors[i].is_constant and not graph.tensors[i].persistent
+                    and i not in self.param_names):
                 self.param_names[i] = f"input{n_in}"
                 n_in += 1
         for n, o in enumerate(op.outputs):
-            self.param_names[o] = f"output{n}"
+            if not graph.tensors[o].persistent:
+                self.param_names[o] = f"output{n}"
 
     def arg(self, tensor: int) -> str:
         if tensor in self.param_names:
             return self.param_names[tensor]
+        if tensor in self.params.state_names:
+            return self.params.state_names[tensor]
         t = self.graph.tensors[tensor]
         pos = self.op.inputs.index(tensor) if tensor in self.op.inputs else -1
         roles = kernel_for(self.op).input_roles
@@ -164,6 +169,8 @@ class ParamSink:
         self.arrays: list[tuple[str, str, np.ndarray, str]] = []  # (name, ctype, data, comment)
         self._by_tensor: dict[int, str] = {}
         self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
+        # persistent tensor -> its static state array (codegen/state.py), set before emitting
+        self.state_names: dict[int, str] = {}
 
     def scratch(self, nbytes: int) -> str:
         self.scratch_bytes = max(self.scratch_bytes, -(-int(nbytes) // 4) * 4)

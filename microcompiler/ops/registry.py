@@ -6,7 +6,7 @@ they cannot drift from what the compiler accepts.
 from __future__ import annotations
 
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import ROADMAP_BUILTINS, ROADMAP_CUSTOM, STATELESS_BUILTINS
+from microcompiler.ops.tflm_operators import ROADMAP_BUILTINS, STATELESS_BUILTINS, TFLM_CUSTOM
 
 
 def operator_table() -> list[dict]:
@@ -19,7 +19,7 @@ def operator_table() -> list[dict]:
             **kernel.describe(kind),
             "inputs": [in_lo, in_hi],
             "outputs": [out_lo, out_hi],
-            "in_tflm": kind in STATELESS_BUILTINS or kind in ROADMAP_BUILTINS,
+            "in_tflm": kind in STATELESS_BUILTINS or kind in ROADMAP_BUILTINS or kind in TFLM_CUSTOM,
         })
     return rows
 
@@ -28,7 +28,7 @@ def roadmap() -> list[str]:
     """Operators TFLite Micro runs that microcompiler does not compile yet."""
     supported = supported_operators()
     return sorted(k for k in STATELESS_BUILTINS | set(ROADMAP_BUILTINS) if k not in supported) + \
-        sorted(f"CUSTOM ('{c}')" for c in ROADMAP_CUSTOM)
+        sorted(f"CUSTOM ('{c}')" for c in TFLM_CUSTOM if c not in supported)
 
 
 def _cell(text: str) -> str:
@@ -46,6 +46,8 @@ def markdown() -> str:
         "Import (`microcompiler/frontend/tflite.py`) accepts exactly these operators; each compiles",
         "to one specialised C function per operator instance (`microcompiler/ops/`). Shape-only",
         "operators (RESHAPE, SQUEEZE, EXPAND_DIMS) cost no code: the memory planner aliases them.",
+        "Custom operators that TFLite Micro registers are listed by their custom name (`SignalWindow`,",
+        "`TFLite_Detection_PostProcess`); their options are the flexbuffer map the converter wrote.",
         "",
         f"{len(rows)} operators. \"Fast kernels\" names the CPU feature (`dsp`: Cortex-M4/M7/M33/M55",
         "DSP extension) that has an optimised variant; the others run the portable reference C.",

@@ -1,8 +1,8 @@
 """What TensorFlow Lite Micro runs, for telling users where an operator we do not compile stands.
 
 An operator missing from microcompiler's registry is either on our roadmap (TFLM runs it; it needs
-state across inferences, several subgraphs, or is a custom operator TFLM registers) or not in
-TFLM at all (then no microcontroller runtime of this family runs the model as it is).
+state across inferences, several subgraphs, or is a custom operator TFLM registers that is not
+compiled yet) or not in TFLM at all (then no microcontroller runtime of this family runs the model as it is).
 """
 from __future__ import annotations
 
@@ -20,12 +20,11 @@ STATELESS_BUILTINS = frozenset({
     "RESIZE_NEAREST_NEIGHBOR", "REVERSE_V2", "ROUND", "RSQRT", "SELECT_V2", "SHAPE", "SIN", "SLICE",
     "SOFTMAX", "SPACE_TO_BATCH_ND", "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE", "SQRT",
     "SQUARE", "SQUARED_DIFFERENCE", "STRIDED_SLICE", "SUB", "SUM", "TANH", "TRANSPOSE",
-    "TRANSPOSE_CONV", "UNPACK", "ZEROS_LIKE",
+    "TRANSPOSE_CONV", "UNPACK", "ZEROS_LIKE", "EMBEDDING_LOOKUP",
 })
 
 # Builtin operators TFLM registers that keep state or need more than one subgraph.
 ROADMAP_BUILTINS = {
-    "SVDF": "keeps state across inferences",
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "keeps state across inferences",
     "VAR_HANDLE": "resource variables (state across inferences)",
     "READ_VARIABLE": "resource variables (state across inferences)",
@@ -33,11 +32,11 @@ ROADMAP_BUILTINS = {
     "CALL_ONCE": "needs several subgraphs",
     "IF": "needs several subgraphs",
     "WHILE": "needs several subgraphs",
-    "EMBEDDING_LOOKUP": "planned with the recurrent operators",
 }
 
-# Custom operators TFLM registers.
-ROADMAP_CUSTOM = {
+# Custom operators TFLM registers (those microcompiler compiles are listed by their name in
+# ``microcompiler ops``; the others are on the roadmap).
+TFLM_CUSTOM = {
     "TFLite_Detection_PostProcess", "CIRCULAR_BUFFER", "ETHOSU",
     "SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalIrfft", "SignalEnergy",
     "SignalFilterBank", "SignalFilterBankLog", "SignalFilterBankSquareRoot",
@@ -49,7 +48,7 @@ ROADMAP_CUSTOM = {
 def where_it_stands(kind: str, custom_name: str | None = None) -> str:
     """A short clause for the unsupported-operator error: roadmap, or not in TFLM at all."""
     if custom_name is not None:
-        if custom_name in ROADMAP_CUSTOM:
+        if custom_name in TFLM_CUSTOM:
             return "TFLite Micro runs this custom operator; it is on microcompiler's roadmap"
         return ("this custom operator is not in TFLite Micro either; register it as a builtin in the "
                 "converter or replace it in the model")

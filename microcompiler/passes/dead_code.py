@@ -1,4 +1,5 @@
-"""Remove operators whose outputs nobody reads, and constants nobody uses."""
+"""Remove operators whose outputs nobody reads (unless they touch persistent state), and constants
+nobody uses."""
 from __future__ import annotations
 
 from microcompiler.ir import Graph
@@ -9,7 +10,10 @@ def remove_dead_code(graph: Graph) -> Graph:
     needed = {g.storage(t) for t in g.outputs}
     kept = []
     for op in reversed(g.operators):
-        if any(g.storage(o) in needed for o in op.outputs):
+        # An operator that touches state (SVDF updates its activation state in place) has an effect
+        # on later inferences even when nobody reads its outputs now.
+        touches_state = any(t >= 0 and g.tensors[g.storage(t)].persistent for t in op.inputs + op.outputs)
+        if touches_state or any(g.storage(o) in needed for o in op.outputs):
             kept.append(op)
             needed.update(g.storage(i) for i in op.inputs if i >= 0)
     g.operators = list(reversed(kept))

@@ -6,6 +6,10 @@ operator that writes them to the last operator that reads them) do not overlap. 
 several placement orders (first-fit at the lowest free offset) and keeps the smallest arena; the
 result is compared against the lower bound, the largest set of simultaneously live buffers.
 
+Persistent tensors (state kept across inferences, ``Tensor.persistent``) never enter the arena: they
+get offsets in a separate state section (``Graph.state_offsets``, ``Graph.state_bytes``) that no
+other tensor shares, because their values must survive from one inference to the next.
+
 Before placing, operators whose kernel opts in (``OpKernel.inplace_inputs``, e.g. ADD and MUL) write
 their output over an input that dies with them, which removes a buffer from the live set.
 """
@@ -46,7 +50,7 @@ def arena_buffers(graph: Graph) -> list[Buffer]:
                 last[g.storage(i)] = step
     buffers = []
     for root, start in first.items():
-        if root in owned:
+        if root in owned or g.tensors[root].persistent:
             continue
         t = g.tensors[root]
         align = max(4, np.dtype(np_dtype(t.dtype)).itemsize)
@@ -114,7 +118,7 @@ def share_in_place(g: Graph) -> None:
         for pos in kernel.inplace_inputs(op, g):
             root = g.storage(op.inputs[pos])
             t = g.tensors[root]
-            if (root in owned or t.is_constant or last.get(root) != step
+            if (root in owned or t.is_constant or t.persistent or last.get(root) != step
                     or t.nbytes != g.tensors[out].nbytes or root == out):
                 continue
             g.aliases[out] = root
@@ -131,4 +135,17 @@ def plan_memory(graph: Graph) -> Graph:
         if best is None or total < best[1]:
             best = (offsets, total)
     g.offsets, g.arena_bytes = best
+    g.state_offsets, g.state_bytes = plan_state(g)
     return g
+
+
+def plan_state(g: Graph) -> tuple[dict[int, int], int]:
+    """Offsets of the persistent tensors in the state section: one after the other, each aligned to
+    its element size (at least 4 bytes), never shared."""
+    offsets, end = {}, 0
+    for i in g.state_tensors:
+        t = g.tensors[i]
+        align = max(4, np.dtype(np_dtype(t.dtype)).itemsize)
+        offsets[i] = -(-end // align) * align
+        end = offsets[i] + t.nbytes
+    return offsets, end

@@ -23,7 +23,7 @@ def remove_reshapes(graph: Graph) -> Graph:
             continue
         src, dst = g.storage(op.inputs[0]), op.outputs[0]
         src_t = g.tensors[src]
-        if src_t.is_constant:
+        if src_t.is_constant or src_t.persistent:  # state must keep its own memory: copy it
             kept.append(op)
             continue
         src_owned = _caller_owned(g, src) or any(_caller_owned(g, t) for t, s in g.aliases.items() if s == src)

@@ -5,6 +5,7 @@ import json
 from html import escape
 from pathlib import Path
 
+from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
 
 _STYLE = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}
@@ -67,16 +68,27 @@ def _memory_section(analysis: dict) -> str:
 
 
 def _validation_section(validation: dict) -> str:
-    rows = ["<table id='validation'><tr><th class='l'>output</th><th>exact</th><th>max abs err</th>"
-            "<th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>"]
-    for out in validation.get("outputs", []):
-        rows.append("<tr>" + _cell(out["name"], True) + _cell(f"{100 * out['exact_match_rate']:.2f}%")
-                    + _cell(f"{out['max_abs_error']:.6g}") + _cell(f"{out['mean_abs_error']:.6g}")
-                    + _cell(f"{out['cosine_similarity']:.6f}")
-                    + _cell("-" if out.get("top1_agreement") is None else f"{100 * out['top1_agreement']:.1f}%") + "</tr>")
+    """validate's report (microcompiler/validation/runner.py): one row per mode, reference and output."""
+    verdict = "passed: every output exact" if validation["passed"] else "FAILED: outputs differ"
+    rows = [f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
+            f"({len(validation['samples'])} inputs)</p>",
+            "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
+            "<th>exact</th><th>max abs err</th><th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>"]
+    for c in validation["comparisons"]:
+        for out in c["outputs"]:
+            top1 = "-" if out.get("top1_agreement") is None else f"{100 * out['top1_agreement']:.1f}%"
+            rows.append("<tr class='metric'>" + _cell(c["mode"], True) + _cell(c["against"], True)
+                        + _cell(out["name"], True) + _cell(f"{100 * out['exact_match_rate']:.2f}%")
+                        + _cell(f"{out['max_abs_error']:.6g}") + _cell(f"{out['mean_abs_error']:.6g}")
+                        + _cell(f"{out['cosine_similarity']:.6f}") + _cell(top1) + "</tr>")
     rows.append("</table>")
-    if validation.get("first_diverging_layer"):
-        rows.append(f"<p class='bad'>first diverging layer: {escape(str(validation['first_diverging_layer']))}</p>")
+    d = validation.get("divergence")
+    if d and d["diverged"]:
+        rows.append(f"<p class='bad' id='divergence'>first diverging layer: operator {d['index']} "
+                    f"{escape(d['layer'])} ({escape(d['operator'])}), tensor {escape(d['tensor'])}: max error "
+                    f"{d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements differ</p>")
+    if d and d["skipped_tensors"]:
+        rows.append(f"<p>not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed</p>")
     return "".join(rows)
 
 
@@ -84,6 +96,8 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
                   validation: dict | None = None) -> str:
     """The whole page as one string (everything inline: it opens offline)."""
     body = [f"<h1>{escape(title)}</h1>"]
+    if validation:  # what validate is for comes first
+        body.append("<h2>Validation</h2>" + _validation_section(validation))
     if analysis:
         t = analysis["totals"]
         body.append(f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
@@ -101,8 +115,6 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
                     + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>")
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
-    if validation:
-        body.append("<h2>Validation</h2>" + _validation_section(validation))
     data = json.dumps({"analysis": analysis, "bench": bench, "validation": validation}).replace("</", "<\\/")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
@@ -110,6 +122,10 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
 
 
 def write_report(path: str | Path, title: str, **sections) -> Path:
+    """Write the page to ``path``; a one-line error when it cannot be written."""
     path = Path(path)
-    path.write_text(render_report(title, **sections))
+    try:
+        path.write_text(render_report(title, **sections))
+    except OSError as exc:
+        raise MicrocompilerError(f"cannot write the report {path}: {exc.strerror or exc}") from None
     return path

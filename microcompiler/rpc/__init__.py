@@ -19,13 +19,15 @@ from microcompiler.rpc.launch import open_model
 from microcompiler.rpc.plan import ModelPlan
 
 
-def connect(target=None, *, port: str | None = None, board: str | None = None, plan=None, timeout: float = 5.0,
-            **session_options) -> Session:
+def connect(target=None, *, port: str | None = None, board: str | None = None, plan=None, model: str | None = None,
+            timeout: float = 5.0, **session_options) -> Session:
     """Open an RPC session.
 
     target: a host-driven project directory (made by ``microcompiler run --mode host-driven``,
     ``create_host_project`` or ``create_project(mode="host-driven")``), or a Transport.
     port: a serial port path of a real board already running host-driven firmware (with plan=).
+    model: in a project with several models (docs/multiple_models.md), the one to drive, by name
+    (default: the first); the session checks the firmware holds it.
     """
     from microcompiler.transport.base import Transport
     if isinstance(target, Transport):
@@ -39,6 +41,9 @@ def connect(target=None, *, port: str | None = None, board: str | None = None, p
     project = open_project(target)
     if board is not None and not project.board.is_host and board != project.board.name:
         raise MicrocompilerError(f"{project.dir} was made for board {project.board.name}, not {board}")
+    if model is not None and plan is None:
+        project.model_metadata(model)  # a one-line error when the project holds no such model
+        plan = project.dir / "models" / model if project.models else project.dir
     return project.target.start(project, load=False, timeout=timeout, plan=_plan(plan, project.dir),
                                 **session_options)
 

@@ -185,17 +185,34 @@ class Session:
         return self.device
 
     def _check_model(self) -> None:
-        """Refuse a device whose firmware holds another compiled model than the plan we drive."""
-        expected = (self.plan.metadata.get("fingerprint") if self.plan is not None else None)
-        if expected is None:
+        self.check_model(self.plan)
+
+    def check_model(self, plan) -> None:
+        """Refuse a device whose firmware does not hold the plan's compiled model: HELLO names the
+        firmware's (first) model; a firmware with several answers MODEL with each one's fingerprint."""
+        expected = plan.metadata.get("fingerprint") if plan is not None else None
+        if expected is None or self.device.model_fingerprint == int(expected, 16):
             return
-        found = self.device.model_fingerprint
-        if found != int(expected, 16):
-            self._broken = "the device holds another model"
-            what = f"fingerprint {found:016x}" if found else "no model fingerprint"
-            raise DeviceError(f"the {self.name} runs firmware of another model ({what}; {self.plan.name} as compiled "
-                              f"now has {expected}): build and flash this model's host-driven firmware, or use "
-                              "the model that firmware was built from")
+        found = self.model_fingerprint(plan.name)
+        if found == int(expected, 16):
+            return
+        self._broken = "the device holds another model"
+        if found is None:
+            found = self.device.model_fingerprint
+        what = f"fingerprint {found:016x}" if found else "no model fingerprint"
+        raise DeviceError(f"the {self.name} runs firmware of another model ({what}; {plan.name} as compiled "
+                          f"now has {expected}): build and flash this model's host-driven firmware, or use "
+                          "the model that firmware was built from")
+
+    def model_fingerprint(self, name: str) -> int | None:
+        """The fingerprint of the device's model called ``name`` (None: the firmware has none by that name)."""
+        reply = self._request(P.MODEL, name.encode())
+        if reply.status == 2:  # MC_ERR_NOT_FOUND
+            return None
+        self._check(reply, f"MODEL {name}")
+        if len(reply.body) != P.MODEL_REPLY.size:
+            raise DeviceError(f"malformed MODEL reply ({len(reply.body)} bytes)")
+        return P.MODEL_REPLY.unpack(reply.body)[0]
 
     reconnect = start
 
@@ -492,6 +509,8 @@ class Session:
 
     def executor(self, plan=None) -> GraphExecutor:
         """A host-driven executor of the model on the device (plan: a ModelPlan; default: the session's)."""
+        if plan is not None and plan is not self.plan:
+            self.check_model(plan)
         plan = plan if plan is not None else self.plan
         if plan is None:
             raise DeviceError("this session does not know the device's model: connect to a project directory "

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from microcompiler.errors import MicrocompilerError
+from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.inputs import same_shape
 from microcompiler.ir import np_dtype
 from microcompiler.rpc.protocol import TensorArg
+
+NOT_FOUND = 2  # MC_ERR_NOT_FOUND, LOOKUP's status for a name the device does not have
 
 if TYPE_CHECKING:  # the executor is handed an open session; it never makes one
     from microcompiler.rpc.client import DeviceBuffer, Session, TimeResult
@@ -69,6 +71,15 @@ class GraphExecutor:
         """Run every operator once, in order. Device time per operator lands in last_ticks."""
         self.last_ticks = [self.session.call(fn, *args) for fn, args in zip(self.functions, self._args)]
 
+    def run_operator(self, k: int) -> int:
+        """Run operator k alone (the ones before it must have run); returns its device ticks."""
+        return self.session.call(self.functions[k], *self._args[k])
+
+    def read_argument(self, k: int, position: int, dtype: str, shape) -> np.ndarray:
+        """The tensor that is operator k's tensor argument ``position``, read from the device now."""
+        offset, _ = self.plan.slots[self.plan.ops[k].slots[position]]
+        return self.pool.read_array(np_dtype(dtype), shape, offset)
+
     def __call__(self, *inputs) -> list[np.ndarray]:
         for k, x in enumerate(inputs):
             self.set_input(k, x)
@@ -88,17 +99,38 @@ class GraphExecutor:
                 row = {"index": op.get("index"), "kind": op.get("kind"), "layer": op.get("layer"),
                        "macs": op.get("macs"), **row}
             rows.append(row)
+        self._restore_state()
         return rows
 
     def model_function_name(self) -> str:
         return f"{self.plan.name}_run"
+
+    def reset(self) -> None:
+        """Restore the state the model keeps across inferences on the device (``<model>_reset``,
+        docs/state.md). The state lives on the device: between runs it carries over, as standalone."""
+        name = f"{self.plan.name}_reset"
+        try:
+            fn = self.session.lookup(name)
+        except DeviceError as exc:
+            if getattr(exc, "status", None) != NOT_FOUND:
+                raise
+            raise MicrocompilerError(f"the device's firmware has no function {name}; it was built by an older "
+                                     "microcompiler: recreate and rebuild its project") from None
+        self.session.call(fn)
+
+    def _restore_state(self) -> None:
+        """Timing runs an operator many times, which moves a stateful model's state on: start again."""
+        if self.meta.get("state_bytes"):
+            self.reset()
 
     def time_inference(self, number: int = 10, repeat: int = 3) -> TimeResult:
         """Device time of the whole model (its standalone <name>_run) on the current inputs."""
         fn = self.session.lookup(self.model_function_name())
         args = [TensorArg(self.pool.handle, self.plan.slots[s][0])
                 for s in (*self.plan.input_slots, *self.plan.output_slots)]
-        return self.session.time_evaluator(fn, number, repeat)(*args)
+        result = self.session.time_evaluator(fn, number, repeat)(*args)
+        self._restore_state()
+        return result
 
     def close(self) -> None:
         if not self.pool.freed and self.session._broken is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-VERSION = 2  # 2: HELLO's reply ends with the model fingerprint
+VERSION = 3  # 2: HELLO's reply ends with the model fingerprint; 3: MODEL (a model's fingerprint by name)
 REQUEST_HEADER = struct.Struct("<BHH")
 REPLY_HEADER = struct.Struct("<BHHB")
 REPLY_BIT = 0x80
@@ -27,6 +27,7 @@ WRITE = 0x08
 READ = 0x09
 CALL = 0x0A
 TIME = 0x0B
+MODEL = 0x0C
 # Unsolicited device messages
 BOOT = 0x40
 LOG = 0x41
@@ -34,7 +35,8 @@ BUSY = 0x42
 NAK = 0x43
 
 REQUEST_NAMES = {HELLO: "HELLO", BYE: "BYE", PING: "PING", LOOKUP: "LOOKUP", FUNCTION_NAME: "FUNCTION_NAME",
-                 ALLOC: "ALLOC", FREE: "FREE", WRITE: "WRITE", READ: "READ", CALL: "CALL", TIME: "TIME"}
+                 ALLOC: "ALLOC", FREE: "FREE", WRITE: "WRITE", READ: "READ", CALL: "CALL", TIME: "TIME",
+                 MODEL: "MODEL"}
 
 # Argument tags of CALL and TIME
 ARG_INT32 = 0x01
@@ -53,6 +55,7 @@ HELLO_BODY = struct.Struct("<BI")                # version, host nonce
 HELLO_REPLY = struct.Struct("<BIIHIIHBBQ")       # see HelloReply
 BOOT_BODY = struct.Struct("<BIH")                # version, boot nonce, max payload
 CALL_REPLY = struct.Struct("<Q")                 # ticks of the call
+MODEL_REPLY = struct.Struct("<Q")                # the named model's fingerprint
 TIME_REPLY = struct.Struct("<QI")                # ticks of all runs, timer hz
 WRITE_HEADER = struct.Struct("<HI")              # handle, offset (data follows)
 READ_BODY = struct.Struct("<HIH")                # handle, offset, length

@@ -36,6 +36,16 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
     ``options``: the template's own (``Target.options``; mlperf: ``benchmark``, docs/mlperf.md).
     """
     board = board if isinstance(board, Board) else load_board(board)
+    _check_options(template, executor, stack_bytes, mode)
+    target = get_target(template)
+    for option in options:  # a template's own options (mlperf: benchmark)
+        if option not in target.options:
+            raise MicrocompilerError(f"--{option} does not go with --template {template}")
+    return target.create(model, board, out_dir, executor=executor, mode=mode, input=input,
+                         stack_bytes=stack_bytes, **options)
+
+
+def _check_options(template: str, executor: str, stack_bytes: int | None, mode: str) -> None:
     known = templates()
     if template not in known:
         raise MicrocompilerError(f"unknown project template '{template}'; known templates: {', '.join(known)}")
@@ -46,12 +56,22 @@ def create_project(model: str | Path | ModelLibrary, template: str, board: str |
                                  f"of at least {MIN_STACK_BYTES} B")
     if mode not in MODES:
         raise MicrocompilerError(f"unknown mode '{mode}'; use one of {', '.join(MODES)}")
-    target = get_target(template)
-    for option in options:  # a template's own options (mlperf: benchmark)
-        if option not in target.options:
-            raise MicrocompilerError(f"--{option} does not go with --template {template}")
-    return target.create(model, board, out_dir, executor=executor, mode=mode, input=input,
-                         stack_bytes=stack_bytes, **options)
+
+
+def create_models_project(models: list, template: str, board: str | Board, out_dir: str | Path, *,
+                          names: list[str] | None = None, executor: str = "aot", mode: str = STANDALONE,
+                          stack_bytes: int | None = None, share_arena: bool = False,
+                          concurrent: bool = False) -> Project:
+    """Write one firmware project that runs several models (docs/multiple_models.md).
+
+    ``names``: each model's C name, in order (default: from the file names); ``share_arena``: one
+    arena for all (they run one after the other), refused when ``concurrent`` (they may run at the
+    same time), in host-driven mode, or when a model keeps state between inferences."""
+    from microcompiler.targets.multi import create_models_project as create
+    board = board if isinstance(board, Board) else load_board(board)
+    _check_options(template, executor, stack_bytes, mode)
+    return create(get_target(template), list(models), board, out_dir, names=names, executor=executor, mode=mode,
+                  stack_bytes=stack_bytes, share_arena=share_arena, concurrent=concurrent)
 
 
 def build(project_dir: str | Path, log: Log = print) -> BuildResult | None:
@@ -72,7 +92,7 @@ def open_project(project_dir: str | Path) -> Project:
     return open_host_project(project_dir, HOST_BOARD) or Project.load(project_dir)
 
 
-__all__ = ["open_project", "Project", "BuildResult", "RunResult", "Target", "create_project", "build", "flash", "run_on_board",
+__all__ = ["open_project", "Project", "BuildResult", "RunResult", "Target", "create_project", "create_models_project", "build", "flash", "run_on_board",
            "firmware_size", "check_fits", "estimate_footprint", "decode_report", "templates", "get_target",
            "target_for", "register", "EXECUTORS", "MODES", "STANDALONE", "HOST_DRIVEN", "DEFAULT_STACK_BYTES",
            "PROJECT_FILE", "RPC_TIMEOUT"]

@@ -27,10 +27,15 @@ from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, BuildResult, Log, Project, Target, check_can_build,
-                                        measured_build, quiet, register, require_tool, run_logged, why)
+                                        measured_build, quiet, register, require_tool, run_logged, tool_timeout,
+                                        why)
 from microcompiler.targets.files import copy_runtime
 
 FIRMWARE = "firmware.elf"
+CONFIGURE_TIMEOUT = 300.0  # seconds cmake may take to configure
+BUILD_TIMEOUT = 1800.0  # seconds ninja may take (a large model's C on a slow machine)
+TIMEOUT_VARIABLE = "MICROCOMPILER_BUILD_TIMEOUT"  # overrides both
+TIMEOUT_HINT = f"set {TIMEOUT_VARIABLE}=SECONDS to allow longer"
 
 
 def platform_definitions(board: Board) -> list[str]:
@@ -95,11 +100,15 @@ def _check_build_dir(project: Project, build_dir: Path, log: Log) -> None:
 class BareMetal(Target):
     name = "baremetal"
     template_folder = "baremetal"  # a variant that subclasses this one keeps these templates
+    several_models = True
 
     def check_board(self, board: Board) -> None:
         if board.platform is None:
             raise BoardError(f"board {board.name} has no bare-metal platform family; use --template zephyr")
         platform_definitions(board)
+
+    def check_sequence(self, mode: str) -> None:
+        """Both modes run a sequence: standalone firmware runs its input sets in order."""
 
     def definitions(self, board: Board) -> list[str]:
         """The compile definitions the board's platform family reads."""
@@ -110,12 +119,16 @@ class BareMetal(Target):
         template_dir = self.template_dir
         copy_runtime(stage, board.platform)
         sources = sorted(p.relative_to(stage).as_posix() for pattern in
-                         ("model/src/*.c", "crt/src/*.c", f"crt/platform/{board.platform}/*.c")
+                         ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c",
+                          f"crt/platform/{board.platform}/*.c")
                          for p in stage.glob(pattern))
         values = dict(values, board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
                       weights=board.weights_region, stack_bytes=stack_bytes, cflags=board.cpu.cflags,
                       definitions=self.definitions(board), sources=sources)
+        values.setdefault("include_dirs", ["model/include"])
         main_template = "rpc_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        if "models" in values:  # several models (microcompiler/targets/multi.py)
+            main_template = "models_" + main_template
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
@@ -135,9 +148,11 @@ class BareMetal(Target):
         _check_build_dir(project, build_dir, log)
         if not (build_dir / "build.ninja").is_file():
             log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
-            run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], quiet, "cmake")
+            run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], quiet, "cmake",
+                       tool_timeout(TIMEOUT_VARIABLE, CONFIGURE_TIMEOUT), TIMEOUT_HINT)
         log(f"building {project.dir.name} (ninja)")
-        run_logged(["ninja", "-C", str(build_dir)], log, "ninja")
+        run_logged(["ninja", "-C", str(build_dir)], log, "ninja", tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT),
+                   TIMEOUT_HINT)
         return measured_build(project, project.elf, log)
 
     def load(self, project: Project, log: Log = print) -> None:

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import struct
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +43,8 @@ from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
 from microcompiler.outdir import check_path_is_safe
-from microcompiler.standalone import StandaloneResult, parse_reports
-from microcompiler.targets.files import (BUILD_DIR, PROJECT_FILE, check_project_dir, output_values, resolve_inputs,
+from microcompiler.standalone import StandaloneResult, model_report, parse_reports
+from microcompiler.targets.files import (BUILD_DIR, PROJECT_FILE, check_project_dir, output_values, resolve_input_steps,
                                          save_inputs, write_project_dir)
 
 if TYPE_CHECKING:
@@ -83,6 +84,10 @@ class Project:
     metadata: dict
     stack_bytes: int
     mode: str = STANDALONE
+    steps: int = 1  # input sets saved with the project: a sequence of inferences (docs/state.md)
+    # Every model's metadata when the firmware holds several (docs/multiple_models.md); else empty.
+    models: list[dict] = field(default_factory=list)
+    share_arena: bool = False
     # What the target keeps of a project it made in this process (the host's built program), or None.
     program: object | None = field(default=None, repr=False, compare=False)
 
@@ -107,23 +112,60 @@ class Project:
             raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
                                      "make one with 'microcompiler create-project'")
         info = read_project_info(project_dir)
-        try:
-            metadata = json.loads((project_dir / "model" / "metadata.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is missing or damaged ({why(exc)}); "
-                                     f"{_RECREATE}") from None
-        if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
-            raise MicrocompilerError(f"{project_dir / 'model' / 'metadata.json'} is damaged (not a model "
-                                     f"library's metadata); {_RECREATE}")
+        names = info.get("models")
+        if names is None:
+            models, metadata = [], _read_metadata(project_dir / "model")
+        elif isinstance(names, list) and names and all(isinstance(n, str) and n.isidentifier() for n in names):
+            models = [_read_metadata(project_dir / "models" / n) for n in names]
+            metadata = models[0]
+        else:
+            raise MicrocompilerError(f"{project_dir / PROJECT_FILE} is damaged ('models' is not a list of model "
+                                     f"names); {_RECREATE}")
         return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
-                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE))
+                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE),
+                   info.get("steps", 1), models, bool(info.get("share_arena", False)))
 
-    def saved_inputs(self) -> list[np.ndarray]:
-        """The input the project was created with (inputs/input<k>.npy)."""
-        return [np.load(self.dir / "inputs" / f"input{k}.npy") for k in range(len(self.metadata["inputs"]))]
+    def saved_inputs(self, model: str | None = None) -> list[np.ndarray]:
+        """The input the project was created with (inputs/input<k>.npy, the first step of a sequence;
+        with several models, the named model's, inputs/<model>/input<k>.npy)."""
+        return self.saved_input_steps(model)[0]
+
+    def saved_input_steps(self, model: str | None = None) -> list[list[np.ndarray]]:
+        """Every input set the project was created with, in order (one unless it runs a sequence:
+        then inputs/input<k>.npy hold the steps along a leading axis)."""
+        metadata, folder = self.metadata, self.dir / "inputs"
+        if self.models:
+            metadata = self.model_metadata(model or self.model)
+            folder = folder / metadata["name"]
+        arrays = [np.load(folder / f"input{k}.npy") for k in range(len(metadata["inputs"]))]
+        if self.steps == 1:
+            return [arrays]
+        return [[arr[s] for arr in arrays] for s in range(self.steps)]
+
+    def model_metadata(self, model: str) -> dict:
+        """The metadata of the model named ``model`` in this project (one-line error if absent)."""
+        for metadata in self.models or [self.metadata]:
+            if metadata["name"] == model:
+                return metadata
+        known = ", ".join(m["name"] for m in self.models or [self.metadata])
+        raise MicrocompilerError(f"{self.dir} holds no model named '{model}' (it holds: {known})")
 
 
 _RECREATE = "recreate the project with 'microcompiler create-project'"
+
+
+def _read_metadata(library_dir: Path) -> dict:
+    """A model library's metadata.json inside a project, checked."""
+    path = library_dir / "metadata.json"
+    try:
+        metadata = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MicrocompilerError(f"{path} is missing or damaged ({why(exc)}); {_RECREATE}") from None
+    if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
+        raise MicrocompilerError(f"{path} is damaged (not a model library's metadata); {_RECREATE}")
+    return metadata
+
+
 # The fields of microcompiler-project.json, with their types.
 _PROJECT_FIELDS = {"model": str, "board": str, "template": str, "executor": str, "stack_bytes": int}
 
@@ -147,6 +189,9 @@ def read_project_info(project_dir: Path) -> dict:
         if not isinstance(info.get(key), kind) or isinstance(info.get(key), bool):
             raise MicrocompilerError(f"{info_path} is damaged ('{key}' is missing or not a {kind.__name__}); "
                                      f"{_RECREATE}")
+    steps = info.get("steps", 1)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise MicrocompilerError(f"{info_path} is damaged ('steps' is not a positive integer); {_RECREATE}")
     if info["executor"] not in EXECUTORS or info.get("mode", STANDALONE) not in MODES:
         raise MicrocompilerError(f"{info_path} is damaged (unknown executor or mode); {_RECREATE}")
     if info["template"] not in _registry():
@@ -163,11 +208,16 @@ class BuildResult:
 
 @dataclass
 class RunResult:
-    outputs: list[np.ndarray]
+    outputs: list[np.ndarray]  # of the last inference
     ticks: int
     hz: int
     stack_bytes: int | None  # stack high-water mark, when the firmware reports it
     log: str  # everything the firmware printed
+    # a sequence (docs/state.md): the outputs and device ticks of every step, in order
+    step_outputs: list[list[np.ndarray]] = field(default_factory=list)
+    step_ticks: list[int] = field(default_factory=list)
+    # A firmware with several models: each model's result by name (this result is the first's).
+    models: dict[str, "RunResult"] = field(default_factory=dict)
 
 
 # ---- Does it fit ----
@@ -186,6 +236,8 @@ def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     else:
         activations = metadata["arena_bytes"]
     activations += metadata.get("scratch_bytes", 0)  # the kernels' shared scratch buffer (.bss)
+    # state kept across inferences: its own static arrays, never shared (docs/state.md)
+    activations += metadata.get("state_bytes", 0)
     return {"weights": weights, "code": code + input_bytes, "flash": weights + code + input_bytes,
             "activations": activations + output_bytes, "stack": stack_bytes,
             "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES}
@@ -228,11 +280,37 @@ def require_tool(tool: str, hint: str) -> str:
 _OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
 
 
-def run_logged(cmd: list[str], log: Log, what: str) -> None:
-    """Run a build tool; its progress lines go to log, its failure becomes a one-line-headed error."""
+def tool_timeout(variable: str, default: float) -> float:
+    """Seconds a build or flash tool may take: ``$variable`` if set (a positive number), else default."""
+    text = os.environ.get(variable)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise MicrocompilerError(f"{variable}={text!r} is not a number of seconds; give a positive number "
+                                 f"(default {default:g})")
+    return value
+
+
+def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "") -> None:
+    """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
+    becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
+    the error is one line (``hint``: how to give it longer)."""
     # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
     proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
+    expired = threading.Event()
+
+    def expire() -> None:  # stops the group: its output pipe closes and the loop below ends
+        expired.set()
+        cleanup.stop(proc, grace=2.0)
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
@@ -242,7 +320,11 @@ def run_logged(cmd: list[str], log: Log, what: str) -> None:
                 log("  " + line)
         proc.wait()
     finally:
+        watchdog.cancel()
         cleanup.stop(proc, grace=2.0)
+    if expired.is_set():
+        raise ToolchainError(f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
+                             + (f" ({hint})" if hint else ""))
     if proc.returncode != 0:
         text = "\n".join(lines)
         overflow = _OVERFLOW.search(text)
@@ -305,11 +387,14 @@ def decode_report(text: str, metadata: dict) -> RunResult:
         raise DeviceError(f"the firmware printed no complete report; it printed: {text[-500:]!r}")
     stack = re.search(r"^stack_bytes (\d+)", text, re.MULTILINE)
     result = results[-1]
-    return RunResult(result.outputs, result.ticks, result.hz, int(stack.group(1)) if stack else None, text)
+    return RunResult(result.outputs, result.ticks, result.hz, int(stack.group(1)) if stack else None, text,
+                     [r.outputs for r in results], [r.ticks for r in results])
 
 
 # The firmware printed its report, or stopped.
 _REPORT_DONE = re.compile(rb"^(MC-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
+# Firmware that runs a sequence prints one report per step, then this line (or stopped).
+SEQUENCE_DONE = re.compile(rb"^(MC-STEPS-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
 
 
 # ---- Targets ----
@@ -323,6 +408,7 @@ class Target:
     report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
     template_folder: ClassVar[str | None] = None  # project_templates/<this> (default: the name)
     options: ClassVar[tuple[str, ...]] = ()  # create-project options of this template only (mlperf: benchmark)
+    several_models: ClassVar[bool] = False  # its mains run several models (docs/multiple_models.md)
 
     @property
     def template_dir(self) -> Path:
@@ -348,24 +434,32 @@ class Target:
 
     def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
                executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet) -> Project:
-        """Write the project for ``model`` on ``board`` into ``out_dir`` (replaced if a project)."""
+               log: Log = quiet, input_steps=None) -> Project:
+        """Write the project for ``model`` on ``board`` into ``out_dir`` (replaced if a project).
+
+        ``input_steps``, instead of ``input``: several input sets, one per inference, run in order
+        (a sequence for a model that keeps state, docs/state.md)."""
         self.check_board(board)
         check_project_dir(out_dir)  # fail before the compile
         library = compile_for(model, board)
         metadata = library.metadata
         stack = stack_bytes or self.default_stack_bytes(metadata, mode)
         self.check_fits(metadata, board, executor, mode, stack)
-        arrays = resolve_inputs(input, metadata)
+        steps = resolve_input_steps(input, input_steps, metadata)
+        if len(steps) > 1:
+            self.check_sequence(mode)
         info = {"model": metadata["name"], "board": board.name, "template": self.name, "executor": executor,
                 "stack_bytes": stack, "mode": mode, **self.project_info(board)}
+        if len(steps) > 1:
+            info["steps"] = len(steps)
 
         def fill(stage: Path) -> None:
             library.write(stage / "model")
             shutil.copyfile(board.source, stage / "board.toml")
             values = dict(name=metadata["name"], NAME=metadata["name"].upper(), board=board, executor=executor,
-                          mode=mode, inputs=save_inputs(stage, arrays, metadata), outputs=output_values(metadata),
-                          input_origin="given" if input is not None else "seeded random")
+                          mode=mode, inputs=save_inputs(stage, steps, metadata), outputs=output_values(metadata),
+                          steps=len(steps),
+                          input_origin="given" if input is not None or input_steps is not None else "seeded random")
             if mode == HOST_DRIVEN:
                 from microcompiler.rpc.host_project import rpc_template_values
                 from microcompiler.rpc.plan import ModelPlan
@@ -375,6 +469,12 @@ class Target:
             self.fill(stage, values, stack)
 
         return Project.load(write_project_dir(out_dir, fill, info))
+
+    def check_sequence(self, mode: str) -> None:
+        """Refuse a sequence of input sets where this target's firmware cannot run one."""
+        if mode == STANDALONE:
+            raise MicrocompilerError(f"the {self.name} template's standalone firmware runs one input set; "
+                                     "use --template baremetal or --mode host-driven for a sequence")
 
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         """Write the target's own files (runtime, main, build files) into the staging directory."""
@@ -445,21 +545,36 @@ class Target:
         input saved with the project (ticks: the sum of the operators' device times).
         """
         self.require_elf(project)
-        if project.mode == HOST_DRIVEN:
+        if project.mode == HOST_DRIVEN:  # each model, picked by name when the firmware holds several
+            from microcompiler.rpc.plan import ModelPlan
+            results = {}
             with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
-                with session.executor() as ex:
-                    outputs = ex(*project.saved_inputs())
-                    ticks = sum(ex.last_ticks)
-                hz = session.device.timer_hz
+                for meta in project.models or [project.metadata]:
+                    plan = ModelPlan.load(project.dir / "models" / meta["name"]) if project.models else None
+                    step_outputs, step_ticks = [], []
+                    with session.executor(plan) as ex:
+                        for inputs in project.saved_input_steps(meta["name"]):  # the device keeps the state
+                            step_outputs.append(ex(*inputs))
+                            step_ticks.append(sum(ex.last_ticks))
+                    results[meta["name"]] = RunResult(step_outputs[-1], step_ticks[-1], session.device.timer_hz, None,
+                                                      "", step_outputs, step_ticks)
                 logs = "\n".join(session.logs)
-            return RunResult(outputs, ticks, hz, None, logs)
+            first = results[project.model]
+            return RunResult(first.outputs, first.ticks, first.hz, None, logs, first.step_outputs, first.step_ticks,
+                             results if project.models else {})
         if port is None:
             self.load(project, log)
         started = time.monotonic()
+        pattern = self.report_pattern if project.steps == 1 else SEQUENCE_DONE
         with self.open_link(project, port=port, log=log) as link:
-            text = link.read_until(self.report_pattern, timeout).decode(errors="replace")
+            text = link.read_until(pattern, timeout).decode(errors="replace")
         log(f"report received after {time.monotonic() - started:.1f} s")
-        return decode_report(self.report_text(text), project.metadata)
+        text = self.report_text(text)
+        if not project.models:
+            return decode_report(text, project.metadata)
+        results = {m["name"]: decode_report(model_report(text, m["name"]), m) for m in project.models}
+        first = results[project.model]
+        return RunResult(first.outputs, first.ticks, first.hz, first.stack_bytes, text, models=results)
 
     def report_text(self, text: str) -> str:
         """The part of what the firmware printed that holds its report."""
@@ -477,13 +592,15 @@ def compile_for(model: str | Path | ModelLibrary, board: Board) -> ModelLibrary:
 def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path, *,
                  template: str = "baremetal", mode: str = STANDALONE, executor: str = "aot", input=None,
                  log: Log = print, timeout: float = 300.0,
-                 port: str | None = None) -> tuple[Project, BuildResult | None, RunResult]:
+                 port: str | None = None, input_steps=None) -> tuple[Project, BuildResult | None, RunResult]:
     """create + build + flash, the whole flow on one board: (project, BuildResult, RunResult).
 
-    The Python API's edge: ``board`` may be a name; everything below takes the Board."""
+    The Python API's edge: ``board`` may be a name; everything below takes the Board. ``input_steps``:
+    a sequence of input sets run in order, keeping the model's state (RunResult.step_outputs)."""
     board = resolve_board(board)
     target = get_target(template)
-    project = target.create(model, board, project_dir, executor=executor, mode=mode, input=input)
+    steps = dict(input_steps=input_steps) if input_steps is not None else {}
+    project = target.create(model, board, project_dir, executor=executor, mode=mode, input=input, **steps)
     built = target.build(project, log=log)
     return project, built, target.flash(project, timeout=timeout, log=log, port=port)
 

@@ -41,14 +41,30 @@ def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
             for arr, meta in zip(inputs, metadata["inputs"])]
 
 
-def save_inputs(stage: Path, arrays: list[np.ndarray], metadata: dict) -> list[dict]:
-    """Write inputs/input<k>.npy; returns what the templates need to compile each input in."""
-    (stage / "inputs").mkdir()
+def resolve_input_steps(input, input_steps, metadata: dict) -> list[list[np.ndarray]]:
+    """The input sets of a project: ``input_steps`` (one set per inference, in order) or the one set
+    ``input`` resolves to."""
+    if input_steps is None:
+        return [resolve_inputs(input, metadata)]
+    if input is not None:
+        raise MicrocompilerError("pass either one input set or a sequence of them, not both")
+    if not input_steps:
+        raise MicrocompilerError("the sequence of input sets is empty; pass at least one")
+    return [resolve_inputs(step, metadata) for step in input_steps]
+
+
+def save_inputs(stage: Path, steps: list[list[np.ndarray]], metadata: dict, folder: str = "inputs",
+                prefix: str = "g_") -> list[dict]:
+    """Write <folder>/input<k>.npy (with a leading axis over the steps of a sequence); returns what the
+    templates need to compile each input in (the C array ``<prefix><c_name>``; ``elements``: per step)."""
+    (stage / folder).mkdir(parents=True)
     values = []
-    for k, (arr, meta) in enumerate(zip(arrays, metadata["inputs"])):
-        np.save(stage / "inputs" / f"input{k}.npy", arr)
-        values.append({**meta, "elements": max(1, arr.size), "initializer": c_initializer(arr),
-                       "definition": c_array(f"g_{meta['c_name']}", c_type(meta["dtype"]), arr)})
+    for k, meta in enumerate(metadata["inputs"]):
+        per_step = [step[k] for step in steps]
+        arr = per_step[0] if len(steps) == 1 else np.stack(per_step)
+        np.save(stage / folder / f"input{k}.npy", arr)
+        values.append({**meta, "elements": max(1, per_step[0].size), "initializer": c_initializer(arr),
+                       "definition": c_array(f"{prefix}{meta['c_name']}", c_type(meta["dtype"]), arr)})
     return values
 
 

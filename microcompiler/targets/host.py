@@ -21,7 +21,7 @@ from microcompiler.outdir import OutputDirError, check_output_dir
 from microcompiler.rpc.host_project import SERVER_EXE, create_host_project, is_host_project
 from microcompiler.targets.base import (HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, compile_for,
                                         quiet, register)
-from microcompiler.targets.files import resolve_inputs
+from microcompiler.targets.files import resolve_input_steps
 
 if TYPE_CHECKING:
     from microcompiler.transport.base import Transport
@@ -42,22 +42,23 @@ class Host(Target):
 
     def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
                executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet) -> Project:
+               log: Log = quiet, input_steps=None) -> Project:
         library = compile_for(model, board)
         meta = library.metadata
+        steps = resolve_input_steps(input, input_steps, meta)
         if mode == HOST_DRIVEN:
             out = create_host_project(library, out_dir, log=log)
         else:
-            arrays = resolve_inputs(input, meta)
             out = check_output_dir(out_dir, "project directory")
             if out.is_dir() and any(out.iterdir()):
                 raise OutputDirError(f"{out} is not empty; a host run needs a new or empty directory")
             out.mkdir(parents=True, exist_ok=True)
             program = HostProgram(library, out, executor=executor)
             (out / "inputs").mkdir()
-            for k, arr in enumerate(arrays):
-                np.save(out / "inputs" / f"input{k}.npy", arr)
-        return Project(Path(out), board, self.name, executor, meta["name"], meta, 0, mode,
+            for k in range(len(meta["inputs"])):
+                per_step = [step[k] for step in steps]
+                np.save(out / "inputs" / f"input{k}.npy", per_step[0] if len(steps) == 1 else np.stack(per_step))
+        return Project(Path(out), board, self.name, executor, meta["name"], meta, 0, mode, len(steps),
                        program=program if mode == STANDALONE else None)
 
     def elf(self, project: Project) -> Path:
@@ -75,8 +76,9 @@ class Host(Target):
         if project.mode == HOST_DRIVEN:
             return super().flash(project, timeout=timeout, log=log)
         program = project.program or HostProgram.built(project.metadata, project.dir, executor=project.executor)
-        result = program.run([project.saved_inputs()], timeout=timeout)[0]
-        return RunResult(result.outputs, result.ticks, result.hz, None, "")
+        results = program.run(project.saved_input_steps(), timeout=timeout)
+        return RunResult(results[-1].outputs, results[-1].ticks, results[-1].hz, None, "",
+                         [r.outputs for r in results], [r.ticks for r in results])
 
     def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> "Transport":
         from microcompiler.transport.subprocess import SubprocessTransport

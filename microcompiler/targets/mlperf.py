@@ -1,10 +1,17 @@
-"""MLPerf Tiny firmware projects: bare metal, with main() the EEMBC DUT protocol (docs/mlperf.md).
+"""MLPerf Tiny firmware projects: main() is the EEMBC DUT protocol (docs/mlperf.md).
 
-The project is the baremetal target's (CMakeLists.txt, linker script, toolchain file, runtime
-copy, from project_templates/baremetal/) except src/main.c, rendered from
-project_templates/mlperf/main.c.j2: it hands the UART to crt/src/mlperf_dut.c, configured for the
-benchmark (``benchmark``: kws01, ic01, vww01 or ad01; recorded in microcompiler-project.json).
-The official runner drives it: microcompiler.mlperf_runner, ``microcompiler mlperf``.
+Two templates, one firmware source:
+
+- ``mlperf``: bare metal, the baremetal target's project (CMakeLists.txt, linker script, toolchain
+  file, crt/platform/<family>, from project_templates/baremetal/);
+- ``mlperf-zephyr``: a Zephyr application, the zephyr target's project (CMakeLists.txt, prj.conf,
+  boards/, crt/platform/zephyr, from project_templates/zephyr/), for any board with a Zephyr board
+  target.
+
+Both render src/main.c from project_templates/mlperf/main.c.j2: it uses only the platform API and
+hands the serial link to crt/src/mlperf_dut.c, configured for the benchmark (``benchmark``:
+kws01, ic01, vww01 or ad01; recorded in microcompiler-project.json). The official runner drives
+it: microcompiler.mlperf_runner, ``microcompiler mlperf``.
 """
 from __future__ import annotations
 
@@ -16,39 +23,64 @@ from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
 from microcompiler.mlperf import Benchmark, get_benchmark, template_values
-from microcompiler.targets.base import STANDALONE, Log, Project, quiet, register
+from microcompiler.targets.base import STANDALONE, Log, Project, Target, quiet, register
 from microcompiler.targets.baremetal import BareMetal
+from microcompiler.targets.zephyr import Zephyr
+
+MAIN_TEMPLATE_FOLDER = "mlperf"  # project_templates/mlperf/main.c.j2, for every variant
 
 
-@register
-class MlperfTarget(BareMetal):
-    name = "mlperf"
-    template_folder = "baremetal"  # the build files; main.c.j2 comes from project_templates/mlperf
+class MlperfFirmware(Target):
+    """What the MLPerf variants add to their base target: the benchmark option and the DUT main()."""
+
     options = ("benchmark",)
+    several_models = False  # the EEMBC protocol serves one model
     _benchmark: Benchmark | None = None  # the benchmark of the project being created
 
     def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
                executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet, benchmark: str | None = None) -> Project:
+               log: Log = quiet, benchmark: str | None = None, input_steps=None) -> Project:
         chosen = get_benchmark(benchmark)
         if mode != STANDALONE or executor != "aot":
-            raise MicrocompilerError("the mlperf template is its own main(): use it with the default --mode "
+            raise MicrocompilerError(f"the {self.name} template is its own main(): use it with the default --mode "
                                      "standalone and --executor aot")
         self._benchmark = chosen
         try:
             return super().create(model, board, out_dir, executor=executor, mode=mode, input=input,
-                                  stack_bytes=stack_bytes, log=log)
+                                  stack_bytes=stack_bytes, log=log, input_steps=input_steps)
         finally:
             self._benchmark = None
 
+    def check_sequence(self, mode: str) -> None:
+        raise MicrocompilerError("the mlperf template runs the EEMBC protocol's own inputs, not a sequence; use "
+                                 "--template baremetal for a sequence of inputs")
+
     def project_info(self, board: Board) -> dict:
         assert self._benchmark is not None, "project_info outside create"
-        return {"benchmark": self._benchmark.name}
+        return {**super().project_info(board), "benchmark": self._benchmark.name}
+
+    def console_use(self, mode: str) -> str:
+        return "MLPerf Tiny DUT protocol (crt/src/mlperf_dut.c)"
+
+    def reports_stack(self, mode: str) -> bool:
+        return False
 
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         assert self._benchmark is not None, "fill outside create"
         model = {"name": values["name"], "inputs": values["inputs"], "outputs": values["outputs"]}
         dut = template_values(model, self._benchmark, values["board"].name)
         super().fill(stage, values, stack_bytes)
-        (stage / "src" / "main.c").write_text(render_template(resources.templates_dir() / self.name, "main.c.j2",
-                                                              **values, **dut))
+        main = render_template(resources.templates_dir() / MAIN_TEMPLATE_FOLDER, "main.c.j2", **values, **dut)
+        (stage / "src" / "main.c").write_text(main)
+
+
+@register
+class MlperfTarget(MlperfFirmware, BareMetal):
+    name = "mlperf"
+    template_folder = "baremetal"  # the build files; main.c.j2 comes from project_templates/mlperf
+
+
+@register
+class MlperfZephyrTarget(MlperfFirmware, Zephyr):
+    name = "mlperf-zephyr"
+    template_folder = "zephyr"  # the Zephyr application files; main.c.j2 comes from project_templates/mlperf

@@ -28,14 +28,15 @@ import dataclasses
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
+from microcompiler import cleanup
 from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, STANDALONE, BuildResult, Log, Project, RunResult,
-                                        Target, check_can_build, check_fits, measured_build, register, run_logged)
+                                        Target, check_can_build, check_fits, measured_build, register, run_logged,
+                                        tool_timeout)
 from microcompiler.targets.base import run_on_board as run_flow
 from microcompiler.targets.files import copy_runtime
 
@@ -48,6 +49,11 @@ REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late rea
 RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
 # RAM Zephyr needs besides the model (kernel, idle and ISR stacks, drivers), for the fit check.
 KERNEL_RAM_BYTES = 16 * 1024
+# Every west call is bounded: a first Zephyr build (the kernel too) on a slow machine, a flash.
+WEST_BUILD_TIMEOUT = 3600.0
+WEST_FLASH_TIMEOUT = 300.0
+WEST_TIMEOUT_VARIABLE = "MICROCOMPILER_WEST_TIMEOUT"  # seconds, overrides both
+WEST_TIMEOUT_HINT = f"set {WEST_TIMEOUT_VARIABLE}=SECONDS to allow longer"
 
 
 class ZephyrBoardError(BoardError):
@@ -184,6 +190,7 @@ class Zephyr(Target):
     name = TEMPLATE
     label = "Zephyr"
     report_pattern = _WHOLE_REPORT
+    several_models = True
 
     # ---- create ----
 
@@ -209,12 +216,17 @@ class Zephyr(Target):
         target = zephyr_target(board)
         copy_runtime(stage, TEMPLATE)
         portable = sorted(p.relative_to(stage).as_posix()
-                          for pattern in ("model/src/*.c", "crt/src/*.c") for p in stage.glob(pattern))
+                          for pattern in ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c")
+                          for p in stage.glob(pattern))
         values = dict(values, zephyr_board=target, main_stack_bytes=stack_bytes, facts=board_facts(board),
                       timing_api=uses_timing_api(board), portable_sources=portable,
-                      rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS)
+                      rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS,
+                      console_use=self.console_use(values["mode"]), reports_stack=self.reports_stack(values["mode"]))
         template_dir = self.template_dir
+        values.setdefault("include_dirs", ["model/include"])
         main_template = "host_driven_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        if "models" in values:  # several models (microcompiler/targets/multi.py)
+            main_template = "models_" + main_template
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
         (stage / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))
@@ -226,6 +238,14 @@ class Zephyr(Target):
             stems.append(board_file_stem(RENAMED_TARGETS[target][0]))
         for stem in stems:
             (stage / "boards" / f"{stem}.conf").write_text(fragment)
+
+    def console_use(self, mode: str) -> str:
+        """What the console UART carries (prj.conf's comments)."""
+        return "standalone report" if mode == STANDALONE else "RPC protocol"
+
+    def reports_stack(self, mode: str) -> bool:
+        """Whether main() prints its stack high-water mark (prj.conf's comments)."""
+        return mode == STANDALONE
 
     # ---- build ----
 
@@ -241,7 +261,7 @@ class Zephyr(Target):
         build_dir = project.dir / BUILD_DIR
         log(f"building {project.dir.name} for {target} with west (Zephyr at {base})")
         run_logged([west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
-                   log, "west build")
+                   log, "west build", tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT), WEST_TIMEOUT_HINT)
         elf = self.elf(project)
         if not elf.is_file():
             raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")
@@ -260,7 +280,11 @@ class Zephyr(Target):
         if board.runner:
             cmd += ["-r", board.runner]
         log(f"flashing {board.name} with west flash" + (f" ({board.runner})" if board.runner else ""))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        timeout = tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_FLASH_TIMEOUT)
+        try:
+            proc = cleanup.run_bounded(cmd, timeout, "west flash", text=True)
+        except ToolchainError as exc:  # the timeout: one line, with how to allow longer
+            raise ToolchainError(f"{exc}; is the board plugged in? ({WEST_TIMEOUT_HINT})") from None
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
             raise ToolchainError(f"west flash failed (exit {proc.returncode}); is the board plugged in and its "

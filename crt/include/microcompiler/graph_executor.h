@@ -4,7 +4,9 @@
  * (src/<model>_graph.c; format in docs/architecture.md) instead of the
  * generated <model>_run() function. Operators are looked up by name in a
  * generated registry; tensors live at compile-time-planned offsets inside a
- * pool the caller provides. Nothing is allocated at run time.
+ * pool the caller provides. Nothing is allocated at run time. State a model
+ * keeps across inferences (docs/state.md) lives in the model library's own
+ * static arrays, not in the pool: <model>_reset() restores it.
  */
 #ifndef MICROCOMPILER_GRAPH_EXECUTOR_H_
 #define MICROCOMPILER_GRAPH_EXECUTOR_H_

@@ -39,6 +39,13 @@ static inline int32_t mc_read_s8x4(const int8_t* p) {
   return v;
 }
 
+/* Two int16 values as one pair word, p[0] in the low half (any alignment). */
+static inline int32_t mc_read_s16x2(const int16_t* p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
 /* Two int16 lanes (lo, hi) as a pair. */
 static inline int32_t mc_pack16(int32_t lo, int32_t hi) {
   return (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xFFFFu));

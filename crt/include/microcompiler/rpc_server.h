@@ -45,6 +45,10 @@ extern "C" {
 #ifndef MC_RPC_MAX_REGISTRIES
 #define MC_RPC_MAX_REGISTRIES 4
 #endif
+/* Models one firmware serves, picked by name (MODEL request). */
+#ifndef MC_RPC_MAX_MODELS
+#define MC_RPC_MAX_MODELS 4
+#endif
 /* Largest run count of one TIME request. */
 #ifndef MC_RPC_MAX_TIMED_RUNS
 #define MC_RPC_MAX_TIMED_RUNS 1000000u
@@ -64,7 +68,7 @@ extern "C" {
 
 /* ---- Protocol constants (docs/rpc.md) ---- */
 
-#define MC_RPC_VERSION 2u /* 2: HELLO's reply carries the model fingerprint */
+#define MC_RPC_VERSION 3u /* 2: HELLO's reply carries the model fingerprint; 3: MODEL */
 #define MC_RPC_REQUEST_HEADER 5u /* type:u8 session:u16 seq:u16 */
 #define MC_RPC_REPLY_HEADER 6u   /* type:u8 session:u16 seq:u16 status:u8 */
 #define MC_RPC_REPLY_BIT 0x80u   /* reply type = request type | MC_RPC_REPLY_BIT */
@@ -81,6 +85,7 @@ extern "C" {
 #define MC_RPC_READ 0x09u
 #define MC_RPC_CALL 0x0Au
 #define MC_RPC_TIME 0x0Bu
+#define MC_RPC_MODEL 0x0Cu /* name -> fingerprint:u64 of that model (firmware with several models) */
 /* Unsolicited device messages. */
 #define MC_RPC_BOOT 0x40u
 #define MC_RPC_LOG 0x41u
@@ -108,6 +113,11 @@ typedef struct {
 } mc_rpc_block_t;
 
 typedef struct {
+  const char* name; /* the model's C name, e.g. "kws" */
+  uint64_t fingerprint;
+} mc_rpc_model_t;
+
+typedef struct {
   const mc_op_registry_t* registries[MC_RPC_MAX_REGISTRIES];
   uint32_t registry_count;
   uint32_t function_count;
@@ -127,6 +137,8 @@ typedef struct {
   uint8_t session_open;
   uint32_t damaged_frames;
   uint64_t model_fingerprint; /* of the compiled model this firmware holds; 0: none given */
+  mc_rpc_model_t models[MC_RPC_MAX_MODELS]; /* the models a MODEL request can name */
+  uint32_t model_count;
 } mc_rpc_server_t;
 
 /* Set up the server. registries: registry_count operator registries whose
@@ -140,6 +152,12 @@ mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* 
  * HELLO's reply carries it, so a host refuses a device that holds another model.
  * Call after mc_rpc_server_init. */
 void mc_rpc_server_set_model(mc_rpc_server_t* server, uint64_t fingerprint);
+
+/* Add a model the host can pick by name (a firmware with several models): a
+ * MODEL request with this name answers its fingerprint; the first one added is
+ * also the one HELLO reports. name must stay valid (a string literal). Returns
+ * MC_ERR_OUT_OF_MEMORY beyond MC_RPC_MAX_MODELS models. */
+mc_status_t mc_rpc_server_add_model(mc_rpc_server_t* server, const char* name, uint64_t fingerprint);
 
 /* Announce the boot to the host (a BOOT message with a fresh nonce). */
 mc_status_t mc_rpc_server_announce(mc_rpc_server_t* server);

@@ -16,10 +16,13 @@ extern "C" {
 
 /* This compiled model's fingerprint: a hash of its constants, kernels, graph and I/O (metadata.json
  * "fingerprint"). Host-driven firmware reports it, so a host never drives another model's firmware. */
-#define SMALL_FLOAT_CNN_FINGERPRINT UINT64_C(0xce2fc98acaaaf2f6)
+#define SMALL_FLOAT_CNN_FINGERPRINT UINT64_C(0x5c56f213117f0b68)
 
 /* Bytes of the static activation arena inside small_float_cnn_run(). */
 #define SMALL_FLOAT_CNN_ARENA_BYTES 540
+/* Bytes of state kept across inferences (a RAM section of its own, never reused); small_float_cnn_reset()
+ * restores its initial values. */
+#define SMALL_FLOAT_CNN_STATE_BYTES 0
 #define SMALL_FLOAT_CNN_INPUT_COUNT 1
 #define SMALL_FLOAT_CNN_OUTPUT_COUNT 1
 #define SMALL_FLOAT_CNN_INPUT0_BYTES 288
@@ -27,6 +30,10 @@ extern "C" {
 
 /* Run the model once. Returns 0 (MC_OK) on success, MC_ERR_INVALID_ARGUMENT for a null buffer. */
 int32_t small_float_cnn_run(const float* input0, float* output0);
+
+/* Restore the state the model keeps across inferences (e.g. SVDF's activation state) to its
+ * initial values, as after start-up; small_float_cnn_run() and the graph executor share that state. */
+void small_float_cnn_reset(void);
 
 /* Operator functions (used by small_float_cnn_run and by the graph executor's registry). */
 void small_float_cnn_conv(const float* input0, float* output0);

@@ -7,7 +7,8 @@
 
 #include "microcompiler/graph_executor.h"
 
-/* Bytes of the pool the graph executor needs: activations, inputs and outputs. */
+/* Bytes of the pool the graph executor needs: activations, inputs and outputs. The state the model
+ * keeps across inferences is not in it: small_float_cnn_reset() (in small_float_cnn.h) restores it. */
 #define SMALL_FLOAT_CNN_GRAPH_POOL_BYTES 848
 
 extern const uint8_t small_float_cnn_graph[];

@@ -112,3 +112,8 @@ void small_float_cnn_dense(const float* input0, float* output0) {
     output0[o] = mc_clamp_f32(acc, -FLT_MAX, FLT_MAX);
   }
 }
+
+/* Restore the state kept across inferences to its initial values (as after start-up). */
+void small_float_cnn_reset(void) {
+  /* this model keeps no state across inferences */
+}

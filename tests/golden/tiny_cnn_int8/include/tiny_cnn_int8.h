@@ -16,10 +16,13 @@ extern "C" {
 
 /* This compiled model's fingerprint: a hash of its constants, kernels, graph and I/O (metadata.json
  * "fingerprint"). Host-driven firmware reports it, so a host never drives another model's firmware. */
-#define TINY_CNN_INT8_FINGERPRINT UINT64_C(0xe8a6811df018331d)
+#define TINY_CNN_INT8_FINGERPRINT UINT64_C(0x4d0ffb5101834393)
 
 /* Bytes of the static activation arena inside tiny_cnn_int8_run(). */
 #define TINY_CNN_INT8_ARENA_BYTES 1536
+/* Bytes of state kept across inferences (a RAM section of its own, never reused); tiny_cnn_int8_reset()
+ * restores its initial values. */
+#define TINY_CNN_INT8_STATE_BYTES 0
 #define TINY_CNN_INT8_INPUT_COUNT 1
 #define TINY_CNN_INT8_OUTPUT_COUNT 1
 #define TINY_CNN_INT8_INPUT0_BYTES 256
@@ -27,6 +30,10 @@ extern "C" {
 
 /* Run the model once. Returns 0 (MC_OK) on success, MC_ERR_INVALID_ARGUMENT for a null buffer. */
 int32_t tiny_cnn_int8_run(const int8_t* input0, int8_t* output0);
+
+/* Restore the state the model keeps across inferences (e.g. SVDF's activation state) to its
+ * initial values, as after start-up; tiny_cnn_int8_run() and the graph executor share that state. */
+void tiny_cnn_int8_reset(void);
 
 /* Operator functions (used by tiny_cnn_int8_run and by the graph executor's registry). */
 void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0);

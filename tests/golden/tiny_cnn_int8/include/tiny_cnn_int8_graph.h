@@ -7,7 +7,8 @@
 
 #include "microcompiler/graph_executor.h"
 
-/* Bytes of the pool the graph executor needs: activations, inputs and outputs. */
+/* Bytes of the pool the graph executor needs: activations, inputs and outputs. The state the model
+ * keeps across inferences is not in it: tiny_cnn_int8_reset() (in tiny_cnn_int8.h) restores it. */
 #define TINY_CNN_INT8_GRAPH_POOL_BYTES 1800
 
 extern const uint8_t tiny_cnn_int8_graph[];

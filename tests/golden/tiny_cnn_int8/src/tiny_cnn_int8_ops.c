@@ -357,3 +357,8 @@ void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
     }
   }
 }
+
+/* Restore the state kept across inferences to its initial values (as after start-up). */
+void tiny_cnn_int8_reset(void) {
+  /* this model keeps no state across inferences */
+}

@@ -1,0 +1,173 @@
+"""Several models in one firmware (docs/multiple_models.md).
+
+``create-project --model A --model B`` writes one project that holds every model's library::
+
+    DIR/models/<name>/              each model library (microcompiler compile), its metadata.json
+    DIR/models/<name>/host_driven.json   host-driven mode: the plan the host walks for that model
+    DIR/inputs/<name>/input<k>.npy  the input compiled in for each model
+    DIR/src/models.c, src/models.h  runs every model once and reports each (standalone mode)
+    DIR/src/main.c                  the template's main: the report around run_models(), or the RPC
+                                    server that serves every model, picked by name
+
+Every C symbol of a library starts with its model's name (``<name>_run``, ``<name>_<layer>``,
+``<name>_registry``, ...; arenas, scratch and weights are static), so distinct names that are no
+prefix of one another never clash. ``share_arena`` gives every model the one arena
+``mc_shared_arena`` defined in main.c, as large as the largest model's, instead of one each:
+allowed only when the models never run at the same time (see :func:`check_can_share_arena`).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from microcompiler import resources
+from microcompiler.boards import Board
+from microcompiler.codegen import ModelLibrary
+from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
+from microcompiler.errors import MicrocompilerError
+from microcompiler.host import render_template
+from microcompiler.inputs import random_inputs
+from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, get_target, quiet, templates
+from microcompiler.targets.files import check_project_dir, output_values, save_inputs, write_project_dir
+
+MODELS_TEMPLATES = "models"  # project_templates/models: src/models.c and src/models.h
+# The RPC server searches at most MC_RPC_MAX_REGISTRIES (4) registries: one per model plus the
+# registry of the models' <name>_run functions.
+MAX_HOST_DRIVEN_MODELS = 3
+
+
+class ModelNameError(MicrocompilerError):
+    """Two models of one firmware whose names (the C prefix of their symbols) would clash."""
+
+
+def check_model_names(names: list[str], sources: list[str]) -> None:
+    """Distinct C prefixes: no two equal (ignoring case: macros are upper case) and none a prefix of
+    another followed by '_' (model ``kws``'s layer ``net_conv`` and model ``kws_net``'s layer ``conv``
+    would both be ``kws_net_conv``)."""
+    for name in names:
+        check_model_name(name)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            if i >= j:
+                continue
+            if a.lower() == b.lower():
+                raise ModelNameError(f"models {sources[i]} and {sources[j]} are both named '{a}'; give each its "
+                                     "own C name with --name (once per --model, in the same order)")
+            short, long_ = (a, b) if len(a) < len(b) else (b, a)
+            if long_.lower().startswith(short.lower() + "_"):
+                raise ModelNameError(f"model name '{short}' is a prefix of '{long_}', so their C symbols could "
+                                     "clash; rename one with --name (once per --model, in the same order)")
+
+
+def holds_state(library: ModelLibrary) -> bool:
+    """Does the model keep state from one inference to the next (variable tensors, state_bytes)?"""
+    return bool(library.metadata.get("state_bytes")) or any(
+        getattr(t, "is_variable", False) for t in library.graph.tensors)
+
+
+def check_can_share_arena(mode: str, concurrent: bool) -> None:
+    """Refuse a shared arena when the models could overlap, before anything is compiled."""
+    if concurrent:
+        raise MicrocompilerError("--share-arena needs models that never run at the same time, but --concurrent "
+                                 "says they may; drop one of the two options")
+    if mode == HOST_DRIVEN:
+        raise MicrocompilerError("--share-arena is for standalone firmware: in host-driven mode the host decides "
+                                 "when each model runs, so they could overlap; drop --share-arena")
+
+
+def check_no_state(libraries: list[ModelLibrary]) -> None:
+    for library in libraries:
+        if holds_state(library):
+            raise MicrocompilerError(f"model {library.metadata['name']} keeps state between inferences, which "
+                                     "another model would overwrite in a shared arena; drop --share-arena")
+
+
+def combined_metadata(libraries: list[ModelLibrary], share_arena: bool) -> dict:
+    """One metadata for the fit check: every model's weights, code and I/O; the arenas add up, or
+    the largest alone when shared."""
+    metas = [lib.metadata for lib in libraries]
+    arenas = [m["arena_bytes"] for m in metas]
+    return {"name": " + ".join(m["name"] for m in metas),
+            "params_bytes": sum(m["params_bytes"] for m in metas),
+            "scratch_bytes": sum(m.get("scratch_bytes", 0) for m in metas),
+            "arena_bytes": max(arenas) if share_arena else sum(arenas),
+            "inputs": [t for m in metas for t in m["inputs"]], "outputs": [t for m in metas for t in m["outputs"]],
+            "operators": [op for m in metas for op in m["operators"]]}
+
+
+def compile_models(models: list, names: list[str] | None, board: Board, share_arena: bool) -> list[ModelLibrary]:
+    """Each model compiled for the board with its C name (given, or from its file name)."""
+    if names and len(names) != len(models):
+        raise MicrocompilerError(f"{len(models)} models but {len(names)} --name options; give one --name per "
+                                 "--model, in the same order, or none")
+    if names:
+        check_model_names(names, [str(m) for m in models])
+    arena = SHARED_ARENA if share_arena else None
+    libraries = [model if isinstance(model, ModelLibrary) else
+                 compile_model(model, features=board.cpu.features, name=names[k] if names else None,
+                               shared_arena=arena) for k, model in enumerate(models)]
+    check_model_names([lib.metadata["name"] for lib in libraries], [str(m) for m in models])
+    return libraries
+
+
+def create_models_project(target: Target, models: list, board: Board, out_dir: str | Path, *,
+                          names: list[str] | None = None, executor: str = "aot", mode: str = "standalone",
+                          stack_bytes: int | None = None, share_arena: bool = False, concurrent: bool = False,
+                          log: Log = quiet) -> Project:
+    """Write one firmware project that runs every model (.tflite paths or compiled libraries)."""
+    if len(models) < 2:
+        raise MicrocompilerError("give at least two models (--model A --model B) for a firmware with several models")
+    if not target.several_models:
+        several = ", ".join(t for t in templates() if get_target(t).several_models)
+        raise MicrocompilerError(f"--template {target.name} runs one model; for several use --template {several}")
+    target.check_board(board)
+    if share_arena:
+        check_can_share_arena(mode, concurrent)
+    if mode == HOST_DRIVEN and len(models) > MAX_HOST_DRIVEN_MODELS:
+        raise MicrocompilerError(f"host-driven firmware serves at most {MAX_HOST_DRIVEN_MODELS} models (the RPC "
+                                 f"server's registries); give at most {MAX_HOST_DRIVEN_MODELS} --model options")
+    check_project_dir(out_dir)  # fail before the compile
+    libraries = compile_models(models, names, board, share_arena)
+    if share_arena:
+        check_no_state(libraries)
+        if any(lib.metadata.get("shared_arena") != SHARED_ARENA for lib in libraries):
+            raise MicrocompilerError(f"--share-arena needs every library compiled with the shared arena "
+                                     f"'{SHARED_ARENA}'; pass .tflite files and let create-project compile them")
+    combined = combined_metadata(libraries, share_arena)
+    stack = stack_bytes or max(target.default_stack_bytes(lib.metadata, mode) for lib in libraries)
+    target.check_fits(combined, board, executor, mode, stack)
+    metas = [lib.metadata for lib in libraries]
+    info = {"model": metas[0]["name"], "models": [m["name"] for m in metas], "board": board.name,
+            "template": target.name, "executor": executor, "stack_bytes": stack, "mode": mode,
+            "share_arena": share_arena, **target.project_info(board)}
+
+    def fill(stage: Path) -> None:
+        models_values = []
+        for lib in libraries:
+            meta = lib.metadata
+            name = meta["name"]
+            lib.write(stage / "models" / name)
+            inputs = save_inputs(stage, [random_inputs(meta["inputs"])], meta, folder=f"inputs/{name}", prefix=f"g_{name}_")
+            models_values.append(dict(name=name, NAME=name.upper(), inputs=inputs, outputs=output_values(meta)))
+            if mode == HOST_DRIVEN:
+                from microcompiler.rpc.plan import ModelPlan
+                ModelPlan.from_library(lib).save(stage / "models" / name)
+        if mode == HOST_DRIVEN:  # the default plan: the first model's
+            shutil.copyfile(stage / "models" / metas[0]["name"] / "host_driven.json", stage / "host_driven.json")
+        shutil.copyfile(board.source, stage / "board.toml")
+        (stage / "src").mkdir()
+        values = dict(name=metas[0]["name"], NAME=metas[0]["name"].upper(), board=board, executor=executor,
+                      mode=mode, models=models_values, share_arena=share_arena, shared_arena=SHARED_ARENA,
+                      include_dirs=[f"models/{m['name']}/include" for m in metas], input_origin="seeded random",
+                      inputs=[], outputs=[])
+        source = "models.c.j2"
+        if mode == HOST_DRIVEN:
+            from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
+            values["pool_headroom"] = DEFAULT_POOL_HEADROOM
+            source = "models_rpc.c.j2"
+        folder = resources.templates_dir() / MODELS_TEMPLATES
+        (stage / "src" / "models.h").write_text(render_template(folder, "models.h.j2", **values))
+        (stage / "src" / "models.c").write_text(render_template(folder, source, **values))
+        target.fill(stage, values, stack)
+
+    return Project.load(write_project_dir(out_dir, fill, info))

@@ -1,0 +1,74 @@
+"""Find the first layer where the device and TFLite Micro part ways.
+
+The model runs host-driven one operator at a time; after each operator the host reads the
+operator's output tensors from the device's pool and compares them with the same TFLite tensors,
+which the interpreter kept (preserve-all-tensors mode). The compiled graph keeps TFLite's tensor
+indices, so a tensor is compared with the tensor of the same index. Tensors the passes removed (an
+activation fused into the operator before it, a removed RESHAPE, a folded constant) no longer exist
+on the device: they are listed as skipped.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.validation.metrics import within_tolerance
+
+INTEGER_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool", "uint32")
+
+
+def _param_position(fn, tensor: int, graph) -> int | None:
+    for position, (_, _, t) in enumerate(fn.params):
+        if t == tensor or graph.storage(t) == graph.storage(tensor):
+            return position
+    return None
+
+
+def original_intermediates(original_graph) -> set[int]:
+    """Every tensor an operator of the model as given writes (not the model's outputs)."""
+    return {o for op in original_graph.operators for o in op.outputs if o >= 0} - set(original_graph.outputs)
+
+
+def first_divergence(executor, library, reference, inputs: list[np.ndarray], original_graph) -> dict:
+    """Run ``inputs`` operator by operator; the first operator whose output differs, and what was skipped."""
+    graph = library.graph
+    reference.run(inputs)
+    for k, x in enumerate(inputs):
+        executor.set_input(k, x)
+    checked: set[int] = set()
+    ops_meta = library.metadata.get("operators", [])
+    for k, fn in enumerate(library.functions):
+        executor.run_operator(k)
+        for t in fn.op.outputs:
+            position = _param_position(fn, t, graph)
+            if position is None:
+                continue
+            tensor = graph.tensors[t]
+            ours = executor.read_argument(k, position, tensor.dtype, tensor.shape)
+            theirs = reference.tensor(t).reshape(ours.shape)
+            checked.add(t)
+            if tensor.dtype in INTEGER_DTYPES:
+                same = np.array_equal(ours, theirs)
+            else:
+                same = within_tolerance(ours, theirs)
+            if not same:
+                diff = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
+                meta = ops_meta[k] if k < len(ops_meta) else {}
+                return {"diverged": True, "index": fn.op.index, "operator": fn.op.kind, "function": fn.name,
+                        "layer": meta.get("layer_name", fn.name), "layer_full_name": meta.get("layer", ""),
+                        "tensor": tensor.name, "tensor_index": t, "max_abs_error": float(diff.max()),
+                        "mismatched_elements": int(np.count_nonzero(diff)), "elements": int(diff.size),
+                        "checked_tensors": len(checked),
+                        "skipped_tensors": _skipped(original_graph, checked, graph, last=fn.op.index)}
+    return {"diverged": False, "checked_tensors": len(checked),
+            "skipped_tensors": _skipped(original_graph, checked, graph, last=None)}
+
+
+def _skipped(original_graph, checked: set[int], graph, last: int | None) -> list[dict]:
+    """Intermediate tensors of the original model (up to operator ``last``) not compared: the passes removed them."""
+    if last is not None:  # only those up to the diverging operator matter
+        wanted = {o for op in original_graph.operators if op.index <= last for o in op.outputs}
+    else:
+        wanted = original_intermediates(original_graph)
+    live = {o for op in graph.operators for o in op.outputs}
+    return [{"tensor_index": t, "tensor": original_graph.tensors[t].name}
+            for t in sorted(wanted - checked - set(original_graph.outputs)) if t not in live]

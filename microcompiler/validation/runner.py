@@ -1,0 +1,172 @@
+"""``validate``: run samples on the device, compare with TFLite Micro (and the float model), and on a
+mismatch find the first diverging layer.
+
+Standalone: each sample is compiled into the firmware, which is built and run (the project is
+rewritten in place, so only the input and the link are rebuilt). Host-driven: one session runs every
+sample over RPC. Both go through the same targets as ``run`` (microcompiler/targets).
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from microcompiler.boards import Board
+from microcompiler.errors import MicrocompilerError
+from microcompiler.progress import Progress
+from microcompiler.targets import HOST_DRIVEN, STANDALONE, target_for
+from microcompiler.targets.base import start_on_board
+from microcompiler.validation.layers import first_divergence
+from microcompiler.validation.metrics import dequantize, output_metrics, within_tolerance
+from microcompiler.validation.reference import Reference
+
+EXACT_DTYPES = ("int8", "uint8", "int16", "int32", "bool")  # outputs that must match TFLM bit for bit
+
+
+@dataclass
+class Sample:
+    inputs: list[np.ndarray]
+    source: str  # "seed 3" or the .npy file
+
+
+@dataclass
+class DeviceOptions:
+    template: str = "baremetal"
+    port: str | None = None
+    rpc_timeout: float = 10.0
+    timeout: float = 300.0
+    keep: str | None = None  # keep the projects in DIR/standalone and DIR/host-driven
+
+
+def _compare(meta: dict, ours: list[list[np.ndarray]], theirs: list[list[np.ndarray]]) -> list[dict]:
+    return [output_metrics(o["name"], [s[k] for s in ours], [s[k] for s in theirs], o["dtype"] in EXACT_DTYPES)
+            for k, o in enumerate(meta["outputs"])]
+
+
+def check_float_model(ref: Reference, meta: dict) -> None:
+    """Refuse (before anything runs) a --reference model whose inputs or outputs are not the model's."""
+    for kind, details in (("input", ref.input_details), ("output", ref.output_details)):
+        for k, m in enumerate(meta[kind + "s"]):
+            try:
+                shape = [int(d) for d in details(k)["shape"]]
+            except IndexError:
+                raise MicrocompilerError(f"the --reference model has fewer {kind}s than the model's "
+                                         f"{len(meta[kind + 's'])}; pass the float model this one was quantized "
+                                         "from") from None
+            if int(np.prod(shape)) != int(np.prod(m["shape"])):
+                raise MicrocompilerError(f"the --reference model's {kind} {k} has shape {shape} but the model's has "
+                                         f"{m['shape']}; pass the float model this one was quantized from")
+
+
+def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference) -> list[dict]:
+    """Our outputs dequantized against the float model run on the dequantized inputs."""
+    theirs = []
+    with Progress(len(samples), "float reference") as bar:
+        for s in samples:
+            feeds = []
+            for k, (x, m) in enumerate(zip(s.inputs, meta["inputs"])):
+                details = ref.input_details(k)
+                want = np.dtype(details["dtype"])
+                feeds.append((dequantize(x, m).astype(want) if want.kind == "f" else x).reshape(details["shape"]))
+            theirs.append([np.asarray(y, dtype=np.float32) for y in ref.run(feeds)])
+            bar.step(s.source)
+    deq = [[dequantize(y, m) for y, m in zip(outs, meta["outputs"])] for outs in ours]
+    return [output_metrics(o["name"], [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)],
+                           [t[k] for t in theirs], exact=False)
+            for k, o in enumerate(meta["outputs"])]
+
+
+def _project_dir(options: DeviceOptions, tmp: str, mode: str) -> Path:
+    return Path(options.keep) / mode if options.keep else Path(tmp) / mode
+
+
+def run_standalone(library, board: Board, samples: list[Sample], options: DeviceOptions, tmp: str,
+                   log) -> list[list[np.ndarray]]:
+    target = target_for(board, options.template)
+    project_dir = _project_dir(options, tmp, STANDALONE)
+    outputs = []
+    with Progress(len(samples), "standalone") as bar:
+        for k, s in enumerate(samples):
+            # a board's project is rewritten in place (only the input is rebuilt); the host builds anew
+            where = project_dir / f"input{k}" if board.is_host else project_dir
+            project = target.create(library, board, where, input=s.inputs)
+            target.build(project, log=_quiet)
+            result = target.flash(project, timeout=options.timeout, log=_quiet, port=options.port)
+            outputs.append(result.outputs)
+            bar.step(s.source)
+    return outputs
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, original_graph, *,
+             modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN), float_bytes: bytes | None = None,
+             options: DeviceOptions | None = None, log: Callable[[str], None] = _quiet) -> dict:
+    """The validation report (see docs/validate.md); report["passed"] is False on any mismatch."""
+    options = options or DeviceOptions()
+    meta = library.metadata
+    reference = Reference(model_bytes, len(meta["outputs"]))
+    float_ref = None
+    if float_bytes is not None:
+        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model")
+        check_float_model(float_ref, meta)
+    expected = []
+    with Progress(len(samples), "TFLite Micro") as bar:
+        for s in samples:
+            expected.append(reference.run(s.inputs))
+            bar.step(s.source)
+    device: dict[str, list[list[np.ndarray]]] = {}
+    comparisons: list[dict] = []
+    divergence = None
+    with tempfile.TemporaryDirectory(prefix="microcompiler-validate-") as tmp:
+        if STANDALONE in modes:
+            device[STANDALONE] = run_standalone(library, board, samples, options, tmp, log)
+            comparisons.append({"mode": STANDALONE, "against": "tflm",
+                                "outputs": _compare(meta, device[STANDALONE], expected)})
+        mismatch = _first_mismatch(meta, device.get(STANDALONE), expected)
+        if HOST_DRIVEN in modes or mismatch is not None:
+            log(f"starting host-driven firmware on {board.name}")
+            _, _, session = start_on_board(library, board, _project_dir(options, tmp, HOST_DRIVEN),
+                                           template=options.template, port=options.port, log=_quiet,
+                                           timeout=options.rpc_timeout, call_timeout=options.timeout)
+            with session, session.executor() as ex:
+                if HOST_DRIVEN in modes:
+                    outs = []
+                    with Progress(len(samples), "host-driven") as bar:
+                        for s in samples:
+                            outs.append(ex(*s.inputs))
+                            bar.step(s.source)
+                    device[HOST_DRIVEN] = outs
+                    comparisons.append({"mode": HOST_DRIVEN, "against": "tflm",
+                                        "outputs": _compare(meta, outs, expected)})
+                    if mismatch is None:
+                        mismatch = _first_mismatch(meta, outs, expected)
+                if mismatch is not None:
+                    log(f"outputs differ on {samples[mismatch].source}: comparing every layer host-driven")
+                    preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True)
+                    divergence = first_divergence(ex, library, preserved, samples[mismatch].inputs, original_graph)
+                    divergence["sample"] = samples[mismatch].source
+    passed = all(o["passed"] for c in comparisons for o in c["outputs"])
+    if float_ref is not None:
+        first_mode = next(iter(device))
+        comparisons.append({"mode": first_mode, "against": "float",
+                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref)})
+    report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
+              "modes": list(device), "passed": passed, "comparisons": comparisons, "divergence": divergence}
+    return report
+
+
+def _first_mismatch(meta: dict, outputs: list[list[np.ndarray]] | None,
+                    expected: list[list[np.ndarray]]) -> int | None:
+    """The first sample whose outputs are not exact (integers) or not within tolerance (floats)."""
+    for k, (ours, theirs) in enumerate(zip(outputs or [], expected)):
+        for a, b, m in zip(ours, theirs, meta["outputs"]):
+            a = np.asarray(a).reshape(np.shape(b))
+            if not (np.array_equal(a, b) if m["dtype"] in EXACT_DTYPES else within_tolerance(a, b)):
+                return k
+    return None

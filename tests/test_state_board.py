@@ -1,0 +1,63 @@
+"""Models that keep state, on an emulated Cortex-M4 (mps2_an386): a sequence of SVDF inferences
+standalone (the firmware runs every step and reports each) and host-driven (the state stays on the
+device between RPC runs; <model>_reset over RPC starts it again), each step compared bit-exact with
+TFLM invoked the same number of times on the same inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from board_oracle import needs_board_tools
+from microcompiler.boards import load_board
+from microcompiler.compiler import compile_model
+from microcompiler.project import run_on_board
+from microcompiler.targets.base import start_on_board
+from oracle import Oracle
+from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
+from test_state import STEPS, assert_steps_match, sequence
+
+BOARD = "mps2_an386"
+
+
+def _library(model: bytes, tmp_path):
+    path = tmp_path / "kws.tflite"
+    path.write_bytes(model)
+    return compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
+
+
+@needs_board_tools
+@pytest.mark.parametrize("make_model,executor", [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph"),
+                                                (float_svdf, "aot")],
+                         ids=["stacked-aot", "single-graph", "float-aot"])
+def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
+    """The firmware runs every step's input in order and reports each step; the Cortex-M4's DSP
+    extension runs SVDF's smlad variant (SXTB16/SMLAD inline assembly)."""
+    model = make_model()
+    library = _library(model, tmp_path)
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
+                             log=lambda _: None)
+    assert len(run.step_outputs) == STEPS
+    variants = {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"}
+    assert variants == ({"reference"} if make_model is float_svdf else {"smlad"})
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
+
+
+@needs_board_tools
+@pytest.mark.parametrize("make_model", [stacked_svdf_kws, single_svdf_int8, float_svdf],
+                         ids=["stacked", "single", "float"])
+def test_svdf_sequence_host_driven_on_board_and_reset(tmp_path, make_model):
+    """Host-driven: the state stays on the device between RPC runs; <model>_reset over RPC restarts it."""
+    model = make_model()
+    library = _library(model, tmp_path)
+    seq = sequence(library.metadata)
+    want = Oracle(model).run_sequence(seq)
+    _, _, session = start_on_board(library, load_board(BOARD), tmp_path / "project", timeout=60)
+    with session:
+        with session.executor() as ex:
+            first = [ex(*inputs) for inputs in seq]
+            ex.reset()
+            again = [ex(*inputs) for inputs in seq]
+    assert_steps_match(first, want, f"host-driven on {BOARD}")
+    assert_steps_match(again, want, f"host-driven on {BOARD} after the reset")
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(first, first[1:])), "the outputs must change"
