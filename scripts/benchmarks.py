@@ -2,16 +2,17 @@
 """Benchmark the MLPerf Tiny models on the emulated boards and write the tables of docs/benchmarks.md.
 
 For each model (KWS, IC, AD from ../shared/models/mlperf_tiny) and board (mps2_an386 Cortex-M4,
-mps2_an500 Cortex-M7, mps2_an385 Cortex-M3) it runs
+mps2_an500 Cortex-M7, mps2_an385 Cortex-M3, mps3_an547 Cortex-M55 with Helium) it runs
 
     microcompiler run MODEL --board BOARD --mode standalone --json --keep DIR
 
 (QEMU with -icount shift=0: one instruction = one virtual nanosecond, so instructions per inference =
 timer ticks x 1e9 / timer_hz, 40 per tick of the 25 MHz CMSDK timer read around the inference only,
-exactly as ../shared/baselines/qemu_tflm.md measured TFLite Micro), checks the outputs against the
+31.25 per tick of the M55's 32 MHz SSE-300 system counter, exactly as ../shared/baselines/qemu_tflm.md
+measured TFLite Micro; the M55 rows compare with its "CMSIS-NN with MVE" figures), checks the outputs against the
 TFLM oracle bit for bit, and takes the flash and RAM split from the firmware's symbols. On the first
-board it also runs ``microcompiler bench MODEL --board BOARD --json`` for the per-operator
-breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
+board (and on the M55) it also runs ``microcompiler bench MODEL --board BOARD --json`` for the
+per-operator breakdown. The knob variants of VARIANTS (int16 conv weights, int16 FC weights) are built through
 the Python API (compile_model(tuning=...) + run_on_board). The tables go between the
 BENCHMARK-TABLES markers of the output file.
 
@@ -33,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 MODELS = {"KWS": "kws_ref_model", "IC": "pretrainedResnet_quant", "AD": "ad01_int8"}
-BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3"}
+BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3", "mps3_an547": "M55"}
 # Knob variants measured besides the defaults (DSP boards): faster or leaner.
 VARIANTS = {"KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
             "IC": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
@@ -54,15 +55,17 @@ def baselines() -> dict:
     out = {k: {} for k in MODELS}
     qemu = (SHARED / "baselines" / "qemu_tflm.md").read_text().splitlines()
     readme = (SHARED / "baselines" / "README.md").read_text().splitlines()
-    memory_table = False
+    memory_table = m55_table = False
     for line in qemu:
-        if line.startswith("## Memory"):
-            memory_table = True
+        if line.startswith("## "):
+            memory_table, m55_table = line.startswith("## Memory"), "Cortex-M55" in line
         for key in MODELS:
             if not line.startswith(f"| {key}"):
                 continue
             cells = [c.strip() for c in line.strip("|").split("|")]
-            if not memory_table and len(cells) >= 7:
+            if m55_table and len(cells) == 5:  # model | CMSIS-NN MVE | CMSIS-NN +nomve | reference | goal
+                out[key].update(cmsis_m55=number(cells[1]), ref_m55=number(cells[3]))
+            elif not memory_table and not m55_table and len(cells) >= 7:
                 out[key].update(ref_m4=number(cells[2]), cmsis_m4=number(cells[3]), ref_m7=number(cells[4]),
                                 cmsis_m7=number(cells[5]))
             elif memory_table and len(cells) == 4:
@@ -207,12 +210,14 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
     for r in results:
         core = BOARDS[r["board"]]
         b = base[r["model"]]
-        ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7"))}
+        ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7")),
+                       "M55": (b.get("ref_m55"), b.get("cmsis_m55"))}
                       .get(core, (b.get("ref_m4"), b.get("cmsis_m4"))))
         variant = r.get("label", "default")
-        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if core in ("M4", "M7") else "n/a (no DSP)"
+        compared = core in ("M4", "M7", "M55")  # the M3 has no DSP: its row shows the M4 figures
+        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if compared else "n/a (no DSP)"
         exact = {True: "yes", False: "**NO**", None: "not checked"}[r["exact"]]
-        ref_note = "" if core in ("M4", "M7") else " (M4)"
+        ref_note = " (MVE)" if core == "M55" else "" if compared else " (M4)"
         lines.append(f"| {r['model']} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
                      f"| {r['instructions'] / r['macs']:.2f} | {fmt(ref)}{ref_note} | {fmt(cmsis)}{ref_note} "
                      f"| {r['instructions'] / cmsis:.3f}x | ≤ {fmt(cmsis / 2)}: {goal} | {exact} |")
@@ -277,9 +282,10 @@ def main(argv=None) -> int:
                 for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS[key]):
                     results.append(dict(measure(key, board, work, tuning), label=label))
                     log(f"{key} {board} {label}: {results[-1]['instructions']:,} instructions")
-            if not args.no_bench:
-                board = args.boards[0]
-                ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite", board)
+            if not args.no_bench:  # the first board's breakdown, and the M55's (its own kernels)
+                for board in dict.fromkeys([args.boards[0], *(b for b in args.boards if BOARDS[b] == "M55")]):
+                    ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite",
+                                                     board)
     text = tables(results, ops, base)
     out = args.output
     doc = out.read_text() if out.exists() else f"{BEGIN}\n{END}\n"

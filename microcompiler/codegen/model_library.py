@@ -32,7 +32,7 @@ from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 from microcompiler.templating import render
 
 
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "graph_executor.h", "status.h",
+RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h"]
 
 
@@ -203,7 +203,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
-                  reset_body=reset_body(states))
+                  reset_body=reset_body(states),
+                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.binary_common import float_activation, wrapping
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
@@ -118,7 +118,19 @@ class Add(_Elementwise):
     kinds = ("ADD",)
     int32_activation = False  # TFLM's int32 ADD clamps to the whole int32 range, whatever the option
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
-    fast = {"dsp": "int8 (SMMLAR requantization)"}
+    fast = {"dsp": "int8 (SMMLAR requantization)", "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
+
+    def emit(self, op, graph, ctx):
+        a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        if not ctx.reference_only and fast_mve.has_mve(ctx.features) and y.dtype == "int8" \
+                and tuple(a.shape) == tuple(b.shape) == tuple(y.shape):
+            q = self.requantization(op, a, b, y)
+            if all(m >= 0 and s <= 0 for m, s in (q["input1_q"], q["input2_q"], q["output_q"])):
+                ctx.variant = {"variant": "mve", "isa": "mve", "lanes": 4, "scratch_bytes": 0}
+                return fast_mve.emit_add(ctx, q, self.symbol, a, b, y, activation_range(
+                    op.options.get("activation", "NONE"), y), ctx.arg(op.inputs[0]), ctx.arg(op.inputs[1]),
+                    ctx.arg(op.outputs[0]))
+        return super().emit(op, graph, ctx)
 
     def check(self, op, graph):
         super().check(op, graph)

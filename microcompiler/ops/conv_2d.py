@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (ACTIVATIONS, INT32_MAX, bias_tensor, check_common,  # noqa: F401
                                            constant_parameters, float_values, folded_bias, geometry,
                                            quant_values)
 from microcompiler.ops.fast.conv_2d_im2col import emit_im2col
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 @register
@@ -33,7 +34,8 @@ class Conv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
                   "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
-    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere"}
+    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere",
+            "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
@@ -68,9 +70,14 @@ class Conv2D(OpKernel):
         MACs with the DSP extension) or s16 (pre-extended int16 pairs, twice the flash: 11 per 16),
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
         inline assembly) or runs the same loops in C. Otherwise (int16, float32, grouped) the
-        reference loop nest."""
+        reference loop nest. With "mve" in the features (Cortex-M55) an int8 convolution of one group
+        takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
+            mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
+            if mve:
+                return mve
         if x.dtype == "int8" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
             g = geometry(op, graph)
             steps = -(-g.k_h * g.k_w * g.in_c // 4)
@@ -89,6 +96,8 @@ class Conv2D(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "im2col":
             return self._emit_im2col(op, graph, ctx, plan)
+        if plan["variant"] == "mve-dot":
+            return self._emit_mve(op, graph, ctx, plan)
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]
@@ -114,3 +123,14 @@ class Conv2D(OpKernel):
 
     def _emit_im2col(self, op, graph, ctx, plan):
         return emit_im2col(op, graph, ctx, plan)
+
+    def _emit_mve(self, op, graph, ctx, plan):
+        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        g = geometry(op, graph)
+        bias = bias_tensor(op, graph)
+        mult, shift = conv_multipliers(x, w, y, g.out_c)
+        return fast_mve.emit_dot(ctx, plan, g, w.data.astype(np.int8).reshape(g.out_c, -1),
+                                 bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
+                                 int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
+                                 activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
+                                 ctx.arg(op.outputs[0]), g.describe())

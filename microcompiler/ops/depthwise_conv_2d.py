@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
                                            folded_bias, geometry, quant_values)
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 @register
@@ -25,7 +26,8 @@ class DepthwiseConv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
                   "constant or activations")
     options = "padding, stride, dilation, depth multiplier, fused activation"
-    fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4"}
+    fast = {"dsp": "int8, depth multiplier 1, channels divisible by 4",
+            "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=3)
@@ -54,8 +56,13 @@ class DepthwiseConv2D(OpKernel):
     def plan(self, op, graph, features=frozenset()) -> dict:
         """channels4 (int8, depth multiplier 1, channels % 4 == 0): 4 channels per step with the taps
         unrolled, int16 weights (SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp; LDRSB +
-        MLA otherwise, "isa" c). Otherwise the reference loop nest."""
+        MLA otherwise, "isa" c); with "mve" (Cortex-M55) and channels % 16 == 0 the Helium kernel
+        (fast_mve.depthwise_plan). Otherwise the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
+        if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
+            mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
+            if mve:
+                return mve
         if (x.dtype == "int8" and op.options.get("depth_multiplier", 1) == 1
                 and x.shape[3] % 4 == 0 and constant_parameters(op, graph)):
             return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4, "taps_unrolled": True, "weights": "s16-pairs",
@@ -67,6 +74,8 @@ class DepthwiseConv2D(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "channels4":
             return self._emit_channels4(op, graph, ctx, plan)
+        if plan["variant"] == "mve-channels16":
+            return self._emit_mve(op, graph, ctx, plan)
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
@@ -93,3 +102,14 @@ class DepthwiseConv2D(OpKernel):
 
     def _emit_channels4(self, op, graph, ctx, plan):
         return emit_channels4(op, graph, ctx, plan)
+
+    def _emit_mve(self, op, graph, ctx, plan):
+        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        g = geometry(op, graph)
+        bias = bias_tensor(op, graph)
+        mult, shift = conv_multipliers(x, w, y, g.out_c)
+        return fast_mve.emit_depthwise(ctx, plan, g, w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c),
+                                       bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
+                                       int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
+                                       activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
+                                       ctx.arg(op.outputs[0]), g.describe())

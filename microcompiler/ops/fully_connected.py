@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
@@ -21,7 +21,8 @@ class FullyConnected(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
                   "weights and bias constant or activations")
     options = "fused activation, keep_num_dims"
-    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)"}
+    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)",
+            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)"}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -65,13 +66,15 @@ class FullyConnected(OpKernel):
         inputs; when that exceeds fast.LANES_CHUNK_BUDGET it runs the depth in chunks ("chunk": inputs
         per chunk, 0 = the whole depth in one pass; knob {"chunk": N}, N a multiple of 4, or 0), each
         chunk expanded once and added into int32 partial sums (one per output row) in the scratch.
-        Without the DSP extension int8 (LDRSB + MLA).
-        Otherwise the reference loop."""
+        Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
+        (fast_mve.fc_plan). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
         if (x.dtype == "int8" and constant and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
+            if fast_mve.has_mve(features):
+                return fast_mve.fc_plan(w.shape[-1])
             dsp = fast.has_dsp(features)
             knob = (tuning or {}).get("weights")
             depth = w.shape[-1]
@@ -109,6 +112,15 @@ class FullyConnected(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)
+        if plan["variant"] == "mve-dot":
+            x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+            batches, out_depth, depth = self._dims(op, graph)
+            w_rows, b, _ = self._folded(op, graph)
+            mult, shift = self._multipliers(x, w, y)
+            return fast_mve.emit_dot(ctx, plan, fast_mve.fc_geometry(batches, depth, out_depth), w_rows, b,
+                                     int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
+                                     activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
+                                     ctx.arg(op.outputs[0]), f"{out_depth} outputs x {depth} inputs, {batches} batch(es)")
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
+from microcompiler.ops import fast, fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast.avg_pool_sxtab16 import emit_sxtab16
 from microcompiler.ops.geometry import origin_expr, pool_geometry  # noqa: F401 (pool_geometry re-exported)
@@ -22,12 +22,12 @@ _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 class Pool2D(OpKernel):
     kinds = ("AVERAGE_POOL_2D", "MAX_POOL_2D")
     options = "padding, stride, filter size, fused activation"
-    fast = {"dsp": "int8 (SXTAB16)"}
+    fast = {"dsp": "int8 (SXTAB16)", "mve": "int8, unclipped windows, depth % 8 == 0 (8 channels)"}
 
     def describe(self, kind):
         info = super().describe(kind)
         if kind != "AVERAGE_POOL_2D":
-            info["fast_kernels"] = {}
+            info["fast_kernels"] = {"mve": "int8, unclipped windows, depth % 16 == 0 (VMAX.S8, 16 channels)"}
         return info
 
     def check(self, op, graph):
@@ -80,6 +80,11 @@ class Pool2D(OpKernel):
         x = graph.tensors[op.inputs[0]]
         o = op.options
         (_, _, full_h), (_, _, full_w) = self._geometry(op, x)
+        if x.dtype == "int8" and fast_mve.has_mve(features):
+            mve = (fast_mve.avgpool_plan(x.shape[3], o["filter_h"] * o["filter_w"], full_h and full_w)
+                   if op.kind == "AVERAGE_POOL_2D" else fast_mve.maxpool_plan(x.shape[3], full_h and full_w))
+            if mve:
+                return mve
         if (op.kind == "AVERAGE_POOL_2D" and x.dtype == "int8" and fast.has_dsp(features) and full_h and full_w
                 and x.shape[3] % 4 == 0 and o["filter_h"] * o["filter_w"] <= 255):
             return {"variant": "sxtab16", "isa": "dsp", "channels": 4, "clipped_windows": False,
@@ -110,6 +115,11 @@ class Pool2D(OpKernel):
             return ctx.render("pooling.c.j2", ctype="float", act_min=c_float(lo), act_max=c_float(hi),
                               lowest="-FLT_MAX", **values)
         lo, hi = activation_range(o["activation"], y)
+        if ctx.variant["variant"] == "mve-channels8":
+            return ctx.render("pool_mve.c.j2", act_min=lo, act_max=hi,
+                              **fast_mve.avgpool_values(o["filter_h"] * o["filter_w"]), **values)
+        if ctx.variant["variant"] == "mve-max16":
+            return ctx.render("pool_mve.c.j2", act_min=lo, act_max=hi, **values)
         if ctx.variant["variant"] == "sxtab16":
             return emit_sxtab16(ctx, act_min=lo, act_max=hi, **values)
         return ctx.render("pooling.c.j2", ctype="int16_t" if x.dtype == "int16" else "int8_t",

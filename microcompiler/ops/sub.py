@@ -18,7 +18,7 @@ class Sub(Add):
     kinds = ("SUB",)
     symbol = "-"
     int32_activation = True
-    fast = {"dsp": "int8 (SMMLAR requantization)"}
+    fast = {"dsp": "int8 (SMMLAR requantization)", "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
 
     @staticmethod
     def _reals(a, b, y):
