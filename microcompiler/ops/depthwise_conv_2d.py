@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
                                            folded_bias, geometry, quant_values)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast.avg_pool_sxtab16 import emit_sxtab16
 from microcompiler.ops.geometry import origin_expr, pool_geometry  # noqa: F401 (pool_geometry re-exported)

@@ -1,9 +1,10 @@
-"""The fast int8 kernels ("dsp" variants, crt/include/microcompiler/kernel_simd.h), one module per
-kernel beside its template, in the TFLite Micro way (``kernels/cmsis_nn/`` next to the reference):
+"""The fast int8 kernels ("dsp": crt/include/microcompiler/kernel_simd.h; "mve": kernel_mve.h), one
+module per kernel beside its template, in the TFLite Micro way (``kernels/cmsis_nn/`` next to the reference):
 
-* ``packing.py``: the compile-time helpers every fast kernel shares (weight re-layout, bias
+* ``packing.py``: the compile-time helpers the DSP kernels share (weight re-layout, bias
   folding, the proof that the accumulator allows the SMMLAR requantization);
 * ``<op>_<variant>.py`` + ``<op>_<variant>.c.j2``: one kernel's emitter and its C template.
+* ``mve.py`` + ``*_mve.c.j2``: the Helium (Cortex-M55) kernels' plans and emitters.
 
 The operator modules (``ops/conv_2d.py``, ...) choose the variant (``plan``) and call the emitter.
 ``from microcompiler.ops import fast; fast.requant_table(...)`` keeps working: the helpers are
