@@ -1,5 +1,6 @@
 """The fast int8 kernels ("dsp": crt/include/microcompiler/kernel_simd.h; "mve": kernel_mve.h), one
-module per kernel beside its template, in the TFLite Micro way (``kernels/cmsis_nn/`` next to the reference):
+module per kernel beside its template, in the TFLite Micro way (``kernels/cmsis_nn/`` beside the
+reference kernels):
 
 * ``packing.py``: the compile-time helpers the DSP kernels share (weight re-layout, bias
   folding, the proof that the accumulator allows the SMMLAR requantization);
