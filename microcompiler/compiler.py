@@ -13,6 +13,7 @@ from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE
+from microcompiler.tuning.log import CpuTuning
 
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
@@ -92,14 +93,17 @@ KERNEL_CHOICES = ("fast", "reference")
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | None = None, kernels: str = "fast",
+                  name: str | None = None, tuning: dict | CpuTuning | None = None, kernels: str = "fast",
                   shared_arena: str | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
     ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
     ``kernels="reference"`` emits every operator's reference loop nest instead (to read or diff
-    against the fast version of a layer). ``shared_arena``: the C name of an arena the firmware
-    defines and shares between models (docs/multiple_models.md); default: the library's own."""
+    against the fast version of a layer). ``tuning``: knob overrides ({"CONV_2D": {"weights": "s16"}},
+    keyed by "*", operator kind or operator index), or a tuning log for the target's CPU
+    (``TuningLog.load(path).for_cpu(board.cpu)``, docs/tuning.md), applied per operator signature.
+    ``shared_arena``: the C name of an arena the firmware defines and shares between models
+    (docs/multiple_models.md); default: the library's own."""
     if kernels not in KERNEL_CHOICES:
         raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
     if name is not None:
@@ -107,6 +111,8 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     graph = load_tflite(model_path)
     graph.name = name if name is not None else safe_model_name(graph.name)
     graph = run_passes(graph)
+    if isinstance(tuning, CpuTuning):
+        tuning = tuning.knobs(graph)
     if kernels == "reference":
         features, tuning = frozenset(), {"*": {"variant": "reference"}}
     return generate_library(graph, features, tuning, shared_arena)

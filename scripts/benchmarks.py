@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark the MLPerf Tiny models on the emulated boards and write the tables of docs/benchmarks.md.
 
-For each model (KWS, IC, AD from ../shared/models/mlperf_tiny) and board (mps2_an386 Cortex-M4,
+For each model (KWS, IC, AD from ../shared/models/mlperf_tiny, and the look-alikes of VWW,
+micro_speech and person_detect built by scripts/lookalikes.py) and board (mps2_an386 Cortex-M4,
 mps2_an500 Cortex-M7, mps2_an385 Cortex-M3, mps3_an547 Cortex-M55 with Helium) it runs
 
     microcompiler run MODEL --board BOARD --mode standalone --json --keep DIR
@@ -31,9 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from lookalikes import LOOKALIKES, write as write_lookalike
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 MODELS = {"KWS": "kws_ref_model", "IC": "pretrainedResnet_quant", "AD": "ad01_int8"}
+# Peer figures without a shared .tflite: look-alike models (scripts/lookalikes.py), same layer shapes.
+ALL_MODELS = [*MODELS, *LOOKALIKES]
 BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3", "mps3_an547": "M55"}
 # Knob variants measured besides the defaults (DSP boards): faster or leaner.
 VARIANTS = {"KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
@@ -52,14 +57,14 @@ def number(s: str) -> float:
 
 def baselines() -> dict:
     """The TFLM figures: qemu_tflm.md (instructions, M4 memory) and README.md (X-CUBE-AI, arenas)."""
-    out = {k: {} for k in MODELS}
+    out = {k: {} for k in ALL_MODELS}
     qemu = (SHARED / "baselines" / "qemu_tflm.md").read_text().splitlines()
     readme = (SHARED / "baselines" / "README.md").read_text().splitlines()
     memory_table = m55_table = False
     for line in qemu:
         if line.startswith("## "):
             memory_table, m55_table = line.startswith("## Memory"), "Cortex-M55" in line
-        for key in MODELS:
+        for key in ALL_MODELS:
             if not line.startswith(f"| {key}"):
                 continue
             cells = [c.strip() for c in line.strip("|").split("|")]
@@ -185,8 +190,14 @@ def per_operator(model: Path, board: str) -> list[dict] | None:
     return [dict(op, instructions=round(op["ticks"] * ns)) for op in report["operators"]]
 
 
+def model_path(key: str, work: Path) -> Path:
+    if key in LOOKALIKES:
+        return write_lookalike(key, work)
+    return SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite"
+
+
 def measure(key: str, board: str, work: Path, tuning: dict | None) -> dict:
-    model = SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite"
+    model = model_path(key, work)
     r = run_tuned(model, board, work, tuning) if tuning else run_default(model, board, work)
     want = oracle_outputs(model, r["inputs"])
     exact = None if want is None else all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
@@ -202,6 +213,10 @@ def fmt(n) -> str:
     return f"{int(round(n)):,}"
 
 
+def display(key: str) -> str:
+    return f"{key} (look-alike)" if key in LOOKALIKES else key
+
+
 def tables(results: list[dict], ops: dict, base: dict) -> str:
     lines = ["### Instructions per inference", "",
              "| model | board | variant | MACs | instructions | per MAC | TFLM reference | TFLM + CMSIS-NN | "
@@ -215,10 +230,15 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
                       .get(core, (b.get("ref_m4"), b.get("cmsis_m4"))))
         variant = r.get("label", "default")
         compared = core in ("M4", "M7", "M55")  # the M3 has no DSP: its row shows the M4 figures
-        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if compared else "n/a (no DSP)"
         exact = {True: "yes", False: "**NO**", None: "not checked"}[r["exact"]]
+        if cmsis is None:  # a look-alike without a measured peer figure on this core
+            lines.append(f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} "
+                         f"| {fmt(r['instructions'])} | {r['instructions'] / r['macs']:.2f} | — | — | — | "
+                         f"n/a (no baseline) | {exact} |")
+            continue
+        goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if compared else "n/a (no DSP)"
         ref_note = " (MVE)" if core == "M55" else "" if compared else " (M4)"
-        lines.append(f"| {r['model']} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
+        lines.append(f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
                      f"| {r['instructions'] / r['macs']:.2f} | {fmt(ref)}{ref_note} | {fmt(cmsis)}{ref_note} "
                      f"| {r['instructions'] / cmsis:.3f}x | ≤ {fmt(cmsis / 2)}: {goal} | {exact} |")
     lines += ["", "### Flash and RAM (bytes)", "",
@@ -235,18 +255,18 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
     for r in results:
         b = base[r["model"]]
         variant = r.get("label", "default")
-        lines.append(f"| {r['model']} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
+        lines.append(f"| {display(r['model'])} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
                      f"| {fmt(r['model_code'])} | {fmt(r['runtime_code'])} | {fmt(r['test_input'])} | {fmt(r['arena'])} "
                      f"| {fmt(r['scratch'])} | {fmt(r['stack'])} | {fmt(r['runtime_data'])} | {fmt(r['ram'])} "
                      f"| {fmt(b.get('tflm_arena', 0) + b.get('tflm_stack', 0))} | {fmt(b.get('tflm_text', 0))} "
-                     f"| {fmt(b.get('xcube_ram', 0))} / {fmt(b.get('xcube_weights', 0))} |")
+                     f"| {fmt(b['xcube_ram']) + ' / ' + fmt(b['xcube_weights']) if 'xcube_ram' in b else '—'} |")
     for (key, board), operators in ops.items():
         if not operators:
             continue
         meta = next(r["meta"] for r in results if r["model"] == key and r["board"] == board and not r["tuning"])
         by_index = {o["index"]: o for o in meta["operators"]}
         total = sum(o["instructions"] for o in operators)
-        lines += ["", f"### Per operator: {key} on {board} (`microcompiler bench`, host-driven graph executor)", "",
+        lines += ["", f"### Per operator: {display(key)} on {board} (`microcompiler bench`, host-driven graph executor)", "",
                   "| # | operator | kernel | MACs | instructions | per MAC | share |", "|---|---|---|---|---|---|---|"]
         for o in operators:
             m = by_index.get(o.get("index"), {})
@@ -263,7 +283,7 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--models", nargs="+", default=ALL_MODELS, choices=ALL_MODELS)
     p.add_argument("--boards", nargs="+", default=list(BOARDS), choices=list(BOARDS))
     p.add_argument("--no-bench", action="store_true", help="skip the per-operator breakdown (microcompiler bench)")
     p.add_argument("--no-variants", action="store_true", help="skip the int16-conv-weights builds")
@@ -279,13 +299,12 @@ def main(argv=None) -> int:
             for board in args.boards:
                 results.append(measure(key, board, work, None))
                 log(f"{key} {board}: {results[-1]['instructions']:,} instructions")
-                for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS[key]):
+                for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS.get(key, [])):
                     results.append(dict(measure(key, board, work, tuning), label=label))
                     log(f"{key} {board} {label}: {results[-1]['instructions']:,} instructions")
             if not args.no_bench:  # the first board's breakdown, and the M55's (its own kernels)
                 for board in dict.fromkeys([args.boards[0], *(b for b in args.boards if BOARDS[b] == "M55")]):
-                    ops[(key, board)] = per_operator(SHARED / "models" / "mlperf_tiny" / f"{MODELS[key]}.tflite",
-                                                     board)
+                    ops[(key, board)] = per_operator(model_path(key, work), board)
     text = tables(results, ops, base)
     out = args.output
     doc = out.read_text() if out.exists() else f"{BEGIN}\n{END}\n"

@@ -69,11 +69,20 @@ def test_depthwise_conv_2d_sanitized(tmp_path):
                           n_inputs=3)
 
 
+def _reference_source(model: bytes, tmp_path):
+    from microcompiler.compiler import compile_model
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "model.tflite").write_bytes(model)
+    lib = compile_model(tmp_path / "model.tflite", tuning={"DEPTHWISE_CONV_2D": {"variant": "reference"}})
+    return lib.files["src/model_ops.c"]
+
+
 def test_depthwise_conv_2d_folds_input_offset_without_padding(tmp_path):
-    """Without padding the input zero point is folded into the bias; with padding it stays per tap."""
-    src = compile_bytes(dw(padding="VALID", input_zp=-5), tmp_path).files["src/model_ops.c"]
+    """The reference loops: without padding the input zero point is folded into the bias; with
+    padding it stays per tap."""
+    src = _reference_source(dw(padding="VALID", input_zp=-5), tmp_path)
     assert "- INPUT_ZERO_POINT)" not in src and "_bias[oc]" in src
-    src = compile_bytes(dw(padding="SAME", input_zp=-5), tmp_path / "same").files["src/model_ops.c"]
+    src = _reference_source(dw(padding="SAME", input_zp=-5), tmp_path / "same")
     assert "INPUT_ZERO_POINT = -5" in src and "- INPUT_ZERO_POINT)" in src
 
 

@@ -247,7 +247,7 @@ def _wait_for_qemu(root: int, proc: subprocess.Popen, seconds: float = 180) -> i
 
 @needs_qemu
 @pytest.mark.parametrize("how", ["bench-SIGINT", "bench-SIGTERM", "bench-SIGHUP", "run-SIGTERM",
-                                 "timeout-bench-SIGTERM"])
+                                 "timeout-bench-SIGTERM", "tune-SIGTERM"])
 def test_a_signal_stops_everything_and_leaves_no_temporary_directory(tmp_path, how):
     command, signame = how.rsplit("-", 1)
     signo = getattr(signal, signame)
@@ -256,6 +256,9 @@ def test_a_signal_stops_everything_and_leaves_no_temporary_directory(tmp_path, h
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     if command == "run":  # host-driven: QEMU plus an RPC project in a temporary directory
         argv = cli_command("run", HELLO, "--board", "mps2_an386", "--mode", "host-driven")
+    elif command == "tune":  # two QEMU instances at once (docs/tuning.md), each timing long enough
+        argv = cli_command("tune", HELLO, "--board", "mps2_an386", "--jobs", "2", "--number", "1000000",
+                           "--output", tmp_path / "t.json")
     else:  # long enough to be caught running
         argv = cli_command("bench", HELLO, "--board", "mps2_an386", "--number", "1000000", "--repeat", "3")
     if command == "timeout-bench":  # the issue's `timeout 10 microcompiler bench ...`, stopped early
@@ -278,3 +281,4 @@ def test_a_signal_stops_everything_and_leaves_no_temporary_directory(tmp_path, h
         time.sleep(0.1)
     assert not _alive(qemu), "QEMU survived the signal"
     assert list(tmpdir.iterdir()) == [], f"left behind: {list(tmpdir.iterdir())}"
+    assert not (tmp_path / "t.json").exists()  # an interrupted tune writes no log

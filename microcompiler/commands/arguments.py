@@ -32,3 +32,16 @@ def positive_int(option: str):
         return value
     parse.__name__ = "count"
     return parse
+
+
+def add_tuning_argument(p) -> None:
+    """--tuning LOG: apply a tuning log written by 'microcompiler tune' (docs/tuning.md)."""
+    p.add_argument("--tuning", metavar="LOG", help="apply this tuning log (written by 'microcompiler tune') to the "
+                                                   "operators it has entries for on this board's CPU")
+
+
+def tuning_for(args, cpu):
+    """compile_model's ``tuning`` for --tuning LOG on ``cpu`` (None without the option)."""
+    from microcompiler.tuning.log import load_tuning
+    log = load_tuning(getattr(args, "tuning", None))
+    return None if log is None else log.for_cpu(cpu)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from microcompiler.boards import HOST, load_board
+from microcompiler.commands.arguments import add_tuning_argument, tuning_for
 from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, SHARED_ARENA, compile_model, write_atomically
+from microcompiler.errors import MicrocompilerError
 
 
 def add_parser(sub) -> None:
@@ -21,17 +23,24 @@ def add_parser(sub) -> None:
     p.add_argument("--shared-arena", action="store_true",
                    help=f"use the arena {SHARED_ARENA} your firmware defines, shared with other models that never "
                         "run at the same time, instead of the library's own (docs/multiple_models.md)")
+    add_tuning_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    features = load_board(args.board).cpu.features if args.board not in (None, HOST) else frozenset()
-    library = compile_model(args.model, name=args.name, features=features, kernels=args.kernels,
+    cpu = load_board(args.board).cpu if args.board not in (None, HOST) else None
+    if args.tuning and cpu is None:
+        raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")
+    tuning = tuning_for(args, cpu) if cpu else None
+    library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
+                            kernels=args.kernels, tuning=tuning,
                             shared_arena=SHARED_ARENA if args.shared_arena else None)
     out = write_atomically(library, args.output)
     meta = library.metadata
     target = f" for {args.board}" if args.board else ""
     kernels = ", reference kernels" if args.kernels == "reference" else ""
+    if tuning is not None:
+        kernels += f", {len(tuning.applied)} operators tuned by {args.tuning}"
     print(f"compiled {meta['name']}{target}{kernels}: {len(meta['operators'])} operators, arena "
           f"{meta['arena_bytes']} B, weights {meta['params_bytes']} B -> {out}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import shlex
 
 from microcompiler.boards import load_board
+from microcompiler.commands.arguments import add_tuning_argument, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.targets import (DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_models_project, create_project,
@@ -49,6 +50,7 @@ def add_parser(sub) -> None:
                         "on zephyr)")
     p.add_argument("--benchmark", choices=("kws01", "ic01", "vww01", "ad01"), default=None,
                    help="with --template mlperf or mlperf-zephyr: the MLPerf Tiny benchmark the firmware serves (docs/mlperf.md)")
+    add_tuning_argument(p)
     p.set_defaults(func=run)
 
 
@@ -64,8 +66,9 @@ def run(args) -> int:
     options = {"benchmark": args.benchmark} if args.benchmark is not None else {}
     board = load_board(args.board)
     model = models[0]
-    if args.names:  # compiled here under its given C name
-        model = compile_model(model, features=board.cpu.features, name=args.names[0])
+    if args.names or args.tuning:  # compiled here under its given C name, or with the tuning log
+        model = compile_model(model, features=board.cpu.features, name=args.names[0] if args.names else None,
+                              tuning=tuning_for(args, board.cpu))
     project = create_project(model, args.template, board, args.output, executor=args.executor,
                              input=args.input, stack_bytes=args.stack_bytes, mode=args.mode, **options)
     meta = project.metadata
@@ -80,6 +83,9 @@ def _run_models(args, models: list[str]) -> int:
     if len(models) < 2:
         raise MicrocompilerError("--share-arena and --concurrent are for several models: give at least two "
                                  "(--model A --model B)")
+    if args.tuning:
+        raise MicrocompilerError("--tuning with several models is not supported yet; create the project of one "
+                                 "model with --tuning, or drop the option")
     if args.input or args.benchmark:
         raise MicrocompilerError(f"--{'input' if args.input else 'benchmark'} takes one model; with several, each "
                                  "runs on a fixed seeded random input (drop the option)")

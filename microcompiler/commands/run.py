@@ -18,7 +18,7 @@ import numpy as np
 
 from microcompiler.boards import HOST, Board, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.commands.arguments import positive_int, positive_seconds
+from microcompiler.commands.arguments import add_tuning_argument, positive_int, positive_seconds, tuning_for
 from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_input_steps, random_input_steps
@@ -44,6 +44,7 @@ def add_device_arguments(p) -> None:
                                   "(docs/multiple_models.md)")
     p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_tuning_argument(p)
 
 
 def add_parser(sub) -> None:
@@ -90,7 +91,8 @@ def prepare(args, mode: str) -> Job:
     target = target_for(board, args.template)
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)
-    library = compile_model(args.model, features=board.cpu.features, name=args.name)
+    library = compile_model(args.model, features=board.cpu.features, name=args.name,
+                            tuning=tuning_for(args, board.cpu))
     meta = library.metadata
     count = getattr(args, "steps", None)
     if args.input:

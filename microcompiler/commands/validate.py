@@ -12,7 +12,7 @@ from pathlib import Path
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
-from microcompiler.commands.arguments import positive_seconds
+from microcompiler.commands.arguments import add_tuning_argument, positive_seconds, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
@@ -54,6 +54,7 @@ def add_parser(sub) -> None:
     p.add_argument("--keep", metavar="DIR", help="keep the firmware projects in DIR/standalone and DIR/host-driven")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report with the validation metrics")
+    add_tuning_argument(p)
     p.set_defaults(func=run)
 
 
@@ -90,7 +91,7 @@ def run(args) -> int:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
-    library = compile_model(args.model, features=board.cpu.features)
+    library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu))
     samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)

@@ -56,6 +56,16 @@ class OpKernel:
     # int8/int16 activations must carry quantization parameters (False for kernels that only move
     # or compare raw values, such as GATHER or CAST).
     quantized_io: bool = True
+    # The knobs ``emit`` honours in ``ctx.tuning`` and the values worth trying (``microcompiler tune``,
+    # docs/tuning.md): e.g. {"weights": ("s8", "s16")}. {"variant": "reference"} is every kernel's.
+    tuning_knobs: dict[str, tuple] = {}
+
+    def tuning_candidates(self, op, graph, features: frozenset[str]) -> list[dict]:
+        """Knob settings to try for this operator instance, the heuristic's ({}) first: one knob set at
+        a time to each of its values, and the reference loop nest. Kernels may narrow this per shape.
+        Settings that generate the same code are dropped by the tuner."""
+        knobs = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
+        return knobs + [{"variant": "reference"}]
 
     def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:
         """((fewest, most) inputs, (fewest, most) outputs) of operator ``kind``."""

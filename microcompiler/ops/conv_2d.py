@@ -11,7 +11,7 @@ in int64 and wraps to int32 at the end: what TFLM's int32 arithmetic does, witho
 behaviour.
 
 The checks, geometry and requantization constants it shares with DEPTHWISE_CONV_2D are in
-ops/conv_common.py; the fast kernel (im2col) is ops/fast/conv_2d_im2col.py.
+ops/conv_common.py; the fast kernels are ops/fast/conv_2d_im2col.py and ops/fast/conv_2d_pixel.py.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (ACTIVATIONS, INT32_MAX, bias_tensor, check_common,  # noqa: F401
                                            constant_parameters, float_values, folded_bias, geometry,
                                            quant_values)
-from microcompiler.ops.fast.conv_2d_im2col import emit_im2col
+from microcompiler.ops.fast import conv_2d_im2col as im2col
+from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
@@ -35,8 +36,10 @@ class Conv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
                   "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
-    fast = {"dsp": "int8 (im2col + SMLAD); portable C of the same loops elsewhere",
+    fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); portable C of the same "
+                   "loops elsewhere",
             "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)"}
+    tuning_knobs = {"weights": ("s8", "s16")}  # plan(): int8 words or pre-extended int16 pairs
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
@@ -70,9 +73,10 @@ class Conv2D(OpKernel):
         unrolling; "weights" is s8 (int8 weights, sign-extended in the loop: 13 instructions per 16
         MACs with the DSP extension) or s16 (pre-extended int16 pairs, twice the flash: 11 per 16),
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
-        inline assembly) or runs the same loops in C. Otherwise (int16, float32, grouped) the
-        reference loop nest. With "mve" in the features (Cortex-M55) an int8 convolution of one group
-        takes the Helium kernel instead (fast_mve.conv_plan)."""
+        inline assembly) or runs the same loops in C. int8 grouped, or with a column buffer
+        above 8 KB: pixel (ops/fast/conv_2d_pixel.py, one output pixel per dot product of int16 pairs).
+        Otherwise (int16, float32) the reference loop nest. With "mve" in the features (Cortex-M55)
+        an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
@@ -85,11 +89,17 @@ class Conv2D(OpKernel):
             col_bytes = 32 * steps
             if col_bytes <= fast.MAX_COL_BYTES:
                 weights = tuning.get("weights", "s8")
-                return {"variant": "im2col", "isa": "dsp" if fast.has_dsp(features) else "c",
+                plan = {"variant": "im2col", "isa": "dsp" if fast.has_dsp(features) else "c",
                         "pixels": 4, "out_channels": 1, "unroll": 4,
                         "gather": "taps" if g.in_c % 4 == 0 else "bytes",
                         "weights": weights if weights in ("s8", "s16") else "s8",
                         "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
+                if (plan["weights"] == "s8" and fast.has_dsp(features) and tuning.get("extract") != "sxtb16"
+                        and im2col.lanes_ok(op, graph)):
+                    plan["extract"] = "lanes"
+                return plan
+        if x.dtype == "int8" and constant_parameters(op, graph):
+            return pixel.plan(geometry(op, graph), x.shape[3] // w.shape[3], features)
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
@@ -99,6 +109,8 @@ class Conv2D(OpKernel):
             return self._emit_im2col(op, graph, ctx, plan)
         if plan["variant"] == "mve-dot":
             return self._emit_mve(op, graph, ctx, plan)
+        if plan["variant"] == "pixel":
+            return pixel.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]
@@ -123,7 +135,7 @@ class Conv2D(OpKernel):
         return ctx.render("conv_2d_int.c.j2", **q, **values)
 
     def _emit_im2col(self, op, graph, ctx, plan):
-        return emit_im2col(op, graph, ctx, plan)
+        return im2col.emit_im2col(op, graph, ctx, plan)
 
     def _emit_mve(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])

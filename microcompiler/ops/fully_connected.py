@@ -24,6 +24,8 @@ class FullyConnected(OpKernel):
     options = "fused activation, keep_num_dims"
     fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)",
             "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)"}
+    # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
+    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]

@@ -90,8 +90,8 @@ class GraphExecutor:
         """Device time of each operator: ``repeat`` measurements of ``number`` back-to-back runs."""
         rows = []
         ops_meta = self.meta.get("operators", [])
-        for k, (fn, args) in enumerate(zip(self.functions, self._args)):
-            result = self.session.time_evaluator(fn, number, repeat)(*args)
+        for k, fn in enumerate(self.functions):
+            result = self.time_operator(k, number, repeat)
             row = {"function": fn.name, "ticks": result.median_ticks, "timer_hz": result.timer_hz,
                    "seconds": result.median_ticks / result.timer_hz}
             if k < len(ops_meta):
@@ -101,6 +101,10 @@ class GraphExecutor:
             rows.append(row)
         self._restore_state()
         return rows
+
+    def time_operator(self, k: int, number: int = 10, repeat: int = 1) -> TimeResult:
+        """Device time of operator k alone: ``repeat`` measurements of ``number`` back-to-back runs."""
+        return self.session.time_evaluator(self.functions[k], number, repeat)(*self._args[k])
 
     def model_function_name(self) -> str:
         return f"{self.plan.name}_run"

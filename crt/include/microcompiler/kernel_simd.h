@@ -165,7 +165,7 @@ static inline int32_t mc_requant_fast2(int32_t acc2, int32_t multiplier, int32_t
 /* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
 
 /* Run steps x STEP (one step = 4 k for 4 pixels) with the operands the mc_dot_p4 kernels declare:
- * one step for bit 0 of steps, two for bit 1, then a loop of four per iteration. */
+ * one step for bit 0 of steps, two for bit 1, then blocks of four. */
 #define MC_DOT_P4_DRIVE(STEP)                                                                              \
   do {                                                                                                     \
     if (steps & 1) {                                                                                       \
@@ -184,15 +184,14 @@ static inline int32_t mc_requant_fast2(int32_t acc2, int32_t multiplier, int32_t
                        :                                                                                   \
                        : "memory");                                                                        \
     }                                                                                                      \
-    steps >>= 2;                                                                                           \
-    if (steps) {                                                                                           \
-      __asm__ volatile("1:\n\t" STEP STEP STEP STEP "subs %[n], %[n], #1\n\t"                               \
-                       "bne 1b\n\t"                                                                        \
+    /* blocks of 4 steps, a C loop around them (unrolling it would cost flash: +1.8-5 KB for IC) */    \
+    _Pragma("GCC unroll 1") for (steps >>= 2; steps > 0; --steps) {                                        \
+      __asm__ volatile(STEP STEP STEP STEP                                                                 \
                        : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col),      \
-                         [w] "+r"(w), [n] "+r"(steps), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0),    \
-                         [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)                                    \
+                         [w] "+r"(w), [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1),     \
+                         [c2] "=&r"(c2), [c3] "=&r"(c3)                                                    \
                        :                                                                                   \
-                       : "cc", "memory");                                                                  \
+                       : "memory");                                                                        \
     }                                                                                                      \
   } while (0)
 
@@ -434,14 +433,9 @@ static MC_ALWAYS_INLINE void mc_dot_r4_s8l(const int32_t* xs, const int32_t* w, 
   if (steps & 2) {
     __asm__ volatile(MC_DOT_R4L_STEP MC_DOT_R4L_STEP : MC_DOT_R4L_OPS : : "memory");
   }
-  steps >>= 2;
-  if (steps) {
-    __asm__ volatile("1:\n\t" MC_DOT_R4L_STEP MC_DOT_R4L_STEP MC_DOT_R4L_STEP MC_DOT_R4L_STEP
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n\t"
-                     : MC_DOT_R4L_OPS, [n] "+r"(steps)
-                     :
-                     : "cc", "memory");
+  /* blocks of 4 steps, a C loop around them (as MC_DOT_P4_DRIVE) */
+  _Pragma("GCC unroll 1") for (steps >>= 2; steps > 0; --steps) {
+    __asm__ volatile(MC_DOT_R4L_STEP MC_DOT_R4L_STEP MC_DOT_R4L_STEP MC_DOT_R4L_STEP : MC_DOT_R4L_OPS : : "memory");
   }
 #undef MC_DOT_R4L_STEP
 #undef MC_DOT_R4L_OPS
@@ -613,5 +607,10 @@ static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
   }
   return d;
 }
+
+/* The channel-plane kernels' blocks (DEPTHWISE_CONV_2D "planes"). */
+#include "microcompiler/kernel_planes.h"
+/* The lanes encoding of the im2col CONV_2D kernel. */
+#include "microcompiler/kernel_lanes.h"
 
 #endif /* MICROCOMPILER_KERNEL_SIMD_H_ */

@@ -55,7 +55,9 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
                   tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy(),
                                           comment=f"the last {depth_tail} weights of each row [{out_depth}][{depth_tail}], int8")
                                 if depth_tail and (plan["weights"] == "s16" or lanes) else None),
-                  fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel)
+                  fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel,
+                  # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
+                  halve=lanes and is_fast and not depth_tail)
     if per_channel:
         values.update(multipliers=ctx.const("multiplier", mult, comment=f"requantization multiplier per row [{out_depth}]"),
                       cs=ctx.const("c" if is_fast else "shift", c,

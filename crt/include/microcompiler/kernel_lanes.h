@@ -1,0 +1,79 @@
+/* The "lanes" encoding (see mc_expand_s8l in kernel_simd.h) for the 4-pixel im2col CONV_2D kernel
+ * (included by kernel_simd.h).
+ *
+ * Each int8 weight word w = (w0, w1, w2, w3) is read as the int16 lanes (w0 + 256 w1, w2 + 256 w3)
+ * (the compiler checks they fit); the column holds, per pixel and group of 4 inputs, the pairs
+ * P = (x1, x3) and Q = (256 x0 - x1 + 127, 256 x2 - x3 + 127). SMLAD(P, w) + SMLAD(Q, SXTB16(w)) =
+ * 256 (x0 w0 + x1 w1 + x2 w2 + x3 w3) + 127 (w0 + w2): one SXTB16 per weight word serves the 4
+ * pixels, 12 instructions per 16 MACs (13 with two SXTB16 per word). The accumulators start at
+ * 256 * bias - 127 * sum(w0 + w2) and end at 256 * acc (exact for |acc| < 2^23, checked by the
+ * compiler), so acc >> 7 = 2 * acc feeds mc_requant_fast2.
+ */
+#ifndef MICROCOMPILER_KERNEL_LANES_H_
+#define MICROCOMPILER_KERNEL_LANES_H_
+
+#include <stdint.h>
+
+#include "microcompiler/kernel_simd.h"
+
+/* steps groups of 4 int8 from src into P, Q pairs, one pixel's column layout (8 words apart). */
+static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t steps) {
+  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l(d, src, 1);
+  return d;
+}
+
+/* steps groups of the same P, Q (padding: the input zero point expanded). */
+static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t steps) {
+  for (; steps > 0; --steps, d += 8) {
+    d[0] = p;
+    d[1] = q;
+  }
+  return d;
+}
+
+/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w. */
+static MC_ALWAYS_INLINE void mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+                                           int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  register int32_t c0 __asm__("r8");
+  register int32_t c1 __asm__("r9");
+  register int32_t c2 __asm__("r10");
+  register int32_t c3 __asm__("r11");
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3, we, wo;
+#define MC_DOT_P4L_STEP                             \
+  "ldr %[wo], [%[w]], #4\n\t"                       \
+  "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
+  "sxtb16 %[we], %[wo]\n\t"                         \
+  "smlad %[s0], %[c0], %[wo], %[s0]\n\t"            \
+  "smlad %[s0], %[c1], %[we], %[s0]\n\t"            \
+  "smlad %[s1], %[c2], %[wo], %[s1]\n\t"            \
+  "smlad %[s1], %[c3], %[we], %[s1]\n\t"            \
+  "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
+  "smlad %[s2], %[c0], %[wo], %[s2]\n\t"            \
+  "smlad %[s2], %[c1], %[we], %[s2]\n\t"            \
+  "smlad %[s3], %[c2], %[wo], %[s3]\n\t"            \
+  "smlad %[s3], %[c3], %[we], %[s3]\n\t"
+  MC_DOT_P4_DRIVE(MC_DOT_P4L_STEP);
+#undef MC_DOT_P4L_STEP
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#else
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+  int32_t i;
+  for (i = 0; i < steps; ++i, col += 8, ++w) {
+    const int32_t we = mc_sxtb16(*w);
+    s0 = mc_smlad(col[1], we, mc_smlad(col[0], *w, s0));
+    s1 = mc_smlad(col[3], we, mc_smlad(col[2], *w, s1));
+    s2 = mc_smlad(col[5], we, mc_smlad(col[4], *w, s2));
+    s3 = mc_smlad(col[7], we, mc_smlad(col[6], *w, s3));
+  }
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+#endif
+}
+
+#endif /* MICROCOMPILER_KERNEL_LANES_H_ */

@@ -1,0 +1,108 @@
+"""DEPTHWISE_CONV_2D, int8, the "planes" fast kernel (template depthwise_conv_2d_planes.c.j2) for
+every shape (any depth multiplier, channel count, kernel, stride and dilation). The plan is
+DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
+
+One input channel at a time is sign-extended into a plane of int16 (kernel scratch) with a border
+of the input zero point wide enough for every tap, so the loop over output pixels needs no bounds
+test; the zero point's products are folded into the bias. Each of the depth_multiplier output
+channels of that input channel then runs over the plane with its weights and requantization
+constants in registers: pairs of horizontally adjacent taps per SMLAD, and with stride 1 and no
+horizontal dilation two output pixels per step sharing the loads (SMLAD for the left pixel,
+SMLATB/SMLABT for the right one). Weights stay int8 in flash (one row of kernel_h * kernel_w per
+output channel), paired at run time once per channel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.quant import activation_range
+
+
+@dataclass
+class PlaneGeometry:
+    rows: int  # plane rows (top padding + used input rows + bottom padding)
+    pitch: int  # plane values per row (even: pairs and rows stay word-aligned)
+    used_h: int  # input rows copied into the plane
+    used_w: int  # input columns copied into the plane
+    pixel_pairs: bool  # stride 1, no horizontal dilation: two output pixels per step
+
+    @property
+    def nbytes(self) -> int:
+        return 2 * self.rows * self.pitch
+
+
+def plane_geometry(g) -> PlaneGeometry:
+    last_y = (g.out_h - 1) * g.stride_h + (g.k_h - 1) * g.dil_h - g.pad_h
+    last_x = (g.out_w - 1) * g.stride_w + (g.k_w - 1) * g.dil_w - g.pad_w
+    # one more column than the taps reach: a pair read at the last tap of an odd kernel width
+    pitch = -(-(last_x + g.pad_w + 2) // 2) * 2
+    return PlaneGeometry(rows=last_y + g.pad_h + 1, pitch=pitch, used_h=min(g.in_h, last_y + 1),
+                         used_w=min(g.in_w, last_x + 1), pixel_pairs=g.stride_w == 1 and g.dil_w == 1)
+
+
+# Where channels4 also applies, planes is preferred (DSP targets) only up to this plane size: its
+# scratch is RAM that channels4 does not need (VWW's 48x48 layer: 5,000 B, 4.7 -> 3.1 instructions
+# per MAC).
+PREFERRED_PLANE_BYTES = 8192
+
+# At most this many distinct right shifts: one copy of the channel loop per shift.
+MAX_SHIFT_GROUPS = 3
+
+# Output rows up to this wide are computed at once (every plane word loaded once per kernel row).
+MAX_ROW_PIXELS = 8
+
+
+def row_words(g, pg: PlaneGeometry) -> int:
+    """Plane words per kernel row of the whole-row mode (0: not used): pixel pairs, narrow rows."""
+    if not pg.pixel_pairs or g.out_w > MAX_ROW_PIXELS:
+        return 0
+    even = max(ox // 2 + (g.k_w + 1) // 2 for ox in range(0, g.out_w, 2))
+    odd = max(((ox + g.k_w - 1) // 2 + 1 for ox in range(1, g.out_w, 2)), default=0)
+    return max(even, odd)
+
+
+def plan(g) -> dict:
+    pg = plane_geometry(g)
+    return {"variant": "planes", "isa": "dsp", "pixels": g.out_w if row_words(g, pg) else 2 if pg.pixel_pairs else 1,
+            "weights": "s8",
+            "scratch_bytes": pg.nbytes}
+
+
+def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
+    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    mult = op.options.get("depth_multiplier", 1)
+    pg = plane_geometry(g)
+    w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
+    zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
+    rq = fast.requant_setup(x, w, y, bias, w_taps.T)
+    plan_["requant"] = "smmlar" if rq.fast else "reference"
+    is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
+    lo, hi = activation_range(op.options["activation"], y)
+    params = rq.params()
+    layout = ("{folded bias (doubled), multiplier, right shift}" if is_fast
+              else "{folded bias, multiplier, shift, 0}")
+    isa = "dsp" if fast.has_dsp(ctx.features) else "c"
+    r_groups, order = None, None
+    if is_fast and mult == 1 and len(set(r.tolist())) <= MAX_SHIFT_GROUPS:
+        # channels grouped by r: the shift becomes a literal (SSAT with ASR #r) in each group's loop
+        idx = np.argsort(r, kind="stable")
+        order = ctx.const("channels", idx.astype(np.int16),
+                          comment=f"the {len(idx)} channels in the order they run: grouped by right shift")
+        bounds = np.flatnonzero(np.diff(r[idx])) + 1
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), len(idx)]
+        r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
+        plan_["shift_groups"] = len(r_groups)
+        params = fast.channel_params3(rq.folded * scale, rq.mult, rq.c)  # {bias, M, c}: r is in the code
+        layout = "{folded bias (doubled), multiplier, rounding constant c} (the right shift is in the code)"
+    return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
+                      input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
+                      weights=ctx.const("weights", np.ascontiguousarray(w_taps.T),
+                                        comment=f"weights [{g.out_c} channels][{g.k_h * g.k_w} taps (ky, kx)], int8"),
+                      params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=3 if is_fast else 4, scale=scale,
+                      scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
+                      r_groups=r_groups, order=order, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
+                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)
