@@ -84,6 +84,10 @@ class Operator:
     outputs: list[int]
     options: dict[str, Any] = field(default_factory=dict)
     index: int = 0  # position in the original model, for error messages and comments
+    # State the operator's kernel owns (not a model tensor: TFLM keeps it in a persistent buffer of
+    # the kernel), role -> persistent tensor; added by the ``add_operator_state`` pass from
+    # ``OpKernel.state`` (docs/state.md).
+    state: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

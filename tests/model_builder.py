@@ -19,7 +19,7 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 TYPES = {"float32": fb.TensorType.FLOAT32, "int32": fb.TensorType.INT32, "int8": fb.TensorType.INT8,
          "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8,
-         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64}
+         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64, "bool": fb.TensorType.BOOL}
 ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 PADDINGS = {"SAME": 0, "VALID": 1}
 
@@ -177,3 +177,8 @@ def reshape_options(new_shape):
 
 def svdf_options(rank, activation="NONE"):
     return _opts("SVDFOptions", rank=rank, fusedActivationFunction=ACTIVATIONS[activation])
+
+
+def lstm_options(activation="TANH", cell_clip=0.0, time_major=False):
+    return _opts("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=ACTIVATIONS[activation],
+                 cellClip=cell_clip, projClip=0.0, timeMajor=time_major, asymmetricQuantizeInputs=False)

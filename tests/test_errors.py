@@ -39,8 +39,7 @@ def one_op_model(kind) -> bytes:
 
 
 @pytest.mark.parametrize("kind,stands", [
-    ("UNIDIRECTIONAL_SEQUENCE_LSTM", "TFLite Micro runs it (keeps state across inferences); it is on "
-                                     "microcompiler's roadmap"),
+    ("WHILE", "TFLite Micro runs it (needs several subgraphs); it is on microcompiler's roadmap"),
     ("TOPK_V2", "it is not in TFLite Micro either"),
 ])
 def test_unsupported_operator_names_operator_index_and_where_it_stands(tmp_path, kind, stands):

@@ -117,7 +117,8 @@ def test_shared_arena_saves_the_smaller_arena(plain, models, tmp_path):
     assert one[SHARED_ARENA] == -(-max(arenas) // 8) * 8
     assert own["tiny_cnn_int8_arena"] + own["ad01_int8_arena"] - one[SHARED_ARENA] == smaller
     assert "tiny_cnn_int8_arena" not in one and "ad01_int8_arena" not in one
-    assert firmware_size(built.elf)[1] - firmware_size(shared_built.elf)[1] >= smaller
+    # the whole RAM drops by as much, give or take the padding that aligns the 8-byte arena in .bss
+    assert firmware_size(built.elf)[1] - firmware_size(shared_built.elf)[1] > smaller - 8
 
 
 @needs_board_tools

@@ -130,7 +130,7 @@ def test_malformed_signal_operators_give_one_line_error(tmp_path, model, match):
 
 
 @pytest.mark.parametrize("name,stands", [
-    ("SignalFramer", "TFLite Micro runs this custom operator; it is on microcompiler's roadmap"),
+    ("ETHOSU", "TFLite Micro runs this custom operator; it is on microcompiler's roadmap"),
     ("MyAudioOp", "this custom operator is not in TFLite Micro either"),
 ])
 def test_other_custom_operators_are_refused_with_where_they_stand(tmp_path, name, stands):

@@ -45,3 +45,10 @@ def test_docs_operators_page_is_generated_from_the_registry():
     page = (ROOT / "docs/operators.md").read_text()
     assert page == markdown(), ("docs/operators.md is out of date: regenerate it with "
                                 "'microcompiler ops --markdown > docs/operators.md'")
+
+
+def test_stateful_operators_are_listed_as_tflm_operators():
+    rows = {row["operator"]: row for row in json.loads(cli("ops", "--json").stdout)["operators"]}
+    for kind in ("SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"):
+        assert rows[kind]["in_tflm"], kind
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in (ROOT / "docs/operators.md").read_text().split("## On the roadmap")[1]

@@ -37,8 +37,13 @@ def test_bench_reports_inference_and_operator_times(capsys):
     assert set(report["inference"]) == {"ticks", "seconds", "ticks_per_run_each_repeat"}
     assert [op["index"] for op in report["operators"]] == [0, 1, 2]
     assert report["operator_ticks_total"] == sum(op["ticks"] for op in report["operators"])
+    # the RAM peak: the second FULLY_CONNECTED reads one 16-byte activation and writes another
+    peak = report["memory_peak"]
+    assert (peak["bytes"], peak["step"], peak["kind"]) == (32, 1, "FULLY_CONNECTED")
+    assert [t["bytes"] for t in peak["tensors"]] == [16, 16]
     assert main(["bench", HELLO, "--number", "2", "--repeat", "1"]) == 0
-    assert "ticks per inference" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ticks per inference" in out and "RAM peak: 32 B live at operator 1 FULLY_CONNECTED" in out
 
 
 @pytest.mark.parametrize("argv,message", [

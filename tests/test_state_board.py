@@ -43,21 +43,33 @@ def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 
-@needs_board_tools
-@pytest.mark.parametrize("make_model", [stacked_svdf_kws, single_svdf_int8, float_svdf],
-                         ids=["stacked", "single", "float"])
-def test_svdf_sequence_host_driven_on_board_and_reset(tmp_path, make_model):
-    """Host-driven: the state stays on the device between RPC runs; <model>_reset over RPC restarts it."""
-    model = make_model()
-    library = _library(model, tmp_path)
-    seq = sequence(library.metadata)
-    want = Oracle(model).run_sequence(seq)
+def host_driven_twice(library, seq, tmp_path):
+    """Host-driven on BOARD: the sequence, <model>_reset over RPC, the sequence again; the outputs
+    of both passes (the state stays on the device between RPC runs)."""
     _, _, session = start_on_board(library, load_board(BOARD), tmp_path / "project", timeout=60)
     with session:
         with session.executor() as ex:
             first = [ex(*inputs) for inputs in seq]
             ex.reset()
             again = [ex(*inputs) for inputs in seq]
+    return first, again
+
+
+@needs_board_tools
+@pytest.mark.parametrize("make_model", [stacked_svdf_kws, single_svdf_int8, float_svdf],
+                         ids=["stacked", "single", "float"])
+def test_svdf_sequence_host_driven_on_board_and_reset(tmp_path, make_model):
+    """Host-driven: the state stays on the device between RPC runs; <model>_reset over RPC restarts it."""
+    check_host_driven_sequence(make_model(), tmp_path)
+
+
+def check_host_driven_sequence(model: bytes, tmp_path) -> None:
+    """STEPS runs over RPC (the state stays on the device), <model>_reset over RPC, the same STEPS
+    again: every step bit-exact (float within tolerance) with TFLM invoked the same number of times."""
+    library = _library(model, tmp_path)
+    seq = sequence(library.metadata)
+    want = Oracle(model).run_sequence(seq)
+    first, again = host_driven_twice(library, seq, tmp_path)
     assert_steps_match(first, want, f"host-driven on {BOARD}")
     assert_steps_match(again, want, f"host-driven on {BOARD} after the reset")
     assert not all(np.array_equal(a[0], b[0]) for a, b in zip(first, first[1:])), "the outputs must change"

@@ -45,7 +45,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     }
     result = {"model": meta["name"], "board": board.name if board else None,
               "core": board.cpu.core if board else None, "layers": layers, "totals": totals,
-              "memory_plan": memory_plan(graph, meta), "fit": None}
+              "memory_plan": memory_plan(graph, meta), "memory_peak": meta["memory_peak"], "fit": None}
     if board is not None:
         result["fit"] = {
             "flash": _fit(need["flash"], board.flash.size, board.flash.name),

@@ -25,6 +25,7 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
+from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.ir import Graph, Operator, c_type
@@ -220,6 +221,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "inputs": inputs,
         "outputs": outputs,
         "arena_bytes": graph.arena_bytes,
+        "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
         "params_bytes": params.nbytes,
         "scratch_bytes": params.scratch_bytes,
@@ -231,7 +233,10 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+            **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
         } for fn in functions],
+        "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions),
         "total_macs": sum(fn.macs for fn in functions),
         "fingerprint": fingerprint,
     }

@@ -48,6 +48,9 @@ def layer_names(graph: Graph) -> dict[int, str]:
         base = _candidate(graph.tensors[op.outputs[0]].name) if op.outputs else ""
         if not base or base in ("statefulpartitionedcall", "identity", "serving_default"):
             base = f"{op.kind.lower()}_{op.index}"
+        suffix = op.options.get("layer_suffix")  # e.g. an operator a pass split off a layer
+        if suffix:
+            base = f"{base[:MAX_LAYER_NAME - len(suffix) - 1].rstrip('_')}_{suffix}"
         base = base[:MAX_LAYER_NAME].rstrip("_")
         name, n = base, 2
         while name in used:

@@ -43,6 +43,9 @@ class StateArray:
 def _role(graph: Graph, tensor: int) -> tuple[int, str]:
     """(operator index, role name) of the first operator that uses a persistent tensor."""
     for op in graph.operators:
+        for role, t in op.state.items():
+            if t == tensor:
+                return op.index, role
         if tensor in op.inputs:
             roles = KERNELS[op.kind].input_roles if op.kind in KERNELS else ()
             pos = op.inputs.index(tensor)

@@ -5,6 +5,7 @@ import json
 
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
+from microcompiler.commands.output import peak_line
 from microcompiler.report import write_report
 
 
@@ -56,6 +57,7 @@ def print_analysis(result: dict) -> None:
     plan = result["memory_plan"]
     print(f"memory plan: arena {plan['arena_bytes']:,} B for {len(plan['buffers'])} tensors; layer-by-layer lower "
           f"bound {plan['lower_bound_bytes']:,} B")
+    print(peak_line(result["memory_peak"]))
     if result["fit"]:
         for what, f in result["fit"].items():
             verdict = "fits" if f["fits"] else "DOES NOT FIT"

@@ -53,7 +53,7 @@ def run(args) -> int:
               "inference": {"ticks": whole.median_ticks, "seconds": whole.median_ticks / hz,
                             "ticks_per_run_each_repeat": [t // args.number for t in whole.ticks]},
               "operators": operators, "operator_ticks_total": sum(op["ticks"] for op in operators),
-              "total_macs": meta.get("total_macs")}
+              "total_macs": meta.get("total_macs"), "memory_peak": meta["memory_peak"]}
     if args.html:
         analysis = analyze_library(job.library, None if job.board.is_host else job.board)
         write_report(args.html, f"{meta['name']}: bench on {job.board.name}", analysis=analysis, bench=report)

@@ -92,3 +92,13 @@ def print_bench(report: dict, as_json: bool) -> None:
         print(f"{op.get('index', ''):>3}  {str(op.get('kind', op['function'])):<26} {op['ticks']:>12} "
               f"{op['seconds'] * 1e3:>10.3f} {share:>5.1f}%  {op.get('layer', '')}")
     print(f"sum of operators: {op_total} ticks")
+    print(peak_line(report["memory_peak"]))
+
+
+def peak_line(peak: dict) -> str:
+    """Where the RAM peak sits: the operator and the tensors live there (metadata.json "memory_peak")."""
+    if peak["step"] is None:
+        return f"RAM peak: no arena buffers (arena {peak['arena_bytes']:,} B)"
+    live = ", ".join(f"{t['layer_name'] or t['name']} output {t['bytes']:,} B" for t in peak["tensors"])
+    return (f"RAM peak: {peak['bytes']:,} B live at operator {peak['operator']} {peak['kind']} "
+            f"({peak['layer_name']}), arena {peak['arena_bytes']:,} B; live: {live}")

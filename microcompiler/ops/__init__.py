@@ -28,6 +28,7 @@ def load_kernels() -> None:
 
 
 def supported_operators() -> dict[str, OpKernel]:
-    """Operator kind -> the kernel that compiles it, for every operator microcompiler supports."""
+    """Operator kind -> the kernel that compiles it, for every operator microcompiler supports
+    (not the internal ones that only passes create, such as MC_CONSTANT_CHANNELS)."""
     load_kernels()
-    return dict(sorted(KERNELS.items()))
+    return dict(sorted((kind, k) for kind, k in KERNELS.items() if not getattr(k, "internal", False)))

@@ -1,6 +1,8 @@
 """The interface every operator kernel implements, and the helpers they share."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
@@ -25,6 +27,17 @@ def kernel_for(op: Operator) -> "OpKernel":
         return KERNELS[op.kind]
     except KeyError:
         raise UnsupportedModelError(f"no kernel for operator {op.kind} at index {op.index}") from None
+
+
+@dataclass(frozen=True)
+class StateBuffer:
+    """A persistent array an operator's kernel owns (``OpKernel.state``): what TFLM keeps in a
+    persistent buffer the kernel allocates (a signal operator's circular buffer), not a model tensor.
+    ``initial`` (broadcast to ``shape``) is what it starts from and what ``<model>_reset()`` restores."""
+    role: str  # names the C array: <model>_<layer>_<role>
+    dtype: str
+    shape: tuple[int, ...]
+    initial: float | int | np.ndarray = 0
 
 
 class OpKernel:
@@ -97,6 +110,12 @@ class OpKernel:
     def variant(self, op: Operator, graph: Graph) -> dict:
         """Which implementation and knobs ``emit`` chooses (recorded in metadata.json)."""
         return {"variant": "reference"}
+
+    def state(self, op: Operator, graph: Graph) -> list[StateBuffer]:
+        """The persistent arrays the operator keeps across inferences besides its tensors (called
+        after ``check``). The ``add_operator_state`` pass makes each one a persistent tensor in
+        ``op.state[role]``; ``emit`` reaches it with ``ctx.arg(op.state[role])`` (docs/state.md)."""
+        return []
 
     def inplace_inputs(self, op: Operator, graph: Graph) -> tuple[int, ...]:
         """Positions in ``op.inputs`` whose memory the output may take over when that input is not
@@ -211,6 +230,19 @@ class ParamSink:
     @property
     def nbytes(self) -> int:
         return sum(int(a.nbytes) for _, _, a, _ in self.arrays)
+
+
+def index_expr(*terms) -> str:
+    """A C index expression from (loop variable, trip count, stride) terms and int constants; a loop
+    of one iteration contributes nothing, a stride of one no multiplication (SVDF, LSTM)."""
+    parts = []
+    for term in terms:
+        if isinstance(term, int):
+            if term:
+                parts.append(str(term))
+        elif term[1] > 1:
+            parts.append(term[0] if term[2] == 1 else f"{term[0]} * {term[2]}")
+    return " + ".join(parts) or "0"
 
 
 def require(cond: bool, op: Operator, what: str) -> None:

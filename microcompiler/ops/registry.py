@@ -6,7 +6,7 @@ they cannot drift from what the compiler accepts.
 from __future__ import annotations
 
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import ROADMAP_BUILTINS, STATELESS_BUILTINS, TFLM_CUSTOM
+from microcompiler.ops.tflm_operators import ROADMAP_BUILTINS, STATEFUL_BUILTINS, STATELESS_BUILTINS, TFLM_CUSTOM
 
 
 def operator_table() -> list[dict]:
@@ -19,7 +19,8 @@ def operator_table() -> list[dict]:
             **kernel.describe(kind),
             "inputs": [in_lo, in_hi],
             "outputs": [out_lo, out_hi],
-            "in_tflm": kind in STATELESS_BUILTINS or kind in ROADMAP_BUILTINS or kind in TFLM_CUSTOM,
+            "in_tflm": (kind in STATELESS_BUILTINS or kind in STATEFUL_BUILTINS or kind in ROADMAP_BUILTINS
+                        or kind in TFLM_CUSTOM),
         })
     return rows
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, index_expr as _index, register, require
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
@@ -37,19 +37,6 @@ def _effective_scale(a: float, b: float, c: float) -> float:
     rounds the product this way: checked bit-exact against it, where float32 arithmetic differs)."""
     a, b, c = (float(np.float32(s)) for s in (a, b, c))
     return a * b / c
-
-
-def _index(*terms) -> str:
-    """A C index expression from (loop variable, trip count, stride) terms and int constants; a loop
-    of one iteration contributes nothing, a stride of one no multiplication."""
-    parts = []
-    for term in terms:
-        if isinstance(term, int):
-            if term:
-                parts.append(str(term))
-        elif term[1] > 1:
-            parts.append(term[0] if term[2] == 1 else f"{term[0]} * {term[2]}")
-    return " + ".join(parts) or "0"
 
 
 @register

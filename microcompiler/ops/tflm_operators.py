@@ -23,9 +23,11 @@ STATELESS_BUILTINS = frozenset({
     "TRANSPOSE_CONV", "UNPACK", "ZEROS_LIKE", "EMBEDDING_LOOKUP",
 })
 
-# Builtin operators TFLM registers that keep state or need more than one subgraph.
+# Builtin operators TFLM registers that keep state and microcompiler compiles (docs/state.md).
+STATEFUL_BUILTINS = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
+
+# Builtin operators TFLM registers that keep state or need more than one subgraph (not compiled yet).
 ROADMAP_BUILTINS = {
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "keeps state across inferences",
     "VAR_HANDLE": "resource variables (state across inferences)",
     "READ_VARIABLE": "resource variables (state across inferences)",
     "ASSIGN_VARIABLE": "resource variables (state across inferences)",

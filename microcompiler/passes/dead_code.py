@@ -12,7 +12,8 @@ def remove_dead_code(graph: Graph) -> Graph:
     for op in reversed(g.operators):
         # An operator that touches state (SVDF updates its activation state in place) has an effect
         # on later inferences even when nobody reads its outputs now.
-        touches_state = any(t >= 0 and g.tensors[g.storage(t)].persistent for t in op.inputs + op.outputs)
+        touches_state = bool(op.state) or any(t >= 0 and g.tensors[g.storage(t)].persistent
+                                              for t in op.inputs + op.outputs)
         if touches_state or any(g.storage(o) in needed for o in op.outputs):
             kept.append(op)
             needed.update(g.storage(i) for i in op.inputs if i >= 0)

@@ -63,6 +63,17 @@ def lower_bound(buffers: list[Buffer], steps: int) -> int:
     return max([sum(b.size for b in buffers if b.first <= s <= b.last) for s in range(steps)] or [0])
 
 
+def peak_step(buffers: list[Buffer], steps: int) -> tuple[int, list[Buffer]]:
+    """The first operator step with the largest live set, and the buffers live there (largest
+    first). Their total is ``lower_bound``; ``(-1, [])`` for a graph without arena buffers."""
+    best, live = -1, []
+    for s in range(steps):
+        here = [b for b in buffers if b.first <= s <= b.last]
+        if here and sum(b.size for b in here) > sum(b.size for b in live):
+            best, live = s, here
+    return best, sorted(live, key=lambda b: (-b.size, b.first))
+
+
 def _place(order: list[Buffer]) -> tuple[dict[int, int], int]:
     placed: list[tuple[Buffer, int]] = []
     offsets = {}

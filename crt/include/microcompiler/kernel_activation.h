@@ -122,4 +122,48 @@ static inline int16_t mc_s16_rounding_divide_by_pot(int16_t x, int exponent) {
   return (int16_t)((x >> (exponent < 16 ? exponent : 15)) + (remainder > threshold ? 1 : 0));
 }
 
+/* ---- int16 sigmoid and tanh of TFLM's LSTM gates (UNIDIRECTIONAL_SEQUENCE_LSTM) --------------- */
+
+/* sigmoid in Q0.15 of v, an input already rescaled to units of 1/(3 * 4096), as TFLM's int16
+ * LOGISTIC: a 256-entry table of sigmoid over [0, 10.7) with linear interpolation, mirrored for
+ * negative inputs. */
+static inline int16_t mc_sigmoid_s16(int32_t v, const uint16_t* table) {
+  const uint32_t magnitude = (uint32_t)(v < 0 ? -v : v);
+  const uint32_t segment = magnitude >> 9;
+  uint32_t r;
+  if (segment >= 255) {
+    r = (uint32_t)0x7FFF << 10;
+  } else {
+    const uint32_t a = table[segment];
+    const uint32_t b = table[segment + 1];
+    r = (a << 9) + (magnitude & 0x1FF) * (b - a);
+  }
+  r = v >= 0 ? r + (1u << 9) : ((uint32_t)1 << 25) - r + (1u << 9) - 1;
+  return (int16_t)(r >> 10);
+}
+
+/* tanh in Q0.15 of v (units of 1/(3 * 4096)) as TFLM's int16 TANH: 2 * sigmoid(2v) - 1 from the
+ * same table. */
+static inline int16_t mc_tanh_s16(int32_t v, const uint16_t* table) {
+  const uint32_t magnitude = (uint32_t)(v < 0 ? -v : v);
+  const uint32_t segment = magnitude >> 8;
+  int32_t r;
+  if (segment >= 255) {
+    r = 0xFFFF << 8;
+  } else {
+    const uint32_t a = table[segment];
+    const uint32_t b = table[segment + 1];
+    r = (int32_t)((a << 8) + (magnitude & 0xFF) * (b - a));
+  }
+  r = v >= 0 ? r - (1 << 23) + (1 << 7) : -r + (1 << 23) + (1 << 7) - 1;
+  return (int16_t)(r >> 8);
+}
+
+/* The float sigmoid of TFLM's reference Logistic, with its cut-offs. */
+static inline float mc_sigmoid_f32(float v) {
+  if (v > 16.619047164916992188f) return 1.0f;
+  if (v < -9.0f) return mc_expf(v);
+  return 1.0f / (1.0f + mc_expf(-v));
+}
+
 #endif /* MICROCOMPILER_KERNEL_ACTIVATION_H_ */

@@ -1,0 +1,216 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM: int8 (int8 weights, int16 cell state, int32 biases), TFLM's 16x8
+variant (int16 activations, int8 weights, int16 cell state, int64 biases: the FCs sum in int64) and float32,
+bit-exact with TFLite Micro's kernel (unidirectional_sequence_lstm.cc, lstm_eval.h/.cc,
+lstm_eval_common.cc).
+
+TFLM runs the plain LSTM only: all four gates (no CIFG), no peephole, no projection, no layer norm
+(inputs 9-11, 16-17 and 20-23 absent). The hidden state (input 18) and the cell state (input 19) are
+variable tensors kept across inferences (docs/state.md); each invocation runs every time step of its
+input (``[batch, time, input]``, or ``[time, batch, input]`` with ``time_major``), so the output is
+the hidden state after each step.
+
+One step of one batch row, integer (gate order as TFLM computes them: forget, input, cell, output):
+
+1. each gate = input FC + recurrent FC, each an int8 x int8 dot product (plus the gate bias for the
+   input FC) requantized to int16 with a scale of 2^-12 (Q3.12) and saturated, then summed with
+   saturation; sigmoid (tanh for the cell gate, the fused activation) in Q0.15 from
+   TFLM's int16 sigmoid table (``mc_sigmoid_s16``/``mc_tanh_s16`` of kernel_activation.h);
+2. cell = sat16(requant(forget * cell) + requant(input * cell gate)), clipped by ``cell_clip``;
+3. hidden = requant(output gate * tanh(cell)) + hidden zero point, saturated to int8 (int16), where tanh
+   reads the cell state with its power-of-two scale.
+
+Float32 is the same data flow in float (TFLM's Logistic with its cut-offs, ``tanhf``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.errors import ModelFormatError
+from microcompiler.ops import fast
+from microcompiler.ops.base import OpKernel, index_expr, register, require
+from microcompiler.ops.quant import c_float, quantize_multiplier
+from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
+
+INPUT = 0
+INPUT_WEIGHTS = {"input": 1, "forget": 2, "cell": 3, "output": 4}
+RECURRENT_WEIGHTS = {"input": 5, "forget": 6, "cell": 7, "output": 8}
+PEEPHOLE = (9, 10, 11)
+BIASES = {"input": 12, "forget": 13, "cell": 14, "output": 15}
+PROJECTION = (16, 17)
+HIDDEN_STATE, CELL_STATE = 18, 19
+LAYER_NORM = (20, 21, 22, 23)
+GATES = ("forget", "input", "cell", "output")  # the order TFLM computes them in
+GATE_SCALE = 2.0 ** -12   # gate pre-activations: Q3.12
+GATE_OUTPUT_SCALE = 2.0 ** -15  # sigmoid/tanh outputs: Q0.15
+TANH_INTEGER_BITS = 3  # the int16 tanh reads Q3.12
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def _multiplier(*factors_over: float) -> tuple[int, int]:
+    """QuantizeMultiplier of a * b / c computed in double from float32 scales (as TFLM's Prepare)."""
+    a, b, c = (_f32(s) for s in factors_over)
+    return quantize_multiplier(a * b / c)
+
+
+def _roles() -> tuple[str, ...]:
+    names = {0: "input", 18: "hidden_state", 19: "cell_state"}
+    for table, what in ((INPUT_WEIGHTS, "input_to_{}_weights"), (RECURRENT_WEIGHTS, "recurrent_to_{}_weights"),
+                        (BIASES, "{}_gate_bias")):
+        for gate, i in table.items():
+            names[i] = what.format(gate)
+    return tuple(names.get(i, f"input{i}") for i in range(24))
+
+
+@register
+class UnidirectionalSequenceLstm(OpKernel):
+    kinds = ("UNIDIRECTIONAL_SEQUENCE_LSTM",)
+    inputs = (1, 24)  # 24 in every file; the optional ones in the middle are -1 (check() counts them)
+    types = ("int8", "int16", "float32")
+    type_notes = ("int8 input/hidden state/output with int8 weights, int16 cell state (power-of-two scale) and "
+                  "int32 biases, as TFLM's integer LSTM; int16 activations (zero point 0) with int8 weights and int64 "
+                  "biases; float32; all four gates, no peephole, projection or "
+                  "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences")
+    options = "fused activation of the cell gate (TANH), cell_clip, time_major"
+    fast = {"dsp": "int8 (smlad: input and hidden state expanded to int16 pairs once per step, weights "
+                   "sign-extended with SXTB16, two MACs per SMLAD)"}
+    input_roles = _roles()
+
+    def variant(self, op, graph):
+        return self.plan(op, graph)
+
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+        """smlad on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32)."""
+        _, _, n_input, n_state, _ = self._dims(op, graph)
+        int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
+        exact = max(n_input, n_state) * 127 * 255 < 2**31
+        if fast.has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
+            return {"variant": "smlad", "isa": "dsp"}
+        return {"variant": "reference"}
+
+    def _dims(self, op, graph):
+        x = graph.tensors[op.inputs[INPUT]]
+        time_major = bool(op.options.get("time_major", False))
+        outer, inner, n_input = x.shape
+        batch, steps = (inner, outer) if time_major else (outer, inner)
+        n_state = graph.tensors[op.inputs[INPUT_WEIGHTS["forget"]]].shape[0]
+        return batch, steps, n_input, n_state, time_major
+
+    def check(self, op, graph):
+        if len(op.inputs) != 24:
+            raise ModelFormatError(f"operator {op.index} ({op.kind}) has {len(op.inputs)} inputs, expected 24; "
+                                   "the file is corrupted")
+
+        def t(i):
+            return graph.tensors[op.inputs[i]] if op.inputs[i] >= 0 else None
+        absent = [i for i in (*PEEPHOLE, *PROJECTION, *LAYER_NORM) if op.inputs[i] >= 0]
+        require(not absent, op, f"inputs {absent} are set: TFLM runs the plain LSTM only (no peephole, "
+                "projection or layer norm)")
+        needed = [INPUT, *INPUT_WEIGHTS.values(), *RECURRENT_WEIGHTS.values(), *BIASES.values(), HIDDEN_STATE,
+                  CELL_STATE]
+        missing = [i for i in needed if op.inputs[i] < 0]
+        require(not missing, op, f"inputs {missing} are missing (CIFG, without the input gate, is not supported "
+                "by TFLM)")
+        x, y = t(INPUT), graph.tensors[op.outputs[0]]
+        hidden, cell = t(HIDDEN_STATE), t(CELL_STATE)
+        require(hidden.persistent and cell.persistent, op, "hidden state (input 18) and cell state (input 19) "
+                "must be variable tensors")
+        weights = [t(i) for i in (*INPUT_WEIGHTS.values(), *RECURRENT_WEIGHTS.values())]
+        biases = [t(i) for i in BIASES.values()]
+        require(all(w.is_constant for w in weights + biases), op, "weights and biases must be constants")
+        require(len(x.shape) == 3 and len(y.shape) == 3, op, "input and output must be 3-D")
+        batch, steps, n_input, n_state, _ = self._dims(op, graph)
+        for name, i in INPUT_WEIGHTS.items():
+            require(t(i).shape == (n_state, n_input), op, f"input-to-{name} weights {list(t(i).shape)} are not "
+                    f"[{n_state}, {n_input}]")
+        for name, i in RECURRENT_WEIGHTS.items():
+            require(t(i).shape == (n_state, n_state), op, f"recurrent-to-{name} weights {list(t(i).shape)} are "
+                    f"not [{n_state}, {n_state}]")
+        require(all(b.shape == (n_state,) for b in biases), op, f"gate biases must have {n_state} elements")
+        require(hidden.size == batch * n_state and cell.size == batch * n_state, op,
+                f"hidden and cell state must have {batch} x {n_state} elements")
+        require(y.shape == (*x.shape[:2], n_state), op, f"output shape {list(y.shape)} is not "
+                f"{[*x.shape[:2], n_state]}")
+        activation = op.options.get("activation", "TANH")
+        require(activation == "TANH", op, f"cell gate activation {activation} is not supported (TANH; TFLM "
+                "runs no other)")
+        require(float(op.options.get("cell_clip", 0.0)) >= 0, op, "cell_clip must not be negative")
+        if x.dtype == "float32":
+            require(all(u.dtype == "float32" for u in [y, hidden, cell, *weights, *biases]), op,
+                    "float32 LSTM needs float32 tensors throughout")
+            return
+        require(x.dtype in ("int8", "int16") and y.dtype == x.dtype and hidden.dtype == x.dtype, op,
+                f"types input/hidden state/output {x.dtype}/{hidden.dtype}/{y.dtype} are not supported "
+                "(int8, int16 or float32, the same for all three)")
+        require(cell.dtype == "int16", op, f"cell state type {cell.dtype} is not supported (int16, as TFLM)")
+        bias_dtype = "int32" if x.dtype == "int8" else "int64"
+        require(all(w.dtype == "int8" for w in weights) and all(b.dtype == bias_dtype for b in biases), op,
+                f"{x.dtype} LSTM needs int8 weights and {bias_dtype} biases")
+        quantized = [x, hidden, cell, *weights]
+        require(all(u.quant is not None and not u.quant.per_channel for u in quantized), op,
+                "int8 LSTM needs per-tensor quantization of input, states and weights")
+        require(all(int(w.quant.zero_point[0]) == 0 for w in weights), op, "weights must have zero point 0")
+        require(int(cell.quant.zero_point[0]) == 0, op, "the cell state must have zero point 0")
+        require(x.dtype == "int8" or (int(x.quant.zero_point[0]) == 0 and int(hidden.quant.zero_point[0]) == 0), op,
+                "int16 input and hidden state must have zero point 0")
+        power = checked_log2(cell.quant.scale[0])[1]
+        require(-30 <= 15 + power - TANH_INTEGER_BITS <= 14, op,
+                f"cell state scale {cell.quant.scale[0]} is out of the range TFLM's int16 tanh can read")
+
+    def macs(self, op, graph):
+        batch, steps, n_input, n_state, _ = self._dims(op, graph)
+        return batch * steps * 4 * n_state * (n_input + n_state)
+
+    def _stacked(self, op, graph, table) -> np.ndarray:
+        """The four gates' tensors as one array in GATES order (one flash array, one gate loop)."""
+        return np.stack([graph.tensors[op.inputs[table[g]]].data for g in GATES])
+
+    def emit(self, op, graph, ctx):
+        batch, steps, n_input, n_state, time_major = self._dims(op, graph)
+        x, hidden, cell = ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.inputs[HIDDEN_STATE]), ctx.tensor(
+            op.inputs[CELL_STATE])
+        integer = x.dtype != "float32"
+        clip = float(op.options.get("cell_clip", 0.0))
+        values = dict(batch=batch, steps=steps, n_input=n_input, n_state=n_state, time_major=time_major,
+                      integer=integer, ix=index_expr,
+                      input=ctx.arg(op.inputs[INPUT]), output=ctx.arg(op.outputs[0]),
+                      hidden=ctx.arg(op.inputs[HIDDEN_STATE]), cell=ctx.arg(op.inputs[CELL_STATE]),
+                      input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
+                      recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
+                      bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
+                      smlad=False, pair_words=0)
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
+        ctx.variant = plan
+        if plan["variant"] == "smlad":
+            values.update(smlad=True, pair_words=2 * (n_input // 4) + 2 * (n_state // 4))
+        values["scratch"] = ctx.scratch(4 * values["pair_words"] + 4 * n_state * (2 if integer else 4))
+        if not integer:
+            return ctx.render("lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values)
+        weights = {g: ctx.tensor(op.inputs[INPUT_WEIGHTS[g]]) for g in GATES}
+        recurrent = {g: ctx.tensor(op.inputs[RECURRENT_WEIGHTS[g]]) for g in GATES}
+        x_scale, h_scale, c_scale = (u.quant.scale[0] for u in (x, hidden, cell))
+        input_m = [_multiplier(x_scale, weights[g].quant.scale[0], GATE_SCALE) for g in GATES]
+        recurrent_m = [_multiplier(h_scale, recurrent[g].quant.scale[0], GATE_SCALE) for g in GATES]
+        power = checked_log2(c_scale)[1]
+        # TFLM's int16 tanh reads Q3.12: the cell state (scale 2^power) is scaled by 3 * 2^(12 + power).
+        left = 15 + power - TANH_INTEGER_BITS
+        tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
+        quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
+        return ctx.render(
+            "lstm.c.j2", state_t="int16_t", clip=quantized_clip, act_t=f"{x.dtype}_t",
+            acc_t="int32_t" if x.dtype == "int8" else "int64_t",
+            requantize="mc_requantize" if x.dtype == "int8" else "mc_requantize64",
+            input_offset=-int(x.quant.zero_point[0]), hidden_zp=int(hidden.quant.zero_point[0]),
+            input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
+            input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
+            recurrent_multiplier=ctx.const("recurrent_multiplier", np.array([m for m, _ in recurrent_m], np.int32)),
+            recurrent_shift=ctx.const("recurrent_shift", np.array([s for _, s in recurrent_m], np.int32)),
+            forget_m=_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale),
+            input_m=_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale),
+            hidden_m=_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
+            tanh_m=tanh_m, tanh_shift=tanh_shift, tanh_rounding=(1 << (tanh_shift - 1)) if tanh_shift else 0,
+            table=ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t"),
+            **values)
+
