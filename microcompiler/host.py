@@ -12,13 +12,13 @@ import subprocess
 import time
 from pathlib import Path
 
-import jinja2
 import numpy as np
 
 from microcompiler import cleanup, resources
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import DeviceError, ToolchainError
-from microcompiler.ir import c_type, np_dtype
+from microcompiler.ir import np_dtype
+from microcompiler.templating import render_file
 from microcompiler.standalone import StandaloneResult, parse_reports
 from microcompiler.transport.base import check_timeout
 
@@ -30,10 +30,8 @@ COMPILE_TIMEOUT = 900.0  # seconds for the host C compiler on one model
 
 
 def render_template(template_dir: Path, template: str, **values) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    return env.get_template(template).render(c_type=c_type, itemsize=lambda d: np.dtype(np_dtype(d)).itemsize,
-                                         **values)
+    """A project template's file (the package's one jinja environment, microcompiler/templating.py)."""
+    return render_file(template_dir, template, **values)
 
 
 def compiler() -> list[str]:

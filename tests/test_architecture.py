@@ -8,6 +8,9 @@ them) is how packages work, not a circle, so those edges are left out.
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -179,3 +182,23 @@ def test_every_target_has_the_same_interface():
         assert isinstance(target, Target) and target.name == name
         for method in ("create", "build", "flash", "start", "open_link", "elf"):
             assert callable(getattr(target, method)), f"target {name} has no {method}"
+
+
+def test_a_new_project_template_is_one_new_module_in_targets(tmp_path):
+    """docs/porting.md: a template is one module in microcompiler/targets/ (plus its file templates);
+    no other file changes. A copy of the package with one module added lists the template, and
+    create-project offers it."""
+    copy = tmp_path / "microcompiler"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "targets" / "demo_make.py").write_text(
+        "from microcompiler.targets.base import register\n"
+        "from microcompiler.targets.baremetal import BareMetal\n\n\n"
+        "@register\nclass DemoMake(BareMetal):\n    name = 'demo_make'\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    listing = subprocess.run([sys.executable, "-c", "from microcompiler.targets import templates; print(templates())"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0, listing.stderr
+    assert "demo_make" in listing.stdout and "baremetal" in listing.stdout
+    helptext = subprocess.run([sys.executable, "-m", "microcompiler.cli", "create-project", "--help"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert helptext.returncode == 0 and "demo_make" in helptext.stdout, helptext.stdout + helptext.stderr

@@ -1,4 +1,4 @@
-"""The fast int8 kernels (ops/fast.py, kernel_simd.h) against the TFLM oracle, bit for bit.
+"""The fast int8 kernels (ops/fast/, kernel_simd.h) against the TFLM oracle, bit for bit.
 
 Host sweeps pick shapes that hit every tail of the unrolled loops: output pixels % 4 (the 4-pixel
 im2col block), K / 4 % 4 (the unroll-4 dot loop), output rows % 4 and depth % 4 (FULLY_CONNECTED

@@ -1,4 +1,4 @@
-"""The Helium (MVE) int8 kernels (ops/fast_mve.py, kernel_mve.h) against the TFLM oracle, bit for bit.
+"""The Helium (MVE) int8 kernels (ops/fast/mve.py, kernel_mve.h) against the TFLM oracle, bit for bit.
 
 Every sweep is one model holding all its cases side by side (model_merge.py), so that it compiles
 and builds once. On the host (features {"dsp", "mve"}) the kernels run as the portable C of

@@ -81,9 +81,9 @@ def test_depthwise_conv_2d_folds_input_offset_without_padding(tmp_path):
     """The reference loops: without padding the input zero point is folded into the bias; with
     padding it stays per tap."""
     src = _reference_source(dw(padding="VALID", input_zp=-5), tmp_path)
-    assert " + 5)" not in src and "_bias[oc]" in src
+    assert "- INPUT_ZERO_POINT)" not in src and "_bias[oc]" in src
     src = _reference_source(dw(padding="SAME", input_zp=-5), tmp_path / "same")
-    assert " + 5)" in src
+    assert "INPUT_ZERO_POINT = -5" in src and "- INPUT_ZERO_POINT)" in src
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -18,4 +18,6 @@ def test_wheel_contains_runtime_templates_and_boards(tmp_path):
     assert any(n.startswith("microcompiler/_data/boards/") and n.endswith(".toml") for n in names)
     assert any(n.startswith("microcompiler/_data/project_templates/baremetal/") for n in names)
     assert any(n.startswith("microcompiler/ops/templates/") and n.endswith(".j2") for n in names)
+    for fast_template in ("conv_2d_im2col.c.j2", "_requant.j2", "conv_2d_mve.c.j2"):  # beside their emitters
+        assert f"microcompiler/ops/fast/{fast_template}" in names, fast_template
     assert any(n.endswith("entry_points.txt") for n in names)

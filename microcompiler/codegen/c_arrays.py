@@ -4,11 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.quant import c_float
+from microcompiler.templating import comment_text  # noqa: F401 (re-exported)
 
 
-def comment_text(text: str) -> str:
-    """text made safe inside a C comment: no comment delimiters, one line."""
-    return " ".join(text.replace("*/", "* /").replace("/*", "/ *").split())
 
 
 def has_non_finite(data: np.ndarray) -> bool:

@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
-
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_sources
@@ -33,11 +31,8 @@ from microcompiler.codegen.state import reset_body, state_arrays, state_definiti
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+from microcompiler.templating import render
 
-_ENV = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-_ENV.filters["comment"] = comment_text
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
@@ -222,11 +217,11 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   subgraph_code=subgraph_code,
                   uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions))
     lib = ModelLibrary(graph, functions, params)
-    lib.files[f"src/{name}_ops.c"] = _ENV.get_template("model_ops.c.j2").render(**values)
-    lib.files[f"src/{name}_aot.c"] = _ENV.get_template("model_aot.c.j2").render(**values)
+    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
+    lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
     lib.files.update(graph_sources(graph, functions))
     fingerprint = model_fingerprint(lib.files, inputs, outputs)
-    lib.files[f"include/{name}.h"] = _ENV.get_template("model.h.j2").render(fingerprint=fingerprint, **values)
+    lib.files[f"include/{name}.h"] = render("model.h.j2", fingerprint=fingerprint, **values)
     for header in RUNTIME_HEADERS:
         lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
             f"include/microcompiler/{header}").read_text()

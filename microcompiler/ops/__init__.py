@@ -11,7 +11,8 @@ import pkgutil
 from microcompiler.ops.base import KERNELS, OpKernel, kernel_for, register  # noqa: F401
 
 # Modules in this package that hold shared helpers rather than kernels.
-_HELPER_MODULES = {"base", "quant", "fast", "tflm_operators", "registry", "custom_options"}
+_HELPER_MODULES = {"base", "quant", "geometry", "requantize", "conv_common", "reduce_common", "tflm_operators",
+                   "registry", "custom_options"}
 _loaded = False
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.binary_common import float_activation, wrapping
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.spatial_common import CTYPES, constant_ints
+from microcompiler.ops.spatial_common import CTYPES, single_axis
 
 
 @register
@@ -24,12 +24,7 @@ class ArgMinMax(OpKernel):
     quantized_io = False
 
     def _axis(self, op, graph) -> int:
-        x = graph.tensors[op.inputs[0]]
-        axis = constant_ints(op, graph, 1, "axis").reshape(-1)
-        require(axis.size == 1, op, f"the axis tensor holds {axis.size} values; it needs exactly one")
-        a = int(axis[0])
-        require(-len(x.shape) <= a < len(x.shape), op, f"axis {a} is out of range for a {len(x.shape)}D input")
-        return a % len(x.shape)
+        return single_axis(op, graph)
 
     def check(self, op, graph):
         require(len(op.inputs) == 2 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,

@@ -2,18 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-import jinja2
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, Tensor, c_type
+from microcompiler.templating import render
 
 KERNELS: dict[str, "OpKernel"] = {}
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
 def register(cls):
@@ -173,14 +169,18 @@ class EmitContext:
         role = roles[pos] if 0 <= pos < len(roles) else f"input{pos}"
         return self.params.tensor(tensor, t, f"{self.prefix}_{role}")
 
-    def const(self, suffix: str, array: np.ndarray, ctype: str | None = None) -> str:
-        return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype)
+    def const(self, suffix: str, array: np.ndarray, ctype: str | None = None, comment: str = "") -> str:
+        """A derived constant array in flash; ``comment`` (one line above it in the C) says what it
+        holds and, for records, their layout. Without one, the comment names the operator and the
+        array's length."""
+        return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype,
+                               comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values")
 
     def tensor(self, i: int) -> Tensor:
         return self.graph.tensors[i]
 
     def render(self, template: str, **values) -> str:
-        return _TEMPLATES.get_template(template).render(**values)
+        return render(template, **values)
 
     def scratch(self, nbytes: int) -> str:
         """The C name of the model's scratch buffer (int32_t-aligned, at least nbytes), shared by
@@ -232,10 +232,10 @@ class ParamSink:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
 
-    def add(self, name: str, data: np.ndarray, ctype: str | None = None) -> str:
+    def add(self, name: str, data: np.ndarray, ctype: str | None = None, comment: str = "") -> str:
         name = self._unique(name)
         ctype = ctype or self._CTYPES[data.dtype]
-        self.arrays.append((name, ctype, data, ""))
+        self.arrays.append((name, ctype, data, comment))
         return name
 
     @property
@@ -269,6 +269,29 @@ def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
     return x, y
+
+
+def require_unary(op: Operator, graph: Graph, types: tuple[str, ...]) -> tuple[Tensor, Tensor]:
+    """Check an elementwise operator: one input and one output of the same size and the same type,
+    one of ``types``; integer tensors carry quantization parameters."""
+    x, y = require_elementwise(op, graph)
+    require(x.dtype in types, op, f"input type {x.dtype} is not supported ({', '.join(types)})")
+    require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+    if x.dtype != "float32":
+        require(x.quant is not None and y.quant is not None, op,
+                f"{x.dtype} input and output need quantization parameters")
+    return x, y
+
+
+class ElementwiseKernel(OpKernel):
+    """An operator computing each output element from the input element at the same offset: one
+    operation per element, and safe in place (the element is read before it is written)."""
+
+    def macs(self, op: Operator, graph: Graph) -> int:
+        return graph.tensors[op.inputs[0]].size
+
+    def inplace_inputs(self, op: Operator, graph: Graph) -> tuple[int, ...]:
+        return (0,)
 
 
 def activation_dtype(op: Operator, graph: Graph) -> str:

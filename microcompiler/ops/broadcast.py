@@ -8,7 +8,8 @@ indexed with its own strides (0 where it is broadcast).
 from __future__ import annotations
 
 from microcompiler.ir import Graph, Operator
-from microcompiler.ops.base import _TEMPLATES, require
+from microcompiler.ops.base import require
+from microcompiler.templating import render
 
 # TFLM's broadcast kernels extend shapes to 6D (kMaxBroadcastDim); we accept what they accept.
 MAX_BROADCAST_RANK = 6
@@ -100,5 +101,5 @@ def unbroadcast_inputs(op: Operator, graph: Graph, positions=None) -> tuple[int,
 def render_loop_nest(loops, body: str, prologue: str = "") -> str:
     """C code: the loop nest of ``broadcast_loops`` around ``body`` (statements indented by two
     spaces, as at the top of a function), after the optional ``prologue`` statements."""
-    return _TEMPLATES.get_template("broadcast_loop.c.j2").render(loops=loops, body=body.rstrip("\n"),
+    return render("broadcast_loop.c.j2", loops=loops, body=body.rstrip("\n"),
                                                                   prologue=prologue.rstrip("\n"))

@@ -12,7 +12,7 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import quantize_multiplier
-from microcompiler.ops.spatial_common import CTYPES, constant_ints, require_same_type
+from microcompiler.ops.spatial_common import CTYPES, require_same_type, single_axis
 
 _LEFT_SHIFT = 20  # kCumSumIntegerShift
 
@@ -31,12 +31,7 @@ class CumSum(OpKernel):
     options = "constant axis, exclusive, reverse"
 
     def _axis(self, op, graph) -> int:
-        x = graph.tensors[op.inputs[0]]
-        axis = constant_ints(op, graph, 1, "axis").reshape(-1)
-        require(axis.size == 1, op, f"the axis tensor holds {axis.size} values; it needs exactly one")
-        a = int(axis[0])
-        require(-len(x.shape) <= a < len(x.shape), op, f"axis {a} is out of range for a {len(x.shape)}D input")
-        return a % len(x.shape)
+        return single_axis(op, graph)
 
     def check(self, op, graph):
         require(len(op.inputs) == 2 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,

@@ -3,16 +3,20 @@
 Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro's reference kernel.
 Weights are [1, kernel_h, kernel_w, output_channels]; per-channel scales run along dimension 3.
 int16 takes an int64 bias (TFLM reads the bias as int64) and always accumulates in 64 bits.
-Geometry, quantization checks and requantization constants are shared with CONV_2D.
+Checks, geometry and requantization constants are shared with CONV_2D (ops/conv_common.py); the fast
+kernels are ops/fast/depthwise_conv_2d_channels4.py and ops/fast/depthwise_conv_2d_planes.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_depthwise, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_2d import (bias_tensor, check_common, constant_parameters, float_values,
-                                       folded_bias, geometry, quant_values)
+from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
+                                           folded_bias, geometry, quant_values)
+from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
+from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
@@ -52,13 +56,13 @@ class DepthwiseConv2D(OpKernel):
         return self.plan(op, graph)
 
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
-        """int8 with constant weights and bias: planes (ops/fast_depthwise.py: any depth multiplier,
+        """int8 with constant weights and bias: planes (ops/fast/depthwise_conv_2d_planes.py: any depth multiplier,
         channel count, kernel, stride, dilation; one int16 plane per input channel in the kernel
         scratch) or channels4 (depth multiplier 1, channels % 4 == 0: 4 channels per step with the
         taps unrolled, int16 weights; SXTB16 + SMLABB/SMLATT with the DSP extension, "isa" dsp;
         LDRSB + MLA otherwise, "isa" c, no scratch). Where both apply, planes with the DSP extension
         when it runs two or more pixels per step (stride 1, no horizontal dilation) and its plane fits
-        fast_depthwise.PREFERRED_PLANE_BYTES (KWS: 2.2 instead of 3.76 instructions per MAC; with
+        planes_kernel.PREFERRED_PLANE_BYTES (KWS: 2.2 instead of 3.76 instructions per MAC; with
         stride 2 channels4 is faster), channels4 otherwise. ``tuning`` {"variant": "planes"} or
         {"variant": "channels4"} overrides. With "mve" (Cortex-M55) and channels % 16 == 0 the Helium
         kernel (fast_mve.depthwise_plan). int16 and float32: the reference loop nest."""
@@ -70,12 +74,12 @@ class DepthwiseConv2D(OpKernel):
             if mve:
                 return mve
         g = geometry(op, graph)
-        planes = dict(fast_depthwise.plan(g), isa="dsp" if fast.has_dsp(features) else "c")
+        planes = dict(planes_kernel.plan(g), isa="dsp" if fast.has_dsp(features) else "c")
         if op.options.get("depth_multiplier", 1) != 1 or x.shape[3] % 4:
             return planes
         knob = (tuning or {}).get("variant")
         if knob == "planes" or (knob != "channels4" and fast.has_dsp(features) and planes["pixels"] > 1
-                                and planes["scratch_bytes"] <= fast_depthwise.PREFERRED_PLANE_BYTES):
+                                and planes["scratch_bytes"] <= planes_kernel.PREFERRED_PLANE_BYTES):
             return planes
         return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4,
                 "taps_unrolled": True, "weights": "s16-pairs", "scratch_bytes": 0}
@@ -88,7 +92,7 @@ class DepthwiseConv2D(OpKernel):
         if plan["variant"] == "mve-channels16":
             return self._emit_mve(op, graph, ctx, plan)
         if plan["variant"] == "planes":
-            return fast_depthwise.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
+            return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
@@ -114,26 +118,7 @@ class DepthwiseConv2D(OpKernel):
         return ctx.render("depthwise_conv_2d_int.c.j2", **q, **values)
 
     def _emit_channels4(self, op, graph, ctx, plan):
-        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-        g = geometry(op, graph)
-        bias = bias_tensor(op, graph)
-        w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
-        zp = int(x.quant.zero_point[0])
-        b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
-        folded = b - zp * w_taps.astype(np.int64).sum(axis=0)
-        mult, shift = conv_multipliers(x, w, y, g.out_c)
-        y_zp = int(y.quant.zero_point[0])
-        is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
-        plan["requant"] = "smmlar" if is_fast else "reference"
-        scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
-        lo, hi = activation_range(op.options["activation"], y)
-        zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, zp, np.int8))
-        return ctx.render("depthwise_conv_2d_channels4.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                          output=ctx.arg(op.outputs[0]),
-                          weights=ctx.const("weights", fast.pack_depthwise(w_taps.astype(np.int32) * scale)),
-                          params=ctx.const("params", fast.channel_params3(folded * scale, mult, r) if is_fast
-                                           else fast.channel_params(folded * scale, mult, c, r)), c_k=2 * y_zp + 1,
-                          zp_row=zp_row, isa=plan["isa"], fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)
+        return emit_channels4(op, graph, ctx, plan)
 
     def _emit_mve(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ir import np_dtype
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import ElementwiseKernel, register, require_unary
 from microcompiler.ops.lut import int8_table_from_float, render_int8_table
 from microcompiler.ops.softmax_logistic import expf
 
@@ -23,27 +23,16 @@ def elu_f32(x: np.float32) -> np.float32:
 
 
 @register
-class Elu(OpKernel):
+class Elu(ElementwiseKernel):
     kinds = ("ELU",)
     types = ("int8", "float32")
     type_notes = "int8 by a compile-time table"
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "float32"), op, f"input type {x.dtype} is not supported (int8, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
-        if x.dtype == "int8":
-            require(x.quant is not None and y.quant is not None, op,
-                    "int8 input and output need quantization parameters")
-
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
+        require_unary(op, graph, ("int8", "float32"))
 
     def variant(self, op, graph):
         return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

@@ -1,10 +1,15 @@
-"""FULLY_CONNECTED: int8, int16x8 and float32; per-tensor or per-channel weights."""
+"""FULLY_CONNECTED: int8, int16x8 and float32; per-tensor or per-channel weights.
+
+The fast kernel (rows4, lanes) is ops/fast/fully_connected_rows4.py.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
                                      quantize_multiplier, quantize_multipliers)
 
@@ -165,46 +170,4 @@ class FullyConnected(OpKernel):
 
     def _emit_rows4(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-        batches, out_depth, depth = self._dims(op, graph)
-        w_rows = w.data.astype(np.int8).reshape(out_depth, depth)
-        has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
-        b = (graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias
-             else np.zeros(out_depth, np.int64))
-        zp = int(x.quant.zero_point[0])
-        folded = b - zp * w_rows.astype(np.int64).sum(axis=1)
-        mult, shift = self._multipliers(x, w, y)
-        y_zp = int(y.quant.zero_point[0])
-        bounds = fast.acc_bounds(b, w_rows)
-        per_channel = len(mult) > 1
-        is_fast, c, r = fast.requant_table(mult, shift, y_zp, bounds if per_channel else bounds.max(keepdims=True))
-        plan["requant"] = "smmlar" if is_fast else "reference"
-        lo, hi = activation_range(op.options["activation"], y)
-        steps, depth_tail = depth // 4, depth % 4
-        lanes = plan.get("extract") == "lanes"
-        chunk_steps = plan.get("chunk", 0) // 4 or steps
-        if lanes:
-            weights = ctx.const("weights", fast.pack_lanes_rows4(w_rows, chunk_steps))
-            bias = ctx.const("bias", fast.lanes_bias(w_rows, folded))
-        else:
-            weights = (ctx.const("weights", w_rows) if plan["weights"] == "s8" else
-                       ctx.const("weights", fast.pack_s16_rows4(w_rows)) if steps else None)
-            bias = ctx.const("bias", fast.wrap32(folded))
-        values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
-                      blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), bias=bias, lanes=lanes, chunk_steps=chunk_steps,
-                      chunks=-(-steps // chunk_steps) if steps else 0,
-                      scratch=ctx.scratch(plan["scratch_bytes"]) if lanes else None,
-                      s16=plan["weights"] == "s16" or lanes,
-                      sxtb16=plan.get("extract") == "sxtb16", weights=weights,
-                      tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy())
-                                    if depth_tail and (plan["weights"] == "s16" or lanes) else None),
-                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel,
-                      # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
-                      halve=lanes and is_fast and not depth_tail)
-        if per_channel:
-            values.update(multipliers=ctx.const("multiplier", mult), cs=ctx.const("c" if is_fast else "shift", c),
-                          rs=ctx.const("r", r) if is_fast else None, requant=None)
-        else:
-            values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
-        plan["requant"] = "smmlar" if is_fast else "reference"
-        return ctx.render("fully_connected_rows4.c.j2", **values)
+        return emit_rows4(op, graph, ctx, plan, self._dims(op, graph), self._multipliers(x, w, y))

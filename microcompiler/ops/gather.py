@@ -35,6 +35,16 @@ def gather_geometry(op, graph):
             int(x.shape[axis]), size(x.shape[axis + 1:]))
 
 
+def check_gather_types(op, graph, types: tuple[str, ...]):
+    """GATHER and GATHER_ND: params of one of ``types``, the output of the same type, int32 or int64
+    indices. Returns (params, indices, output)."""
+    x, idx, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    require(x.dtype in types, op, f"type {x.dtype} is not supported ({', '.join(types)})")
+    require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from params type {x.dtype}")
+    require(idx.dtype in ("int32", "int64"), op, f"indices of type {idx.dtype} are not supported (int32, int64)")
+    return x, idx, y
+
+
 @register
 class Gather(OpKernel):
     kinds = ("GATHER",)
@@ -46,10 +56,7 @@ class Gather(OpKernel):
     quantized_io = False
 
     def check(self, op, graph):
-        x, idx, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-        require(x.dtype in self.types, op, f"type {x.dtype} is not supported ({', '.join(self.types)})")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
-        require(idx.dtype in ("int32", "int64"), op, f"indices of type {idx.dtype} are not supported (int32, int64)")
+        x, idx, y = check_gather_types(op, graph, self.types)
         _, _, _, extent, _ = gather_geometry(op, graph)
         if idx.is_constant:
             bad = idx.data[(idx.data < 0) | (idx.data >= extent)]

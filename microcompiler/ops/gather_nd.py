@@ -11,6 +11,7 @@ import numpy as np
 
 from microcompiler.ir import c_type, np_dtype
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.gather import check_gather_types
 from microcompiler.ops.movement_common import row_strides
 
 
@@ -36,10 +37,7 @@ class GatherNd(OpKernel):
     quantized_io = False
 
     def check(self, op, graph):
-        x, idx, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-        require(x.dtype in self.types, op, f"type {x.dtype} is not supported ({', '.join(self.types)})")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from params type {x.dtype}")
-        require(idx.dtype in ("int32", "int64"), op, f"indices of type {idx.dtype} are not supported (int32, int64)")
+        x, idx, y = check_gather_types(op, graph, self.types)
         _, nd, _ = _geometry(op, graph)
         if idx.is_constant:
             tuples = idx.data.reshape(-1, nd)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.activation import offset_term
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
+from microcompiler.ops.requantize import offset_term
+from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
 HIRES_INPUT_SHIFT = 7            # the input is scaled by 2^7 onto the high-resolution scale
@@ -32,36 +32,26 @@ def downscale_multiplier_to_int16(multiplier: int) -> int:
 def hard_swish_params(in_scale: float, out_scale: float) -> dict:
     """The int16 output and relu-ish multipliers and their exponents."""
     hires_input_scale = float(F32(in_scale)) / (1 << HIRES_INPUT_SHIFT)
-    out_q31, out_exponent = quantize_multiplier_unclamped(hires_input_scale / float(F32(out_scale)))
-    reluish_q31, reluish_exponent = quantize_multiplier_unclamped(hires_input_scale / RELUISH_SCALE)
+    out_q31, out_exponent = quantize_multiplier(hires_input_scale / float(F32(out_scale)), saturate=False)
+    reluish_q31, reluish_exponent = quantize_multiplier(hires_input_scale / RELUISH_SCALE, saturate=False)
     return dict(output_multiplier=downscale_multiplier_to_int16(out_q31), output_exponent=out_exponent,
                 reluish_multiplier=downscale_multiplier_to_int16(reluish_q31), reluish_exponent=reluish_exponent)
 
 
 @register
-class HardSwish(OpKernel):
+class HardSwish(ElementwiseKernel):
     kinds = ("HARD_SWISH",)
     types = ("int8", "float32")
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "float32"), op, f"input type {x.dtype} is not supported (int8, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        x, y = require_unary(op, graph, ("int8", "float32"))
         if x.dtype == "int8":
-            require(x.quant is not None and y.quant is not None, op,
-                    "int8 input and output need quantization parameters")
             params = hard_swish_params(x.quant.scale[0], y.quant.scale[0])
             require(params["output_exponent"] <= 0, op,
                     "the input scale is more than 128 times the output scale (TFLM rejects it too)")
 
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
     def variant(self, op, graph):
         return {"variant": "int16-fixed-point" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

@@ -9,7 +9,7 @@ reference kernels.
 """
 from __future__ import annotations
 
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.softmax_logistic import _outer_and_depth
 

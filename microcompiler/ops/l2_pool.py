@@ -6,7 +6,8 @@ counts), summed row by row in float as TFLM's reference L2Pool, then clamped by 
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.pooling import _ACTIVATIONS, _origin, pool_geometry
+from microcompiler.ops.geometry import origin_expr, pool_geometry
+from microcompiler.ops.pooling import _ACTIVATIONS
 from microcompiler.ops.quant import c_float, float_activation_range
 
 
@@ -66,5 +67,5 @@ class L2Pool2D(OpKernel):
         return ctx.render("l2_pool.c.j2", out_index=linear(out_terms), in_index=linear(in_terms), input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                           batches=batches, in_h=in_h, in_w=in_w, depth=depth, out_h=out_h, out_w=out_w,
                           filter_h=o["filter_h"], filter_w=o["filter_w"], full_h=full_h, full_w=full_w,
-                          y0=_origin("oy", o["stride_h"], pad_h), x0=_origin("ox", o["stride_w"], pad_w),
+                          y0=origin_expr("oy", o["stride_h"], pad_h), x0=origin_expr("ox", o["stride_w"], pad_w),
                           act_min=c_float(lo), act_max=c_float(hi), clamp=o["activation"] != "NONE")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.quant import INT_RANGES, c_float
-from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
+from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
 MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
@@ -21,34 +21,23 @@ MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can appl
 def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> tuple[tuple[int, int], tuple[int, int]]:
     """((identity multiplier, shift), (alpha multiplier, shift)), in double precision."""
     in_scale, out_scale, alpha = (float(F32(v)) for v in (in_scale, out_scale, alpha))
-    identity = quantize_multiplier_unclamped(in_scale / out_scale)
-    negative = quantize_multiplier_unclamped(in_scale * alpha / out_scale)
+    identity = quantize_multiplier(in_scale / out_scale, saturate=False)
+    negative = quantize_multiplier(in_scale * alpha / out_scale, saturate=False)
     return identity, negative
 
 
 @register
-class LeakyRelu(OpKernel):
+class LeakyRelu(ElementwiseKernel):
     kinds = ("LEAKY_RELU",)
     options = "alpha"
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "int16", "float32"), op,
-                f"input type {x.dtype} is not supported (int8, int16, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        x, y = require_unary(op, graph, ("int8", "int16", "float32"))
         require(np.isfinite(op.options.get("alpha", 0.0)), op, "alpha must be a finite number")
         if x.dtype != "float32":
-            require(x.quant is not None and y.quant is not None, op,
-                    "quantized input and output need quantization parameters")
             multipliers = leaky_relu_multipliers(x.quant.scale[0], y.quant.scale[0], op.options.get("alpha", 0.0))
             require(max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT, op,
                     "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it")
-
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

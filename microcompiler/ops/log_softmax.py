@@ -11,8 +11,8 @@ kernels.
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.softmax_logistic import (F32, calculate_input_radius, quantize_multiplier_unclamped,
-                                                 _outer_and_depth)
+from microcompiler.ops.quant import quantize_multiplier
+from microcompiler.ops.softmax_logistic import F32, _outer_and_depth, calculate_input_radius
 
 SCALED_DIFF_INTEGER_BITS = 5   # Q5.26 input differences
 ACCUMULATION_INTEGER_BITS = 12  # Q12.19 sum of exponentials
@@ -24,8 +24,8 @@ OUTPUT_ZERO_POINT = 127
 def log_softmax_int8_params(input_scale: float) -> dict:
     """TFLM's PreprocessLogSoftmaxScalingExp (beta 1) and CalculateInputRadius, in double."""
     real = min(float(F32(input_scale)) * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
-    multiplier, shift = quantize_multiplier_unclamped(real)
-    divisor, divisor_shift = quantize_multiplier_unclamped((1 << (31 - shift)) / float(multiplier))
+    multiplier, shift = quantize_multiplier(real, saturate=False)
+    divisor, divisor_shift = quantize_multiplier((1 << (31 - shift)) / float(multiplier), saturate=False)
     return dict(multiplier=multiplier, shift=shift, reverse_multiplier=divisor, reverse_shift=divisor_shift,
                 diff_min=-calculate_input_radius(SCALED_DIFF_INTEGER_BITS, shift))
 

@@ -9,27 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast, fast_mve
+from microcompiler.ops import fast
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast.avg_pool_sxtab16 import emit_sxtab16
+from microcompiler.ops.geometry import origin_expr, pool_geometry  # noqa: F401 (pool_geometry re-exported)
 from microcompiler.ops.quant import INT_RANGES, activation_range, c_float, float_activation_range
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
-
-
-def pool_geometry(in_size: int, filter_size: int, stride: int, padding: str) -> tuple[int, int]:
-    """(output size, padding before) of one spatial dimension, as TFLM computes them."""
-    if padding == "SAME":
-        out = (in_size + stride - 1) // stride
-    else:
-        out = (in_size - filter_size + stride) // stride
-    total = max(0, (out - 1) * stride + filter_size - in_size)
-    return out, total // 2
-
-
-def _origin(var: str, stride: int, pad: int) -> str:
-    """C expression of a window's first input row/column."""
-    expr = var if stride == 1 else f"{var} * {stride}"
-    return f"{expr} - {pad}" if pad else expr
 
 
 @register
@@ -108,7 +95,7 @@ class Pool2D(OpKernel):
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         o = op.options
-        ctx.variant = self.plan(op, graph, ctx.features)
+        ctx.variant = self.plan(op, graph, frozenset() if ctx.reference_only else ctx.features)
         batches, in_h, in_w, depth = x.shape
         (out_h, pad_h, full_h), (out_w, pad_w, full_w) = self._geometry(op, x)
         if full_h and full_w:
@@ -120,7 +107,8 @@ class Pool2D(OpKernel):
                       batches=batches, in_h=in_h, in_w=in_w, depth=depth, out_h=out_h, out_w=out_w,
                       stride_h=o["stride_h"], stride_w=o["stride_w"], filter_h=o["filter_h"],
                       filter_w=o["filter_w"], pad_h=pad_h, pad_w=pad_w, full_h=full_h, full_w=full_w,
-                      y0=_origin("oy", o["stride_h"], pad_h), x0=_origin("ox", o["stride_w"], pad_w),
+                      y0=origin_expr("oy", o["stride_h"], pad_h) if out_h > 1 else str(-pad_h),
+                      x0=origin_expr("ox", o["stride_w"], pad_w) if out_w > 1 else str(-pad_w),
                       count=count, const_count=full_h and full_w, input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
@@ -134,7 +122,7 @@ class Pool2D(OpKernel):
         if ctx.variant["variant"] == "mve-max16":
             return ctx.render("pool_mve.c.j2", act_min=lo, act_max=hi, **values)
         if ctx.variant["variant"] == "sxtab16":
-            return ctx.render("avg_pool_sxtab16.c.j2", act_min=lo, act_max=hi, **values)
+            return emit_sxtab16(ctx, act_min=lo, act_max=hi, **values)
         return ctx.render("pooling.c.j2", ctype="int16_t" if x.dtype == "int16" else "int8_t",
                           act_min=lo, act_max=hi, lowest=INT_RANGES[x.dtype][0], **values)
 

@@ -8,11 +8,11 @@ requantizes non-negative inputs with input_scale / output_scale and negative one
 """
 from __future__ import annotations
 
-from microcompiler.ops.activation import offset_term
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.add_mul import broadcast_loops, broadcast_shape
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import INT_RANGES
-from microcompiler.ops.softmax_logistic import quantize_multiplier_unclamped
+from microcompiler.ops.quant import quantize_multiplier
 
 MAX_RANK = 4  # TFLM's BroadcastPrelu4DSlow
 MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
@@ -55,8 +55,8 @@ class Prelu(OpKernel):
     def multipliers(x, alpha, y) -> tuple[tuple[int, int], tuple[int, int]]:
         """(multiplier, shift) for non-negative and for negative inputs, in double as TFLM."""
         (in_scale, _), (alpha_scale, _), (out_scale, _) = map(_scale_zp, (x, alpha, y))
-        return (quantize_multiplier_unclamped(in_scale / out_scale),
-                quantize_multiplier_unclamped(in_scale * alpha_scale / out_scale))
+        return (quantize_multiplier(in_scale / out_scale, saturate=False),
+                quantize_multiplier(in_scale * alpha_scale / out_scale, saturate=False))
 
     def macs(self, op, graph):
         return graph.tensors[op.outputs[0]].size

@@ -20,18 +20,27 @@ def tflite_round(x: float) -> float:
     return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
-def quantize_multiplier(real: float) -> tuple[int, int]:
-    """A real multiplier as (Q31 fraction in [2^30, 2^31), power-of-two exponent)."""
+def q31_frexp(real: float) -> tuple[int, int]:
+    """(round(fraction * 2^31), exponent) of ``real`` = fraction * 2^exponent, fraction in [0.5, 1):
+    what TFLM's LOGISTIC and TANH prepare steps compute inline (the fraction may round up to 2^31)."""
+    fraction, shift = math.frexp(real)
+    return int(tflite_round(fraction * (1 << 31))), shift
+
+
+def quantize_multiplier(real: float, saturate: bool = True) -> tuple[int, int]:
+    """A real multiplier as (Q31 fraction in [2^30, 2^31), power-of-two exponent): TFLM's
+    QuantizeMultiplier. ``saturate``: exponents above 30 become the largest int32 multiplier, as the
+    reference requantization expects; without it (the softmax, PRELU, LEAKY_RELU, HARD_SWISH prepare
+    steps) the exponent may reach 31."""
     if real == 0.0:
         return 0, 0
-    fraction, shift = math.frexp(real)
-    q = int(tflite_round(fraction * (1 << 31)))
+    q, shift = q31_frexp(real)
     if q == (1 << 31):
         q //= 2
         shift += 1
     if shift < -31:
         shift, q = 0, 0
-    if shift > 30:  # the reference saturates what no int32 multiplier can hold
+    if saturate and shift > 30:  # the reference saturates what no int32 multiplier can hold
         shift, q = 30, (1 << 31) - 1
     return q, shift
 

@@ -22,7 +22,8 @@ TFLM semantics replicated:
 """
 from __future__ import annotations
 
-from microcompiler.ops.activation import offset_term, per_tensor, render_requantize, scale_ratio_multiplier
+from microcompiler.ops.activation import per_tensor
+from microcompiler.ops.requantize import offset_term, render_requantize, scale_ratio_multiplier
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, c_float
 

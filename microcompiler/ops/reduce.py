@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.mean import reduce_loops, resolve_axes
+from microcompiler.ops.base import register, require
+from microcompiler.ops.reduce_common import ReductionKernel, check_reduction, element_count, reduce_loops, reduction_axes
 from microcompiler.ops.quant import INT_RANGES, c_float, quantize_multiplier
 from microcompiler.ops.spatial_common import CTYPES
 
@@ -23,10 +23,8 @@ _SUM_MAX_AXES = 2
 
 
 @register
-class Reduce(OpKernel):
+class Reduce(ReductionKernel):
     kinds = ("REDUCE_MAX", "REDUCE_MIN", "SUM")
-    input_roles = ("input", "axis")
-    inputs = (2, 2)
     types = ("int8", "int16", "float32")
     options = "constant axis (int32), keep_dims"
 
@@ -39,10 +37,6 @@ class Reduce(OpKernel):
             info["type_notes"] = "int8/int16 requantized; at most 2 distinct axes, rank at most 5"
         return info
 
-    def _axes(self, op, graph):
-        x, axis = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        return resolve_axes(np.asarray(axis.data).reshape(-1), len(x.shape))
-
     def check(self, op, graph):
         require(len(op.inputs) == 2 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,
                 "expects an input, an axis tensor and one output")
@@ -52,39 +46,22 @@ class Reduce(OpKernel):
         require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
         require(axis.dtype == "int32", op, f"the axis must be an int32 tensor, not {axis.dtype}")
         require(axis.is_constant, op, "an axis computed at run time is not supported yet (it must be a constant)")
-        axes = self._axes(op, graph)
+        axes = reduction_axes(op, graph)
         require(axes is not None, op, f"axis {np.asarray(axis.data).reshape(-1).tolist()} is out of range for a "
                 f"{len(x.shape)}D input")
         if op.kind == "SUM":
             require(len(x.shape) <= _SUM_MAX_RANK, op, f"input rank {len(x.shape)} is above {_SUM_MAX_RANK}")
             require(len(axes) <= _SUM_MAX_AXES, op,
                     f"summing over {len(axes)} axes; TFLM sums over at most {_SUM_MAX_AXES}")
-        kept = [n for d, n in enumerate(x.shape) if d not in axes]
-        want = [1 if d in axes else n for d, n in enumerate(x.shape)] if op.options.get("keep_dims") else kept
-        require(list(y.shape) == want, op, f"output shape {list(y.shape)} should be {want}")
-        if x.dtype == "float32":
-            return
-        require(x.quant is not None and y.quant is not None and not x.quant.per_channel
-                and not y.quant.per_channel, op, "input and output need per-tensor quantization")
-        if op.kind == "SUM":
-            count = self._count(x, axes)
-            worst = count * (abs(INT_RANGES[x.dtype][0]) + abs(x.quant.zero_point[0]))
-            require(worst < 2**31, op, f"summing {count} elements could overflow the int32 sum")
-        else:
+        check_reduction(op, x, y, axes, "summing" if op.kind == "SUM" else None)
+        if x.dtype != "float32" and op.kind != "SUM":
             (si, zi), (so, zo) = x.quant.single(), y.quant.single()
             require(float(np.float32(si)) == float(np.float32(so)) and zi == zo, op,
                     f"input and output quantization must be the same ({(si, zi)} vs {(so, zo)})")
 
-    @staticmethod
-    def _count(x, axes) -> int:
-        return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
-        axes = self._axes(op, graph)
+        axes = reduction_axes(op, graph)
         kept, red, in_idx, out_idx = reduce_loops(x.shape, axes)
         values = dict(kept=kept, red=red, in_idx=in_idx, out_idx=out_idx, ctype=CTYPES[x.dtype],
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
@@ -97,7 +74,7 @@ class Reduce(OpKernel):
                               cmp=">" if op.kind == "REDUCE_MAX" else "<", **values)
         if x.dtype == "float32":
             return ctx.render("reduce.c.j2", mode="float_sum", acc_t="float", init=c_float(0.0), **values)
-        count = self._count(x, axes)
+        count = element_count(x, axes)
         (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[x.dtype]
         q = quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.quant import c_float, tflite_round
+from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
 F32 = np.float32
 
@@ -63,20 +63,6 @@ SIGMOID_TABLE_UINT16 = (
 
 # ---- compile-time arithmetic, mirroring TFLM's prepare step ------------------------------------
 
-def quantize_multiplier_unclamped(real: float) -> tuple[int, int]:
-    """TFLM's QuantizeMultiplier (double-rounding build): Q31 fraction and shift, shift may reach 31."""
-    if real == 0.0:
-        return 0, 0
-    fraction, shift = math.frexp(real)
-    q = int(tflite_round(fraction * (1 << 31)))
-    if q == 1 << 31:
-        q //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return q, shift
-
-
 def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
     """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double)."""
     radius = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_signed_bits - integer_bits)) / (1 << left_shift)
@@ -87,14 +73,14 @@ def softmax_int8_params(input_scale: float, beta: float) -> tuple[int, int, int]
     """(input_multiplier, input_left_shift, diff_min) of the int8-input softmax."""
     real = min(float(F32(beta)) * float(F32(input_scale)) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS)),
                (1 << 31) - 1.0)
-    multiplier, shift = quantize_multiplier_unclamped(real)
+    multiplier, shift = quantize_multiplier(real, saturate=False)
     diff_min = -calculate_input_radius(SOFTMAX_DIFF_INTEGER_BITS, shift)
     return multiplier, shift, diff_min
 
 
 def softmax_int16_params(input_scale: float, beta: float) -> tuple[int, int]:
     """(input_multiplier, input_shift): input differences in [-65535, 0] map onto [-10, 0]."""
-    return quantize_multiplier_unclamped(float(F32(input_scale)) * float(F32(beta)) / (10.0 / 65535.0))
+    return quantize_multiplier(float(F32(input_scale)) * float(F32(beta)) / (10.0 / 65535.0), saturate=False)
 
 
 def expf(x) -> np.float32:
@@ -158,8 +144,7 @@ def checked_log2(x: float) -> tuple[bool, int]:
 def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, input_range_radius) of the int8 logistic."""
     real = float(F32(input_scale)) * float(1 << (31 - LOGISTIC_INT8_INTEGER_BITS))
-    fraction, shift = math.frexp(real)
-    multiplier = int(tflite_round(fraction * (1 << 31)))
+    multiplier, shift = q31_frexp(real)
     radius = calculate_input_radius(LOGISTIC_INT8_INTEGER_BITS, shift, 31)
     return multiplier, shift, radius
 
@@ -171,12 +156,18 @@ def logistic_int16_params(input_scale: float) -> tuple[int, int]:
     left_shift = (15 - 3) + log2_rounded
     if is_pot and left_shift == 0:
         return 3, 0
+    return int16_input_multiplier(input_scale)
+
+
+def int16_input_multiplier(input_scale: float) -> tuple[int, int]:
+    """(multiplier, shift) putting an int16 input in units of 1/(3 * 4096): input_scale * 3 * 4096
+    doubled until it passes 32767 / 2, as TFLM's LOGISTIC and TANH int16 prepare steps do."""
     multiplier = float(F32(input_scale)) * 4096.0 * 3.0
-    left_shift = 0
-    while multiplier <= 32767.0 / 2.0 and left_shift <= 30:
-        left_shift += 1
+    shift = 0
+    while multiplier <= 32767.0 / 2.0 and shift <= 30:
+        shift += 1
         multiplier *= 2.0
-    return int(multiplier), left_shift
+    return int(multiplier), shift
 
 
 # ---- kernels ------------------------------------------------------------------------------------

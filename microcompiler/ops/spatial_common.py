@@ -25,6 +25,16 @@ def constant_ints(op: Operator, graph: Graph, position: int, what: str,
     return np.asarray(t.data).astype(np.int64).reshape(t.shape)
 
 
+def single_axis(op: Operator, graph: Graph, position: int = 1) -> int:
+    """The one constant axis at input ``position``, made non-negative against the input's rank."""
+    x = graph.tensors[op.inputs[0]]
+    axis = constant_ints(op, graph, position, "axis").reshape(-1)
+    require(axis.size == 1, op, f"the axis tensor holds {axis.size} values; it needs exactly one")
+    a = int(axis[0])
+    require(-len(x.shape) <= a < len(x.shape), op, f"axis {a} is out of range for a {len(x.shape)}D input")
+    return a % len(x.shape)
+
+
 def require_same_type(op: Operator, graph: Graph, types: tuple[str, ...]):
     """The input and output tensors, checked to share one of ``types``."""
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

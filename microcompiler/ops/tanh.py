@@ -10,14 +10,14 @@
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from microcompiler.ops.activation import offset_term
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.quant import tflite_round
-from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2
+from microcompiler.ops.requantize import offset_term
+from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.quant import q31_frexp
+from microcompiler.ops.softmax_logistic import (SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2,
+                                               int16_input_multiplier)
 
 TANH_INT8_INTEGER_BITS = 4   # Q4.27 input of the int8 kernel
 TANH_INT16_INTEGER_BITS = 3
@@ -26,8 +26,7 @@ TANH_INT16_INTEGER_BITS = 3
 def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, input_range_radius) of the int8 tanh."""
     real = float(F32(input_scale)) * float(1 << (31 - TANH_INT8_INTEGER_BITS))
-    fraction, shift = math.frexp(real)
-    multiplier = int(tflite_round(fraction * (1 << 31)))
+    multiplier, shift = q31_frexp(real)
     return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31)
 
 
@@ -39,28 +38,18 @@ def tanh_int16_params(input_scale: float) -> tuple[int, int]:
     left_shift = (15 - TANH_INT16_INTEGER_BITS) + log2_rounded
     if is_pot and left_shift in (0, 1):
         return 3 << left_shift, 0
-    multiplier = float(F32(input_scale)) * 4096.0 * 3.0
-    shift = 0
-    while multiplier <= 32767.0 / 2.0 and shift <= 30:
-        shift += 1
-        multiplier *= 2.0
-    return int(multiplier), shift
+    return int16_input_multiplier(input_scale)
 
 
 @register
-class Tanh(OpKernel):
+class Tanh(ElementwiseKernel):
     kinds = ("TANH",)
     type_notes = "int16: zero points 0, output scale 2^-15"
 
     def check(self, op, graph):
-        x, y = require_elementwise(op, graph)
-        require(x.dtype in ("int8", "int16", "float32"), op,
-                f"input type {x.dtype} is not supported (int8, int16, float32)")
-        require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
+        x, y = require_unary(op, graph, ("int8", "int16", "float32"))
         if x.dtype == "float32":
             return
-        require(x.quant is not None and y.quant is not None, op,
-                "quantized input and output need quantization parameters")
         if x.dtype == "int8":
             require(x.quant.scale[0] > 0, op, "input scale must be positive")
             return
@@ -71,15 +60,9 @@ class Tanh(OpKernel):
         require(multiplier < 1 << 16, op,
                 f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32")
 
-    def macs(self, op, graph):
-        return graph.tensors[op.inputs[0]].size
-
     def variant(self, op, graph):
         return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
                             "int16": "sigmoid-table"}[graph.tensors[op.inputs[0]].dtype]}
-
-    def inplace_inputs(self, op, graph):
-        return (0,)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])

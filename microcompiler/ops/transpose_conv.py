@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX, _out_size, _pad
+from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
+from microcompiler.ops.geometry import out_size, padding_before
 from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
 
 OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = range(4)
@@ -37,9 +38,9 @@ def _bias(op, graph):
     return None
 
 
-def _padding(op, out_size: int, k: int, stride: int) -> int:
+def _padding(op, size: int, k: int, stride: int) -> int:
     """TFLM's padding of a transposed convolution: that of a convolution over the output."""
-    return _pad(out_size, k, stride, 1, _out_size(op.options.get("padding", "SAME"), out_size, k, stride, 1))
+    return padding_before(size, k, stride, 1, out_size(op.options.get("padding", "SAME"), size, k, stride, 1))
 
 
 @register

@@ -26,21 +26,11 @@ static inline int32_t mc_sat_sub32(int32_t a, int32_t b) {
   return (int32_t)MC_CLAMP(diff, (int64_t)INT32_MIN, (int64_t)INT32_MAX);
 }
 
-/* (1 - a) / (1 + a) for a in [0, 1), Q0 -> Q0: the Newton-Raphson division of
- * mc_fp_one_over_one_plus_x_for_x_in_0_1, finishing with x - 1 instead of x / 2. */
+/* (1 - a) / (1 + a) = 2 / (1 + a) - 1 for a in [0, 1), Q0 -> Q0 (the Newton-Raphson division of
+ * kernel_fixedpoint.h). */
 static inline int32_t mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1(int32_t a) {
-  const int32_t half_denominator = mc_fp_rounding_half_sum(a, INT32_MAX); /* Q0 */
-  const int32_t c_48_over_17 = 1515870810;      /* 48/17 in Q2 */
-  const int32_t c_neg_32_over_17 = -1010580540; /* -32/17 in Q2 */
   const int32_t one_q2 = (int32_t)1 << 29;
-  int32_t x = mc_wrap_add(c_48_over_17, mc_fp_mul(half_denominator, c_neg_32_over_17)); /* Q2 */
-  int i;
-  for (i = 0; i < 3; ++i) {
-    const int32_t half_denominator_times_x = mc_fp_mul(half_denominator, x); /* Q2 */
-    const int32_t one_minus = mc_wrap_sub(one_q2, half_denominator_times_x); /* Q2 */
-    x = mc_wrap_add(x, mc_fp_rescale(mc_fp_mul(x, one_minus), 4, 2));        /* Q4 -> Q2 */
-  }
-  return mc_fp_rescale(mc_wrap_sub(x, one_q2), 2, 0);
+  return mc_fp_rescale(mc_wrap_sub(mc_fp_two_over_one_plus_x_for_x_in_0_1(a), one_q2), 2, 0);
 }
 
 /* tanh(a), a in Q(integer_bits) with integer_bits <= 4, result in Q0:

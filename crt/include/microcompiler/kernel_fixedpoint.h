@@ -92,8 +92,10 @@ static inline int32_t mc_fp_exp_on_negative_values(int32_t a, int integer_bits) 
   return a == 0 ? INT32_MAX : result;
 }
 
-/* 1 / (1 + a) for a in [0, 1), Q0 -> Q0: three Newton-Raphson steps on the half denominator. */
-static inline int32_t mc_fp_one_over_one_plus_x_for_x_in_0_1(int32_t a) {
+/* 2 / (1 + a) for a in [0, 1), Q0 -> Q2: gemmlowp's Newton-Raphson division, three steps from
+ * 48/17 - 32/17 d with d = (1 + a) / 2. Shared by mc_fp_one_over_one_plus_x_for_x_in_0_1 and
+ * mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1 (kernel_activation.h). */
+static inline int32_t mc_fp_two_over_one_plus_x_for_x_in_0_1(int32_t a) {
   const int32_t half_denominator = mc_fp_rounding_half_sum(a, INT32_MAX); /* Q0 */
   const int32_t c_48_over_17 = 1515870810;      /* 48/17 in Q2 */
   const int32_t c_neg_32_over_17 = -1010580540; /* -32/17 in Q2 */
@@ -105,8 +107,13 @@ static inline int32_t mc_fp_one_over_one_plus_x_for_x_in_0_1(int32_t a) {
     const int32_t one_minus = mc_wrap_sub(one_q2, half_denominator_times_x);      /* Q2 */
     x = mc_wrap_add(x, mc_fp_rescale(mc_fp_mul(x, one_minus), 4, 2));             /* Q4 -> Q2 */
   }
+  return x;
+}
+
+/* 1 / (1 + a) for a in [0, 1), Q0 -> Q0: three Newton-Raphson steps on the half denominator. */
+static inline int32_t mc_fp_one_over_one_plus_x_for_x_in_0_1(int32_t a) {
   /* x / 2 reinterpreted as Q1, then rescaled to Q0. */
-  return mc_fp_rescale(x, 1, 0);
+  return mc_fp_rescale(mc_fp_two_over_one_plus_x_for_x_in_0_1(a), 1, 0);
 }
 
 /* logistic(a) = 1 / (1 + exp(-a)), a in Q(integer_bits) with integer_bits <= 5, result in Q0. */

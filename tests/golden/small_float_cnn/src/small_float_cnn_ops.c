@@ -44,34 +44,32 @@ static const float small_float_cnn_dense_bias[4] = {
 
 /* CONV_2D(padding=SAME, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'model/conv/Relu;model/conv/BiasAdd' */
 void small_float_cnn_conv(const float* input0, float* output0) {
-  /* input 1x6x6x2 -> output 1x6x6x3; kernel 3x3, stride 1x1, dilation 1x1, padding top 1 left 1 */
+  /* 1x6x6x2 -> 1x6x6x3, kernel 3x3, stride 1x1, padding top 1 left 1 */
   float* out = output0;
-  int b, oy, ox, oc, ky, kx, ic;
-  for (b = 0; b < 1; ++b) {
-    const float* x_b = input0 + b * 72;
-    for (oy = 0; oy < 6; ++oy) {
-      for (ox = 0; ox < 6; ++ox) {
-        for (oc = 0; oc < 3; ++oc) {
-          const float* w = small_float_cnn_conv_filter + oc * 18;
-          float acc = 0.0f;
-          for (ky = 0; ky < 3; ++ky) {
-            const int iy = oy - 1 + ky;
-            if (iy < 0 || iy >= 6) continue;
-            for (kx = 0; kx < 3; ++kx) {
-              const int ix = ox - 1 + kx;
-              const float* xp;
-              const float* wp;
-              if (ix < 0 || ix >= 6) continue;
-              xp = x_b + (iy * 6 + ix) * 2;
-              wp = w + (ky * 3 + kx) * 2;
-              for (ic = 0; ic < 2; ++ic) {
-                acc += xp[ic] * wp[ic];
-              }
+  int oy, ox, oc, ky, kx, ic;
+  const float* x_b = input0;
+  for (oy = 0; oy < 6; ++oy) {
+    for (ox = 0; ox < 6; ++ox) {
+      for (oc = 0; oc < 3; ++oc) {
+        const float* w = small_float_cnn_conv_filter + oc * 18;
+        float acc = 0.0f;
+        for (ky = 0; ky < 3; ++ky) {
+          const int iy = oy - 1 + ky;
+          if (iy < 0 || iy >= 6) continue;
+          for (kx = 0; kx < 3; ++kx) {
+            const int ix = ox - 1 + kx;
+            const float* xp;
+            const float* wp;
+            if (ix < 0 || ix >= 6) continue;
+            xp = x_b + (iy * 6 + ix) * 2;
+            wp = w + ky * 6 + kx * 2;
+            for (ic = 0; ic < 2; ++ic) {
+              acc += xp[ic] * wp[ic];
             }
           }
-          acc += small_float_cnn_conv_bias[oc];
-          *out++ = mc_clamp_f32(acc, 0.0f, FLT_MAX);
         }
+        acc += small_float_cnn_conv_bias[oc];
+        *out++ = mc_clamp_f32(acc, 0.0f, FLT_MAX);
       }
     }
   }
@@ -79,24 +77,22 @@ void small_float_cnn_conv(const float* input0, float* output0) {
 
 /* MAX_POOL_2D(filter_h=2, filter_w=2, activation=NONE, padding=VALID, stride_h=2, stride_w=2), operator 1: 'model/pool/MaxPool' */
 void small_float_cnn_pool(const float* input0, float* output0) {
-  int b, oy, ox, c, fy, fx;
-  for (b = 0; b < 1; ++b) {
-    for (oy = 0; oy < 3; ++oy) {
-      const int y0 = oy * 2;
-      for (ox = 0; ox < 3; ++ox) {
-        const int x0 = ox * 2;
-        const float* in = input0 + b * 108;
-        float* out = output0 + ((b * 3 + oy) * 3 + ox) * 3;
-        for (c = 0; c < 3; ++c) {
-          float m = -FLT_MAX;
-          for (fy = 0; fy < 2; ++fy) {
-            for (fx = 0; fx < 2; ++fx) {
-              const float v = in[((y0 + fy) * 6 + x0 + fx) * 3 + c];
-              if (v > m) m = v;
-            }
+  int oy, ox, c, fy, fx;
+  for (oy = 0; oy < 3; ++oy) {
+    const int y0 = oy * 2;
+    for (ox = 0; ox < 3; ++ox) {
+      const int x0 = ox * 2;
+      const float* in = input0;
+      float* out = output0 + oy * 9 + ox * 3;
+      for (c = 0; c < 3; ++c) {
+        float m = -FLT_MAX;
+        for (fy = 0; fy < 2; ++fy) {
+          for (fx = 0; fx < 2; ++fx) {
+            const float v = in[((y0 + fy) * 6 + x0 + fx) * 3 + c];
+            if (v > m) m = v;
           }
-          out[c] = mc_clamp_f32(m, -FLT_MAX, FLT_MAX);
         }
+        out[c] = mc_clamp_f32(m, -FLT_MAX, FLT_MAX);
       }
     }
   }
@@ -104,18 +100,16 @@ void small_float_cnn_pool(const float* input0, float* output0) {
 
 /* FULLY_CONNECTED(activation=NONE, keep_num_dims=False, weights_format=0), operator 3: 'model/dense/BiasAdd' */
 void small_float_cnn_dense(const float* input0, float* output0) {
-  int b, o, d;
-  for (b = 0; b < 1; ++b) {
-    for (o = 0; o < 4; ++o) {
-      const float* w = small_float_cnn_dense_weights + o * 27;
-      const float* x = input0 + b * 27;
-      float acc = 0.0f;
-      for (d = 0; d < 27; ++d) {
-        acc += x[d] * w[d];
-      }
-      acc += small_float_cnn_dense_bias[o];
-      output0[b * 4 + o] = mc_clamp_f32(acc, -FLT_MAX, FLT_MAX);
+  int o, d;
+  for (o = 0; o < 4; ++o) {
+    const float* w = small_float_cnn_dense_weights + o * 27;
+    const float* x = input0;
+    float acc = 0.0f;
+    for (d = 0; d < 27; ++d) {
+      acc += x[d] * w[d];
     }
+    acc += small_float_cnn_dense_bias[o];
+    output0[o] = mc_clamp_f32(acc, -FLT_MAX, FLT_MAX);
   }
 }
 

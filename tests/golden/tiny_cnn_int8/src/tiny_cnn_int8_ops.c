@@ -11,42 +11,50 @@
 #include "microcompiler/kernel_activation.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
+/* per output channel [8] {folded bias, multiplier, right shift} */
 static const int32_t tiny_cnn_int8_conv1_params[24] = {
     -670, 1734655751, 8, 980, 1317357406, 9, 40, 1669053674, 8, 2100, 1236240007, 8, 1050, 1321182207, 8, 4250,
     1441139303, 7, -2660, 1178263052, 8, -3560, 1592371832, 8
 };
 
+/* weights [8 output channels][3 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
 static const int32_t tiny_cnn_int8_conv1_weights[24] = {
     1568739531, 351005739, 238, -178552872, -1181475599, 97, 786407671, 2133718768, 206, -1844409217, -1385476481, 64, 1294850258, 2142750994, 52, 1742690333,
     -450805377, 40, 484703956, -1650472577, 161, -715211368, -2129877229, 205
 };
 
+/* a pixel of input zero points (-128): what padding taps read */
 static const int8_t tiny_cnn_int8_dwconv2_zero_point_row[8] = {
     -128, -128, -128, -128, -128, -128, -128, -128
 };
 
+/* weights: per group of 4 channels and per tap (3x3) the int16 pairs (c0,c2) (c1,c3), doubled */
 static const int32_t tiny_cnn_int8_dwconv2_weights[36] = {
     9175294, 3080110, 524460, 3211162, 4915104, -13238176, -8585260, -7077852, -261986, 3538972, -262132, 11337642, -5504898, 7143358, -16580640, -7405718,
     -8126368, -16645890, 16711660, -1245298, -8650704, -1376470, 1638166, 14876450, 12254978, -2555908, -10354624, -16645944, 12255088, 3408004, 2752606, 11796722,
     -5898134, 15400706, 1179844, 1638154
 };
 
+/* per channel [8] {folded bias, multiplier, right shift}, bias doubled */
 static const int32_t tiny_cnn_int8_dwconv2_params[24] = {
     82688, 1962811986, 5, -9216, 1559239396, 5, -48640, 1773499109, 5, -32000, 2141665475, 5, -18432, 1703971512, 5, -61440,
     1275373569, 5, 42240, 1120389171, 5, 48640, 1991986006, 5
 };
 
+/* per output channel [16] {folded bias, multiplier, right shift} */
 static const int32_t tiny_cnn_int8_conv3_params[48] = {
     16000, 1292690989, 8, -21632, 1875700629, 8, 37888, 1214770081, 7, -5120, 1481292192, 8, 43008, 1600848774, 8, -4352,
     1560010672, 7, -12032, 1235208006, 8, 39040, 1547615352, 9, 8320, 1790009238, 9, -75264, 1291453804, 8, -11904, 1351242270,
     8, 60288, 1770623609, 8, 7808, 2112983782, 8, -2688, 1936802599, 9, -3456, 1823621509, 8, -12032, 1737966390, 8
 };
 
+/* weights [16 output channels][2 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
 static const int32_t tiny_cnn_int8_conv3_weights[32] = {
     763330482, -324660994, -1338978054, 706511334, -685146341, 539154548, 689530049, -2117902896, 2130961502, -800642485, -115726822, -217836671, -2129586365, 201793667, 369440791, 1807384355,
     751307851, 134709606, -1501442614, -724382078, -926420707, 2146431399, -1216587684, 2132553000, -937348737, -1107549240, -194631694, -2129460765, -1406173392, 647404037, -1283336699, 1563034122
 };
 
+/* weights [4 rows][16 inputs], int8 */
 static const int8_t tiny_cnn_int8_logits_weights[64] = {
     -18, 25, -7, -27, -13, 52, -55, 61, 79, 2, 14, -76, 127, 53, 9, 3,
     19, -28, 12, -40, 21, -29, 38, -5, 12, 127, 34, 11, 2, -45, 47, 69,
@@ -54,18 +62,22 @@ static const int8_t tiny_cnn_int8_logits_weights[64] = {
     -60, -11, 23, -44, -27, -19, -87, -14, -45, 127, -41, 37, 30, -90, -100, -36
 };
 
+/* bias per row [4] with the input zero point folded in */
 static const int32_t tiny_cnn_int8_logits_bias[4] = {
     29312, 31360, -33280, -45696
 };
 
+/* requantization multiplier per row [4] */
 static const int32_t tiny_cnn_int8_logits_multiplier[4] = {
     1905011136, 1194755901, 1430899768, 1277835126
 };
 
+/* per row [4]: rounding constant c = 2^(r-1) + output zero point * 2^r */
 static const int32_t tiny_cnn_int8_logits_c[4] = {
     800, 400, 800, 800
 };
 
+/* right shift per row [4] */
 static const int32_t tiny_cnn_int8_logits_r[4] = {
     6, 5, 6, 6
 };
@@ -77,320 +89,271 @@ static int32_t tiny_cnn_int8_scratch[27];
 
 /* CONV_2D(padding=SAME, stride_h=2, stride_w=2, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'conv1' */
 void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
-  /* input 1x16x16x1 -> output 1x8x8x8; kernel 3x3, stride 2x2, dilation 1x1, padding top 0 left 0.
-   * im2col: 4 output pixels x 1 output channel per inner loop
-   * (portable C). The 4 pixels' receptive fields are
-   * sign-extended once into col (the model's scratch buffer; int16 pairs; padding taps get the input
-   * zero point, whose product is folded into the bias); weights are
-   * int8, 3 words per output channel;
-   * per channel {bias, multiplier, r} (c = ((2 zp + 1) << r) >> 1) in tiny_cnn_int8_conv1_params. */
+  /* im2col: 4 output pixels x 1 output channel per step (portable C); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
+  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
   int32_t* const col = tiny_cnn_int8_scratch; /* 24 words */
   int8_t* const buf = (int8_t*)(tiny_cnn_int8_scratch + 24); /* 12 bytes */
-  int b, n, p, oc, ky, oy, ox;
+  int n, p, oc, ky, oy, ox;
   int kx;
   memset(buf + 9, 0, 3); /* K padding (zero weights) */
-  for (b = 0; b < 1; ++b) {
-    const int8_t* x_b = input0 + b * 256;
-    int8_t* out = output0 + b * 512;
-    oy = 0;
-    ox = 0;
-    for (n = 0; n < 16; ++n, out += 32) {
-      for (p = 0; p < 4; ++p) {
-        {
-          const int iy0 = oy * 2;
-          const int ix0 = ox * 2;
-          int32_t* d_ = col + 2 * p;
-          if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
-            /* every tap inside the image */
-            const int8_t* s_ = x_b + (iy0 * 16 + ix0) * 1;
-            for (ky = 0; ky < 3; ++ky, s_ += 16) {
-              memcpy(buf + ky * 3, s_, 3);
+  const int8_t* x_b = input0;
+  int8_t* out = output0;
+  oy = 0;
+  ox = 0;
+  for (n = 0; n < 16; ++n, out += 32) {
+    for (p = 0; p < 4; ++p) {
+      const int iy0 = oy * 2;
+      const int ix0 = ox * 2;
+      int32_t* d_ = col + 2 * p;
+      if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
+        /* every tap inside the image */
+        const int8_t* s_ = x_b + iy0 * 16 + ix0;
+        for (ky = 0; ky < 3; ++ky, s_ += 16) {
+          memcpy(buf + ky * 3, s_, 3);
+        }
+        d_ = mc_im2col_s8(d_, buf, 3);
+      } else {
+        /* taps outside the image read the input zero point (folded into the bias) */
+        for (ky = 0; ky < 3; ++ky) {
+          const int iy = iy0 + ky;
+          for (kx = 0; kx < 3; ++kx) {
+            const int ix = ix0 + kx;
+            if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
+              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
+            } else {
+              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
             }
-            d_ = mc_im2col_s8(d_, buf, 3);
-          }
-          else {
-            /* taps outside the image read the input zero point (folded into the bias) */
-            for (ky = 0; ky < 3; ++ky) {
-              const int iy = iy0 + ky;
-              for (kx = 0; kx < 3; ++kx) {
-                const int ix = ix0 + kx;
-                if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-                  memcpy(buf + (ky * 3 + kx) * 1, x_b + (iy * 16 + ix) * 1, 1);
-                } else {
-                  memset(buf + (ky * 3 + kx) * 1, -10, 1);
-                }
-              }
-            }
-            d_ = mc_im2col_s8(d_, buf, 3);
-          }
-          (void)d_;
-          if (++ox == 8) {
-            ox = 0;
-            ++oy;
           }
         }
-
+        d_ = mc_im2col_s8(d_, buf, 3);
       }
-      for (oc = 0; oc < 8; ++oc) {
-        const int32_t* q = tiny_cnn_int8_conv1_params + 3 * oc;
-        int32_t a0 = q[0], a1 = q[0], a2 = q[0], a3 = q[0];
-        int8_t* o = out + oc;
-        mc_dot_p4(col, tiny_cnn_int8_conv1_weights + oc * 3, 3, &a0, &a1, &a2, &a3);
-        {
-          const int32_t m = q[1], r = q[2], c = (int32_t)((uint32_t)-255 << r) >> 1;
-          o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
-          o[8] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
-          o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
-          o[24] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
-        }
+      (void)d_;
+      if (++ox == 8) {
+        ox = 0;
+        ++oy;
       }
-
+    }
+    for (oc = 0; oc < 8; ++oc) {
+      const int32_t* q = tiny_cnn_int8_conv1_params + 3 * oc;
+      int32_t a0 = q[0], a1 = q[0], a2 = q[0], a3 = q[0];
+      int8_t* o = out + oc;
+      mc_dot_p4(col, tiny_cnn_int8_conv1_weights + oc * 3, 3, &a0, &a1, &a2, &a3);
+      {
+        const int32_t m = q[1], r = q[2], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
+        o[8] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
+        o[24] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
+      }
     }
   }
 }
 
 /* DEPTHWISE_CONV_2D(padding=SAME, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, depth_multiplier=1, activation=RELU6), operator 1: 'dwconv2' */
 void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
-  /* input 1x8x8x8 -> output 1x8x8x8; kernel 3x3, stride 1x1, dilation 1x1, padding top 1 left 1; depth multiplier 1.
-   * channels4: 4 channels per step (portable C), the 9 taps unrolled; weights are int16
-   * pairs (doubled, as is the bias: the accumulators hold 2 * acc for mc_requant_fast2), per group of 4 channels and tap (c0,c2) (c1,c3); per channel {bias, multiplier, r} (c = ((2 zp + 1) << r) >> 1)
-   * (4 channels interleaved) in tiny_cnn_int8_dwconv2_params. Taps outside the image read the input zero point,
-   * which the bias already accounts for. */
-  int b, oy, ox, c;
+  /* channels4: 4 channels per step, the 9 taps unrolled (portable C); 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1 */
+  enum { OUTPUT_ZERO_POINT = -128 };
+  /* requantize the accumulators a0..a3 of channels c..c+3 (records q) and store them to o */
+#define REQUANTIZE_STORE4() { \
+    const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10]; \
+    const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11]; \
+    const int32_t c0 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r0) >> 1; \
+    const int32_t c1 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r1) >> 1; \
+    const int32_t c2 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r2) >> 1; \
+    const int32_t c3 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r3) >> 1; \
+    o[c] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0)); \
+    o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1)); \
+    o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2)); \
+    o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3)); \
+  }
+  int oy, ox, c;
   int ky, kx;
-  for (b = 0; b < 1; ++b) {
-    const int8_t* x_b = input0 + b * 512;
-    int8_t* o = output0 + b * 512;
-    for (oy = 0; oy < 8; ++oy) {
-      const int iy0 = oy - 1;
-      for (ox = 0; ox < 8; ++ox, o += 8) {
-        const int ix0 = ox - 1;
-        const int32_t* w = tiny_cnn_int8_dwconv2_weights;
-        const int32_t* q = tiny_cnn_int8_dwconv2_params;
-        if (iy0 >= 0 && iy0 <= 5 && ix0 >= 0 && ix0 <= 5) {
-          const int8_t* xp = x_b + (iy0 * 8 + ix0) * 8;
-          for (c = 0; c < 8; c += 4, q += 12) {
-            int32_t a0 = q[0], a1 = q[3], a2 = q[6], a3 = q[9];
-            MC_DW4_TAP(xp + c, 0, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 8, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 16, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 64, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 72, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 80, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 128, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 136, w, a0, a1, a2, a3);
-            MC_DW4_TAP(xp + c, 144, w, a0, a1, a2, a3);
-            {
-              const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10];
-              const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11];
-              const int32_t c0 = (int32_t)((uint32_t)-255 << r0) >> 1, c1 = (int32_t)((uint32_t)-255 << r1) >> 1;
-              const int32_t c2 = (int32_t)((uint32_t)-255 << r2) >> 1, c3 = (int32_t)((uint32_t)-255 << r3) >> 1;
-              o[c + 0] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0));
-              o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1));
-              o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2));
-              o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3));
-            }
-          }
-
+  const int8_t* x_b = input0;
+  int8_t* o = output0;
+  for (oy = 0; oy < 8; ++oy) {
+    const int iy0 = oy - 1;
+    for (ox = 0; ox < 8; ++ox, o += 8) {
+      const int ix0 = ox - 1;
+      const int32_t* w = tiny_cnn_int8_dwconv2_weights;
+      const int32_t* q = tiny_cnn_int8_dwconv2_params;
+      if (iy0 >= 0 && iy0 <= 5 && ix0 >= 0 && ix0 <= 5) {
+        const int8_t* xp = x_b + (iy0 * 8 + ix0) * 8;
+        for (c = 0; c < 8; c += 4, q += 12) {
+          int32_t a0 = q[0], a1 = q[3], a2 = q[6], a3 = q[9];
+          MC_DW4_TAP(xp + c, 0, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 8, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 16, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 64, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 72, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 80, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 128, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 136, w, a0, a1, a2, a3);
+          MC_DW4_TAP(xp + c, 144, w, a0, a1, a2, a3);
+          REQUANTIZE_STORE4();
         }
-        else {
-          const int8_t* taps[9];
-          for (ky = 0; ky < 3; ++ky) {
-            const int iy = iy0 + ky;
-            for (kx = 0; kx < 3; ++kx) {
-              const int ix = ix0 + kx;
-              taps[ky * 3 + kx] = (iy >= 0 && iy < 8 && ix >= 0 && ix < 8)
-                  ? x_b + (iy * 8 + ix) * 8 : tiny_cnn_int8_dwconv2_zero_point_row;
-            }
+      } else {
+        const int8_t* taps[9];
+        for (ky = 0; ky < 3; ++ky) {
+          const int iy = iy0 + ky;
+          for (kx = 0; kx < 3; ++kx) {
+            const int ix = ix0 + kx;
+            taps[ky * 3 + kx] = (iy >= 0 && iy < 8 && ix >= 0 && ix < 8)
+                ? x_b + (iy * 8 + ix) * 8 : tiny_cnn_int8_dwconv2_zero_point_row;
           }
-          for (c = 0; c < 8; c += 4, q += 12) {
-            int32_t a0 = q[0], a1 = q[3], a2 = q[6], a3 = q[9];
-            MC_DW4_TAP_RO(taps[0], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[1], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[2], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[3], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[4], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[5], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[6], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[7], c, w, a0, a1, a2, a3);
-            MC_DW4_TAP_RO(taps[8], c, w, a0, a1, a2, a3);
-            {
-              const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10];
-              const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11];
-              const int32_t c0 = (int32_t)((uint32_t)-255 << r0) >> 1, c1 = (int32_t)((uint32_t)-255 << r1) >> 1;
-              const int32_t c2 = (int32_t)((uint32_t)-255 << r2) >> 1, c3 = (int32_t)((uint32_t)-255 << r3) >> 1;
-              o[c + 0] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0));
-              o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1));
-              o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2));
-              o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3));
-            }
-          }
-
+        }
+        for (c = 0; c < 8; c += 4, q += 12) {
+          int32_t a0 = q[0], a1 = q[3], a2 = q[6], a3 = q[9];
+          MC_DW4_TAP_RO(taps[0], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[1], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[2], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[3], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[4], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[5], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[6], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[7], c, w, a0, a1, a2, a3);
+          MC_DW4_TAP_RO(taps[8], c, w, a0, a1, a2, a3);
+          REQUANTIZE_STORE4();
         }
       }
     }
   }
+#undef REQUANTIZE_STORE4
 }
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
 void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
-  /* input 1x8x8x8 -> output 1x8x8x16; kernel 1x1, stride 1x1, dilation 1x1, padding top 0 left 0.
-   * im2col: 4 output pixels x 1 output channel per inner loop
-   * (portable C). The 4 pixels' receptive fields are
-   * sign-extended once into col (the model's scratch buffer; int16 pairs; padding taps get the input
-   * zero point, whose product is folded into the bias); weights are
-   * int8, 2 words per output channel;
-   * per channel {bias, multiplier, r} (c = ((2 zp + 1) << r) >> 1) in tiny_cnn_int8_conv3_params. */
+  /* im2col: 4 output pixels x 1 output channel per step (portable C); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
+  enum { OUTPUT_ZERO_POINT = -128 };
   int32_t* const col = tiny_cnn_int8_scratch; /* 16 words */
-  int b, n, p, oc, ky, oy, ox;
-  for (b = 0; b < 1; ++b) {
-    const int8_t* x_b = input0 + b * 512;
-    int8_t* out = output0 + b * 1024;
-    oy = 0;
-    ox = 0;
-    for (n = 0; n < 16; ++n, out += 64) {
-      for (p = 0; p < 4; ++p) {
-        {
-          const int iy0 = oy;
-          const int ix0 = ox;
-          int32_t* d_ = col + 2 * p;
-          {
-            /* every tap inside the image */
-            const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
-            for (ky = 0; ky < 1; ++ky, s_ += 64) {
-              d_ = mc_im2col_s8(d_, s_, 2);
-            }
-          }
-          (void)d_;
-          if (++ox == 8) {
-            ox = 0;
-            ++oy;
-          }
-        }
-
+  int n, p, oc, oy, ox;
+  const int8_t* x_b = input0;
+  int8_t* out = output0;
+  oy = 0;
+  ox = 0;
+  for (n = 0; n < 16; ++n, out += 64) {
+    for (p = 0; p < 4; ++p) {
+      const int iy0 = oy;
+      const int ix0 = ox;
+      int32_t* d_ = col + 2 * p;
+      {
+        /* every tap inside the image */
+        const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
+        d_ = mc_im2col_s8(d_, s_, 2);
       }
-      for (oc = 0; oc < 16; ++oc) {
-        const int32_t* q = tiny_cnn_int8_conv3_params + 3 * oc;
-        int32_t a0 = q[0], a1 = q[0], a2 = q[0], a3 = q[0];
-        int8_t* o = out + oc;
-        mc_dot_p4(col, tiny_cnn_int8_conv3_weights + oc * 2, 2, &a0, &a1, &a2, &a3);
-        {
-          const int32_t m = q[1], r = q[2], c = (int32_t)((uint32_t)-255 << r) >> 1;
-          o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
-          o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
-          o[32] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
-          o[48] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
-        }
+      (void)d_;
+      if (++ox == 8) {
+        ox = 0;
+        ++oy;
       }
-
+    }
+    for (oc = 0; oc < 16; ++oc) {
+      const int32_t* q = tiny_cnn_int8_conv3_params + 3 * oc;
+      int32_t a0 = q[0], a1 = q[0], a2 = q[0], a3 = q[0];
+      int8_t* o = out + oc;
+      mc_dot_p4(col, tiny_cnn_int8_conv3_weights + oc * 2, 2, &a0, &a1, &a2, &a3);
+      {
+        const int32_t m = q[1], r = q[2], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
+        o[32] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
+        o[48] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
+      }
     }
   }
 }
 
 /* AVERAGE_POOL_2D(filter_h=8, filter_w=8, activation=NONE, padding=VALID, stride_h=8, stride_w=8), operator 3: 'pool' */
 void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
-  int b, oy, ox, c, fy, fx;
-  for (b = 0; b < 1; ++b) {
-    for (oy = 0; oy < 1; ++oy) {
-      const int y0 = oy * 8;
-      for (ox = 0; ox < 1; ++ox) {
-        const int x0 = ox * 8;
-        const int8_t* in = input0 + b * 1024;
-        int8_t* out = output0 + ((b * 1 + oy) * 1 + ox) * 16;
-        for (c = 0; c < 16; ++c) {
-          int32_t acc = 0;
-          for (fy = 0; fy < 8; ++fy) {
-            for (fx = 0; fx < 8; ++fx) {
-              const int8_t v = in[((y0 + fy) * 8 + x0 + fx) * 16 + c];
-              acc += v;
-            }
-          }
-          /* Divide, rounding half away from zero. */
-          acc = acc > 0 ? (acc + 32) / 64 : (acc - 32) / 64;
-          out[c] = (int8_t)MC_CLAMP(acc, -128, 127);
-        }
+  int c, fy, fx;
+  const int y0 = 0;
+  const int x0 = 0;
+  const int8_t* in = input0;
+  int8_t* out = output0;
+  for (c = 0; c < 16; ++c) {
+    int32_t acc = 0;
+    for (fy = 0; fy < 8; ++fy) {
+      for (fx = 0; fx < 8; ++fx) {
+        const int8_t v = in[((y0 + fy) * 8 + x0 + fx) * 16 + c];
+        acc += v;
       }
     }
+    /* Divide, rounding half away from zero. */
+    acc = acc > 0 ? (acc + 32) / 64 : (acc - 32) / 64;
+    out[c] = (int8_t)MC_CLAMP(acc, -128, 127);
   }
 }
 
 /* FULLY_CONNECTED(activation=NONE, keep_num_dims=False, weights_format=0), operator 5: 'logits' */
 void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
-  /* rows4: 4 outputs x 16 inputs; 4 output rows per inner
-   * loop, int8 weights tiny_cnn_int8_logits_weights [4][16]; the input zero point is folded into the
-   * bias tiny_cnn_int8_logits_bias. */
-  int b, o, k;
-  for (b = 0; b < 1; ++b) {
-    const int8_t* x = input0 + b * 16;
-    int8_t* y = output0 + b * 4;
-    for (o = 0; o < 4; o += 4) {
-      const int8_t* w0 = tiny_cnn_int8_logits_weights + o * 16;
-      const int8_t* w1 = w0 + 16;
-      const int8_t* w2 = w1 + 16;
-      const int8_t* w3 = w2 + 16;
-      int32_t a0 = tiny_cnn_int8_logits_bias[o], a1 = tiny_cnn_int8_logits_bias[o + 1], a2 = tiny_cnn_int8_logits_bias[o + 2], a3 = tiny_cnn_int8_logits_bias[o + 3];
-      for (k = 0; k < 16; ++k) {
-        const int32_t v = x[k];
-        a0 = mc_mla(a0, v, w0[k]);
-        a1 = mc_mla(a1, v, w1[k]);
-        a2 = mc_mla(a2, v, w2[k]);
-        a3 = mc_mla(a3, v, w3[k]);
-      }
-        {
-          const int32_t m = tiny_cnn_int8_logits_multiplier[o + 0], c = tiny_cnn_int8_logits_c[o + 0], r = tiny_cnn_int8_logits_r[o + 0];
-          y[o + 0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
-        }
-        {
-          const int32_t m = tiny_cnn_int8_logits_multiplier[o + 1], c = tiny_cnn_int8_logits_c[o + 1], r = tiny_cnn_int8_logits_r[o + 1];
-          y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
-        }
-        {
-          const int32_t m = tiny_cnn_int8_logits_multiplier[o + 2], c = tiny_cnn_int8_logits_c[o + 2], r = tiny_cnn_int8_logits_r[o + 2];
-          y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
-        }
-        {
-          const int32_t m = tiny_cnn_int8_logits_multiplier[o + 3], c = tiny_cnn_int8_logits_c[o + 3], r = tiny_cnn_int8_logits_r[o + 3];
-          y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
-        }
+  /* rows4: 4 output rows per step, int8 weights (portable C); 4 outputs x 16 inputs */
+  int o, k;
+  const int8_t* x = input0;
+  int8_t* y = output0;
+  o = 0;
+  {
+    const int8_t* w0 = tiny_cnn_int8_logits_weights + o * 16;
+    const int8_t* w1 = w0 + 16;
+    const int8_t* w2 = w1 + 16;
+    const int8_t* w3 = w2 + 16;
+    int32_t a0 = tiny_cnn_int8_logits_bias[o], a1 = tiny_cnn_int8_logits_bias[o + 1], a2 = tiny_cnn_int8_logits_bias[o + 2], a3 = tiny_cnn_int8_logits_bias[o + 3];
+    for (k = 0; k < 16; ++k) {
+      const int32_t v = x[k];
+      a0 = mc_mla(a0, v, w0[k]);
+      a1 = mc_mla(a1, v, w1[k]);
+      a2 = mc_mla(a2, v, w2[k]);
+      a3 = mc_mla(a3, v, w3[k]);
+    }
+    {
+      const int32_t m = tiny_cnn_int8_logits_multiplier[o], c = tiny_cnn_int8_logits_c[o], r = tiny_cnn_int8_logits_r[o];
+      y[o] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
+    }
+    {
+      const int32_t m = tiny_cnn_int8_logits_multiplier[o + 1], c = tiny_cnn_int8_logits_c[o + 1], r = tiny_cnn_int8_logits_r[o + 1];
+      y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
+    }
+    {
+      const int32_t m = tiny_cnn_int8_logits_multiplier[o + 2], c = tiny_cnn_int8_logits_c[o + 2], r = tiny_cnn_int8_logits_r[o + 2];
+      y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
+    }
+    {
+      const int32_t m = tiny_cnn_int8_logits_multiplier[o + 3], c = tiny_cnn_int8_logits_c[o + 3], r = tiny_cnn_int8_logits_r[o + 3];
+      y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
     }
   }
 }
 
 /* SOFTMAX(beta=1.0), operator 6: 'probabilities' */
 void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
-  /* exp(beta * scale * (x - max)) in gemmlowp fixed point: differences are rescaled to Q5.26
-   * (multiplier 2029189376, left shift 20); those below -1984 contribute 0. */
-  int i, c;
-  for (i = 0; i < 1; ++i) {
-    const int8_t* x = input0 + i * 4;
-    int8_t* y = output0 + i * 4;
-    int32_t max = -128;
-    int32_t sum_of_exps = 0; /* Q12.19 */
-    int num_bits_over_unit;
-    int32_t reciprocal;
-    int exponent;
-    for (c = 0; c < 4; ++c) {
-      max = MC_MAX(max, (int32_t)x[c]);
+  /* exp(beta * scale * (x - max)) in gemmlowp fixed point: differences in Q5.26 (multiplier 2029189376, left shift 20); below -1984: 0 */
+  int c;
+  const int8_t* x = input0;
+  int8_t* y = output0;
+  int32_t max = -128;
+  int32_t sum_of_exps = 0; /* Q12.19 */
+  int num_bits_over_unit;
+  int32_t reciprocal;
+  int exponent;
+  for (c = 0; c < 4; ++c) {
+    max = MC_MAX(max, (int32_t)x[c]);
+  }
+  for (c = 0; c < 4; ++c) {
+    const int32_t diff = (int32_t)x[c] - max;
+    if (diff >= -1984) {
+      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
+      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, 5), 0, 12));
     }
-    for (c = 0; c < 4; ++c) {
-      const int32_t diff = (int32_t)x[c] - max;
-      if (diff >= -1984) {
-        const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
-        sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, 5), 0, 12));
-      }
-    }
-    reciprocal = mc_fp_reciprocal(sum_of_exps, 12, &num_bits_over_unit);
-    exponent = num_bits_over_unit + 23;
-    for (c = 0; c < 4; ++c) {
-      const int32_t diff = (int32_t)x[c] - max;
-      if (diff >= -1984) {
-        const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
-        const int32_t e = mc_fp_exp_on_negative_values(scaled, 5);
-        const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + (-128);
-        y[c] = (int8_t)MC_CLAMP(out, -128, 127);
-      } else {
-        y[c] = -128;
-      }
+  }
+  reciprocal = mc_fp_reciprocal(sum_of_exps, 12, &num_bits_over_unit);
+  exponent = num_bits_over_unit + 23;
+  for (c = 0; c < 4; ++c) {
+    const int32_t diff = (int32_t)x[c] - max;
+    if (diff >= -1984) {
+      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
+      const int32_t e = mc_fp_exp_on_negative_values(scaled, 5);
+      const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + (-128);
+      y[c] = (int8_t)MC_CLAMP(out, -128, 127);
+    } else {
+      y[c] = -128;
     }
   }
 }

@@ -15,7 +15,11 @@ The heuristics that pick a variant are documented in docs/benchmarks.md ("Kernel
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from microcompiler.ops.quant import conv_multipliers
 
 INT32_MAX = 2**31 - 1
 FAST_ACC_LIMIT = 2**30  # |acc| below this: 2 * acc fits int32 (mc_requant_fast)
@@ -204,3 +208,37 @@ def lanes_bias(w_rows: np.ndarray, folded: np.ndarray) -> np.ndarray:
     steps = w_rows.shape[1] // 4
     w = w_rows[:, :steps * 4].astype(np.int64).reshape(len(w_rows), steps, 4)
     return wrap32(256 * folded.astype(np.int64) - 127 * (w[:, :, 0] + w[:, :, 2]).sum(axis=1))
+
+
+@dataclass
+class Requant:
+    """A fast int8 convolution's requantization: per output channel the bias with the input zero
+    point folded in, multiplier, and (fast: mc_requant_fast, c and r; else the TFLM shift in c)."""
+    folded: np.ndarray
+    mult: np.ndarray
+    c: np.ndarray
+    r: np.ndarray
+    fast: bool
+
+    @property
+    def scale(self) -> int:
+        """2 with the fast requantization: weights and bias doubled, the accumulators hold 2 * acc."""
+        return 2 if self.fast else 1
+
+    def params(self) -> np.ndarray:
+        """{bias, M, r} per channel (fast: c = ((2 zp + 1) << r) >> 1 in the epilogue), else
+        {bias, M, shift, 0}; the bias doubled with the fast requantization."""
+        if self.fast:
+            return channel_params3(self.folded * self.scale, self.mult, self.r)
+        return channel_params(self.folded * self.scale, self.mult, self.c, self.r)
+
+
+def requant_setup(x, w, y, bias, w_rows: np.ndarray) -> Requant:
+    """The Requant of a convolution with int8 weights w_rows [channels, taps] (TFLM's multipliers,
+    the bound on |acc| from the weights and bias)."""
+    channels = len(w_rows)
+    b = bias.data.astype(np.int64) if bias is not None else np.zeros(channels, np.int64)
+    folded = b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+    mult, shift = conv_multipliers(x, w, y, channels)
+    is_fast, c, r = requant_table(mult, shift, int(y.quant.zero_point[0]), acc_bounds(b, w_rows))
+    return Requant(folded, mult, c, r, is_fast)

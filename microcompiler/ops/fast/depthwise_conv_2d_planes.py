@@ -1,5 +1,6 @@
-"""DEPTHWISE_CONV_2D "planes": the int8 fast kernel for every shape (any depth multiplier, channel
-count, kernel, stride and dilation).
+"""DEPTHWISE_CONV_2D, int8, the "planes" fast kernel (template depthwise_conv_2d_planes.c.j2) for
+every shape (any depth multiplier, channel count, kernel, stride and dilation). The plan is
+DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
 
 One input channel at a time is sign-extended into a plane of int16 (kernel scratch) with a border
 of the input zero point wide enough for every tap, so the loop over output pixels needs no bounds
@@ -16,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from microcompiler.ops import fast
-from microcompiler.ops.fast_conv import requant_setup
+from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.quant import activation_range
 
 
@@ -77,27 +77,32 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
     pg = plane_geometry(g)
     w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
     zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
-    rq = requant_setup(x, w, y, bias, w_taps.T)
+    rq = fast.requant_setup(x, w, y, bias, w_taps.T)
     plan_["requant"] = "smmlar" if rq.fast else "reference"
     is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
     lo, hi = activation_range(op.options["activation"], y)
     params = rq.params()
+    layout = ("{folded bias (doubled), multiplier, right shift}" if is_fast
+              else "{folded bias, multiplier, shift, 0}")
     isa = "dsp" if fast.has_dsp(ctx.features) else "c"
     r_groups, order = None, None
     if is_fast and mult == 1 and len(set(r.tolist())) <= MAX_SHIFT_GROUPS:
         # channels grouped by r: the shift becomes a literal (SSAT with ASR #r) in each group's loop
         idx = np.argsort(r, kind="stable")
-        order = ctx.const("channels", idx.astype(np.int16))
+        order = ctx.const("channels", idx.astype(np.int16),
+                          comment=f"the {len(idx)} channels in the order they run: grouped by right shift")
         bounds = np.flatnonzero(np.diff(r[idx])) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), len(idx)]
         r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
         plan_["shift_groups"] = len(r_groups)
         params = fast.channel_params3(rq.folded * scale, rq.mult, rq.c)  # {bias, M, c}: r is in the code
+        layout = "{folded bias (doubled), multiplier, rounding constant c} (the right shift is in the code)"
     return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                      weights=ctx.const("weights", np.ascontiguousarray(w_taps.T)),
-                      params=ctx.const("params", params), stride=3 if is_fast else 4, scale=scale,
-                      scratch=ctx.scratch(pg.nbytes), zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
+                      weights=ctx.const("weights", np.ascontiguousarray(w_taps.T),
+                                        comment=f"weights [{g.out_c} channels][{g.k_h * g.k_w} taps (ky, kx)], int8"),
+                      params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=3 if is_fast else 4, scale=scale,
+                      scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
                       r_groups=r_groups, order=order, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
-                      fast=is_fast, c_k=2 * y_zp + 1, act_min=lo, act_max=hi, output_offset=y_zp)
+                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)

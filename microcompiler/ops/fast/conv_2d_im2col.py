@@ -1,0 +1,106 @@
+"""CONV_2D, int8, one group, the "im2col" fast kernel (template conv_2d_im2col.c.j2): 4 output pixels
+x 1 output channel per inner loop over the im2col columns of 4 pixels (gathered into the scratch
+buffer, padding taps filled with the input zero point), the input zero point folded into the bias,
+weights as int8 words (SXTB16), in the "lanes" encoding (kernel_lanes.h: one SXTB16 per word for the
+4 pixels) or pre-extended int16 pairs (SMLAD). The plan (which kernel, its knobs) is Conv2D.plan in
+ops/conv_2d.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.conv_common import bias_tensor, geometry
+from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.quant import activation_range
+
+
+def emit_im2col(op, graph, ctx, plan) -> str:
+    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    g = geometry(op, graph)
+    w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
+    s16 = plan["weights"] == "s16"
+    zp = int(x.quant.zero_point[0])
+    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
+    folded, mult, c, r, is_fast = rq.folded, rq.mult, rq.c, rq.r, rq.fast
+    y_zp = int(y.quant.zero_point[0])
+    plan["requant"] = "smmlar" if is_fast else "reference"
+    scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
+    lanes = plan.get("extract") == "lanes"
+    if s16:
+        words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
+        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the int16 "
+                     "pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else ""))
+    elif lanes:  # 256-scaled accumulators from the lanes bias; no doubling (acc >> 7 = 2 * acc)
+        words, folded = im2col_lanes(w_rows, folded)
+        steps = words.shape[1]
+        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
+                     "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded")
+    else:
+        words, steps = fast.pack_s8_words(w_rows)
+        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: 4 int8 taps (ky, kx, c) "
+                     "per word, zero-padded")
+    lo, hi = activation_range(op.options["activation"], y)
+    npix = g.out_h * g.out_w
+    bias_name = "lanes accumulator start" if lanes else "folded bias"
+    # one multiplier for every channel (per-tensor weights): literal constants, the bias alone
+    uniform = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
+    if uniform:
+        params = ctx.const("bias", fast.wrap32(folded * scale),
+                           comment=f"bias [{g.out_c}] with the input zero point folded in"
+                           + (", doubled" if scale == 2 else "")
+                           + (" (lanes: 256 * bias - 127 * sum of the even weights)" if lanes else ""))
+        uniform = (int(mult[0]), int(c[0]), int(r[0]))
+    elif is_fast:  # {bias, multiplier, r}; c from r in the epilogue
+        params = ctx.const("params", fast.channel_params3(folded * scale, mult, r),
+                           comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, right shift}}")
+    else:
+        params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r),
+                           comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}")
+    return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
+                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
+                      params=params, uniform=uniform, stride=1 if uniform else (3 if is_fast else 4),
+                      scratch=ctx.scratch(plan["scratch_bytes"]),
+                      steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
+                      zp_pair=_pair(zp), npix=npix, lanes=lanes, lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
+                      full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,
+                      output_offset=y_zp)
+
+
+def _pair(v: int) -> int:
+    """v in both int16 halves of a word."""
+    return int(fast.pairs(np.array([v]), np.array([v]))[0])
+
+
+def lanes_ok(op, graph) -> bool:
+    """im2col_lanes_ok for the operator's constant weights and bias (Conv2D.plan)."""
+    x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    bias = bias_tensor(op, graph)
+    w_rows = w.data.astype(np.int8).reshape(w.shape[0], -1)
+    b = bias.data.astype(np.int64) if bias is not None else np.zeros(w.shape[0], np.int64)
+    return im2col_lanes_ok(w_rows, b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1))
+
+
+# The lanes im2col saves one instruction per 4 inputs and output channel in the dot product and
+# costs about 3 more per 4 inputs and pixel in the gather (P and Q instead of two SXTB16): it pays
+# for more output channels than this (measured on IC's 16-channel layers: slower; 32: faster).
+LANES_MIN_OUT_CHANNELS = 17
+
+
+def im2col_lanes_ok(w_rows: np.ndarray, folded: np.ndarray) -> bool:
+    """Whether the im2col kernel reads its int8 weights in the lanes encoding (kernel_lanes.h): it
+    pays (LANES_MIN_OUT_CHANNELS), the lanes of every word fit int16 and |acc| < 2^23 (w_rows:
+    [channels, K], folded: the bias with the input zero point folded in)."""
+    return len(w_rows) >= LANES_MIN_OUT_CHANNELS and fast.lanes_plan(_padded(w_rows), folded)
+
+
+def im2col_lanes(w_rows: np.ndarray, folded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(weight words [channels, steps], accumulator start per channel) of the lanes encoding."""
+    padded = _padded(w_rows)
+    return fast.lanes_words(padded), fast.lanes_bias(padded, folded)
+
+
+def _padded(w_rows: np.ndarray) -> np.ndarray:
+    rows, k = w_rows.shape
+    out = np.zeros((rows, -(-k // 4) * 4), np.int8)
+    out[:, :k] = w_rows
+    return out
