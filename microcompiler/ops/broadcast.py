@@ -34,7 +34,7 @@ def broadcast_loops(out_shape, in_shapes):
     Output dimensions of extent 1 are dropped and neighbouring dimensions that every input either
     reads fully or broadcasts in the same way are merged, so a plain elementwise op is one loop and
     [1,4,4,8] + [8] is two. Returns (loops, input index expressions, output index expression),
-    loops being (variable, trip count) pairs.
+    loops being (variable, trip count) pairs; no loops (and index 0) for a one-element output.
     """
     rank = len(out_shape)
     shapes = [(1,) * (rank - len(s)) + tuple(s) for s in in_shapes]
@@ -47,8 +47,8 @@ def broadcast_loops(out_shape, in_shapes):
             dims[-1] = (dims[-1][0] * n, flags)
         else:
             dims.append((n, flags))
-    if not dims:
-        dims = [(1, tuple(False for _ in shapes))]
+    if not dims:  # one element: no loop, every index is 0
+        return [], ["0"] * len(shapes), "0"
     names = ["i"] if len(dims) == 1 else [f"i{k}" for k in range(len(dims))]
 
     def index(strides):
