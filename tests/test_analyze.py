@@ -1,5 +1,5 @@
 """`microcompiler analyze`: per-layer table, totals, fit and memory plan, no build; and its estimates
-against measured `bench` runs on the emulated Cortex-M4."""
+against measured `bench` runs on the emulated Cortex-M4 and Cortex-M55."""
 from __future__ import annotations
 
 import json
@@ -59,11 +59,12 @@ def test_analyze_table_and_a_board_that_is_too_small(tmp_path, shared_models):
 
 
 @needs_board_tools
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])  # Cortex-M4 (DSP) and M55 (Helium kernels)
 @pytest.mark.parametrize("model", MODELS)
-def test_estimates_are_close_to_the_measured_instructions(shared_models, model):
+def test_estimates_are_close_to_the_measured_instructions(shared_models, model, board):
     path = shared_models / f"{model}.tflite"
-    est = json.loads(cli("analyze", path, "--board", "mps2_an386", "--json").stdout)
-    proc = cli("bench", path, "--board", "mps2_an386", "--json", "--number", "1", "--repeat", "1")
+    est = json.loads(cli("analyze", path, "--board", board, "--json").stdout)
+    proc = cli("bench", path, "--board", board, "--json", "--number", "1", "--repeat", "1")
     assert proc.returncode == 0, proc.stderr
     bench = json.loads(proc.stdout)
     per_tick = 1e9 / bench["timer_hz"]  # QEMU -icount shift=0: one instruction per nanosecond
