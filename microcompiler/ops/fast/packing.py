@@ -112,6 +112,12 @@ def channel_params(bias_folded: np.ndarray, mult: np.ndarray, c: np.ndarray, r: 
                      np.asarray(r, np.int32)], axis=1).reshape(-1).astype(np.int32)
 
 
+def channel_params2(bias_folded: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Per output channel {bias, multiplier} (8 bytes): the shift and rounding constant are literals
+    in the code (channels grouped by shift) or in a separate int8 array."""
+    return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32)], axis=1).reshape(-1).astype(np.int32)
+
+
 def channel_params3(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Per output channel {bias, multiplier, r} (12 bytes) for mc_requant_fast: the epilogue computes
     c = ((2 * zp + 1) << r) >> 1 = 2^(r-1) + zp * 2^r (two instructions) instead of loading it."""
