@@ -10,6 +10,7 @@ emulated Cortex-M4 (the inline assembly).
 """
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -134,3 +135,19 @@ def test_benchmark_lookalikes(tmp_path):
     assert "reference" not in {o["kernel"]["variant"] for o in vww["operators"]}
     lib = assert_matches_oracle(lookalikes.micro_speech(), tmp_path / "ms", n_inputs=2, features=DSP)
     assert lib.metadata["operators"][0]["kernel"]["variant"] == "planes"
+
+
+@pytest.mark.parametrize("seed,out_c,grouped", [(1, 4, True), (0, 16, False)])
+def test_planes_requant_records_are_small(tmp_path, seed, out_c, grouped):
+    """The planes depthwise keeps 8 bytes {bias, M} per channel: the shift is a literal when channels
+    are grouped by shift (their order one byte each), else an int8 array; bit-exact either way."""
+    model = conv_model(kind="DEPTHWISE_CONV_2D", hwc=(6, 5, out_c), out_c=out_c, seed=seed)
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
+    kernel = lib.metadata["operators"][0]["kernel"]
+    assert kernel["variant"] == "planes" and kernel["requant"] == "smmlar"
+    src = lib.files["src/model_ops.c"]
+    assert re.search(rf"static const int32_t \w+_params\[{2 * out_c}\]", src)
+    assert "_params + 2 * oc" in src
+    assert bool(re.search(rf"static const uint8_t \w+_channels\[{out_c}\]", src)) == grouped
+    assert bool(re.search(rf"static const int8_t \w+_shifts\[{out_c}\]", src)) == (not grouped)
+    assert ("shift_groups" in kernel) == grouped

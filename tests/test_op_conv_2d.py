@@ -5,6 +5,7 @@ larger-than-input kernels, dilation 2, all fused activations, odd channel counts
 convolution and input zero points -128..127. ``conv_model`` also builds DEPTHWISE_CONV_2D models.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -153,7 +154,9 @@ def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
     src = lib.files["src/model_ops.c"]
     assert "_params" not in src and "const int32_t m = " in src
     lib = compile_bytes(conv_model(per_channel=True), tmp_path / "i8pc")
-    assert "_params + 3 * oc" in lib.files["src/model_ops.c"]  # {bias, M, r} per channel
+    src = lib.files["src/model_ops.c"]
+    assert "_params + 9 * oc" in src and "(int8_t)q[8]" in src  # {bias, M, r} in 9 bytes per channel
+    assert re.search(r"static const uint8_t \w+_params\[36\]", src)  # 4 channels
 
 
 @pytest.mark.parametrize("kwargs,message", [

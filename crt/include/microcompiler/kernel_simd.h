@@ -155,6 +155,20 @@ static inline int32_t mc_requant_fast2(int32_t acc2, int32_t multiplier, int32_t
   return mc_smmlar(acc2, multiplier, c + (acc2 >> 31)) >> r;
 }
 
+/* A little-endian int32 at any alignment (compilers merge the byte loads into one LDR where the
+ * CPU allows unaligned words, e.g. Cortex-M3/M4/M7/M33/M55). */
+static inline int32_t mc_load_s32le(const uint8_t* p) {
+  return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* Keep v (a constant the compiler knows) in a register: without it the compiler may rebuild the
+ * constant at every use inside the loop that follows. */
+#if MC_DSP_ASM
+#define MC_IN_REGISTER(v) __asm__("" : "+r"(v))
+#else
+#define MC_IN_REGISTER(v) ((void)0)
+#endif
+
 /* Saturate to int8. */
 #if MC_DSP_ASM
 #define MC_SSAT8(x) __ssat((x), 8)

@@ -50,15 +50,16 @@ def emit_im2col(op, graph, ctx, plan) -> str:
                            + (", doubled" if scale == 2 else "")
                            + (" (lanes: 256 * bias - 127 * sum of the even weights)" if lanes else ""))
         uniform = (int(mult[0]), int(c[0]), int(r[0]))
-    elif is_fast:  # {bias, multiplier, r}; c from r in the epilogue
-        params = ctx.const("params", fast.channel_params3(folded * scale, mult, r),
-                           comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, right shift}}")
+    elif is_fast:  # {bias, multiplier, r} in 9 bytes; c from r in the epilogue
+        params = ctx.const("params", fast.channel_records9(folded * scale, mult, r),
+                           comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier}} (int32, "
+                           "little-endian) and the right shift (int8): 9 bytes")
     else:
         params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r),
                            comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}")
     return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
-                      params=params, uniform=uniform, stride=1 if uniform else (3 if is_fast else 4),
+                      params=params, uniform=uniform, stride=1 if uniform else (fast.RECORD9 if is_fast else 4),
                       scratch=ctx.scratch(plan["scratch_bytes"]),
                       steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
                       zp_pair=_pair(zp), npix=npix, lanes=lanes, lanes_zp=(_pair(zp), _pair(255 * zp + 127)),

@@ -81,28 +81,32 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
     plan_["requant"] = "smmlar" if rq.fast else "reference"
     is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
     lo, hi = activation_range(op.options["activation"], y)
-    params = rq.params()
-    layout = ("{folded bias (doubled), multiplier, right shift}" if is_fast
-              else "{folded bias, multiplier, shift, 0}")
+    if is_fast:  # {bias, M} and the right shifts as int8 (read once per channel)
+        params, stride = fast.channel_params2(rq.folded * scale, rq.mult), 2
+        layout = "{folded bias (doubled), multiplier}"
+    else:
+        params, stride = rq.params(), 4
+        layout = "{folded bias, multiplier, shift, 0}"
     isa = "dsp" if fast.has_dsp(ctx.features) else "c"
-    r_groups, order = None, None
+    r_groups, order, shifts = None, None, None
     if is_fast and mult == 1 and len(set(r.tolist())) <= MAX_SHIFT_GROUPS:
         # channels grouped by r: the shift becomes a literal (SSAT with ASR #r) in each group's loop
         idx = np.argsort(r, kind="stable")
-        order = ctx.const("channels", idx.astype(np.int16),
+        order = ctx.const("channels", idx.astype(np.uint8 if len(idx) <= 256 else np.int16),
                           comment=f"the {len(idx)} channels in the order they run: grouped by right shift")
         bounds = np.flatnonzero(np.diff(r[idx])) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), len(idx)]
         r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
         plan_["shift_groups"] = len(r_groups)
-        params = fast.channel_params3(rq.folded * scale, rq.mult, rq.c)  # {bias, M, c}: r is in the code
-        layout = "{folded bias (doubled), multiplier, rounding constant c} (the right shift is in the code)"
+        layout = "{folded bias (doubled), multiplier} (the right shift is in the code)"
+    if is_fast and not r_groups:
+        shifts = ctx.const("shifts", r.astype(np.int8), comment=f"right shift r per output channel [{g.out_c}]")
     return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
                       weights=ctx.const("weights", np.ascontiguousarray(w_taps.T),
                                         comment=f"weights [{g.out_c} channels][{g.k_h * g.k_w} taps (ky, kx)], int8"),
-                      params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=3 if is_fast else 4, scale=scale,
+                      params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=stride, shifts=shifts, scale=scale,
                       scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
                       r_groups=r_groups, order=order, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
                       fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)

@@ -112,6 +112,23 @@ def channel_params(bias_folded: np.ndarray, mult: np.ndarray, c: np.ndarray, r: 
                      np.asarray(r, np.int32)], axis=1).reshape(-1).astype(np.int32)
 
 
+def channel_params2(bias_folded: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Per output channel {bias, multiplier} (8 bytes): the shift and rounding constant are literals
+    in the code (channels grouped by shift) or in a separate int8 array."""
+    return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32)], axis=1).reshape(-1).astype(np.int32)
+
+
+RECORD9 = 9  # bytes of a packed {bias, M, r} record (channel_records9)
+
+
+def channel_records9(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per output channel {bias, multiplier, r} packed in 9 bytes: bias and multiplier little-endian
+    (read with mc_load_s32le, one unaligned LDR on Cortex-M), then r as one signed byte."""
+    words = np.stack([wrap32(bias_folded), np.asarray(mult, np.int32)], axis=1).astype("<i4")
+    return np.concatenate([words.view(np.uint8).reshape(len(words), 8),
+                           np.asarray(r, np.int8).view(np.uint8).reshape(-1, 1)], axis=1).reshape(-1)
+
+
 def channel_params3(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Per output channel {bias, multiplier, r} (12 bytes) for mc_requant_fast: the epilogue computes
     c = ((2 * zp + 1) << r) >> 1 = 2^(r-1) + zp * 2^r (two instructions) instead of loading it."""

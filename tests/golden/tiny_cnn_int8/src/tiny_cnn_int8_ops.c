@@ -11,10 +11,13 @@
 #include "microcompiler/kernel_activation.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
-/* per output channel [8] {folded bias, multiplier, right shift} */
-static const int32_t tiny_cnn_int8_conv1_params[24] = {
-    -670, 1734655751, 8, 980, 1317357406, 9, 40, 1669053674, 8, 2100, 1236240007, 8, 1050, 1321182207, 8, 4250,
-    1441139303, 7, -2660, 1178263052, 8, -3560, 1592371832, 8
+/* per output channel [8] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
+static const uint8_t tiny_cnn_int8_conv1_params[72] = {
+    98, 253, 255, 255, 7, 191, 100, 103, 8, 212, 3, 0, 0, 94, 71, 133,
+    78, 9, 40, 0, 0, 0, 234, 188, 123, 99, 8, 52, 8, 0, 0, 135,
+    134, 175, 73, 8, 26, 4, 0, 0, 255, 163, 191, 78, 8, 154, 16, 0,
+    0, 103, 10, 230, 85, 7, 156, 245, 255, 255, 12, 222, 58, 70, 8, 24,
+    242, 255, 255, 120, 170, 233, 94, 8
 };
 
 /* weights [8 output channels][3 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
@@ -41,11 +44,17 @@ static const int32_t tiny_cnn_int8_dwconv2_params[24] = {
     1275373569, 5, 42240, 1120389171, 5, 48640, 1991986006, 5
 };
 
-/* per output channel [16] {folded bias, multiplier, right shift} */
-static const int32_t tiny_cnn_int8_conv3_params[48] = {
-    16000, 1292690989, 8, -21632, 1875700629, 8, 37888, 1214770081, 7, -5120, 1481292192, 8, 43008, 1600848774, 8, -4352,
-    1560010672, 7, -12032, 1235208006, 8, 39040, 1547615352, 9, 8320, 1790009238, 9, -75264, 1291453804, 8, -11904, 1351242270,
-    8, 60288, 1770623609, 8, 7808, 2112983782, 8, -2688, 1936802599, 9, -3456, 1823621509, 8, -12032, 1737966390, 8
+/* per output channel [16] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
+static const uint8_t tiny_cnn_int8_conv3_params[144] = {
+    128, 62, 0, 0, 45, 230, 12, 77, 8, 128, 171, 255, 255, 149, 235, 204,
+    111, 8, 0, 148, 0, 0, 161, 235, 103, 72, 7, 0, 236, 255, 255, 160,
+    185, 74, 88, 8, 0, 168, 0, 0, 134, 3, 107, 95, 8, 0, 239, 255,
+    255, 176, 223, 251, 92, 7, 0, 209, 255, 255, 70, 199, 159, 73, 8, 128,
+    152, 0, 0, 120, 188, 62, 92, 9, 128, 32, 0, 0, 150, 95, 177, 106,
+    9, 0, 218, 254, 255, 108, 5, 250, 76, 8, 128, 209, 255, 255, 30, 82,
+    138, 80, 8, 128, 235, 0, 0, 121, 146, 137, 105, 8, 128, 30, 0, 0,
+    230, 146, 241, 125, 8, 128, 245, 255, 255, 39, 67, 113, 115, 9, 128, 242,
+    255, 255, 133, 65, 178, 108, 8, 0, 209, 255, 255, 54, 67, 151, 103, 8
 };
 
 /* weights [16 output channels][2 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
@@ -134,12 +143,12 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
       }
     }
     for (oc = 0; oc < 8; ++oc) {
-      const int32_t* q = tiny_cnn_int8_conv1_params + 3 * oc;
-      int32_t a0 = q[0], a1 = q[0], a2 = q[0], a3 = q[0];
+      const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * oc;
+      int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
       int8_t* o = out + oc;
       mc_dot_p4(col, tiny_cnn_int8_conv1_weights + oc * 3, 3, &a0, &a1, &a2, &a3);
       {
-        const int32_t m = q[1], r = q[2], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+        const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
         o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
         o[8] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
         o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
@@ -247,12 +256,12 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
       }
     }
     for (oc = 0; oc < 16; ++oc) {
-      const int32_t* q = tiny_cnn_int8_conv3_params + 3 * oc;
-      int32_t a0 = q[0], a1 = q[0], a2 = q[0], a3 = q[0];
+      const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * oc;
+      int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
       int8_t* o = out + oc;
       mc_dot_p4(col, tiny_cnn_int8_conv3_weights + oc * 2, 2, &a0, &a1, &a2, &a3);
       {
-        const int32_t m = q[1], r = q[2], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+        const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
         o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
         o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
         o[32] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
