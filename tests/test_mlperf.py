@@ -54,7 +54,7 @@ def datasets(runner_dir, tmp_path_factory) -> Path:
 # accuracy run takes the first files of both classes only (performance mode needs 5 files: all).
 ACCURACY_FILES = {"vww01": 2}
 # vww01 (beyond the KWS/IC/AD) runs with the long tests: pytest -m long tests
-BENCHMARKS = [pytest.param(b, marks=pytest.mark.long) if b == "vww01" else b for b in MODELS]
+RUNNER_CASES = [pytest.param(b, marks=pytest.mark.long) if b == "vww01" else b for b in MODELS]
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def _bench_throughput(model: Path) -> float:
     return 1.0 / json.loads(proc.stdout)["inference"]["seconds"]
 
 
-@pytest.mark.parametrize("benchmark", BENCHMARKS)
+@pytest.mark.parametrize("benchmark", RUNNER_CASES)
 def test_official_runner_performance_agrees_with_bench(benchmark, firmware, runner_dir, datasets, model_file,
                                                        tmp_path):
     project = firmware(benchmark)
@@ -159,7 +159,7 @@ def test_official_runner_performance_agrees_with_bench(benchmark, firmware, runn
         _assert_scores_equal(got, expected, benchmark, f"window {k}")
 
 
-@pytest.mark.parametrize("benchmark", BENCHMARKS)
+@pytest.mark.parametrize("benchmark", RUNNER_CASES)
 def test_official_runner_accuracy_scores_equal_tflm(benchmark, firmware, runner_dir, accuracy_datasets, model_file,
                                                     tmp_path):
     datasets = accuracy_datasets
