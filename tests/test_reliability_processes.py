@@ -201,6 +201,7 @@ def test_qemu_killed_during_a_session_says_qemu_exited(tmp_path):
         with session.executor() as ex:
             ex(x)
             os.kill(session.transport._proc.pid, signal.SIGKILL)
+            session.transport._proc.wait(timeout=10)  # gone before the next call (a loaded machine is slow)
             with pytest.raises(DeviceError) as caught:
                 ex(x)
     message = str(caught.value)

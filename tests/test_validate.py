@@ -43,13 +43,23 @@ def test_shared_models_are_exact_on_the_board(shared_models, model):
 
 
 def _break_one_multiplier(library, function_name: str):
-    """Halve the first output channel's requantization multiplier in one layer's generated C."""
+    """Halve the first output channel's requantization multiplier in one layer's generated C: in an
+    int32 {bias, multiplier, shift} array, or in the packed byte records of the im2col kernel
+    ({accumulator start, multiplier} little-endian int32, then the shift: 9 bytes per channel)."""
     ops_file = f"src/{library.metadata['name']}_ops.c"
-    pattern = re.compile(rf"({function_name}_params\[\d+\] = \{{\s*-?\d+, )(\d+)")
     source = library.files[ops_file]
-    match = pattern.search(source)
-    assert match, f"no per-channel {{bias, multiplier, shift}} array for {function_name}"
-    library.files[ops_file] = pattern.sub(lambda m: m.group(1) + str(int(m.group(2)) // 2), source, count=1)
+    words = re.compile(rf"(int32_t {function_name}_params\[\d+\] = \{{\s*-?\d+, )(\d+)")
+    if words.search(source):
+        library.files[ops_file] = words.sub(lambda m: m.group(1) + str(int(m.group(2)) // 2), source, count=1)
+        return library
+    packed = re.compile(rf"(uint8_t {function_name}_params\[\d+\] = \{{\s*)((?:\d+,\s*){{8}})")
+    match = packed.search(source)
+    assert match, f"no per-channel requantization records for {function_name}"
+    record = [int(v) for v in match.group(2).replace(",", " ").split()]
+    multiplier = int.from_bytes(bytes(record[4:8]), "little", signed=True) // 2
+    record[4:8] = multiplier.to_bytes(4, "little", signed=True)
+    library.files[ops_file] = (source[:match.start(2)] + ", ".join(map(str, record)) + ", "
+                               + source[match.end(2):])
     return library
 
 
