@@ -208,6 +208,14 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
   [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w), [we] "=&r"(we), \
       [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
 
+/* Portable path: the four lanes 4g .. 4g+3 of pairs (group g: a pixel or a row, holding k0, k2, k1,
+ * k3) times k0..k3, summed. */
+static MC_ALWAYS_INLINE int32_t mc_lanes_dot(const int32_t* pairs, int32_t g, int32_t k0, int32_t k1, int32_t k2,
+                                             int32_t k3) {
+  return mc_lane(pairs, 4 * g) * k0 + mc_lane(pairs, 4 * g + 1) * k2 + mc_lane(pairs, 4 * g + 2) * k1 +
+         mc_lane(pairs, 4 * g + 3) * k3;
+}
+
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
@@ -241,11 +249,10 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int
     const int32_t wr = *w++;
     const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
     const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
-    /* pixel p's lanes 4p .. 4p+3 hold k0, k2, k1, k3 */
-    s0 = mc_mla(s0, 1, mc_lane(col, 0) * w0 + mc_lane(col, 1) * w2 + mc_lane(col, 2) * w1 + mc_lane(col, 3) * w3);
-    s1 = mc_mla(s1, 1, mc_lane(col, 4) * w0 + mc_lane(col, 5) * w2 + mc_lane(col, 6) * w1 + mc_lane(col, 7) * w3);
-    s2 = mc_mla(s2, 1, mc_lane(col, 8) * w0 + mc_lane(col, 9) * w2 + mc_lane(col, 10) * w1 + mc_lane(col, 11) * w3);
-    s3 = mc_mla(s3, 1, mc_lane(col, 12) * w0 + mc_lane(col, 13) * w2 + mc_lane(col, 14) * w1 + mc_lane(col, 15) * w3);
+    s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, w0, w1, w2, w3));
+    s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, w0, w1, w2, w3));
+    s2 = mc_mla(s2, 1, mc_lanes_dot(col, 2, w0, w1, w2, w3));
+    s3 = mc_mla(s3, 1, mc_lanes_dot(col, 3, w0, w1, w2, w3));
   }
 #endif
   *a0 = s0;
@@ -280,10 +287,10 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w,
   int32_t i;
   for (i = 0; i < steps; ++i, col += 8, w += 2) {
     const int32_t w0 = mc_lane(w, 0), w2 = mc_lane(w, 1), w1 = mc_lane(w, 2), w3 = mc_lane(w, 3);
-    s0 = mc_mla(s0, 1, mc_lane(col, 0) * w0 + mc_lane(col, 1) * w2 + mc_lane(col, 2) * w1 + mc_lane(col, 3) * w3);
-    s1 = mc_mla(s1, 1, mc_lane(col, 4) * w0 + mc_lane(col, 5) * w2 + mc_lane(col, 6) * w1 + mc_lane(col, 7) * w3);
-    s2 = mc_mla(s2, 1, mc_lane(col, 8) * w0 + mc_lane(col, 9) * w2 + mc_lane(col, 10) * w1 + mc_lane(col, 11) * w3);
-    s3 = mc_mla(s3, 1, mc_lane(col, 12) * w0 + mc_lane(col, 13) * w2 + mc_lane(col, 14) * w1 + mc_lane(col, 15) * w3);
+    s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, w0, w1, w2, w3));
+    s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, w0, w1, w2, w3));
+    s2 = mc_mla(s2, 1, mc_lanes_dot(col, 2, w0, w1, w2, w3));
+    s3 = mc_mla(s3, 1, mc_lanes_dot(col, 3, w0, w1, w2, w3));
   }
 #endif
   *a0 = s0;
@@ -346,11 +353,10 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
   int32_t i;
   for (i = 0; i < steps; ++i, x += 4, w += 8) {
     const int32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    /* row r's lanes 4r .. 4r+3 hold k0, k2, k1, k3 */
-    s0 = mc_mla(s0, 1, mc_lane(w, 0) * x0 + mc_lane(w, 1) * x2 + mc_lane(w, 2) * x1 + mc_lane(w, 3) * x3);
-    s1 = mc_mla(s1, 1, mc_lane(w, 4) * x0 + mc_lane(w, 5) * x2 + mc_lane(w, 6) * x1 + mc_lane(w, 7) * x3);
-    s2 = mc_mla(s2, 1, mc_lane(w, 8) * x0 + mc_lane(w, 9) * x2 + mc_lane(w, 10) * x1 + mc_lane(w, 11) * x3);
-    s3 = mc_mla(s3, 1, mc_lane(w, 12) * x0 + mc_lane(w, 13) * x2 + mc_lane(w, 14) * x1 + mc_lane(w, 15) * x3);
+    s0 = mc_mla(s0, 1, mc_lanes_dot(w, 0, x0, x1, x2, x3));
+    s1 = mc_mla(s1, 1, mc_lanes_dot(w, 1, x0, x1, x2, x3));
+    s2 = mc_mla(s2, 1, mc_lanes_dot(w, 2, x0, x1, x2, x3));
+    s3 = mc_mla(s3, 1, mc_lanes_dot(w, 3, x0, x1, x2, x3));
   }
 #endif
   *a0 = s0;
