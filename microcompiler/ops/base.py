@@ -243,19 +243,6 @@ class ParamSink:
         return sum(int(a.nbytes) for _, _, a, _ in self.arrays)
 
 
-def index_expr(*terms) -> str:
-    """A C index expression from (loop variable, trip count, stride) terms and int constants; a loop
-    of one iteration contributes nothing, a stride of one no multiplication (SVDF, LSTM)."""
-    parts = []
-    for term in terms:
-        if isinstance(term, int):
-            if term:
-                parts.append(str(term))
-        elif term[1] > 1:
-            parts.append(term[0] if term[2] == 1 else f"{term[0]} * {term[2]}")
-    return " + ".join(parts) or "0"
-
-
 def require(cond: bool, op: Operator, what: str) -> None:
     """Reject an operator configuration with a message naming the operator."""
     if not cond:
