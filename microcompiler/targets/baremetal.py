@@ -26,10 +26,10 @@ from pathlib import Path
 from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
-from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, BuildResult, Log, Project, Target, check_can_build,
-                                        measured_build, quiet, register, require_tool, run_logged, tool_timeout,
-                                        why)
-from microcompiler.targets.files import copy_runtime
+from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet, register, why
+from microcompiler.targets.build import (BuildResult, check_can_build, measured_build, require_tool, run_logged,
+                                         tool_timeout)
+from microcompiler.targets.files import BUILD_DIR, copy_runtime
 
 FIRMWARE = "firmware.elf"
 CONFIGURE_TIMEOUT = 300.0  # seconds cmake may take to configure

@@ -34,11 +34,11 @@ from microcompiler import cleanup
 from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
-from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, STANDALONE, BuildResult, Log, Project, RunResult,
-                                        Target, check_can_build, check_fits, measured_build, register, run_logged,
-                                        tool_timeout)
+from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, register
 from microcompiler.targets.base import run_on_board as run_flow
-from microcompiler.targets.files import copy_runtime
+from microcompiler.targets.build import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
+from microcompiler.targets.files import BUILD_DIR, copy_runtime
+from microcompiler.targets.footprint import check_fits
 
 TEMPLATE = "zephyr"
 DOCS = "docs/zephyr.md"
