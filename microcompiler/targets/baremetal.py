@@ -126,9 +126,7 @@ class BareMetal(Target):
                       weights=board.weights_region, stack_bytes=stack_bytes, cflags=board.cpu.cflags,
                       definitions=self.definitions(board), sources=sources)
         values.setdefault("include_dirs", ["model/include"])
-        main_template = "rpc_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
-        if "models" in values:  # several models (microcompiler/targets/multi.py)
-            main_template = "models_" + main_template
+        main_template = self.main_template(values, "rpc_main.c.j2")
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))

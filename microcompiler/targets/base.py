@@ -305,6 +305,13 @@ class Target:
         """Write the target's own files (runtime, main, build files) into the staging directory."""
         raise NotImplementedError
 
+    @staticmethod
+    def main_template(values: dict, host_driven_main: str) -> str:
+        """The template of the project's src/main.c: main.c.j2, or ``host_driven_main`` for a
+        host-driven project; their ``models_`` variant for several models (targets/multi.py)."""
+        name = host_driven_main if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        return "models_" + name if "models" in values else name
+
     # ---- build ----
 
     def elf(self, project: Project) -> Path:

@@ -224,9 +224,7 @@ class Zephyr(Target):
                       console_use=self.console_use(values["mode"]), reports_stack=self.reports_stack(values["mode"]))
         template_dir = self.template_dir
         values.setdefault("include_dirs", ["model/include"])
-        main_template = "host_driven_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
-        if "models" in values:  # several models (microcompiler/targets/multi.py)
-            main_template = "models_" + main_template
+        main_template = self.main_template(values, "host_driven_main.c.j2")
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
         (stage / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))
