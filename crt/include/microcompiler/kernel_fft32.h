@@ -30,14 +30,15 @@ static inline void mc_fft32_mul(int32_t* product, const int32_t* a, const int32_
   product[0] = real;
 }
 
-/* a + b, a - b and their halves, wrapping at 32 bits. */
+/* a + b, a - b, -a and the halves of the sums, wrapping at 32 bits. */
 static inline int32_t mc_fft32_plus(int32_t a, int32_t b) { return mc_wrap_add(a, b); }
 static inline int32_t mc_fft32_minus(int32_t a, int32_t b) { return mc_wrap_sub(a, b); }
+static inline int32_t mc_fft32_negate(int32_t a) { return mc_wrap_sub(0, a); }
 static inline int32_t mc_fft32_half_plus(int32_t a, int32_t b) { return mc_wrap_add(a, b) >> 1; }
 static inline int32_t mc_fft32_half_minus(int32_t a, int32_t b) { return mc_wrap_sub(a, b) >> 1; }
 
 /* mc_fft32_radix2, mc_fft32_radix4, mc_rfft32_split, mc_irfft32_merge (and mc_fft32_add, _sub). */
-#define MC_FFT_BITS 32
+#define MC_FFT_SUFFIX 32
 #define MC_FFT_T int32_t
 #include "microcompiler/kernel_fft_stages.h"
 

@@ -1,21 +1,22 @@
-/* The stages of the fixed-point real FFT, written once for the int16 (kernel_fft.h) and the int32
- * (kernel_fft32.h) builds: included by each with MC_FFT_BITS (16 or 32) and MC_FFT_T (the element
- * type) defined, after the scalar operations of that width:
- *   mc_fftN_scale(c, divisor), mc_fftN_mul(product, a, b)   (complex, in the width's fixed point)
- *   mc_fftN_plus(a, b), mc_fftN_minus(a, b)                 (a + b, a - b, wrapping to the width)
- *   mc_fftN_half_plus(a, b), mc_fftN_half_minus(a, b)       ((a + b) >> 1, (a - b) >> 1)
+/* The stages of the real FFT, written once for its int16 and float (kernel_fft.h) and int32
+ * (kernel_fft32.h) builds: included by each with MC_FFT_SUFFIX (16, f or 32) and MC_FFT_T (the
+ * element type) defined, after the scalar operations of that build (N = MC_FFT_SUFFIX):
+ *   mc_fftN_scale(c, divisor), mc_fftN_mul(product, a, b)   (complex; the fixed-point builds scale
+ *                                                            by 1/radix at each stage, float not)
+ *   mc_fftN_plus(a, b), mc_fftN_minus(a, b), mc_fftN_negate(a)   (wrapping to the integer width)
+ *   mc_fftN_half_plus(a, b), mc_fftN_half_minus(a, b)       ((a + b) / 2, (a - b) / 2)
  * It defines mc_fftN_add, mc_fftN_sub, mc_fftN_radix2, mc_fftN_radix4, mc_rfftN_split and
- * mc_irfftN_merge (N = MC_FFT_BITS), then undefines MC_FFT_BITS and MC_FFT_T.
- * (No include guard: it is meant to be included once per width.)
+ * mc_irfftN_merge, then undefines MC_FFT_SUFFIX and MC_FFT_T.
+ * (No include guard: it is meant to be included once per build.)
  */
-#if !defined(MC_FFT_BITS) || !defined(MC_FFT_T)
-#error "define MC_FFT_BITS and MC_FFT_T before including kernel_fft_stages.h"
+#if !defined(MC_FFT_SUFFIX) || !defined(MC_FFT_T)
+#error "define MC_FFT_SUFFIX and MC_FFT_T before including kernel_fft_stages.h"
 #endif
 
-#define MC_FFT_GLUE(prefix, bits, name) prefix##bits##name
-#define MC_FFT_NAME(prefix, bits, name) MC_FFT_GLUE(prefix, bits, name)
-/* mc_fft16_ ## name for MC_FFT_BITS 16 */
-#define MC_FFT(name) MC_FFT_NAME(mc_fft, MC_FFT_BITS, _##name)
+#define MC_FFT_GLUE(prefix, suffix, name) prefix##suffix##name
+#define MC_FFT_NAME(prefix, suffix, name) MC_FFT_GLUE(prefix, suffix, name)
+/* mc_fft16_ ## name for MC_FFT_SUFFIX 16 */
+#define MC_FFT(name) MC_FFT_NAME(mc_fft, MC_FFT_SUFFIX, _##name)
 
 /* sum = a + b and difference = a - b, complex, wrapping */
 static inline void MC_FFT(add)(MC_FFT_T* sum, const MC_FFT_T* a, const MC_FFT_T* b) {
@@ -81,7 +82,7 @@ static inline void MC_FFT(radix4)(MC_FFT_T* f, int m, const MC_FFT_T* tw, int st
 }
 
 /* The n/2-point complex transform in out[0 .. n/2) becomes the n/2 + 1 bins of the real one. */
-static inline void MC_FFT_NAME(mc_rfft, MC_FFT_BITS, _split)(MC_FFT_T* out, int half, const MC_FFT_T* super_tw) {
+static inline void MC_FFT_NAME(mc_rfft, MC_FFT_SUFFIX, _split)(MC_FFT_T* out, int half, const MC_FFT_T* super_tw) {
   MC_FFT_T dc[2];
   int k;
   dc[0] = out[0];
@@ -98,7 +99,7 @@ static inline void MC_FFT_NAME(mc_rfft, MC_FFT_BITS, _split)(MC_FFT_T* out, int 
     fk[0] = low[0];
     fk[1] = low[1];
     fnk[0] = high[0];
-    fnk[1] = MC_FFT(minus)(0, high[1]);
+    fnk[1] = MC_FFT(negate)(high[1]);
     MC_FFT(scale)(fk, 2);
     MC_FFT(scale)(fnk, 2);
     MC_FFT(add)(even, fk, fnk);
@@ -113,7 +114,7 @@ static inline void MC_FFT_NAME(mc_rfft, MC_FFT_BITS, _split)(MC_FFT_T* out, int 
 
 /* The inverse: n/2 + 1 bins at in become the n/2-point complex transform's input, each value
  * written straight to its radix-digit slot in out (slot[k] for value k). */
-static inline void MC_FFT_NAME(mc_irfft, MC_FFT_BITS, _merge)(const MC_FFT_T* in, MC_FFT_T* out, int half,
+static inline void MC_FFT_NAME(mc_irfft, MC_FFT_SUFFIX, _merge)(const MC_FFT_T* in, MC_FFT_T* out, int half,
                                                              const MC_FFT_T* super_tw, const int16_t* slot) {
   MC_FFT_T first[2];
   int k;
@@ -129,7 +130,7 @@ static inline void MC_FFT_NAME(mc_irfft, MC_FFT_BITS, _merge)(const MC_FFT_T* in
     fk[0] = in[2 * k];
     fk[1] = in[2 * k + 1];
     fnkc[0] = in[2 * (half - k)];
-    fnkc[1] = MC_FFT(minus)(0, in[2 * (half - k) + 1]);
+    fnkc[1] = MC_FFT(negate)(in[2 * (half - k) + 1]);
     MC_FFT(scale)(fk, 2);
     MC_FFT(scale)(fnkc, 2);
     MC_FFT(add)(even, fk, fnkc);
@@ -137,12 +138,12 @@ static inline void MC_FFT_NAME(mc_irfft, MC_FFT_BITS, _merge)(const MC_FFT_T* in
     MC_FFT(mul)(t, odd, super_tw + 2 * (k - 1));
     MC_FFT(add)(low, even, t);
     high[0] = MC_FFT(minus)(even[0], t[0]);
-    high[1] = MC_FFT(minus)(0, MC_FFT(minus)(even[1], t[1]));  /* written after low: the middle bin keeps this */
+    high[1] = MC_FFT(negate)(MC_FFT(minus)(even[1], t[1]));  /* written after low: the middle bin keeps this */
   }
 }
 
 #undef MC_FFT
 #undef MC_FFT_NAME
 #undef MC_FFT_GLUE
-#undef MC_FFT_BITS
+#undef MC_FFT_SUFFIX
 #undef MC_FFT_T
