@@ -36,7 +36,10 @@ class DepthwiseConv2D(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
-        require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
+        table = op.options.get("input_channels")  # output channels dropped (passes/zero_channels.py)
+        require(table is None or (len(table) == w.shape[3] and all(0 <= c < x.shape[3] for c in table)), op,
+                f"input_channels {table} do not name an input channel for each of the {w.shape[3]} output channels")
+        require(mult >= 1 and (table is not None or x.shape[3] * mult == w.shape[3]), op,
                 f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
                 f"{w.shape[3]} output channels of the weights")
         bias = bias_tensor(op, graph)
@@ -86,12 +89,14 @@ class DepthwiseConv2D(OpKernel):
         stride 2 channels4 is faster), channels4 otherwise. ``tuning`` {"variant": "planes"} or
         {"variant": "channels4"} overrides. With "mve" (Cortex-M55) and channels % 16 == 0 the Helium
         kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
-        copies each input channel to its plane before writing that channel. int16 and float32: the
-        reference loop nest."""
+        copies each input channel to its plane before writing that channel; with the option
+        ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
+        each remaining one reads) planes too. int16 and float32: the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
-        if self.in_place(op, graph):  # one channel at a time: the only fast kernel safe in place
+        if self.in_place(op, graph) or "input_channels" in op.options:
+            # one channel at a time: the only fast kernel safe in place, or reading a channel table
             return dict(planes_kernel.plan(geometry(op, graph)), isa="dsp" if fast.has_dsp(features) else "c",
                         in_place=True)
         if fast_mve.has_mve(features):
@@ -123,7 +128,8 @@ class DepthwiseConv2D(OpKernel):
         mult = op.options.get("depth_multiplier", 1)
         bias = bias_tensor(op, graph)
         values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]), mult=mult, channel_copy=None, **g.values())
+                      output=ctx.arg(op.outputs[0]), mult=mult, channel_copy=None,
+                      input_channels=planes_kernel.input_channel_table(op, ctx, g), **g.values())
         if x.dtype == "float32":
             return ctx.render("depthwise_conv_2d_float.c.j2",
                               bias=ctx.arg(op.inputs[2]) if bias is not None else None,
