@@ -10,7 +10,7 @@ from model_builder import ModelBuilder, conv2d_options, depthwise_options
 X_SCALE = 0.02
 
 
-def _conv(b, rng, name, x, x_scale, shape_in, out_c, kernel, activation="NONE", zero_point=3):
+def conv(b, rng, name, x, x_scale, shape_in, out_c, kernel, activation="NONE", zero_point=3):
     """CONV_2D ``kernel`` SAME stride 1 from ``x`` [1, h, w, c] to ``out_c`` channels."""
     h, w, c = shape_in
     scales = rng.uniform(0.002, 0.02, out_c)
@@ -23,7 +23,7 @@ def _conv(b, rng, name, x, x_scale, shape_in, out_c, kernel, activation="NONE", 
     return y
 
 
-def _depthwise(b, rng, name, x, x_scale, shape_in, shape_out, kernel=(3, 3), stride=(1, 1), padding="SAME",
+def depthwise(b, rng, name, x, x_scale, shape_in, shape_out, kernel=(3, 3), stride=(1, 1), padding="SAME",
                activation="NONE", zero=(), zero_point=-4):
     """DEPTHWISE_CONV_2D, depth multiplier 1, per-channel weights; the channels ``zero`` all-zero."""
     c = shape_in[2]
@@ -49,9 +49,9 @@ def sandwich_model(hwc=(16, 16, 8), out_hw=None, kernel=(3, 3), stride=(1, 1), p
     out_hw = out_hw or (h, w)
     b = ModelBuilder()
     x = b.activation("x", [1, h, w, 3], "int8", scale=X_SCALE, zero_point=input_zp)
-    y1 = _conv(b, rng, "expand", x, X_SCALE, (h, w, 3), c, 1)
-    y2 = _depthwise(b, rng, "dw", y1, 0.05, hwc, (*out_hw, c), kernel, stride, padding, activation, zero)
-    y3 = _conv(b, rng, "project", y2, 0.05, (*out_hw, c), 4, 1)
+    y1 = conv(b, rng, "expand", x, X_SCALE, (h, w, 3), c, 1)
+    y2 = depthwise(b, rng, "dw", y1, 0.05, hwc, (*out_hw, c), kernel, stride, padding, activation, zero)
+    y3 = conv(b, rng, "project", y2, 0.05, (*out_hw, c), 4, 1)
     return b.finish([x], [y3])
 
 
@@ -62,11 +62,11 @@ def mobilenet_like_model(seed=0) -> bytes:
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.activation("x", [1, 48, 48, 3], "int8", scale=X_SCALE, zero_point=-7)
-    y = _conv(b, rng, "conv1", x, X_SCALE, (48, 48, 3), 16, 3, "RELU6")
-    y = _depthwise(b, rng, "dw1", y, 0.05, (48, 48, 16), (48, 48, 16), activation="RELU6")
-    y = _conv(b, rng, "pw1", y, 0.05, (48, 48, 16), 8, 1, "RELU6")
-    y = _depthwise(b, rng, "dw2", y, 0.05, (48, 48, 8), (24, 24, 8), stride=(2, 2), activation="RELU6")
-    y = _conv(b, rng, "pw2", y, 0.05, (24, 24, 8), 16, 1, "RELU6")
-    y = _depthwise(b, rng, "dw3", y, 0.05, (24, 24, 16), (22, 22, 16), padding="VALID", activation="RELU6")
-    y = _conv(b, rng, "pw3", y, 0.05, (22, 22, 16), 4, 1)
+    y = conv(b, rng, "conv1", x, X_SCALE, (48, 48, 3), 16, 3, "RELU6")
+    y = depthwise(b, rng, "dw1", y, 0.05, (48, 48, 16), (48, 48, 16), activation="RELU6")
+    y = conv(b, rng, "pw1", y, 0.05, (48, 48, 16), 8, 1, "RELU6")
+    y = depthwise(b, rng, "dw2", y, 0.05, (48, 48, 8), (24, 24, 8), stride=(2, 2), activation="RELU6")
+    y = conv(b, rng, "pw2", y, 0.05, (24, 24, 8), 16, 1, "RELU6")
+    y = depthwise(b, rng, "dw3", y, 0.05, (24, 24, 16), (22, 22, 16), padding="VALID", activation="RELU6")
+    y = conv(b, rng, "pw3", y, 0.05, (22, 22, 16), 4, 1)
     return b.finish([x], [y])

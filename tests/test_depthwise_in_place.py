@@ -2,18 +2,20 @@
 ``share_in_place_with_scratch``) gives an int8 depthwise layer (depth multiplier 1) its input's
 memory when that lowers the arena by more than the scratch its in-place schedule needs; the layer
 then runs channel by channel (planes, or the reference loops with a channel copy), bit-exact with
-TFLM on the host and on mps2_an386."""
+TFLM on the host, on mps2_an386 and on mps3_an547."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
-from dw_models import mobilenet_like_model, sandwich_model
-from harness import assert_matches_oracle, compile_bytes
+from dw_models import conv, depthwise, mobilenet_like_model, sandwich_model
+from harness import assert_matches_oracle
 from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.passes import PIPELINE
+from model_builder import ModelBuilder
 
 CASES = {
     "s1_same": dict(),
@@ -48,11 +50,10 @@ def test_in_place_matches_tflm_on_the_host(tmp_path, case, kernels):
     features = {"dsp"} if kernels == "dsp" else set()
     lib = assert_matches_oracle(model, tmp_path, n_inputs=3, sanitize=kernels != "dsp", features=features,
                                 kernels="reference" if kernels == "reference" else "fast")
-    kernel = _depthwise(lib.metadata)["kernel"]
+    kernel = depthwise(lib.metadata)["kernel"]
     assert kernel["in_place"] is True
     assert kernel["variant"] == ("reference" if kernels == "reference" else "planes")
     h, w, c = CASES[case].get("hwc", (16, 16, 8))
-    oh, ow = CASES[case].get("out_hw", (h, w))
     assert lib.metadata["arena_bytes"] == h * w * c  # the depthwise output lives in its input
     assert lib.metadata["memory_peak"]["bytes"] == h * w * c
 
@@ -72,17 +73,14 @@ def test_the_mobilenet_like_arena_drops_at_its_first_depthwise_layer(tmp_path):
 def test_in_place_is_chosen_only_where_it_lowers_the_arena(tmp_path):
     """conv 1x1 -> dw -> conv 1x1 -> dw -> conv 1x1 at one size: every step holds two equal buffers,
     so in place would not lower the arena and no depthwise layer goes in place."""
-    from model_builder import ModelBuilder
-    import numpy as np
-    from dw_models import _conv, _depthwise
     rng = np.random.default_rng(3)
     b = ModelBuilder()
     x = b.activation("x", [1, 10, 10, 3], "int8", scale=0.02, zero_point=0)
-    y = _conv(b, rng, "c1", x, 0.02, (10, 10, 3), 8, 1)
-    y = _depthwise(b, rng, "dw1", y, 0.05, (10, 10, 8), (10, 10, 8))
-    y = _conv(b, rng, "c2", y, 0.05, (10, 10, 8), 8, 1)
-    y = _depthwise(b, rng, "dw2", y, 0.05, (10, 10, 8), (10, 10, 8))
-    y = _conv(b, rng, "c3", y, 0.05, (10, 10, 8), 2, 1)
+    y = conv(b, rng, "c1", x, 0.02, (10, 10, 3), 8, 1)
+    y = depthwise(b, rng, "dw1", y, 0.05, (10, 10, 8), (10, 10, 8))
+    y = conv(b, rng, "c2", y, 0.05, (10, 10, 8), 8, 1)
+    y = depthwise(b, rng, "dw2", y, 0.05, (10, 10, 8), (10, 10, 8))
+    y = conv(b, rng, "c3", y, 0.05, (10, 10, 8), 2, 1)
     graph = _planned(b.finish([x], [y]))
     assert all(graph.storage(op.outputs[0]) != graph.storage(op.inputs[0]) for op in graph.operators)
     assert graph.arena_bytes == 2 * 800
@@ -103,5 +101,7 @@ def test_in_place_matches_tflm_on_mps2_an386(tmp_path, case):
 
 
 @needs_board_tools
-def test_mobilenet_like_matches_tflm_on_mps2_an386(tmp_path):
-    assert_matches_oracle_on_board(mobilenet_like_model(), Path(tmp_path))
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])  # Cortex-M4 (DSP) and M55 (Helium elsewhere)
+def test_mobilenet_like_matches_tflm_on_the_board(tmp_path, board):
+    run = assert_matches_oracle_on_board(mobilenet_like_model(), Path(tmp_path), board=board)
+    assert run.outputs
