@@ -153,6 +153,7 @@ def test_depthwise_bit_exact_with_tflm_on_the_host(tmp_path, model, kernels):
     dw = next(op for op in lib.metadata["operators"] if op["kind"] == "DEPTHWISE_CONV_2D")
     assert lib.metadata["dropped_channels"] == dw["dropped_channels"] == (2 if model == "multiplier2" else 4)
     assert dw["kernel"]["variant"] == ("reference" if kernels == "reference" else "planes")
+    assert "in_place" not in dw["kernel"]  # its output is the packed alias of the layer's output
     kept = dw["outputs"][0][-1]
     assert dw["macs"] == int(np.prod(dw["outputs"][0][1:3])) * kept * 9
     assert kept == (4 if model == "multiplier2" else 8)

@@ -95,10 +95,11 @@ class DepthwiseConv2D(OpKernel):
         x = graph.tensors[op.inputs[0]]
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
-        if self.in_place(op, graph) or "input_channels" in op.options:
+        in_place = self.in_place(op, graph)
+        if in_place or "input_channels" in op.options:
             # one channel at a time: the only fast kernel safe in place, or reading a channel table
             return dict(planes_kernel.plan(geometry(op, graph)), isa="dsp" if fast.has_dsp(features) else "c",
-                        in_place=True)
+                        **({"in_place": True} if in_place else {}))
         if fast_mve.has_mve(features):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
             if mve:
