@@ -33,7 +33,7 @@ def _planned(model: bytes):
     return graph
 
 
-def _depthwise(meta, name="dw"):
+def _layer(meta, name="dw"):
     return next(op for op in meta["operators"] if op["layer_name"] == name)
 
 
@@ -50,7 +50,7 @@ def test_in_place_matches_tflm_on_the_host(tmp_path, case, kernels):
     features = {"dsp"} if kernels == "dsp" else set()
     lib = assert_matches_oracle(model, tmp_path, n_inputs=3, sanitize=kernels != "dsp", features=features,
                                 kernels="reference" if kernels == "reference" else "fast")
-    kernel = depthwise(lib.metadata)["kernel"]
+    kernel = _layer(lib.metadata)["kernel"]
     assert kernel["in_place"] is True
     assert kernel["variant"] == ("reference" if kernels == "reference" else "planes")
     h, w, c = CASES[case].get("hwc", (16, 16, 8))
