@@ -124,6 +124,14 @@ class OpKernel:
         writing the output element at the same offset."""
         return ()
 
+    def inplace_scratch(self, op: Operator, graph: Graph) -> int:
+        """Scratch bytes the kernel's in-place schedule may need (0: none, e.g. elementwise kernels).
+        A kernel with a non-zero figure (DEPTHWISE_CONV_2D: one input channel kept in scratch while
+        that channel's output overwrites it) may also write an output smaller than the input, over
+        its first bytes; the memory planner puts it in place only where that lowers the arena by
+        more than this figure (passes/memory_plan.py, ``share_in_place_with_scratch``)."""
+        return 0
+
 
 class EmitContext:
     """What a kernel needs from the code generator while emitting one operator.
