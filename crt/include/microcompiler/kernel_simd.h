@@ -161,6 +161,36 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
   return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
+/* x >> (s & 0xFF) and x << (s & 0xFF), for s & 0xFF below 32. Arm's register-specified shifts read
+ * only the bottom byte of s, so a right shift r kept in the low byte of a packed record word
+ * ({bias << 8 | r}) or of a lanes accumulator (256 * acc + r) is used as it is, without extracting it;
+ * C would need the mask (compilers keep it: a shift by 32 or more is undefined in C). */
+#if defined(__GNUC__) && defined(__thumb2__) && !defined(MC_NO_DSP_ASM)
+static inline int32_t mc_asr_low8(int32_t x, int32_t s) {
+  int32_t y;
+  __asm__("asr %0, %1, %2" : "=r"(y) : "r"(x), "r"(s));
+  return y;
+}
+static inline int32_t mc_lsl_low8(int32_t x, int32_t s) {
+  int32_t y;
+  __asm__("lsl %0, %1, %2" : "=r"(y) : "r"(x), "r"(s));
+  return y;
+}
+#else
+static inline int32_t mc_asr_low8(int32_t x, int32_t s) { return x >> (s & 0xFF); }
+static inline int32_t mc_lsl_low8(int32_t x, int32_t s) { return (int32_t)((uint32_t)x << (s & 0xFF)); }
+#endif
+
+/* mc_requant_fast2 with the right shift r in the low byte of s (mc_asr_low8). */
+static inline int32_t mc_requant_fast2_low8(int32_t acc2, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar(acc2, multiplier, c + (acc2 >> 31)), s);
+}
+
+/* mc_requant_fast with the right shift r in the low byte of s (mc_asr_low8). */
+static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c + (acc >> 31)), s);
+}
+
 /* Keep v (a constant the compiler knows) in a register: without it the compiler may rebuild the
  * constant at every use inside the loop that follows. */
 #if MC_DSP_ASM

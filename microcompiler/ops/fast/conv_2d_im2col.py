@@ -44,13 +44,25 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     bias_name = "lanes accumulator start" if lanes else "folded bias"
     # one multiplier for every channel (per-tensor weights): literal constants, the bias alone
     uniform = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
+    record = "uniform" if uniform else "reference"  # how the epilogue reads the requantization
     if uniform:
         params = ctx.const("bias", fast.wrap32(folded * scale),
                            comment=f"bias [{g.out_c}] with the input zero point folded in"
                            + (", doubled" if scale == 2 else "")
                            + (" (lanes: 256 * bias - 127 * sum of the even weights)" if lanes else ""))
         uniform = (int(mult[0]), int(c[0]), int(r[0]))
+    elif is_fast and lanes:  # 8 bytes: the accumulators end at 256 * acc + r
+        record = "start_r"
+        params = ctx.const("params", fast.channel_records_start_r(folded, mult, r),
+                           comment=f"per output channel [{g.out_c}] {{lanes accumulator start + right shift r, "
+                           "multiplier}: the accumulators end at 256 * acc + r, r in their low byte")
+    elif is_fast and fast.fits_packed_bias(folded * scale):  # 8 bytes: {bias << 8 | r, multiplier}
+        record = "bias_r"
+        params = ctx.const("params", fast.channel_records_packed(folded * scale, r, mult),
+                           comment=f"per output channel [{g.out_c}] {{{bias_name}" + (" (doubled)" if scale == 2 else "")
+                           + " << 8 | right shift r, multiplier}")
     elif is_fast:  # {bias, multiplier, r} in 9 bytes; c from r in the epilogue
+        record = "r9"
         params = ctx.const("params", fast.channel_records9(folded * scale, mult, r),
                            comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier}} (int32, "
                            "little-endian) and the right shift (int8): 9 bytes")
@@ -59,7 +71,8 @@ def emit_im2col(op, graph, ctx, plan) -> str:
                            comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}")
     return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
-                      params=params, uniform=uniform, stride=1 if uniform else (fast.RECORD9 if is_fast else 4),
+                      params=params, uniform=uniform, record=record,
+                      stride={"uniform": 1, "r9": fast.RECORD9, "reference": 4}.get(record, 2),
                       scratch=ctx.scratch(plan["scratch_bytes"]),
                       steps=steps, words=words.shape[1], s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
                       zp_pair=_pair(zp), npix=npix, lanes=lanes, lanes_zp=(_pair(zp), _pair(255 * zp + 127)),

@@ -129,6 +129,38 @@ def channel_records9(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -
                            np.asarray(r, np.int8).view(np.uint8).reshape(-1, 1)], axis=1).reshape(-1)
 
 
+# A folded bias in this many bits (signed) shares its word with a byte: bias << 8 | byte, read back
+# with an arithmetic shift right by 8 (the byte: the right shift r, or a channel index).
+PACKED_BIAS_BITS = 24
+# The low byte of a packed word is used by register-specified shifts as it is (ARM reads only the
+# bottom byte of the shift register), so a right shift stored there must stay below this.
+PACKED_SHIFT_LIMIT = 32
+
+
+def fits_packed_bias(bias) -> bool:
+    """Whether every value fits the PACKED_BIAS_BITS signed bits of a packed word."""
+    b = np.asarray(bias, np.int64)
+    limit = 1 << (PACKED_BIAS_BITS - 1)
+    return bool(np.all(b >= -limit) and np.all(b < limit))
+
+
+def channel_records_packed(bias: np.ndarray, low: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Per output channel {bias << 8 | low, multiplier} (8 bytes): low is a byte (0..255), the
+    bias fits PACKED_BIAS_BITS (fits_packed_bias)."""
+    low = np.asarray(low, np.int64)
+    assert fits_packed_bias(bias) and np.all((low >= 0) & (low <= 255))
+    return channel_params2(np.asarray(bias, np.int64) * 256 + low, mult)
+
+
+def channel_records_start_r(start: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per output channel {accumulator start + r, multiplier} (8 bytes) for the lanes encoding: its
+    accumulators end at 256 * acc, so they end at 256 * acc + r instead, and the kernel reads r from
+    the low byte of the finished accumulator (acc >> 7 stays 2 * acc for r < 128)."""
+    r = np.asarray(r, np.int64)
+    assert np.all((r >= 0) & (r < PACKED_SHIFT_LIMIT))
+    return channel_params2(np.asarray(start, np.int64) + r, mult)
+
+
 def channel_params3(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Per output channel {bias, multiplier, r} (12 bytes) for mc_requant_fast: the epilogue computes
     c = ((2 * zp + 1) << r) >> 1 = 2^(r-1) + zp * 2^r (two instructions) instead of loading it."""
