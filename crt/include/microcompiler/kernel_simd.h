@@ -242,9 +242,12 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
- * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
-static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
-                             int32_t* a2, int32_t* a3) {
+ * weights: int8, 4 per word, at any alignment (rows of a K % 4 != 0 layer overlap: the zero-padded
+ * column makes the extra taps irrelevant); read as words (an unaligned LDR on Armv7-M). 13
+ * instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
+static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const void* weights, int32_t steps, int32_t* a0,
+                                       int32_t* a1, int32_t* a2, int32_t* a3) {
+  const uint8_t* w = (const uint8_t*)weights;
 #if MC_DSP_ASM
   register int32_t c0 __asm__("r8");
   register int32_t c1 __asm__("r9");
@@ -275,8 +278,8 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int
   /* Without the DSP extension: halfword loads and multiply-accumulates (LDRSH + MLA on Armv7-M). */
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
   int32_t i;
-  for (i = 0; i < steps; ++i, col += 8) {
-    const int32_t wr = *w++;
+  for (i = 0; i < steps; ++i, col += 8, w += 4) {
+    const int32_t wr = mc_load_s32le(w);
     const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
     const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
     /* pixel p's lanes 4p .. 4p+3 hold k0, k2, k1, k3 */

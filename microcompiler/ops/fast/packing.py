@@ -70,6 +70,15 @@ def pack_s8_words(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
     return padded.reshape(-1).view("<i4").reshape(rows, k4 // 4).astype(np.int32), k4 // 4
 
 
+def overlapped_rows(w_rows: np.ndarray) -> np.ndarray:
+    """int8 [rows, k] with k % 4 != 0 -> the rows back to back (row i at byte i * k) and the few
+    bytes the last row's final word reads past its end: a kernel that reads each row as 4 * ceil(k / 4)
+    bytes against a zero-padded column ignores the next row's first bytes (no padding in flash)."""
+    rows, k = w_rows.shape
+    tail = -(-k // 4) * 4 - k
+    return np.concatenate([np.asarray(w_rows, np.int8).reshape(-1), np.zeros(tail, np.int8)])
+
+
 def pairs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Two int16 lanes per int32 (lo in bits 0-15)."""
     lo = lo.astype(np.int64) & 0xFFFF
