@@ -245,7 +245,7 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
  * weights: int8, 4 per word, at any alignment (rows of a K % 4 != 0 layer overlap: the zero-padded
  * column makes the extra taps irrelevant); read as words (an unaligned LDR on Armv7-M). 13
  * instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
-static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const void* weights, int32_t steps, int32_t* a0,
+static MC_ALWAYS_INLINE const void* mc_dot_p4(const int32_t* col, const void* weights, int32_t steps, int32_t* a0,
                                        int32_t* a1, int32_t* a2, int32_t* a3) {
   const uint8_t* w = (const uint8_t*)weights;
 #if MC_DSP_ASM
@@ -293,11 +293,12 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const void* weights, 
   *a2 = s2;
   *a3 = s3;
 #endif
+  return w;
 }
 
 /* The same with int16 weights: w holds, per group of 4 k, the pairs (k0,k2) (k1,k3).
  * 11 instructions per 16 MACs on the DSP path. */
-static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+static MC_ALWAYS_INLINE const void* mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
                                            int32_t* a1, int32_t* a2, int32_t* a3) {
 #if MC_DSP_ASM
   register int32_t c0 __asm__("r8");
@@ -338,6 +339,7 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w,
   *a2 = s2;
   *a3 = s3;
 #endif
+  return w;
 }
 
 /* One input vector x four output rows (FULLY_CONNECTED "dsp-s16"):
