@@ -242,12 +242,10 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
- * weights: int8, 4 per word, at any alignment (rows of a K % 4 != 0 layer overlap: the zero-padded
- * column makes the extra taps irrelevant); read as words (an unaligned LDR on Armv7-M). 13
- * instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
-static MC_ALWAYS_INLINE const void* mc_dot_p4(const int32_t* col, const void* weights, int32_t steps, int32_t* a0,
-                                       int32_t* a1, int32_t* a2, int32_t* a3) {
-  const uint8_t* w = (const uint8_t*)weights;
+ * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times).
+ * Returns w + steps: the next output channel's weights. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+                                                 int32_t* a1, int32_t* a2, int32_t* a3) {
 #if MC_DSP_ASM
   register int32_t c0 __asm__("r8");
   register int32_t c1 __asm__("r9");
@@ -278,8 +276,8 @@ static MC_ALWAYS_INLINE const void* mc_dot_p4(const int32_t* col, const void* we
   /* Without the DSP extension: halfword loads and multiply-accumulates (LDRSH + MLA on Armv7-M). */
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
   int32_t i;
-  for (i = 0; i < steps; ++i, col += 8, w += 4) {
-    const int32_t wr = mc_load_s32le(w);
+  for (i = 0; i < steps; ++i, col += 8) {
+    const int32_t wr = *w++;
     const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
     const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
     /* pixel p's lanes 4p .. 4p+3 hold k0, k2, k1, k3 */
@@ -296,9 +294,26 @@ static MC_ALWAYS_INLINE const void* mc_dot_p4(const int32_t* col, const void* we
   return w;
 }
 
+/* mc_dot_p4 with the weights at any byte alignment: the rows of a layer whose K is not a multiple of
+ * 4 follow each other without padding, each read as steps words whose last one reaches into the next
+ * row (against the column's zero padding taps). Cores with the DSP extension load unaligned words. */
+static MC_ALWAYS_INLINE void mc_dot_p4_unaligned(const int32_t* col, const int8_t* w, int32_t steps, int32_t* a0,
+                                                 int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  (void)mc_dot_p4(col, (const int32_t*)(const void*)w, steps, a0, a1, a2, a3);
+#else
+  int32_t i;
+  for (i = 0; i < steps; ++i, col += 8, w += 4) {
+    int32_t word;
+    memcpy(&word, w, sizeof word);
+    (void)mc_dot_p4(col, &word, 1, a0, a1, a2, a3);
+  }
+#endif
+}
+
 /* The same with int16 weights: w holds, per group of 4 k, the pairs (k0,k2) (k1,k3).
  * 11 instructions per 16 MACs on the DSP path. */
-static MC_ALWAYS_INLINE const void* mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
                                            int32_t* a1, int32_t* a2, int32_t* a3) {
 #if MC_DSP_ASM
   register int32_t c0 __asm__("r8");

@@ -65,7 +65,9 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         params = ctx.const("params", fast.channel_records_start_r(folded, mult, r),
                            comment=f"per output channel [{g.out_c}] {{lanes accumulator start + right shift r, "
                            "multiplier}: the accumulators end at 256 * acc + r, r in their low byte")
-    elif is_fast and fast.fits_packed_bias(folded * scale):  # 8 bytes: {bias << 8 | r, multiplier}
+    elif is_fast and plan["isa"] == "dsp" and fast.fits_packed_bias(folded * scale):
+        # 8 bytes: {bias << 8 | r, multiplier} (without the DSP extension the portable dot product needs
+        # every register, and the extra value costs more than the byte saved: 9-byte records there)
         record = "bias_r"
         params = ctx.const("params", fast.channel_records_packed(folded * scale, r, mult),
                            comment=f"per output channel [{g.out_c}] {{{bias_name}" + (" (doubled)" if scale == 2 else "")
