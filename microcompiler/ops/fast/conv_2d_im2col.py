@@ -81,8 +81,8 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r),
                            comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}")
     return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment), row_bytes=row_bytes,
-                      params=params, uniform=uniform, record=record,
+                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
+                      row_bytes=row_bytes, params=params, uniform=uniform, record=record,
                       stride={"uniform": 1, "r9": fast.RECORD9, "reference": 4}.get(record, 2),
                       scratch=ctx.scratch(plan["scratch_bytes"]),
                       steps=steps, words=row_words, s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
