@@ -161,6 +161,36 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
   return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
+/* x >> (s & 0xFF) and x << (s & 0xFF), for s & 0xFF below 32. Arm's register-specified shifts read
+ * only the bottom byte of s, so a right shift r kept in the low byte of a packed record word
+ * ({bias << 8 | r}) or of a lanes accumulator (256 * acc + r) is used as it is, without extracting it;
+ * C would need the mask (compilers keep it: a shift by 32 or more is undefined in C). */
+#if defined(__GNUC__) && defined(__thumb2__) && !defined(MC_NO_DSP_ASM)
+static inline int32_t mc_asr_low8(int32_t x, int32_t s) {
+  int32_t y;
+  __asm__("asr %0, %1, %2" : "=r"(y) : "r"(x), "r"(s));
+  return y;
+}
+static inline int32_t mc_lsl_low8(int32_t x, int32_t s) {
+  int32_t y;
+  __asm__("lsl %0, %1, %2" : "=r"(y) : "r"(x), "r"(s));
+  return y;
+}
+#else
+static inline int32_t mc_asr_low8(int32_t x, int32_t s) { return x >> (s & 0xFF); }
+static inline int32_t mc_lsl_low8(int32_t x, int32_t s) { return (int32_t)((uint32_t)x << (s & 0xFF)); }
+#endif
+
+/* mc_requant_fast2 with the right shift r in the low byte of s (mc_asr_low8). */
+static inline int32_t mc_requant_fast2_low8(int32_t acc2, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar(acc2, multiplier, c + (acc2 >> 31)), s);
+}
+
+/* mc_requant_fast with the right shift r in the low byte of s (mc_asr_low8). */
+static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c + (acc >> 31)), s);
+}
+
 /* Keep v (a constant the compiler knows) in a register: without it the compiler may rebuild the
  * constant at every use inside the loop that follows. */
 #if MC_DSP_ASM
@@ -219,9 +249,10 @@ static MC_ALWAYS_INLINE int32_t mc_lanes_dot(const int32_t* pairs, int32_t g, in
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
- * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
-static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
-                             int32_t* a2, int32_t* a3) {
+ * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times).
+ * Returns w + steps: the next output channel's weights. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+                                                 int32_t* a1, int32_t* a2, int32_t* a3) {
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
   MC_DOT4_REGISTERS(c0, c1, c2, c3);
@@ -259,11 +290,29 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int
   *a1 = s1;
   *a2 = s2;
   *a3 = s3;
+  return w;
+}
+
+/* mc_dot_p4 with the weights at any byte alignment: the rows of a layer whose K is not a multiple of
+ * 4 follow each other without padding, each read as steps words whose last one reaches into the next
+ * row (against the column's zero padding taps). Cores with the DSP extension load unaligned words. */
+static MC_ALWAYS_INLINE void mc_dot_p4_unaligned(const int32_t* col, const int8_t* w, int32_t steps, int32_t* a0,
+                                                 int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  (void)mc_dot_p4(col, (const int32_t*)(const void*)w, steps, a0, a1, a2, a3);
+#else
+  int32_t i;
+  for (i = 0; i < steps; ++i, col += 8, w += 4) {
+    int32_t word;
+    memcpy(&word, w, sizeof word);
+    (void)mc_dot_p4(col, &word, 1, a0, a1, a2, a3);
+  }
+#endif
 }
 
 /* The same with int16 weights: w holds, per group of 4 k, the pairs (k0,k2) (k1,k3).
  * 11 instructions per 16 MACs on the DSP path. */
-static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
                                            int32_t* a1, int32_t* a2, int32_t* a3) {
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
@@ -297,6 +346,7 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w,
   *a1 = s1;
   *a2 = s2;
   *a3 = s3;
+  return w;
 }
 
 /* One input vector x four output rows (FULLY_CONNECTED "dsp-s16"):
