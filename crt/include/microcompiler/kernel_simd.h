@@ -176,6 +176,14 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
 #endif
 
+/* y = x >> shift (arithmetic, shift a literal from 1 to 31) saturated to int8: one SSAT with a
+ * shifted operand on the DSP cores (GCC does not fold the shift into SSAT by itself). */
+#if MC_DSP_ASM
+#define MC_SSAT8_ASR(y, x, shift) __asm__("ssat %0, #8, %1, asr #" #shift : "=r"(y) : "r"(x))
+#else
+#define MC_SSAT8_ASR(y, x, shift) ((y) = MC_CLAMP((x) >> (shift), -128, 127))
+#endif
+
 /* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
 
 /* Run steps x STEP (one step = 4 k for 4 pixels) with the operands the mc_dot_p4 kernels declare:
