@@ -18,7 +18,7 @@
 
 /* steps groups of 4 int8 from src into P, Q pairs, one pixel's column layout (8 words apart). */
 static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t steps) {
-  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l(d, src, 1);
+  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l_group(d, src);
   return d;
 }
 
