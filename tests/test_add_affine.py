@@ -2,7 +2,7 @@
 replaced by (w1 * x1 + w2 * x2 + bias) >> shift where that equals TFLM on every input pair.
 
 The models here feed every one of the 65,536 (input1, input2) pairs through the operator at once, so
-the oracle comparison is the whole proof, not a sample; the other cases cover the code paths (8
+the oracle comparison is the whole proof, not a sample; the other cases cover the code paths (16
 elements per step with a remainder, one block without a loop, the broadcast loop nest, the SSAT and
 the general clamp, in place) and the fallback to the SMMLAR variant where no weights fit."""
 import numpy as np
@@ -80,9 +80,9 @@ def test_every_input_pair_sanitized(tmp_path):
     ("ADD", [1, 4, 4, 8], [8], "NONE"),  # broadcast: the loop nest
     ("SUB", [1], [2, 3, 5], "RELU"),  # scalar first
     ("ADD", [3, 1, 6], [2, 1, 1, 1], "RELU6"),  # both sides broadcast, general clamp
-    ("ADD", [1, 11], [1, 11], "NONE"),  # one block of 8 without a loop, then 3
-    ("SUB", [2, 21], [2, 21], "RELU6"),  # 5 steps of 8 and 2 more
-    ("ADD", [1, 5], [1, 5], "NONE"),  # fewer than 8: the loop nest
+    ("ADD", [1, 19], [1, 19], "NONE"),  # one block of 16 without a loop, then 3
+    ("SUB", [2, 21], [2, 21], "RELU6"),  # 2 steps of 16 and 10 more
+    ("ADD", [1, 11], [1, 11], "NONE"),  # fewer than 16: the loop nest
 ])
 def test_shapes_match_tflm(tmp_path, kind, shape1, shape2, activation):
     model = model_of(kind, shape1, shape2, activation, [(0.05, -3), (0.1, 2), (0.08, 5)])
