@@ -2,7 +2,7 @@
 replaced by (w1 * x1 + w2 * x2 + bias) >> shift where that equals TFLM on every input pair.
 
 The models here feed every one of the 65,536 (input1, input2) pairs through the operator at once, so
-the oracle comparison is the whole proof, not a sample; the other cases cover the code paths (16
+the oracle comparison is the whole proof, not a sample; the other cases cover the code paths (8
 elements per step with a remainder, one block without a loop, the broadcast loop nest, the SSAT and
 the general clamp, in place) and the fallback to the SMMLAR variant where no weights fit."""
 import numpy as np
@@ -80,9 +80,10 @@ def test_every_input_pair_sanitized(tmp_path):
     ("ADD", [1, 4, 4, 8], [8], "NONE"),  # broadcast: the loop nest
     ("SUB", [1], [2, 3, 5], "RELU"),  # scalar first
     ("ADD", [3, 1, 6], [2, 1, 1, 1], "RELU6"),  # both sides broadcast, general clamp
-    ("ADD", [1, 19], [1, 19], "NONE"),  # one block of 16 without a loop, then 3
-    ("SUB", [2, 21], [2, 21], "RELU6"),  # 2 steps of 16 and 10 more
-    ("ADD", [1, 11], [1, 11], "NONE"),  # fewer than 16: the loop nest
+    ("ADD", [1, 11], [1, 11], "NONE"),  # one step of the assembly loop, then 3
+    ("SUB", [1, 11], [1, 11], "RELU6"),  # general clamp: one block of 8 without a loop, then 3
+    ("SUB", [2, 21], [2, 21], "RELU6"),  # 5 steps of 8 and 2 more
+    ("ADD", [1, 5], [1, 5], "NONE"),  # fewer than 8: the loop nest
 ])
 def test_shapes_match_tflm(tmp_path, kind, shape1, shape2, activation):
     model = model_of(kind, shape1, shape2, activation, [(0.05, -3), (0.1, 2), (0.08, 5)])
@@ -119,23 +120,25 @@ def test_search_refuses_left_shifts():
 
 
 @needs_board_tools
-@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an385"], ids=["m4", "m3"])
+@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an500", "mps2_an385"], ids=["m4", "m7", "m3"])
 def test_every_input_pair_on_device(tmp_path, board):
-    """The SSAT inline assembly (Cortex-M4) and the portable clamp (Cortex-M3) on every input pair:
-    ADD with SSAT, SUB with the general clamp, side by side."""
+    """The inline assembly (Cortex-M4, M7) and the portable C (Cortex-M3) on every input pair: ADD
+    with SSAT (the assembly loop), SUB with the general clamp, side by side; and 37 elements (4
+    steps of 8 and 5 single elements with SSAT)."""
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
     from microcompiler.project import run_on_board
     q = [(0.0394, -128), (0.1042, 4), (0.0509, -128)]
     model = side_by_side_model([("ADD", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("ADD", "RELU")),
-                                ("SUB", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("SUB", "RELU6"))])
+                                ("SUB", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("SUB", "RELU6")),
+                                ("ADD", "int8", [[1, 37]] * 2, "int8", q, activation_options("ADD", "NONE"))])
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
     b = load_board(board)
     lib = compile_model(path, features=b.cpu.features)
-    assert [variant_of_op(o) for o in lib.metadata["operators"]] == ["affine", "affine"]
-    inputs = ALL_PAIRS * 2
+    assert [variant_of_op(o) for o in lib.metadata["operators"]] == ["affine"] * 3
+    inputs = ALL_PAIRS * 2 + [g.reshape(-1)[::1771][:37].reshape(1, 37) for g in ALL_PAIRS]  # spread pairs
     _, _, result = run_on_board(lib, b, tmp_path / "project", input=inputs, log=lambda _: None)
-    assert len(result.outputs) == 2
+    assert len(result.outputs) == 3
     for got, want in zip(result.outputs, Oracle(model).run(inputs)):
         np.testing.assert_array_equal(got.reshape(-1), want.reshape(-1))

@@ -184,6 +184,42 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
 #define MC_SSAT8_ASR(y, x, shift) ((y) = MC_CLAMP((x) >> (shift), -128, 127))
 #endif
 
+/* int8 ADD/SUB "affine" kernel (ops/fast/add_affine.py): for 8 * blocks elements (blocks >= 1),
+ * *out++ = SSAT8((bias + w1 * *in1++ + w2 * *in2++) >> shift), shift a literal from 1 to 31; the
+ * compiler has proved the sums fit int32. One LDRSB/STRB with write-back per access: 50
+ * instructions per 8 elements. Each element is read before it is written (in place allowed). */
+#if MC_DSP_ASM
+#define MC_AFFINE_STEP_(shift)                            \
+  "ldrsb %[a], [%[in1]], #1\n\t"                          \
+  "ldrsb %[b], [%[in2]], #1\n\t"                          \
+  "mla %[a], %[a], %[w1], %[bias]\n\t"                    \
+  "mla %[a], %[b], %[w2], %[a]\n\t"                       \
+  "ssat %[a], #8, %[a], asr #" #shift "\n\t"              \
+  "strb %[a], [%[out]], #1\n\t"
+#define MC_ADD_AFFINE_S8(in1_ptr, in2_ptr, out_ptr, blocks, weight1, weight2, offset, shift)              \
+  do {                                                                                                \
+    int32_t n_ = (blocks), a_, b_;                                                                    \
+    __asm__ volatile("1:\n\t" MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)    \
+                     MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)              \
+                     MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)                                     \
+                     "subs %[n], %[n], #1\n\t"                                                         \
+                     "bne 1b"                                                                          \
+                     : [in1] "+r"(in1_ptr), [in2] "+r"(in2_ptr), [out] "+r"(out_ptr), [n] "+r"(n_),    \
+                       [a] "=&r"(a_), [b] "=&r"(b_)                                                    \
+                     : [w1] "r"(weight1), [w2] "r"(weight2), [bias] "r"(offset)                        \
+                     : "cc", "memory");                                                                \
+  } while (0)
+#else
+#define MC_ADD_AFFINE_S8(in1_ptr, in2_ptr, out_ptr, blocks, weight1, weight2, offset, shift)  \
+  do {                                                                                      \
+    int32_t k_;                                                                             \
+    for (k_ = 0; k_ < 8 * (blocks); ++k_) {                                                 \
+      const int32_t acc_ = (offset) + (weight1) * *(in1_ptr)++ + (weight2) * *(in2_ptr)++;  \
+      *(out_ptr)++ = (int8_t)MC_CLAMP(acc_ >> (shift), -128, 127);                          \
+    }                                                                                       \
+  } while (0)
+#endif
+
 /* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
 
 /* Run steps x STEP (one step = 4 k for 4 pixels) with the operands the mc_dot_p4 kernels declare:

@@ -26,7 +26,7 @@ import numpy as np
 INT32_LIMIT = 1 << 31
 _SHIFTS = range(26, 11, -1)  # tried from the most precise down
 _WEIGHT_RADIUS = 2  # weights tried around the effective slopes: +-2 each
-UNROLL = 16  # elements per step of the contiguous loop
+UNROLL = 8  # elements per step of the contiguous loop (MC_ADD_AFFINE_S8 runs 8)
 
 
 def _doubling_high_mul(x: np.ndarray, multiplier: int) -> np.ndarray:
@@ -102,7 +102,7 @@ def _search(q1, q2, qo, left_shift, zero_points, act, subtract):
 def emit_affine(ctx, plan: dict, op_name: str, act: tuple[int, int], loops, idx1: str, idx2: str,
                 out_idx: str, input1: str, input2: str, output: str) -> str:
     """The C of the affine kernel. Inputs of the output's shape (one loop with every index ``i``)
-    run 16 elements per step through pointers; broadcasting keeps the loop nest of
+    run 8 elements per step through pointers (MC_ADD_AFFINE_S8 with SSAT); broadcasting keeps the loop nest of
     ``broadcast_loops``."""
     contiguous = len(loops) == 1 and idx1 == idx2 == out_idx == loops[0][0] == "i"
     size = loops[0][1] if contiguous else 0
