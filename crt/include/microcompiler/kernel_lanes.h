@@ -25,8 +25,12 @@ static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t step
 /* steps groups of the same P, Q (padding: the input zero point expanded). */
 static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t steps) {
   for (; steps > 0; --steps, d += 8) {
+#if MC_DSP_ASM
+    mc_store_pair(d, p, q);
+#else
     d[0] = p;
     d[1] = q;
+#endif
   }
   return d;
 }

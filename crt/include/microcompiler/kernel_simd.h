@@ -681,8 +681,12 @@ static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps
 /* steps groups of the same pair (padding: the input zero point in both lanes). */
 static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
   for (; steps > 0; --steps) {
+#if MC_DSP_ASM
+    mc_store_pair(d, pair, pair);
+#else
     d[0] = pair;
     d[1] = pair;
+#endif
     d += 8;
   }
   return d;
