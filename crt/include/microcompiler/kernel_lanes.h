@@ -18,15 +18,19 @@
 
 /* steps groups of 4 int8 from src into P, Q pairs, one pixel's column layout (8 words apart). */
 static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t steps) {
-  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l(d, src, 1);
+  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l_group(d, src);
   return d;
 }
 
 /* steps groups of the same P, Q (padding: the input zero point expanded). */
 static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t steps) {
   for (; steps > 0; --steps, d += 8) {
+#if MC_DSP_ASM
+    mc_store_pair(d, p, q);
+#else
     d[0] = p;
     d[1] = q;
+#endif
   }
   return d;
 }

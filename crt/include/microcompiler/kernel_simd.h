@@ -106,6 +106,12 @@ static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
   return r;
 }
 
+/* d[0] = lo, d[1] = hi as one STRD: GCC's Cortex-M7 tuning would split the stores into two STR,
+ * and with them scheduled apart both tunings spend more instructions in the gather loops. */
+static inline void mc_store_pair(int32_t* d, int32_t lo, int32_t hi) {
+  __asm__("strd %[lo], %[hi], [%[d]]" : "=m"(*(int32_t(*)[2])d) : [d] "r"(d), [lo] "r"(lo), [hi] "r"(hi));
+}
+
 #else /* portable */
 
 static inline int32_t mc_lo16(int32_t x) { return (int32_t)(int16_t)(uint16_t)((uint32_t)x & 0xFFFFu); }
@@ -204,6 +210,50 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
 #define MC_SSAT8(x) __ssat((x), 8)
 #else
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
+#endif
+
+/* y = x >> shift (arithmetic, shift a literal from 1 to 31) saturated to int8: one SSAT with a
+ * shifted operand on the DSP cores (GCC does not fold the shift into SSAT by itself). */
+#if MC_DSP_ASM
+#define MC_SSAT8_ASR(y, x, shift) __asm__("ssat %0, #8, %1, asr #" #shift : "=r"(y) : "r"(x))
+#else
+#define MC_SSAT8_ASR(y, x, shift) ((y) = MC_CLAMP((x) >> (shift), -128, 127))
+#endif
+
+/* int8 ADD/SUB "affine" kernel (ops/fast/add_affine.py): for 8 * blocks elements (blocks >= 1),
+ * *out++ = SSAT8((bias + w1 * *in1++ + w2 * *in2++) >> shift), shift a literal from 1 to 31; the
+ * compiler has proved the sums fit int32. One LDRSB/STRB with write-back per access: 50
+ * instructions per 8 elements. Each element is read before it is written (in place allowed). */
+#if MC_DSP_ASM
+#define MC_AFFINE_STEP_(shift)                            \
+  "ldrsb %[a], [%[in1]], #1\n\t"                          \
+  "ldrsb %[b], [%[in2]], #1\n\t"                          \
+  "mla %[a], %[a], %[w1], %[bias]\n\t"                    \
+  "mla %[a], %[b], %[w2], %[a]\n\t"                       \
+  "ssat %[a], #8, %[a], asr #" #shift "\n\t"              \
+  "strb %[a], [%[out]], #1\n\t"
+#define MC_ADD_AFFINE_S8(in1_ptr, in2_ptr, out_ptr, blocks, weight1, weight2, offset, shift)              \
+  do {                                                                                                \
+    int32_t n_ = (blocks), a_, b_;                                                                    \
+    __asm__ volatile("1:\n\t" MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)    \
+                     MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)              \
+                     MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)                                     \
+                     "subs %[n], %[n], #1\n\t"                                                         \
+                     "bne 1b"                                                                          \
+                     : [in1] "+r"(in1_ptr), [in2] "+r"(in2_ptr), [out] "+r"(out_ptr), [n] "+r"(n_),    \
+                       [a] "=&r"(a_), [b] "=&r"(b_)                                                    \
+                     : [w1] "r"(weight1), [w2] "r"(weight2), [bias] "r"(offset)                        \
+                     : "cc", "memory");                                                                \
+  } while (0)
+#else
+#define MC_ADD_AFFINE_S8(in1_ptr, in2_ptr, out_ptr, blocks, weight1, weight2, offset, shift)  \
+  do {                                                                                      \
+    int32_t k_;                                                                             \
+    for (k_ = 0; k_ < 8 * (blocks); ++k_) {                                                 \
+      const int32_t acc_ = (offset) + (weight1) * *(in1_ptr)++ + (weight2) * *(in2_ptr)++;  \
+      *(out_ptr)++ = (int8_t)MC_CLAMP(acc_ >> (shift), -128, 127);                          \
+    }                                                                                       \
+  } while (0)
 #endif
 
 /* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
@@ -424,26 +474,45 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
  * 3 instructions per 4 MACs and row, 14 per 16 MACs with the LDM/LDRD loads. The accumulator starts
  * at 256 * bias - 127 * sum(even weights) (compile time, modulo 2^32) and ends at 256 * acc, exact
  * when |acc| < 2^23 (checked by the compiler), so acc = a >> 8. */
-static inline void mc_expand_s8l(int32_t* d, const int8_t* x, int32_t steps) {
 #if MC_DSP_ASM
+/* Q of the 4 inputs v (one word) with P = (x1, x3). */
+static inline int32_t mc_lanes_q(int32_t v, int32_t p) {
   const int32_t k127 = 0x007F007F;
   const uint32_t mask = 0xFF00FF00u;
-  for (; steps > 0; --steps, x += 4, d += 2) {
+  int32_t q = (int32_t)(((uint32_t)v << 8) & mask); /* (256 x0, 256 x2) */
+  __asm__("ssub16 %0, %0, %1\n\t"
+          "sadd16 %0, %0, %2"
+          : "+&r"(q)
+          : "r"(p), "r"(k127));
+  return q;
+}
+#endif
+
+/* One group of 4 inputs x: d[0] = P, d[1] = Q. */
+static inline void mc_expand_s8l_group(int32_t* d, const int8_t* x) {
+#if MC_DSP_ASM
+  const int32_t v = mc_read_s8x4(x);
+  const int32_t p = mc_sxtb16_ror8(v);
+  mc_store_pair(d, p, mc_lanes_q(v, p));
+#else
+  d[0] = mc_pack16(x[1], x[3]);
+  d[1] = mc_pack16(256 * x[0] - x[1] + 127, 256 * x[2] - x[3] + 127);
+#endif
+}
+
+/* steps groups of 4 inputs x, expanded to d (2 words per group). */
+static inline void mc_expand_s8l(int32_t* d, const int8_t* x, int32_t steps) {
+#if MC_DSP_ASM
+  for (; steps > 0; --steps, x += 4) {
     const int32_t v = mc_read_s8x4(x);
     const int32_t p = mc_sxtb16_ror8(v);
-    int32_t q = (int32_t)(((uint32_t)v << 8) & mask); /* (256 x0, 256 x2) */
-    __asm__("ssub16 %0, %0, %1\n\t"
-            "sadd16 %0, %0, %2"
-            : "+&r"(q)
-            : "r"(p), "r"(k127));
-    d[0] = p;
-    d[1] = q;
+    const int32_t q = mc_lanes_q(v, p);
+    /* d[0] = p, d[1] = q, d += 2 as one STRD with write-back: 9 instructions per group instead of
+       10 (M4) or 11 (GCC's Cortex-M7 tuning splits the stores into two STR) */
+    __asm__("strd %[p], %[q], [%[d]], #8" : [d] "+r"(d), "=m"(*(int32_t(*)[2])d) : [p] "r"(p), [q] "r"(q));
   }
 #else
-  for (; steps > 0; --steps, x += 4, d += 2) {
-    d[0] = mc_pack16(x[1], x[3]);
-    d[1] = mc_pack16(256 * x[0] - x[1] + 127, 256 * x[2] - x[3] + 127);
-  }
+  for (; steps > 0; --steps, x += 4, d += 2) mc_expand_s8l_group(d, x);
 #endif
 }
 
@@ -607,16 +676,13 @@ static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps
   for (; steps >= 2; steps -= 2) {
     const int32_t v0 = mc_read_s8x4(src), v1 = mc_read_s8x4(src + 4);
     src += 8;
-    d[0] = mc_sxtb16(v0);
-    d[1] = mc_sxtb16_ror8(v0);
-    d[8] = mc_sxtb16(v1);
-    d[9] = mc_sxtb16_ror8(v1);
+    mc_store_pair(d, mc_sxtb16(v0), mc_sxtb16_ror8(v0));
+    mc_store_pair(d + 8, mc_sxtb16(v1), mc_sxtb16_ror8(v1));
     d += 16;
   }
   if (steps) {
     const int32_t v = mc_read_s8x4(src);
-    d[0] = mc_sxtb16(v);
-    d[1] = mc_sxtb16_ror8(v);
+    mc_store_pair(d, mc_sxtb16(v), mc_sxtb16_ror8(v));
     d += 8;
   }
 #else
@@ -633,8 +699,12 @@ static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps
 /* steps groups of the same pair (padding: the input zero point in both lanes). */
 static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
   for (; steps > 0; --steps) {
+#if MC_DSP_ASM
+    mc_store_pair(d, pair, pair);
+#else
     d[0] = pair;
     d[1] = pair;
+#endif
     d += 8;
   }
   return d;
