@@ -296,6 +296,16 @@ static MC_ALWAYS_INLINE int32_t mc_lanes_dot(const int32_t* pairs, int32_t g, in
          mc_lane(pairs, 4 * g + 3) * k3;
 }
 
+/* The portable 4x4 step of the dot kernels below: the sums s0..s3 += groups 0..3 of pairs against
+ * k0..k3 (their variables s0..s3 are named so in every kernel that uses it). */
+#define MC_LANES_DOT4(pairs, k0, k1, k2, k3)                     \
+  do {                                                            \
+    s0 = mc_mla(s0, 1, mc_lanes_dot((pairs), 0, k0, k1, k2, k3)); \
+    s1 = mc_mla(s1, 1, mc_lanes_dot((pairs), 1, k0, k1, k2, k3)); \
+    s2 = mc_mla(s2, 1, mc_lanes_dot((pairs), 2, k0, k1, k2, k3)); \
+    s3 = mc_mla(s3, 1, mc_lanes_dot((pairs), 3, k0, k1, k2, k3)); \
+  } while (0)
+
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
@@ -330,10 +340,7 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4(const int32_t* col, const int32
     const int32_t wr = *w++;
     const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
     const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
-    s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, w0, w1, w2, w3));
-    s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, w0, w1, w2, w3));
-    s2 = mc_mla(s2, 1, mc_lanes_dot(col, 2, w0, w1, w2, w3));
-    s3 = mc_mla(s3, 1, mc_lanes_dot(col, 3, w0, w1, w2, w3));
+    MC_LANES_DOT4(col, w0, w1, w2, w3);
   }
 #endif
   *a0 = s0;
@@ -386,10 +393,7 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s16(const int32_t* col, const i
   int32_t i;
   for (i = 0; i < steps; ++i, col += 8, w += 2) {
     const int32_t w0 = mc_lane(w, 0), w2 = mc_lane(w, 1), w1 = mc_lane(w, 2), w3 = mc_lane(w, 3);
-    s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, w0, w1, w2, w3));
-    s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, w0, w1, w2, w3));
-    s2 = mc_mla(s2, 1, mc_lanes_dot(col, 2, w0, w1, w2, w3));
-    s3 = mc_mla(s3, 1, mc_lanes_dot(col, 3, w0, w1, w2, w3));
+    MC_LANES_DOT4(col, w0, w1, w2, w3);
   }
 #endif
   *a0 = s0;
@@ -453,10 +457,7 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
   int32_t i;
   for (i = 0; i < steps; ++i, x += 4, w += 8) {
     const int32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    s0 = mc_mla(s0, 1, mc_lanes_dot(w, 0, x0, x1, x2, x3));
-    s1 = mc_mla(s1, 1, mc_lanes_dot(w, 1, x0, x1, x2, x3));
-    s2 = mc_mla(s2, 1, mc_lanes_dot(w, 2, x0, x1, x2, x3));
-    s3 = mc_mla(s3, 1, mc_lanes_dot(w, 3, x0, x1, x2, x3));
+    MC_LANES_DOT4(w, x0, x1, x2, x3);
   }
 #endif
   *a0 = s0;
