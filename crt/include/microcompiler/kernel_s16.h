@@ -1,0 +1,62 @@
+/* Dot products of the fast int16x8 kernels (int16 activations, int8 weights; ops/fast/s16.py),
+ * included by kernel_simd.h.
+ *
+ * Two int16 activations make one pair word as they lie in memory, and the weights are stored as
+ * int16 pairs at compile time, so SMLAD does two multiply-accumulates per instruction (what
+ * CMSIS-NN's s16 kernels do). SMLAD sums modulo 2^32; TFLM sums int16 x int8 products in int64.
+ * The code generator proves that every 32-bit partial sum it asks for stays inside int32 (from the
+ * weights: |x| <= 2^15, so a run of taps whose |weights| add up to W sums to at most 2^15 * W), and
+ * adds the partial sums into int64: the result is TFLM's int64 sum exactly.
+ */
+#ifndef MICROCOMPILER_KERNEL_S16_H_
+#define MICROCOMPILER_KERNEL_S16_H_
+
+#include <stdint.h>
+
+#include "microcompiler/kernel_simd.h"
+
+/* Four rows at once: acc[j] += x . (row j) over `words` pairs of x (words even), the rows stored
+ * interleaved per pair (w[4 * s + j] is pair s of row j). x needs 2-byte alignment only. Returns
+ * w past the pairs read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32_t* w, int32_t words,
+                                                   int32_t acc[4]) {
+  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const int16_t* const end = x + 2 * words;
+  while (x < end) {
+    const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
+    a0 = mc_smlad(x0, w[0], a0);
+    a1 = mc_smlad(x0, w[1], a1);
+    a2 = mc_smlad(x0, w[2], a2);
+    a3 = mc_smlad(x0, w[3], a3);
+    a0 = mc_smlad(x1, w[4], a0);
+    a1 = mc_smlad(x1, w[5], a1);
+    a2 = mc_smlad(x1, w[6], a2);
+    a3 = mc_smlad(x1, w[7], a3);
+    x += 4;
+    w += 8;
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+  return w;
+}
+
+/* One row: acc + x . w over `words` pairs (words even). */
+static MC_ALWAYS_INLINE int32_t mc_dot1_s16(const int16_t* x, const int32_t* w, int32_t words, int32_t acc) {
+  const int16_t* const end = x + 2 * words;
+  while (x < end) {
+    acc = mc_smlad(mc_read_s16x2(x), w[0], acc);
+    acc = mc_smlad(mc_read_s16x2(x + 2), w[1], acc);
+    x += 4;
+    w += 2;
+  }
+  return acc;
+}
+
+/* acc + x[0] * (low half of w): the last tap of an odd-length row (x[1] is not read). */
+static MC_ALWAYS_INLINE int32_t mc_tap_s16(const int16_t* x, int32_t w, int32_t acc) {
+  return mc_smlabb((int32_t)x[0], w, acc);
+}
+
+#endif /* MICROCOMPILER_KERNEL_S16_H_ */
