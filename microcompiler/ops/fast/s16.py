@@ -62,7 +62,7 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int) -
     """Constants of the requantization: literals for one multiplier, else per-channel arrays.
     ``bias``: the (constant) bias tensor or None."""
     wide = bias is None or bias.dtype == "int64"
-    out_c = len(mult)
+    out_c = len(mult)  # 1: per-tensor
     uniform = len(set(zip(mult.tolist(), shift.tolist()))) == 1
     if uniform:
         m, s = str(int(mult[0])), str(int(shift[0]))
@@ -72,5 +72,5 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int) -
     b = None
     if bias is not None:
         data = bias.data.astype(np.int64 if wide else np.int32).reshape(-1)
-        b = ctx.const("bias", data, comment=f"bias per output channel [{out_c}] ({'int64' if wide else 'int32'})")
+        b = ctx.const("bias", data, comment=f"bias per output channel [{data.size}] ({'int64' if wide else 'int32'})")
     return Epilogue(wide, b, m, s, not uniform, lo, hi)
