@@ -110,7 +110,20 @@ def test_int16_kernels_sanitized(tmp_path):
     assert_matches_oracle(_fc16(7, 39, 2, "int32"), tmp_path / "b", n_inputs=1, sanitize=True, features=DSP)
 
 
-def _fc16(units, depth, batches, bias, weights=None, seed=0):
+def test_int16_requantization_modes(tmp_path):
+    """The epilogue's three forms: one SMULL where |sum + bias| provably fits int32 ("narrow"), the
+    int64 sum and mc_requantize64 where an int64 bias is too large for that ("wide"), TFLM's int32
+    sum with an int32 bias."""
+    for name, bias, bias_range, mode in (("n", "int64", 40000, "narrow"), ("w", "int64", 2**40, "wide"),
+                                         ("i", "int32", 2**30, "int32")):
+        lib = assert_matches_oracle(_fc16(6, 21, 2, bias, bias_range=bias_range), tmp_path / name, n_inputs=2,
+                                    features=DSP)
+        src = lib.files["src/model_ops.c"]
+        assert {"narrow": "mc_requantize64_s32(t[0] + ", "wide": "mc_requantize64((int64_t)t[0] + ",
+                "int32": "mc_requantize(mc_wrap_add(t[0], "}[mode] in src
+
+
+def _fc16(units, depth, batches, bias, weights=None, seed=0, bias_range=40000):
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.activation("x", [batches, depth], "int16", scale=0.02, zero_point=0)
@@ -118,7 +131,7 @@ def _fc16(units, depth, batches, bias, weights=None, seed=0):
     w = b.constant("w", w_data, scale=[0.01], zero_point=[0])
     inputs = [x, w]
     if bias:
-        inputs.append(b.constant("bias", rng.integers(-40000, 40000, units).astype(bias), scale=[0.0002],
+        inputs.append(b.constant("bias", rng.integers(-bias_range, bias_range, units).astype(bias), scale=[0.0002],
                                  zero_point=[0]))
     y_scale = 0.02 * 0.01 * math.sqrt(depth) * 74 * 18900 / 8000
     y = b.activation("y", [batches, units], "int16", scale=y_scale, zero_point=0)

@@ -59,4 +59,11 @@ static MC_ALWAYS_INLINE int32_t mc_tap_s16(const int16_t* x, int32_t w, int32_t 
   return mc_smlabb((int32_t)x[0], w, acc);
 }
 
+/* mc_requantize64(x, multiplier, shift) for a sum x that fits int32 (the code generator proves
+ * it from the weights and bias), with mc_requantize64's reduced multiplier (<= 2^15) and total
+ * right shift 15 - shift (1..62) computed at compile time: the same arithmetic, one SMULL. */
+static MC_ALWAYS_INLINE int32_t mc_requantize64_s32(int32_t x, int32_t reduced, int total_shift) {
+  return (int32_t)(((int64_t)x * reduced + ((int64_t)1 << (total_shift - 1))) >> total_shift);
+}
+
 #endif /* MICROCOMPILER_KERNEL_S16_H_ */

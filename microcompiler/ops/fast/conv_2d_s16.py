@@ -33,7 +33,7 @@ def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
     words = _words(g)
     mult, shift = conv_multipliers(x, w, y, g.out_c)
     lo, hi = activation_range(op.options["activation"], y)
-    e = s16.epilogue(ctx, bias, mult, shift, lo, hi)
+    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, words, e.wide)
     plan_["chunk"] = 2 * chunk if chunk < words else 0
     weights = ctx.const("weights", s16.pack_rows(w_rows, words), comment=(

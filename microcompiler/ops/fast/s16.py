@@ -49,7 +49,7 @@ def chunk_words(w_rows: np.ndarray, words: int, wide: bool) -> int:
 @dataclass
 class Epilogue:
     """The requantization of the int16x8 kernels (template macro ``store`` of _s16.j2)."""
-    wide: bool  # int64 sum + int64 bias (or none) + mc_requantize64; else int32 + mc_requantize
+    mode: str  # see epilogue()
     bias: str | None  # C name of the bias array
     mult: str  # the multiplier: a literal, or the name of the per-channel array
     shift: str
@@ -57,20 +57,41 @@ class Epilogue:
     act_min: int
     act_max: int
 
+    @property
+    def wide(self) -> bool:
+        """TFLM sums in int64 (an int64 bias or none)."""
+        return self.mode != "int32"
 
-def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int) -> Epilogue:
+
+def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w_rows: np.ndarray) -> Epilogue:
     """Constants of the requantization: literals for one multiplier, else per-channel arrays.
-    ``bias``: the (constant) bias tensor or None."""
+    ``bias``: the (constant) bias tensor or None; ``w_rows``: the weights [output channels, taps].
+
+    mode "int32": an int32 bias; TFLM sums in int32 (wrapping) and applies the 32-bit requantize.
+    mode "wide": TFLM's int64 sum + int64 bias and mc_requantize64.
+    mode "narrow": the same where the weights and bias prove |sum + bias| <= INT32_MAX for every
+    input: the bias as int32 and mc_requantize64_s32 (one SMULL instead of a 64 x 64-bit multiply)
+    with mc_requantize64's reduced multiplier and total shift computed here."""
     wide = bias is None or bias.dtype == "int64"
+    b_data = bias.data.astype(np.int64).reshape(-1) if bias is not None else np.zeros(1, np.int64)
+    worst = int(np.abs(w_rows.astype(np.int64)).sum(axis=1).max()) * MAX_ABS_X + int(np.abs(b_data).max())
+    total_shift = 15 - shift.astype(np.int64)
+    narrow = wide and worst <= INT32_MAX and bool(np.all((total_shift >= 1) & (total_shift <= 62)))
+    mode = "narrow" if narrow else ("wide" if wide else "int32")
+    if narrow:
+        m32 = mult.astype(np.int64)
+        mult = np.where(m32 < 0x7FFF0000, (m32 + (1 << 15)) >> 16, 0x7FFF).astype(np.int32)
+        shift = total_shift.astype(np.int32)
     out_c = len(mult)  # 1: per-tensor
     uniform = len(set(zip(mult.tolist(), shift.tolist()))) == 1
+    what = ("reduced multiplier", "total right shift") if narrow else ("multiplier", "shift")
     if uniform:
         m, s = str(int(mult[0])), str(int(shift[0]))
     else:
-        m = ctx.const("multiplier", mult, comment=f"requantization multiplier per output channel [{out_c}]")
-        s = ctx.const("shift", shift, comment=f"requantization shift per output channel [{out_c}]")
+        m = ctx.const("multiplier", mult, comment=f"requantization {what[0]} per output channel [{out_c}]")
+        s = ctx.const("shift", shift, comment=f"requantization {what[1]} per output channel [{out_c}]")
     b = None
     if bias is not None:
-        data = bias.data.astype(np.int64 if wide else np.int32).reshape(-1)
-        b = ctx.const("bias", data, comment=f"bias per output channel [{data.size}] ({'int64' if wide else 'int32'})")
-    return Epilogue(wide, b, m, s, not uniform, lo, hi)
+        ctype = "int64" if mode == "wide" else "int32"
+        b = ctx.const("bias", b_data.astype(ctype), comment=f"bias per output channel [{b_data.size}] ({ctype})")
+    return Epilogue(mode, b, m, s, not uniform, lo, hi)
