@@ -78,6 +78,38 @@ def test_grouped_int16_conv_keeps_the_reference(tmp_path):
     assert kernel_of(lib)["variant"] == "reference"
 
 
+DW16_CASES = {
+    # (depth multiplier, channels % 2): the three pairings
+    "m1_c8_3x3_same": dict(hwc=(5, 6, 8)),
+    "m1_c5_3x3_s2_valid_pt": dict(hwc=(7, 8, 5), stride=(2, 2), padding="VALID", per_channel=False),
+    "m1_c1_10x4_s2_loop_taps": dict(hwc=(13, 10, 1), kernel=(10, 4), stride=(2, 2), activation="RELU"),
+    "m2_c3_3x3_same_relu6": dict(hwc=(5, 5, 3), depth_multiplier=2, activation="RELU6"),
+    "m4_c2_dilation2_nobias": dict(hwc=(7, 7, 2), depth_multiplier=4, dilation=(2, 2), bias=None),
+    "m3_c2_5x3_same_batch2": dict(hwc=(6, 5, 2), kernel=(5, 3), depth_multiplier=3, batches=2),
+    "m8_c1_10x8_s2_like_kws": dict(hwc=(12, 10, 1), kernel=(10, 8), depth_multiplier=8, stride=(2, 2)),
+}
+
+
+@pytest.mark.parametrize("case", list(DW16_CASES))
+def test_depthwise_int16_pairs_matches_tflm(tmp_path, case):
+    params = DW16_CASES[case]
+    lib = assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params), tmp_path,
+                                n_inputs=2, features=DSP)
+    m = params.get("depth_multiplier", 1)
+    assert kernel_of(lib)["variant"] == "int16-pairs"
+    assert kernel_of(lib)["pairs"] == ("channels" if m == 1 else "multiplier" if m % 2 == 0 else "none")
+
+
+def test_depthwise_int16_extremes(tmp_path):
+    """Weights +-127 and inputs at both ends of int16: the largest int32 sums the kernel allows."""
+    weights = np.full((1, 3, 3, 6), 127, np.int8)
+    weights[..., 1::2] = -127
+    model = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(4, 4, 3), depth_multiplier=2, weights=weights)
+    inputs = [[np.full((1, 4, 4, 3), v, np.int16)] for v in (32767, -32768)]
+    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
+    assert kernel_of(lib)["variant"] == "int16-pairs"
+
+
 @pytest.mark.parametrize("units,depth,batches,bias", [
     (8, 36, 1, "int64"),    # rows % 4 == 0, depth % 4 == 0
     (11, 37, 2, "int64"),   # 3 tail rows, 1 tail input
@@ -108,6 +140,8 @@ def test_int16_kernels_sanitized(tmp_path):
     assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["5x3_s3_c2_oc7_pt_relu6"]), tmp_path / "a",
                           n_inputs=1, sanitize=True, features=DSP)
     assert_matches_oracle(_fc16(7, 39, 2, "int32"), tmp_path / "b", n_inputs=1, sanitize=True, features=DSP)
+    assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **DW16_CASES["m1_c5_3x3_s2_valid_pt"]),
+                          tmp_path / "c", n_inputs=1, sanitize=True, features=DSP)
 
 
 def test_int16_requantization_modes(tmp_path):
@@ -205,7 +239,7 @@ def int16_chain_model(seed=0):
 def test_int16_chain_on_host(tmp_path):
     lib = assert_matches_oracle(int16_chain_model(), tmp_path, n_inputs=2, features=DSP)
     variants = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] != "RESHAPE"]
-    assert "reference" not in variants[:1] + variants[2:]
+    assert variants == ["int16-pixel", "int16-pairs", "int16-pixel", "int16-rows4"]
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
