@@ -21,6 +21,7 @@ from harness import assert_matches_oracle
 from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options, reshape_options
 from oracle import Oracle
 from test_fully_connected import fc_model
+from test_op_add_mul import binary_model
 from test_op_conv_2d import conv_model
 
 DSP = frozenset({"dsp"})
@@ -177,6 +178,25 @@ def test_fc_model_int16_takes_the_fast_kernel(tmp_path):
     """The shared FULLY_CONNECTED test model (its int16 variant) runs int16-rows4 too."""
     lib = assert_matches_oracle(fc_model("int16", 2, 37, 11, "RELU", False), tmp_path, n_inputs=1, features=DSP)
     assert kernel_of(lib)["variant"] == "int16-rows4"
+
+
+@pytest.mark.parametrize("quant", [
+    [(0.0004, 0), (0.0007, 0), (0.0009, 0)],  # both multipliers below 1/2, output right shift
+    [(0.0005, 0), (0.0005, 0), (0.0003, 0)],  # equal scales: multipliers 1/2 exactly (shift 0)
+    [(0.00002, 0), (0.0007, 0), (0.00072, 0)],  # one input nearly vanishes
+], ids=["mixed", "equal", "tiny"])
+def test_add_int16_smmlar_matches_tflm(tmp_path, quant):
+    """ADD int16 with the SMMLAR requantization: random inputs, both ends of int16 on both inputs
+    (the doubled left-shifted operands at their limits) and a broadcast input."""
+    model = binary_model("ADD", "int16", [2, 3, 8], [2, 3, 8], "RELU", quant=quant)
+    lo, hi = np.full((2, 3, 8), -32768, np.int16), np.full((2, 3, 8), 32767, np.int16)
+    rng = np.random.default_rng(2)
+    inputs = [[lo, lo], [hi, hi], [lo, hi], [hi, lo],
+              [rng.integers(-32768, 32768, (2, 3, 8)).astype(np.int16) for _ in range(2)]]
+    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
+    assert "mc_smmlar(" in lib.files["src/model_ops.c"] and kernel_of(lib)["variant"] == "smmlar"
+    assert_matches_oracle(binary_model("ADD", "int16", [1, 4, 4, 8], [1, 1, 1, 8], quant=quant), tmp_path / "b",
+                          n_inputs=2)
 
 
 # ---- The seanet int16 convolutions: their golden outputs ------------------------------------------
