@@ -15,25 +15,38 @@
 
 #include "microcompiler/kernel_simd.h"
 
+/* LO_, HI_ = P_[0], P_[1] and P_ += 2: one post-indexed LDRD on the DSP cores (P_ word-aligned;
+ * GCC splits such loads into two LDR). Only for constant weights: nothing the kernel writes
+ * aliases them, so the asm needs no memory clobber. */
+#if MC_DSP_ASM
+#define MC_LOAD_2WORDS(P_, LO_, HI_) __asm__("ldrd %0, %1, [%2], #8" : "=r"(LO_), "=r"(HI_), "+r"(P_))
+#else
+#define MC_LOAD_2WORDS(P_, LO_, HI_) ((LO_) = (P_)[0], (HI_) = (P_)[1], (P_) += 2)
+#endif
+
 /* Four rows at once: acc[j] += x . (row j) over `words` pairs of x (words even), the rows stored
- * interleaved per pair (w[4 * s + j] is pair s of row j). x needs 2-byte alignment only. Returns
- * w past the pairs read. */
+ * interleaved per pair (w[4 * s + j] is pair s of row j). x needs 2-byte alignment only, w word
+ * alignment (the weights are read two words per load). Returns w past the pairs read. */
 static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32_t* w, int32_t words,
                                                    int32_t acc[4]) {
   int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const int16_t* const end = x + 2 * words;
   while (x < end) {
     const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
-    a0 = mc_smlad(x0, w[0], a0);
-    a1 = mc_smlad(x0, w[1], a1);
-    a2 = mc_smlad(x0, w[2], a2);
-    a3 = mc_smlad(x0, w[3], a3);
-    a0 = mc_smlad(x1, w[4], a0);
-    a1 = mc_smlad(x1, w[5], a1);
-    a2 = mc_smlad(x1, w[6], a2);
-    a3 = mc_smlad(x1, w[7], a3);
+    int32_t w0, w1, w2, w3;
+    MC_LOAD_2WORDS(w, w0, w1);
+    MC_LOAD_2WORDS(w, w2, w3);
+    a0 = mc_smlad(x0, w0, a0);
+    a1 = mc_smlad(x0, w1, a1);
+    a2 = mc_smlad(x0, w2, a2);
+    a3 = mc_smlad(x0, w3, a3);
+    MC_LOAD_2WORDS(w, w0, w1);
+    MC_LOAD_2WORDS(w, w2, w3);
+    a0 = mc_smlad(x1, w0, a0);
+    a1 = mc_smlad(x1, w1, a1);
+    a2 = mc_smlad(x1, w2, a2);
+    a3 = mc_smlad(x1, w3, a3);
     x += 4;
-    w += 8;
   }
   acc[0] = a0;
   acc[1] = a1;
