@@ -147,19 +147,21 @@ def test_int16_kernels_sanitized(tmp_path):
 
 
 def test_int16_requantization_modes(tmp_path):
-    """The epilogue's three forms: one SMULL where |sum + bias| provably fits int32 ("narrow"), the
-    int64 sum and mc_requantize64 where an int64 bias is too large for that ("wide"), TFLM's int32
-    sum with an int32 bias."""
-    for name, bias, bias_range, mode in (("n", "int64", 40000, "narrow"), ("w", "int64", 2**40, "wide"),
-                                         ("i", "int32", 2**30, "int32")):
-        lib = assert_matches_oracle(_fc16(6, 21, 2, bias, bias_range=bias_range), tmp_path / name, n_inputs=2,
-                                    features=DSP)
-        src = lib.files["src/model_ops.c"]
-        assert {"narrow": "mc_requantize64_s32(t[0] + ", "wide": "mc_requantize64((int64_t)t[0] + ",
-                "int32": "mc_requantize(mc_wrap_add(t[0], "}[mode] in src
+    """The epilogue's forms: one SMMULR where |sum + bias| provably fits int32 and the total shift is
+    16..32 ("smmulr"), one SMULL where it is smaller (an output scale below twice the product scale:
+    "narrow"), the int64 sum and mc_requantize64 where an int64 bias is too large for either
+    ("wide"), TFLM's int32 sum with an int32 bias ("int32")."""
+    cases = (("s", "int64", 40000, None, "mc_smmlar(t[0] + "),
+             ("n", "int64", 40000, 0.02 * 0.01 * 0.7, "mc_requantize64_s32(t[0] + "),
+             ("w", "int64", 2**40, None, "mc_requantize64((int64_t)t[0] + "),
+             ("i", "int32", 2**30, None, "mc_requantize(mc_wrap_add(t[0], "))
+    for name, bias, bias_range, y_scale, call in cases:
+        lib = assert_matches_oracle(_fc16(6, 21, 2, bias, bias_range=bias_range, y_scale=y_scale), tmp_path / name,
+                                    n_inputs=2, features=DSP)
+        assert call in lib.files["src/model_ops.c"]
 
 
-def _fc16(units, depth, batches, bias, weights=None, seed=0, bias_range=40000):
+def _fc16(units, depth, batches, bias, weights=None, seed=0, bias_range=40000, y_scale=None):
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.activation("x", [batches, depth], "int16", scale=0.02, zero_point=0)
@@ -169,7 +171,7 @@ def _fc16(units, depth, batches, bias, weights=None, seed=0, bias_range=40000):
     if bias:
         inputs.append(b.constant("bias", rng.integers(-bias_range, bias_range, units).astype(bias), scale=[0.0002],
                                  zero_point=[0]))
-    y_scale = 0.02 * 0.01 * math.sqrt(depth) * 74 * 18900 / 8000
+    y_scale = y_scale or 0.02 * 0.01 * math.sqrt(depth) * 74 * 18900 / 8000
     y = b.activation("y", [batches, units], "int16", scale=y_scale, zero_point=0)
     b.op("FULLY_CONNECTED", inputs, [y], fully_connected_options("NONE"))
     return b.finish([x], [y])

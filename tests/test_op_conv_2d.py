@@ -147,7 +147,7 @@ def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
     # the int16 kernel (int16-pixel)
     lib = compile_bytes(conv_model(dtype="int16", per_channel=False, padding="VALID"), tmp_path)
     src = lib.files["src/model_ops.c"]
-    assert "_multiplier" not in src and "mc_requantize64_s32(t[0] + " in src
+    assert "_multiplier" not in src and "mc_smmlar(t[0] + " in src
     lib = compile_bytes(conv_model(dtype="int16", per_channel=True), tmp_path / "pc")
     assert "_multiplier[o + 1]" in lib.files["src/model_ops.c"]
     # the int8 im2col kernel: per-tensor multipliers are literals, per-channel ones a params table

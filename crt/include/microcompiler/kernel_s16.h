@@ -55,14 +55,15 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32
   return w;
 }
 
-/* One row: acc + x . w over `words` pairs (words even). */
+/* One row: acc + x . w over `words` pairs (words even; w word-aligned). */
 static MC_ALWAYS_INLINE int32_t mc_dot1_s16(const int16_t* x, const int32_t* w, int32_t words, int32_t acc) {
   const int16_t* const end = x + 2 * words;
   while (x < end) {
-    acc = mc_smlad(mc_read_s16x2(x), w[0], acc);
-    acc = mc_smlad(mc_read_s16x2(x + 2), w[1], acc);
+    int32_t w0, w1;
+    MC_LOAD_2WORDS(w, w0, w1);
+    acc = mc_smlad(mc_read_s16x2(x), w0, acc);
+    acc = mc_smlad(mc_read_s16x2(x + 2), w1, acc);
     x += 4;
-    w += 2;
   }
   return acc;
 }
@@ -77,6 +78,15 @@ static MC_ALWAYS_INLINE int32_t mc_tap_s16(const int16_t* x, int32_t w, int32_t 
  * right shift 15 - shift (1..62) computed at compile time: the same arithmetic, one SMULL. */
 static MC_ALWAYS_INLINE int32_t mc_requantize64_s32(int32_t x, int32_t reduced, int total_shift) {
   return (int32_t)(((int64_t)x * reduced + ((int64_t)1 << (total_shift - 1))) >> total_shift);
+}
+
+/* x saturated to int16 (SSAT #16 on the DSP cores). */
+static MC_ALWAYS_INLINE int32_t mc_sat16(int32_t x) {
+#if MC_DSP_ASM
+  return __ssat(x, 16);
+#else
+  return MC_CLAMP(x, -32768, 32767);
+#endif
 }
 
 #endif /* MICROCOMPILER_KERNEL_S16_H_ */

@@ -62,6 +62,11 @@ class Epilogue:
         """TFLM sums in int64 (an int64 bias or none)."""
         return self.mode != "int32"
 
+    @property
+    def exact32(self) -> bool:
+        """|sum + bias| provably fits int32 (the one-multiply requantizations)."""
+        return self.mode in ("narrow", "smmulr")
+
 
 def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w_rows: np.ndarray) -> Epilogue:
     """Constants of the requantization: literals for one multiplier, else per-channel arrays.
@@ -71,7 +76,10 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w
     mode "wide": TFLM's int64 sum + int64 bias and mc_requantize64.
     mode "narrow": the same where the weights and bias prove |sum + bias| <= INT32_MAX for every
     input: the bias as int32 and mc_requantize64_s32 (one SMULL instead of a 64 x 64-bit multiply)
-    with mc_requantize64's reduced multiplier and total shift computed here."""
+    with mc_requantize64's reduced multiplier R (< 2^15) and total shift s = 15 - shift computed here.
+    mode "smmulr": "narrow" with 16 <= s <= 32 for every channel: floor((x R + 2^(s-1)) / 2^s) =
+    floor((x M + 2^31) / 2^32) for M = R * 2^(32-s) < 2^31 (numerator and denominator times
+    2^(32-s)), one SMMULR (mc_smmlar with 0); the multiplier M alone per channel."""
     wide = bias is None or bias.dtype == "int64"
     b_data = bias.data.astype(np.int64).reshape(-1) if bias is not None else np.zeros(1, np.int64)
     worst = int(np.abs(w_rows.astype(np.int64)).sum(axis=1).max()) * MAX_ABS_X + int(np.abs(b_data).max())
@@ -80,18 +88,25 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w
     mode = "narrow" if narrow else ("wide" if wide else "int32")
     if narrow:
         m32 = mult.astype(np.int64)
-        mult = np.where(m32 < 0x7FFF0000, (m32 + (1 << 15)) >> 16, 0x7FFF).astype(np.int32)
-        shift = total_shift.astype(np.int32)
+        reduced = np.where(m32 < 0x7FFF0000, (m32 + (1 << 15)) >> 16, 0x7FFF)
+        if bool(np.all((total_shift >= 16) & (total_shift <= 32))):
+            mode = "smmulr"
+            mult = (reduced << (32 - total_shift)).astype(np.int32)
+            shift = np.zeros_like(mult)
+        else:
+            mult, shift = reduced.astype(np.int32), total_shift.astype(np.int32)
     out_c = len(mult)  # 1: per-tensor
     uniform = len(set(zip(mult.tolist(), shift.tolist()))) == 1
-    what = ("reduced multiplier", "total right shift") if narrow else ("multiplier", "shift")
+    what = {"smmulr": ("multiplier R * 2^(32 - s) (SMMULR)", ""),
+            "narrow": ("reduced multiplier", "total right shift")}.get(mode, ("multiplier", "shift"))
     if uniform:
         m, s = str(int(mult[0])), str(int(shift[0]))
     else:
         m = ctx.const("multiplier", mult, comment=f"requantization {what[0]} per output channel [{out_c}]")
-        s = ctx.const("shift", shift, comment=f"requantization {what[1]} per output channel [{out_c}]")
+        s = "" if mode == "smmulr" else ctx.const("shift", shift, comment=(
+            f"requantization {what[1]} per output channel [{out_c}]"))
     b = None
     if bias is not None:
-        ctype = "int64" if mode == "wide" else "int32"
+        ctype = "int64" if mode == "wide" else "int32"  # narrow, smmulr: |bias| < 2^31 is proven
         b = ctx.const("bias", b_data.astype(ctype), comment=f"bias per output channel [{b_data.size}] ({ctype})")
     return Epilogue(mode, b, m, s, not uniform, lo, hi)
