@@ -84,10 +84,12 @@ DW16_CASES = {
     # (depth multiplier, channels % 2): the three pairings
     "m1_c8_3x3_same": dict(hwc=(5, 6, 8)),
     "m1_c5_3x3_s2_valid_pt": dict(hwc=(7, 8, 5), stride=(2, 2), padding="VALID", per_channel=False),
-    "m1_c1_10x4_s2_loop_taps": dict(hwc=(13, 10, 1), kernel=(10, 4), stride=(2, 2), activation="RELU"),
+    "m1_c1_10x4_s2_loop_rows": dict(hwc=(13, 10, 1), kernel=(10, 4), stride=(2, 2), activation="RELU"),
+    "m1_c3_1x17_loop_taps": dict(hwc=(2, 20, 3), kernel=(1, 17)),
     "m2_c3_3x3_same_relu6": dict(hwc=(5, 5, 3), depth_multiplier=2, activation="RELU6"),
     "m4_c2_dilation2_nobias": dict(hwc=(7, 7, 2), depth_multiplier=4, dilation=(2, 2), bias=None),
     "m3_c2_5x3_same_batch2": dict(hwc=(6, 5, 2), kernel=(5, 3), depth_multiplier=3, batches=2),
+    # the KWS-like first layer: a loop over the kernel rows
     "m8_c1_10x8_s2_like_kws": dict(hwc=(12, 10, 1), kernel=(10, 8), depth_multiplier=8, stride=(2, 2)),
 }
 

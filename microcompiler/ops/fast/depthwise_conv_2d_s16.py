@@ -21,7 +21,8 @@ from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.fast import s16
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
-UNROLL_MAX_TAPS = 16  # taps written out one per line up to this kernel size; a loop above
+UNROLL_MAX_TAPS = 16  # taps written out one per line up to this kernel size; above, a loop over the
+# kernel rows with a row's taps written out (up to this width), else a loop over the taps
 
 
 def channel_rows(w) -> np.ndarray:
@@ -65,4 +66,5 @@ def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
     return ctx.render("depthwise_conv_2d_s16.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), weights=weights, e=e, taps=taps, m=multiplier,
                       pairs=plan_["pairs"], unroll=taps <= UNROLL_MAX_TAPS,
+                      row_unroll=1 < g.k_w <= UNROLL_MAX_TAPS,
                       scratch=ctx.scratch(plan_["scratch_bytes"]), isa=plan_["isa"])
