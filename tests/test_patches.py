@@ -207,3 +207,20 @@ def test_ic_patched_bit_exact_on_mps2_an386_below_the_layer_by_layer_bound(tmp_p
     assert meta["patches"]["stage_layers"] == ["conv2d", "conv2d_1", "conv2d_2", "add"]
     run = assert_matches_oracle_on_board(model.read_bytes(), tmp_path)
     assert meta["arena_bytes"] + meta["scratch_bytes"] + run.stack_bytes < 49152
+
+
+def test_layer_by_layer_validation_compares_the_stage_output_once_whole(tmp_path):
+    """validate's first_divergence: the patch buffers have no TFLM counterpart; the stage output,
+    written one patch at a time, is compared after its last patch, and matches."""
+    from microcompiler.rpc import open_model
+    from microcompiler.validation.layers import first_divergence
+    from microcompiler.validation.reference import Reference
+
+    model_bytes, stage = _residual()
+    library = _patched_library(model_bytes, tmp_path, stage, (2, 2))
+    inputs = random_inputs(library.metadata["inputs"], 3)
+    with open_model(library) as session, session.executor() as ex:
+        result = first_divergence(ex, library, Reference(model_bytes, 1, preserve=True), inputs,
+                                  load_tflite(tmp_path / "model.tflite"))
+    assert result["diverged"] is False and result["checked_tensors"] == 2  # the ADD's output, the model's
+    assert [t["tensor"] for t in result["skipped_tensors"]] == ["layer1/out", "layer2/out", "layer3/out"]

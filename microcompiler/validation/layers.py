@@ -36,12 +36,15 @@ def first_divergence(executor, library, reference, inputs: list[np.ndarray], ori
         executor.set_input(k, x)
     checked: set[int] = set()
     ops_meta = library.metadata.get("operators", [])
+    # a tensor several operators write in parts (the stage output of patch-based execution, one
+    # patch per operator) is whole only after the last of them
+    last_writer = {t: k for k, fn in enumerate(library.functions) for t in fn.op.outputs}
     for k, fn in enumerate(library.functions):
         executor.run_operator(k)
         for t in fn.op.outputs:
             position = _param_position(fn, t, graph)
-            if position is None or t >= len(original_graph.tensors):  # a tensor a pass made: TFLM has none
-                continue
+            if position is None or t >= len(original_graph.tensors) or last_writer[t] != k:
+                continue  # a tensor a pass made (TFLM has none), or one a later operator still writes
             tensor = graph.tensors[t]
             ours = executor.read_argument(k, position, tensor.dtype, tensor.shape)
             theirs = reference.tensor(t).reshape(ours.shape)
