@@ -20,6 +20,10 @@ class PatchCopy(OpKernel):
     internal = True  # made by a pass, never read from a model: not listed by `microcompiler ops`
     input_roles = ("input",)
 
+    def variant(self, op, graph):
+        """memcpy, and the elements it moves (what the cost model counts, analysis/cost_model.py)."""
+        return {"variant": "memcpy", "elements": op.options["rows"] * op.options["cols"] * graph.tensors[op.outputs[0]].shape[3]}
+
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         o = op.options
