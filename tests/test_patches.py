@@ -166,8 +166,11 @@ def test_the_pass_is_chosen_only_when_it_lowers_the_peak(tmp_path):
     assert auto["patches"]["count"] > 1 and auto["memory_peak"]["bytes"] < plain["memory_peak"]["bytes"]
     assert auto["patches"]["peak_before"] == plain["memory_peak"]["bytes"]
     assert auto["patches"]["extra_macs"] == auto["total_macs"] - plain["total_macs"] > 0
-    forced = compile_model(path, tuning={"patches": "2x1"}).metadata["patches"]
-    assert forced["grid"] == [2, 1] and forced["stage_layers"]
+    forced = compile_model(path, tuning={"patches": "2x1", 0: {"variant": "reference"}}).metadata
+    assert forced["patches"]["grid"] == [2, 1] and forced["patches"]["stage_layers"]
+    # a knob for a layer's operator index applies to each of its patches
+    first = [op["kernel"]["variant"] for op in forced["operators"] if op["layer_name"].startswith("layer1_patch")]
+    assert first == ["reference", "reference"]
     with pytest.raises(MicrocompilerError, match="ROWSxCOLS"):
         compile_model(path, patches="2y2")
 

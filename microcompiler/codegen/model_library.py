@@ -79,8 +79,10 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     kernel.check(op, graph)
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
-    # "*" for every operator, then per kind, then per operator index
-    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **tuning.get(op.index, {})}
+    # "*" for every operator, then per kind, then per operator index (a patch: its layer's index, then its own)
+    of = op.options.get("patch", {}).get("of")
+    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **(tuning.get(of, {}) if of is not None else {}),
+             **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
     first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
