@@ -50,11 +50,27 @@ def plus(k: int) -> str:
     return "" if k == 0 else (f" + {k}" if k > 0 else f" - {-k}")
 
 
+def index_expr(*terms) -> str:
+    """A flat C index: the sum of int constants and (loop variable, extent, stride) terms; constants
+    0, terms of extent 1 (no loop) and of stride 0 drop out (``0`` when nothing is left), a stride of
+    1 needs no multiplication (SVDF, LSTM; ``offset``)."""
+    parts = []
+    for term in terms:
+        if isinstance(term, int):
+            if term:
+                parts.append(str(term))
+        else:
+            var, extent, stride = term
+            if extent > 1 and stride:
+                parts.append(times(var, stride))
+    return " + ".join(parts) or "0"
+
+
 def offset(terms) -> str:
-    """`` + i * stride + ...`` of a flat index, from (loop variable, extent, stride) terms; terms of
-    extent 1 (no loop) and stride 0 drop out, so the result may be empty."""
-    parts = [times(var, stride) for var, extent, stride in terms if extent > 1 and stride]
-    return "".join(f" + {p}" for p in parts)
+    """`` + i * stride + ...`` of a flat index from (loop variable, extent, stride) terms
+    (``index_expr``'s), or nothing when every term drops out."""
+    expr = index_expr(*terms)
+    return "" if expr == "0" else f" + {expr}"
 
 
 def dedent(text: str, width: int) -> str:

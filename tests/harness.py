@@ -22,24 +22,25 @@ def cli(*args, timeout=600) -> subprocess.CompletedProcess:
                           text=True, cwd=ROOT, timeout=timeout)
 
 
-def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model", features=frozenset()):
+def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model", features=frozenset(),
+                  kernels: str = "fast"):
     Path(tmp_path).mkdir(parents=True, exist_ok=True)
     path = Path(tmp_path) / f"{name}.tflite"
     path.write_bytes(model_bytes)
-    return compile_model(path, features=frozenset(features))
+    return compile_model(path, features=frozenset(features), kernels=kernels)
 
 
 def assert_matches_oracle(model_bytes: bytes, tmp_path: Path, n_inputs: int = 5, sanitize: bool = False,
                           float_atol: float = 1e-6, inputs: list[list[np.ndarray]] | None = None,
-                          executor: str = "aot", features=frozenset()):
+                          executor: str = "aot", features=frozenset(), kernels: str = "fast"):
     """Run n_inputs seeded random inputs through microcompiler (host build) and TFLM.
 
     int8/int16 outputs must be bit-exact; float32 within FLOAT_RTOL relative (plus float_atol absolute
     for values near zero). Returns the microcompiler library for further checks. ``features`` selects
     the target's kernel variants (e.g. {"dsp"}: the SIMD kernels, with their portable C emulation of
-    the DSP instructions on the host).
+    the DSP instructions on the host); ``kernels="reference"`` every layer's reference loop nest.
     """
-    library = compile_bytes(model_bytes, tmp_path, features=features)
+    library = compile_bytes(model_bytes, tmp_path, features=features, kernels=kernels)
     meta = library.metadata
     if inputs is None:
         inputs = [random_inputs(meta["inputs"], seed=s) for s in range(n_inputs)]

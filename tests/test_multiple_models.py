@@ -20,7 +20,7 @@ from microcompiler.project import Project, build, flash
 from microcompiler.rpc import connect
 from microcompiler.rpc.plan import ModelPlan
 from microcompiler.targets import create_models_project
-from microcompiler.targets.base import firmware_size
+from microcompiler.targets.build import firmware_size
 from microcompiler.targets.multi import SHARED_ARENA, check_no_state, compile_models
 from oracle import Oracle
 

@@ -22,12 +22,14 @@ def out_size(padding, size, k, stride, dilation):
 
 def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c=4, stride=(1, 1),
                padding="SAME", dilation=(1, 1), activation="NONE", per_channel=True, bias="default",
-               input_zp=-5, output_zp=3, batches=1, depth_multiplier=1, groups=1, seed=0, weights=None):
+               input_zp=-5, output_zp=3, batches=1, depth_multiplier=1, groups=1, seed=0, weights=None,
+               bias_range=None):
     """A one-operator CONV_2D or DEPTHWISE_CONV_2D model with seeded random weights.
 
     bias: "default" (int32 for int8, int64 for int16, float32 for float32), None, or a dtype name.
     For DEPTHWISE_CONV_2D, out_c is ignored (it is channels * depth_multiplier). ``weights`` replaces
-    the random int8 weights.
+    the random int8 weights. ``bias_range``: the integer biases' bound (default 3000 for int8, 40000
+    for int16).
     """
     rng = np.random.default_rng(seed)
     h, w, c = hwc
@@ -57,7 +59,7 @@ def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c
                         zero_point=[0] * len(w_scale), axis=3 if depthwise else 0)
         inputs = [x, wt]
         if bias:
-            bias_range = 40000 if wide else 3000
+            bias_range = bias_range or (40000 if wide else 3000)
             bias_scales = x_scale * (w_scale if per_channel else np.full(oc, w_scale[0]))
             inputs.append(b.constant("bias", rng.integers(-bias_range, bias_range, oc).astype(bias),
                                      scale=list(bias_scales), zero_point=[0] * oc))
@@ -157,6 +159,26 @@ def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
     src = lib.files["src/model_ops.c"]
     assert "_params + 9 * oc" in src and "(int8_t)q[8]" in src  # {bias, M, r} in 9 bytes per channel
     assert re.search(r"static const uint8_t \w+_params\[36\]", src)  # 4 channels
+
+
+@pytest.mark.parametrize("bias_range,packed", [(3000, True), (2**24, False)])
+def test_conv_2d_dsp_records_pack_the_shift_with_the_bias(tmp_path, bias_range, packed):
+    """On DSP cores the im2col records are {bias << 8 | r, M}, 8 bytes per channel, when every folded
+    bias fits 24 bits (else the 9-byte records); with K = 27 (3 input channels, 3x3) the weight rows
+    are not padded: 27 bytes each, read as 7 words (the last reaching into the next row), plus one
+    byte for the last row. Bit-exact either way, also under ASan/UBSan."""
+    model = conv_model(per_channel=True, bias_range=bias_range)
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True, features=frozenset({"dsp"}))
+    kernel = lib.metadata["operators"][0]["kernel"]
+    assert kernel["variant"] == "im2col" and kernel["requant"] == "smmlar" and "extract" not in kernel
+    src = lib.files["src/model_ops.c"]
+    assert re.search(r"static const int8_t \w+_weights\[109\]", src)  # 4 rows of 27 taps + 1
+    assert re.search(r"mc_dot_p4_unaligned\(col, \w+_weights \+ oc \* 27, 7,", src)
+    if packed:
+        assert re.search(r"static const int32_t \w+_params\[8\]", src)  # {bias << 8 | r, M} x 4
+        assert "q[0] >> 8" in src and "mc_requant_fast_low8(" in src
+    else:
+        assert re.search(r"static const uint8_t \w+_params\[36\]", src) and "(int8_t)q[8]" in src
 
 
 @pytest.mark.parametrize("kwargs,message", [

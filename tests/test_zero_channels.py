@@ -1,6 +1,6 @@
-"""The drop_zero_channels pass (passes/zero_channels.py): all-zero output channels of int8 CONV_2D and
-FULLY_CONNECTED (not DEPTHWISE_CONV_2D, yet) leave the weights and the computation, and are written as the constant TFLM computes
-for them; bit-exact against the TFLM oracle on the host and on mps2_an386."""
+"""The drop_zero_channels pass (passes/zero_channels.py): all-zero output channels of int8 CONV_2D,
+DEPTHWISE_CONV_2D and FULLY_CONNECTED leave the weights and the computation, and are written as the
+constant TFLM computes for them; bit-exact against the TFLM oracle on the host and on mps2_an386."""
 from __future__ import annotations
 
 import numpy as np
@@ -118,9 +118,51 @@ def test_no_zero_channels_leaves_the_graph_alone(tmp_path):
     assert [op.kind for op in drop_zero_channels(graph).operators] == ["CONV_2D", "CONV_2D", "FULLY_CONNECTED"]
 
 
-def test_depthwise_convolutions_are_left_alone(tmp_path):
+def test_depthwise_remaining_channels_name_their_input_channel(tmp_path):
     graph = _graph(tmp_path, depthwise_zero_channel_model)
-    assert drop_zero_channels(graph).operators == graph.operators
+    out = drop_zero_channels(graph)
+    assert [op.kind for op in out.operators] == ["DEPTHWISE_CONV_2D", CONSTANT_CHANNELS]
+    dw = out.operators[0]
+    assert dw.options["dropped_channels"] == 2
+    assert dw.options["input_channels"] == [0, 1, 1, 2]  # output channels 0, 2, 3, 5 with multiplier 2
+    assert out.tensors[dw.inputs[1]].shape == (1, 3, 3, 4)
+    assert out.tensors[dw.inputs[1]].quant.axis == 3 and len(out.tensors[dw.inputs[1]].quant.scale) == 4
+    assert drop_zero_channels(out).operators == out.operators  # nothing left to drop
+
+
+DW_ZERO = (1, 4, 5, 11)
+
+
+def _depthwise_models():
+    from dw_models import sandwich_model
+    return {"multiplier2": depthwise_zero_channel_model(),
+            "sandwich_s1": sandwich_model(hwc=(10, 9, 12), zero=DW_ZERO, seed=4),
+            "sandwich_s2_valid": sandwich_model(hwc=(11, 11, 12), out_hw=(5, 5), stride=(2, 2), padding="VALID",
+                                                zero=DW_ZERO, input_zp=9, seed=5)}
+
+
+DW_RUNS = [("multiplier2", "fast"), ("multiplier2", "reference"), ("sandwich_s1", "fast"),
+           ("sandwich_s1", "dsp"), ("sandwich_s2_valid", "dsp"), ("sandwich_s2_valid", "reference")]
+
+
+@pytest.mark.parametrize("model,kernels", DW_RUNS, ids=[f"{m}-{k}" for m, k in DW_RUNS])
+def test_depthwise_bit_exact_with_tflm_on_the_host(tmp_path, model, kernels):
+    lib = assert_matches_oracle(_depthwise_models()[model], tmp_path, n_inputs=3, sanitize=kernels != "dsp",
+                                features={"dsp"} if kernels == "dsp" else set(),
+                                kernels="reference" if kernels == "reference" else "fast")
+    dw = next(op for op in lib.metadata["operators"] if op["kind"] == "DEPTHWISE_CONV_2D")
+    assert lib.metadata["dropped_channels"] == dw["dropped_channels"] == (2 if model == "multiplier2" else 4)
+    assert dw["kernel"]["variant"] == ("reference" if kernels == "reference" else "planes")
+    assert "in_place" not in dw["kernel"]  # its output is the packed alias of the layer's output
+    kept = dw["outputs"][0][-1]
+    assert dw["macs"] == int(np.prod(dw["outputs"][0][1:3])) * kept * 9
+    assert kept == (4 if model == "multiplier2" else 8)
+
+
+@needs_board_tools
+def test_depthwise_bit_exact_with_tflm_on_mps2_an386(tmp_path):
+    run = assert_matches_oracle_on_board(_depthwise_models()["sandwich_s1"], tmp_path)
+    assert run.outputs
 
 
 @pytest.mark.parametrize("executor,features", [("aot", frozenset()), ("graph", frozenset({"dsp"}))])

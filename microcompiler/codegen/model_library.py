@@ -36,7 +36,7 @@ from microcompiler.templating import render
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
-                   "kernel_planes.h", "kernel_lanes.h"]  # the last two: included by kernel_simd.h
+                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h"]  # the last three: included by kernel_fft*.h, kernel_simd.h
 
 
 @dataclass

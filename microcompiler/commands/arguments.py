@@ -1,7 +1,9 @@
 """Argument types shared by the subcommands."""
 from __future__ import annotations
 
+from microcompiler.boards import HOST
 from microcompiler.errors import MicrocompilerError
+from microcompiler.targets import RPC_TIMEOUT, templates
 from microcompiler.transport.base import check_timeout
 
 
@@ -40,6 +42,24 @@ def add_tuning_argument(p) -> None:
                                                    "operators it has entries for on this board's CPU")
     p.add_argument("--patches", metavar="GRID", help="run the leading CNN stage as ROWSxCOLS spatial patches (e.g. "
                    "2x2), 'off', or 'auto' (default: patches when they lower the RAM peak; docs/memory.md)")
+
+
+def add_board_arguments(p, board_required: bool = False) -> None:
+    """The options of the commands that run a model on a board (run, bench, validate): the model,
+    where it runs (--board, --template, --port, --rpc-timeout), --json and --tuning."""
+    p.add_argument("model", help="the .tflite file")
+    if board_required:
+        p.add_argument("--board", required=True, help="board name (see 'microcompiler boards'; host: this computer)")
+    else:
+        p.add_argument("--board", default=HOST, help="board name (default: host; see 'microcompiler boards')")
+    p.add_argument("--template", choices=templates(), default="baremetal",
+                   help="boards: the firmware project template (default: baremetal; zephyr: docs/zephyr.md)")
+    p.add_argument("--port", help="serial port of a real board already running the model's firmware (nothing "
+                                  "is flashed; emulated boards need none)")
+    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=RPC_TIMEOUT, metavar="SECONDS",
+                   help=f"host-driven: seconds to wait for each device reply (default: {RPC_TIMEOUT:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_tuning_argument(p)
 
 
 def tuning_for(args, cpu):

@@ -16,35 +16,27 @@ from typing import Iterator
 
 import numpy as np
 
-from microcompiler.boards import HOST, Board, resolve_board
+from microcompiler.boards import Board, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.commands.arguments import add_tuning_argument, positive_int, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, tuning_for
 from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_input_steps, random_input_steps
 from microcompiler.progress import log_line as progress
-from microcompiler.targets import EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Target, target_for, templates
+from microcompiler.targets import EXECUTORS, HOST_DRIVEN, MODES, STANDALONE, Target, target_for
 from microcompiler.targets.base import start_on_board
 
 
 def add_device_arguments(p) -> None:
-    """The options run and bench share: where the model runs and on what input."""
-    p.add_argument("model", help="the .tflite file")
-    p.add_argument("--board", default=HOST, help="board name (default: host; see 'microcompiler boards')")
-    p.add_argument("--template", choices=templates(), default="baremetal",
-                   help="boards: the firmware project template (default: baremetal; zephyr: docs/zephyr.md)")
-    p.add_argument("--port", help="serial port of a real board already running the model's firmware (nothing "
-                                  "is flashed; emulated boards need none)")
-    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=RPC_TIMEOUT, metavar="SECONDS",
-                   help=f"host-driven: seconds to wait for each device reply (default: {RPC_TIMEOUT:g})")
+    """The options run and bench share: the board options (add_board_arguments, as validate), the input
+    and the project directory."""
+    add_board_arguments(p)
     p.add_argument("--input", action="append", default=[], metavar="X.npy",
                    help="an input tensor as .npy (repeat for several inputs; default: seeded random)")
     p.add_argument("--name", help="the model's C name (default: from the file name); host-driven with --port on "
                                   "firmware that holds several models: the model the device is asked for by name "
                                   "(docs/multiple_models.md)")
     p.add_argument("--keep", metavar="DIR", help="write the firmware project to DIR and keep it")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    add_tuning_argument(p)
 
 
 def add_parser(sub) -> None:

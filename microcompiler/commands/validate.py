@@ -12,14 +12,14 @@ from pathlib import Path
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
-from microcompiler.commands.arguments import add_tuning_argument, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_seconds, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
 from microcompiler.report import write_report
-from microcompiler.targets import MODES, STANDALONE, RPC_TIMEOUT, target_for, templates
+from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.validation import DeviceOptions, Sample, validate
 
 DEFAULT_SAMPLES = 10
@@ -34,8 +34,7 @@ def add_parser(sub) -> None:
                                    "max and mean absolute error, cosine similarity, top-1 agreement. On a "
                                    "mismatch, every layer is compared host-driven and the first that diverges "
                                    "is named. Exit status 1 when an output is not exact.")
-    p.add_argument("model", help="the .tflite file")
-    p.add_argument("--board", required=True, help="board name (see 'microcompiler boards'; host: this computer)")
+    add_board_arguments(p, board_required=True)
     p.add_argument("--inputs", default=str(DEFAULT_SAMPLES), metavar="DIR|N",
                    help=f"N seeded random inputs (default: {DEFAULT_SAMPLES}), or a directory of .npy files, "
                         "one per sample (one-input models)")
@@ -44,17 +43,10 @@ def add_parser(sub) -> None:
     p.add_argument("--reference", metavar="FLOAT.tflite", help="also compare with this float model (our outputs "
                                                                "dequantized)")
     p.add_argument("--mode", choices=MODES, help="run only standalone or only host-driven (default: both)")
-    p.add_argument("--template", choices=templates(), default="baremetal",
-                   help="the firmware project template (default: baremetal)")
-    p.add_argument("--port", help="serial port of a real board (emulated boards need none)")
-    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=RPC_TIMEOUT, metavar="SECONDS",
-                   help=f"host-driven: seconds to wait for each device reply (default: {RPC_TIMEOUT:g})")
     p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
                    help="seconds one inference may take (default: 300)")
     p.add_argument("--keep", metavar="DIR", help="keep the firmware projects in DIR/standalone and DIR/host-driven")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report with the validation metrics")
-    add_tuning_argument(p)
     p.set_defaults(func=run)
 
 

@@ -124,6 +124,14 @@ class OpKernel:
         writing the output element at the same offset."""
         return ()
 
+    def inplace_scratch(self, op: Operator, graph: Graph) -> int:
+        """Scratch bytes the kernel's in-place schedule may need (0: none, e.g. elementwise kernels).
+        A kernel with a non-zero figure (DEPTHWISE_CONV_2D: one input channel kept in scratch while
+        that channel's output overwrites it) may also write an output smaller than the input, over
+        its first bytes; the memory planner puts it in place only where that lowers the arena by
+        more than this figure (passes/memory_plan.py, ``share_in_place_with_scratch``)."""
+        return 0
+
 
 class EmitContext:
     """What a kernel needs from the code generator while emitting one operator.
@@ -251,19 +259,6 @@ class ParamSink:
     @property
     def nbytes(self) -> int:
         return sum(int(a.nbytes) for _, _, a, _ in self.arrays)
-
-
-def index_expr(*terms) -> str:
-    """A C index expression from (loop variable, trip count, stride) terms and int constants; a loop
-    of one iteration contributes nothing, a stride of one no multiplication (SVDF, LSTM)."""
-    parts = []
-    for term in terms:
-        if isinstance(term, int):
-            if term:
-                parts.append(str(term))
-        elif term[1] > 1:
-            parts.append(term[0] if term[2] == 1 else f"{term[0]} * {term[2]}")
-    return " + ".join(parts) or "0"
 
 
 def require(cond: bool, op: Operator, what: str) -> None:

@@ -71,6 +71,14 @@ class _ControlFlow(OpKernel):
             return "", ""
         return f"  uint8_t* arena = (uint8_t*){ctx.arg(op.outputs[-1])};\n", "arena"
 
+    def emit(self, op, graph, ctx):
+        decl, arena = self.arena(op, ctx)
+        return decl + self.calls(op, graph, ctx, self.subgraphs(op, ctx), arena)
+
+    def calls(self, op, graph, ctx, subgraphs: list[Graph], arena: str) -> str:
+        """The C statements around the calls of the subgraph functions (after the arena's declaration)."""
+        raise NotImplementedError
+
 
 @register
 class If(_ControlFlow):
@@ -81,11 +89,10 @@ class If(_ControlFlow):
     type_notes = "the condition: a bool tensor whose first element decides"
     input_roles = ("condition",) + tuple(f"arg{k}" for k in range(1, 64))
 
-    def emit(self, op, graph, ctx):
-        then_g, else_g = self.subgraphs(op, ctx)
-        decl, arena = self.arena(op, ctx)
+    def calls(self, op, graph, ctx, subgraphs, arena):
+        then_g, else_g = subgraphs
         args = [ctx.arg(i) for i in op.inputs[1:]] + [ctx.arg(o) for o in op.outputs[:len(then_g.outputs)]]
-        return (f"{decl}  if ({ctx.arg(op.inputs[0])}[0]) {{\n    {_call(ctx, then_g, args, arena)}\n"
+        return (f"  if ({ctx.arg(op.inputs[0])}[0]) {{\n    {_call(ctx, then_g, args, arena)}\n"
                 f"  }} else {{\n    {_call(ctx, else_g, args, arena)}\n  }}\n")
 
 
@@ -97,18 +104,17 @@ class While(_ControlFlow):
     options = "cond_subgraph_index, body_subgraph_index: a C loop calling the condition and body subgraph functions"
     input_roles = tuple(f"start{k}" for k in range(64))  # a constant loop value's first value
 
-    def emit(self, op, graph, ctx):
-        cond, body = self.subgraphs(op, ctx)
+    def calls(self, op, graph, ctx, subgraphs, arena):
+        cond, body = subgraphs
         n = len(body.outputs)
         values = [ctx.arg(o) for o in op.outputs[:n]]
-        temps, flag_at, inner_at = _while_layout(body)
-        decl, _ = self.arena(op, ctx)
-        lines = [decl]
+        temps, flag_at, inner_at = _while_layout(body)  # a WHILE always has its arena (the temporaries)
+        lines = []
         for k, (t, at) in enumerate(zip(body.outputs, temps)):
             ctype = c_type(body.tensors[t].dtype)
-            lines.append(f"  {ctype}* result{k} = ({ctype}*)&arena[{at}];  /* the body's output {k} */\n")
-        lines.append(f"  uint8_t* keep_going = &arena[{flag_at}];  /* the condition's output */\n")
-        inner = f"&arena[{inner_at}]"
+            lines.append(f"  {ctype}* result{k} = ({ctype}*)&{arena}[{at}];  /* the body's output {k} */\n")
+        lines.append(f"  uint8_t* keep_going = &{arena}[{flag_at}];  /* the condition's output */\n")
+        inner = f"&{arena}[{inner_at}]"
         for k, (i, o) in enumerate(zip(op.inputs, op.outputs)):
             lines.append(f"  memcpy({values[k]}, {ctx.arg(i)}, {graph.tensors[o].nbytes});\n")
         lines.append("  for (;;) {\n")
@@ -128,9 +134,8 @@ class CallOnce(_ControlFlow):
     outputs = (0, 0)
     options = "init_subgraph_index: runs on the first inference after start-up or <model>_reset()"
 
-    def emit(self, op, graph, ctx):
-        (init,) = self.subgraphs(op, ctx)
-        decl, arena = self.arena(op, ctx)
+    def calls(self, op, graph, ctx, subgraphs, arena):
+        (init,) = subgraphs
         done = ctx.arg(op.outputs[0])
-        return (f"{decl}  if ({done}[0]) return;  /* ran since start-up or the last reset */\n"
+        return (f"  if ({done}[0]) return;  /* ran since start-up or the last reset */\n"
                 f"  {_call(ctx, init, [], arena)}\n  {done}[0] = 1;\n")

@@ -36,7 +36,10 @@ class DepthwiseConv2D(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
-        require(mult >= 1 and x.shape[3] * mult == w.shape[3], op,
+        table = op.options.get("input_channels")  # output channels dropped (passes/zero_channels.py)
+        require(table is None or (len(table) == w.shape[3] and all(0 <= c < x.shape[3] for c in table)), op,
+                f"input_channels {table} do not name an input channel for each of the {w.shape[3]} output channels")
+        require(mult >= 1 and (table is not None or x.shape[3] * mult == w.shape[3]), op,
                 f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
                 f"{w.shape[3]} output channels of the weights")
         bias = bias_tensor(op, graph)
@@ -50,6 +53,26 @@ class DepthwiseConv2D(OpKernel):
     def macs(self, op, graph):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2]
+
+    def inplace_inputs(self, op, graph):
+        """int8, depth multiplier 1, constant weights and bias: the output may overwrite the input.
+        Output channel c is written only over input channel c's values (same channel count, output
+        pixels no more than input pixels), and the in-place schedules (planes, or the reference
+        loops channel by channel) copy that channel to scratch before writing it."""
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if (x.dtype, y.dtype) != ("int8", "int8") or op.options.get("depth_multiplier", 1) != 1 \
+                or x.shape[3] != y.shape[3] or not constant_parameters(op, graph) or y.size > x.size:
+            return ()
+        return (0,)
+
+    def inplace_scratch(self, op, graph):
+        """The planes kernel's plane (the reference loops' channel copy is smaller)."""
+        return planes_kernel.plane_geometry(geometry(op, graph)).nbytes
+
+    @staticmethod
+    def in_place(op, graph) -> bool:
+        """The memory planner gave the output the input's memory (``inplace_inputs``)."""
+        return graph.storage(op.outputs[0]) == graph.storage(op.inputs[0])
 
     def variant(self, op, graph):
         """The plan for a target without features (emit() records the plan for the actual target)."""
@@ -65,10 +88,18 @@ class DepthwiseConv2D(OpKernel):
         planes_kernel.PREFERRED_PLANE_BYTES (KWS: 2.2 instead of 3.76 instructions per MAC; with
         stride 2 channels4 is faster), channels4 otherwise. ``tuning`` {"variant": "planes"} or
         {"variant": "channels4"} overrides. With "mve" (Cortex-M55) and channels % 16 == 0 the Helium
-        kernel (fast_mve.depthwise_plan). int16 and float32: the reference loop nest."""
+        kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
+        copies each input channel to its plane before writing that channel; with the option
+        ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
+        each remaining one reads) planes too. int16 and float32: the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
+        in_place = self.in_place(op, graph)
+        if in_place or "input_channels" in op.options:
+            # one channel at a time: the only fast kernel safe in place, or reading a channel table
+            return dict(planes_kernel.plan(geometry(op, graph)), isa="dsp" if fast.has_dsp(features) else "c",
+                        **({"in_place": True} if in_place else {}))
         if fast_mve.has_mve(features):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
             if mve:
@@ -98,7 +129,8 @@ class DepthwiseConv2D(OpKernel):
         mult = op.options.get("depth_multiplier", 1)
         bias = bias_tensor(op, graph)
         values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]), mult=mult, **g.values())
+                      output=ctx.arg(op.outputs[0]), mult=mult, channel_copy=None,
+                      input_channels=planes_kernel.input_channel_table(op, ctx, g), **g.values())
         if x.dtype == "float32":
             return ctx.render("depthwise_conv_2d_float.c.j2",
                               bias=ctx.arg(op.inputs[2]) if bias is not None else None,
@@ -113,6 +145,9 @@ class DepthwiseConv2D(OpKernel):
         q = quant_values(op, graph, ctx, taps, bias_c)
         if fold:
             q["input_offset"] = 0
+        if self.in_place(op, graph):  # channel by channel, each input channel copied to scratch first
+            ctx.variant = {"variant": "reference", "in_place": True}
+            values["channel_copy"] = ctx.scratch(g.in_h * g.in_w)
         if x.dtype == "int16":  # TFLM's int16 depthwise kernel always accumulates in 64 bits
             q.update(acc_t="int64_t", requant_fn="mc_requantize64", wrap=False)
         return ctx.render("depthwise_conv_2d_int.c.j2", **q, **values)

@@ -27,9 +27,10 @@ import numpy as np
 
 from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
-from microcompiler.ops.base import OpKernel, index_expr, register, require
+from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
+from microcompiler.templating import index_expr
 
 INPUT = 0
 INPUT_WEIGHTS = {"input": 1, "forget": 2, "cell": 3, "output": 4}

@@ -10,8 +10,8 @@ import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ops import custom_options as opt
-from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.signal_spectral import require_rank, require_types, SignalKernel
+from microcompiler.ops.base import register, require
+from microcompiler.ops.signal_spectral import integer_option, require_rank, SignalKernel
 
 _LOG_SEGMENTS = 128  # TFLM's log table: log2(1 + f) - f at f = k / 128, in 1/65536
 _LOG_SCALE = 1 << 16
@@ -45,6 +45,8 @@ class FilterBank(SignalKernel):
     type_notes = "energy uint32, configuration int16 (constant), output uint64"
     options = "custom (flexbuffer): num_channels"
     keys = ("num_channels",)
+    input_types = {0: "uint32", 1: "int16", 2: "int16", 3: "int16", 4: "int16", 5: "int16"}
+    output_types = {0: "uint64"}
 
     def _config(self, op, graph):
         x = require_rank(op, graph, op.inputs[0], 1, "input")
@@ -69,10 +71,7 @@ class FilterBank(SignalKernel):
                     f"channel {ch} reads past the {x.size}-bin spectrum or the {weights.size} weights")
         return channels
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "uint32", 1: "int16", 2: "int16", 3: "int16", 4: "int16", 5: "int16"},
-                       {0: "uint64"})
+    def check_config(self, op, graph):
         self._config(op, graph)
 
     def macs(self, op, graph):
@@ -97,6 +96,8 @@ class FilterBankSquareRoot(SignalKernel):
     type_notes = "input uint64, scale bits int32 (scalar), output uint32"
     options = "-"
     keys = ()
+    input_types = {0: "uint64", 1: "int32"}
+    output_types = {0: "uint32"}
 
     def _shift(self, op, graph):
         """The constant shift, or None when it is computed at run time."""
@@ -107,9 +108,7 @@ class FilterBankSquareRoot(SignalKernel):
         require(0 <= shift < 32, op, f"scale bits {shift} must lie in [0, 31]")
         return shift
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "uint64", 1: "int32"}, {0: "uint32"})
+    def check_config(self, op, graph):
         _channels(op, graph, op.inputs[0], op.outputs[0])
         self._shift(op, graph)
 
@@ -129,13 +128,12 @@ class FilterBankLog(SignalKernel):
     type_notes = "input uint32, output int16"
     options = "custom (flexbuffer): input_correction_bits (0-31), output_scale"
     keys = ("input_correction_bits", "output_scale")
+    input_types = {0: "uint32"}
+    output_types = {0: "int16"}
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "uint32"}, {0: "int16"})
+    def check_config(self, op, graph):
         _channels(op, graph, op.inputs[0], op.outputs[0])
-        bits = opt.integer(op, "input_correction_bits")
-        require(0 <= bits < 32, op, f"input_correction_bits {bits} must lie in [0, 31]")
+        integer_option(op, "input_correction_bits", 0, 31)
         opt.integer(op, "output_scale")
 
     def emit(self, op, graph, ctx):
@@ -158,16 +156,15 @@ class Pcan(SignalKernel):
     type_notes = f"input, noise estimate and output uint32, gain table int16 ({_PCAN_LUT_ENTRIES} entries or more)"
     options = "custom (flexbuffer): snr_shift (0-63)"
     keys = ("snr_shift",)
+    input_types = {0: "uint32", 1: "uint32", 2: "int16"}
+    output_types = {0: "uint32"}
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "uint32", 1: "uint32", 2: "int16"}, {0: "uint32"})
+    def check_config(self, op, graph):
         _channels(op, graph, op.inputs[0], op.inputs[1], op.outputs[0])
         lut = require_rank(op, graph, op.inputs[2], 1, "gain table")
         require(lut.size >= _PCAN_LUT_ENTRIES, op, f"gain table of {lut.size} entries is shorter than the "
                 f"{_PCAN_LUT_ENTRIES} that noise estimates up to 2^32 read")
-        shift = opt.integer(op, "snr_shift")
-        require(0 <= shift < 64, op, f"snr_shift {shift} must lie in [0, 63]")
+        integer_option(op, "snr_shift", 0, 63)
 
     def inplace_inputs(self, op, graph):
         return (0,)

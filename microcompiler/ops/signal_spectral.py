@@ -27,13 +27,29 @@ def require_rank(op, graph, tensor, rank, what):
     return t
 
 
+def integer_option(op, key, low, high) -> int:
+    """Integer option ``key``, which must lie in [low, high]."""
+    value = opt.integer(op, key)
+    require(low <= value <= high, op, f"{key} {value} must lie in [{low}, {high}]")
+    return value
+
+
 class SignalKernel(OpKernel):
+    """A signal operator's checks: its option keys and the dtypes TFLM's Prepare requires (the
+    positions of ``input_types`` / ``output_types``), then the kernel's own ``check_config``."""
     quantized_io = False  # the signal operators read raw integers, with no quantization parameters
     keys: tuple[str, ...] = ()
+    input_types: dict[int, str] = {}
+    output_types: dict[int, str] = {}
 
-    def check_options(self, op):
+    def check(self, op, graph):
         if self.keys:  # operators without options ignore whatever map they carry, as TFLM
             opt.exact_keys(op, self.keys)
+        require_types(op, graph, self.input_types, self.output_types)
+        self.check_config(op, graph)
+
+    def check_config(self, op, graph):
+        """Shapes and options beyond the keys and dtypes (none by default)."""
 
 
 @register
@@ -47,17 +63,16 @@ class Window(SignalKernel):
     type_notes = "input, window (rank 1) and output int16; the input holds whole frames"
     options = "custom (flexbuffer): shift (0-31)"
     keys = ("shift",)
+    input_types = {0: "int16", 1: "int16"}
+    output_types = {0: "int16"}
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "int16", 1: "int16"}, {0: "int16"})
+    def check_config(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         w = require_rank(op, graph, op.inputs[1], 1, "window")
         require(len(x.shape) >= 1 and list(y.shape) == list(x.shape), op,
                 f"output shape {list(y.shape)} must equal the input shape {list(x.shape)}")
         require(x.size % w.size == 0, op, f"input of {x.size} values is not whole frames of the {w.size}-value window")
-        shift = opt.integer(op, "shift")
-        require(0 <= shift < 32, op, f"shift {shift} must lie in [0, 31]")
+        integer_option(op, "shift", 0, 31)
 
     def inplace_inputs(self, op, graph):
         return (0,)
@@ -78,6 +93,8 @@ class Energy(SignalKernel):
     type_notes = "input int16 (interleaved complex), output uint32"
     options = "custom (flexbuffer): start_index, end_index"
     keys = ("end_index", "start_index")
+    input_types = {0: "int16"}
+    output_types = {0: "uint32"}
 
     def _range(self, op, graph):
         x = require_rank(op, graph, op.inputs[0], 1, "input")
@@ -87,9 +104,7 @@ class Energy(SignalKernel):
                 f"bins [{start}, {end}) must lie within the output's {y.size} and the input's {x.size // 2} bins")
         return start, end, y.size
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "int16"}, {0: "uint32"})
+    def check_config(self, op, graph):
         self._range(op, graph)
 
     def emit(self, op, graph, ctx):
@@ -109,10 +124,10 @@ class FftAutoScale(SignalKernel):
     type_notes = "input and output int16 (rank 1), scale bits int32 (scalar)"
     options = "-"
     keys = ()
+    input_types = {0: "int16"}
+    output_types = {0: "int16", 1: "int32"}
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "int16"}, {0: "int16", 1: "int32"})
+    def check_config(self, op, graph):
         x = require_rank(op, graph, op.inputs[0], 1, "input")
         y = require_rank(op, graph, op.outputs[0], 1, "output")
         require(y.size == x.size, op, f"output of {y.size} values must match the input's {x.size}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from microcompiler.ops import custom_options as opt
 from microcompiler.ops.base import StateBuffer, register, require
 from microcompiler.ops.signal_fft import _TENSOR_TYPES
-from microcompiler.ops.signal_spectral import SignalKernel, require_rank, require_types
+from microcompiler.ops.signal_spectral import SignalKernel, require_rank
 
 
 def _innermost(op, graph, tensor) -> tuple[int, int]:
@@ -40,6 +40,8 @@ class Framer(SignalKernel):
                   "state per row")
     options = "custom (flexbuffer): frame_size, frame_step, prefill"
     keys = ("frame_size", "frame_step", "prefill")
+    input_types = {0: "int16"}
+    output_types = {0: "int16", 1: "bool"}
 
     def _config(self, op, graph):
         size, step = opt.integer(op, "frame_size"), opt.integer(op, "frame_step")
@@ -53,9 +55,7 @@ class Framer(SignalKernel):
         return dict(size=size, step=step, rows=rows, frames=inner // step, capacity=capacity,
                     prefill=(size - step) if prefill else 0)
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "int16"}, {0: "int16", 1: "bool"})
+    def check_config(self, op, graph):
         c = self._config(op, graph)
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         want = list(x.shape[:-1]) + [c["frames"], c["size"]]
@@ -84,6 +84,8 @@ class Stacker(SignalKernel):
     type_notes = "input int16 [num_channels], output int16 [num_channels x (left + 1 + right)], valid bool (scalar)"
     options = "custom (flexbuffer): num_channels, stacker_left_context, stacker_right_context, stacker_step"
     keys = ("num_channels", "stacker_left_context", "stacker_right_context", "stacker_step")
+    input_types = {0: "int16"}
+    output_types = {0: "int16", 1: "bool"}
 
     def _config(self, op, graph):
         channels = opt.integer(op, "num_channels")
@@ -95,9 +97,7 @@ class Stacker(SignalKernel):
         require(0 < step <= frames, op, f"stacker_step {step} must lie in [1, {frames}] (the stacked frames)")
         return dict(channels=channels, left=left, stack=channels * frames, step=channels * step)
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "int16"}, {0: "int16", 1: "bool"})
+    def check_config(self, op, graph):
         c = self._config(op, graph)
         x = require_rank(op, graph, op.inputs[0], 1, "input")
         y = require_rank(op, graph, op.outputs[0], 1, "output")
@@ -125,6 +125,8 @@ class Delay(SignalKernel):
     type_notes = "input and output int16, same shape; state per row"
     options = "custom (flexbuffer): delay_length"
     keys = ("delay_length",)
+    input_types = {0: "int16"}
+    output_types = {0: "int16"}
 
     def _config(self, op, graph):
         delay = opt.integer(op, "delay_length")
@@ -132,9 +134,7 @@ class Delay(SignalKernel):
         rows, length = _innermost(op, graph, op.inputs[0])
         return dict(delay=delay, rows=rows, length=length)
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "int16"}, {0: "int16"})
+    def check_config(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(list(y.shape) == list(x.shape), op, f"output shape {list(y.shape)} must equal the input's {list(x.shape)}")
         self._config(op, graph)
@@ -168,8 +168,7 @@ class OverlapAdd(SignalKernel):
         require(0 < step <= size, op, f"frame_step {step} must lie in [1, frame_size {size}]")
         return dict(size=size, step=step, frames=frames, rows=x.size // (size * frames))
 
-    def check(self, op, graph):
-        self.check_options(op)
+    def check_config(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype in self.types and y.dtype == x.dtype, op,
                 f"input {x.dtype} and output {y.dtype} must both be int16 or float32")
@@ -207,6 +206,8 @@ class FilterBankSpectralSubtraction(SignalKernel):
                "alternate_one_minus_smoothing, min_signal_remaining, smoothing_bits, spectral_subtraction_bits, clamping")
     keys = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping", "min_signal_remaining",
             "num_channels", "one_minus_smoothing", "smoothing", "smoothing_bits", "spectral_subtraction_bits")
+    input_types = {0: "uint32"}
+    output_types = {0: "uint32", 1: "uint32"}
 
     def _config(self, op):
         c = {k: opt.integer(op, k) & _UINT32_MASK for k in self.keys}  # TFLM keeps them as uint32
@@ -219,9 +220,7 @@ class FilterBankSpectralSubtraction(SignalKernel):
         c["num_channels"] = channels
         return c
 
-    def check(self, op, graph):
-        self.check_options(op)
-        require_types(op, graph, {0: "uint32"}, {0: "uint32", 1: "uint32"})
+    def check_config(self, op, graph):
         channels = self._config(op)["num_channels"]
         for what, t in (("input", op.inputs[0]), ("output", op.outputs[0]), ("noise estimate", op.outputs[1])):
             tensor = require_rank(op, graph, t, 1, what)

@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.base import OpKernel, index_expr as _index, register, require
+from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
+from microcompiler.templating import index_expr as _index
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
 INT32_MAX = 2**31 - 1

@@ -18,7 +18,9 @@ occupy the caller's arena exactly while the call runs. The state section covers 
 resource variable used in two subgraphs (same ``Tensor.variable`` key) has one offset.
 
 Before placing, operators whose kernel opts in (``OpKernel.inplace_inputs``, e.g. ADD and MUL) write
-their output over an input that dies with them, which removes a buffer from the live set.
+their output over an input that dies with them, which removes a buffer from the live set. Kernels
+whose in-place schedule needs scratch (``OpKernel.inplace_scratch``: DEPTHWISE_CONV_2D, one input
+channel at a time in scratch) go in place only where that lowers the arena by more than the scratch.
 """
 from __future__ import annotations
 
@@ -117,10 +119,11 @@ def _last_reads(g: Graph) -> dict[int, int]:
     return last
 
 
-def share_in_place(g: Graph) -> None:
-    """Let an operator's output take over the memory of an input that dies at that operator, when
-    the kernel opts in (``OpKernel.inplace_inputs``: elementwise, same size). Records it as an
-    alias, so lifetimes, offsets and the graph executor's slots follow the shared storage."""
+def _in_place_inputs(g: Graph, with_scratch: bool):
+    """(step, output, input storage root, scratch bytes) for each operator whose kernel offers an
+    input that dies there (``OpKernel.inplace_inputs``): kernels without scratch
+    (``inplace_scratch`` 0) with an output of the input's size, or with ``with_scratch`` the others,
+    with an output no larger than the input."""
     from microcompiler.ops import load_kernels
     from microcompiler.ops.base import KERNELS
     load_kernels()
@@ -132,15 +135,57 @@ def share_in_place(g: Graph) -> None:
         out = op.outputs[0]
         if out in g.aliases or g.storage(out) in owned:
             continue
+        scratch = kernel.inplace_scratch(op, g)
+        if (scratch > 0) != with_scratch:
+            continue
         last = _last_reads(g)
         for pos in kernel.inplace_inputs(op, g):
             root = g.storage(op.inputs[pos])
-            t = g.tensors[root]
-            if (root in owned or t.is_constant or t.persistent or last.get(root) != step
-                    or t.nbytes != g.tensors[out].nbytes or root == out):
+            t, size = g.tensors[root], g.tensors[out].nbytes
+            if (root in owned or t.is_constant or t.persistent or last.get(root) != step or root == out
+                    or (t.nbytes < size if with_scratch else t.nbytes != size)):
                 continue
-            g.aliases[out] = root
+            yield step, out, root, scratch
             break
+
+
+def share_in_place(g: Graph) -> None:
+    """Let an operator's output take over the memory of an input that dies at that operator, when
+    the kernel opts in (``OpKernel.inplace_inputs``: elementwise, same size). Records it as an
+    alias, so lifetimes, offsets and the graph executor's slots follow the shared storage."""
+    for _, out, root, _ in _in_place_inputs(g, with_scratch=False):
+        g.aliases[out] = root
+
+
+def share_in_place_with_scratch(g: Graph, arena_bytes) -> None:
+    """The in-place schedules that cost scratch (``OpKernel.inplace_scratch``: DEPTHWISE_CONV_2D),
+    only where they pay: all candidates in place, then each one taken back (largest scratch first)
+    where that does not raise the arena; the rest is kept only if it lowers the arena
+    (``arena_bytes(g)``) by more than the largest scratch it needs, so arena + scratch never rises."""
+    candidates = list(_in_place_inputs(g, with_scratch=True))
+    if not candidates:
+        return
+    before = arena_bytes(g)
+
+    def arena_with(chosen) -> int:
+        for _, out, root, _ in chosen:
+            g.aliases[out] = root
+        try:
+            return arena_bytes(g)
+        finally:
+            for _, out, _, _ in chosen:
+                del g.aliases[out]
+
+    chosen = candidates
+    current = arena_with(chosen)
+    for c in sorted(candidates, key=lambda c: -c[3]):
+        fewer = [d for d in chosen if d is not c]
+        arena = arena_with(fewer)
+        if arena <= current:
+            chosen, current = fewer, arena
+    if chosen and current + max(c[3] for c in chosen) < before:
+        for _, out, root, _ in chosen:
+            g.aliases[out] = root
 
 
 def plan_memory(graph: Graph) -> Graph:
@@ -180,15 +225,20 @@ def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:
     return g
 
 
-def _plan_graph(g: Graph) -> Graph:
-    share_in_place(g)
+def _best_placement(g: Graph) -> tuple[dict[int, int], int]:
     buffers = arena_buffers(g)
     best = None
     for key in _ORDERS.values():
         offsets, total = _place(sorted(buffers, key=key))
         if best is None or total < best[1]:
             best = (offsets, total)
-    g.offsets, g.arena_bytes = best
+    return best
+
+
+def _plan_graph(g: Graph) -> Graph:
+    share_in_place(g)
+    share_in_place_with_scratch(g, lambda graph: _best_placement(graph)[1])
+    g.offsets, g.arena_bytes = _best_placement(g)
     return g
 
 

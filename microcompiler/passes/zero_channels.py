@@ -1,5 +1,5 @@
-"""Drop all-zero output channels from int8 CONV_2D and FULLY_CONNECTED (pruned or batch-norm-folded
-models): fewer weights in flash and fewer multiply-accumulates.
+"""Drop all-zero output channels from int8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (pruned or
+batch-norm-folded models): fewer weights in flash and fewer multiply-accumulates.
 
 An output channel whose weights are all zero accumulates nothing but its bias, so for every pixel it
 is the same constant, the value TFLite Micro computes for that row:
@@ -13,8 +13,9 @@ The pass rewrites such an operator into two:
 2. ``MC_CONSTANT_CHANNELS`` (ops/constant_channels.py), which spreads the computed channels to their
    places in the full output, last pixel first (in place), and writes the constants between them.
 
-DEPTHWISE_CONV_2D is left alone: its remaining output channels would need a table of the input
-channel each reads, and its fast kernels (channels4, planes, MVE) walk the channels in order.
+A DEPTHWISE_CONV_2D keeps its whole input: its remaining output channels get the option
+``input_channels``, the input channel each reads (output channel // depth multiplier before the
+pass), which its kernels follow (the planes kernel, one channel at a time, or the reference loops).
 
 It runs after ``remove_reshapes`` and before ``remove_dead_code`` (which then drops the full
 weights) and ``plan_memory``. Operators with all or no channels zero, int4 or asymmetric weights,
@@ -30,7 +31,7 @@ from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops.quant import INT_RANGES, activation_range, conv_multipliers
 
 CONSTANT_CHANNELS = "MC_CONSTANT_CHANNELS"
-CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0}  # the weights' output channel axis
+CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 3}  # the weights' output channel axis
 _INT32_MIN, _INT32_MAX = INT_RANGES["int32"]
 
 
@@ -86,6 +87,8 @@ def zero_channels(op: Operator, graph: Graph) -> np.ndarray | None:
     if any(w.quant.zero_point) or (w.quant.per_channel and w.quant.axis != axis):
         return None
     if y.quant is None or y.quant.per_channel or y.persistent or op.outputs[0] in graph.aliases:
+        return None
+    if "input_channels" in op.options:  # a depthwise layer this pass made already
         return None
     if y.shape[-1] != w.shape[axis]:
         return None
@@ -145,8 +148,10 @@ def drop_zero_channels(graph: Graph) -> Graph:
         sources = add(Tensor(f"{y.name};source_channel", source.shape, index_type, None, source))
         constants = add(Tensor(f"{y.name};constant_value", source.shape, "int8", None,
                                np.where(keep, 0, channel_constants(op, g)).astype(np.int8)))
-        operators.append(replace(op, inputs=inputs, outputs=[narrow],
-                                  options={**op.options, "dropped_channels": int(zero.sum())}))
+        options = {**op.options, "dropped_channels": int(zero.sum())}
+        if op.kind == "DEPTHWISE_CONV_2D":  # the input channel each remaining output channel reads
+            options["input_channels"] = (np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)).tolist()
+        operators.append(replace(op, inputs=inputs, outputs=[narrow], options=options))
         operators.append(Operator(CONSTANT_CHANNELS, [narrow, sources, constants], [out],
                                   {"layer_suffix": "constant_channels"}, next_index))
         next_index += 1

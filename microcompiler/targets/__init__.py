@@ -17,11 +17,12 @@ from pathlib import Path
 from microcompiler.boards import HOST_BOARD, Board, load_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import MicrocompilerError
-from microcompiler.targets.base import (DEFAULT_STACK_BYTES, EXECUTORS, HOST_DRIVEN, MIN_STACK_BYTES, MODES,
-                                        RPC_TIMEOUT, STANDALONE, BuildResult, Log, Project, RunResult, Target,
-                                        check_fits, decode_report, estimate_footprint, firmware_size, get_target,
-                                        register, run_on_board, target_for, templates)
+from microcompiler.targets.base import (EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Log, Project, RunResult,
+                                        Target, decode_report, get_target, register, run_on_board, target_for,
+                                        templates)
+from microcompiler.targets.build import BuildResult, firmware_size
 from microcompiler.targets.files import PROJECT_FILE
+from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, MIN_STACK_BYTES, check_fits, estimate_footprint
 
 
 def create_project(model: str | Path | ModelLibrary, template: str, board: str | Board, out_dir: str | Path,

@@ -26,10 +26,10 @@ from pathlib import Path
 from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
-from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, BuildResult, Log, Project, Target, check_can_build,
-                                        measured_build, quiet, register, require_tool, run_logged, tool_timeout,
-                                        why)
-from microcompiler.targets.files import copy_runtime
+from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet, register, why
+from microcompiler.targets.build import (BuildResult, check_can_build, measured_build, require_tool, run_logged,
+                                         tool_timeout)
+from microcompiler.targets.files import BUILD_DIR, copy_runtime
 
 FIRMWARE = "firmware.elf"
 CONFIGURE_TIMEOUT = 300.0  # seconds cmake may take to configure
@@ -126,9 +126,7 @@ class BareMetal(Target):
                       weights=board.weights_region, stack_bytes=stack_bytes, cflags=board.cpu.cflags,
                       definitions=self.definitions(board), sources=sources)
         values.setdefault("include_dirs", ["model/include"])
-        main_template = "rpc_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
-        if "models" in values:  # several models (microcompiler/targets/multi.py)
-            main_template = "models_" + main_template
+        main_template = self.main_template(values, "rpc_main.c.j2")
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "linker.ld").write_text(render_template(template_dir, "linker.ld.j2", **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))

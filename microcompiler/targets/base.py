@@ -14,10 +14,10 @@ A target has one small interface:
 - ``start(project, ...) -> Session``: load host-driven firmware and open an RPC session to it;
 - ``open_link(project, ...) -> Transport``: the byte link to the running firmware.
 
-The base class implements everything the targets share: the fit check, the inputs compiled into
-the firmware, the runtime copy and the output directory (with ``files.py``), the tool runs, the ELF
-sizes, reading and decoding the report and opening the link (QEMU for emulated boards, else the
-board's serial port).
+The base class implements everything the targets share: the fit check (with ``footprint.py``),
+the inputs compiled into the firmware, the runtime copy and the output directory (with
+``files.py``), the tool runs and the ELF sizes (with ``build.py``), reading and decoding the report
+and opening the link (QEMU for emulated boards, else the board's serial port).
 """
 from __future__ import annotations
 
@@ -28,9 +28,6 @@ import pkgutil
 import re
 import shlex
 import shutil
-import struct
-import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,14 +35,15 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
-from microcompiler import cleanup, resources
+from microcompiler import resources
 from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.errors import BoardError, DeviceError, MicrocompilerError, ToolchainError
-from microcompiler.outdir import check_path_is_safe
+from microcompiler.errors import BoardError, DeviceError, MicrocompilerError
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
-from microcompiler.targets.files import (BUILD_DIR, PROJECT_FILE, check_project_dir, output_values, resolve_input_steps,
-                                         save_inputs, write_project_dir)
+from microcompiler.targets.build import BuildResult
+from microcompiler.targets.files import (PROJECT_FILE, check_project_dir, output_values, resolve_input_steps, save_inputs,
+                                         write_project_dir)
+from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, check_fits
 
 if TYPE_CHECKING:
     from microcompiler.rpc.client import Session
@@ -55,16 +53,6 @@ EXECUTORS = ("aot", "graph")
 STANDALONE, HOST_DRIVEN = "standalone", "host-driven"
 MODES = (STANDALONE, HOST_DRIVEN)  # host-driven: an RPC server main (docs/rpc.md)
 RPC_TIMEOUT = 10.0  # seconds to wait for each device reply (run --rpc-timeout)
-DEFAULT_STACK_BYTES = 8 * 1024
-MIN_STACK_BYTES = 1024
-
-# Flash estimate besides weights and input: startup, platform, report, libc/libgcc pieces, plus
-# each operator's code (measured on this project's kernels at -O2, rounded up).
-RUNTIME_CODE_BYTES = 6 * 1024
-OPERATOR_CODE_BYTES = 1024
-GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
-RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
-
 Log = Callable[[str], None]
 
 
@@ -200,13 +188,6 @@ def read_project_info(project_dir: Path) -> dict:
 
 
 @dataclass
-class BuildResult:
-    elf: Path
-    flash_bytes: int  # text + rodata + the initial values of data
-    ram_bytes: int  # data + bss + the stack region
-
-
-@dataclass
 class RunResult:
     outputs: list[np.ndarray]  # of the last inference
     ticks: int
@@ -218,162 +199,6 @@ class RunResult:
     step_ticks: list[int] = field(default_factory=list)
     # A firmware with several models: each model's result by name (this result is the first's).
     models: dict[str, "RunResult"] = field(default_factory=dict)
-
-
-# ---- Does it fit ----
-
-def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
-    """Flash and RAM the firmware will need, estimated from metadata.json before building."""
-    weights = metadata["params_bytes"]
-    input_bytes = sum(t["bytes"] for t in metadata["inputs"])
-    output_bytes = sum(t["bytes"] for t in metadata["outputs"])
-    code = RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * len(metadata["operators"])
-    if executor == "graph":
-        code += GRAPH_EXECUTOR_CODE_BYTES
-        # the pool holds the arena, a copy of the inputs and the outputs
-        activations = metadata["arena_bytes"] + input_bytes + output_bytes + 8 * (
-            len(metadata["inputs"]) + len(metadata["outputs"]))
-    else:
-        activations = metadata["arena_bytes"]
-    activations += metadata.get("scratch_bytes", 0)  # the kernels' shared scratch buffer (.bss)
-    # state kept across inferences: its own static arrays, never shared (docs/state.md)
-    activations += metadata.get("state_bytes", 0)
-    return {"weights": weights, "code": code + input_bytes, "flash": weights + code + input_bytes,
-            "activations": activations + output_bytes, "stack": stack_bytes,
-            "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES}
-
-
-def check_fits(metadata: dict, board: Board, executor: str = "aot",
-               stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
-    """Raise BoardError when the model cannot fit the board; returns the estimate."""
-    need = estimate_footprint(metadata, executor, stack_bytes)
-    name = metadata["name"]
-    flash, ram, weights = board.flash, board.ram, board.weights_region
-    if need["weights"] > weights.size:
-        raise BoardError(f"model {name} needs {need['weights']:,} B of flash for weights but board "
-                         f"{board.name} has {weights.size:,} B ({weights.name})")
-    if weights.name != flash.name:
-        need["flash"] -= need["weights"]
-        if need["flash"] > flash.size:
-            raise BoardError(f"model {name} needs about {need['flash']:,} B of flash for code and input but "
-                             f"board {board.name} has {flash.size:,} B ({flash.name})")
-    elif need["flash"] > flash.size:
-        raise BoardError(f"model {name} needs about {need['flash']:,} B of flash ({need['weights']:,} B of "
-                         f"weights + {need['code']:,} B of code and input) but board {board.name} has "
-                         f"{flash.size:,} B ({flash.name})")
-    if need["ram"] > ram.size:
-        raise BoardError(f"model {name} needs about {need['ram']:,} B of RAM ({need['activations']:,} B of "
-                         f"activations and outputs + {need['stack']:,} B of stack) but board {board.name} has "
-                         f"{ram.size:,} B ({ram.name})")
-    return need
-
-
-# ---- Tools ----
-
-def require_tool(tool: str, hint: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        raise ToolchainError(f"'{tool}' is not on PATH; {hint}")
-    return path
-
-
-_OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
-
-
-def tool_timeout(variable: str, default: float) -> float:
-    """Seconds a build or flash tool may take: ``$variable`` if set (a positive number), else default."""
-    text = os.environ.get(variable)
-    if text is None or not text.strip():
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise MicrocompilerError(f"{variable}={text!r} is not a number of seconds; give a positive number "
-                                 f"(default {default:g})")
-    return value
-
-
-def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "") -> None:
-    """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
-    becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
-    the error is one line (``hint``: how to give it longer)."""
-    # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
-    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
-    expired = threading.Event()
-
-    def expire() -> None:  # stops the group: its output pipe closes and the loop below ends
-        expired.set()
-        cleanup.stop(proc, grace=2.0)
-
-    watchdog = threading.Timer(timeout, expire)
-    watchdog.daemon = True
-    watchdog.start()
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            lines.append(line)
-            if line.startswith("["):  # ninja's "[3/12] Building C object ..."
-                log("  " + line)
-        proc.wait()
-    finally:
-        watchdog.cancel()
-        cleanup.stop(proc, grace=2.0)
-    if expired.is_set():
-        raise ToolchainError(f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
-                             + (f" ({hint})" if hint else ""))
-    if proc.returncode != 0:
-        text = "\n".join(lines)
-        overflow = _OVERFLOW.search(text)
-        if overflow:
-            raise BoardError(f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
-                             f"{int(overflow.group(2)):,} B")
-        tail = "\n".join(lines[-40:])
-        raise ToolchainError(f"{what} failed (exit {proc.returncode}):\n{tail}")
-
-
-def firmware_size(elf: str | Path) -> tuple[int, int]:
-    """(flash_bytes, ram_bytes) of a firmware from its ELF section headers.
-
-    flash: every allocated section with contents (text, rodata, exidx, the initial values of data);
-    RAM: every allocated writable section (data, bss, the stack region).
-    """
-    data = Path(elf).read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 1:
-        raise ToolchainError(f"{elf} is not a 32-bit ELF file")
-    endian = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(endian + "I", data, 0x20)
-    shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
-    flash = ram = 0
-    sht_nobits, shf_write, shf_alloc = 8, 0x1, 0x2
-    for i in range(shnum):
-        _, sh_type, flags, _, _, size = struct.unpack_from(endian + "IIIIII", data, shoff + i * shentsize)
-        if not flags & shf_alloc:
-            continue
-        if sh_type != sht_nobits:
-            flash += size
-        if flags & shf_write:
-            ram += size
-    return flash, ram
-
-
-def measured_build(project: Project, elf: Path, log: Log) -> BuildResult:
-    flash_bytes, ram_bytes = firmware_size(elf)
-    log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
-        f"(board: {project.board.flash.size:,} B / {project.board.ram.size:,} B)")
-    return BuildResult(elf, flash_bytes, ram_bytes)
-
-
-def check_can_build(project: Project) -> None:
-    check_path_is_safe(project.dir, "the project directory")  # a project moved under such a path
-    build_dir = project.dir / BUILD_DIR
-    where = build_dir if build_dir.is_dir() else project.dir
-    if not os.access(where, os.W_OK | os.X_OK):
-        raise MicrocompilerError(f"cannot build {project.dir}: no write permission for {where} (the build "
-                                 f"writes to {build_dir}); copy the project somewhere writable")
 
 
 # ---- The report ----
@@ -479,6 +304,13 @@ class Target:
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         """Write the target's own files (runtime, main, build files) into the staging directory."""
         raise NotImplementedError
+
+    @staticmethod
+    def main_template(values: dict, host_driven_main: str) -> str:
+        """The template of the project's src/main.c: main.c.j2, or ``host_driven_main`` for a
+        host-driven project; their ``models_`` variant for several models (targets/multi.py)."""
+        name = host_driven_main if values["mode"] == HOST_DRIVEN else "main.c.j2"
+        return "models_" + name if "models" in values else name
 
     # ---- build ----
 

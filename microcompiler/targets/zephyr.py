@@ -34,11 +34,11 @@ from microcompiler import cleanup
 from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
-from microcompiler.targets.base import (BUILD_DIR, HOST_DRIVEN, STANDALONE, BuildResult, Log, Project, RunResult,
-                                        Target, check_can_build, check_fits, measured_build, register, run_logged,
-                                        tool_timeout)
+from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, register
 from microcompiler.targets.base import run_on_board as run_flow
-from microcompiler.targets.files import copy_runtime
+from microcompiler.targets.build import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
+from microcompiler.targets.files import BUILD_DIR, copy_runtime
+from microcompiler.targets.footprint import check_fits
 
 TEMPLATE = "zephyr"
 DOCS = "docs/zephyr.md"
@@ -224,9 +224,7 @@ class Zephyr(Target):
                       console_use=self.console_use(values["mode"]), reports_stack=self.reports_stack(values["mode"]))
         template_dir = self.template_dir
         values.setdefault("include_dirs", ["model/include"])
-        main_template = "host_driven_main.c.j2" if values["mode"] == HOST_DRIVEN else "main.c.j2"
-        if "models" in values:  # several models (microcompiler/targets/multi.py)
-            main_template = "models_" + main_template
+        main_template = self.main_template(values, "host_driven_main.c.j2")
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
         (stage / "CMakeLists.txt").write_text(render_template(template_dir, "CMakeLists.txt.j2", **values))
         (stage / "prj.conf").write_text(render_template(template_dir, "prj.conf.j2", **values))

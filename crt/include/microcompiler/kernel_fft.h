@@ -31,233 +31,39 @@ static inline void mc_fft16_mul(int16_t* product, const int16_t* a, const int16_
   product[0] = real;
 }
 
-/* One radix-2 stage over 2 * m points at f; twiddle k is tw[k * stride]. */
-static inline void mc_fft16_radix2(int16_t* f, int m, const int16_t* tw, int stride) {
-  int k;
-  for (k = 0; k < m; ++k) {
-    int16_t* a = f + 2 * k;
-    int16_t* b = f + 2 * (k + m);
-    int16_t t[2];
-    mc_fft16_scale(a, 2);
-    mc_fft16_scale(b, 2);
-    mc_fft16_mul(t, b, tw + 2 * k * stride);
-    b[0] = (int16_t)(a[0] - t[0]);
-    b[1] = (int16_t)(a[1] - t[1]);
-    a[0] = (int16_t)(a[0] + t[0]);
-    a[1] = (int16_t)(a[1] + t[1]);
-  }
+/* a + b, a - b, -a and the halves of the sums, wrapping to int16 as KISS FFT's int16 arithmetic. */
+static inline int16_t mc_fft16_plus(int16_t a, int16_t b) { return (int16_t)(a + b); }
+static inline int16_t mc_fft16_minus(int16_t a, int16_t b) { return (int16_t)(a - b); }
+static inline int16_t mc_fft16_negate(int16_t a) { return (int16_t)-a; }
+static inline int16_t mc_fft16_half_plus(int16_t a, int16_t b) { return (int16_t)((a + b) >> 1); }
+static inline int16_t mc_fft16_half_minus(int16_t a, int16_t b) { return (int16_t)((a - b) >> 1); }
+
+/* mc_fft16_radix2, mc_fft16_radix4, mc_rfft16_split, mc_irfft16_merge (and mc_fft16_add, _sub). */
+#define MC_FFT_SUFFIX 16
+#define MC_FFT_T int16_t
+#include "microcompiler/kernel_fft_stages.h"
+
+/* The same in float, without scaling. */
+static inline void mc_fftf_scale(float* c, int32_t divisor) {
+  (void)c;
+  (void)divisor;
 }
 
-/* One radix-4 stage over 4 * m points at f, forward or inverse. */
-static inline void mc_fft16_radix4(int16_t* f, int m, const int16_t* tw, int stride,
-                                  int direction) {
-  int k;
-  for (k = 0; k < m; ++k) {
-    int16_t* f0 = f + 2 * k;
-    int16_t* f1 = f + 2 * (k + m);
-    int16_t* f2 = f + 2 * (k + 2 * m);
-    int16_t* f3 = f + 2 * (k + 3 * m);
-    int16_t t1[2], t2[2], t3[2], sum[2], diff[2], rest[2];
-    mc_fft16_scale(f0, 4);
-    mc_fft16_scale(f1, 4);
-    mc_fft16_scale(f2, 4);
-    mc_fft16_scale(f3, 4);
-    mc_fft16_mul(t1, f1, tw + 2 * k * stride);
-    mc_fft16_mul(t2, f2, tw + 4 * k * stride);
-    mc_fft16_mul(t3, f3, tw + 6 * k * stride);
-    rest[0] = (int16_t)(f0[0] - t2[0]);
-    rest[1] = (int16_t)(f0[1] - t2[1]);
-    f0[0] = (int16_t)(f0[0] + t2[0]);
-    f0[1] = (int16_t)(f0[1] + t2[1]);
-    sum[0] = (int16_t)(t1[0] + t3[0]);
-    sum[1] = (int16_t)(t1[1] + t3[1]);
-    diff[0] = (int16_t)(t1[0] - t3[0]);
-    diff[1] = (int16_t)(t1[1] - t3[1]);
-    f2[0] = (int16_t)(f0[0] - sum[0]);
-    f2[1] = (int16_t)(f0[1] - sum[1]);
-    f0[0] = (int16_t)(f0[0] + sum[0]);
-    f0[1] = (int16_t)(f0[1] + sum[1]);
-    if (direction == MC_FFT_INVERSE) {
-      f1[0] = (int16_t)(rest[0] - diff[1]);
-      f1[1] = (int16_t)(rest[1] + diff[0]);
-      f3[0] = (int16_t)(rest[0] + diff[1]);
-      f3[1] = (int16_t)(rest[1] - diff[0]);
-    } else {
-      f1[0] = (int16_t)(rest[0] + diff[1]);
-      f1[1] = (int16_t)(rest[1] - diff[0]);
-      f3[0] = (int16_t)(rest[0] - diff[1]);
-      f3[1] = (int16_t)(rest[1] + diff[0]);
-    }
-  }
-}
-
-/* The n/2-point complex transform in out[0 .. n/2) becomes the n/2 + 1 bins of the real one. */
-static inline void mc_rfft16_split(int16_t* out, int half, const int16_t* super_tw) {
-  int16_t dc[2];
-  int k;
-  dc[0] = out[0];
-  dc[1] = out[1];
-  mc_fft16_scale(dc, 2);
-  out[0] = (int16_t)(dc[0] + dc[1]);
-  out[2 * half] = (int16_t)(dc[0] - dc[1]);
-  out[1] = 0;
-  out[2 * half + 1] = 0;
-  for (k = 1; k <= half / 2; ++k) {
-    int16_t* low = out + 2 * k;
-    int16_t* high = out + 2 * (half - k);
-    int16_t fk[2], fnk[2], even[2], odd[2], t[2];
-    fk[0] = low[0];
-    fk[1] = low[1];
-    fnk[0] = high[0];
-    fnk[1] = (int16_t)-high[1];
-    mc_fft16_scale(fk, 2);
-    mc_fft16_scale(fnk, 2);
-    even[0] = (int16_t)(fk[0] + fnk[0]);
-    even[1] = (int16_t)(fk[1] + fnk[1]);
-    odd[0] = (int16_t)(fk[0] - fnk[0]);
-    odd[1] = (int16_t)(fk[1] - fnk[1]);
-    mc_fft16_mul(t, odd, super_tw + 2 * (k - 1));
-    low[0] = (int16_t)((even[0] + t[0]) >> 1);
-    low[1] = (int16_t)((even[1] + t[1]) >> 1);
-    high[0] = (int16_t)((even[0] - t[0]) >> 1);
-    high[1] = (int16_t)((t[1] - even[1]) >> 1);
-  }
-}
-
-/* The inverse: n/2 + 1 bins at in become the n/2-point complex transform's input, each value
- * written straight to its radix-digit slot in out (slot[k] for value k). */
-static inline void mc_irfft16_merge(const int16_t* in, int16_t* out, int half, const int16_t* super_tw,
-                                    const int16_t* slot) {
-  int16_t first[2];
-  int k;
-  first[0] = (int16_t)(in[0] + in[2 * half]);
-  first[1] = (int16_t)(in[0] - in[2 * half]);
-  mc_fft16_scale(first, 2);
-  out[2 * slot[0]] = first[0];
-  out[2 * slot[0] + 1] = first[1];
-  for (k = 1; k <= half / 2; ++k) {
-    int16_t fk[2], fnkc[2], even[2], odd[2], t[2];
-    int16_t* low = out + 2 * slot[k];
-    int16_t* high = out + 2 * slot[half - k];
-    fk[0] = in[2 * k];
-    fk[1] = in[2 * k + 1];
-    fnkc[0] = in[2 * (half - k)];
-    fnkc[1] = (int16_t)-in[2 * (half - k) + 1];
-    mc_fft16_scale(fk, 2);
-    mc_fft16_scale(fnkc, 2);
-    even[0] = (int16_t)(fk[0] + fnkc[0]);
-    even[1] = (int16_t)(fk[1] + fnkc[1]);
-    odd[0] = (int16_t)(fk[0] - fnkc[0]);
-    odd[1] = (int16_t)(fk[1] - fnkc[1]);
-    mc_fft16_mul(t, odd, super_tw + 2 * (k - 1));
-    low[0] = (int16_t)(even[0] + t[0]);
-    low[1] = (int16_t)(even[1] + t[1]);
-    high[0] = (int16_t)(even[0] - t[0]);
-    high[1] = (int16_t)-(int16_t)(even[1] - t[1]);  /* written after low: the middle bin keeps this */
-  }
-}
-
-/* The same in float (no scaling). */
 static inline void mc_fftf_mul(float* product, const float* a, const float* b) {
   const float real = a[0] * b[0] - a[1] * b[1];
   product[1] = a[0] * b[1] + a[1] * b[0];
   product[0] = real;
 }
 
-static inline void mc_fftf_radix2(float* f, int m, const float* tw, int stride) {
-  int k;
-  for (k = 0; k < m; ++k) {
-    float* a = f + 2 * k;
-    float* b = f + 2 * (k + m);
-    float t[2];
-    mc_fftf_mul(t, b, tw + 2 * k * stride);
-    b[0] = a[0] - t[0];
-    b[1] = a[1] - t[1];
-    a[0] += t[0];
-    a[1] += t[1];
-  }
-}
+static inline float mc_fftf_plus(float a, float b) { return a + b; }
+static inline float mc_fftf_minus(float a, float b) { return a - b; }
+static inline float mc_fftf_negate(float a) { return -a; }
+static inline float mc_fftf_half_plus(float a, float b) { return 0.5f * (a + b); }
+static inline float mc_fftf_half_minus(float a, float b) { return 0.5f * (a - b); }
 
-static inline void mc_fftf_radix4(float* f, int m, const float* tw, int stride,
-                                  int direction) {
-  int k;
-  for (k = 0; k < m; ++k) {
-    float* f0 = f + 2 * k;
-    float* f1 = f + 2 * (k + m);
-    float* f2 = f + 2 * (k + 2 * m);
-    float* f3 = f + 2 * (k + 3 * m);
-    float t1[2], t2[2], t3[2], sum[2], diff[2], rest[2];
-    mc_fftf_mul(t1, f1, tw + 2 * k * stride);
-    mc_fftf_mul(t2, f2, tw + 4 * k * stride);
-    mc_fftf_mul(t3, f3, tw + 6 * k * stride);
-    rest[0] = f0[0] - t2[0];
-    rest[1] = f0[1] - t2[1];
-    f0[0] += t2[0];
-    f0[1] += t2[1];
-    sum[0] = t1[0] + t3[0];
-    sum[1] = t1[1] + t3[1];
-    diff[0] = t1[0] - t3[0];
-    diff[1] = t1[1] - t3[1];
-    f2[0] = f0[0] - sum[0];
-    f2[1] = f0[1] - sum[1];
-    f0[0] += sum[0];
-    f0[1] += sum[1];
-    if (direction == MC_FFT_INVERSE) {
-      f1[0] = rest[0] - diff[1];
-      f1[1] = rest[1] + diff[0];
-      f3[0] = rest[0] + diff[1];
-      f3[1] = rest[1] - diff[0];
-    } else {
-      f1[0] = rest[0] + diff[1];
-      f1[1] = rest[1] - diff[0];
-      f3[0] = rest[0] - diff[1];
-      f3[1] = rest[1] + diff[0];
-    }
-  }
-}
-
-static inline void mc_rfftf_split(float* out, int half, const float* super_tw) {
-  const float dc_real = out[0], dc_imag = out[1];
-  int k;
-  out[0] = dc_real + dc_imag;
-  out[2 * half] = dc_real - dc_imag;
-  out[1] = 0.0f;
-  out[2 * half + 1] = 0.0f;
-  for (k = 1; k <= half / 2; ++k) {
-    float* low = out + 2 * k;
-    float* high = out + 2 * (half - k);
-    float even[2], odd[2], t[2];
-    even[0] = low[0] + high[0];
-    even[1] = low[1] - high[1];
-    odd[0] = low[0] - high[0];
-    odd[1] = low[1] + high[1];
-    mc_fftf_mul(t, odd, super_tw + 2 * (k - 1));
-    low[0] = 0.5f * (even[0] + t[0]);
-    low[1] = 0.5f * (even[1] + t[1]);
-    high[0] = 0.5f * (even[0] - t[0]);
-    high[1] = 0.5f * (t[1] - even[1]);
-  }
-}
-
-static inline void mc_irfftf_merge(const float* in, float* out, int half, const float* super_tw,
-                                   const int16_t* slot) {
-  int k;
-  out[2 * slot[0]] = in[0] + in[2 * half];
-  out[2 * slot[0] + 1] = in[0] - in[2 * half];
-  for (k = 1; k <= half / 2; ++k) {
-    float even[2], odd[2], t[2];
-    float* low = out + 2 * slot[k];
-    float* high = out + 2 * slot[half - k];
-    even[0] = in[2 * k] + in[2 * (half - k)];
-    even[1] = in[2 * k + 1] - in[2 * (half - k) + 1];
-    odd[0] = in[2 * k] - in[2 * (half - k)];
-    odd[1] = in[2 * k + 1] + in[2 * (half - k) + 1];
-    mc_fftf_mul(t, odd, super_tw + 2 * (k - 1));
-    low[0] = even[0] + t[0];
-    low[1] = even[1] + t[1];
-    high[0] = even[0] - t[0];
-    high[1] = -(even[1] - t[1]);  /* written after low: the middle bin keeps this */
-  }
-}
+/* mc_fftf_radix2, mc_fftf_radix4, mc_rfftf_split, mc_irfftf_merge (and mc_fftf_add, _sub). */
+#define MC_FFT_SUFFIX f
+#define MC_FFT_T float
+#include "microcompiler/kernel_fft_stages.h"
 
 #endif /* MICROCOMPILER_KERNEL_FFT_H_ */

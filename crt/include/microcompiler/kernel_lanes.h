@@ -18,28 +18,30 @@
 
 /* steps groups of 4 int8 from src into P, Q pairs, one pixel's column layout (8 words apart). */
 static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t steps) {
-  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l(d, src, 1);
+  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l_group(d, src);
   return d;
 }
 
 /* steps groups of the same P, Q (padding: the input zero point expanded). */
 static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t steps) {
   for (; steps > 0; --steps, d += 8) {
+#if MC_DSP_ASM
+    mc_store_pair(d, p, q);
+#else
     d[0] = p;
     d[1] = q;
+#endif
   }
   return d;
 }
 
-/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w. */
-static MC_ALWAYS_INLINE void mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w; returns w + steps. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
                                            int32_t* a1, int32_t* a2, int32_t* a3) {
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
-  register int32_t c0 __asm__("r8");
-  register int32_t c1 __asm__("r9");
-  register int32_t c2 __asm__("r10");
-  register int32_t c3 __asm__("r11");
-  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3, we, wo;
+  MC_DOT4_REGISTERS(c0, c1, c2, c3);
+  int32_t we, wo;
 #define MC_DOT_P4L_STEP                             \
   "ldr %[wo], [%[w]], #4\n\t"                       \
   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
@@ -53,14 +55,9 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s8l(const int32_t* col, const int32_t* w,
   "smlad %[s2], %[c1], %[we], %[s2]\n\t"            \
   "smlad %[s3], %[c2], %[wo], %[s3]\n\t"            \
   "smlad %[s3], %[c3], %[we], %[s3]\n\t"
-  MC_DOT_P4_DRIVE(MC_DOT_P4L_STEP);
+  MC_DOT4_DRIVE(MC_DOT_P4L_STEP, MC_DOT_P4_OPS);
 #undef MC_DOT_P4L_STEP
-  *a0 = s0;
-  *a1 = s1;
-  *a2 = s2;
-  *a3 = s3;
 #else
-  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
   int32_t i;
   for (i = 0; i < steps; ++i, col += 8, ++w) {
     const int32_t we = mc_sxtb16(*w);
@@ -69,11 +66,12 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s8l(const int32_t* col, const int32_t* w,
     s2 = mc_smlad(col[5], we, mc_smlad(col[4], *w, s2));
     s3 = mc_smlad(col[7], we, mc_smlad(col[6], *w, s3));
   }
+#endif
   *a0 = s0;
   *a1 = s1;
   *a2 = s2;
   *a3 = s3;
-#endif
+  return w;
 }
 
 #endif /* MICROCOMPILER_KERNEL_LANES_H_ */

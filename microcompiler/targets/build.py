@@ -1,0 +1,137 @@
+"""Building firmware, the job the targets share: finding the tools, running them under a time limit
+with their progress logged (``run_logged``), reading the flash and RAM a firmware uses from its ELF
+(``firmware_size``) and the result of a build (``BuildResult``). The targets (baremetal.py,
+zephyr.py) say which tools to run; targets/base.py is the project core around them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from microcompiler import cleanup
+from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
+from microcompiler.outdir import check_path_is_safe
+from microcompiler.targets.files import BUILD_DIR
+
+if TYPE_CHECKING:
+    from microcompiler.targets.base import Log, Project
+
+
+@dataclass
+class BuildResult:
+    elf: Path
+    flash_bytes: int  # text + rodata + the initial values of data
+    ram_bytes: int  # data + bss + the stack region
+
+
+def require_tool(tool: str, hint: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ToolchainError(f"'{tool}' is not on PATH; {hint}")
+    return path
+
+
+_OVERFLOW = re.compile(r"region [`']?(\w+)'? overflowed by (\d+) bytes")
+
+
+def tool_timeout(variable: str, default: float) -> float:
+    """Seconds a build or flash tool may take: ``$variable`` if set (a positive number), else default."""
+    text = os.environ.get(variable)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise MicrocompilerError(f"{variable}={text!r} is not a number of seconds; give a positive number "
+                                 f"(default {default:g})")
+    return value
+
+
+def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "") -> None:
+    """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
+    becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
+    the error is one line (``hint``: how to give it longer)."""
+    # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
+    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    expired = threading.Event()
+
+    def expire() -> None:  # stops the group: its output pipe closes and the loop below ends
+        expired.set()
+        cleanup.stop(proc, grace=2.0)
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            lines.append(line)
+            if line.startswith("["):  # ninja's "[3/12] Building C object ..."
+                log("  " + line)
+        proc.wait()
+    finally:
+        watchdog.cancel()
+        cleanup.stop(proc, grace=2.0)
+    if expired.is_set():
+        raise ToolchainError(f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
+                             + (f" ({hint})" if hint else ""))
+    if proc.returncode != 0:
+        text = "\n".join(lines)
+        overflow = _OVERFLOW.search(text)
+        if overflow:
+            raise BoardError(f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
+                             f"{int(overflow.group(2)):,} B")
+        tail = "\n".join(lines[-40:])
+        raise ToolchainError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+
+
+def firmware_size(elf: str | Path) -> tuple[int, int]:
+    """(flash_bytes, ram_bytes) of a firmware from its ELF section headers.
+
+    flash: every allocated section with contents (text, rodata, exidx, the initial values of data);
+    RAM: every allocated writable section (data, bss, the stack region).
+    """
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        raise ToolchainError(f"{elf} is not a 32-bit ELF file")
+    endian = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
+    flash = ram = 0
+    sht_nobits, shf_write, shf_alloc = 8, 0x1, 0x2
+    for i in range(shnum):
+        _, sh_type, flags, _, _, size = struct.unpack_from(endian + "IIIIII", data, shoff + i * shentsize)
+        if not flags & shf_alloc:
+            continue
+        if sh_type != sht_nobits:
+            flash += size
+        if flags & shf_write:
+            ram += size
+    return flash, ram
+
+
+def measured_build(project: Project, elf: Path, log: Log) -> BuildResult:
+    flash_bytes, ram_bytes = firmware_size(elf)
+    log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
+        f"(board: {project.board.flash.size:,} B / {project.board.ram.size:,} B)")
+    return BuildResult(elf, flash_bytes, ram_bytes)
+
+
+def check_can_build(project: Project) -> None:
+    check_path_is_safe(project.dir, "the project directory")  # a project moved under such a path
+    build_dir = project.dir / BUILD_DIR
+    where = build_dir if build_dir.is_dir() else project.dir
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise MicrocompilerError(f"cannot build {project.dir}: no write permission for {where} (the build "
+                                 f"writes to {build_dir}); copy the project somewhere writable")
