@@ -12,7 +12,7 @@ from microcompiler.ir import Graph
 from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
-from microcompiler.passes import PIPELINE
+from microcompiler.passes import PIPELINE, pipeline
 from microcompiler.tuning.log import CpuTuning
 
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
@@ -92,9 +92,24 @@ def run_passes(graph: Graph, passes=None) -> Graph:
 KERNEL_CHOICES = ("fast", "reference")
 
 
+def parse_patches(value: str | tuple[int, int] | list[int] | None) -> tuple[int, int] | None:
+    """The patch grid knob: None/"auto" (chosen), "off" (1x1), "RxC" or (rows, cols)."""
+    if value is None or value == "auto":
+        return None
+    if value == "off":
+        return (1, 1)
+    try:
+        rows, cols = (int(v) for v in (value.lower().split("x") if isinstance(value, str) else value))
+    except (ValueError, TypeError, AttributeError):
+        rows = cols = 0
+    if rows < 1 or cols < 1:
+        raise MicrocompilerError(f"patch grid {value!r} is not valid; use ROWSxCOLS (for example 2x2), auto or off")
+    return rows, cols
+
+
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
                   name: str | None = None, tuning: dict | CpuTuning | None = None, kernels: str = "fast",
-                  shared_arena: str | None = None) -> ModelLibrary:
+                  shared_arena: str | None = None, patches: str | tuple[int, int] | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
     ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
@@ -103,14 +118,18 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     keyed by "*", operator kind or operator index), or a tuning log for the target's CPU
     (``TuningLog.load(path).for_cpu(board.cpu)``, docs/tuning.md), applied per operator signature.
     ``shared_arena``: the C name of an arena the firmware defines and shares between models
-    (docs/multiple_models.md); default: the library's own."""
+    (docs/multiple_models.md); default: the library's own. ``patches``: the grid of the patch pass
+    (docs/memory.md), "RxC" or (rows, cols), "off"; default (None or "auto"): chosen when it lowers the
+    RAM peak; also read from ``tuning={"patches": ...}``."""
     if kernels not in KERNEL_CHOICES:
         raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
     if name is not None:
         check_model_name(name)  # before reading the model: the name is the cheaper thing to get wrong
     graph = load_tflite(model_path)
     graph.name = name if name is not None else safe_model_name(graph.name)
-    graph = run_passes(graph)
+    if patches is None and isinstance(tuning, dict):
+        patches = tuning.get("patches")
+    graph = run_passes(graph, pipeline(parse_patches(patches)))
     if isinstance(tuning, CpuTuning):
         tuning = tuning.knobs(graph)
     if kernels == "reference":

@@ -121,6 +121,9 @@ class Graph:
     # a Graph of its own (own tensors; its inputs/outputs are the caller's buffers) that every pass
     # transforms too; the planner gives it an arena of its own inside the caller's (docs/state.md).
     subgraphs: dict[int, "Graph"] = field(default_factory=dict)
+    # Filled by the patch pass (passes/patches.py): the leading stage run in patches, its grid and
+    # cost ({} when the model runs layer by layer).
+    patches: dict = field(default_factory=dict)
 
     @property
     def state_tensors(self) -> list[int]:

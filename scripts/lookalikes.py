@@ -83,7 +83,9 @@ class _Net:
         return probs
 
 
-def mobilenet_v1_025(channels: int, seed: int = 0) -> bytes:
+def mobilenet_v1_025(channels: int, seed: int = 0, pooled_output: bool = False) -> bytes:
+    """``pooled_output``: the pooled features (256 values every layer feeds) as a second model output,
+    for tests that compare more than the two class scores."""
     net = _Net(seed)
     x = net.b.activation("image", [1, 96, 96, channels], "int8", scale=1 / 128, zero_point=0)
     y, s, shape = net.conv(x, 1 / 128, (96, 96, channels), (3, 3), 8, 2)
@@ -92,7 +94,7 @@ def mobilenet_v1_025(channels: int, seed: int = 0) -> bytes:
         y, s, shape = net.conv(y, s, shape, (1, 1), out_c, 1)
     pooled = net.b.activation("pooled", [1, 1, 1, shape[2]], "int8", scale=s, zero_point=-128)
     net.b.op("AVERAGE_POOL_2D", [y], [pooled], net.mb.pool_options(shape[:2], (1, 1), "VALID"))
-    return net.b.finish([x], [net.classifier(pooled, s, shape[2], 2)])
+    return net.b.finish([x], [net.classifier(pooled, s, shape[2], 2)] + ([pooled] if pooled_output else []))
 
 
 def micro_speech(seed: int = 0) -> bytes:

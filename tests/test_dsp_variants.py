@@ -131,7 +131,8 @@ def test_benchmark_lookalikes(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import lookalikes
     vww = compile_bytes(lookalikes.LOOKALIKES["VWW"](), tmp_path / "vww", features=DSP).metadata
-    assert round(vww["total_macs"] / 1e4) == 749
+    # total_macs counts what runs: with the halos the patch pass recomputes (docs/memory.md)
+    assert round((vww["total_macs"] - vww["patches"]["extra_macs"]) / 1e4) == 749
     assert "reference" not in {o["kernel"]["variant"] for o in vww["operators"]}
     lib = assert_matches_oracle(lookalikes.micro_speech(), tmp_path / "ms", n_inputs=2, features=DSP)
     assert lib.metadata["operators"][0]["kernel"]["variant"] == "planes"

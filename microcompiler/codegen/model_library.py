@@ -80,8 +80,10 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     kernel.check(op, graph)
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
-    # "*" for every operator, then per kind, then per operator index
-    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **tuning.get(op.index, {})}
+    # "*" for every operator, then per kind, then per operator index (a patch: its layer's index, then its own)
+    of = op.options.get("patch", {}).get("of")
+    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **(tuning.get(of, {}) if of is not None else {}),
+             **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
     first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
@@ -177,6 +179,16 @@ def _check_outputs(graph: Graph) -> None:
                                         "outputs")
 
 
+def _patches_metadata(graph: Graph, layers: dict[int, str]) -> dict:
+    p = graph.patches
+    if not p:
+        return {}
+    stage = [op for op in graph.operators if op.options.get("patch", {}).get("index") == 0]
+    return {"grid": p["grid"], "count": p["count"], "stage_layers": [layers[op.index].removesuffix("_patch0") for op in stage],
+            "peak_before": p["peak_before"], "peak_after": p["peak_after"], "extra_macs": p["extra_macs"],
+            "extra_macs_percent": round(100 * p["extra_macs"] / max(1, p["total_macs"]), 2)}
+
+
 def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None,
                      shared_arena: str | None = None) -> ModelLibrary:
     """Generate the C sources, headers and metadata for a planned graph.
@@ -246,6 +258,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
             **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
         } for fn in functions],
+        # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
+        "patches": _patches_metadata(graph, layers),
         "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{

@@ -40,6 +40,8 @@ def add_tuning_argument(p) -> None:
     """--tuning LOG: apply a tuning log written by 'microcompiler tune' (docs/tuning.md)."""
     p.add_argument("--tuning", metavar="LOG", help="apply this tuning log (written by 'microcompiler tune') to the "
                                                    "operators it has entries for on this board's CPU")
+    p.add_argument("--patches", metavar="GRID", help="run the leading CNN stage as ROWSxCOLS spatial patches (e.g. "
+                   "2x2), 'off', or 'auto' (default: patches when they lower the RAM peak; docs/memory.md)")
 
 
 def add_board_arguments(p, board_required: bool = False) -> None:

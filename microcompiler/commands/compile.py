@@ -33,7 +33,7 @@ def run(args) -> int:
         raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")
     tuning = tuning_for(args, cpu) if cpu else None
     library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
-                            kernels=args.kernels, tuning=tuning,
+                            kernels=args.kernels, tuning=tuning, patches=args.patches,
                             shared_arena=SHARED_ARENA if args.shared_arena else None)
     out = write_atomically(library, args.output)
     meta = library.metadata

@@ -68,7 +68,7 @@ def run(args) -> int:
     model = models[0]
     if args.names or args.tuning:  # compiled here under its given C name, or with the tuning log
         model = compile_model(model, features=board.cpu.features, name=args.names[0] if args.names else None,
-                              tuning=tuning_for(args, board.cpu))
+                              tuning=tuning_for(args, board.cpu), patches=args.patches)
     project = create_project(model, args.template, board, args.output, executor=args.executor,
                              input=args.input, stack_bytes=args.stack_bytes, mode=args.mode, **options)
     meta = project.metadata

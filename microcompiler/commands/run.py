@@ -84,7 +84,7 @@ def prepare(args, mode: str) -> Job:
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)
     library = compile_model(args.model, features=board.cpu.features, name=args.name,
-                            tuning=tuning_for(args, board.cpu))
+                            tuning=tuning_for(args, board.cpu), patches=args.patches)
     meta = library.metadata
     count = getattr(args, "steps", None)
     if args.input:

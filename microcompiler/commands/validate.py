@@ -83,7 +83,8 @@ def run(args) -> int:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
-    library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu))
+    library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu),
+                            patches=args.patches)
     samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)

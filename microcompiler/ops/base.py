@@ -181,8 +181,10 @@ class EmitContext:
         """A derived constant array in flash; ``comment`` (one line above it in the C) says what it
         holds and, for records, their layout. Without one, the comment names the operator and the
         array's length."""
+        patch = self.op.options.get("patch")  # the patches of one layer (passes/patches.py) share equal arrays
         return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype,
-                               comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values")
+                               comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values",
+                               share=(patch["of"], suffix) if patch else None)
 
     def tensor(self, i: int) -> Tensor:
         return self.graph.tensors[i]
@@ -209,6 +211,7 @@ class ParamSink:
         self._by_tensor: dict[int, str] = {}  # id(Tensor) -> array (subgraphs number tensors from 0 too)
         self._by_content: dict[tuple, str] = {}  # constants shared between subgraphs
         self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
+        self._shared: dict = {}  # ParamSink.add's share key -> array name
         # persistent tensor -> its static state array (codegen/state.py), set before emitting
         self.state_names: dict[int, str] = {}
         # the model's other subgraphs (planned), for the control-flow kernels (ops/control_flow.py)
@@ -240,10 +243,17 @@ class ParamSink:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
 
-    def add(self, name: str, data: np.ndarray, ctype: str | None = None, comment: str = "") -> str:
-        name = self._unique(name)
+    def add(self, name: str, data: np.ndarray, ctype: str | None = None, comment: str = "", share=None) -> str:
+        """A new array, or with ``share`` (a key) the array added before under the same key with the
+        same type and contents."""
         ctype = ctype or self._CTYPES[data.dtype]
+        key = None if share is None else (share, ctype, data.shape, np.ascontiguousarray(data).tobytes())
+        if key in self._shared:
+            return self._shared[key]
+        name = self._unique(name)
         self.arrays.append((name, ctype, data, comment))
+        if key is not None:
+            self._shared[key] = name
         return name
 
     @property

@@ -38,8 +38,13 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
     out_c = w.shape[weight_channel_axis]
     require(y.shape[3] == out_c, op, f"output has {y.shape[3]} channels but the weights make {out_c}")
     require(y.shape[0] == x.shape[0], op, "input and output batch sizes differ")
+    patch = o.get("patch_padding")  # a patch of the layer (passes/patches.py): its own padding before
     for axis, name, k, s, d in ((1, "height", w.shape[1], o["stride_h"], o["dilation_h"]),
                                 (2, "width", w.shape[2], o["stride_w"], o["dilation_w"])):
+        if patch is not None:
+            require(patch[axis - 1] >= 0 and (y.shape[axis] - 1) * s - patch[axis - 1] < x.shape[axis], op,
+                    f"patch output {name} {y.shape[axis]} reads outside its input patch")
+            continue
         want = out_size(o["padding"], x.shape[axis], k, s, d)
         require(want >= 1, op, f"the kernel (dilated) is larger than the input {name} with VALID padding")
         require(y.shape[axis] == want, op,
@@ -91,8 +96,11 @@ def geometry(op, graph) -> ConvGeometry:
                      out_h=y.shape[1], out_w=y.shape[2], out_c=y.shape[3], k_h=w.shape[1], k_w=w.shape[2],
                      stride_h=o["stride_h"], stride_w=o["stride_w"], dil_h=o["dilation_h"],
                      dil_w=o["dilation_w"], pad_h=0, pad_w=0)
-    g.pad_h = padding_before(g.in_h, g.k_h, g.stride_h, g.dil_h, g.out_h)
-    g.pad_w = padding_before(g.in_w, g.k_w, g.stride_w, g.dil_w, g.out_w)
+    if "patch_padding" in o:  # a patch of the layer (passes/patches.py): the padding left at the image border
+        g.pad_h, g.pad_w = o["patch_padding"]
+    else:
+        g.pad_h = padding_before(g.in_h, g.k_h, g.stride_h, g.dil_h, g.out_h)
+        g.pad_w = padding_before(g.in_w, g.k_w, g.stride_w, g.dil_w, g.out_w)
     return g
 
 

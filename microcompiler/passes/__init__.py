@@ -12,6 +12,7 @@ from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
 from microcompiler.passes.memory_plan import plan_memory
 from microcompiler.passes.operator_state import add_operator_state
+from microcompiler.passes.patches import patch_stage
 from microcompiler.passes.remove_reshapes import remove_reshapes
 from microcompiler.passes.zero_channels import drop_zero_channels
 
@@ -27,7 +28,16 @@ def each_subgraph(graph_pass):
 
 
 PIPELINE = [each_subgraph(p) for p in (add_operator_state, fold_constants, fuse_activations, remove_reshapes,
-                                       drop_zero_channels, remove_dead_code)] + [plan_memory]
+                                       drop_zero_channels, remove_dead_code)] + [patch_stage, plan_memory]
 
-__all__ = ["PIPELINE", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
-           "remove_reshapes", "drop_zero_channels", "remove_dead_code", "plan_memory"]
+
+
+def pipeline(patches: tuple[int, int] | None = None) -> list:
+    """``PIPELINE`` with the patch pass's grid forced (``(1, 1)``: off; None: chosen, docs/memory.md)."""
+    if patches is None:
+        return PIPELINE
+    return [functools.partial(patch_stage, grid=tuple(patches)) if p is patch_stage else p for p in PIPELINE]
+
+
+__all__ = ["PIPELINE", "pipeline", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
+           "remove_reshapes", "drop_zero_channels", "remove_dead_code", "patch_stage", "plan_memory"]

@@ -19,7 +19,7 @@ from microcompiler.boards import resolve_board
 from microcompiler.compiler import compile_model
 from microcompiler.targets import RPC_TIMEOUT
 from microcompiler.targets.base import quiet, start_on_board
-from microcompiler.validation.layers import INTEGER_DTYPES
+from microcompiler.validation.layers import INTEGER_DTYPES, last_writers
 from microcompiler.validation.metrics import within_tolerance
 
 
@@ -51,6 +51,7 @@ def check_operators(ex, library, job: MeasureJob) -> list[bool | None]:
         ex.set_input(k, x)
     verdicts: list[bool | None] = []
     diverged = False
+    last_writer = last_writers(library.functions)
     for k, fn in enumerate(library.functions):
         ex.run_operator(k)
         if diverged:
@@ -60,7 +61,7 @@ def check_operators(ex, library, job: MeasureJob) -> list[bool | None]:
         for t in fn.op.outputs:
             position = next((p for p, (_, _, u) in enumerate(fn.params)
                              if graph.storage(u) == graph.storage(t)), None)
-            if position is None or t not in job.expected:
+            if position is None or t not in job.expected or last_writer[t] != k:
                 continue
             tensor = graph.tensors[t]
             ours = ex.read_argument(k, position, tensor.dtype, tensor.shape)

@@ -58,7 +58,8 @@ def oracle_tensors(model: str | Path, graph, inputs) -> dict:
     from microcompiler.validation.reference import Reference
     reference = Reference(Path(model).read_bytes(), len(graph.outputs), what=str(model), preserve=True)
     reference.run(inputs)
-    wanted = {t for op in graph.operators for t in op.outputs if t >= 0}
+    count = len(load_tflite(model).tensors)  # the tensors a pass made (patch buffers) have no counterpart
+    wanted = {t for op in graph.operators for t in op.outputs if 0 <= t < count}
     return {t: reference.tensor(t) for t in sorted(wanted)}
 
 

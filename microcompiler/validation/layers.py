@@ -23,6 +23,13 @@ def _param_position(fn, tensor: int, graph) -> int | None:
     return None
 
 
+def last_writers(functions) -> dict[int, int]:
+    """tensor -> the position of the last operator function that writes it. A tensor several operators
+    write in parts (the stage output of patch-based execution, one patch per operator,
+    passes/patches.py) is whole, and comparable with TFLM's, only after the last of them."""
+    return {t: k for k, fn in enumerate(functions) for t in fn.op.outputs}
+
+
 def original_intermediates(original_graph) -> set[int]:
     """Every tensor an operator of the model as given writes (not the model's outputs)."""
     return {o for op in original_graph.operators for o in op.outputs if o >= 0} - set(original_graph.outputs)
@@ -36,12 +43,13 @@ def first_divergence(executor, library, reference, inputs: list[np.ndarray], ori
         executor.set_input(k, x)
     checked: set[int] = set()
     ops_meta = library.metadata.get("operators", [])
+    last_writer = last_writers(library.functions)
     for k, fn in enumerate(library.functions):
         executor.run_operator(k)
         for t in fn.op.outputs:
             position = _param_position(fn, t, graph)
-            if position is None or t >= len(original_graph.tensors):  # a tensor a pass made: TFLM has none
-                continue
+            if position is None or t >= len(original_graph.tensors) or last_writer[t] != k:
+                continue  # a tensor a pass made (TFLM has none), or one a later operator still writes
             tensor = graph.tensors[t]
             ours = executor.read_argument(k, position, tensor.dtype, tensor.shape)
             theirs = reference.tensor(t).reshape(ours.shape)
