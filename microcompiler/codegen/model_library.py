@@ -36,7 +36,8 @@ from microcompiler.templating import render
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
-                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h"]  # the last three: included by kernel_fft*.h, kernel_simd.h
+                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h",  # these three: included by kernel_fft*.h, kernel_simd.h
+                   "kernel_float.h"]
 
 
 @dataclass
@@ -215,7 +216,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
                   subgraph_code=subgraph_code,
-                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions))
+                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions),
+                  uses_fpu=any((fn.variant or {}).get("isa") == "fpu" for fn in functions + subgraph_functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
