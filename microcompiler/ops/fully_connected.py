@@ -9,6 +9,7 @@ import numpy as np
 from microcompiler.ops import fast
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
                                      quantize_multiplier, quantize_multipliers)
@@ -23,7 +24,8 @@ class FullyConnected(OpKernel):
                   "weights and bias constant or activations")
     options = "fused activation, keep_num_dims"
     fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)",
-            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)"}
+            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
+            "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)"}
     # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
     tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
 
@@ -70,10 +72,13 @@ class FullyConnected(OpKernel):
         per chunk, 0 = the whole depth in one pass; knob {"chunk": N}, N a multiple of 4, or 0), each
         chunk expanded once and added into int32 partial sums (one per output row) in the scratch.
         Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
-        (fast_mve.fc_plan). Otherwise the reference loop."""
+        (fast_mve.fc_plan). float32 with constant weights on a core with an FPU: float-rows4
+        (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
+        if x.dtype == "float32" and w.dtype == "float32" and constant and "fpu" in features:
+            return float_rows4.plan()
         if (x.dtype == "int8" and constant and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
             if fast_mve.has_mve(features):
@@ -115,6 +120,8 @@ class FullyConnected(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)
+        if plan["variant"] == "float-rows4":
+            return float_rows4.emit_float_rows4(op, graph, ctx, self._dims(op, graph))
         if plan["variant"] == "mve-dot":
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             batches, out_depth, depth = self._dims(op, graph)
