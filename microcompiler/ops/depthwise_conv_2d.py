@@ -15,6 +15,7 @@ from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
                                            folded_bias, geometry, quant_values)
+from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
 from microcompiler.ops.quant import activation_range, conv_multipliers
@@ -29,7 +30,8 @@ class DepthwiseConv2D(OpKernel):
                   "constant or activations")
     options = "padding, stride, dilation, depth multiplier, fused activation"
     fast = {"dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape)",
-            "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)"}
+            "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
+            "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=3)
@@ -91,8 +93,13 @@ class DepthwiseConv2D(OpKernel):
         kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
         copies each input channel to its plane before writing that channel; with the option
         ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
-        each remaining one reads) planes too. int16 and float32: the reference loop nest."""
+        each remaining one reads) planes too. float32 with constant weights on a core with an FPU
+        (and no input_channels table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py).
+        int16: the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
+        if (x.dtype == "float32" and "fpu" in features and constant_parameters(op, graph)
+                and "input_channels" not in op.options):
+            return float_channels4.plan(op.options.get("depth_multiplier", 1))
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
         in_place = self.in_place(op, graph)
@@ -122,6 +129,8 @@ class DepthwiseConv2D(OpKernel):
             return self._emit_channels4(op, graph, ctx, plan)
         if plan["variant"] == "mve-channels16":
             return self._emit_mve(op, graph, ctx, plan)
+        if plan["variant"] == "float-channels4":
+            return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "planes":
             return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])

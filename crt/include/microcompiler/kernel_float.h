@@ -86,4 +86,64 @@ static inline float mc_f32_taps_1x1(float acc, const float* x, const float* w, i
   return acc;
 }
 
+/* Depthwise, 4 pixels x 4 channels over n taps of a kernel row: acc[4 * p + c] +=
+ * x[p * pixel_stride + t * tap_stride + c] * w[t * w_stride + c]. */
+static inline void mc_f32_dw_4x4(float* acc, const float* x, int32_t pixel_stride, int32_t tap_stride,
+                                 const float* w, int32_t w_stride, int32_t n) {
+  const float* x1 = x + pixel_stride;
+  const float* x2 = x1 + pixel_stride;
+  const float* x3 = x2 + pixel_stride;
+  float a00 = acc[0], a01 = acc[1], a02 = acc[2], a03 = acc[3];
+  float a10 = acc[4], a11 = acc[5], a12 = acc[6], a13 = acc[7];
+  float a20 = acc[8], a21 = acc[9], a22 = acc[10], a23 = acc[11];
+  float a30 = acc[12], a31 = acc[13], a32 = acc[14], a33 = acc[15];
+  int32_t t, i = 0, k = 0; /* i: the tap's input offset, k: its weights' */
+  for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
+    const float w0 = w[k], w1 = w[k + 1], w2 = w[k + 2], w3 = w[k + 3];
+    MC_F32_MLA(a00, x[i], w0); MC_F32_MLA(a01, x[i + 1], w1); MC_F32_MLA(a02, x[i + 2], w2); MC_F32_MLA(a03, x[i + 3], w3);
+    MC_F32_MLA(a10, x1[i], w0); MC_F32_MLA(a11, x1[i + 1], w1); MC_F32_MLA(a12, x1[i + 2], w2); MC_F32_MLA(a13, x1[i + 3], w3);
+    MC_F32_MLA(a20, x2[i], w0); MC_F32_MLA(a21, x2[i + 1], w1); MC_F32_MLA(a22, x2[i + 2], w2); MC_F32_MLA(a23, x2[i + 3], w3);
+    MC_F32_MLA(a30, x3[i], w0); MC_F32_MLA(a31, x3[i + 1], w1); MC_F32_MLA(a32, x3[i + 2], w2); MC_F32_MLA(a33, x3[i + 3], w3);
+  }
+  acc[0] = a00; acc[1] = a01; acc[2] = a02; acc[3] = a03;
+  acc[4] = a10; acc[5] = a11; acc[6] = a12; acc[7] = a13;
+  acc[8] = a20; acc[9] = a21; acc[10] = a22; acc[11] = a23;
+  acc[12] = a30; acc[13] = a31; acc[14] = a32; acc[15] = a33;
+}
+
+/* Depthwise, 1 pixel x 4 channels: acc[c] += x[t * tap_stride + c] * w[t * w_stride + c]. */
+static inline void mc_f32_dw_1x4(float* acc, const float* x, int32_t tap_stride, const float* w, int32_t w_stride,
+                                 int32_t n) {
+  float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  int32_t t, i = 0, k = 0;
+  for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
+    MC_F32_MLA(a0, x[i], w[k]); MC_F32_MLA(a1, x[i + 1], w[k + 1]);
+    MC_F32_MLA(a2, x[i + 2], w[k + 2]); MC_F32_MLA(a3, x[i + 3], w[k + 3]);
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+/* Depthwise, 4 pixels x 1 channel: acc[p] += x[p * pixel_stride + t * tap_stride] * w[t * w_stride]. */
+static inline void mc_f32_dw_4x1(float* acc, const float* x, int32_t pixel_stride, int32_t tap_stride,
+                                 const float* w, int32_t w_stride, int32_t n) {
+  float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const float* x1 = x + pixel_stride;
+  const float* x2 = x1 + pixel_stride;
+  const float* x3 = x2 + pixel_stride;
+  int32_t t, i = 0, k = 0;
+  for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
+    const float v = w[k];
+    MC_F32_MLA(a0, x[i], v); MC_F32_MLA(a1, x1[i], v); MC_F32_MLA(a2, x2[i], v); MC_F32_MLA(a3, x3[i], v);
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+/* Depthwise, 1 pixel x 1 channel: acc + the sum of x[t * tap_stride] * w[t * w_stride], in order. */
+static inline float mc_f32_dw_1x1(float acc, const float* x, int32_t tap_stride, const float* w, int32_t w_stride,
+                                  int32_t n) {
+  int32_t t;
+  for (t = 0; t < n; ++t) MC_F32_MLA(acc, x[t * tap_stride], w[t * w_stride]);
+  return acc;
+}
+
 #endif /* MICROCOMPILER_KERNEL_FLOAT_H_ */
