@@ -29,16 +29,28 @@
 #define MC_F32_MLA(acc, x, w) ((acc) += (x) * (w))
 #endif
 
+/* The 16 accumulators a<pixel><channel> of a 4 x 4 block as locals (FPU registers), from and back to
+ * acc[4 * pixel + channel]. */
+#define MC_F32_ACC4X4_LOAD(acc)                                   \
+  float a00 = (acc)[0], a01 = (acc)[1], a02 = (acc)[2], a03 = (acc)[3];   \
+  float a10 = (acc)[4], a11 = (acc)[5], a12 = (acc)[6], a13 = (acc)[7];   \
+  float a20 = (acc)[8], a21 = (acc)[9], a22 = (acc)[10], a23 = (acc)[11]; \
+  float a30 = (acc)[12], a31 = (acc)[13], a32 = (acc)[14], a33 = (acc)[15]
+#define MC_F32_ACC4X4_STORE(acc)                                        \
+  do {                                                                  \
+    (acc)[0] = a00; (acc)[1] = a01; (acc)[2] = a02; (acc)[3] = a03;     \
+    (acc)[4] = a10; (acc)[5] = a11; (acc)[6] = a12; (acc)[7] = a13;     \
+    (acc)[8] = a20; (acc)[9] = a21; (acc)[10] = a22; (acc)[11] = a23;   \
+    (acc)[12] = a30; (acc)[13] = a31; (acc)[14] = a32; (acc)[15] = a33; \
+  } while (0)
+
 /* 4 pixels x 4 output channels: acc[4 * p + c] += x[p * pixel_stride + t] * w[4 * t + c], t = 0..n-1
  * (the weights of 4 channels interleaved tap by tap). */
 static inline void mc_f32_taps_4x4(float* acc, const float* x, int32_t pixel_stride, const float* w, int32_t n) {
   const float* x1 = x + pixel_stride;
   const float* x2 = x1 + pixel_stride;
   const float* x3 = x2 + pixel_stride;
-  float a00 = acc[0], a01 = acc[1], a02 = acc[2], a03 = acc[3];
-  float a10 = acc[4], a11 = acc[5], a12 = acc[6], a13 = acc[7];
-  float a20 = acc[8], a21 = acc[9], a22 = acc[10], a23 = acc[11];
-  float a30 = acc[12], a31 = acc[13], a32 = acc[14], a33 = acc[15];
+  MC_F32_ACC4X4_LOAD(acc);
   int32_t t;
   for (t = 0; t < n; ++t, w += 4) {
     const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
@@ -48,10 +60,7 @@ static inline void mc_f32_taps_4x4(float* acc, const float* x, int32_t pixel_str
     MC_F32_MLA(a20, v2, w0); MC_F32_MLA(a21, v2, w1); MC_F32_MLA(a22, v2, w2); MC_F32_MLA(a23, v2, w3);
     MC_F32_MLA(a30, v3, w0); MC_F32_MLA(a31, v3, w1); MC_F32_MLA(a32, v3, w2); MC_F32_MLA(a33, v3, w3);
   }
-  acc[0] = a00; acc[1] = a01; acc[2] = a02; acc[3] = a03;
-  acc[4] = a10; acc[5] = a11; acc[6] = a12; acc[7] = a13;
-  acc[8] = a20; acc[9] = a21; acc[10] = a22; acc[11] = a23;
-  acc[12] = a30; acc[13] = a31; acc[14] = a32; acc[15] = a33;
+  MC_F32_ACC4X4_STORE(acc);
 }
 
 /* 1 pixel x 4 output channels: acc[c] += x[t] * w[4 * t + c]. */
@@ -93,10 +102,7 @@ static inline void mc_f32_dw_4x4(float* acc, const float* x, int32_t pixel_strid
   const float* x1 = x + pixel_stride;
   const float* x2 = x1 + pixel_stride;
   const float* x3 = x2 + pixel_stride;
-  float a00 = acc[0], a01 = acc[1], a02 = acc[2], a03 = acc[3];
-  float a10 = acc[4], a11 = acc[5], a12 = acc[6], a13 = acc[7];
-  float a20 = acc[8], a21 = acc[9], a22 = acc[10], a23 = acc[11];
-  float a30 = acc[12], a31 = acc[13], a32 = acc[14], a33 = acc[15];
+  MC_F32_ACC4X4_LOAD(acc);
   int32_t t, i = 0, k = 0; /* i: the tap's input offset, k: its weights' */
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
     const float w0 = w[k], w1 = w[k + 1], w2 = w[k + 2], w3 = w[k + 3];
@@ -105,10 +111,7 @@ static inline void mc_f32_dw_4x4(float* acc, const float* x, int32_t pixel_strid
     MC_F32_MLA(a20, x2[i], w0); MC_F32_MLA(a21, x2[i + 1], w1); MC_F32_MLA(a22, x2[i + 2], w2); MC_F32_MLA(a23, x2[i + 3], w3);
     MC_F32_MLA(a30, x3[i], w0); MC_F32_MLA(a31, x3[i + 1], w1); MC_F32_MLA(a32, x3[i + 2], w2); MC_F32_MLA(a33, x3[i + 3], w3);
   }
-  acc[0] = a00; acc[1] = a01; acc[2] = a02; acc[3] = a03;
-  acc[4] = a10; acc[5] = a11; acc[6] = a12; acc[7] = a13;
-  acc[8] = a20; acc[9] = a21; acc[10] = a22; acc[11] = a23;
-  acc[12] = a30; acc[13] = a31; acc[14] = a32; acc[15] = a33;
+  MC_F32_ACC4X4_STORE(acc);
 }
 
 /* Depthwise, 1 pixel x 4 channels: acc[c] += x[t * tap_stride + c] * w[t * w_stride + c]. */
