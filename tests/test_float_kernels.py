@@ -53,6 +53,7 @@ FC = {
     "2x5_to_3": dict(x_shape=(2, 5), units=3),
     "1x64_to_4": dict(x_shape=(1, 64), units=4),
     "1x9_to_6": dict(x_shape=(1, 9), units=6),
+    "1x16_to_1": dict(x_shape=(1, 16), units=1),
 }
 SWEEP = {f"conv/{k}": (lambda v=v: conv_model(**F32, **v)) for k, v in CONV.items()}
 SWEEP.update({f"dw/{k}": (lambda v=v: conv_model("DEPTHWISE_CONV_2D", **F32, **v)) for k, v in DEPTHWISE.items()})
