@@ -38,6 +38,9 @@ CONV = {
     "7x7_larger_than_input_oc3": dict(hwc=(5, 6, 3), kernel=(7, 7), out_c=3),
     "3x3_valid_no_bias_batch2": dict(hwc=(6, 9, 4), out_c=8, padding="VALID", bias=None, batches=2),
     "2x2_s2_same_oc1_width1": dict(hwc=(5, 1, 3), kernel=(2, 2), out_c=1, stride=(2, 2)),
+    # the window's rows -4, -1, 2, 5 of a 2-row image: none inside (the output is the bias alone)
+    "4x4_dil3_rows_all_outside": dict(hwc=(2, 5, 2), kernel=(4, 4), out_c=7, stride=(2, 3), dilation=(3, 1),
+                                      activation="RELU_N1_TO_1", bias=None),
 }
 DEPTHWISE = {
     "3x3_same_c16": dict(hwc=(9, 12, 16), activation="RELU"),
@@ -46,6 +49,7 @@ DEPTHWISE = {
     "3x3_m2_c3_valid": dict(hwc=(7, 9, 3), depth_multiplier=2, padding="VALID", activation="RELU_N1_TO_1"),
     "10x8_s2_m8_c1": dict(hwc=(20, 10, 1), kernel=(10, 8), stride=(2, 2), depth_multiplier=8),
     "3x3_no_bias_batch2_c8": dict(hwc=(5, 7, 8), bias=None, batches=2),
+    "4x3_dil3_rows_all_outside_c5": dict(hwc=(2, 6, 5), kernel=(4, 3), stride=(2, 2), dilation=(3, 1)),
 }
 FC = {
     "1x37_to_11": dict(x_shape=(1, 37), units=11),

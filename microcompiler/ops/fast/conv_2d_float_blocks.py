@@ -58,8 +58,11 @@ def clip_values(g) -> dict:
     rows = [_valid_range(o * g.stride_h - g.pad_h, g.k_h, g.dil_h, g.in_h) for o in range(g.out_h)]
     cols = [_valid_range(o * g.stride_w - g.pad_w, g.k_w, g.dil_w, g.in_w) for o in range(g.out_w)]
     x_lo, x_hi = interior(g.out_w, g.k_w, g.stride_w, g.dil_w, g.pad_w, g.in_w)
-    return dict(clip_top=any(lo > 0 for lo, _ in rows), clip_bottom=any(hi < g.k_h for _, hi in rows),
-                clip_left=any(lo > 0 for lo, _ in cols), clip_right=any(hi < g.k_w for _, hi in cols),
+    # a window whose first tap lies before the image (clip its start) or last tap after it (clip its end)
+    before = [o * g.stride_h - g.pad_h < 0 for o in range(g.out_h)], [o * g.stride_w - g.pad_w < 0 for o in range(g.out_w)]
+    after = ([o * g.stride_h - g.pad_h + (g.k_h - 1) * g.dil_h >= g.in_h for o in range(g.out_h)],
+             [o * g.stride_w - g.pad_w + (g.k_w - 1) * g.dil_w >= g.in_w for o in range(g.out_w)])
+    return dict(clip_top=any(before[0]), clip_bottom=any(after[0]), clip_left=any(before[1]), clip_right=any(after[1]),
                 empty_rows=any(lo >= hi for lo, hi in rows), empty_cols=any(lo >= hi for lo, hi in cols),
                 x_lo=x_lo, x_hi=x_hi, blocks_possible=x_hi - x_lo >= BLOCK_PIXELS)
 
