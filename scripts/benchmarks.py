@@ -226,9 +226,10 @@ def float_table(boards: list[str], work: Path) -> str:
         runs = [run_tuned(model, board, work, FLOAT_REFERENCE), run_default(model, board, work)]
         ref, new = (round(r["ticks"] * 1e9 / r["hz"]) for r in runs)
         want = oracle_outputs(model, runs[1]["inputs"])
-        close = "—" if want is None else "yes" if all(np.allclose(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1),
-                                                                  rtol=FLOAT_RTOL, atol=1e-6)
-                                                      for g, w in zip(runs[1]["outputs"], want)) else "**no**"
+        within = want is not None and all(
+            np.allclose(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1), rtol=FLOAT_RTOL, atol=1e-6)
+            for g, w in zip(runs[1]["outputs"], want))
+        close = "—" if want is None else "yes" if within else "**no**"
         lines.append(f"| IC float32 | {board} ({BOARDS[board]}) | {fmt(ref)} | {fmt(new)} | {ref / new:.2f}x "
                      f"| {new / runs[1]['meta']['total_macs']:.2f} | {close} |")
         log(f"float {board}: {ref:,} -> {new:,} instructions")

@@ -10,7 +10,8 @@ are bit-exact, which test_float_kernels_are_bit_exact_on_the_host checks on a fe
 The sweep covers kernel sizes 1x1 to 7x7 (larger than the input), strides 1-3, dilation, SAME and
 VALID padding, channel counts not divisible by 4, depth multipliers, no bias, batch 2 and every fused
 activation; each case asserts the fast variant was chosen. A small model of the three operators also
-runs on the emulated Cortex-M4F (mps2_an386: the VMLA.F32 inline assembly).
+runs on the emulated Cortex-M4F (mps2_an386: the VMLA.F32 inline assembly) and Cortex-M55
+(mps3_an547: the Helium VMUL.F32 + VADD.F32 blocks).
 """
 from __future__ import annotations
 
@@ -109,6 +110,24 @@ def test_reference_without_fpu_and_for_grouped_convolution(tmp_path):
     assert grouped.metadata["operators"][0]["kernel"]["variant"] == "reference"
 
 
+@needs_board_tools
+def test_helium_flushes_subnormal_sums_within_the_tolerance(tmp_path):
+    """On the emulated M55 the Helium float instructions flush subnormal inputs and results to zero
+    (QEMU; the scalar FPU keeps them): each of a sum's 72 terms loses less than 2^-126, so sums of
+    products around 1e-39 differ from TFLM's by less than 72 x 2^-126, far inside the 1e-6 absolute
+    tolerance; NaN and infinities as TFLM."""
+    model = conv_model(**F32, hwc=(6, 9, 8), out_c=8, bias=None)
+    x = (np.random.default_rng(1).normal(0, 1, (1, 6, 9, 8)) * 1e-38).astype(np.float32)
+    x[0, 2, 3, 1] = np.nan
+    x[0, 4, 7, 0] = np.inf
+    run = assert_matches_oracle_on_board(model, tmp_path, "mps3_an547", inputs=[x])
+    got, want = run.outputs[0].reshape(-1), Oracle(model).run([x])[0].reshape(-1)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got).any()
+    finite = np.isfinite(want)
+    taps = 3 * 3 * 8
+    assert np.max(np.abs(got[finite] - want[finite])) < taps * np.finfo(np.float32).tiny
+
+
 def float_network() -> bytes:
     """CONV_2D 3x3 (3 -> 6 channels, RELU) -> DEPTHWISE_CONV_2D 3x3 stride 2 (multiplier 1) ->
     CONV_2D 1x1 (-> 5) -> FULLY_CONNECTED (-> 7): every float fast kernel and its tails."""
@@ -138,5 +157,6 @@ def test_float_network_on_host(tmp_path):
 
 
 @needs_board_tools
-def test_float_network_on_cortex_m4f(tmp_path):
-    assert_matches_oracle_on_board(float_network(), tmp_path, "mps2_an386")
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])  # VMLA.F32; Helium VMUL + VADD (M55)
+def test_float_network_on_board(tmp_path, board):
+    assert_matches_oracle_on_board(float_network(), tmp_path, board)

@@ -31,6 +31,7 @@ from microcompiler.codegen.state import reset_body, state_arrays, state_definiti
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+from microcompiler.ops.fast.conv_2d_float_blocks import FLOAT_ISAS
 from microcompiler.templating import render
 
 
@@ -217,7 +218,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
                   subgraph_code=subgraph_code,
                   uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions),
-                  uses_fpu=any((fn.variant or {}).get("isa") == "fpu" for fn in functions + subgraph_functions))
+                  uses_fpu=any((fn.variant or {}).get("isa") in FLOAT_ISAS for fn in functions + subgraph_functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)

@@ -85,7 +85,7 @@ class Conv2D(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if (x.dtype == "float32" and float_blocks.has_fpu(features) and w.shape[3] == x.shape[3]
                 and constant_parameters(op, graph)):
-            return float_blocks.plan(geometry(op, graph))
+            return float_blocks.plan(geometry(op, graph), features)
         if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
             mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
             if mve:

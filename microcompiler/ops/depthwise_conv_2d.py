@@ -99,7 +99,7 @@ class DepthwiseConv2D(OpKernel):
         x = graph.tensors[op.inputs[0]]
         if (x.dtype == "float32" and "fpu" in features and constant_parameters(op, graph)
                 and "input_channels" not in op.options):
-            return float_channels4.plan(op.options.get("depth_multiplier", 1))
+            return float_channels4.plan(op.options.get("depth_multiplier", 1), features)
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
         in_place = self.in_place(op, graph)

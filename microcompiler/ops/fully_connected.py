@@ -78,7 +78,7 @@ class FullyConnected(OpKernel):
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
         if x.dtype == "float32" and w.dtype == "float32" and constant and "fpu" in features:
-            return float_rows4.plan()
+            return float_rows4.plan(features)
         if (x.dtype == "int8" and constant and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
             if fast_mve.has_mve(features):

@@ -23,6 +23,17 @@
 #define MC_FPU_ASM 0
 #endif
 
+/* Helium with floating point (Cortex-M55): the 4-channel blocks as one vector per pixel, VMUL then
+ * VADD (each product rounded before the sum, as TFLM; not VFMA, which would round once). */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && !defined(MC_NO_MVE)
+#define MC_MVE_F 1
+#include <arm_mve.h>
+#define MC_F32X4_MLA(acc, x, w) ((acc) = vaddq_f32((acc), vmulq_f32((x), (w))))
+#define MC_F32X4_MLA_N(acc, w, x) ((acc) = vaddq_f32((acc), vmulq_n_f32((w), (x))))
+#else
+#define MC_MVE_F 0
+#endif
+
 #if MC_FPU_ASM
 #define MC_F32_MLA(acc, x, w) __asm__("vmla.f32 %0, %1, %2" : "+t"(acc) : "t"(x), "t"(w))
 #else
@@ -50,8 +61,16 @@ static inline void mc_f32_taps_4x4(float* acc, const float* x, int32_t pixel_str
   const float* x1 = x + pixel_stride;
   const float* x2 = x1 + pixel_stride;
   const float* x3 = x2 + pixel_stride;
-  MC_F32_ACC4X4_LOAD(acc);
   int32_t t;
+#if MC_MVE_F
+  float32x4_t r0 = vld1q_f32(acc), r1 = vld1q_f32(acc + 4), r2 = vld1q_f32(acc + 8), r3 = vld1q_f32(acc + 12);
+  for (t = 0; t < n; ++t, w += 4) {
+    const float32x4_t k = vld1q_f32(w);
+    MC_F32X4_MLA_N(r0, k, x[t]); MC_F32X4_MLA_N(r1, k, x1[t]); MC_F32X4_MLA_N(r2, k, x2[t]); MC_F32X4_MLA_N(r3, k, x3[t]);
+  }
+  vst1q_f32(acc, r0); vst1q_f32(acc + 4, r1); vst1q_f32(acc + 8, r2); vst1q_f32(acc + 12, r3);
+#else
+  MC_F32_ACC4X4_LOAD(acc);
   for (t = 0; t < n; ++t, w += 4) {
     const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
     const float v0 = x[t], v1 = x1[t], v2 = x2[t], v3 = x3[t];
@@ -61,17 +80,24 @@ static inline void mc_f32_taps_4x4(float* acc, const float* x, int32_t pixel_str
     MC_F32_MLA(a30, v3, w0); MC_F32_MLA(a31, v3, w1); MC_F32_MLA(a32, v3, w2); MC_F32_MLA(a33, v3, w3);
   }
   MC_F32_ACC4X4_STORE(acc);
+#endif
 }
 
 /* 1 pixel x 4 output channels: acc[c] += x[t] * w[4 * t + c]. */
 static inline void mc_f32_taps_1x4(float* acc, const float* x, const float* w, int32_t n) {
-  float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   int32_t t;
+#if MC_MVE_F
+  float32x4_t r = vld1q_f32(acc);
+  for (t = 0; t < n; ++t, w += 4) MC_F32X4_MLA_N(r, vld1q_f32(w), x[t]);
+  vst1q_f32(acc, r);
+#else
+  float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   for (t = 0; t < n; ++t, w += 4) {
     const float v = x[t];
     MC_F32_MLA(a0, v, w[0]); MC_F32_MLA(a1, v, w[1]); MC_F32_MLA(a2, v, w[2]); MC_F32_MLA(a3, v, w[3]);
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+#endif
 }
 
 /* 4 pixels x 1 output channel: acc[p] += x[p * pixel_stride + t] * w[t]. */
@@ -102,8 +128,17 @@ static inline void mc_f32_dw_4x4(float* acc, const float* x, int32_t pixel_strid
   const float* x1 = x + pixel_stride;
   const float* x2 = x1 + pixel_stride;
   const float* x3 = x2 + pixel_stride;
-  MC_F32_ACC4X4_LOAD(acc);
   int32_t t, i = 0, k = 0; /* i: the tap's input offset, k: its weights' */
+#if MC_MVE_F
+  float32x4_t r0 = vld1q_f32(acc), r1 = vld1q_f32(acc + 4), r2 = vld1q_f32(acc + 8), r3 = vld1q_f32(acc + 12);
+  for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
+    const float32x4_t v = vld1q_f32(w + k);
+    MC_F32X4_MLA(r0, vld1q_f32(x + i), v); MC_F32X4_MLA(r1, vld1q_f32(x1 + i), v);
+    MC_F32X4_MLA(r2, vld1q_f32(x2 + i), v); MC_F32X4_MLA(r3, vld1q_f32(x3 + i), v);
+  }
+  vst1q_f32(acc, r0); vst1q_f32(acc + 4, r1); vst1q_f32(acc + 8, r2); vst1q_f32(acc + 12, r3);
+#else
+  MC_F32_ACC4X4_LOAD(acc);
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
     const float w0 = w[k], w1 = w[k + 1], w2 = w[k + 2], w3 = w[k + 3];
     MC_F32_MLA(a00, x[i], w0); MC_F32_MLA(a01, x[i + 1], w1); MC_F32_MLA(a02, x[i + 2], w2); MC_F32_MLA(a03, x[i + 3], w3);
@@ -112,18 +147,25 @@ static inline void mc_f32_dw_4x4(float* acc, const float* x, int32_t pixel_strid
     MC_F32_MLA(a30, x3[i], w0); MC_F32_MLA(a31, x3[i + 1], w1); MC_F32_MLA(a32, x3[i + 2], w2); MC_F32_MLA(a33, x3[i + 3], w3);
   }
   MC_F32_ACC4X4_STORE(acc);
+#endif
 }
 
 /* Depthwise, 1 pixel x 4 channels: acc[c] += x[t * tap_stride + c] * w[t * w_stride + c]. */
 static inline void mc_f32_dw_1x4(float* acc, const float* x, int32_t tap_stride, const float* w, int32_t w_stride,
                                  int32_t n) {
-  float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   int32_t t, i = 0, k = 0;
+#if MC_MVE_F
+  float32x4_t r = vld1q_f32(acc);
+  for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) MC_F32X4_MLA(r, vld1q_f32(x + i), vld1q_f32(w + k));
+  vst1q_f32(acc, r);
+#else
+  float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
     MC_F32_MLA(a0, x[i], w[k]); MC_F32_MLA(a1, x[i + 1], w[k + 1]);
     MC_F32_MLA(a2, x[i + 2], w[k + 2]); MC_F32_MLA(a3, x[i + 3], w[k + 3]);
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+#endif
 }
 
 /* Depthwise, 4 pixels x 1 channel: acc[p] += x[p * pixel_stride + t * tap_stride] * w[t * w_stride]. */

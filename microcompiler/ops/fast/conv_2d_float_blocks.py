@@ -24,13 +24,22 @@ BLOCK_CHANNELS = 4  # output channels per block (the interleave of the repacked 
 BLOCK_PIXELS = 4  # output pixels per block
 
 
+FLOAT_ISAS = ("fpu", "mve-f")  # the "isa" of the float kernels' plans (the model includes kernel_float.h)
+
+
 def has_fpu(features) -> bool:
     return "fpu" in features
 
 
-def plan(g) -> dict:
-    return {"variant": "float-blocks", "isa": "fpu", "pixels": BLOCK_PIXELS, "out_channels": BLOCK_CHANNELS,
-            "scratch_bytes": 0}
+def float_isa(features) -> str:
+    """"mve-f" on Helium cores (kernel_float.h runs the 4-channel blocks as vectors: VMUL.F32 + VADD.F32),
+    else "fpu" (scalar VMLA.F32)."""
+    return "mve-f" if "mve" in features else "fpu"
+
+
+def plan(g, features) -> dict:
+    return {"variant": "float-blocks", "isa": float_isa(features), "pixels": BLOCK_PIXELS,
+            "out_channels": BLOCK_CHANNELS, "scratch_bytes": 0}
 
 
 def interleave_rows(rows: np.ndarray, block: int = BLOCK_CHANNELS) -> np.ndarray:
@@ -59,7 +68,8 @@ def clip_values(g) -> dict:
     cols = [_valid_range(o * g.stride_w - g.pad_w, g.k_w, g.dil_w, g.in_w) for o in range(g.out_w)]
     x_lo, x_hi = interior(g.out_w, g.k_w, g.stride_w, g.dil_w, g.pad_w, g.in_w)
     # a window whose first tap lies before the image (clip its start) or last tap after it (clip its end)
-    before = [o * g.stride_h - g.pad_h < 0 for o in range(g.out_h)], [o * g.stride_w - g.pad_w < 0 for o in range(g.out_w)]
+    before = ([o * g.stride_h - g.pad_h < 0 for o in range(g.out_h)],
+              [o * g.stride_w - g.pad_w < 0 for o in range(g.out_w)])
     after = ([o * g.stride_h - g.pad_h + (g.k_h - 1) * g.dil_h >= g.in_h for o in range(g.out_h)],
              [o * g.stride_w - g.pad_w + (g.k_w - 1) * g.dil_w >= g.in_w for o in range(g.out_w)])
     return dict(clip_top=any(before[0]), clip_bottom=any(after[0]), clip_left=any(before[1]), clip_right=any(after[1]),
@@ -78,4 +88,4 @@ def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
     return ctx.render("conv_2d_float_blocks.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
                       output=ctx.arg(op.outputs[0]), weights=weights,
                       bias=ctx.arg(op.inputs[2]) if bias is not None else None, k=k, nb=nb, tail=tail,
-                      OB=BLOCK_CHANNELS, PX=BLOCK_PIXELS, **clip_values(g), **float_values(op))
+                      OB=BLOCK_CHANNELS, PX=BLOCK_PIXELS, **clip_values(g), **float_values(op), isa=ctx.variant["isa"])

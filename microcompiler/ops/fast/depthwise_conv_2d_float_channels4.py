@@ -13,11 +13,11 @@ plan is DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
 from __future__ import annotations
 
 from microcompiler.ops.conv_common import float_values
-from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, BLOCK_PIXELS, clip_values
+from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, BLOCK_PIXELS, clip_values, float_isa
 
 
-def plan(multiplier: int) -> dict:
-    return {"variant": "float-channels4", "isa": "fpu", "pixels": BLOCK_PIXELS,
+def plan(multiplier: int, features) -> dict:
+    return {"variant": "float-channels4", "isa": float_isa(features), "pixels": BLOCK_PIXELS,
             "channels": BLOCK_CHANNELS if multiplier == 1 else 1, "scratch_bytes": 0}
 
 
@@ -27,4 +27,4 @@ def emit_channels4(op, graph, ctx, plan_: dict, g, bias) -> str:
     return ctx.render("depthwise_conv_2d_float_channels4.c.j2", g=g, describe=g.describe(),
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), weights=ctx.arg(op.inputs[1]),
                       bias=ctx.arg(op.inputs[2]) if bias is not None else None, mult=mult, nb=nb,
-                      OB=BLOCK_CHANNELS, PX=BLOCK_PIXELS, **clip_values(g), **float_values(op))
+                      OB=BLOCK_CHANNELS, PX=BLOCK_PIXELS, **clip_values(g), **float_values(op), isa=ctx.variant["isa"])

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, interleave_rows
+from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, float_isa, interleave_rows
 from microcompiler.ops.quant import c_float, float_activation_range
 
 
-def plan() -> dict:
-    return {"variant": "float-rows4", "isa": "fpu", "rows": BLOCK_CHANNELS, "scratch_bytes": 0}
+def plan(features) -> dict:
+    return {"variant": "float-rows4", "isa": float_isa(features), "rows": BLOCK_CHANNELS, "scratch_bytes": 0}
 
 
 def emit_float_rows4(op, graph, ctx, dims: tuple[int, int, int]) -> str:
@@ -30,4 +30,4 @@ def emit_float_rows4(op, graph, ctx, dims: tuple[int, int, int]) -> str:
     return ctx.render("fully_connected_float_rows4.c.j2", batches=batches, out_depth=out_depth, depth=depth,
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), weights=weights,
                       bias=ctx.arg(op.inputs[2]) if has_bias else None, nb=nb, tail=tail, OB=BLOCK_CHANNELS,
-                      act_min=c_float(lo), act_max=c_float(hi))
+                      act_min=c_float(lo), act_max=c_float(hi), isa=ctx.variant["isa"])
