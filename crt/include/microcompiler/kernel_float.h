@@ -28,6 +28,10 @@
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2) && !defined(MC_NO_MVE)
 #define MC_MVE_F 1
 #include <arm_mve.h>
+/* GCC 12 does not order the Helium loads and stores of acc (vld1q_f32, vst1q_f32) with the caller's
+ * scalar stores and loads of the same floats (measured: a memset of acc moved after the vector
+ * load), so the helpers fence them: no instruction, only the order. */
+#define MC_F32X4_FENCE() __asm__ volatile("" ::: "memory")
 #define MC_F32X4_MLA(acc, x, w) ((acc) = vaddq_f32((acc), vmulq_f32((x), (w))))
 #define MC_F32X4_MLA_N(acc, w, x) ((acc) = vaddq_f32((acc), vmulq_n_f32((w), (x))))
 #else
@@ -63,12 +67,15 @@ static inline void mc_f32_taps_4x4(float* acc, const float* x, int32_t pixel_str
   const float* x3 = x2 + pixel_stride;
   int32_t t;
 #if MC_MVE_F
-  float32x4_t r0 = vld1q_f32(acc), r1 = vld1q_f32(acc + 4), r2 = vld1q_f32(acc + 8), r3 = vld1q_f32(acc + 12);
+  float32x4_t r0, r1, r2, r3;
+  MC_F32X4_FENCE();
+  r0 = vld1q_f32(acc); r1 = vld1q_f32(acc + 4); r2 = vld1q_f32(acc + 8); r3 = vld1q_f32(acc + 12);
   for (t = 0; t < n; ++t, w += 4) {
     const float32x4_t k = vld1q_f32(w);
     MC_F32X4_MLA_N(r0, k, x[t]); MC_F32X4_MLA_N(r1, k, x1[t]); MC_F32X4_MLA_N(r2, k, x2[t]); MC_F32X4_MLA_N(r3, k, x3[t]);
   }
   vst1q_f32(acc, r0); vst1q_f32(acc + 4, r1); vst1q_f32(acc + 8, r2); vst1q_f32(acc + 12, r3);
+  MC_F32X4_FENCE();
 #else
   MC_F32_ACC4X4_LOAD(acc);
   for (t = 0; t < n; ++t, w += 4) {
@@ -87,9 +94,12 @@ static inline void mc_f32_taps_4x4(float* acc, const float* x, int32_t pixel_str
 static inline void mc_f32_taps_1x4(float* acc, const float* x, const float* w, int32_t n) {
   int32_t t;
 #if MC_MVE_F
-  float32x4_t r = vld1q_f32(acc);
+  float32x4_t r;
+  MC_F32X4_FENCE();
+  r = vld1q_f32(acc);
   for (t = 0; t < n; ++t, w += 4) MC_F32X4_MLA_N(r, vld1q_f32(w), x[t]);
   vst1q_f32(acc, r);
+  MC_F32X4_FENCE();
 #else
   float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   for (t = 0; t < n; ++t, w += 4) {
@@ -130,13 +140,16 @@ static inline void mc_f32_dw_4x4(float* acc, const float* x, int32_t pixel_strid
   const float* x3 = x2 + pixel_stride;
   int32_t t, i = 0, k = 0; /* i: the tap's input offset, k: its weights' */
 #if MC_MVE_F
-  float32x4_t r0 = vld1q_f32(acc), r1 = vld1q_f32(acc + 4), r2 = vld1q_f32(acc + 8), r3 = vld1q_f32(acc + 12);
+  float32x4_t r0, r1, r2, r3;
+  MC_F32X4_FENCE();
+  r0 = vld1q_f32(acc); r1 = vld1q_f32(acc + 4); r2 = vld1q_f32(acc + 8); r3 = vld1q_f32(acc + 12);
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
     const float32x4_t v = vld1q_f32(w + k);
     MC_F32X4_MLA(r0, vld1q_f32(x + i), v); MC_F32X4_MLA(r1, vld1q_f32(x1 + i), v);
     MC_F32X4_MLA(r2, vld1q_f32(x2 + i), v); MC_F32X4_MLA(r3, vld1q_f32(x3 + i), v);
   }
   vst1q_f32(acc, r0); vst1q_f32(acc + 4, r1); vst1q_f32(acc + 8, r2); vst1q_f32(acc + 12, r3);
+  MC_F32X4_FENCE();
 #else
   MC_F32_ACC4X4_LOAD(acc);
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
@@ -155,9 +168,12 @@ static inline void mc_f32_dw_1x4(float* acc, const float* x, int32_t tap_stride,
                                  int32_t n) {
   int32_t t, i = 0, k = 0;
 #if MC_MVE_F
-  float32x4_t r = vld1q_f32(acc);
+  float32x4_t r;
+  MC_F32X4_FENCE();
+  r = vld1q_f32(acc);
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) MC_F32X4_MLA(r, vld1q_f32(x + i), vld1q_f32(w + k));
   vst1q_f32(acc, r);
+  MC_F32X4_FENCE();
 #else
   float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   for (t = 0; t < n; ++t, i += tap_stride, k += w_stride) {
