@@ -19,6 +19,7 @@ BENCHMARK-TABLES markers of the output file.
 
     python scripts/benchmarks.py                       # everything (about a minute)
     python scripts/benchmarks.py --models AD --boards mps2_an386 --no-bench --output /tmp/b.md
+    python scripts/benchmarks.py --seanet              # the int16x8 set: reference vs fast, M4 and M7
     python scripts/benchmarks.py --float --boards mps2_an386   # the float ResNet-8 table only (stdout)
 """
 from __future__ import annotations
@@ -308,6 +309,45 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+SEANET = ["conv0", "conv1", "conv2", "conv3"]  # int16x8 CONV_2D models of ../shared/models/tflm/seanet
+
+
+def seanet_table(names: list[str], boards: list[str], work: Path) -> tuple[str, bool]:
+    """The optional int16x8 set (--seanet): each seanet CONV_2D model with every layer's reference loop
+    nest (compile_model(kernels="reference")) and with the default kernels, on its shared input, the
+    outputs checked against the golden CSV and the TFLM oracle. (markdown table, all exact)."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    from microcompiler.project import run_on_board
+    folder = SHARED / "models" / "tflm" / "seanet"
+    lines = ["| model | board | MACs | reference | fast (kernel) | per MAC (reference / fast) | fewer | exact |",
+             "|---|---|---|---|---|---|---|---|"]
+    all_exact = True
+    for name in names:
+        path = folder / f"{name}.tflite"
+        golden = np.loadtxt(folder / f"{name}_golden_int16.csv", delimiter=",", dtype=np.int64).reshape(-1)
+        for board in boards:
+            b, row = load_board(board), {}
+            for kernels in ("reference", "fast"):
+                lib = compile_model(path, features=b.cpu.features, kernels=kernels)
+                x = np.loadtxt(folder / f"{name}_input0_int16.csv", delimiter=",", dtype=np.int64)
+                x = x.astype(np.int16).reshape(lib.metadata["inputs"][0]["shape"])
+                log(f"$ (python) compile_model({name}.tflite, kernels={kernels!r}) + run_on_board({board})")
+                _, _, r = run_on_board(lib, b, work / f"{name}-{board}-{kernels}", input=[x], log=lambda _: None)
+                got = np.asarray(r.outputs[0]).reshape(-1).astype(np.int64)
+                want = oracle_outputs(path, [x])
+                exact = np.array_equal(got, golden) and (want is None or np.array_equal(got, want[0].reshape(-1)))
+                all_exact = all_exact and exact
+                row[kernels] = (round(r.ticks * 1e9 / r.hz), exact, lib.metadata)
+            (ref, ref_ok, meta), (fast_, fast_ok, fast_meta) = row["reference"], row["fast"]
+            macs = meta["total_macs"]
+            variant = fast_meta["operators"][0]["kernel"]["variant"]
+            lines.append(f"| {name} | {board} ({BOARDS[board]}) | {fmt(macs)} | {fmt(ref)} | {fmt(fast_)} ({variant}) | "
+                         f"{ref / macs:.2f} / {fast_ / macs:.2f} | {ref / fast_:.2f}x | "
+                         f"{'yes' if ref_ok and fast_ok else 'NO'} |")
+    return "\n".join(lines) + "\n", all_exact
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=ALL_MODELS, choices=ALL_MODELS)
@@ -319,11 +359,20 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path, help="also write the raw results here")
     p.add_argument("--float", action="store_true",
                    help="only the float32 ResNet-8 table (reference loops vs default), printed on stdout")
+    p.add_argument("--seanet", nargs="*", choices=SEANET, metavar="MODEL",
+                   help="instead: the int16x8 seanet CONV_2D models (all without names), reference vs fast kernels, "
+                        "on the DSP boards of --boards; prints a markdown table, writes no file")
     args = p.parse_args(argv)
     if args.float:
         with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
             print(float_table(args.boards, Path(tmp)), end="")
         return 0
+    if args.seanet is not None:
+        with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
+            text, exact = seanet_table(args.seanet or SEANET, [b for b in args.boards if BOARDS[b] in ("M4", "M7")],
+                                       Path(tmp))
+        print(text, end="")
+        return 0 if exact else 1
     base = baselines()
     results, ops = [], {}
     with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:

@@ -137,17 +137,24 @@ def test_benchmark_lookalikes(tmp_path):
     assert lib.metadata["operators"][0]["kernel"]["variant"] == "planes"
 
 
-@pytest.mark.parametrize("seed,out_c,grouped", [(1, 4, True), (0, 16, False)])
-def test_planes_requant_records_are_small(tmp_path, seed, out_c, grouped):
-    """The planes depthwise keeps 8 bytes {bias, M} per channel: the shift is a literal when channels
-    are grouped by shift (their order one byte each), else an int8 array; bit-exact either way."""
-    model = conv_model(kind="DEPTHWISE_CONV_2D", hwc=(6, 5, out_c), out_c=out_c, seed=seed)
+@pytest.mark.parametrize("seed,out_c,grouped,bias_range", [(1, 4, True, None), (0, 16, False, None),
+                                                           (1, 4, True, 2**24), (0, 16, False, 2**24)])
+def test_planes_requant_records_are_small(tmp_path, seed, out_c, grouped, bias_range):
+    """The planes depthwise keeps 8 bytes per channel. When every folded bias fits 24 bits, its low
+    byte holds the channel (channels grouped by shift, the shift a literal per group: the records and
+    weights in the order the channels run) or the shift r, and no other table is needed; else
+    {bias, M} with the channel order as one byte per channel, or the shifts as an int8 array.
+    Bit-exact either way."""
+    model = conv_model(kind="DEPTHWISE_CONV_2D", hwc=(6, 5, out_c), out_c=out_c, seed=seed, bias_range=bias_range)
     lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
     kernel = lib.metadata["operators"][0]["kernel"]
     assert kernel["variant"] == "planes" and kernel["requant"] == "smmlar"
     src = lib.files["src/model_ops.c"]
     assert re.search(rf"static const int32_t \w+_params\[{2 * out_c}\]", src)
-    assert "_params + 2 * oc" in src
-    assert bool(re.search(rf"static const uint8_t \w+_channels\[{out_c}\]", src)) == grouped
-    assert bool(re.search(rf"static const int8_t \w+_shifts\[{out_c}\]", src)) == (not grouped)
+    packed = bias_range is None
+    assert ("q[0] >> 8" in src) == packed
+    assert bool(re.search(rf"static const uint8_t \w+_channels\[{out_c}\]", src)) == (grouped and not packed)
+    assert bool(re.search(rf"static const int8_t \w+_shifts\[{out_c}\]", src)) == (not grouped and not packed)
+    assert ("const int ic = q[0] & 0xFF;" in src) == (grouped and packed)
+    assert ("const int32_t rq = q[0] & 0xFF" in src) == (not grouped and packed)
     assert ("shift_groups" in kernel) == grouped

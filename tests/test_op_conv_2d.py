@@ -22,12 +22,14 @@ def out_size(padding, size, k, stride, dilation):
 
 def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c=4, stride=(1, 1),
                padding="SAME", dilation=(1, 1), activation="NONE", per_channel=True, bias="default",
-               input_zp=-5, output_zp=3, batches=1, depth_multiplier=1, groups=1, seed=0, weights=None):
+               input_zp=-5, output_zp=3, batches=1, depth_multiplier=1, groups=1, seed=0, weights=None,
+               bias_range=None):
     """A one-operator CONV_2D or DEPTHWISE_CONV_2D model with seeded random weights.
 
     bias: "default" (int32 for int8, int64 for int16, float32 for float32), None, or a dtype name.
     For DEPTHWISE_CONV_2D, out_c is ignored (it is channels * depth_multiplier). ``weights`` replaces
-    the random int8 weights.
+    the random int8 weights. ``bias_range``: the integer biases' bound (default 3000 for int8, 40000
+    for int16).
     """
     rng = np.random.default_rng(seed)
     h, w, c = hwc
@@ -57,7 +59,7 @@ def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c
                         zero_point=[0] * len(w_scale), axis=3 if depthwise else 0)
         inputs = [x, wt]
         if bias:
-            bias_range = 40000 if wide else 3000
+            bias_range = bias_range or (40000 if wide else 3000)
             bias_scales = x_scale * (w_scale if per_channel else np.full(oc, w_scale[0]))
             inputs.append(b.constant("bias", rng.integers(-bias_range, bias_range, oc).astype(bias),
                                      scale=list(bias_scales), zero_point=[0] * oc))
@@ -138,17 +140,18 @@ def test_conv_2d_int16_accumulator_wraps_like_tflm(tmp_path):
     extremes = [np.full((1, 3, 3, 64), v, np.int16) for v in (32767, -32768, 1000)]
     assert 576 * 127 * 32767 > 2**31  # the first two inputs overflow int32
     lib = assert_matches_oracle(model, tmp_path, inputs=[[a] for a in extremes])
-    src = lib.files["src/model_ops.c"]
-    assert "int64_t acc" in src and "mc_requantize((int32_t)acc" in src
+    src = lib.files["src/model_ops.c"]  # the int16-pixel kernel: SMLAD's sums wrap like TFLM's int32 ones
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-pixel"
+    assert "mc_requantize(mc_wrap_add(t, " in src  # 2 output channels: one by one
 
 
 def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
-    # the int16 reference kernel
+    # the int16 kernel (int16-pixel)
     lib = compile_bytes(conv_model(dtype="int16", per_channel=False, padding="VALID"), tmp_path)
     src = lib.files["src/model_ops.c"]
-    assert "_multiplier" not in src and "mc_requantize64(acc, " in src
+    assert "_multiplier" not in src and "mc_smmlar(t[0] + " in src
     lib = compile_bytes(conv_model(dtype="int16", per_channel=True), tmp_path / "pc")
-    assert "_multiplier[oc]" in lib.files["src/model_ops.c"]
+    assert "_multiplier[o + 1]" in lib.files["src/model_ops.c"]
     # the int8 im2col kernel: per-tensor multipliers are literals, per-channel ones a params table
     lib = compile_bytes(conv_model(per_channel=False, padding="VALID"), tmp_path / "i8")
     src = lib.files["src/model_ops.c"]
@@ -157,6 +160,26 @@ def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
     src = lib.files["src/model_ops.c"]
     assert "_params + 9 * oc" in src and "(int8_t)q[8]" in src  # {bias, M, r} in 9 bytes per channel
     assert re.search(r"static const uint8_t \w+_params\[36\]", src)  # 4 channels
+
+
+@pytest.mark.parametrize("bias_range,packed", [(3000, True), (2**24, False)])
+def test_conv_2d_dsp_records_pack_the_shift_with_the_bias(tmp_path, bias_range, packed):
+    """On DSP cores the im2col records are {bias << 8 | r, M}, 8 bytes per channel, when every folded
+    bias fits 24 bits (else the 9-byte records); with K = 27 (3 input channels, 3x3) the weight rows
+    are not padded: 27 bytes each, read as 7 words (the last reaching into the next row), plus one
+    byte for the last row. Bit-exact either way, also under ASan/UBSan."""
+    model = conv_model(per_channel=True, bias_range=bias_range)
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True, features=frozenset({"dsp"}))
+    kernel = lib.metadata["operators"][0]["kernel"]
+    assert kernel["variant"] == "im2col" and kernel["requant"] == "smmlar" and "extract" not in kernel
+    src = lib.files["src/model_ops.c"]
+    assert re.search(r"static const int8_t \w+_weights\[109\]", src)  # 4 rows of 27 taps + 1
+    assert re.search(r"mc_dot_p4_unaligned\(col, \w+_weights \+ oc \* 27, 7,", src)
+    if packed:
+        assert re.search(r"static const int32_t \w+_params\[8\]", src)  # {bias << 8 | r, M} x 4
+        assert "q[0] >> 8" in src and "mc_requant_fast_low8(" in src
+    else:
+        assert re.search(r"static const uint8_t \w+_params\[36\]", src) and "(int8_t)q[8]" in src
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -44,8 +44,10 @@ def test_shared_models_are_exact_on_the_board(shared_models, model):
 
 def _break_one_multiplier(library, function_name: str):
     """Halve the first output channel's requantization multiplier in one layer's generated C: in an
-    int32 {bias, multiplier, shift} array, or in the packed byte records of the im2col kernel
-    ({accumulator start, multiplier} little-endian int32, then the shift: 9 bytes per channel)."""
+    int32 array of {first word, multiplier, ...} records (the 8-byte records of the DSP kernels, whose
+    first word carries the shift or channel in its low byte, or the wider ones), or in the packed byte
+    records of the im2col kernel without the DSP extension ({accumulator start, multiplier}
+    little-endian int32, then the shift: 9 bytes per channel)."""
     ops_file = f"src/{library.metadata['name']}_ops.c"
     source = library.files[ops_file]
     words = re.compile(rf"(int32_t {function_name}_params\[\d+\] = \{{\s*-?\d+, )(\d+)")

@@ -37,7 +37,8 @@ from microcompiler.templating import render
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
-                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h",  # these three: included by kernel_fft*.h, kernel_simd.h
+                   # these four: included by kernel_fft*.h, kernel_simd.h
+                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h",
                    "kernel_float.h"]
 
 

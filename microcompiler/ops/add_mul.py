@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.fast import mve as fast_mve
+from microcompiler.ops.fast.add_affine import affine_add, emit_affine
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.binary_common import float_activation, wrapping
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
@@ -119,7 +120,8 @@ class Add(_Elementwise):
     kinds = ("ADD",)
     int32_activation = False  # TFLM's int32 ADD clamps to the whole int32 range, whatever the option
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
-    fast = {"dsp": "int8 (SMMLAR requantization)", "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
+    fast = {"dsp": "int8: one affine function of the two inputs (2 MLA + SSAT per element) where it equals TFLM on all 65,536 input pairs, else SMMLAR requantization; int16: SMMLAR requantization",
+            "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
 
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
@@ -131,7 +133,22 @@ class Add(_Elementwise):
                 return fast_mve.emit_add(ctx, q, self.symbol, a, b, y, activation_range(
                     op.options.get("activation", "NONE"), y), ctx.arg(op.inputs[0]), ctx.arg(op.inputs[1]),
                     ctx.arg(op.outputs[0]))
+        plan = None if ctx.reference_only else self.affine(op, a, b, y)
+        if plan is not None:
+            ctx.variant = {"variant": "affine", "scratch_bytes": 0}
+            loops, (idx1, idx2), out_idx = broadcast_loops(y.shape, [a.shape, b.shape])
+            return emit_affine(ctx, plan, self.kinds[0].lower(), activation_range(op.options.get("activation", "NONE"), y),
+                               loops, idx1, idx2, out_idx, ctx.arg(op.inputs[0]), ctx.arg(op.inputs[1]),
+                               ctx.arg(op.outputs[0]))
         return super().emit(op, graph, ctx)
+
+    def affine(self, op, a, b, y) -> dict | None:
+        """The int8 affine kernel's weights, bias and shift (ops/fast/add_affine.py), or None."""
+        if y.dtype != "int8":
+            return None
+        zero_points = tuple(int(t.quant.zero_point[0]) for t in (a, b, y))
+        return affine_add(self.requantization(op, a, b, y), zero_points,
+                          activation_range(op.options.get("activation", "NONE"), y), self.symbol == "-")
 
     def check(self, op, graph):
         super().check(op, graph)
@@ -144,7 +161,9 @@ class Add(_Elementwise):
 
     def variant(self, op, graph):
         a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
-        if y.dtype == "int8" and self.requantization(op, a, b, y)["fast"] is not None:
+        if self.affine(op, a, b, y) is not None:
+            return {"variant": "affine", "scratch_bytes": 0}
+        if y.dtype in ("int8", "int16") and self.requantization(op, a, b, y)["fast"] is not None:
             return {"variant": "smmlar", "scratch_bytes": 0}
         return {"variant": "reference", "scratch_bytes": 0}
 
@@ -165,13 +184,15 @@ class Add(_Elementwise):
                     fast=self._fast_exprs(y, left_shift, q1, q2, qo))
 
     def _fast_exprs(self, y, left_shift, q1, q2, qo):
-        """C expressions of the int8 ADD with mc_requant_fast, or None when it does not apply.
+        """C expressions of the int8 and int16 ADD with mc_requant_fast, or None when it does not apply.
 
-        |x + offset| <= 255, so (x + offset) << 21 < 2^29 and the sum (or difference) of the rescaled
-        inputs < 2^29:
-        every operand of the fast requantization is in range, with no further proof needed. A shift
-        of 0 (the input with the larger scale has the multiplier 1/2 exactly) needs no second rounding."""
-        if y.dtype != "int8" or not all(m > 0 and -fast.MAX_FAST_SHIFT <= s <= 0 for m, s in (q1, q2, qo)):
+        int8: |x + offset| <= 255, so (x + offset) << 21 < 2^29 and the sum (or difference) of the
+        rescaled inputs < 2^29. int16 (zero points 0): -2^15 <= x < 2^15, so x << 16 (the doubled
+        left-shifted input) fits int32, each rescaled input (multiplier <= 1/2) lies in [-2^29, 2^29)
+        and their sum (or difference) doubled in [-2^31, 2^31): every operand of the fast
+        requantization is in range, with no further proof needed. A shift of 0 (the input with the
+        larger scale has the multiplier 1/2 exactly) needs no second rounding."""
+        if y.dtype not in ("int8", "int16") or not all(m > 0 and -fast.MAX_FAST_SHIFT <= s <= 0 for m, s in (q1, q2, qo)):
             return None
 
         def term(v, q, zp, pre_shifted):

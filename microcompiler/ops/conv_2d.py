@@ -26,6 +26,7 @@ from microcompiler.ops.conv_common import (ACTIVATIONS, INT32_MAX, bias_tensor, 
 from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
 from microcompiler.ops.fast import conv_2d_pixel as pixel
+from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
@@ -37,8 +38,8 @@ class Conv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
                   "bias); weights and bias constant or activations")
     options = "padding, stride, dilation, fused activation"
-    fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); portable C of the same "
-                   "loops elsewhere",
+    fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); int16x8, one group "
+                   "(int16-pixel: SMLAD on int16 pairs, exact int64 sums); portable C of the same loops elsewhere",
             "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)",
             "fpu": "float32, one group (float-blocks: 4 pixels x 4 channels in FPU registers)"}
     tuning_knobs = {"weights": ("s8", "s16")}  # plan(): int8 words or pre-extended int16 pairs
@@ -77,9 +78,11 @@ class Conv2D(OpKernel):
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
         inline assembly) or runs the same loops in C. int8 grouped, or with a column buffer
         above 8 KB: pixel (ops/fast/conv_2d_pixel.py, one output pixel per dot product of int16 pairs).
+        int16x8 with one group: int16-pixel (ops/fast/conv_2d_s16.py, SMLAD on the int16 inputs as they
+        lie, 4 output channels per pass, 32-bit runs proven exact added into int64).
         float32 of one group with constant weights on a core with an FPU ("fpu" in the features):
         float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
-        Otherwise (int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
+        Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -107,6 +110,8 @@ class Conv2D(OpKernel):
                 return plan
         if x.dtype == "int8" and constant_parameters(op, graph):
             return pixel.plan(geometry(op, graph), x.shape[3] // w.shape[3], features)
+        if x.dtype == "int16" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
+            return conv_2d_s16.plan(geometry(op, graph), features)
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
@@ -120,6 +125,8 @@ class Conv2D(OpKernel):
             return float_blocks.emit_blocks(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "pixel":
             return pixel.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
+        if plan["variant"] == "int16-pixel":
+            return conv_2d_s16.emit(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]

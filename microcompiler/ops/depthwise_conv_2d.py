@@ -4,7 +4,8 @@ Output channel oc reads input channel oc / depth_multiplier, as in TFLite Micro'
 Weights are [1, kernel_h, kernel_w, output_channels]; per-channel scales run along dimension 3.
 int16 takes an int64 bias (TFLM reads the bias as int64) and always accumulates in 64 bits.
 Checks, geometry and requantization constants are shared with CONV_2D (ops/conv_common.py); the fast
-kernels are ops/fast/depthwise_conv_2d_channels4.py and ops/fast/depthwise_conv_2d_planes.py.
+kernels are ops/fast/depthwise_conv_2d_channels4.py and ops/fast/depthwise_conv_2d_planes.py (int8),
+ops/fast/depthwise_conv_2d_s16.py (int16x8).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_p
                                            folded_bias, geometry, quant_values)
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
+from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
@@ -29,7 +31,8 @@ class DepthwiseConv2D(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
                   "constant or activations")
     options = "padding, stride, dilation, depth multiplier, fused activation"
-    fast = {"dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape)",
+    fast = {"dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
+                   "int16-pairs (any depth multiplier, SMLABB/SMLATT on int16 pairs)",
             "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
             "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)"}
 
@@ -93,13 +96,18 @@ class DepthwiseConv2D(OpKernel):
         kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
         copies each input channel to its plane before writing that channel; with the option
         ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
-        each remaining one reads) planes too. float32 with constant weights on a core with an FPU
-        (and no input_channels table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py).
-        int16: the reference loop nest."""
+        each remaining one reads) planes too. int16x8: int16-pairs (ops/fast/depthwise_conv_2d_s16.py,
+        any depth multiplier; the reference where one int32 sum of a channel could overflow, or with
+        ``input_channels``). float32 with constant weights on a core with an FPU (and no input_channels
+        table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
         if (x.dtype == "float32" and "fpu" in features and constant_parameters(op, graph)
                 and "input_channels" not in op.options):
             return float_channels4.plan(op.options.get("depth_multiplier", 1), features)
+        if x.dtype == "int16" and constant_parameters(op, graph) and "input_channels" not in op.options:
+            s16 = dw_s16.plan(geometry(op, graph), op.options.get("depth_multiplier", 1),
+                              graph.tensors[op.inputs[1]], features)
+            return s16 or {"variant": "reference"}
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
         in_place = self.in_place(op, graph)
@@ -133,6 +141,9 @@ class DepthwiseConv2D(OpKernel):
             return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "planes":
             return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
+        if plan["variant"] == "int16-pairs":
+            return dw_s16.emit(op, ctx, plan, geometry(op, graph), bias_tensor(op, graph),
+                               op.options.get("depth_multiplier", 1))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)

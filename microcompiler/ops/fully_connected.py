@@ -1,12 +1,14 @@
 """FULLY_CONNECTED: int8, int16x8 and float32; per-tensor or per-channel weights.
 
-The fast kernel (rows4, lanes) is ops/fast/fully_connected_rows4.py.
+The fast kernels: int8 rows4 / lanes in ops/fast/fully_connected_rows4.py, int16x8 int16-rows4 in
+ops/fast/fully_connected_s16.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops import fast
+from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
@@ -23,7 +25,8 @@ class FullyConnected(OpKernel):
     type_notes = ("int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
                   "weights and bias constant or activations")
     options = "fused activation, keep_num_dims"
-    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD)",
+    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4, "
+                   "SMLAD on int16 pairs, exact int64 sums)",
             "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
             "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)"}
     # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
@@ -72,7 +75,9 @@ class FullyConnected(OpKernel):
         per chunk, 0 = the whole depth in one pass; knob {"chunk": N}, N a multiple of 4, or 0), each
         chunk expanded once and added into int32 partial sums (one per output row) in the scratch.
         Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
-        (fast_mve.fc_plan). float32 with constant weights on a core with an FPU: float-rows4
+        (fast_mve.fc_plan). int16x8 with zero points 0: int16-rows4 (ops/fast/fully_connected_s16.py,
+        SMLAD on the int16 inputs as they lie, exact int64 sums), the portable C of it without the DSP
+        extension. float32 with constant weights on a core with an FPU: float-rows4
         (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
@@ -100,6 +105,8 @@ class FullyConnected(OpKernel):
             if sxtb16:
                 plan["extract"] = "sxtb16"
             return plan
+        if constant and fc_s16.applies(x, w, graph.tensors[op.outputs[0]]):
+            return fc_s16.plan(features)
         return {"variant": "reference"}
 
     def _folded(self, op, graph):
@@ -122,6 +129,10 @@ class FullyConnected(OpKernel):
             return self._emit_rows4(op, graph, ctx, plan)
         if plan["variant"] == "float-rows4":
             return float_rows4.emit_float_rows4(op, graph, ctx, self._dims(op, graph))
+        if plan["variant"] == "int16-rows4":
+            x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+            bias = ctx.tensor(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+            return fc_s16.emit(op, ctx, plan, self._dims(op, graph), self._multipliers(x, w, y), bias)
         if plan["variant"] == "mve-dot":
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             batches, out_depth, depth = self._dims(op, graph)

@@ -18,21 +18,25 @@
 
 /* steps groups of 4 int8 from src into P, Q pairs, one pixel's column layout (8 words apart). */
 static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t steps) {
-  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l(d, src, 1);
+  for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l_group(d, src);
   return d;
 }
 
 /* steps groups of the same P, Q (padding: the input zero point expanded). */
 static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t steps) {
   for (; steps > 0; --steps, d += 8) {
+#if MC_DSP_ASM
+    mc_store_pair(d, p, q);
+#else
     d[0] = p;
     d[1] = q;
+#endif
   }
   return d;
 }
 
-/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w. */
-static MC_ALWAYS_INLINE void mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w; returns w + steps. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
                                            int32_t* a1, int32_t* a2, int32_t* a3) {
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
@@ -67,6 +71,7 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s8l(const int32_t* col, const int32_t* w,
   *a1 = s1;
   *a2 = s2;
   *a3 = s3;
+  return w;
 }
 
 #endif /* MICROCOMPILER_KERNEL_LANES_H_ */

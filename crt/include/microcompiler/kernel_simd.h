@@ -106,6 +106,12 @@ static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
   return r;
 }
 
+/* d[0] = lo, d[1] = hi as one STRD: GCC's Cortex-M7 tuning would split the stores into two STR,
+ * and with them scheduled apart both tunings spend more instructions in the gather loops. */
+static inline void mc_store_pair(int32_t* d, int32_t lo, int32_t hi) {
+  __asm__("strd %[lo], %[hi], [%[d]]" : "=m"(*(int32_t(*)[2])d) : [d] "r"(d), [lo] "r"(lo), [hi] "r"(hi));
+}
+
 #else /* portable */
 
 static inline int32_t mc_lo16(int32_t x) { return (int32_t)(int16_t)(uint16_t)((uint32_t)x & 0xFFFFu); }
@@ -161,6 +167,36 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
   return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
+/* x >> (s & 0xFF) and x << (s & 0xFF), for s & 0xFF below 32. Arm's register-specified shifts read
+ * only the bottom byte of s, so a right shift r kept in the low byte of a packed record word
+ * ({bias << 8 | r}) or of a lanes accumulator (256 * acc + r) is used as it is, without extracting it;
+ * C would need the mask (compilers keep it: a shift by 32 or more is undefined in C). */
+#if defined(__GNUC__) && defined(__thumb2__) && !defined(MC_NO_DSP_ASM)
+static inline int32_t mc_asr_low8(int32_t x, int32_t s) {
+  int32_t y;
+  __asm__("asr %0, %1, %2" : "=r"(y) : "r"(x), "r"(s));
+  return y;
+}
+static inline int32_t mc_lsl_low8(int32_t x, int32_t s) {
+  int32_t y;
+  __asm__("lsl %0, %1, %2" : "=r"(y) : "r"(x), "r"(s));
+  return y;
+}
+#else
+static inline int32_t mc_asr_low8(int32_t x, int32_t s) { return x >> (s & 0xFF); }
+static inline int32_t mc_lsl_low8(int32_t x, int32_t s) { return (int32_t)((uint32_t)x << (s & 0xFF)); }
+#endif
+
+/* mc_requant_fast2 with the right shift r in the low byte of s (mc_asr_low8). */
+static inline int32_t mc_requant_fast2_low8(int32_t acc2, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar(acc2, multiplier, c + (acc2 >> 31)), s);
+}
+
+/* mc_requant_fast with the right shift r in the low byte of s (mc_asr_low8). */
+static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c + (acc >> 31)), s);
+}
+
 /* Keep v (a constant the compiler knows) in a register: without it the compiler may rebuild the
  * constant at every use inside the loop that follows. */
 #if MC_DSP_ASM
@@ -174,6 +210,50 @@ static inline int32_t mc_load_s32le(const uint8_t* p) {
 #define MC_SSAT8(x) __ssat((x), 8)
 #else
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
+#endif
+
+/* y = x >> shift (arithmetic, shift a literal from 1 to 31) saturated to int8: one SSAT with a
+ * shifted operand on the DSP cores (GCC does not fold the shift into SSAT by itself). */
+#if MC_DSP_ASM
+#define MC_SSAT8_ASR(y, x, shift) __asm__("ssat %0, #8, %1, asr #" #shift : "=r"(y) : "r"(x))
+#else
+#define MC_SSAT8_ASR(y, x, shift) ((y) = MC_CLAMP((x) >> (shift), -128, 127))
+#endif
+
+/* int8 ADD/SUB "affine" kernel (ops/fast/add_affine.py): for 8 * blocks elements (blocks >= 1),
+ * *out++ = SSAT8((bias + w1 * *in1++ + w2 * *in2++) >> shift), shift a literal from 1 to 31; the
+ * compiler has proved the sums fit int32. One LDRSB/STRB with write-back per access: 50
+ * instructions per 8 elements. Each element is read before it is written (in place allowed). */
+#if MC_DSP_ASM
+#define MC_AFFINE_STEP_(shift)                            \
+  "ldrsb %[a], [%[in1]], #1\n\t"                          \
+  "ldrsb %[b], [%[in2]], #1\n\t"                          \
+  "mla %[a], %[a], %[w1], %[bias]\n\t"                    \
+  "mla %[a], %[b], %[w2], %[a]\n\t"                       \
+  "ssat %[a], #8, %[a], asr #" #shift "\n\t"              \
+  "strb %[a], [%[out]], #1\n\t"
+#define MC_ADD_AFFINE_S8(in1_ptr, in2_ptr, out_ptr, blocks, weight1, weight2, offset, shift)              \
+  do {                                                                                                \
+    int32_t n_ = (blocks), a_, b_;                                                                    \
+    __asm__ volatile("1:\n\t" MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)    \
+                     MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)              \
+                     MC_AFFINE_STEP_(shift) MC_AFFINE_STEP_(shift)                                     \
+                     "subs %[n], %[n], #1\n\t"                                                         \
+                     "bne 1b"                                                                          \
+                     : [in1] "+r"(in1_ptr), [in2] "+r"(in2_ptr), [out] "+r"(out_ptr), [n] "+r"(n_),    \
+                       [a] "=&r"(a_), [b] "=&r"(b_)                                                    \
+                     : [w1] "r"(weight1), [w2] "r"(weight2), [bias] "r"(offset)                        \
+                     : "cc", "memory");                                                                \
+  } while (0)
+#else
+#define MC_ADD_AFFINE_S8(in1_ptr, in2_ptr, out_ptr, blocks, weight1, weight2, offset, shift)  \
+  do {                                                                                      \
+    int32_t k_;                                                                             \
+    for (k_ = 0; k_ < 8 * (blocks); ++k_) {                                                 \
+      const int32_t acc_ = (offset) + (weight1) * *(in1_ptr)++ + (weight2) * *(in2_ptr)++;  \
+      *(out_ptr)++ = (int8_t)MC_CLAMP(acc_ >> (shift), -128, 127);                          \
+    }                                                                                       \
+  } while (0)
 #endif
 
 /* ---- Dot-product micro-kernels ---------------------------------------------------------------- */
@@ -216,12 +296,23 @@ static MC_ALWAYS_INLINE int32_t mc_lanes_dot(const int32_t* pairs, int32_t g, in
          mc_lane(pairs, 4 * g + 3) * k3;
 }
 
+/* The portable 4x4 step of the dot kernels below: the sums s0..s3 += groups 0..3 of pairs against
+ * k0..k3 (their variables s0..s3 are named so in every kernel that uses it). */
+#define MC_LANES_DOT4(pairs, k0, k1, k2, k3)                     \
+  do {                                                            \
+    s0 = mc_mla(s0, 1, mc_lanes_dot((pairs), 0, k0, k1, k2, k3)); \
+    s1 = mc_mla(s1, 1, mc_lanes_dot((pairs), 1, k0, k1, k2, k3)); \
+    s2 = mc_mla(s2, 1, mc_lanes_dot((pairs), 2, k0, k1, k2, k3)); \
+    s3 = mc_mla(s3, 1, mc_lanes_dot((pairs), 3, k0, k1, k2, k3)); \
+  } while (0)
+
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
- * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times). */
-static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0, int32_t* a1,
-                             int32_t* a2, int32_t* a3) {
+ * w: int8, 4 per word. 13 instructions per 16 MACs on the DSP path (loop unrolled 4 times).
+ * Returns w + steps: the next output channel's weights. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+                                                 int32_t* a1, int32_t* a2, int32_t* a3) {
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
   MC_DOT4_REGISTERS(c0, c1, c2, c3);
@@ -249,21 +340,36 @@ static MC_ALWAYS_INLINE void mc_dot_p4(const int32_t* col, const int32_t* w, int
     const int32_t wr = *w++;
     const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
     const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
-    s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, w0, w1, w2, w3));
-    s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, w0, w1, w2, w3));
-    s2 = mc_mla(s2, 1, mc_lanes_dot(col, 2, w0, w1, w2, w3));
-    s3 = mc_mla(s3, 1, mc_lanes_dot(col, 3, w0, w1, w2, w3));
+    MC_LANES_DOT4(col, w0, w1, w2, w3);
   }
 #endif
   *a0 = s0;
   *a1 = s1;
   *a2 = s2;
   *a3 = s3;
+  return w;
+}
+
+/* mc_dot_p4 with the weights at any byte alignment: the rows of a layer whose K is not a multiple of
+ * 4 follow each other without padding, each read as steps words whose last one reaches into the next
+ * row (against the column's zero padding taps). Cores with the DSP extension load unaligned words. */
+static MC_ALWAYS_INLINE void mc_dot_p4_unaligned(const int32_t* col, const int8_t* w, int32_t steps, int32_t* a0,
+                                                 int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  (void)mc_dot_p4(col, (const int32_t*)(const void*)w, steps, a0, a1, a2, a3);
+#else
+  int32_t i;
+  for (i = 0; i < steps; ++i, col += 8, w += 4) {
+    int32_t word;
+    memcpy(&word, w, sizeof word);
+    (void)mc_dot_p4(col, &word, 1, a0, a1, a2, a3);
+  }
+#endif
 }
 
 /* The same with int16 weights: w holds, per group of 4 k, the pairs (k0,k2) (k1,k3).
  * 11 instructions per 16 MACs on the DSP path. */
-static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s16(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
                                            int32_t* a1, int32_t* a2, int32_t* a3) {
   int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
@@ -287,16 +393,14 @@ static MC_ALWAYS_INLINE void mc_dot_p4_s16(const int32_t* col, const int32_t* w,
   int32_t i;
   for (i = 0; i < steps; ++i, col += 8, w += 2) {
     const int32_t w0 = mc_lane(w, 0), w2 = mc_lane(w, 1), w1 = mc_lane(w, 2), w3 = mc_lane(w, 3);
-    s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, w0, w1, w2, w3));
-    s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, w0, w1, w2, w3));
-    s2 = mc_mla(s2, 1, mc_lanes_dot(col, 2, w0, w1, w2, w3));
-    s3 = mc_mla(s3, 1, mc_lanes_dot(col, 3, w0, w1, w2, w3));
+    MC_LANES_DOT4(col, w0, w1, w2, w3);
   }
 #endif
   *a0 = s0;
   *a1 = s1;
   *a2 = s2;
   *a3 = s3;
+  return w;
 }
 
 /* One input vector x four output rows (FULLY_CONNECTED "dsp-s16"):
@@ -353,10 +457,7 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
   int32_t i;
   for (i = 0; i < steps; ++i, x += 4, w += 8) {
     const int32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    s0 = mc_mla(s0, 1, mc_lanes_dot(w, 0, x0, x1, x2, x3));
-    s1 = mc_mla(s1, 1, mc_lanes_dot(w, 1, x0, x1, x2, x3));
-    s2 = mc_mla(s2, 1, mc_lanes_dot(w, 2, x0, x1, x2, x3));
-    s3 = mc_mla(s3, 1, mc_lanes_dot(w, 3, x0, x1, x2, x3));
+    MC_LANES_DOT4(w, x0, x1, x2, x3);
   }
 #endif
   *a0 = s0;
@@ -374,26 +475,45 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
  * 3 instructions per 4 MACs and row, 14 per 16 MACs with the LDM/LDRD loads. The accumulator starts
  * at 256 * bias - 127 * sum(even weights) (compile time, modulo 2^32) and ends at 256 * acc, exact
  * when |acc| < 2^23 (checked by the compiler), so acc = a >> 8. */
-static inline void mc_expand_s8l(int32_t* d, const int8_t* x, int32_t steps) {
 #if MC_DSP_ASM
+/* Q of the 4 inputs v (one word) with P = (x1, x3). */
+static inline int32_t mc_lanes_q(int32_t v, int32_t p) {
   const int32_t k127 = 0x007F007F;
   const uint32_t mask = 0xFF00FF00u;
-  for (; steps > 0; --steps, x += 4, d += 2) {
+  int32_t q = (int32_t)(((uint32_t)v << 8) & mask); /* (256 x0, 256 x2) */
+  __asm__("ssub16 %0, %0, %1\n\t"
+          "sadd16 %0, %0, %2"
+          : "+&r"(q)
+          : "r"(p), "r"(k127));
+  return q;
+}
+#endif
+
+/* One group of 4 inputs x: d[0] = P, d[1] = Q. */
+static inline void mc_expand_s8l_group(int32_t* d, const int8_t* x) {
+#if MC_DSP_ASM
+  const int32_t v = mc_read_s8x4(x);
+  const int32_t p = mc_sxtb16_ror8(v);
+  mc_store_pair(d, p, mc_lanes_q(v, p));
+#else
+  d[0] = mc_pack16(x[1], x[3]);
+  d[1] = mc_pack16(256 * x[0] - x[1] + 127, 256 * x[2] - x[3] + 127);
+#endif
+}
+
+/* steps groups of 4 inputs x, expanded to d (2 words per group). */
+static inline void mc_expand_s8l(int32_t* d, const int8_t* x, int32_t steps) {
+#if MC_DSP_ASM
+  for (; steps > 0; --steps, x += 4) {
     const int32_t v = mc_read_s8x4(x);
     const int32_t p = mc_sxtb16_ror8(v);
-    int32_t q = (int32_t)(((uint32_t)v << 8) & mask); /* (256 x0, 256 x2) */
-    __asm__("ssub16 %0, %0, %1\n\t"
-            "sadd16 %0, %0, %2"
-            : "+&r"(q)
-            : "r"(p), "r"(k127));
-    d[0] = p;
-    d[1] = q;
+    const int32_t q = mc_lanes_q(v, p);
+    /* d[0] = p, d[1] = q, d += 2 as one STRD with write-back: 9 instructions per group instead of
+       10 (M4) or 11 (GCC's Cortex-M7 tuning splits the stores into two STR) */
+    __asm__("strd %[p], %[q], [%[d]], #8" : [d] "+r"(d), "=m"(*(int32_t(*)[2])d) : [p] "r"(p), [q] "r"(q));
   }
 #else
-  for (; steps > 0; --steps, x += 4, d += 2) {
-    d[0] = mc_pack16(x[1], x[3]);
-    d[1] = mc_pack16(256 * x[0] - x[1] + 127, 256 * x[2] - x[3] + 127);
-  }
+  for (; steps > 0; --steps, x += 4, d += 2) mc_expand_s8l_group(d, x);
 #endif
 }
 
@@ -557,16 +677,13 @@ static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps
   for (; steps >= 2; steps -= 2) {
     const int32_t v0 = mc_read_s8x4(src), v1 = mc_read_s8x4(src + 4);
     src += 8;
-    d[0] = mc_sxtb16(v0);
-    d[1] = mc_sxtb16_ror8(v0);
-    d[8] = mc_sxtb16(v1);
-    d[9] = mc_sxtb16_ror8(v1);
+    mc_store_pair(d, mc_sxtb16(v0), mc_sxtb16_ror8(v0));
+    mc_store_pair(d + 8, mc_sxtb16(v1), mc_sxtb16_ror8(v1));
     d += 16;
   }
   if (steps) {
     const int32_t v = mc_read_s8x4(src);
-    d[0] = mc_sxtb16(v);
-    d[1] = mc_sxtb16_ror8(v);
+    mc_store_pair(d, mc_sxtb16(v), mc_sxtb16_ror8(v));
     d += 8;
   }
 #else
@@ -583,8 +700,12 @@ static inline int32_t* mc_im2col_s8(int32_t* d, const int8_t* src, int32_t steps
 /* steps groups of the same pair (padding: the input zero point in both lanes). */
 static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
   for (; steps > 0; --steps) {
+#if MC_DSP_ASM
+    mc_store_pair(d, pair, pair);
+#else
     d[0] = pair;
     d[1] = pair;
+#endif
     d += 8;
   }
   return d;
@@ -594,5 +715,7 @@ static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
 #include "microcompiler/kernel_planes.h"
 /* The lanes encoding of the im2col CONV_2D kernel. */
 #include "microcompiler/kernel_lanes.h"
+/* The int16x8 kernels' dot products. */
+#include "microcompiler/kernel_s16.h"
 
 #endif /* MICROCOMPILER_KERNEL_SIMD_H_ */

@@ -101,24 +101,39 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
         params, stride = rq.params(), 4
         layout = "{folded bias, multiplier, shift, 0}"
     isa = "dsp" if fast.has_dsp(ctx.features) else "c"
-    r_groups, order, shifts = None, None, None
+    r_groups, order, shifts, packed = None, None, None, None
+    w_rows = np.ascontiguousarray(w_taps.T)  # [channel][tap], in the order the channels run
+    w_comment = f"weights [{g.out_c} channels][{g.k_h * g.k_w} taps (ky, kx)], int8"
+    # the bias shares its word with a byte (the channel index or r) when it fits 24 bits: 8 bytes per channel
+    packable = is_fast and fast.fits_packed_bias(rq.folded * scale)
     if is_fast and mult == 1 and len(set(r.tolist())) <= MAX_SHIFT_GROUPS:
         # channels grouped by r: the shift becomes a literal (SSAT with ASR #r) in each group's loop
         idx = np.argsort(r, kind="stable")
-        order = ctx.const("channels", idx.astype(np.uint8 if len(idx) <= 256 else np.int16),
-                          comment=f"the {len(idx)} channels in the order they run: grouped by right shift")
         bounds = np.flatnonzero(np.diff(r[idx])) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), len(idx)]
         r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
         plan_["shift_groups"] = len(r_groups)
-        layout = "{folded bias (doubled), multiplier} (the right shift is in the code)"
-    if is_fast and not r_groups:
+        if packable and len(idx) <= 256:  # records and weights in run order, the channel in the record
+            packed = "order"
+            params = fast.channel_records_packed((rq.folded * scale)[idx], idx, rq.mult[idx])
+            w_rows = np.ascontiguousarray(w_rows[idx])
+            w_comment += ", channels in the order they run"
+            layout = ("{folded bias (doubled) << 8 | channel, multiplier} in the order the channels run: grouped by "
+                      "right shift (the shift is in the code)")
+        else:
+            order = ctx.const("channels", idx.astype(np.uint8 if len(idx) <= 256 else np.int16),
+                              comment=f"the {len(idx)} channels in the order they run: grouped by right shift")
+            layout = "{folded bias (doubled), multiplier} (the right shift is in the code)"
+    elif packable:
+        packed = "shift"
+        params = fast.channel_records_packed(rq.folded * scale, r, rq.mult)
+        layout = "{folded bias (doubled) << 8 | right shift r, multiplier}"
+    if is_fast and not r_groups and not packed:
         shifts = ctx.const("shifts", r.astype(np.int8), comment=f"right shift r per output channel [{g.out_c}]")
     return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
                       input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                      weights=ctx.const("weights", np.ascontiguousarray(w_taps.T),
-                                        comment=f"weights [{g.out_c} channels][{g.k_h * g.k_w} taps (ky, kx)], int8"),
+                      weights=ctx.const("weights", w_rows, comment=w_comment), packed=packed,
                       params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=stride, shifts=shifts, scale=scale,
                       scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
                       r_groups=r_groups, order=order, input_channels=table, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,

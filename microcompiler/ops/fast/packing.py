@@ -70,6 +70,15 @@ def pack_s8_words(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
     return padded.reshape(-1).view("<i4").reshape(rows, k4 // 4).astype(np.int32), k4 // 4
 
 
+def overlapped_rows(w_rows: np.ndarray) -> np.ndarray:
+    """int8 [rows, k] with k % 4 != 0 -> the rows back to back (row i at byte i * k) and the few
+    bytes the last row's final word reads past its end: a kernel that reads each row as 4 * ceil(k / 4)
+    bytes against a zero-padded column ignores the next row's first bytes (no padding in flash)."""
+    rows, k = w_rows.shape
+    tail = -(-k // 4) * 4 - k
+    return np.concatenate([np.asarray(w_rows, np.int8).reshape(-1), np.zeros(tail, np.int8)])
+
+
 def pairs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Two int16 lanes per int32 (lo in bits 0-15)."""
     lo = lo.astype(np.int64) & 0xFFFF
@@ -127,6 +136,38 @@ def channel_records9(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -
     words = np.stack([wrap32(bias_folded), np.asarray(mult, np.int32)], axis=1).astype("<i4")
     return np.concatenate([words.view(np.uint8).reshape(len(words), 8),
                            np.asarray(r, np.int8).view(np.uint8).reshape(-1, 1)], axis=1).reshape(-1)
+
+
+# A folded bias in this many bits (signed) shares its word with a byte: bias << 8 | byte, read back
+# with an arithmetic shift right by 8 (the byte: the right shift r, or a channel index).
+PACKED_BIAS_BITS = 24
+# The low byte of a packed word is used by register-specified shifts as it is (ARM reads only the
+# bottom byte of the shift register), so a right shift stored there must stay below this.
+PACKED_SHIFT_LIMIT = 32
+
+
+def fits_packed_bias(bias) -> bool:
+    """Whether every value fits the PACKED_BIAS_BITS signed bits of a packed word."""
+    b = np.asarray(bias, np.int64)
+    limit = 1 << (PACKED_BIAS_BITS - 1)
+    return bool(np.all(b >= -limit) and np.all(b < limit))
+
+
+def channel_records_packed(bias: np.ndarray, low: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Per output channel {bias << 8 | low, multiplier} (8 bytes): low is a byte (0..255), the
+    bias fits PACKED_BIAS_BITS (fits_packed_bias)."""
+    low = np.asarray(low, np.int64)
+    assert fits_packed_bias(bias) and np.all((low >= 0) & (low <= 255))
+    return channel_params2(np.asarray(bias, np.int64) * 256 + low, mult)
+
+
+def channel_records_start_r(start: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per output channel {accumulator start + r, multiplier} (8 bytes) for the lanes encoding: its
+    accumulators end at 256 * acc, so they end at 256 * acc + r instead, and the kernel reads r from
+    the low byte of the finished accumulator (acc >> 7 stays 2 * acc for r < 128)."""
+    r = np.asarray(r, np.int64)
+    assert np.all((r >= 0) & (r < PACKED_SHIFT_LIMIT))
+    return channel_params2(np.asarray(start, np.int64) + r, mult)
 
 
 def channel_params3(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:

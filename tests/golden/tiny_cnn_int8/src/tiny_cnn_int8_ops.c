@@ -142,11 +142,12 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         ++oy;
       }
     }
+    const int32_t* w = tiny_cnn_int8_conv1_weights; /* the output channel's weights; each dot product returns the next row */
     for (oc = 0; oc < 8; ++oc) {
       const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * oc;
       int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
       int8_t* o = out + oc;
-      mc_dot_p4(col, tiny_cnn_int8_conv1_weights + oc * 3, 3, &a0, &a1, &a2, &a3);
+      w = mc_dot_p4(col, w, 3, &a0, &a1, &a2, &a3);
       {
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
         o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
@@ -255,11 +256,12 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
         ++oy;
       }
     }
+    const int32_t* w = tiny_cnn_int8_conv3_weights; /* the output channel's weights; each dot product returns the next row */
     for (oc = 0; oc < 16; ++oc) {
       const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * oc;
       int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
       int8_t* o = out + oc;
-      mc_dot_p4(col, tiny_cnn_int8_conv3_weights + oc * 2, 2, &a0, &a1, &a2, &a3);
+      w = mc_dot_p4(col, w, 2, &a0, &a1, &a2, &a3);
       {
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
         o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));

@@ -1,0 +1,112 @@
+"""Compile-time helpers of the fast int16x8 kernels (int16 activations, int8 weights; the C side is
+crt/include/microcompiler/kernel_s16.h): the weight re-layout into int16 pairs, the proof that the
+32-bit SMLAD partial sums are exact, and the requantization constants.
+
+TFLM's int16x8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED sum in int64 and add an int64 bias
+(or none), then apply the 64-bit requantize; with an int32 bias they sum in int32 (wrapping) and
+apply the 32-bit one. The kernels sum runs of taps in int32 with SMLAD and add each run into int64;
+``chunk_words`` picks runs short enough that no run can leave int32, so the int64 total is TFLM's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+MAX_ABS_X = 2**15  # |int16| <= 2^15
+# Taps per 32-bit run whatever the weights: 2^15 * 128 * 503 < 2^31 (250 words + a 3-tap tail).
+SAFE_RUN_WORDS = 250
+
+
+def pack_rows(w_rows: np.ndarray, words: int) -> np.ndarray:
+    """int32 pair words of the int8 rows [rows, K] (K <= 2 * words, zero-padded): the rows in blocks
+    of 4 interleaved per pair (word 4 s + j of a block = pair s of row j), then the rows % 4 tail
+    rows one after the other (mc_dot4_s16, mc_dot1_s16)."""
+    rows, k = w_rows.shape
+    padded = np.zeros((rows, 2 * words), np.int64)
+    padded[:, :k] = w_rows
+    pair = (padded[:, 0::2] & 0xFFFF) | ((padded[:, 1::2] & 0xFFFF) << 16)  # [rows, words]
+    full = rows // 4 * 4
+    blocks = pair[:full].reshape(-1, 4, words).transpose(0, 2, 1).reshape(-1)
+    return _wrap(np.concatenate([blocks, pair[full:].reshape(-1)]))
+
+
+def _wrap(values: np.ndarray) -> np.ndarray:
+    return ((values.astype(np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def chunk_words(w_rows: np.ndarray, words: int, wide: bool) -> int:
+    """Pair words per 32-bit run: all of them when every row's |weights| sum to at most
+    INT32_MAX / 2^15 (then no input can overflow the int32 sum), else SAFE_RUN_WORDS. With an
+    int32 bias (not ``wide``) TFLM's own sum wraps modulo 2^32 like SMLAD: one run."""
+    if not wide:
+        return words
+    worst = int(np.abs(w_rows.astype(np.int64)).sum(axis=1).max()) * MAX_ABS_X
+    return words if worst <= INT32_MAX else min(words, SAFE_RUN_WORDS)
+
+
+@dataclass
+class Epilogue:
+    """The requantization of the int16x8 kernels (template macro ``store`` of _s16.j2)."""
+    mode: str  # see epilogue()
+    bias: str | None  # C name of the bias array
+    mult: str  # the multiplier: a literal, or the name of the per-channel array
+    shift: str
+    per_channel: bool
+    act_min: int
+    act_max: int
+
+    @property
+    def wide(self) -> bool:
+        """TFLM sums in int64 (an int64 bias or none)."""
+        return self.mode != "int32"
+
+    @property
+    def exact32(self) -> bool:
+        """|sum + bias| provably fits int32 (the one-multiply requantizations)."""
+        return self.mode in ("narrow", "smmulr")
+
+
+def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w_rows: np.ndarray) -> Epilogue:
+    """Constants of the requantization: literals for one multiplier, else per-channel arrays.
+    ``bias``: the (constant) bias tensor or None; ``w_rows``: the weights [output channels, taps].
+
+    mode "int32": an int32 bias; TFLM sums in int32 (wrapping) and applies the 32-bit requantize.
+    mode "wide": TFLM's int64 sum + int64 bias and mc_requantize64.
+    mode "narrow": the same where the weights and bias prove |sum + bias| <= INT32_MAX for every
+    input: the bias as int32 and mc_requantize64_s32 (one SMULL instead of a 64 x 64-bit multiply)
+    with mc_requantize64's reduced multiplier R (< 2^15) and total shift s = 15 - shift computed here.
+    mode "smmulr": "narrow" with 16 <= s <= 32 for every channel: floor((x R + 2^(s-1)) / 2^s) =
+    floor((x M + 2^31) / 2^32) for M = R * 2^(32-s) < 2^31 (numerator and denominator times
+    2^(32-s)), one SMMULR (mc_smmlar with 0); the multiplier M alone per channel."""
+    wide = bias is None or bias.dtype == "int64"
+    b_data = bias.data.astype(np.int64).reshape(-1) if bias is not None else np.zeros(1, np.int64)
+    worst = int(np.abs(w_rows.astype(np.int64)).sum(axis=1).max()) * MAX_ABS_X + int(np.abs(b_data).max())
+    total_shift = 15 - shift.astype(np.int64)
+    narrow = wide and worst <= INT32_MAX and bool(np.all((total_shift >= 1) & (total_shift <= 62)))
+    mode = "narrow" if narrow else ("wide" if wide else "int32")
+    if narrow:
+        m32 = mult.astype(np.int64)
+        reduced = np.where(m32 < 0x7FFF0000, (m32 + (1 << 15)) >> 16, 0x7FFF)
+        if bool(np.all((total_shift >= 16) & (total_shift <= 32))):
+            mode = "smmulr"
+            mult = (reduced << (32 - total_shift)).astype(np.int32)
+            shift = np.zeros_like(mult)
+        else:
+            mult, shift = reduced.astype(np.int32), total_shift.astype(np.int32)
+    out_c = len(mult)  # 1: per-tensor
+    uniform = len(set(zip(mult.tolist(), shift.tolist()))) == 1
+    what = {"smmulr": ("multiplier R * 2^(32 - s) (SMMULR)", ""),
+            "narrow": ("reduced multiplier", "total right shift")}.get(mode, ("multiplier", "shift"))
+    if uniform:
+        m, s = str(int(mult[0])), str(int(shift[0]))
+    else:
+        m = ctx.const("multiplier", mult, comment=f"requantization {what[0]} per output channel [{out_c}]")
+        s = "" if mode == "smmulr" else ctx.const("shift", shift, comment=(
+            f"requantization {what[1]} per output channel [{out_c}]"))
+    b = None
+    if bias is not None:
+        ctype = "int64" if mode == "wide" else "int32"  # narrow, smmulr: |bias| < 2^31 is proven
+        b = ctx.const("bias", b_data.astype(ctype), comment=f"bias per output channel [{b_data.size}] ({ctype})")
+    return Epilogue(mode, b, m, s, not uniform, lo, hi)
