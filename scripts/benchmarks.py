@@ -20,6 +20,7 @@ BENCHMARK-TABLES markers of the output file.
     python scripts/benchmarks.py                       # everything (about a minute)
     python scripts/benchmarks.py --models AD --boards mps2_an386 --no-bench --output /tmp/b.md
     python scripts/benchmarks.py --seanet              # the int16x8 set: reference vs fast, M4 and M7
+    python scripts/benchmarks.py --float --boards mps2_an386   # the float ResNet-8 table only (stdout)
 """
 from __future__ import annotations
 
@@ -215,6 +216,32 @@ def measure(key: str, board: str, work: Path, tuning: dict | None) -> dict:
                 **footprint(r["elf"], meta["name"], r["stack"], meta))
 
 
+# The float32 ResNet-8 (issue #13's float kernels): the default build against the reference loops.
+FLOAT_MODEL = "pretrainedResnet"
+FLOAT_REFERENCE = {kind: {"variant": "reference"} for kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")}
+FLOAT_RTOL = 1e-5  # tests/harness.py: relative to TFLM's float kernels, 1e-6 absolute near zero
+
+
+def float_table(boards: list[str], work: Path) -> str:
+    """Markdown rows: float ResNet-8 per board, reference loops vs the default (fast float kernels),
+    instructions per inference and whether the outputs are within FLOAT_RTOL of TFLM."""
+    model = SHARED / "models" / "mlperf_tiny" / f"{FLOAT_MODEL}.tflite"
+    lines = ["| model | board | reference loops | default | speed-up | per MAC | within 1e-5 of TFLM |",
+             "|---|---|---|---|---|---|---|"]
+    for board in boards:
+        runs = [run_tuned(model, board, work, FLOAT_REFERENCE), run_default(model, board, work)]
+        ref, new = (round(r["ticks"] * 1e9 / r["hz"]) for r in runs)
+        want = oracle_outputs(model, runs[1]["inputs"])
+        within = want is not None and all(
+            np.allclose(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1), rtol=FLOAT_RTOL, atol=1e-6)
+            for g, w in zip(runs[1]["outputs"], want))
+        close = "—" if want is None else "yes" if within else "**no**"
+        lines.append(f"| IC float32 | {board} ({BOARDS[board]}) | {fmt(ref)} | {fmt(new)} | {ref / new:.2f}x "
+                     f"| {new / runs[1]['meta']['total_macs']:.2f} | {close} |")
+        log(f"float {board}: {ref:,} -> {new:,} instructions")
+    return "\n".join(lines) + "\n"
+
+
 def fmt(n) -> str:
     return f"{int(round(n)):,}"
 
@@ -335,10 +362,16 @@ def main(argv=None) -> int:
     p.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md",
                    help="file whose BENCHMARK-TABLES section is replaced (created if missing)")
     p.add_argument("--json", type=Path, help="also write the raw results here")
+    p.add_argument("--float", action="store_true",
+                   help="only the float32 ResNet-8 table (reference loops vs default), printed on stdout")
     p.add_argument("--seanet", nargs="*", choices=SEANET, metavar="MODEL",
                    help="instead: the int16x8 seanet CONV_2D models (all without names), reference vs fast kernels, "
                         "on the DSP boards of --boards; prints a markdown table, writes no file")
     args = p.parse_args(argv)
+    if args.float:
+        with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
+            print(float_table(args.boards, Path(tmp)), end="")
+        return 0
     if args.seanet is not None:
         with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
             text, exact = seanet_table(args.seanet or SEANET, [b for b in args.boards if BOARDS[b] in ("M4", "M7")],

@@ -31,13 +31,15 @@ from microcompiler.codegen.state import reset_body, state_arrays, state_definiti
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+from microcompiler.ops.fast.conv_2d_float_blocks import FLOAT_ISAS
 from microcompiler.templating import render
 
 
 RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
-                   # the last four: included by kernel_fft*.h, kernel_simd.h
-                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h"]
+                   # these four: included by kernel_fft*.h, kernel_simd.h
+                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h",
+                   "kernel_float.h"]
 
 
 @dataclass
@@ -228,7 +230,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
                   subgraph_code=subgraph_code,
-                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions))
+                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions),
+                  uses_fpu=any((fn.variant or {}).get("isa") in FLOAT_ISAS for fn in functions + subgraph_functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)

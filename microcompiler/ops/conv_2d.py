@@ -23,6 +23,7 @@ from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (ACTIVATIONS, INT32_MAX, bias_tensor, check_common,  # noqa: F401
                                            constant_parameters, float_values, folded_bias, geometry,
                                            quant_values)
+from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
 from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_s16
@@ -39,7 +40,8 @@ class Conv2D(OpKernel):
     options = "padding, stride, dilation, fused activation"
     fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); int16x8, one group "
                    "(int16-pixel: SMLAD on int16 pairs, exact int64 sums); portable C of the same loops elsewhere",
-            "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)"}
+            "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)",
+            "fpu": "float32, one group (float-blocks: 4 pixels x 4 channels in FPU registers)"}
     tuning_knobs = {"weights": ("s8", "s16")}  # plan(): int8 words or pre-extended int16 pairs
 
     def check(self, op, graph):
@@ -78,10 +80,15 @@ class Conv2D(OpKernel):
         above 8 KB: pixel (ops/fast/conv_2d_pixel.py, one output pixel per dot product of int16 pairs).
         int16x8 with one group: int16-pixel (ops/fast/conv_2d_s16.py, SMLAD on the int16 inputs as they
         lie, 4 output channels per pass, 32-bit runs proven exact added into int64).
-        Otherwise (grouped int16, float32) the reference loop nest. With "mve" in the features (Cortex-M55)
+        float32 of one group with constant weights on a core with an FPU ("fpu" in the features):
+        float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
+        Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        if (x.dtype == "float32" and float_blocks.has_fpu(features) and w.shape[3] == x.shape[3]
+                and constant_parameters(op, graph)):
+            return float_blocks.plan(geometry(op, graph), features)
         if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
             mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
             if mve:
@@ -114,6 +121,8 @@ class Conv2D(OpKernel):
             return self._emit_im2col(op, graph, ctx, plan)
         if plan["variant"] == "mve-dot":
             return self._emit_mve(op, graph, ctx, plan)
+        if plan["variant"] == "float-blocks":
+            return float_blocks.emit_blocks(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "pixel":
             return pixel.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "int16-pixel":

@@ -16,6 +16,7 @@ from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
                                            folded_bias, geometry, quant_values)
+from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
@@ -32,7 +33,8 @@ class DepthwiseConv2D(OpKernel):
     options = "padding, stride, dilation, depth multiplier, fused activation"
     fast = {"dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
                    "int16-pairs (any depth multiplier, SMLABB/SMLATT on int16 pairs)",
-            "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)"}
+            "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
+            "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)"}
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=3)
@@ -96,8 +98,12 @@ class DepthwiseConv2D(OpKernel):
         ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
         each remaining one reads) planes too. int16x8: int16-pairs (ops/fast/depthwise_conv_2d_s16.py,
         any depth multiplier; the reference where one int32 sum of a channel could overflow, or with
-        ``input_channels``). float32: the reference loop nest."""
+        ``input_channels``). float32 with constant weights on a core with an FPU (and no input_channels
+        table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
+        if (x.dtype == "float32" and "fpu" in features and constant_parameters(op, graph)
+                and "input_channels" not in op.options):
+            return float_channels4.plan(op.options.get("depth_multiplier", 1), features)
         if x.dtype == "int16" and constant_parameters(op, graph) and "input_channels" not in op.options:
             s16 = dw_s16.plan(geometry(op, graph), op.options.get("depth_multiplier", 1),
                               graph.tensors[op.inputs[1]], features)
@@ -131,6 +137,8 @@ class DepthwiseConv2D(OpKernel):
             return self._emit_channels4(op, graph, ctx, plan)
         if plan["variant"] == "mve-channels16":
             return self._emit_mve(op, graph, ctx, plan)
+        if plan["variant"] == "float-channels4":
+            return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "planes":
             return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "int16-pairs":

@@ -11,6 +11,7 @@ from microcompiler.ops import fast
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
                                      quantize_multiplier, quantize_multipliers)
@@ -26,7 +27,8 @@ class FullyConnected(OpKernel):
     options = "fused activation, keep_num_dims"
     fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4, "
                    "SMLAD on int16 pairs, exact int64 sums)",
-            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)"}
+            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
+            "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)"}
     # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
     tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
 
@@ -75,10 +77,13 @@ class FullyConnected(OpKernel):
         Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
         (fast_mve.fc_plan). int16x8 with zero points 0: int16-rows4 (ops/fast/fully_connected_s16.py,
         SMLAD on the int16 inputs as they lie, exact int64 sums), the portable C of it without the DSP
-        extension. Otherwise the reference loop."""
+        extension. float32 with constant weights on a core with an FPU: float-rows4
+        (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
+        if x.dtype == "float32" and w.dtype == "float32" and constant and "fpu" in features:
+            return float_rows4.plan(features)
         if (x.dtype == "int8" and constant and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
             if fast_mve.has_mve(features):
@@ -122,6 +127,8 @@ class FullyConnected(OpKernel):
         ctx.variant = plan
         if plan["variant"] == "rows4":
             return self._emit_rows4(op, graph, ctx, plan)
+        if plan["variant"] == "float-rows4":
+            return float_rows4.emit_float_rows4(op, graph, ctx, self._dims(op, graph))
         if plan["variant"] == "int16-rows4":
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             bias = ctx.tensor(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
