@@ -20,7 +20,7 @@ from microcompiler.frontend.tflite import load_tflite
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.passes import PIPELINE, patch_stage
-from microcompiler.passes.patches import PATCH_COPY, apply_patches, choose_patches, stage_lengths
+from microcompiler.passes.patches import AUTO_MAX_PEAK_RATIO, PATCH_COPY, apply_patches, choose_patches, stage_lengths
 from model_builder import ModelBuilder, add_options, conv2d_options, depthwise_options
 from oracle import Oracle
 
@@ -181,6 +181,12 @@ def test_shared_models_keep_their_layer_by_layer_plan_where_patches_do_not_help(
         assert choose_patches(graph) is None
         meta = compile_model(shared_models / "mlperf_tiny" / model).metadata
         assert meta["patches"] == {} and meta["arena_bytes"] == arena
+    # IC: a stage lowers its peak, but by a third only (not below AUTO_MAX_PEAK_RATIO): layer by layer
+    ic = shared_models / "mlperf_tiny" / "pretrainedResnet_quant.tflite"
+    choice = choose_patches(run_passes(load_tflite(ic), PIPELINE[:-2]))
+    assert choice["peak_after"] < choice["peak_before"] and choice["peak_after"] > AUTO_MAX_PEAK_RATIO * choice["peak_before"]
+    meta = compile_model(ic).metadata
+    assert meta["patches"] == {} and meta["arena_bytes"] == 49152
 
 
 def test_vww_lookalike_peak_is_at_most_0_6_of_the_layer_by_layer_bound(tmp_path):
@@ -206,9 +212,9 @@ def test_vww_lookalike_bit_exact_on_mps2_an386(tmp_path):
 @needs_board_tools
 def test_ic_patched_bit_exact_on_mps2_an386_below_the_layer_by_layer_bound(tmp_path, shared_models):
     model = shared_models / "mlperf_tiny" / "pretrainedResnet_quant.tflite"
-    meta = compile_model(model, features=frozenset({"dsp"})).metadata
+    meta = compile_model(model, features=frozenset({"dsp"}), patches="2x2").metadata
     assert meta["patches"]["stage_layers"] == ["conv2d", "conv2d_1", "conv2d_2", "add"]
-    run = assert_matches_oracle_on_board(model.read_bytes(), tmp_path)
+    run = assert_matches_oracle_on_board(model.read_bytes(), tmp_path, patches="2x2")
     assert meta["arena_bytes"] + meta["scratch_bytes"] + run.stack_bytes < 49152
 
 
