@@ -68,8 +68,19 @@ def arena_buffers(graph: Graph) -> list[Buffer]:
 
 
 def lower_bound(buffers: list[Buffer], steps: int) -> int:
-    """The largest total size of buffers live at the same operator step."""
-    return max([sum(b.size for b in buffers if b.first <= s <= b.last) for s in range(steps)] or [0])
+    """The largest total size of buffers live at the same operator step (one sweep over the steps:
+    the patch pass asks this of every stage and grid it tries)."""
+    change = [0] * (steps + 1)
+    for b in buffers:
+        first, last = max(b.first, 0), min(b.last, steps - 1)
+        if first <= last:
+            change[first] += b.size
+            change[last + 1] -= b.size
+    peak = live = 0
+    for step in range(steps):
+        live += change[step]
+        peak = max(peak, live)
+    return peak
 
 
 def peak_step(buffers: list[Buffer], steps: int) -> tuple[int, list[Buffer]]:

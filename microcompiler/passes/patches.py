@@ -232,19 +232,11 @@ def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True
 
 
 def live_peak(g: Graph) -> int:
-    """``memory_plan.lower_bound`` of the graph after in-place sharing (a sweep over lifetimes)."""
-    from microcompiler.passes.memory_plan import arena_buffers, share_in_place
+    """``memory_plan.lower_bound`` of the graph after in-place sharing."""
+    from microcompiler.passes.memory_plan import arena_buffers, lower_bound, share_in_place
     h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases))
     share_in_place(h)
-    delta = [0] * (len(g.operators) + 1)
-    for buf in arena_buffers(h):
-        delta[buf.first] += buf.size
-        delta[buf.last + 1] -= buf.size
-    peak = live = 0
-    for d in delta:
-        live += d
-        peak = max(peak, live)
-    return peak
+    return lower_bound(arena_buffers(h), len(g.operators))
 
 
 def _grids(grid: tuple[int, int] | None) -> list[tuple[int, int]]:
