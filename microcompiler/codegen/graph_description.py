@@ -24,9 +24,9 @@ import struct
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, c_type
+from microcompiler.ops.base import MAX_ARGS
 
 MAGIC = b"MCG1"
-MAX_ARGS = 16  # MC_GRAPH_MAX_ARGS in crt/include/microcompiler/graph_executor.h
 ALIGN = 8
 
 

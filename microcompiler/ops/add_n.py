@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.codegen.graph_description import MAX_ARGS
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import MAX_ARGS, OpKernel, register, require
 from microcompiler.ops.broadcast import unbroadcast_inputs
 from microcompiler.ops.quant import quantize_multiplier
 
