@@ -14,7 +14,7 @@ from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range, fully_connected_multipliers,
-                                     quantize_multipliers)
+                                     quantize_multiplier, quantize_multipliers)
 
 
 @register
