@@ -10,7 +10,6 @@ from microcompiler.ir import Graph, Operator, Tensor, c_type
 from microcompiler.templating import render
 
 KERNELS: dict[str, "OpKernel"] = {}
-MAX_ARGS = 16  # MC_GRAPH_MAX_ARGS in crt/include/microcompiler/graph_executor.h: arguments one kernel gets
 
 
 def register(cls):
