@@ -120,3 +120,23 @@ def test_the_reports_json_island_is_safe_for_any_tensor_name(tmp_path, hostile):
     assert "<" not in island and ">" not in island  # nothing in it can open a comment or end the element
     assert page.count("<script") == 1 and page.count("</script>") == 1
     assert hostile in json.dumps(json.loads(island))
+
+
+# ---- names that would hide a system header ----
+
+@pytest.mark.parametrize("stem", ["math", "string", "stdint", "stdio", "stdlib", "time", "unistd", "errno"])
+def test_a_model_named_like_a_system_header_is_prefixed_and_runs(workdir, stem):
+    shutil.copyfile(workdir / "model.tflite", workdir / f"{stem}.tflite")
+    proc = cli("run", f"{stem}.tflite", "--board", "host", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("compile", f"{stem}.tflite", "-o", "lib", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    names = {p.name for p in (workdir / "lib").rglob("*")}
+    assert f"{stem}.h" not in names and f"m_{stem}.h" in names
+
+
+@pytest.mark.parametrize("name", ["math", "stdio", "string"])
+def test_name_of_a_system_header_is_refused(workdir, name):
+    proc = cli("compile", "model.tflite", "--name", name, "-o", "lib", cwd=workdir)
+    assert_one_line_error(proc, "reserved", "system header")
+    assert not (workdir / "lib").exists()
