@@ -15,6 +15,7 @@ from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE, pipeline
 
+MAX_ARENA_BYTES = 2**31 - 1  # arena offsets are C ints and 32-bit sizes in the graph description
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
 GENERATOR = "microcompiler"  # metadata.json's "generator": marks a directory as a model library we wrote
@@ -145,6 +146,10 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     if patches is None and isinstance(tuning, dict):
         patches = tuning.get("patches")
     graph = run_passes(graph, pipeline(parse_patches(patches)))
+    if graph.arena_bytes > MAX_ARENA_BYTES:
+        raise UnsupportedModelError(
+            f"the model's activations need an arena of {graph.arena_bytes:,} bytes, more than any microcontroller "
+            f"has (microcompiler's limit: {MAX_ARENA_BYTES:,}); reduce the input size or the layers' widths")
     if isinstance(tuning, KnobSource):
         tuning = tuning.knobs(graph)
     if kernels == "reference":

@@ -117,3 +117,42 @@ def test_an_input_listed_twice_takes_the_last_value_as_in_tflm(tmp_path, executo
     first, last = np.full((1, 4), -5, np.int8), np.full((1, 4), 7, np.int8)
     assert np.array_equal(Oracle(model).run([first, last])[0], last)  # TFLM: the last write wins
     assert_matches_oracle(model, tmp_path, inputs=[[first, last]], sanitize=True, executor=executor)
+
+
+# ---- one line, never a traceback ----
+
+def softmax(beta: float, dtype: str = "int8") -> bytes:
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 6], dtype, scale=0.05, zero_point=0)
+    y = b.activation("y", [1, 6], dtype, scale=1 / 256 if dtype == "int8" else 1 / 32768,
+                     zero_point=-128 if dtype == "int8" else 0)
+    b.op("SOFTMAX", [x], [y], mb.softmax_options(beta))
+    return b.finish([x], [y])
+
+
+@pytest.mark.parametrize("beta, dtype, fragment", [(float("nan"), "int8", "not a finite number"),
+                                                   (float("inf"), "int16", "not a finite number"),
+                                                   (1e-8, "int8", "too small"), (-1.0, "int8", "too small")])
+def test_a_softmax_beta_no_kernel_can_scale_is_one_line(tmp_path, beta, dtype, fragment):
+    """TFLM aborts the process on these (QuantizeMultiplierGreaterThanOne); we refuse them."""
+    refused(softmax(beta, dtype), tmp_path, "SOFTMAX", fragment)
+
+
+def test_an_activation_arena_over_2_gib_is_one_line(tmp_path):
+    n = 1 << 28  # float32: 1 GiB per tensor; three live at once
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, n], "float32")
+    a, c, d, e, y = (b.activation(k, [1, n], "float32") for k in "acdey")
+    for t in (a, c, d):
+        b.op("RELU", [x], [t])
+    b.op("ADD", [a, c], [e], mb.add_options())
+    b.op("ADD", [e, d], [y], mb.add_options())
+    refused(b.finish([x], [y]), tmp_path, "arena of", "more than any microcontroller")
+
+
+def test_a_patch_grid_too_fine_for_the_graph_executor_compiles_for_aot(tmp_path, shared_models):
+    """IC with --patches 16x16: 3,078 operators whose names overflow the graph description's 16-bit
+    offsets (a struct.error); now only the graph executor is refused, with the reason."""
+    from microcompiler.compiler import compile_model
+    library = compile_model(shared_models / "mlperf_tiny" / "pretrainedResnet_quant.tflite", patches="16x16")
+    assert "graph executor's description holds" in library.metadata["graph_executor_refusal"]

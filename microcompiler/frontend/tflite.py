@@ -23,6 +23,7 @@ from microcompiler.frontend.subgraphs import link_subgraphs, subgraph_name
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops import supported_operators
 from microcompiler.ops.tflm_operators import TFLM_CUSTOM, where_it_stands
+from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 
 _OPCODE_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {
@@ -43,10 +44,7 @@ _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against a
 def load_tflite(path: str | Path) -> Graph:
     """Read and validate a ``.tflite`` file; the graph is named after the file."""
     path = Path(path)
-    try:
-        buf = path.read_bytes()
-    except OSError as exc:
-        raise ModelFormatError(f"cannot read model file {path}: {exc.strerror}") from None
+    buf = read_user_file(path, "model file", MAX_MODEL_BYTES, ModelFormatError)
     return parse_tflite(buf, model_name(path))
 
 
