@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 from microcompiler.ir import Graph, Operator, Tensor
 from microcompiler.ops.geometry import out_size, padding_before
+from microcompiler.ops.patch_copy import PATCH_COPY
 
-PATCH_COPY = "MC_PATCH_COPY"
 WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D")
 MAX_EXTRA_MACS = 0.10  # automatic choice: recompute at most this fraction of the model's MACs
 MAX_GRID = 4  # automatic choice: grids up to MAX_GRID x MAX_GRID patches

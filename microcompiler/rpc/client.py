@@ -402,6 +402,11 @@ class Session:
                 return reply.body[4:]
             self.stats["stale_replies"] += 1
 
+    @property
+    def is_open(self) -> bool:
+        """False once the session was closed or broke on an earlier error (then ``reconnect()``)."""
+        return self._broken is None
+
     def lookup(self, name: str) -> RemoteFunction:
         """The device function called ``name`` (DeviceError if it has none)."""
         if name not in self._functions:

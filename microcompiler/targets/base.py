@@ -31,7 +31,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -39,9 +39,10 @@ from microcompiler import resources
 from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
+from microcompiler.compiler import compile_model
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
-from microcompiler.targets.build import BuildResult
+from microcompiler.targets.build import BuildResult, Log
 from microcompiler.targets.files import (PROJECT_FILE, check_project_dir, output_values, resolve_input_steps, save_inputs,
                                          write_project_dir)
 from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, check_fits
@@ -54,7 +55,6 @@ EXECUTORS = ("aot", "graph")
 STANDALONE, HOST_DRIVEN = "standalone", "host-driven"
 MODES = (STANDALONE, HOST_DRIVEN)  # host-driven: an RPC server main (docs/rpc.md)
 RPC_TIMEOUT = 10.0  # seconds to wait for each device reply (run --rpc-timeout)
-Log = Callable[[str], None]
 
 
 def quiet(_: str) -> None:
@@ -427,7 +427,6 @@ def compile_for(model: str | Path | ModelLibrary, board: Board) -> ModelLibrary:
     """The model library for the board's CPU (a .tflite is compiled; a library is taken as it is)."""
     if isinstance(model, ModelLibrary):
         return model
-    from microcompiler.compiler import compile_model
     return compile_model(model, features=board.cpu.features)
 
 
