@@ -20,7 +20,9 @@ proof in two parts, each one executed:
 
 The quantizations: equal input scales (a multiplier of exactly 1/2), scales 4x to 900x apart,
 output scales finer and coarser than the inputs', fused RELU/RELU6 clamps, and the scales of
-TFLM's SEANet int16 SUB/ADD integration models.
+TFLM's SEANet int16 SUB/ADD integration models. (The comparisons have no int16 path to check:
+microcompiler refuses int16 for all six, since TFLM's int16 GREATER returns false whatever the
+inputs, ops/comparisons.py. PRELU's int16 with int8 alpha: tests/test_op_prelu.py.)
 """
 from __future__ import annotations
 
