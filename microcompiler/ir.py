@@ -44,6 +44,9 @@ class Quantization:
     scale: list[float]
     zero_point: list[int]
     axis: int = 0  # the quantized dimension, meaningful when there is more than one scale
+    # how many scales the file gave (equal per-channel scales are kept as one): kernels that read
+    # per-channel scales check it against the channels, as TFLM does; 0 when not from a file
+    file_scales: int = 0
 
     @property
     def per_channel(self) -> bool:

@@ -11,6 +11,7 @@ from microcompiler.ops import fast
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.conv_common import check_weights_and_bias
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range, fully_connected_multipliers,
@@ -44,7 +45,15 @@ class FullyConnected(OpKernel):
                 f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
                 "hybrid float32 input with int8 weights is not supported by TFLM either)")
         require(len(w.shape) == 2, op, f"weights must be 2-D [outputs, depth], not {list(w.shape)}")
+        require(min(w.shape) >= 1, op, f"weights of shape {list(w.shape)} are empty")
         require(x.size % w.shape[-1] == 0, op, "input size is not a multiple of the weights' depth")
+        batches, rows = x.size // w.shape[-1], w.shape[0]
+        # the kernel writes batches x rows values: exactly the output's size, or it would write past it
+        require(y.size == batches * rows and (not y.shape or y.shape[-1] == rows), op,
+                f"input {list(x.shape)} makes {batches} batches of {rows} outputs but the output has shape "
+                f"{list(y.shape)}; the file is inconsistent (the layer would write past its output)")
+        bias = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+        check_weights_and_bias(op, x, w, bias, rows, 0)
         if x.dtype != "float32":
             require(all(t.quant is not None for t in (x, w, y)), op, "quantized tensors need quantization parameters")
 
