@@ -5,6 +5,7 @@ import functools
 import json
 import re
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.codegen.naming import layer_names
@@ -15,7 +16,6 @@ from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE, budget_pipeline, pipeline, plan_for_budget
-from microcompiler.tuning.log import CpuTuning
 
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
@@ -24,6 +24,15 @@ C_KEYWORDS = frozenset("""auto break case char const continue default do double 
     if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
     void volatile while _Bool _Complex _Imaginary""".split())
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@runtime_checkable
+class KnobSource(Protocol):
+    """Per-operator knobs looked up for a planned graph: a tuning log applied to one CPU
+    (``TuningLog.load(path).for_cpu(board.cpu)``, microcompiler/tuning/log.py) is one. The compiler
+    asks it once the passes have run; it does not know where the knobs come from."""
+
+    def knobs(self, graph: Graph) -> dict: ...
 
 
 class InvalidNameError(MicrocompilerError):
@@ -110,7 +119,7 @@ def parse_patches(value: str | tuple[int, int] | list[int] | None) -> tuple[int,
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | CpuTuning | None = None, kernels: str = "fast",
+                  name: str | None = None, tuning: dict | KnobSource | None = None, kernels: str = "fast",
                   shared_arena: str | None = None, patches: str | tuple[int, int] | None = None,
                   ram_limit: int | None = None, ram_available: int | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
@@ -139,7 +148,7 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     if kernels == "reference":
         features = frozenset()
     graph = run_passes(graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available))
-    if isinstance(tuning, CpuTuning):
+    if isinstance(tuning, KnobSource):
         tuning = tuning.knobs(graph)
     if kernels == "reference":
         tuning = {"*": {"variant": "reference"}}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from microcompiler.analysis import cost_model
+from microcompiler.ops import cost_model
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary

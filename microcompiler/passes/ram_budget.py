@@ -14,7 +14,7 @@ and the model's inputs and outputs):
   in-place depthwise layers (inside the patches and after the stage, where the peak moves).
 
 A plan's RAM is its arena plus the kernels' shared scratch (the largest any kernel plan asks for on
-the target's CPU); its time is the cost model's estimated instructions (``analysis/cost_model.py``,
+the target's CPU); its time is the cost model's estimated instructions (``ops/cost_model.py``,
 fitted to ``-icount`` runs), beside the multiply-accumulates the halos recompute. There are many
 (stage, grid) pairs, so they are screened first by the live-set lower bound with every depthwise
 layer in place (``memory_plan.lower_bound``) and their extra MACs: only those that no other pair
@@ -77,7 +77,7 @@ def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> dict:
 
 def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
     """(kernel scratch bytes, estimated instructions) of a planned graph on a CPU with ``features``."""
-    from microcompiler.analysis.cost_model import estimate as cost
+    from microcompiler.ops.cost_model import estimate as cost
     from microcompiler.ops.base import kernel_for
     scratch, instructions = 0, 0.0
     for op in g.operators:
