@@ -173,6 +173,7 @@ def _passes(graph: Graph, grid: tuple[int, int] | None, features: frozenset[str]
     if ram_limit is not None:
         limit, source, keep = ram_limit, "--ram-limit", False
     else:
+        assert ram_available is not None
         own = sum(graph.tensors[t].nbytes for t in graph.inputs + graph.outputs) + sum(
             t.nbytes for t in graph.tensors if t.persistent)
         limit, source, keep = max(0, ram_available - own), "the board's free RAM", True

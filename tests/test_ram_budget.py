@@ -13,7 +13,7 @@ from harness import ROOT, assert_matches_oracle, cli
 from microcompiler.compiler import compile_model, run_passes
 from microcompiler.errors import BoardError
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.passes import PIPELINE, budget_pipeline, patch_stage, plan_memory
+from microcompiler.passes import budget_pipeline, patch_stage, plan_memory
 from microcompiler.passes.ram_budget import NoPlanFits, candidate_plans, choose_plan, plan_for_budget
 
 MOBILENET = ROOT / "tests" / "models" / "keras" / "mobilenet_v1_025_96_int8.tflite"

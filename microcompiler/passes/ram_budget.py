@@ -28,7 +28,7 @@ pipeline makes without a budget (``patch_stage``'s automatic choice) whenever it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from microcompiler.errors import BoardError
 from microcompiler.ir import Graph, Operator
@@ -70,8 +70,8 @@ class NoPlanFits(BoardError):
 def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> dict:
     from microcompiler.ops.base import kernel_for
     kernel = kernel_for(op)
-    if op.kind in _PLANNED_KINDS:
-        return kernel.plan(op, g, features)
+    if op.kind in _PLANNED_KINDS:  # their plan(op, graph, features) is what emit() runs for the target
+        return kernel.plan(op, g, features)  # type: ignore[attr-defined]
     return kernel.variant(op, g)
 
 
@@ -215,6 +215,7 @@ def plan_for_budget(graph: Graph, limit: int | None, features: frozenset[str] = 
         plans = candidate_plans(graph, features, layer_name=layer_name)
     chosen = plans[0] if keep_default and (limit is None or plans[0].ram_bytes <= limit) else choose_plan(plans, limit)
     if chosen is None:
+        assert limit is not None  # without a limit every plan fits
         smallest = min(plans, key=lambda p: (p.ram_bytes, p.estimated_instructions))
         where = layer_name(smallest.graph, smallest.peak_operator) if smallest.peak_operator else "no layer"
         raise NoPlanFits(f"no memory plan fits {limit_source} {limit:,} B: the smallest needs {smallest.ram_bytes:,} B "
