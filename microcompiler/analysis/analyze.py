@@ -13,11 +13,18 @@ from microcompiler.compiler import compile_model
 def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without a board) under ``ram_limit`` (or the
     board's RAM, docs/memory.md) and analyze it."""
+    from microcompiler.passes.ram_budget import NoPlanFits
     from microcompiler.targets.footprint import ram_for_models
     features = board.cpu.features if board is not None else frozenset()
     available = ram_for_models(board) if board is not None and not board.is_host else None
-    return analyze_library(compile_model(model, features=features, ram_limit=ram_limit, ram_available=available),
-                           board)
+    try:
+        library = compile_model(model, features=features, ram_limit=ram_limit, ram_available=available)
+    except NoPlanFits:
+        if ram_limit is not None:
+            raise
+        # the board is too small for every plan: analyze the default one, whose fit shows what is missing
+        library = compile_model(model, features=features)
+    return analyze_library(library, board)
 
 
 def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
