@@ -95,7 +95,7 @@ def _with_extra_input(position: int) -> bytes:
 
 @pytest.mark.parametrize("position", [9, 16, 20], ids=["peephole", "projection", "layer-norm"])
 def test_lstm_variants_tflm_does_not_run_are_refused(tmp_path, position):
-    with pytest.raises(UnsupportedModelError, match=r"UNIDIRECTIONAL_SEQUENCE_LSTM\): inputs \[%d\] are set" % position):
+    with pytest.raises(UnsupportedModelError, match=rf"UNIDIRECTIONAL_SEQUENCE_LSTM\): inputs \[{position}\] are set"):
         compile_bytes(_with_extra_input(position), tmp_path)
 
 
