@@ -5,6 +5,8 @@ RPC session to a device running host-driven firmware, and ``open_model`` compile
 host-driven firmware for a board and connects (docs/rpc.md; both live in microcompiler/api.py).
 """
 
+__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it (CHANGELOG.md)
+
 
 def connect(*args, **kwargs):
     """Open an RPC session: ``microcompiler.connect(project_dir)``; see microcompiler.api.connect."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from microcompiler.boards import HOST, Board, resolve_board
 from microcompiler.errors import MicrocompilerError

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from microcompiler import cleanup
+from microcompiler import __version__, cleanup
 from microcompiler.errors import MicrocompilerError, printable
 
 COMMANDS = ["compile", "run", "analyze", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="microcompiler",
         description="Compile TFLite models to C for microcontrollers, and run them on boards.")
+    parser.add_argument("--version", action="version", version=f"microcompiler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"microcompiler.commands.{name.replace('-', '_')}").add_parser(sub)

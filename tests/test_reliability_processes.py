@@ -6,7 +6,6 @@ own one-line error, never as pyserial's "returned no data".
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

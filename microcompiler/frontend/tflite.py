@@ -60,7 +60,7 @@ def parse_tflite(buf: bytes, name: str = "model") -> Graph:
         return _Importer(buf, name).graph()
     except (ModelFormatError, UnsupportedModelError):
         raise
-    except Exception as exc:  # the flatbuffer reader itself tripped over corrupt offsets
+    except Exception:  # the flatbuffer reader itself tripped over corrupt offsets
         raise ModelFormatError(
             f"the model file is truncated or corrupted (its flatbuffer offsets point outside the "
             f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter") from None

@@ -147,7 +147,7 @@ class BatchMatMul(OpKernel):
                 values[f"{side}_offset"] = ctx.const(f"{side}_offsets", offsets.astype(np.int32)) + "[b]"
         if lhs.dtype == "float32":
             return ctx.render("batch_matmul.c.j2", io_t="float", acc_t="float", **values)
-        (lhs_scale, lhs_zp), (rhs_scale, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
+        (_, lhs_zp), (_, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
         if plan["variant"] == "cols4":

@@ -65,7 +65,7 @@ class TimeResult:
 class RemoteFunction:
     """A device function found by name; calling it runs it once on the device."""
 
-    def __init__(self, session: "Session", function_id: int, name: str):
+    def __init__(self, session: Session, function_id: int, name: str):
         self.session, self.id, self.name = session, function_id, name
 
     def __call__(self, *args) -> int:
@@ -79,7 +79,7 @@ class RemoteFunction:
 class DeviceBuffer:
     """A block of device memory from the server's static pool."""
 
-    def __init__(self, session: "Session", handle: int, nbytes: int):
+    def __init__(self, session: Session, handle: int, nbytes: int):
         self.session, self.handle, self.nbytes = session, handle, nbytes
         self.freed = False
 
@@ -231,7 +231,7 @@ class Session:
             while self.cleanup:
                 self.cleanup.pop()()
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc) -> None:

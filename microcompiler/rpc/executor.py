@@ -6,7 +6,8 @@ standalone runs bit for bit), then calls each operator's function over RPC in gr
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -161,7 +162,7 @@ class GraphExecutor:
         if not self.pool.freed and self.session.is_open:
             self.pool.free()
 
-    def __enter__(self) -> "GraphExecutor":
+    def __enter__(self) -> GraphExecutor:
         return self
 
     def __exit__(self, *exc) -> None:

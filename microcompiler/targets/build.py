@@ -13,7 +13,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from microcompiler import cleanup
 from microcompiler.boards import Board
