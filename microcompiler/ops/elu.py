@@ -38,6 +38,6 @@ class Elu(ElementwiseKernel):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
-            return ctx.render("activation_float.c.j2", expr="(x < 0.0f ? expm1f(x) : x)", **values)
+            return ctx.render("activation_float.c.j2", expr="(x < 0.0f ? mc_expm1f(x) : x)", **values)
         table = int8_table_from_float(elu_f32, x.quant.single(), y.quant.single())
         return render_int8_table(ctx, table, **values)
