@@ -87,7 +87,7 @@ class FloatMath(OpKernel):
 
     def describe(self, kind):
         info = super().describe(kind)
-        info["type_notes"] = {"EXP": "libm-free expf, identical on every target",
+        info["type_notes"] = {"EXP": "the C library's expf algorithm (mc_expf), identical on every target",
                               "ROUND": "half to even", "LOG": "the C library's logf algorithm (mc_logf)",
                               "SIN": "C library sinf", "COS": "C library cosf"}.get(kind, "")
         return info
