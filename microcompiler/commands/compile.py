@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from microcompiler.boards import HOST, load_board
-from microcompiler.commands.arguments import add_tuning_argument, tuning_for
+from microcompiler.commands.arguments import add_tuning_argument, ram_budget, tuning_for
 from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, SHARED_ARENA, compile_model, write_atomically
 from microcompiler.errors import MicrocompilerError
 
@@ -28,12 +28,13 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    cpu = load_board(args.board).cpu if args.board not in (None, HOST) else None
+    board = load_board(args.board) if args.board not in (None, HOST) else None
+    cpu = board.cpu if board else None
     if args.tuning and cpu is None:
         raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")
     tuning = tuning_for(args, cpu) if cpu else None
     library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
-                            kernels=args.kernels, tuning=tuning, patches=args.patches,
+                            kernels=args.kernels, tuning=tuning, patches=args.patches, **ram_budget(args, board),
                             shared_arena=SHARED_ARENA if args.shared_arena else None)
     out = write_atomically(library, args.output)
     meta = library.metadata
