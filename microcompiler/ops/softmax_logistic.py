@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
 F32 = np.float32
@@ -69,10 +69,15 @@ def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits
     return int(math.floor(radius))
 
 
+def softmax_int8_real(input_scale: float, beta: float) -> float:
+    """beta * input scale in Q5.26 (PreprocessSoftmaxScaling): TFLM's QuantizeMultiplierGreaterThanOne
+    aborts its prepare step unless it exceeds 1."""
+    return min(float(F32(beta)) * float(F32(input_scale)) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
+
+
 def softmax_int8_params(input_scale: float, beta: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, diff_min) of the int8-input softmax."""
-    real = min(float(F32(beta)) * float(F32(input_scale)) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS)),
-               (1 << 31) - 1.0)
+    real = softmax_int8_real(input_scale, beta)
     multiplier, shift = quantize_multiplier(real, saturate=False)
     diff_min = -calculate_input_radius(SOFTMAX_DIFF_INTEGER_BITS, shift)
     return multiplier, shift, diff_min
@@ -188,6 +193,8 @@ class Softmax(OpKernel):
     options = "beta"
     type_notes = ("int8 -> int8 (output 1/256, -128), int8 -> int16 (output 1/65536, -32768), "
                   "int16 -> int16 (output 1/32768, 0)")
+    tflm_refusals = ("int8 input: beta * input scale * 2^26 at most 1 (beta * scale below 1.49e-8): "
+                     "QuantizeMultiplierGreaterThanOne aborts",)
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -203,6 +210,10 @@ class Softmax(OpKernel):
         require(x.quant is not None and y.quant is not None and not x.quant.per_channel
                 and not y.quant.per_channel, op, "quantized softmax needs per-tensor quantization")
         scale, zp = _scale_zp(y)
+        if x.dtype == "int8":
+            real = softmax_int8_real(_scale_zp(x)[0], op.options.get("beta", 1.0))
+            require_like_tflm(real > 1.0, op, f"beta * input scale * 2^26 = {real:.3g} is not above 1 "
+                                              "(TFLM's QuantizeMultiplierGreaterThanOne check fails)")
         if combo == ("int8", "int8"):
             require(zp == -128 and F32(scale) == F32(1.0 / 256), op,
                     f"int8 output must have scale 1/256 and zero point -128 (got {scale}, {zp})")
