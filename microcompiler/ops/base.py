@@ -105,6 +105,13 @@ class OpKernel:
     def check(self, op: Operator, graph: Graph) -> None:
         pass
 
+    def int8_table(self, op: Operator, graph: Graph) -> np.ndarray | None:
+        """For an int8 -> int8 elementwise function of the operator's one input: its 256 results,
+        computed at compile time as TFLM computes them, indexed by the input byte read as unsigned
+        (ops/lut.py); None otherwise. Kernels that have one emit a table lookup, and the
+        ``fuse_tables`` pass composes them."""
+        return None
+
     def macs(self, op: Operator, graph: Graph) -> int:
         return 0
 
