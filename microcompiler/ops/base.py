@@ -81,7 +81,7 @@ class OpKernel:
         """Knob settings to try for this operator instance, the heuristic's ({}) first: one knob set at
         a time to each of its values, and the reference loop nest. Kernels may narrow this per shape.
         Settings that generate the same code are dropped by the tuner."""
-        knobs = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
+        knobs: list[dict] = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
         return knobs + [{"variant": "reference"}]
 
     def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -104,6 +104,13 @@ class OpKernel:
 
     def check(self, op: Operator, graph: Graph) -> None:
         pass
+
+    def int8_table(self, op: Operator, graph: Graph) -> np.ndarray | None:
+        """For an int8 -> int8 elementwise function of the operator's one input: its 256 results,
+        computed at compile time as TFLM computes them, indexed by the input byte read as unsigned
+        (ops/lut.py); None otherwise. Kernels that have one emit a table lookup, and the
+        ``fuse_tables`` pass composes them."""
+        return None
 
     def macs(self, op: Operator, graph: Graph) -> int:
         return 0

@@ -11,7 +11,8 @@ Supported (as TFLM):
 * SOFTMAX over the last dimension, any beta: float32; int8 -> int8 (output scale 1/256, zero point
   -128); int8 -> int16 (output scale 1/65536, zero point -32768); int16 -> int16 (output scale
   1/32768, zero point 0).
-* LOGISTIC: float32; int8 (output zero point -128); int16 (zero points 0, output scale 2^-15).
+* LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
+  computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import math
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
+from microcompiler.ops.fixedpoint import clamp, fp_logistic, requantize, rounding_divide_by_pot
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
 F32 = np.float32
@@ -152,6 +155,23 @@ def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
     multiplier, shift = q31_frexp(real)
     radius = calculate_input_radius(LOGISTIC_INT8_INTEGER_BITS, shift, 31)
     return multiplier, shift, radius
+
+
+def logistic_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
+    """TFLM's int8 logistic of each int8 input: the input minus its zero point rescaled to Q4.27,
+    gemmlowp's fixed-point logistic (Q0.31), rounded to the output's 1/256 steps minus 128;
+    saturated beyond the input radius. The output quantization is fixed (1/256, -128), as in TFLM."""
+    multiplier, shift, radius = logistic_int8_params(input_scale)
+
+    def logistic(x: int) -> int:
+        v = x - input_zero_point
+        if v <= -radius:
+            return -128
+        if v >= radius:
+            return 127
+        p = fp_logistic(requantize(v, multiplier, shift), LOGISTIC_INT8_INTEGER_BITS)
+        return clamp(rounding_divide_by_pot(p, 23) - 128, -128, 127)
+    return int8_table_from_integer(logistic)
 
 
 def logistic_int16_params(input_scale: float) -> tuple[int, int]:
@@ -299,8 +319,14 @@ class Logistic(OpKernel):
 
     def variant(self, op, graph):
         x = graph.tensors[op.inputs[0]]
-        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
-                            "int16": "sigmoid-table"}[x.dtype]}
+        return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
+
+    def int8_table(self, op, graph):
+        x = graph.tensors[op.inputs[0]]
+        return logistic_int8_table(*_scale_zp(x)) if x.dtype == "int8" else None
+
+    def inplace_inputs(self, op, graph):
+        return (0,)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
@@ -309,9 +335,7 @@ class Logistic(OpKernel):
             return ctx.render("logistic_float.c.j2", **values)
         in_scale, in_zp = _scale_zp(x)
         if x.dtype == "int8":
-            multiplier, shift, radius = logistic_int8_params(in_scale)
-            return ctx.render("logistic_int8.c.j2", zero_point=in_zp, multiplier=multiplier, shift=shift,
-                              radius=radius, **values)
+            return render_int8_table(ctx, self.int8_table(op, graph), what="logistic", **values)
         multiplier, shift = logistic_int16_params(in_scale)
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render("logistic_int16.c.j2", multiplier=multiplier, shift=shift, table=table,

@@ -10,6 +10,7 @@ from microcompiler.ir import Graph
 from microcompiler.passes.dead_code import remove_dead_code
 from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
+from microcompiler.passes.fuse_tables import fuse_tables
 from microcompiler.passes.memory_plan import plan_memory
 from microcompiler.passes.operator_state import add_operator_state
 from microcompiler.passes.patches import patch_stage
@@ -29,7 +30,7 @@ def each_subgraph(graph_pass):
 
 
 PIPELINE = [each_subgraph(p) for p in (add_operator_state, fold_constants, fuse_activations, remove_reshapes,
-                                       drop_zero_channels, remove_dead_code)] + [patch_stage, plan_memory]
+                                       fuse_tables, drop_zero_channels, remove_dead_code)] + [patch_stage, plan_memory]
 
 
 def pipeline(patches: tuple[int, int] | None = None) -> list:
@@ -47,4 +48,4 @@ def budget_pipeline(planner) -> list:
 
 
 __all__ = ["PIPELINE", "pipeline", "budget_pipeline", "plan_for_budget", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
-           "remove_reshapes", "drop_zero_channels", "remove_dead_code", "patch_stage", "plan_memory"]
+           "remove_reshapes", "fuse_tables", "drop_zero_channels", "remove_dead_code", "patch_stage", "plan_memory"]
