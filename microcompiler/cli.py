@@ -14,7 +14,7 @@ import sys
 from microcompiler import __version__, cleanup
 from microcompiler.errors import MicrocompilerError
 
-COMMANDS = ["compile", "run", "analyze", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
+COMMANDS = ["compile", "run", "analyze", "compare", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
 
 
 def build_parser() -> argparse.ArgumentParser:
