@@ -10,6 +10,7 @@ from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+from microcompiler.report.provenance import provenance
 from microcompiler.timing import describe, format_duration
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
@@ -165,7 +166,11 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
     # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
     # script element; JSON.parse reads them back unchanged
-    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison})
+    made = provenance()
+    body.append(f"<p class='provenance'>made by {escape(made['tool'])} {escape(made['version'])} on "
+                f"{escape(made['date'])}: <code>{escape(made['command'])}</code></p>")
+    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison,
+                        "generated_by": made})
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
