@@ -27,6 +27,7 @@ from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
+from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
@@ -52,6 +53,7 @@ class OpFunction:
     macs: int
     variant: dict
     weights_bytes: int = 0  # the flash arrays this operator added (a shared one counts for its first user)
+    arrays: list[tuple[str, str]] = field(default_factory=list)  # (name, C type) of those arrays
 
 
 @dataclass
@@ -89,7 +91,8 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     ctx = EmitContext(graph, op, name, params, features, knobs)
     first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
-    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in params.arrays[first_array:])
+    own_arrays = params.arrays[first_array:]
+    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in own_arrays)
     fparams = []
     unused = []
     for tensor, pname in ctx.param_names.items():
@@ -102,7 +105,7 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
         body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
     return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant,
-                      weights_bytes)
+                      weights_bytes, [(n, ctype) for n, ctype, _, _ in own_arrays])
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
@@ -209,6 +212,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     params.state_names = state_names[id(graph)]
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
                  for op in graph.operators]
+    shared = share_bodies(graph, functions, name)
 
     def emit_subgraph_op(sub, op, prefix, layer):
         params.state_names = state_names[id(sub)]
@@ -221,7 +225,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for fn in functions:
         args = [_pointer(graph, tensor, arena, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
-    values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
+    values = dict(name=name, NAME=name.upper(), functions=functions, shared_bodies=shared, calls=calls, inputs=inputs,
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   shared_arena=shared_arena,
