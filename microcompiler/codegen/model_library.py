@@ -27,20 +27,14 @@ from microcompiler.codegen.graph_description import graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
+from microcompiler.codegen.runtime_headers import HEADER_DIR, library_headers, used_headers
 from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
-from microcompiler.ops.fast.conv_2d_float_blocks import FLOAT_ISAS
 from microcompiler.templating import render
 
-
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
-                   "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
-                   # these four: included by kernel_fft*.h, kernel_simd.h
-                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h",
-                   "kernel_float.h"]
 
 
 @dataclass
@@ -233,18 +227,16 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
-                  subgraph_code=subgraph_code,
-                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions),
-                  uses_fpu=any((fn.variant or {}).get("isa") in FLOAT_ISAS for fn in functions + subgraph_functions))
+                  subgraph_code=subgraph_code)
     lib = ModelLibrary(graph, functions, params)
-    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
+    ops_c = render("model_ops.c.j2", kernel_headers=[], **values)
+    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", kernel_headers=used_headers([ops_c]), **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
     lib.files.update(graph_sources(graph, functions))
     fingerprint = model_fingerprint(lib.files, inputs, outputs)
     lib.files[f"include/{name}.h"] = render("model.h.j2", fingerprint=fingerprint, **values)
-    for header in RUNTIME_HEADERS:
-        lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
-            f"include/microcompiler/{header}").read_text()
+    for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
+        lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
     lib.metadata = {
         "name": name,
         "inputs": inputs,

@@ -72,14 +72,6 @@ static inline int32_t mc_saturating_left_shift(int32_t x, int exponent) {
   return (int32_t)wide;
 }
 
-/* Fixed-point exp, reciprocal and logistic (SOFTMAX, LOGISTIC). */
-#include "microcompiler/kernel_fixedpoint.h"
-
-/* Integer helpers of the signal-processing (audio front end) operators. */
-#include "microcompiler/kernel_signal.h"
-#include "microcompiler/kernel_fft.h"
-#include "microcompiler/kernel_fft32.h"
-
 /* exp(x) in float without libm, so that the host build and every device build
  * (whose C libraries implement expf differently) give bit-identical results.
  * Within 2 ulp of the correctly rounded value: x = k*ln2 + r with |r| <= ln2/2,
