@@ -23,7 +23,7 @@ from pathlib import Path
 
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
-from microcompiler.codegen.graph_description import graph_sources
+from microcompiler.codegen.graph_description import graph_executor_refusal, graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
@@ -269,4 +269,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }
+    refusal = graph_executor_refusal(functions)
+    if refusal:  # no <name>_graph.c: only the AOT executor runs this model
+        lib.metadata["graph_executor_refusal"] = refusal
     return lib

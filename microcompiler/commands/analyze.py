@@ -6,7 +6,7 @@ import json
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.output import peak_line
-from microcompiler.report import write_report
+from microcompiler.report import check_report_path, write_report
 
 
 def add_parser(sub) -> None:
@@ -23,11 +23,13 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    if args.html:
+        check_report_path(args.html, [args.model])
     board = load_board(args.board) if args.board not in (None, HOST) else None
     result = analyze_model(args.model, board)
     if args.html:
         write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
-                     analysis=result)
+                     inputs=[args.model], analysis=result)
     if args.json:
         print(json.dumps(result))
         return 0

@@ -18,7 +18,7 @@ from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
-from microcompiler.report import write_report
+from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.validation import DeviceOptions, Sample, validate
 
@@ -72,6 +72,9 @@ def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
 
 
 def run(args) -> int:
+    given = [args.model, args.reference, getattr(args, "tuning", None)]
+    if args.html:
+        check_report_path(args.html, given)
     board = resolve_board(args.board)
     target = target_for(board, args.template)
     target.check_board(board)
@@ -92,8 +95,8 @@ def run(args) -> int:
                       float_bytes=float_bytes, options=options, log=log_line)
     if args.html:
         analysis = analyze_library(library, None if board.is_host else board)
-        write_report(args.html, f"{report['model']}: validation on {board.name}", analysis=analysis,
-                     validation=report)
+        write_report(args.html, f"{report['model']}: validation on {board.name}", inputs=given,
+                     analysis=analysis, validation=report)
     if args.json:
         print(json.dumps(report))
     else:

@@ -19,7 +19,7 @@ from microcompiler.ops.quant import activation_range
 @register
 class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
-    inputs = (1, 16)
+    inputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
     options = "axis (negative allowed), fused activation (int8, int16, float32)"
 

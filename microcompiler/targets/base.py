@@ -38,6 +38,7 @@ import numpy as np
 from microcompiler import resources
 from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.errors import BoardError, DeviceError, MicrocompilerError
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
 from microcompiler.targets.build import BuildResult
@@ -224,6 +225,14 @@ SEQUENCE_DONE = re.compile(rb"^(MC-STEPS-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
 
 # ---- Targets ----
 
+
+def check_executor(metadatas: list[dict], executor: str, mode: str) -> None:
+    """Refuse the graph executor and host-driven mode for a model whose operators they cannot pass
+    (an UNPACK of 21 outputs, metadata "graph_executor_refusal"); the AOT executor runs any model."""
+    if executor == "graph" or mode == HOST_DRIVEN:
+        for meta in metadatas:
+            check_graph_executor(meta)
+
 class Target:
     """How models get onto one kind of device. Subclasses set ``name`` and register with @register."""
 
@@ -269,6 +278,7 @@ class Target:
         library = compile_for(model, board)
         metadata = library.metadata
         stack = stack_bytes or self.default_stack_bytes(metadata, mode)
+        check_executor([metadata], executor, mode)
         self.check_fits(metadata, board, executor, mode, stack)
         steps = resolve_input_steps(input, input_steps, metadata)
         if len(steps) > 1:
