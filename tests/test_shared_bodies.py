@@ -70,3 +70,17 @@ def test_bodies_differing_in_more_than_their_arrays_are_not_shared(monkeypatch):
     assert shared[0].body == "  use(w, w, b, 3);\n"
     assert shared[0].params[2:] == [("const int8_t*", "w"), ("const int32_t*", "b")]
     assert a.body == "  m_layer(input0, output0, m_a_w, m_a_b);\n" and c.body.endswith("4);\n")
+
+
+def test_metadata_and_the_code_estimate_know_the_shared_bodies(shared_models):
+    from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
+    meta = compile_model(shared_models / "mlperf_tiny/kws_ref_model.tflite",
+                         features=load_board("mps2_an386").cpu.features).metadata
+    name = "kws_ref_model_conv_2d_1x1_im2col_25x5x64_to_25x5x64"
+    assert meta["shared_bodies"] == [{"function": name, "layers": [f"kws_ref_model_conv2d_{k}" for k in range(1, 5)]}]
+    assert [op.get("shared_body") for op in meta["operators"] if op["kind"] == "CONV_2D"] == [None] + [name] * 4
+    assert meta["weights_bytes"] == meta["params_bytes"]
+    unshared = dict(meta, shared_bodies=[])
+    saved = (estimate_footprint(unshared, "aot", DEFAULT_STACK_BYTES)["code"]
+             - estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)["code"])
+    assert 0 < saved < 4 * 1024  # four bodies become one, plus four calls

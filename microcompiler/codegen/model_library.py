@@ -219,7 +219,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for fn in functions:
         args = [_pointer(graph, tensor, arena, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
-    values = dict(name=name, NAME=name.upper(), functions=functions, shared_bodies=shared, calls=calls, inputs=inputs,
+    values = dict(name=name, NAME=name.upper(), functions=functions, shared_bodies=shared, helpers=params.helpers, calls=calls, inputs=inputs,
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   shared_arena=shared_arena,
@@ -237,6 +237,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     lib.files[f"include/{name}.h"] = render("model.h.j2", fingerprint=fingerprint, **values)
     for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
         lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
+    body_of = {caller: sb.name for sb in shared for caller in sb.callers}
     lib.metadata = {
         "name": name,
         "inputs": inputs,
@@ -245,6 +246,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
         "params_bytes": params.nbytes,
+        "weights_bytes": params.nbytes,  # the flash arrays (weights and derived constants), code apart
         "scratch_bytes": params.scratch_bytes,
         "state_bytes": graph.state_bytes,
         "state": state_metadata(states),
@@ -254,6 +256,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+            **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
             # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
             **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
         } for fn in functions],
@@ -266,6 +269,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "operators": [{"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs}
                           for fn in subgraph_functions if any(fn.op is op for op in sub.operators)],
         } for k, sub in sorted(graph.subgraphs.items())],
+        # bodies emitted once for several identical layers (codegen/shared_bodies.py)
+        "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }

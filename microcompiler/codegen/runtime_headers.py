@@ -43,14 +43,24 @@ def header_text(header: str) -> str:
     return resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
 
 
+_SUFFIX = re.compile(r"#\s*define\s+MC_FFT_SUFFIX\s+(\w+)")
+# a function of kernel_fft_stages.h: MC_FFT(name) = mc_fft<suffix>_name, MC_FFT_NAME(prefix, MC_FFT_SUFFIX, _name)
+_TEMPLATE_FUNCTION = re.compile(r"^static\b[^;=\n]*?\b(?:MC_FFT\((\w+)\)|MC_FFT_NAME\((\w+), MC_FFT_SUFFIX, (_\w+)\))\s*\(",
+                                re.M)
+
+
 @functools.lru_cache(maxsize=None)
 def defined_names(header: str) -> frozenset[str]:
-    """The ``mc_*``/``MC_*`` names a header defines."""
+    """The ``mc_*``/``MC_*`` names a header defines, with those of the code templates it
+    instantiates (kernel_fft_stages.h once per MC_FFT_SUFFIX it defines)."""
     text = header_text(header)
     names: set[str] = set()
     for pattern in _DEFINITIONS:
         for m in pattern.finditer(text):
             names.update(m.groups() if m.groups() else re.findall(r"\b((?:mc|MC)_\w+)\s*=", m.group(0)))
+    for suffix in _SUFFIX.findall(text):
+        for m in _TEMPLATE_FUNCTION.finditer(header_text(TEMPLATES[0])):
+            names.add(f"mc_fft{suffix}_{m.group(1)}" if m.group(1) else f"{m.group(2)}{suffix}{m.group(3)}")
     return frozenset(names)
 
 
