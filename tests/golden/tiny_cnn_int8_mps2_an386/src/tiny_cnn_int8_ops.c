@@ -79,91 +79,16 @@ static const int32_t tiny_cnn_int8_logits_r[4] = {
 /* Kernel scratch (im2col columns), shared by the operators: one runs at a time. */
 static int32_t tiny_cnn_int8_scratch[60];
 
-/* ---- Operators ---- */
+/* ---- Functions the operators call (shared by the layers that compute the same) ---- */
 
-/* CONV_2D(padding=SAME, stride_h=2, stride_w=2, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'conv1' */
-void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
-  /* im2col: 4 output pixels x 1 output channel per step (DSP extension, 13 instructions per 16 MACs); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
-  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
-  int32_t* const col = tiny_cnn_int8_scratch; /* 24 words */
-  int8_t* const buf = (int8_t*)(tiny_cnn_int8_scratch + 24); /* 12 bytes */
-  int n, p, oc, ky, oy, ox;
-  int kx;
-  memset(buf + 9, 0, 3); /* K padding (zero weights) */
-  const int8_t* x_b = input0;
-  int8_t* out = output0;
-  oy = 0;
-  ox = 0;
-  for (n = 0; n < 16; ++n, out += 32) {
-    for (p = 0; p < 4; ++p) {
-      const int iy0 = oy * 2;
-      const int ix0 = ox * 2;
-      if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
-        /* every tap inside the image */
-        const int8_t* s_ = x_b + iy0 * 16 + ix0;
-        for (ky = 0; ky < 3; ++ky, s_ += 16) {
-          memcpy(buf + ky * 3, s_, 3);
-        }
-        mc_im2col_s8(col + 2 * p, buf, 3);
-      } else {
-        /* taps outside the image read the input zero point (folded into the bias) */
-        for (ky = 0; ky < 3; ++ky) {
-          const int iy = iy0 + ky;
-          for (kx = 0; kx < 3; ++kx) {
-            const int ix = ix0 + kx;
-            if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-              buf[ky * 3 + kx] = x_b[iy * 16 + ix];
-            } else {
-              buf[ky * 3 + kx] = INPUT_ZERO_POINT;
-            }
-          }
-        }
-        mc_im2col_s8(col + 2 * p, buf, 3);
-      }
-      if (++ox == 8) {
-        ox = 0;
-        ++oy;
-      }
-    }
-    const int32_t* q = tiny_cnn_int8_conv1_params; /* the output channel's record */
-    for (oc = 0; oc < 8; ++oc, q += 2) {
-      int32_t a0 = q[0] >> 8, a1 = a0, a2 = a0, a3 = a0; /* the bias: the record's first word without its low byte */
-      int8_t* o = out + oc;
-      mc_dot_p4_unaligned(col, tiny_cnn_int8_conv1_weights + oc * 9, 3, &a0, &a1, &a2, &a3);
-      {
-        /* r is the low byte of the record's first word (bias << 8 | r) */
-        const int32_t m = q[1], r = q[0], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a0, m, c, r));
-        o[8] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a1, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a2, m, c, r));
-        o[24] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a3, m, c, r));
-      }
-    }
-  }
-}
-
-/* DEPTHWISE_CONV_2D(padding=SAME, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, depth_multiplier=1, activation=RELU6), operator 1: 'dwconv2' */
-void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
-  /* 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1; depth multiplier 1.
-   * planes: one input channel at a time sign-extended into a 10 x 12 int16 plane (the model's
-   * scratch) whose border holds the input zero point (its products are folded into the bias), then
-   * each of its output channels over the plane, the weights paired in registers
-   * (two output pixels per step: SMLAD for the left one, SMLATB/SMLABT for the right one;
-   * DSP extension). Weights: int8, 9 per output channel in tiny_cnn_int8_dwconv2_weights, paired doubled like the bias (the accumulators hold 2 * acc);
-   * per channel {bias << 8 | channel, multiplier} in tiny_cnn_int8_dwconv2_params; the shift r a literal per group of channels (c = ((2 zp + 1) << r) >> 1). */
-  enum { OUTPUT_ZERO_POINT = -128 };
-  const int32_t INPUT_ZERO_POINT_PAIR = -8323200; /* the input zero point -128 in both int16 halves */
+/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: the channels first..last of the run order, whose requantization right shift is 5; called by tiny_cnn_int8_dwconv2 */
+static void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, int last) {
+  enum { OUTPUT_ZERO_POINT = -128, RIGHT_SHIFT = 5 };
   int16_t* const plane = (int16_t*)(void*)tiny_cnn_int8_scratch;
   int n, oy;
-  mc_plane_fill(tiny_cnn_int8_scratch, INPUT_ZERO_POINT_PAIR, 60); /* the zero-point border */
-  {
-    const int8_t* x_b = input0;
-    int8_t* y_b = output0;
-    /* the channels grouped by their right shift r (a literal in each group's loop), in the order of tiny_cnn_int8_dwconv2_params */
-    for (n = 0; n < 8; ++n) {
-      enum { RIGHT_SHIFT = 5 }; /* the right shift of this group's channels */
-      const int32_t* q = tiny_cnn_int8_dwconv2_params + n * 2;
-      const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
+  for (n = first; n < last; ++n) {
+    const int32_t* q = params + n * 2;
+    const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
       {
         /* the channel into the plane, 8 columns per row unrolled */
         const int8_t* s = x_b + ic;
@@ -182,7 +107,7 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
       }
       {
         const int oc = ic;
-        const int8_t* wk = tiny_cnn_int8_dwconv2_weights + n * 9;
+        const int8_t* wk = weights + n * 9;
         const int32_t bias = q[0] >> 8, mq = q[1];
         int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << RIGHT_SHIFT) >> 1;
         MC_IN_REGISTER(cq);
@@ -275,7 +200,88 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
         }
       }
 
+  }
+}
+
+/* ---- Operators ---- */
+
+/* CONV_2D(padding=SAME, stride_h=2, stride_w=2, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'conv1' */
+void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
+  /* im2col: 4 output pixels x 1 output channel per step (DSP extension, 13 instructions per 16 MACs); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
+  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
+  int32_t* const col = tiny_cnn_int8_scratch; /* 24 words */
+  int8_t* const buf = (int8_t*)(tiny_cnn_int8_scratch + 24); /* 12 bytes */
+  int n, p, oc, ky, oy, ox;
+  int kx;
+  memset(buf + 9, 0, 3); /* K padding (zero weights) */
+  const int8_t* x_b = input0;
+  int8_t* out = output0;
+  oy = 0;
+  ox = 0;
+  for (n = 0; n < 16; ++n, out += 32) {
+    for (p = 0; p < 4; ++p) {
+      const int iy0 = oy * 2;
+      const int ix0 = ox * 2;
+      if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
+        /* every tap inside the image */
+        const int8_t* s_ = x_b + iy0 * 16 + ix0;
+        for (ky = 0; ky < 3; ++ky, s_ += 16) {
+          memcpy(buf + ky * 3, s_, 3);
+        }
+        mc_im2col_s8(col + 2 * p, buf, 3);
+      } else {
+        /* taps outside the image read the input zero point (folded into the bias) */
+        for (ky = 0; ky < 3; ++ky) {
+          const int iy = iy0 + ky;
+          for (kx = 0; kx < 3; ++kx) {
+            const int ix = ix0 + kx;
+            if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
+              buf[ky * 3 + kx] = x_b[iy * 16 + ix];
+            } else {
+              buf[ky * 3 + kx] = INPUT_ZERO_POINT;
+            }
+          }
+        }
+        mc_im2col_s8(col + 2 * p, buf, 3);
+      }
+      if (++ox == 8) {
+        ox = 0;
+        ++oy;
+      }
     }
+    const int32_t* q = tiny_cnn_int8_conv1_params; /* the output channel's record */
+    for (oc = 0; oc < 8; ++oc, q += 2) {
+      int32_t a0 = q[0] >> 8, a1 = a0, a2 = a0, a3 = a0; /* the bias: the record's first word without its low byte */
+      int8_t* o = out + oc;
+      mc_dot_p4_unaligned(col, tiny_cnn_int8_conv1_weights + oc * 9, 3, &a0, &a1, &a2, &a3);
+      {
+        /* r is the low byte of the record's first word (bias << 8 | r) */
+        const int32_t m = q[1], r = q[0], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, r) >> 1;
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a0, m, c, r));
+        o[8] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a1, m, c, r));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a2, m, c, r));
+        o[24] = (int8_t)MC_SSAT8(mc_requant_fast_low8(a3, m, c, r));
+      }
+    }
+  }
+}
+
+/* DEPTHWISE_CONV_2D(padding=SAME, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, depth_multiplier=1, activation=RELU6), operator 1: 'dwconv2' */
+void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
+  /* 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1; depth multiplier 1.
+   * planes: one input channel at a time sign-extended into a 10 x 12 int16 plane (the model's
+   * scratch) whose border holds the input zero point (its products are folded into the bias), then
+   * each of its output channels over the plane, the weights paired in registers
+   * (two output pixels per step: SMLAD for the left one, SMLATB/SMLABT for the right one;
+   * DSP extension). Weights: int8, 9 per output channel in tiny_cnn_int8_dwconv2_weights, paired doubled like the bias (the accumulators hold 2 * acc);
+   * per channel {bias << 8 | channel, multiplier} in tiny_cnn_int8_dwconv2_params; the shift r a literal per group of channels (c = ((2 zp + 1) << r) >> 1). */
+  const int32_t INPUT_ZERO_POINT_PAIR = -8323200; /* the input zero point -128 in both int16 halves */
+  mc_plane_fill(tiny_cnn_int8_scratch, INPUT_ZERO_POINT_PAIR, 60); /* the zero-point border */
+  {
+    const int8_t* x_b = input0;
+    int8_t* y_b = output0;
+    /* the channels grouped by their right shift r (a literal in each group's loop), in the order of tiny_cnn_int8_dwconv2_params */
+    tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(x_b, y_b, tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 0, 8);
   }
 }
 
