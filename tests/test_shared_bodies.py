@@ -3,8 +3,12 @@ what it computes, each layer's function calls it with its own arrays, and the mo
 with TFLM (host build under ASan/UBSan, with the DSP kernels' portable emulation)."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 
+import numpy as np
 import pytest
 
 from harness import assert_matches_oracle
@@ -84,3 +88,25 @@ def test_metadata_and_the_code_estimate_know_the_shared_bodies(shared_models):
     saved = (estimate_footprint(unshared, "aot", DEFAULT_STACK_BYTES)["code"]
              - estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)["code"])
     assert 0 < saved < 4 * 1024  # four bodies become one, plus four calls
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+def test_kws_on_the_m4_is_exact_and_reports_its_code_and_weights_apart(tmp_path, shared_models):
+    """The firmware's model code and weights, measured from the ELF by `run --json`: the weights are
+    the library's flash arrays, and the four 1x1 convolutions' code is there once."""
+    from harness import cli
+    from microcompiler.inputs import random_inputs
+    from oracle import Oracle
+    model = shared_models / "mlperf_tiny/kws_ref_model.tflite"
+    proc = cli("run", model, "--board", "mps2_an386", "--mode", "standalone", "--json", "--keep", tmp_path / "p")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    meta = compile_model(model, features=load_board("mps2_an386").cpu.features).metadata
+    assert report["model_weights_bytes"] == meta["params_bytes"]
+    assert 0 < report["model_code_bytes"] < report["flash_bytes"] - report["model_weights_bytes"]
+    want = Oracle(model.read_bytes()).run(random_inputs(meta["inputs"]))[0]  # what `run` feeds without --input
+    assert np.array_equal(np.asarray(report["outputs"][0]).reshape(-1), want.reshape(-1))
+    symbols = subprocess.run(["arm-none-eabi-nm", "-S", str(tmp_path / "p" / "build" / "firmware.elf")],
+                             capture_output=True, text=True, check=True).stdout
+    assert "kws_ref_model_conv_2d_1x1_im2col_25x5x64_to_25x5x64" in symbols
