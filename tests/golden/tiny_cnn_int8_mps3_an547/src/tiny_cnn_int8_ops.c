@@ -225,6 +225,7 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv1_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv1_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
+  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
   int ky, kx;
   int oy, ox;
@@ -255,9 +256,9 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
             for (kx = 0; kx < 3; ++kx) {
               const int ix = ix0 + kx;
               if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-                mc_mve_copy(d_ + (ky * 3 + kx), x_b + (iy * 16 + ix), 1);
+                d_[ky * 3 + kx] = x_b[iy * 16 + ix];
               } else {
-                mc_mve_fill(d_ + (ky * 3 + kx), -10, 1);
+                d_[ky * 3 + kx] = INPUT_ZERO_POINT;
               }
             }
           }
@@ -287,9 +288,9 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
             for (kx = 0; kx < 3; ++kx) {
               const int ix = ix0 + kx;
               if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-                mc_mve_copy(d_ + (ky * 3 + kx), x_b + (iy * 16 + ix), 1);
+                d_[ky * 3 + kx] = x_b[iy * 16 + ix];
               } else {
-                mc_mve_fill(d_ + (ky * 3 + kx), -10, 1);
+                d_[ky * 3 + kx] = INPUT_ZERO_POINT;
               }
             }
           }
@@ -309,8 +310,8 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
           a0 = mc_v4_requant(a0, q, 0);
           a1 = mc_v4_requant(a1, q, 0);
-          mc_v4_store_s8(out + oc, 4, a0, -128, -128, 127);
-          mc_v4_store_s8(out + 8 + oc, 4, a1, -128, -128, 127);
+          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
+          mc_v4_store_s8(out + 8 + oc, 4, a1, OUTPUT_ZERO_POINT, -128, 127);
         }
       }
 
@@ -348,6 +349,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv3_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv3_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
+  enum { OUTPUT_ZERO_POINT = -128 };
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
   int oy, ox;
   int n, oc;
@@ -399,8 +401,8 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
           a0 = mc_v4_requant(a0, q, 0);
           a1 = mc_v4_requant(a1, q, 0);
-          mc_v4_store_s8(out + oc, 4, a0, -128, -128, 127);
-          mc_v4_store_s8(out + 16 + oc, 4, a1, -128, -128, 127);
+          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
+          mc_v4_store_s8(out + 16 + oc, 4, a1, OUTPUT_ZERO_POINT, -128, 127);
         }
       }
 
@@ -435,6 +437,7 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_logits_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_logits_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
+  enum { OUTPUT_ZERO_POINT = 12 };
   {
     const int8_t* x_b = input0;
     int8_t* out = output0;
@@ -449,7 +452,7 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
           a0 = mc_v4_requant(a0, q, 0);
-          mc_v4_store_s8(out, 4, a0, 12, -128, 127);
+          mc_v4_store_s8(out, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
         }
       }
 
