@@ -112,13 +112,14 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
     for (p = 0; p < 4; ++p) {
       const int iy0 = oy * 2;
       const int ix0 = ox * 2;
+      int32_t* d_ = col + 2 * p;
       if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
         /* every tap inside the image */
         const int8_t* s_ = x_b + iy0 * 16 + ix0;
         for (ky = 0; ky < 3; ++ky, s_ += 16) {
           memcpy(buf + ky * 3, s_, 3);
         }
-        mc_im2col_s8(col + 2 * p, buf, 3);
+        d_ = mc_im2col_s8(d_, buf, 3);
       } else {
         /* taps outside the image read the input zero point (folded into the bias) */
         for (ky = 0; ky < 3; ++ky) {
@@ -126,13 +127,13 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
           for (kx = 0; kx < 3; ++kx) {
             const int ix = ix0 + kx;
             if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-              buf[ky * 3 + kx] = x_b[iy * 16 + ix];
+              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
             } else {
-              buf[ky * 3 + kx] = INPUT_ZERO_POINT;
+              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
             }
           }
         }
-        mc_im2col_s8(col + 2 * p, buf, 3);
+        d_ = mc_im2col_s8(d_, buf, 3);
       }
       if (++ox == 8) {
         ox = 0;
@@ -245,7 +246,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
       {
         /* every tap inside the image */
         const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
-        mc_im2col_s8(d_, s_, 2);
+        d_ = mc_im2col_s8(d_, s_, 2);
       }
       if (++ox == 8) {
         ox = 0;
