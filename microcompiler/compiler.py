@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.frontend.tflite import load_tflite
@@ -13,7 +14,6 @@ from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE, pipeline
-from microcompiler.tuning.log import CpuTuning
 
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
@@ -22,6 +22,15 @@ C_KEYWORDS = frozenset("""auto break case char const continue default do double 
     if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
     void volatile while _Bool _Complex _Imaginary""".split())
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@runtime_checkable
+class KnobSource(Protocol):
+    """Per-operator knobs looked up for a planned graph: a tuning log applied to one CPU
+    (``TuningLog.load(path).for_cpu(board.cpu)``, microcompiler/tuning/log.py) is one. The compiler
+    asks it once the passes have run; it does not know where the knobs come from."""
+
+    def knobs(self, graph: Graph) -> dict: ...
 
 
 class InvalidNameError(MicrocompilerError):
@@ -108,7 +117,7 @@ def parse_patches(value: str | tuple[int, int] | list[int] | None) -> tuple[int,
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | CpuTuning | None = None, kernels: str = "fast",
+                  name: str | None = None, tuning: dict | KnobSource | None = None, kernels: str = "fast",
                   shared_arena: str | None = None, patches: str | tuple[int, int] | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
@@ -130,7 +139,7 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     if patches is None and isinstance(tuning, dict):
         patches = tuning.get("patches")
     graph = run_passes(graph, pipeline(parse_patches(patches)))
-    if isinstance(tuning, CpuTuning):
+    if isinstance(tuning, KnobSource):
         tuning = tuning.knobs(graph)
     if kernels == "reference":
         features, tuning = frozenset(), {"*": {"variant": "reference"}}

@@ -60,7 +60,7 @@ class HostProgram:
         self._build(sanitize, opt)
 
     @classmethod
-    def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> "HostProgram":
+    def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> HostProgram:
         """The program an earlier HostProgram built in work_dir, to run again without recompiling."""
         program = cls.__new__(cls)
         program.library, program.executor, program.meta = None, executor, meta

@@ -1,5 +1,5 @@
 """The fast kernels of issue 21 against the TFLM oracle, bit for bit: TRANSPOSE_CONV "phases"
-(ops/fast/transpose_conv_phases.py).
+(ops/fast/transpose_conv_phases.py), BATCH_MATMUL "cols4" (ops/fast/batch_matmul_cols4.py).
 
 Host sweeps (portable C of the DSP instructions, and the same with features={"dsp"}) pick shapes
 that hit every branch: output channels % 4 (the 4-channel dot product and the channels left over),
@@ -18,6 +18,7 @@ import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_merge import assert_cases_match_oracle, merge_models
+from test_op_batch_matmul import batch_matmul_model
 from test_op_transpose_conv import transpose_conv_model
 
 DSP = frozenset({"dsp"})
@@ -92,3 +93,69 @@ def test_transpose_conv_phases_on_boards(tmp_path, board):
     Cortex-M3 (portable C), against TFLM."""
     model = merge_models([transpose_conv_model(**c) for c in TRANSPOSE_CASES.values()])
     assert_matches_oracle_on_board(model, tmp_path, board=board)
+
+
+# ---- BATCH_MATMUL cols4 -----------------------------------------------------------------------
+
+# (lhs shape, rhs shape, options): columns % 4 and depth % 4 from 0 to 3, adj_x / adj_y, an rhs
+# shared by every batch (packed once), broadcasts that mix the sides' strides, constant rhs (packed
+# at compile time, one matrix or one per batch through a table)
+MATMUL_CASES = {
+    "attention_scores_2x16x16_adj_y": ([2, 16, 16], [2, 16, 16], dict(adj_y=True)),
+    "attention_context_2x16x16": ([2, 16, 16], [2, 16, 16], {}),
+    "n9_k7_adj_x": ([3, 7, 5], [3, 7, 9], dict(adj_x=True)),
+    "n2_k5_shared_rhs": ([4, 3, 5], [5, 2], {}),
+    "n3_k3_bcast_mixed_adj_y": ([2, 1, 3, 3], [1, 3, 3, 3], dict(adj_y=True)),
+    "n13_k1": ([2, 4, 1], [2, 1, 13], {}),
+    "const_n6_k10_adj_xy": ([2, 10, 3], [6, 10], dict(adj_x=True, adj_y=True, constant_rhs=True)),
+    "const_per_batch_bcast_n8_k12": ([2, 1, 5, 12], [1, 3, 12, 8], dict(constant_rhs=True)),
+}
+
+
+def _matmul(name, quant=None):
+    lhs, rhs, options = MATMUL_CASES[name]
+    return batch_matmul_model("int8", lhs, rhs, quant=quant, seed=len(name), **options)
+
+
+@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
+def test_batch_matmul_cols4_match_tflm(tmp_path, features):
+    lib = assert_cases_match_oracle({n: _matmul(n) for n in MATMUL_CASES}, tmp_path, n_inputs=3, features=features)
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert {k["variant"] for k in kernels} == {"cols4"}
+    assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+    assert [k["rhs"] for k in kernels] == ["flash" if "const" in n else "scratch" for n in MATMUL_CASES]
+
+
+def test_batch_matmul_cols4_extremes_and_reference_requantization(tmp_path):
+    """Zero points at the ends of the range (the largest |acc|), inputs at the ends of the range, and a
+    multiplier >= 1/2 (TFLM's requantization instead of SMMLAR)."""
+    extreme = dict(lhs=(0.1, -128), rhs=(0.07, 127), out=(1.5, -128))
+    model = batch_matmul_model("int8", [2, 3, 40], [2, 40, 7], quant=extreme)
+    inputs = [[np.full((2, 3, 40), a, np.int8), np.full((2, 40, 7), b, np.int8)] for a, b in
+              ((-128, 127), (127, -128), (127, 127), (-128, -128))]
+    lib = assert_matches_oracle(model, tmp_path / "e", inputs=inputs, features=DSP)
+    assert kernel_of(lib)["variant"] == "cols4" and kernel_of(lib)["requant"] == "smmlar"
+    big = dict(lhs=(0.5, 3), rhs=(0.5, -1), out=(0.1, 2))
+    lib = assert_matches_oracle(batch_matmul_model("int8", [2, 3, 6], [2, 6, 5], quant=big), tmp_path / "r",
+                                n_inputs=2, features=DSP)
+    assert kernel_of(lib)["variant"] == "cols4" and kernel_of(lib)["requant"] == "reference"
+
+
+def test_batch_matmul_cols4_sanitized(tmp_path):
+    """ASan + UBSan over the packing, the gathered rows and the column tails."""
+    cases = {n: _matmul(n) for n in ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "n13_k1", "const_per_batch_bcast_n8_k12")}
+    assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=DSP)
+
+
+def test_batch_matmul_cols4_large_rhs_falls_back(tmp_path):
+    """An rhs whose packed columns exceed the kernel's scratch budget keeps the reference loop."""
+    from harness import compile_bytes
+    lib = compile_bytes(batch_matmul_model("int8", [1, 2, 256], [1, 256, 40]), tmp_path, features=DSP)
+    assert kernel_of(lib)["variant"] == "reference"
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547", "mps2_an385"])
+def test_batch_matmul_cols4_on_boards(tmp_path, board):
+    """The sweep as one model on the emulated Cortex-M4, Cortex-M55 and Cortex-M3, against TFLM."""
+    assert_matches_oracle_on_board(merge_models([_matmul(n) for n in MATMUL_CASES]), tmp_path, board=board)

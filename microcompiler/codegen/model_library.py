@@ -134,10 +134,16 @@ def _pointer(graph: Graph, tensor: int, arena: str, slices: dict[int, tuple[str,
     root = graph.storage(tensor)
     ctype = c_type(graph.tensors[tensor].dtype)
     if root in graph.inputs:
-        return f"input{graph.inputs.index(root)}"
+        return f"input{last_input(graph, root)}"
     if root in graph.outputs:
         return f"output{graph.outputs.index(root)}"
     return f"({ctype}*)&{arena}[{slices[root][0]}]"
+
+
+def last_input(graph: Graph, tensor: int) -> int:
+    """The model input argument a tensor listed as an input reads: the last listing of it, as in TFLM
+    (setting input 0 and then input 1 of a model whose inputs are [x, x] leaves the second value in x)."""
+    return len(graph.inputs) - 1 - graph.inputs[::-1].index(tensor)
 
 
 def model_fingerprint(files: dict[str, str], inputs: list[dict], outputs: list[dict]) -> str:
@@ -162,7 +168,7 @@ def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
         root = graph.storage(tensor)
         nbytes = graph.tensors[tensor].nbytes
         if root in graph.inputs:
-            j = graph.inputs.index(root)
+            j = last_input(graph, root)
             copies.append((f"output{k}", f"input{j}", nbytes, f"output {k} is model input {j}"))
         elif root in graph.outputs and graph.outputs.index(root) != k:
             j = graph.outputs.index(root)

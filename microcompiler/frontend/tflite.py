@@ -11,6 +11,7 @@ import re
 import struct
 from pathlib import Path
 
+import flatbuffers
 import numpy as np
 import tflite
 from tflite.BuiltinOperator import BuiltinOperator
@@ -61,7 +62,7 @@ def parse_tflite(buf: bytes, name: str = "model") -> Graph:
         return _Importer(buf, name).graph()
     except (ModelFormatError, UnsupportedModelError):
         raise
-    except Exception as exc:  # the flatbuffer reader itself tripped over corrupt offsets
+    except Exception:  # the flatbuffer reader itself tripped over corrupt offsets
         raise ModelFormatError(
             f"the model file is truncated or corrupted (its flatbuffer offsets point outside the "
             f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter") from None
@@ -184,6 +185,7 @@ class _Importer:
             return None
         scale = [float(s) for s in q.ScaleAsNumpy()]
         zp = [int(z) for z in _ints(q.ZeroPointAsNumpy())] or [0]
+        file_scales = len(scale)
         axis = int(q.QuantizedDimension())
         if len(zp) == 1:
             zp = zp * len(scale)
@@ -200,7 +202,7 @@ class _Importer:
                                    "the file is corrupted")
         if len(set(scale)) == 1 and len(set(zp)) == 1:
             scale, zp = scale[:1], zp[:1]
-        return Quantization(scale, zp, axis)
+        return Quantization(scale, zp, axis, file_scales)
 
     def _buffer(self, buffer_index, index, tname, dtype, shape, elements, int4=False):
         model = self.model
@@ -244,7 +246,7 @@ class _Importer:
                 f"operator {index} refers to opcode {code_index}, but there are "
                 f"{model.OperatorCodesLength()} opcodes")
         code = model.OperatorCodes(code_index)
-        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        builtin = _builtin_code(code)
         kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
         custom = None
         kernels = supported_operators()
@@ -279,6 +281,16 @@ class _Importer:
                     "zero-sized tensors either: export the model with non-empty shapes")
         options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
+
+
+def _builtin_code(code) -> int:
+    """The operator code as TFLM reads it (schema_utils.cc GetBuiltinCode): the larger of the int32
+    ``builtin_code`` field and the int8 ``deprecated_builtin_code``. (The ``tflite`` package's
+    ``BuiltinCode()`` returns the deprecated field whenever the new one is below 127, so a model whose
+    two fields disagree would run another operator than TFLM runs: the raw field is read here.)"""
+    offset = code._tab.Offset(10)  # builtin_code: the 4th field of OperatorCode
+    raw = code._tab.Get(flatbuffers.number_types.Int32Flags, offset + code._tab.Pos) if offset else 0
+    return max(int(raw), int(code.DeprecatedBuiltinCode()))
 
 
 def _variable(tensor: Tensor, data: np.ndarray | None) -> Tensor:

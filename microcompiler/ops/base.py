@@ -9,7 +9,7 @@ from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, Tensor, c_type
 from microcompiler.templating import render
 
-KERNELS: dict[str, "OpKernel"] = {}
+KERNELS: dict[str, OpKernel] = {}
 
 
 def register(cls):
@@ -20,7 +20,7 @@ def register(cls):
     return cls
 
 
-def kernel_for(op: Operator) -> "OpKernel":
+def kernel_for(op: Operator) -> OpKernel:
     from microcompiler.ops import load_kernels
     load_kernels()
     try:
@@ -104,7 +104,7 @@ class OpKernel:
     def macs(self, op: Operator, graph: Graph) -> int:
         return 0
 
-    def emit(self, op: Operator, graph: Graph, ctx: "EmitContext") -> str:
+    def emit(self, op: Operator, graph: Graph, ctx: EmitContext) -> str:
         raise NotImplementedError
 
     def variant(self, op: Operator, graph: Graph) -> dict:
@@ -142,7 +142,7 @@ class EmitContext:
     (requantization multipliers, folded biases) and returns its C name.
     """
 
-    def __init__(self, graph: Graph, op: Operator, prefix: str, params: "ParamSink",
+    def __init__(self, graph: Graph, op: Operator, prefix: str, params: ParamSink,
                  features: frozenset[str] = frozenset(), tuning: dict | None = None):
         self.graph = graph
         self.op = op

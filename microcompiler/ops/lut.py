@@ -6,7 +6,7 @@ as TFLM orders its tables, so the generated loop is one load per element.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from microcompiler.ir import c_type
 from microcompiler.ops.base import OpKernel, register
-from microcompiler.passes.patches import PATCH_COPY
+
+PATCH_COPY = "MC_PATCH_COPY"
 
 
 @register

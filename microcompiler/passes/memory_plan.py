@@ -39,7 +39,7 @@ class Buffer:
     last: int  # index of the last operator that reads it
     align: int
 
-    def overlaps_in_time(self, other: "Buffer") -> bool:
+    def overlaps_in_time(self, other: Buffer) -> bool:
         return self.first <= other.last and other.first <= self.last
 
 

@@ -28,9 +28,9 @@ from dataclasses import replace
 import numpy as np
 
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
-from microcompiler.ops.quant import INT_RANGES, activation_range, conv_multipliers
+from microcompiler.ops.constant_channels import CONSTANT_CHANNELS
+from microcompiler.ops.quant import INT_RANGES, activation_range, conv_multipliers, fully_connected_multipliers
 
-CONSTANT_CHANNELS = "MC_CONSTANT_CHANNELS"
 CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 3}  # the weights' output channel axis
 _INT32_MIN, _INT32_MAX = INT_RANGES["int32"]
 
@@ -60,8 +60,7 @@ def _multipliers(op: Operator, graph: Graph, channels: int) -> tuple[np.ndarray,
     """The (multiplier, shift) per output channel the operator's kernel uses."""
     x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
     if op.kind == "FULLY_CONNECTED":
-        from microcompiler.ops.fully_connected import FullyConnected
-        mult, shift = FullyConnected()._multipliers(x, w, y)
+        mult, shift = fully_connected_multipliers(x, w, y)
         if len(mult) == 1:
             mult, shift = np.repeat(mult, channels), np.repeat(shift, channels)
         return mult, shift
