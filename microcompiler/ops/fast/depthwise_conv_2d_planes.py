@@ -138,7 +138,9 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
                   scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
                   r_groups=r_groups, order=order, input_channels=table, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
                   fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, group_helper=None, group_functions=None)
-    if r_groups and packed == "order" and table is None:
+    # the whole-row mode's shift groups as shared functions (KWS on the M4: 2.4 KB less code, 440 fewer
+    # instructions); the pixel-pairs loops stay inline (as functions: VWW +6.7% instructions on the M4)
+    if r_groups and packed == "order" and table is None and values["row_words"]:
         values["group_functions"] = [_group_function(ctx, g, values, r) for r, _, _ in r_groups]
     return ctx.render("depthwise_conv_2d_planes.c.j2", **values)
 
