@@ -268,6 +268,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         } for fn in functions],
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
+        # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
+        "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"} if "plans" in graph.ram_plan else {},
         "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{

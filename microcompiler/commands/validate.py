@@ -12,7 +12,7 @@ from pathlib import Path
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
-from microcompiler.commands.arguments import add_board_arguments, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_seconds, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
@@ -87,7 +87,7 @@ def run(args) -> int:
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
     library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu),
-                            patches=args.patches)
+                            patches=args.patches, **ram_budget(args, board))
     samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)
