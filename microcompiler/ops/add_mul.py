@@ -148,7 +148,7 @@ class Add(_Elementwise):
         """The int8 affine kernel's weights, bias and shift (ops/fast/add_affine.py), or None."""
         if y.dtype != "int8":
             return None
-        zero_points = tuple(int(t.quant.zero_point[0]) for t in (a, b, y))
+        zero_points = (int(a.quant.zero_point[0]), int(b.quant.zero_point[0]), int(y.quant.zero_point[0]))
         return affine_add(self.requantization(op, a, b, y), zero_points,
                           activation_range(op.options.get("activation", "NONE"), y), self.symbol == "-")
 

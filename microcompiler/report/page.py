@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -130,7 +131,7 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
             f"<script type='application/json' id='report-data'>{data}</script></body></html>\n")
 
 
-def check_report_path(path: str | Path, inputs: list = ()) -> Path:
+def check_report_path(path: str | Path, inputs: Sequence = ()) -> Path:
     """Refuse, in one line, a report path that would overwrite a file microcompiler did not write.
 
     The report may be a new file or replace an earlier report (its head carries ``GENERATOR_TAG``);
@@ -160,7 +161,7 @@ def check_report_path(path: str | Path, inputs: list = ()) -> Path:
     return path
 
 
-def write_report(path: str | Path, title: str, inputs: list = (), **sections) -> Path:
+def write_report(path: str | Path, title: str, inputs: Sequence = (), **sections) -> Path:
     """Write the page to ``path`` (new, or an earlier report: ``check_report_path``), all at once:
     a temporary file next to it renamed into place. A one-line error when it cannot be written."""
     path = check_report_path(path, inputs)
