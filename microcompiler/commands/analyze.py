@@ -9,6 +9,7 @@ from microcompiler.commands.arguments import add_ram_limit_argument
 from microcompiler.commands.compile import check_operators
 from microcompiler.commands.output import peak_line
 from microcompiler.errors import UnsupportedModelError
+from microcompiler.timing import describe
 from microcompiler.report import check_report_path, write_report
 
 
@@ -51,8 +52,7 @@ def print_analysis(result: dict) -> None:
     t = result["totals"]
     where = f" on {result['board']} ({result['core']})" if result["board"] else ""
     print(f"{result['model']}{where}: {len(result['layers'])} layers, {t['macs']:,} MACs, "
-          f"estimated {t['estimated_instructions']:,} instructions"
-          + (f" ({t['estimated_ms']} ms at one instruction per cycle)" if "estimated_ms" in t else ""))
+          f"estimated {describe(result['estimated_time'])}")
     print(f"{'#':>3}  {'layer':<24} {'operator':<20} {'output':<14} {'MACs':>11} {'weights B':>10} "
           f"{'kernel':<16} {'est. instr.':>12}")
     for layer in result["layers"]:

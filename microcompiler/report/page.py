@@ -10,6 +10,7 @@ from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+from microcompiler.timing import describe
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
 GENERATOR_TAG = "<meta name='generator' content='microcompiler report'>"
@@ -115,8 +116,11 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
     if analysis or bench:
         body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench))
     if bench:
-        body.append(f"<p>measured: {bench['inference']['ticks']:,} ticks per inference at {bench['timer_hz']:,} Hz "
-                    f"on {escape(str(bench['board']))}</p>")
+        inference = bench["inference"]
+        versus = (f"; analyze estimated {inference['estimated_instructions']:,} instructions "
+                  f"({inference['estimate_error'] * 100:+.0f}%)" if inference.get("estimate_error") is not None else "")
+        body.append(f"<p>measured on {escape(str(bench['board']))}: {escape(describe(inference['time']))} per "
+                    f"inference ({inference['ticks']:,} timer ticks){escape(versus)}</p>")
     if analysis:
         plan = analysis["memory_plan"]
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
