@@ -17,7 +17,7 @@ HEADER_DIR = "include/microcompiler"
 EXECUTOR_HEADERS = ("status.h", "graph_executor.h")
 KERNEL_HEADERS = ("kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_planes.h", "kernel_lanes.h",
                   "kernel_s16.h", "kernel_mve.h", "kernel_float.h", "kernel_elementwise.h", "kernel_activation.h",
-                  "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h")
+                  "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h", "kernel_libm.h")
 
 _NAME = r"((?:mc|MC)_\w+)"
 _DEFINITIONS = [re.compile(p, re.M) for p in (
