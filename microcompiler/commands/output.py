@@ -8,6 +8,7 @@ import numpy as np
 from microcompiler.boards import Board
 from microcompiler.targets import HOST_DRIVEN, BuildResult, model_flash
 from microcompiler.timing import describe, format_duration, measured
+from microcompiler.report.provenance import with_provenance
 
 
 def run_report(meta: dict, board: Board, template: str, mode: str, executor: str, outputs: list[np.ndarray],
@@ -62,7 +63,7 @@ def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_jso
     """``microcompiler run``'s result. label: how the target is named in the summary (None: not);
     step_arrays: every step's outputs of a sequence, printed step by step."""
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
         return
     if step_arrays:
         for step, step_outputs in enumerate(step_arrays):
@@ -86,7 +87,7 @@ def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_jso
 def print_flash(report: dict, outputs: list[np.ndarray], as_json: bool) -> None:
     """``microcompiler flash``'s result."""
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
         return
     print_outputs(outputs, [str(out.dtype) for out in outputs])
     print(f"time on {report['board']}: {describe(report['time'])}; {report['device_ticks']:,} timer ticks")
@@ -98,7 +99,7 @@ def print_bench(report: dict, as_json: bool) -> None:
     """``microcompiler bench``'s result: the whole inference, then a table of the operators, each measured
     beside analyze's estimate (the same unit: instructions on emulated boards, time at the board's clock)."""
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
         return
     inference, operators = report["inference"], report["operators"]
     op_total = report["operator_ticks_total"]

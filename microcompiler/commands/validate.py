@@ -22,6 +22,7 @@ from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.validation import DeviceOptions, Sample, validate
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
+from microcompiler.report.provenance import with_provenance
 
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 100_000
@@ -99,7 +100,7 @@ def run(args) -> int:
         write_report(args.html, f"{report['model']}: validation on {board.name}", inputs=given,
                      analysis=analysis, validation=report)
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
     else:
         print_validation(report)
         if args.html:
