@@ -37,7 +37,7 @@ SWEEP = r"""
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
-#include "microcompiler/kernel_math.h"
+#include "microcompiler/kernel_libm.h"
 
 static float (*volatile libm_expf)(float) = expf;
 static float (*volatile libm_logf)(float) = logf;
