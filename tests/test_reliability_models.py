@@ -224,3 +224,76 @@ def test_an_oracle_that_aborts_is_one_line(tmp_path):
     with pytest.raises(MicrocompilerError, match="TFLite Micro .*(killed by SIGABRT|exited)"):
         with Reference(softmax(-1.0), 1, timeout=60) as ref:
             ref.run([np.zeros((1, 6), np.int8)])
+
+
+# ---- found by the structure-aware mutator (scripts/fuzz_models.py --structured --run) ----
+
+def test_a_two_dimensional_bias_is_refused(tmp_path):
+    """A bias of shape [4, 1] (the right count) made the fast kernels' record packing raise ValueError."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.ones((4, 4), np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.arange(4, dtype=np.int32).reshape(4, 1), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 4], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    refused(b.finish([x], [y]), tmp_path, "bias has shape [4, 1]", "one-dimensional")
+
+
+def test_an_input_scale_of_3e38_is_refused_not_overflowed(tmp_path):
+    """Input scale 3e38 makes a requantization scale past 2^30: the saturated multiplier made the
+    generated depthwise kernel overflow int32 (UBSan: -2147483647 + -2), and TFLM overflows too."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 4, 4], "int8", scale=3e38, zero_point=1)
+    w = b.constant("w", np.ones((1, 3, 3, 4), np.int8), scale=[0.01] * 4, zero_point=[0] * 4, axis=3)
+    bias = b.constant("bias", np.zeros(4, np.int32), scale=[0.0005] * 4, zero_point=[0] * 4)
+    y = b.activation("y", [1, 4, 4, 4], "int8", scale=0.08, zero_point=-2)
+    b.op("DEPTHWISE_CONV_2D", [x, w, bias], [y], mb.depthwise_options(activation="RELU6"))
+    refused(b.finish([x], [y]), tmp_path, "requantization scale", "2^30")
+
+
+@pytest.mark.parametrize("bias_value", [2**31 - 1, -(2**31)], ids=["int32_max", "int32_min"])
+def test_a_bias_at_the_int32_limits_gives_tflms_answer_at_O2_and_under_ubsan(tmp_path, bias_value):
+    """The accumulator starts at the bias: the host at -O2 must give TFLM's answer, and UBSan must not
+    see a signed overflow the compiler could assume away."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.full((2, 8), 127, np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.array([bias_value, 5], np.int32), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 2], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    model = b.finish([x], [y])
+    inputs = [[np.full((1, 8), v, np.int8)] for v in (127, -128, 0)]
+    assert_matches_oracle(model, tmp_path / "o2", inputs=inputs)
+    assert_matches_oracle(model, tmp_path / "ubsan", inputs=inputs, sanitize=True)
+    b = mb.ModelBuilder()  # the same for CONV_2D
+    x = b.activation("x", [1, 3, 3, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.full((2, 3, 3, 8), 127, np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.array([bias_value, 5], np.int32), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 3, 3, 2], "int8", scale=0.1, zero_point=2)
+    b.op("CONV_2D", [x, w, bias], [y], mb.conv2d_options())
+    model = b.finish([x], [y])
+    inputs = [[np.full((1, 3, 3, 8), v, np.int8)] for v in (127, -128, 0)]
+    assert_matches_oracle(model, tmp_path / "conv_o2", inputs=inputs)
+    assert_matches_oracle(model, tmp_path / "conv_ubsan", inputs=inputs, sanitize=True)
+
+
+def chain(n: int) -> bytes:
+    b = mb.ModelBuilder()
+    t = x = b.activation("x", [1, 8], "float32")
+    for i in range(n):
+        y = b.activation(f"t{i}", [1, 8], "float32")
+        b.op("RELU" if i % 2 else "TANH", [t], [y])
+        t = y
+    return b.finish([x], [t])
+
+
+@pytest.mark.long
+def test_a_20000_operator_chain_compiles_within_a_minute(tmp_path):
+    """Compile time used to be quadratic in the operators (1,000: 5.7 s; 20,000: over 600 s)."""
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(chain(20000))
+    from microcompiler.compiler import compile_model
+    started = time.process_time()
+    library = compile_model(path)
+    assert len(library.metadata["operators"]) == 20000
+    assert time.process_time() - started < 60

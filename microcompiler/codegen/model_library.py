@@ -114,14 +114,17 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
     """storage tensor -> (C name of its arena offset, comment): ``conv1_out`` for the output of
     layer conv1 (``conv1_out1`` for an operator's second output)."""
     slices = {}
+    last_reader: dict[int, int] = {}  # storage tensor -> the last step that reads it (one sweep, not one per tensor)
+    for step, op in enumerate(graph.operators):
+        for i in op.inputs:
+            if i >= 0:
+                last_reader[graph.storage(i)] = step
     for step, op in enumerate(graph.operators):
         for k, o in enumerate(op.outputs):
             root = graph.storage(o)
             if root in graph.offsets and root not in slices:
                 t = graph.tensors[root]
-                readers = [s for s, later in enumerate(graph.operators)
-                           if any(i >= 0 and graph.storage(i) == root for i in later.inputs)]
-                span = f"operators {step}..{max(readers)}" if readers else f"operator {step}"
+                span = f"operators {step}..{last_reader[root]}" if root in last_reader else f"operator {step}"
                 label = "subgraphs" if op.options.get("subgraph_arena") and o == op.outputs[-1] else f"out{k if k else ''}"
                 slices[root] = (f"{layers[op.index]}_{label}",
                                 f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
