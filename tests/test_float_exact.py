@@ -1,6 +1,6 @@
 """Float kernels bit for bit equal to TFLM on the host, and every board equal to the host.
 
-TFLM's float SOFTMAX, LOGISTIC, EXP, LOG, TANH, ELU and LSTM call the C library's expf, logf,
+TFLM's float SOFTMAX, LOG_SOFTMAX, LOGISTIC, EXP, LOG, TANH, ELU and LSTM call the C library's expf, logf,
 tanhf and expm1f. The runtime carries those algorithms (crt/include/microcompiler/kernel_libm.h:
 optimized-routines' expf and logf as glibc's FMA build computes them, fdlibm's tanhf and expm1f),
 so the generated code needs no libm and gives the host C library's bits on every target:
@@ -110,13 +110,14 @@ FLOAT_OPS = [
     ("ELU", (-20.0, 5.0), None),
     ("SOFTMAX", (-30.0, 30.0), softmax_options(1.0)),
     ("SOFTMAX", (-10.0, 10.0), softmax_options(0.37)),
+    ("LOG_SOFTMAX", (-30.0, 30.0), None),
 ]
 WIDTH = 4096
 
 
 def one_op_model(kind, options):
     b = ModelBuilder()
-    shape = [16, WIDTH // 16] if kind == "SOFTMAX" else [1, WIDTH]
+    shape = [16, WIDTH // 16] if kind.endswith("SOFTMAX") else [1, WIDTH]
     x = b.activation("x", shape, "float32")
     y = b.activation("y", shape, "float32")
     b.op(kind, [x], [y], options)
@@ -128,7 +129,7 @@ def model_inputs(case_index):
     values = sweep_values(WIDTH, low, high, case_index)
     if kind == "LOG":  # log-spaced: every exponent
         values = np.abs(values) * 0 + np.geomspace(low, high, WIDTH, dtype=np.float32)
-    shape = [16, WIDTH // 16] if kind == "SOFTMAX" else [1, WIDTH]
+    shape = [16, WIDTH // 16] if kind.endswith("SOFTMAX") else [1, WIDTH]
     return [values.reshape(shape)]
 
 

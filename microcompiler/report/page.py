@@ -78,7 +78,13 @@ def _memory_section(analysis: dict) -> str:
 
 def _validation_section(validation: dict) -> str:
     """validate's report (microcompiler/validation/runner.py): one row per mode, reference and output."""
-    verdict = "passed: every output exact" if validation["passed"] else "FAILED: outputs differ"
+    if not validation["passed"]:
+        verdict = "FAILED: outputs differ"
+    elif validation.get("bit_exact", False):
+        verdict = "passed: every output exact"
+    else:  # floats within tolerance: say how far from TFLM's bits
+        verdict = (f"passed within tolerance, not exact: largest float error "
+                   f"{validation.get('max_ulp_error', 0):,} ulp")
     rows = [f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
             f"({len(validation['samples'])} inputs)</p>",
             "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
