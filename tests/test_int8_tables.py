@@ -1,6 +1,7 @@
 """int8 elementwise functions as compile-time tables (issue 21): LOGISTIC, TANH and HARD_SWISH compute
 TFLM's integer result for each of the 256 inputs at compile time (ops/fixedpoint.py), and the
 ``fuse_tables`` pass folds SiLU's ``x * LOGISTIC(x)`` and chains of such functions into one table.
+The int8 SOFTMAX takes its exponentials from a table of the 256 differences max - x.
 
 Each table is held against the TFLM interpreter on every int8 input, over many quantizations; the
 generated code on the host (with sanitizers) and on an emulated Cortex-M4 (mps2_an386)."""
@@ -14,7 +15,7 @@ import pytest
 from activation_cases import side_by_side_model
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
-from model_builder import ModelBuilder, mul_options
+from model_builder import ModelBuilder, mul_options, softmax_options
 from model_merge import merge_models
 from oracle import Oracle
 
@@ -124,6 +125,46 @@ def test_fused_silu_matches_tflm_on_every_input(tmp_path, in_q, out_q, activatio
     assert "mc_fp_logistic" not in ops_c and "mc_fp_tanh" not in ops_c  # no fixed-point math left at run time
 
 
+# (input scale, beta, output type): the exp table's entries from tiny to steep slopes, and scales where
+# TFLM's diff_min cut-off drops part of the 256 differences.
+SOFTMAX_CASES = [(0.0039, 1.0, "int8"), (0.05, 1.0, "int8"), (0.1, 0.5, "int8"), (0.5, 2.0, "int8"),
+                 (1.0, 1.0, "int8"), (0.02, 1.0, "int16"), (0.3, 1.0, "int16")]
+
+
+def softmax_model(cases, shape=(4, 256)):
+    b = ModelBuilder()
+    inputs, outputs = [], []
+    for k, (scale, beta, out_dtype) in enumerate(cases):
+        x = b.activation(f"x{k}", list(shape), "int8", scale, 7 * k - 10)
+        y = b.activation(f"y{k}", list(shape), out_dtype, *((1 / 256, -128) if out_dtype == "int8" else (1 / 65536, -32768)))
+        b.op("SOFTMAX", [x], [y], softmax_options(beta))
+        inputs.append(x)
+        outputs.append(y)
+    return b.finish(inputs, outputs)
+
+
+def softmax_inputs(n_cases, n_sets=2, seed=0):
+    """Rows holding every int8 value (every difference max - x from 0 to 255) and rows of nearby
+    values (outputs well above the minimum)."""
+    rng = np.random.default_rng(seed)
+    sets = []
+    for _ in range(n_sets):
+        per_case = []
+        for _ in range(n_cases):
+            narrow = rng.integers(-20, 20) + rng.integers(-6, 7, (2, 256))
+            per_case.append(np.concatenate([rng.permutation(ALL_INT8)[None], ALL_INT8[None], narrow]).astype(np.int8))
+        sets.append(per_case)
+    return sets
+
+
+def test_softmax_exp_table_matches_tflm_on_every_difference(tmp_path):
+    lib = assert_matches_oracle(softmax_model(SOFTMAX_CASES), tmp_path, sanitize=True,
+                                inputs=softmax_inputs(len(SOFTMAX_CASES)))
+    ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
+    assert len(re.findall(r"static const int32_t \w+_exp_table\[256\]", ops_c)) == len(SOFTMAX_CASES)
+    assert "mc_fp_exp_on_negative_values" not in ops_c  # the exponentials are all in the tables
+
+
 @needs_board_tools
 def test_tables_on_board_match_tflm(tmp_path):
     """The tables of every kind and the fused SiLU on the emulated Cortex-M4, every int8 input: one
@@ -131,5 +172,6 @@ def test_tables_on_board_match_tflm(tmp_path):
     parts = [(side_by_side_model(kind, cases(kind)[k:k + 3]), [np.roll(ALL_INT8, j) for j in range(3)])
              for k, kind in enumerate(sorted(TABLES))]
     parts.append((silu_model(), silu_inputs(1)[0]))
+    parts.append((softmax_model(SOFTMAX_CASES[2:5]), softmax_inputs(3, 1)[0]))
     model = merge_models([m for m, _ in parts])
     assert_matches_oracle_on_board(model, tmp_path, inputs=[x for _, xs in parts for x in xs])
