@@ -11,8 +11,9 @@ Supported (as TFLM):
 * SOFTMAX over the last dimension, any beta: float32; int8 -> int8 (output scale 1/256, zero point
   -128); int8 -> int16 (output scale 1/65536, zero point -32768); int16 -> int16 (output scale
   1/32768, zero point 0). The int8 input's exponentials depend only on max - x, one of 256 values:
-  they are a compile-time table (``softmax_int8_exp_table``) and the run time is a table load per
-  element for the row sum, one reciprocal per row, and a multiply and rounding shift per output.
+  from SOFTMAX_EXP_TABLE_MIN_ELEMENTS elements on they are a compile-time table
+  (``softmax_int8_exp_table``) and the run time is a table load per element for the row sum, one
+  reciprocal per row, and a multiply and rounding shift per output.
 * LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
   computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
 """
@@ -35,6 +36,9 @@ SOFTMAX_DIFF_INTEGER_BITS = 5
 # Q4.27 input of the int8 logistic (TFLM's kInputIntegerBits).
 LOGISTIC_INT8_INTEGER_BITS = 4
 INT16_LUT_SIZE = 513
+# The int8 softmax takes its exponentials from a 1 KB table (256 int32) for tensors of at least as many
+# elements as the table has bytes; smaller ones (a classifier's last layer) compute them, saving flash.
+SOFTMAX_EXP_TABLE_MIN_ELEMENTS = 1024
 
 # TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h, Apache-2.0): sigmoid(i / 24)
 # in unsigned 0.16 fixed point, used by the int16 LOGISTIC reference kernel. The values are not a
@@ -269,7 +273,9 @@ class Softmax(OpKernel):
 
     def variant(self, op, graph):
         x = graph.tensors[op.inputs[0]]
-        return {"variant": {"float32": "reference-float", "int8": "exp-table", "int16": "int16-lut"}[x.dtype]}
+        if x.dtype == "int8":
+            return {"variant": "exp-table" if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else "gemmlowp-fixed-point"}
+        return {"variant": {"float32": "reference-float", "int16": "int16-lut"}[x.dtype]}
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -281,9 +287,15 @@ class Softmax(OpKernel):
         in_scale = _scale_zp(x)[0]
         if x.dtype == "int8":
             out_bits = 8 if y.dtype == "int8" else 16
-            exp_table = ctx.const("exp_table", softmax_int8_exp_table(in_scale, beta), "int32_t",
-                                  f"SOFTMAX operator {op.index}: exp(beta * input_scale * -d) in Q0.31 for d = max - x")
-            return ctx.render("softmax_int8.c.j2", exp_table=exp_table,
+            if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
+                ctx.variant = {"variant": "exp-table", "scratch_bytes": 0}
+                exp_table = ctx.const("exp_table", softmax_int8_exp_table(in_scale, beta), "int32_t",
+                                      f"SOFTMAX operator {op.index}: exp(beta * input_scale * -d) in Q0.31 for d = max - x")
+                return ctx.render("softmax_int8_table.c.j2", exp_table=exp_table, out_type="int8_t" if out_bits == 8 else "int16_t",
+                                  out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1, out_bits=out_bits,
+                                  guard_exponent=out_bits == 8 and depth >= 512, **values)
+            multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
+            return ctx.render("softmax_int8.c.j2", multiplier=multiplier, shift=shift, diff_min=diff_min,
                               out_type="int8_t" if out_bits == 8 else "int16_t",
                               out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1,
                               out_bits=out_bits,
