@@ -120,3 +120,16 @@ def test_mobilenet_under_the_budget_is_bit_exact_on_the_host(tmp_path, bound, fr
 def test_mobilenet_at_0_6_of_the_bound_is_bit_exact_on_mps2_an386(tmp_path, bound):
     run = assert_matches_oracle_on_board(MOBILENET.read_bytes(), tmp_path, ram_limit=int(0.6 * bound))
     assert run.outputs
+
+
+@pytest.mark.parametrize("model", ["mlperf_tiny/kws_ref_model.tflite", "mlperf_tiny/pretrainedResnet_quant.tflite",
+                                   "mlperf_tiny/ad01_int8.tflite"])
+def test_the_board_default_keeps_todays_code_where_it_fits(shared_models, model):
+    """No explicit limit: a board with room gets exactly the code it got before the budget existed."""
+    from microcompiler.boards import load_board
+    from microcompiler.targets.footprint import ram_for_models
+    board = load_board("mps2_an386")
+    before = compile_model(shared_models / model, features=board.cpu.features)
+    after = compile_model(shared_models / model, features=board.cpu.features, ram_available=ram_for_models(board))
+    assert after.files == before.files
+    assert after.metadata["ram_budget"]["chosen"].startswith("default")

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from microcompiler.ops import cost_model
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.compiler import compile_model
+from microcompiler.ops import cost_model
+from microcompiler.timing import estimated
 
 
 def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None) -> dict:
@@ -57,13 +58,13 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     result = {"model": meta["name"], "board": board.name if board else None,
               "core": board.cpu.core if board else None, "layers": layers, "totals": totals,
               "memory_plan": memory_plan(graph, meta), "memory_peak": meta["memory_peak"],
-              "ram_budget": meta.get("ram_budget", {}), "fit": None}
+              "ram_budget": meta.get("ram_budget", {}), "fit": None,
+              "estimated_time": estimated(instructions, board)}
     if board is not None:
         result["fit"] = {
             "flash": _fit(need["flash"], board.flash.size, board.flash.name),
             "ram": _fit(need["ram"], board.ram.size, board.ram.name),
         }
-        result["totals"]["estimated_ms"] = round(1e3 * instructions / board.cpu.clock_hz, 3)
     return result
 
 

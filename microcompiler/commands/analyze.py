@@ -6,7 +6,10 @@ import json
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.arguments import add_ram_limit_argument
+from microcompiler.commands.compile import check_operators
 from microcompiler.commands.output import peak_line
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.timing import describe
 from microcompiler.report import check_report_path, write_report
 
 
@@ -28,7 +31,11 @@ def run(args) -> int:
     if args.html:
         check_report_path(args.html, [args.model])
     board = load_board(args.board) if args.board not in (None, HOST) else None
-    result = analyze_model(args.model, board, ram_limit=args.ram_limit)
+    try:
+        result = analyze_model(args.model, board, ram_limit=args.ram_limit)
+    except UnsupportedModelError:
+        check_operators(args.model, only_if_missing=True)  # every operator the model lacks, not only the first
+        raise  # nothing lacks a kernel: the model's own error
     if args.html:
         write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
                      inputs=[args.model], analysis=result)
@@ -45,8 +52,7 @@ def print_analysis(result: dict) -> None:
     t = result["totals"]
     where = f" on {result['board']} ({result['core']})" if result["board"] else ""
     print(f"{result['model']}{where}: {len(result['layers'])} layers, {t['macs']:,} MACs, "
-          f"estimated {t['estimated_instructions']:,} instructions"
-          + (f" ({t['estimated_ms']} ms at one instruction per cycle)" if "estimated_ms" in t else ""))
+          f"estimated {describe(result['estimated_time'])}")
     print(f"{'#':>3}  {'layer':<24} {'operator':<20} {'output':<14} {'MACs':>11} {'weights B':>10} "
           f"{'kernel':<16} {'est. instr.':>12}")
     for layer in result["layers"]:
