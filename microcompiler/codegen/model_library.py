@@ -281,7 +281,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }
-    refusal = graph_executor_refusal(functions)
+    refusal = graph_executor_refusal(functions, graph)
     if refusal:  # no <name>_graph.c: only the AOT executor runs this model
         lib.metadata["graph_executor_refusal"] = refusal
     return lib

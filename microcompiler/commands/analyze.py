@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from microcompiler.errors import printable
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.arguments import add_ram_limit_argument
@@ -44,7 +45,7 @@ def run(args) -> int:
         return 0
     print_analysis(result)
     if args.html:
-        print(f"report: {args.html}")
+        print(f"report: {printable(args.html)}")
     return 0
 
 

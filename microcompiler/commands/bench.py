@@ -7,7 +7,7 @@ from __future__ import annotations
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.commands.output import print_bench
 from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
-from microcompiler.errors import MicrocompilerError
+from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import HOST_DRIVEN
 from microcompiler.timing import measured, relative_error
@@ -86,5 +86,5 @@ def run(args) -> int:
                      bench=report)
     print_bench(report, args.json)
     if args.html and not args.json:
-        print(f"report: {args.html}")
+        print(f"report: {printable(args.html)}")
     return 0

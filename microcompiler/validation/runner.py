@@ -123,10 +123,11 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     """The validation report (see docs/validate.md); report["passed"] is False on any mismatch."""
     options = options or DeviceOptions()
     meta = library.metadata
-    reference = Reference(model_bytes, len(meta["outputs"]))
+    reference = Reference(model_bytes, len(meta["outputs"]), timeout=options.timeout)
     float_ref = None
     if float_bytes is not None:
-        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model")
+        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model",
+                              timeout=options.timeout)
         check_float_model(float_ref, meta)
     expected = []
     with Progress(len(samples), "TFLite Micro") as bar:
@@ -161,7 +162,7 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                         mismatch = _first_mismatch(meta, outs, expected)
                 if mismatch is not None:
                     log(f"outputs differ on {samples[mismatch].source}: comparing every layer host-driven")
-                    preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True)
+                    preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True, timeout=options.timeout)
                     if keeps_state(meta):  # replay the sequence up to the mismatch on both sides
                         ex.reset()
                         for s in samples[:mismatch]:
@@ -178,6 +179,9 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
         first_mode = next(iter(device))
         comparisons.append({"mode": first_mode, "against": "float",
                             "outputs": _float_comparison(meta, samples, device[first_mode], float_ref)})
+    for ref in (reference, float_ref):  # the interpreters' child processes (on an error: cleanup's sweep)
+        if ref is not None:
+            ref.close()
     report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
               "modes": list(device), "passed": passed, "bit_exact": bit_exact, "max_ulp_error": max_ulp,
               "comparisons": comparisons, "divergence": divergence}
