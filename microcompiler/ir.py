@@ -127,6 +127,9 @@ class Graph:
     # Filled by the patch pass (passes/patches.py): the leading stage run in patches, its grid and
     # cost ({} when the model runs layer by layer).
     patches: dict = field(default_factory=dict)
+    # Filled by the RAM-budget planner (passes/ram_budget.py): the plans it tried and the one it chose;
+    # "in_place_depthwise": False keeps plan_memory from writing depthwise layers over their input.
+    ram_plan: dict = field(default_factory=dict)
 
     @property
     def state_tensors(self) -> list[int]:

@@ -22,4 +22,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: installing microcompiler into .venv" >&2
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q ".[test]"
+.venv/bin/python -m pip install -q ".[test,ray]"

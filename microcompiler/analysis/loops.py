@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from microcompiler.analysis import cost_model
+from microcompiler.ops import cost_model
 
 ASSUMED_TRIPS = 1  # the stated assumption for a loop whose trip count is not knowable at compile time
 MAX_TRIPS = 10**6  # a counted loop longer than this is treated as not knowable

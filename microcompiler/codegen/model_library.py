@@ -39,7 +39,7 @@ RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "ker
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
                    # these four: included by kernel_fft*.h, kernel_simd.h
                    "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h",
-                   "kernel_float.h"]
+                   "kernel_float.h", "kernel_libm.h"]
 
 
 @dataclass
@@ -279,6 +279,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         } for fn in functions],
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
+        # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
+        "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"} if "plans" in graph.ram_plan else {},
         "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{

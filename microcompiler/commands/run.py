@@ -18,7 +18,7 @@ import numpy as np
 
 from microcompiler.boards import Board, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, ram_budget, tuning_for
 from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_input_steps, random_input_steps
@@ -84,7 +84,7 @@ def prepare(args, mode: str) -> Job:
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)
     library = compile_model(args.model, features=board.cpu.features, name=args.name,
-                            tuning=tuning_for(args, board.cpu), patches=args.patches)
+                            tuning=tuning_for(args, board.cpu), patches=args.patches, **ram_budget(args, board))
     meta = library.metadata
     count = getattr(args, "steps", None)
     if args.input:
@@ -131,7 +131,7 @@ def run(args) -> int:
             hz = session.device.timer_hz
             stats = dict(session.stats)
         outputs = step_outputs[-1]
-        report = run_report(meta, job.board.name, target.name, args.mode, args.executor, outputs,
+        report = run_report(meta, job.board, target.name, args.mode, args.executor, outputs,
                             step_ticks[-1], hz, built=built, operator_ticks=operator_ticks, rpc=stats)
     else:
         with project_directory(args.keep) as project_dir:
@@ -140,7 +140,7 @@ def run(args) -> int:
                                     **given)
             built = target.build(project, log=progress)
             result = target.flash(project, timeout=args.timeout, log=progress, port=args.port)
-        report = run_report(meta, job.board.name, target.name, args.mode, args.executor, result.outputs,
+        report = run_report(meta, job.board, target.name, args.mode, args.executor, result.outputs,
                             result.ticks, result.hz, built=built, stack_bytes=result.stack_bytes)
         outputs = result.outputs
         step_outputs, step_ticks = result.step_outputs or [outputs], result.step_ticks or [result.ticks]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
-from microcompiler.commands.arguments import add_board_arguments, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_seconds, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
@@ -87,7 +87,7 @@ def run(args) -> int:
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
     library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu),
-                            patches=args.patches)
+                            patches=args.patches, **ram_budget(args, board))
     samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)
@@ -113,9 +113,19 @@ def _read(path: str, what: str) -> bytes:
         raise MicrocompilerError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
+def verdict(report: dict) -> str:
+    """PASSED (exact) only for bit-for-bit equality with TFLM; a float model within tolerance says
+    its largest error in ulp instead."""
+    if not report["passed"]:
+        return "FAILED"
+    if report.get("bit_exact"):
+        return "PASSED (exact)"
+    return f"PASSED (within tolerance, not exact: largest float error {report.get('max_ulp_error', 0):,} ulp)"
+
+
 def print_validation(report: dict) -> None:
     print(f"{report['model']} on {report['board']}: {len(report['samples'])} inputs, "
-          f"{' and '.join(report['modes'])}: {'PASSED (exact)' if report['passed'] else 'FAILED'}")
+          f"{' and '.join(report['modes'])}: {verdict(report)}")
     print(f"{'mode':<12} {'against':<7} {'output':<20} {'exact':>8} {'max err':>10} {'mean err':>10} "
           f"{'cosine':>9} {'top-1':>7}")
     for c in report["comparisons"]:

@@ -43,11 +43,14 @@ _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against a
 def load_tflite(path: str | Path) -> Graph:
     """Read and validate a ``.tflite`` file; the graph is named after the file."""
     path = Path(path)
+    return parse_tflite(read_model_file(path), model_name(path))
+
+
+def read_model_file(path: str | Path) -> bytes:
     try:
-        buf = path.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise ModelFormatError(f"cannot read model file {path}: {exc.strerror}") from None
-    return parse_tflite(buf, model_name(path))
 
 
 def model_name(path: Path) -> str:
@@ -57,7 +60,7 @@ def model_name(path: Path) -> str:
 
 
 def parse_tflite(buf: bytes, name: str = "model") -> Graph:
-    _check_header(buf)
+    check_header(buf)
     try:
         return _Importer(buf, name).graph()
     except (ModelFormatError, UnsupportedModelError):
@@ -68,7 +71,7 @@ def parse_tflite(buf: bytes, name: str = "model") -> Graph:
             f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter") from None
 
 
-def _check_header(buf: bytes) -> None:
+def check_header(buf: bytes) -> None:
     if len(buf) < 16:
         raise ModelFormatError(
             f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter")
@@ -245,15 +248,8 @@ class _Importer:
             raise ModelFormatError(
                 f"operator {index} refers to opcode {code_index}, but there are "
                 f"{model.OperatorCodesLength()} opcodes")
-        code = model.OperatorCodes(code_index)
-        builtin = _builtin_code(code)
-        kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
-        custom = None
+        kind, custom = operator_kind(model.OperatorCodes(code_index))
         kernels = supported_operators()
-        if kind == "CUSTOM":
-            custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
-            # a custom operator TFLM registers is compiled under its own name (SignalWindow, ...)
-            kind = custom if custom in TFLM_CUSTOM and custom in kernels else f"CUSTOM ('{custom}')"
         if kind not in kernels:
             raise UnsupportedModelError(
                 f"unsupported operator {kind} at operator index {index}: {where_it_stands(kind, custom)}; "
@@ -281,6 +277,19 @@ class _Importer:
                     "zero-sized tensors either: export the model with non-empty shapes")
         options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
+
+
+def operator_kind(code) -> tuple[str, str | None]:
+    """(kind, custom name) of an OperatorCode: the builtin's name, a custom operator TFLM registers
+    under its own name (SignalWindow, ...), or ``CUSTOM ('name')`` for any other custom operator."""
+    builtin = _builtin_code(code)
+    kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
+    if kind != "CUSTOM":
+        return kind, None
+    custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
+    custom = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in custom)
+    kind = custom if custom in TFLM_CUSTOM and custom in supported_operators() else f"CUSTOM ('{custom}')"
+    return kind, custom
 
 
 def _builtin_code(code) -> int:

@@ -63,6 +63,10 @@ class OpKernel:
     type_notes: str = ""
     options: str = ""
     fast: dict[str, str] = {}
+    # Models TFLM refuses in its prepare step (it aborts or fails to allocate), so no reference can
+    # confirm an answer: check() refuses them with TFLM's reason (require_like_tflm); docs/operators.md
+    # lists them.
+    tflm_refusals: tuple[str, ...] = ()
     # Names of the operator's inputs by position, for constant arrays in the generated C
     # (e.g. ("input", "filter", "bias") makes conv1's weights "<model>_conv1_filter").
     input_roles: tuple[str, ...] = ()
@@ -77,7 +81,7 @@ class OpKernel:
         """Knob settings to try for this operator instance, the heuristic's ({}) first: one knob set at
         a time to each of its values, and the reference loop nest. Kernels may narrow this per shape.
         Settings that generate the same code are dropped by the tuner."""
-        knobs = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
+        knobs: list[dict] = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
         return knobs + [{"variant": "reference"}]
 
     def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -88,7 +92,7 @@ class OpKernel:
         """What ``microcompiler ops`` says of operator ``kind``; kernels serving several kinds
         override it where the kinds differ."""
         return {"types": list(self.types), "type_notes": self.type_notes, "options": self.options,
-                "fast_kernels": dict(self.fast)}
+                "fast_kernels": dict(self.fast), "tflm_refusals": list(self.tflm_refusals)}
 
     def fold(self, op: Operator, graph: Graph) -> list[np.ndarray] | None:
         """The operator's outputs computed at compile time, or None when it cannot be folded.
@@ -100,6 +104,13 @@ class OpKernel:
 
     def check(self, op: Operator, graph: Graph) -> None:
         pass
+
+    def int8_table(self, op: Operator, graph: Graph) -> np.ndarray | None:
+        """For an int8 -> int8 elementwise function of the operator's one input: its 256 results,
+        computed at compile time as TFLM computes them, indexed by the input byte read as unsigned
+        (ops/lut.py); None otherwise. Kernels that have one emit a table lookup, and the
+        ``fuse_tables`` pass composes them."""
+        return None
 
     def macs(self, op: Operator, graph: Graph) -> int:
         return 0
@@ -265,6 +276,15 @@ def require(cond: bool, op: Operator, what: str) -> None:
     """Reject an operator configuration with a message naming the operator."""
     if not cond:
         raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}")
+
+
+def require_like_tflm(cond: bool, op: Operator, what: str) -> None:
+    """Refuse what TFLM's prepare step refuses (``what``: its reason), where no reference can
+    confirm any answer: TFLM aborts or fails to allocate the model."""
+    if not cond:
+        raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}; TFLite Micro refuses this model in its "
+                                    "prepare step, so no reference can confirm any answer: re-quantize or convert "
+                                    "the model again")
 
 
 def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+from microcompiler.timing import describe
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
 GENERATOR_TAG = "<meta name='generator' content='microcompiler report'>"
@@ -114,8 +116,11 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
     if analysis or bench:
         body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench))
     if bench:
-        body.append(f"<p>measured: {bench['inference']['ticks']:,} ticks per inference at {bench['timer_hz']:,} Hz "
-                    f"on {escape(str(bench['board']))}</p>")
+        inference = bench["inference"]
+        versus = (f"; analyze estimated {inference['estimated_instructions']:,} instructions "
+                  f"({inference['estimate_error'] * 100:+.0f}%)" if inference.get("estimate_error") is not None else "")
+        body.append(f"<p>measured on {escape(str(bench['board']))}: {escape(describe(inference['time']))} per "
+                    f"inference ({inference['ticks']:,} timer ticks){escape(versus)}</p>")
     if analysis:
         plan = analysis["memory_plan"]
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
@@ -130,7 +135,7 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
             f"<script type='application/json' id='report-data'>{data}</script></body></html>\n")
 
 
-def check_report_path(path: str | Path, inputs: list = ()) -> Path:
+def check_report_path(path: str | Path, inputs: Sequence = ()) -> Path:
     """Refuse, in one line, a report path that would overwrite a file microcompiler did not write.
 
     The report may be a new file or replace an earlier report (its head carries ``GENERATOR_TAG``);
@@ -160,7 +165,7 @@ def check_report_path(path: str | Path, inputs: list = ()) -> Path:
     return path
 
 
-def write_report(path: str | Path, title: str, inputs: list = (), **sections) -> Path:
+def write_report(path: str | Path, title: str, inputs: Sequence = (), **sections) -> Path:
     """Write the page to ``path`` (new, or an earlier report: ``check_report_path``), all at once:
     a temporary file next to it renamed into place. A one-line error when it cannot be written."""
     path = check_report_path(path, inputs)

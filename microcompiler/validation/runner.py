@@ -170,12 +170,17 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                     divergence = first_divergence(ex, library, preserved, samples[mismatch].inputs, original_graph)
                     divergence["sample"] = samples[mismatch].source
     passed = all(o["passed"] for c in comparisons for o in c["outputs"])
+    # "exact" only when every output equals TFLM's bit for bit (floats too); otherwise the report
+    # says how far: the largest float error in ulp
+    bit_exact = passed and all(o["bit_exact"] for c in comparisons for o in c["outputs"])
+    max_ulp = max((o.get("max_ulp_error", 0) for c in comparisons for o in c["outputs"]), default=0)
     if float_ref is not None:
         first_mode = next(iter(device))
         comparisons.append({"mode": first_mode, "against": "float",
                             "outputs": _float_comparison(meta, samples, device[first_mode], float_ref)})
     report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
-              "modes": list(device), "passed": passed, "comparisons": comparisons, "divergence": divergence}
+              "modes": list(device), "passed": passed, "bit_exact": bit_exact, "max_ulp_error": max_ulp,
+              "comparisons": comparisons, "divergence": divergence}
     return report
 
 
