@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from microcompiler.errors import printable
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.arguments import add_ram_limit_argument
@@ -11,6 +12,7 @@ from microcompiler.commands.output import peak_line
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.timing import describe
 from microcompiler.report import check_report_path, write_report
+from microcompiler.report.provenance import with_provenance
 
 
 def add_parser(sub) -> None:
@@ -40,11 +42,11 @@ def run(args) -> int:
         write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
                      inputs=[args.model], analysis=result)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_provenance(result)))
         return 0
     print_analysis(result)
     if args.html:
-        print(f"report: {args.html}")
+        print(f"report: {printable(args.html)}")
     return 0
 
 
