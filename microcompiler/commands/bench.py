@@ -5,7 +5,7 @@ It takes the same path to the device as ``run --mode host-driven`` (commands/run
 from __future__ import annotations
 
 from microcompiler.analysis.analyze import analyze_library
-from microcompiler.commands.output import print_bench
+from microcompiler.commands.output import model_flash_split, print_bench
 from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
 from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.report import check_report_path, write_report
@@ -73,7 +73,7 @@ def run(args) -> int:
         raise MicrocompilerError(f"bench times one input set, but {len(args.input)} --input files make "
                                  f"{len(job.steps)}; pass one .npy file per model input")
     meta = job.meta
-    with host_driven_session(job, args) as (_, session):
+    with host_driven_session(job, args) as (built, session):
         with session.executor() as ex:
             ex(*job.inputs)  # warm up, and leave real data in every tensor
             progress(f"timing {meta['name']}: {args.repeat} x {args.number} inferences, then each operator")
@@ -81,6 +81,8 @@ def run(args) -> int:
             operators = ex.profile(args.number, 1)
     analysis = analyze_library(job.library, None if job.board.is_host else job.board)
     report = bench_report(meta, job.board, whole, operators, analysis, args.number, args.repeat)
+    if built is not None:  # the flash the model takes, its code and its weights apart
+        report.update(flash_bytes=built.flash_bytes, **model_flash_split(built, meta["name"]))
     if args.html:
         write_report(args.html, f"{meta['name']}: bench on {job.board.name}", inputs=given, analysis=analysis,
                      bench=report)
