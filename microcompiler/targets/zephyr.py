@@ -181,6 +181,22 @@ def west_board_target(board: Board, base: Path) -> str:
     return target
 
 
+def ccache_environment(project_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for ``west build``, so that ccache (which Zephyr uses when it is installed)
+    reuses what another project built for the same board: the C library and the kernel.
+
+    Each project's build directory appears in every compile command (``-imacros <build>/.../autoconf.h``,
+    ``-isystem <build>/modules/picolibc/...``); CCACHE_BASEDIR makes the paths under the project
+    relative, and CCACHE_NOHASHDIR leaves the compiler's working directory (the build directory) out
+    of the hash that ``-g`` puts it in. The debug information then names the directory of the build
+    that filled the cache. A user's own CCACHE_BASEDIR / CCACHE_NOHASHDIR win (docs/zephyr.md).
+    """
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("CCACHE_BASEDIR", str(Path(project_dir).resolve()))
+    env.setdefault("CCACHE_NOHASHDIR", "true")
+    return env
+
+
 # A whole report: its start, its end, nothing torn (a late reader may see the tail of one first).
 _WHOLE_REPORT = re.compile(rb"MC-BEGIN\r?\n(?:(?!MC-BEGIN).)*?MC-END[^\n]*\n|MC-ABORT[^\n]*\n", re.S)
 
@@ -259,7 +275,8 @@ class Zephyr(Target):
         build_dir = project.dir / BUILD_DIR
         log(f"building {project.dir.name} for {target} with west (Zephyr at {base})")
         run_logged([west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
-                   log, "west build", tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT), WEST_TIMEOUT_HINT)
+                   log, "west build", tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT), WEST_TIMEOUT_HINT,
+                   env=ccache_environment(project.dir))
         elf = self.elf(project)
         if not elf.is_file():
             raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")
