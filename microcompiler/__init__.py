@@ -1,11 +1,20 @@
 """microcompiler: compile TFLite models to C for microcontrollers, and run them on boards.
 
 The command line is ``microcompiler`` (microcompiler/cli.py). For notebooks, ``connect`` opens an
-RPC session to a device running host-driven firmware (docs/rpc.md).
+RPC session to a device running host-driven firmware, and ``open_model`` compiles a model, starts
+host-driven firmware for a board and connects (docs/rpc.md; both live in microcompiler/api.py).
 """
+
+__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it (CHANGELOG.md)
 
 
 def connect(*args, **kwargs):
-    """Open an RPC session: ``microcompiler.connect(project_dir)``; see microcompiler.rpc.connect."""
-    from microcompiler.rpc import connect as _connect
+    """Open an RPC session: ``microcompiler.connect(project_dir)``; see microcompiler.api.connect."""
+    from microcompiler.api import connect as _connect
     return _connect(*args, **kwargs)
+
+
+def open_model(*args, **kwargs):
+    """Compile, build and start host-driven firmware, and connect; see microcompiler.api.open_model."""
+    from microcompiler.api import open_model as _open_model
+    return _open_model(*args, **kwargs)

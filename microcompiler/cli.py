@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from microcompiler import cleanup
+from microcompiler import __version__, cleanup
 from microcompiler.errors import MicrocompilerError
 
 COMMANDS = ["compile", "run", "analyze", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="microcompiler",
         description="Compile TFLite models to C for microcontrollers, and run them on boards.")
+    parser.add_argument("--version", action="version", version=f"microcompiler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"microcompiler.commands.{name.replace('-', '_')}").add_parser(sub)

@@ -1,19 +1,21 @@
 """The compiler pipeline: import -> passes -> code generation -> files on disk."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from microcompiler.codegen import ModelLibrary, generate_library
+from microcompiler.codegen.naming import layer_names
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.errors import MicrocompilerError, ModelFormatError, UnsupportedModelError
+from microcompiler.errors import BoardError, MicrocompilerError, ModelFormatError, UnsupportedModelError
 from microcompiler.ir import Graph
 from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
-from microcompiler.passes import PIPELINE, pipeline
-from microcompiler.tuning.log import CpuTuning
+from microcompiler.passes import PIPELINE, budget_pipeline, pipeline, plan_for_budget
 
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
@@ -22,6 +24,15 @@ C_KEYWORDS = frozenset("""auto break case char const continue default do double 
     if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
     void volatile while _Bool _Complex _Imaginary""".split())
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@runtime_checkable
+class KnobSource(Protocol):
+    """Per-operator knobs looked up for a planned graph: a tuning log applied to one CPU
+    (``TuningLog.load(path).for_cpu(board.cpu)``, microcompiler/tuning/log.py) is one. The compiler
+    asks it once the passes have run; it does not know where the knobs come from."""
+
+    def knobs(self, graph: Graph) -> dict: ...
 
 
 class InvalidNameError(MicrocompilerError):
@@ -108,8 +119,9 @@ def parse_patches(value: str | tuple[int, int] | list[int] | None) -> tuple[int,
 
 
 def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | CpuTuning | None = None, kernels: str = "fast",
-                  shared_arena: str | None = None, patches: str | tuple[int, int] | None = None) -> ModelLibrary:
+                  name: str | None = None, tuning: dict | KnobSource | None = None, kernels: str = "fast",
+                  shared_arena: str | None = None, patches: str | tuple[int, int] | None = None,
+                  ram_limit: int | None = None, ram_available: int | None = None) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
     ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
@@ -120,7 +132,11 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     ``shared_arena``: the C name of an arena the firmware defines and shares between models
     (docs/multiple_models.md); default: the library's own. ``patches``: the grid of the patch pass
     (docs/memory.md), "RxC" or (rows, cols), "off"; default (None or "auto"): chosen when it lowers the
-    RAM peak; also read from ``tuning={"patches": ...}``."""
+    RAM peak; also read from ``tuning={"patches": ...}``. ``ram_limit``: the most bytes of arena +
+    scratch the model may use; the fastest plan that fits is chosen (passes/ram_budget.py, docs/memory.md)
+    or a one-line BoardError names the smallest plan's peak. ``ram_available``: the board's RAM left after
+    the runtime and the stack (``targets.footprint.ram_for_models``); without ``ram_limit``, the budget is
+    that minus the model's inputs, outputs and state, and the default plan is kept whenever it fits."""
     if kernels not in KERNEL_CHOICES:
         raise MicrocompilerError(f"unknown kernel choice '{kernels}'; use one of {', '.join(KERNEL_CHOICES)}")
     if name is not None:
@@ -129,12 +145,56 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     graph.name = name if name is not None else safe_model_name(graph.name)
     if patches is None and isinstance(tuning, dict):
         patches = tuning.get("patches")
-    graph = run_passes(graph, pipeline(parse_patches(patches)))
-    if isinstance(tuning, CpuTuning):
+    if kernels == "reference":
+        features = frozenset()
+    graph = run_passes(graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available))
+    if isinstance(tuning, KnobSource):
         tuning = tuning.knobs(graph)
     if kernels == "reference":
-        features, tuning = frozenset(), {"*": {"variant": "reference"}}
-    return generate_library(graph, features, tuning, shared_arena)
+        tuning = {"*": {"variant": "reference"}}
+    library = generate_library(graph, features, tuning, shared_arena)
+    _check_budget(library, graph, ram_limit)
+    return library
+
+
+def check_ram_limit(value: int | None) -> int | None:
+    if value is not None and (not isinstance(value, int) or value < 1):
+        raise MicrocompilerError(f"RAM limit {value!r} is not valid; give a whole number of bytes, e.g. --ram-limit 32768")
+    return value
+
+
+def _passes(graph: Graph, grid: tuple[int, int] | None, features: frozenset[str], ram_limit: int | None,
+            ram_available: int | None) -> list:
+    """The pipeline: with a RAM budget (and the patch grid not forced), the RAM-budget planner
+    chooses the plan (passes/ram_budget.py); else the default passes."""
+    check_ram_limit(ram_limit)
+    if grid is not None or (ram_limit is None and ram_available is None):
+        return pipeline(grid)
+    if ram_limit is not None:
+        limit, source, keep = ram_limit, "--ram-limit", False
+    else:
+        assert ram_available is not None
+        own = sum(graph.tensors[t].nbytes for t in graph.inputs + graph.outputs) + sum(
+            t.nbytes for t in graph.tensors if t.persistent)
+        limit, source, keep = max(0, ram_available - own), "the board's free RAM", True
+    return budget_pipeline(functools.partial(plan_for_budget, limit=limit, features=features, keep_default=keep,
+                                             limit_source=source, layer_name=_layer_name))
+
+
+def _layer_name(graph: Graph, op) -> str:
+    return layer_names(graph)[op.index]
+
+
+def _check_budget(library: ModelLibrary, graph: Graph, ram_limit: int | None) -> None:
+    """The generated code's arena + scratch against the limit (the planner estimates the scratch
+    from the kernels' plans; a forced patch grid is not planned for the limit at all)."""
+    limit = graph.ram_plan.get("limit", ram_limit)
+    meta = library.metadata
+    used = meta["arena_bytes"] + meta["scratch_bytes"]
+    if limit is not None and used > limit:
+        raise BoardError(f"the model needs {used:,} B of arena + scratch ({meta['arena_bytes']:,} + "
+                         f"{meta['scratch_bytes']:,}), over the RAM limit of {limit:,} B, its peak at layer "
+                         f"{meta['memory_peak'].get('layer_name')}; raise the limit, or leave --patches to the planner")
 
 
 def write_atomically(library: ModelLibrary, out_dir: str | Path, extra=None) -> Path:

@@ -16,6 +16,7 @@ import numpy as np
 
 from microcompiler import cleanup, resources
 from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.ir import np_dtype
 from microcompiler.templating import render_file
@@ -52,12 +53,14 @@ class HostProgram:
         self.library = library
         self.executor = executor
         self.meta = library.metadata
+        if executor == "graph":
+            check_graph_executor(self.meta)
         self.work_dir = Path(work_dir)
         self.exe = self.work_dir / self.EXE
         self._build(sanitize, opt)
 
     @classmethod
-    def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> "HostProgram":
+    def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> HostProgram:
         """The program an earlier HostProgram built in work_dir, to run again without recompiling."""
         program = cls.__new__(cls)
         program.library, program.executor, program.meta = None, executor, meta

@@ -44,6 +44,9 @@ class Quantization:
     scale: list[float]
     zero_point: list[int]
     axis: int = 0  # the quantized dimension, meaningful when there is more than one scale
+    # how many scales the file gave (equal per-channel scales are kept as one): kernels that read
+    # per-channel scales check it against the channels, as TFLM does; 0 when not from a file
+    file_scales: int = 0
 
     @property
     def per_channel(self) -> bool:
@@ -120,22 +123,25 @@ class Graph:
     # the branches of IF, the condition and body of WHILE, the initialisation of CALL_ONCE. Each is
     # a Graph of its own (own tensors; its inputs/outputs are the caller's buffers) that every pass
     # transforms too; the planner gives it an arena of its own inside the caller's (docs/state.md).
-    subgraphs: dict[int, "Graph"] = field(default_factory=dict)
+    subgraphs: dict[int, Graph] = field(default_factory=dict)
     # Filled by the patch pass (passes/patches.py): the leading stage run in patches, its grid and
     # cost ({} when the model runs layer by layer).
     patches: dict = field(default_factory=dict)
+    # Filled by the RAM-budget planner (passes/ram_budget.py): the plans it tried and the one it chose;
+    # "in_place_depthwise": False keeps plan_memory from writing depthwise layers over their input.
+    ram_plan: dict = field(default_factory=dict)
 
     @property
     def state_tensors(self) -> list[int]:
         """The persistent tensors (state kept across inferences), in tensor order."""
         return [i for i, t in enumerate(self.tensors) if t.persistent]
 
-    def copy(self) -> "Graph":
+    def copy(self) -> Graph:
         """A deep copy, sharing the (read-only) constant arrays."""
         memo = {id(a): a for t in self.tensors for a in (t.data, t.initial) if a is not None}
         return copy.deepcopy(self, memo)
 
-    def all_graphs(self) -> list["Graph"]:
+    def all_graphs(self) -> list[Graph]:
         """This graph and its subgraphs, main graph first."""
         return [self] + [self.subgraphs[k] for k in sorted(self.subgraphs)]
 

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from microcompiler.errors import DeviceError, MicrocompilerError, ToolchainError
 
@@ -303,7 +303,7 @@ def run_runner(runner_dir: str | Path, work_dir: str | Path, *, mode: str, datas
     return result
 
 
-def _run_official_runner(children: "_Children", runner_dir: Path, runner_copy: Path, env: dict, port: str, mode: str,
+def _run_official_runner(children: _Children, runner_dir: Path, runner_copy: Path, env: dict, port: str, mode: str,
                          dataset: str | Path, tests: str | Path, timeout: float, log: Log) -> RunnerResult:
     """One run of the official runner on ``port``, bounded by ``timeout``."""
     cmd = [sys.executable, str(runner_dir / "run_official_runner.py"),

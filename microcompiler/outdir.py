@@ -21,15 +21,23 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from microcompiler.errors import MicrocompilerError
 
 STAGE_PREFIX = ".microcompiler-new-"
 BACKUP_PREFIX = ".microcompiler-old-"
 
-# Characters that CMake, Ninja, linker scripts or a shell treat specially in a path.
-UNSAFE_PATH_CHARS = ";$\"'`#\\"
+# A project path reaches CMake, Ninja, the linker's comma-separated -Wl options, linker scripts and
+# /bin/sh (the POST_BUILD objcopy step); each treats other characters specially (`;` `$` quotes `#`
+# `\\` `&` `|` `<` `>` `(` `)` `%` `*` `?` `,` `!` ...). Rather than quote for every consumer, a path
+# may hold only letters, digits, spaces and these (an allow-list: nothing else can run a command).
+SAFE_PATH_PUNCTUATION = " _-.+/@=~"
+
+
+def unsafe_path_chars(text: str) -> list[str]:
+    """The characters of ``text`` that are not allowed in a project path, sorted, once each."""
+    return sorted({c for c in text if not (c in SAFE_PATH_PUNCTUATION or (c.isalnum() and c.isprintable()))})
 
 
 class OutputDirError(MicrocompilerError):
@@ -56,11 +64,12 @@ def _describe(exc: OSError) -> str:
 
 def check_path_is_safe(path: Path, what: str) -> None:
     """Refuse a path that the CMake/Ninja build or a copied shell command would split or expand."""
-    bad = sorted({c for c in str(path) if c in UNSAFE_PATH_CHARS or ord(c) < 32})
+    bad = unsafe_path_chars(str(path))
     if bad:
         shown = " ".join(repr(c) for c in bad)
         raise OutputDirError(f"{what} {str(path)!r} contains {shown}, which the firmware build (CMake, Ninja, "
-                             "the shell) cannot use in a path; choose a directory without them")
+                             "the linker, the shell) cannot use in a path; choose a directory named with "
+                             f"letters, digits and {SAFE_PATH_PUNCTUATION.strip()} or spaces only")
 
 
 def check_output_dir(out_dir: str | Path, what: str = "output directory") -> Path:

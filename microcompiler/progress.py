@@ -62,7 +62,7 @@ class Progress:
             _write(self.stream, "\n")
             self._drawn = False
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -5,7 +5,7 @@
 Runs ``microcompiler bench --json`` for each model below on mps2_an386 (QEMU with -icount
 shift=0: the timer's ticks x 40 are instructions), and the int8 MLPerf Tiny models on mps3_an547 too
 (the Cortex-M55's Helium kernels have kernel keys of their own; ticks x 31.25), then fits a non-negative linear model per kernel
-key (microcompiler/analysis/cost_model.py) and writes microcompiler/analysis/cost_model_data.py,
+key (microcompiler/ops/cost_model.py) and writes microcompiler/ops/cost_model_data.py,
 with the measurements it used in tests/data/cost_model_measurements.json (the accuracy test reads it).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from microcompiler.analysis import cost_model  # noqa: E402
+from microcompiler.ops import cost_model  # noqa: E402
 from microcompiler.boards import load_board  # noqa: E402
 from microcompiler.compiler import compile_model  # noqa: E402
 
@@ -33,7 +33,7 @@ MODELS = [ROOT.parent / "shared/models" / m for m in (
 # The Cortex-M55 (Helium kernels: their own variants, so their own keys)
 M55_BOARD = "mps3_an547"
 M55_MODELS = MODELS[:3]
-OUT = ROOT / "microcompiler/analysis/cost_model_data.py"
+OUT = ROOT / "microcompiler/ops/cost_model_data.py"
 MEASUREMENTS = ROOT / "tests/data/cost_model_measurements.json"
 
 

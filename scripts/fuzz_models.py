@@ -95,7 +95,7 @@ def main(argv=None) -> int:
                 print(f"{i + 1} mutants, {counts['failed']} failures, {time.monotonic() - start:.0f} s", flush=True)
     if args.save_corpus:
         CORPUS_DIR.mkdir(parents=True, exist_ok=True)
-        for signature, (model, edits, message, i) in failures.items():
+        for model, edits, message, i in failures.values():
             case = {"model": model, "edits": edits, "found": f"seed {args.seed}, mutant {i}", "failure": message}
             digest = hashlib.sha1(json.dumps([model, edits]).encode()).hexdigest()[:10]
             (CORPUS_DIR / f"{Path(model).stem.replace(':', '_')}-{digest}.json").write_text(

@@ -21,17 +21,18 @@ needs_board_tools = pytest.mark.skipif(not all(shutil.which(t) for t in TOOLS),
 
 def assert_matches_oracle_on_board(model_bytes: bytes, tmp_path: Path, board: str = "mps2_an386",
                                    inputs: list[np.ndarray] | None = None, float_rtol: float = 1e-5,
-                                   patches: str | None = None):
+                                   patches: str | None = None, ram_limit: int | None = None):
     """Compile for the board's CPU, build, run once in QEMU on ``inputs`` (default: the seeded
     random input) and compare every output with TFLM: integers bit-exact, floats within
-    ``float_rtol``; ``patches``: compile_model's patch grid (default: its automatic choice). Returns
+    ``float_rtol``; ``patches``: compile_model's patch grid (default: its automatic choice); ``ram_limit``:
+    its RAM budget. Returns
     the run result."""
     tmp_path = Path(tmp_path)
     tmp_path.mkdir(parents=True, exist_ok=True)
     model = tmp_path / "model.tflite"
     model.write_bytes(model_bytes)
     info = load_board(board)
-    library = compile_model(model, features=frozenset(info.cpu.features), patches=patches)
+    library = compile_model(model, features=frozenset(info.cpu.features), patches=patches, ram_limit=ram_limit)
     if inputs is None:
         inputs = random_inputs(library.metadata["inputs"])
     _, _, run = run_on_board(library, info, tmp_path / "project", input=list(inputs), log=lambda _: None)

@@ -23,26 +23,28 @@ def cli(*args, timeout=600) -> subprocess.CompletedProcess:
 
 
 def compile_bytes(model_bytes: bytes, tmp_path: Path, name: str = "model", features=frozenset(),
-                  kernels: str = "fast", patches: str | None = None):
+                  kernels: str = "fast", patches: str | None = None, ram_limit: int | None = None):
     Path(tmp_path).mkdir(parents=True, exist_ok=True)
     path = Path(tmp_path) / f"{name}.tflite"
     path.write_bytes(model_bytes)
-    return compile_model(path, features=frozenset(features), kernels=kernels, patches=patches)
+    return compile_model(path, features=frozenset(features), kernels=kernels, patches=patches, ram_limit=ram_limit)
 
 
 def assert_matches_oracle(model_bytes: bytes, tmp_path: Path, n_inputs: int = 5, sanitize: bool = False,
                           float_atol: float = 1e-6, inputs: list[list[np.ndarray]] | None = None,
                           executor: str = "aot", features=frozenset(), kernels: str = "fast",
-                          patches: str | None = None):
+                          patches: str | None = None, ram_limit: int | None = None):
     """Run n_inputs seeded random inputs through microcompiler (host build) and TFLM.
 
     int8/int16 outputs must be bit-exact; float32 within FLOAT_RTOL relative (plus float_atol absolute
     for values near zero). Returns the microcompiler library for further checks. ``features`` selects
     the target's kernel variants (e.g. {"dsp"}: the SIMD kernels, with their portable C emulation of
     the DSP instructions on the host); ``kernels="reference"`` every layer's reference loop nest;
-    ``patches``: the patch grid knob ("off": layer by layer, docs/memory.md).
+    ``patches``: the patch grid knob ("off": layer by layer, docs/memory.md); ``ram_limit``: the RAM budget
+    the plan must fit (passes/ram_budget.py).
     """
-    library = compile_bytes(model_bytes, tmp_path, features=features, kernels=kernels, patches=patches)
+    library = compile_bytes(model_bytes, tmp_path, features=features, kernels=kernels, patches=patches,
+                            ram_limit=ram_limit)
     meta = library.metadata
     if inputs is None:
         inputs = [random_inputs(meta["inputs"], seed=s) for s in range(n_inputs)]

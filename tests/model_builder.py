@@ -30,7 +30,7 @@ class ModelBuilder:
     loop or initialisation subgraph of IF, WHILE or CALL_ONCE), built with the same methods and
     sharing the model's buffers and opcodes. Its ``index`` is what control-flow options refer to."""
 
-    def __init__(self, parent: "ModelBuilder | None" = None, name: str = "main"):
+    def __init__(self, parent: ModelBuilder | None = None, name: str = "main"):
         self.buffers = parent.buffers if parent else [fb.BufferT()]  # buffer 0: the empty buffer
         self.opcodes: list = parent.opcodes if parent else []  # builtin codes, or custom operator names (str)
         self.tensors: list = []
@@ -43,7 +43,7 @@ class ModelBuilder:
             parent.children.append(self)
             self.index = len(parent.children)
 
-    def subgraph(self, name: str) -> "ModelBuilder":
+    def subgraph(self, name: str) -> ModelBuilder:
         """A new subgraph of this model (call on the main builder); set its I/O with ``set_io``."""
         return ModelBuilder(self, name)
 

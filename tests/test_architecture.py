@@ -1,9 +1,10 @@
-"""The shape of the package: no import circles, and no template dispatch outside microcompiler/targets/.
+"""The shape of the package: floors that only look down, no import circles, and no template
+dispatch outside microcompiler/targets/ (docs/architecture.md draws the floors).
 
-Read from the source (ast), so they hold for imports inside functions too: a circle hidden in a
-function is still a circle, it only fails later. Imports under ``if TYPE_CHECKING:`` are for
-annotations and do not count. A package's ``__init__`` importing its own submodules (to re-export
-them) is how packages work, not a circle, so those edges are left out.
+Every import counts: at module level, inside a function (a lazy import is still a dependency, it
+only fails later) and under ``if TYPE_CHECKING:`` (an annotation is a dependency too). A package's
+``__init__`` importing its own submodules (to re-export them) is how packages work, not a circle,
+so those edges are left out; ``from package import submodule`` depends on the submodule only.
 """
 from __future__ import annotations
 
@@ -19,11 +20,30 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "microcompiler"
 
+# The floors, lowest first: a unit (a top-level module or package of microcompiler; "microcompiler"
+# is the package's own __init__) imports only from its own floor or the floors below.
+FLOORS: dict[str, tuple[str, ...]] = {
+    # what every floor uses: errors, progress lines, shipped files, child processes, output directories
+    "core": ("errors", "progress", "resources", "cleanup", "outdir"),
+    # a .tflite file to a model library: the IR, importer, kernels, passes, C generation, the pipeline
+    "compile": ("ir", "templating", "inputs", "frontend", "ops", "passes", "codegen", "compiler"),
+    # boards and what runs on them: transports, firmware reports, host programs, RPC client, projects
+    "device": ("boards", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
+    # the documented Python API: microcompiler.connect / open_model, the project functions
+    "api": ("microcompiler", "api", "project"),
+    # work made of compiling and running: tuning, validation against the oracle, analysis, reports
+    "workflows": ("tuning", "validation", "analysis", "report", "mlperf_runner"),
+    # the command line
+    "cli": ("cli", "commands"),
+}
+FLOOR_OF = {unit: level for level, units in enumerate(FLOORS.values()) for unit in units}
+FLOOR_NAMES = list(FLOORS)
 
-def module_files() -> dict[str, Path]:
+
+def module_files(package: Path = PACKAGE) -> dict[str, Path]:
     modules = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
         modules[".".join(parts)] = path
@@ -31,50 +51,62 @@ def module_files() -> dict[str, Path]:
 
 
 def imported_names(path: Path, module: str) -> set[str]:
-    """Every dotted name ``module`` imports (``from a import b`` gives a and a.b), TYPE_CHECKING aside."""
+    """Every dotted name ``module`` imports, wherever the import statement stands.
+
+    ``import a.b`` gives a.b; ``from a import b`` gives a.b (a submodule, or a name that resolves
+    to module a); ``from a import *`` gives a."""
     is_package = path.name == "__init__.py"
     names: set[str] = set()
-
-    class Visitor(ast.NodeVisitor):
-        def visit_If(self, node: ast.If) -> None:
-            if "TYPE_CHECKING" in ast.unparse(node.test):
-                for child in node.orelse:
-                    self.visit(child)
-                return
-            self.generic_visit(node)
-
-        def visit_Import(self, node: ast.Import) -> None:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-
-        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        elif isinstance(node, ast.ImportFrom):
             if node.level:
                 package = module.split(".") if is_package else module.split(".")[:-1]
                 base = package[:len(package) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
-            names.add(source)
-            names.update(f"{source}.{alias.name}" for alias in node.names)
-
-    Visitor().visit(ast.parse(path.read_text(), str(path)))
+            names.update(source if alias.name == "*" else f"{source}.{alias.name}" for alias in node.names)
     return names
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = module_files()
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the modules it imports (a.b.function -> a.b; a.b.C.method -> a.b)."""
+    modules = module_files(package)
     graph = {}
     for module, path in modules.items():
         edges = set()
         for name in imported_names(path, module):
-            while name and name not in modules:  # a.b.function -> a.b
+            while name and name not in modules:
                 name = name.rpartition(".")[0]
             if not name or name == module:
                 continue
-            if modules[module].name == "__init__.py" and name.startswith(module + "."):
+            if path.name == "__init__.py" and name.startswith(module + "."):
                 continue  # a package re-exporting its own submodules
             edges.add(name)
         graph[module] = edges
     return graph
+
+
+def unit(module: str) -> str:
+    """The top-level module or package a module belongs to ("microcompiler" for the root __init__)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    units: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        units.setdefault(unit(module), set()).update(unit(m) for m in imports if unit(m) != unit(module))
+    return units
+
+
+def upward_edges(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{module} ({FLOOR_NAMES[FLOOR_OF[unit(module)]]}) imports {target} "
+                  f"({FLOOR_NAMES[FLOOR_OF[unit(target)]]})"
+                  for module, imports in graph.items() for target in imports
+                  if FLOOR_OF.get(unit(target), -1) > FLOOR_OF.get(unit(module), len(FLOORS)))
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -119,10 +151,26 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_circles():
+def test_every_module_is_on_a_floor():
+    lost = sorted({unit(m) for m in module_files()} - set(FLOOR_OF))
+    assert not lost, f"put {lost} on a floor (FLOORS in tests/test_architecture.py, docs/architecture.md)"
+
+
+def test_the_floors_only_look_down():
+    found = upward_edges(import_graph())
+    assert not found, "imports from a higher floor (move the shared part down, or hand it in from above): " \
+                      + "; ".join(found)
+
+
+def test_no_import_circles_between_packages():
+    found = cycles(unit_graph(import_graph()))
+    assert not found, f"import circles between packages (one of them must stop looking at the other): {found}"
+
+
+def test_no_import_circles_between_modules():
     found = cycles(import_graph())
-    assert not found, "import circles (move the shared part down a layer, or an annotation-only import " \
-                      f"under TYPE_CHECKING): {found}"
+    assert not found, "import circles (move the shared part down a module, or hand the object in): " \
+                      f"{found}"
 
 
 def test_the_cycle_finder_finds_a_circle():
@@ -130,14 +178,27 @@ def test_the_cycle_finder_finds_a_circle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_import_graph_reads_relative_imports_and_skips_type_checking(tmp_path):
-    source = tmp_path / "m.py"
-    source.write_text("from typing import TYPE_CHECKING\nfrom . import sibling\nfrom .pkg.mod import name\n"
-                      "if TYPE_CHECKING:\n    from microcompiler.rpc.client import Session\n"
-                      "def f():\n    import microcompiler.boards\n")
-    names = imported_names(source, "microcompiler.sub.m")
-    assert {"microcompiler.sub.sibling", "microcompiler.sub.pkg.mod.name", "microcompiler.boards"} <= names
-    assert "microcompiler.rpc.client" not in names
+def test_the_import_graph_counts_lazy_and_type_checking_imports(tmp_path):
+    package = tmp_path / "microcompiler"
+    (package / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "errors.py", "boards.py", "sub/__init__.py", "sub/sibling.py"):
+        (package / name).write_text("")
+    (package / "sub" / "m.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom . import sibling\nfrom microcompiler import errors\n"
+        "if TYPE_CHECKING:\n    from microcompiler.sub.sibling import Session\n"
+        "def f():\n    import microcompiler.boards\n")
+    graph = import_graph(package)
+    assert graph["microcompiler.sub.m"] == {"microcompiler.sub.sibling", "microcompiler.errors",
+                                            "microcompiler.boards"}  # not the root __init__
+
+
+def test_an_upward_import_is_found(tmp_path):
+    graph = {"microcompiler.compiler": {"microcompiler.tuning.log", "microcompiler.ir"},
+             "microcompiler.tuning.log": {"microcompiler.ops.base"}}
+    assert upward_edges(graph) == ["microcompiler.compiler (compile) imports microcompiler.tuning.log (workflows)"]
+    assert cycles(unit_graph({"microcompiler.ops.add_n": {"microcompiler.codegen.graph_description"},
+                              "microcompiler.codegen.graph_description": {"microcompiler.ops.base"}})) \
+        == [["codegen", "ops"]]
 
 
 def template_comparisons(path: Path) -> list[str]:

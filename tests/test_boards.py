@@ -1,6 +1,7 @@
 """Board descriptions, the fit check, and the transports (no toolchain or QEMU needed)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -253,5 +254,5 @@ def test_qemu_missing_is_a_toolchain_error(tmp_path):
 def test_board_is_hashable_and_frozen():
     board = load_board("mps2_an385")
     assert isinstance(board, Board) and hash(board) == hash(load_board("mps2_an385"))
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         board.name = "other"  # type: ignore[misc]

@@ -95,7 +95,7 @@ def _with_extra_input(position: int) -> bytes:
 
 @pytest.mark.parametrize("position", [9, 16, 20], ids=["peephole", "projection", "layer-norm"])
 def test_lstm_variants_tflm_does_not_run_are_refused(tmp_path, position):
-    with pytest.raises(UnsupportedModelError, match=r"UNIDIRECTIONAL_SEQUENCE_LSTM\): inputs \[%d\] are set" % position):
+    with pytest.raises(UnsupportedModelError, match=rf"UNIDIRECTIONAL_SEQUENCE_LSTM\): inputs \[{position}\] are set"):
         compile_bytes(_with_extra_input(position), tmp_path)
 
 
@@ -114,10 +114,10 @@ def test_sequence_helper_gives_distinct_steps():
                                         lambda: lstm_int8(n_input=4, n_state=4)],
                          ids=["single", "two-layer-exact-quads", "no-pairs", "tails", "one-quad-each"])
 def test_lstm_dsp_variant_sequence(tmp_path, make_model):
-    """The DSP (smlad) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
+    """The DSP (rows4) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
     library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
     kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
-    assert kernels and all(k["variant"] == "smlad" and k["isa"] == "dsp" for k in kernels)
+    assert kernels and all(k["variant"] == "rows4" and k["isa"] == "dsp" for k in kernels)
 
 
 def test_lstm_dsp_keeps_reference_for_int16_and_float(tmp_path):

@@ -27,7 +27,7 @@ def test_lstm_sequence_standalone_on_board(tmp_path, name, executor):
                              log=lambda _: None)
     assert len(run.step_outputs) == STEPS
     variants = {op["kernel"]["variant"] for op in library.metadata["operators"]}
-    assert variants == ({"smlad"} if name in ("single", "two-layer") else {"reference"})  # the M4's DSP extension
+    assert variants == ({"rows4"} if name in ("single", "two-layer") else {"reference"})  # the M4's DSP extension
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 

@@ -17,7 +17,7 @@ import pytest
 from board_oracle import needs_board_tools
 from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.project import Project, build, flash
-from microcompiler.rpc import connect
+from microcompiler.api import connect
 from microcompiler.rpc.plan import ModelPlan
 from microcompiler.targets import create_models_project
 from microcompiler.targets.build import firmware_size

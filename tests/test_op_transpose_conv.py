@@ -26,7 +26,8 @@ def transposed_size(padding, size, k, stride):
 
 def transpose_conv_model(dtype="int8", hwc=(4, 4, 3), kernel=(3, 3), out_c=4, stride=(2, 2), padding="SAME",
                          activation="NONE", per_channel=True, bias="default", input_zp=-5, output_zp=3,
-                         batches=1, out_hw=None, seed=0, options=None, weights_as_input=False):
+                         batches=1, out_hw=None, seed=0, options=None, weights_as_input=False, weights=None,
+                         y_scale=None):
     rng = np.random.default_rng(seed)
     h, w, c = hwc
     oh, ow = out_hw or (transposed_size(padding, h, kernel[0], stride[0]),
@@ -51,7 +52,8 @@ def transpose_conv_model(dtype="int8", hwc=(4, 4, 3), kernel=(3, 3), out_c=4, st
         x_scale = 0.02
         x = b.activation("x", [batches, h, w, c], dtype, scale=x_scale, zero_point=0 if wide else input_zp)
         w_scale = rng.uniform(0.002, 0.02, out_c if per_channel else 1)
-        wt = b.constant("w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale,
+        wt = b.constant("w", rng.integers(-127, 128, w_shape, dtype=np.int8) if weights is None else weights,
+                        scale=w_scale,
                         zero_point=[0] * len(w_scale), axis=0)
         bias_t = None
         if bias:
@@ -60,7 +62,7 @@ def transpose_conv_model(dtype="int8", hwc=(4, 4, 3), kernel=(3, 3), out_c=4, st
                                 scale=list(x_scale * np.resize(w_scale, out_c)), zero_point=[0] * out_c)
         taps = max(1, kernel[0] * kernel[1] // (stride[0] * stride[1])) * c
         x_std, target = (18900, 8000) if wide else (74, 40)
-        y_scale = x_scale * float(np.mean(w_scale)) * math.sqrt(taps) * 74 * x_std / target
+        y_scale = y_scale or x_scale * float(np.mean(w_scale)) * math.sqrt(taps) * 74 * x_std / target
         y = b.activation("y", [batches, oh, ow, out_c], dtype, scale=y_scale, zero_point=0 if wide else output_zp)
     inputs = [shape, wt, x] + ([bias_t] if bias_t is not None else [])
     b.op("TRANSPOSE_CONV", inputs, [y], options or transpose_conv_options(padding, stride, activation))

@@ -221,7 +221,7 @@ def test_ic_patched_bit_exact_on_mps2_an386_below_the_layer_by_layer_bound(tmp_p
 def test_layer_by_layer_validation_compares_the_stage_output_once_whole(tmp_path):
     """validate's first_divergence: the patch buffers have no TFLM counterpart; the stage output,
     written one patch at a time, is compared after its last patch, and matches."""
-    from microcompiler.rpc import open_model
+    from microcompiler.api import open_model
     from microcompiler.validation.layers import first_divergence
     from microcompiler.validation.reference import Reference
 

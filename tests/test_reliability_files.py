@@ -400,7 +400,7 @@ def test_bench_limit_matches_the_runtime_header():
 
 
 def test_open_model_with_a_file_as_project_dir_raises_our_error(workdir):
-    from microcompiler.rpc.launch import open_model
+    from microcompiler.api import open_model
     note = workdir / "note.txt"
     note.write_text("precious\n")
     with pytest.raises(MicrocompilerError, match="is an existing file") as info:

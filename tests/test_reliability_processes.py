@@ -6,7 +6,6 @@ own one-line error, never as pyserial's "returned no data".
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -195,7 +194,7 @@ def test_a_firmware_qemu_cannot_run_gives_qemus_own_error(tmp_path, firmware):
 
 @needs_qemu
 def test_qemu_killed_during_a_session_says_qemu_exited(tmp_path):
-    from microcompiler.rpc import open_model
+    from microcompiler.api import open_model
     with open_model(HELLO, "mps2_an386", project_dir=tmp_path / "rpc") as session:
         x = np.zeros((1, 1), np.int8)
         with session.executor() as ex:

@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -306,7 +305,8 @@ def test_the_fingerprint_is_in_the_header_and_changes_with_one_weight(tmp_path):
 
 def test_a_host_rpc_server_of_another_model_is_refused(tmp_path):
     from microcompiler.errors import DeviceError
-    from microcompiler.rpc import ModelPlan, connect
+    from microcompiler.api import connect
+    from microcompiler.rpc import ModelPlan
     from microcompiler.rpc.host_project import create_host_project
     mine = compile_bytes(fc_model(1), tmp_path / "mine", name="m")
     other = compile_bytes(fc_model(2), tmp_path / "other", name="m")

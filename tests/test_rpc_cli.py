@@ -8,7 +8,7 @@ import pytest
 from conftest import SHARED_MODELS
 from microcompiler.cli import main
 from microcompiler.errors import DeviceError
-from microcompiler.rpc import connect
+from microcompiler.api import connect
 
 HELLO = str(SHARED_MODELS / "tflm/hello_world_int8.tflite")
 

@@ -11,7 +11,8 @@ from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
-from microcompiler.rpc import ModelPlan, connect, open_model
+from microcompiler.api import connect, open_model
+from microcompiler.rpc import ModelPlan
 from microcompiler.rpc.host_project import create_host_project
 
 MODELS = sorted(p.relative_to(SHARED_MODELS).as_posix() for p in SHARED_MODELS.rglob("*.tflite"))
@@ -108,7 +109,7 @@ def test_session_without_a_plan_says_how_to_get_one(hello_project):
 def test_executor_refuses_a_transposed_input_of_the_right_size(tmp_path):
     """Same number of elements, other shape: refused (only leading 1s may differ), never reshaped."""
     from microcompiler.errors import MicrocompilerError
-    from microcompiler.rpc import open_model
+    from microcompiler.api import open_model
     model = SHARED_MODELS / "mlperf_tiny/kws_ref_model.tflite"
     with open_model(model, "host", project_dir=tmp_path / "rpc") as session:
         with session.executor() as ex:

@@ -16,7 +16,8 @@ from microcompiler.cli import main
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
-from microcompiler.rpc import DeviceResetError, open_model
+from microcompiler.api import open_model
+from microcompiler.rpc import DeviceResetError
 from microcompiler.transport.qemu import qemu_system_reset
 
 pytestmark = pytest.mark.skipif(shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None

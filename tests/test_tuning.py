@@ -193,3 +193,15 @@ def test_a_measurement_job_is_plain_data_another_runner_can_ship(model):
     copy = pickle.loads(pickle.dumps(job))
     assert copy.tuning == job.tuning and np.array_equal(copy.expected[3], job.expected[3])
     assert pickle.loads(pickle.dumps(measure)) is measure  # a module-level function: shipped by name
+
+
+def test_the_ray_runner_without_ray_installed_is_one_line_naming_the_extra(model):
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['ray'] = None; from microcompiler.cli import main; "
+            f"sys.exit(main(['tune', {str(model)!r}, '--board', '{BOARD}', '--runner', 'ray']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "microcompiler: error: --runner ray needs Ray, which is not installed; install it with "
+        "\"pip install 'microcompiler[ray]'\""]

@@ -16,7 +16,7 @@ from microcompiler.commands import validate as validate_command
 from microcompiler.compiler import compile_model
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import random_inputs
-from microcompiler.rpc import open_model
+from microcompiler.api import open_model
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.reference import Reference
 from model_builder import ModelBuilder, fully_connected_options

@@ -190,7 +190,7 @@ def test_layer_by_layer_validation_compares_every_layer_of_the_model(tmp_path):
     not compared; every output of the model as given is, and matches."""
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
-    from microcompiler.rpc import open_model
+    from microcompiler.api import open_model
     from microcompiler.validation.layers import first_divergence
     from microcompiler.validation.reference import Reference
 

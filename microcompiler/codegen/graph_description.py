@@ -34,8 +34,29 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
+def graph_executor_refusal(functions) -> str | None:
+    """Why the graph executor (and host-driven mode, which walks the same description) cannot run
+    these operator functions, or None. Only its fixed-size records limit an operator's arguments:
+    the generated <model>_run() (the AOT executor) passes any number."""
+    for fn in functions:
+        if len(fn.params) > MAX_ARGS:
+            return (f"operator {fn.op.index} ({fn.op.kind}) has {len(fn.params)} tensor arguments that are not "
+                    f"constants; the graph executor and host-driven mode pass at most {MAX_ARGS}: use the AOT "
+                    "executor (--executor aot, --mode standalone)")
+    return None
+
+
+def check_graph_executor(metadata: dict) -> None:
+    """Raise the refusal a compiled model's metadata records when the graph executor cannot run it."""
+    if metadata.get("graph_executor_refusal"):
+        raise UnsupportedModelError(f"model {metadata['name']}: {metadata['graph_executor_refusal']}")
+
+
 def build_description(graph: Graph, functions) -> tuple[bytes, int]:
     """The binary description and the pool size it needs."""
+    refusal = graph_executor_refusal(functions)
+    if refusal:
+        raise UnsupportedModelError(refusal)
     slot_of: dict[int, int] = {}
     slots: list[tuple[int, int]] = []
     pool = _align(graph.arena_bytes)
@@ -59,10 +80,6 @@ def build_description(graph: Graph, functions) -> tuple[bytes, int]:
     ops = bytearray()
     for fn in functions:
         args = [slot(tensor) for _, _, tensor in fn.params]
-        if len(args) > MAX_ARGS:
-            raise UnsupportedModelError(
-                f"operator {fn.op.index} ({fn.op.kind}) has {len(args)} tensor arguments that are not constants; "
-                f"the graph executor passes at most {MAX_ARGS}: split the operator in the model")
         name_offset = len(strings)
         strings += fn.name.encode() + b"\0"
         ops += struct.pack("<HBB", name_offset, len(args), 0)
@@ -75,7 +92,10 @@ def build_description(graph: Graph, functions) -> tuple[bytes, int]:
 
 
 def graph_sources(graph: Graph, functions) -> dict[str, str]:
-    """src/<name>_graph.c and include/<name>_graph.h."""
+    """src/<name>_graph.c and include/<name>_graph.h; none when the graph executor cannot run the
+    model (graph_executor_refusal: the AOT executor still can)."""
+    if graph_executor_refusal(functions):
+        return {}
     name = graph.name
     description, pool_bytes = build_description(graph, functions)
     hex_lines = []
@@ -128,4 +148,4 @@ const mc_op_registry_t {name}_registry = {{{name}_registry_entries, {len(functio
     return {f"include/{name}_graph.h": header, f"src/{name}_graph.c": source}
 
 
-__all__ = ["build_description", "graph_sources", "c_type"]
+__all__ = ["build_description", "check_graph_executor", "graph_executor_refusal", "graph_sources", "c_type"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
-from microcompiler.codegen.graph_description import graph_sources
+from microcompiler.codegen.graph_description import graph_executor_refusal, graph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
@@ -137,10 +137,16 @@ def _pointer(graph: Graph, tensor: int, arena: str, slices: dict[int, tuple[str,
     root = graph.storage(tensor)
     ctype = c_type(graph.tensors[tensor].dtype)
     if root in graph.inputs:
-        return f"input{graph.inputs.index(root)}"
+        return f"input{last_input(graph, root)}"
     if root in graph.outputs:
         return f"output{graph.outputs.index(root)}"
     return f"({ctype}*)&{arena}[{slices[root][0]}]"
+
+
+def last_input(graph: Graph, tensor: int) -> int:
+    """The model input argument a tensor listed as an input reads: the last listing of it, as in TFLM
+    (setting input 0 and then input 1 of a model whose inputs are [x, x] leaves the second value in x)."""
+    return len(graph.inputs) - 1 - graph.inputs[::-1].index(tensor)
 
 
 def model_fingerprint(files: dict[str, str], inputs: list[dict], outputs: list[dict]) -> str:
@@ -165,7 +171,7 @@ def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
         root = graph.storage(tensor)
         nbytes = graph.tensors[tensor].nbytes
         if root in graph.inputs:
-            j = graph.inputs.index(root)
+            j = last_input(graph, root)
             copies.append((f"output{k}", f"input{j}", nbytes, f"output {k} is model input {j}"))
         elif root in graph.outputs and graph.outputs.index(root) != k:
             j = graph.outputs.index(root)
@@ -263,6 +269,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         } for fn in functions],
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
+        # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
+        "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"} if "plans" in graph.ram_plan else {},
         "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{
@@ -273,4 +281,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }
+    refusal = graph_executor_refusal(functions)
+    if refusal:  # no <name>_graph.c: only the AOT executor runs this model
+        lib.metadata["graph_executor_refusal"] = refusal
     return lib

@@ -5,8 +5,11 @@ import json
 
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
+from microcompiler.commands.arguments import add_ram_limit_argument
+from microcompiler.commands.compile import check_operators
 from microcompiler.commands.output import peak_line
-from microcompiler.report import write_report
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.report import check_report_path, write_report
 
 
 def add_parser(sub) -> None:
@@ -19,15 +22,22 @@ def add_parser(sub) -> None:
     p.add_argument("--board", help="board to analyze for (default: portable C, no fit check)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
+    add_ram_limit_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.html:
+        check_report_path(args.html, [args.model])
     board = load_board(args.board) if args.board not in (None, HOST) else None
-    result = analyze_model(args.model, board)
+    try:
+        result = analyze_model(args.model, board, ram_limit=args.ram_limit)
+    except UnsupportedModelError:
+        check_operators(args.model, only_if_missing=True)  # every operator the model lacks, not only the first
+        raise  # nothing lacks a kernel: the model's own error
     if args.html:
         write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
-                     analysis=result)
+                     inputs=[args.model], analysis=result)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -58,8 +68,23 @@ def print_analysis(result: dict) -> None:
     print(f"memory plan: arena {plan['arena_bytes']:,} B for {len(plan['buffers'])} tensors; layer-by-layer lower "
           f"bound {plan['lower_bound_bytes']:,} B")
     print(peak_line(result["memory_peak"]))
+    print_ram_budget(result["ram_budget"])
     if result["fit"]:
         for what, f in result["fit"].items():
             verdict = "fits" if f["fits"] else "DOES NOT FIT"
             print(f"{what}: {verdict}: {f['needed']:,} of {f['available']:,} B in {f['region']} "
                   f"({f['used_percent']}%, margin {f['margin']:,} B)")
+
+
+def print_ram_budget(budget: dict) -> None:
+    """The plans the RAM-budget planner tried (passes/ram_budget.py) and the one it chose."""
+    if not budget:
+        return
+    print(f"RAM budget: {budget['limit']:,} B of arena + scratch ({budget['limit_source']}); "
+          f"{len(budget['plans'])} plans tried, chosen: {budget['chosen']}")
+    print(f"    {'plan':<62} {'arena + scratch B':>18} {'extra MACs':>11} {'est. instr.':>12}  peak at")
+    for p in budget["plans"]:
+        mark = "->" if p["chosen"] else ("  " if p["fits"] else " x")
+        ram = f"{p['arena_bytes']:,} + {p['scratch_bytes']:,}"
+        print(f" {mark} {p['plan'][:62]:<62} {ram:>18} {p['extra_macs']:>11,} {p['estimated_instructions']:>12,}  "
+              f"{p['peak_layer']}")

@@ -42,6 +42,25 @@ def add_tuning_argument(p) -> None:
                                                    "operators it has entries for on this board's CPU")
     p.add_argument("--patches", metavar="GRID", help="run the leading CNN stage as ROWSxCOLS spatial patches (e.g. "
                    "2x2), 'off', or 'auto' (default: patches when they lower the RAM peak; docs/memory.md)")
+    add_ram_limit_argument(p)
+
+
+def add_ram_limit_argument(p) -> None:
+    """--ram-limit BYTES: the fastest memory plan whose arena + scratch fits (docs/memory.md)."""
+    p.add_argument("--ram-limit", type=positive_int("--ram-limit"), metavar="BYTES",
+                   help="the most RAM the model's arena + scratch may use: the fastest plan that fits is chosen "
+                        "(layer by layer, in-place depthwise layers, patches); default: what the board's RAM "
+                        "leaves after the runtime, the stack and the model's inputs and outputs (docs/memory.md)")
+
+
+def ram_budget(args, board, stack_bytes: int | None = None) -> dict:
+    """compile_model's ``ram_limit`` and ``ram_available`` for --ram-limit and the board (none for the
+    host or portable C: their RAM is not ours to count)."""
+    from microcompiler.targets.footprint import ram_for_models
+    available = None
+    if board is not None and not board.is_host:
+        available = ram_for_models(board) if stack_bytes is None else ram_for_models(board, stack_bytes)
+    return {"ram_limit": getattr(args, "ram_limit", None), "ram_available": available}
 
 
 def add_board_arguments(p, board_required: bool = False) -> None:

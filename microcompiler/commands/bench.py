@@ -8,7 +8,7 @@ from microcompiler.analysis.analyze import analyze_library
 from microcompiler.commands.output import print_bench
 from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
 from microcompiler.errors import MicrocompilerError
-from microcompiler.report import write_report
+from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import HOST_DRIVEN
 
 # The most runs one TIME request may ask of the device: MC_RPC_MAX_TIMED_RUNS in
@@ -36,6 +36,9 @@ def run(args) -> int:
                                  f"{DEVICE_MAX_TIMED_RUNS} or less and raise --repeat instead")
     if args.number < 1 or args.repeat < 1:
         raise MicrocompilerError("--number and --repeat must be at least 1")
+    given = [args.model, *args.input, getattr(args, "tuning", None)]
+    if args.html:
+        check_report_path(args.html, given)
     job = prepare(args, HOST_DRIVEN)
     if len(job.steps) > 1:
         raise MicrocompilerError(f"bench times one input set, but {len(args.input)} --input files make "
@@ -56,7 +59,8 @@ def run(args) -> int:
               "total_macs": meta.get("total_macs"), "memory_peak": meta["memory_peak"]}
     if args.html:
         analysis = analyze_library(job.library, None if job.board.is_host else job.board)
-        write_report(args.html, f"{meta['name']}: bench on {job.board.name}", analysis=analysis, bench=report)
+        write_report(args.html, f"{meta['name']}: bench on {job.board.name}", inputs=given, analysis=analysis,
+                     bench=report)
     print_bench(report, args.json)
     if args.html and not args.json:
         print(f"report: {args.html}")

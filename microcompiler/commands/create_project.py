@@ -4,7 +4,7 @@ from __future__ import annotations
 import shlex
 
 from microcompiler.boards import load_board
-from microcompiler.commands.arguments import add_tuning_argument, tuning_for
+from microcompiler.commands.arguments import add_tuning_argument, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.targets import (DEFAULT_STACK_BYTES, EXECUTORS, MODES, create_models_project, create_project,
@@ -66,9 +66,10 @@ def run(args) -> int:
     options = {"benchmark": args.benchmark} if args.benchmark is not None else {}
     board = load_board(args.board)
     model = models[0]
-    if args.names or args.tuning:  # compiled here under its given C name, or with the tuning log
-        model = compile_model(model, features=board.cpu.features, name=args.names[0] if args.names else None,
-                              tuning=tuning_for(args, board.cpu), patches=args.patches)
+    # compiled here: under its given C name, with the tuning log, the patch grid and the board's RAM budget
+    model = compile_model(model, features=board.cpu.features, name=args.names[0] if args.names else None,
+                          tuning=tuning_for(args, board.cpu), patches=args.patches,
+                          **ram_budget(args, board, args.stack_bytes))
     project = create_project(model, args.template, board, args.output, executor=args.executor,
                              input=args.input, stack_bytes=args.stack_bytes, mode=args.mode, **options)
     meta = project.metadata
@@ -83,6 +84,9 @@ def _run_models(args, models: list[str]) -> int:
     if len(models) < 2:
         raise MicrocompilerError("--share-arena and --concurrent are for several models: give at least two "
                                  "(--model A --model B)")
+    if args.ram_limit:
+        raise MicrocompilerError("--ram-limit with several models is not supported yet; create the project of one "
+                                 "model with --ram-limit, or drop the option")
     if args.tuning:
         raise MicrocompilerError("--tuning with several models is not supported yet; create the project of one "
                                  "model with --tuning, or drop the option")

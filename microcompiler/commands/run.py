@@ -12,13 +12,13 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from microcompiler.boards import Board, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, ram_budget, tuning_for
 from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_input_steps, random_input_steps
@@ -84,7 +84,7 @@ def prepare(args, mode: str) -> Job:
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)
     library = compile_model(args.model, features=board.cpu.features, name=args.name,
-                            tuning=tuning_for(args, board.cpu), patches=args.patches)
+                            tuning=tuning_for(args, board.cpu), patches=args.patches, **ram_budget(args, board))
     meta = library.metadata
     count = getattr(args, "steps", None)
     if args.input:

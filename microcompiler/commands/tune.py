@@ -15,11 +15,12 @@ from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.progress import Progress, log_line
 from microcompiler.targets import HOST_DRIVEN, RPC_TIMEOUT, target_for
 from microcompiler.tuning.log import TuningLog, TuningLogError, load_tuning
-from microcompiler.tuning.runner import LocalRunner
+from microcompiler.tuning.runner import JobRunner, LocalRunner
 from microcompiler.tuning.tuner import job_count, plan_model, require_tunable, tune
 
 # The firmware each round builds: bare metal (the Python API's tune(template=...) takes zephyr too).
 TEMPLATE = "baremetal"
+RUNNERS = ("local", "ray")
 
 
 def add_parser(sub) -> None:
@@ -31,7 +32,13 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (emulated boards: 'microcompiler boards')")
     p.add_argument("--port", help="serial port of a real board (not supported yet: each round loads new firmware)")
-    p.add_argument("--jobs", type=positive_int("--jobs"), default=1, help="devices measuring at once (QEMU instances; default: 1)")
+    p.add_argument("--jobs", type=positive_int("--jobs"), default=1,
+                   help="devices measuring at once (QEMU instances, or Ray jobs in flight; default: 1)")
+    p.add_argument("--runner", choices=RUNNERS, default="local",
+                   help="where the jobs run: 'local' (this computer) or 'ray' (a Ray cluster whose nodes declare "
+                        "their boards as resources, docs/tuning.md; needs 'pip install microcompiler[ray]')")
+    p.add_argument("--address", metavar="ADDR", help="with --runner ray: the cluster to join ('auto', or the head "
+                                                     "node's HOST:PORT); default: start a local one")
     p.add_argument("--output", metavar="LOG", help="the tuning log to write (default: MODEL_BOARD.tuning.json "
                                                    "here); replaced only if it is a tuning log")
     p.add_argument("--tuning", metavar="LOG", help="an existing tuning log: its operators are reused, not "
@@ -45,6 +52,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _runner(args, board) -> JobRunner:
+    if args.runner == "ray":
+        from microcompiler.tuning.ray_runner import RayRunner  # Ray is optional: imported only when asked for
+        return RayRunner(board.name, args.jobs, address=args.address)
+    return LocalRunner(args.jobs)
+
+
 def _output_path(args) -> Path:
     path = Path(args.output) if args.output else Path(f"{Path(args.model).stem}_{args.board}.tuning.json")
     if path.exists():
@@ -56,6 +70,8 @@ def _output_path(args) -> Path:
 
 
 def run(args) -> int:
+    if args.address is not None and args.runner != "ray":
+        raise MicrocompilerError("--address names a Ray cluster; add --runner ray, or leave --address out")
     board = resolve_board(args.board)
     require_tunable(board, args.port)
     target = target_for(board, TEMPLATE)
@@ -69,11 +85,13 @@ def run(args) -> int:
                     "dtype": graph.tensors[t].dtype} for t in graph.inputs]
     inputs = load_inputs(args.input, meta_inputs) if args.input else random_inputs(meta_inputs)
     total = job_count(groups)
-    log_line(f"tuning {Path(args.model).name} on {board.name}: {sum(len(g.indices) for g in groups)} operators, "
-             f"{len(groups)} signatures, {total} builds, {args.jobs} at once")
-    with LocalRunner(args.jobs) as runner, Progress(total, "tuning") as bar:
-        result = tune(args.model, board, runner, inputs, previous=previous, template=TEMPLATE,
-                      number=args.number, step=bar.step, plan=(graph, groups))
+    with _runner(args, board) as runner:  # a Ray cluster is joined (or refused) before anything is built
+        where = "" if args.runner == "local" else " on the Ray cluster"
+        log_line(f"tuning {Path(args.model).name} on {board.name}: {sum(len(g.indices) for g in groups)} "
+                 f"operators, {len(groups)} signatures, {total} builds, {args.jobs} at once{where}")
+        with Progress(total, "tuning") as bar:
+            result = tune(args.model, board, runner, inputs, previous=previous, template=TEMPLATE,
+                          number=args.number, step=bar.step, plan=(graph, groups))
     result.log.save(out)
     report = _report(args, board, result, out, time.monotonic() - started)
     for note in result.notes:

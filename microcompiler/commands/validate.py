@@ -12,13 +12,13 @@ from pathlib import Path
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
-from microcompiler.commands.arguments import add_board_arguments, positive_seconds, tuning_for
+from microcompiler.commands.arguments import add_board_arguments, positive_seconds, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
-from microcompiler.report import write_report
+from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.validation import DeviceOptions, Sample, validate
 
@@ -72,6 +72,9 @@ def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
 
 
 def run(args) -> int:
+    given = [args.model, args.reference, getattr(args, "tuning", None)]
+    if args.html:
+        check_report_path(args.html, given)
     board = resolve_board(args.board)
     target = target_for(board, args.template)
     target.check_board(board)
@@ -84,7 +87,7 @@ def run(args) -> int:
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
     library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu),
-                            patches=args.patches)
+                            patches=args.patches, **ram_budget(args, board))
     samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)
@@ -92,8 +95,8 @@ def run(args) -> int:
                       float_bytes=float_bytes, options=options, log=log_line)
     if args.html:
         analysis = analyze_library(library, None if board.is_host else board)
-        write_report(args.html, f"{report['model']}: validation on {board.name}", analysis=analysis,
-                     validation=report)
+        write_report(args.html, f"{report['model']}: validation on {board.name}", inputs=given,
+                     analysis=analysis, validation=report)
     if args.json:
         print(json.dumps(report))
     else:

@@ -16,6 +16,8 @@ Called by the importer once every subgraph is a Graph (``Graph.subgraphs`` of th
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
@@ -145,16 +147,7 @@ def _resolve_variables(graphs: dict[int, Graph]) -> None:
                     if op.kind == "ASSIGN_VARIABLE":
                         assigned.add(key)
     for k, g in graphs.items():
-        state: dict[str, int] = {}
-
-        def state_tensor(key: str) -> int:
-            if key not in state:
-                spec = specs[key]
-                g.tensors.append(Tensor(key.strip("/") or "variable", spec.shape, spec.dtype, spec.quant,
-                                        persistent=True, initial=_fill(spec), variable=key))
-                state[key] = len(g.tensors) - 1
-            return state[key]
-
+        state_tensor = _state_tensors(g, specs)
         kept = []
         for op in g.operators:
             if op.kind == "VAR_HANDLE":
@@ -174,6 +167,22 @@ def _resolve_variables(graphs: dict[int, Graph]) -> None:
                 raise UnsupportedModelError(
                     f"'{g.name}' has a resource handle as input or output; resources passed between "
                     "subgraphs are not supported yet")
+
+
+def _state_tensors(g: Graph, specs: dict[str, Tensor]) -> Callable[[str], int]:
+    """``state_tensor(key)``: the index of the graph's persistent tensor of resource variable ``key``,
+    added to the graph on first use."""
+    state: dict[str, int] = {}
+
+    def state_tensor(key: str) -> int:
+        if key not in state:
+            spec = specs[key]
+            g.tensors.append(Tensor(key.strip("/") or "variable", spec.shape, spec.dtype, spec.quant,
+                                    persistent=True, initial=_fill(spec), variable=key))
+            state[key] = len(g.tensors) - 1
+        return state[key]
+
+    return state_tensor
 
 
 def _fill(spec: Tensor) -> np.ndarray:

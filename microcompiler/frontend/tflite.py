@@ -11,6 +11,7 @@ import re
 import struct
 from pathlib import Path
 
+import flatbuffers
 import numpy as np
 import tflite
 from tflite.BuiltinOperator import BuiltinOperator
@@ -42,11 +43,14 @@ _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against a
 def load_tflite(path: str | Path) -> Graph:
     """Read and validate a ``.tflite`` file; the graph is named after the file."""
     path = Path(path)
+    return parse_tflite(read_model_file(path), model_name(path))
+
+
+def read_model_file(path: str | Path) -> bytes:
     try:
-        buf = path.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise ModelFormatError(f"cannot read model file {path}: {exc.strerror}") from None
-    return parse_tflite(buf, model_name(path))
 
 
 def model_name(path: Path) -> str:
@@ -56,18 +60,18 @@ def model_name(path: Path) -> str:
 
 
 def parse_tflite(buf: bytes, name: str = "model") -> Graph:
-    _check_header(buf)
+    check_header(buf)
     try:
         return _Importer(buf, name).graph()
     except (ModelFormatError, UnsupportedModelError):
         raise
-    except Exception as exc:  # the flatbuffer reader itself tripped over corrupt offsets
+    except Exception:  # the flatbuffer reader itself tripped over corrupt offsets
         raise ModelFormatError(
             f"the model file is truncated or corrupted (its flatbuffer offsets point outside the "
             f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter") from None
 
 
-def _check_header(buf: bytes) -> None:
+def check_header(buf: bytes) -> None:
     if len(buf) < 16:
         raise ModelFormatError(
             f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter")
@@ -184,6 +188,7 @@ class _Importer:
             return None
         scale = [float(s) for s in q.ScaleAsNumpy()]
         zp = [int(z) for z in _ints(q.ZeroPointAsNumpy())] or [0]
+        file_scales = len(scale)
         axis = int(q.QuantizedDimension())
         if len(zp) == 1:
             zp = zp * len(scale)
@@ -200,7 +205,7 @@ class _Importer:
                                    "the file is corrupted")
         if len(set(scale)) == 1 and len(set(zp)) == 1:
             scale, zp = scale[:1], zp[:1]
-        return Quantization(scale, zp, axis)
+        return Quantization(scale, zp, axis, file_scales)
 
     def _buffer(self, buffer_index, index, tname, dtype, shape, elements, int4=False):
         model = self.model
@@ -243,15 +248,8 @@ class _Importer:
             raise ModelFormatError(
                 f"operator {index} refers to opcode {code_index}, but there are "
                 f"{model.OperatorCodesLength()} opcodes")
-        code = model.OperatorCodes(code_index)
-        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-        kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
-        custom = None
+        kind, custom = operator_kind(model.OperatorCodes(code_index))
         kernels = supported_operators()
-        if kind == "CUSTOM":
-            custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
-            # a custom operator TFLM registers is compiled under its own name (SignalWindow, ...)
-            kind = custom if custom in TFLM_CUSTOM and custom in kernels else f"CUSTOM ('{custom}')"
         if kind not in kernels:
             raise UnsupportedModelError(
                 f"unsupported operator {kind} at operator index {index}: {where_it_stands(kind, custom)}; "
@@ -279,6 +277,29 @@ class _Importer:
                     "zero-sized tensors either: export the model with non-empty shapes")
         options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
+
+
+def operator_kind(code) -> tuple[str, str | None]:
+    """(kind, custom name) of an OperatorCode: the builtin's name, a custom operator TFLM registers
+    under its own name (SignalWindow, ...), or ``CUSTOM ('name')`` for any other custom operator."""
+    builtin = _builtin_code(code)
+    kind = _OPCODE_NAMES.get(builtin, f"opcode {builtin}")
+    if kind != "CUSTOM":
+        return kind, None
+    custom = (code.CustomCode() or b"?").decode("utf-8", "replace")
+    custom = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in custom)
+    kind = custom if custom in TFLM_CUSTOM and custom in supported_operators() else f"CUSTOM ('{custom}')"
+    return kind, custom
+
+
+def _builtin_code(code) -> int:
+    """The operator code as TFLM reads it (schema_utils.cc GetBuiltinCode): the larger of the int32
+    ``builtin_code`` field and the int8 ``deprecated_builtin_code``. (The ``tflite`` package's
+    ``BuiltinCode()`` returns the deprecated field whenever the new one is below 127, so a model whose
+    two fields disagree would run another operator than TFLM runs: the raw field is read here.)"""
+    offset = code._tab.Offset(10)  # builtin_code: the 4th field of OperatorCode
+    raw = code._tab.Get(flatbuffers.number_types.Int32Flags, offset + code._tab.Pos) if offset else 0
+    return max(int(raw), int(code.DeprecatedBuiltinCode()))
 
 
 def _variable(tensor: Tensor, data: np.ndarray | None) -> Tensor:

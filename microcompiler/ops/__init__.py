@@ -12,7 +12,7 @@ from microcompiler.ops.base import KERNELS, OpKernel, kernel_for, register  # no
 
 # Modules in this package that hold shared helpers rather than kernels.
 _HELPER_MODULES = {"base", "quant", "geometry", "requantize", "conv_common", "reduce_common", "tflm_operators",
-                   "registry", "custom_options"}
+                   "registry", "custom_options", "cost_model", "cost_model_data"}
 _loaded = False
 
 

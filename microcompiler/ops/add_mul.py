@@ -20,7 +20,7 @@ import numpy as np
 from microcompiler.ops import fast
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.add_affine import affine_add, emit_affine
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
 from microcompiler.ops.binary_common import float_activation, wrapping
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
 from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
@@ -119,6 +119,8 @@ def int32_activation_range(activation: str) -> tuple[int | None, int | None]:
 class Add(_Elementwise):
     kinds = ("ADD",)
     int32_activation = False  # TFLM's int32 ADD clamps to the whole int32 range, whatever the option
+    tflm_refusals = ("int8/int16: an output rescale 2 * max(input scales) / (2^left_shift * output scale) of 1 or "
+                     "more (an output scale too small for the inputs'): QuantizeMultiplierSmallerThanOneExp aborts",)
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
     fast = {"dsp": "int8: one affine function of the two inputs (2 MLA + SSAT per element) where it equals TFLM on all 65,536 input pairs, else SMMLAR requantization; int16: SMMLAR requantization",
             "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
@@ -156,8 +158,9 @@ class Add(_Elementwise):
         if y.dtype in ("int8", "int16"):
             a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
             real = self._reals(a, b, y)[2]
-            require(0.0 < real < 1.0, op,
-                    f"output rescale {real:g} is outside (0, 1): the output scale is too small for the inputs'")
+            require_like_tflm(0.0 < real < 1.0, op, f"output rescale {real:g} is outside (0, 1): the output scale is "
+                                                    "too small for the inputs' (TFLM's QuantizeMultiplierSmallerThanOneExp "
+                                                    "check fails)")
 
     def variant(self, op, graph):
         a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))

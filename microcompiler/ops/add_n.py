@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.codegen.graph_description import MAX_ARGS
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.broadcast import unbroadcast_inputs
 from microcompiler.ops.quant import quantize_multiplier
@@ -25,7 +24,7 @@ class AddN(OpKernel):
     inputs = (2, 1 << 16)
     types = ("int8", "float32")
     type_notes = "int8 inputs share one scale and zero point"
-    options = f"2 or more inputs of one shape (at most {MAX_ARGS - 1} of them not constant)"
+    options = "2 or more inputs of one shape"
 
     def check(self, op, graph):
         require(len(op.inputs) >= 2 and len(op.outputs) == 1 and min(op.inputs) >= 0, op,
@@ -38,10 +37,6 @@ class AddN(OpKernel):
         require(all(tuple(x.shape) == tuple(y.shape) for x in xs), op,
                 f"input shapes {[list(x.shape) for x in xs]} and output shape {list(y.shape)} differ "
                 "(ADD_N does not broadcast)")
-        activations = {i for i in op.inputs if not graph.tensors[i].is_constant}
-        require(len(activations) < MAX_ARGS, op,
-                f"{len(activations)} non-constant inputs: the graph executor passes at most {MAX_ARGS - 1} "
-                "inputs to an operator")
         if y.dtype == "int8":
             for t in xs + [y]:
                 require(t.quant is not None and not t.quant.per_channel, op, "needs per-tensor quantization")

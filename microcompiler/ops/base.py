@@ -9,7 +9,7 @@ from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, Tensor, c_type
 from microcompiler.templating import render
 
-KERNELS: dict[str, "OpKernel"] = {}
+KERNELS: dict[str, OpKernel] = {}
 
 
 def register(cls):
@@ -20,7 +20,7 @@ def register(cls):
     return cls
 
 
-def kernel_for(op: Operator) -> "OpKernel":
+def kernel_for(op: Operator) -> OpKernel:
     from microcompiler.ops import load_kernels
     load_kernels()
     try:
@@ -63,6 +63,10 @@ class OpKernel:
     type_notes: str = ""
     options: str = ""
     fast: dict[str, str] = {}
+    # Models TFLM refuses in its prepare step (it aborts or fails to allocate), so no reference can
+    # confirm an answer: check() refuses them with TFLM's reason (require_like_tflm); docs/operators.md
+    # lists them.
+    tflm_refusals: tuple[str, ...] = ()
     # Names of the operator's inputs by position, for constant arrays in the generated C
     # (e.g. ("input", "filter", "bias") makes conv1's weights "<model>_conv1_filter").
     input_roles: tuple[str, ...] = ()
@@ -88,7 +92,7 @@ class OpKernel:
         """What ``microcompiler ops`` says of operator ``kind``; kernels serving several kinds
         override it where the kinds differ."""
         return {"types": list(self.types), "type_notes": self.type_notes, "options": self.options,
-                "fast_kernels": dict(self.fast)}
+                "fast_kernels": dict(self.fast), "tflm_refusals": list(self.tflm_refusals)}
 
     def fold(self, op: Operator, graph: Graph) -> list[np.ndarray] | None:
         """The operator's outputs computed at compile time, or None when it cannot be folded.
@@ -101,10 +105,17 @@ class OpKernel:
     def check(self, op: Operator, graph: Graph) -> None:
         pass
 
+    def int8_table(self, op: Operator, graph: Graph) -> np.ndarray | None:
+        """For an int8 -> int8 elementwise function of the operator's one input: its 256 results,
+        computed at compile time as TFLM computes them, indexed by the input byte read as unsigned
+        (ops/lut.py); None otherwise. Kernels that have one emit a table lookup, and the
+        ``fuse_tables`` pass composes them."""
+        return None
+
     def macs(self, op: Operator, graph: Graph) -> int:
         return 0
 
-    def emit(self, op: Operator, graph: Graph, ctx: "EmitContext") -> str:
+    def emit(self, op: Operator, graph: Graph, ctx: EmitContext) -> str:
         raise NotImplementedError
 
     def variant(self, op: Operator, graph: Graph) -> dict:
@@ -142,7 +153,7 @@ class EmitContext:
     (requantization multipliers, folded biases) and returns its C name.
     """
 
-    def __init__(self, graph: Graph, op: Operator, prefix: str, params: "ParamSink",
+    def __init__(self, graph: Graph, op: Operator, prefix: str, params: ParamSink,
                  features: frozenset[str] = frozenset(), tuning: dict | None = None):
         self.graph = graph
         self.op = op
@@ -265,6 +276,15 @@ def require(cond: bool, op: Operator, what: str) -> None:
     """Reject an operator configuration with a message naming the operator."""
     if not cond:
         raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}")
+
+
+def require_like_tflm(cond: bool, op: Operator, what: str) -> None:
+    """Refuse what TFLM's prepare step refuses (``what``: its reason), where no reference can
+    confirm any answer: TFLM aborts or fails to allocate the model."""
+    if not cond:
+        raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}; TFLite Micro refuses this model in its "
+                                    "prepare step, so no reference can confirm any answer: re-quantize or convert "
+                                    "the model again")
 
 
 def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:

@@ -12,12 +12,16 @@ say so, as TFLM's ``batch_matmul.cc`` and ``reference/batch_matmul.h``:
 
 The batch loop is flattened: each output batch reads its lhs and rhs matrices at offsets resolved at
 compile time (a flash table only when a broadcast mixes the two sides' strides).
+
+The fast kernel (int8): "cols4" in ops/fast/batch_matmul_cols4.py (the rhs columns packed as int16
+pairs, 4 columns per SMLAD dot product).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast import batch_matmul_cols4 as cols4
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
 INT32_MAX = 2**31 - 1
@@ -51,6 +55,8 @@ class BatchMatMul(OpKernel):
     input_roles = ("lhs", "rhs")
     type_notes = "int16 with zero points 0; inputs and output of one type"
     options = "adj_x, adj_y; batch dimensions broadcast (ranks 2 to 5)"
+    fast = {"dsp": "int8 (cols4: the rhs columns packed as int16 pairs, per batch into the scratch or at compile "
+                   "time when constant, 4 columns per SMLAD dot product); portable C of the same loops elsewhere"}
 
     def check(self, op, graph):
         lhs, rhs, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
@@ -96,13 +102,30 @@ class BatchMatMul(OpKernel):
         m, k, _, n = _matmul_dims(op, graph)
         return int(np.prod(self._batch(op, graph), dtype=np.int64)) * m * k * n
 
+    def variant(self, op, graph):
+        return self.plan(op, graph)
+
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+        """int8: "cols4" (ops/fast/batch_matmul_cols4.py) while the packed rhs fits its scratch budget;
+        otherwise the reference loop nest."""
+        lhs, rhs = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+        if lhs.dtype == "int8":
+            m, k, _, n = _matmul_dims(op, graph)
+            chosen = cols4.plan(m, k, n, bool(op.options.get("adj_x", False)), rhs.is_constant, features)
+            if chosen:
+                return chosen
+        return {"variant": "reference"}
+
     def emit(self, op, graph, ctx):
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
+        ctx.variant = plan
         lhs, rhs, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         adj_x, adj_y = bool(op.options.get("adj_x", False)), bool(op.options.get("adj_y", False))
         m, k, _, n = _matmul_dims(op, graph)
         batch = self._batch(op, graph)
         batches = int(np.prod(batch, dtype=np.int64))
-        values = dict(m=m, k=k, n=n, batches=batches, lhs=ctx.arg(op.inputs[0]), rhs=ctx.arg(op.inputs[1]),
+        values = dict(m=m, k=k, n=n, batches=batches, lhs=ctx.arg(op.inputs[0]),
+                      rhs=None if plan["variant"] == "cols4" and rhs.is_constant else ctx.arg(op.inputs[1]),
                       output=ctx.arg(op.outputs[0]),
                       lhs_index=f"k * {m} + i" if adj_x else f"i * {k} + k",
                       rhs_index=f"j * {k} + k" if adj_y else f"k * {n} + j",
@@ -111,7 +134,12 @@ class BatchMatMul(OpKernel):
         for side, t in (("lhs", lhs), ("rhs", rhs)):
             offsets = _batch_offsets(t.shape, batch, m * k if side == "lhs" else k * n)
             own = t.size // (m * k if side == "lhs" else k * n)
-            if batches == 1 or own == 1:
+            if side == "rhs" and plan["variant"] == "cols4" and rhs.is_constant:  # packed: by matrix index
+                matrices = offsets // (k * n)
+                values["rhs_offset"] = None
+                values["rhs_matrix"] = (None if batches == 1 or own == 1 else "b" if np.array_equal(
+                    matrices, np.arange(batches)) else ctx.const("rhs_matrices", matrices.astype(np.int32)) + "[b]")
+            elif batches == 1 or own == 1:
                 values[f"{side}_offset"] = None
             elif np.array_equal(offsets, np.arange(batches) * (t.size // own)):
                 values[f"{side}_offset"] = f"b * {t.size // own}"
@@ -119,9 +147,12 @@ class BatchMatMul(OpKernel):
                 values[f"{side}_offset"] = ctx.const(f"{side}_offsets", offsets.astype(np.int32)) + "[b]"
         if lhs.dtype == "float32":
             return ctx.render("batch_matmul.c.j2", io_t="float", acc_t="float", **values)
-        (lhs_scale, lhs_zp), (rhs_scale, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
+        (_, lhs_zp), (_, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
+        if plan["variant"] == "cols4":
+            return cols4.emit_cols4(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp),
+                                    (mult, shift), y.dtype)
         if lhs.dtype == "int16":
             acc_t, requant_fn, wrap = "int64_t", "mc_requantize64", False
         else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import register, require
+from microcompiler.ops.base import register, require_like_tflm
 from microcompiler.ops.binary_common import BroadcastKernel
 from microcompiler.ops.quant import quantize_multiplier
 
@@ -33,6 +33,7 @@ class Comparison(BroadcastKernel):
     type_notes = "int8 compared after rescaling both to a common scale, as TFLM"
     options = "broadcasting up to 6D"
     output_bool = True
+    tflm_refusals = ("int8 input scale of 1 or more: QuantizeMultiplierSmallerThanOneExp aborts",)
 
     def check(self, op, graph):
         super().check(op, graph)
@@ -41,8 +42,8 @@ class Comparison(BroadcastKernel):
             self.require_quantized(op, graph, [0, 1])
             for k in (0, 1):
                 scale = float(np.float32(graph.tensors[op.inputs[k]].quant.scale[0]))
-                require(0.0 < scale < 1.0, op,
-                        f"input{k + 1} scale {scale:g} is outside (0, 1), which TFLite Micro's comparison needs")
+                require_like_tflm(0.0 < scale < 1.0, op, f"input{k + 1} scale {scale:g} is outside (0, 1) "
+                                                         "(TFLM's QuantizeMultiplierSmallerThanOneExp check fails)")
 
     def compute(self, op, arrays, out_dtype):
         a, b = arrays

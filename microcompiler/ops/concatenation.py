@@ -19,9 +19,10 @@ from microcompiler.ops.quant import activation_range
 @register
 class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
-    inputs = (1, 16)
+    inputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
-    options = "axis (negative allowed), fused activation (int8, int16, float32)"
+    options = ("axis (negative allowed), fused activation (int8, int16, float32); any number of inputs (TFLM's "
+               "prepare refuses more than 10; a copy, checked against numpy)")
 
     def check(self, op, graph):
         require(len(op.inputs) >= 1 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,

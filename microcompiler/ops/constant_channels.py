@@ -10,7 +10,8 @@ channel, whose value is ``constant_value[c]``.
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register
-from microcompiler.passes.zero_channels import CONSTANT_CHANNELS
+
+CONSTANT_CHANNELS = "MC_CONSTANT_CHANNELS"
 
 
 @register

@@ -50,21 +50,13 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
         require(y.shape[axis] == want, op,
                 f"output {name} {y.shape[axis]} does not match the {o['padding']} padding result {want}")
     bias = bias_tensor(op, graph)
-    if bias is not None:
-        require(bias.size == out_c, op, f"bias has {bias.size} elements for {out_c} output channels")
+    check_weights_and_bias(op, x, w, bias, out_c, weight_channel_axis)
     if x.dtype == "float32":
-        require(bias is None or bias.dtype == "float32", op,
-                f"float32 needs a float32 bias, not {bias and bias.dtype}")
         return
     require(x.quant is not None and y.quant is not None and w.quant is not None, op,
             "quantized tensors need quantization parameters")
     require(not x.quant.per_channel and not y.quant.per_channel, op,
             "per-channel quantized activations are not supported")
-    require(len(w.quant.scale) in (1, out_c), op,
-            f"weights have {len(w.quant.scale)} scales for {out_c} output channels")
-    if w.quant.per_channel:
-        require(w.quant.axis == weight_channel_axis, op,
-                f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}")
     require(all(z == 0 for z in w.quant.zero_point), op,
             "weights with a nonzero zero point are not supported")
     if x.dtype == "int16":
@@ -74,6 +66,32 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
     if x.dtype == "int16" and (bias is None or bias.dtype == "int64"):  # the 64-bit requantize
         require(all(int(s) <= 14 for s in shift), op,
                 "the requantization scale input_scale * filter_scale / output_scale is too large (>= 2^15)")
+
+
+BIAS_TYPES = {"int8": ("int32",), "int16": ("int32", "int64"), "float32": ("float32",)}
+
+
+def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int) -> None:
+    """What the generated C relies on, and TFLM checks, for the weights and bias of CONV_2D,
+    DEPTHWISE_CONV_2D and FULLY_CONNECTED: one bias value per output channel, of the type the
+    accumulator has (TFLM reads a float32 or int16 bias on an int8 layer as int32), and one weight scale
+    per output channel (or one in all) along the output-channel dimension (TFLM: "per_channel_quantization_size
+    != filter->dims->data[quantized_dimension]"): the per-channel
+    multiplier and shift arrays are indexed by output channel."""
+    if bias is not None:
+        require(bias.size == out_c, op, f"bias has {bias.size} elements for {out_c} output channels; the file is "
+                "inconsistent (a kernel would read past the bias)")
+        allowed = BIAS_TYPES.get(x.dtype, ())
+        require(bias.dtype in allowed, op, f"{x.dtype} needs {'an' if allowed[0].startswith('i') else 'a'} {' or '.join(allowed)} bias, not {bias.dtype} "
+                "(TFLM would read its bytes as another type); re-export the model")
+    if w.quant is None or x.dtype == "float32":
+        return
+    scales = w.quant.file_scales or len(w.quant.scale)
+    require(scales in (1, out_c), op, f"weights have {scales} scales for {out_c} output channels (TFLM refuses "
+            "it too); the file is inconsistent")
+    if scales > 1:
+        require(w.quant.axis == weight_channel_axis, op,
+                f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}")
 
 
 def constant_parameters(op, graph) -> bool:

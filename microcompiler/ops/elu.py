@@ -35,9 +35,12 @@ class Elu(ElementwiseKernel):
         return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
 
     def emit(self, op, graph, ctx):
-        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        x = ctx.tensor(op.inputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("activation_float.c.j2", expr="(x < 0.0f ? expm1f(x) : x)", **values)
-        table = int8_table_from_float(elu_f32, x.quant.single(), y.quant.single())
-        return render_int8_table(ctx, table, **values)
+        return render_int8_table(ctx, self.int8_table(op, graph), what="ELU", **values)
+
+    def int8_table(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        return int8_table_from_float(elu_f32, x.quant.single(), y.quant.single()) if x.dtype == "int8" else None

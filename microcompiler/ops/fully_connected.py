@@ -11,9 +11,10 @@ from microcompiler.ops import fast
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.conv_common import check_weights_and_bias
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
-from microcompiler.ops.quant import (activation_range, c_float, float_activation_range,
+from microcompiler.ops.quant import (activation_range, c_float, float_activation_range, fully_connected_multipliers,
                                      quantize_multiplier, quantize_multipliers)
 
 
@@ -44,7 +45,15 @@ class FullyConnected(OpKernel):
                 f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
                 "hybrid float32 input with int8 weights is not supported by TFLM either)")
         require(len(w.shape) == 2, op, f"weights must be 2-D [outputs, depth], not {list(w.shape)}")
+        require(min(w.shape) >= 1, op, f"weights of shape {list(w.shape)} are empty")
         require(x.size % w.shape[-1] == 0, op, "input size is not a multiple of the weights' depth")
+        batches, rows = x.size // w.shape[-1], w.shape[0]
+        # the kernel writes batches x rows values: exactly the output's size, or it would write past it
+        require(y.size == batches * rows and (not y.shape or y.shape[-1] == rows), op,
+                f"input {list(x.shape)} makes {batches} batches of {rows} outputs but the output has shape "
+                f"{list(y.shape)}; the file is inconsistent (the layer would write past its output)")
+        bias = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+        check_weights_and_bias(op, x, w, bias, rows, 0)
         if x.dtype != "float32":
             require(all(t.quant is not None for t in (x, w, y)), op, "quantized tensors need quantization parameters")
 
@@ -132,12 +141,12 @@ class FullyConnected(OpKernel):
         if plan["variant"] == "int16-rows4":
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             bias = ctx.tensor(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
-            return fc_s16.emit(op, ctx, plan, self._dims(op, graph), self._multipliers(x, w, y), bias)
+            return fc_s16.emit(op, ctx, plan, self._dims(op, graph), fully_connected_multipliers(x, w, y), bias)
         if plan["variant"] == "mve-dot":
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             batches, out_depth, depth = self._dims(op, graph)
             w_rows, b, _ = self._folded(op, graph)
-            mult, shift = self._multipliers(x, w, y)
+            mult, shift = fully_connected_multipliers(x, w, y)
             return fast_mve.emit_dot(ctx, plan, fast_mve.fc_geometry(batches, depth, out_depth), w_rows, b,
                                      int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
                                      activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
@@ -177,15 +186,6 @@ class FullyConnected(OpKernel):
                           output_offset=y.quant.zero_point[0], scalar=scalar, per_channel=per_channel,
                           wide=wide, wrap=wrap, io_t=f"{x.dtype}_t", **values)
 
-    def _multipliers(self, x, w, y):
-        if w.quant.per_channel:
-            return quantize_multipliers(
-                float(np.float32(x.quant.scale[0])) * float(np.float32(s)) / float(np.float32(y.quant.scale[0]))
-                for s in w.quant.scale)
-        product = float(np.float32(x.quant.scale[0]) * np.float32(w.quant.scale[0]))
-        q, shift = quantize_multiplier(product / float(np.float32(y.quant.scale[0])))
-        return np.array([q], np.int32), np.array([shift], np.int32)
-
     def _emit_rows4(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-        return emit_rows4(op, graph, ctx, plan, self._dims(op, graph), self._multipliers(x, w, y))
+        return emit_rows4(op, graph, ctx, plan, self._dims(op, graph), fully_connected_multipliers(x, w, y))

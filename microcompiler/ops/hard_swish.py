@@ -6,14 +6,17 @@ the output multiplier (pre-shift output scale) and once by the "relu-ish" multip
 [-3, 3] onto the int16 range, the latter turned into a fraction in [0, 1] and multiplied in. Both
 multipliers are computed here as the pinned TFLM's prepare step does: scale ratios in double
 precision (a float32 division differs from it in the last bit for some scales, and then in an output
-value), a Q31 multiplier rounded to Q15.
+value), a Q31 multiplier rounded to Q15. That arithmetic runs here, at compile time, for each of the
+256 int8 inputs (``hard_swish_int8_table``): the generated code is one table load per element.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.fixedpoint import (clamp, s16_doubling_high_mul, s16_rounding_divide_by_pot,
+                                          s16_rounding_doubling_high_mul, s16_saturating_left_shift, wrap16)
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
@@ -38,6 +41,32 @@ def hard_swish_params(in_scale: float, out_scale: float) -> dict:
                 reluish_multiplier=downscale_multiplier_to_int16(reluish_q31), reluish_exponent=reluish_exponent)
 
 
+def hard_swish_int8_table(in_quant: tuple[float, int], out_quant: tuple[float, int]) -> np.ndarray:
+    """TFLM's int8 hard-swish (reference_ops::HardSwish, 16-bit fixed point) of each int8 input."""
+    (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
+    p = hard_swish_params(in_scale, out_scale)
+    out_multiplier, out_exponent = p["output_multiplier"], p["output_exponent"]
+    reluish_multiplier, reluish_exponent = p["reluish_multiplier"], p["reluish_exponent"]
+
+    def hard_swish(x: int) -> int:
+        hires_input = wrap16((x - in_zp) * (1 << HIRES_INPUT_SHIFT))
+        preshift_output = s16_rounding_doubling_high_mul(hires_input, out_multiplier)
+        reluish = hires_input
+        if reluish_exponent > 1:
+            reluish = s16_saturating_left_shift(reluish, reluish_exponent - 1)
+        reluish = s16_rounding_doubling_high_mul(reluish, reluish_multiplier)
+        if reluish_exponent > 0:
+            reluish = s16_saturating_left_shift(reluish, 1)
+        elif reluish_exponent < 0:
+            reluish = s16_rounding_divide_by_pot(reluish, -reluish_exponent)
+        reluish = wrap16((reluish + (1 << 15)) >> 1)  # [-1, 1] -> [0, 1]
+        out = s16_doubling_high_mul(reluish, preshift_output)
+        if out_exponent < 0:
+            out = s16_rounding_divide_by_pot(out, -out_exponent)
+        return clamp(wrap16(out + out_zp), -128, 127)  # TFLM adds the zero point in int16
+    return int8_table_from_integer(hard_swish)
+
+
 @register
 class HardSwish(ElementwiseKernel):
     kinds = ("HARD_SWISH",)
@@ -51,13 +80,15 @@ class HardSwish(ElementwiseKernel):
                     "the input scale is more than 128 times the output scale (TFLM rejects it too)")
 
     def variant(self, op, graph):
-        return {"variant": "int16-fixed-point" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
+        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
+
+    def int8_table(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        return hard_swish_int8_table(x.quant.single(), y.quant.single()) if x.dtype == "int8" else None
 
     def emit(self, op, graph, ctx):
-        x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+        x = ctx.tensor(op.inputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("hard_swish_float.c.j2", **values)
-        (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
-        return ctx.render("hard_swish_int8.c.j2", input_offset=offset_term(-in_zp), output_offset=offset_term(out_zp),
-                          hires_shift=HIRES_INPUT_SHIFT, **hard_swish_params(in_scale, out_scale), **values)
+        return render_int8_table(ctx, self.int8_table(op, graph), what="hard-swish", **values)

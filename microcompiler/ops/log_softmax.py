@@ -10,7 +10,7 @@ kernels.
 """
 from __future__ import annotations
 
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
 from microcompiler.ops.quant import quantize_multiplier
 from microcompiler.ops.softmax_logistic import F32, _outer_and_depth, calculate_input_radius
 
@@ -21,9 +21,15 @@ OUTPUT_SCALE = F32(16.0 / 256)
 OUTPUT_ZERO_POINT = 127
 
 
+def log_softmax_int8_real(input_scale: float) -> float:
+    """The input scale in Q5.26 (PreprocessLogSoftmaxScalingExp, beta 1): TFLM's
+    QuantizeMultiplierGreaterThanOne aborts its prepare step unless it exceeds 1."""
+    return min(float(F32(input_scale)) * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
+
+
 def log_softmax_int8_params(input_scale: float) -> dict:
     """TFLM's PreprocessLogSoftmaxScalingExp (beta 1) and CalculateInputRadius, in double."""
-    real = min(float(F32(input_scale)) * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
+    real = log_softmax_int8_real(input_scale)
     multiplier, shift = quantize_multiplier(real, saturate=False)
     divisor, divisor_shift = quantize_multiplier((1 << (31 - shift)) / float(multiplier), saturate=False)
     return dict(multiplier=multiplier, shift=shift, reverse_multiplier=divisor, reverse_shift=divisor_shift,
@@ -35,6 +41,7 @@ class LogSoftmax(OpKernel):
     kinds = ("LOG_SOFTMAX",)
     types = ("int8", "float32")
     type_notes = "int8 output scale 16/256, zero point 127"
+    tflm_refusals = ("int8 input scale * 2^26 at most 1 (scale below 1.49e-8): QuantizeMultiplierGreaterThanOne aborts",)
 
     def check(self, op, graph):
         require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
@@ -52,6 +59,9 @@ class LogSoftmax(OpKernel):
             require(F32(scale) == OUTPUT_SCALE and zp == OUTPUT_ZERO_POINT, op,
                     f"int8 output must have scale 16/256 and zero point 127 (got {scale}, {zp})")
             require(x.quant.scale[0] > 0, op, "input scale must be positive")
+            real = log_softmax_int8_real(float(x.quant.scale[0]))
+            require_like_tflm(real > 1.0, op, f"input scale * 2^26 = {real:.3g} is not above 1 "
+                                              "(TFLM's QuantizeMultiplierGreaterThanOne check fails)")
 
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size

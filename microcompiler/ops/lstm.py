@@ -56,6 +56,20 @@ def _multiplier(*factors_over: float) -> tuple[int, int]:
     return quantize_multiplier(a * b / c)
 
 
+# The largest |product| of two Q0.15 values (one of them at most 32767): below 2^30, what mc_requant_fast needs.
+Q15_PRODUCT_BOUND = 32767 * 32768
+
+
+def _product(multiplier: tuple[int, int], zero_point: int, fast_kernel) -> dict:
+    """The requantization of a product of two Q0.15 gate values: with the rows4 kernel SMMLAR + shift
+    (mc_requant_fast, the zero point in c) where the multiplier qualifies, else TFLM's mc_requantize."""
+    m, s = multiplier
+    ok, c, r = fast.requant_table(np.array([m]), np.array([s]), zero_point, np.array([Q15_PRODUCT_BOUND]))
+    if fast_kernel is not None and ok:
+        return {"fast": True, "m": m, "c": int(c[0]), "r": int(r[0])}
+    return {"fast": False, "m": m, "s": s}
+
+
 def _roles() -> tuple[str, ...]:
     names = {0: "input", 18: "hidden_state", 19: "cell_state"}
     for table, what in ((INPUT_WEIGHTS, "input_to_{}_weights"), (RECURRENT_WEIGHTS, "recurrent_to_{}_weights"),
@@ -75,20 +89,23 @@ class UnidirectionalSequenceLstm(OpKernel):
                   "biases; float32; all four gates, no peephole, projection or "
                   "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences")
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
-    fast = {"dsp": "int8 (smlad: input and hidden state expanded to int16 pairs once per step, weights "
-                   "sign-extended with SXTB16, two MACs per SMLAD)"}
+    fast = {"dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
+                   "dot product, int16 weight pairs, the zero points folded into the biases)"}
     input_roles = _roles()
 
     def variant(self, op, graph):
         return self.plan(op, graph)
 
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
-        """smlad on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32)."""
+        """rows4 on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32): the
+        input FC and the recurrent FC of the four gates each one FULLY_CONNECTED of 4 x n_state rows, 4
+        rows per mc_dot_r4 (SXTB16 of the activations, SMLAD with int16 weight pairs: 13 instructions
+        per 16 MACs), the input and hidden zero points folded into the biases at compile time."""
         _, _, n_input, n_state, _ = self._dims(op, graph)
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
         if fast.has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
-            return {"variant": "smlad", "isa": "dsp"}
+            return {"variant": "rows4", "isa": "dsp", "rows": 4, "weights": "s16"}
         return {"variant": "reference"}
 
     def _dims(self, op, graph):
@@ -178,15 +195,16 @@ class UnidirectionalSequenceLstm(OpKernel):
                       integer=integer, ix=index_expr,
                       input=ctx.arg(op.inputs[INPUT]), output=ctx.arg(op.outputs[0]),
                       hidden=ctx.arg(op.inputs[HIDDEN_STATE]), cell=ctx.arg(op.inputs[CELL_STATE]),
-                      input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
-                      recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
-                      bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
-                      smlad=False, pair_words=0)
+                      rows4=None)
         plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
-        if plan["variant"] == "smlad":
-            values.update(smlad=True, pair_words=2 * (n_input // 4) + 2 * (n_state // 4))
-        values["scratch"] = ctx.scratch(4 * values["pair_words"] + 4 * n_state * (2 if integer else 4))
+        if plan["variant"] == "rows4":
+            values["rows4"] = self._rows4(op, graph, ctx, plan)
+        else:
+            values.update(input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
+                          recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
+                          bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)))
+        values["scratch"] = ctx.scratch(4 * n_state * (2 if integer else 4))
         if not integer:
             return ctx.render("lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values)
         weights = {g: ctx.tensor(op.inputs[INPUT_WEIGHTS[g]]) for g in GATES}
@@ -199,19 +217,62 @@ class UnidirectionalSequenceLstm(OpKernel):
         left = 15 + power - TANH_INTEGER_BITS
         tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
         quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
+        if values["rows4"] is None:  # the reference gate loop (rows4 has its own, per side)
+            values.update(
+                input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
+                input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
+                recurrent_multiplier=ctx.const("recurrent_multiplier", np.array([m for m, _ in recurrent_m], np.int32)),
+                recurrent_shift=ctx.const("recurrent_shift", np.array([s for _, s in recurrent_m], np.int32)))
         return ctx.render(
             "lstm.c.j2", state_t="int16_t", clip=quantized_clip, act_t=f"{x.dtype}_t",
             acc_t="int32_t" if x.dtype == "int8" else "int64_t",
             requantize="mc_requantize" if x.dtype == "int8" else "mc_requantize64",
             input_offset=-int(x.quant.zero_point[0]), hidden_zp=int(hidden.quant.zero_point[0]),
-            input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
-            input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
-            recurrent_multiplier=ctx.const("recurrent_multiplier", np.array([m for m, _ in recurrent_m], np.int32)),
-            recurrent_shift=ctx.const("recurrent_shift", np.array([s for _, s in recurrent_m], np.int32)),
-            forget_m=_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale),
-            input_m=_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale),
-            hidden_m=_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
+            forget_m=_product(_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale), 0, values["rows4"]),
+            input_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale), 0, values["rows4"]),
+            hidden_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
+                              int(hidden.quant.zero_point[0]), values["rows4"]),
             tanh_m=tanh_m, tanh_shift=tanh_shift, tanh_rounding=(1 << (tanh_shift - 1)) if tanh_shift else 0,
             table=ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t"),
             **values)
 
+
+    def _rows4(self, op, graph, ctx, plan) -> dict:
+        """The flash arrays and constants of the rows4 gate matmuls: per side (input, hidden) the stacked
+        weights [4 x n_state rows][depth] as rows4 int16 pairs (packing.pack_s16_rows4) plus the depth % 4
+        trailing weights as int8, the start values bias - zero point * sum(w) (the hidden side: no bias)
+        and the requantization per gate (mc_requant_fast where every gate's multiplier and |acc| bound
+        allow it, as for the convolutions)."""
+        x, hidden = graph.tensors[op.inputs[INPUT]], graph.tensors[op.inputs[HIDDEN_STATE]]
+        sides = {}
+        for side, table, act in (("input", INPUT_WEIGHTS, x), ("hidden", RECURRENT_WEIGHTS, hidden)):
+            w = self._stacked(op, graph, table).astype(np.int8)
+            rows, depth = w.shape[0] * w.shape[1], w.shape[2]
+            w = w.reshape(rows, depth)
+            bias = self._stacked(op, graph, BIASES).reshape(-1).astype(np.int64) if side == "input" else \
+                np.zeros(rows, np.int64)
+            start = bias - int(act.quant.zero_point[0]) * w.astype(np.int64).sum(axis=1)
+            scale = (x if side == "input" else hidden).quant.scale[0]
+            m = [_multiplier(scale, graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
+            mult, shift = np.array([q for q, _ in m], np.int64), np.array([e for _, e in m], np.int64)
+            bound = fast.acc_bounds(bias, w).reshape(4, -1).max(axis=1)
+            is_fast, c, r = fast.requant_table(mult, shift, 0, bound)
+            steps, tail = depth // 4, depth % 4
+            sides[side] = dict(
+                steps=steps, tail=tail, fast=is_fast,
+                weights=ctx.const(f"{side}_weights", fast.pack_s16_rows4(w), comment=(
+                    f"{side} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}]: per block of 4 "
+                    "rows and group of 4 inputs k0..k3 the int16 pairs (k0,k2) (k1,k3) of rows 0..3")) if steps else None,
+                tail_weights=ctx.const(f"{side}_tail_weights", w[:, 4 * steps:].copy(), comment=(
+                    f"the last {tail} weights of each row [{rows}][{tail}], int8")) if tail else None,
+                start=ctx.const(f"{side}_start", fast.wrap32(start), comment=(
+                    f"accumulator start per row [{rows}]: " + ("the gate bias minus" if side == "input" else "minus")
+                    + f" the {side} zero point times the row's weights")),
+                multiplier=ctx.const(f"{side}_multiplier", mult.astype(np.int32),
+                                     comment="requantization multiplier to Q3.12 per gate [4]"),
+                shift=ctx.const(f"{side}_{'c' if is_fast else 'shift'}", c, comment=(
+                    "rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]")),
+                r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast else None)
+        plan["requant"] = "smmlar" if sides["input"]["fast"] and sides["hidden"]["fast"] else (
+            "reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
+        return sides

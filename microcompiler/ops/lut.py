@@ -1,12 +1,20 @@
-"""int8 -> int8 lookup tables built at compile time, for elementwise operators whose TFLM kernel
-builds the same table in its prepare step from float math (ELU).
+"""int8 -> int8 lookup tables built at compile time: an elementwise function of one int8 input has
+256 possible inputs, so its whole result is a 256-byte table and the generated loop one load per
+element.
+
+Two ways to fill a table, both bit-exact with TFLM by construction:
+
+* ``int8_table_from_float``: TFLM's own float LUT population (ELU builds its table so in TFLM too);
+* ``int8_table_from_integer``: the kernel's integer arithmetic evaluated for each of the 256 inputs
+  at compile time, with ops/fixedpoint.py, the Python mirror of the C fixed-point functions
+  (LOGISTIC, TANH, HARD_SWISH, ... and the fused SiLU of passes/fuse_tables.py).
 
 The table is indexed by the input byte read as unsigned (entry 0 is input 0, entry 128 input -128),
-as TFLM orders its tables, so the generated loop is one load per element.
+as TFLM orders its tables.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,6 +37,22 @@ def int8_table_from_float(transform: Callable[[np.float32], np.float32], in_quan
     return table
 
 
+def int8_table_from_integer(function: Callable[[int], int]) -> np.ndarray:
+    """The table of an int8 -> int8 function given as Python integer arithmetic on the input value."""
+    table = np.zeros(256, dtype=np.int8)
+    for value in range(-128, 128):
+        result = function(value)
+        if not -128 <= result <= 127:
+            raise ValueError(f"table entry {value} is {result}, outside int8")
+        table[value & 0xFF] = result
+    return table
+
+
+def apply_int8_table(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The table applied to int8 values (what the generated loop computes)."""
+    return np.asarray(table, dtype=np.int8)[np.asarray(values, dtype=np.int8).astype(np.uint8)]
+
+
 def _to_int32(value: np.float32) -> int:
     """``static_cast<int32_t>(float)`` as TFLM's host build (x86) evaluates it: truncation toward
     zero, and INT32_MIN for NaN or anything out of range."""
@@ -37,6 +61,9 @@ def _to_int32(value: np.float32) -> int:
     return int(float(value))
 
 
-def render_int8_table(ctx, table: np.ndarray, size: int, input: str, output: str) -> str:
+def render_int8_table(ctx, table: np.ndarray, size: int, input: str, output: str, what: str = "") -> str:
+    """The table as a const array in flash and the loop indexing it; ``what`` names the function the
+    table holds in the generated comment."""
     name = ctx.const("lut", np.asarray(table, dtype=np.int8))
-    return ctx.render("lut_int8.c.j2", table=name, size=size, input=input, output=output)
+    ctx.variant = {"variant": "lut", "scratch_bytes": 0}
+    return ctx.render("lut_int8.c.j2", table=name, size=size, input=input, output=output, what=what)

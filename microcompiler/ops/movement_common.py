@@ -44,7 +44,7 @@ class StridedCopy:
     dst_base: int = 0
     comment: str = ""
 
-    def simplified(self) -> "StridedCopy":
+    def simplified(self) -> StridedCopy:
         dims = [(n, s, d) for n, s, d in zip(self.shape, self.src_strides, self.dst_strides) if n != 1]
         merged: list[list[int]] = []
         for n, s, d in dims:

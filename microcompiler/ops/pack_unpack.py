@@ -14,7 +14,7 @@ from microcompiler.ops.movement_common import (CopyKernel, StridedCopy, contiguo
 @register
 class Pack(CopyKernel):
     kinds = ("PACK",)
-    inputs = (1, 64)
+    inputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "int64", "float32")
     options = "values_count, axis (negative allowed)"
 
@@ -51,7 +51,7 @@ class Pack(CopyKernel):
 class Unpack(CopyKernel):
     kinds = ("UNPACK",)
     inputs = (1, 1)
-    outputs = (1, 64)
+    outputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "float32")
     options = "num, axis (negative allowed)"
 

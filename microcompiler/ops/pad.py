@@ -115,7 +115,7 @@ class Pad(OpKernel):
         return c_float(float(v)) if x.dtype == "float32" else str(int(v))
 
     def emit(self, op, graph, ctx):
-        x, p, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        x, p = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         outer, inner, block = plan_padding(x.shape, p.data.reshape(-1, 2).tolist())
         ctype = f"{x.dtype}_t" if x.dtype != "float32" else "float"
         pad_value = self._pad_value(op, graph, ctx)

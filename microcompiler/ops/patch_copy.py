@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from microcompiler.ir import c_type
 from microcompiler.ops.base import OpKernel, register
-from microcompiler.passes.patches import PATCH_COPY
+
+PATCH_COPY = "MC_PATCH_COPY"
 
 
 @register
@@ -21,7 +22,7 @@ class PatchCopy(OpKernel):
     input_roles = ("input",)
 
     def variant(self, op, graph):
-        """memcpy, and the elements it moves (what the cost model counts, analysis/cost_model.py)."""
+        """memcpy, and the elements it moves (what the cost model counts, ops/cost_model.py)."""
         return {"variant": "memcpy", "elements": op.options["rows"] * op.options["cols"] * graph.tensors[op.outputs[0]].shape[3]}
 
     def emit(self, op, graph, ctx):

@@ -50,6 +50,17 @@ def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([p[0] for p in pairs], dtype=np.int32), np.array([p[1] for p in pairs], dtype=np.int32))
 
 
+def fully_connected_multipliers(x: Tensor, w: Tensor, y: Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """FULLY_CONNECTED's (multiplier, shift): one per output channel for per-channel weights, else one pair."""
+    if w.quant.per_channel:
+        return quantize_multipliers(
+            float(np.float32(x.quant.scale[0])) * float(np.float32(s)) / float(np.float32(y.quant.scale[0]))
+            for s in w.quant.scale)
+    product = float(np.float32(x.quant.scale[0]) * np.float32(w.quant.scale[0]))
+    q, shift = quantize_multiplier(product / float(np.float32(y.quant.scale[0])))
+    return np.array([q], np.int32), np.array([shift], np.int32)
+
+
 def conv_multipliers(input_t: Tensor, weight_t: Tensor, output_t: Tensor, channels: int):
     """Per-output-channel requantization (q, shift) of conv/depthwise/FC, as TFLM computes them:
     input_scale * filter_scale / output_scale in double precision."""

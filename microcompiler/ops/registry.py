@@ -6,7 +6,7 @@ they cannot drift from what the compiler accepts.
 from __future__ import annotations
 
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import ROADMAP_BUILTINS, STATEFUL_BUILTINS, STATELESS_BUILTINS, TFLM_CUSTOM
+from microcompiler.ops.tflm_operators import KERAS_ALTERNATIVES, ROADMAP_BUILTINS, STATEFUL_BUILTINS, STATELESS_BUILTINS, TFLM_CUSTOM
 
 
 def operator_table() -> list[dict]:
@@ -63,4 +63,11 @@ def markdown() -> str:
     lines += ["", "## On the roadmap", "",
               "TFLite Micro runs these; microcompiler refuses them with an error that says so:", ""]
     lines += [f"- {k}" for k in roadmap()]
+    lines += ["", "## Models TFLite Micro refuses in its prepare step", "",
+              "TFLM aborts (a failed TFLITE_CHECK) or fails to allocate these, so no reference can confirm an",
+              "answer; microcompiler refuses them at compile time with TFLM's reason in one line:", ""]
+    lines += [f"- {r['operator']}: {refusal}" for r in rows for refusal in r["tflm_refusals"]]
+    lines += ["", "## Keras layers that convert to operators TFLite Micro lacks", "",
+              "The error for each of these operators names the Keras layer or option to use instead:", ""]
+    lines += [f"- {kind}: {advice}" for kind, advice in sorted(KERAS_ALTERNATIVES.items())]
     return "\n".join(lines) + "\n"

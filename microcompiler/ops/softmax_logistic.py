@@ -11,7 +11,8 @@ Supported (as TFLM):
 * SOFTMAX over the last dimension, any beta: float32; int8 -> int8 (output scale 1/256, zero point
   -128); int8 -> int16 (output scale 1/65536, zero point -32768); int16 -> int16 (output scale
   1/32768, zero point 0).
-* LOGISTIC: float32; int8 (output zero point -128); int16 (zero points 0, output scale 2^-15).
+* LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
+  computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import math
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
+from microcompiler.ops.fixedpoint import clamp, fp_logistic, requantize, rounding_divide_by_pot
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
 F32 = np.float32
@@ -69,10 +72,15 @@ def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits
     return int(math.floor(radius))
 
 
+def softmax_int8_real(input_scale: float, beta: float) -> float:
+    """beta * input scale in Q5.26 (PreprocessSoftmaxScaling): TFLM's QuantizeMultiplierGreaterThanOne
+    aborts its prepare step unless it exceeds 1."""
+    return min(float(F32(beta)) * float(F32(input_scale)) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
+
+
 def softmax_int8_params(input_scale: float, beta: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, diff_min) of the int8-input softmax."""
-    real = min(float(F32(beta)) * float(F32(input_scale)) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS)),
-               (1 << 31) - 1.0)
+    real = softmax_int8_real(input_scale, beta)
     multiplier, shift = quantize_multiplier(real, saturate=False)
     diff_min = -calculate_input_radius(SOFTMAX_DIFF_INTEGER_BITS, shift)
     return multiplier, shift, diff_min
@@ -149,6 +157,23 @@ def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
     return multiplier, shift, radius
 
 
+def logistic_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
+    """TFLM's int8 logistic of each int8 input: the input minus its zero point rescaled to Q4.27,
+    gemmlowp's fixed-point logistic (Q0.31), rounded to the output's 1/256 steps minus 128;
+    saturated beyond the input radius. The output quantization is fixed (1/256, -128), as in TFLM."""
+    multiplier, shift, radius = logistic_int8_params(input_scale)
+
+    def logistic(x: int) -> int:
+        v = x - input_zero_point
+        if v <= -radius:
+            return -128
+        if v >= radius:
+            return 127
+        p = fp_logistic(requantize(v, multiplier, shift), LOGISTIC_INT8_INTEGER_BITS)
+        return clamp(rounding_divide_by_pot(p, 23) - 128, -128, 127)
+    return int8_table_from_integer(logistic)
+
+
 def logistic_int16_params(input_scale: float) -> tuple[int, int]:
     """(input_multiplier, input_left_shift) of the int16 logistic, with TFLM's power-of-two case
     (multiplier 0 in TFLM) already turned into the multiplier 3 it is evaluated with."""
@@ -188,6 +213,8 @@ class Softmax(OpKernel):
     options = "beta"
     type_notes = ("int8 -> int8 (output 1/256, -128), int8 -> int16 (output 1/65536, -32768), "
                   "int16 -> int16 (output 1/32768, 0)")
+    tflm_refusals = ("int8 input: beta * input scale * 2^26 at most 1 (beta * scale below 1.49e-8): "
+                     "QuantizeMultiplierGreaterThanOne aborts",)
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -203,6 +230,10 @@ class Softmax(OpKernel):
         require(x.quant is not None and y.quant is not None and not x.quant.per_channel
                 and not y.quant.per_channel, op, "quantized softmax needs per-tensor quantization")
         scale, zp = _scale_zp(y)
+        if x.dtype == "int8":
+            real = softmax_int8_real(_scale_zp(x)[0], op.options.get("beta", 1.0))
+            require_like_tflm(real > 1.0, op, f"beta * input scale * 2^26 = {real:.3g} is not above 1 "
+                                              "(TFLM's QuantizeMultiplierGreaterThanOne check fails)")
         if combo == ("int8", "int8"):
             require(zp == -128 and F32(scale) == F32(1.0 / 256), op,
                     f"int8 output must have scale 1/256 and zero point -128 (got {scale}, {zp})")
@@ -282,8 +313,14 @@ class Logistic(OpKernel):
 
     def variant(self, op, graph):
         x = graph.tensors[op.inputs[0]]
-        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
-                            "int16": "sigmoid-table"}[x.dtype]}
+        return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
+
+    def int8_table(self, op, graph):
+        x = graph.tensors[op.inputs[0]]
+        return logistic_int8_table(*_scale_zp(x)) if x.dtype == "int8" else None
+
+    def inplace_inputs(self, op, graph):
+        return (0,)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
@@ -292,9 +329,7 @@ class Logistic(OpKernel):
             return ctx.render("logistic_float.c.j2", **values)
         in_scale, in_zp = _scale_zp(x)
         if x.dtype == "int8":
-            multiplier, shift, radius = logistic_int8_params(in_scale)
-            return ctx.render("logistic_int8.c.j2", zero_point=in_zp, multiplier=multiplier, shift=shift,
-                              radius=radius, **values)
+            return render_int8_table(ctx, self.int8_table(op, graph), what="logistic", **values)
         multiplier, shift = logistic_int16_params(in_scale)
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render("logistic_int16.c.j2", multiplier=multiplier, shift=shift, table=table,

@@ -33,7 +33,7 @@ def split_copies(op, graph, x_index: int, axis: int, sizes: list[int]):
 class Split(CopyKernel):
     kinds = ("SPLIT", "SPLIT_V")
     inputs = (2, 3)
-    outputs = (1, 64)
+    outputs = (1, 1 << 16)
     arity = {"SPLIT": ((2, 2), (1, 64)), "SPLIT_V": ((3, 3), (1, 64))}
     types = ("int8", "int16", "int32", "float32")
     options = "num_splits; constant axis (negative allowed); SPLIT_V: constant sizes, one may be -1"

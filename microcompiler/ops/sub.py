@@ -23,8 +23,11 @@ class Sub(Add):
 
     @staticmethod
     def _reals(a, b, y):
-        """As ADD's, but TFLM's SUB divides the scales in float32 before widening to double."""
-        left_shift = 15 if y.dtype == "int16" else 20
+        """int8: as ADD's, but TFLM's SUB divides the scales in float32 before widening to double.
+        int16: ADD's (in double), as TFLM runs int16 SUB as its ADD with input2's multiplier negated."""
+        if y.dtype == "int16":
+            return Add._reals(a, b, y)
+        left_shift = 20
         s1, s2, so = (np.float32(t.quant.scale[0]) for t in (a, b, y))
         twice_max = np.float32(2) * max(s1, s2)
         return (float(s1 / twice_max), float(s2 / twice_max),

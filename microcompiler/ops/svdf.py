@@ -54,7 +54,6 @@ class Svdf(OpKernel):
 
     def _dims(self, op, graph):
         x = graph.tensors[op.inputs[INPUT]]
-        wf = graph.tensors[op.inputs[WEIGHTS_FEATURE]]
         wt = graph.tensors[op.inputs[WEIGHTS_TIME]]
         rank = int(op.options.get("rank", 0))
         batch, n_input = x.shape

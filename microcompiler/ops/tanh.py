@@ -1,9 +1,9 @@
 """TANH: float32, int8 and int16, bit-exact with TFLite Micro's reference kernels.
 
-* int8: the input (minus its zero point) is rescaled to Q4.27 and gemmlowp's fixed-point tanh
-  (``mc_fp_tanh`` in kernel_activation.h) gives a Q0.31 result, rounded to the output's 1/128 steps;
-  inputs beyond the radius where the rescaling could overflow saturate. As in TFLM, the output is
-  always tanh * 128 whatever the output tensor's quantization says.
+* int8: a 256-entry table computed here, for each input, with TFLM's integer arithmetic: the input
+  (minus its zero point) is rescaled to Q4.27 and gemmlowp's fixed-point tanh gives a Q0.31 result,
+  rounded to the output's 1/128 steps; inputs beyond the radius where the rescaling could overflow
+  saturate. As in TFLM, the output is always tanh * 128 whatever the output tensor's quantization says.
 * int16: zero points 0 and an output scale of 2^-15; tanh(x) = 2 * sigmoid(2x) - 1 from TFLM's
   256-entry sigmoid table (shared with the int16 LOGISTIC) with linear interpolation.
 * float32: ``tanhf``.
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import (SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2,
                                                int16_input_multiplier)
@@ -28,6 +29,21 @@ def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
     real = float(F32(input_scale)) * float(1 << (31 - TANH_INT8_INTEGER_BITS))
     multiplier, shift = q31_frexp(real)
     return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31)
+
+
+def tanh_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
+    """TFLM's int8 tanh of each of the 256 inputs."""
+    multiplier, shift, radius = tanh_int8_params(input_scale)
+
+    def tanh(x: int) -> int:
+        v = x - input_zero_point
+        if v <= -radius:
+            return -128
+        if v >= radius:
+            return 127
+        t = fp_tanh(requantize(v, multiplier, shift), TANH_INT8_INTEGER_BITS)
+        return clamp(rounding_divide_by_pot(t, 24), -128, 127)
+    return int8_table_from_integer(tanh)
 
 
 def tanh_int16_params(input_scale: float) -> tuple[int, int]:
@@ -61,8 +77,12 @@ class Tanh(ElementwiseKernel):
                 f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32")
 
     def variant(self, op, graph):
-        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
+        return {"variant": {"float32": "reference-float", "int8": "lut",
                             "int16": "sigmoid-table"}[graph.tensors[op.inputs[0]].dtype]}
+
+    def int8_table(self, op, graph):
+        x = graph.tensors[op.inputs[0]]
+        return tanh_int8_table(*x.quant.single()) if x.dtype == "int8" else None
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
@@ -71,9 +91,7 @@ class Tanh(ElementwiseKernel):
             return ctx.render("activation_float.c.j2", expr="tanhf(x)", **values)
         in_scale, in_zp = x.quant.single()
         if x.dtype == "int8":
-            multiplier, shift, radius = tanh_int8_params(in_scale)
-            return ctx.render("tanh_int8.c.j2", input_offset=offset_term(-in_zp), multiplier=multiplier, shift=shift,
-                              radius=radius, integer_bits=TANH_INT8_INTEGER_BITS, **values)
+            return render_int8_table(ctx, self.int8_table(op, graph), what="tanh", **values)
         multiplier, shift = tanh_int16_params(in_scale)
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render("tanh_int16.c.j2", multiplier=multiplier, shift=shift, table=table,

@@ -42,6 +42,23 @@ TFLM_CUSTOM = {
 }
 
 
+# Operators TFLM lacks that the TFLite converter writes for common Keras layers, with the Keras
+# layer or option that converts to operators TFLM runs (each checked with tensorflow-cpu 2.21's
+# converter: docs/operators.md).
+KERAS_ALTERNATIVES: dict[str, str] = {
+    "TILE": ("Keras writes TILE for UpSampling1D/UpSampling2D with the default interpolation='nearest' and "
+             "for RepeatVector: use layers.Resizing(height, width, interpolation=\"nearest\") "
+             "(RESIZE_NEAREST_NEIGHBOR) or UpSampling2D(interpolation=\"bilinear\") (RESIZE_BILINEAR), and "
+             "keras.ops.broadcast_to (BROADCAST_TO) for RepeatVector"),
+    "GELU": ("Keras' gelu converts to GELU with approximate=False and approximate=True alike: write the tanh "
+             "form out, 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))) (MUL, ADD, TANH), or "
+             "x * sigmoid(1.702 * x) (MUL, LOGISTIC)"),
+    "POW": ("keras.ops.power with a non-integer exponent converts to POW (an exponent of 2 to MUL): for "
+            "positive x write exp(y * log(x)) (EXP, LOG, MUL)"),
+    "TOPK_V2": "keras.ops.top_k converts to TOPK_V2: for k = 1 use keras.ops.max and keras.ops.argmax (REDUCE_MAX, ARG_MAX)",
+}
+
+
 def where_it_stands(kind: str, custom_name: str | None = None) -> str:
     """A short clause for the unsupported-operator error: roadmap, or not in TFLM at all."""
     if custom_name is not None:
@@ -53,5 +70,7 @@ def where_it_stands(kind: str, custom_name: str | None = None) -> str:
         return f"TFLite Micro runs it ({ROADMAP_BUILTINS[kind]}); it is on microcompiler's roadmap"
     if kind in STATELESS_BUILTINS:
         return "TFLite Micro runs it; it is on microcompiler's roadmap"
+    if kind in KERAS_ALTERNATIVES:
+        return f"it is not in TFLite Micro either. {KERAS_ALTERNATIVES[kind]}"
     return ("it is not in TFLite Micro either; replace it in the model (e.g. convert with "
             "TFLite builtins that TFLite Micro supports)")

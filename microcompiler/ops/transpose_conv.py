@@ -18,12 +18,16 @@ TFLM:
 * int16: ``x * w`` summed in int64 (zero points not used), plus the bias (an int16 bias widened to
   int64), the 64-bit requantization;
 * the fused activation clamps every type (checked against the pinned oracle).
+
+The fast kernel (int8, constant weights and bias): "phases" in ops/fast/transpose_conv_phases.py, the
+transposed convolution as one ordinary convolution of the input per output phase.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast import transpose_conv_phases as phases
 from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
 from microcompiler.ops.geometry import out_size, padding_before
 from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
@@ -51,6 +55,8 @@ class TransposeConv(OpKernel):
     type_notes = ("int8 (per-tensor or per-channel weights, int32 bias), int16x8 (int64 or int16 bias), "
                   "float32")
     options = "padding (SAME/VALID), stride_h, stride_w, fused activation"
+    fast = {"dsp": "int8 with constant weights (phases: one convolution per output phase, no zero-stuffing MACs, "
+                   "4 output channels per SMLAD dot product); portable C of the same loops elsewhere"}
 
     def check(self, op, graph):
         o = op.options
@@ -93,7 +99,22 @@ class TransposeConv(OpKernel):
         w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
         return x.size * w.shape[0] * w.shape[1] * w.shape[2]
 
+    def variant(self, op, graph):
+        return self.plan(op, graph)
+
+    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+        """int8 with constant weights and bias: "phases" (ops/fast/transpose_conv_phases.py); otherwise
+        the reference gather loop nest."""
+        w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
+        bias = _bias(op, graph)
+        if x.dtype == "int8" and w.is_constant and (bias is None or bias.is_constant):
+            return phases.plan(x.shape[3], w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"],
+                               features)
+        return {"variant": "reference"}
+
     def emit(self, op, graph, ctx):
+        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
+        ctx.variant = plan
         o = op.options
         w, x, y = ctx.tensor(op.inputs[WEIGHTS]), ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.outputs[0])
         bias = _bias(op, graph)
@@ -105,9 +126,12 @@ class TransposeConv(OpKernel):
         values = dict(
             batches=n, in_h=in_h, in_w=in_w, in_c=in_c, out_h=out_h, out_w=out_w, out_c=out_c, k_h=k_h, k_w=k_w,
             stride_h=stride_h, stride_w=stride_w, pad_h=pad_h, pad_w=pad_w,
-            input=ctx.arg(op.inputs[INPUT]), weights=ctx.arg(op.inputs[WEIGHTS]), output=ctx.arg(op.outputs[0]),
+            input=ctx.arg(op.inputs[INPUT]), output=ctx.arg(op.outputs[0]),
             describe=(f"TRANSPOSE_CONV input {n}x{in_h}x{in_w}x{in_c} -> output {n}x{out_h}x{out_w}x{out_c}; "
                       f"kernel {k_h}x{k_w}, stride {stride_h}x{stride_w}, padding top {pad_h} left {pad_w}"))
+        if plan["variant"] == "phases":
+            return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
+        values["weights"] = ctx.arg(op.inputs[WEIGHTS])
         bias_c = ctx.arg(op.inputs[BIAS]) if bias is not None else None
         if x.dtype == "float32":
             lo, hi = float_activation_range(o.get("activation", "NONE"))

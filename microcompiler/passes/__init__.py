@@ -10,9 +10,11 @@ from microcompiler.ir import Graph
 from microcompiler.passes.dead_code import remove_dead_code
 from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
+from microcompiler.passes.fuse_tables import fuse_tables
 from microcompiler.passes.memory_plan import plan_memory
 from microcompiler.passes.operator_state import add_operator_state
 from microcompiler.passes.patches import patch_stage
+from microcompiler.passes.ram_budget import plan_for_budget
 from microcompiler.passes.remove_reshapes import remove_reshapes
 from microcompiler.passes.zero_channels import drop_zero_channels
 
@@ -28,8 +30,7 @@ def each_subgraph(graph_pass):
 
 
 PIPELINE = [each_subgraph(p) for p in (add_operator_state, fold_constants, fuse_activations, remove_reshapes,
-                                       drop_zero_channels, remove_dead_code)] + [patch_stage, plan_memory]
-
+                                       fuse_tables, drop_zero_channels, remove_dead_code)] + [patch_stage, plan_memory]
 
 
 def pipeline(patches: tuple[int, int] | None = None) -> list:
@@ -39,5 +40,12 @@ def pipeline(patches: tuple[int, int] | None = None) -> list:
     return [functools.partial(patch_stage, grid=tuple(patches)) if p is patch_stage else p for p in PIPELINE]
 
 
-__all__ = ["PIPELINE", "pipeline", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
-           "remove_reshapes", "drop_zero_channels", "remove_dead_code", "patch_stage", "plan_memory"]
+def budget_pipeline(planner) -> list:
+    """``PIPELINE`` with ``patch_stage`` and ``plan_memory`` replaced by ``planner``, a RAM-budget
+    planner (``functools.partial(plan_for_budget, limit=...)``, passes/ram_budget.py) that chooses the
+    patches and the in-place layers and plans the memory itself."""
+    return [p for p in PIPELINE if p not in (patch_stage, plan_memory)] + [planner]
+
+
+__all__ = ["PIPELINE", "pipeline", "budget_pipeline", "plan_for_budget", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
+           "remove_reshapes", "fuse_tables", "drop_zero_channels", "remove_dead_code", "patch_stage", "plan_memory"]

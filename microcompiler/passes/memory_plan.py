@@ -39,7 +39,7 @@ class Buffer:
     last: int  # index of the last operator that reads it
     align: int
 
-    def overlaps_in_time(self, other: "Buffer") -> bool:
+    def overlaps_in_time(self, other: Buffer) -> bool:
         return self.first <= other.last and other.first <= self.last
 
 
@@ -139,6 +139,7 @@ def _in_place_inputs(g: Graph, with_scratch: bool):
     from microcompiler.ops.base import KERNELS
     load_kernels()
     owned = {g.storage(t) for t in g.inputs + g.outputs}
+    last = _last_reads(g)
     for step, op in enumerate(g.operators):
         kernel = KERNELS.get(op.kind)
         if kernel is None or len(op.outputs) != 1:
@@ -149,7 +150,6 @@ def _in_place_inputs(g: Graph, with_scratch: bool):
         scratch = kernel.inplace_scratch(op, g)
         if (scratch > 0) != with_scratch:
             continue
-        last = _last_reads(g)
         for pos in kernel.inplace_inputs(op, g):
             root = g.storage(op.inputs[pos])
             t, size = g.tensors[root], g.tensors[out].nbytes
@@ -157,6 +157,8 @@ def _in_place_inputs(g: Graph, with_scratch: bool):
                     or (t.nbytes < size if with_scratch else t.nbytes != size)):
                 continue
             yield step, out, root, scratch
+            if g.storage(out) == root:  # the caller shared it: the reads of out are reads of root now
+                last[root] = max(last.get(root, step), last.pop(out, step))
             break
 
 
@@ -248,7 +250,8 @@ def _best_placement(g: Graph) -> tuple[dict[int, int], int]:
 
 def _plan_graph(g: Graph) -> Graph:
     share_in_place(g)
-    share_in_place_with_scratch(g, lambda graph: _best_placement(graph)[1])
+    if g.ram_plan.get("in_place_depthwise", True):  # the RAM-budget planner may ask for the faster kernels
+        share_in_place_with_scratch(g, lambda graph: _best_placement(graph)[1])
     g.offsets, g.arena_bytes = _best_placement(g)
     return g
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from microcompiler.ir import Graph, Operator, Tensor
-from microcompiler.ops.geometry import out_size, padding_before
+from microcompiler.ops.geometry import padding_before
+from microcompiler.ops.patch_copy import PATCH_COPY
 
-PATCH_COPY = "MC_PATCH_COPY"
 WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D")
 MAX_EXTRA_MACS = 0.10  # automatic choice: recompute at most this fraction of the model's MACs
 MAX_GRID = 4  # automatic choice: grids up to MAX_GRID x MAX_GRID patches
@@ -60,7 +60,7 @@ class Window:
     def area(self) -> int:
         return (self.r1 - self.r0) * (self.c1 - self.c0)
 
-    def union(self, other: "Window | None") -> "Window":
+    def union(self, other: Window | None) -> Window:
         if other is None:
             return self
         return Window(min(self.r0, other.r0), max(self.r1, other.r1), min(self.c0, other.c0), max(self.c1, other.c1))

@@ -28,40 +28,18 @@ from dataclasses import replace
 import numpy as np
 
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
-from microcompiler.ops.quant import INT_RANGES, activation_range, conv_multipliers
+from microcompiler.ops.constant_channels import CONSTANT_CHANNELS
+from microcompiler.ops.fixedpoint import requantize
+from microcompiler.ops.quant import activation_range, conv_multipliers, fully_connected_multipliers
 
-CONSTANT_CHANNELS = "MC_CONSTANT_CHANNELS"
 CHANNEL_AXIS = {"CONV_2D": 0, "FULLY_CONNECTED": 0, "DEPTHWISE_CONV_2D": 3}  # the weights' output channel axis
-_INT32_MIN, _INT32_MAX = INT_RANGES["int32"]
-
-
-def _wrap32(x: int) -> int:
-    return (x + 2**31) % 2**32 - 2**31
-
-
-def requantize(x: int, multiplier: int, shift: int) -> int:
-    """mc_requantize (TFLM's MultiplyByQuantizedMultiplier) in Python, bit for bit."""
-    a = _wrap32(x << max(shift, 0))
-    if a == multiplier == _INT32_MIN:
-        high = _INT32_MAX
-    else:
-        ab = a * multiplier
-        nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-        total = ab + nudge
-        high = abs(total) // (1 << 31) * (1 if total >= 0 else -1)  # C division truncates toward zero
-    exponent = max(-shift, 0)
-    mask = (1 << exponent) - 1
-    remainder = high & mask
-    threshold = (mask >> 1) + (1 if high < 0 else 0)
-    return (high >> exponent) + (1 if remainder > threshold else 0)
 
 
 def _multipliers(op: Operator, graph: Graph, channels: int) -> tuple[np.ndarray, np.ndarray]:
     """The (multiplier, shift) per output channel the operator's kernel uses."""
     x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
     if op.kind == "FULLY_CONNECTED":
-        from microcompiler.ops.fully_connected import FullyConnected
-        mult, shift = FullyConnected()._multipliers(x, w, y)
+        mult, shift = fully_connected_multipliers(x, w, y)
         if len(mult) == 1:
             mult, shift = np.repeat(mult, channels), np.repeat(shift, channels)
         return mult, shift

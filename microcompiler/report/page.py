@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from html import escape
 from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+
+# In the head of every report: what lets a later --html replace it (and nothing else).
+GENERATOR_TAG = "<meta name='generator' content='microcompiler report'>"
+_HEAD_BYTES = 512
 
 _STYLE = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td.l,th.l{text-align:left}
@@ -115,17 +121,66 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
                     + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>")
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
-    data = json.dumps({"analysis": analysis, "bench": bench, "validation": validation}).replace("</", "<\\/")
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+    # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
+    # script element; JSON.parse reads them back unchanged
+    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation})
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
             f"<script type='application/json' id='report-data'>{data}</script></body></html>\n")
 
 
-def write_report(path: str | Path, title: str, **sections) -> Path:
-    """Write the page to ``path``; a one-line error when it cannot be written."""
+def check_report_path(path: str | Path, inputs: list = ()) -> Path:
+    """Refuse, in one line, a report path that would overwrite a file microcompiler did not write.
+
+    The report may be a new file or replace an earlier report (its head carries ``GENERATOR_TAG``);
+    never the model, an input, or anything else (the rule ``compile -o`` keeps). Commands call this
+    before their work, so a long run does not end in a refusal; ``write_report`` checks again.
+    """
     path = Path(path)
+    for given in inputs:
+        try:
+            if given is not None and path.exists() and path.samefile(given):
+                raise MicrocompilerError(f"--html {path} is the same file as the input {given}; the report would "
+                                         "overwrite it: choose another file name, e.g. report.html")
+        except OSError:
+            continue
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise MicrocompilerError(f"--html {path} exists and is not a plain file; choose a new file name, e.g. "
+                                 "report.html")
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(_HEAD_BYTES)
+        except OSError as exc:
+            raise MicrocompilerError(f"cannot read the existing --html file {path}: {exc.strerror or exc}") from None
+        if GENERATOR_TAG.encode() not in head:
+            raise MicrocompilerError(f"--html {path} exists and is not a microcompiler report; it is not "
+                                     "overwritten: choose a new file name or remove it first")
+    return path
+
+
+def write_report(path: str | Path, title: str, inputs: list = (), **sections) -> Path:
+    """Write the page to ``path`` (new, or an earlier report: ``check_report_path``), all at once:
+    a temporary file next to it renamed into place. A one-line error when it cannot be written."""
+    path = check_report_path(path, inputs)
+    page = render_report(title, **sections)
     try:
-        path.write_text(render_report(title, **sections))
+        fd, temp = tempfile.mkstemp(prefix=".microcompiler-report-", suffix=".html", dir=path.parent or ".")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(page)
+            os.chmod(temp, 0o666 & ~_umask())
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
     except OSError as exc:
         raise MicrocompilerError(f"cannot write the report {path}: {exc.strerror or exc}") from None
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

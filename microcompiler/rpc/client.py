@@ -65,7 +65,7 @@ class TimeResult:
 class RemoteFunction:
     """A device function found by name; calling it runs it once on the device."""
 
-    def __init__(self, session: "Session", function_id: int, name: str):
+    def __init__(self, session: Session, function_id: int, name: str):
         self.session, self.id, self.name = session, function_id, name
 
     def __call__(self, *args) -> int:
@@ -79,7 +79,7 @@ class RemoteFunction:
 class DeviceBuffer:
     """A block of device memory from the server's static pool."""
 
-    def __init__(self, session: "Session", handle: int, nbytes: int):
+    def __init__(self, session: Session, handle: int, nbytes: int):
         self.session, self.handle, self.nbytes = session, handle, nbytes
         self.freed = False
 
@@ -231,7 +231,7 @@ class Session:
             while self.cleanup:
                 self.cleanup.pop()()
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -401,6 +401,11 @@ class Session:
             if reply.body[:4] == tag:
                 return reply.body[4:]
             self.stats["stale_replies"] += 1
+
+    @property
+    def is_open(self) -> bool:
+        """False once the session was closed or broke on an earlier error (then ``reconnect()``)."""
+        return self._broken is None
 
     def lookup(self, name: str) -> RemoteFunction:
         """The device function called ``name`` (DeviceError if it has none)."""

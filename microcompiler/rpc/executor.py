@@ -6,7 +6,8 @@ standalone runs bit for bit), then calls each operator's function over RPC in gr
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -17,9 +18,30 @@ from microcompiler.rpc.protocol import TensorArg
 
 NOT_FOUND = 2  # MC_ERR_NOT_FOUND, LOOKUP's status for a name the device does not have
 
-if TYPE_CHECKING:  # the executor is handed an open session; it never makes one
-    from microcompiler.rpc.client import DeviceBuffer, Session, TimeResult
+if TYPE_CHECKING:
     from microcompiler.rpc.plan import ModelPlan
+
+
+class DevicePool(Protocol):
+    """The device buffer the executor lays the graph's tensors out in (a client.DeviceBuffer)."""
+    handle: int
+    freed: bool
+
+    def write(self, data: Any, offset: int = 0) -> None: ...
+    def read_array(self, dtype: Any, shape: Any, offset: int = 0) -> np.ndarray: ...
+    def free(self) -> None: ...
+
+
+class RemoteSession(Protocol):
+    """What the executor needs of the open session it is handed (client.Session, whose
+    ``session.executor()`` makes one): the executor sits below the client and never makes a session."""
+
+    @property
+    def is_open(self) -> bool: ...
+    def lookup(self, name: str) -> Any: ...
+    def alloc(self, nbytes: int) -> DevicePool: ...
+    def call(self, function: Any, *args: Any) -> int: ...
+    def time_evaluator(self, function: Any, number: int = 10, repeat: int = 3) -> Callable[..., Any]: ...
 
 
 class GraphExecutor:
@@ -28,12 +50,12 @@ class GraphExecutor:
     ``GraphExecutor(session, plan)`` takes an open Session and the model's plan; ``session.executor()``
     is the same with the session's own plan."""
 
-    def __init__(self, session: Session, plan: ModelPlan):
+    def __init__(self, session: RemoteSession, plan: ModelPlan):
         self.session = session
         self.plan = plan
         self.meta = plan.metadata
         self.functions = [session.lookup(op.function) for op in plan.ops]
-        self.pool: DeviceBuffer = session.alloc(max(1, plan.pool_bytes))
+        self.pool = session.alloc(max(1, plan.pool_bytes))
         self._args = [[TensorArg(self.pool.handle, plan.slots[s][0]) for s in op.slots] for op in plan.ops]
         self.last_ticks: list[int] = []  # device ticks of each operator in the last run()
 
@@ -102,7 +124,7 @@ class GraphExecutor:
         self._restore_state()
         return rows
 
-    def time_operator(self, k: int, number: int = 10, repeat: int = 1) -> TimeResult:
+    def time_operator(self, k: int, number: int = 10, repeat: int = 1) -> Any:
         """Device time of operator k alone: ``repeat`` measurements of ``number`` back-to-back runs."""
         return self.session.time_evaluator(self.functions[k], number, repeat)(*self._args[k])
 
@@ -127,7 +149,7 @@ class GraphExecutor:
         if self.meta.get("state_bytes"):
             self.reset()
 
-    def time_inference(self, number: int = 10, repeat: int = 3) -> TimeResult:
+    def time_inference(self, number: int = 10, repeat: int = 3) -> Any:
         """Device time of the whole model (its standalone <name>_run) on the current inputs."""
         fn = self.session.lookup(self.model_function_name())
         args = [TensorArg(self.pool.handle, self.plan.slots[s][0])
@@ -137,10 +159,10 @@ class GraphExecutor:
         return result
 
     def close(self) -> None:
-        if not self.pool.freed and self.session._broken is None:
+        if not self.pool.freed and self.session.is_open:
             self.pool.free()
 
-    def __enter__(self) -> "GraphExecutor":
+    def __enter__(self) -> GraphExecutor:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -68,7 +68,7 @@ class ModelPlan:
         return self.metadata["name"]
 
     @classmethod
-    def from_library(cls, library) -> "ModelPlan":
+    def from_library(cls, library) -> ModelPlan:
         from microcompiler.codegen.graph_description import build_description
         description, _ = build_description(library.graph, library.functions)
         return cls(library.metadata, description)
@@ -82,7 +82,7 @@ class ModelPlan:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "ModelPlan":
+    def load(cls, path: str | Path) -> ModelPlan:
         path = Path(path)
         if path.is_dir():
             path = path / PLAN_FILE

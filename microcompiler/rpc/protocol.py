@@ -76,7 +76,7 @@ class HelloReply:
     model_fingerprint: int  # <NAME>_FINGERPRINT of the firmware's model (metadata.json "fingerprint"); 0: none
 
     @classmethod
-    def unpack(cls, body: bytes) -> "HelloReply":
+    def unpack(cls, body: bytes) -> HelloReply:
         return cls(*HELLO_REPLY.unpack(body))
 
 
@@ -97,7 +97,7 @@ class Reply:
     body: bytes
 
     @classmethod
-    def parse(cls, payload: bytes) -> "Reply | None":
+    def parse(cls, payload: bytes) -> Reply | None:
         """A device message, or None for a payload too short to be one."""
         if len(payload) < REPLY_HEADER.size:
             return None

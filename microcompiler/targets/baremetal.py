@@ -137,7 +137,7 @@ class BareMetal(Target):
 
     def build(self, project: Project, log: Log = print) -> BuildResult:
         """Configure (once) and build the project with CMake and Ninja; returns the firmware sizes."""
-        check_can_build(project)
+        check_can_build(project.dir)
         cmake = require_tool("cmake", "install CMake 3.20 or newer (Debian: apt-get install cmake)")
         require_tool("ninja", "install Ninja (Debian: apt-get install ninja-build)")
         require_tool("arm-none-eabi-gcc", "install the GNU Arm Embedded toolchain "
@@ -151,7 +151,7 @@ class BareMetal(Target):
         log(f"building {project.dir.name} (ninja)")
         run_logged(["ninja", "-C", str(build_dir)], log, "ninja", tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT),
                    TIMEOUT_HINT)
-        return measured_build(project, project.elf, log)
+        return measured_build(project.board, project.elf, log)
 
     def load(self, project: Project, log: Log = print) -> None:
         # Host-driven firmware on a hardware board is flashed by the user; it is reached on its port.

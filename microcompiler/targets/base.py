@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import pkgutil
 import re
 import shlex
@@ -31,16 +30,18 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from microcompiler import resources
 from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.errors import BoardError, DeviceError, MicrocompilerError
+from microcompiler.codegen.graph_description import check_graph_executor
+from microcompiler.compiler import compile_model
+from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
-from microcompiler.targets.build import BuildResult
+from microcompiler.targets.build import BuildResult, Log
 from microcompiler.targets.files import (PROJECT_FILE, check_project_dir, output_values, resolve_input_steps, save_inputs,
                                          write_project_dir)
 from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, check_fits
@@ -53,7 +54,6 @@ EXECUTORS = ("aot", "graph")
 STANDALONE, HOST_DRIVEN = "standalone", "host-driven"
 MODES = (STANDALONE, HOST_DRIVEN)  # host-driven: an RPC server main (docs/rpc.md)
 RPC_TIMEOUT = 10.0  # seconds to wait for each device reply (run --rpc-timeout)
-Log = Callable[[str], None]
 
 
 def quiet(_: str) -> None:
@@ -80,7 +80,7 @@ class Project:
     program: object | None = field(default=None, repr=False, compare=False)
 
     @property
-    def target(self) -> "Target":
+    def target(self) -> Target:
         return get_target(self.template)
 
     @property
@@ -89,7 +89,7 @@ class Project:
         return self.target.elf(self)
 
     @classmethod
-    def load(cls, project_dir: str | Path) -> "Project":
+    def load(cls, project_dir: str | Path) -> Project:
         try:
             project_dir = Path(project_dir).resolve()
             info_path = project_dir / PROJECT_FILE
@@ -198,7 +198,7 @@ class RunResult:
     step_outputs: list[list[np.ndarray]] = field(default_factory=list)
     step_ticks: list[int] = field(default_factory=list)
     # A firmware with several models: each model's result by name (this result is the first's).
-    models: dict[str, "RunResult"] = field(default_factory=dict)
+    models: dict[str, RunResult] = field(default_factory=dict)
 
 
 # ---- The report ----
@@ -223,6 +223,14 @@ SEQUENCE_DONE = re.compile(rb"^(MC-STEPS-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
 
 
 # ---- Targets ----
+
+
+def check_executor(metadatas: list[dict], executor: str, mode: str) -> None:
+    """Refuse the graph executor and host-driven mode for a model whose operators they cannot pass
+    (an UNPACK of 21 outputs, metadata "graph_executor_refusal"); the AOT executor runs any model."""
+    if executor == "graph" or mode == HOST_DRIVEN:
+        for meta in metadatas:
+            check_graph_executor(meta)
 
 class Target:
     """How models get onto one kind of device. Subclasses set ``name`` and register with @register."""
@@ -269,6 +277,7 @@ class Target:
         library = compile_for(model, board)
         metadata = library.metadata
         stack = stack_bytes or self.default_stack_bytes(metadata, mode)
+        check_executor([metadata], executor, mode)
         self.check_fits(metadata, board, executor, mode, stack)
         steps = resolve_input_steps(input, input_steps, metadata)
         if len(steps) > 1:
@@ -332,7 +341,7 @@ class Target:
     def load(self, project: Project, log: Log = print) -> None:
         """Put the built firmware on the board (emulated boards load it when QEMU starts)."""
 
-    def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> "Transport":
+    def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> Transport:
         """A transport to the running firmware: QEMU for emulated boards, else the board's serial port."""
         board = project.board
         if port is None and board.emulated:
@@ -354,7 +363,7 @@ class Target:
         return f"{board.name} ({port or 'USB'})"
 
     def start(self, project: Project, *, port: str | None = None, log: Log = quiet, load: bool = True,
-              **session_options) -> "Session":
+              **session_options) -> Session:
         """Load the host-driven firmware (unless ``port``: it already runs there) and open a session."""
         from microcompiler.rpc.client import Session
         from microcompiler.rpc.plan import ModelPlan
@@ -417,7 +426,6 @@ def compile_for(model: str | Path | ModelLibrary, board: Board) -> ModelLibrary:
     """The model library for the board's CPU (a .tflite is compiled; a library is taken as it is)."""
     if isinstance(model, ModelLibrary):
         return model
-    from microcompiler.compiler import compile_model
     return compile_model(model, features=board.cpu.features)
 
 
@@ -439,7 +447,7 @@ def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_d
 
 def start_on_board(model: str | Path | ModelLibrary, board: Board, project_dir: str | Path, *,
                    template: str = "baremetal", port: str | None = None, log: Log = quiet,
-                   **session_options) -> tuple[Project, BuildResult | None, "Session"]:
+                   **session_options) -> tuple[Project, BuildResult | None, Session]:
     """create + build + start host-driven firmware: (project, BuildResult, open RPC Session)."""
     target = target_for(board, template)
     target.check_board(board)

@@ -13,15 +13,15 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from microcompiler import cleanup
+from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.outdir import check_path_is_safe
 from microcompiler.targets.files import BUILD_DIR
 
-if TYPE_CHECKING:
-    from microcompiler.targets.base import Log, Project
+Log = Callable[[str], None]  # where a target's progress lines go (print, a progress bar, nowhere)
 
 
 @dataclass
@@ -122,17 +122,17 @@ def firmware_size(elf: str | Path) -> tuple[int, int]:
     return flash, ram
 
 
-def measured_build(project: Project, elf: Path, log: Log) -> BuildResult:
+def measured_build(board: Board, elf: Path, log: Log) -> BuildResult:
     flash_bytes, ram_bytes = firmware_size(elf)
     log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
-        f"(board: {project.board.flash.size:,} B / {project.board.ram.size:,} B)")
+        f"(board: {board.flash.size:,} B / {board.ram.size:,} B)")
     return BuildResult(elf, flash_bytes, ram_bytes)
 
 
-def check_can_build(project: Project) -> None:
-    check_path_is_safe(project.dir, "the project directory")  # a project moved under such a path
-    build_dir = project.dir / BUILD_DIR
-    where = build_dir if build_dir.is_dir() else project.dir
+def check_can_build(project_dir: Path) -> None:
+    check_path_is_safe(project_dir, "the project directory")  # a project moved under such a path
+    build_dir = project_dir / BUILD_DIR
+    where = build_dir if build_dir.is_dir() else project_dir
     if not os.access(where, os.W_OK | os.X_OK):
-        raise MicrocompilerError(f"cannot build {project.dir}: no write permission for {where} (the build "
+        raise MicrocompilerError(f"cannot build {project_dir}: no write permission for {where} (the build "
                                  f"writes to {build_dir}); copy the project somewhere writable")

@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

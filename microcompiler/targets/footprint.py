@@ -17,6 +17,12 @@ OPERATOR_CODE_BYTES = 1024
 GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
 RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
 
+def ram_for_models(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
+    """The board's RAM left for models after the runtime and the stack (``estimate_footprint``'s
+    overheads): a model's inputs, outputs, state, arena and scratch must fit in it."""
+    return board.ram.size - stack_bytes - RUNTIME_RAM_BYTES
+
+
 def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     """Flash and RAM the firmware will need, estimated from metadata.json before building."""
     weights = metadata["params_bytes"]

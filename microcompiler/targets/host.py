@@ -80,7 +80,7 @@ class Host(Target):
         return RunResult(results[-1].outputs, results[-1].ticks, results[-1].hz, None, "",
                          [r.outputs for r in results], [r.ticks for r in results])
 
-    def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> "Transport":
+    def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> Transport:
         from microcompiler.transport.subprocess import SubprocessTransport
         if port is not None:
             raise MicrocompilerError("--port is for boards; --board host runs the RPC server as a local process")

@@ -27,7 +27,7 @@ from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
 from microcompiler.inputs import random_inputs
-from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, get_target, quiet, templates
+from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, check_executor, get_target, quiet, templates
 from microcompiler.targets.files import check_project_dir, output_values, save_inputs, write_project_dir
 
 MODELS_TEMPLATES = "models"  # project_templates/models: src/models.c and src/models.h
@@ -135,6 +135,7 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
                                      f"'{SHARED_ARENA}'; pass .tflite files and let create-project compile them")
     combined = combined_metadata(libraries, share_arena)
     stack = stack_bytes or max(target.default_stack_bytes(lib.metadata, mode) for lib in libraries)
+    check_executor([lib.metadata for lib in libraries], executor, mode)
     target.check_fits(combined, board, executor, mode, stack)
     metas = [lib.metadata for lib in libraries]
     info = {"model": metas[0]["name"], "models": [m["name"] for m in metas], "board": board.name,

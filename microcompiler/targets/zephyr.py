@@ -295,7 +295,7 @@ class Zephyr(Target):
 
     def build(self, project: Project, log: Log = print) -> BuildResult:
         """``west build`` the project; returns the firmware sizes."""
-        check_can_build(project)
+        check_can_build(project.dir)
         west = require_west()
         base = zephyr_base()
         target = west_board_target(project.board, base)
@@ -307,7 +307,7 @@ class Zephyr(Target):
         elf = self.elf(project)
         if not elf.is_file():
             raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")
-        return measured_build(project, elf, log)
+        return measured_build(project.board, elf, log)
 
     # ---- run ----
 

@@ -49,7 +49,7 @@ class QemuTransport(Transport):
     """
 
     @classmethod
-    def for_board(cls, board, kernel: str | Path, **options) -> "QemuTransport":
+    def for_board(cls, board, kernel: str | Path, **options) -> QemuTransport:
         if not board.emulated:
             raise DeviceError(f"board {board.name} is not emulated (no [qemu] machine in its board file)")
         return cls(board.qemu_machine, kernel, **options)

@@ -41,7 +41,7 @@ class TuningLog:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def for_cpu(self, cpu) -> "CpuTuning":
+    def for_cpu(self, cpu) -> CpuTuning:
         """What compile_model(tuning=...) takes: this log's entries for one CPU (``Board.cpu``)."""
         return CpuTuning(self, cpu)
 
@@ -57,7 +57,7 @@ class TuningLog:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "TuningLog":
+    def load(cls, path: str | Path) -> TuningLog:
         path = Path(path)
         try:
             text = path.read_text()

@@ -11,6 +11,7 @@ timed alone (``number`` back-to-back runs, device timer ticks) and, if asked, th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from microcompiler.validation.metrics import within_tolerance
 
 @dataclass
 class MeasureJob:
-    model: str  # the .tflite path (the worker compiles it: a job is small)
+    model: str  # the .tflite file's name (its path where the job was made; the worker uses model_bytes)
     board: str
     tuning: dict  # compile_model's tuning: {operator index: knobs}
     inputs: list  # the model's input arrays
@@ -37,6 +38,7 @@ class MeasureJob:
     rpc_timeout: float = RPC_TIMEOUT
     call_timeout: float = 120.0
     options: dict = field(default_factory=dict)
+    model_bytes: bytes | None = None  # the .tflite file itself: the job needs no path shared with the worker
 
 
 def _matches(ours: np.ndarray, theirs: np.ndarray, dtype: str) -> bool:
@@ -74,9 +76,14 @@ def check_operators(ex, library, job: MeasureJob) -> list[bool | None]:
 def measure(job: MeasureJob) -> dict:
     """Build, start, check and time; the device and its project are gone when this returns."""
     board = resolve_board(job.board)
-    library = compile_model(job.model, features=board.cpu.features, tuning=job.tuning)
     work = cleanup.temp_dir("microcompiler-tune-")
     try:
+        model = job.model
+        if job.model_bytes is not None:
+            name = Path(job.model).name
+            model = work / (name if name.endswith(".tflite") else "model.tflite")
+            model.write_bytes(job.model_bytes)
+        library = compile_model(model, features=board.cpu.features, tuning=job.tuning)
         _, _, session = start_on_board(library, board, work / "project", template=job.template, log=quiet,
                                        timeout=job.rpc_timeout, call_timeout=job.call_timeout)
         with session:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 from abc import ABC, abstractmethod
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 # The longest one job may take (build + start + check + time): a bound on every wait.
 JOB_TIMEOUT = 30 * 60.0
@@ -26,10 +26,10 @@ class JobRunner(ABC):
     def run(self, fn: Callable, jobs: Sequence) -> Iterator[tuple[int, object]]:
         """Results in completion order. A job's exception is raised here; the others are abandoned."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (not abstract: a runner without workers has nothing to release)
         """Release the runner's workers (idempotent)."""
 
-    def __enter__(self) -> "JobRunner":
+    def __enter__(self) -> JobRunner:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -120,11 +120,12 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
         return TuneResult(carried, groups, None, None, None, True, ["nothing left to measure"])
     expected = oracle_tensors(model, graph, inputs)
     rounds = max([len(g.candidates) for g in groups if g.status == "tuned"], default=1)
+    model_bytes = Path(model).read_bytes()
 
     def job(r: int | None, tuning: dict, label: str) -> MeasureJob:
         return MeasureJob(model=str(model), board=board.name, tuning=tuning, inputs=list(inputs),
                           expected=expected, label=label, template=template, number=number,
-                          whole=r in (0, None))
+                          whole=r in (0, None), model_bytes=model_bytes)
 
     jobs = [job(r, _round_tuning(groups, r), f"round {r + 1}/{rounds}") for r in range(rounds)]
     measured: list[dict | None] = [None] * rounds

@@ -1,9 +1,9 @@
-/* Fixed-point helpers of the activation kernels (TANH, HARD_SWISH, LOG_SOFTMAX).
+/* Fixed-point helpers of the activation kernels (LOG_SOFTMAX, the int16 LSTM gates).
  *
  * Like kernel_fixedpoint.h, these reproduce bit for bit the integer arithmetic TFLite Micro's
- * reference kernels evaluate: gemmlowp's tanh, TFLite's fixed-point log for x >= 1 and the 16-bit
- * fixed-point primitives of the int8 hard-swish. Format parameters are compile-time constants at
- * every call site. (The int8 L2_NORMALIZATION uses mc_inv_sqrt_multiplier of kernel_elementwise.h.)
+ * reference kernels evaluate: TFLite's fixed-point log for x >= 1 and TFLM's int16 sigmoid and tanh.
+ * (The int8 TANH, LOGISTIC and HARD_SWISH are compile-time tables computed by ops/fixedpoint.py.)
+ * Format parameters are compile-time constants at every call site. (The int8 L2_NORMALIZATION uses mc_inv_sqrt_multiplier of kernel_elementwise.h.)
  */
 #ifndef MICROCOMPILER_KERNEL_ACTIVATION_H_
 #define MICROCOMPILER_KERNEL_ACTIVATION_H_
@@ -24,24 +24,6 @@ static inline int32_t mc_sat_add32(int32_t a, int32_t b) {
 static inline int32_t mc_sat_sub32(int32_t a, int32_t b) {
   const int64_t diff = (int64_t)a - (int64_t)b;
   return (int32_t)MC_CLAMP(diff, (int64_t)INT32_MIN, (int64_t)INT32_MAX);
-}
-
-/* (1 - a) / (1 + a) = 2 / (1 + a) - 1 for a in [0, 1), Q0 -> Q0 (the Newton-Raphson division of
- * kernel_fixedpoint.h). */
-static inline int32_t mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1(int32_t a) {
-  const int32_t one_q2 = (int32_t)1 << 29;
-  return mc_fp_rescale(mc_wrap_sub(mc_fp_two_over_one_plus_x_for_x_in_0_1(a), one_q2), 2, 0);
-}
-
-/* tanh(a), a in Q(integer_bits) with integer_bits <= 4, result in Q0:
- * tanh(|a|) = (1 - exp(-2|a|)) / (1 + exp(-2|a|)), the doubling done by reading -|a| as
- * Q(integer_bits + 1). */
-static inline int32_t mc_fp_tanh(int32_t a, int integer_bits) {
-  const int32_t negative_magnitude = a < 0 ? a : -a;
-  const int32_t t = mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1(
-      mc_fp_exp_on_negative_values(negative_magnitude, integer_bits + 1));
-  if (a == 0) return 0;
-  return a < 0 ? -t : t;
 }
 
 /* The normalising shift of mc_fp_log_x_for_x_ge_1. Its exponent is -1 only for a negative x (a
@@ -89,37 +71,6 @@ static inline int32_t mc_fp_log_x_for_x_ge_1(int32_t x, int input_bits, int outp
   const int32_t num_scaled = mc_fp_rescale(num, 0, accum_bits);
   return mc_fp_rescale(mc_wrap_add(mc_fp_mul(z_pow_2_adj, log_2), mc_fp_mul(num_scaled, recip_denom)),
                        accum_bits, output_bits);
-}
-
-/* ---- 16-bit fixed point (the int8 HARD_SWISH) ------------------------------------------------- */
-
-/* round(a * b / 2^15), saturating the single overflowing case a == b == INT16_MIN. */
-static inline int16_t mc_s16_rounding_doubling_high_mul(int16_t a, int16_t b) {
-  const int32_t ab = (int32_t)a * (int32_t)b;
-  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
-  if (a == b && a == INT16_MIN) return INT16_MAX;
-  return (int16_t)((ab + nudge) / (1 << 15));
-}
-
-/* a * b / 2^15 truncated toward zero, saturating INT16_MIN * INT16_MIN. */
-static inline int16_t mc_s16_doubling_high_mul(int16_t a, int16_t b) {
-  if (a == b && a == INT16_MIN) return INT16_MAX;
-  return (int16_t)(((int32_t)a * (int32_t)b) / (1 << 15));
-}
-
-/* x * 2^exponent saturated to int16 (exponent >= 0). */
-static inline int16_t mc_s16_saturating_left_shift(int16_t x, int exponent) {
-  const int64_t wide = (int64_t)x * ((int64_t)1 << exponent);
-  return (int16_t)MC_CLAMP(wide, (int64_t)INT16_MIN, (int64_t)INT16_MAX);
-}
-
-/* x / 2^exponent rounded to nearest, ties away from zero, in int16 arithmetic: as in gemmlowp,
- * the mask is an int16 too, so exponents of 16 and more round every value to 1 or -1. */
-static inline int16_t mc_s16_rounding_divide_by_pot(int16_t x, int exponent) {
-  const int16_t mask = (int16_t)(((int64_t)1 << exponent) - 1);
-  const int16_t remainder = (int16_t)(x & mask);
-  const int16_t threshold = (int16_t)((mask >> 1) + (x < 0 ? 1 : 0));
-  return (int16_t)((x >> (exponent < 16 ? exponent : 15)) + (remainder > threshold ? 1 : 0));
 }
 
 /* ---- int16 sigmoid and tanh of TFLM's LSTM gates (UNIDIRECTIONAL_SEQUENCE_LSTM) --------------- */

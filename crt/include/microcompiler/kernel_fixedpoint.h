@@ -1,8 +1,9 @@
-/* gemmlowp-style fixed-point math used by the quantized SOFTMAX and LOGISTIC kernels.
+/* gemmlowp-style fixed-point math used by the quantized SOFTMAX and LOG_SOFTMAX kernels (the int8
+ * LOGISTIC and TANH are compile-time tables: ops/fixedpoint.py mirrors these functions in Python).
  *
  * A value "Qm" is an int32_t holding x * 2^(31 - m): m integer bits, 31 - m fractional bits
  * (Q0 covers [-1, 1)). The functions reproduce, bit for bit, the integer arithmetic of the
- * fixed-point exp / reciprocal / logistic that TFLite Micro's reference kernels evaluate, and the
+ * fixed-point exp / reciprocal that TFLite Micro's reference kernels evaluate, and the
  * interpolating int16 table lookup of its int16 softmax. Everything is static inline and the
  * kernels pass compile-time constants for the format parameters, so they fold away.
  */
@@ -93,8 +94,7 @@ static inline int32_t mc_fp_exp_on_negative_values(int32_t a, int integer_bits) 
 }
 
 /* 2 / (1 + a) for a in [0, 1), Q0 -> Q2: gemmlowp's Newton-Raphson division, three steps from
- * 48/17 - 32/17 d with d = (1 + a) / 2. Shared by mc_fp_one_over_one_plus_x_for_x_in_0_1 and
- * mc_fp_one_minus_x_over_one_plus_x_for_x_in_0_1 (kernel_activation.h). */
+ * 48/17 - 32/17 d with d = (1 + a) / 2. */
 static inline int32_t mc_fp_two_over_one_plus_x_for_x_in_0_1(int32_t a) {
   const int32_t half_denominator = mc_fp_rounding_half_sum(a, INT32_MAX); /* Q0 */
   const int32_t c_48_over_17 = 1515870810;      /* 48/17 in Q2 */
@@ -114,15 +114,6 @@ static inline int32_t mc_fp_two_over_one_plus_x_for_x_in_0_1(int32_t a) {
 static inline int32_t mc_fp_one_over_one_plus_x_for_x_in_0_1(int32_t a) {
   /* x / 2 reinterpreted as Q1, then rescaled to Q0. */
   return mc_fp_rescale(mc_fp_two_over_one_plus_x_for_x_in_0_1(a), 1, 0);
-}
-
-/* logistic(a) = 1 / (1 + exp(-a)), a in Q(integer_bits) with integer_bits <= 5, result in Q0. */
-static inline int32_t mc_fp_logistic(int32_t a, int integer_bits) {
-  const int32_t magnitude = a > 0 ? a : -a;
-  const int32_t positive = mc_fp_one_over_one_plus_x_for_x_in_0_1(
-      mc_fp_exp_on_negative_values(-magnitude, integer_bits));
-  if (a == 0) return (int32_t)1 << 30;
-  return a > 0 ? positive : mc_wrap_sub(INT32_MAX, positive);
 }
 
 /* 1 / x for a positive x in Q(integer_bits), as a Q0 fraction in [0.5, 1) and the number of bits

@@ -212,6 +212,13 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
 #endif
 
+/* Saturate to int16. */
+#if MC_DSP_ASM
+#define MC_SSAT16(x) __ssat((x), 16)
+#else
+#define MC_SSAT16(x) MC_CLAMP((x), INT16_MIN, INT16_MAX)
+#endif
+
 /* y = x >> shift (arithmetic, shift a literal from 1 to 31) saturated to int8: one SSAT with a
  * shifted operand on the DSP cores (GCC does not fold the shift into SSAT by itself). */
 #if MC_DSP_ASM

@@ -55,7 +55,7 @@ def tflm_int8_add(x1: np.ndarray, x2: np.ndarray, q: dict, zero_points: tuple[in
     return np.clip(_requantize(s1 - s2 if subtract else s1 + s2, q["output_q"]) + zo, act[0], act[1])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _all_pairs() -> tuple[np.ndarray, np.ndarray]:
     x1, x2 = np.meshgrid(np.arange(-128, 128, dtype=np.int64), np.arange(-128, 128, dtype=np.int64),
                          indexing="ij")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.analysis import cost_model_data
+from microcompiler.ops import cost_model_data
 
 FEATURES = ("macs", "outputs", "inputs", "window", "one")
 # Knobs that change the inner loop (others, such as scratch sizes, do not).

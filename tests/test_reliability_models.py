@@ -1,0 +1,119 @@
+"""Nothing unsafe from a model: what the generated C relies on is checked at import, TFLM's rules
+where the flatbuffer is ambiguous, no signed overflow the C compiler may exploit.
+
+Regression tests for issue 24 ("Nothing unsafe from a model or a path"), groups 3 and 4. Each
+model is built here (tests/model_builder.py) and, where TFLM runs it, compared with TFLM
+(tests/oracle.py) on the host with ASan/UBSan.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import model_builder as mb
+from harness import assert_matches_oracle, compile_bytes
+from microcompiler.errors import MicrocompilerError
+from oracle import Oracle
+
+
+def fully_connected(x_shape=(1, 4), y_shape=(1, 4), scales=1, bias_values=4, bias_dtype=np.int32):
+    """An int8 FULLY_CONNECTED with 4 output rows of depth 4."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", list(x_shape), "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.arange(-8, 8, dtype=np.int8).reshape(4, 4),
+                   scale=[0.02 + 0.001 * i for i in range(scales)], zero_point=[0] * scales)
+    bias = b.constant("bias", np.arange(bias_values).astype(bias_dtype), scale=[0.001], zero_point=[0])
+    y = b.activation("y", list(y_shape), "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    return b.finish([x], [y])
+
+
+def conv(scales=1, bias_values=3, bias_dtype=np.int32):
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 4, 2], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.ones((3, 3, 3, 2), np.int8), scale=[0.02 + 0.001 * i for i in range(scales)],
+                   zero_point=[0] * scales)
+    bias = b.constant("bias", np.arange(bias_values).astype(bias_dtype), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 4, 4, 3], "int8", scale=0.1, zero_point=2)
+    b.op("CONV_2D", [x, w, bias], [y], mb.conv2d_options())
+    return b.finish([x], [y])
+
+
+def refused(model: bytes, tmp_path, *fragments):
+    with pytest.raises(MicrocompilerError) as info:
+        compile_bytes(model, tmp_path)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def tflm_refuses(model: bytes) -> bool:
+    try:
+        Oracle(model)
+    except Exception:  # noqa: BLE001 - the interpreter raises RuntimeError on a failed AllocateTensors
+        return True
+    return False
+
+
+def test_fully_connected_batch_against_the_output_size_is_refused(tmp_path):
+    """Input [3, 4] makes 3 batches of 4 outputs; a [1, 2] output would be written past its end."""
+    refused(fully_connected(x_shape=(3, 4), y_shape=(1, 2)), tmp_path, "3 batches of 4 outputs", "[1, 2]")
+    refused(fully_connected(x_shape=(3, 4), y_shape=(3, 2)), tmp_path, "[3, 2]")
+    assert_matches_oracle(fully_connected(x_shape=(3, 4), y_shape=(3, 4)), tmp_path / "ok", n_inputs=2, sanitize=True)
+
+
+@pytest.mark.parametrize("make", [fully_connected, conv], ids=["fully_connected", "conv_2d"])
+def test_per_channel_scales_must_match_the_output_channels(tmp_path, make):
+    model = make(scales=2)
+    refused(model, tmp_path, "weights have 2 scales for")
+    assert tflm_refuses(model)
+
+
+@pytest.mark.parametrize("make", [fully_connected, conv], ids=["fully_connected", "conv_2d"])
+def test_a_bias_shorter_than_the_channels_is_refused(tmp_path, make):
+    refused(make(bias_values=2), tmp_path, "bias has 2 elements for")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16], ids=["float32", "int16"])
+@pytest.mark.parametrize("make", [fully_connected, conv], ids=["fully_connected", "conv_2d"])
+def test_an_int8_layer_with_a_bias_of_another_type_is_refused(tmp_path, make, dtype):
+    refused(make(bias_dtype=dtype), tmp_path, "int8 needs an int32 bias", np.dtype(dtype).name)
+
+
+def relu_with_codes(builtin: int, deprecated: int) -> bytes:
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+    import flatbuffers
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 16], "float32")
+    y = b.activation("y", [1, 16], "float32")
+    b.op("RELU", [x], [y])
+    model = fb.ModelT.InitFromPackedBuf(b.finish([x], [y]), 0)
+    model.operatorCodes[0].builtinCode = builtin
+    model.operatorCodes[0].deprecatedBuiltinCode = deprecated
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+@pytest.mark.parametrize("builtin, deprecated", [(19, 21), (21, 19), (21, 0)])
+def test_the_operator_code_is_the_larger_of_the_two_fields_as_in_tflm(tmp_path, builtin, deprecated):
+    """RELU is 19, RELU6 21: TFLM runs max(builtin_code, deprecated_builtin_code), RELU6, here too."""
+    model = relu_with_codes(builtin, deprecated)
+    x = [np.linspace(-4, 12, 16, dtype=np.float32).reshape(1, 16)]
+    out = Oracle(model).run(x)[0]
+    assert out.max() == 6.0  # TFLM ran RELU6
+    assert_matches_oracle(model, tmp_path, inputs=[x], sanitize=True)
+
+
+@pytest.mark.parametrize("executor", ["aot", "graph"])
+def test_an_input_listed_twice_takes_the_last_value_as_in_tflm(tmp_path, executor):
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "int8", scale=0.1, zero_point=0)
+    y = b.activation("y", [1, 4], "int8", scale=0.1, zero_point=0)
+    b.op("RELU", [x], [y])
+    model = b.finish([x, x], [y])
+    first, last = np.full((1, 4), -5, np.int8), np.full((1, 4), 7, np.int8)
+    assert np.array_equal(Oracle(model).run([first, last])[0], last)  # TFLM: the last write wins
+    assert_matches_oracle(model, tmp_path, inputs=[[first, last]], sanitize=True, executor=executor)
