@@ -295,29 +295,42 @@ def test_zephyr_firmware_in_qemu_matches_the_host(board_name, mode, hello, tmp_p
     assert result.hz > 0 and result.ticks > 0
     elf = tmp_path / "zephyr" / "build" / "zephyr" / "zephyr.elf"
     if mode == "host-driven":
-        _assert_answers_a_hello_sent_while_it_boots(elf, load_board(board_name).qemu_machine)
+        _assert_answers_a_hello_sent_while_it_boots(elf, load_board(board_name), tmp_path)
     else:
         _assert_silence_in_qemu_is_not_blamed_on_the_port(elf, load_board(board_name).qemu_machine)
 
 
-def _assert_answers_a_hello_sent_while_it_boots(elf: Path, machine: str) -> None:
-    """The host-driven start-up race, made certain: the request's bytes wait at the UART from before
-    Zephyr boots (QEMU reset while paused, HELLO written, then resumed), so they arrive while the
-    driver has the receiver on and main() has not yet enabled its interrupt. The firmware takes the
-    byte the UART holds (crt/platform/zephyr/platform.c) instead of waiting for an interrupt that
-    never comes."""
+def _assert_answers_a_hello_sent_while_it_boots(elf: Path, board, tmp_path: Path) -> None:
+    """The host-driven start-up race, made certain: QEMU's gdb stub holds the guest at
+    mc_platform_init (Zephyr's UART driver has turned the receiver on, main() has not enabled the
+    receive interrupt yet) while the host's HELLO arrives. The CMSDK UART takes its first byte and
+    raises no interrupt for it, and takes no other byte until that one is read: firmware that only
+    waits for the interrupt never answers (checked on the firmware before the fix); this firmware
+    reads what the UART holds when it enables the interrupt (crt/platform/zephyr/platform.c)."""
+    from gdb_stop import GdbStub, function_address
     from microcompiler.rpc import protocol as P
     from microcompiler.rpc.client import Session
     from microcompiler.rpc.framing import encode_frame
     from microcompiler.transport.qemu import QemuTransport
-    transport = QemuTransport(machine, elf)
+    init = function_address(elf, "mc_platform_init")
+    gdb_socket = tmp_path / "gdb.sock"
+    transport = QemuTransport(board.qemu_machine, elf, extra_args=("-gdb", f"unix:{gdb_socket},server=on,wait=off"))
     try:
-        transport.qmp("stop")
-        transport.qmp("system_reset")
-        while transport.read(4096, 0.2):  # what the first boot printed
-            pass
-        transport.write(encode_frame(P.request(P.HELLO, 1, 1, P.HELLO_BODY.pack(P.VERSION, 1))))
-        transport.qmp("cont")
+        gdb = GdbStub(gdb_socket)  # the guest stops
+        try:
+            assert gdb.request(f"Z0,{init:x},2") == "OK"  # a breakpoint at mc_platform_init (Thumb)
+            transport.qmp("system_reset")
+            while transport.read(4096, 0.2):  # what the first boot printed
+                pass
+            assert gdb.request("c").startswith("T05")  # stopped at the breakpoint
+            transport.write(encode_frame(P.request(P.HELLO, 1, 1, P.HELLO_BODY.pack(P.VERSION, 1))))
+            time.sleep(0.5)  # QEMU hands the UART the first byte
+            uart_state = transport.qmp("human-monitor-command", **{"command-line": f"xp /1wx {board.uart.base + 4:#x}"})
+            assert int(uart_state.split(":")[1].split()[0], 16) & 2, uart_state  # CMSDK UART STATE: RX buffer full
+            assert gdb.request(f"z0,{init:x},2") == "OK"
+            assert gdb.request("D") == "OK"  # detach: the guest runs on
+        finally:
+            gdb.close()
         with Session(transport, timeout=20, owns_transport=False) as session:
             assert session.device.function_count > 0
     finally:
