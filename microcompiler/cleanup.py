@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -66,7 +67,7 @@ def _die_with_parent() -> None:
 
 def spawn(argv: list[str], **popen_options) -> subprocess.Popen:
     """Popen(argv) in a new process group, registered until :func:`stop` (or :func:`forget`)."""
-    options = dict(start_new_session=True)
+    options: dict[str, Any] = {"start_new_session": True}
     if _PRCTL is not None:
         options["preexec_fn"] = _die_with_parent
     proc = subprocess.Popen(argv, **options, **popen_options)

@@ -1,12 +1,14 @@
 """Model inputs: loaded from .npy files or made from a fixed seed, checked against the model."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.ir import np_dtype
+from microcompiler.user_files import MAX_INPUT_BYTES, read_user_file
 
 DEFAULT_SEED = 0
 
@@ -55,8 +57,9 @@ def check_input(arr: np.ndarray, meta: dict, source: str) -> np.ndarray:
 
 def load_array(path: str) -> np.ndarray:
     """One array from a .npy file, or a one-line error that says what the file is instead."""
+    data = read_user_file(path, "input", MAX_INPUT_BYTES)
     try:
-        loaded = np.load(Path(path), allow_pickle=False)
+        loaded = np.load(io.BytesIO(data), allow_pickle=False)
     except OSError as exc:
         raise MicrocompilerError(f"cannot read input {path}: {exc.strerror or exc}") from None
     except EOFError:

@@ -25,8 +25,10 @@ class Benchmark:
     @property
     def input_dtype(self) -> np.dtype:
         """The dtype of the bytes the runner loads."""
-        return {"MC_MLPERF_INPUT_INT8": np.dtype(np.int8), "MC_MLPERF_INPUT_UINT8": np.dtype(np.uint8),
-                "MC_MLPERF_INPUT_FLOAT32": np.dtype("<f4")}[self.input_format]
+        formats: dict[str, np.dtype] = {"MC_MLPERF_INPUT_INT8": np.dtype(np.int8),
+                                        "MC_MLPERF_INPUT_UINT8": np.dtype(np.uint8),
+                                        "MC_MLPERF_INPUT_FLOAT32": np.dtype("<f4")}
+        return formats[self.input_format]
 
 
 BENCHMARKS = {

@@ -28,7 +28,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
     # a .tflite file to a model library: the IR, importer, kernels, passes, C generation, the pipeline
     "compile": ("ir", "templating", "inputs", "frontend", "ops", "passes", "codegen", "compiler"),
     # boards and what runs on them: transports, firmware reports, host programs, RPC client, projects
-    "device": ("boards", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
+    "device": ("boards", "timing", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
     # the documented Python API: microcompiler.connect / open_model, the project functions
     "api": ("microcompiler", "api", "project"),
     # work made of compiling and running: tuning, validation against the oracle, analysis, reports

@@ -33,7 +33,7 @@ def test_the_changelog_has_an_entry_for_the_version():
 
 def test_ci_runs_the_linter_and_the_type_checker():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "ruff check" in ci
+    assert "ruff check" in ci and "mypy" in ci
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert {"ruff", "mypy"} <= {re.split(r"[=<>]", r)[0] for r in project["project"]["optional-dependencies"]["test"]}
-    assert project["tool"]["ruff"]["lint"]["select"]
+    assert project["tool"]["ruff"]["lint"]["select"] and project["tool"]["mypy"]["files"] == ["microcompiler"]

@@ -20,7 +20,7 @@ from microcompiler.project import Project, build, flash
 from microcompiler.api import connect
 from microcompiler.rpc.plan import ModelPlan
 from microcompiler.targets import create_models_project
-from microcompiler.targets.build import firmware_size
+from microcompiler.targets.toolchain import firmware_size
 from microcompiler.targets.multi import SHARED_ARENA, check_no_state, compile_models
 from oracle import Oracle
 

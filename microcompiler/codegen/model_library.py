@@ -39,7 +39,7 @@ RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "ker
                    "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
                    # these four: included by kernel_fft*.h, kernel_simd.h
                    "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h",
-                   "kernel_float.h"]
+                   "kernel_float.h", "kernel_libm.h"]
 
 
 @dataclass
@@ -281,7 +281,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }
-    refusal = graph_executor_refusal(functions)
+    refusal = graph_executor_refusal(functions, graph)
     if refusal:  # no <name>_graph.c: only the AOT executor runs this model
         lib.metadata["graph_executor_refusal"] = refusal
     return lib

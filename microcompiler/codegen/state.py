@@ -63,7 +63,10 @@ def state_arrays(graph: Graph, layers: dict[int, str],
     tensor's array. Subgraphs' state follows the main graph's; a resource variable
     (``Tensor.variable``) or a CALL_ONCE flag is named after itself (``<model>_<variable>``) and a
     variable used by several subgraphs is one array."""
-    arrays, taken, by_key, names = [], set(), {}, {}
+    arrays: list[StateArray] = []
+    taken: set[str] = set()
+    by_key: dict[str, str] = {}
+    names: dict[int, dict[int, str]] = {}
     for n, g in enumerate(graph.all_graphs()):
         glayers = layers if n == 0 else (sub_layers or {}).get(id(g), {})
         where = graph.name if n == 0 else f"{graph.name}_{g.name}"

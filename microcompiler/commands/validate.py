@@ -14,13 +14,14 @@ from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
 from microcompiler.commands.arguments import add_board_arguments, positive_seconds, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
-from microcompiler.errors import MicrocompilerError
+from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
 from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.validation import DeviceOptions, Sample, validate
+from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 100_000
@@ -102,20 +103,27 @@ def run(args) -> int:
     else:
         print_validation(report)
         if args.html:
-            print(f"report: {args.html}")
+            print(f"report: {printable(args.html)}")
     return 0 if report["passed"] else 1
 
 
 def _read(path: str, what: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise MicrocompilerError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    return read_user_file(path, what, MAX_MODEL_BYTES)
+
+
+def verdict(report: dict) -> str:
+    """PASSED (exact) only for bit-for-bit equality with TFLM; a float model within tolerance says
+    its largest error in ulp instead."""
+    if not report["passed"]:
+        return "FAILED"
+    if report.get("bit_exact"):
+        return "PASSED (exact)"
+    return f"PASSED (within tolerance, not exact: largest float error {report.get('max_ulp_error', 0):,} ulp)"
 
 
 def print_validation(report: dict) -> None:
     print(f"{report['model']} on {report['board']}: {len(report['samples'])} inputs, "
-          f"{' and '.join(report['modes'])}: {'PASSED (exact)' if report['passed'] else 'FAILED'}")
+          f"{' and '.join(report['modes'])}: {verdict(report)}")
     print(f"{'mode':<12} {'against':<7} {'output':<20} {'exact':>8} {'max err':>10} {'mean err':>10} "
           f"{'cosine':>9} {'top-1':>7}")
     for c in report["comparisons"]:

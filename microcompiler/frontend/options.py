@@ -13,6 +13,7 @@ they are (``max_detections``, ``shift``); the kernel checks the keys and types i
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import tflite
@@ -49,8 +50,9 @@ def _read_table(op) -> dict:
     cls = getattr(tflite, name)
     opts = cls()
     opts.Init(table.Bytes, table.Pos)
-    values = {}
+    values: dict[str, Any] = {}
     for field in _fields(cls):
+        value: Any
         if hasattr(cls, field + "AsNumpy"):
             arr = getattr(opts, field + "AsNumpy")()
             value = [int(v) for v in arr] if isinstance(arr, np.ndarray) else []
@@ -74,7 +76,7 @@ def _read_table(op) -> dict:
 
 
 # Schema defaults of the options the existing kernels read without a default of their own.
-_DEFAULTS = {
+_DEFAULTS: dict[str, dict[str, Any]] = {
     "CONV_2D": dict(padding="SAME", stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation="NONE"),
     "DEPTHWISE_CONV_2D": dict(padding="SAME", stride_h=1, stride_w=1, dilation_h=1, dilation_w=1,
                               depth_multiplier=1, activation="NONE"),

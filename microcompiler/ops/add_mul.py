@@ -25,7 +25,7 @@ from microcompiler.ops.binary_common import float_activation, wrapping
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
 from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
                                          require_broadcast, unbroadcast_inputs)
-from microcompiler.ops.quant import activation_range, c_float, float_activation_range, quantize_multiplier
+from microcompiler.ops.quant import activation_range, c_float, float_activation_range, mul_multiplier, quantize_multiplier
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -148,7 +148,7 @@ class Add(_Elementwise):
         """The int8 affine kernel's weights, bias and shift (ops/fast/add_affine.py), or None."""
         if y.dtype != "int8":
             return None
-        zero_points = tuple(int(t.quant.zero_point[0]) for t in (a, b, y))
+        zero_points = (int(a.quant.zero_point[0]), int(b.quant.zero_point[0]), int(y.quant.zero_point[0]))
         return affine_add(self.requantization(op, a, b, y), zero_points,
                           activation_range(op.options.get("activation", "NONE"), y), self.symbol == "-")
 
@@ -218,7 +218,4 @@ class Mul(_Elementwise):
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
 
     def requantization(self, op, a, b, y):
-        # TFLM (mul_common.cc): product of the input scales over the output scale, in double.
-        real = (float(np.float32(a.quant.scale[0])) * float(np.float32(b.quant.scale[0]))
-                / float(np.float32(y.quant.scale[0])))
-        return dict(output_q=quantize_multiplier(real), fast=None)
+        return dict(output_q=mul_multiplier(a, b, y), fast=None)

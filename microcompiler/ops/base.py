@@ -81,7 +81,7 @@ class OpKernel:
         """Knob settings to try for this operator instance, the heuristic's ({}) first: one knob set at
         a time to each of its values, and the reference loop nest. Kernels may narrow this per shape.
         Settings that generate the same code are dropped by the tuner."""
-        knobs = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
+        knobs: list[dict] = [{}] + [{name: value} for name, values in self.tuning_knobs.items() for value in values]
         return knobs + [{"variant": "reference"}]
 
     def io_counts(self, kind: str) -> tuple[tuple[int, int], tuple[int, int]]:

@@ -27,11 +27,11 @@ def int8_table_from_float(transform: Callable[[np.float32], np.float32], in_quan
                           out_quant: tuple[float, int]) -> np.ndarray:
     """TFLM's float LUT population (``LUTPopulateInt8``), in float32 as the C++ does it."""
     (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
-    in_scale, inverse_scale = F32(in_scale), F32(F32(1.0) / F32(out_scale))
+    in_scale32, inverse_scale = F32(in_scale), F32(F32(1.0) / F32(out_scale))
     table = np.zeros(256, dtype=np.int8)
     for value in range(-128, 128):
         with np.errstate(over="ignore", invalid="ignore"):
-            scaled = F32(transform(F32(in_scale * F32(value - in_zp))) * inverse_scale)
+            scaled = F32(transform(F32(in_scale32 * F32(value - in_zp))) * inverse_scale)
         rescaled = F32(tflite_round(float(scaled))) if np.isfinite(scaled) else scaled
         table[value & 0xFF] = min(max(_to_int32(F32(rescaled + F32(out_zp))), -128), 127)
     return table

@@ -183,7 +183,7 @@ class CopyKernel(OpKernel):
     """A kernel whose operator is a list of strided copies: subclasses implement ``plan`` (which
     also validates the operator, with ``require``) and get ``check``, ``fold`` and ``emit``."""
 
-    types = RAW_TYPES
+    types: tuple[str, ...] = RAW_TYPES
     quantized_io = False  # TFLM copies the raw values; quantization parameters are not read
 
     def plan(self, op: Operator, graph: Graph) -> list[StridedCopy]:

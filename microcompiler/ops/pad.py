@@ -38,7 +38,7 @@ def plan_padding(shape, paddings) -> tuple[list[_Dim], _Dim | None, int]:
     """(outer dims, innermost padded dim, contiguous block size in elements).
 
     The innermost padded dim is None when nothing is padded (the op is a copy)."""
-    dims = []
+    dims: list[_Dim] = []
     for size, (left, right) in zip(shape, paddings):
         d = _Dim(int(size), int(left), int(right))
         if d.size == 1 and not d.padded:

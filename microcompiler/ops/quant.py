@@ -61,6 +61,13 @@ def fully_connected_multipliers(x: Tensor, w: Tensor, y: Tensor) -> tuple[np.nda
     return np.array([q], np.int32), np.array([shift], np.int32)
 
 
+def mul_multiplier(a: Tensor, b: Tensor, y: Tensor) -> tuple[int, int]:
+    """int8/int16 MUL's (multiplier, shift), as TFLM's mul_common.cc: the product of the input scales
+    over the output scale, in double."""
+    real = float(np.float32(a.quant.scale[0])) * float(np.float32(b.quant.scale[0])) / float(np.float32(y.quant.scale[0]))
+    return quantize_multiplier(real)
+
+
 def conv_multipliers(input_t: Tensor, weight_t: Tensor, output_t: Tensor, channels: int):
     """Per-output-channel requantization (q, shift) of conv/depthwise/FC, as TFLM computes them:
     input_scale * filter_scale / output_scale in double precision."""

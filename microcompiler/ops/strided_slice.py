@@ -121,7 +121,7 @@ def tensorflow_plan(shape, begin, end, strides, opts) -> SlicePlan | None:
         plan.starts.append(start)
         plan.counts.append(count)
         plan.problem = plan.problem or problem
-    plan.out_shape = [1 if f == "new" else plan.counts[f] for f in final]
+    plan.out_shape = [plan.counts[f] if isinstance(f, int) else 1 for f in final]  # 1: a "new" dimension
     return plan
 
 

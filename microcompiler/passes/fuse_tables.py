@@ -27,7 +27,7 @@ from microcompiler.ir import Graph, Operator, Tensor
 from microcompiler.ops import kernel_for, load_kernels
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer
-from microcompiler.ops.quant import activation_range
+from microcompiler.ops.quant import activation_range, mul_multiplier
 from microcompiler.ops.table_lookup import TABLE_INT8
 
 _ALL_INT8 = np.arange(-128, 128)
@@ -62,7 +62,7 @@ def _mul_table(mul: Operator, graph: Graph, x_position: int, f_table: np.ndarray
         return None
     if any(t.quant is None or t.quant.per_channel for t in (a, b, y)):
         return None
-    multiplier, shift = kernel_for(mul).requantization(mul, a, b, y)["output_q"]
+    multiplier, shift = mul_multiplier(a, b, y)
     lo, hi = activation_range(mul.options.get("activation", "NONE"), y)
     x_zp = graph.tensors[mul.inputs[x_position]].quant.zero_point[0]
     f_zp = graph.tensors[mul.inputs[1 - x_position]].quant.zero_point[0]

@@ -86,7 +86,7 @@ def lower_bound(buffers: list[Buffer], steps: int) -> int:
 def peak_step(buffers: list[Buffer], steps: int) -> tuple[int, list[Buffer]]:
     """The first operator step with the largest live set, and the buffers live there (largest
     first). Their total is ``lower_bound``; ``(-1, [])`` for a graph without arena buffers."""
-    best, live = -1, []
+    best, live = -1, list[Buffer]()
     for s in range(steps):
         here = [b for b in buffers if b.first <= s <= b.last]
         if here and sum(b.size for b in here) > sum(b.size for b in live):

@@ -241,7 +241,7 @@ def live_peak(g: Graph) -> int:
 
 def _grids(grid: tuple[int, int] | None) -> list[tuple[int, int]]:
     if grid is not None:
-        return [tuple(grid)]
+        return [(grid[0], grid[1])]
     return [(r, c) for r in range(1, MAX_GRID + 1) for c in range(1, MAX_GRID + 1) if r * c > 1]
 
 

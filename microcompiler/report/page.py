@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+from microcompiler.timing import describe, format_duration
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
 GENERATOR_TAG = "<meta name='generator' content='microcompiler report'>"
@@ -98,12 +100,49 @@ def _validation_section(validation: dict) -> str:
     return "".join(rows)
 
 
+def _comparison_section(comparison: dict) -> str:
+    """compare's result: the two sides, a row per layer with B relative to A, the totals."""
+    a, b = comparison["a"], comparison["b"]
+    head = "".join(f"<p><b>{side}</b>: {escape(str(s['label']))}: {escape(str(s['model']))} on "
+                   f"{escape(str(s['board'] or 'portable C'))} ({escape(s['source'])})</p>"
+                   for side, s in (("A", a), ("B", b)))
+    rows = ["<tr><th>#</th><th>layer</th><th>operator</th><th>A</th><th>B</th><th>B/A</th><th>kernel A</th>"
+            "<th>kernel B</th></tr>"]
+    for row in comparison["layers"]:
+        la, lb = row["a"] or {}, row["b"] or {}
+        unit = row["unit"]
+        cells = [(_amount(la.get(unit), unit)), (_amount(lb.get(unit), unit))]
+        rows.append("<tr>" + _cell(la.get("index", lb.get("index", ""))) + _cell(la.get("name") or lb.get("name"), True)
+                    + _cell(la.get("kind") or lb.get("kind"), True) + _cell(cells[0]) + _cell(cells[1])
+                    + _cell(_ratio(row["diff"]["ratio"])) + _cell(la.get("kernel") or "", True)
+                    + _cell(lb.get("kernel") or "", True) + "</tr>")
+    totals = "".join(f"<tr><td>{escape(name.replace('_', ' '))}</td>{_cell(_amount(d['a'], name))}"
+                     f"{_cell(_amount(d['b'], name))}{_cell(_ratio(d['ratio']))}</tr>"
+                     for name, d in comparison["totals"].items() if d["a"] is not None or d["b"] is not None)
+    return (head + f"<p>layers matched by {escape(comparison['matched_by'])}</p><table>{''.join(rows)}</table>"
+            f"<h2>Totals</h2><table><tr><th></th><th>A</th><th>B</th><th>B/A</th></tr>{totals}</table>")
+
+
+def _ratio(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.2f}x"
+
+
+def _amount(value, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "seconds":
+        return format_duration(value)
+    return f"{value:,}" + (" B" if unit.endswith("bytes") else "")
+
+
 def render_report(title: str, analysis: dict | None = None, bench: dict | None = None,
-                  validation: dict | None = None) -> str:
+                  validation: dict | None = None, comparison: dict | None = None) -> str:
     """The whole page as one string (everything inline: it opens offline)."""
     body = [f"<h1>{escape(title)}</h1>"]
     if validation:  # what validate is for comes first
         body.append("<h2>Validation</h2>" + _validation_section(validation))
+    if comparison:
+        body.append("<h2>Comparison</h2>" + _comparison_section(comparison))
     if analysis:
         t = analysis["totals"]
         body.append(f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
@@ -114,8 +153,11 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
     if analysis or bench:
         body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench))
     if bench:
-        body.append(f"<p>measured: {bench['inference']['ticks']:,} ticks per inference at {bench['timer_hz']:,} Hz "
-                    f"on {escape(str(bench['board']))}</p>")
+        inference = bench["inference"]
+        versus = (f"; analyze estimated {inference['estimated_instructions']:,} instructions "
+                  f"({inference['estimate_error'] * 100:+.0f}%)" if inference.get("estimate_error") is not None else "")
+        body.append(f"<p>measured on {escape(str(bench['board']))}: {escape(describe(inference['time']))} per "
+                    f"inference ({inference['ticks']:,} timer ticks){escape(versus)}</p>")
     if analysis:
         plan = analysis["memory_plan"]
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
@@ -123,14 +165,14 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
     # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
     # script element; JSON.parse reads them back unchanged
-    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation})
+    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison})
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
             f"<script type='application/json' id='report-data'>{data}</script></body></html>\n")
 
 
-def check_report_path(path: str | Path, inputs: list = ()) -> Path:
+def check_report_path(path: str | Path, inputs: Sequence = ()) -> Path:
     """Refuse, in one line, a report path that would overwrite a file microcompiler did not write.
 
     The report may be a new file or replace an earlier report (its head carries ``GENERATOR_TAG``);
@@ -160,7 +202,7 @@ def check_report_path(path: str | Path, inputs: list = ()) -> Path:
     return path
 
 
-def write_report(path: str | Path, title: str, inputs: list = (), **sections) -> Path:
+def write_report(path: str | Path, title: str, inputs: Sequence = (), **sections) -> Path:
     """Write the page to ``path`` (new, or an earlier report: ``check_report_path``), all at once:
     a temporary file next to it renamed into place. A one-line error when it cannot be written."""
     path = check_report_path(path, inputs)

@@ -36,7 +36,7 @@ def stacked_bar(segments: list[tuple[str, int]], limit: int, title: str) -> str:
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 20}" role="img" '
              f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
              f'<text x="0" y="24" font-size="12" font-weight="bold">{escape(title)}</text>']
-    x = left
+    x: float = left
     for k, (label, value) in enumerate(segments):
         w = value * scale
         parts.append(f'<rect x="{x:.1f}" y="10" width="{w:.1f}" height="22" fill="{PALETTE[k % len(PALETTE)]}">'

@@ -101,7 +101,8 @@ class Reply:
         """A device message, or None for a payload too short to be one."""
         if len(payload) < REPLY_HEADER.size:
             return None
-        return cls(*REPLY_HEADER.unpack_from(payload), payload[REPLY_HEADER.size:])
+        type_, session, seq, status = REPLY_HEADER.unpack_from(payload)
+        return cls(type_, session, seq, status, payload[REPLY_HEADER.size:])
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from microcompiler.errors import MicrocompilerError
 from microcompiler.targets.base import (EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Log, Project, RunResult,
                                         Target, decode_report, get_target, register, run_on_board, target_for,
                                         templates)
-from microcompiler.targets.build import BuildResult, firmware_size
+from microcompiler.targets.toolchain import BuildResult, firmware_size
 from microcompiler.targets.files import PROJECT_FILE
 from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, MIN_STACK_BYTES, check_fits, estimate_footprint
 

@@ -27,7 +27,7 @@ from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet, register, why
-from microcompiler.targets.build import (BuildResult, check_can_build, measured_build, require_tool, run_logged,
+from microcompiler.targets.toolchain import (BuildResult, check_can_build, measured_build, require_tool, run_logged,
                                          tool_timeout)
 from microcompiler.targets.files import BUILD_DIR, copy_runtime
 

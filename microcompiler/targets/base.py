@@ -40,8 +40,9 @@ from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.compiler import compile_model
 from microcompiler.errors import DeviceError, MicrocompilerError
+from microcompiler.host import HostProgram
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
-from microcompiler.targets.build import BuildResult, Log
+from microcompiler.targets.toolchain import BuildResult, Log
 from microcompiler.targets.files import (PROJECT_FILE, check_project_dir, output_values, resolve_input_steps, save_inputs,
                                          write_project_dir)
 from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, check_fits
@@ -77,7 +78,7 @@ class Project:
     models: list[dict] = field(default_factory=list)
     share_arena: bool = False
     # What the target keeps of a project it made in this process (the host's built program), or None.
-    program: object | None = field(default=None, repr=False, compare=False)
+    program: HostProgram | None = field(default=None, repr=False, compare=False)
 
     @property
     def target(self) -> Target:

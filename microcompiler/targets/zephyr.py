@@ -36,7 +36,7 @@ from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, register
 from microcompiler.targets.base import run_on_board as run_flow
-from microcompiler.targets.build import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
+from microcompiler.targets.toolchain import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
 from microcompiler.targets.files import BUILD_DIR, copy_runtime
 from microcompiler.targets.footprint import check_fits
 

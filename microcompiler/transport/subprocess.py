@@ -39,9 +39,7 @@ class SubprocessTransport(Transport):
         except OSError as exc:
             raise DeviceError(f"cannot start the device program {self.argv[0]}: {exc}") from None
         self._stderr.clear()
-        proc, sink = self._proc, self._stderr
-        threading.Thread(target=lambda: [sink.append(line) for line in iter(proc.stderr.readline, b"")],
-                         daemon=True).start()
+        threading.Thread(target=_keep_lines, args=(self._proc.stderr, self._stderr), daemon=True).start()
 
     def _exited_error(self) -> DeviceError:
         try:
@@ -123,3 +121,9 @@ class SubprocessTransport(Transport):
 
     def close(self) -> None:
         self._stop(graceful=True)
+
+
+def _keep_lines(stream, sink: collections.deque[bytes]) -> None:
+    """Read a child's stream to its end, keeping its last lines in ``sink`` (a bounded deque)."""
+    for line in iter(stream.readline, b""):
+        sink.append(line)

@@ -78,11 +78,12 @@ def measure(job: MeasureJob) -> dict:
     board = resolve_board(job.board)
     work = cleanup.temp_dir("microcompiler-tune-")
     try:
-        model = job.model
+        model: str | Path = job.model
         if job.model_bytes is not None:
             name = Path(job.model).name
-            model = work / (name if name.endswith(".tflite") else "model.tflite")
-            model.write_bytes(job.model_bytes)
+            copy = work / (name if name.endswith(".tflite") else "model.tflite")
+            copy.write_bytes(job.model_bytes)
+            model = copy
         library = compile_model(model, features=board.cpu.features, tuning=job.tuning)
         _, _, session = start_on_board(library, board, work / "project", template=job.template, log=quiet,
                                        timeout=job.rpc_timeout, call_timeout=job.call_timeout)

@@ -12,6 +12,7 @@ import queue
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 # The longest one job may take (build + start + check + time): a bound on every wait.
 JOB_TIMEOUT = 30 * 60.0
@@ -23,7 +24,7 @@ class JobRunner(ABC):
     slots: int = 1
 
     @abstractmethod
-    def run(self, fn: Callable, jobs: Sequence) -> Iterator[tuple[int, object]]:
+    def run(self, fn: Callable, jobs: Sequence) -> Iterator[tuple[int, Any]]:
         """Results in completion order. A job's exception is raised here; the others are abandoned."""
 
     def close(self) -> None:  # noqa: B027 (not abstract: a runner without workers has nothing to release)

@@ -52,7 +52,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     npix = g.out_h * g.out_w
     bias_name = "lanes accumulator start" if lanes else "folded bias"
     # one multiplier for every channel (per-tensor weights): literal constants, the bias alone
-    uniform = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
+    uniform: bool | tuple[int, int, int] = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
     record = "uniform" if uniform else "reference"  # how the epilogue reads the requantization
     if uniform:
         params = ctx.const("bias", fast.wrap32(folded * scale),

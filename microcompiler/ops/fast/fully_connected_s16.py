@@ -32,7 +32,8 @@ def emit(op, ctx, plan_: dict, dims, multipliers, bias) -> str:
     w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(out_depth, depth)
     main = depth // 4 * 2
     lo, hi = activation_range(op.options["activation"], y)
-    e = s16.epilogue(ctx, bias, *multipliers, lo, hi, w_rows)
+    mult, shift = multipliers
+    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, main, e.wide) if main else 0
     plan_["chunk"] = 2 * chunk if chunk < main else 0
     weights = ctx.const("weights", s16.pack_rows(w_rows, -(-depth // 2)), comment=(

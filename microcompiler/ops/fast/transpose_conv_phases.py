@@ -44,7 +44,8 @@ def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) 
     w_all = w.data.astype(np.int8).reshape(out_c, k_h, k_w, in_c)
     b = bias.data.astype(np.int64).reshape(-1) if bias is not None else np.zeros(out_c, np.int64)
     zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
-    words, offsets, folded, bounds, taps_h, taps_w, direct = [], [], [], [], [], [], False
+    words: list[np.ndarray] = []
+    offsets, folded, bounds, taps_h, taps_w, direct = [], [], [], [], [], False
     for r_h in range(s_h):
         kys = phase_taps(r_h, k_h, s_h)
         for r_w in range(s_w):
