@@ -294,13 +294,16 @@ def test_zephyr_firmware_in_qemu_matches_the_host(board_name, mode, hello, tmp_p
         np.testing.assert_array_equal(got, want)
     assert result.hz > 0 and result.ticks > 0
     elf = tmp_path / "zephyr" / "build" / "zephyr" / "zephyr.elf"
-    if mode == "host-driven":
+    if mode == "host-driven" and board_name in RACE_CHECK_BOARDS:
         _assert_answers_a_hello_sent_while_it_boots(elf, load_board(board_name), tmp_path)
     else:
         _assert_silence_in_qemu_is_not_blamed_on_the_port(elf, load_board(board_name).qemu_machine)
 
 
-SECURE_ALIAS_BIT = 0x10000000  # Armv8-M SSE peripherals: 0x4... Non-secure, 0x5... Secure
+# The MPS2 boards, where QEMU's monitor reads the UART's registers at the board file's address (on
+# the AN547, whose Zephyr image runs Secure, it reads 0 there and at the Secure alias); the AN547 is
+# covered by tests/test_zephyr_start.py's 50 starts.
+RACE_CHECK_BOARDS = {"mps2_an385", "mps2_an386", "mps2_an500"}
 CMSDK_UART_RX_FULL = 0x2  # bit 1 of the CMSDK APB UART's STATE register
 
 
@@ -329,11 +332,9 @@ def _assert_answers_a_hello_sent_while_it_boots(elf: Path, board, tmp_path: Path
             assert gdb.request("c").startswith("T05")  # stopped at the breakpoint
             transport.write(encode_frame(P.request(P.HELLO, 1, 1, P.HELLO_BODY.pack(P.VERSION, 1))))
             time.sleep(0.5)  # QEMU hands the UART the first byte
-            # the UART's STATE register says "RX buffer full" (read at its address, or at the Secure alias
-            # Zephyr's Secure image uses on the SSE-300's AN547)
-            states = [transport.qmp("human-monitor-command", **{"command-line": f"xp /1wx {address + 4:#x}"})
-                      for address in (board.uart.base, board.uart.base | SECURE_ALIAS_BIT)]
-            assert any(int(state.split(":")[1].split()[0], 16) & CMSDK_UART_RX_FULL for state in states), states
+            # the UART's STATE register says "RX buffer full": the byte is held, no interrupt raised
+            state = transport.qmp("human-monitor-command", **{"command-line": f"xp /1wx {board.uart.base + 4:#x}"})
+            assert int(state.split(":")[1].split()[0], 16) & CMSDK_UART_RX_FULL, state
             assert gdb.request(f"z0,{init:x},2") == "OK"
             assert gdb.request("D") == "OK"  # detach: the guest runs on
         finally:
