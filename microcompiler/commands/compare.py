@@ -11,6 +11,7 @@ from microcompiler.commands.arguments import positive_int
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report import check_report_path, write_report
 from microcompiler.tuning.log import load_tuning
+from microcompiler.report.provenance import with_provenance
 
 # the options that build a side; each has a --NAME-b twin that overrides it for B only
 SIDE_OPTIONS = ("board", "tuning", "patches", "ram_limit")
@@ -50,7 +51,7 @@ def run(args) -> int:
     if args.html:
         write_report(args.html, f"{a.model} vs {b.model}", inputs=[args.a, args.b], comparison=result)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_provenance(result)))
         return 0
     print("\n".join(comparison_lines(result)))
     if args.html:

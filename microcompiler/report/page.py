@@ -10,6 +10,7 @@ from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
+from microcompiler.report.provenance import provenance
 from microcompiler.timing import describe, format_duration
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
@@ -77,7 +78,13 @@ def _memory_section(analysis: dict) -> str:
 
 def _validation_section(validation: dict) -> str:
     """validate's report (microcompiler/validation/runner.py): one row per mode, reference and output."""
-    verdict = "passed: every output exact" if validation["passed"] else "FAILED: outputs differ"
+    if not validation["passed"]:
+        verdict = "FAILED: outputs differ"
+    elif validation.get("bit_exact", False):
+        verdict = "passed: every output exact"
+    else:  # floats within tolerance: say how far from TFLM's bits
+        verdict = (f"passed within tolerance, not exact: largest float error "
+                   f"{validation.get('max_ulp_error', 0):,} ulp")
     rows = [f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
             f"({len(validation['samples'])} inputs)</p>",
             "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
@@ -165,7 +172,11 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
     # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
     # script element; JSON.parse reads them back unchanged
-    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison})
+    made = provenance()
+    body.append(f"<p class='provenance'>made by {escape(made['tool'])} {escape(made['version'])} on "
+                f"{escape(made['date'])}: <code>{escape(made['command'])}</code></p>")
+    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison,
+                        "generated_by": made})
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
