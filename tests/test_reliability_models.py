@@ -353,3 +353,14 @@ def test_a_while_condition_with_a_duplicated_output_is_refused(tmp_path):
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     refused(bytes(builder.Output()), tmp_path, "must output one bool")
+
+
+def test_a_mean_whose_rescale_saturates_is_refused(tmp_path):
+    """Found by the structure-aware mutator: an int16 MEAN with input scale 1e38 computed another
+    answer than TFLM (whose saturated multiplier overflows int32)."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 6], "int16", scale=1e38, zero_point=0)
+    axis = b.constant("axis", np.array([1], dtype=np.int32))
+    y = b.activation("y", [1, 1, 6], "int16", scale=1 / 2048, zero_point=0)
+    b.op("MEAN", [x, axis], [y], mb.reducer_options(True))
+    refused(b.finish([x], [y]), tmp_path, "MEAN", "2^30")

@@ -9,7 +9,8 @@ import numpy as np
 
 from microcompiler.ops.base import require
 from microcompiler.ops.geometry import ConvGeometry, out_size, padding_before
-from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
+from microcompiler.ops.quant import (MAX_REQUANTIZE_SCALE, activation_range, c_float, conv_multipliers,
+                                     float_activation_range)
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 INT32_MAX = 2**31 - 1
@@ -95,12 +96,6 @@ def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int)
     if scales > 1:
         require(w.quant.axis == weight_channel_axis, op,
                 f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}")
-
-
-# A requantization scale (input scale * weight scale / output scale) from 2^30 up has no int32
-# multiplier: TFLM's reference shifts the accumulator left by 31 or more bits, a signed overflow
-# (undefined behaviour; the host at -O2, the boards and TFLM may each give another answer).
-MAX_REQUANTIZE_SCALE = 2.0 ** 30
 
 
 def check_requantize_range(op, x, w, y) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import register, require
-from microcompiler.ops.quant import INT_RANGES, c_float, quantize_multiplier
+from microcompiler.ops.quant import INT_RANGES, MAX_REQUANTIZE_SCALE, c_float, quantize_multiplier
 from microcompiler.ops.reduce_common import (ReductionKernel, check_reduction, element_count,  # noqa: F401
                                              reduce_loops, reduction_axes, resolve_axes)
 
@@ -49,6 +49,11 @@ class Mean(ReductionKernel):
                 f"{len(x.shape)}D input")
         require(len(axes) <= _MAX_AXES, op, f"reducing over {len(axes)} axes; at most {_MAX_AXES} are supported")
         check_reduction(op, x, y, axes, "reducing")
+        if x.dtype != "float32" and x.quant is not None and y.quant is not None:
+            ratio = float(np.float32(x.quant.scale[0])) / float(np.float32(y.quant.scale[0]))
+            require(ratio < MAX_REQUANTIZE_SCALE, op, f"the requantization scale input_scale / output_scale is "
+                    f"{ratio:.3g}, beyond any int32 multiplier (2^30); TFLM would overflow: the file's scales "
+                    "are damaged")
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

@@ -27,6 +27,13 @@ def q31_frexp(real: float) -> tuple[int, int]:
     return int(tflite_round(fraction * (1 << 31))), shift
 
 
+# A requantization scale (e.g. input scale * weight scale / output scale) from 2^30 up has no int32
+# multiplier: TFLM's reference shifts the accumulator left by 31 or more bits, a signed overflow
+# (undefined behaviour; the host at -O2, the boards and TFLM may each give another answer). Kernels
+# whose requantization would saturate refuse such scales.
+MAX_REQUANTIZE_SCALE = 2.0 ** 30
+
+
 def quantize_multiplier(real: float, saturate: bool = True) -> tuple[int, int]:
     """A real multiplier as (Q31 fraction in [2^30, 2^31), power-of-two exponent): TFLM's
     QuantizeMultiplier. ``saturate``: exponents above 30 become the largest int32 multiplier, as the
