@@ -31,7 +31,7 @@ from microcompiler.codegen.state import reset_body, state_arrays, state_definiti
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
-from microcompiler.ops.fast.conv_2d_float_blocks import FLOAT_ISAS
+from microcompiler.ops.features import uses_fpu, uses_mve
 from microcompiler.templating import render
 
 
@@ -236,8 +236,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
                   subgraph_code=subgraph_code,
-                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions),
-                  uses_fpu=any((fn.variant or {}).get("isa") in FLOAT_ISAS for fn in functions + subgraph_functions))
+                  uses_mve=any(uses_mve(fn.variant) for fn in functions + subgraph_functions),
+                  uses_fpu=any(uses_fpu(fn.variant) for fn in functions + subgraph_functions))
     lib = ModelLibrary(graph, functions, params)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
