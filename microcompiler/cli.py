@@ -11,8 +11,9 @@ import argparse
 import importlib
 import sys
 
-from microcompiler import __version__, cleanup
+from microcompiler import cleanup
 from microcompiler.errors import MicrocompilerError
+from microcompiler.version import __version__
 
 COMMANDS = ["compile", "run", "analyze", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
 

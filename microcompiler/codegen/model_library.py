@@ -31,6 +31,7 @@ from microcompiler.codegen.state import reset_body, state_arrays, state_definiti
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+from microcompiler.codegen.model_info import ModelInfo, TensorInfo
 from microcompiler.ops.features import uses_fpu, uses_mve
 from microcompiler.templating import render
 
@@ -247,26 +248,19 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for header in RUNTIME_HEADERS:
         lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
             f"include/microcompiler/{header}").read_text()
-    lib.metadata = {
-        "name": name,
-        "inputs": inputs,
-        "outputs": outputs,
-        "arena_bytes": graph.arena_bytes,
+    operators = [{
+        "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
+        "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
+        "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+        "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
+        "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+        # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+        **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
+    } for fn in functions]
+    details = {
         "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
-        "params_bytes": params.nbytes,
-        "scratch_bytes": params.scratch_bytes,
-        "state_bytes": graph.state_bytes,
         "state": state_metadata(states),
-        "operators": [{
-            "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
-            "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
-            "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-            "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
-            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
-            **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
-        } for fn in functions],
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
         # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
@@ -278,9 +272,13 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "operators": [{"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs}
                           for fn in subgraph_functions if any(fn.op is op for op in sub.operators)],
         } for k, sub in sorted(graph.subgraphs.items())],
-        "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
-        "fingerprint": fingerprint,
     }
+    lib.metadata = ModelInfo(
+        name=name, inputs=[TensorInfo.from_json(t, "the inputs") for t in inputs],
+        outputs=[TensorInfo.from_json(t, "the outputs") for t in outputs], arena_bytes=graph.arena_bytes,
+        params_bytes=params.nbytes, scratch_bytes=params.scratch_bytes, state_bytes=graph.state_bytes,
+        total_macs=sum(fn.macs for fn in functions + subgraph_functions), fingerprint=fingerprint,
+        operators=operators, details=details).to_json()
     refusal = graph_executor_refusal(functions)
     if refusal:  # no <name>_graph.c: only the AOT executor runs this model
         lib.metadata["graph_executor_refusal"] = refusal
