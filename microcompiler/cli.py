@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 from microcompiler import cleanup
-from microcompiler.errors import MicrocompilerError
+from microcompiler.errors import MicrocompilerError, printable
+from microcompiler.report.provenance import record_command
 from microcompiler.version import __version__
 
-COMMANDS = ["compile", "run", "analyze", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
+COMMANDS = ["compile", "run", "analyze", "compare", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,9 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     previous_handlers = cleanup.install_signal_handlers()
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args) or 0
+        record_command(sys.argv[1:] if argv is None else argv)
+        status = args.func(args) or 0
+        sys.stdout.flush()  # here, not at exit: a closed pipe is reported below, not as a traceback
+        return status
+    except BrokenPipeError:  # `microcompiler run ... | head`: the reader has what it wanted
+        _silence_stdout()
+        return 128 + signal.SIGPIPE
     except MicrocompilerError as exc:
-        print(f"microcompiler: error: {exc}", file=sys.stderr)
+        print(f"microcompiler: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except cleanup.Interrupted as exc:  # SIGINT, SIGTERM, SIGHUP: the stack unwound, closing what it opened
         cleanup.sweep()
@@ -47,6 +56,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         cleanup.restore_signal_handlers(previous_handlers)  # main() may run inside another program (tests)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _say(line: str) -> None:

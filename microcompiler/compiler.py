@@ -17,12 +17,19 @@ from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE, budget_pipeline, pipeline, plan_for_budget
 
+MAX_ARENA_BYTES = 2**31 - 1  # arena offsets are C ints and 32-bit sizes in the graph description
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
 GENERATOR = "microcompiler"  # metadata.json's "generator": marks a directory as a model library we wrote
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
     if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
     void volatile while _Bool _Complex _Imaginary""".split())
+# The generated <name>.h and <name>.c sit next to the user's and the runtime's sources: a name that is a
+# C99/C11, POSIX or newlib header would hide that header (#include <math.h> finds the model's math.h).
+SYSTEM_HEADERS = frozenset("""assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp
+    signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string strings tgmath threads
+    time uchar wchar wctype unistd fcntl pthread sched alloca malloc memory dirent poll termios syslog sys
+    reent newlib stdint_h main models""".split())
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -48,13 +55,13 @@ def check_model_name(name: str) -> str:
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidNameError(f"--name {shown!r} is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
     if _reserved(name):
-        raise InvalidNameError(f"--name {shown!r} is reserved (a C keyword, a leading underscore, or the runtime's "
-                               "mc_ prefix); choose another name")
+        raise InvalidNameError(f"--name {shown!r} is reserved (a C keyword, a system header's name, a leading "
+                               "underscore, or the runtime's mc_ prefix); choose another name")
     return name
 
 
 def _reserved(name: str) -> bool:
-    return name in C_KEYWORDS or name.startswith("_") or name.lower() == "mc" or name.lower().startswith("mc_")
+    return name in C_KEYWORDS or name.lower() in SYSTEM_HEADERS or name.startswith("_") or name.lower() == "mc" or name.lower().startswith("mc_")
 
 
 def safe_model_name(name: str) -> str:
@@ -148,6 +155,10 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
     if kernels == "reference":
         features = frozenset()
     graph = run_passes(graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available))
+    if graph.arena_bytes > MAX_ARENA_BYTES:
+        raise UnsupportedModelError(
+            f"the model's activations need an arena of {graph.arena_bytes:,} bytes, more than any microcontroller "
+            f"has (microcompiler's limit: {MAX_ARENA_BYTES:,}); reduce the input size or the layers' widths")
     if isinstance(tuning, KnobSource):
         tuning = tuning.knobs(graph)
     if kernels == "reference":

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 
+from microcompiler.cleanup import Interrupted
 from microcompiler.errors import DeviceError, MicrocompilerError, ToolchainError
 
 RUNNER_ENV = "MLPERF_TINY_RUNNER"  # the folder with runner/, run_official_runner.py, devices_pty.yaml
@@ -140,7 +141,8 @@ class _Children:
         return self
 
     def _on_signal(self, signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        # the command line's own signal exception: it exits with 128 + the signal (143 for SIGTERM)
+        raise Interrupted(signum)
 
     def start(self, cmd: list[str], **kwargs) -> subprocess.Popen:
         proc = subprocess.Popen(cmd, **kwargs)

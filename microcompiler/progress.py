@@ -11,6 +11,8 @@ import re
 import sys
 from typing import TextIO
 
+from microcompiler.errors import printable
+
 BAR_WIDTH = 24
 _STEP = re.compile(r"^\s*\[(\d+)/(\d+)\]\s*(.*)$")  # ninja's "[3/12] Building C object ..."
 
@@ -49,12 +51,12 @@ class Progress:
         if self.tty:
             filled = BAR_WIDTH * self.done // self.total
             bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-            _write(self.stream, f"\r\033[K{self.label} [{bar}] {self.done}/{self.total} {note[:60]}")
+            _write(self.stream, f"\r\033[K{self.label} [{bar}] {self.done}/{self.total} {printable(note[:60])}")
             self._drawn = True
             if self.done == self.total:
                 self.finish()
         else:
-            _write(self.stream, f"{self.label}: {self.done}/{self.total}" + (f" {note}" if note else "") + "\n")
+            _write(self.stream, f"{self.label}: {self.done}/{self.total}" + (f" {printable(note)}" if note else "") + "\n")
 
     def finish(self) -> None:
         """End the bar's line (a terminal), so the next message starts on its own line."""
@@ -91,7 +93,7 @@ class LineLog:
         if self._bar is not None:
             self._bar.finish()
             self._bar = None
-        _write(stream, line + "\n")
+        _write(stream, printable(line) + "\n")  # a tool's or a device's line: its control characters as text
 
 
 def log_line(line: str) -> None:

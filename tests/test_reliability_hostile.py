@@ -120,3 +120,112 @@ def test_the_reports_json_island_is_safe_for_any_tensor_name(tmp_path, hostile):
     assert "<" not in island and ">" not in island  # nothing in it can open a comment or end the element
     assert page.count("<script") == 1 and page.count("</script>") == 1
     assert hostile in json.dumps(json.loads(island))
+
+
+# ---- names that would hide a system header ----
+
+@pytest.mark.parametrize("stem", ["math", "string", "stdint", "stdio", "stdlib", "time", "unistd", "errno"])
+def test_a_model_named_like_a_system_header_is_prefixed_and_runs(workdir, stem):
+    shutil.copyfile(workdir / "model.tflite", workdir / f"{stem}.tflite")
+    proc = cli("run", f"{stem}.tflite", "--board", "host", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("compile", f"{stem}.tflite", "-o", "lib", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    names = {p.name for p in (workdir / "lib").rglob("*")}
+    assert f"{stem}.h" not in names and f"m_{stem}.h" in names
+
+
+@pytest.mark.parametrize("name", ["math", "stdio", "string"])
+def test_name_of_a_system_header_is_refused(workdir, name):
+    proc = cli("compile", "model.tflite", "--name", name, "-o", "lib", cwd=workdir)
+    assert_one_line_error(proc, "reserved", "system header")
+    assert not (workdir / "lib").exists()
+
+
+# ---- every input file is bounded before it is read; one line, never a traceback ----
+
+@pytest.mark.parametrize("command", [["compile", "/dev/zero", "-o", "lib"], ["analyze", "/dev/zero"],
+                                     ["run", "model.tflite", "--board", "host", "--input", "/dev/zero"],
+                                     ["compile", ".", "-o", "lib"]])
+def test_a_device_or_directory_is_refused_before_it_is_read(workdir, command):
+    import time
+    started = time.monotonic()
+    proc = cli(*command, cwd=workdir)
+    assert_one_line_error(proc, "not a file")
+    assert time.monotonic() - started < 60  # /dev/zero used to grow to 24 GB until the kernel killed it
+
+
+def test_a_model_larger_than_the_limit_is_refused_unread(workdir, monkeypatch):
+    from microcompiler import user_files
+    from microcompiler.errors import ModelFormatError
+    from microcompiler.frontend.tflite import load_tflite
+    monkeypatch.setattr("microcompiler.frontend.tflite.MAX_MODEL_BYTES", 1000)
+    with pytest.raises(ModelFormatError, match="larger than"):
+        load_tflite(workdir / "model.tflite")
+    assert user_files.MAX_MODEL_BYTES >= 256 << 20
+
+
+def test_a_binary_tuning_log_is_one_line(workdir):
+    (workdir / "log.json").write_bytes(bytes(range(256)) * 4)
+    proc = cli("compile", "model.tflite", "--board", BOARD, "--tuning", "log.json", "-o", "lib", cwd=workdir)
+    assert_one_line_error(proc, "log.json", "not a text file")
+
+
+def test_run_into_a_closed_pipe_is_quiet(workdir):
+    """`microcompiler run ... | head -1`: the reader closed the pipe; no BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+    from test_reliability_files import REPO
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(f"{sys.executable} -m microcompiler.cli run model.tflite --board host --json | head -c 1",
+                          shell=True, cwd=workdir, env=env, capture_output=True, text=True)
+    assert proc.stdout == "{" and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    proc = subprocess.run(f"{sys.executable} -m microcompiler.cli ops | head -1", shell=True, cwd=workdir,
+                          env=env, capture_output=True, text=True)
+    assert proc.stdout.count("\n") == 1
+    assert proc.stderr == "", proc.stderr
+
+
+# ---- control characters reach the terminal only as text ----
+
+def test_control_characters_in_a_path_are_escaped_in_the_error(workdir):
+    proc = cli("compile", "evil\x1b[2J\x1b]0;pwned\x07.tflite", "-o", "lib", cwd=workdir)
+    assert_one_line_error(proc, "\\x1b[2J")
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+
+
+def test_control_characters_in_a_custom_operator_name_are_escaped(workdir):
+    import model_builder as mb
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "float32")
+    y = b.activation("y", [1, 4], "float32")
+    b.custom_op("Evil\x1b[31mOp\r\n", [x], [y])
+    (workdir / "custom.tflite").write_bytes(b.finish([x], [y]))
+    proc = cli("compile", "custom.tflite", "-o", "lib", cwd=workdir)
+    assert_one_line_error(proc, "Evil\\x1b[31mOp")
+    assert "\x1b" not in proc.stderr and "\r" not in proc.stderr
+
+
+def test_a_tools_or_devices_line_is_shown_as_text():
+    import io
+
+    from microcompiler.progress import LineLog
+    stream = io.StringIO()
+    LineLog(stream)("device says \x1b[2J\x1bc done")
+    assert stream.getvalue() == "device says \\x1b[2J\\x1bc done\n"
+
+
+def test_a_signal_to_the_mlperf_runner_exits_with_128_plus_the_signal():
+    """mlperf's own handler used to turn SIGTERM and SIGHUP into KeyboardInterrupt (exit 130)."""
+    import os
+    import signal
+
+    from microcompiler.cleanup import Interrupted
+    from microcompiler.mlperf_runner import _Children
+    for signo, status in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+        with pytest.raises(Interrupted) as info:
+            with _Children():
+                os.kill(os.getpid(), signo)
+                signal.sigtimedwait([], 0.1) if hasattr(signal, "sigtimedwait") else None
+        assert info.value.exit_status == status

@@ -7,11 +7,18 @@ model is built here (tests/model_builder.py) and, where TFLM runs it, compared w
 """
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import model_builder as mb
-from harness import assert_matches_oracle, compile_bytes
+from harness import ROOT, assert_matches_oracle, cli, compile_bytes
 from microcompiler.errors import MicrocompilerError
 from oracle import Oracle
 
@@ -117,3 +124,176 @@ def test_an_input_listed_twice_takes_the_last_value_as_in_tflm(tmp_path, executo
     first, last = np.full((1, 4), -5, np.int8), np.full((1, 4), 7, np.int8)
     assert np.array_equal(Oracle(model).run([first, last])[0], last)  # TFLM: the last write wins
     assert_matches_oracle(model, tmp_path, inputs=[[first, last]], sanitize=True, executor=executor)
+
+
+# ---- one line, never a traceback ----
+
+def softmax(beta: float, dtype: str = "int8") -> bytes:
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 6], dtype, scale=0.05, zero_point=0)
+    y = b.activation("y", [1, 6], dtype, scale=1 / 256 if dtype == "int8" else 1 / 32768,
+                     zero_point=-128 if dtype == "int8" else 0)
+    b.op("SOFTMAX", [x], [y], mb.softmax_options(beta))
+    return b.finish([x], [y])
+
+
+@pytest.mark.parametrize("beta, dtype, fragment", [(float("nan"), "int8", "not a finite number"),
+                                                   (float("inf"), "int16", "not a finite number"),
+                                                   (1e-8, "int8", "too small"), (-1.0, "int8", "too small")])
+def test_a_softmax_beta_no_kernel_can_scale_is_one_line(tmp_path, beta, dtype, fragment):
+    """TFLM aborts the process on these (QuantizeMultiplierGreaterThanOne); we refuse them."""
+    refused(softmax(beta, dtype), tmp_path, "SOFTMAX", fragment)
+
+
+def test_an_activation_arena_over_2_gib_is_one_line(tmp_path):
+    n = 1 << 28  # float32: 1 GiB per tensor; three live at once
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, n], "float32")
+    a, c, d, e, y = (b.activation(k, [1, n], "float32") for k in "acdey")
+    for t in (a, c, d):
+        b.op("RELU", [x], [t])
+    b.op("ADD", [a, c], [e], mb.add_options())
+    b.op("ADD", [e, d], [y], mb.add_options())
+    refused(b.finish([x], [y]), tmp_path, "arena of", "more than any microcontroller")
+
+
+def test_a_patch_grid_too_fine_for_the_graph_executor_compiles_for_aot(tmp_path, shared_models):
+    """IC with --patches 16x16: 3,078 operators whose names overflow the graph description's 16-bit
+    offsets (a struct.error); now only the graph executor is refused, with the reason."""
+    from microcompiler.compiler import compile_model
+    library = compile_model(shared_models / "mlperf_tiny" / "pretrainedResnet_quant.tflite", patches="16x16")
+    assert "graph executor's description holds" in library.metadata["graph_executor_refusal"]
+
+
+# ---- every wait bounded: the oracle in a child process ----
+
+WHILE_FOR_EVER = Path(__file__).resolve().parents[1] / "examples" / "control_flow" / "while_int8.tflite"
+
+
+def _children_running(pid: int, word: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and word in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def test_validate_stops_an_oracle_that_never_ends_after_the_timeout():
+    """The oracle used to run in-process without a limit: validate --timeout 5 ran for ever."""
+    started = time.monotonic()
+    proc = cli("validate", WHILE_FOR_EVER, "--board", "host", "--inputs", "1", "--timeout", "5", timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "did not finish" in proc.stderr and "within 5 s" in proc.stderr and "Traceback" not in proc.stderr
+    assert time.monotonic() - started < 240
+
+
+def test_sigterm_stops_validate_and_its_oracle_within_a_second():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "microcompiler.cli", "validate", str(WHILE_FOR_EVER), "--board",
+                             "host", "--inputs", "1", "--timeout", "300"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not _children_running(proc.pid, "reference_worker") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = _children_running(proc.pid, "reference_worker")
+        assert workers, "the oracle never started"
+        time.sleep(2)  # inside TFLM's endless loop
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert time.monotonic() - sent < 5  # "within a second", with room for a loaded machine
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, proc.stderr.read()
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_an_oracle_that_aborts_is_one_line(tmp_path):
+    """TFLM aborts the process on a softmax beta of -1 (a failed check); the child dies, not us."""
+    from microcompiler.validation.reference import Reference
+    with pytest.raises(MicrocompilerError, match="TFLite Micro .*(killed by SIGABRT|exited)"):
+        with Reference(softmax(-1.0), 1, timeout=60) as ref:
+            ref.run([np.zeros((1, 6), np.int8)])
+
+
+# ---- found by the structure-aware mutator (scripts/fuzz_models.py --structured --run) ----
+
+def test_a_two_dimensional_bias_is_refused(tmp_path):
+    """A bias of shape [4, 1] (the right count) made the fast kernels' record packing raise ValueError."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.ones((4, 4), np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.arange(4, dtype=np.int32).reshape(4, 1), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 4], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    refused(b.finish([x], [y]), tmp_path, "bias has shape [4, 1]", "one-dimensional")
+
+
+def test_an_input_scale_of_3e38_is_refused_not_overflowed(tmp_path):
+    """Input scale 3e38 makes a requantization scale past 2^30: the saturated multiplier made the
+    generated depthwise kernel overflow int32 (UBSan: -2147483647 + -2), and TFLM overflows too."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 4, 4], "int8", scale=3e38, zero_point=1)
+    w = b.constant("w", np.ones((1, 3, 3, 4), np.int8), scale=[0.01] * 4, zero_point=[0] * 4, axis=3)
+    bias = b.constant("bias", np.zeros(4, np.int32), scale=[0.0005] * 4, zero_point=[0] * 4)
+    y = b.activation("y", [1, 4, 4, 4], "int8", scale=0.08, zero_point=-2)
+    b.op("DEPTHWISE_CONV_2D", [x, w, bias], [y], mb.depthwise_options(activation="RELU6"))
+    refused(b.finish([x], [y]), tmp_path, "requantization scale", "2^30")
+
+
+@pytest.mark.parametrize("bias_value", [2**31 - 1, -(2**31)], ids=["int32_max", "int32_min"])
+def test_a_bias_at_the_int32_limits_gives_tflms_answer_at_O2_and_under_ubsan(tmp_path, bias_value):
+    """The accumulator starts at the bias: the host at -O2 must give TFLM's answer, and UBSan must not
+    see a signed overflow the compiler could assume away."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.full((2, 8), 127, np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.array([bias_value, 5], np.int32), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 2], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    model = b.finish([x], [y])
+    inputs = [[np.full((1, 8), v, np.int8)] for v in (127, -128, 0)]
+    assert_matches_oracle(model, tmp_path / "o2", inputs=inputs)
+    assert_matches_oracle(model, tmp_path / "ubsan", inputs=inputs, sanitize=True)
+    b = mb.ModelBuilder()  # the same for CONV_2D
+    x = b.activation("x", [1, 3, 3, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.full((2, 3, 3, 8), 127, np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.array([bias_value, 5], np.int32), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 3, 3, 2], "int8", scale=0.1, zero_point=2)
+    b.op("CONV_2D", [x, w, bias], [y], mb.conv2d_options())
+    model = b.finish([x], [y])
+    inputs = [[np.full((1, 3, 3, 8), v, np.int8)] for v in (127, -128, 0)]
+    assert_matches_oracle(model, tmp_path / "conv_o2", inputs=inputs)
+    assert_matches_oracle(model, tmp_path / "conv_ubsan", inputs=inputs, sanitize=True)
+
+
+def chain(n: int) -> bytes:
+    b = mb.ModelBuilder()
+    t = x = b.activation("x", [1, 8], "float32")
+    for i in range(n):
+        y = b.activation(f"t{i}", [1, 8], "float32")
+        b.op("RELU" if i % 2 else "TANH", [t], [y])
+        t = y
+    return b.finish([x], [t])
+
+
+@pytest.mark.long
+def test_a_20000_operator_chain_compiles_within_a_minute(tmp_path):
+    """Compile time used to be quadratic in the operators (1,000: 5.7 s; 20,000: over 600 s)."""
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(chain(20000))
+    from microcompiler.compiler import compile_model
+    started = time.process_time()
+    library = compile_model(path)
+    assert len(library.metadata["operators"]) == 20000
+    assert time.process_time() - started < 60

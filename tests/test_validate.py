@@ -19,7 +19,7 @@ from microcompiler.inputs import random_inputs
 from microcompiler.api import open_model
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.reference import Reference
-from model_builder import ModelBuilder, fully_connected_options
+from model_builder import ModelBuilder, fully_connected_options, softmax_options
 
 MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
 SAMPLES = 3
@@ -226,3 +226,39 @@ def test_a_model_with_state_is_validated_as_one_sequence(tmp_path):
     in_order = [carried.run(s)[0] for s in samples]
     fresh = [Reference(data, 1).run(s)[0] for s in samples]
     assert any(not np.array_equal(a, b) for a, b in zip(in_order[1:], fresh[1:]))
+
+
+def test_exact_means_bit_for_bit_and_otherwise_the_largest_ulp_error():
+    """"exact" only when every float equals TFLM's bits; one element 3 ulp off is within tolerance
+    and the verdict says by how much."""
+    from microcompiler.commands.validate import verdict
+    from microcompiler.validation.metrics import output_metrics
+    ref = [np.linspace(-1, 1, 12, dtype=np.float32)]
+    off = [ref[0].copy()]
+    off[0].view(np.int32)[5] += 3
+    same = output_metrics("y", [ref[0].copy()], ref, exact=False)
+    near = output_metrics("y", off, ref, exact=False)
+    assert same["bit_exact"] and same["max_ulp_error"] == 0
+    assert near["passed"] and not near["bit_exact"] and near["max_ulp_error"] == 3
+    assert verdict({"passed": True, "bit_exact": True}) == "PASSED (exact)"
+    text = verdict({"passed": True, "bit_exact": False, "max_ulp_error": 3})
+    assert "exact" in text and "not exact" in text and "3 ulp" in text
+    assert verdict({"passed": False}) == "FAILED"
+
+
+def test_a_float_softmax_model_is_exact_on_the_host(tmp_path):
+    """SOFTMAX and LOGISTIC in float: bit for bit TFLM's (the runtime's expf), so "PASSED (exact)"."""
+    b = ModelBuilder()
+    x = b.activation("x", [1, 32], "float32")
+    s = b.activation("s", [1, 32], "float32")
+    y = b.activation("y", [1, 32], "float32")
+    b.op("LOGISTIC", [x], [s])
+    b.op("SOFTMAX", [s], [y], softmax_options(2.0))
+    model = tmp_path / "float_softmax.tflite"
+    model.write_bytes(b.finish([x], [y]))
+    proc = cli("validate", model, "--board", "host", "--inputs", 3, "--mode", "standalone")
+    assert proc.returncode == 0, proc.stderr
+    assert "PASSED (exact)" in proc.stdout
+    proc = cli("validate", model, "--board", "host", "--inputs", 3, "--mode", "standalone", "--json")
+    report = json.loads(proc.stdout)
+    assert report["bit_exact"] and report["max_ulp_error"] == 0

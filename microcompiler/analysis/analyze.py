@@ -3,27 +3,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from microcompiler.ops import cost_model
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.compiler import compile_model
+from microcompiler.ops import cost_model
+from microcompiler.timing import estimated
 
 
-def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None) -> dict:
+def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None,
+                  tuning=None, patches: str | None = None) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without a board) under ``ram_limit`` (or the
-    board's RAM, docs/memory.md) and analyze it."""
+    board's RAM, docs/memory.md), with compile_model's ``tuning`` and ``patches``, and analyze it."""
     from microcompiler.passes.ram_budget import NoPlanFits
     from microcompiler.targets.footprint import ram_for_models
     features = board.cpu.features if board is not None else frozenset()
     available = ram_for_models(board) if board is not None and not board.is_host else None
     try:
-        library = compile_model(model, features=features, ram_limit=ram_limit, ram_available=available)
+        library = compile_model(model, features=features, ram_limit=ram_limit, ram_available=available,
+                                tuning=tuning, patches=patches)
     except NoPlanFits:
         if ram_limit is not None:
             raise
         # the board is too small for every plan: analyze the default one, whose fit shows what is missing
-        library = compile_model(model, features=features)
+        library = compile_model(model, features=features, tuning=tuning, patches=patches)
     return analyze_library(library, board)
 
 
@@ -57,13 +60,13 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     result = {"model": meta["name"], "board": board.name if board else None,
               "core": board.cpu.core if board else None, "layers": layers, "totals": totals,
               "memory_plan": memory_plan(graph, meta), "memory_peak": meta["memory_peak"],
-              "ram_budget": meta.get("ram_budget", {}), "fit": None}
+              "ram_budget": meta.get("ram_budget", {}), "fit": None,
+              "estimated_time": estimated(instructions, board)}
     if board is not None:
         result["fit"] = {
             "flash": _fit(need["flash"], board.flash.size, board.flash.name),
             "ram": _fit(need["ram"], board.ram.size, board.ram.name),
         }
-        result["totals"]["estimated_ms"] = round(1e3 * instructions / board.cpu.clock_hz, 3)
     return result
 
 

@@ -34,15 +34,21 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def graph_executor_refusal(functions) -> str | None:
+def graph_executor_refusal(functions, graph: Graph | None = None) -> str | None:
     """Why the graph executor (and host-driven mode, which walks the same description) cannot run
-    these operator functions, or None. Only its fixed-size records limit an operator's arguments:
-    the generated <model>_run() (the AOT executor) passes any number."""
+    these operator functions, or None. Only its fixed-size records limit it: an operator's
+    arguments and, with ``graph``, its 16-bit counts and offsets and 32-bit sizes. The generated
+    <model>_run() (the AOT executor) has no such limits."""
     for fn in functions:
         if len(fn.params) > MAX_ARGS:
             return (f"operator {fn.op.index} ({fn.op.kind}) has {len(fn.params)} tensor arguments that are not "
                     f"constants; the graph executor and host-driven mode pass at most {MAX_ARGS}: use the AOT "
                     "executor (--executor aot, --mode standalone)")
+    if graph is not None:
+        try:
+            build_description(graph, functions)
+        except UnsupportedModelError as exc:
+            return str(exc)
     return None
 
 
@@ -82,8 +88,18 @@ def build_description(graph: Graph, functions) -> tuple[bytes, int]:
         args = [slot(tensor) for _, _, tensor in fn.params]
         name_offset = len(strings)
         strings += fn.name.encode() + b"\0"
+        if name_offset > 0xFFFF or len(slots) > 0xFFFF:
+            break  # too many operator names or tensors for 16-bit fields: refused below
         ops += struct.pack("<HBB", name_offset, len(args), 0)
         ops += struct.pack(f"<{MAX_ARGS}H", *(args + [0] * (MAX_ARGS - len(args))))
+    limits = ((len(slots), 0xFFFF, "tensors"), (len(functions), 0xFFFF, "operators"), (len(inputs), 0xFF, "inputs"),
+              (len(outputs), 0xFF, "outputs"), (len(strings), 0xFFFF, "bytes of operator names"),
+              (pool, 0xFFFFFFFF, "bytes of memory"))
+    for count, most, what in limits:
+        if count > most:
+            raise UnsupportedModelError(
+                f"the model needs {count:,} {what}, more than the graph executor's description holds "
+                f"({most:,}); use the AOT executor (--executor aot, --mode standalone)")
     header = MAGIC + struct.pack("<HHBBHII", len(slots), len(functions), len(inputs), len(outputs), 0,
                                  pool, len(strings))
     body = b"".join(struct.pack("<II", o, n) for o, n in slots)
@@ -94,7 +110,7 @@ def build_description(graph: Graph, functions) -> tuple[bytes, int]:
 def graph_sources(graph: Graph, functions) -> dict[str, str]:
     """src/<name>_graph.c and include/<name>_graph.h; none when the graph executor cannot run the
     model (graph_executor_refusal: the AOT executor still can)."""
-    if graph_executor_refusal(functions):
+    if graph_executor_refusal(functions, graph):
         return {}
     name = graph.name
     description, pool_bytes = build_description(graph, functions)

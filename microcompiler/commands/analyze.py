@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import json
 
+from microcompiler.errors import printable
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.arguments import add_ram_limit_argument
 from microcompiler.commands.compile import check_operators
 from microcompiler.commands.output import peak_line
 from microcompiler.errors import UnsupportedModelError
+from microcompiler.timing import describe
 from microcompiler.report import check_report_path, write_report
+from microcompiler.report.provenance import with_provenance
 
 
 def add_parser(sub) -> None:
@@ -39,11 +42,11 @@ def run(args) -> int:
         write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
                      inputs=[args.model], analysis=result)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_provenance(result)))
         return 0
     print_analysis(result)
     if args.html:
-        print(f"report: {args.html}")
+        print(f"report: {printable(args.html)}")
     return 0
 
 
@@ -51,8 +54,7 @@ def print_analysis(result: dict) -> None:
     t = result["totals"]
     where = f" on {result['board']} ({result['core']})" if result["board"] else ""
     print(f"{result['model']}{where}: {len(result['layers'])} layers, {t['macs']:,} MACs, "
-          f"estimated {t['estimated_instructions']:,} instructions"
-          + (f" ({t['estimated_ms']} ms at one instruction per cycle)" if "estimated_ms" in t else ""))
+          f"estimated {describe(result['estimated_time'])}")
     print(f"{'#':>3}  {'layer':<24} {'operator':<20} {'output':<14} {'MACs':>11} {'weights B':>10} "
           f"{'kernel':<16} {'est. instr.':>12}")
     for layer in result["layers"]:

@@ -7,7 +7,7 @@ from microcompiler.analysis.operators import missing, missing_error, needs_lines
 from microcompiler.boards import HOST, load_board
 from microcompiler.commands.arguments import add_tuning_argument, ram_budget, tuning_for
 from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, SHARED_ARENA, compile_model, write_atomically
-from microcompiler.errors import MicrocompilerError
+from microcompiler.errors import MicrocompilerError, printable
 
 
 def check_operators(model: str, only_if_missing: bool = False) -> bool:
@@ -63,7 +63,7 @@ def run(args) -> int:
     target = f" for {args.board}" if args.board else ""
     kernels = ", reference kernels" if args.kernels == "reference" else ""
     if tuning is not None:
-        kernels += f", {len(tuning.applied)} operators tuned by {args.tuning}"
+        kernels += f", {len(tuning.applied)} operators tuned by {printable(args.tuning)}"
     print(f"compiled {meta['name']}{target}{kernels}: {len(meta['operators'])} operators, arena "
-          f"{meta['arena_bytes']} B, weights {meta['params_bytes']} B -> {out}")
+          f"{meta['arena_bytes']} B, weights {meta['params_bytes']} B -> {printable(str(out))}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 from microcompiler.commands.arguments import positive_seconds
 from microcompiler.commands.output import print_flash
 from microcompiler.targets import Project
+from microcompiler.timing import measured
 
 
 def add_parser(sub) -> None:
@@ -25,7 +26,7 @@ def run(args) -> int:
     each = result.models or {project.model: result}
     reports = {name: {"model": name, "board": project.board.name, "executor": project.executor,
                       "outputs": [o.tolist() for o in r.outputs], "device_ticks": r.ticks, "timer_hz": r.hz,
-                      "stack_bytes": r.stack_bytes} for name, r in each.items()}
+                      "time": measured(r.ticks, r.hz, project.board), "stack_bytes": r.stack_bytes} for name, r in each.items()}
     if not result.models:
         print_flash(reports[project.model], result.outputs, args.json)
     elif args.json:  # several models: one object, each model's report by name

@@ -131,7 +131,7 @@ def run(args) -> int:
             hz = session.device.timer_hz
             stats = dict(session.stats)
         outputs = step_outputs[-1]
-        report = run_report(meta, job.board.name, target.name, args.mode, args.executor, outputs,
+        report = run_report(meta, job.board, target.name, args.mode, args.executor, outputs,
                             step_ticks[-1], hz, built=built, operator_ticks=operator_ticks, rpc=stats)
     else:
         with project_directory(args.keep) as project_dir:
@@ -140,7 +140,7 @@ def run(args) -> int:
                                     **given)
             built = target.build(project, log=progress)
             result = target.flash(project, timeout=args.timeout, log=progress, port=args.port)
-        report = run_report(meta, job.board.name, target.name, args.mode, args.executor, result.outputs,
+        report = run_report(meta, job.board, target.name, args.mode, args.executor, result.outputs,
                             result.ticks, result.hz, built=built, stack_bytes=result.stack_bytes)
         outputs = result.outputs
         step_outputs, step_ticks = result.step_outputs or [outputs], result.step_ticks or [result.ticks]

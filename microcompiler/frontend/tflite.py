@@ -23,6 +23,7 @@ from microcompiler.frontend.subgraphs import link_subgraphs, subgraph_name
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
 from microcompiler.ops import supported_operators
 from microcompiler.ops.tflm_operators import TFLM_CUSTOM, where_it_stands
+from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 
 _OPCODE_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 _TYPE_NAMES = {
@@ -47,10 +48,8 @@ def load_tflite(path: str | Path) -> Graph:
 
 
 def read_model_file(path: str | Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise ModelFormatError(f"cannot read model file {path}: {exc.strerror}") from None
+    """The bytes of a model file; a device, a directory or a file past MAX_MODEL_BYTES is refused unread."""
+    return read_user_file(path, "model file", MAX_MODEL_BYTES, ModelFormatError)
 
 
 def model_name(path: Path) -> str:

@@ -8,8 +8,9 @@ element at its offset is written). Types and arithmetic follow TFLite Micro's ke
 
 * float32 for all the math operators. NEG, SQUARE, ABS, SQRT, RSQRT (``1 / sqrt``), CEIL and FLOOR
   are exact IEEE operations; ROUND rounds half to even without depending on the rounding mode
-  (``mc_round_half_to_even``); EXP uses the libm-free ``mc_expf`` (host and device C libraries
-  differ); LOG, SIN and COS call the C library (within 1e-5 relative of TFLM's).
+  (``mc_round_half_to_even``); EXP and LOG use ``mc_expf`` and ``mc_logf``, the host C library's
+  algorithms carried in the runtime (kernel_libm.h), bit for bit TFLM's on the host and the same on
+  every board; SIN and COS call the board's C library (within 1e-5 relative of TFLM's; docs/float.md).
   NaN and infinities propagate as in TFLM.
 * ABS int8 (quantized) and int16 (quantized with zero points of 0, or unquantized: a plain
   ``abs`` where -32768 stays -32768): ``|x - zp_in|``, rescaled by ``in_scale / out_scale`` only
@@ -38,7 +39,7 @@ FLOAT_EXPRESSIONS = {
     "SQRT": "sqrtf(x)",
     "RSQRT": "1.0f / sqrtf(x)",
     "EXP": "mc_expf(x)",
-    "LOG": "logf(x)",
+    "LOG": "mc_logf(x)",
     "SIN": "sinf(x)",
     "COS": "cosf(x)",
     "CEIL": "ceilf(x)",
@@ -86,8 +87,8 @@ class FloatMath(OpKernel):
 
     def describe(self, kind):
         info = super().describe(kind)
-        info["type_notes"] = {"EXP": "libm-free expf, identical on every target",
-                              "ROUND": "half to even", "LOG": "C library logf",
+        info["type_notes"] = {"EXP": "the C library's expf algorithm (mc_expf), identical on every target",
+                              "ROUND": "half to even", "LOG": "the C library's logf algorithm (mc_logf)",
                               "SIN": "C library sinf", "COS": "C library cosf"}.get(kind, "")
         return info
 

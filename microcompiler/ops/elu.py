@@ -38,7 +38,7 @@ class Elu(ElementwiseKernel):
         x = ctx.tensor(op.inputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
-            return ctx.render("activation_float.c.j2", expr="(x < 0.0f ? expm1f(x) : x)", **values)
+            return ctx.render("activation_float.c.j2", expr="(x < 0.0f ? mc_expm1f(x) : x)", **values)
         return render_int8_table(ctx, self.int8_table(op, graph), what="ELU", **values)
 
     def int8_table(self, op, graph):

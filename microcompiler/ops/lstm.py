@@ -19,7 +19,7 @@ One step of one batch row, integer (gate order as TFLM computes them: forget, in
 3. hidden = requant(output gate * tanh(cell)) + hidden zero point, saturated to int8 (int16), where tanh
    reads the cell state with its power-of-two scale.
 
-Float32 is the same data flow in float (TFLM's Logistic with its cut-offs, ``tanhf``).
+Float32 is the same data flow in float (TFLM's Logistic with its cut-offs, ``mc_tanhf``).
 """
 from __future__ import annotations
 

@@ -229,6 +229,12 @@ class Softmax(OpKernel):
             return
         require(x.quant is not None and y.quant is not None and not x.quant.per_channel
                 and not y.quant.per_channel, op, "quantized softmax needs per-tensor quantization")
+        beta = float(F32(op.options.get("beta", 1.0)))
+        require(math.isfinite(beta), op, f"beta {beta} is not a finite number; the file is damaged")
+        if x.dtype == "int8":  # TFLM's QuantizeMultiplierGreaterThanOne: beta * scale * 2^26 must reach 1
+            real = beta * float(F32(_scale_zp(x)[0])) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS))
+            require(real >= 1.0, op, f"input scale * beta ({beta:g}) is too small for the int8 softmax (TFLM "
+                    "cannot represent it either)")
         scale, zp = _scale_zp(y)
         if x.dtype == "int8":
             real = softmax_int8_real(_scale_zp(x)[0], op.options.get("beta", 1.0))

@@ -6,7 +6,7 @@
   saturate. As in TFLM, the output is always tanh * 128 whatever the output tensor's quantization says.
 * int16: zero points 0 and an output scale of 2^-15; tanh(x) = 2 * sigmoid(2x) - 1 from TFLM's
   256-entry sigmoid table (shared with the int16 LOGISTIC) with linear interpolation.
-* float32: ``tanhf``.
+* float32: ``mc_tanhf``, the C library's fdlibm tanhf carried in the runtime (kernel_libm.h).
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class Tanh(ElementwiseKernel):
         x = ctx.tensor(op.inputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
-            return ctx.render("activation_float.c.j2", expr="tanhf(x)", **values)
+            return ctx.render("activation_float.c.j2", expr="mc_tanhf(x)", **values)
         in_scale, in_zp = x.quant.single()
         if x.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="tanh", **values)

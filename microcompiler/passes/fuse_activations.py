@@ -6,7 +6,7 @@ whole operator).
 """
 from __future__ import annotations
 
-from microcompiler.ir import Graph
+from microcompiler.ir import Graph, Operator
 
 _FUSIBLE_PRODUCERS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "AVERAGE_POOL_2D",
                       "MAX_POOL_2D", "CONCATENATION"}
@@ -16,22 +16,31 @@ _ACTIVATIONS = {"RELU": "RELU", "RELU6": "RELU6"}
 def fuse_activations(graph: Graph) -> Graph:
     g = graph.copy()
     removed = set()
+    producer_of: dict[int, Operator] = {}  # indexes built once: one lookup per operator, not one scan
+    readers: dict[int, int] = {}
+    for op in g.operators:
+        for o in op.outputs:
+            producer_of.setdefault(o, op)
+        for i in set(op.inputs):
+            readers[i] = readers.get(i, 0) + 1
     for act in g.operators:
         if act.kind not in _ACTIVATIONS:
             continue
         src, dst = act.inputs[0], act.outputs[0]
-        producer = g.producer(src)
+        producer = producer_of.get(src)
         if producer is None or producer.kind not in _FUSIBLE_PRODUCERS or id(producer) in removed:
             continue
         if producer.options.get("activation", "NONE") != "NONE" or src in g.outputs:
             continue
-        if len(g.consumers(src)) != 1:
+        if readers.get(src, 0) != 1:
             continue
         a, b = g.tensors[src], g.tensors[dst]
         if a.dtype != b.dtype or a.shape != b.shape or a.quant != b.quant:
             continue
         producer.options["activation"] = _ACTIVATIONS[act.kind]
         producer.outputs = [dst if o == src else o for o in producer.outputs]
+        producer_of.pop(src, None)
+        producer_of[dst] = producer
         removed.add(id(act))
     g.operators = [op for op in g.operators if id(op) not in removed]
     return g

@@ -50,9 +50,9 @@ def _table(op: Operator, graph: Graph) -> np.ndarray | None:
         return None
 
 
-def _intermediate(graph: Graph, tensor: int) -> bool:
+def _intermediate(graph: Graph, tensor: int, readers: dict[int, int]) -> bool:
     """True when tensor is read by exactly one operator and is not a model output."""
-    return tensor not in graph.outputs and len(graph.consumers(tensor)) == 1
+    return tensor not in graph.outputs and readers.get(tensor, 0) == 1
 
 
 def _mul_table(mul: Operator, graph: Graph, x_position: int, f_table: np.ndarray) -> np.ndarray | None:
@@ -80,12 +80,19 @@ def _names(op: Operator) -> str:
 
 def _fuse_one(g: Graph) -> bool:
     """Fuse one pattern; True when something changed."""
+    producer_of: dict[int, Operator] = {}  # built once per scan: a lookup per operator, not a scan
+    readers: dict[int, int] = {}
+    for o in g.operators:
+        for t in o.outputs:
+            producer_of.setdefault(t, o)
+        for t in set(o.inputs):
+            readers[t] = readers.get(t, 0) + 1
     for op in g.operators:
         if op.kind == "MUL" and len(op.inputs) == 2:
             for x_position in (0, 1):
                 x, fx = op.inputs[x_position], op.inputs[1 - x_position]
-                f = g.producer(fx)
-                if f is None or f.inputs[0] != x or not _intermediate(g, fx):
+                f = producer_of.get(fx)
+                if f is None or f.inputs[0] != x or not _intermediate(g, fx, readers):
                     continue
                 f_table = _table(f, g)
                 table = None if f_table is None else _mul_table(op, g, x_position, f_table)
@@ -95,8 +102,8 @@ def _fuse_one(g: Graph) -> bool:
             continue
         if not op.inputs or g.tensors[op.inputs[0]].is_constant:
             continue
-        f = g.producer(op.inputs[0])
-        if f is None or not _intermediate(g, op.inputs[0]):
+        f = producer_of.get(op.inputs[0])
+        if f is None or not _intermediate(g, op.inputs[0], readers):
             continue
         g_table, f_table = _table(op, g), _table(f, g)
         if g_table is not None and f_table is not None:

@@ -121,6 +121,37 @@ def firmware_size(elf: str | Path) -> tuple[int, int]:
     return flash, ram
 
 
+def model_flash(elf: str | Path, model: str) -> dict[str, int] | None:
+    """The flash a model's library takes in a firmware, from the ELF's symbol table: ``code_bytes``
+    (its functions, ``<model>_*``) and ``weights_bytes`` (its constant arrays: ``<model>_*`` objects
+    with contents, so not the arena or the scratch buffer in .bss). None for a file that is not a
+    32-bit ELF (the host build)."""
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        return None
+    endian = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
+    sections = [struct.unpack_from(endian + "IIIIIIIIII", data, shoff + i * shentsize) for i in range(shnum)]
+    sht_symtab, sht_nobits, stt_object, stt_func = 2, 8, 1, 2
+    split = {"code_bytes": 0, "weights_bytes": 0}
+    prefix = (model + "_").encode()
+    for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != sht_symtab or not entsize:
+            continue
+        strtab = sections[link][4]
+        for k in range(size // entsize):
+            st_name, _, st_size, st_info, _, st_shndx = struct.unpack_from(endian + "IIIBBH", data, offset + k * entsize)
+            name = data[strtab + st_name:data.index(b"\0", strtab + st_name)]
+            if not st_size or not name.startswith(prefix):
+                continue
+            if st_info & 0xF == stt_func:
+                split["code_bytes"] += st_size
+            elif st_info & 0xF == stt_object and st_shndx < len(sections) and sections[st_shndx][1] != sht_nobits:
+                split["weights_bytes"] += st_size
+    return split
+
+
 def measured_build(board: Board, elf: Path, log: Log) -> BuildResult:
     flash_bytes, ram_bytes = firmware_size(elf)
     log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "

@@ -14,6 +14,7 @@ from pathlib import Path
 from microcompiler.errors import MicrocompilerError
 from microcompiler.ops.base import kernel_for
 from microcompiler.tuning.signature import cpu_key, operator_signature, signature_key
+from microcompiler.user_files import read_user_text
 
 LOG_FORMAT = "microcompiler-tuning"
 LOG_VERSION = 1
@@ -59,11 +60,7 @@ class TuningLog:
     @classmethod
     def load(cls, path: str | Path) -> TuningLog:
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise TuningLogError(f"cannot read the tuning log {path}: {exc.strerror or exc}; give the file "
-                                 "'microcompiler tune --output' wrote") from None
+        text = read_user_text(path, "the tuning log", error=TuningLogError)
         try:
             data = json.loads(text)
         except ValueError:

@@ -56,11 +56,11 @@ class TuneResult:
 def oracle_tensors(model: str | Path, graph, inputs) -> dict:
     """The TFLite Micro interpreter's tensors after ``inputs``, for every operator output of ``graph``."""
     from microcompiler.validation.reference import Reference
-    reference = Reference(Path(model).read_bytes(), len(graph.outputs), what=str(model), preserve=True)
-    reference.run(inputs)
-    count = len(load_tflite(model).tensors)  # the tensors a pass made (patch buffers) have no counterpart
-    wanted = {t for op in graph.operators for t in op.outputs if 0 <= t < count}
-    return {t: reference.tensor(t) for t in sorted(wanted)}
+    with Reference(Path(model).read_bytes(), len(graph.outputs), what=str(model), preserve=True) as reference:
+        reference.run(inputs)
+        count = len(load_tflite(model).tensors)  # the tensors a pass made (patch buffers) have no counterpart
+        wanted = {t for op in graph.operators for t in op.outputs if 0 <= t < count}
+        return {t: reference.tensor(t) for t in sorted(wanted)}
 
 
 def plan_groups(graph, board: Board, previous: TuningLog | None) -> list[Group]:

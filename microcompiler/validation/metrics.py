@@ -38,8 +38,25 @@ def within_tolerance(ours: np.ndarray, reference: np.ndarray) -> bool:
     return bool(np.all(np.abs(ours.astype(np.float64) - ref) <= bound))
 
 
+def ulp_distance(ours: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Per element, how many float32 steps (ulp) lie between ours and the reference: 0 only for the
+    same bits (+0 and -0 count as 1 apart), two NaNs 0."""
+    a, b = np.asarray(ours, np.float32), np.asarray(reference, np.float32)
+    bits_a = np.ascontiguousarray(a).view(np.int32).astype(np.int64)
+    bits_b = np.ascontiguousarray(b).view(np.int32).astype(np.int64)
+
+    def ordered(bits):  # float order as integer order: negative floats count down from 0
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+    distance = np.abs(ordered(bits_a) - ordered(bits_b))
+    distance = np.where((distance == 0) & (bits_a != bits_b), 1, distance)
+    return np.where(np.isnan(a) & np.isnan(b), 0, distance)
+
+
 def output_metrics(name: str, ours: list[np.ndarray], reference: list[np.ndarray], exact: bool) -> dict:
-    """Metrics of one output over all samples. exact: integers that must match bit for bit."""
+    """Metrics of one output over all samples. exact: integers that must match bit for bit.
+    "bit_exact": every element of every sample has the reference's bits; float32 outputs also give
+    "max_ulp_error", the largest distance in float32 steps (ulp)."""
     a = np.stack([np.asarray(x, dtype=np.float64).ravel() for x in ours])
     b = np.stack([np.asarray(x, dtype=np.float64).ravel() for x in reference])
     diff = np.abs(a - b)
@@ -49,8 +66,16 @@ def output_metrics(name: str, ours: list[np.ndarray], reference: list[np.ndarray
            "exact_samples": int(sum(np.array_equal(x, y) for x, y in zip(a, b))),
            "max_abs_error": float(diff.max()) if diff.size else 0.0,
            "mean_abs_error": float(diff.mean()) if diff.size else 0.0,
+           "rmse": float(np.sqrt(np.mean(diff ** 2))) if diff.size else 0.0,
            "cosine_similarity": float(np.mean(cosines)), "min_cosine_similarity": float(np.min(cosines)),
            "top1_agreement": None}
+    floats = all(np.asarray(x).dtype == np.float32 for x in list(ours) + list(reference))
+    if floats:
+        ulps = [ulp_distance(np.asarray(x).ravel(), np.asarray(y).ravel()) for x, y in zip(ours, reference)]
+        row["max_ulp_error"] = int(max((int(u.max()) for u in ulps if u.size), default=0))
+        row["bit_exact"] = row["max_ulp_error"] == 0
+    else:
+        row["bit_exact"] = row["exact_samples"] == row["samples"]
     if is_classifier(np.shape(ours[0])):
         row["top1_agreement"] = float(np.mean([np.argmax(x) == np.argmax(y) for x, y in zip(a, b)]))
     if exact:
@@ -66,3 +91,17 @@ def dequantize(array: np.ndarray, meta: dict) -> np.ndarray:
         return array.astype(np.float32)
     return ((array.astype(np.float64) - meta["zero_point"]) * meta["scale"]).astype(np.float32)
 
+
+
+def label_metrics(scores: list[np.ndarray], labels: np.ndarray) -> dict:
+    """Top-1 accuracy of class scores against labels, with the confusion matrix (rows: label, columns:
+    predicted class) and each class's recall."""
+    predicted = np.array([int(np.argmax(np.asarray(x).ravel())) for x in scores])
+    classes = int(max(int(labels.max()), int(predicted.max())) + 1) if len(labels) else 0
+    confusion = np.zeros((classes, classes), dtype=np.int64)
+    for label, guess in zip(labels, predicted):
+        confusion[int(label), int(guess)] += 1
+    totals = confusion.sum(axis=1)
+    return {"samples": int(len(labels)), "accuracy": float(np.mean(predicted == labels)) if len(labels) else 0.0,
+            "correct": int(np.sum(predicted == labels)), "confusion": confusion.tolist(),
+            "recall_per_class": [None if t == 0 else float(confusion[c, c] / t) for c, t in enumerate(totals)]}

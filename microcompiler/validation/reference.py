@@ -1,58 +1,153 @@
-"""The reference: the TFLite Micro Python interpreter (the optional 'validate' extra).
+"""The reference: the TFLite Micro Python interpreter (the optional 'validate' extra), in a child process.
 
 ``Reference(model_bytes)`` runs a model and returns its outputs; with ``preserve=True`` it keeps
 every tensor after an inference (TFLM's kPreserveAllTensors mode), so each intermediate tensor can
 be compared with the device's.
+
+The interpreter runs in a child process (``python -m microcompiler.validation.reference_worker``,
+started with :func:`microcompiler.cleanup.spawn`): a model can make TFLM loop for ever (a WHILE
+that never ends), abort the process (a failed TFLITE_CHECK) or ignore signals while inside C++.
+Every call waits at most ``timeout`` seconds (the command's ``--timeout``); a signal to the command
+stops the child with it, within a second.
 """
 from __future__ import annotations
 
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+
 import numpy as np
 
+from microcompiler import cleanup
 from microcompiler.errors import MicrocompilerError, ModelFormatError
 
 ARENA_BYTES = 8 * 1024 * 1024  # the interpreter's tensor arena: enough for the models microcontrollers run
 # The pinned interpreter, the same as pyproject's 'validate' extra.
 TFLM_REQUIREMENT = "tflite-micro==0.dev20261023182759"
+DEFAULT_TIMEOUT = 300.0
+_START_SECONDS = 60.0  # starting the child and importing the interpreter
 
 
-def _runtime():
-    try:
-        from tflite_micro.python.tflite_micro import runtime
-    except ImportError:
-        raise MicrocompilerError("validate needs the TFLite Micro interpreter, which is not installed: "
-                                 f"pip install 'microcompiler[validate]' (or pip install {TFLM_REQUIREMENT})") \
-            from None
-    return runtime
+class ReferenceTimeout(MicrocompilerError):
+    """TFLite Micro did not finish a call within the command's --timeout."""
 
 
 class Reference:
     """One interpreter for a model, reused for every sample (making it is the slow part)."""
 
-    def __init__(self, model_bytes: bytes, n_outputs: int, what: str = "the model", preserve: bool = False):
-        runtime = _runtime()
-        config = (runtime.InterpreterConfig.kPreserveAllTensors if preserve
-                  else runtime.InterpreterConfig.kAllocationRecording)
-        try:
-            self.interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=ARENA_BYTES,
-                                                         intrepreter_config=config)
-        except (RuntimeError, ValueError) as exc:
-            raise ModelFormatError(f"TFLite Micro cannot load {what} ({str(exc).splitlines()[0] if str(exc) else exc})"
-                                   "; check that it is a valid .tflite file") from None
+    def __init__(self, model_bytes: bytes, n_outputs: int, what: str = "the model", preserve: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT):
+        self.what = what
+        self.timeout = timeout
         self.n_outputs = n_outputs
+        self._log = tempfile.TemporaryFile()  # the child's stderr (TFLM's own messages), read on failure
+        self._proc = cleanup.spawn([sys.executable, "-m", "microcompiler.validation.reference_worker"],
+                                   stdin=_PIPE, stdout=_PIPE, stderr=self._log)
+        try:
+            self._call("load", model_bytes, ARENA_BYTES, preserve, seconds=_START_SECONDS + timeout)
+        except BaseException:
+            self.close()
+            raise
 
     def input_details(self, k: int) -> dict:
-        return self.interp.get_input_details(k)
+        return self._call("input_details", k)
 
     def output_details(self, k: int) -> dict:
-        return self.interp.get_output_details(k)
+        return self._call("output_details", k)
 
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        for k, x in enumerate(inputs):
-            self.interp.set_input(x, k)
-        self.interp.invoke()
-        return [np.array(self.interp.get_output(k)) for k in range(self.n_outputs)]
+        return self._call("run", [np.asarray(x) for x in inputs], self.n_outputs)
 
     def tensor(self, index: int) -> np.ndarray:
         """Tensor ``index`` of subgraph 0 after the last run (preserve=True only)."""
-        t = self.interp.GetTensor(index, 0)
-        return np.array(t["tensor_data"]).reshape(t["shape"])
+        return self._call("tensor", index)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            cleanup.stop(self._proc, grace=1.0)
+            for stream in (self._proc.stdin, self._proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self._proc = None
+        self._log.close()
+
+    def __enter__(self) -> Reference:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # --- the exchange with the child ---------------------------------------------------------
+    def _call(self, *request, seconds: float | None = None):
+        if self._proc is None:
+            raise MicrocompilerError(f"the TFLite Micro reference for {self.what} was stopped")
+        seconds = self.timeout if seconds is None else seconds
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self._proc.stdin.write(struct.pack("<Q", len(payload)) + payload)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._failed()
+        deadline = time.monotonic() + seconds
+        header = self._read(8, deadline)
+        (size,) = struct.unpack("<Q", header)
+        status, value = pickle.loads(self._read(size, deadline))
+        if status == "ok":
+            return value
+        if status == "model":
+            raise ModelFormatError(f"TFLite Micro cannot load {self.what} ({value}); check that it is a valid "
+                                   ".tflite file")
+        if status == "missing":
+            raise MicrocompilerError("validate needs the TFLite Micro interpreter, which is not installed: "
+                                     f"pip install 'microcompiler[validate]' (or pip install {TFLM_REQUIREMENT})")
+        raise MicrocompilerError(f"TFLite Micro failed on {self.what}: {value}")
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        fd = self._proc.stdout.fileno()
+        chunks, got = [], 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise ReferenceTimeout(f"TFLite Micro did not finish {self.what} within {self.timeout:g} s (the model "
+                                       "may loop for ever); stopped it. Raise --timeout to wait longer")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, min(n - got, 1 << 20))
+            if not chunk:
+                self._failed()
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def _failed(self):
+        proc = self._proc
+        try:
+            code = proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            code = None
+        self._log.seek(0)
+        lines = [ln.strip() for ln in self._log.read()[-4000:].decode(errors="replace").splitlines() if ln.strip()]
+        said = lines[-2] if len(lines) >= 2 and lines[-1].startswith("Fatal Python") else (lines[-1] if lines else "")
+        self.close()
+        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 and
+               -code in signal.Signals._value2member_map_ else f"exited with code {code}")
+        raise MicrocompilerError(f"TFLite Micro {how} while running {self.what}" + (f": {said}" if said else "")
+                                 + "; it cannot run this model")
+
+
+_PIPE = -1  # subprocess.PIPE

@@ -61,7 +61,8 @@ def check_float_model(ref: Reference, meta: dict) -> None:
                                          f"{m['shape']}; pass the float model this one was quantized from")
 
 
-def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference) -> list[dict]:
+def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference,
+                      collect: dict | None = None) -> list[dict]:
     """Our outputs dequantized against the float model run on the dequantized inputs."""
     theirs = []
     with Progress(len(samples), "float reference") as bar:
@@ -73,6 +74,8 @@ def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndar
                 feeds.append((dequantize(x, m).astype(want) if want.kind == "f" else x).reshape(details["shape"]))
             theirs.append([np.asarray(y, dtype=np.float32) for y in ref.run(feeds)])
             bar.step(s.source)
+    if collect is not None:
+        collect["float"] = theirs
     deq = [[dequantize(y, m) for y, m in zip(outs, meta["outputs"])] for outs in ours]
     return [output_metrics(o["name"], [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)],
                            [t[k] for t in theirs], exact=False)
@@ -119,14 +122,18 @@ def keeps_state(meta: dict) -> bool:
 
 def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, original_graph, *,
              modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN), float_bytes: bytes | None = None,
-             options: DeviceOptions | None = None, log: Callable[[str], None] = _quiet) -> dict:
-    """The validation report (see docs/validate.md); report["passed"] is False on any mismatch."""
+             options: DeviceOptions | None = None, log: Callable[[str], None] = _quiet,
+             collect: dict | None = None) -> dict:
+    """The validation report (see docs/validate.md); report["passed"] is False on any mismatch.
+    ``collect``: filled with the outputs themselves, per sample: {mode: device outputs, "tflm": TFLite
+    Micro's, "float": the float model's} (for labels and saved outputs)."""
     options = options or DeviceOptions()
     meta = library.metadata
-    reference = Reference(model_bytes, len(meta["outputs"]))
+    reference = Reference(model_bytes, len(meta["outputs"]), timeout=options.timeout)
     float_ref = None
     if float_bytes is not None:
-        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model")
+        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model",
+                              timeout=options.timeout)
         check_float_model(float_ref, meta)
     expected = []
     with Progress(len(samples), "TFLite Micro") as bar:
@@ -161,7 +168,7 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                         mismatch = _first_mismatch(meta, outs, expected)
                 if mismatch is not None:
                     log(f"outputs differ on {samples[mismatch].source}: comparing every layer host-driven")
-                    preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True)
+                    preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True, timeout=options.timeout)
                     if keeps_state(meta):  # replay the sequence up to the mismatch on both sides
                         ex.reset()
                         for s in samples[:mismatch]:
@@ -170,12 +177,23 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                     divergence = first_divergence(ex, library, preserved, samples[mismatch].inputs, original_graph)
                     divergence["sample"] = samples[mismatch].source
     passed = all(o["passed"] for c in comparisons for o in c["outputs"])
+    # "exact" only when every output equals TFLM's bit for bit (floats too); otherwise the report
+    # says how far: the largest float error in ulp
+    bit_exact = passed and all(o["bit_exact"] for c in comparisons for o in c["outputs"])
+    max_ulp = max((o.get("max_ulp_error", 0) for c in comparisons for o in c["outputs"]), default=0)
     if float_ref is not None:
         first_mode = next(iter(device))
         comparisons.append({"mode": first_mode, "against": "float",
-                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref)})
+                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref, collect)})
+    for ref in (reference, float_ref):  # the interpreters' child processes (on an error: cleanup's sweep)
+        if ref is not None:
+            ref.close()
+    if collect is not None:
+        collect.update(device)
+        collect["tflm"] = expected
     report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
-              "modes": list(device), "passed": passed, "comparisons": comparisons, "divergence": divergence}
+              "modes": list(device), "passed": passed, "bit_exact": bit_exact, "max_ulp_error": max_ulp,
+              "comparisons": comparisons, "divergence": divergence}
     return report
 
 

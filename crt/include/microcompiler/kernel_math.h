@@ -72,42 +72,4 @@ static inline int32_t mc_saturating_left_shift(int32_t x, int exponent) {
   return (int32_t)wide;
 }
 
-/* Fixed-point exp, reciprocal and logistic (SOFTMAX, LOGISTIC). */
-#include "microcompiler/kernel_fixedpoint.h"
-
-/* Integer helpers of the signal-processing (audio front end) operators. */
-#include "microcompiler/kernel_signal.h"
-#include "microcompiler/kernel_fft.h"
-#include "microcompiler/kernel_fft32.h"
-
-/* exp(x) in float without libm, so that the host build and every device build
- * (whose C libraries implement expf differently) give bit-identical results.
- * Within 2 ulp of the correctly rounded value: x = k*ln2 + r with |r| <= ln2/2,
- * exp(r) by a degree-7 Taylor polynomial, then scaled by 2^k in two steps so
- * that results in the subnormal range stay exact. */
-static inline float mc_pow2i(int k) {
-  union {
-    uint32_t bits;
-    float value;
-  } u;
-  u.bits = (uint32_t)(k + 127) << 23; /* k in [-126, 127] */
-  return u.value;
-}
-
-static inline float mc_expf(float x) {
-  const float ln2_hi = 0.693145751953125f; /* few mantissa bits: k * ln2_hi is exact */
-  const float ln2_lo = 1.428606765330187045e-06f;
-  float r, p;
-  int k, k_half;
-  if (x != x) return x;
-  if (x > 88.7228394f) return x * 1e30f * 1e30f; /* overflow to +inf */
-  if (x < -103.972084f) return 0.0f;
-  k = (int)(x * 1.44269504088896341f + (x >= 0.0f ? 0.5f : -0.5f));
-  r = (x - (float)k * ln2_hi) - (float)k * ln2_lo;
-  p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f +
-      r * (1.0f / 120.0f + r * (1.0f / 720.0f + r * (1.0f / 5040.0f)))))));
-  k_half = k / 2;
-  return p * mc_pow2i(k_half) * mc_pow2i(k - k_half);
-}
-
 #endif /* MICROCOMPILER_KERNEL_MATH_H_ */

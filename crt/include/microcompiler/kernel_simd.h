@@ -718,11 +718,4 @@ static inline int32_t* mc_fill_col(int32_t* d, int32_t pair, int32_t steps) {
   return d;
 }
 
-/* The channel-plane kernels' blocks (DEPTHWISE_CONV_2D "planes"). */
-#include "microcompiler/kernel_planes.h"
-/* The lanes encoding of the im2col CONV_2D kernel. */
-#include "microcompiler/kernel_lanes.h"
-/* The int16x8 kernels' dot products. */
-#include "microcompiler/kernel_s16.h"
-
 #endif /* MICROCOMPILER_KERNEL_SIMD_H_ */

@@ -6,9 +6,8 @@
 
 #include "tiny_cnn_int8.h"
 #include "microcompiler/kernel_math.h"
+#include "microcompiler/kernel_fixedpoint.h"
 #include "microcompiler/kernel_simd.h"
-#include "microcompiler/kernel_elementwise.h"
-#include "microcompiler/kernel_activation.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 /* per output channel [8] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
@@ -136,7 +135,6 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         }
         d_ = mc_im2col_s8(d_, buf, 3);
       }
-      (void)d_;
       if (++ox == 8) {
         ox = 0;
         ++oy;
@@ -250,7 +248,6 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
         const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
         d_ = mc_im2col_s8(d_, s_, 2);
       }
-      (void)d_;
       if (++ox == 8) {
         ox = 0;
         ++oy;

@@ -1,0 +1,235 @@
+"""Float kernels bit for bit equal to TFLM on the host, and every board equal to the host.
+
+TFLM's float SOFTMAX, LOG_SOFTMAX, LOGISTIC, EXP, LOG, TANH, ELU and LSTM call the C library's expf, logf,
+tanhf and expm1f. The runtime carries those algorithms (crt/include/microcompiler/kernel_libm.h:
+optimized-routines' expf and logf as glibc's FMA build computes them, fdlibm's tanhf and expm1f),
+so the generated code needs no libm and gives the host C library's bits on every target:
+
+1. the runtime's functions against the host C library, on every 4,099th float bit pattern (about
+   a million inputs each, all signs, exponents, subnormals, infinities and NaN) and on the two
+   inputs where glibc's plain and FMA builds of expf differ;
+2. one-operator models over thousands of values each against the TFLM oracle, compared as bits;
+3. the same models on an emulated Cortex-M4 (no double-precision FPU: the double arithmetic is
+   software) and Cortex-M55, compared as bits with the host build;
+4. real converted float models (tests/models/keras: DS-CNN, Conv2DTranspose autoencoder, LSTM, GRU
+   as a WHILE loop, transformer block, unrolled GRU/LSTM) bit for bit TFLM's on the host, and three
+   of them on the M4 and M55 bit for bit the host's.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from board_oracle import needs_board_tools
+from harness import compile_bytes
+from microcompiler import resources
+from microcompiler.host import STRICT_CFLAGS, HostProgram, compiler
+from microcompiler.inputs import random_inputs
+from microcompiler.project import run_on_board
+from model_builder import ModelBuilder, softmax_options
+from oracle import Oracle
+
+SWEEP = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include "microcompiler/kernel_libm.h"
+
+static float (*volatile libm_expf)(float) = expf;
+static float (*volatile libm_logf)(float) = logf;
+static float (*volatile libm_tanhf)(float) = tanhf;
+static float (*volatile libm_expm1f)(float) = expm1f;
+
+static uint32_t bits(float v) { uint32_t b; memcpy(&b, &v, 4); return b; }
+static int same(float a, float b) { return bits(a) == bits(b) || (a != a && b != b); }
+
+int main(void) {
+  static const uint32_t fma_and_plain_differ[2] = {0x4202422Fu, 0xC27C65D9u};
+  long bad[4] = {0, 0, 0, 0}, n = 0;
+  uint32_t u;
+  int k;
+  for (u = 0; u <= 0xffffffffu - 4099u; u += 4099u) {
+    float x;
+    memcpy(&x, &u, 4);
+    bad[0] += !same(libm_expf(x), mc_expf(x));
+    bad[1] += !same(libm_logf(x), mc_logf(x));
+    bad[2] += !same(libm_tanhf(x), mc_tanhf(x));
+    bad[3] += !same(libm_expm1f(x), mc_expm1f(x));
+    ++n;
+  }
+  for (k = 0; k < 2; ++k) {
+    float x;
+    memcpy(&x, &fma_and_plain_differ[k], 4);
+    bad[0] += !same(libm_expf(x), mc_expf(x));
+  }
+  printf("%ld %ld %ld %ld %ld\n", n, bad[0], bad[1], bad[2], bad[3]);
+  return 0;
+}
+"""
+
+
+def host_has_fma() -> bool:
+    try:
+        return " fma " in f" {Path('/proc/cpuinfo').read_text().replace(chr(10), ' ')} "
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not host_has_fma(), reason="the host CPU has no FMA: glibc's expf then takes its plain build, "
+                                               "which differs from the runtime's (glibc's FMA build) at 2 inputs")
+def test_runtime_libm_equals_the_host_c_library(tmp_path):
+    source, exe = tmp_path / "sweep.c", tmp_path / "sweep"
+    source.write_text(SWEEP)
+    subprocess.run([*compiler(), *STRICT_CFLAGS, "-O2", f"-I{resources.crt_dir() / 'include'}", str(source),
+                    "-o", str(exe), "-lm"], check=True, timeout=120)
+    n, *bad = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True,
+                                      timeout=300).stdout.split())
+    assert n > 1_000_000
+    assert bad == [0, 0, 0, 0], f"mismatches (expf, logf, tanhf, expm1f): {bad}"
+
+
+def sweep_values(n: int, low: float, high: float, seed: int) -> np.ndarray:
+    """n float32 values: an even grid over [low, high], seeded random ones, and the edges."""
+    rng = np.random.default_rng(seed)
+    grid = np.linspace(low, high, n // 2, dtype=np.float32)
+    rand = rng.uniform(low, high, n - n // 2 - 8).astype(np.float32)
+    edges = np.array([0.0, -0.0, 1e-30, -1e-30, low, high, 1.0, -1.0], np.float32)
+    return np.concatenate([grid, rand, edges]).astype(np.float32)
+
+
+# (operator, input range, options): each model is one operator over 4,096 values in [1, 4096].
+FLOAT_OPS = [
+    ("EXP", (-100.0, 88.0), None),
+    ("LOG", (1e-30, 1e30), None),
+    ("TANH", (-12.0, 12.0), None),
+    ("LOGISTIC", (-20.0, 20.0), None),
+    ("ELU", (-20.0, 5.0), None),
+    ("SOFTMAX", (-30.0, 30.0), softmax_options(1.0)),
+    ("SOFTMAX", (-10.0, 10.0), softmax_options(0.37)),
+    ("LOG_SOFTMAX", (-30.0, 30.0), None),
+]
+WIDTH = 4096
+
+
+def one_op_model(kind, options):
+    b = ModelBuilder()
+    shape = [16, WIDTH // 16] if kind.endswith("SOFTMAX") else [1, WIDTH]
+    x = b.activation("x", shape, "float32")
+    y = b.activation("y", shape, "float32")
+    b.op(kind, [x], [y], options)
+    return b.finish([x], [y])
+
+
+def model_inputs(case_index):
+    kind, (low, high), _ = FLOAT_OPS[case_index]
+    values = sweep_values(WIDTH, low, high, case_index)
+    if kind == "LOG":  # log-spaced: every exponent
+        values = np.abs(values) * 0 + np.geomspace(low, high, WIDTH, dtype=np.float32)
+    shape = [16, WIDTH // 16] if kind.endswith("SOFTMAX") else [1, WIDTH]
+    return [values.reshape(shape)]
+
+
+def assert_same_bits(got, want, what):
+    got, want = np.asarray(got, np.float32).ravel(), np.asarray(want, np.float32).ravel()
+    differ = (got.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(got) & np.isnan(want))
+    assert not differ.any(), (f"{what}: {int(differ.sum())} of {got.size} elements differ, first at "
+                              f"{int(np.argmax(differ))}: {got[differ][0]!r} vs {want[differ][0]!r}")
+
+
+@pytest.mark.parametrize("case", range(len(FLOAT_OPS)), ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(FLOAT_OPS)])
+def test_float_operator_equals_tflm_bit_for_bit(tmp_path, case):
+    kind, _, options = FLOAT_OPS[case]
+    model = one_op_model(kind, options)
+    inputs = model_inputs(case)
+    lib = compile_bytes(model, tmp_path)
+    ours = HostProgram(lib, tmp_path / "build").run([inputs])[0].outputs[0]
+    assert_same_bits(ours, Oracle(model).run(inputs)[0], f"{kind} on the host vs TFLM")
+
+
+def lstm_like_model():
+    """TANH, LOGISTIC and SOFTMAX one after the other: the float LSTM/GRU cell's transcendentals."""
+    b = ModelBuilder()
+    x = b.activation("x", [8, 64], "float32")
+    t = b.activation("t", [8, 64], "float32")
+    s = b.activation("s", [8, 64], "float32")
+    y = b.activation("y", [8, 64], "float32")
+    b.op("TANH", [x], [t])
+    b.op("LOGISTIC", [t], [s])
+    b.op("SOFTMAX", [s], [y], softmax_options(3.0))
+    return b.finish([x], [y, t])
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
+def test_board_equals_host_and_tflm_bit_for_bit(tmp_path, board):
+    model = lstm_like_model()
+    inputs = [sweep_values(512, -6.0, 6.0, 5).reshape(8, 64)]
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(model)
+    host = HostProgram(compile_bytes(model, tmp_path / "host"), tmp_path / "host_build").run([inputs])[0].outputs
+    _, _, run = run_on_board(path, board, tmp_path / "project", input=inputs, log=lambda _: None)
+    want = Oracle(model).run(inputs)
+    for k in range(2):
+        assert_same_bits(host[k], want[k], f"output {k} on the host vs TFLM")
+        assert_same_bits(run.outputs[k], host[k], f"output {k} on {board} vs the host")
+
+
+@needs_board_tools
+def test_exp_log_sweep_on_board_equals_host(tmp_path):
+    """EXP and LOG over 4,096 values each on the M4 (software double arithmetic) equal the host's."""
+    b = ModelBuilder()
+    x = b.activation("x", [1, WIDTH], "float32")
+    e = b.activation("e", [1, WIDTH], "float32")
+    z = b.activation("z", [1, WIDTH], "float32")
+    lg = b.activation("lg", [1, WIDTH], "float32")
+    b.op("EXP", [x], [e])
+    b.op("LOG", [z], [lg])
+    model = b.finish([x, z], [e, lg])
+    inputs = [model_inputs(0)[0], model_inputs(1)[0]]
+    path = tmp_path / "explog.tflite"
+    path.write_bytes(model)
+    host = HostProgram(compile_bytes(model, tmp_path / "host"), tmp_path / "host_build").run([inputs])[0].outputs
+    _, _, run = run_on_board(path, "mps2_an386", tmp_path / "project", input=inputs, log=lambda _: None)
+    for k in range(2):
+        assert_same_bits(run.outputs[k], host[k], f"output {k} on mps2_an386 vs the host")
+
+
+KERAS = Path(__file__).resolve().parent / "models" / "keras"
+FLOAT_MODELS = ["ds_cnn_float32", "conv_autoencoder_float32", "lstm_float32", "gru_float32",
+                "transformer_block_float32", "gru_unrolled_float32", "lstm_unrolled_float32"]
+
+
+def keras_model(name: str) -> bytes:
+    return (KERAS / f"{name}.tflite").read_bytes()
+
+
+@pytest.mark.parametrize("name", FLOAT_MODELS)
+def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
+    """Real converted float models (DS-CNN, a Conv2DTranspose autoencoder, an LSTM, a GRU as a
+    WHILE loop, a transformer block, unrolled GRU/LSTM): every output element, three inputs."""
+    model = keras_model(name)
+    lib = compile_bytes(model, tmp_path)
+    inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(3)]
+    oracle = Oracle(model)
+    for k, (input_set, result) in enumerate(zip(inputs, HostProgram(lib, tmp_path / "build").run(inputs))):
+        for j, (got, want) in enumerate(zip(result.outputs, oracle.run(input_set))):
+            assert_same_bits(got, want, f"{name} input {k} output {j}")
+
+
+@needs_board_tools
+@pytest.mark.parametrize("name,board", [("ds_cnn_float32", "mps2_an386"), ("gru_float32", "mps2_an386"),
+                                        ("conv_autoencoder_float32", "mps3_an547")])
+def test_float_keras_model_on_board_equals_host(tmp_path, name, board):
+    model = keras_model(name)
+    lib = compile_bytes(model, tmp_path / "host")
+    inputs = random_inputs(lib.metadata["inputs"], seed=1)
+    host = HostProgram(lib, tmp_path / "host_build").run([inputs])[0].outputs
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(model)
+    _, _, run = run_on_board(path, board, tmp_path / "project", input=inputs, log=lambda _: None)
+    for k, (got, want) in enumerate(zip(run.outputs, host)):
+        assert_same_bits(got, want, f"{name} output {k} on {board} vs the host")
