@@ -91,13 +91,7 @@ def _compose(outer: str, inner: str) -> str:
 
 def _fuse_one(g: Graph) -> bool:
     """Fuse one pattern; True when something changed."""
-    producer_of: dict[int, Operator] = {}  # built once per scan: a lookup per operator, not a scan
-    readers: dict[int, int] = {}
-    for o in g.operators:
-        for t in o.outputs:
-            producer_of.setdefault(t, o)
-        for t in set(o.inputs):
-            readers[t] = readers.get(t, 0) + 1
+    producer_of, readers = g.producers_and_readers()  # once per scan: a lookup per operator, not a scan
     for op in g.operators:
         if op.kind == "MUL" and len(op.inputs) == 2:
             for x_position in (0, 1):
