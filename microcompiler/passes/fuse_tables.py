@@ -21,6 +21,8 @@ Runs after ``remove_reshapes`` (which may join a chain split by a RESHAPE) and b
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from microcompiler.ir import Graph, Operator, Tensor
@@ -74,19 +76,19 @@ def _mul_table(mul: Operator, graph: Graph, x_position: int, f_table: np.ndarray
     return int8_table_from_integer(product)
 
 
-def _names(op: Operator) -> str:
-    return op.options.get("functions", op.kind.lower())
+def _expression(op: Operator) -> str:
+    """What the operator computes, as an expression in x: ``logistic(x)``, or a fused table's."""
+    return op.options["functions"] if op.kind == TABLE_INT8 else f"{op.kind.lower()}(x)"
+
+
+def _compose(outer: str, inner: str) -> str:
+    """outer with x replaced by inner: the expression of outer(inner(x))."""
+    return re.sub(r"\bx\b", inner, outer)
 
 
 def _fuse_one(g: Graph) -> bool:
     """Fuse one pattern; True when something changed."""
-    producer_of: dict[int, Operator] = {}  # built once per scan: a lookup per operator, not a scan
-    readers: dict[int, int] = {}
-    for o in g.operators:
-        for t in o.outputs:
-            producer_of.setdefault(t, o)
-        for t in set(o.inputs):
-            readers[t] = readers.get(t, 0) + 1
+    producer_of, readers = g.producers_and_readers()  # once per scan: a lookup per operator, not a scan
     for op in g.operators:
         if op.kind == "MUL" and len(op.inputs) == 2:
             for x_position in (0, 1):
@@ -97,7 +99,7 @@ def _fuse_one(g: Graph) -> bool:
                 f_table = _table(f, g)
                 table = None if f_table is None else _mul_table(op, g, x_position, f_table)
                 if table is not None:
-                    _replace(g, op, f, x, table, f"x * {_names(f)}(x)")
+                    _replace(g, op, f, x, table, f"x * {_expression(f)}")
                     return True
             continue
         if not op.inputs or g.tensors[op.inputs[0]].is_constant:
@@ -107,7 +109,7 @@ def _fuse_one(g: Graph) -> bool:
             continue
         g_table, f_table = _table(op, g), _table(f, g)
         if g_table is not None and f_table is not None:
-            _replace(g, op, f, f.inputs[0], g_table[f_table.view(np.uint8)], f"{_names(op)}({_names(f)}(x))")
+            _replace(g, op, f, f.inputs[0], g_table[f_table.view(np.uint8)], _compose(_expression(op), _expression(f)))
             return True
     return False
 
