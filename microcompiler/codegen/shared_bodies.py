@@ -99,7 +99,7 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         taken = {p for _, p, _ in first.params} | set(re.findall(r"[A-Za-z_]\w*", code))
         names = [_param_name(array, first.name, taken, k) for k, (array, _) in enumerate(used)]
-        body = re.sub(r"@(\d+)@", lambda m: names[int(m.group(1))], text)
+        body = re.sub(r"@(\d+)@", lambda m, names=names: names[int(m.group(1))], text)
         base = f"{prefix}_{describe(graph, first.op, first.variant)}"
         name, n = base, 2
         while name in taken_names:
