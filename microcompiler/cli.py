@@ -15,8 +15,9 @@ import sys
 
 from microcompiler import __version__, cleanup
 from microcompiler.errors import MicrocompilerError, printable
+from microcompiler.report.provenance import record_command
 
-COMMANDS = ["compile", "run", "analyze", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
+COMMANDS = ["compile", "run", "analyze", "compare", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     previous_handlers = cleanup.install_signal_handlers()
     try:
         args = build_parser().parse_args(argv)
+        record_command(sys.argv[1:] if argv is None else argv)
         status = args.func(args) or 0
         sys.stdout.flush()  # here, not at exit: a closed pipe is reported below, not as a traceback
         return status

@@ -209,14 +209,17 @@ def _check_budget(library: ModelLibrary, graph: Graph, ram_limit: int | None) ->
                          f"{meta['memory_peak'].get('layer_name')}; raise the limit, or leave --patches to the planner")
 
 
-def write_atomically(library: ModelLibrary, out_dir: str | Path) -> Path:
+def write_atomically(library: ModelLibrary, out_dir: str | Path, extra=None) -> Path:
     """Write the library to out_dir: complete or not at all, replacing only what a previous compile wrote.
 
     ``out_dir`` must be new, empty, or a model library written before (its metadata.json lists the
     files it wrote, see :mod:`microcompiler.outdir`); anything else is refused with a one-line error.
+    ``extra(stage)``, if given, adds files beside the library (listed with its own).
     """
     def fill(stage: Path) -> None:
         library.write(stage)
+        if extra is not None:
+            extra(stage)
         meta_path = stage / "metadata.json"
         meta = json.loads(meta_path.read_text())
         meta["generator"] = GENERATOR

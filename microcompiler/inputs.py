@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 
@@ -50,9 +49,28 @@ def check_input(arr: np.ndarray, meta: dict, source: str) -> np.ndarray:
                                  f"needs {meta['shape']} (only leading 1s may differ); transpose or reshape "
                                  "it yourself if that is what you mean")
     if arr.dtype != want:
+        if arr.dtype.kind == "f" and want.kind in "iu" and "scale" in meta:
+            info = np.iinfo(want)
+            raise MicrocompilerError(
+                f"{source} holds real values ({arr.dtype}) but the model input '{meta['name']}' is quantized "
+                f"{want} (scale {meta['scale']:g}, zero point {meta['zero_point']}); quantize it: "
+                f"np.clip(np.round(x / {meta['scale']:g}) + {meta['zero_point']}, {info.min}, {info.max})"
+                f".astype(np.{want})")
         raise MicrocompilerError(f"{source} has dtype {arr.dtype} but the model input '{meta['name']}' "
                                  f"needs {want}; convert it with arr.astype(np.{want})")
     return arr.reshape(meta["shape"])
+
+
+def quantize_input(x: np.ndarray, meta: dict) -> np.ndarray:
+    """Real values for a quantized input: round(x / scale) + zero point, saturated to the input's type
+    (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values)."""
+    want = np.dtype(np_dtype(meta["dtype"]))
+    if "scale" not in meta:
+        raise MicrocompilerError(f"the model input '{meta['name']}' is {want} without a scale: give it {want} "
+                                 "values, not real ones")
+    info = np.iinfo(want)
+    q = np.round(x.astype(np.float64) / float(meta["scale"])) + int(meta["zero_point"])
+    return np.clip(q, info.min, info.max).astype(want)
 
 
 def load_array(path: str) -> np.ndarray:

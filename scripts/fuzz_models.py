@@ -3,6 +3,14 @@
 
     python scripts/fuzz_models.py --examples 20000            # the long run (docs/reliability.md)
     python scripts/fuzz_models.py --examples 500 --seed 7 --save-corpus
+    python scripts/fuzz_models.py --structured --run --examples 20000 --seed 1   # mutants run against TFLM
+
+``--structured`` mutates the model's fields instead of its bytes (tests/fuzz/structure_mutations.py:
+shapes, types, tensor indices, quantization fields, operator codes, input/output lists, options);
+``--run`` also builds every mutant that compiles for the host with ASan and UBSan, runs it on a
+seeded input and compares it with TFLM (the interpreter in a child process, tests not needed):
+a sanitizer report, a hang, a build failure or an output that differs where TFLM runs the model
+is a failure. The run ends with the counts of each outcome.
 
 Mutants are seeded (``--seed``), so a run reproduces exactly. Seeds: every model in ../shared/models
 and the small built models of tests/fuzz/model_mutations.py; mutations: one, two or many bit flips,
@@ -29,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "fuzz")]
 
 from model_mutations import CORPUS_DIR, apply_edits, materialize, random_edits, seed_bytes, seed_names  # noqa: E402
+
+from structure_mutations import mutate_structure, outputs_agree  # noqa: E402
 
 from microcompiler.compiler import compile_model  # noqa: E402
 from microcompiler.errors import MicrocompilerError  # noqa: E402
@@ -64,14 +74,119 @@ def check(model: str, edits: list[dict], work: Path) -> tuple[str, str] | None:
     return None
 
 
+# Small seeds for --run (each mutant that compiles is built with the sanitizers: seconds each).
+RUN_SEEDS = ("built:fc_int8", "built:conv_add_float", "built:mean_softmax_int16", "built:dw_pool_int8",
+             "built:concat_relu_float", "tflm/hello_world_int8.tflite", "tflm/hello_world_float.tflite")
+RUN_SECONDS = 20  # one mutant's program, and TFLM's run of it
+
+
+def run_against_tflm(path: Path, library, work: Path) -> tuple[str, str]:
+    """Build the compiled mutant with ASan/UBSan, run it on one seeded input, compare with TFLM.
+    (outcome, detail): "agree", "tflm-refuses", or a failure: "sanitizer", "hang", "build", "differs"."""
+    import numpy as np
+    from microcompiler.errors import ToolchainError, DeviceError
+    from microcompiler.host import HostProgram
+    from microcompiler.inputs import random_inputs
+    from microcompiler.validation.reference import Reference
+    meta = library.metadata
+    inputs = random_inputs(meta["inputs"], seed=0)
+    try:
+        with Reference(path.read_bytes(), len(meta["outputs"]), timeout=RUN_SECONDS) as reference:
+            expected = reference.run(inputs)
+    except MicrocompilerError as exc:
+        return "tflm-refuses", str(exc)[:200]
+    try:
+        program = HostProgram(library, work / "build", sanitize=True)
+    except ToolchainError as exc:
+        return "build", str(exc)[:600]
+    try:
+        ours = program.run([inputs], timeout=RUN_SECONDS)[0].outputs
+    except DeviceError as exc:
+        return "hang", str(exc)[:300]
+    except ToolchainError as exc:
+        text = str(exc)
+        kind = "sanitizer" if ("Sanitizer" in text or "runtime error" in text) else "crash"
+        return kind, text[-600:]
+    for k, (a, b) in enumerate(zip(ours, expected)):
+        if not outputs_agree(np.asarray(a), b):
+            return "differs", f"output {k}: ours {np.asarray(a).reshape(-1)[:6]}, TFLM {np.asarray(b).reshape(-1)[:6]}"
+    return "agree", ""
+
+
+def structured(args) -> int:
+    """--structured: field-level mutants; with --run, built and compared with TFLM."""
+    import shutil
+    rng = random.Random(args.seed)
+    names = [n for n in seed_names() if n in RUN_SEEDS] if args.run else seed_names()
+    counts: dict[str, int] = {}
+    failures = {"traceback", "hang", "sanitizer", "differs", "build", "crash", "multi-line"}
+    seen: dict[str, int] = {}
+    start = time.monotonic()
+    done = 0
+    with tempfile.TemporaryDirectory(prefix="microcompiler-fuzz-") as tmp:
+        work = Path(tmp)
+        for i in range(args.examples):
+            if args.seconds and time.monotonic() - start > args.seconds:
+                break
+            model = rng.choice(names)
+            try:
+                data, notes = mutate_structure(rng, seed_bytes(model))
+            except Exception as exc:  # noqa: BLE001 - the object API cannot pack this edit: not a mutant
+                counts["unpackable"] = counts.get("unpackable", 0) + 1
+                continue
+            path = work / "m.tflite"
+            path.write_bytes(data)
+            outcome, detail = "compiled", ""
+            signal.alarm(PER_MUTANT_SECONDS)
+            try:
+                library = compile_model(path)
+            except MicrocompilerError as exc:
+                outcome = "multi-line" if "\n" in str(exc).strip() else "refused"
+                detail = str(exc)[:300]
+            except (Exception, Hang) as exc:  # noqa: BLE001 - that is the point
+                frames = traceback.extract_tb(exc.__traceback__)
+                ours = [f for f in frames if "microcompiler" in Path(f.filename).parts] or frames
+                outcome = "hang" if isinstance(exc, Hang) else "traceback"
+                detail = f"{type(exc).__name__} at {Path(ours[-1].filename).name}:{ours[-1].lineno}: {str(exc)[:200]}"
+            finally:
+                signal.alarm(0)
+            if outcome == "compiled" and args.run:
+                outcome, detail = run_against_tflm(path, library, work)
+                shutil.rmtree(work / "build", ignore_errors=True)
+            counts[outcome] = counts.get(outcome, 0) + 1
+            done += 1
+            if outcome in failures:
+                key = f"{outcome}: {detail[:80]}"
+                if key not in seen:
+                    seen[key] = i
+                    print(f"[{i}] {outcome}: {detail}\n    model {model}, edits {notes}", flush=True)
+                    if args.save_failing:
+                        keep = Path(args.save_failing)
+                        keep.mkdir(parents=True, exist_ok=True)
+                        (keep / f"{outcome}-{i}.tflite").write_bytes(data)
+            if not args.quiet and done % 250 == 0:
+                print(f"{done} mutants, {time.monotonic() - start:.0f} s: {counts}", flush=True)
+    failed = sum(n for k, n in counts.items() if k in failures)
+    print(f"{done} structure-aware mutants in {time.monotonic() - start:.0f} s: "
+          + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) + f"; {failed} failures")
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=int(os.environ.get("MC_FUZZ_EXAMPLES", "1000")))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--save-corpus", action="store_true", help="keep one case per new failure in the corpus")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--structured", action="store_true", help="mutate the model's fields, not its bytes")
+    ap.add_argument("--run", action="store_true", help="with --structured: build each compiled mutant with "
+                                                       "ASan/UBSan, run it and compare with TFLM")
+    ap.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: no limit)")
+    ap.add_argument("--save-failing", metavar="DIR", help="with --structured: keep each failing mutant's .tflite")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGALRM, _alarm)
+    if args.structured:
+        return structured(args)
     rng = random.Random(args.seed)
     names = seed_names()
     failures: dict[str, tuple[str, list[dict], str, int]] = {}

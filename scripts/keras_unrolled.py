@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """Build the unrolled recurrent models of issue 22 with Keras and the real TFLite converter, writing
-small .tflite files to tests/models/keras/ (beside scripts/keras_lookalikes.py's, whose venv
-handling, seeding and conversion this script reuses):
+tests/models/keras/{gru,lstm}_unrolled_{int8,float32}.tflite.
 
-    python3 scripts/keras_unrolled.py                 # every model
-    python3 scripts/keras_unrolled.py --venv /work/tfvenv
+Not a test dependency: the committed .tflite files are what the tests use; this script is how they
+were made. Run it with a Python that has ``tensorflow-cpu`` (2.21.0 was used), e.g. the venv
+scripts/keras_lookalikes.py creates, whose seeding and conversion it reuses:
 
-* ``gru_unrolled``: a GRU(16) over 20 time steps with ``unroll=True``: the converter writes an
-  UNPACK of the 20 steps (21 tensors: the input and 20 outputs) and 20 copies of the cell;
+    /work/tfvenv/bin/python scripts/keras_unrolled.py
+
+* ``gru_unrolled``: GRU(16) over 20 time steps of 8 features with ``unroll=True``, Dense(4) softmax:
+  the converter writes one UNPACK of the 20 steps (21 tensors) and 20 copies of the cell;
 * ``lstm_unrolled``: the same with an LSTM(16).
 
-Each as ``NAME_int8.tflite`` (full-integer) and ``NAME_float32.tflite``. Wider than the graph
-executor's 16 arguments per operator, they run with the AOT executor (tests/test_keras_unrolled.py).
+It also writes float32 conversions of two keras_lookalikes.py models that file keeps in int8 only,
+for the float bit-exactness tests (tests/test_float_exact.py): ``ds_cnn_float32`` and
+``conv_autoencoder_float32``.
+
+The float32 files come out byte for byte the same on every run; the int8 files' bytes vary between
+converter runs (the committed ones are one run's). Wider than the graph executor's 16 arguments per operator, both run with the AOT executor
+(tests/test_keras_unrolled.py).
 """
 from __future__ import annotations
 
@@ -24,40 +31,41 @@ import keras_lookalikes as lookalikes  # noqa: E402
 STEPS = 20
 
 
-def models():
+def build(name: str, cell_name: str):
     import keras
     from keras import layers
-
-    def recurrent(name, cell):
-        def build():
-            inp = keras.Input((STEPS, 8), batch_size=1)
-            x = cell(16, unroll=True)(inp)
-            return keras.Model(inp, layers.Dense(4, activation="softmax")(x), name=name)
-        return build
-
-    return {"gru_unrolled": (recurrent("gru_unrolled", layers.GRU), "normal", True),
-            "lstm_unrolled": (recurrent("lstm_unrolled", layers.LSTM), "normal", True)}
+    keras.utils.set_random_seed(lookalikes.SEED)
+    inp = keras.Input((STEPS, 8), batch_size=1)
+    x = getattr(layers, cell_name)(16, unroll=True)(inp)
+    return keras.Model(inp, layers.Dense(4, activation="softmax")(x), name=name)
 
 
-def convert(model, kind, int8: bool) -> bytes:
-    """As keras_lookalikes.convert, from the Keras model itself: its concrete function would keep
-    the unrolled cell's weights as resource variables (VAR_HANDLE + READ_VARIABLE, never assigned)."""
-    import tensorflow as tf
-    shape = tuple(model.inputs[0].shape)
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if int8:
-        def representative():
-            for sample in lookalikes.seeded_batch(shape, kind, lookalikes.SEED + 1, lookalikes.REPRESENTATIVE_SAMPLES):
-                yield [sample[None]]
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = representative
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    return converter.convert()
+def float_lookalike(name: str):
+    """keras_lookalikes.py's model ``name``, seeded and with its BatchNorm statistics set as there."""
+    _, kind, _, legacy = lookalikes.models()[name]
+    keras = __import__("tf_keras" if legacy else "keras")
+    keras.utils.set_random_seed(lookalikes.SEED)
+    model = lookalikes.models(legacy)[name][0]()
+    batch = lookalikes.seeded_batch(tuple(model.inputs[0].shape), kind, lookalikes.SEED, 64)
+    lookalikes.set_batchnorm_statistics(keras, model, batch)
+    return model, kind
+
+
+def main() -> int:
+    lookalikes.OUT.mkdir(parents=True, exist_ok=True)
+    for name, cell in (("gru_unrolled", "GRU"), ("lstm_unrolled", "LSTM")):
+        model = build(name, cell)
+        for int8 in (False, True):
+            path = lookalikes.OUT / f"{name}_{'int8' if int8 else 'float32'}.tflite"
+            path.write_bytes(lookalikes.convert(model, "normal", int8))
+            print(f"{path.relative_to(lookalikes.ROOT)}: {path.stat().st_size} bytes", file=sys.stderr)
+    for name in ("ds_cnn", "conv_autoencoder"):
+        model, kind = float_lookalike(name)
+        path = lookalikes.OUT / f"{name}_float32.tflite"
+        path.write_bytes(lookalikes.convert(model, kind, False))
+        print(f"{path.relative_to(lookalikes.ROOT)}: {path.stat().st_size} bytes", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    lookalikes.models = models
-    lookalikes.convert = convert
-    sys.exit(lookalikes.main())
+    sys.exit(main())

@@ -24,15 +24,18 @@ PACKAGE = ROOT / "microcompiler"
 # is the package's own __init__) imports only from its own floor or the floors below.
 FLOORS: dict[str, tuple[str, ...]] = {
     # what every floor uses: errors, progress lines, shipped files, child processes, output directories
-    "core": ("errors", "progress", "resources", "cleanup", "outdir"),
+    "core": ("version", "errors", "progress", "resources", "cleanup", "outdir", "user_files"),
     # a .tflite file to a model library: the IR, importer, kernels, passes, C generation, the pipeline
     "compile": ("ir", "templating", "inputs", "frontend", "ops", "passes", "codegen", "compiler"),
     # boards and what runs on them: transports, firmware reports, host programs, RPC client, projects
     "device": ("boards", "timing", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
-    # the documented Python API: microcompiler.connect / open_model, the project functions
-    "api": ("microcompiler", "api", "project"),
+    # firmware projects made, kept and reopened: create_project, estimate_footprint
+    "projects": ("project",),
     # work made of compiling and running: tuning, validation against the oracle, analysis, reports
     "workflows": ("tuning", "validation", "analysis", "report", "mlperf_runner"),
+    # the documented Python API: microcompiler.connect / open_model, and compile, analyze, bench,
+    # validate and compare returning plain data (microcompiler.api, docs/api.md)
+    "api": ("microcompiler", "api"),
     # the command line
     "cli": ("cli", "commands"),
 }

@@ -1,6 +1,6 @@
 """Float kernels bit for bit equal to TFLM on the host, and every board equal to the host.
 
-TFLM's float SOFTMAX, LOGISTIC, EXP, LOG, TANH, ELU and LSTM call the C library's expf, logf,
+TFLM's float SOFTMAX, LOG_SOFTMAX, LOGISTIC, EXP, LOG, TANH, ELU and LSTM call the C library's expf, logf,
 tanhf and expm1f. The runtime carries those algorithms (crt/include/microcompiler/kernel_libm.h:
 optimized-routines' expf and logf as glibc's FMA build computes them, fdlibm's tanhf and expm1f),
 so the generated code needs no libm and gives the host C library's bits on every target:
@@ -10,7 +10,10 @@ so the generated code needs no libm and gives the host C library's bits on every
    inputs where glibc's plain and FMA builds of expf differ;
 2. one-operator models over thousands of values each against the TFLM oracle, compared as bits;
 3. the same models on an emulated Cortex-M4 (no double-precision FPU: the double arithmetic is
-   software) and Cortex-M55, compared as bits with the host build.
+   software) and Cortex-M55, compared as bits with the host build;
+4. real converted float models (tests/models/keras: DS-CNN, Conv2DTranspose autoencoder, LSTM, GRU
+   as a WHILE loop, transformer block, unrolled GRU/LSTM) bit for bit TFLM's on the host, and three
+   of them on the M4 and M55 bit for bit the host's.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from board_oracle import needs_board_tools
 from harness import compile_bytes
 from microcompiler import resources
 from microcompiler.host import STRICT_CFLAGS, HostProgram, compiler
+from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
 from model_builder import ModelBuilder, softmax_options
 from oracle import Oracle
@@ -33,7 +37,7 @@ SWEEP = r"""
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
-#include "microcompiler/kernel_math.h"
+#include "microcompiler/kernel_libm.h"
 
 static float (*volatile libm_expf)(float) = expf;
 static float (*volatile libm_logf)(float) = logf;
@@ -106,13 +110,14 @@ FLOAT_OPS = [
     ("ELU", (-20.0, 5.0), None),
     ("SOFTMAX", (-30.0, 30.0), softmax_options(1.0)),
     ("SOFTMAX", (-10.0, 10.0), softmax_options(0.37)),
+    ("LOG_SOFTMAX", (-30.0, 30.0), None),
 ]
 WIDTH = 4096
 
 
 def one_op_model(kind, options):
     b = ModelBuilder()
-    shape = [16, WIDTH // 16] if kind == "SOFTMAX" else [1, WIDTH]
+    shape = [16, WIDTH // 16] if kind.endswith("SOFTMAX") else [1, WIDTH]
     x = b.activation("x", shape, "float32")
     y = b.activation("y", shape, "float32")
     b.op(kind, [x], [y], options)
@@ -124,7 +129,7 @@ def model_inputs(case_index):
     values = sweep_values(WIDTH, low, high, case_index)
     if kind == "LOG":  # log-spaced: every exponent
         values = np.abs(values) * 0 + np.geomspace(low, high, WIDTH, dtype=np.float32)
-    shape = [16, WIDTH // 16] if kind == "SOFTMAX" else [1, WIDTH]
+    shape = [16, WIDTH // 16] if kind.endswith("SOFTMAX") else [1, WIDTH]
     return [values.reshape(shape)]
 
 
@@ -191,3 +196,40 @@ def test_exp_log_sweep_on_board_equals_host(tmp_path):
     _, _, run = run_on_board(path, "mps2_an386", tmp_path / "project", input=inputs, log=lambda _: None)
     for k in range(2):
         assert_same_bits(run.outputs[k], host[k], f"output {k} on mps2_an386 vs the host")
+
+
+KERAS = Path(__file__).resolve().parent / "models" / "keras"
+FLOAT_MODELS = ["ds_cnn_float32", "conv_autoencoder_float32", "lstm_float32", "gru_float32",
+                "transformer_block_float32", "gru_unrolled_float32", "lstm_unrolled_float32"]
+
+
+def keras_model(name: str) -> bytes:
+    return (KERAS / f"{name}.tflite").read_bytes()
+
+
+@pytest.mark.parametrize("name", FLOAT_MODELS)
+def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
+    """Real converted float models (DS-CNN, a Conv2DTranspose autoencoder, an LSTM, a GRU as a
+    WHILE loop, a transformer block, unrolled GRU/LSTM): every output element, three inputs."""
+    model = keras_model(name)
+    lib = compile_bytes(model, tmp_path)
+    inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(3)]
+    oracle = Oracle(model)
+    for k, (input_set, result) in enumerate(zip(inputs, HostProgram(lib, tmp_path / "build").run(inputs))):
+        for j, (got, want) in enumerate(zip(result.outputs, oracle.run(input_set))):
+            assert_same_bits(got, want, f"{name} input {k} output {j}")
+
+
+@needs_board_tools
+@pytest.mark.parametrize("name,board", [("ds_cnn_float32", "mps2_an386"), ("gru_float32", "mps2_an386"),
+                                        ("conv_autoencoder_float32", "mps3_an547")])
+def test_float_keras_model_on_board_equals_host(tmp_path, name, board):
+    model = keras_model(name)
+    lib = compile_bytes(model, tmp_path / "host")
+    inputs = random_inputs(lib.metadata["inputs"], seed=1)
+    host = HostProgram(lib, tmp_path / "host_build").run([inputs])[0].outputs
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(model)
+    _, _, run = run_on_board(path, board, tmp_path / "project", input=inputs, log=lambda _: None)
+    for k, (got, want) in enumerate(zip(run.outputs, host)):
+        assert_same_bits(got, want, f"{name} output {k} on {board} vs the host")

@@ -1,6 +1,7 @@
-"""Expected-output tests of the generated C (in the style of nanopb's): the sources generated for two
-small models are checked in under tests/golden/ and compared byte for byte, so every change to what
-users read shows up as a diff in review.
+"""Expected-output tests of the generated C (in the style of nanopb's): the sources generated for small
+models, as portable C and for the boards whose kernels users read (the Cortex-M4's DSP extension on
+mps2_an386, the Cortex-M55's Helium on mps3_an547), are checked in under tests/golden/ and compared
+byte for byte, so every change to what users read shows up as a diff in review.
 
 After an intended change to code generation, regenerate them and commit them with the change:
 
@@ -16,7 +17,9 @@ import numpy as np
 import pytest
 
 from harness import compile_bytes
-from model_builder import ModelBuilder, fully_connected_options, conv2d_options, pool_options, reshape_options
+from microcompiler.boards import load_board
+from model_builder import (ModelBuilder, conv2d_options, fully_connected_options, mul_options, pool_options,
+                           reshape_options, softmax_options)
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -43,9 +46,34 @@ def small_float_cnn() -> bytes:
     return b.finish([x], [y])
 
 
+def table_functions_int8() -> bytes:
+    """int8 SiLU (LOGISTIC, MUL) -> HARD_SWISH -> SOFTMAX over 16x16x4: the fuse_tables pass makes the
+    first three one table lookup, the SOFTMAX (1,024 elements) takes its exponentials from a table."""
+    b = ModelBuilder()
+    x = b.activation("input", [1, 16, 16, 4], "int8", 0.05, -10)
+    s = b.activation("model/swish/Sigmoid", [1, 16, 16, 4], "int8", 1 / 256, -128)
+    b.op("LOGISTIC", [x], [s])
+    m = b.activation("model/swish/mul", [1, 16, 16, 4], "int8", 0.03, -100)
+    b.op("MUL", [x, s], [m], mul_options())
+    h = b.activation("model/hard_swish/mul", [1, 16, 16, 4], "int8", 0.02, -110)
+    b.op("HARD_SWISH", [m], [h])
+    y = b.activation("model/softmax/Softmax", [1, 16, 16, 4], "int8", 1 / 256, -128)
+    b.op("SOFTMAX", [h], [y], softmax_options(1.0))
+    return b.finish([x], [y])
+
+
+def tiny_cnn_int8() -> bytes:
+    return (ROOT / "examples/tiny_cnn/tiny_cnn_int8.tflite").read_bytes()
+
+
+# golden directory -> (model name, its bytes, the board whose kernels it is compiled for; None: portable C)
 MODELS = {
-    "tiny_cnn_int8": lambda: (ROOT / "examples/tiny_cnn/tiny_cnn_int8.tflite").read_bytes(),
-    "small_float_cnn": small_float_cnn,
+    "tiny_cnn_int8": ("tiny_cnn_int8", tiny_cnn_int8, None),
+    "small_float_cnn": ("small_float_cnn", small_float_cnn, None),
+    "table_functions_int8": ("table_functions_int8", table_functions_int8, None),
+    "tiny_cnn_int8_mps2_an386": ("tiny_cnn_int8", tiny_cnn_int8, "mps2_an386"),
+    "tiny_cnn_int8_mps3_an547": ("tiny_cnn_int8", tiny_cnn_int8, "mps3_an547"),
+    "small_float_cnn_mps3_an547": ("small_float_cnn", small_float_cnn, "mps3_an547"),
 }
 
 
@@ -56,7 +84,9 @@ def generated_files(library) -> dict[str, str]:
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_generated_c_matches_golden(tmp_path, model):
-    library = compile_bytes(MODELS[model](), tmp_path, name=model)
+    name, model_bytes, board = MODELS[model]
+    features = load_board(board).cpu.features if board else frozenset()
+    library = compile_bytes(model_bytes(), tmp_path, name=name, features=features)
     files = generated_files(library)
     golden_dir = GOLDEN / model
     if UPDATE:

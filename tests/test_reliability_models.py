@@ -224,3 +224,132 @@ def test_an_oracle_that_aborts_is_one_line(tmp_path):
     with pytest.raises(MicrocompilerError, match="TFLite Micro .*(killed by SIGABRT|exited)"):
         with Reference(softmax(-1.0), 1, timeout=60) as ref:
             ref.run([np.zeros((1, 6), np.int8)])
+
+
+# ---- found by the structure-aware mutator (scripts/fuzz_models.py --structured --run) ----
+
+def test_a_two_dimensional_bias_is_refused(tmp_path):
+    """A bias of shape [4, 1] (the right count) made the fast kernels' record packing raise ValueError."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.ones((4, 4), np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.arange(4, dtype=np.int32).reshape(4, 1), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 4], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    refused(b.finish([x], [y]), tmp_path, "bias has shape [4, 1]", "one-dimensional")
+
+
+def test_an_input_scale_of_3e38_is_refused_not_overflowed(tmp_path):
+    """Input scale 3e38 makes a requantization scale past 2^30: the saturated multiplier made the
+    generated depthwise kernel overflow int32 (UBSan: -2147483647 + -2), and TFLM overflows too."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 4, 4], "int8", scale=3e38, zero_point=1)
+    w = b.constant("w", np.ones((1, 3, 3, 4), np.int8), scale=[0.01] * 4, zero_point=[0] * 4, axis=3)
+    bias = b.constant("bias", np.zeros(4, np.int32), scale=[0.0005] * 4, zero_point=[0] * 4)
+    y = b.activation("y", [1, 4, 4, 4], "int8", scale=0.08, zero_point=-2)
+    b.op("DEPTHWISE_CONV_2D", [x, w, bias], [y], mb.depthwise_options(activation="RELU6"))
+    refused(b.finish([x], [y]), tmp_path, "requantization scale", "2^30")
+
+
+@pytest.mark.parametrize("bias_value", [2**31 - 1, -(2**31)], ids=["int32_max", "int32_min"])
+def test_a_bias_at_the_int32_limits_gives_tflms_answer_at_O2_and_under_ubsan(tmp_path, bias_value):
+    """The accumulator starts at the bias: the host at -O2 must give TFLM's answer, and UBSan must not
+    see a signed overflow the compiler could assume away."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.full((2, 8), 127, np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.array([bias_value, 5], np.int32), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 2], "int8", scale=0.1, zero_point=2)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
+    model = b.finish([x], [y])
+    inputs = [[np.full((1, 8), v, np.int8)] for v in (127, -128, 0)]
+    assert_matches_oracle(model, tmp_path / "o2", inputs=inputs)
+    assert_matches_oracle(model, tmp_path / "ubsan", inputs=inputs, sanitize=True)
+    b = mb.ModelBuilder()  # the same for CONV_2D
+    x = b.activation("x", [1, 3, 3, 8], "int8", scale=0.05, zero_point=-3)
+    w = b.constant("w", np.full((2, 3, 3, 8), 127, np.int8), scale=[0.02], zero_point=[0])
+    bias = b.constant("bias", np.array([bias_value, 5], np.int32), scale=[0.001], zero_point=[0])
+    y = b.activation("y", [1, 3, 3, 2], "int8", scale=0.1, zero_point=2)
+    b.op("CONV_2D", [x, w, bias], [y], mb.conv2d_options())
+    model = b.finish([x], [y])
+    inputs = [[np.full((1, 3, 3, 8), v, np.int8)] for v in (127, -128, 0)]
+    assert_matches_oracle(model, tmp_path / "conv_o2", inputs=inputs)
+    assert_matches_oracle(model, tmp_path / "conv_ubsan", inputs=inputs, sanitize=True)
+
+
+def chain(n: int) -> bytes:
+    b = mb.ModelBuilder()
+    t = x = b.activation("x", [1, 8], "float32")
+    for i in range(n):
+        y = b.activation(f"t{i}", [1, 8], "float32")
+        b.op("RELU" if i % 2 else "TANH", [t], [y])
+        t = y
+    return b.finish([x], [t])
+
+
+@pytest.mark.long
+def test_a_20000_operator_chain_compiles_within_a_minute(tmp_path):
+    """Compile time used to be quadratic in the operators (1,000: 5.7 s; 20,000: over 600 s)."""
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(chain(20000))
+    from microcompiler.compiler import compile_model
+    started = time.process_time()
+    library = compile_model(path)
+    assert len(library.metadata["operators"]) == 20000
+    assert time.process_time() - started < 60
+
+
+# ---- the structure-aware mutator, short run (the long one: docs/reliability.md) ----
+
+def test_structure_aware_mutants_run_like_tflm_or_are_refused():
+    """About a minute of scripts/fuzz_models.py --structured --run: every mutant that compiles is
+    built with ASan/UBSan and compared with TFLM; no traceback, hang, sanitizer report or difference."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_models.py"), "--structured", "--run",
+                           "--examples", "40", "--seconds", "75", "--seed", "3", "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0 and summary.endswith("; 0 failures"), proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "structure-aware mutants" in summary and ("agree" in summary or "refused" in summary)
+
+
+def test_structure_aware_mutations_change_what_they_say():
+    import random
+
+    import tflite
+    from fuzz.model_mutations import seed_bytes
+    from fuzz.structure_mutations import mutate_structure
+    rng = random.Random(0)
+    seed = seed_bytes("built:fc_int8")
+    changed = 0
+    for _ in range(20):
+        data, notes = mutate_structure(rng, seed, edits=1)
+        assert tflite.Model.GetRootAs(data, 0).SubgraphsLength() == 1  # still a well-formed flatbuffer
+        changed += data != seed and bool(notes)
+    assert changed >= 15
+
+
+# ---- generated C that did not compile, blamed on us ----
+
+def test_an_operator_writing_the_model_input_in_place_is_refused(tmp_path):
+    """RELU writing the model input x (a const pointer of <model>_run) generated C that did not compile."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "float32")
+    t = b.activation("t", [1, 4], "float32")
+    y = b.activation("y", [1, 4], "float32")
+    b.op("TANH", [x], [t])
+    b.op("RELU", [t], [x])
+    b.op("ADD", [x, t], [y], mb.add_options())
+    refused(b.finish([x], [y]), tmp_path, "writes the model's input tensor 0", "in place")
+
+
+def test_a_while_condition_with_a_duplicated_output_is_refused(tmp_path):
+    import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+    from flow_models import while_int8
+    model = fb.ModelT.InitFromPackedBuf(while_int8(), 0)
+    model.subgraphs[1].outputs = list(model.subgraphs[1].outputs) * 2
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    refused(bytes(builder.Output()), tmp_path, "must output one bool")

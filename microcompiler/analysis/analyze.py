@@ -3,28 +3,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from microcompiler.analysis import loops
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.compiler import compile_model
-from microcompiler.ops import cost_model
 from microcompiler.timing import estimated
 
 
-def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None) -> dict:
+def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None,
+                  tuning=None, patches: str | None = None) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without a board) under ``ram_limit`` (or the
-    board's RAM, docs/memory.md) and analyze it."""
+    board's RAM, docs/memory.md), with compile_model's ``tuning`` and ``patches``, and analyze it."""
     from microcompiler.passes.ram_budget import NoPlanFits
     from microcompiler.targets.footprint import ram_for_models
     features = board.cpu.features if board is not None else frozenset()
     available = ram_for_models(board) if board is not None and not board.is_host else None
     try:
-        library = compile_model(model, features=features, ram_limit=ram_limit, ram_available=available)
+        library = compile_model(model, features=features, ram_limit=ram_limit, ram_available=available,
+                                tuning=tuning, patches=patches)
     except NoPlanFits:
         if ram_limit is not None:
             raise
         # the board is too small for every plan: analyze the default one, whose fit shows what is missing
-        library = compile_model(model, features=features)
+        library = compile_model(model, features=features, tuning=tuning, patches=patches)
     return analyze_library(library, board)
 
 
@@ -34,7 +36,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     layers = []
     for fn, op in zip(library.functions, meta["operators"]):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
-        estimate, key = cost_model.estimate(op, dtype)
+        estimate, key = loops.operator_estimate(op, dtype, meta, graph, fn.op, graph.subgraphs)
         layers.append({
             "index": op["index"], "name": op["layer_name"], "layer": op["layer"], "kind": op["kind"],
             "dtype": dtype, "inputs": op["inputs"], "outputs": op["outputs"], "macs": op["macs"],

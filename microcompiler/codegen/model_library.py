@@ -27,19 +27,13 @@ from microcompiler.codegen.graph_description import graph_executor_refusal, grap
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
 from microcompiler.codegen.naming import full_layer_name, layer_names
+from microcompiler.codegen.runtime_headers import HEADER_DIR, library_headers, used_headers
+from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
-from microcompiler.ops.fast.conv_2d_float_blocks import FLOAT_ISAS
 from microcompiler.templating import render
-
-
-RUNTIME_HEADERS = ["kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_mve.h", "graph_executor.h", "status.h",
-                   "kernel_elementwise.h", "kernel_activation.h", "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h",
-                   # these four: included by kernel_fft*.h, kernel_simd.h
-                   "kernel_fft_stages.h", "kernel_planes.h", "kernel_lanes.h", "kernel_s16.h",
-                   "kernel_float.h", "kernel_libm.h"]
 
 
 @dataclass
@@ -52,6 +46,17 @@ class OpFunction:
     macs: int
     variant: dict
     weights_bytes: int = 0  # the flash arrays this operator added (a shared one counts for its first user)
+    arrays: list[tuple[str, str]] = field(default_factory=list)  # (name, C type) of those arrays
+
+
+def _subgraph_operator(sub: Graph, fn: OpFunction) -> dict:
+    """A subgraph operator's metadata: what the main graph's operators record that analyze's cost model
+    reads (shapes, MACs, kernel variant), and its input type."""
+    first = fn.op.inputs[0] if fn.op.inputs else -1
+    return {"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs,
+            "inputs": [list(sub.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+            "outputs": [list(sub.tensors[o].shape) for o in fn.op.outputs], "kernel": fn.variant,
+            "dtype": sub.tensors[first].dtype if first >= 0 else "-"}
 
 
 @dataclass
@@ -89,7 +94,8 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     ctx = EmitContext(graph, op, name, params, features, knobs)
     first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
-    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in params.arrays[first_array:])
+    own_arrays = params.arrays[first_array:]
+    weights_bytes = sum(int(a.nbytes) for _, _, a, _ in own_arrays)
     fparams = []
     unused = []
     for tensor, pname in ctx.param_names.items():
@@ -102,7 +108,7 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
         body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
     return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant,
-                      weights_bytes)
+                      weights_bytes, [(n, ctype) for n, ctype, _, _ in own_arrays])
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
@@ -118,14 +124,17 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
     """storage tensor -> (C name of its arena offset, comment): ``conv1_out`` for the output of
     layer conv1 (``conv1_out1`` for an operator's second output)."""
     slices = {}
+    last_reader: dict[int, int] = {}  # storage tensor -> the last step that reads it (one sweep, not one per tensor)
+    for step, op in enumerate(graph.operators):
+        for i in op.inputs:
+            if i >= 0:
+                last_reader[graph.storage(i)] = step
     for step, op in enumerate(graph.operators):
         for k, o in enumerate(op.outputs):
             root = graph.storage(o)
             if root in graph.offsets and root not in slices:
                 t = graph.tensors[root]
-                readers = [s for s, later in enumerate(graph.operators)
-                           if any(i >= 0 and graph.storage(i) == root for i in later.inputs)]
-                span = f"operators {step}..{max(readers)}" if readers else f"operator {step}"
+                span = f"operators {step}..{last_reader[root]}" if root in last_reader else f"operator {step}"
                 label = "subgraphs" if op.options.get("subgraph_arena") and o == op.outputs[-1] else f"out{k if k else ''}"
                 slices[root] = (f"{layers[op.index]}_{label}",
                                 f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
@@ -215,6 +224,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     params.state_names = state_names[id(graph)]
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
                  for op in graph.operators]
+    shared = share_bodies(graph, functions, name)
 
     def emit_subgraph_op(sub, op, prefix, layer):
         params.state_names = state_names[id(sub)]
@@ -227,7 +237,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for fn in functions:
         args = [_pointer(graph, tensor, arena, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
-    values = dict(name=name, NAME=name.upper(), functions=functions, calls=calls, inputs=inputs,
+    values = dict(name=name, NAME=name.upper(), functions=functions, shared_bodies=shared, helpers=params.helpers, calls=calls, inputs=inputs,
                   output_copies=_output_copies(graph),
                   outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
                   shared_arena=shared_arena,
@@ -235,18 +245,17 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
                   params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
                   state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
                   reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
-                  subgraph_code=subgraph_code,
-                  uses_mve=any((fn.variant or {}).get("isa") == "mve" for fn in functions + subgraph_functions),
-                  uses_fpu=any((fn.variant or {}).get("isa") in FLOAT_ISAS for fn in functions + subgraph_functions))
+                  subgraph_code=subgraph_code)
     lib = ModelLibrary(graph, functions, params)
-    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", **values)
+    ops_c = render("model_ops.c.j2", kernel_headers=[], **values)
+    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", kernel_headers=used_headers([ops_c]), **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
     lib.files.update(graph_sources(graph, functions))
     fingerprint = model_fingerprint(lib.files, inputs, outputs)
     lib.files[f"include/{name}.h"] = render("model.h.j2", fingerprint=fingerprint, **values)
-    for header in RUNTIME_HEADERS:
-        lib.files[f"include/microcompiler/{header}"] = resources.crt_file(
-            f"include/microcompiler/{header}").read_text()
+    for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
+        lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
+    body_of = {caller: sb.name for sb in shared for caller in sb.callers}
     lib.metadata = {
         "name": name,
         "inputs": inputs,
@@ -255,6 +264,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
         "params_bytes": params.nbytes,
+        "weights_bytes": params.nbytes,  # the flash arrays (weights and derived constants), code apart
         "scratch_bytes": params.scratch_bytes,
         "state_bytes": graph.state_bytes,
         "state": state_metadata(states),
@@ -264,6 +274,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
             "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+            **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
             # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
             **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
         } for fn in functions],
@@ -275,9 +286,11 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{
             "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,
-            "operators": [{"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs}
-                          for fn in subgraph_functions if any(fn.op is op for op in sub.operators)],
+            "operators": [_subgraph_operator(sub, fn) for fn in subgraph_functions
+                          if any(fn.op is op for op in sub.operators)],
         } for k, sub in sorted(graph.subgraphs.items())],
+        # bodies emitted once for several identical layers (codegen/shared_bodies.py)
+        "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],
         "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
         "fingerprint": fingerprint,
     }

@@ -12,6 +12,7 @@ from microcompiler.commands.output import peak_line
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.timing import describe
 from microcompiler.report import check_report_path, write_report
+from microcompiler.report.provenance import with_provenance
 
 
 def add_parser(sub) -> None:
@@ -41,7 +42,7 @@ def run(args) -> int:
         write_report(args.html, f"{result['model']}: analysis" + (f" for {board.name}" if board else ""),
                      inputs=[args.model], analysis=result)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(with_provenance(result)))
         return 0
     print_analysis(result)
     if args.html:

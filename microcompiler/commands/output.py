@@ -6,8 +6,9 @@ import json
 import numpy as np
 
 from microcompiler.boards import Board
-from microcompiler.targets import HOST_DRIVEN, BuildResult
+from microcompiler.targets import HOST_DRIVEN, BuildResult, model_flash
 from microcompiler.timing import describe, format_duration, measured
+from microcompiler.report.provenance import with_provenance
 
 
 def run_report(meta: dict, board: Board, template: str, mode: str, executor: str, outputs: list[np.ndarray],
@@ -17,6 +18,7 @@ def run_report(meta: dict, board: Board, template: str, mode: str, executor: str
     report = {"model": meta["name"], "board": board.name, "template": template, "mode": mode, "executor": executor}
     if built is not None:
         report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes, stack_bytes=stack_bytes)
+        report.update(model_flash_split(built, meta["name"]))
     report.update({"outputs": [out.tolist() for out in outputs],
                    "output_dtypes": [o["dtype"] for o in meta["outputs"]],
                    "device_ticks": ticks, "timer_hz": hz, "time": measured(ticks, hz, board)})
@@ -26,6 +28,20 @@ def run_report(meta: dict, board: Board, template: str, mode: str, executor: str
     if rpc is not None:
         report["rpc"] = rpc
     return report
+
+
+def model_flash_split(built: BuildResult | None, name: str) -> dict:
+    """The model's code and weights in the firmware's flash (measured from the ELF), or nothing."""
+    split = model_flash(built.elf, name) if built is not None and built.elf.is_file() else None
+    return {} if split is None else {"model_code_bytes": split["code_bytes"], "model_weights_bytes": split["weights_bytes"]}
+
+
+def flash_line(report: dict) -> str | None:
+    """One line: the firmware's flash, and in it the model's code and weights apart."""
+    if "model_code_bytes" not in report:
+        return None
+    return (f"flash: {report['flash_bytes']:,} B, of which the model's code {report['model_code_bytes']:,} B and its "
+            f"weights {report['model_weights_bytes']:,} B")
 
 
 def add_steps(report: dict, step_outputs: list[list[np.ndarray]], step_ticks: list[int]) -> None:
@@ -47,7 +63,7 @@ def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_jso
     """``microcompiler run``'s result. label: how the target is named in the summary (None: not);
     step_arrays: every step's outputs of a sequence, printed step by step."""
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
         return
     if step_arrays:
         for step, step_outputs in enumerate(step_arrays):
@@ -64,12 +80,14 @@ def print_run(report: dict, outputs: list[np.ndarray], label: str | None, as_jso
         stack = report["stack_bytes"]
         print(f"firmware: flash {report['flash_bytes']:,} B, RAM {report['ram_bytes']:,} B"
               + (f" (stack high-water {stack:,} B)" if stack is not None else ""))
+        if flash_line(report):
+            print(flash_line(report))
 
 
 def print_flash(report: dict, outputs: list[np.ndarray], as_json: bool) -> None:
     """``microcompiler flash``'s result."""
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
         return
     print_outputs(outputs, [str(out.dtype) for out in outputs])
     print(f"time on {report['board']}: {describe(report['time'])}; {report['device_ticks']:,} timer ticks")
@@ -81,7 +99,7 @@ def print_bench(report: dict, as_json: bool) -> None:
     """``microcompiler bench``'s result: the whole inference, then a table of the operators, each measured
     beside analyze's estimate (the same unit: instructions on emulated boards, time at the board's clock)."""
     if as_json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
         return
     inference, operators = report["inference"], report["operators"]
     op_total = report["operator_ticks_total"]
@@ -104,6 +122,8 @@ def print_bench(report: dict, as_json: bool) -> None:
               f"{share:>5.1f}% {'' if est is None else f'{est:,}':>12} {error:>7}")
     total = report.get("operator_time")
     print(f"sum of operators: {describe(total) if total else f'{op_total} ticks'}")
+    if flash_line(report):
+        print(flash_line(report))
     print(peak_line(report["memory_peak"]))
 
 

@@ -17,6 +17,7 @@ from microcompiler.targets import HOST_DRIVEN, RPC_TIMEOUT, target_for
 from microcompiler.tuning.log import TuningLog, TuningLogError, load_tuning
 from microcompiler.tuning.runner import JobRunner, LocalRunner
 from microcompiler.tuning.tuner import job_count, plan_model, require_tunable, tune
+from microcompiler.report.provenance import with_provenance
 
 # The firmware each round builds: bare metal (the Python API's tune(template=...) takes zephyr too).
 TEMPLATE = "baremetal"
@@ -97,7 +98,7 @@ def run(args) -> int:
     for note in result.notes:
         log_line(f"note: {note}")
     if args.json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(with_provenance(report), indent=1))
     else:
         _print(report)
     return 0

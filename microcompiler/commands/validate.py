@@ -2,13 +2,16 @@
 
 Runs N seeded inputs (or the .npy files of a directory) standalone and host-driven, compares every
 output with the TFLite Micro interpreter (and with the float model, --reference), and on any mismatch
-names the first layer that diverges. Exit status 1 when an output is not exact (docs/validate.md).
+names the first layer that diverges. Exit status 1 when an integer output is not exact or a float
+output is outside the tolerance; "exact" is printed only for bit-for-bit equality (docs/validate.md).
 """
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+
+import numpy as np
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
@@ -21,7 +24,10 @@ from microcompiler.progress import log_line
 from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.validation import DeviceOptions, Sample, validate
+from microcompiler.validation.dataset import check_labels, load_dataset, load_labels
+from microcompiler.validation.metrics import label_metrics
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
+from microcompiler.report.provenance import with_provenance
 
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 100_000
@@ -34,13 +40,23 @@ def add_parser(sub) -> None:
                                    "Micro interpreter (and the float model with --reference): exact-match rate, "
                                    "max and mean absolute error, cosine similarity, top-1 agreement. On a "
                                    "mismatch, every layer is compared host-driven and the first that diverges "
-                                   "is named. Exit status 1 when an output is not exact.")
+                                   "is named. Prints 'exact' only when every output is bit for bit TFLM's (else "
+                                   "the largest float error in ulp). Exit status 1 when an integer output is not "
+                                   "exact or a float output is outside the tolerance.")
     add_board_arguments(p, board_required=True)
     p.add_argument("--inputs", default=str(DEFAULT_SAMPLES), metavar="DIR|N",
                    help=f"N seeded random inputs (default: {DEFAULT_SAMPLES}), or a directory of .npy files, "
                         "one per sample (one-input models)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the first seed of --inputs N (sample k uses "
                                                                     f"seed + k; default: {DEFAULT_SEED})")
+    p.add_argument("--dataset", metavar="FILE", help="real samples instead of --inputs: an .npz archive (one array "
+                   "per model input, the first axis counting the samples; real values for a quantized input are "
+                   "quantized with its scale and zero point; a 'y' or 'labels' array gives the classes) or a .csv "
+                   "file (one sample per row)")
+    p.add_argument("--labels", metavar="FILE", help="the class of each sample (.npy, or one integer per line): "
+                   "top-1 accuracy of the device, TFLite Micro and the float model, and a confusion matrix")
+    p.add_argument("--save-outputs", metavar="FILE.npz", help="keep every output: the device's, TFLite Micro's "
+                   "and the float model's, per sample (and the labels)")
     p.add_argument("--reference", metavar="FLOAT.tflite", help="also compare with this float model (our outputs "
                                                                "dequantized)")
     p.add_argument("--mode", choices=MODES, help="run only standalone or only host-driven (default: both)")
@@ -72,10 +88,49 @@ def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
     return [Sample([check_input(load_array(str(f)), inputs_meta[0], str(f))], f.name) for f in files]
 
 
+def save_outputs(path: str, collected: dict, labels) -> Path:
+    """Every output per source and sample in one .npz (``<source>_output<k>``, stacked over samples)."""
+    arrays = {"microcompiler_validate": np.array(1)}
+    for source, per_sample in collected.items():
+        for k in range(len(per_sample[0]) if per_sample else 0):
+            arrays[f"{source.replace('-', '_')}_output{k}"] = np.stack([np.asarray(s[k]) for s in per_sample])
+    if labels is not None:
+        arrays["labels"] = labels
+    out = Path(path)
+    with open(out, "wb") as f:
+        np.savez(f, **arrays)
+    return out
+
+
+def check_outputs_path(path: str, given: list) -> None:
+    """--save-outputs never replaces an input or a file it did not write (an earlier saved-outputs file)."""
+    out = Path(path)
+    if out.suffix.lower() != ".npz":
+        raise MicrocompilerError(f"--save-outputs {path}: give a file name ending in .npz")
+    for g in given:
+        if g is not None and Path(g).exists() and out.exists() and out.resolve() == Path(g).resolve():
+            raise MicrocompilerError(f"--save-outputs {path} is one of the command's inputs; give another file")
+    if out.exists():
+        try:
+            with np.load(out, allow_pickle=False) as old:
+                ours = "microcompiler_validate" in old.files
+        except (OSError, ValueError, EOFError):
+            ours = False
+        if not ours:
+            raise MicrocompilerError(f"--save-outputs {path} exists and was not written by validate; give a new "
+                                     "file name")
+    if not out.parent.is_dir():
+        raise MicrocompilerError(f"--save-outputs {path}: the folder {out.parent} does not exist")
+
+
 def run(args) -> int:
-    given = [args.model, args.reference, getattr(args, "tuning", None)]
+    given = [args.model, args.reference, getattr(args, "tuning", None), args.dataset, args.labels]
     if args.html:
         check_report_path(args.html, given)
+    if args.save_outputs:
+        check_outputs_path(args.save_outputs, given)
+    if args.dataset and args.inputs != str(DEFAULT_SAMPLES):
+        raise MicrocompilerError("--dataset and --inputs both give the samples; pass one of them")
     board = resolve_board(args.board)
     target = target_for(board, args.template)
     target.check_board(board)
@@ -89,17 +144,31 @@ def run(args) -> int:
     original = load_tflite(args.model)
     library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu),
                             patches=args.patches, **ram_budget(args, board))
-    samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
+    labels = None
+    if args.dataset:
+        samples, labels = load_dataset(args.dataset, library.metadata["inputs"])
+    else:
+        samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
+    if args.labels:
+        labels = load_labels(args.labels, len(samples))
+    elif labels is not None:
+        labels = check_labels(labels, len(samples), f"the labels in {args.dataset}")
     options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
                             timeout=args.timeout, keep=args.keep)
+    collected: dict = {}
     report = validate(library, board, samples, _read(args.model, "the model"), original, modes=modes,
-                      float_bytes=float_bytes, options=options, log=log_line)
+                      float_bytes=float_bytes, options=options, log=log_line, collect=collected)
+    if labels is not None:
+        report["labels"] = {source: label_metrics([outs[0] for outs in collected[source]], labels)
+                            for source in [*report["modes"], "tflm", "float"] if source in collected}
+    if args.save_outputs:
+        report["saved_outputs"] = str(save_outputs(args.save_outputs, collected, labels))
     if args.html:
         analysis = analyze_library(library, None if board.is_host else board)
         write_report(args.html, f"{report['model']}: validation on {board.name}", inputs=given,
                      analysis=analysis, validation=report)
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(with_provenance(report)))
     else:
         print_validation(report)
         if args.html:
@@ -125,13 +194,24 @@ def print_validation(report: dict) -> None:
     print(f"{report['model']} on {report['board']}: {len(report['samples'])} inputs, "
           f"{' and '.join(report['modes'])}: {verdict(report)}")
     print(f"{'mode':<12} {'against':<7} {'output':<20} {'exact':>8} {'max err':>10} {'mean err':>10} "
-          f"{'cosine':>9} {'top-1':>7}")
+          f"{'rmse':>10} {'cosine':>9} {'top-1':>7}")
     for c in report["comparisons"]:
         for o in c["outputs"]:
             top1 = "-" if o["top1_agreement"] is None else f"{100 * o['top1_agreement']:.1f}%"
-            print(f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {100 * o['exact_match_rate']:>7.2f}% "
-                  f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o['cosine_similarity']:>9.6f} "
-                  f"{top1:>7}")
+            # against the float model nothing is meant to be exact: its errors say how close
+            exact = "-" if c["against"] == "float" else f"{100 * o['exact_match_rate']:.2f}%"
+            print(f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {exact:>8} "
+                  f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o.get('rmse', 0.0):>10.4g} "
+                  f"{o['cosine_similarity']:>9.6f} {top1:>7}")
+    for source, m in (report.get("labels") or {}).items():
+        print(f"accuracy against the labels ({source}): {100 * m['accuracy']:.2f}% ({m['correct']:,} of "
+              f"{m['samples']:,})")
+    if report.get("labels"):
+        first = next(iter(report["labels"].values()))
+        print("confusion (rows: label, columns: predicted): " + "; ".join(
+            f"{c}: {row}" for c, row in enumerate(first["confusion"])))
+    if report.get("saved_outputs"):
+        print(f"outputs saved: {report['saved_outputs']}")
     d = report.get("divergence")
     if d and d["diverged"]:
         print(f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor '{d['tensor']}': "

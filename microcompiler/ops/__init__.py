@@ -27,8 +27,15 @@ def load_kernels() -> None:
     _loaded = True
 
 
+_supported: tuple[dict, dict] | None = None
+
+
 def supported_operators() -> dict[str, OpKernel]:
     """Operator kind -> the kernel that compiles it, for every operator microcompiler supports
     (not the internal ones that only passes create, such as MC_CONSTANT_CHANNELS)."""
+    global _supported
     load_kernels()
-    return dict(sorted((kind, k) for kind, k in KERNELS.items() if not getattr(k, "internal", False)))
+    if _supported is None or len(_supported[0]) != len(KERNELS):  # once, not once per operator of a model
+        _supported = (dict(KERNELS), dict(sorted((kind, k) for kind, k in KERNELS.items()
+                                                 if not getattr(k, "internal", False))))
+    return dict(_supported[1])

@@ -208,6 +208,12 @@ class EmitContext:
         every operator of the model (one runs at a time); it lives in .bss, not on the stack."""
         return self.params.scratch(nbytes)
 
+    def helper(self, what: str, params: str, body: str, comment: str) -> str:
+        """A ``static void`` function of the model (C name ``<model>_<what>``) with this parameter
+        list and body, defined before the operators; the operator calls it. Layers asking for the
+        same one (same parameters and body, so it names none of their arrays) share it."""
+        return self.params.helper(what, params, body, comment, self.prefix)
+
 
 class ParamSink:
     """Collects the ``static const`` arrays that end up in flash, and the size of the kernels'
@@ -223,6 +229,8 @@ class ParamSink:
         self._by_content: dict[tuple, str] = {}  # constants shared between subgraphs
         self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
         self._shared: dict = {}  # ParamSink.add's share key -> array name
+        # static functions the operators call (EmitContext.helper): (name, params, body, comment, callers)
+        self.helpers: list[tuple[str, str, str, str, list[str]]] = []
         # persistent tensor -> its static state array (codegen/state.py), set before emitting
         self.state_names: dict[int, str] = {}
         # the model's other subgraphs (planned), for the control-flow kernels (ops/control_flow.py)
@@ -265,6 +273,19 @@ class ParamSink:
         self.arrays.append((name, ctype, data, comment))
         if key is not None:
             self._shared[key] = name
+        return name
+
+    def helper(self, what: str, params: str, body: str, comment: str, caller: str) -> str:
+        for name, p, b, _, callers in self.helpers:
+            if (p, b) == (params, body):
+                if caller not in callers:
+                    callers.append(caller)
+                return name
+        taken = {h[0] for h in self.helpers}
+        name, n = f"{self.model}_{what}", 2
+        while name in taken:
+            name, n = f"{self.model}_{what}_{n}", n + 1
+        self.helpers.append((name, params, body, comment, [caller]))
         return name
 
     @property

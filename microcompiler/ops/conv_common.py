@@ -57,6 +57,7 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
             "quantized tensors need quantization parameters")
     require(not x.quant.per_channel and not y.quant.per_channel, op,
             "per-channel quantized activations are not supported")
+    check_requantize_range(op, x, w, y)
     require(all(z == 0 for z in w.quant.zero_point), op,
             "weights with a nonzero zero point are not supported")
     if x.dtype == "int16":
@@ -81,6 +82,8 @@ def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int)
     if bias is not None:
         require(bias.size == out_c, op, f"bias has {bias.size} elements for {out_c} output channels; the file is "
                 "inconsistent (a kernel would read past the bias)")
+        require(len(bias.shape) == 1, op, f"bias has shape {list(bias.shape)}; it must be one-dimensional "
+                f"[{out_c}]: re-export the model")
         allowed = BIAS_TYPES.get(x.dtype, ())
         require(bias.dtype in allowed, op, f"{x.dtype} needs {'an' if allowed[0].startswith('i') else 'a'} {' or '.join(allowed)} bias, not {bias.dtype} "
                 "(TFLM would read its bytes as another type); re-export the model")
@@ -92,6 +95,22 @@ def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int)
     if scales > 1:
         require(w.quant.axis == weight_channel_axis, op,
                 f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}")
+
+
+# A requantization scale (input scale * weight scale / output scale) from 2^30 up has no int32
+# multiplier: TFLM's reference shifts the accumulator left by 31 or more bits, a signed overflow
+# (undefined behaviour; the host at -O2, the boards and TFLM may each give another answer).
+MAX_REQUANTIZE_SCALE = 2.0 ** 30
+
+
+def check_requantize_range(op, x, w, y) -> None:
+    """Refuse a layer whose requantization no int32 arithmetic computes without signed overflow."""
+    if x.quant is None or w.quant is None or y.quant is None:
+        return
+    in_scale, out_scale = float(np.float32(x.quant.scale[0])), float(np.float32(y.quant.scale[0]))
+    worst = max(in_scale * float(np.float32(s)) / out_scale for s in w.quant.scale)
+    require(worst < MAX_REQUANTIZE_SCALE, op, f"the requantization scale input_scale * weight_scale / output_scale "
+            f"is {worst:.3g}, beyond any int32 multiplier (2^30); TFLM would overflow: the file's scales are damaged")
 
 
 def constant_parameters(op, graph) -> bool:

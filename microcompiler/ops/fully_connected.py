@@ -11,7 +11,7 @@ from microcompiler.ops import fast
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_common import check_weights_and_bias
+from microcompiler.ops.conv_common import check_requantize_range, check_weights_and_bias
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range, fully_connected_multipliers,
@@ -56,6 +56,7 @@ class FullyConnected(OpKernel):
         check_weights_and_bias(op, x, w, bias, rows, 0)
         if x.dtype != "float32":
             require(all(t.quant is not None for t in (x, w, y)), op, "quantized tensors need quantization parameters")
+            check_requantize_range(op, x, w, y)
 
     def _dims(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]

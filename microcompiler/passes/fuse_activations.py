@@ -16,22 +16,25 @@ _ACTIVATIONS = {"RELU": "RELU", "RELU6": "RELU6"}
 def fuse_activations(graph: Graph) -> Graph:
     g = graph.copy()
     removed = set()
+    producer_of, readers = g.producers_and_readers()  # one lookup per operator, not one scan
     for act in g.operators:
         if act.kind not in _ACTIVATIONS:
             continue
         src, dst = act.inputs[0], act.outputs[0]
-        producer = g.producer(src)
+        producer = producer_of.get(src)
         if producer is None or producer.kind not in _FUSIBLE_PRODUCERS or id(producer) in removed:
             continue
         if producer.options.get("activation", "NONE") != "NONE" or src in g.outputs:
             continue
-        if len(g.consumers(src)) != 1:
+        if readers.get(src, 0) != 1:
             continue
         a, b = g.tensors[src], g.tensors[dst]
         if a.dtype != b.dtype or a.shape != b.shape or a.quant != b.quant:
             continue
         producer.options["activation"] = _ACTIVATIONS[act.kind]
         producer.outputs = [dst if o == src else o for o in producer.outputs]
+        producer_of.pop(src, None)
+        producer_of[dst] = producer
         removed.add(id(act))
     g.operators = [op for op in g.operators if id(op) not in removed]
     return g

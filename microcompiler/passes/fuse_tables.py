@@ -21,6 +21,8 @@ Runs after ``remove_reshapes`` (which may join a chain split by a RESHAPE) and b
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from microcompiler.ir import Graph, Operator, Tensor
@@ -50,9 +52,9 @@ def _table(op: Operator, graph: Graph) -> np.ndarray | None:
         return None
 
 
-def _intermediate(graph: Graph, tensor: int) -> bool:
+def _intermediate(graph: Graph, tensor: int, readers: dict[int, int]) -> bool:
     """True when tensor is read by exactly one operator and is not a model output."""
-    return tensor not in graph.outputs and len(graph.consumers(tensor)) == 1
+    return tensor not in graph.outputs and readers.get(tensor, 0) == 1
 
 
 def _mul_table(mul: Operator, graph: Graph, x_position: int, f_table: np.ndarray) -> np.ndarray | None:
@@ -74,33 +76,40 @@ def _mul_table(mul: Operator, graph: Graph, x_position: int, f_table: np.ndarray
     return int8_table_from_integer(product)
 
 
-def _names(op: Operator) -> str:
-    return op.options.get("functions", op.kind.lower())
+def _expression(op: Operator) -> str:
+    """What the operator computes, as an expression in x: ``logistic(x)``, or a fused table's."""
+    return op.options["functions"] if op.kind == TABLE_INT8 else f"{op.kind.lower()}(x)"
+
+
+def _compose(outer: str, inner: str) -> str:
+    """outer with x replaced by inner: the expression of outer(inner(x))."""
+    return re.sub(r"\bx\b", inner, outer)
 
 
 def _fuse_one(g: Graph) -> bool:
     """Fuse one pattern; True when something changed."""
+    producer_of, readers = g.producers_and_readers()  # once per scan: a lookup per operator, not a scan
     for op in g.operators:
         if op.kind == "MUL" and len(op.inputs) == 2:
             for x_position in (0, 1):
                 x, fx = op.inputs[x_position], op.inputs[1 - x_position]
-                f = g.producer(fx)
-                if f is None or f.inputs[0] != x or not _intermediate(g, fx):
+                f = producer_of.get(fx)
+                if f is None or f.inputs[0] != x or not _intermediate(g, fx, readers):
                     continue
                 f_table = _table(f, g)
                 table = None if f_table is None else _mul_table(op, g, x_position, f_table)
                 if table is not None:
-                    _replace(g, op, f, x, table, f"x * {_names(f)}(x)")
+                    _replace(g, op, f, x, table, f"x * {_expression(f)}")
                     return True
             continue
         if not op.inputs or g.tensors[op.inputs[0]].is_constant:
             continue
-        f = g.producer(op.inputs[0])
-        if f is None or not _intermediate(g, op.inputs[0]):
+        f = producer_of.get(op.inputs[0])
+        if f is None or not _intermediate(g, op.inputs[0], readers):
             continue
         g_table, f_table = _table(op, g), _table(f, g)
         if g_table is not None and f_table is not None:
-            _replace(g, op, f, f.inputs[0], g_table[f_table.view(np.uint8)], f"{_names(op)}({_names(f)}(x))")
+            _replace(g, op, f, f.inputs[0], g_table[f_table.view(np.uint8)], _compose(_expression(op), _expression(f)))
             return True
     return False
 

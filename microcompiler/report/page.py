@@ -10,7 +10,8 @@ from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
-from microcompiler.timing import describe
+from microcompiler.report.provenance import provenance
+from microcompiler.timing import describe, format_duration
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
 GENERATOR_TAG = "<meta name='generator' content='microcompiler report'>"
@@ -77,7 +78,13 @@ def _memory_section(analysis: dict) -> str:
 
 def _validation_section(validation: dict) -> str:
     """validate's report (microcompiler/validation/runner.py): one row per mode, reference and output."""
-    verdict = "passed: every output exact" if validation["passed"] else "FAILED: outputs differ"
+    if not validation["passed"]:
+        verdict = "FAILED: outputs differ"
+    elif validation.get("bit_exact", False):
+        verdict = "passed: every output exact"
+    else:  # floats within tolerance: say how far from TFLM's bits
+        verdict = (f"passed within tolerance, not exact: largest float error "
+                   f"{validation.get('max_ulp_error', 0):,} ulp")
     rows = [f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
             f"({len(validation['samples'])} inputs)</p>",
             "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
@@ -100,12 +107,49 @@ def _validation_section(validation: dict) -> str:
     return "".join(rows)
 
 
+def _comparison_section(comparison: dict) -> str:
+    """compare's result: the two sides, a row per layer with B relative to A, the totals."""
+    a, b = comparison["a"], comparison["b"]
+    head = "".join(f"<p><b>{side}</b>: {escape(str(s['label']))}: {escape(str(s['model']))} on "
+                   f"{escape(str(s['board'] or 'portable C'))} ({escape(s['source'])})</p>"
+                   for side, s in (("A", a), ("B", b)))
+    rows = ["<tr><th>#</th><th>layer</th><th>operator</th><th>A</th><th>B</th><th>B/A</th><th>kernel A</th>"
+            "<th>kernel B</th></tr>"]
+    for row in comparison["layers"]:
+        la, lb = row["a"] or {}, row["b"] or {}
+        unit = row["unit"]
+        cells = [(_amount(la.get(unit), unit)), (_amount(lb.get(unit), unit))]
+        rows.append("<tr>" + _cell(la.get("index", lb.get("index", ""))) + _cell(la.get("name") or lb.get("name"), True)
+                    + _cell(la.get("kind") or lb.get("kind"), True) + _cell(cells[0]) + _cell(cells[1])
+                    + _cell(_ratio(row["diff"]["ratio"])) + _cell(la.get("kernel") or "", True)
+                    + _cell(lb.get("kernel") or "", True) + "</tr>")
+    totals = "".join(f"<tr><td>{escape(name.replace('_', ' '))}</td>{_cell(_amount(d['a'], name))}"
+                     f"{_cell(_amount(d['b'], name))}{_cell(_ratio(d['ratio']))}</tr>"
+                     for name, d in comparison["totals"].items() if d["a"] is not None or d["b"] is not None)
+    return (head + f"<p>layers matched by {escape(comparison['matched_by'])}</p><table>{''.join(rows)}</table>"
+            f"<h2>Totals</h2><table><tr><th></th><th>A</th><th>B</th><th>B/A</th></tr>{totals}</table>")
+
+
+def _ratio(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.2f}x"
+
+
+def _amount(value, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "seconds":
+        return format_duration(value)
+    return f"{value:,}" + (" B" if unit.endswith("bytes") else "")
+
+
 def render_report(title: str, analysis: dict | None = None, bench: dict | None = None,
-                  validation: dict | None = None) -> str:
+                  validation: dict | None = None, comparison: dict | None = None) -> str:
     """The whole page as one string (everything inline: it opens offline)."""
     body = [f"<h1>{escape(title)}</h1>"]
     if validation:  # what validate is for comes first
         body.append("<h2>Validation</h2>" + _validation_section(validation))
+    if comparison:
+        body.append("<h2>Comparison</h2>" + _comparison_section(comparison))
     if analysis:
         t = analysis["totals"]
         body.append(f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
@@ -128,7 +172,11 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
     # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
     # script element; JSON.parse reads them back unchanged
-    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation})
+    made = provenance()
+    body.append(f"<p class='provenance'>made by {escape(made['tool'])} {escape(made['version'])} on "
+                f"{escape(made['date'])}: <code>{escape(made['command'])}</code></p>")
+    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison,
+                        "generated_by": made})
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"

@@ -20,7 +20,7 @@ from microcompiler.errors import MicrocompilerError
 from microcompiler.targets.base import (EXECUTORS, HOST_DRIVEN, MODES, RPC_TIMEOUT, STANDALONE, Log, Project, RunResult,
                                         Target, decode_report, get_target, register, run_on_board, target_for,
                                         templates)
-from microcompiler.targets.toolchain import BuildResult, firmware_size
+from microcompiler.targets.toolchain import BuildResult, firmware_size, model_flash
 from microcompiler.targets.files import PROJECT_FILE
 from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, MIN_STACK_BYTES, check_fits, estimate_footprint
 
@@ -94,6 +94,6 @@ def open_project(project_dir: str | Path) -> Project:
 
 
 __all__ = ["open_project", "Project", "BuildResult", "RunResult", "Target", "create_project", "create_models_project", "build", "flash", "run_on_board",
-           "firmware_size", "check_fits", "estimate_footprint", "decode_report", "templates", "get_target",
+           "firmware_size", "model_flash", "check_fits", "estimate_footprint", "decode_report", "templates", "get_target",
            "target_for", "register", "EXECUTORS", "MODES", "STANDALONE", "HOST_DRIVEN", "DEFAULT_STACK_BYTES",
            "PROJECT_FILE", "RPC_TIMEOUT"]

@@ -14,6 +14,7 @@ MIN_STACK_BYTES = 1024
 # each operator's code (measured on this project's kernels at -O2, rounded up).
 RUNTIME_CODE_BYTES = 6 * 1024
 OPERATOR_CODE_BYTES = 1024
+CALL_CODE_BYTES = 32  # a layer whose body is shared: a call with its arrays (codegen/shared_bodies.py)
 GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
 RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
 
@@ -28,7 +29,10 @@ def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     weights = metadata["params_bytes"]
     input_bytes = sum(t["bytes"] for t in metadata["inputs"])
     output_bytes = sum(t["bytes"] for t in metadata["outputs"])
-    code = RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * len(metadata["operators"])
+    shared = metadata.get("shared_bodies", [])
+    callers = sum(len(body["layers"]) for body in shared)
+    code = (RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * (len(metadata["operators"]) - callers + len(shared))
+            + CALL_CODE_BYTES * callers)
     if executor == "graph":
         code += GRAPH_EXECUTOR_CODE_BYTES
         # the pool holds the arena, a copy of the inputs and the outputs

@@ -56,12 +56,13 @@ def tool_timeout(variable: str, default: float) -> float:
     return value
 
 
-def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "") -> None:
+def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "",
+               env: dict[str, str] | None = None) -> None:
     """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
     becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
     the error is one line (``hint``: how to give it longer)."""
     # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
-    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines = []
     expired = threading.Event()
 
@@ -119,6 +120,37 @@ def firmware_size(elf: str | Path) -> tuple[int, int]:
         if flags & shf_write:
             ram += size
     return flash, ram
+
+
+def model_flash(elf: str | Path, model: str) -> dict[str, int] | None:
+    """The flash a model's library takes in a firmware, from the ELF's symbol table: ``code_bytes``
+    (its functions, ``<model>_*``) and ``weights_bytes`` (its constant arrays: ``<model>_*`` objects
+    with contents, so not the arena or the scratch buffer in .bss). None for a file that is not a
+    32-bit ELF (the host build)."""
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        return None
+    endian = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
+    sections = [struct.unpack_from(endian + "IIIIIIIIII", data, shoff + i * shentsize) for i in range(shnum)]
+    sht_symtab, sht_nobits, stt_object, stt_func = 2, 8, 1, 2
+    split = {"code_bytes": 0, "weights_bytes": 0}
+    prefix = (model + "_").encode()
+    for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != sht_symtab or not entsize:
+            continue
+        strtab = sections[link][4]
+        for k in range(size // entsize):
+            st_name, _, st_size, st_info, _, st_shndx = struct.unpack_from(endian + "IIIBBH", data, offset + k * entsize)
+            name = data[strtab + st_name:data.index(b"\0", strtab + st_name)]
+            if not st_size or not name.startswith(prefix):
+                continue
+            if st_info & 0xF == stt_func:
+                split["code_bytes"] += st_size
+            elif st_info & 0xF == stt_object and st_shndx < len(sections) and sections[st_shndx][1] != sht_nobits:
+                split["weights_bytes"] += st_size
+    return split
 
 
 def measured_build(board: Board, elf: Path, log: Log) -> BuildResult:

@@ -66,6 +66,7 @@ def output_metrics(name: str, ours: list[np.ndarray], reference: list[np.ndarray
            "exact_samples": int(sum(np.array_equal(x, y) for x, y in zip(a, b))),
            "max_abs_error": float(diff.max()) if diff.size else 0.0,
            "mean_abs_error": float(diff.mean()) if diff.size else 0.0,
+           "rmse": float(np.sqrt(np.mean(diff ** 2))) if diff.size else 0.0,
            "cosine_similarity": float(np.mean(cosines)), "min_cosine_similarity": float(np.min(cosines)),
            "top1_agreement": None}
     floats = all(np.asarray(x).dtype == np.float32 for x in list(ours) + list(reference))
@@ -90,3 +91,17 @@ def dequantize(array: np.ndarray, meta: dict) -> np.ndarray:
         return array.astype(np.float32)
     return ((array.astype(np.float64) - meta["zero_point"]) * meta["scale"]).astype(np.float32)
 
+
+
+def label_metrics(scores: list[np.ndarray], labels: np.ndarray) -> dict:
+    """Top-1 accuracy of class scores against labels, with the confusion matrix (rows: label, columns:
+    predicted class) and each class's recall."""
+    predicted = np.array([int(np.argmax(np.asarray(x).ravel())) for x in scores])
+    classes = int(max(int(labels.max()), int(predicted.max())) + 1) if len(labels) else 0
+    confusion = np.zeros((classes, classes), dtype=np.int64)
+    for label, guess in zip(labels, predicted):
+        confusion[int(label), int(guess)] += 1
+    totals = confusion.sum(axis=1)
+    return {"samples": int(len(labels)), "accuracy": float(np.mean(predicted == labels)) if len(labels) else 0.0,
+            "correct": int(np.sum(predicted == labels)), "confusion": confusion.tolist(),
+            "recall_per_class": [None if t == 0 else float(confusion[c, c] / t) for c, t in enumerate(totals)]}

@@ -78,7 +78,7 @@ class Reference:
             self._proc = None
         self._log.close()
 
-    def __enter__(self) -> "Reference":
+    def __enter__(self) -> Reference:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -61,7 +61,8 @@ def check_float_model(ref: Reference, meta: dict) -> None:
                                          f"{m['shape']}; pass the float model this one was quantized from")
 
 
-def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference) -> list[dict]:
+def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference,
+                      collect: dict | None = None) -> list[dict]:
     """Our outputs dequantized against the float model run on the dequantized inputs."""
     theirs = []
     with Progress(len(samples), "float reference") as bar:
@@ -73,6 +74,8 @@ def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndar
                 feeds.append((dequantize(x, m).astype(want) if want.kind == "f" else x).reshape(details["shape"]))
             theirs.append([np.asarray(y, dtype=np.float32) for y in ref.run(feeds)])
             bar.step(s.source)
+    if collect is not None:
+        collect["float"] = theirs
     deq = [[dequantize(y, m) for y, m in zip(outs, meta["outputs"])] for outs in ours]
     return [output_metrics(o["name"], [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)],
                            [t[k] for t in theirs], exact=False)
@@ -119,8 +122,11 @@ def keeps_state(meta: dict) -> bool:
 
 def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, original_graph, *,
              modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN), float_bytes: bytes | None = None,
-             options: DeviceOptions | None = None, log: Callable[[str], None] = _quiet) -> dict:
-    """The validation report (see docs/validate.md); report["passed"] is False on any mismatch."""
+             options: DeviceOptions | None = None, log: Callable[[str], None] = _quiet,
+             collect: dict | None = None) -> dict:
+    """The validation report (see docs/validate.md); report["passed"] is False on any mismatch.
+    ``collect``: filled with the outputs themselves, per sample: {mode: device outputs, "tflm": TFLite
+    Micro's, "float": the float model's} (for labels and saved outputs)."""
     options = options or DeviceOptions()
     meta = library.metadata
     reference = Reference(model_bytes, len(meta["outputs"]), timeout=options.timeout)
@@ -178,10 +184,13 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     if float_ref is not None:
         first_mode = next(iter(device))
         comparisons.append({"mode": first_mode, "against": "float",
-                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref)})
+                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref, collect)})
     for ref in (reference, float_ref):  # the interpreters' child processes (on an error: cleanup's sweep)
         if ref is not None:
             ref.close()
+    if collect is not None:
+        collect.update(device)
+        collect["tflm"] = expected
     report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
               "modes": list(device), "passed": passed, "bit_exact": bit_exact, "max_ulp_error": max_ulp,
               "comparisons": comparisons, "divergence": divergence}

@@ -55,6 +55,26 @@ def _built_models() -> dict[str, bytes]:
     y = b.activation("y", [1, 1, 6], "int16", scale=1 / 32768, zero_point=0)
     b.op("SOFTMAX", [m], [y], mb.softmax_options(1.0))
     models["built:mean_softmax_int16"] = b.finish([x], [y])
+
+    b = mb.ModelBuilder()  # int8 depthwise conv (per-channel) + average pool
+    x = b.activation("x", [1, 6, 6, 4], "int8", scale=0.05, zero_point=1)
+    w = b.constant("w", rng.integers(-127, 128, (1, 3, 3, 4), dtype=np.int8), scale=[0.01, 0.02, 0.03, 0.04],
+                   zero_point=[0] * 4, axis=3)
+    bias = b.constant("bias", rng.integers(-300, 300, 4).astype(np.int32), scale=[0.0005] * 4, zero_point=[0] * 4)
+    c = b.activation("c", [1, 6, 6, 4], "int8", scale=0.08, zero_point=-2)
+    b.op("DEPTHWISE_CONV_2D", [x, w, bias], [c], mb.depthwise_options(activation="RELU6"))
+    y = b.activation("y", [1, 3, 3, 4], "int8", scale=0.08, zero_point=-2)
+    b.op("AVERAGE_POOL_2D", [c], [y], mb.pool_options())
+    models["built:dw_pool_int8"] = b.finish([x], [y])
+
+    b = mb.ModelBuilder()  # float concatenation of two inputs, then RELU
+    x1 = b.activation("x1", [1, 3, 2], "float32")
+    x2 = b.activation("x2", [1, 3, 5], "float32")
+    c = b.activation("c", [1, 3, 7], "float32")
+    b.op("CONCATENATION", [x1, x2], [c], mb.concatenation_options(2))
+    y = b.activation("y", [1, 3, 7], "float32")
+    b.op("RELU", [c], [y])
+    models["built:concat_relu_float"] = b.finish([x1, x2], [y])
     return models
 
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "microcompiler/kernel_fixedpoint.h"
+#include "microcompiler/kernel_libm.h"
 #include "microcompiler/kernel_math.h"
 
 /* ---- 32-bit fixed point (Qm as in kernel_fixedpoint.h) ---------------------------------------- */

@@ -1,5 +1,5 @@
 /* The "lanes" encoding (see mc_expand_s8l in kernel_simd.h) for the 4-pixel im2col CONV_2D kernel
- * (included by kernel_simd.h).
+ * (on top of kernel_simd.h).
  *
  * Each int8 weight word w = (w0, w1, w2, w3) is read as the int16 lanes (w0 + 256 w1, w2 + 256 w3)
  * (the compiler checks they fit); the column holds, per pixel and group of 4 inputs, the pairs

@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "microcompiler/kernel_math.h" /* mc_f32_from_bits */
+
 static inline uint64_t mc_f64_bits(double x) {
   union { double d; uint64_t u; } v;
   v.d = x;

@@ -72,15 +72,4 @@ static inline int32_t mc_saturating_left_shift(int32_t x, int exponent) {
   return (int32_t)wide;
 }
 
-/* Fixed-point exp, reciprocal and logistic (SOFTMAX, LOGISTIC). */
-#include "microcompiler/kernel_fixedpoint.h"
-
-/* Integer helpers of the signal-processing (audio front end) operators. */
-#include "microcompiler/kernel_signal.h"
-#include "microcompiler/kernel_fft.h"
-#include "microcompiler/kernel_fft32.h"
-
-/* expf as the host C library computes it, without libm (kernel_libm.h). */
-#include "microcompiler/kernel_libm.h"
-
 #endif /* MICROCOMPILER_KERNEL_MATH_H_ */

@@ -1,5 +1,5 @@
 /* Building blocks of the channel-plane int8 kernels (DEPTHWISE_CONV_2D "planes"), with portable
- * fallbacks (included by kernel_simd.h).
+ * fallbacks.
  *
  * A plane is one input channel sign-extended to int16, row after row, with a border of the input
  * zero point wide enough that every tap of every output pixel lies inside it (the bias accounts for

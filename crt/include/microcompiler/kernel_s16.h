@@ -1,5 +1,4 @@
-/* Dot products of the fast int16x8 kernels (int16 activations, int8 weights; ops/fast/s16.py),
- * included by kernel_simd.h.
+/* Dot products of the fast int16x8 kernels (int16 activations, int8 weights; ops/fast/s16.py).
  *
  * Two int16 activations make one pair word as they lie in memory, and the weights are stored as
  * int16 pairs at compile time, so SMLAD does two multiply-accumulates per instruction (what

@@ -131,10 +131,29 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
         layout = "{folded bias (doubled) << 8 | right shift r, multiplier}"
     if is_fast and not r_groups and not packed:
         shifts = ctx.const("shifts", r.astype(np.int8), comment=f"right shift r per output channel [{g.out_c}]")
-    return ctx.render("depthwise_conv_2d_planes.c.j2", g=g, pg=pg, describe=g.describe(), mult=mult,
-                      input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                      weights=ctx.const("weights", w_rows, comment=w_comment), packed=packed,
-                      params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=stride, shifts=shifts, scale=scale,
-                      scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
-                      r_groups=r_groups, order=order, input_channels=table, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
-                      fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)
+    values = dict(g=g, pg=pg, describe=g.describe(), mult=mult,
+                  input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
+                  weights=ctx.const("weights", w_rows, comment=w_comment), packed=packed,
+                  params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=stride, shifts=shifts, scale=scale,
+                  scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
+                  r_groups=r_groups, order=order, input_channels=table, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
+                  fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, group_helper=None, group_functions=None)
+    # the whole-row mode's shift groups as shared functions (KWS on the M4: 2.4 KB less code, 440 fewer
+    # instructions); the pixel-pairs loops stay inline (as functions: VWW +6.7% instructions on the M4)
+    if r_groups and packed == "order" and table is None and values["row_words"]:
+        values["group_functions"] = [_group_function(ctx, g, values, r) for r, _, _ in r_groups]
+    return ctx.render("depthwise_conv_2d_planes.c.j2", **values)
+
+
+def _group_function(ctx, g, values: dict, r: int) -> str:
+    """The function that runs channels first..last (of the params' run order) whose right shift is r:
+    one per shift and layer shape, shared by the layers that have the same (the shift is a literal in
+    its code, the arrays and the channel range its parameters)."""
+    body = ctx.render("depthwise_conv_2d_planes.c.j2", **{**values, "weights": "weights", "params": "params",
+                                                          "group_helper": r})
+    what = (f"depthwise_conv_2d_{g.k_h}x{g.k_w}_planes_{g.in_h}x{g.in_w}x{g.in_c}_to_{g.out_h}x{g.out_w}x{g.out_c}"
+            f"_right_shift_{r}")
+    comment = (f"DEPTHWISE_CONV_2D planes, {g.describe()}: the channels first..last of the run order, whose "
+               f"requantization right shift is {r}")
+    return ctx.helper(what, "const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, "
+                            "int last", body, comment)

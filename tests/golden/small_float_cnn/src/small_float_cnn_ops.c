@@ -6,9 +6,6 @@
 
 #include "small_float_cnn.h"
 #include "microcompiler/kernel_math.h"
-#include "microcompiler/kernel_simd.h"
-#include "microcompiler/kernel_elementwise.h"
-#include "microcompiler/kernel_activation.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 /* tensor 1: conv/weights [3, 3, 3, 2] */
