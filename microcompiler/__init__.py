@@ -5,7 +5,9 @@ RPC session to a device running host-driven firmware, and ``open_model`` compile
 host-driven firmware for a board and connects (docs/rpc.md; both live in microcompiler/api.py).
 """
 
-from microcompiler.version import __version__ as __version__  # microcompiler.__version__
+from microcompiler.version import __version__  # written once, in version.py (pyproject.toml reads it there)
+
+__all__ = ["__version__", "connect", "open_model"]
 
 
 def connect(*args, **kwargs):

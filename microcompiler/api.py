@@ -1,4 +1,5 @@
-"""The Python API's entry points that span floors: open an RPC session to a device (docs/rpc.md).
+"""The Python API (docs/api.md): compile, analyze, bench, validate and compare returning plain data a
+notebook can tabulate, and an RPC session to a device (docs/rpc.md).
 
     import microcompiler
     with microcompiler.connect("out/hello_rpc") as session:     # a host-driven project directory
@@ -17,14 +18,28 @@ import tempfile
 from pathlib import Path
 from collections.abc import Callable
 
+from microcompiler.analysis import analyze_model
+from microcompiler.analysis.analyze import analyze_library
+from microcompiler.analysis.bench import bench_report
+from microcompiler.analysis.compare import Side, side_from_report
+from microcompiler.analysis.compare import compare as compare_sides
 from microcompiler.boards import HOST, Board, resolve_board
+from microcompiler.compiler import compile_model, write_atomically
 from microcompiler.errors import MicrocompilerError
+from microcompiler.frontend.tflite import load_tflite
+from microcompiler.inputs import random_inputs
 from microcompiler.rpc.client import Session
 from microcompiler.rpc.plan import ModelPlan
-from microcompiler.targets import open_project
+from microcompiler.targets import HOST_DRIVEN, STANDALONE, open_project
+from microcompiler.targets.footprint import ram_for_models
 from microcompiler.targets.base import start_on_board
 from microcompiler.transport.base import Transport
 from microcompiler.transport.serial import SerialTransport
+from microcompiler.tuning.log import TuningLog
+from microcompiler.validation import DeviceOptions, Sample
+from microcompiler.validation import validate as run_validation
+from microcompiler.validation.dataset import check_labels, load_dataset, load_labels
+from microcompiler.validation.metrics import label_metrics
 
 
 def connect(target=None, *, port: str | None = None, board: str | None = None, plan=None, model: str | None = None,
@@ -92,3 +107,95 @@ def open_model(model, board: str | Board = HOST, project_dir: str | Path | None 
     if temp:
         session.cleanup.append(lambda: shutil.rmtree(temp, ignore_errors=True))
     return session
+
+
+# ---- Plain-data entry points for notebooks (docs/api.md): each returns dicts and lists a table can take ----
+
+def _board_or_none(board: str | Board | None) -> Board | None:
+    resolved = resolve_board(board) if board is not None else None
+    return None if resolved is None or resolved.is_host else resolved
+
+
+def _tuning(tuning: str | Path | None, board: Board | None):
+    if tuning is None:
+        return None
+    if board is None:
+        raise MicrocompilerError("a tuning log needs a board: it holds timings per CPU")
+    return TuningLog.load(tuning).for_cpu(board.cpu)
+
+
+def compile(model: str | Path, board: str | Board | None = None, output: str | Path | None = None, *,
+            tuning: str | Path | None = None, patches: str | None = None, ram_limit: int | None = None) -> dict:
+    """Compile ``model`` for ``board``'s CPU (portable C without one); write the library to ``output``
+    if given (``compile -o``'s rules: never over files compile did not write). Returns metadata.json's
+    content (operators, arena, weights, memory peak, ...)."""
+    target = _board_or_none(board)
+    available = ram_for_models(target) if target is not None else None
+    library = compile_model(model, features=target.cpu.features if target else frozenset(),
+                            tuning=_tuning(tuning, target), patches=patches, ram_limit=ram_limit,
+                            ram_available=available)
+    if output is not None:
+        write_atomically(library, output)
+    return library.metadata
+
+
+def analyze(model: str | Path, board: str | Board | None = None, *, tuning: str | Path | None = None,
+            patches: str | None = None, ram_limit: int | None = None) -> dict:
+    """What ``microcompiler analyze --json`` prints: per-layer estimates, totals, fit, memory plan."""
+    target = _board_or_none(board)
+    return analyze_model(model, target, ram_limit=ram_limit, tuning=_tuning(tuning, target), patches=patches)
+
+
+def bench(model: str | Path, board: str | Board = HOST, *, number: int = 10, repeat: int = 3,
+          inputs: list | None = None, tuning: str | Path | None = None, template: str = "baremetal") -> dict:
+    """What ``microcompiler bench --json`` prints: the whole inference and each operator timed on the
+    device (host-driven firmware built and started for ``board``, stopped afterwards)."""
+    target = resolve_board(board)
+    library = compile_model(model, features=target.cpu.features,
+                            tuning=_tuning(tuning, None if target.is_host else target))
+    meta = library.metadata
+    inputs = inputs if inputs is not None else random_inputs(meta["inputs"])
+    with open_model(library, target, template=template) as session, session.executor() as ex:
+        ex(*inputs)  # warm up, and leave real data in every tensor
+        whole = ex.time_inference(number, repeat)
+        operators = ex.profile(number, 1)
+    analysis = analyze_library(library, None if target.is_host else target)
+    return bench_report(meta, target, whole, operators, analysis, number, repeat)
+
+
+def validate(model: str | Path, board: str | Board = HOST, *, inputs: int = 10, dataset: str | Path | None = None,
+             labels: str | Path | None = None, reference: str | Path | None = None,
+             modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN), template: str = "baremetal") -> dict:
+    """What ``microcompiler validate --json`` prints: every output against TFLite Micro (and the float
+    ``reference`` model), with accuracy against ``labels`` when the dataset or a labels file gives them."""
+    target = resolve_board(board)
+    library = compile_model(model, features=target.cpu.features)
+    meta = library.metadata
+    found_labels = None
+    if dataset is not None:
+        samples, found_labels = load_dataset(str(dataset), meta["inputs"])
+    else:
+        samples = [Sample(random_inputs(meta["inputs"], k), f"seed {k}") for k in range(inputs)]
+    if labels is not None:
+        found_labels = load_labels(str(labels), len(samples))
+    elif found_labels is not None:
+        found_labels = check_labels(found_labels, len(samples), f"the labels in {dataset}")
+    collected: dict = {}
+    report = run_validation(library, target, samples, Path(model).read_bytes(), load_tflite(model), modes=modes,
+                            float_bytes=Path(reference).read_bytes() if reference is not None else None,
+                            options=DeviceOptions(template=template), collect=collected)
+    if found_labels is not None:
+        report["labels"] = {source: label_metrics([outs[0] for outs in collected[source]], found_labels)
+                            for source in [*report["modes"], "tflm", "float"] if source in collected}
+    return report
+
+
+def compare(a: str | Path | dict, b: str | Path | dict, board: str | Board | None = None,
+            board_b: str | Board | None = None) -> dict:
+    """What ``microcompiler compare --json`` prints. A side is a .tflite path (analyzed for ``board``,
+    B for ``board_b`` if given) or a report dict from :func:`analyze` or :func:`bench`."""
+    def side(x, which: str, on) -> Side:
+        if isinstance(x, dict):
+            return side_from_report(x, which)
+        return side_from_report(analyze(x, on), f"{which} {Path(x).name}")
+    return compare_sides(side(a, "A", board), side(b, "B", board_b if board_b is not None else board))

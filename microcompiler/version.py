@@ -1,4 +1,2 @@
-"""The version of microcompiler, written once: pyproject.toml reads it, ``microcompiler --version`` prints it,
-``metadata.json`` records it (CHANGELOG.md says what changed)."""
-
+"""The version of microcompiler: the one place it is written (pyproject.toml reads it; CHANGELOG.md)."""
 __version__ = "0.1.0"

@@ -86,3 +86,41 @@ def test_bad_board_and_unwritable_report_are_one_line_errors(tmp_path, shared_mo
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     proc = cli("analyze", path, "--html", tmp_path / "missing-dir" / "r.html")
     assert proc.returncode == 2 and "cannot write the report" in proc.stderr and "Traceback" not in proc.stderr
+
+
+KERAS = ROOT / "tests" / "models" / "keras"
+
+
+def test_while_loops_count_their_body_times_the_trip_count():
+    """A WHILE is costed as its trip count times its condition and body (analysis/loops.py): the Keras
+    GRU's loop runs its 20 steps (a counter from 0 stepped by 1 against the constant 20), a loop whose
+    count is a model input is costed once, and the key says which."""
+    from flow_models import while_int8
+    from harness import compile_bytes
+    from microcompiler.analysis.analyze import analyze_library, analyze_model
+    gru = {layer["kind"]: layer for layer in analyze_model(KERAS / "gru_float32.tflite")["layers"]}["WHILE"]
+    assert gru["cost_model"] == "WHILE|20 trips (counted)"
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        layers = analyze_library(compile_bytes(while_int8(), tmp))["layers"]
+    loop = next(layer for layer in layers if layer["kind"] == "WHILE")
+    assert loop["cost_model"] == "WHILE|1 trips (not knowable at compile time: assumed)"
+    # the body (one int8 ADD of 6 elements and the counter's ADD) is in it, not a flat fallback
+    assert loop["estimated_instructions"] > 100
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board,model", [(b, m) for b in ("mps2_an386", "mps3_an547") for m in (
+    "conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")] + [
+    ("mps2_an386", "gru_float32"), ("mps2_an386", "lstm_float32")])
+def test_keras_lookalike_estimates_within_20_percent(board, model):
+    """Issue 21: analyze within 20% of bench on the look-alikes with the new kernels (and the float GRU,
+    whose time is all in its WHILE loop)."""
+    path = KERAS / f"{model}.tflite"
+    est = json.loads(cli("analyze", path, "--board", board, "--json").stdout)
+    proc = cli("bench", path, "--board", board, "--json", "--number", "1", "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr
+    bench = json.loads(proc.stdout)
+    measured = bench["inference"]["ticks"] * 1e9 / bench["timer_hz"]
+    estimated = est["totals"]["estimated_instructions"]
+    assert abs(estimated - measured) <= 0.20 * measured, (estimated, measured)

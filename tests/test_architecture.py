@@ -29,10 +29,13 @@ FLOORS: dict[str, tuple[str, ...]] = {
     "compile": ("ir", "templating", "inputs", "frontend", "ops", "passes", "codegen", "compiler"),
     # boards and what runs on them: transports, firmware reports, host programs, RPC client, projects
     "device": ("boards", "timing", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
-    # the documented Python API: microcompiler.connect / open_model, the project functions
-    "api": ("microcompiler", "api", "project"),
+    # firmware projects made, kept and reopened: create_project, estimate_footprint
+    "projects": ("project",),
     # work made of compiling and running: tuning, validation against the oracle, analysis, reports
     "workflows": ("tuning", "validation", "analysis", "report", "mlperf_runner"),
+    # the documented Python API: microcompiler.connect / open_model, and compile, analyze, bench,
+    # validate and compare returning plain data (microcompiler.api, docs/api.md)
+    "api": ("microcompiler", "api"),
     # the command line
     "cli": ("cli", "commands"),
 }

@@ -18,6 +18,8 @@ import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_merge import assert_cases_match_oracle, merge_models
+from pathlib import Path
+
 from test_op_batch_matmul import batch_matmul_model
 from test_op_transpose_conv import transpose_conv_model
 
@@ -159,3 +161,24 @@ def test_batch_matmul_cols4_large_rhs_falls_back(tmp_path):
 def test_batch_matmul_cols4_on_boards(tmp_path, board):
     """The sweep as one model on the emulated Cortex-M4, Cortex-M55 and Cortex-M3, against TFLM."""
     assert_matches_oracle_on_board(merge_models([_matmul(n) for n in MATMUL_CASES]), tmp_path, board=board)
+
+
+# ---- the Keras look-alikes (tests/models/keras) on the boards ----------------------------------
+
+KERAS = Path(__file__).resolve().parent / "models" / "keras"
+KERAS_KERNELS = {"conv_autoencoder_int8": ("TRANSPOSE_CONV", "phases"), "unet_int8": ("TRANSPOSE_CONV", "phases"),
+                 "transformer_block_int8": ("BATCH_MATMUL", "cols4"),
+                 "lstm_int8": ("UNIDIRECTIONAL_SEQUENCE_LSTM", "rows4")}
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
+@pytest.mark.parametrize("model", list(KERAS_KERNELS))
+def test_keras_lookalikes_run_the_new_kernels_on_boards(tmp_path, model, board):
+    """The converter's models with the new kernels, on the emulated Cortex-M4 and M55, against TFLM."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    kind, variant = KERAS_KERNELS[model]
+    lib = compile_model(KERAS / f"{model}.tflite", features=frozenset(load_board(board).cpu.features))
+    assert {o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] == kind} == {variant}
+    assert_matches_oracle_on_board((KERAS / f"{model}.tflite").read_bytes(), tmp_path, board=board)

@@ -297,3 +297,59 @@ def test_a_20000_operator_chain_compiles_within_a_minute(tmp_path):
     library = compile_model(path)
     assert len(library.metadata["operators"]) == 20000
     assert time.process_time() - started < 60
+
+
+# ---- the structure-aware mutator, short run (the long one: docs/reliability.md) ----
+
+def test_structure_aware_mutants_run_like_tflm_or_are_refused():
+    """About a minute of scripts/fuzz_models.py --structured --run: every mutant that compiles is
+    built with ASan/UBSan and compared with TFLM; no traceback, hang, sanitizer report or difference."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_models.py"), "--structured", "--run",
+                           "--examples", "40", "--seconds", "75", "--seed", "3", "--quiet"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0 and summary.endswith("; 0 failures"), proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "structure-aware mutants" in summary and ("agree" in summary or "refused" in summary)
+
+
+def test_structure_aware_mutations_change_what_they_say():
+    import random
+
+    import tflite
+    from fuzz.model_mutations import seed_bytes
+    from fuzz.structure_mutations import mutate_structure
+    rng = random.Random(0)
+    seed = seed_bytes("built:fc_int8")
+    changed = 0
+    for _ in range(20):
+        data, notes = mutate_structure(rng, seed, edits=1)
+        assert tflite.Model.GetRootAs(data, 0).SubgraphsLength() == 1  # still a well-formed flatbuffer
+        changed += data != seed and bool(notes)
+    assert changed >= 15
+
+
+# ---- generated C that did not compile, blamed on us ----
+
+def test_an_operator_writing_the_model_input_in_place_is_refused(tmp_path):
+    """RELU writing the model input x (a const pointer of <model>_run) generated C that did not compile."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4], "float32")
+    t = b.activation("t", [1, 4], "float32")
+    y = b.activation("y", [1, 4], "float32")
+    b.op("TANH", [x], [t])
+    b.op("RELU", [t], [x])
+    b.op("ADD", [x, t], [y], mb.add_options())
+    refused(b.finish([x], [y]), tmp_path, "writes the model's input tensor 0", "in place")
+
+
+def test_a_while_condition_with_a_duplicated_output_is_refused(tmp_path):
+    import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+    from flow_models import while_int8
+    model = fb.ModelT.InitFromPackedBuf(while_int8(), 0)
+    model.subgraphs[1].outputs = list(model.subgraphs[1].outputs) * 2
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    refused(bytes(builder.Output()), tmp_path, "must output one bool")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from microcompiler.analysis import loops
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.compiler import compile_model
-from microcompiler.ops import cost_model
 from microcompiler.timing import estimated
 
 
@@ -36,7 +36,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     layers = []
     for fn, op in zip(library.functions, meta["operators"]):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
-        estimate, key = cost_model.estimate(op, dtype)
+        estimate, key = loops.operator_estimate(op, dtype, meta, graph, fn.op, graph.subgraphs)
         layers.append({
             "index": op["index"], "name": op["layer_name"], "layer": op["layer"], "kind": op["kind"],
             "dtype": dtype, "inputs": op["inputs"], "outputs": op["outputs"], "macs": op["macs"],

@@ -50,6 +50,16 @@ class OpFunction:
     arrays: list[tuple[str, str]] = field(default_factory=list)  # (name, C type) of those arrays
 
 
+def _subgraph_operator(sub: Graph, fn: OpFunction) -> dict:
+    """A subgraph operator's metadata: what the main graph's operators record that analyze's cost model
+    reads (shapes, MACs, kernel variant), and its input type."""
+    first = fn.op.inputs[0] if fn.op.inputs else -1
+    return {"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs,
+            "inputs": [list(sub.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+            "outputs": [list(sub.tensors[o].shape) for o in fn.op.outputs], "kernel": fn.variant,
+            "dtype": sub.tensors[first].dtype if first >= 0 else "-"}
+
+
 @dataclass
 class ModelLibrary:
     graph: Graph
@@ -270,8 +280,8 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{
             "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,
-            "operators": [{"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs}
-                          for fn in subgraph_functions if any(fn.op is op for op in sub.operators)],
+            "operators": [_subgraph_operator(sub, fn) for fn in subgraph_functions
+                          if any(fn.op is op for op in sub.operators)],
         } for k, sub in sorted(graph.subgraphs.items())],
         # bodies emitted once for several identical layers (codegen/shared_bodies.py)
         "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],

@@ -96,7 +96,9 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
             continue
         first = members[0]
         text, used = templates[id(first)]
-        taken = {p for _, p, _ in first.params}
+        # a parameter must not take the name of an identifier of the body (a local `c = c[o]`)
+        code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        taken = {p for _, p, _ in first.params} | set(re.findall(r"[A-Za-z_]\w*", code))
         names = [_param_name(array, first.name, taken, k) for k, (array, _) in enumerate(used)]
         body = re.sub(r"@(\d+)@", partial(_named, names), text)
         base = f"{prefix}_{describe(graph, first.op, first.variant)}"

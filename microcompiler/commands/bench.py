@@ -5,12 +5,12 @@ It takes the same path to the device as ``run --mode host-driven`` (commands/run
 from __future__ import annotations
 
 from microcompiler.analysis.analyze import analyze_library
+from microcompiler.analysis.bench import bench_report
 from microcompiler.commands.output import model_flash_split, print_bench
 from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
 from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import HOST_DRIVEN
-from microcompiler.timing import measured, relative_error
 
 # The most runs one TIME request may ask of the device: MC_RPC_MAX_TIMED_RUNS in
 # crt/include/microcompiler/rpc_server.h (the firmware microcompiler builds uses the default).
@@ -28,34 +28,6 @@ def add_parser(sub) -> None:
     p.add_argument("--repeat", type=int, default=3, help="measurements of the whole model (default: 3)")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report (the measured time per layer)")
     p.set_defaults(func=run)
-
-
-def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict, number: int,
-                 repeat: int) -> dict:
-    """What bench measured, in the shared time vocabulary (microcompiler/timing.py), each operator under
-    its short layer name (the full tensor name kept as "layer") beside analyze's estimate."""
-    hz = whole.timer_hz
-    estimates = {layer["index"]: layer for layer in analysis["layers"]}
-    for op in operators:
-        op["time"] = measured(op["ticks"], hz, board)
-        layer = estimates.get(op.get("index"))
-        if layer is not None:
-            op["layer_name"] = layer["name"]
-            op["estimated_instructions"] = layer["estimated_instructions"]
-            if op["time"]["instructions"] is not None:
-                op["estimate_error"] = relative_error(layer["estimated_instructions"], op["time"]["instructions"])
-    inference = {"ticks": whole.median_ticks, "seconds": whole.median_ticks / hz,
-                 "ticks_per_run_each_repeat": [t // number for t in whole.ticks],
-                 "time": measured(whole.median_ticks, hz, board),
-                 "estimated_instructions": analysis["totals"]["estimated_instructions"]}
-    if inference["time"]["instructions"] is not None:
-        inference["estimate_error"] = relative_error(inference["estimated_instructions"],
-                                                     inference["time"]["instructions"])
-    total = sum(op["ticks"] for op in operators)
-    return {"model": meta["name"], "board": board.name, "timer_hz": hz, "number": number, "repeat": repeat,
-            "inference": inference, "operators": operators, "operator_ticks_total": total,
-            "operator_time": measured(total, hz, board), "total_macs": meta.get("total_macs"),
-            "memory_peak": meta["memory_peak"]}
 
 
 def run(args) -> int:

@@ -98,7 +98,7 @@ def _check_call(op: Operator, g: Graph, graphs: dict[int, Graph], k: int) -> Non
         same(args, _io(cond, cond.inputs), f"its inputs and subgraph '{cond.name}''s inputs")
         same(args, _io(body, body.inputs), f"its inputs and subgraph '{body.name}''s inputs")
         same(args, _io(body, body.outputs), f"its inputs and subgraph '{body.name}''s outputs")
-        if _io(cond, cond.outputs)[:1] != [("bool", 1)]:
+        if _io(cond, cond.outputs) != [("bool", 1)]:  # exactly one (TFLM: the condition has one output)
             raise UnsupportedModelError(f"{where}: condition subgraph '{cond.name}' must output one bool")
     elif op.kind == "CALL_ONCE":
         if args or results or subs[0].inputs or subs[0].outputs:

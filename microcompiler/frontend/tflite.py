@@ -328,6 +328,11 @@ def _check_order(tensors, operators, inputs, outputs):
             if tensors[o].is_constant:
                 raise ModelFormatError(
                     f"operator {op.index} ({op.kind}) writes constant tensor {o}; the file is corrupted")
+            if o in inputs:  # the generated <model>_run() reads its inputs through const pointers
+                raise UnsupportedModelError(
+                    f"operator {op.index} ({op.kind}) writes the model's input tensor {o} ('{tensors[o].name}') "
+                    "in place; microcompiler does not overwrite the caller's input: re-export the model so "
+                    "that the operator writes a tensor of its own")
             ready.add(o)
     for o in outputs:
         if o not in ready:

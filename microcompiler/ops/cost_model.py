@@ -56,13 +56,17 @@ def estimate(op: dict, dtype: str) -> tuple[float, str]:
     return FALLBACK_PER_MAC * f["macs"] + FALLBACK_PER_ELEMENT * (f["outputs"] + f["inputs"]), "fallback"
 
 
-def fit(samples: list[tuple[dict, float]]) -> dict:
+def fit(samples: list[tuple]) -> dict:
     """Non-negative least squares on relative error over every subset of the features (few samples
-    per key, so the simplest subset that fits within 1% more error than the best wins)."""
+    per key, so the simplest subset that fits within 1% more error than the best wins). A sample is
+    (features, instructions) or (features, instructions, floor): its error counts relative to
+    max(instructions, floor), so that a layer too short to matter for its model's total (floor: a
+    share of that total) does not outweigh one that does."""
     names = [n for n in FEATURES if any(s[0][n] for s in samples)]
     x = np.array([[s[0][n] for n in names] for s in samples], dtype=np.float64)
     y = np.array([s[1] for s in samples], dtype=np.float64)
-    w = 1.0 / np.maximum(y, 1.0)
+    floor = np.array([s[2] if len(s) > 2 else 1.0 for s in samples], dtype=np.float64)
+    w = 1.0 / np.maximum(np.maximum(y, floor), 1.0)
     candidates = []
     for mask in range(1, 1 << len(names)):
         cols = [i for i in range(len(names)) if mask >> i & 1]

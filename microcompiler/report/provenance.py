@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from datetime import datetime, UTC
 
-from microcompiler import __version__
+from microcompiler.version import __version__
 
 _command: str | None = None
 

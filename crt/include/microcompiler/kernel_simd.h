@@ -473,6 +473,18 @@ static MC_ALWAYS_INLINE void mc_dot_r4(const int8_t* x, const int32_t* w, int32_
   *a3 = s3;
 }
 
+/* One input vector x one row: acc + sum_k x[k] * w[k], k < 4 * steps; x int8 (any alignment), w per
+ * group of 4 k the pairs (k0,k2) (k1,k3) (a row left over after mc_dot_r4's blocks of 4). */
+static inline int32_t mc_dot_r1(const int8_t* x, const int32_t* w, int32_t steps, int32_t acc) {
+  int32_t s;
+  for (s = 0; s < steps; ++s, x += 4, w += 2) {
+    const int32_t v = mc_read_s8x4(x);
+    acc = mc_smlad(mc_sxtb16(v), w[0], acc);
+    acc = mc_smlad(mc_sxtb16_ror8(v), w[1], acc);
+  }
+  return acc;
+}
+
 /* ---- FULLY_CONNECTED with int8 weights, "lanes" encoding (rows4, "weights": "s8", "extract": "lanes") ----
  * Each weight word holds 4 int8 weights w0..w3 of one row, stored so that its two int16 lanes are
  * (w0 + 256 w1, w2 + 256 w3) (the compiler checks they fit; bytes 0 and 2 are then w0 and w2, and
