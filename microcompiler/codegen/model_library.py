@@ -89,7 +89,7 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
     # "*" for every operator, then per kind, then per operator index (a patch: its layer's index, then its own)
-    of = op.options.get("patch", {}).get("of")
+    of = op.notes.patch.of if op.notes.patch else None
     knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **(tuning.get(of, {}) if of is not None else {}),
              **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
@@ -136,7 +136,7 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
             if root in graph.offsets and root not in slices:
                 t = graph.tensors[root]
                 span = f"operators {step}..{last_reader[root]}" if root in last_reader else f"operator {step}"
-                label = "subgraphs" if op.options.get("subgraph_arena") and o == op.outputs[-1] else f"out{k if k else ''}"
+                label = "subgraphs" if op.notes.subgraph_arena and o == op.outputs[-1] else f"out{k if k else ''}"
                 slices[root] = (f"{layers[op.index]}_{label}",
                                 f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
     return slices
@@ -201,7 +201,7 @@ def _patches_metadata(graph: Graph, layers: dict[int, str]) -> dict:
     p = graph.patches
     if not p:
         return {}
-    stage = [op for op in graph.operators if op.options.get("patch", {}).get("index") == 0]
+    stage = [op for op in graph.operators if op.notes.patch and op.notes.patch.index == 0]
     return {"grid": p["grid"], "count": p["count"], "stage_layers": [layers[op.index].removesuffix("_patch0") for op in stage],
             "peak_before": p["peak_before"], "peak_after": p["peak_after"], "extra_macs": p["extra_macs"],
             "extra_macs_percent": round(100 * p["extra_macs"] / max(1, p["total_macs"]), 2)}
@@ -265,7 +265,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
         **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
         # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
-        **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
+        **({"dropped_channels": fn.op.notes.dropped_channels} if fn.op.notes.dropped_channels else {}),
     } for fn in functions]
     details = {
         "memory_peak": memory_peak(graph, layers),
@@ -276,7 +276,7 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         "patches": _patches_metadata(graph, layers),
         # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
         "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"} if "plans" in graph.ram_plan else {},
-        "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
+        "dropped_channels": sum(fn.op.notes.dropped_channels for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{
             "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,
