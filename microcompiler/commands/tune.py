@@ -115,6 +115,7 @@ def _report(args, board, result, out: Path, seconds: float) -> dict:
 
 
 def _print(report: dict) -> None:
+    print(f"  {'operator':<20} {'indices':<12} {'status':<16} {'setting':<20} heuristic -> tuned ticks")
     for r in report["signatures"]:
         ops = ",".join(str(i) for i in r["operators"])
         knobs = json.dumps(r["knobs"]) if r["knobs"] else "heuristic"
