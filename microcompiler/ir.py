@@ -188,6 +188,18 @@ class Graph:
                 return op
         return None
 
+    def producers_and_readers(self) -> tuple[dict[int, Operator], dict[int, int]]:
+        """(tensor -> the first operator writing it, tensor -> how many operators read it), built in
+        one sweep: passes look these up per operator instead of scanning (``producer``, ``consumers``)."""
+        producer_of: dict[int, Operator] = {}
+        readers: dict[int, int] = {}
+        for op in self.operators:
+            for o in op.outputs:
+                producer_of.setdefault(o, op)
+            for i in set(op.inputs):
+                readers[i] = readers.get(i, 0) + 1
+        return producer_of, readers
+
     def storage(self, tensor: int) -> int:
         """The tensor whose memory ``tensor`` lives in (itself unless aliased)."""
         while tensor in self.aliases:

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install everything microcompiler needs on a fresh Debian (12+) machine:
-# the C toolchains, QEMU, and microcompiler itself with its test extras in ./.venv.
+# the C toolchains, QEMU, and microcompiler itself with its test and Zephyr extras in ./.venv; with
+# ../shared/zephyr beside the checkout, also the Zephyr 3.7.1 workspace the tests build with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-PACKAGES="gcc clang libclang-rt-14-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake ninja-build python3-venv python3-pip chromium"
+PACKAGES="gcc clang libclang-rt-14-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake ninja-build device-tree-compiler ccache python3-venv python3-pip chromium"
 missing=""
 for p in $PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -22,4 +23,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: installing microcompiler into .venv" >&2
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q ".[test,ray]"
+.venv/bin/python -m pip install -q ".[test,ray,zephyr]"
+
+# The Zephyr workspace (docs/zephyr.md): unpacked once, into $HOME/.cache/zephyr-3.7.1; the tests
+# (tests/conftest.py) take ZEPHYR_BASE and the toolchain variables from the same script.
+if [ -f ../shared/zephyr/setup-workspace.sh ]; then
+  echo "setup: preparing the Zephyr workspace from ../shared/zephyr" >&2
+  PATH="$PWD/.venv/bin:$PATH" bash ../shared/zephyr/setup-workspace.sh >/dev/null
+fi

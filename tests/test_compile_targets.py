@@ -13,7 +13,7 @@ from microcompiler.inputs import random_inputs
 from oracle import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
-SINGLE_VARIANT = {"gemmlowp-fixed-point", "memcpy"}  # SOFTMAX and MC_PATCH_COPY (docs/memory.md) have one implementation
+SINGLE_VARIANT = {"gemmlowp-fixed-point", "exp-table", "lut", "memcpy"}  # SOFTMAX, the int8 tables and MC_PATCH_COPY (docs/memory.md) have one implementation
 
 
 def cli(*args):

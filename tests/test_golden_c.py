@@ -18,7 +18,8 @@ import pytest
 
 from harness import compile_bytes
 from microcompiler.boards import load_board
-from model_builder import ModelBuilder, fully_connected_options, conv2d_options, pool_options, reshape_options
+from model_builder import (ModelBuilder, conv2d_options, fully_connected_options, mul_options, pool_options,
+                           reshape_options, softmax_options)
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -45,6 +46,22 @@ def small_float_cnn() -> bytes:
     return b.finish([x], [y])
 
 
+def table_functions_int8() -> bytes:
+    """int8 SiLU (LOGISTIC, MUL) -> HARD_SWISH -> SOFTMAX over 16x16x4: the fuse_tables pass makes the
+    first three one table lookup, the SOFTMAX (1,024 elements) takes its exponentials from a table."""
+    b = ModelBuilder()
+    x = b.activation("input", [1, 16, 16, 4], "int8", 0.05, -10)
+    s = b.activation("model/swish/Sigmoid", [1, 16, 16, 4], "int8", 1 / 256, -128)
+    b.op("LOGISTIC", [x], [s])
+    m = b.activation("model/swish/mul", [1, 16, 16, 4], "int8", 0.03, -100)
+    b.op("MUL", [x, s], [m], mul_options())
+    h = b.activation("model/hard_swish/mul", [1, 16, 16, 4], "int8", 0.02, -110)
+    b.op("HARD_SWISH", [m], [h])
+    y = b.activation("model/softmax/Softmax", [1, 16, 16, 4], "int8", 1 / 256, -128)
+    b.op("SOFTMAX", [h], [y], softmax_options(1.0))
+    return b.finish([x], [y])
+
+
 def tiny_cnn_int8() -> bytes:
     return (ROOT / "examples/tiny_cnn/tiny_cnn_int8.tflite").read_bytes()
 
@@ -53,6 +70,7 @@ def tiny_cnn_int8() -> bytes:
 MODELS = {
     "tiny_cnn_int8": ("tiny_cnn_int8", tiny_cnn_int8, None),
     "small_float_cnn": ("small_float_cnn", small_float_cnn, None),
+    "table_functions_int8": ("table_functions_int8", table_functions_int8, None),
     "tiny_cnn_int8_mps2_an386": ("tiny_cnn_int8", tiny_cnn_int8, "mps2_an386"),
     "tiny_cnn_int8_mps3_an547": ("tiny_cnn_int8", tiny_cnn_int8, "mps3_an547"),
     "small_float_cnn_mps3_an547": ("small_float_cnn", small_float_cnn, "mps3_an547"),

@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
     p.add_argument("--shared-arena", action="store_true",
                    help=f"use the arena {SHARED_ARENA} your firmware defines, shared with other models that never "
                         "run at the same time, instead of the library's own (docs/multiple_models.md)")
+    p.add_argument("--zephyr-module", action="store_true",
+                   help="also make DIR a Zephyr module (zephyr/module.yml, CMakeLists.txt, Kconfig and the runtime) "
+                        "for your own Zephyr application (docs/zephyr.md)")
     p.add_argument("--check", action="store_true",
                    help="only list every operator the model uses, supported or not, with every reason (nothing "
                         "is written; exit status 2 if any is missing)")
@@ -58,7 +61,11 @@ def run(args) -> int:
     library = compile_model(args.model, name=args.name, features=cpu.features if cpu else frozenset(),
                             kernels=args.kernels, tuning=tuning, patches=args.patches, **ram_budget(args, board),
                             shared_arena=SHARED_ARENA if args.shared_arena else None)
-    out = write_atomically(library, args.output)
+    extra = None
+    if args.zephyr_module:
+        from microcompiler.targets.zephyr_module import write_zephyr_module
+        extra = lambda stage: write_zephyr_module(stage, library.metadata["name"])  # noqa: E731
+    out = write_atomically(library, args.output, extra)
     meta = library.metadata
     target = f" for {args.board}" if args.board else ""
     kernels = ", reference kernels" if args.kernels == "reference" else ""

@@ -9,6 +9,8 @@ Elementwise and safe in place (each element is read before it is written). Seman
 * RELU_N1_TO_1 is not registered by TFLM (its interpreter refuses the operator); it follows TFLite's
   kernel, which is RELU's arithmetic with the clamp at the quantized -1.0 and 1.0 of the output.
 * float32 uses TFLM's comparisons exactly, so NaN and -0.0 pass through as they do there.
+
+int8 compiles to a 256-entry table of that arithmetic (ops/lut.py): one load per element.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, activation_range, tflite_round
-from microcompiler.ops.requantize import offset_term, render_requantize  # noqa: F401 (offset_term re-exported)
+from microcompiler.ops.fixedpoint import clamp
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table  # noqa: F401 (offset_term re-exported)
 
 def float_activation_expr(value: str, activation: str) -> str:
     """A C expression applying a float activation the way TFLM's standalone kernels do."""
@@ -59,21 +63,39 @@ class Activation(OpKernel):
                 require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
                         "int16 input and output zero points must be 0")
 
+    def _clamp(self, op, x, y) -> tuple[int, int]:
+        """The integer clamp bounds (RELU6: in the input's quantization)."""
+        type_min, type_max = INT_RANGES[x.dtype]
+        in_scale, in_zp = x.quant.single()
+        if op.kind == "RELU6":
+            six = in_zp + int(tflite_round(float(np.float32(6.0) / np.float32(in_scale))))
+            return in_zp, min(max(six, type_min), type_max)
+        if op.kind == "RELU":
+            return max(type_min, y.quant.zero_point[0]), type_max
+        return activation_range("RELU_N1_TO_1", y)
+
+    def int8_table(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if x.dtype != "int8":
+            return None
+        act_min, act_max = self._clamp(op, x, y)
+        if op.kind == "RELU6":
+            return int8_table_from_integer(lambda v: clamp(v, act_min, act_max))
+        return requantize_int8_table(x.quant.single(), y.quant.single(), act_min, act_max)
+
+    def variant(self, op, graph):
+        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("activation_float.c.j2", expr=float_activation_expr("x", op.kind), **values)
-        type_min, type_max = INT_RANGES[x.dtype]
-        in_scale, in_zp = x.quant.single()
+        if x.dtype == "int8":
+            return render_int8_table(ctx, self.int8_table(op, graph), what=op.kind, **values)
+        act_min, act_max = self._clamp(op, x, y)
         if op.kind == "RELU6":
-            six = in_zp + int(tflite_round(float(np.float32(6.0) / np.float32(in_scale))))
             return ctx.render("requantize_int.c.j2", ctype=f"{x.dtype}_t", multiplier=None,
-                              input_offset="", output_offset="", act_min=in_zp,
-                              act_max=min(max(six, type_min), type_max), **values)
-        out_scale, out_zp = y.quant.single()
-        act_min, act_max = (max(type_min, out_zp), type_max) if op.kind == "RELU" else \
-            activation_range("RELU_N1_TO_1", y)
-        return render_requantize(ctx, f"{x.dtype}_t", (in_scale, in_zp), (out_scale, out_zp),
-                                 act_min, act_max, **values)
+                              input_offset="", output_offset="", act_min=act_min, act_max=act_max, **values)
+        return render_requantize(ctx, f"{x.dtype}_t", x.quant.single(), y.quant.single(), act_min, act_max, **values)
 

@@ -14,7 +14,7 @@ element at its offset is written). Types and arithmetic follow TFLite Micro's ke
   NaN and infinities propagate as in TFLM.
 * ABS int8 (quantized) and int16 (quantized with zero points of 0, or unquantized: a plain
   ``abs`` where -32768 stays -32768): ``|x - zp_in|``, rescaled by ``in_scale / out_scale`` only
-  when the two scales differ, plus ``zp_out``, clamped.
+  when the two scales differ, plus ``zp_out``, clamped; int8 as a 256-entry table of that (ops/lut.py).
 * RSQRT int8 and int16 (int16 zero points 0): TFLM's fixed-point ``1/sqrt(x - zp_in)``
   (``mc_inv_sqrt_multiplier``) rescaled by ``1 / (sqrt(in_scale) * out_scale)``; ``x == zp_in``
   gives the type's maximum. TFLM fails the inference for ``x < zp_in``; the generated code
@@ -29,6 +29,8 @@ import numpy as np
 from microcompiler.ir import np_dtype
 from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.fixedpoint import clamp, requantize
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
 # C expression of each float32 operator, in terms of the input element x.
@@ -131,16 +133,37 @@ class Abs(OpKernel):
     def fold(self, op, graph):
         return _fold_float(op, graph, np.abs)
 
+    @staticmethod
+    def _multiplier(x, y) -> tuple[int, int] | None:
+        """The rescaling multiplier, None when the scales are equal."""
+        in_scale, out_scale = np.float32(x.quant.scale[0]), np.float32(y.quant.scale[0])
+        return quantize_multiplier(float(in_scale) / float(out_scale)) if in_scale != out_scale else None
+
+    def int8_table(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if x.dtype != "int8":
+            return None
+        in_zp, out_zp, multiplier = x.quant.zero_point[0], y.quant.zero_point[0], self._multiplier(x, y)
+
+        def abs_rescaled(v: int) -> int:
+            magnitude = abs(v - in_zp)
+            return clamp((requantize(magnitude, *multiplier) if multiplier else magnitude) + out_zp, -128, 127)
+        return int8_table_from_integer(abs_rescaled)
+
+    def variant(self, op, graph):
+        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         if x.dtype == "float32":
             return render_map(ctx, op, "float", FLOAT_EXPRESSIONS["ABS"])
         if not _quantized(x):  # int16 without quantization: std::abs, which keeps -32768
             return render_map(ctx, op, "int16_t", "(int16_t)(x < 0 && x != INT16_MIN ? -x : x)")
-        (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
-        rescale = np.float32(in_scale) != np.float32(out_scale)
-        multiplier = (quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))
-                      if rescale else None)
+        if x.dtype == "int8":
+            return render_int8_table(ctx, self.int8_table(op, graph), what="rescaled absolute value",
+                                     size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        in_zp, out_zp = x.quant.zero_point[0], y.quant.zero_point[0]
+        multiplier = self._multiplier(x, y)
         type_min, type_max = INT_RANGES[x.dtype]
         return ctx.render("elementwise_unary_abs_int.c.j2", size=x.size, ctype=f"{x.dtype}_t",
                           input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),

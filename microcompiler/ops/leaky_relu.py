@@ -4,12 +4,15 @@
 non-negative inputs (relative to the zero point) with input_scale / output_scale and negative ones
 with input_scale * alpha / output_scale (the float32 scales and alpha multiplied and divided in
 double precision, as the pinned TFLM computes them), then adds the output zero point and saturates.
+int8 compiles to a 256-entry table of that arithmetic (ops/lut.py): one load per element.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.fixedpoint import clamp, requantize
+from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.quant import INT_RANGES, c_float
 from microcompiler.ops.quant import quantize_multiplier
@@ -39,12 +42,29 @@ class LeakyRelu(ElementwiseKernel):
             require(max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT, op,
                     "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it")
 
+    def int8_table(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if x.dtype != "int8":
+            return None
+        (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
+        identity, negative = leaky_relu_multipliers(in_scale, out_scale, float(op.options.get("alpha", 0.0)))
+
+        def leaky_relu(v: int) -> int:
+            d = v - in_zp
+            return clamp(requantize(d, *(identity if d >= 0 else negative)) + out_zp, -128, 127)
+        return int8_table_from_integer(leaky_relu)
+
+    def variant(self, op, graph):
+        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         alpha = float(op.options.get("alpha", 0.0))
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("activation_float.c.j2", expr=f"(x > 0.0f ? x : x * {c_float(alpha)})", **values)
+        if x.dtype == "int8":
+            return render_int8_table(ctx, self.int8_table(op, graph), what="leaky ReLU", **values)
         (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
         identity, negative = leaky_relu_multipliers(in_scale, out_scale, alpha)
         lo, hi = INT_RANGES[x.dtype]

@@ -23,7 +23,8 @@ TFLM semantics replicated:
 from __future__ import annotations
 
 from microcompiler.ops.activation import per_tensor
-from microcompiler.ops.requantize import offset_term, render_requantize, scale_ratio_multiplier
+from microcompiler.ops.lut import render_int8_table
+from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table, scale_ratio_multiplier
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.quant import INT_RANGES, c_float
 
@@ -80,5 +81,14 @@ class Quantize(OpKernel):
                               multiplier=scale_ratio_multiplier(in_scale, out_scale), input_zp=in_zp,
                               output_zp=out_zp, clamp=y.dtype != "int32", act_min=type_min,
                               act_max=type_max, **values)
+        if x.dtype == y.dtype == "int8":
+            return render_int8_table(ctx, self.int8_table(op, graph), what="requantized", **values)
         return render_requantize(ctx, f"{y.dtype}_t", x.quant.single(), (out_scale, out_zp),
                                  type_min, type_max, **values)
+
+    def int8_table(self, op, graph):
+        """int8 -> int8 requantization (QUANTIZE between two int8 quantizations) as a table."""
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if op.kind != "QUANTIZE" or not x.dtype == y.dtype == "int8":
+            return None
+        return requantize_int8_table(x.quant.single(), y.quant.single(), -128, 127)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops.fixedpoint import clamp, requantize
+from microcompiler.ops.lut import int8_table_from_integer
 from microcompiler.ops.quant import quantize_multiplier
 
 IDENTITY_MULTIPLIER = (1 << 30, 1)  # quantize_multiplier(1.0): requantizing with it changes nothing
@@ -33,3 +35,13 @@ def render_requantize(ctx, ctype: str, in_quant: tuple[float, int], out_quant: t
                       input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
                       output_offset=offset_term(out_zp) if not identity else "",
                       act_min=act_min, act_max=act_max, **values)
+
+
+def requantize_int8_table(in_quant: tuple[float, int], out_quant: tuple[float, int], act_min: int,
+                          act_max: int) -> np.ndarray:
+    """What render_requantize's loop computes for each int8 input, as a 256-entry table (ops/lut.py)."""
+    (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
+    multiplier = scale_ratio_multiplier(in_scale, out_scale)
+    if multiplier == IDENTITY_MULTIPLIER:
+        return int8_table_from_integer(lambda x: clamp(x + out_zp - in_zp, act_min, act_max))
+    return int8_table_from_integer(lambda x: clamp(requantize(x - in_zp, *multiplier) + out_zp, act_min, act_max))

@@ -10,7 +10,10 @@ Supported (as TFLM):
 
 * SOFTMAX over the last dimension, any beta: float32; int8 -> int8 (output scale 1/256, zero point
   -128); int8 -> int16 (output scale 1/65536, zero point -32768); int16 -> int16 (output scale
-  1/32768, zero point 0).
+  1/32768, zero point 0). The int8 input's exponentials depend only on max - x, one of 256 values:
+  from SOFTMAX_EXP_TABLE_MIN_ELEMENTS elements on they are a compile-time table
+  (``softmax_int8_exp_table``) and the run time is a table load per element for the row sum, one
+  reciprocal per row, and a multiply and rounding shift per output.
 * LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
   computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
 """
@@ -21,7 +24,8 @@ import math
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
-from microcompiler.ops.fixedpoint import clamp, fp_logistic, requantize, rounding_divide_by_pot
+from microcompiler.ops.fixedpoint import (clamp, fp_exp_on_negative_values, fp_logistic, requantize,
+                                          rounding_divide_by_pot, sat_rounding_doubling_high_mul, wrap32)
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
@@ -32,6 +36,9 @@ SOFTMAX_DIFF_INTEGER_BITS = 5
 # Q4.27 input of the int8 logistic (TFLM's kInputIntegerBits).
 LOGISTIC_INT8_INTEGER_BITS = 4
 INT16_LUT_SIZE = 513
+# The int8 softmax takes its exponentials from a 1 KB table (256 int32) for tensors of at least as many
+# elements as the table has bytes; smaller ones (a classifier's last layer) compute them, saving flash.
+SOFTMAX_EXP_TABLE_MIN_ELEMENTS = 1024
 
 # TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h, Apache-2.0): sigmoid(i / 24)
 # in unsigned 0.16 fixed point, used by the int16 LOGISTIC reference kernel. The values are not a
@@ -84,6 +91,20 @@ def softmax_int8_params(input_scale: float, beta: float) -> tuple[int, int, int]
     multiplier, shift = quantize_multiplier(real, saturate=False)
     diff_min = -calculate_input_radius(SOFTMAX_DIFF_INTEGER_BITS, shift)
     return multiplier, shift, diff_min
+
+
+def softmax_int8_exp_table(input_scale: float, beta: float) -> np.ndarray:
+    """exp(beta * scale * (x - max)) in Q0.31 for each of the 256 differences max - x (entry d for
+    x - max = -d), as TFLM's int8 softmax computes it (the difference in Q5.26, gemmlowp's
+    exp_on_negative_values); 0 below diff_min, where TFLM skips the element: a 0 adds nothing to the
+    row sum and gives the output's minimum, as the skipped element does."""
+    multiplier, shift, diff_min = softmax_int8_params(input_scale, beta)
+    table = np.zeros(256, dtype=np.int32)
+    for d in range(256):
+        if -d >= diff_min:
+            scaled = sat_rounding_doubling_high_mul(wrap32(-d << shift), multiplier)
+            table[d] = fp_exp_on_negative_values(scaled, SOFTMAX_DIFF_INTEGER_BITS)
+    return table
 
 
 def softmax_int16_params(input_scale: float, beta: float) -> tuple[int, int]:
@@ -258,8 +279,9 @@ class Softmax(OpKernel):
 
     def variant(self, op, graph):
         x = graph.tensors[op.inputs[0]]
-        return {"variant": {"float32": "reference-float", "int8": "gemmlowp-fixed-point",
-                            "int16": "int16-lut"}[x.dtype]}
+        if x.dtype == "int8":
+            return {"variant": "exp-table" if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else "gemmlowp-fixed-point"}
+        return {"variant": {"float32": "reference-float", "int16": "int16-lut"}[x.dtype]}
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -270,8 +292,15 @@ class Softmax(OpKernel):
             return ctx.render("softmax_float.c.j2", beta=c_float(beta), **values)
         in_scale = _scale_zp(x)[0]
         if x.dtype == "int8":
-            multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
             out_bits = 8 if y.dtype == "int8" else 16
+            if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
+                ctx.variant = {"variant": "exp-table", "scratch_bytes": 0}
+                exp_table = ctx.const("exp_table", softmax_int8_exp_table(in_scale, beta), "int32_t",
+                                      f"SOFTMAX operator {op.index}: exp(beta * input_scale * -d) in Q0.31 for d = max - x")
+                return ctx.render("softmax_int8_table.c.j2", exp_table=exp_table, out_type="int8_t" if out_bits == 8 else "int16_t",
+                                  out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1, out_bits=out_bits,
+                                  guard_exponent=out_bits == 8 and depth >= 512, **values)
+            multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
             return ctx.render("softmax_int8.c.j2", multiplier=multiplier, shift=shift, diff_min=diff_min,
                               out_type="int8_t" if out_bits == 8 else "int16_t",
                               out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1,

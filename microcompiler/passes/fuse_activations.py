@@ -16,13 +16,7 @@ _ACTIVATIONS = {"RELU": "RELU", "RELU6": "RELU6"}
 def fuse_activations(graph: Graph) -> Graph:
     g = graph.copy()
     removed = set()
-    producer_of: dict[int, object] = {}  # indexes built once: one lookup per operator, not one scan
-    readers: dict[int, int] = {}
-    for op in g.operators:
-        for o in op.outputs:
-            producer_of.setdefault(o, op)
-        for i in set(op.inputs):
-            readers[i] = readers.get(i, 0) + 1
+    producer_of, readers = g.producers_and_readers()  # one lookup per operator, not one scan
     for act in g.operators:
         if act.kind not in _ACTIVATIONS:
             continue

@@ -18,7 +18,7 @@ from microcompiler.errors import DeviceError
 from microcompiler.rpc import protocol as P
 from microcompiler.rpc.executor import GraphExecutor
 from microcompiler.rpc.framing import Damaged, FrameDecoder, encode_frame
-from microcompiler.transport.base import check_timeout
+from microcompiler.transport.base import Transport, check_timeout
 
 DEVICE_LOG = logging.getLogger("microcompiler.device")
 
@@ -343,8 +343,8 @@ class Session:
             return DeviceError(f"no valid reply to {name} from the {self.name} within {waited:.1f} s: "
                                f"{damaged} damaged frame(s) arrived; the serial link corrupts data (check "
                                "the cable and the baud rate)")
-        return DeviceError(f"the {self.name} did not answer {name} within {waited:.1f} s; check that it runs the "
-                           "microcompiler RPC server (host-driven firmware) and that the port is right")
+        hint = getattr(self.transport, "silence_hint", Transport.silence_hint.__get__(self.transport))
+        return DeviceError(f"the {self.name} did not answer {name} within {waited:.1f} s; {hint()}")
 
     def _no_session_error(self, body: bytes) -> DeviceError:
         """The device does not know our session: it reset, or another program opened a session."""

@@ -56,12 +56,13 @@ def tool_timeout(variable: str, default: float) -> float:
     return value
 
 
-def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "") -> None:
+def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "",
+               env: dict[str, str] | None = None) -> None:
     """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
     becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
     the error is one line (``hint``: how to give it longer)."""
     # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
-    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines = []
     expired = threading.Event()
 

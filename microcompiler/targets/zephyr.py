@@ -45,6 +45,11 @@ DOCS = "docs/zephyr.md"
 MIN_ZEPHYR = (3, 7)  # hardware model v2 board targets (mps2/an385, nrf5340dk/nrf5340/cpuapp, ...)
 # Board targets renamed in a Zephyr release: (target before that release, first release with the name).
 RENAMED_TARGETS = {"mps3/corstone300/an547": ("mps3/an547", (4, 0))}  # 4.0 migration guide
+# Board targets Zephyr added after 3.7 LTS -> the name of the definition the project carries for
+# trees without them (project_templates/zephyr/own_boards, copied to DIR/zephyr_boards: Zephyr's
+# BOARD_ROOT and SOC_ROOT).
+OWN_BOARDS = {"mps2/an386": "mps2_an386", "mps2/an500": "mps2_an500"}
+OWN_BOARDS_DIR = "zephyr_boards"
 REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late reader still gets one
 RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
 # RAM Zephyr needs besides the model (kernel, idle and ISR stacks, drivers), for the fit check.
@@ -163,6 +168,17 @@ def board_names_in_tree(base: Path) -> set[str]:
     return names
 
 
+def tree_has_target(base: Path, target: str) -> bool:
+    """Whether the tree's boards/**/board.yml has the board of ``target`` with each of its qualifiers
+    (``mps2/an386``: a board.yml naming the board ``mps2`` that also names ``an386``)."""
+    board, *qualifiers = target.split("/")
+    for yml in (base / "boards").glob("**/board.yml"):
+        names = set(_BOARD_YML_NAME.findall(yml.read_text(errors="replace")))
+        if board in names and set(qualifiers) <= names:
+            return True
+    return False
+
+
 def west_board_target(board: Board, base: Path) -> str:
     """The board target to pass to ``west build -b`` for this Zephyr tree."""
     target = zephyr_target(board)
@@ -173,12 +189,37 @@ def west_board_target(board: Board, base: Path) -> str:
                               f"see {DOCS}")
     if target in RENAMED_TARGETS and version < RENAMED_TARGETS[target][1]:
         target = RENAMED_TARGETS[target][0]
+    if target in OWN_BOARDS and not tree_has_target(base, target):
+        return OWN_BOARDS[target]  # the definition in the project's zephyr_boards/
     names = board_names_in_tree(base)
     if names and target.split("/")[0] not in names:
         raise ZephyrBoardError(f"Zephyr {version[0]}.{version[1]} at {base} has no board '{target}' (board "
                                f"{board.name}); update the workspace to a Zephyr that has it (west update): "
                                f"see {DOCS}")
     return target
+
+
+def ccache_environment(project_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for ``west build``, so that ccache (which Zephyr uses when it is installed)
+    reuses what another project built for the same board: the C library and the kernel.
+
+    Each project's build directory appears in every compile command (``-imacros <build>/.../autoconf.h``,
+    ``-isystem <build>/modules/picolibc/...``); CCACHE_BASEDIR makes the paths under the project
+    relative, and CCACHE_NOHASHDIR leaves the compiler's working directory (the build directory) out
+    of the hash that ``-g`` puts it in. The debug information then names the directory of the build
+    that filled the cache. A user's own CCACHE_BASEDIR / CCACHE_NOHASHDIR win (docs/zephyr.md).
+    """
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("CCACHE_BASEDIR", str(Path(project_dir).resolve()))
+    env.setdefault("CCACHE_NOHASHDIR", "true")
+    return env
+
+
+def copy_own_board(dest: Path, name: str, source: Path) -> None:
+    """The board definition ``name`` and its SoC (Zephyr's BOARD_ROOT and SOC_ROOT layout) into dest."""
+    shutil.copytree(source / "boards" / "arm" / name, dest / "boards" / "arm" / name)
+    shutil.copytree(source / "soc", dest / "soc")
+    shutil.copyfile(source / "README.md", dest / "README.md")
 
 
 # A whole report: its start, its end, nothing torn (a late reader may see the tail of one first).
@@ -218,7 +259,7 @@ class Zephyr(Target):
         portable = sorted(p.relative_to(stage).as_posix()
                           for pattern in ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c")
                           for p in stage.glob(pattern))
-        values = dict(values, zephyr_board=target, main_stack_bytes=stack_bytes, facts=board_facts(board),
+        values = dict(values, zephyr_board=target, own_board=OWN_BOARDS.get(target), own_boards_dir=OWN_BOARDS_DIR, main_stack_bytes=stack_bytes, facts=board_facts(board),
                       timing_api=uses_timing_api(board), portable_sources=portable,
                       rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS,
                       console_use=self.console_use(values["mode"]), reports_stack=self.reports_stack(values["mode"]))
@@ -236,6 +277,8 @@ class Zephyr(Target):
             stems.append(board_file_stem(RENAMED_TARGETS[target][0]))
         for stem in stems:
             (stage / "boards" / f"{stem}.conf").write_text(fragment)
+        if target in OWN_BOARDS:
+            copy_own_board(stage / OWN_BOARDS_DIR, OWN_BOARDS[target], template_dir / "own_boards")
 
     def console_use(self, mode: str) -> str:
         """What the console UART carries (prj.conf's comments)."""
@@ -259,7 +302,8 @@ class Zephyr(Target):
         build_dir = project.dir / BUILD_DIR
         log(f"building {project.dir.name} for {target} with west (Zephyr at {base})")
         run_logged([west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
-                   log, "west build", tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT), WEST_TIMEOUT_HINT)
+                   log, "west build", tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT), WEST_TIMEOUT_HINT,
+                   env=ccache_environment(project.dir))
         elf = self.elf(project)
         if not elf.is_file():
             raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")

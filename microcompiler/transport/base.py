@@ -45,6 +45,10 @@ class Transport(ABC):
     def pending(self) -> int:
         return 0
 
+    def silence_hint(self) -> str:
+        """What to check when the device answers nothing (the end of the RPC client's timeout error)."""
+        return "check that it runs the microcompiler RPC server (host-driven firmware) and that the port is right"
+
     def read_until(self, terminator: bytes | re.Pattern, timeout: float) -> bytes:
         """Read until ``terminator`` (bytes, or a compiled bytes regex) is in the data; returns all of it.
 

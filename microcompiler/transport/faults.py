@@ -57,6 +57,9 @@ class FaultyTransport(Transport):
     def close(self) -> None:
         self.inner.close()
 
+    def silence_hint(self) -> str:
+        return self.inner.silence_hint()
+
     def __getattr__(self, name):  # restart() and the like of the wrapped transport
         return getattr(self.inner, name)
 

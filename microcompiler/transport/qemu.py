@@ -62,6 +62,7 @@ class QemuTransport(Transport):
         if not Path(kernel).is_file():
             raise DeviceError(f"firmware {kernel} does not exist; build the project first")
         self.machine = machine
+        self.kernel = Path(kernel)
         self._serial: SerialTransport | None = None
         self._proc: subprocess.Popen | None = None
         self._dir = cleanup.temp_dir("microcompiler-qemu-")
@@ -171,6 +172,11 @@ class QemuTransport(Transport):
 
     def pending(self) -> int:
         return self._link().pending()
+
+    def silence_hint(self) -> str:
+        # microcompiler started QEMU and holds its UART: the link is right, the firmware is the question
+        return (f"QEMU ({self.machine}) runs {self.kernel.name} and is still up: check that it is host-driven "
+                "firmware (create-project --mode host-driven) built for this board, and that it boots")
 
     def _link(self) -> SerialTransport:
         if self._serial is None:

@@ -86,6 +86,10 @@ class SubprocessTransport(Transport):
                 break
         return bytes(buf)
 
+    def silence_hint(self) -> str:
+        return (f"the program {os.path.basename(self.argv[0])} was started by microcompiler and still runs: check that "
+                "it is host-driven firmware (create-project --mode host-driven)")
+
     def pending(self) -> int:
         try:
             raw = fcntl.ioctl(self._proc.stdout.fileno(), termios.FIONREAD, b"\0\0\0\0")

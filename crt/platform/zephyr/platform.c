@@ -147,11 +147,21 @@ uint32_t mc_platform_timer_hz(void) { return (uint32_t)sys_clock_hw_cycles_per_s
 /* ---- Link ---- */
 mc_status_t mc_platform_init(void) {
   int status;
+  unsigned int key;
   if (!device_is_ready(g_console)) return MC_ERR_IO;
   status = uart_irq_callback_user_data_set(g_console, console_isr, NULL);
   if (status == -ENOTSUP || status == -ENOSYS) return MC_ERR_UNSUPPORTED; /* no CONFIG_UART_INTERRUPT_DRIVEN */
   if (status != 0) return MC_ERR_IO;
+  /* The host may start sending while Zephyr boots: its driver enables the receiver before main()
+   * runs. A byte that arrived before the receive interrupt was enabled waits in the UART, and on a
+   * UART whose receive interrupt fires when a byte arrives (the CMSDK APB UART of the MPS2/MPS3
+   * boards) enabling the interrupt later raises none for it: the UART takes no other byte until
+   * that one is read, so the host's request would never get through. Take it as the interrupt
+   * would have, with interrupts off as in an interrupt handler. */
+  key = irq_lock();
   uart_irq_rx_enable(g_console);
+  console_isr(g_console, NULL);
+  irq_unlock(key);
   timer_init();
   return MC_OK;
 }

@@ -31,6 +31,10 @@ int uart_irq_rx_ready(const struct device* dev);
 int uart_fifo_read(const struct device* dev, uint8_t* rx_data, const int size);
 void uart_poll_out(const struct device* dev, unsigned char out_char);
 
+/* ---- interrupts (zephyr/irq.h, which zephyr/kernel.h includes) ---- */
+unsigned int irq_lock(void);
+void irq_unlock(unsigned int key);
+
 /* ---- timeouts, semaphores ---- */
 typedef struct {
   int64_t ticks;

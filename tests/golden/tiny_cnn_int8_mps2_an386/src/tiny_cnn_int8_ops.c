@@ -379,20 +379,20 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
     a2 >>= 7;
     a3 >>= 7;
     {
-      const int32_t m = tiny_cnn_int8_logits_multiplier[o], c = tiny_cnn_int8_logits_c[o], r = tiny_cnn_int8_logits_r[o];
-      y[o] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m, c, r));
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o], row_c = tiny_cnn_int8_logits_c[o], row_r = tiny_cnn_int8_logits_r[o];
+      y[o] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, row_m, row_c, row_r));
     }
     {
-      const int32_t m = tiny_cnn_int8_logits_multiplier[o + 1], c = tiny_cnn_int8_logits_c[o + 1], r = tiny_cnn_int8_logits_r[o + 1];
-      y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m, c, r));
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 1], row_c = tiny_cnn_int8_logits_c[o + 1], row_r = tiny_cnn_int8_logits_r[o + 1];
+      y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, row_m, row_c, row_r));
     }
     {
-      const int32_t m = tiny_cnn_int8_logits_multiplier[o + 2], c = tiny_cnn_int8_logits_c[o + 2], r = tiny_cnn_int8_logits_r[o + 2];
-      y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m, c, r));
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 2], row_c = tiny_cnn_int8_logits_c[o + 2], row_r = tiny_cnn_int8_logits_r[o + 2];
+      y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, row_m, row_c, row_r));
     }
     {
-      const int32_t m = tiny_cnn_int8_logits_multiplier[o + 3], c = tiny_cnn_int8_logits_c[o + 3], r = tiny_cnn_int8_logits_r[o + 3];
-      y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m, c, r));
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 3], row_c = tiny_cnn_int8_logits_c[o + 3], row_r = tiny_cnn_int8_logits_r[o + 3];
+      y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, row_m, row_c, row_r));
     }
   }
 }
