@@ -55,3 +55,17 @@ def test_the_build_line_labels_the_board_memories(monkeypatch, tmp_path):
 def test_version(args):
     r = cli(*args)
     assert r.returncode == 0 and r.stdout.startswith("microcompiler ")
+
+
+def test_a_random_loop_count_is_pointed_out_before_the_wait():
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "microcompiler.cli", "run", "examples/control_flow/while_int8.tflite"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert first.startswith("note: the model loops (WHILE) and its input 0 ('count') is a seeded random int32")
+    assert "pass your own input with --input X.npy" in first
