@@ -7,6 +7,7 @@ from harness import cli
 from microcompiler.boards import load_board
 from microcompiler.commands.tune import _print as print_tune
 from microcompiler.targets import toolchain
+from microcompiler.timing import measured
 
 TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"
 
@@ -32,9 +33,13 @@ def test_the_tune_table_has_headers(capsys):
     print_tune({"signatures": [{"kind": "CONV_2D", "operators": [0], "status": "tuned", "knobs": {"weights": "s16"},
                                 "heuristic_ticks": 10.0, "ticks": 9.0}],
                 "heuristic_ticks": 10.0, "tuned_ticks": 9.0, "timer_hz": 25_000_000, "exact": True,
-                "tuned": 1, "reused": 0, "seconds": 1.0, "log": "x.json"})
-    header = capsys.readouterr().out.splitlines()[0].split()
-    assert header[:4] == ["operator", "indices", "status", "setting"]
+                "tuned": 1, "reused": 0, "seconds": 1.0, "log": "x.json",
+                "heuristic_time": measured(10.0, 25_000_000, load_board("mps2_an386")),
+                "tuned_time": measured(9.0, 25_000_000, load_board("mps2_an386"))})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["operator", "indices", "status", "setting"]
+    # the whole inference in the shared time vocabulary (instructions at the board's clock)
+    assert "inference 400 instructions (16.0 µs at 25 MHz, one per cycle) -> 360 instructions" in lines[-1]
 
 
 def test_the_build_line_labels_the_board_memories(monkeypatch, tmp_path):
@@ -50,3 +55,17 @@ def test_the_build_line_labels_the_board_memories(monkeypatch, tmp_path):
 def test_version(args):
     r = cli(*args)
     assert r.returncode == 0 and r.stdout.startswith("microcompiler ")
+
+
+def test_a_random_loop_count_is_pointed_out_before_the_wait():
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "microcompiler.cli", "run", "examples/control_flow/while_int8.tflite"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert first.startswith("note: the model loops (WHILE) and its input 0 ('count') is a seeded random int32")
+    assert "pass your own input with --input X.npy" in first
