@@ -24,13 +24,14 @@ from pathlib import Path
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_executor_refusal, graph_sources
-from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
+from microcompiler.codegen.model_info import ModelInfo, TensorInfo
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.runtime_headers import HEADER_DIR, library_headers, used_headers
 from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.codegen.subgraphs import subgraph_sources
+from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 from microcompiler.templating import render
@@ -256,28 +257,21 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
         lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
     body_of = {caller: sb.name for sb in shared for caller in sb.callers}
-    lib.metadata = {
-        "name": name,
-        "inputs": inputs,
-        "outputs": outputs,
-        "arena_bytes": graph.arena_bytes,
+    operators = [{
+        "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
+        "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
+        "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+        "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
+        "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+        **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
+        # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+        **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
+    } for fn in functions]
+    details = {
         "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
-        "params_bytes": params.nbytes,
         "weights_bytes": params.nbytes,  # the flash arrays (weights and derived constants), code apart
-        "scratch_bytes": params.scratch_bytes,
-        "state_bytes": graph.state_bytes,
         "state": state_metadata(states),
-        "operators": [{
-            "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
-            "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
-            "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-            "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
-            **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
-            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
-            **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
-        } for fn in functions],
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
         # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
@@ -291,9 +285,13 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         } for k, sub in sorted(graph.subgraphs.items())],
         # bodies emitted once for several identical layers (codegen/shared_bodies.py)
         "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],
-        "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
-        "fingerprint": fingerprint,
     }
+    lib.metadata = ModelInfo(
+        name=name, inputs=[TensorInfo.from_json(t, "the inputs") for t in inputs],
+        outputs=[TensorInfo.from_json(t, "the outputs") for t in outputs], arena_bytes=graph.arena_bytes,
+        params_bytes=params.nbytes, scratch_bytes=params.scratch_bytes, state_bytes=graph.state_bytes,
+        total_macs=sum(fn.macs for fn in functions + subgraph_functions), fingerprint=fingerprint,
+        operators=operators, details=details).to_json()
     refusal = graph_executor_refusal(functions, graph)
     if refusal:  # no <name>_graph.c: only the AOT executor runs this model
         lib.metadata["graph_executor_refusal"] = refusal
