@@ -13,9 +13,10 @@ import os
 import signal
 import sys
 
-from microcompiler import __version__, cleanup
+from microcompiler import cleanup
 from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.report.provenance import record_command
+from microcompiler.version import __version__
 
 COMMANDS = ["compile", "run", "analyze", "compare", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
 

@@ -154,7 +154,8 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
         patches = tuning.get("patches")
     if kernels == "reference":
         features = frozenset()
-    graph = run_passes(graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available))
+    graph = run_passes(graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available,
+                                      kernels == "reference"))
     if graph.arena_bytes > MAX_ARENA_BYTES:
         raise UnsupportedModelError(
             f"the model's activations need an arena of {graph.arena_bytes:,} bytes, more than any microcontroller "
@@ -175,7 +176,7 @@ def check_ram_limit(value: int | None) -> int | None:
 
 
 def _passes(graph: Graph, grid: tuple[int, int] | None, features: frozenset[str], ram_limit: int | None,
-            ram_available: int | None) -> list:
+            ram_available: int | None, reference: bool = False) -> list:
     """The pipeline: with a RAM budget (and the patch grid not forced), the RAM-budget planner
     chooses the plan (passes/ram_budget.py); else the default passes."""
     check_ram_limit(ram_limit)
@@ -189,7 +190,7 @@ def _passes(graph: Graph, grid: tuple[int, int] | None, features: frozenset[str]
             t.nbytes for t in graph.tensors if t.persistent)
         limit, source, keep = max(0, ram_available - own), "the board's free RAM", True
     return budget_pipeline(functools.partial(plan_for_budget, limit=limit, features=features, keep_default=keep,
-                                             limit_source=source, layer_name=_layer_name))
+                                             limit_source=source, layer_name=_layer_name, reference=reference))
 
 
 def _layer_name(graph: Graph, op) -> str:

@@ -86,6 +86,24 @@ class Tensor:
         return self.size * np.dtype(np_dtype(self.dtype)).itemsize
 
 
+@dataclass(frozen=True)
+class PatchNote:
+    """An operator that computes one patch of a layer (passes/patches.py)."""
+    of: int  # the index of the layer it is a patch of
+    index: int  # which patch of the grid
+    window: tuple[int, int, int, int]  # the output rows r0..r1 and columns c0..c1 it computes
+
+
+@dataclass(frozen=True)
+class OperatorNotes:
+    """What passes record about an operator beside its schema options. Codegen and metadata read
+    them; C comments and tuning signatures are built from the schema options only."""
+    layer_suffix: str | None = None  # an operator a pass split off a layer is named <layer>_<suffix>
+    patch: PatchNote | None = None
+    dropped_channels: int = 0  # all-zero output channels drop_zero_channels removed
+    subgraph_arena: int = 0  # bytes of a control-flow operator's subgraph arena (its last output)
+
+
 @dataclass
 class Operator:
     kind: str  # TFLite builtin name, e.g. "CONV_2D"
@@ -97,6 +115,7 @@ class Operator:
     # the kernel), role -> persistent tensor; added by the ``add_operator_state`` pass from
     # ``OpKernel.state`` (docs/state.md).
     state: dict[str, int] = field(default_factory=dict)
+    notes: OperatorNotes = field(default_factory=OperatorNotes)  # what passes recorded (never options)
 
     @property
     def name(self) -> str:

@@ -131,7 +131,7 @@ def structured(args) -> int:
             model = rng.choice(names)
             try:
                 data, notes = mutate_structure(rng, seed_bytes(model))
-            except Exception as exc:  # noqa: BLE001 - the object API cannot pack this edit: not a mutant
+            except Exception:  # noqa: BLE001 - the object API cannot pack this edit: not a mutant
                 counts["unpackable"] = counts.get("unpackable", 0) + 1
                 continue
             path = work / "m.tflite"

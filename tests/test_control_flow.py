@@ -113,7 +113,7 @@ def test_nested_control_flow_sequence(tmp_path):
     (while_op,) = then_g.operators
     arena = if_op.outputs[-1]
     assert graph.offsets[arena] + graph.tensors[arena].nbytes <= graph.arena_bytes
-    assert graph.tensors[arena].nbytes >= then_g.arena_bytes >= while_op.options["subgraph_arena"]
+    assert graph.tensors[arena].nbytes >= then_g.arena_bytes >= while_op.notes.subgraph_arena
 
 
 def test_subgraph_arena_is_live_only_during_the_call(tmp_path):
@@ -124,7 +124,7 @@ def test_subgraph_arena_is_live_only_during_the_call(tmp_path):
     (op,) = graph.operators
     (buf,) = [b for b in arena_buffers(graph) if b.tensor == op.outputs[-1]]
     assert buf.first == buf.last == 0
-    assert op.options["subgraph_arena"] == max(s.arena_bytes for s in graph.subgraphs.values()) > 0
+    assert op.notes.subgraph_arena == max(s.arena_bytes for s in graph.subgraphs.values()) > 0
 
 
 def _if_model(cond_dtype="bool", then_index=1, branch_dtype="float32"):

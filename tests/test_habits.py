@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_version_is_written_once_and_pyproject_reads_it():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "microcompiler.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "microcompiler.version.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+", microcompiler.__version__)
 
 

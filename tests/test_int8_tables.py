@@ -24,7 +24,7 @@ from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.ops import kernel_for
 from microcompiler.ops.lut import apply_int8_table
 from microcompiler.passes import fuse_tables
-from microcompiler.passes.fuse_tables import TABLE_INT8
+from microcompiler.passes.fuse_tables import SCALE_CHANNELS_INT8, TABLE_INT8
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 # (input scale, input zero point): tiny and large scales (saturating and nearly linear ranges), every
@@ -85,7 +85,7 @@ def test_leaky_relu_negative_alpha_tie():
 
 def silu_model(in_q=(0.05, -10), sig_q=(1 / 256, -128), out_q=(0.03, -100), activation="NONE", extra=True):
     """y = x * LOGISTIC(x) (SiLU as the converter writes Keras swish); with ``extra`` also
-    TANH(LOGISTIC(x2)) (a chain) and a squeeze-and-excite MUL(x3, LOGISTIC(s)) with s broadcast (not fused)."""
+    TANH(LOGISTIC(x2)) (a chain) and a squeeze-and-excite MUL(x3, LOGISTIC(s)) with s broadcast."""
     b = ModelBuilder()
     x = b.activation("x", [1, 16, 16], "int8", *in_q)
     s = b.activation("sigmoid", [1, 16, 16], "int8", *sig_q)
@@ -122,7 +122,7 @@ def test_fuse_tables_pass_alone():
     graph = parse_tflite(silu_model())
     fused = fuse_tables(graph)
     assert [op.kind for op in graph.operators] == ["LOGISTIC", "MUL", "LOGISTIC", "TANH", "LOGISTIC", "MUL"]
-    assert [op.kind for op in fused.operators] == [TABLE_INT8, TABLE_INT8, "LOGISTIC", "MUL"]  # S-E stays
+    assert [op.kind for op in fused.operators] == [TABLE_INT8, TABLE_INT8, SCALE_CHANNELS_INT8]
     assert [op.options["functions"] for op in fused.operators[:2]] == ["x * logistic(x)", "tanh(logistic(x))"]
     assert [op.kind for op in graph.operators][:2] == ["LOGISTIC", "MUL"]  # the input graph is untouched
 
@@ -145,7 +145,8 @@ def test_fused_silu_matches_tflm_on_every_input(tmp_path, in_q, out_q, activatio
     lib = assert_matches_oracle(silu_model(in_q, out_q=out_q, activation=activation), tmp_path, sanitize=True,
                                 inputs=silu_inputs())
     ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
-    assert len(re.findall(r"static const int8_t \w+_lut\[256\]", ops_c)) == 3  # swish, tanh(logistic), S-E gate
+    assert len(re.findall(r"static const int8_t \w+_lut\[256\]", ops_c)) == 2  # swish, tanh(logistic)
+    assert len(re.findall(r"static const int16_t \w+_gate\[256\]", ops_c)) == 1  # the S-E gate
     assert "mc_fp_logistic" not in ops_c and "mc_fp_tanh" not in ops_c  # no fixed-point math left at run time
 
 

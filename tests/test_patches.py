@@ -131,11 +131,11 @@ def test_patched_stages_are_bit_exact_with_tflm(tmp_path, name, grid, features, 
     model_bytes, stage = STAGES[name]()
     library = _patched_library(model_bytes, tmp_path, stage, grid, features)
     ops = library.graph.operators
-    patched = [op for op in ops if "patch" in op.options]
+    patched = [op for op in ops if op.notes.patch is not None and "patch" not in op.options]
     assert len(patched) == stage * grid[0] * grid[1]
-    assert {op.options["patch"]["index"] for op in patched} == set(range(grid[0] * grid[1]))
+    assert {op.notes.patch.index for op in patched} == set(range(grid[0] * grid[1]))
     # every patch writes its part of the stage output: one MC_PATCH_COPY per patch into it
-    stage_out = [op for op in ops if op.kind == PATCH_COPY and op.options["layer_suffix"].endswith("_out")]
+    stage_out = [op for op in ops if op.kind == PATCH_COPY and op.notes.layer_suffix.endswith("_out")]
     assert len(stage_out) == grid[0] * grid[1] and len({op.outputs[0] for op in stage_out}) == 1
     _assert_bit_exact(model_bytes, library, tmp_path, executor=executor)
 
@@ -149,7 +149,7 @@ def test_patch_buffers_stay_inside_their_bounds_under_asan(tmp_path):
 def test_residual_operand_is_cut_to_the_patch_window(tmp_path):
     model_bytes, stage = _residual()
     library = _patched_library(model_bytes, tmp_path, stage, (2, 2))
-    cuts = [op for op in library.graph.operators if op.kind == PATCH_COPY and op.options["layer_suffix"].endswith("_cut")]
+    cuts = [op for op in library.graph.operators if op.kind == PATCH_COPY and op.notes.layer_suffix.endswith("_cut")]
     assert len(cuts) == 4  # the first conv's patch holds the second's halo too; ADD reads its own window
     for op in library.graph.operators:
         if op.kind == "ADD":

@@ -47,7 +47,10 @@ def test_the_plans_span_time_against_ram(plans, bound):
     assert any(p.settings["stage"] > 4 for p in patched), "a stage past the first downsampling blocks"
     assert any(p.settings["in_place_depthwise"] for p in patched), "in-place depthwise inside or after a stage"
     smallest = min(plans, key=lambda p: p.ram_bytes)
-    assert smallest.ram_bytes < 0.4 * bound and smallest.estimated_instructions > layer_by_layer.estimated_instructions
+    assert smallest.ram_bytes < 0.3 * bound and smallest.estimated_instructions > layer_by_layer.estimated_instructions
+    pointwise = [op for op in smallest.graph.operators if op.kind == "CONV_2D"
+                 and smallest.graph.storage(op.outputs[0]) == smallest.graph.storage(op.inputs[0])]
+    assert pointwise, "the smallest plan writes pointwise layers over their input"
 
 
 @pytest.mark.parametrize("fraction", [2.0, 0.9, 0.6, 0.45, 0.35])
@@ -108,19 +111,23 @@ def test_a_forced_grid_over_the_limit_is_refused():
         compile_model(MOBILENET, features=DSP, patches="2x2", ram_limit=15000)
 
 
-@pytest.mark.parametrize("fraction", [0.6, 0.35])
-def test_mobilenet_under_the_budget_is_bit_exact_on_the_host(tmp_path, bound, fraction):
+@pytest.mark.parametrize("fraction,kernels", [(0.6, "fast"), (0.35, "fast"), (0.28, "fast"), (0.35, "reference")])
+def test_mobilenet_under_the_budget_is_bit_exact_on_the_host(tmp_path, bound, fraction, kernels):
+    """0.28x: pointwise layers in place (im2col); the reference loops never run a pointwise layer in place."""
     library = assert_matches_oracle(MOBILENET.read_bytes(), tmp_path, n_inputs=2, features=DSP,
-                                    ram_limit=int(fraction * bound))
-    meta = library.metadata
+                                    ram_limit=int(fraction * bound), kernels=kernels, sanitize=fraction < 0.3)
+    meta, g = library.metadata, library.graph
     assert meta["arena_bytes"] + meta["scratch_bytes"] <= fraction * bound
+    in_place = [op for op in g.operators if op.kind == "CONV_2D" and g.storage(op.outputs[0]) == g.storage(op.inputs[0])]
+    if kernels == "reference" or fraction < 0.3:
+        assert bool(in_place) == (kernels == "fast")
 
 
 @needs_board_tools
-@pytest.mark.parametrize("board,fraction", [("mps2_an386", 0.6), ("mps3_an547", 0.35)])
+@pytest.mark.parametrize("board,fraction", [("mps2_an386", 0.6), ("mps2_an386", 0.28), ("mps3_an547", 0.35)])
 def test_mobilenet_under_the_budget_is_bit_exact_on_the_board(tmp_path, bound, board, fraction):
-    """M4 at 0.6x of the bound (patches 1x3); M55 at 0.35x (a finer grid, depthwise layers in place
-    inside the patches, the Helium kernels elsewhere)."""
+    """M4 at 0.6x of the bound (patches 1x3) and 0.28x (pointwise layers in place too); M55 at 0.35x (a
+    finer grid, depthwise layers in place inside the patches, the Helium kernels elsewhere)."""
     run = assert_matches_oracle_on_board(MOBILENET.read_bytes(), tmp_path, board=board,
                                          ram_limit=int(fraction * bound))
     assert run.outputs

@@ -3,6 +3,7 @@ screenshot is not blank, the DOM has the title and one row per layer, and the co
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,14 @@ def test_analyze_report_renders_in_chromium(tmp_path, shared_models):
     for layer in layers:
         assert f">{layer['name']}<" in dom
     assert dom.count("<svg") >= 4  # time per layer, memory plan, flash, RAM
+    # the memory plan: rectangles labelled with their layers' short names, the live-bytes curve, the bound
+    plan = json.loads(proc.stdout)["memory_plan"]
+    labels = re.findall(r'<text class="buffer-label"[^>]*>([^<]*)</text>', dom)
+    assert len(labels) >= len(plan["buffers"]) // 2, labels
+    for label in labels:
+        assert any(b["layer"].startswith(label.rstrip("\u2026")) for b in plan["buffers"]), label
+    assert 'id="live-bytes"' in dom and 'id="lower-bound"' in dom
+    assert f"lower bound {plan['lower_bound_bytes']:,} B" in dom
     image = Image.open(shot).convert("RGB")
     colours = image.getcolors(maxcolors=1 << 20) or []
     assert len(colours) > 20, "the screenshot is (nearly) one colour: nothing rendered"
@@ -65,10 +74,23 @@ def test_bench_and_validate_reports_render_in_chromium(tmp_path, shared_models):
     assert dom.count("<tr class=\"layer\">") == len(operators)
     for op in operators:  # the measured ticks are in the bar chart's labels
         assert f">{op['ticks']:,} ticks<" in dom
+    # the built firmware's flash and RAM (from its ELF) beside analyze's estimates
+    bench = json.loads(proc.stdout)
+    assert "estimated (analyze)" in dom and "built (firmware ELF)" in dom
+    sizes = re.findall(r'<tr class="size"><td class="l">([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td></tr>', dom)
+    assert {what: built for what, _, built in sizes}["flash"] == f"{bench['flash_bytes']:,}"
+    assert {what: built for what, _, built in sizes}["RAM"] == f"{bench['ram_bytes']:,}"
+    assert bench["ram_bytes"] > 0 and bench["flash_bytes"] > 0
     proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "validate", str(model), "--board", "mps2_an386",
-                           "--inputs", "2", "--mode", "host-driven", "--html", str(validate_page)],
+                           "--inputs", "2", "--mode", "host-driven", "--html", str(validate_page), "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     dom = _check_rendered(validate_page, tmp_path, "ad01_int8: validation on mps2_an386")
     assert "passed: every output exact (2 inputs)" in dom
     assert dom.count("<tr class=\"metric\">") == 1 and ">100.00%<" in dom
+    # the model just ran host-driven: the chart is its measured time per operator, not the estimate
+    times = json.loads(proc.stdout)["operator_times"]
+    assert times["runs"] == 2 and len(times["operators"]) == len(operators)
+    assert "Time per layer (measured host-driven on mps2_an386" in dom and "(estimated instructions)" not in dom
+    for op in times["operators"]:
+        assert op["ticks"] > 0 and f">{op['ticks']:,} ticks<" in dom

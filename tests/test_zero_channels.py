@@ -89,7 +89,7 @@ def test_the_pass_splits_each_layer_with_zero_channels(tmp_path):
     assert [op.kind for op in out.operators] == ["CONV_2D", CONSTANT_CHANNELS, "CONV_2D", CONSTANT_CHANNELS,
                                                  "FULLY_CONNECTED", CONSTANT_CHANNELS]
     computing = out.operators[0::2]
-    assert [op.options["dropped_channels"] for op in computing] == [3, 2, 3]
+    assert [op.notes.dropped_channels for op in computing] == [3, 2, 3]
     assert [out.tensors[op.inputs[1]].shape for op in computing] == [(5, 3, 3, 3), (4, 1, 1, 8), (7, 384)]
     assert len(out.tensors[computing[0].inputs[1]].quant.scale) == 5  # per-channel scales sliced
     assert out.tensors[computing[0].inputs[2]].shape == (5,) and computing[1].inputs[2] == -1
@@ -123,7 +123,7 @@ def test_depthwise_remaining_channels_name_their_input_channel(tmp_path):
     out = drop_zero_channels(graph)
     assert [op.kind for op in out.operators] == ["DEPTHWISE_CONV_2D", CONSTANT_CHANNELS]
     dw = out.operators[0]
-    assert dw.options["dropped_channels"] == 2
+    assert dw.notes.dropped_channels == 2 and "dropped_channels" not in dw.options
     assert dw.options["input_channels"] == [0, 1, 1, 2]  # output channels 0, 2, 3, 5 with multiplier 2
     assert out.tensors[dw.inputs[1]].shape == (1, 3, 3, 4)
     assert out.tensors[dw.inputs[1]].quant.axis == 3 and len(out.tensors[dw.inputs[1]].quant.scale) == 4

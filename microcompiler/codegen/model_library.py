@@ -24,13 +24,14 @@ from pathlib import Path
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_executor_refusal, graph_sources
-from microcompiler.errors import UnsupportedModelError
 from microcompiler.codegen.memory_peak import memory_peak
+from microcompiler.codegen.model_info import ModelInfo, TensorInfo
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.runtime_headers import HEADER_DIR, library_headers, used_headers
 from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.codegen.state import reset_body, state_arrays, state_definitions, state_metadata
 from microcompiler.codegen.subgraphs import subgraph_sources
+from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
 from microcompiler.templating import render
@@ -88,7 +89,7 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
     # "*" for every operator, then per kind, then per operator index (a patch: its layer's index, then its own)
-    of = op.options.get("patch", {}).get("of")
+    of = op.notes.patch.of if op.notes.patch else None
     knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **(tuning.get(of, {}) if of is not None else {}),
              **tuning.get(op.index, {})}
     ctx = EmitContext(graph, op, name, params, features, knobs)
@@ -135,7 +136,7 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
             if root in graph.offsets and root not in slices:
                 t = graph.tensors[root]
                 span = f"operators {step}..{last_reader[root]}" if root in last_reader else f"operator {step}"
-                label = "subgraphs" if op.options.get("subgraph_arena") and o == op.outputs[-1] else f"out{k if k else ''}"
+                label = "subgraphs" if op.notes.subgraph_arena and o == op.outputs[-1] else f"out{k if k else ''}"
                 slices[root] = (f"{layers[op.index]}_{label}",
                                 f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
     return slices
@@ -200,7 +201,7 @@ def _patches_metadata(graph: Graph, layers: dict[int, str]) -> dict:
     p = graph.patches
     if not p:
         return {}
-    stage = [op for op in graph.operators if op.options.get("patch", {}).get("index") == 0]
+    stage = [op for op in graph.operators if op.notes.patch and op.notes.patch.index == 0]
     return {"grid": p["grid"], "count": p["count"], "stage_layers": [layers[op.index].removesuffix("_patch0") for op in stage],
             "peak_before": p["peak_before"], "peak_after": p["peak_after"], "extra_macs": p["extra_macs"],
             "extra_macs_percent": round(100 * p["extra_macs"] / max(1, p["total_macs"]), 2)}
@@ -256,33 +257,26 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
         lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
     body_of = {caller: sb.name for sb in shared for caller in sb.callers}
-    lib.metadata = {
-        "name": name,
-        "inputs": inputs,
-        "outputs": outputs,
-        "arena_bytes": graph.arena_bytes,
+    operators = [{
+        "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
+        "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
+        "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+        "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
+        "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
+        **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
+        # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+        **({"dropped_channels": fn.op.notes.dropped_channels} if fn.op.notes.dropped_channels else {}),
+    } for fn in functions]
+    details = {
         "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
-        "params_bytes": params.nbytes,
         "weights_bytes": params.nbytes,  # the flash arrays (weights and derived constants), code apart
-        "scratch_bytes": params.scratch_bytes,
-        "state_bytes": graph.state_bytes,
         "state": state_metadata(states),
-        "operators": [{
-            "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
-            "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
-            "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-            "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
-            **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
-            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
-            **({"dropped_channels": fn.op.options["dropped_channels"]} if "dropped_channels" in fn.op.options else {}),
-        } for fn in functions],
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
         # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
         "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"} if "plans" in graph.ram_plan else {},
-        "dropped_channels": sum(fn.op.options.get("dropped_channels", 0) for fn in functions + subgraph_functions),
+        "dropped_channels": sum(fn.op.notes.dropped_channels for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
         "subgraphs": [{
             "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,
@@ -291,9 +285,13 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         } for k, sub in sorted(graph.subgraphs.items())],
         # bodies emitted once for several identical layers (codegen/shared_bodies.py)
         "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],
-        "total_macs": sum(fn.macs for fn in functions + subgraph_functions),
-        "fingerprint": fingerprint,
     }
+    lib.metadata = ModelInfo(
+        name=name, inputs=[TensorInfo.from_json(t, "the inputs") for t in inputs],
+        outputs=[TensorInfo.from_json(t, "the outputs") for t in outputs], arena_bytes=graph.arena_bytes,
+        params_bytes=params.nbytes, scratch_bytes=params.scratch_bytes, state_bytes=graph.state_bytes,
+        total_macs=sum(fn.macs for fn in functions + subgraph_functions), fingerprint=fingerprint,
+        operators=operators, details=details).to_json()
     refusal = graph_executor_refusal(functions, graph)
     if refusal:  # no <name>_graph.c: only the AOT executor runs this model
         lib.metadata["graph_executor_refusal"] = refusal

@@ -50,7 +50,7 @@ def layer_names(graph: Graph) -> dict[int, str]:
             base = ""  # ASSIGN_VARIABLE (the state array takes the tensor's name), IF, WHILE, CALL_ONCE
         if not base or base in ("statefulpartitionedcall", "identity", "serving_default"):
             base = f"{op.kind.lower()}_{op.index}"
-        suffix = op.options.get("layer_suffix")  # e.g. an operator a pass split off a layer
+        suffix = op.notes.layer_suffix  # e.g. an operator a pass split off a layer
         if suffix:
             base = f"{base[:MAX_LAYER_NAME - len(suffix) - 1].rstrip('_')}_{suffix}"
         base = base[:MAX_LAYER_NAME].rstrip("_")

@@ -38,7 +38,7 @@ def without_comments(text: str) -> str:
     return _COMMENT.sub(" ", text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def header_text(header: str) -> str:
     return resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
 
@@ -49,7 +49,7 @@ _TEMPLATE_FUNCTION = re.compile(r"^static\b[^;=\n]*?\b(?:MC_FFT\((\w+)\)|MC_FFT_
                                 re.M)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def defined_names(header: str) -> frozenset[str]:
     """The ``mc_*``/``MC_*`` names a header defines, with those of the code templates it
     instantiates (kernel_fft_stages.h once per MC_FFT_SUFFIX it defines)."""
@@ -64,7 +64,7 @@ def defined_names(header: str) -> frozenset[str]:
     return frozenset(names)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def includes(header: str) -> tuple[str, ...]:
     """The runtime headers ``header`` includes."""
     return tuple(dict.fromkeys(_INCLUDE.findall(header_text(header))))

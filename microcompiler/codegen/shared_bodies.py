@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from microcompiler.ir import Graph, Operator
 
@@ -95,9 +96,11 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
             continue
         first = members[0]
         text, used = templates[id(first)]
-        taken = {p for _, p, _ in first.params}
+        # a parameter must not take the name of an identifier of the body (a local `c = c[o]`)
+        code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        taken = {p for _, p, _ in first.params} | set(re.findall(r"[A-Za-z_]\w*", code))
         names = [_param_name(array, first.name, taken, k) for k, (array, _) in enumerate(used)]
-        body = re.sub(r"@(\d+)@", lambda m: names[int(m.group(1))], text)
+        body = re.sub(r"@(\d+)@", partial(_named, names), text)
         base = f"{prefix}_{describe(graph, first.op, first.variant)}"
         name, n = base, 2
         while name in taken_names:
@@ -114,3 +117,8 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
             args = [p for _, p, _ in fn.params] + [a for a, _ in own]
             fn.body = f"  {name}({', '.join(args)});\n"
     return shared
+
+
+def _named(names: list[str], match: re.Match) -> str:
+    """The parameter name of placeholder ``@k@``."""
+    return names[int(match.group(1))]

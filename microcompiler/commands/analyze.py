@@ -55,13 +55,16 @@ def print_analysis(result: dict) -> None:
     where = f" on {result['board']} ({result['core']})" if result["board"] else ""
     print(f"{result['model']}{where}: {len(result['layers'])} layers, {t['macs']:,} MACs, "
           f"estimated {describe(result['estimated_time'])}")
-    print(f"{'#':>3}  {'layer':<24} {'operator':<20} {'output':<14} {'MACs':>11} {'weights B':>10} "
-          f"{'kernel':<16} {'est. instr.':>12}")
-    for layer in result["layers"]:
+    kernels = [_kernel_name(layer["kernel"]) for layer in result["layers"]]
+    names = [layer["name"] for layer in result["layers"]]
+    name_width = max([5, *map(len, names)])  # whole names and kernels: a cut one ('gemmlowp-fixed-p') reads wrong
+    kernel_width = max([6, *map(len, kernels)])
+    print(f"{'#':>3}  {'layer':<{name_width}} {'operator':<20} {'output':<14} {'MACs':>11} {'weights B':>10} "
+          f"{'kernel':<{kernel_width}} {'est. instr.':>12}")
+    for layer, kernel in zip(result["layers"], kernels):
         out = "x".join(map(str, layer["outputs"][0])) if layer["outputs"] else "-"
-        kernel = layer["kernel"].get("variant", "") + ("/dsp" if layer["kernel"].get("isa") == "dsp" else "")
-        print(f"{layer['index']:>3}  {layer['name'][:24]:<24} {layer['kind'][:20]:<20} {out[:14]:<14} "
-              f"{layer['macs']:>11,} {layer['weights_bytes']:>10,} {kernel[:16]:<16} "
+        print(f"{layer['index']:>3}  {layer['name']:<{name_width}} {layer['kind']:<20} {out:<14} "
+              f"{layer['macs']:>11,} {layer['weights_bytes']:>10,} {kernel:<{kernel_width}} "
               f"{layer['estimated_instructions']:>12,}")
     print(f"flash: weights {t['weights_bytes']:,} B + code about {t['code_bytes_estimate']:,} B = {t['flash_bytes']:,} B")
     print(f"RAM: arena {t['arena_bytes']:,} B + scratch {t['scratch_bytes']:,} B + state {t['state_bytes']:,} B + "
@@ -76,6 +79,12 @@ def print_analysis(result: dict) -> None:
             verdict = "fits" if f["fits"] else "DOES NOT FIT"
             print(f"{what}: {verdict}: {f['needed']:,} of {f['available']:,} B in {f['region']} "
                   f"({f['used_percent']}%, margin {f['margin']:,} B)")
+
+
+def _kernel_name(kernel: dict) -> str:
+    """The variant and the instruction set it uses: ``im2col/dsp``, ``mve-dot/mve``, ``reference``."""
+    isa = kernel.get("isa")
+    return kernel.get("variant", "") + (f"/{isa}" if isa else "")
 
 
 def print_ram_budget(budget: dict) -> None:

@@ -53,8 +53,9 @@ def run(args) -> int:
             operators = ex.profile(args.number, 1)
     analysis = analyze_library(job.library, None if job.board.is_host else job.board)
     report = bench_report(meta, job.board, whole, operators, analysis, args.number, args.repeat)
-    if built is not None:  # the flash the model takes, its code and its weights apart
-        report.update(flash_bytes=built.flash_bytes, **model_flash_split(built, meta["name"]))
+    if built is not None:  # the firmware's flash and RAM (its ELF); the model's code and weights apart
+        report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes,
+                      **model_flash_split(built, meta["name"]))
     if args.html:
         write_report(args.html, f"{meta['name']}: bench on {job.board.name}", inputs=given, analysis=analysis,
                      bench=report)

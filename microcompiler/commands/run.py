@@ -91,7 +91,23 @@ def prepare(args, mode: str) -> Job:
         steps = load_input_steps(args.input, meta["inputs"], count)
     else:
         steps = random_input_steps(meta["inputs"], count or 1)
+        warn_if_random_inputs_drive_a_loop(library, steps[0])
     return Job(board, target, library, steps)
+
+
+def warn_if_random_inputs_drive_a_loop(library: ModelLibrary, inputs: list[np.ndarray]) -> None:
+    """A WHILE loop whose trip count comes from an input runs as often as a random integer says
+    (up to 2^31 turns): say so before the wait, and how to give a real input."""
+    graph = library.graph
+    loops = [op for g in [graph, *graph.subgraphs.values()] for op in g.operators if op.kind == "WHILE"]
+    if not loops:
+        return
+    for k, (tensor, x) in enumerate(zip(graph.inputs, inputs)):
+        if x.dtype.kind in "iu" and x.size <= 4 and np.max(np.abs(x.astype(np.int64))) > 1000:
+            name = graph.tensors[tensor].name
+            progress(f"note: the model loops (WHILE) and its input {k} ('{name}') is a seeded random "
+                     f"{x.dtype} of {np.array2string(x.ravel(), separator=', ')}; if that is a trip count the run "
+                     f"takes that many turns: pass your own input with --input X.npy")
 
 
 @contextmanager

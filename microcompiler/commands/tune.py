@@ -18,6 +18,7 @@ from microcompiler.tuning.log import TuningLog, TuningLogError, load_tuning
 from microcompiler.tuning.runner import JobRunner, LocalRunner
 from microcompiler.tuning.tuner import job_count, plan_model, require_tunable, tune
 from microcompiler.report.provenance import with_provenance
+from microcompiler.timing import describe, measured
 
 # The firmware each round builds: bare metal (the Python API's tune(template=...) takes zephyr too).
 TEMPLATE = "baremetal"
@@ -111,17 +112,25 @@ def _report(args, board, result, out: Path, seconds: float) -> dict:
     return {"model": Path(args.model).name, "board": board.name, "log": str(out), "seconds": round(seconds, 1),
             "timer_hz": result.timer_hz, "heuristic_ticks": result.heuristic_ticks, "tuned_ticks": result.tuned_ticks,
             "exact": result.exact, "tuned": sum(r["status"] == "tuned" for r in rows),
-            "reused": sum(r["status"] == "reused" for r in rows), "signatures": rows}
+            "reused": sum(r["status"] == "reused" for r in rows), "signatures": rows,
+            "heuristic_time": _time(result.heuristic_ticks, result.timer_hz, board),
+            "tuned_time": _time(result.tuned_ticks, result.timer_hz, board)}
+
+
+def _time(ticks, hz, board) -> dict | None:
+    """A whole inference in the shared vocabulary (instructions at the board's clock, microcompiler/timing.py)."""
+    return None if ticks is None or not hz else measured(ticks, hz, board)
 
 
 def _print(report: dict) -> None:
+    print(f"  {'operator':<20} {'indices':<12} {'status':<16} {'setting':<20} heuristic -> tuned ticks")
     for r in report["signatures"]:
         ops = ",".join(str(i) for i in r["operators"])
         knobs = json.dumps(r["knobs"]) if r["knobs"] else "heuristic"
         timing = f"  {r['heuristic_ticks']} -> {r['ticks']} ticks" if r["status"] == "tuned" else ""
         print(f"  {r['kind']:<20} op {ops:<12} {r['status']:<16} {knobs}{timing}")
-    timing = ("nothing measured" if report["heuristic_ticks"] is None else
-              f"inference {report['heuristic_ticks']} -> {report['tuned_ticks']} ticks ({report['timer_hz']} Hz "
-              f"timer), bit-exact: {'yes' if report['exact'] else 'NO'}")
+    timing = ("nothing measured" if report["heuristic_time"] is None else
+              f"inference {describe(report['heuristic_time'])} -> {describe(report['tuned_time'])}, bit-exact: "
+              f"{'yes' if report['exact'] else 'NO'}")
     print(f"tuned {report['tuned']} signatures, reused {report['reused']}; {timing}; {report['seconds']} s -> "
           f"{report['log']}")

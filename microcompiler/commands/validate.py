@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
 
 def save_outputs(path: str, collected: dict, labels) -> Path:
     """Every output per source and sample in one .npz (``<source>_output<k>``, stacked over samples)."""
-    arrays = {"microcompiler_validate": np.array(1)}
+    arrays: dict[str, Any] = {"microcompiler_validate": np.array(1)}
     for source, per_sample in collected.items():
         for k in range(len(per_sample[0]) if per_sample else 0):
             arrays[f"{source.replace('-', '_')}_output{k}"] = np.stack([np.asarray(s[k]) for s in per_sample])

@@ -26,6 +26,7 @@ from microcompiler.ops.binary_common import float_activation, wrapping
 from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
                                          require_broadcast, unbroadcast_inputs)
 from microcompiler.ops.quant import activation_range, c_float, float_activation_range, mul_multiplier, quantize_multiplier
+from microcompiler.ops.features import has_mve
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -127,7 +128,7 @@ class Add(_Elementwise):
 
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-        if not ctx.reference_only and fast_mve.has_mve(ctx.features) and y.dtype == "int8" \
+        if not ctx.reference_only and has_mve(ctx.features) and y.dtype == "int8" \
                 and tuple(a.shape) == tuple(b.shape) == tuple(y.shape):
             q = self.requantization(op, a, b, y)
             if all(m >= 0 and s <= 0 for m, s in (q["input1_q"], q["input2_q"], q["output_q"])):

@@ -174,7 +174,7 @@ class EmitContext:
         for n, o in enumerate(op.outputs):
             if not graph.tensors[o].persistent:
                 self.param_names[o] = f"output{n}"
-        if op.options.get("subgraph_arena"):  # a control-flow operator's last output (ops/control_flow.py)
+        if op.notes.subgraph_arena:  # a control-flow operator's last output (ops/control_flow.py)
             self.param_names[op.outputs[-1]] = "subgraph_arena"
 
     def arg(self, tensor: int) -> str:
@@ -192,10 +192,10 @@ class EmitContext:
         """A derived constant array in flash; ``comment`` (one line above it in the C) says what it
         holds and, for records, their layout. Without one, the comment names the operator and the
         array's length."""
-        patch = self.op.options.get("patch")  # the patches of one layer (passes/patches.py) share equal arrays
+        patch = self.op.notes.patch  # the patches of one layer (passes/patches.py) share equal arrays
         return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype,
                                comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values",
-                               share=(patch["of"], suffix) if patch else None)
+                               share=(patch.of, suffix) if patch else None)
 
     def tensor(self, i: int) -> Tensor:
         return self.graph.tensors[i]

@@ -4,7 +4,7 @@ Each subgraph of the model becomes a C function ``<model>_<subgraph>(inputs..., 
 (codegen/subgraphs.py) whose intermediate tensors live in an arena of its own, planned like the main
 graph's. The control-flow operator is one ordinary operator function (one node in the graph
 executor too) that calls those functions; the memory they need is one extra output of the operator,
-the *subgraph arena* (``options["subgraph_arena"]`` bytes), which the planner places in the caller's
+the *subgraph arena* (``op.notes.subgraph_arena`` bytes), which the planner places in the caller's
 arena for the duration of the call only:
 
 - IF (TFLM kernels/if.cc): ``if (cond[0])`` calls the then-subgraph, else the else-subgraph, with the
@@ -67,7 +67,7 @@ class _ControlFlow(OpKernel):
 
     def arena(self, op, ctx) -> tuple[str, str]:
         """(declaration line, C name) of the subgraph arena as bytes, or ("", "") when there is none."""
-        if not op.options.get("subgraph_arena"):
+        if not op.notes.subgraph_arena:
             return "", ""
         return f"  uint8_t* arena = (uint8_t*){ctx.arg(op.outputs[-1])};\n", "arena"
 

@@ -28,6 +28,7 @@ from microcompiler.ops.fast import conv_2d_im2col as im2col
 from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.features import has_dsp, has_fpu, has_mve
 
 
 @register
@@ -86,10 +87,10 @@ class Conv2D(OpKernel):
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if (x.dtype == "float32" and float_blocks.has_fpu(features) and w.shape[3] == x.shape[3]
+        if (x.dtype == "float32" and has_fpu(features) and w.shape[3] == x.shape[3]
                 and constant_parameters(op, graph)):
             return float_blocks.plan(geometry(op, graph), features)
-        if x.dtype == "int8" and fast_mve.has_mve(features) and constant_parameters(op, graph):
+        if x.dtype == "int8" and has_mve(features) and constant_parameters(op, graph):
             mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
             if mve:
                 return mve
@@ -99,12 +100,12 @@ class Conv2D(OpKernel):
             col_bytes = 32 * steps
             if col_bytes <= fast.MAX_COL_BYTES:
                 weights = tuning.get("weights", "s8")
-                plan = {"variant": "im2col", "isa": "dsp" if fast.has_dsp(features) else "c",
+                plan = {"variant": "im2col", "isa": "dsp" if has_dsp(features) else "c",
                         "pixels": 4, "out_channels": 1, "unroll": 4,
                         "gather": "taps" if g.in_c % 4 == 0 else "bytes",
                         "weights": weights if weights in ("s8", "s16") else "s8",
                         "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
-                if (plan["weights"] == "s8" and fast.has_dsp(features) and tuning.get("extract") != "sxtb16"
+                if (plan["weights"] == "s8" and has_dsp(features) and tuning.get("extract") != "sxtb16"
                         and im2col.lanes_ok(op, graph)):
                     plan["extract"] = "lanes"
                 return plan

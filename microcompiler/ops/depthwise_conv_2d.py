@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
@@ -21,6 +20,7 @@ from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
 from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.features import has_dsp, has_mve
 
 
 @register
@@ -113,21 +113,21 @@ class DepthwiseConv2D(OpKernel):
         in_place = self.in_place(op, graph)
         if in_place or "input_channels" in op.options:
             # one channel at a time: the only fast kernel safe in place, or reading a channel table
-            return dict(planes_kernel.plan(geometry(op, graph)), isa="dsp" if fast.has_dsp(features) else "c",
+            return dict(planes_kernel.plan(geometry(op, graph)), isa="dsp" if has_dsp(features) else "c",
                         **({"in_place": True} if in_place else {}))
-        if fast_mve.has_mve(features):
+        if has_mve(features):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
             if mve:
                 return mve
         g = geometry(op, graph)
-        planes = dict(planes_kernel.plan(g), isa="dsp" if fast.has_dsp(features) else "c")
+        planes = dict(planes_kernel.plan(g), isa="dsp" if has_dsp(features) else "c")
         if op.options.get("depth_multiplier", 1) != 1 or x.shape[3] % 4:
             return planes
         knob = (tuning or {}).get("variant")
-        if knob == "planes" or (knob != "channels4" and fast.has_dsp(features) and planes["pixels"] > 1
+        if knob == "planes" or (knob != "channels4" and has_dsp(features) and planes["pixels"] > 1
                                 and planes["scratch_bytes"] <= planes_kernel.PREFERRED_PLANE_BYTES):
             return planes
-        return {"variant": "channels4", "isa": "dsp" if fast.has_dsp(features) else "c", "channels": 4,
+        return {"variant": "channels4", "isa": "dsp" if has_dsp(features) else "c", "channels": 4,
                 "taps_unrolled": True, "weights": "s16-pairs", "scratch_bytes": 0}
 
     def emit(self, op, graph, ctx):

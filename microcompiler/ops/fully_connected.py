@@ -16,6 +16,7 @@ from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
 from microcompiler.ops.quant import (activation_range, c_float, float_activation_range, fully_connected_multipliers,
                                      quantize_multiplier, quantize_multipliers)
+from microcompiler.ops.features import has_dsp, has_mve
 
 
 @register
@@ -96,9 +97,9 @@ class FullyConnected(OpKernel):
             return float_rows4.plan(features)
         if (x.dtype == "int8" and constant and w.quant is not None
                 and all(int(z) == 0 for z in w.quant.zero_point)):
-            if fast_mve.has_mve(features):
+            if has_mve(features):
                 return fast_mve.fc_plan(w.shape[-1])
-            dsp = fast.has_dsp(features)
+            dsp = has_dsp(features)
             knob = (tuning or {}).get("weights")
             depth = w.shape[-1]
             if dsp and knob != "s16" and self._lanes_ok(op, graph):

@@ -31,6 +31,7 @@ from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 from microcompiler.templating import index_expr
+from microcompiler.ops.features import has_dsp
 
 INPUT = 0
 INPUT_WEIGHTS = {"input": 1, "forget": 2, "cell": 3, "output": 4}
@@ -104,7 +105,7 @@ class UnidirectionalSequenceLstm(OpKernel):
         _, _, n_input, n_state, _ = self._dims(op, graph)
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
-        if fast.has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
+        if has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
             return {"variant": "rows4", "isa": "dsp", "rows": 4, "weights": "s16"}
         return {"variant": "reference"}
 

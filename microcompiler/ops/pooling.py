@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast.avg_pool_sxtab16 import emit_sxtab16
 from microcompiler.ops.geometry import origin_expr, pool_geometry  # noqa: F401 (pool_geometry re-exported)
 from microcompiler.ops.quant import INT_RANGES, activation_range, c_float, float_activation_range
+from microcompiler.ops.features import has_dsp, has_mve
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -81,12 +81,12 @@ class Pool2D(OpKernel):
         x = graph.tensors[op.inputs[0]]
         o = op.options
         (_, _, full_h), (_, _, full_w) = self._geometry(op, x)
-        if x.dtype == "int8" and fast_mve.has_mve(features):
+        if x.dtype == "int8" and has_mve(features):
             mve = (fast_mve.avgpool_plan(x.shape[3], o["filter_h"] * o["filter_w"], full_h and full_w)
                    if op.kind == "AVERAGE_POOL_2D" else fast_mve.maxpool_plan(x.shape[3], full_h and full_w))
             if mve:
                 return mve
-        if (op.kind == "AVERAGE_POOL_2D" and x.dtype == "int8" and fast.has_dsp(features) and full_h and full_w
+        if (op.kind == "AVERAGE_POOL_2D" and x.dtype == "int8" and has_dsp(features) and full_h and full_w
                 and x.shape[3] % 4 == 0 and o["filter_h"] * o["filter_w"] <= 255):
             return {"variant": "sxtab16", "isa": "dsp", "channels": 4, "clipped_windows": False,
                     "scratch_bytes": 0}

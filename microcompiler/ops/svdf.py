@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 from microcompiler.templating import index_expr as _index
+from microcompiler.ops.features import has_dsp
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
 INT32_MAX = 2**31 - 1
@@ -117,7 +117,7 @@ class Svdf(OpKernel):
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """smlad with the DSP extension where it is exact (see the module docstring), else reference."""
         state = graph.tensors[op.inputs[STATE]]
-        if (fast.has_dsp(features) and (tuning or {}).get("variant") != "reference"
+        if (has_dsp(features) and (tuning or {}).get("variant") != "reference"
                 and graph.tensors[op.inputs[INPUT]].dtype == "int8" and state.dtype == "int16"
                 and int(state.quant.zero_point[0]) == 0 and not self._wide(op, graph)):
             n_input = self._dims(op, graph)[1]

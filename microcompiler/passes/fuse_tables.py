@@ -13,8 +13,11 @@ Fused, repeatedly until nothing changes:
 * ``g(f(x))`` for two operators with int8 tables: table[x] = g's table at f's table entry.
 
 Only where ``f(x)`` feeds nothing else and is not a model output, so the intermediate tensor
-disappears. Squeeze-and-excite's ``x * LOGISTIC(s)`` (s one value per channel, broadcast) is a
-function of two tensors and stays a MUL; its LOGISTIC is a table lookup of its own.
+disappears.
+
+* ``MUL(x, f(s))`` with ``s`` one value per channel broadcast over x's pixels (squeeze-and-excite's
+  gate, ``x * sigmoid(s)``): MC_SCALE_CHANNELS_INT8 (ops/table_lookup.py) looks f up once per
+  channel and multiplies with the MUL's own int8 arithmetic, without the broadcast loop.
 
 Runs after ``remove_reshapes`` (which may join a chain split by a RESHAPE) and before
 ``remove_dead_code`` and ``plan_memory``.
@@ -30,7 +33,7 @@ from microcompiler.ops import kernel_for, load_kernels
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer
 from microcompiler.ops.quant import activation_range, mul_multiplier
-from microcompiler.ops.table_lookup import TABLE_INT8
+from microcompiler.ops.table_lookup import SCALE_CHANNELS_INT8, TABLE_INT8
 
 _ALL_INT8 = np.arange(-128, 128)
 
@@ -101,6 +104,8 @@ def _fuse_one(g: Graph) -> bool:
                 if table is not None:
                     _replace(g, op, f, x, table, f"x * {_expression(f)}")
                     return True
+            if _fuse_gate(g, op, producer_of, readers):
+                return True
             continue
         if not op.inputs or g.tensors[op.inputs[0]].is_constant:
             continue
@@ -111,6 +116,38 @@ def _fuse_one(g: Graph) -> bool:
         if g_table is not None and f_table is not None:
             _replace(g, op, f, f.inputs[0], g_table[f_table.view(np.uint8)], _compose(_expression(op), _expression(f)))
             return True
+    return False
+
+
+def _fuse_gate(g: Graph, mul: Operator, producer_of: dict[int, Operator], readers: dict[int, int]) -> bool:
+    """MUL(x, f(s)) with s one value per channel (squeeze-and-excite) -> MC_SCALE_CHANNELS_INT8."""
+    y = g.tensors[mul.outputs[0]]
+    for x_position in (0, 1):
+        x, gate = mul.inputs[x_position], mul.inputs[1 - x_position]
+        xt, gt = g.tensors[x], g.tensors[gate]
+        if not (xt.dtype == gt.dtype == y.dtype == "int8") or tuple(xt.shape) != tuple(y.shape) or not xt.shape:
+            continue
+        channels = int(xt.shape[-1])
+        if gt.size != channels or len(gt.shape) > len(xt.shape) or (gt.shape and int(gt.shape[-1]) != channels):
+            continue
+        if any(t.quant is None or t.quant.per_channel for t in (xt, gt, y)) or xt.is_constant:
+            continue
+        f = producer_of.get(gate)
+        if f is None or not _intermediate(g, gate, readers):
+            continue
+        f_table = _table(f, g)
+        if f_table is None:
+            continue
+        a, b = (g.tensors[i] for i in mul.inputs)
+        multiplier, shift = mul_multiplier(a, b, y)
+        lo, hi = activation_range(mul.options.get("activation", "NONE"), y)
+        gate_values = f_table.astype(np.int16) - np.int16(gt.quant.zero_point[0])
+        g.tensors.append(Tensor(f"{y.name};gate", (256,), "int16", None, gate_values))
+        fused = Operator(SCALE_CHANNELS_INT8, [x, f.inputs[0], len(g.tensors) - 1], list(mul.outputs),
+                         {"gate": _expression(f).replace("(x)", ""), "multiplier": multiplier, "shift": shift,
+                          "act_min": lo, "act_max": hi}, mul.index)
+        g.operators = [fused if o is mul else o for o in g.operators if o is not f]
+        return True
     return False
 
 

@@ -24,7 +24,7 @@ channel at a time in scratch) go in place only where that lowers the arena by mo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from microcompiler.ir import Graph, Tensor, called_subgraphs, np_dtype
 
@@ -250,7 +250,7 @@ def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:
         if nbytes:
             g.tensors.append(Tensor(f"{op.kind.lower()}_{op.index}/subgraph_arena", (-(-nbytes // 8),), "int64"))
             op.outputs.append(len(g.tensors) - 1)
-            op.options["subgraph_arena"] = nbytes
+            op.notes = replace(op.notes, subgraph_arena=nbytes)
     return g
 
 

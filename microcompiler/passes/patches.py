@@ -33,9 +33,9 @@ cost are in ``Graph.patches`` (metadata.json "patches").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from microcompiler.ir import Graph, Operator, Tensor
+from microcompiler.ir import Graph, Operator, OperatorNotes, PatchNote, Tensor
 from microcompiler.ops.geometry import padding_before
 from microcompiler.ops.patch_copy import PATCH_COPY
 
@@ -174,8 +174,8 @@ class _Builder:
                                      t.dtype, t.quant))
         return len(self.g.tensors) - 1
 
-    def op(self, kind: str, inputs: list[int], output: int, options: dict) -> None:
-        self.ops.append(Operator(kind, inputs, [output], options, self.next_index))
+    def op(self, kind: str, inputs: list[int], output: int, options: dict, notes: OperatorNotes) -> None:
+        self.ops.append(Operator(kind, inputs, [output], options, self.next_index, notes=notes))
         self.next_index += 1
 
     def copy(self, src: int, src_window: Window, dst: int, dst_window: Window, part: Window, suffix: str) -> None:
@@ -184,7 +184,7 @@ class _Builder:
         self.op(PATCH_COPY, [src], dst, {
             "rows": part.r1 - part.r0, "cols": part.c1 - part.c0,
             "src_origin": (part.r0 - src_window.r0, part.c0 - src_window.c0),
-            "dst_origin": (part.r0 - dst_window.r0, part.c0 - dst_window.c0), "layer_suffix": suffix})
+            "dst_origin": (part.r0 - dst_window.r0, part.c0 - dst_window.c0)}, OperatorNotes(layer_suffix=suffix))
 
 
 def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True) -> Graph:
@@ -217,13 +217,13 @@ def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True
                     tensor = cut
                 inputs[pos] = tensor
             out = b.tensor(op.outputs[0], out_window)
-            options = {**op.options, "layer_suffix": f"patch{p}",
-                       "patch": {"of": op.index, "index": p, "window": [out_window.r0, out_window.r1,
-                                                                        out_window.c0, out_window.c1]}}
+            options = dict(op.options)
+            notes = replace(op.notes, layer_suffix=f"patch{p}", patch=PatchNote(
+                op.index, p, (out_window.r0, out_window.r1, out_window.c0, out_window.c1)))
             if op.kind in WINDOWED:
                 _, s_h, _, p_h, _, s_w, _, p_w = _conv_padding(op, g)
                 options["patch_padding"] = (max(0, p_h - out_window.r0 * s_h), max(0, p_w - out_window.c0 * s_w))
-            b.op(op.kind, inputs, out, options)
+            b.op(op.kind, inputs, out, options, notes)
             held[op.outputs[0]] = (out, out_window)
         tensor, window = held[final]
         b.copy(tensor, window, final, _full(g.tensors[final]), window, f"patch{p}_out")

@@ -6,12 +6,13 @@ budget (``--ram-limit BYTES``, or by default what the board's RAM leaves after t
 and the model's inputs and outputs):
 
 * **layer by layer**: no patches, no depthwise layer in place (the fastest kernels everywhere);
-* **in-place depthwise**: ``plan_memory``'s choice of depthwise layers written over their input (one
-  channel at a time through the ``planes`` kernel, also where ``channels4`` or the Helium kernel would
-  run otherwise: that is what it costs in time);
+* **in-place depthwise and pointwise**: ``plan_memory``'s choice of depthwise layers written over
+  their input (one channel at a time through the ``planes`` kernel, also where ``channels4`` or the
+  Helium kernel would run otherwise: that is what it costs in time), and the 1x1 convolutions that
+  can write over their input on the target's kernel (``share_pointwise_in_place``, no time cost);
 * **patches**: every leading stage the patch pass can run (``patches.stage_lengths``, also past the
   downsampling blocks) under every grid up to ``MAX_GRID`` x ``MAX_GRID``, each with and without the
-  in-place depthwise layers (inside the patches and after the stage, where the peak moves).
+  in-place layers (inside the patches and after the stage, where the peak moves).
 
 A plan's RAM is its arena plus the kernels' shared scratch (the largest any kernel plan asks for on
 the target's CPU); its time is the cost model's estimated instructions (``ops/cost_model.py``,
@@ -37,6 +38,7 @@ from microcompiler.passes.patches import (apply_patches, extra_macs, live_peak, 
                                          stage_lengths)
 
 MAX_GRID = 4  # patch grids up to MAX_GRID x MAX_GRID
+IN_PLACE = "in-place depthwise and pointwise"
 MAX_EXTRA_MACS = 1.0  # patch stages that recompute at most the model's own MACs once more
 # kernels whose ``plan(op, graph, features)`` gives the variant and scratch they emit for a target
 _PLANNED_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
@@ -91,29 +93,64 @@ def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
     return scratch, int(round(instructions))
 
 
-def _planned(name: str, g: Graph, features, in_place: bool, extra: int, settings: dict) -> Plan:
-    saved, g.ram_plan = g.ram_plan, {"in_place_depthwise": in_place}
-    try:
-        planned = plan_memory(g)  # a copy: ``g`` may share its operators with the input graph
-    finally:
-        g.ram_plan = saved
+def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
+    """Let a 1x1 stride-1 int8 CONV_2D with no more output than input channels write its output over
+    its input where that input dies there, when it runs the im2col kernel on this target: the kernel
+    gathers 4 input pixels into its column buffer before it writes their 4 output pixels, which lie
+    at or before the gathered input bytes (output pixel n ends at (n + 1) * out_c <= (n + 1) * in_c).
+    Not for the reference loops, which read a pixel's channels while writing them."""
+    from microcompiler.passes.memory_plan import _last_reads
+    owned = {g.storage(t) for t in g.inputs + g.outputs}
+    last = _last_reads(g)
+    for step, op in enumerate(g.operators):
+        if op.kind != "CONV_2D" or len(op.outputs) != 1 or len(op.inputs) < 2 or op.outputs[0] in g.aliases:
+            continue
+        x, w, y = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]], g.tensors[op.outputs[0]]
+        root = g.storage(op.inputs[0])
+        t = g.tensors[root]
+        if (x.dtype, y.dtype) != ("int8", "int8") or len(x.shape) != 4 or x.shape[0] != 1 \
+                or tuple(w.shape[1:3]) != (1, 1) or (op.options.get("stride_h"), op.options.get("stride_w")) != (1, 1) \
+                or tuple(y.shape[1:3]) != tuple(x.shape[1:3]) or y.shape[3] > x.shape[3]:
+            continue
+        if (root in owned or g.storage(op.outputs[0]) in owned or t.is_constant or t.persistent
+                or last.get(root) != step or t.nbytes < y.nbytes):
+            continue
+        if _kernel_plan(op, g, features).get("variant") != "im2col":
+            continue
+        g.aliases[op.outputs[0]] = root
+        last[root] = max(last.get(root, step), last.pop(op.outputs[0], step))
+
+
+def _planned(name: str, g: Graph, features, in_place: bool, extra: int, settings: dict,
+             pointwise: bool = False) -> Plan:
+    """``g`` planned: depthwise layers in place where that pays (``in_place``), pointwise ones where
+    they can (``pointwise``, ``share_pointwise_in_place``)."""
+    h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases), subgraphs=g.subgraphs,
+              patches=g.patches, ram_plan={"in_place_depthwise": in_place})
+    if pointwise:
+        share_pointwise_in_place(h, features)
+    planned = plan_memory(h)  # a copy: ``g`` may share its operators with the input graph
     scratch, instructions = estimate(planned, features)
     step, _ = peak_step(arena_buffers(planned), len(planned.operators))
     return Plan(name, planned, planned.arena_bytes, scratch, instructions, extra,
-                planned.operators[step] if step >= 0 else None, {**settings, "in_place_depthwise": in_place})
+                planned.operators[step] if step >= 0 else None,
+                {**settings, "in_place_depthwise": in_place, "in_place_pointwise": pointwise})
 
 
-def _optimistic_peak(g: Graph) -> int:
-    """The live-set lower bound with every depthwise layer that can run in place in place."""
+def _optimistic_peak(g: Graph, features: frozenset[str], pointwise: bool) -> int:
+    """The live-set lower bound with every depthwise (and pointwise) layer that can run in place in place."""
     from microcompiler.passes.memory_plan import _in_place_inputs
     h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases))
+    if pointwise:
+        share_pointwise_in_place(h, features)
     share_in_place(h)
     for _, out, root, _ in list(_in_place_inputs(h, with_scratch=True)):
         h.aliases[out] = root
     return lower_bound(arena_buffers(h), len(g.operators))
 
 
-def _patch_candidates(g: Graph, max_grid: int, total: int) -> list[tuple[int, tuple[int, int], int]]:
+def _patch_candidates(g: Graph, max_grid: int, total: int, features: frozenset[str],
+                      pointwise: bool) -> list[tuple[int, tuple[int, int], int]]:
     """(stage length, grid, extra MACs) of the stages and grids no other beats on both the optimistic
     peak and the recomputed MACs (at most ``MAX_EXTRA_MACS`` of the model's ``total``)."""
     screened = []
@@ -128,9 +165,9 @@ def _patch_candidates(g: Graph, max_grid: int, total: int) -> list[tuple[int, tu
                 extra = extra_macs(g, k, patch_windows(g, k, (rows, cols)))
                 if extra > MAX_EXTRA_MACS * total:
                     continue
-                peak = _optimistic_peak(apply_patches(g, k, (rows, cols), copy=False))
+                peak = _optimistic_peak(apply_patches(g, k, (rows, cols), copy=False), features, pointwise)
                 screened.append((peak, extra, k, (rows, cols)))
-    base = _optimistic_peak(g)
+    base = _optimistic_peak(g, features, pointwise)
     front, best_extra = [], None
     for peak, extra, k, grid in sorted(screened):
         if peak < base and (best_extra is None or extra < best_extra):
@@ -143,8 +180,9 @@ def _describe(g: Graph, k: int, grid: tuple[int, int], layer_name) -> str:
     return f"patches {grid[0]}x{grid[1]}, {k} layers to {layer_name(g, g.operators[k - 1])}"
 
 
-def _any_in_place_depthwise(g: Graph) -> bool:
-    return any(op.kind == "DEPTHWISE_CONV_2D" and g.storage(op.outputs[0]) == g.storage(op.inputs[0])
+def _any_in_place(g: Graph) -> bool:
+    """A depthwise or pointwise layer writes over its input."""
+    return any(op.kind in ("DEPTHWISE_CONV_2D", "CONV_2D") and g.storage(op.outputs[0]) == g.storage(op.inputs[0])
                for op in g.operators)
 
 
@@ -163,34 +201,37 @@ def default_plan(graph: Graph, features: frozenset[str] = frozenset()) -> Plan:
 
 
 def candidate_plans(graph: Graph, features: frozenset[str] = frozenset(), max_grid: int = MAX_GRID,
-                    layer_name: Callable[[Graph, Operator], str] = _tensor_layer) -> list[Plan]:
-    """Every plan worth trying (module doc), planned, after the pipeline's default plan."""
+                    layer_name: Callable[[Graph, Operator], str] = _tensor_layer,
+                    reference: bool = False) -> list[Plan]:
+    """Every plan worth trying (module doc), planned, after the pipeline's default plan;
+    ``reference``: the reference kernels will be emitted (no pointwise layer in place)."""
+    pointwise = not reference
     plans = [default_plan(graph, features),
              _planned("layer by layer", graph, features, False, 0, {"stage": 0, "grid": [1, 1]})]
-    _add(plans, _planned("in-place depthwise", graph, features, True, 0, {"stage": 0, "grid": [1, 1]}))
+    _add(plans, _planned(IN_PLACE, graph, features, True, 0, {"stage": 0, "grid": [1, 1]}, pointwise))
     if graph.subgraphs or any(t.persistent for t in graph.tensors):
         return plans  # what the patch pass leaves alone
     before = live_peak(graph)
     total = sum(_macs(op, graph) for op in graph.operators)
-    for k, grid, extra in _patch_candidates(graph, max_grid, total):
+    for k, grid, extra in _patch_candidates(graph, max_grid, total, features, pointwise):
         name = _describe(graph, k, grid, layer_name)
         g = apply_patches(graph, k, grid, copy=False)  # plan_memory copies it
         g.patches = {"stage": k, "grid": list(grid), "peak_before": before, "peak_after": live_peak(g),
                      "extra_macs": extra, "total_macs": total, "count": grid[0] * grid[1],
                      "stage_operators": [op.index for op in graph.operators[:k]]}
         for in_place in (False, True):
-            _add(plans, _planned(name + (", in-place depthwise" if in_place else ""), g, features, in_place, extra,
-                                 {"stage": k, "grid": list(grid)}))
+            _add(plans, _planned(name + (", " + IN_PLACE if in_place else ""), g, features, in_place, extra,
+                                 {"stage": k, "grid": list(grid)}, pointwise and in_place))
     return plans
 
 
 def _add(plans: list[Plan], plan: Plan) -> None:
-    """Append a plan unless it is one already listed (the default's choice, or in-place depthwise
+    """Append a plan unless it is one already listed (the default's choice, or in-place layers
     where no layer goes in place)."""
-    if plan.settings["in_place_depthwise"] and not _any_in_place_depthwise(plan.graph):
+    if plan.settings["in_place_depthwise"] and not _any_in_place(plan.graph):
         return
     same = {"stage", "grid"}
-    if any(p.settings["in_place_depthwise"] == plan.settings["in_place_depthwise"] or not _any_in_place_depthwise(
+    if any(p.settings["in_place_depthwise"] == plan.settings["in_place_depthwise"] or not _any_in_place(
             p.graph) for p in plans if {k: p.settings[k] for k in same} == {k: plan.settings[k] for k in same}
             and p.ram_bytes == plan.ram_bytes):
         return
@@ -206,13 +247,13 @@ def choose_plan(plans: list[Plan], limit: int | None) -> Plan | None:
 
 def plan_for_budget(graph: Graph, limit: int | None, features: frozenset[str] = frozenset(),
                     keep_default: bool = False, limit_source: str = "--ram-limit",
-                    layer_name: Callable[[Graph, Operator], str] = _tensor_layer) -> Graph:
+                    layer_name: Callable[[Graph, Operator], str] = _tensor_layer, reference: bool = False) -> Graph:
     """The pass: the chosen plan's graph (planned: offsets and arena), with ``Graph.ram_plan`` listing
     the plans tried; ``NoPlanFits`` when none fits ``limit``. ``keep_default``: the default plan
     whenever it fits (then it is the only one tried)."""
     plans = [default_plan(graph, features)] if keep_default else []
     if not plans or (limit is not None and plans[0].ram_bytes > limit):
-        plans = candidate_plans(graph, features, layer_name=layer_name)
+        plans = candidate_plans(graph, features, layer_name=layer_name, reference=reference)
     chosen = plans[0] if keep_default and (limit is None or plans[0].ram_bytes <= limit) else choose_plan(plans, limit)
     if chosen is None:
         assert limit is not None  # without a limit every plan fits

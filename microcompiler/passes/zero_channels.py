@@ -9,7 +9,7 @@ The pass rewrites such an operator into two:
 
 1. the operator itself on the non-zero channels only (weights, bias and per-channel scales sliced),
    writing a narrower tensor ``<output>;nonzero_channels`` that shares the output's memory
-   (an alias, so it costs no RAM), with the option ``dropped_channels`` (counted in metadata.json);
+   (an alias, so it costs no RAM), with the note ``dropped_channels`` (counted in metadata.json);
 2. ``MC_CONSTANT_CHANNELS`` (ops/constant_channels.py), which spreads the computed channels to their
    places in the full output, last pixel first (in place), and writes the constants between them.
 
@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from microcompiler.ir import Graph, Operator, Quantization, Tensor
+from microcompiler.ir import Graph, Operator, OperatorNotes, Quantization, Tensor
 from microcompiler.ops.constant_channels import CONSTANT_CHANNELS
 from microcompiler.ops.fixedpoint import requantize
 from microcompiler.ops.quant import activation_range, conv_multipliers, fully_connected_multipliers
@@ -126,12 +126,13 @@ def drop_zero_channels(graph: Graph) -> Graph:
         sources = add(Tensor(f"{y.name};source_channel", source.shape, index_type, None, source))
         constants = add(Tensor(f"{y.name};constant_value", source.shape, "int8", None,
                                np.where(keep, 0, channel_constants(op, g)).astype(np.int8)))
-        options = {**op.options, "dropped_channels": int(zero.sum())}
+        options = dict(op.options)
         if op.kind == "DEPTHWISE_CONV_2D":  # the input channel each remaining output channel reads
             options["input_channels"] = (np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)).tolist()
-        operators.append(replace(op, inputs=inputs, outputs=[narrow], options=options))
-        operators.append(Operator(CONSTANT_CHANNELS, [narrow, sources, constants], [out],
-                                  {"layer_suffix": "constant_channels"}, next_index))
+        operators.append(replace(op, inputs=inputs, outputs=[narrow], options=options,
+                                 notes=replace(op.notes, dropped_channels=int(zero.sum()))))
+        operators.append(Operator(CONSTANT_CHANNELS, [narrow, sources, constants], [out], {}, next_index,
+                                  notes=OperatorNotes(layer_suffix="constant_channels")))
         next_index += 1
     g.operators = operators
     return g

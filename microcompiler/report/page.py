@@ -45,12 +45,33 @@ def _layer_table(analysis: dict, bench: dict | None) -> str:
     return "".join(rows) + "</table>"
 
 
-def _time_chart(analysis: dict | None, bench: dict | None) -> str:
+def _time_chart(analysis: dict | None, bench: dict | None, validation: dict | None = None) -> str:
     if bench and bench.get("operators"):
         rows = [(f"{op.get('index', '')} {op.get('kind', op['function'])}", op["ticks"]) for op in bench["operators"]]
         return bar_chart(rows, "ticks", "Time per layer (measured on the device)")
+    run = (validation or {}).get("operator_times")
+    if run and run.get("operators"):  # validate just ran the model host-driven: its own times
+        rows = [(f"{op['index']} {op['layer']}", op["ticks"]) for op in run["operators"]]
+        return bar_chart(rows, "ticks", f"Time per layer (measured host-driven on {run['board']}, "
+                                        f"median of {run['runs']} runs, timer at {run['timer_hz']:,} Hz)")
     rows = [(f"{layer['index']} {layer['name']}", layer["estimated_instructions"]) for layer in analysis["layers"]]
     return bar_chart(rows, "instr.", "Time per layer (estimated instructions)")
+
+
+def _built_sizes(analysis: dict | None, bench: dict) -> str:
+    """The built firmware's flash and RAM (from its ELF) beside analyze's estimates."""
+    t = (analysis or {}).get("totals", {})
+    rows = [("flash", t.get("flash_bytes"), bench.get("flash_bytes")),
+            ("RAM", t.get("ram_bytes"), bench.get("ram_bytes")),
+            ("model code", t.get("code_bytes_estimate"), bench.get("model_code_bytes")),
+            ("model weights", t.get("weights_bytes"), bench.get("model_weights_bytes"))]
+    rows = [r for r in rows if r[2] is not None]
+    if not rows:
+        return ""
+    body = "".join(f"<tr class='size'>{_cell(what, True)}{_cell('-' if est is None else est)}{_cell(built)}</tr>"
+                   for what, est, built in rows)
+    return ("<table id='sizes'><tr><th class='l'>bytes</th><th>estimated (analyze)</th><th>built (firmware ELF)</th>"
+            f"</tr>{body}</table>")
 
 
 def _memory_section(analysis: dict) -> str:
@@ -158,7 +179,7 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
                     + "</p>")
         body.append("<h2>Layers</h2>" + _layer_table(analysis, bench))
     if analysis or bench:
-        body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench))
+        body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench, validation))
     if bench:
         inference = bench["inference"]
         versus = (f"; analyze estimated {inference['estimated_instructions']:,} instructions "
@@ -170,6 +191,8 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
                     + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>")
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
+    if bench:
+        body.append(_built_sizes(analysis, bench))
     # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
     # script element; JSON.parse reads them back unchanged
     made = provenance()

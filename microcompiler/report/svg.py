@@ -51,30 +51,72 @@ def stacked_bar(segments: list[tuple[str, int]], limit: int, title: str) -> str:
     return "".join(parts)
 
 
+def _short(name: str, width_px: float, font_px: float = 10) -> str | None:
+    """``name`` cut to what fits in ``width_px`` (about 0.6 em a character), or None when not even 3 do."""
+    chars = int(width_px / (0.6 * font_px))
+    if chars < 3:
+        return None
+    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
+
+
+def live_bytes(plan: dict) -> list[int]:
+    """The bytes of arena buffers live at each operator step (the plan's own list when it has one)."""
+    if "live_bytes_per_step" in plan:
+        return list(plan["live_bytes_per_step"])
+    return [sum(b["bytes"] for b in plan["buffers"] if b["first_step"] <= s <= b["last_step"])
+            for s in range(plan["steps"])]
+
+
 def memory_plan_chart(plan: dict, title: str) -> str:
-    """Tensors as rectangles: x = operator steps they are live in, y = their arena addresses."""
-    width, height, left, bottom = 760, 320, 70, 40
+    """Tensors as rectangles (x = operator steps they are live in, y = their arena addresses), each
+    labelled with its layer's short name where it fits; the bytes live at each step drawn over them as
+    a curve, and the layer-by-layer lower bound (the largest live set) as a dashed line."""
+    width, height, left, bottom, right = 760, 320, 70, 40, 10
     steps = max(plan["steps"], 1)
-    arena = max(plan["arena_bytes"], 1)
-    sx = (width - left - 10) / steps
-    sy = (height - bottom - 10) / arena
+    live = live_bytes(plan)
+    bound = plan.get("lower_bound_bytes", max(live, default=0))
+    top = max([plan["arena_bytes"], bound, *live, 1])
+    sx = (width - left - right) / steps
+    sy = (height - bottom - 10) / top
+    base = height - bottom
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
              f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
-             f'<rect x="{left}" y="10" width="{width - left - 10}" height="{height - bottom - 10}" fill="#f7f7f7" '
+             f'<rect x="{left}" y="10" width="{width - left - right}" height="{height - bottom - 10}" fill="#f7f7f7" '
              'stroke="#999"/>']
+    labels = []
     for k, b in enumerate(plan["buffers"]):
         if b["offset"] is None:
             continue
         x = left + b["first_step"] * sx
         w = (b["last_step"] - b["first_step"] + 1) * sx
-        y = height - bottom - (b["offset"] + b["bytes"]) * sy
+        y = base - (b["offset"] + b["bytes"]) * sy
         h = max(b["bytes"] * sy, 1)
-        parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" '
+        parts.append(f'<rect class="buffer" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" '
                      f'fill="{PALETTE[k % len(PALETTE)]}" fill-opacity="0.8" stroke="#333" stroke-width="0.5">'
                      f'<title>{escape(b["layer"])} output: {_fmt(b["bytes"])} B at {_fmt(b["offset"])}, '
                      f'steps {b["first_step"]}..{b["last_step"]}</title></rect>')
-    parts.append(f'<text x="{left}" y="{height - 12}" font-size="11">operator step 0 .. {steps - 1} &#8594;</text>')
-    parts.append(f'<text x="4" y="20" font-size="11">{_fmt(arena)} B</text>')
+        text = _short(b["layer"], w - 4)
+        if text is not None and h >= 11:
+            labels.append(f'<text class="buffer-label" x="{x + 2:.1f}" y="{y + min(h, 20) / 2 + 4:.1f}" '
+                          f'font-size="10" clip-path="none">{escape(text)}</text>')
+    parts.extend(labels)  # over every rectangle, not under the next one
+    if live:
+        points = []
+        for s, v in enumerate(live):  # a step function: flat over each operator step
+            y = base - v * sy
+            points += [f"{left + s * sx:.1f},{y:.1f}", f"{left + (s + 1) * sx:.1f},{y:.1f}"]
+        parts.append(f'<polyline id="live-bytes" points="{" ".join(points)}" fill="none" stroke="#c62828" '
+                     f'stroke-width="2"><title>live bytes per step: {", ".join(_fmt(v) for v in live)}</title>'
+                     '</polyline>')
+    by = base - bound * sy
+    parts.append(f'<line id="lower-bound" x1="{left}" y1="{by:.1f}" x2="{width - right}" y2="{by:.1f}" '
+                 f'stroke="#000" stroke-dasharray="6,4"><title>layer-by-layer lower bound {_fmt(bound)} B'
+                 '</title></line>')
+    parts.append(f'<text x="{width - right - 4}" y="{max(by - 3, 20):.1f}" text-anchor="end" font-size="11">'
+                 f'lower bound {_fmt(bound)} B</text>')
+    parts.append(f'<text x="{left}" y="{height - 12}" font-size="11">operator step 0 .. {steps - 1} &#8594;'
+                 '; red: bytes live at each step</text>')
+    parts.append(f'<text x="4" y="20" font-size="11">{_fmt(top)} B</text>')
     parts.append(f'<text x="4" y="{height - bottom}" font-size="11">0</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -38,6 +38,7 @@ from microcompiler import resources
 from microcompiler.boards import Board, load_board_file, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
+from microcompiler.codegen.model_info import ModelInfo, ModelInfoError
 from microcompiler.compiler import compile_model
 from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.host import HostProgram
@@ -150,8 +151,10 @@ def _read_metadata(library_dir: Path) -> dict:
         metadata = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise MicrocompilerError(f"{path} is missing or damaged ({why(exc)}); {_RECREATE}") from None
-    if not isinstance(metadata, dict) or not all(k in metadata for k in ("name", "inputs", "outputs")):
-        raise MicrocompilerError(f"{path} is damaged (not a model library's metadata); {_RECREATE}")
+    try:
+        ModelInfo.from_json(metadata, str(path))  # the fields every reader relies on, and the format version
+    except ModelInfoError as exc:
+        raise MicrocompilerError(f"{str(exc).rpartition(';')[0]}; {_RECREATE}") from None
     return metadata
 
 

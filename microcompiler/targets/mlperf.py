@@ -23,7 +23,7 @@ from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
 from microcompiler.mlperf import Benchmark, get_benchmark, template_values
-from microcompiler.targets.base import STANDALONE, Log, Project, Target, quiet, register
+from microcompiler.targets.base import STANDALONE, Log, Project, RunResult, Target, quiet, read_project_info, register
 from microcompiler.targets.baremetal import BareMetal
 from microcompiler.targets.zephyr import Zephyr
 
@@ -61,6 +61,14 @@ class MlperfFirmware(Target):
 
     def console_use(self, mode: str) -> str:
         return "MLPerf Tiny DUT protocol (crt/src/mlperf_dut.c)"
+
+    def flash(self, project: Project, *, timeout: float = 300.0, log: Log = print,
+              port: str | None = None) -> RunResult:
+        """DUT firmware waits for the benchmark runner's commands and prints no report of its own."""
+        raise MicrocompilerError(f"{project.dir} is MLPerf Tiny DUT firmware: it waits for the benchmark runner's "
+                                 "commands and reports nothing by itself; run the benchmark with 'microcompiler "
+                                 f"mlperf MODEL --board {project.board.name} --benchmark "
+                                 f"{read_project_info(project.dir).get('benchmark', 'NAME')}' (docs/mlperf.md)")
 
     def reports_stack(self, mode: str) -> bool:
         return False

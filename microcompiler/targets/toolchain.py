@@ -156,7 +156,7 @@ def model_flash(elf: str | Path, model: str) -> dict[str, int] | None:
 def measured_build(board: Board, elf: Path, log: Log) -> BuildResult:
     flash_bytes, ram_bytes = firmware_size(elf)
     log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
-        f"(board: {board.flash.size:,} B / {board.ram.size:,} B)")
+        f"(the board has flash {board.flash.size:,} B, RAM {board.ram.size:,} B)")
     return BuildResult(elf, flash_bytes, ram_bytes)
 
 

@@ -8,6 +8,7 @@ import os
 import pickle
 import struct
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ def main() -> int:
                 try:
                     from tflite_micro.python.tflite_micro import runtime
                 except ImportError:
-                    reply = ("missing", None)
+                    reply: tuple[str, Any] = ("missing", None)
                 else:
                     _, model_bytes, arena, preserve = request
                     config = (runtime.InterpreterConfig.kPreserveAllTensors if preserve

@@ -17,6 +17,7 @@ import numpy as np
 from microcompiler.boards import Board
 from microcompiler.errors import MicrocompilerError
 from microcompiler.progress import Progress
+from microcompiler.timing import measured
 from microcompiler.targets import HOST_DRIVEN, STANDALONE, target_for
 from microcompiler.targets.base import start_on_board
 from microcompiler.validation.layers import first_divergence
@@ -141,6 +142,7 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
             expected.append(reference.run(s.inputs))
             bar.step(s.source)
     device: dict[str, list[list[np.ndarray]]] = {}
+    operator_times = None
     comparisons: list[dict] = []
     divergence = None
     with tempfile.TemporaryDirectory(prefix="microcompiler-validate-") as tmp:
@@ -156,12 +158,14 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                                            timeout=options.rpc_timeout, call_timeout=options.timeout)
             with session, session.executor() as ex:
                 if HOST_DRIVEN in modes:
-                    outs = []
+                    outs, ticks = [], []
                     with Progress(len(samples), "host-driven") as bar:
                         for s in samples:
                             outs.append(ex(*s.inputs))
+                            ticks.append(list(ex.last_ticks))
                             bar.step(s.source)
                     device[HOST_DRIVEN] = outs
+                    operator_times = _operator_times(meta, board, ticks, session.device.timer_hz)
                     comparisons.append({"mode": HOST_DRIVEN, "against": "tflm",
                                         "outputs": _compare(meta, outs, expected)})
                     if mismatch is None:
@@ -194,7 +198,23 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
               "modes": list(device), "passed": passed, "bit_exact": bit_exact, "max_ulp_error": max_ulp,
               "comparisons": comparisons, "divergence": divergence}
+    if operator_times is not None:
+        report["operator_times"] = operator_times
     return report
+
+
+def _operator_times(meta: dict, board: Board, ticks: list[list[int]], timer_hz: int) -> dict | None:
+    """The device time of each operator in the host-driven runs: the median over the samples."""
+    if not ticks or not ticks[0]:
+        return None
+    ops = meta.get("operators", [])
+    rows = []
+    for k, column in enumerate(zip(*ticks)):
+        median = int(np.median(column))
+        op = ops[k] if k < len(ops) else {}
+        rows.append({"index": op.get("index", k), "layer": op.get("layer_name", op.get("layer", "")),
+                     "kind": op.get("kind", ""), "ticks": median, "time": measured(median, timer_hz, board)})
+    return {"board": board.name, "runs": len(ticks), "timer_hz": timer_hz, "operators": rows}
 
 
 def _first_mismatch(meta: dict, outputs: list[list[np.ndarray]] | None,

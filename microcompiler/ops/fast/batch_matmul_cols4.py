@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.quant import INT_RANGES
+from microcompiler.ops.features import has_dsp
 
 MAX_PACKED_BYTES = 16 * 1024  # the largest right-hand side the kernel packs into the scratch
 
@@ -39,7 +40,7 @@ def plan(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> d
     packed, start, row = scratch_layout(m, k, n, adj_x, constant_rhs)
     if packed > MAX_PACKED_BYTES:
         return None
-    return {"variant": "cols4", "isa": "dsp" if fast.has_dsp(features) else "c", "columns": 4,
+    return {"variant": "cols4", "isa": "dsp" if has_dsp(features) else "c", "columns": 4,
             "rhs": "flash" if constant_rhs else "scratch", "scratch_bytes": packed + start + row}
 
 

@@ -19,22 +19,18 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.conv_common import float_values
+from microcompiler.ops.features import FPU, has_mve
 
 BLOCK_CHANNELS = 4  # output channels per block (the interleave of the repacked weights)
 BLOCK_PIXELS = 4  # output pixels per block
 
 
-FLOAT_ISAS = ("fpu", "mve-f")  # the "isa" of the float kernels' plans (the model includes kernel_float.h)
-
-
-def has_fpu(features) -> bool:
-    return "fpu" in features
 
 
 def float_isa(features) -> str:
     """"mve-f" on Helium cores (kernel_float.h runs the 4-channel blocks as vectors: VMUL.F32 + VADD.F32),
     else "fpu" (scalar VMLA.F32)."""
-    return "mve-f" if "mve" in features else "fpu"
+    return "mve-f" if has_mve(features) else FPU
 
 
 def plan(g, features) -> dict:

@@ -13,12 +13,13 @@ import numpy as np
 
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.quant import activation_range
+from microcompiler.ops.features import has_dsp
 
 
 def plan(g, groups: int, features) -> dict:
     k = g.k_h * g.k_w * (g.in_c // groups)
     steps = -(-k // 4)
-    return {"variant": "pixel", "isa": "dsp" if fast.has_dsp(features) else "c", "groups": groups,
+    return {"variant": "pixel", "isa": "dsp" if has_dsp(features) else "c", "groups": groups,
             "weights": "s16", "scratch_bytes": 8 * steps + 4 * steps}
 
 

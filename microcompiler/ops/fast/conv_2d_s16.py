@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.fast import s16
 from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.features import has_dsp
 
 
 def plan(g, features) -> dict:
     words = _words(g)
-    return {"variant": "int16-pixel", "isa": "dsp" if fast.has_dsp(features) else "c", "out_channels": 4,
+    return {"variant": "int16-pixel", "isa": "dsp" if has_dsp(features) else "c", "out_channels": 4,
             "scratch_bytes": 4 * words}
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.quant import activation_range
+from microcompiler.ops.features import has_dsp
 
 
 @dataclass
@@ -100,7 +101,7 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
     else:
         params, stride = rq.params(), 4
         layout = "{folded bias, multiplier, shift, 0}"
-    isa = "dsp" if fast.has_dsp(ctx.features) else "c"
+    isa = "dsp" if has_dsp(ctx.features) else "c"
     r_groups, order, shifts, packed = None, None, None, None
     w_rows = np.ascontiguousarray(w_taps.T)  # [channel][tap], in the order the channels run
     w_comment = f"weights [{g.out_c} channels][{g.k_h * g.k_w} taps (ky, kx)], int8"

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.fast import s16
 from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.features import has_dsp
 
 UNROLL_MAX_TAPS = 16  # taps written out one per line up to this kernel size; above, a loop over the
 # kernel rows with a row's taps written out (up to this width), else a loop over the taps
@@ -35,7 +35,7 @@ def plan(g, multiplier: int, w, features) -> dict | None:
     if int(np.abs(channel_rows(w).astype(np.int64)).sum(axis=1).max()) * s16.MAX_ABS_X > s16.INT32_MAX:
         return None
     pairs = "channels" if multiplier == 1 else ("multiplier" if multiplier % 2 == 0 else "none")
-    return {"variant": "int16-pairs", "isa": "dsp" if fast.has_dsp(features) else "c", "pairs": pairs,
+    return {"variant": "int16-pairs", "isa": "dsp" if has_dsp(features) else "c", "pairs": pairs,
             "scratch_bytes": 2 * g.k_h * g.k_w * g.in_c}
 
 

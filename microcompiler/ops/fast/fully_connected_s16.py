@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.fast import s16
 from microcompiler.ops.quant import activation_range
+from microcompiler.ops.features import has_dsp
 
 
 def applies(x, w, y) -> bool:
@@ -22,7 +22,7 @@ def applies(x, w, y) -> bool:
 
 
 def plan(features) -> dict:
-    return {"variant": "int16-rows4", "isa": "dsp" if fast.has_dsp(features) else "c", "rows": 4,
+    return {"variant": "int16-rows4", "isa": "dsp" if has_dsp(features) else "c", "rows": 4,
             "scratch_bytes": 0}
 
 

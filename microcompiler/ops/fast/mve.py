@@ -26,10 +26,6 @@ CHUNK = 16  # int8 lanes of a Q register: inputs per VMLADAVA.S8
 RECORD = 16  # int32 per block of 4 channels: bias[4], multiplier[4], left shift[4], -right shift[4]
 
 
-def has_mve(features) -> bool:
-    return "mve" in features
-
-
 def steps_of(k: int) -> int:
     return -(-k // CHUNK)
 

@@ -28,10 +28,6 @@ MAX_FAST_SHIFT = 22  # c = 2^(r-1) + zp * 2^r must stay well inside int32
 MAX_COL_BYTES = 8 * 1024
 
 
-def has_dsp(features) -> bool:
-    return "dsp" in features
-
-
 def wrap32(values) -> np.ndarray:
     v = np.asarray(values, dtype=np.int64)
     return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)

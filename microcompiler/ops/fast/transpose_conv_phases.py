@@ -23,6 +23,7 @@ import numpy as np
 
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.features import has_dsp
 
 
 def phase_taps(r: int, k: int, stride: int) -> list[int]:
@@ -33,7 +34,7 @@ def phase_taps(r: int, k: int, stride: int) -> list[int]:
 
 def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> dict:
     taps = -(-k_h // stride_h) * -(-k_w // stride_w) * in_c
-    return {"variant": "phases", "isa": "dsp" if fast.has_dsp(features) else "c", "rows": 4, "weights": "s16",
+    return {"variant": "phases", "isa": "dsp" if has_dsp(features) else "c", "rows": 4, "weights": "s16",
             "scratch_bytes": -(-taps // 4) * 4}
 
 
