@@ -76,5 +76,8 @@ def test_elementwise_kernels_run_in_place(tmp_path):
         inputs = every_int8_value(SHAPE) if dtype == "int8" else None
         lib = assert_matches_oracle(elementwise_chain_model(dtype), tmp_path / dtype, sanitize=True, inputs=inputs)
         graph = lib.graph
+        if dtype == "int8":  # the four table functions fuse into one lookup (fuse_tables): no intermediate left
+            assert [op.kind for op in graph.operators] == ["MC_TABLE_INT8", "PRELU"]
+            continue
         shared = [t for t in range(1, len(graph.operators)) if graph.storage(t) != t]
         assert shared, f"{dtype}: no intermediate tensor was computed in place"
