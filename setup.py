@@ -3,6 +3,7 @@
 Everything else is configured in pyproject.toml. In a source checkout the folders are found in
 place (microcompiler/resources.py), so an editable install needs no copy.
 """
+
 import shutil
 from pathlib import Path
 

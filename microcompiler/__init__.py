@@ -13,10 +13,12 @@ __all__ = ["__version__", "connect", "open_model"]
 def connect(*args, **kwargs):
     """Open an RPC session: ``microcompiler.connect(project_dir)``; see microcompiler.api.connect."""
     from microcompiler.api import connect as _connect
+
     return _connect(*args, **kwargs)
 
 
 def open_model(*args, **kwargs):
     """Compile, build and start host-driven firmware, and connect; see microcompiler.api.open_model."""
     from microcompiler.api import open_model as _open_model
+
     return _open_model(*args, **kwargs)

@@ -11,12 +11,13 @@ serial port together with the model plan; ``open_model`` compiles a model, build
 firmware for a board, starts it and connects. Both sit above the device floor (rpc, targets): the
 RPC client knows nothing of projects, the targets start firmware and hand back a session.
 """
+
 from __future__ import annotations
 
 import shutil
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from microcompiler.analysis import analyze_model
 from microcompiler.analysis.analyze import analyze_library
@@ -31,8 +32,8 @@ from microcompiler.inputs import random_inputs
 from microcompiler.rpc.client import Session
 from microcompiler.rpc.plan import ModelPlan
 from microcompiler.targets import HOST_DRIVEN, STANDALONE, open_project
-from microcompiler.targets.footprint import ram_for_models
 from microcompiler.targets.base import start_on_board
+from microcompiler.targets.footprint import ram_for_models
 from microcompiler.transport.base import Transport
 from microcompiler.transport.serial import SerialTransport
 from microcompiler.tuning.log import TuningLog
@@ -42,8 +43,16 @@ from microcompiler.validation.dataset import check_labels, load_dataset, load_la
 from microcompiler.validation.metrics import label_metrics
 
 
-def connect(target=None, *, port: str | None = None, board: str | None = None, plan=None, model: str | None = None,
-            timeout: float = 5.0, **session_options) -> Session:
+def connect(
+    target=None,
+    *,
+    port: str | None = None,
+    board: str | None = None,
+    plan=None,
+    model: str | None = None,
+    timeout: float = 5.0,
+    **session_options,
+) -> Session:
     """Open an RPC session.
 
     target: a host-driven project directory (made by ``microcompiler run --mode host-driven``,
@@ -64,8 +73,7 @@ def connect(target=None, *, port: str | None = None, board: str | None = None, p
     if model is not None and plan is None:
         project.model_metadata(model)  # a one-line error when the project holds no such model
         plan = project.dir / "models" / model if project.models else project.dir
-    return project.target.start(project, load=False, timeout=timeout, plan=_plan(plan, project.dir),
-                                **session_options)
+    return project.target.start(project, load=False, timeout=timeout, plan=_plan(plan, project.dir), **session_options)
 
 
 def _plan(plan, directory=None):
@@ -82,8 +90,15 @@ def _quiet(_: str) -> None:
     pass
 
 
-def open_model(model, board: str | Board = HOST, project_dir: str | Path | None = None, port: str | None = None,
-               log: Callable[[str], None] = _quiet, template: str = "baremetal", **session_options) -> Session:
+def open_model(
+    model,
+    board: str | Board = HOST,
+    project_dir: str | Path | None = None,
+    port: str | None = None,
+    log: Callable[[str], None] = _quiet,
+    template: str = "baremetal",
+    **session_options,
+) -> Session:
     """Compile ``model`` (a .tflite path or a ModelLibrary), build host-driven firmware for ``board``,
     start it (a host process, QEMU for emulated boards, ``west flash`` for Zephyr on hardware) and
     return an open session.
@@ -98,8 +113,9 @@ def open_model(model, board: str | Board = HOST, project_dir: str | Path | None 
         temp = tempfile.mkdtemp(prefix="microcompiler-rpc-")
         project_dir = Path(temp) / "project"
     try:
-        _, _, session = start_on_board(model, board, project_dir, template=template, port=port, log=log,
-                                       **session_options)
+        _, _, session = start_on_board(
+            model, board, project_dir, template=template, port=port, log=log, **session_options
+        )
     except BaseException:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
@@ -110,6 +126,7 @@ def open_model(model, board: str | Board = HOST, project_dir: str | Path | None 
 
 
 # ---- Plain-data entry points for notebooks (docs/api.md): each returns dicts and lists a table can take ----
+
 
 def _board_or_none(board: str | Board | None) -> Board | None:
     resolved = resolve_board(board) if board is not None else None
@@ -124,35 +141,62 @@ def _tuning(tuning: str | Path | None, board: Board | None):
     return TuningLog.load(tuning).for_cpu(board.cpu)
 
 
-def compile(model: str | Path, board: str | Board | None = None, output: str | Path | None = None, *,
-            tuning: str | Path | None = None, patches: str | None = None, ram_limit: int | None = None) -> dict:
+def compile(
+    model: str | Path,
+    board: str | Board | None = None,
+    output: str | Path | None = None,
+    *,
+    tuning: str | Path | None = None,
+    patches: str | None = None,
+    ram_limit: int | None = None,
+) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without one); write the library to ``output``
     if given (``compile -o``'s rules: never over files compile did not write). Returns metadata.json's
     content (operators, arena, weights, memory peak, ...)."""
     target = _board_or_none(board)
     available = ram_for_models(target) if target is not None else None
-    library = compile_model(model, features=target.cpu.features if target else frozenset(),
-                            tuning=_tuning(tuning, target), patches=patches, ram_limit=ram_limit,
-                            ram_available=available)
+    library = compile_model(
+        model,
+        features=target.cpu.features if target else frozenset(),
+        tuning=_tuning(tuning, target),
+        patches=patches,
+        ram_limit=ram_limit,
+        ram_available=available,
+    )
     if output is not None:
         write_atomically(library, output)
     return library.metadata
 
 
-def analyze(model: str | Path, board: str | Board | None = None, *, tuning: str | Path | None = None,
-            patches: str | None = None, ram_limit: int | None = None) -> dict:
+def analyze(
+    model: str | Path,
+    board: str | Board | None = None,
+    *,
+    tuning: str | Path | None = None,
+    patches: str | None = None,
+    ram_limit: int | None = None,
+) -> dict:
     """What ``microcompiler analyze --json`` prints: per-layer estimates, totals, fit, memory plan."""
     target = _board_or_none(board)
     return analyze_model(model, target, ram_limit=ram_limit, tuning=_tuning(tuning, target), patches=patches)
 
 
-def bench(model: str | Path, board: str | Board = HOST, *, number: int = 10, repeat: int = 3,
-          inputs: list | None = None, tuning: str | Path | None = None, template: str = "baremetal") -> dict:
+def bench(
+    model: str | Path,
+    board: str | Board = HOST,
+    *,
+    number: int = 10,
+    repeat: int = 3,
+    inputs: list | None = None,
+    tuning: str | Path | None = None,
+    template: str = "baremetal",
+) -> dict:
     """What ``microcompiler bench --json`` prints: the whole inference and each operator timed on the
     device (host-driven firmware built and started for ``board``, stopped afterwards)."""
     target = resolve_board(board)
-    library = compile_model(model, features=target.cpu.features,
-                            tuning=_tuning(tuning, None if target.is_host else target))
+    library = compile_model(
+        model, features=target.cpu.features, tuning=_tuning(tuning, None if target.is_host else target)
+    )
     meta = library.metadata
     inputs = inputs if inputs is not None else random_inputs(meta["inputs"])
     with open_model(library, target, template=template) as session, session.executor() as ex:
@@ -163,9 +207,17 @@ def bench(model: str | Path, board: str | Board = HOST, *, number: int = 10, rep
     return bench_report(meta, target, whole, operators, analysis, number, repeat)
 
 
-def validate(model: str | Path, board: str | Board = HOST, *, inputs: int = 10, dataset: str | Path | None = None,
-             labels: str | Path | None = None, reference: str | Path | None = None,
-             modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN), template: str = "baremetal") -> dict:
+def validate(
+    model: str | Path,
+    board: str | Board = HOST,
+    *,
+    inputs: int = 10,
+    dataset: str | Path | None = None,
+    labels: str | Path | None = None,
+    reference: str | Path | None = None,
+    modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN),
+    template: str = "baremetal",
+) -> dict:
     """What ``microcompiler validate --json`` prints: every output against TFLite Micro (and the float
     ``reference`` model), with accuracy against ``labels`` when the dataset or a labels file gives them."""
     target = resolve_board(board)
@@ -181,21 +233,35 @@ def validate(model: str | Path, board: str | Board = HOST, *, inputs: int = 10, 
     elif found_labels is not None:
         found_labels = check_labels(found_labels, len(samples), f"the labels in {dataset}")
     collected: dict = {}
-    report = run_validation(library, target, samples, Path(model).read_bytes(), load_tflite(model), modes=modes,
-                            float_bytes=Path(reference).read_bytes() if reference is not None else None,
-                            options=DeviceOptions(template=template), collect=collected)
+    report = run_validation(
+        library,
+        target,
+        samples,
+        Path(model).read_bytes(),
+        load_tflite(model),
+        modes=modes,
+        float_bytes=Path(reference).read_bytes() if reference is not None else None,
+        options=DeviceOptions(template=template),
+        collect=collected,
+    )
     if found_labels is not None:
-        report["labels"] = {source: label_metrics([outs[0] for outs in collected[source]], found_labels)
-                            for source in [*report["modes"], "tflm", "float"] if source in collected}
+        report["labels"] = {
+            source: label_metrics([outs[0] for outs in collected[source]], found_labels)
+            for source in [*report["modes"], "tflm", "float"]
+            if source in collected
+        }
     return report
 
 
-def compare(a: str | Path | dict, b: str | Path | dict, board: str | Board | None = None,
-            board_b: str | Board | None = None) -> dict:
+def compare(
+    a: str | Path | dict, b: str | Path | dict, board: str | Board | None = None, board_b: str | Board | None = None
+) -> dict:
     """What ``microcompiler compare --json`` prints. A side is a .tflite path (analyzed for ``board``,
     B for ``board_b`` if given) or a report dict from :func:`analyze` or :func:`bench`."""
+
     def side(x, which: str, on) -> Side:
         if isinstance(x, dict):
             return side_from_report(x, which)
         return side_from_report(analyze(x, on), f"{which} {Path(x).name}")
+
     return compare_sides(side(a, "A", board), side(b, "B", board_b if board_b is not None else board))

@@ -4,6 +4,7 @@ A board says which CPU it has (compiler flags and features the kernels may use),
 and RAM are, which console UART and timer the bare-metal platform drives, and how to reach it:
 a QEMU machine when it is emulated, a USB VID:PID and a flash runner when it is real hardware.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -61,6 +62,7 @@ class ZephyrBoardFacts:
     """What the Kconfig of a board needs, as Zephyr defines the board (checked in its source).
 
     From the board file's ``[zephyr]`` table: ``fpu``, ``entropy`` and ``source``."""
+
     fpu: bool  # the SoC selects CPU_HAS_FPU, so CONFIG_FPU=y is valid
     entropy: bool  # the board's devicetree enables the zephyr,entropy chosen node
     source: str  # where in the Zephyr tree that comes from
@@ -138,8 +140,10 @@ def resolve_board(name: str | Board) -> Board:
 def load_board(name: str) -> Board:
     """The board called ``name`` (a file name in boards/ without .toml, or a path to a TOML file)."""
     if name == HOST:
-        raise BoardError("'host' is this computer, not a board with a firmware project; "
-                         "use it as 'microcompiler run MODEL --board host'")
+        raise BoardError(
+            "'host' is this computer, not a board with a firmware project; "
+            "use it as 'microcompiler run MODEL --board host'"
+        )
     path = Path(name)
     if path.suffix == ".toml" and path.is_file():
         return load_board_file(path)
@@ -175,8 +179,10 @@ def _zephyr_facts(table: dict, where: str) -> ZephyrBoardFacts | None:
         return None
     for key, kind in _ZEPHYR_FACTS.items():
         if not isinstance(table.get(key), kind):
-            raise BoardError(f"{where} [zephyr]: '{key}' must be a {kind.__name__} (give fpu, entropy and source "
-                             "together, checked in Zephyr's source: docs/zephyr.md)")
+            raise BoardError(
+                f"{where} [zephyr]: '{key}' must be a {kind.__name__} (give fpu, entropy and source "
+                "together, checked in Zephyr's source: docs/zephyr.md)"
+            )
     return ZephyrBoardFacts(table["fpu"], table["entropy"], table["source"])
 
 
@@ -189,37 +195,52 @@ def load_board_file(path: str | Path) -> Board:
     where = str(path)
     try:
         cpu_table = data["cpu"]
-        cpu = Cpu(core=cpu_table["core"], mcpu=cpu_table.get("mcpu", cpu_table["core"]),
-                  fpu=cpu_table.get("fpu"), float_abi=cpu_table.get("float_abi", "soft"),
-                  features=frozenset(cpu_table.get("features", [])),
-                  clock_hz=_int(cpu_table, "clock_hz", where))
-        memory = tuple(MemoryRegion(r["name"], r["kind"], _int(r, "origin", where), _int(r, "size", where),
-                                    r.get("holds")) for r in data["memory"])
+        cpu = Cpu(
+            core=cpu_table["core"],
+            mcpu=cpu_table.get("mcpu", cpu_table["core"]),
+            fpu=cpu_table.get("fpu"),
+            float_abi=cpu_table.get("float_abi", "soft"),
+            features=frozenset(cpu_table.get("features", [])),
+            clock_hz=_int(cpu_table, "clock_hz", where),
+        )
+        memory = tuple(
+            MemoryRegion(r["name"], r["kind"], _int(r, "origin", where), _int(r, "size", where), r.get("holds"))
+            for r in data["memory"]
+        )
     except KeyError as exc:
         raise BoardError(f"{where}: missing {exc}") from None
     for region in memory:
         if region.kind not in ("flash", "ram"):
-            raise BoardError(f"{where}: memory region {region.name} has kind '{region.kind}'; "
-                             "use 'flash' or 'ram'")
+            raise BoardError(f"{where}: memory region {region.name} has kind '{region.kind}'; use 'flash' or 'ram'")
         if region.holds not in (None, "weights") or (region.holds and region.kind != "flash"):
-            raise BoardError(f"{where}: memory region {region.name}: 'holds' can only be \"weights\", "
-                             "on a flash region")
+            raise BoardError(
+                f"{where}: memory region {region.name}: 'holds' can only be \"weights\", on a flash region"
+            )
     hardware = data.get("hardware", {})
     board = Board(
-        name=data.get("name", path.stem), description=data.get("description", ""), cpu=cpu,
-        memory=memory, platform=data.get("platform"),
+        name=data.get("name", path.stem),
+        description=data.get("description", ""),
+        cpu=cpu,
+        memory=memory,
+        platform=data.get("platform"),
         uart=_peripheral(data.get("uart"), f"{where} [uart]"),
         timer=_peripheral(data.get("timer"), f"{where} [timer]"),
         qemu_machine=data.get("qemu", {}).get("machine"),
         zephyr_board=data.get("zephyr", {}).get("board"),
         zephyr_facts=_zephyr_facts(data.get("zephyr", {}), where),
-        usb_ids=tuple(hardware.get("usb_ids", [])), runner=hardware.get("runner"), source=path)
+        usb_ids=tuple(hardware.get("usb_ids", [])),
+        runner=hardware.get("runner"),
+        source=path,
+    )
     for kind in ("flash", "ram"):  # both must exist
         board.region(kind)
     return board
 
 
 # --board host: this computer. No firmware, no memory map; the system C compiler, generic C kernels.
-HOST_BOARD = Board(name=HOST, description="this computer (the system C compiler)",
-                   cpu=Cpu(core="host", mcpu="native", fpu=None, float_abi="soft", features=frozenset(), clock_hz=0),
-                   memory=())
+HOST_BOARD = Board(
+    name=HOST,
+    description="this computer (the system C compiler)",
+    cpu=Cpu(core="host", mcpu="native", fpu=None, float_abi="soft", features=frozenset(), clock_hz=0),
+    memory=(),
+)

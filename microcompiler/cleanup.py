@@ -11,6 +11,7 @@ The command line calls :func:`install_signal_handlers`: SIGTERM and SIGHUP then 
 like Ctrl-C does (raising :class:`Interrupted`), so every ``with`` and ``finally`` closes what it
 opened, and the command exits with status 128 + the signal number. docs/reliability.md.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -165,10 +166,17 @@ def run_bounded(argv: list[str], timeout: float, what: str, **popen_options) -> 
     """subprocess.run(argv, capture_output=True) in its own process group, killed whole after timeout
     seconds (or on any exception, such as a signal), raising ToolchainError naming ``what``."""
     from microcompiler.errors import ToolchainError
+
     input_data = popen_options.pop("input", None)
     text = popen_options.pop("text", False)
-    proc = spawn(argv, stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, **popen_options)
+    proc = spawn(
+        argv,
+        stdin=subprocess.PIPE if input_data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=text,
+        **popen_options,
+    )
     try:
         out, err = proc.communicate(input_data, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -176,4 +184,3 @@ def run_bounded(argv: list[str], timeout: float, what: str, **popen_options) -> 
     finally:
         stop(proc, grace=2.0)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-

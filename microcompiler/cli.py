@@ -5,6 +5,7 @@ Each subcommand lives in ``microcompiler/commands/<name>.py`` with ``add_parser(
 line on stderr with exit code 2; nothing else is caught, so real bugs keep their tracebacks. SIGINT,
 SIGTERM and SIGHUP stop the command cleanly (microcompiler/cleanup.py): exit status 128 + signal.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,27 @@ from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.report.provenance import record_command
 from microcompiler.version import __version__
 
-COMMANDS = ["compile", "run", "analyze", "compare", "validate", "ops", "boards", "create-project", "build", "flash", "bench", "mlperf", "tune"]
+COMMANDS = [
+    "compile",
+    "run",
+    "analyze",
+    "compare",
+    "validate",
+    "ops",
+    "boards",
+    "create-project",
+    "build",
+    "flash",
+    "bench",
+    "mlperf",
+    "tune",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="microcompiler",
-        description="Compile TFLite models to C for microcontrollers, and run them on boards.")
+        prog="microcompiler", description="Compile TFLite models to C for microcontrollers, and run them on boards."
+    )
     parser.add_argument("--version", action="version", version=f"microcompiler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:

@@ -1,4 +1,5 @@
 """The compiler pipeline: import -> passes -> code generation -> files on disk."""
+
 from __future__ import annotations
 
 import functools
@@ -9,8 +10,8 @@ from typing import Protocol, runtime_checkable
 
 from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.codegen.naming import layer_names
-from microcompiler.frontend.tflite import load_tflite
 from microcompiler.errors import BoardError, MicrocompilerError, ModelFormatError, UnsupportedModelError
+from microcompiler.frontend.tflite import load_tflite
 from microcompiler.ir import Graph
 from microcompiler.ops.base import kernel_for
 from microcompiler.ops.quant import INT_RANGES
@@ -21,15 +22,19 @@ MAX_ARENA_BYTES = 2**31 - 1  # arena offsets are C ints and 32-bit sizes in the 
 SHARED_ARENA = "mc_shared_arena"  # the arena models share when they never run at the same time
 MAX_NAME_LENGTH = 64  # the C name prefix; file names and macros are built from it
 GENERATOR = "microcompiler"  # metadata.json's "generator": marks a directory as a model library we wrote
-C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
+C_KEYWORDS = frozenset(
+    """auto break case char const continue default do double else enum extern float for goto
     if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
-    void volatile while _Bool _Complex _Imaginary""".split())
+    void volatile while _Bool _Complex _Imaginary""".split()
+)
 # The generated <name>.h and <name>.c sit next to the user's and the runtime's sources: a name that is a
 # C99/C11, POSIX or newlib header would hide that header (#include <math.h> finds the model's math.h).
-SYSTEM_HEADERS = frozenset("""assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp
+SYSTEM_HEADERS = frozenset(
+    """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp
     signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string strings tgmath threads
     time uchar wchar wctype unistd fcntl pthread sched alloca malloc memory dirent poll termios syslog sys
-    reent newlib stdint_h main models""".split())
+    reent newlib stdint_h main models""".split()
+)
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -50,18 +55,28 @@ def check_model_name(name: str) -> str:
     """Refuse a name that is not a C identifier we can build functions, macros and file names from."""
     shown = name if len(name) <= 40 else name[:37] + "..."
     if not _C_IDENTIFIER.match(name):
-        raise InvalidNameError(f"--name {shown!r} is not a C identifier; use letters, digits and underscores, "
-                               "starting with a letter (for example: kws_model)")
+        raise InvalidNameError(
+            f"--name {shown!r} is not a C identifier; use letters, digits and underscores, "
+            "starting with a letter (for example: kws_model)"
+        )
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidNameError(f"--name {shown!r} is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
     if _reserved(name):
-        raise InvalidNameError(f"--name {shown!r} is reserved (a C keyword, a system header's name, a leading "
-                               "underscore, or the runtime's mc_ prefix); choose another name")
+        raise InvalidNameError(
+            f"--name {shown!r} is reserved (a C keyword, a system header's name, a leading "
+            "underscore, or the runtime's mc_ prefix); choose another name"
+        )
     return name
 
 
 def _reserved(name: str) -> bool:
-    return name in C_KEYWORDS or name.lower() in SYSTEM_HEADERS or name.startswith("_") or name.lower() == "mc" or name.lower().startswith("mc_")
+    return (
+        name in C_KEYWORDS
+        or name.lower() in SYSTEM_HEADERS
+        or name.startswith("_")
+        or name.lower() == "mc"
+        or name.lower().startswith("mc_")
+    )
 
 
 def safe_model_name(name: str) -> str:
@@ -83,7 +98,8 @@ def check_operator(op, graph: Graph) -> None:
     except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError) as exc:
         raise UnsupportedModelError(
             f"operator {op.index} ({op.kind}) has inconsistent tensors or options ({type(exc).__name__}: "
-            f"{exc}); re-export the model with the TFLite converter") from None
+            f"{exc}); re-export the model with the TFLite converter"
+        ) from None
 
 
 def check_quantization(graph: Graph) -> None:
@@ -94,8 +110,10 @@ def check_quantization(graph: Graph) -> None:
         lo, hi = INT_RANGES[t.dtype]
         outside = [int(z) for z in t.quant.zero_point if not lo <= int(z) <= hi]
         if outside:
-            raise ModelFormatError(f"tensor {index} ('{t.name}') has zero point {outside[0]}, outside {t.dtype}'s "
-                                   f"range [{lo}, {hi}]; the model file is damaged")
+            raise ModelFormatError(
+                f"tensor {index} ('{t.name}') has zero point {outside[0]}, outside {t.dtype}'s "
+                f"range [{lo}, {hi}]; the model file is damaged"
+            )
 
 
 def run_passes(graph: Graph, passes=None) -> Graph:
@@ -125,10 +143,17 @@ def parse_patches(value: str | tuple[int, int] | list[int] | None) -> tuple[int,
     return rows, cols
 
 
-def compile_model(model_path: str | Path, features: frozenset[str] = frozenset(),
-                  name: str | None = None, tuning: dict | KnobSource | None = None, kernels: str = "fast",
-                  shared_arena: str | None = None, patches: str | tuple[int, int] | None = None,
-                  ram_limit: int | None = None, ram_available: int | None = None) -> ModelLibrary:
+def compile_model(
+    model_path: str | Path,
+    features: frozenset[str] = frozenset(),
+    name: str | None = None,
+    tuning: dict | KnobSource | None = None,
+    kernels: str = "fast",
+    shared_arena: str | None = None,
+    patches: str | tuple[int, int] | None = None,
+    ram_limit: int | None = None,
+    ram_available: int | None = None,
+) -> ModelLibrary:
     """Compile a .tflite file into an in-memory model library (nothing is written).
 
     ``features``: the target CPU's features (``Board.cpu.features``), which pick the fast kernels.
@@ -154,12 +179,14 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
         patches = tuning.get("patches")
     if kernels == "reference":
         features = frozenset()
-    graph = run_passes(graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available,
-                                      kernels == "reference"))
+    graph = run_passes(
+        graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available, kernels == "reference")
+    )
     if graph.arena_bytes > MAX_ARENA_BYTES:
         raise UnsupportedModelError(
             f"the model's activations need an arena of {graph.arena_bytes:,} bytes, more than any microcontroller "
-            f"has (microcompiler's limit: {MAX_ARENA_BYTES:,}); reduce the input size or the layers' widths")
+            f"has (microcompiler's limit: {MAX_ARENA_BYTES:,}); reduce the input size or the layers' widths"
+        )
     if isinstance(tuning, KnobSource):
         tuning = tuning.knobs(graph)
     if kernels == "reference":
@@ -171,12 +198,20 @@ def compile_model(model_path: str | Path, features: frozenset[str] = frozenset()
 
 def check_ram_limit(value: int | None) -> int | None:
     if value is not None and (not isinstance(value, int) or value < 1):
-        raise MicrocompilerError(f"RAM limit {value!r} is not valid; give a whole number of bytes, e.g. --ram-limit 32768")
+        raise MicrocompilerError(
+            f"RAM limit {value!r} is not valid; give a whole number of bytes, e.g. --ram-limit 32768"
+        )
     return value
 
 
-def _passes(graph: Graph, grid: tuple[int, int] | None, features: frozenset[str], ram_limit: int | None,
-            ram_available: int | None, reference: bool = False) -> list:
+def _passes(
+    graph: Graph,
+    grid: tuple[int, int] | None,
+    features: frozenset[str],
+    ram_limit: int | None,
+    ram_available: int | None,
+    reference: bool = False,
+) -> list:
     """The pipeline: with a RAM budget (and the patch grid not forced), the RAM-budget planner
     chooses the plan (passes/ram_budget.py); else the default passes."""
     check_ram_limit(ram_limit)
@@ -187,10 +222,20 @@ def _passes(graph: Graph, grid: tuple[int, int] | None, features: frozenset[str]
     else:
         assert ram_available is not None
         own = sum(graph.tensors[t].nbytes for t in graph.inputs + graph.outputs) + sum(
-            t.nbytes for t in graph.tensors if t.persistent)
+            t.nbytes for t in graph.tensors if t.persistent
+        )
         limit, source, keep = max(0, ram_available - own), "the board's free RAM", True
-    return budget_pipeline(functools.partial(plan_for_budget, limit=limit, features=features, keep_default=keep,
-                                             limit_source=source, layer_name=_layer_name, reference=reference))
+    return budget_pipeline(
+        functools.partial(
+            plan_for_budget,
+            limit=limit,
+            features=features,
+            keep_default=keep,
+            limit_source=source,
+            layer_name=_layer_name,
+            reference=reference,
+        )
+    )
 
 
 def _layer_name(graph: Graph, op) -> str:
@@ -204,9 +249,11 @@ def _check_budget(library: ModelLibrary, graph: Graph, ram_limit: int | None) ->
     meta = library.metadata
     used = meta["arena_bytes"] + meta["scratch_bytes"]
     if limit is not None and used > limit:
-        raise BoardError(f"the model needs {used:,} B of arena + scratch ({meta['arena_bytes']:,} + "
-                         f"{meta['scratch_bytes']:,}), over the RAM limit of {limit:,} B, its peak at layer "
-                         f"{meta['memory_peak'].get('layer_name')}; raise the limit, or leave --patches to the planner")
+        raise BoardError(
+            f"the model needs {used:,} B of arena + scratch ({meta['arena_bytes']:,} + "
+            f"{meta['scratch_bytes']:,}), over the RAM limit of {limit:,} B, its peak at layer "
+            f"{meta['memory_peak'].get('layer_name')}; raise the limit, or leave --patches to the planner"
+        )
 
 
 def write_atomically(library: ModelLibrary, out_dir: str | Path, extra=None) -> Path:
@@ -216,6 +263,7 @@ def write_atomically(library: ModelLibrary, out_dir: str | Path, extra=None) -> 
     files it wrote, see :mod:`microcompiler.outdir`); anything else is refused with a one-line error.
     ``extra(stage)``, if given, adds files beside the library (listed with its own).
     """
+
     def fill(stage: Path) -> None:
         library.write(stage)
         if extra is not None:
@@ -243,6 +291,11 @@ def previous_library_files(directory: Path) -> set[str] | None:
     if not (isinstance(name, str) and _C_IDENTIFIER.match(name) and "operators" in meta and "arena_bytes" in meta):
         return None
     # A library written before metadata.json listed its files: its files have fixed names.
-    patterns = ["metadata.json", f"include/{name}.h", f"include/{name}_graph.h", f"src/{name}_*.c",
-                "include/microcompiler/*.h"]
+    patterns = [
+        "metadata.json",
+        f"include/{name}.h",
+        f"include/{name}_graph.h",
+        f"src/{name}_*.c",
+        "include/microcompiler/*.h",
+    ]
     return {p.relative_to(directory).as_posix() for pattern in patterns for p in directory.glob(pattern)}

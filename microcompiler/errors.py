@@ -33,5 +33,7 @@ class DeviceError(MicrocompilerError):
 def printable(text: str) -> str:
     """``text`` with every control character (escape sequences, carriage returns, newlines, DEL, C1)
     shown as ``\\xNN``: what a model, a path or a device says reaches the terminal only as text."""
-    return "".join(ch if ch.isprintable() or ch == " " else
-                   (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
+    return "".join(
+        ch if ch.isprintable() or ch == " " else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        for ch in text
+    )

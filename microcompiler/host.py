@@ -3,6 +3,7 @@
 The host project is the model library, crt's portable sources and POSIX platform hooks, and the
 ``project_templates/host`` main; it is compiled with the system C compiler in strict C99 mode.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,13 +20,12 @@ from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.ir import np_dtype
-from microcompiler.templating import render_file
 from microcompiler.standalone import StandaloneResult, parse_reports
+from microcompiler.templating import render_file
 from microcompiler.transport.base import check_timeout
 
 STRICT_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
-SANITIZE_CFLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                   "-fno-omit-frame-pointer"]
+SANITIZE_CFLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 CRT_PORTABLE_SOURCES = ["src/status.c", "src/report.c", "src/graph_executor.c"]
 COMPILE_TIMEOUT = 900.0  # seconds for the host C compiler on one model
 
@@ -38,8 +38,7 @@ def render_template(template_dir: Path, template: str, **values) -> str:
 def compiler() -> list[str]:
     cc = shlex.split(os.environ.get("CC", "cc"))
     if shutil.which(cc[0]) is None:
-        raise ToolchainError(f"no C compiler '{cc[0]}' on PATH; install one (Debian: apt-get install gcc) "
-                             "or set CC")
+        raise ToolchainError(f"no C compiler '{cc[0]}' on PATH; install one (Debian: apt-get install gcc) or set CC")
     return cc
 
 
@@ -48,8 +47,9 @@ class HostProgram:
 
     EXE = "model_host"  # the executable, in work_dir
 
-    def __init__(self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2",
-                 executor: str = "aot"):
+    def __init__(
+        self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2", executor: str = "aot"
+    ):
         self.library = library
         self.executor = executor
         self.meta = library.metadata
@@ -72,21 +72,41 @@ class HostProgram:
         lib_dir = self.work_dir / "model"
         self.library.write(lib_dir)
         main = self.work_dir / "main.c"
-        main.write_text(render_template(resources.templates_dir() / "host", "main.c.j2",
-                                        executor=self.executor, NAME=self.meta["name"].upper(), **self.meta))
+        main.write_text(
+            render_template(
+                resources.templates_dir() / "host",
+                "main.c.j2",
+                executor=self.executor,
+                NAME=self.meta["name"].upper(),
+                **self.meta,
+            )
+        )
         crt = resources.crt_dir()
-        sources = [str(main), *map(str, sorted((lib_dir / "src").glob("*.c"))),
-                   *(str(crt / s) for s in CRT_PORTABLE_SOURCES), str(crt / "platform/posix/platform.c")]
+        sources = [
+            str(main),
+            *map(str, sorted((lib_dir / "src").glob("*.c"))),
+            *(str(crt / s) for s in CRT_PORTABLE_SOURCES),
+            str(crt / "platform/posix/platform.c"),
+        ]
         flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else [opt])
-        cmd = [*compiler(), *flags, f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}", *sources,
-               "-o", str(self.exe), "-lm"]
+        cmd = [
+            *compiler(),
+            *flags,
+            f"-I{lib_dir / 'include'}",
+            f"-I{crt / 'include'}",
+            *sources,
+            "-o",
+            str(self.exe),
+            "-lm",
+        ]
         proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
         if proc.returncode != 0:
-            raise ToolchainError("the host C compiler failed on the generated code (a microcompiler bug, "
-                                 f"please report it):\n{proc.stderr.strip()[:4000]}")
+            raise ToolchainError(
+                "the host C compiler failed on the generated code (a microcompiler bug, "
+                f"please report it):\n{proc.stderr.strip()[:4000]}"
+            )
 
-    def run(self, inputs: list[list[np.ndarray]], timeout: float = 600,
-            reset_every: int = 0) -> list[StandaloneResult]:
+    def run(self, inputs: list[list[np.ndarray]], timeout: float = 600, reset_every: int = 0) -> list[StandaloneResult]:
         """Run the model once per input set, in order, in one process (the model's state carries over
         from one set to the next; with ``reset_every`` N, ``<model>_reset()`` runs after every N
         sets); returns one result per set.
@@ -111,11 +131,15 @@ class HostProgram:
             while proc.poll() is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise DeviceError(f"the host model program did not finish within {timeout:g} s; stopped it "
-                                      "(raise --timeout if the model is just slow)")
+                    raise DeviceError(
+                        f"the host model program did not finish within {timeout:g} s; stopped it "
+                        "(raise --timeout if the model is just slow)"
+                    )
                 if out_path.stat().st_size > output_limit:
-                    raise DeviceError(f"the host model program printed more than {output_limit:,} bytes for "
-                                      f"{len(inputs)} run(s) without finishing; stopped it")
+                    raise DeviceError(
+                        f"the host model program printed more than {output_limit:,} bytes for "
+                        f"{len(inputs)} run(s) without finishing; stopped it"
+                    )
                 try:
                     proc.wait(timeout=min(left, 0.05))
                 except subprocess.TimeoutExpired:

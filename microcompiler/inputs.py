@@ -1,4 +1,5 @@
 """Model inputs: loaded from .npy files or made from a fixed seed, checked against the model."""
+
 from __future__ import annotations
 
 import io
@@ -33,11 +34,13 @@ def same_shape(given: tuple[int, ...] | list[int], wanted: list[int]) -> bool:
 
     ``[49, 10, 1]`` is ``[1, 49, 10, 1]``; ``[1, 10, 49, 1]`` is not, though it has as many elements.
     """
+
     def core(shape):
         shape = [int(d) for d in shape]
         while shape and shape[0] == 1:
             shape = shape[1:]
         return shape
+
     return core(given) == core(wanted)
 
 
@@ -45,9 +48,11 @@ def check_input(arr: np.ndarray, meta: dict, source: str) -> np.ndarray:
     """The array in the model input's exact shape, or a one-line error naming what differs."""
     want = np.dtype(np_dtype(meta["dtype"]))
     if not same_shape(arr.shape, meta["shape"]):
-        raise MicrocompilerError(f"{source} has shape {list(arr.shape)} but the model input '{meta['name']}' "
-                                 f"needs {meta['shape']} (only leading 1s may differ); transpose or reshape "
-                                 "it yourself if that is what you mean")
+        raise MicrocompilerError(
+            f"{source} has shape {list(arr.shape)} but the model input '{meta['name']}' "
+            f"needs {meta['shape']} (only leading 1s may differ); transpose or reshape "
+            "it yourself if that is what you mean"
+        )
     if arr.dtype != want:
         if arr.dtype.kind == "f" and want.kind in "iu" and "scale" in meta:
             info = np.iinfo(want)
@@ -55,9 +60,12 @@ def check_input(arr: np.ndarray, meta: dict, source: str) -> np.ndarray:
                 f"{source} holds real values ({arr.dtype}) but the model input '{meta['name']}' is quantized "
                 f"{want} (scale {meta['scale']:g}, zero point {meta['zero_point']}); quantize it: "
                 f"np.clip(np.round(x / {meta['scale']:g}) + {meta['zero_point']}, {info.min}, {info.max})"
-                f".astype(np.{want})")
-        raise MicrocompilerError(f"{source} has dtype {arr.dtype} but the model input '{meta['name']}' "
-                                 f"needs {want}; convert it with arr.astype(np.{want})")
+                f".astype(np.{want})"
+            )
+        raise MicrocompilerError(
+            f"{source} has dtype {arr.dtype} but the model input '{meta['name']}' "
+            f"needs {want}; convert it with arr.astype(np.{want})"
+        )
     return arr.reshape(meta["shape"])
 
 
@@ -66,8 +74,9 @@ def quantize_input(x: np.ndarray, meta: dict) -> np.ndarray:
     (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values)."""
     want = np.dtype(np_dtype(meta["dtype"]))
     if "scale" not in meta:
-        raise MicrocompilerError(f"the model input '{meta['name']}' is {want} without a scale: give it {want} "
-                                 "values, not real ones")
+        raise MicrocompilerError(
+            f"the model input '{meta['name']}' is {want} without a scale: give it {want} values, not real ones"
+        )
     info = np.iinfo(want)
     q = np.round(x.astype(np.float64) / float(meta["scale"])) + int(meta["zero_point"])
     return np.clip(q, info.min, info.max).astype(want)
@@ -81,29 +90,37 @@ def load_array(path: str) -> np.ndarray:
     except OSError as exc:
         raise MicrocompilerError(f"cannot read input {path}: {exc.strerror or exc}") from None
     except EOFError:
-        raise MicrocompilerError(f"input {path} is empty or truncated; save the array with "
-                                 "numpy.save('x.npy', array)") from None
+        raise MicrocompilerError(
+            f"input {path} is empty or truncated; save the array with numpy.save('x.npy', array)"
+        ) from None
     except ValueError:
-        raise MicrocompilerError(f"input {path} is not a valid .npy array file (or it holds Python objects); "
-                                 "save the array with numpy.save('x.npy', array)") from None
+        raise MicrocompilerError(
+            f"input {path} is not a valid .npy array file (or it holds Python objects); "
+            "save the array with numpy.save('x.npy', array)"
+        ) from None
     if not isinstance(loaded, np.ndarray):  # an .npz archive holds several arrays
         names = list(getattr(loaded, "files", []))
         if hasattr(loaded, "close"):
             loaded.close()
-        raise MicrocompilerError(f"input {path} is an .npz archive ({len(names)} arrays: "
-                                 f"{', '.join(names[:4])}{', ...' if len(names) > 4 else ''}); pass one .npy file "
-                                 "per model input: numpy.save('x.npy', array)")
+        raise MicrocompilerError(
+            f"input {path} is an .npz archive ({len(names)} arrays: "
+            f"{', '.join(names[:4])}{', ...' if len(names) > 4 else ''}); pass one .npy file "
+            "per model input: numpy.save('x.npy', array)"
+        )
     return loaded
 
 
 def load_inputs(paths: list[str], inputs_meta: list[dict]) -> list[np.ndarray]:
     if len(paths) != len(inputs_meta):
-        raise MicrocompilerError(f"the model has {len(inputs_meta)} input(s) but {len(paths)} --input file(s) "
-                                 "were given; pass one .npy file per input")
+        raise MicrocompilerError(
+            f"the model has {len(inputs_meta)} input(s) but {len(paths)} --input file(s) "
+            "were given; pass one .npy file per input"
+        )
     return [check_input(load_array(path), meta, f"input {path}") for path, meta in zip(paths, inputs_meta)]
 
 
 # ---- Sequences: one input set per inference, for models that keep state (docs/state.md) ----
+
 
 def random_input_steps(inputs_meta: list[dict], steps: int) -> list[list[np.ndarray]]:
     """``steps`` seeded random input sets; the first is ``random_inputs``' default input."""
@@ -122,18 +139,21 @@ def load_input_steps(paths: list[str], inputs_meta: list[dict], steps: int | Non
             raise MicrocompilerError(
                 f"the model has {n} input(s) but {len(paths)} --input file(s) were given; pass one .npy file "
                 "per input and step (step 0's inputs first), or one file per input with a leading time axis "
-                "and --steps N")
-        return [load_inputs(paths[k:k + n], inputs_meta) for k in range(0, len(paths), n)]
+                "and --steps N"
+            )
+        return [load_inputs(paths[k : k + n], inputs_meta) for k in range(0, len(paths), n)]
     if len(paths) != n:
         raise MicrocompilerError(
             f"--steps {steps} takes one --input file per model input ({n}) holding the {steps} steps along its "
-            f"first axis, but {len(paths)} were given; without --steps, pass one file per input and step")
+            f"first axis, but {len(paths)} were given; without --steps, pass one file per input and step"
+        )
     stacked = []
     for path, meta in zip(paths, inputs_meta):
         arr = load_array(path)
         if arr.ndim == 0 or arr.shape[0] != steps:
             raise MicrocompilerError(
                 f"input {path} has shape {list(arr.shape)}, but with --steps {steps} its first axis must be the "
-                f"{steps} steps (shape {[steps, *meta['shape']]}); save the sequence with numpy.save")
+                f"{steps} steps (shape {[steps, *meta['shape']]}); save the sequence with numpy.save"
+            )
         stacked.append([check_input(arr[s], meta, f"step {s} of input {path}") for s in range(steps)])
     return [[per_input[s] for per_input in stacked] for s in range(steps)]

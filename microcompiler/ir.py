@@ -4,6 +4,7 @@ A :class:`Graph` is a list of :class:`Tensor` and a topologically ordered list o
 Operators refer to tensors by index. Passes return a new graph (see ``microcompiler.passes``);
 they never mutate their input, so each one can be tested alone.
 """
+
 from __future__ import annotations
 
 import copy
@@ -89,6 +90,7 @@ class Tensor:
 @dataclass(frozen=True)
 class PatchNote:
     """An operator that computes one patch of a layer (passes/patches.py)."""
+
     of: int  # the index of the layer it is a patch of
     index: int  # which patch of the grid
     window: tuple[int, int, int, int]  # the output rows r0..r1 and columns c0..c1 it computes
@@ -98,6 +100,7 @@ class PatchNote:
 class OperatorNotes:
     """What passes record about an operator beside its schema options. Codegen and metadata read
     them; C comments and tuning signatures are built from the schema options only."""
+
     layer_suffix: str | None = None  # an operator a pass split off a layer is named <layer>_<suffix>
     patch: PatchNote | None = None
     dropped_channels: int = 0  # all-zero output channels drop_zero_channels removed
@@ -229,6 +232,11 @@ class Graph:
 def called_subgraphs(op: Operator) -> list[int]:
     """The subgraph indices a control-flow operator calls (IF: then, else; WHILE: cond, body;
     CALL_ONCE: init), read from its options; [] for every other operator."""
-    keys = ("then_subgraph_index", "else_subgraph_index", "cond_subgraph_index", "body_subgraph_index",
-            "init_subgraph_index")
+    keys = (
+        "then_subgraph_index",
+        "else_subgraph_index",
+        "cond_subgraph_index",
+        "body_subgraph_index",
+        "init_subgraph_index",
+    )
     return [int(op.options[k]) for k in keys if k in op.options]

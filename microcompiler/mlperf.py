@@ -4,6 +4,7 @@ The project template ``mlperf`` (project_templates/mlperf/) makes a firmware who
 EEMBC DUT protocol (crt/src/mlperf_dut.c); this module checks a model against a benchmark and
 gives the template its values. Running the official runner: microcompiler.mlperf_runner.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,9 +26,11 @@ class Benchmark:
     @property
     def input_dtype(self) -> np.dtype:
         """The dtype of the bytes the runner loads."""
-        formats: dict[str, np.dtype] = {"MC_MLPERF_INPUT_INT8": np.dtype(np.int8),
-                                        "MC_MLPERF_INPUT_UINT8": np.dtype(np.uint8),
-                                        "MC_MLPERF_INPUT_FLOAT32": np.dtype("<f4")}
+        formats: dict[str, np.dtype] = {
+            "MC_MLPERF_INPUT_INT8": np.dtype(np.int8),
+            "MC_MLPERF_INPUT_UINT8": np.dtype(np.uint8),
+            "MC_MLPERF_INPUT_FLOAT32": np.dtype("<f4"),
+        }
         return formats[self.input_format]
 
 
@@ -35,15 +38,22 @@ BENCHMARKS = {
     "kws01": Benchmark("kws01", "keyword spotting", "MC_MLPERF_INPUT_INT8", 490, "49x10 int8 MFCC features"),
     "ic01": Benchmark("ic01", "image classification", "MC_MLPERF_INPUT_UINT8", 3072, "32x32x3 uint8 pixels"),
     "vww01": Benchmark("vww01", "visual wake words", "MC_MLPERF_INPUT_UINT8", 27648, "96x96x3 uint8 pixels"),
-    "ad01": Benchmark("ad01", "anomaly detection", "MC_MLPERF_INPUT_FLOAT32", 2560,
-                      "a window of 640 float32 spectrogram values", scores="MC_MLPERF_SCORES_RECONSTRUCTION"),
+    "ad01": Benchmark(
+        "ad01",
+        "anomaly detection",
+        "MC_MLPERF_INPUT_FLOAT32",
+        2560,
+        "a window of 640 float32 spectrogram values",
+        scores="MC_MLPERF_SCORES_RECONSTRUCTION",
+    ),
 }
 
 
 def get_benchmark(name: str | None) -> Benchmark:
     if name not in BENCHMARKS:
-        raise MicrocompilerError(f"unknown or missing MLPerf Tiny benchmark {name!r}; give --benchmark with one of "
-                                 f"{', '.join(BENCHMARKS)}")
+        raise MicrocompilerError(
+            f"unknown or missing MLPerf Tiny benchmark {name!r}; give --benchmark with one of {', '.join(BENCHMARKS)}"
+        )
     return BENCHMARKS[name]
 
 
@@ -55,26 +65,43 @@ def template_values(metadata: dict, benchmark: Benchmark, board_name: str) -> di
     """The mlperf main.c.j2 values; a one-line error when the model does not suit the benchmark."""
     name = metadata["name"]
     if len(metadata["inputs"]) != 1 or len(metadata["outputs"]) != 1:
-        raise MicrocompilerError(f"model {name}: an MLPerf Tiny firmware needs one input and one output, not "
-                                 f"{len(metadata['inputs'])} and {len(metadata['outputs'])}")
+        raise MicrocompilerError(
+            f"model {name}: an MLPerf Tiny firmware needs one input and one output, not "
+            f"{len(metadata['inputs'])} and {len(metadata['outputs'])}"
+        )
     tensors = {}
     for role, meta in (("input", metadata["inputs"][0]), ("output", metadata["outputs"][0])):
         if meta["dtype"] != "int8" or "scale" not in meta:
-            raise MicrocompilerError(f"model {name}: its {role} {meta['name']!r} is {meta['dtype']}; the mlperf "
-                                     "template runs int8-quantized models (int8 input and output)")
-        tensors[role] = {"elements": meta["bytes"], "scale_c": _c_float(meta["scale"]),
-                         "zero_point": int(meta["zero_point"])}
+            raise MicrocompilerError(
+                f"model {name}: its {role} {meta['name']!r} is {meta['dtype']}; the mlperf "
+                "template runs int8-quantized models (int8 input and output)"
+            )
+        tensors[role] = {
+            "elements": meta["bytes"],
+            "scale_c": _c_float(meta["scale"]),
+            "zero_point": int(meta["zero_point"]),
+        }
     per_element = benchmark.input_dtype.itemsize
     if tensors["input"]["elements"] * per_element != benchmark.load_bytes:
-        raise MicrocompilerError(f"model {name} takes {tensors['input']['elements']} input values but {benchmark.name} "
-                                 f"sends {benchmark.load_bytes // per_element} ({benchmark.load_description}); "
-                                 "is it the right --benchmark?")
-    if benchmark.scores == "MC_MLPERF_SCORES_RECONSTRUCTION" and \
-            tensors["output"]["elements"] != tensors["input"]["elements"]:
-        raise MicrocompilerError(f"model {name}: {benchmark.name} scores the reconstruction of the input, so the "
-                                 "output must have as many values as the input")
-    return {"benchmark": benchmark, "input": tensors["input"], "output": tensors["output"],
-            "device_name": f"microcompiler {name} on {board_name}"}
+        raise MicrocompilerError(
+            f"model {name} takes {tensors['input']['elements']} input values but {benchmark.name} "
+            f"sends {benchmark.load_bytes // per_element} ({benchmark.load_description}); "
+            "is it the right --benchmark?"
+        )
+    if (
+        benchmark.scores == "MC_MLPERF_SCORES_RECONSTRUCTION"
+        and tensors["output"]["elements"] != tensors["input"]["elements"]
+    ):
+        raise MicrocompilerError(
+            f"model {name}: {benchmark.name} scores the reconstruction of the input, so the "
+            "output must have as many values as the input"
+        )
+    return {
+        "benchmark": benchmark,
+        "input": tensors["input"],
+        "output": tensors["output"],
+        "device_name": f"microcompiler {name} on {board_name}",
+    }
 
 
 def quantize_window(window: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -100,8 +127,9 @@ def model_input(benchmark: Benchmark, data: bytes, metadata: dict) -> np.ndarray
 def expected_scores(benchmark: Benchmark, data: bytes, output: np.ndarray, metadata: dict) -> np.ndarray:
     """The scores the firmware reports for a model output (float32 arithmetic as in the C)."""
     meta = metadata["outputs"][0]
-    dequantized = (output.reshape(-1).astype(np.int32) - int(meta["zero_point"])).astype(np.float32) \
-        * np.float32(meta["scale"])
+    dequantized = (output.reshape(-1).astype(np.int32) - int(meta["zero_point"])).astype(np.float32) * np.float32(
+        meta["scale"]
+    )
     if benchmark.scores == "MC_MLPERF_SCORES_OUTPUT":
         return dequantized
     window = np.frombuffer(data, "<f4")

@@ -15,6 +15,7 @@ faster than it was timed (the runner's ERROR 2) the runner runs again with N dou
 Every child process (QEMU, the runner) is stopped and every temporary directory removed when the
 run ends, fails, times out, or the process gets SIGINT/SIGTERM/SIGHUP; every wait is bounded.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 
 from microcompiler.cleanup import Interrupted
 from microcompiler.errors import DeviceError, MicrocompilerError, ToolchainError
@@ -82,9 +83,11 @@ def default_runner_dir() -> Path | None:
 
 def check_runner_dir(runner_dir: str | Path | None) -> Path:
     if runner_dir is None:
-        raise MicrocompilerError(f"no MLPerf Tiny runner: give --runner-dir (or set {RUNNER_ENV}) to a folder "
-                                 "with runner/ (mlcommons/tiny benchmark/runner), run_official_runner.py and "
-                                 "devices_pty.yaml")
+        raise MicrocompilerError(
+            f"no MLPerf Tiny runner: give --runner-dir (or set {RUNNER_ENV}) to a folder "
+            "with runner/ (mlcommons/tiny benchmark/runner), run_official_runner.py and "
+            "devices_pty.yaml"
+        )
     runner_dir = Path(runner_dir).resolve()
     for name in ("runner/main.py", "run_official_runner.py", "devices_pty.yaml"):
         if not (runner_dir / name).is_file():
@@ -100,8 +103,10 @@ def check_runner_packages(python: str = sys.executable) -> None:
         raise ToolchainError(f"cannot start {python} to check the runner's packages: {exc}") from None
     if proc.returncode != 0:
         missing = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "an import failed"
-        raise ToolchainError(f"the MLPerf Tiny runner needs Python packages that are missing ({missing}); "
-                             "install them with: pip install 'microcompiler[mlperf]'")
+        raise ToolchainError(
+            f"the MLPerf Tiny runner needs Python packages that are missing ({missing}); "
+            "install them with: pip install 'microcompiler[mlperf]'"
+        )
 
 
 def make_stand_in_datasets(runner_dir: Path, out_dir: Path, timeout: float = 120.0) -> Path:
@@ -110,8 +115,7 @@ def make_stand_in_datasets(runner_dir: Path, out_dir: Path, timeout: float = 120
     script = runner_dir / "gen_datasets.py"
     if not script.is_file():
         raise MicrocompilerError(f"{script} is missing: give --dataset DIR")
-    proc = subprocess.run([sys.executable, str(script), str(out_dir)], capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run([sys.executable, str(script), str(out_dir)], capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise ToolchainError(f"gen_datasets.py failed: {proc.stderr.strip()[-500:]}")
     return out_dir
@@ -201,12 +205,14 @@ class Calibration:
 
 def calibrate(port: str, timeout: float = 60.0) -> Calibration:
     """Time one download and some inferences on the emulated DUT (host seconds)."""
-    from microcompiler.mlperf import BENCHMARKS
     import serial
+
+    from microcompiler.mlperf import BENCHMARKS
+
     with serial.Serial(port, 115200, timeout=0.1) as link:
         link.reset_input_buffer()
         lines = _command(link, "profile", timeout)
-        model = next((line[len("m-model-["):-1] for line in lines if line.startswith("m-model-[")), None)
+        model = next((line[len("m-model-[") : -1] for line in lines if line.startswith("m-model-[")), None)
         if model not in BENCHMARKS:
             raise DeviceError(f"the firmware names no known MLPerf Tiny benchmark: {lines!r}")
         load_bytes = BENCHMARKS[model].load_bytes
@@ -229,6 +235,7 @@ def calibrate(port: str, timeout: float = 60.0) -> Calibration:
 def emulated_tests_file(runner_dir: Path, benchmark: str, runs: int, out: Path) -> Path:
     """The runner's performance script for one benchmark with N = runs (loop 5 and the warm-ups kept)."""
     import yaml
+
     tests = yaml.safe_load((runner_dir / "runner" / "tests_performance.yaml").read_text())
     for step in tests[benchmark]["script"]:
         if isinstance(step, dict):
@@ -254,10 +261,20 @@ def parse_runner_output(text: str, mode: str, runner_copy: Path) -> RunnerResult
     return result
 
 
-def run_runner(runner_dir: str | Path, work_dir: str | Path, *, mode: str, dataset: str | Path,
-               elf: str | Path | None = None, qemu_machine: str | None = None, port: str | None = None,
-               tests: str | Path | None = None, timeout: float = 1800.0, log: Log = print,
-               window_seconds: float = WINDOW_HOST_SECONDS) -> RunnerResult:
+def run_runner(
+    runner_dir: str | Path,
+    work_dir: str | Path,
+    *,
+    mode: str,
+    dataset: str | Path,
+    elf: str | Path | None = None,
+    qemu_machine: str | None = None,
+    port: str | None = None,
+    tests: str | Path | None = None,
+    timeout: float = 1800.0,
+    log: Log = print,
+    window_seconds: float = WINDOW_HOST_SECONDS,
+) -> RunnerResult:
     """Run the official runner in ``mode`` ("p" performance, "a" accuracy) against ``elf`` in QEMU
     (``qemu_machine``) or against a board on ``port``. Sessions go to work_dir/runner/sessions/."""
     if mode not in ("p", "a"):
@@ -274,28 +291,55 @@ def run_runner(runner_dir: str | Path, work_dir: str | Path, *, mode: str, datas
     with _Children() as children, tempfile.TemporaryDirectory(prefix="microcompiler-mlperf-") as tmp:
         if port is None:
             if shutil.which(QEMU) is None:
-                raise ToolchainError(f"'{QEMU}' is not on PATH; install QEMU's Arm system emulator "
-                                     "(Debian: apt-get install qemu-system-arm)")
+                raise ToolchainError(
+                    f"'{QEMU}' is not on PATH; install QEMU's Arm system emulator "
+                    "(Debian: apt-get install qemu-system-arm)"
+                )
             qemu_log = Path(tmp) / "qemu.log"
             with open(qemu_log, "wb") as out:
-                qemu = children.start([QEMU, "-M", qemu_machine, "-nographic", "-monitor", "none", "-serial", "pty",
-                                       "-icount", "shift=0", "-kernel", str(elf)],
-                                      stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+                qemu = children.start(
+                    [
+                        QEMU,
+                        "-M",
+                        qemu_machine,
+                        "-nographic",
+                        "-monitor",
+                        "none",
+                        "-serial",
+                        "pty",
+                        "-icount",
+                        "shift=0",
+                        "-kernel",
+                        str(elf),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
             port = _wait_for_pty(qemu, qemu_log, 15.0)
             time.sleep(BOOT_SECONDS)
             if size_for_qemu:
                 calibration = calibrate(port)
                 runs = calibration.runs(window_seconds)
-                log(f"{calibration.benchmark} in QEMU: {runs} inferences per window (about {window_seconds:g} s each, "
-                    "download included)")
-        env = {**os.environ, "MLPERF_DUT_PORT": str(port), "MLPERF_RUNNER_DIR": str(runner_copy),
-               "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg"}
+                log(
+                    f"{calibration.benchmark} in QEMU: {runs} inferences per window (about {window_seconds:g} s each, "
+                    "download included)"
+                )
+        env = {
+            **os.environ,
+            "MLPERF_DUT_PORT": str(port),
+            "MLPERF_RUNNER_DIR": str(runner_copy),
+            "PYTHONUNBUFFERED": "1",
+            "MPLBACKEND": "Agg",
+        }
         for attempt in range(TOO_SHORT_RETRIES + 1):
             if size_for_qemu:
-                tests = emulated_tests_file(runner_dir, calibration.benchmark, runs,
-                                            work_dir / "tests_emulated_performance.yaml")
-            result = _run_official_runner(children, runner_dir, runner_copy, env, port, mode, dataset, tests,
-                                          timeout, log)
+                tests = emulated_tests_file(
+                    runner_dir, calibration.benchmark, runs, work_dir / "tests_emulated_performance.yaml"
+                )
+            result = _run_official_runner(
+                children, runner_dir, runner_copy, env, port, mode, dataset, tests, timeout, log
+            )
             if not (size_for_qemu and attempt < TOO_SHORT_RETRIES and any(_TOO_SHORT in e for e in result.errors)):
                 break
             runs *= 2  # QEMU ran faster than when it was timed: longer windows (the throughput is the same)
@@ -305,26 +349,45 @@ def run_runner(runner_dir: str | Path, work_dir: str | Path, *, mode: str, datas
     return result
 
 
-def _run_official_runner(children: _Children, runner_dir: Path, runner_copy: Path, env: dict, port: str, mode: str,
-                         dataset: str | Path, tests: str | Path, timeout: float, log: Log) -> RunnerResult:
+def _run_official_runner(
+    children: _Children,
+    runner_dir: Path,
+    runner_copy: Path,
+    env: dict,
+    port: str,
+    mode: str,
+    dataset: str | Path,
+    tests: str | Path,
+    timeout: float,
+    log: Log,
+) -> RunnerResult:
     """One run of the official runner on ``port``, bounded by ``timeout``."""
-    cmd = [sys.executable, str(runner_dir / "run_official_runner.py"),
-           f"--device_list={runner_dir / 'devices_pty.yaml'}", f"--dataset_path={Path(dataset).resolve()}",
-           f"--test_script={Path(tests).resolve()}", f"--mode={mode}"]
+    cmd = [
+        sys.executable,
+        str(runner_dir / "run_official_runner.py"),
+        f"--device_list={runner_dir / 'devices_pty.yaml'}",
+        f"--dataset_path={Path(dataset).resolve()}",
+        f"--test_script={Path(tests).resolve()}",
+        f"--mode={mode}",
+    ]
     log(f"running the MLPerf Tiny runner ({'performance' if mode == 'p' else 'accuracy'} mode) on {port}")
-    runner = children.start(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    runner = children.start(
+        cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(runner.stdout), daemon=True)
     reader.start()
     try:
         runner.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise DeviceError(f"the MLPerf Tiny runner did not finish within {timeout:g} s; its last lines: "
-                          f"{''.join(lines[-5:]).strip()!r}") from None
+        raise DeviceError(
+            f"the MLPerf Tiny runner did not finish within {timeout:g} s; its last lines: "
+            f"{''.join(lines[-5:]).strip()!r}"
+        ) from None
     reader.join(timeout=10)
     text = "".join(lines)
     if runner.returncode != 0:
-        raise DeviceError(f"the MLPerf Tiny runner failed (exit {runner.returncode}): "
-                          f"{' | '.join(text.strip().splitlines()[-6:])}")
+        raise DeviceError(
+            f"the MLPerf Tiny runner failed (exit {runner.returncode}): {' | '.join(text.strip().splitlines()[-6:])}"
+        )
     return parse_runner_output(text, mode, runner_copy)

@@ -13,6 +13,7 @@ through :func:`replace_output_dir`:
   may not write) is refused with a one-line :class:`OutputDirError` before anything is touched;
 - directories get the permissions the umask gives (not the staging directory's 0700).
 """
+
 from __future__ import annotations
 
 import errno
@@ -20,8 +21,8 @@ import os
 import re
 import shutil
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 
@@ -67,9 +68,11 @@ def check_path_is_safe(path: Path, what: str) -> None:
     bad = unsafe_path_chars(str(path))
     if bad:
         shown = " ".join(repr(c) for c in bad)
-        raise OutputDirError(f"{what} {str(path)!r} contains {shown}, which the firmware build (CMake, Ninja, "
-                             "the linker, the shell) cannot use in a path; choose a directory named with "
-                             f"letters, digits and {SAFE_PATH_PUNCTUATION.strip()} or spaces only")
+        raise OutputDirError(
+            f"{what} {str(path)!r} contains {shown}, which the firmware build (CMake, Ninja, "
+            "the linker, the shell) cannot use in a path; choose a directory named with "
+            f"letters, digits and {SAFE_PATH_PUNCTUATION.strip()} or spaces only"
+        )
 
 
 def check_output_dir(out_dir: str | Path, what: str = "output directory") -> Path:
@@ -126,8 +129,9 @@ def _covered(entry: str, owned: set[str]) -> bool:
     return any("/".join(parts[:i]) in owned for i in range(1, len(parts) + 1))
 
 
-def replace_output_dir(out_dir: str | Path, fill: Callable[[Path], None],
-                       previous_files: Callable[[Path], set[str] | None], what: str) -> Path:
+def replace_output_dir(
+    out_dir: str | Path, fill: Callable[[Path], None], previous_files: Callable[[Path], set[str] | None], what: str
+) -> Path:
     """Write an output directory with ``fill(staging_dir)`` and put it in place of ``out_dir``.
 
     ``previous_files(existing_dir)`` returns the relative paths (files, or directories owned as a
@@ -159,8 +163,9 @@ def _create_new(out_dir: Path, fill: Callable[[Path], None], what: str) -> Path:
     return out_dir
 
 
-def _replace_existing(out_dir: Path, fill: Callable[[Path], None],
-                      previous_files: Callable[[Path], set[str] | None], what: str) -> Path:
+def _replace_existing(
+    out_dir: Path, fill: Callable[[Path], None], previous_files: Callable[[Path], set[str] | None], what: str
+) -> Path:
     try:
         present = _entries(out_dir)
     except OSError as exc:
@@ -169,9 +174,11 @@ def _replace_existing(out_dir: Path, fill: Callable[[Path], None],
     if present:
         listed = previous_files(out_dir)
         if listed is None:
-            raise OutputDirError(f"{out_dir} is not empty and is not a {what} written by microcompiler; "
-                                 "microcompiler will not replace files it did not write: choose a new or empty "
-                                 "directory")
+            raise OutputDirError(
+                f"{out_dir} is not empty and is not a {what} written by microcompiler; "
+                "microcompiler will not replace files it did not write: choose a new or empty "
+                "directory"
+            )
         owned = {p for p in listed if os.path.lexists(out_dir / p)}
         owned = {p for p in owned if not _covered(p, owned - {p})}  # a listed file inside an owned directory
     stage = backup = None
@@ -182,18 +189,23 @@ def _replace_existing(out_dir: Path, fill: Callable[[Path], None],
         new = listed_files(stage)
         foreign = [p for p in new if _covered_by_foreign(p, out_dir, owned)]
         if foreign:
-            raise OutputDirError(f"{out_dir / foreign[0]} was not written by microcompiler and would be "
-                                 f"overwritten by the new {what}; move it away or choose another directory")
+            raise OutputDirError(
+                f"{out_dir / foreign[0]} was not written by microcompiler and would be "
+                f"overwritten by the new {what}; move it away or choose another directory"
+            )
         backup = Path(tempfile.mkdtemp(prefix=BACKUP_PREFIX, dir=out_dir))
         _swap(out_dir, stage, backup, owned, new)
     except _IncompleteRestore as exc:
         keep_backup = True
         why = _describe(exc.cause) if isinstance(exc.cause, OSError) else type(exc.cause).__name__
-        raise OutputDirError(f"cannot write the {what} to {out_dir}: {why}; {len(exc.missing)} "
-                             f"of its previous files could not be put back and are in {backup}") from None
+        raise OutputDirError(
+            f"cannot write the {what} to {out_dir}: {why}; {len(exc.missing)} "
+            f"of its previous files could not be put back and are in {backup}"
+        ) from None
     except OSError as exc:
-        raise OutputDirError(f"cannot write the {what} to {out_dir}: {_describe(exc)}; its previous contents "
-                             "are unchanged") from None
+        raise OutputDirError(
+            f"cannot write the {what} to {out_dir}: {_describe(exc)}; its previous contents are unchanged"
+        ) from None
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)

@@ -5,6 +5,7 @@ test) it prints one plain line per step, so nothing is lost and nothing is mixed
 command prints on stdout. :func:`log_line` is the line logger commands hand to targets: it shows a
 build tool's ``[k/n] ...`` lines as a bar on a terminal and passes every other line through.
 """
+
 from __future__ import annotations
 
 import re
@@ -56,7 +57,9 @@ class Progress:
             if self.done == self.total:
                 self.finish()
         else:
-            _write(self.stream, f"{self.label}: {self.done}/{self.total}" + (f" {printable(note)}" if note else "") + "\n")
+            _write(
+                self.stream, f"{self.label}: {self.done}/{self.total}" + (f" {printable(note)}" if note else "") + "\n"
+            )
 
     def finish(self) -> None:
         """End the bar's line (a terminal), so the next message starts on its own line."""

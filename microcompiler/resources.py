@@ -3,6 +3,7 @@
 In a source checkout they are the top-level folders beside the package; in an installed package
 (``pip install .``) they are copied inside it as ``microcompiler/_data/<folder>``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

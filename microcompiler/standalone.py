@@ -2,6 +2,7 @@
 
 The format is defined in crt/include/microcompiler/report.h.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,9 @@ def _decode(lines: list[str], end: str, outputs_meta: list[dict]) -> StandaloneR
     parts = end.split()
     status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1
     if status != 0:
-        raise DeviceError(f"the model run failed on the device with status {status} "
-                          f"({parts[2] if len(parts) > 2 else 'unknown'})")
+        raise DeviceError(
+            f"the model run failed on the device with status {status} ({parts[2] if len(parts) > 2 else 'unknown'})"
+        )
     outputs = []
     for k, meta in enumerate(outputs_meta):
         hexdata = values.get(f"output{k}")
@@ -71,7 +73,7 @@ def model_report(text: str, model: str) -> str:
     for line in text.splitlines():
         line = line.strip()
         if line.startswith(prefix):
-            key, _, value = line[len(prefix):].partition(" ")
+            key, _, value = line[len(prefix) :].partition(" ")
             if key == "status":
                 status = value
             else:

@@ -5,6 +5,7 @@ kernels' templates beside their emitters in ``ops/fast``), the model library's t
 Every template is rendered with the same settings (undefined values are errors, block tags leave no
 blank lines), the same filters and the same globals.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -75,15 +76,22 @@ def offset(terms) -> str:
 
 def dedent(text: str, width: int) -> str:
     """Every line of text with up to ``width`` leading spaces removed."""
-    return "".join(line[min(width, len(line) - len(line.lstrip(" "))):] for line in text.splitlines(True))
+    return "".join(line[min(width, len(line) - len(line.lstrip(" "))) :] for line in text.splitlines(True))
 
 
-ENV = jinja2.Environment(loader=_Loader([str(p) for p in SEARCH_PATH]), undefined=jinja2.StrictUndefined,
-                         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+ENV = jinja2.Environment(
+    loader=_Loader([str(p) for p in SEARCH_PATH]),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 ENV.filters["comment"] = comment_text
 ENV.filters["dedent"] = dedent
 ENV.filters["rstrip"] = lambda text: str(text).rstrip()
-ENV.globals.update(c_type=c_type, itemsize=lambda d: np.dtype(np_dtype(d)).itemsize, times=times, plus=plus, offset=offset)
+ENV.globals.update(
+    c_type=c_type, itemsize=lambda d: np.dtype(np_dtype(d)).itemsize, times=times, plus=plus, offset=offset
+)
 
 
 def render(template: str, **values) -> str:

@@ -12,6 +12,7 @@ through here, so the same model on the same board reads the same everywhere:
   ticks over the timer's frequency, and the cycles at the board's clock.
 * ``analyze`` estimates instructions; shown the same way (at the board's clock, one per cycle).
 """
+
 from __future__ import annotations
 
 QEMU_INSTRUCTIONS_PER_SECOND = 1_000_000_000  # -icount shift=0: one instruction per virtual nanosecond
@@ -45,24 +46,37 @@ def measured(ticks: float, timer_hz: int, board) -> dict:
     """A device timer reading in the shared vocabulary: instructions where exact, seconds, and how."""
     if board.is_host:
         seconds = ticks / timer_hz if timer_hz else float("nan")
-        return {"ticks": ticks, "timer_hz": timer_hz, "instructions": None, "seconds": seconds,
-                "basis": "host clock"}
+        return {"ticks": ticks, "timer_hz": timer_hz, "instructions": None, "seconds": seconds, "basis": "host clock"}
     if board.emulated:
         instructions = int(round(ticks * QEMU_INSTRUCTIONS_PER_SECOND / timer_hz)) if timer_hz else None
         seconds = instructions / board.cpu.clock_hz if instructions is not None else float("nan")
-        return {"ticks": ticks, "timer_hz": timer_hz, "instructions": instructions, "seconds": seconds,
-                "basis": f"QEMU -icount instructions at {format_hz(board.cpu.clock_hz)}, one per cycle"}
+        return {
+            "ticks": ticks,
+            "timer_hz": timer_hz,
+            "instructions": instructions,
+            "seconds": seconds,
+            "basis": f"QEMU -icount instructions at {format_hz(board.cpu.clock_hz)}, one per cycle",
+        }
     seconds = ticks / timer_hz if timer_hz else float("nan")
-    return {"ticks": ticks, "timer_hz": timer_hz, "instructions": None, "seconds": seconds,
-            "cycles": int(round(seconds * board.cpu.clock_hz)), "basis": f"device timer at {format_hz(timer_hz)}"}
+    return {
+        "ticks": ticks,
+        "timer_hz": timer_hz,
+        "instructions": None,
+        "seconds": seconds,
+        "cycles": int(round(seconds * board.cpu.clock_hz)),
+        "basis": f"device timer at {format_hz(timer_hz)}",
+    }
 
 
 def estimated(instructions: int, board) -> dict:
     """An estimated instruction count at the board's clock (analyze's cost model)."""
     if board is None or board.is_host or not board.cpu.clock_hz:
         return {"instructions": instructions, "seconds": None, "basis": "no board clock"}
-    return {"instructions": instructions, "seconds": instructions / board.cpu.clock_hz,
-            "basis": f"estimated instructions at {format_hz(board.cpu.clock_hz)}, one per cycle"}
+    return {
+        "instructions": instructions,
+        "seconds": instructions / board.cpu.clock_hz,
+        "basis": f"estimated instructions at {format_hz(board.cpu.clock_hz)}, one per cycle",
+    }
 
 
 def describe(time: dict) -> str:

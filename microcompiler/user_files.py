@@ -4,6 +4,7 @@ A path may name anything: ``/dev/zero`` (endless), ``/dev/stdin``, a directory, 
 is refused in one line before it is read into memory, except a pipe (``<(cat model.tflite)``),
 which is read up to the limit and refused past it.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,12 +19,16 @@ MAX_INPUT_BYTES = 512 * MiB  # one input array (a .npy file)
 MAX_TEXT_BYTES = 64 * MiB  # a tuning log, a board file
 
 
-def read_user_file(path: str | Path, what: str, limit: int, error: type[MicrocompilerError] = MicrocompilerError) -> bytes:
+def read_user_file(
+    path: str | Path, what: str, limit: int, error: type[MicrocompilerError] = MicrocompilerError
+) -> bytes:
     """The bytes of ``path`` (``what``: how the message names it), or a one-line ``error`` when it is
     not a regular file or pipe, or holds more than ``limit`` bytes."""
     path = Path(path)
-    too_big = (f"{what} {path} is larger than {limit // MiB:,} MiB, more than microcompiler reads for it; "
-               "check that the path names the right file")
+    too_big = (
+        f"{what} {path} is larger than {limit // MiB:,} MiB, more than microcompiler reads for it; "
+        "check that the path names the right file"
+    )
     try:
         with open(path, "rb") as f:
             mode = os.fstat(f.fileno())
@@ -45,8 +50,9 @@ def read_user_file(path: str | Path, what: str, limit: int, error: type[Microcom
     return data
 
 
-def read_user_text(path: str | Path, what: str, limit: int = MAX_TEXT_BYTES,
-                   error: type[MicrocompilerError] = MicrocompilerError) -> str:
+def read_user_text(
+    path: str | Path, what: str, limit: int = MAX_TEXT_BYTES, error: type[MicrocompilerError] = MicrocompilerError
+) -> str:
     """A UTF-8 text file the user named; a binary file is refused in one line."""
     data = read_user_file(path, what, limit, error)
     try:

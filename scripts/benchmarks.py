@@ -22,6 +22,7 @@ BENCHMARK-TABLES markers of the output file.
     python scripts/benchmarks.py --seanet              # the int16x8 set: reference vs fast, M4 and M7
     python scripts/benchmarks.py --float --boards mps2_an386   # the float ResNet-8 table only (stdout)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
-from lookalikes import LOOKALIKES, write as write_lookalike
+from lookalikes import LOOKALIKES
+from lookalikes import write as write_lookalike
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -43,9 +44,11 @@ MODELS = {"KWS": "kws_ref_model", "IC": "pretrainedResnet_quant", "AD": "ad01_in
 ALL_MODELS = [*MODELS, *LOOKALIKES]
 BOARDS = {"mps2_an386": "M4", "mps2_an500": "M7", "mps2_an385": "M3", "mps3_an547": "M55"}
 # Knob variants measured besides the defaults (DSP boards): faster or leaner.
-VARIANTS = {"KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
-            "IC": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
-            "AD": [("int16 FC weights", {"FULLY_CONNECTED": {"weights": "s16"}})]}
+VARIANTS = {
+    "KWS": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
+    "IC": [("int16 conv weights", {"CONV_2D": {"weights": "s16"}})],
+    "AD": [("int16 FC weights", {"FULLY_CONNECTED": {"weights": "s16"}})],
+}
 # Patch-based execution (issue #16, docs/memory.md): the MobileNet look-alikes run their stem as patches
 # by default, so they are also measured layer by layer as TFLM runs them (faster, more RAM); IC stays
 # layer by layer by default (the patches cut its peak by a third only) and is measured patched too.
@@ -79,24 +82,28 @@ def baselines() -> dict:
             if m55_table and len(cells) == 5:  # model | CMSIS-NN MVE | CMSIS-NN +nomve | reference | goal
                 out[key].update(cmsis_m55=number(cells[1]), ref_m55=number(cells[3]))
             elif not memory_table and not m55_table and len(cells) >= 7:
-                out[key].update(ref_m4=number(cells[2]), cmsis_m4=number(cells[3]), ref_m7=number(cells[4]),
-                                cmsis_m7=number(cells[5]))
+                out[key].update(
+                    ref_m4=number(cells[2]),
+                    cmsis_m4=number(cells[3]),
+                    ref_m7=number(cells[4]),
+                    cmsis_m7=number(cells[5]),
+                )
             elif memory_table and len(cells) == 4:
                 out[key].update(tflm_arena=number(cells[1]), tflm_text=number(cells[2]), tflm_stack=number(cells[3]))
     for line in readme:
         for key in MODELS:
             if line.startswith(f"| {key} ") and len(line.split("|")) >= 8:
                 cells = [c.strip() for c in line.strip("|").split("|")]
-                out[key].update(xcube_ram=number(cells[4]), xcube_weights=number(cells[5]),
-                                tflite_weights=number(cells[6]))
+                out[key].update(
+                    xcube_ram=number(cells[4]), xcube_weights=number(cells[5]), tflite_weights=number(cells[6])
+                )
     return out
 
 
 def symbol_sizes(elf: Path) -> list[tuple[str, str, int]]:
     """(name, "FUNC" or "OBJECT", size) of every sized symbol (readelf: the linker script puts
     constants in .text, so nm's section letters cannot tell code from data)."""
-    text = subprocess.run(["arm-none-eabi-readelf", "-sW", str(elf)], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(["arm-none-eabi-readelf", "-sW", str(elf)], capture_output=True, text=True, check=True).stdout
     out = []
     for line in text.splitlines():
         parts = line.split()
@@ -129,18 +136,30 @@ def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) ->
     weights = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith(model_prefix) and n not in ram_objects)
     model_code = sum(s for n, t, s in syms if t == "FUNC" and n.startswith(model_prefix))
     test_input = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_input"))
-    flash = sections.get(".text", 0) + sections.get(".ARM.exidx", 0) + sections.get(".data", 0) + \
-        sections.get(".weights", 0)
+    flash = (
+        sections.get(".text", 0)
+        + sections.get(".ARM.exidx", 0)
+        + sections.get(".data", 0)
+        + sections.get(".weights", 0)
+    )
     runtime_code = flash - weights - model_code - test_input
     arena = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_arena")
     outputs = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_output"))
     data_bss = sections.get(".data", 0) + sections.get(".bss", 0)
     scratch = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_scratch")
-    return dict(flash=flash, weights=weights, model_code=model_code, runtime_code=runtime_code,
-                test_input=test_input, arena=arena, outputs=outputs,
-                runtime_data=data_bss - arena - scratch - outputs,
-                stack=stack_high_water or 0, scratch=scratch,
-                ram=data_bss - outputs + (stack_high_water or 0))
+    return dict(
+        flash=flash,
+        weights=weights,
+        model_code=model_code,
+        runtime_code=runtime_code,
+        test_input=test_input,
+        arena=arena,
+        outputs=outputs,
+        runtime_data=data_bss - arena - scratch - outputs,
+        stack=stack_high_water or 0,
+        scratch=scratch,
+        ram=data_bss - outputs + (stack_high_water or 0),
+    )
 
 
 def oracle_outputs(model: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -154,9 +173,10 @@ def oracle_outputs(model: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | 
 
 def run_default(model: Path, board: str, work: Path) -> dict:
     """The public CLI: microcompiler run ... --mode standalone --json --keep DIR."""
-    from microcompiler.compiler import compile_model
     from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
+
     keep = work / f"{model.stem}-{board}"
     cmd = ["microcompiler", "run", str(model), "--board", board, "--mode", "standalone", "--json", "--keep", str(keep)]
     log("$ " + " ".join(cmd))
@@ -167,8 +187,15 @@ def run_default(model: Path, board: str, work: Path) -> dict:
     meta = compile_model(model, features=load_board(board).cpu.features).metadata
     inputs = random_inputs(meta["inputs"])  # what `run` uses without --input
     outputs = [np.asarray(o) for o in report["outputs"]]
-    return dict(ticks=report["device_ticks"], hz=report["timer_hz"], stack=report.get("stack_bytes"), meta=meta,
-                elf=keep / "build" / "firmware.elf", outputs=outputs, inputs=inputs)
+    return dict(
+        ticks=report["device_ticks"],
+        hz=report["timer_hz"],
+        stack=report.get("stack_bytes"),
+        meta=meta,
+        elf=keep / "build" / "firmware.elf",
+        outputs=outputs,
+        inputs=inputs,
+    )
 
 
 def run_tuned(model: Path, board: str, work: Path, tuning: dict) -> dict:
@@ -177,13 +204,21 @@ def run_tuned(model: Path, board: str, work: Path, tuning: dict) -> dict:
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
     from microcompiler.project import run_on_board
+
     b = load_board(board)
     lib = compile_model(model, features=b.cpu.features, tuning=tuning)
     inputs = random_inputs(lib.metadata["inputs"])
     log(f"$ (python) compile_model({model.name}, tuning={tuning}) + run_on_board({board})")
     project, _, result = run_on_board(lib, b, work / f"{model.stem}-{board}-tuned", input=inputs, log=lambda _: None)
-    return dict(ticks=result.ticks, hz=result.hz, stack=result.stack_bytes, meta=lib.metadata, elf=project.elf,
-                outputs=result.outputs, inputs=inputs)
+    return dict(
+        ticks=result.ticks,
+        hz=result.hz,
+        stack=result.stack_bytes,
+        meta=lib.metadata,
+        elf=project.elf,
+        outputs=result.outputs,
+        inputs=inputs,
+    )
 
 
 def per_operator(model: Path, board: str) -> list[dict] | None:
@@ -208,13 +243,26 @@ def measure(key: str, board: str, work: Path, tuning: dict | None) -> dict:
     model = model_path(key, work)
     r = run_tuned(model, board, work, tuning) if tuning else run_default(model, board, work)
     want = oracle_outputs(model, r["inputs"])
-    exact = None if want is None else all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
-                                          for g, w in zip(r["outputs"], want))
+    exact = (
+        None
+        if want is None
+        else all(
+            np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1)) for g, w in zip(r["outputs"], want)
+        )
+    )
     instructions = round(r["ticks"] * 1e9 / r["hz"])
     meta = r["meta"]
-    return dict(model=key, board=board, tuning=tuning, instructions=instructions, macs=meta["total_macs"],
-                exact=exact, variants=[o["kernel"] for o in meta["operators"]], meta=meta,
-                **footprint(r["elf"], meta["name"], r["stack"], meta))
+    return dict(
+        model=key,
+        board=board,
+        tuning=tuning,
+        instructions=instructions,
+        macs=meta["total_macs"],
+        exact=exact,
+        variants=[o["kernel"] for o in meta["operators"]],
+        meta=meta,
+        **footprint(r["elf"], meta["name"], r["stack"], meta),
+    )
 
 
 # The float32 ResNet-8 (issue #13's float kernels): the default build against the reference loops.
@@ -227,18 +275,23 @@ def float_table(boards: list[str], work: Path) -> str:
     """Markdown rows: float ResNet-8 per board, reference loops vs the default (fast float kernels),
     instructions per inference and whether the outputs are within FLOAT_RTOL of TFLM."""
     model = SHARED / "models" / "mlperf_tiny" / f"{FLOAT_MODEL}.tflite"
-    lines = ["| model | board | reference loops | default | speed-up | per MAC | within 1e-5 of TFLM |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | board | reference loops | default | speed-up | per MAC | within 1e-5 of TFLM |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for board in boards:
         runs = [run_tuned(model, board, work, FLOAT_REFERENCE), run_default(model, board, work)]
         ref, new = (round(r["ticks"] * 1e9 / r["hz"]) for r in runs)
         want = oracle_outputs(model, runs[1]["inputs"])
         within = want is not None and all(
             np.allclose(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1), rtol=FLOAT_RTOL, atol=1e-6)
-            for g, w in zip(runs[1]["outputs"], want))
+            for g, w in zip(runs[1]["outputs"], want)
+        )
         close = "—" if want is None else "yes" if within else "**no**"
-        lines.append(f"| IC float32 | {board} ({BOARDS[board]}) | {fmt(ref)} | {fmt(new)} | {ref / new:.2f}x "
-                     f"| {new / runs[1]['meta']['total_macs']:.2f} | {close} |")
+        lines.append(
+            f"| IC float32 | {board} ({BOARDS[board]}) | {fmt(ref)} | {fmt(new)} | {ref / new:.2f}x "
+            f"| {new / runs[1]['meta']['total_macs']:.2f} | {close} |"
+        )
         log(f"float {board}: {ref:,} -> {new:,} instructions")
     return "\n".join(lines) + "\n"
 
@@ -252,56 +305,77 @@ def display(key: str) -> str:
 
 
 def tables(results: list[dict], ops: dict, base: dict) -> str:
-    lines = ["### Instructions per inference", "",
-             "| model | board | variant | MACs | instructions | per MAC | TFLM reference | TFLM + CMSIS-NN | "
-             "vs CMSIS-NN | goal (0.5x) | bit-exact |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "### Instructions per inference",
+        "",
+        "| model | board | variant | MACs | instructions | per MAC | TFLM reference | TFLM + CMSIS-NN | "
+        "vs CMSIS-NN | goal (0.5x) | bit-exact |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         core = BOARDS[r["board"]]
         b = base[r["model"]]
-        ref, cmsis = ({"M4": (b.get("ref_m4"), b.get("cmsis_m4")), "M7": (b.get("ref_m7"), b.get("cmsis_m7")),
-                       "M55": (b.get("ref_m55"), b.get("cmsis_m55"))}
-                      .get(core, (b.get("ref_m4"), b.get("cmsis_m4"))))
+        ref, cmsis = {
+            "M4": (b.get("ref_m4"), b.get("cmsis_m4")),
+            "M7": (b.get("ref_m7"), b.get("cmsis_m7")),
+            "M55": (b.get("ref_m55"), b.get("cmsis_m55")),
+        }.get(core, (b.get("ref_m4"), b.get("cmsis_m4")))
         variant = r.get("label", "default")
         compared = core in ("M4", "M7", "M55")  # the M3 has no DSP: its row shows the M4 figures
         exact = {True: "yes", False: "**NO**", None: "not checked"}[r["exact"]]
         if cmsis is None:  # a look-alike without a measured peer figure on this core
-            lines.append(f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} "
-                         f"| {fmt(r['instructions'])} | {r['instructions'] / r['macs']:.2f} | — | — | — | "
-                         f"n/a (no baseline) | {exact} |")
+            lines.append(
+                f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} "
+                f"| {fmt(r['instructions'])} | {r['instructions'] / r['macs']:.2f} | — | — | — | "
+                f"n/a (no baseline) | {exact} |"
+            )
             continue
         goal = ("met" if r["instructions"] <= cmsis / 2 else "**missed**") if compared else "n/a (no DSP)"
         ref_note = " (MVE)" if core == "M55" else "" if compared else " (M4)"
-        lines.append(f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
-                     f"| {r['instructions'] / r['macs']:.2f} | {fmt(ref)}{ref_note} | {fmt(cmsis)}{ref_note} "
-                     f"| {r['instructions'] / cmsis:.3f}x | ≤ {fmt(cmsis / 2)}: {goal} | {exact} |")
-    lines += ["", "### Flash and RAM (bytes)", "",
-              "Flash = weights (the model's constant tables, as laid out for the kernels) + model code (operator "
-              "functions and `<model>_run`) + runtime code (startup, platform, report, libc/libgcc) + the test input "
-              "compiled into the firmware. RAM = arena + the kernels' scratch (one .bss buffer shared by the "
-              "operators) + runtime data (the rest of .data/.bss, without the output buffers) + stack high-water "
-              "(measured by the firmware). TFLM figures: M4 CMSIS-NN build, text includes the model flatbuffer; "
-              "its arena includes its kernels' scratch.", "",
-              "| model | board | variant | flash | weights | model code | runtime code | test input | arena | "
-              "scratch | stack high-water | runtime data | RAM | TFLM arena + stack | TFLM text | "
-              "X-CUBE-AI RAM / weights |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {display(r['model'])} | {r['board']} ({core}) | {variant} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
+            f"| {r['instructions'] / r['macs']:.2f} | {fmt(ref)}{ref_note} | {fmt(cmsis)}{ref_note} "
+            f"| {r['instructions'] / cmsis:.3f}x | ≤ {fmt(cmsis / 2)}: {goal} | {exact} |"
+        )
+    lines += [
+        "",
+        "### Flash and RAM (bytes)",
+        "",
+        "Flash = weights (the model's constant tables, as laid out for the kernels) + model code (operator "
+        "functions and `<model>_run`) + runtime code (startup, platform, report, libc/libgcc) + the test input "
+        "compiled into the firmware. RAM = arena + the kernels' scratch (one .bss buffer shared by the "
+        "operators) + runtime data (the rest of .data/.bss, without the output buffers) + stack high-water "
+        "(measured by the firmware). TFLM figures: M4 CMSIS-NN build, text includes the model flatbuffer; "
+        "its arena includes its kernels' scratch.",
+        "",
+        "| model | board | variant | flash | weights | model code | runtime code | test input | arena | "
+        "scratch | stack high-water | runtime data | RAM | TFLM arena + stack | TFLM text | "
+        "X-CUBE-AI RAM / weights |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         b = base[r["model"]]
         variant = r.get("label", "default")
-        lines.append(f"| {display(r['model'])} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
-                     f"| {fmt(r['model_code'])} | {fmt(r['runtime_code'])} | {fmt(r['test_input'])} | {fmt(r['arena'])} "
-                     f"| {fmt(r['scratch'])} | {fmt(r['stack'])} | {fmt(r['runtime_data'])} | {fmt(r['ram'])} "
-                     f"| {fmt(b.get('tflm_arena', 0) + b.get('tflm_stack', 0))} | {fmt(b.get('tflm_text', 0))} "
-                     f"| {fmt(b['xcube_ram']) + ' / ' + fmt(b['xcube_weights']) if 'xcube_ram' in b else '—'} |")
+        lines.append(
+            f"| {display(r['model'])} | {r['board']} | {variant} | {fmt(r['flash'])} | {fmt(r['weights'])} "
+            f"| {fmt(r['model_code'])} | {fmt(r['runtime_code'])} | {fmt(r['test_input'])} | {fmt(r['arena'])} "
+            f"| {fmt(r['scratch'])} | {fmt(r['stack'])} | {fmt(r['runtime_data'])} | {fmt(r['ram'])} "
+            f"| {fmt(b.get('tflm_arena', 0) + b.get('tflm_stack', 0))} | {fmt(b.get('tflm_text', 0))} "
+            f"| {fmt(b['xcube_ram']) + ' / ' + fmt(b['xcube_weights']) if 'xcube_ram' in b else '—'} |"
+        )
     for (key, board), operators in ops.items():
         if not operators:
             continue
         meta = next(r["meta"] for r in results if r["model"] == key and r["board"] == board and not r["tuning"])
         by_index = {o["index"]: o for o in meta["operators"]}
         total = sum(o["instructions"] for o in operators)
-        lines += ["", f"### Per operator: {display(key)} on {board} (`microcompiler bench`, host-driven graph executor)", "",
-                  "| # | operator | kernel | MACs | instructions | per MAC | share |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"### Per operator: {display(key)} on {board} (`microcompiler bench`, host-driven graph executor)",
+            "",
+            "| # | operator | kernel | MACs | instructions | per MAC | share |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for o in operators:
             m = by_index.get(o.get("index"), {})
             k = m.get("kernel", {})
@@ -309,8 +383,10 @@ def tables(results: list[dict], ops: dict, base: dict) -> str:
             kernel = k.get("variant", "?") + (f" ({knobs})" if knobs else "")
             macs = m.get("macs", 0)
             per_mac = f"{o['instructions'] / macs:.2f}" if macs else "-"
-            lines.append(f"| {o.get('index', '')} | {o.get('kind', o['function'])} | {kernel} | {fmt(macs)} "
-                         f"| {fmt(o['instructions'])} | {per_mac} | {o['instructions'] / total * 100:.1f}% |")
+            lines.append(
+                f"| {o.get('index', '')} | {o.get('kind', o['function'])} | {kernel} | {fmt(macs)} "
+                f"| {fmt(o['instructions'])} | {per_mac} | {o['instructions'] / total * 100:.1f}% |"
+            )
         lines.append(f"| | sum of operators | | | {fmt(total)} | | |")
     return "\n".join(lines) + "\n"
 
@@ -325,9 +401,12 @@ def seanet_table(names: list[str], boards: list[str], work: Path) -> tuple[str, 
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
     from microcompiler.project import run_on_board
+
     folder = SHARED / "models" / "tflm" / "seanet"
-    lines = ["| model | board | MACs | reference | fast (kernel) | per MAC (reference / fast) | fewer | exact |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | board | MACs | reference | fast (kernel) | per MAC (reference / fast) | fewer | exact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     all_exact = True
     for name in names:
         path = folder / f"{name}.tflite"
@@ -348,9 +427,11 @@ def seanet_table(names: list[str], boards: list[str], work: Path) -> tuple[str, 
             (ref, ref_ok, meta), (fast_, fast_ok, fast_meta) = row["reference"], row["fast"]
             macs = meta["total_macs"]
             variant = fast_meta["operators"][0]["kernel"]["variant"]
-            lines.append(f"| {name} | {board} ({BOARDS[board]}) | {fmt(macs)} | {fmt(ref)} | {fmt(fast_)} ({variant}) | "
-                         f"{ref / macs:.2f} / {fast_ / macs:.2f} | {ref / fast_:.2f}x | "
-                         f"{'yes' if ref_ok and fast_ok else 'NO'} |")
+            lines.append(
+                f"| {name} | {board} ({BOARDS[board]}) | {fmt(macs)} | {fmt(ref)} | {fmt(fast_)} ({variant}) | "
+                f"{ref / macs:.2f} / {fast_ / macs:.2f} | {ref / fast_:.2f}x | "
+                f"{'yes' if ref_ok and fast_ok else 'NO'} |"
+            )
     return "\n".join(lines) + "\n", all_exact
 
 
@@ -360,14 +441,26 @@ def main(argv=None) -> int:
     p.add_argument("--boards", nargs="+", default=list(BOARDS), choices=list(BOARDS))
     p.add_argument("--no-bench", action="store_true", help="skip the per-operator breakdown (microcompiler bench)")
     p.add_argument("--no-variants", action="store_true", help="skip the knob variants (int16 weights, layer by layer)")
-    p.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md",
-                   help="file whose BENCHMARK-TABLES section is replaced (created if missing)")
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=ROOT / "docs" / "benchmarks.md",
+        help="file whose BENCHMARK-TABLES section is replaced (created if missing)",
+    )
     p.add_argument("--json", type=Path, help="also write the raw results here")
-    p.add_argument("--float", action="store_true",
-                   help="only the float32 ResNet-8 table (reference loops vs default), printed on stdout")
-    p.add_argument("--seanet", nargs="*", choices=SEANET, metavar="MODEL",
-                   help="instead: the int16x8 seanet CONV_2D models (all without names), reference vs fast kernels, "
-                        "on the DSP boards of --boards; prints a markdown table, writes no file")
+    p.add_argument(
+        "--float",
+        action="store_true",
+        help="only the float32 ResNet-8 table (reference loops vs default), printed on stdout",
+    )
+    p.add_argument(
+        "--seanet",
+        nargs="*",
+        choices=SEANET,
+        metavar="MODEL",
+        help="instead: the int16x8 seanet CONV_2D models (all without names), reference vs fast kernels, "
+        "on the DSP boards of --boards; prints a markdown table, writes no file",
+    )
     args = p.parse_args(argv)
     if args.float:
         with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
@@ -375,8 +468,9 @@ def main(argv=None) -> int:
         return 0
     if args.seanet is not None:
         with tempfile.TemporaryDirectory(prefix="mc-bench-") as tmp:
-            text, exact = seanet_table(args.seanet or SEANET, [b for b in args.boards if BOARDS[b] in ("M4", "M7")],
-                                       Path(tmp))
+            text, exact = seanet_table(
+                args.seanet or SEANET, [b for b in args.boards if BOARDS[b] in ("M4", "M7")], Path(tmp)
+            )
         print(text, end="")
         return 0 if exact else 1
     base = baselines()
@@ -387,7 +481,9 @@ def main(argv=None) -> int:
             for board in args.boards:
                 results.append(measure(key, board, work, None))
                 log(f"{key} {board}: {results[-1]['instructions']:,} instructions")
-                for label, tuning in ([] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS.get(key, [])):
+                for label, tuning in (
+                    [] if args.no_variants or BOARDS[board] not in ("M4", "M7") else VARIANTS.get(key, [])
+                ):
                     results.append(dict(measure(key, board, work, tuning), label=label))
                     log(f"{key} {board} {label}: {results[-1]['instructions']:,} instructions")
             if not args.no_bench:  # the first board's breakdown, and the M55's (its own kernels)
@@ -401,8 +497,9 @@ def main(argv=None) -> int:
     doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: f"{BEGIN}\n{text}{END}", doc, flags=re.S)
     out.write_text(doc)
     if args.json:
-        args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "meta"} for r in results], indent=1,
-                                        default=str))
+        args.json.write_text(
+            json.dumps([{k: v for k, v in r.items() if k != "meta"} for r in results], indent=1, default=str)
+        )
     log(f"wrote {out}")
     return 0 if all(r["exact"] is not False for r in results) else 1
 

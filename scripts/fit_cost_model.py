@@ -9,6 +9,7 @@ shift=0: the timer's ticks x 40 are instructions), and the int8 MLPerf Tiny mode
 key (microcompiler/ops/cost_model.py) and writes microcompiler/ops/cost_model_data.py,
 with the measurements it used in tests/data/cost_model_measurements.json (the accuracy test reads it).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,21 +24,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from microcompiler.ops import cost_model  # noqa: E402
 from microcompiler.boards import load_board  # noqa: E402
 from microcompiler.compiler import compile_model  # noqa: E402
+from microcompiler.ops import cost_model  # noqa: E402
 
 BOARD = "mps2_an386"
-MODELS = [ROOT.parent / "shared/models" / m for m in (
-    "mlperf_tiny/kws_ref_model.tflite", "mlperf_tiny/pretrainedResnet_quant.tflite",
-    "mlperf_tiny/ad01_int8.tflite", "mlperf_tiny/pretrainedResnet.tflite", "tflm/hello_world_int8.tflite",
-    "tflm/hello_world_float.tflite", "tflm/seanet/conv0.tflite", "tflm/seanet/conv2.tflite")] + [
-    ROOT / "examples/tiny_cnn/tiny_cnn_int8.tflite"]
+MODELS = [
+    ROOT.parent / "shared/models" / m
+    for m in (
+        "mlperf_tiny/kws_ref_model.tflite",
+        "mlperf_tiny/pretrainedResnet_quant.tflite",
+        "mlperf_tiny/ad01_int8.tflite",
+        "mlperf_tiny/pretrainedResnet.tflite",
+        "tflm/hello_world_int8.tflite",
+        "tflm/hello_world_float.tflite",
+        "tflm/seanet/conv0.tflite",
+        "tflm/seanet/conv2.tflite",
+    )
+] + [ROOT / "examples/tiny_cnn/tiny_cnn_int8.tflite"]
 # The Keras look-alikes of issue 21 (tests/models/keras): TRANSPOSE_CONV, BATCH_MATMUL, LSTM and the
 # float GRU's WHILE loop (costed by analysis/loops.py from its body's operators, not fitted itself)
-KERAS = [ROOT / "tests/models/keras" / f"{m}.tflite" for m in (
-    "conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8", "transformer_block_float32",
-    "lstm_float32", "gru_float32")]
+KERAS = [
+    ROOT / "tests/models/keras" / f"{m}.tflite"
+    for m in (
+        "conv_autoencoder_int8",
+        "unet_int8",
+        "transformer_block_int8",
+        "lstm_int8",
+        "transformer_block_float32",
+        "lstm_float32",
+        "gru_float32",
+    )
+]
 MODELS += KERAS
 # float32 LOGISTIC, TANH, MUL, SUB, ADD of GRU-gate sizes in a main graph (the float GRU runs them only
 # inside its WHILE body, whose operators bench does not time one by one): built here, FLOAT_GATES
@@ -74,9 +92,26 @@ def float_gates_model(directory: Path) -> Path:
 
 
 def measure(model: Path, board: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", board,
-                           "--json", "--number", "1", "--repeat", "1"], capture_output=True, text=True, cwd=ROOT,
-                          timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "bench",
+            str(model),
+            "--board",
+            board,
+            "--json",
+            "--number",
+            "1",
+            "--repeat",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"bench failed on {model.name}: {proc.stderr.strip()}")
     return json.loads(proc.stdout)
@@ -104,10 +139,14 @@ def main(argv=None) -> int:
                 measured[name] = saved[name]
             else:
                 bench = measure(model, board_name)
-                measured[name] = {"board": board_name, "inference_instructions": bench["inference"]["ticks"]
-                                  * instructions_per_tick,
-                                  "operators": [{"index": row["index"], "instructions": row["ticks"] * instructions_per_tick}
-                                                for row in bench["operators"]]}
+                measured[name] = {
+                    "board": board_name,
+                    "inference_instructions": bench["inference"]["ticks"] * instructions_per_tick,
+                    "operators": [
+                        {"index": row["index"], "instructions": row["ticks"] * instructions_per_tick}
+                        for row in bench["operators"]
+                    ],
+                }
             total = measured[name]["inference_instructions"]
             library_ops = {op["index"]: op for op in meta.metadata["operators"]}
             graph = meta.graph
@@ -117,12 +156,16 @@ def main(argv=None) -> int:
                     continue
                 dtype = graph.tensors[fn.op.inputs[0]].dtype
                 for key in cost_model.keys(op, dtype):
-                    samples[key].append((cost_model.features(op, dtype), row["instructions"], SIGNIFICANT_SHARE * total))
+                    samples[key].append(
+                        (cost_model.features(op, dtype), row["instructions"], SIGNIFICANT_SHARE * total)
+                    )
             print(f"{name} on {board_name}: {total:,.0f} instructions")
     shutil.rmtree(work)
     coefficients = {key: cost_model.fit(s) for key, s in sorted(samples.items())}
-    OUT.write_text('"""Cost-model coefficients: generated by scripts/fit_cost_model.py, do not edit."""\n'
-                   f"COEFFICIENTS: dict[str, dict[str, float]] = {pprint.pformat(coefficients, width=110)}\n")
+    OUT.write_text(
+        '"""Cost-model coefficients: generated by scripts/fit_cost_model.py, do not edit."""\n'
+        f"COEFFICIENTS: dict[str, dict[str, float]] = {pprint.pformat(coefficients, width=110)}\n"
+    )
     MEASUREMENTS.write_text(json.dumps(measured, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)} ({len(coefficients)} kernel keys) and {MEASUREMENTS.relative_to(ROOT)}")
     return 0

@@ -19,6 +19,7 @@ printed with its model and edits; ``--save-corpus`` keeps one case per distinct 
 type and place) in tests/data/fuzz_corpus/, which tests/test_errors.py replays. Exit status 1 if
 anything escaped.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "fuzz")]
 
 from model_mutations import CORPUS_DIR, apply_edits, materialize, random_edits, seed_bytes, seed_names  # noqa: E402
-
 from structure_mutations import mutate_structure, outputs_agree  # noqa: E402
 
 from microcompiler.compiler import compile_model  # noqa: E402
@@ -75,8 +75,15 @@ def check(model: str, edits: list[dict], work: Path) -> tuple[str, str] | None:
 
 
 # Small seeds for --run (each mutant that compiles is built with the sanitizers: seconds each).
-RUN_SEEDS = ("built:fc_int8", "built:conv_add_float", "built:mean_softmax_int16", "built:dw_pool_int8",
-             "built:concat_relu_float", "tflm/hello_world_int8.tflite", "tflm/hello_world_float.tflite")
+RUN_SEEDS = (
+    "built:fc_int8",
+    "built:conv_add_float",
+    "built:mean_softmax_int16",
+    "built:dw_pool_int8",
+    "built:concat_relu_float",
+    "tflm/hello_world_int8.tflite",
+    "tflm/hello_world_float.tflite",
+)
 RUN_SECONDS = 20  # one mutant's program, and TFLM's run of it
 
 
@@ -84,10 +91,12 @@ def run_against_tflm(path: Path, library, work: Path) -> tuple[str, str]:
     """Build the compiled mutant with ASan/UBSan, run it on one seeded input, compare with TFLM.
     (outcome, detail): "agree", "tflm-refuses", or a failure: "sanitizer", "hang", "build", "differs"."""
     import numpy as np
-    from microcompiler.errors import ToolchainError, DeviceError
+
+    from microcompiler.errors import DeviceError, ToolchainError
     from microcompiler.host import HostProgram
     from microcompiler.inputs import random_inputs
     from microcompiler.validation.reference import Reference
+
     meta = library.metadata
     inputs = random_inputs(meta["inputs"], seed=0)
     try:
@@ -116,6 +125,7 @@ def run_against_tflm(path: Path, library, work: Path) -> tuple[str, str]:
 def structured(args) -> int:
     """--structured: field-level mutants; with --run, built and compared with TFLM."""
     import shutil
+
     rng = random.Random(args.seed)
     names = [n for n in seed_names() if n in RUN_SEEDS] if args.run else seed_names()
     counts: dict[str, int] = {}
@@ -167,8 +177,11 @@ def structured(args) -> int:
             if not args.quiet and done % 250 == 0:
                 print(f"{done} mutants, {time.monotonic() - start:.0f} s: {counts}", flush=True)
     failed = sum(n for k, n in counts.items() if k in failures)
-    print(f"{done} structure-aware mutants in {time.monotonic() - start:.0f} s: "
-          + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) + f"; {failed} failures")
+    print(
+        f"{done} structure-aware mutants in {time.monotonic() - start:.0f} s: "
+        + ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+        + f"; {failed} failures"
+    )
     return 1 if failed else 0
 
 
@@ -179,8 +192,11 @@ def main(argv=None) -> int:
     ap.add_argument("--save-corpus", action="store_true", help="keep one case per new failure in the corpus")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--structured", action="store_true", help="mutate the model's fields, not its bytes")
-    ap.add_argument("--run", action="store_true", help="with --structured: build each compiled mutant with "
-                                                       "ASan/UBSan, run it and compare with TFLM")
+    ap.add_argument(
+        "--run",
+        action="store_true",
+        help="with --structured: build each compiled mutant with ASan/UBSan, run it and compare with TFLM",
+    )
     ap.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: no limit)")
     ap.add_argument("--save-failing", metavar="DIR", help="with --structured: keep each failing mutant's .tflite")
     args = ap.parse_args(argv)
@@ -204,8 +220,10 @@ def main(argv=None) -> int:
                 signature, message = result
                 if signature not in failures:
                     failures[signature] = (model, edits, message, i)
-                    print(f"[{i}] {signature}: {message}\n    model {model}, {kind}, edits {json.dumps(edits)[:300]}",
-                          flush=True)
+                    print(
+                        f"[{i}] {signature}: {message}\n    model {model}, {kind}, edits {json.dumps(edits)[:300]}",
+                        flush=True,
+                    )
             if not args.quiet and (i + 1) % 500 == 0:
                 print(f"{i + 1} mutants, {counts['failed']} failures, {time.monotonic() - start:.0f} s", flush=True)
     if args.save_corpus:
@@ -214,9 +232,12 @@ def main(argv=None) -> int:
             case = {"model": model, "edits": edits, "found": f"seed {args.seed}, mutant {i}", "failure": message}
             digest = hashlib.sha1(json.dumps([model, edits]).encode()).hexdigest()[:10]
             (CORPUS_DIR / f"{Path(model).stem.replace(':', '_')}-{digest}.json").write_text(
-                json.dumps(case, indent=1) + "\n")
-    print(f"{args.examples} mutants in {time.monotonic() - start:.0f} s: {counts['failed']} escaped "
-          f"({len(failures)} distinct)")
+                json.dumps(case, indent=1) + "\n"
+            )
+    print(
+        f"{args.examples} mutants in {time.monotonic() - start:.0f} s: {counts['failed']} escaped "
+        f"({len(failures)} distinct)"
+    )
     return 1 if counts["failed"] else 0
 
 

@@ -34,6 +34,7 @@ Models (reduced widths and resolutions; the layer patterns are the real ones):
 Each is written as ``NAME_int8.tflite`` (full-integer: int8 inputs, outputs and kernels) and, where
 noted in MODELS, ``NAME_float32.tflite``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,13 +50,22 @@ DEFAULT_VENV = Path.home() / ".cache" / "microcompiler" / "tfvenv"
 TF_REQUIREMENTS = ["tensorflow-cpu==2.21.0", "tf-keras==2.21.0"]
 SEED = 21
 REPRESENTATIVE_SAMPLES = 32
-NAMES = ("efficientnet_b0_block", "mobilenet_v3_small", "unet", "transformer_block", "lstm", "gru",
-         "conv_autoencoder", "ds_cnn")
+NAMES = (
+    "efficientnet_b0_block",
+    "mobilenet_v3_small",
+    "unet",
+    "transformer_block",
+    "lstm",
+    "gru",
+    "conv_autoencoder",
+    "ds_cnn",
+)
 
 
 def ensure_tensorflow(venv_dir: Path) -> None:
     """Re-run this script under a Python that has TensorFlow, creating the venv if needed."""
     import importlib.util
+
     if importlib.util.find_spec("tensorflow") and importlib.util.find_spec("tf_keras"):
         return
     python = venv_dir / "bin" / "python"
@@ -70,6 +80,7 @@ def ensure_tensorflow(venv_dir: Path) -> None:
 
 
 # ---- the models (imported only once TensorFlow is there) ----------------------------------------
+
 
 def models(legacy: bool = False):
     """The builders. legacy: build with tf_keras (Keras 2), as the TFLite converter needs for the
@@ -128,9 +139,15 @@ def models(legacy: bool = False):
 
     def mobilenet_v3_small():
         # (kernel, expansion, output channels, squeeze-excite, activation, stride), MobileNetV3-Small / 2.
-        blocks = [(3, 8, 8, True, "relu", 2), (3, 36, 12, False, "relu", 2), (3, 44, 12, False, "relu", 1),
-                  (5, 48, 20, True, "hswish", 2), (5, 120, 20, True, "hswish", 1), (5, 60, 24, True, "hswish", 1),
-                  (5, 144, 48, True, "hswish", 2)]
+        blocks = [
+            (3, 8, 8, True, "relu", 2),
+            (3, 36, 12, False, "relu", 2),
+            (3, 44, 12, False, "relu", 1),
+            (5, 48, 20, True, "hswish", 2),
+            (5, 120, 20, True, "hswish", 1),
+            (5, 60, 24, True, "hswish", 1),
+            (5, 144, 48, True, "hswish", 2),
+        ]
         inp = keras.Input((64, 64, 3), batch_size=1)
         x = layers.Rescaling(2.0, offset=-1.0)(inp)
         x = hard_swish(conv_bn(x, 8, 3, 2))
@@ -219,6 +236,7 @@ def models(legacy: bool = False):
 
 def seeded_batch(shape, kind, seed, n):
     import numpy as np
+
     rng = np.random.default_rng(seed)
     shape = (n, *shape[1:])
     if kind == "image":  # pixels in [0, 1], smooth enough to look like one
@@ -230,6 +248,7 @@ def set_batchnorm_statistics(keras, model, batch) -> None:
     """Each BatchNorm's moving statistics := its input's mean and variance on batch, in graph order
     (so each sees the already-normalised layers before it), with seeded gamma and beta."""
     import numpy as np
+
     rng = np.random.default_rng(SEED)
     for layer in model.layers:
         if not isinstance(layer, keras.layers.BatchNormalization):
@@ -237,19 +256,27 @@ def set_batchnorm_statistics(keras, model, batch) -> None:
         features = np.asarray(keras.Model(model.inputs[0], layer.input)(batch, training=False))
         axes = tuple(range(features.ndim - 1))
         gamma, beta, _, _ = layer.get_weights()
-        layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape).astype(np.float32),
-                           rng.normal(0.0, 0.25, beta.shape).astype(np.float32),
-                           features.mean(axis=axes), features.var(axis=axes)])
+        layer.set_weights(
+            [
+                rng.uniform(0.5, 1.5, gamma.shape).astype(np.float32),
+                rng.normal(0.0, 0.25, beta.shape).astype(np.float32),
+                features.mean(axis=axes),
+                features.var(axis=axes),
+            ]
+        )
 
 
 def convert(model, kind, int8: bool) -> bytes:
     import tensorflow as tf
+
     shape = tuple(model.inputs[0].shape)  # batch 1: every Input is declared with batch_size=1
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if int8:
+
         def representative():
             for sample in seeded_batch(shape, kind, SEED + 1, REPRESENTATIVE_SAMPLES):
                 yield [sample[None]]
+
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.representative_dataset = representative
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -261,6 +288,7 @@ def convert(model, kind, int8: bool) -> bytes:
 def build_one(name: str, out: Path) -> int:
     """Build and convert one model (in a process of its own: the converter can crash)."""
     import tensorflow as tf
+
     tf.get_logger().setLevel("ERROR")
     builder, kind, with_float, legacy = models()[name]
     keras = __import__("tf_keras" if legacy else "keras")
@@ -293,9 +321,13 @@ def build(names, out: Path) -> int:
     for name in NAMES:
         if names and name not in names:
             continue
-        child = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one", name, "--out", str(out)],
-                               env=env, capture_output=True, text=True)
-        results = [line[len("RESULT "):] for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+        child = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--one", name, "--out", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        results = [line[len("RESULT ") :] for line in child.stdout.splitlines() if line.startswith("RESULT ")]
         print("\n".join(results) or f"{name}: no output", flush=True)
         if child.returncode != 0:
             failures += 1
@@ -305,13 +337,18 @@ def build(names, out: Path) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME", help="build only these models")
     parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
-    parser.add_argument("--venv", type=Path, default=Path(os.environ.get("MICROCOMPILER_TF_VENV", DEFAULT_VENV)),
-                        help="virtual environment with tensorflow-cpu, created if missing "
-                             f"(default $MICROCOMPILER_TF_VENV or {DEFAULT_VENV})")
+    parser.add_argument(
+        "--venv",
+        type=Path,
+        default=Path(os.environ.get("MICROCOMPILER_TF_VENV", DEFAULT_VENV)),
+        help="virtual environment with tensorflow-cpu, created if missing "
+        f"(default $MICROCOMPILER_TF_VENV or {DEFAULT_VENV})",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: the child that builds one model
     args = parser.parse_args(argv)
     ensure_tensorflow(args.venv)

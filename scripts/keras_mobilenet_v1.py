@@ -14,6 +14,7 @@ converted exactly as the look-alikes of ``scripts/keras_lookalikes.py`` (their s
 statistics from a seeded batch of images, full-integer int8 conversion with a seeded representative
 dataset), whose helpers it uses.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,6 +29,7 @@ SHAPE = (1, 96, 96, 3)
 
 def main() -> int:
     import keras
+
     keras.utils.set_random_seed(lookalikes.SEED)
     model = keras.applications.MobileNet(input_shape=SHAPE[1:], alpha=0.25, weights=None, classes=2)
     lookalikes.set_batchnorm_statistics(keras, model, lookalikes.seeded_batch(SHAPE, "image", lookalikes.SEED, 64))

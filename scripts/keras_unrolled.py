@@ -20,6 +20,7 @@ The float32 files come out byte for byte the same on every run; the int8 files' 
 converter runs (the committed ones are one run's). Wider than the graph executor's 16 arguments per operator, both run with the AOT executor
 (tests/test_keras_unrolled.py).
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,6 +35,7 @@ STEPS = 20
 def build(name: str, cell_name: str):
     import keras
     from keras import layers
+
     keras.utils.set_random_seed(lookalikes.SEED)
     inp = keras.Input((STEPS, 8), batch_size=1)
     x = getattr(layers, cell_name)(16, unroll=True)(inp)

@@ -9,6 +9,7 @@
 Used by scripts/benchmarks.py (``--models VWW micro_speech person_detect``); built with
 tests/model_builder.py.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 # MobileNet-v1 0.25: (depthwise stride, pointwise output channels) after the first 3x3 stride-2 conv to 8.
-MOBILENET_V1_025 = [(1, 16), (2, 32), (1, 32), (2, 64), (1, 64), (2, 128), (1, 128), (1, 128), (1, 128), (1, 128),
-                    (1, 128), (2, 256), (1, 256)]
+MOBILENET_V1_025 = [
+    (1, 16),
+    (2, 32),
+    (1, 32),
+    (2, 64),
+    (1, 64),
+    (2, 128),
+    (1, 128),
+    (1, 128),
+    (1, 128),
+    (1, 128),
+    (1, 128),
+    (2, 256),
+    (1, 256),
+]
 
 
 RELU6_SCALE = 6 / 255
@@ -33,6 +47,7 @@ class _Net:
     def __init__(self, seed: int):
         sys.path.insert(0, str(ROOT / "tests"))
         import model_builder
+
         self.mb = model_builder
         self.b = model_builder.ModelBuilder()
         self.rng = np.random.default_rng(seed)
@@ -53,15 +68,25 @@ class _Net:
         scale = RELU6_SCALE
         # |x - zp| and |w| are about 74 on average (uniform int8): acc ~ sqrt(taps) * 74 * 74
         w_scale = rng.uniform(0.5, 1.5, oc) * target * scale / (x_scale * math.sqrt(taps) * 74 * 74)
-        wt = b.constant(f"w{self.n}", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale,
-                        zero_point=[0] * oc, axis=3 if depthwise else 0)
-        bias = b.constant(f"b{self.n}", rng.integers(-2000, 2000, oc).astype(np.int32), scale=list(x_scale * w_scale),
-                          zero_point=[0] * oc)
+        wt = b.constant(
+            f"w{self.n}",
+            rng.integers(-127, 128, w_shape, dtype=np.int8),
+            scale=w_scale,
+            zero_point=[0] * oc,
+            axis=3 if depthwise else 0,
+        )
+        bias = b.constant(
+            f"b{self.n}",
+            rng.integers(-2000, 2000, oc).astype(np.int32),
+            scale=list(x_scale * w_scale),
+            zero_point=[0] * oc,
+        )
         out_shape = (math.ceil(h / stride), math.ceil(w / stride), oc)
         y = b.activation(f"a{self.n}", [1, *out_shape], "int8", scale=scale, zero_point=-128)
         if depthwise:
-            options = self.mb.depthwise_options("SAME", (stride, stride), depth_multiplier=multiplier,
-                                                activation="RELU6")
+            options = self.mb.depthwise_options(
+                "SAME", (stride, stride), depth_multiplier=multiplier, activation="RELU6"
+            )
         else:
             options = self.mb.conv2d_options("SAME", (stride, stride), activation="RELU6")
         b.op(kind, [x, wt, bias], [y], options)
@@ -71,12 +96,15 @@ class _Net:
         """FULLY_CONNECTED to the classes, then SOFTMAX; returns the output tensor."""
         b, rng = self.b, self.rng
         w_scale = 0.01
-        wt = b.constant("fc_w", rng.integers(-127, 128, (classes, depth), dtype=np.int8), scale=[w_scale],
-                        zero_point=[0])
-        bias = b.constant("fc_b", rng.integers(-500, 500, classes).astype(np.int32), scale=[x_scale * w_scale],
-                          zero_point=[0])
-        logits = b.activation("logits", [1, classes], "int8", scale=x_scale * w_scale * math.sqrt(depth) * 40,
-                              zero_point=0)
+        wt = b.constant(
+            "fc_w", rng.integers(-127, 128, (classes, depth), dtype=np.int8), scale=[w_scale], zero_point=[0]
+        )
+        bias = b.constant(
+            "fc_b", rng.integers(-500, 500, classes).astype(np.int32), scale=[x_scale * w_scale], zero_point=[0]
+        )
+        logits = b.activation(
+            "logits", [1, classes], "int8", scale=x_scale * w_scale * math.sqrt(depth) * 40, zero_point=0
+        )
         b.op("FULLY_CONNECTED", [x, wt, bias], [logits], self.mb.fully_connected_options())
         probs = b.activation("probs", [1, classes], "int8", scale=1 / 256, zero_point=-128)
         b.op("SOFTMAX", [logits], [probs], self.mb.softmax_options())
@@ -104,8 +132,11 @@ def micro_speech(seed: int = 0) -> bytes:
     return net.b.finish([x], [net.classifier(y, s, int(np.prod(shape)), 4)])
 
 
-LOOKALIKES = {"VWW": lambda: mobilenet_v1_025(3), "micro_speech": micro_speech,
-              "person_detect": lambda: mobilenet_v1_025(1, seed=1)}
+LOOKALIKES = {
+    "VWW": lambda: mobilenet_v1_025(3),
+    "micro_speech": micro_speech,
+    "person_detect": lambda: mobilenet_v1_025(1, seed=1),
+}
 
 
 def write(key: str, directory: Path) -> Path:

@@ -18,6 +18,7 @@ sums the instructions and MACs (elements) of every operator of the selected kind
 ``--checkout DIR`` runs DIR's microcompiler (PYTHONPATH=DIR) on the same model files: with DIR a
 snapshot of an earlier commit (``git archive COMMIT | tar -x -C DIR``) it gives the "before" figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,14 @@ TIMEOUT = 900  # seconds per bench run (build + QEMU)
 
 def bench(model: Path, board: str, checkout: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(checkout))
-    result = subprocess.run([sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", board,
-                             "--json"], capture_output=True, text=True, env=env, cwd=checkout, timeout=TIMEOUT)
+    result = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", board, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=checkout,
+        timeout=TIMEOUT,
+    )
     if result.returncode != 0:
         raise SystemExit(f"bench {model.name} on {board} failed:\n{result.stderr[-2000:]}")
     return json.loads(result.stdout)
@@ -68,8 +75,10 @@ def main(argv=None) -> int:
         for board in args.boards:
             report = bench(KERAS / f"{name}.tflite", board, args.checkout.resolve())
             for kind, (instructions, macs) in sorted(per_kind(report, args.kinds).items()):
-                print(f"| {kind} | {name} | {board} | {macs:,} | {instructions:,.0f} | {instructions / macs:.2f} |",
-                      flush=True)
+                print(
+                    f"| {kind} | {name} | {board} | {macs:,} | {instructions:,.0f} | {instructions / macs:.2f} |",
+                    flush=True,
+                )
     return 0
 
 

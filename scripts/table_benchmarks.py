@@ -14,6 +14,7 @@ ticks x 40 on the 25 MHz timer of mps2_an386):
 
 Prints one markdown table row per model and operator kind: instructions, elements, per element.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,25 @@ def elementwise_models() -> dict[str, bytes]:
     from activation_cases import leaky_relu_options, side_by_side_model
     from model_builder import ModelBuilder, softmax_options
     from model_merge import merge_models
+
     in_q, out_q = (0.05, -10), (0.03, -100)
-    cases = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0), "HARD_SWISH": out_q, "ELU": out_q, "ABS": out_q,
-             "LEAKY_RELU": out_q, "RELU": out_q, "RELU6": in_q, "QUANTIZE": out_q}
-    models = [side_by_side_model(kind, [(SHAPE, "int8", in_q, q) + ((leaky_relu_options(0.2),) if kind == "LEAKY_RELU" else ())])
-              for kind, q in cases.items()]
+    cases = {
+        "LOGISTIC": (1 / 256, -128),
+        "TANH": (1 / 128, 0),
+        "HARD_SWISH": out_q,
+        "ELU": out_q,
+        "ABS": out_q,
+        "LEAKY_RELU": out_q,
+        "RELU": out_q,
+        "RELU6": in_q,
+        "QUANTIZE": out_q,
+    }
+    models = [
+        side_by_side_model(
+            kind, [(SHAPE, "int8", in_q, q) + ((leaky_relu_options(0.2),) if kind == "LEAKY_RELU" else ())]
+        )
+        for kind, q in cases.items()
+    ]
     b = ModelBuilder()
     x = b.activation("softmax_in", [1, 64, 64, 4], "int8", 0.1, 0)
     y = b.activation("softmax_out", [1, 64, 64, 4], "int8", 1 / 256, -128)
@@ -54,9 +69,14 @@ def elementwise_models() -> dict[str, bytes]:
 
 
 def bench(model: Path, board: str, tree: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", board, "--json"],
-                          capture_output=True, text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
-                          timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", board, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        timeout=1800,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"bench {model.name} failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout)

@@ -1,6 +1,7 @@
 """Shared builders for the activation and normalisation operator tests (ELU, HARD_SWISH, LEAKY_RELU,
 PRELU, TANH, LOG_SOFTMAX, L2_NORMALIZATION): single-operator models and input sets that cover every
 int8 value at once."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from model_builder import ModelBuilder, _opts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,13 +74,19 @@ def random_sets(shape, dtype, n=4, seed=0, float_range=8.0):
     sets = []
     for k in range(n):
         if dtype == "float32":
-            x = rng.uniform(-float_range, float_range, shape) if k < n - 1 else \
-                rng.choice([-float_range, -1.0, -0.0, 0.0, 1e-3, 1.0, float_range], shape)
+            x = (
+                rng.uniform(-float_range, float_range, shape)
+                if k < n - 1
+                else rng.choice([-float_range, -1.0, -0.0, 0.0, 1e-3, 1.0, float_range], shape)
+            )
             sets.append([x.astype(np.float32)])
         else:
             info = np.iinfo(dtype)
-            x = rng.integers(info.min, info.max, shape, endpoint=True) if k < n - 1 else \
-                rng.choice([info.min, info.min + 1, -1, 0, 1, info.max - 1, info.max], shape)
+            x = (
+                rng.integers(info.min, info.max, shape, endpoint=True)
+                if k < n - 1
+                else rng.choice([info.min, info.min + 1, -1, 0, 1, info.max - 1, info.max], shape)
+            )
             sets.append([x.astype(dtype)])
     return sets
 
@@ -101,8 +107,12 @@ def assert_cli_rejects(model_bytes: bytes, tmp_path: Path, *fragments: str) -> N
     path = tmp_path / "bad.tflite"
     path.write_bytes(model_bytes)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                             str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr

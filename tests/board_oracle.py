@@ -1,5 +1,6 @@
 """Run a small model standalone on an emulated board (bare-metal firmware in QEMU) and compare its
 outputs with the TFLM oracle: the on-device half of the single-operator sweeps."""
+
 from __future__ import annotations
 
 import shutil
@@ -7,21 +8,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle import Oracle
 
 from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
-from oracle import Oracle
 
 TOOLS = ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")
-needs_board_tools = pytest.mark.skipif(not all(shutil.which(t) for t in TOOLS),
-                                       reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+needs_board_tools = pytest.mark.skipif(
+    not all(shutil.which(t) for t in TOOLS), reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm"
+)
 
 
-def assert_matches_oracle_on_board(model_bytes: bytes, tmp_path: Path, board: str = "mps2_an386",
-                                   inputs: list[np.ndarray] | None = None, float_rtol: float = 1e-5,
-                                   patches: str | None = None, ram_limit: int | None = None):
+def assert_matches_oracle_on_board(
+    model_bytes: bytes,
+    tmp_path: Path,
+    board: str = "mps2_an386",
+    inputs: list[np.ndarray] | None = None,
+    float_rtol: float = 1e-5,
+    patches: str | None = None,
+    ram_limit: int | None = None,
+):
     """Compile for the board's CPU, build, run once in QEMU on ``inputs`` (default: the seeded
     random input) and compare every output with TFLM: integers bit-exact, floats within
     ``float_rtol``; ``patches``: compile_model's patch grid (default: its automatic choice); ``ram_limit``:

@@ -1,4 +1,5 @@
 """Open a local HTML file in headless Chromium (Debian package): a screenshot, the DOM, console errors."""
+
 from __future__ import annotations
 
 import shutil
@@ -8,18 +9,31 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (apt-get install chromium)")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium package (apt-get install chromium)"
+)
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 TIMEOUT = 90
 
 
 def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
     profile = tmp / "chromium-profile"
     profile.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=TIMEOUT
+    )
 
 
 def console_errors(stderr: str) -> list[str]:

@@ -34,7 +34,7 @@ def use_the_shared_zephyr_workspace() -> None:
         raise RuntimeError(f"{SHARED_ZEPHYR_SETUP} failed:\n{proc.stdout}{proc.stderr}")
     for line in proc.stdout.splitlines():
         if line.startswith("export "):
-            for assignment in line[len("export "):].split():
+            for assignment in line[len("export ") :].split():
                 name, _, value = assignment.partition("=")
                 os.environ[name] = value
 

@@ -1,10 +1,10 @@
 """Models with depthwise convolutions between other layers, for the in-place depthwise schedule
 (passes/memory_plan.py, ``share_in_place_with_scratch``) and the dropped depthwise channels
 (passes/zero_channels.py)."""
+
 from __future__ import annotations
 
 import numpy as np
-
 from model_builder import ModelBuilder, conv2d_options, depthwise_options
 
 X_SCALE = 0.02
@@ -14,33 +14,68 @@ def conv(b, rng, name, x, x_scale, shape_in, out_c, kernel, activation="NONE", z
     """CONV_2D ``kernel`` SAME stride 1 from ``x`` [1, h, w, c] to ``out_c`` channels."""
     h, w, c = shape_in
     scales = rng.uniform(0.002, 0.02, out_c)
-    wt = b.constant(f"{name}/w", rng.integers(-127, 128, (out_c, kernel, kernel, c), dtype=np.int8),
-                    scale=scales, zero_point=[0] * out_c)
-    bias = b.constant(f"{name}/bias", rng.integers(-3000, 3000, out_c).astype(np.int32),
-                      scale=list(x_scale * scales), zero_point=[0] * out_c)
+    wt = b.constant(
+        f"{name}/w",
+        rng.integers(-127, 128, (out_c, kernel, kernel, c), dtype=np.int8),
+        scale=scales,
+        zero_point=[0] * out_c,
+    )
+    bias = b.constant(
+        f"{name}/bias",
+        rng.integers(-3000, 3000, out_c).astype(np.int32),
+        scale=list(x_scale * scales),
+        zero_point=[0] * out_c,
+    )
     y = b.activation(name, [1, h, w, out_c], "int8", scale=0.05, zero_point=zero_point)
     b.op("CONV_2D", [x, wt, bias], [y], conv2d_options(activation=activation))
     return y
 
 
-def depthwise(b, rng, name, x, x_scale, shape_in, shape_out, kernel=(3, 3), stride=(1, 1), padding="SAME",
-               activation="NONE", zero=(), zero_point=-4):
+def depthwise(
+    b,
+    rng,
+    name,
+    x,
+    x_scale,
+    shape_in,
+    shape_out,
+    kernel=(3, 3),
+    stride=(1, 1),
+    padding="SAME",
+    activation="NONE",
+    zero=(),
+    zero_point=-4,
+):
     """DEPTHWISE_CONV_2D, depth multiplier 1, per-channel weights; the channels ``zero`` all-zero."""
     c = shape_in[2]
     scales = rng.uniform(0.002, 0.02, c)
     w = rng.integers(-127, 128, (1, *kernel, c), dtype=np.int8)
     w[..., list(zero)] = 0
     wt = b.constant(f"{name}/w", w, scale=scales, zero_point=[0] * c, axis=3)
-    bias = b.constant(f"{name}/bias", rng.integers(-3000, 3000, c).astype(np.int32),
-                      scale=list(x_scale * scales), zero_point=[0] * c)
+    bias = b.constant(
+        f"{name}/bias", rng.integers(-3000, 3000, c).astype(np.int32), scale=list(x_scale * scales), zero_point=[0] * c
+    )
     y = b.activation(name, [1, *shape_out], "int8", scale=0.05, zero_point=zero_point)
-    b.op("DEPTHWISE_CONV_2D", [x, wt, bias], [y], depthwise_options(padding=padding, stride=stride,
-                                                                    activation=activation))
+    b.op(
+        "DEPTHWISE_CONV_2D",
+        [x, wt, bias],
+        [y],
+        depthwise_options(padding=padding, stride=stride, activation=activation),
+    )
     return y
 
 
-def sandwich_model(hwc=(16, 16, 8), out_hw=None, kernel=(3, 3), stride=(1, 1), padding="SAME",
-                   activation="RELU6", zero=(), input_zp=-5, seed=0) -> bytes:
+def sandwich_model(
+    hwc=(16, 16, 8),
+    out_hw=None,
+    kernel=(3, 3),
+    stride=(1, 1),
+    padding="SAME",
+    activation="RELU6",
+    zero=(),
+    input_zp=-5,
+    seed=0,
+) -> bytes:
     """x [1, h, w, 3] -> conv 1x1 to c channels -> the depthwise layer -> conv 1x1 to 4 channels (the
     model output): the depthwise layer's input and output are both in the arena, and its step is the
     peak."""

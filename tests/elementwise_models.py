@@ -1,30 +1,30 @@
 """Single-operator models for the elementwise (binary and n-ary) operator tests, and the CLI check
 that a malformed one gives a one-line error."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
-
 import model_builder
+import numpy as np
 from model_builder import ACTIVATIONS, ModelBuilder, _opts
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 model_builder.TYPES.setdefault("bool", fb.TensorType.BOOL)
 
 # (scale, zero point) per dtype for input1, input2, output when a test gives none.
-DEFAULT_QUANT = {"int8": [(0.05, -3), (0.1, 2), (0.08, 5)],
-                 "int16": [(0.0004, 0), (0.0007, 0), (0.0009, 0)]}
+DEFAULT_QUANT = {"int8": [(0.05, -3), (0.1, 2), (0.08, 5)], "int16": [(0.0004, 0), (0.0007, 0), (0.0009, 0)]}
 
 
 def _quant(dtype, q):
     return dict(scale=q[0], zero_point=q[1]) if dtype in ("int8", "int16") and q is not None else {}
 
 
-def elementwise_model(kind, dtypes, shapes, out_dtype=None, out_shape=None, quant=None, options=None,
-                      consts=None) -> bytes:
+def elementwise_model(
+    kind, dtypes, shapes, out_dtype=None, out_shape=None, quant=None, options=None, consts=None
+) -> bytes:
     """One operator with len(shapes) inputs. dtypes: one dtype for every input, or one per input.
     quant: (scale, zero point) per input then for the output (int8/int16 only). consts: {input
     position: array} for inputs that are constant tensors."""
@@ -82,15 +82,19 @@ def random_array(dtype, shape, rng, low=None, high=None):
     if dtype == "bool":
         return rng.integers(0, 2, shape).astype(np.bool_)
     info = np.iinfo(dtype)
-    return rng.integers(info.min if low is None else low, info.max if high is None else high, shape,
-                        endpoint=True).astype(dtype)
+    return rng.integers(
+        info.min if low is None else low, info.max if high is None else high, shape, endpoint=True
+    ).astype(dtype)
 
 
 def cli_compile(model_bytes: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
     path = Path(tmp_path) / "m.tflite"
     path.write_bytes(model_bytes)
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(Path(tmp_path) / "out")], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(Path(tmp_path) / "out")],
+        capture_output=True,
+        text=True,
+    )
 
 
 def assert_one_line_cli_error(model_bytes: bytes, tmp_path: Path, *fragments: str) -> None:
@@ -109,8 +113,8 @@ def assert_rejected(model_bytes: bytes, tmp_path: Path, message: str) -> None:
     operator 0 and the problem; the CLI turns that into one stderr line and exit code 2
     (checked once per module with assert_one_line_cli_error)."""
     import pytest
-
     from harness import compile_bytes
+
     from microcompiler.errors import UnsupportedModelError
 
     with pytest.raises(UnsupportedModelError, match=message) as info:

@@ -1,11 +1,10 @@
 """Models with several subgraphs (CALL_ONCE, IF, WHILE) and resource variables, built for the
 tests (tests/test_control_flow.py, tests/test_board_control_flow.py)."""
+
 from __future__ import annotations
 
 import numpy as np
-
-from model_builder import (ModelBuilder, add_options, call_once_options, if_options, var_handle_options,
-                           while_options)
+from model_builder import ModelBuilder, add_options, call_once_options, if_options, var_handle_options, while_options
 
 SCALE, ZP = 0.05, -3  # the accumulator's int8 quantization (input, variable and output alike)
 
@@ -77,9 +76,12 @@ def _add_loop(b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int)
     cond, body = b.subgraph("loop_cond"), b.subgraph("loop_body")
 
     def loop_values(s):
-        return (s.activation("i", [1], "int32"), s.activation("count", [1], "int32"),
-                s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=ZP),
-                s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP))
+        return (
+            s.activation("i", [1], "int32"),
+            s.activation("count", [1], "int32"),
+            s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=ZP),
+            s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP),
+        )
 
     i, cnt, acc, xx = loop_values(cond)
     more = cond.activation("more", [1], "bool")
@@ -96,9 +98,15 @@ def _add_loop(b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int)
 
     i0 = caller.constant("i0", np.zeros(1, np.int32))
     acc0 = caller.constant("acc0", np.full((1, n), ZP, np.int8), scale=SCALE, zero_point=ZP)
-    outs = [caller.activation(f"{name}_out", shape, dtype, scale=sc, zero_point=zp) for name, shape, dtype, sc, zp in
-            (("i", [1], "int32", None, None), ("count", [1], "int32", None, None),
-             ("acc", [1, n], "int8", SCALE, ZP), ("x", [1, n], "int8", SCALE, ZP))]
+    outs = [
+        caller.activation(f"{name}_out", shape, dtype, scale=sc, zero_point=zp)
+        for name, shape, dtype, sc, zp in (
+            ("i", [1], "int32", None, None),
+            ("count", [1], "int32", None, None),
+            ("acc", [1, n], "int8", SCALE, ZP),
+            ("x", [1, n], "int8", SCALE, ZP),
+        )
+    ]
     caller.op("WHILE", [i0, count, acc0, x], outs, while_options(cond.index, body.index))
     return outs[2], outs[0]
 

@@ -1,6 +1,7 @@
 """Stop a QEMU guest at a function of its firmware, through QEMU's gdb stub (the GDB remote serial
 protocol: $packet#checksum, each acknowledged with '+'). For tests that need the guest held at an
 exact point, such as tests/test_zephyr.py's start-up race."""
+
 from __future__ import annotations
 
 import socket
@@ -61,8 +62,8 @@ class GdbStub:
             start = self._buffer.find(b"$")
             end = self._buffer.find(b"#", start + 1) if start >= 0 else -1
             if start >= 0 and end >= 0 and len(self._buffer) >= end + 3:
-                data = self._buffer[start + 1:end].decode()
-                self._buffer = self._buffer[end + 3:]
+                data = self._buffer[start + 1 : end].decode()
+                self._buffer = self._buffer[end + 3 :]
                 self.sock.sendall(b"+")
                 return data
             chunk = self.sock.recv(4096)

@@ -8,16 +8,36 @@ a 3x3 stride-2 convolution to 8 channels, 13 depthwise-separable blocks (channel
 layer to 2 classes and a softmax (scale 1/256, zero point -128). Random per-channel weights, scaled
 so that the ReLU6 activations neither vanish nor saturate.
 """
+
 from __future__ import annotations
 
 import numpy as np
-
-from model_builder import (ModelBuilder, conv2d_options, depthwise_options, fully_connected_options,
-                           pool_options, reshape_options, softmax_options)
+from model_builder import (
+    ModelBuilder,
+    conv2d_options,
+    depthwise_options,
+    fully_connected_options,
+    pool_options,
+    reshape_options,
+    softmax_options,
+)
 
 VWW_SIZE = 96
-VWW_BLOCKS = ((16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2), (128, 1), (128, 1), (128, 1), (128, 1),
-              (128, 1), (256, 2), (256, 1))  # (pointwise output channels, depthwise stride)
+VWW_BLOCKS = (
+    (16, 1),
+    (32, 2),
+    (32, 1),
+    (64, 2),
+    (64, 1),
+    (128, 2),
+    (128, 1),
+    (128, 1),
+    (128, 1),
+    (128, 1),
+    (128, 1),
+    (256, 2),
+    (256, 1),
+)  # (pointwise output channels, depthwise stride)
 RELU6_SCALE = 6.0 / 255.0  # every hidden activation: ReLU6's range in int8
 RELU6_ZERO_POINT = -128
 PRE_ACTIVATION_STD = 3.0  # the spread the weights aim each layer's sums at, before ReLU6
@@ -27,8 +47,9 @@ PIXEL_STD = 73.6  # std of uniform pixels 0..255
 RELU6_STD = 1.7  # std of the ReLU6 outputs of such sums
 
 
-def _weights(b: ModelBuilder, name: str, rng, shape: tuple, input_scale: float, input_std: float, fan_in: int,
-             channel_axis: int) -> tuple[int, int]:
+def _weights(
+    b: ModelBuilder, name: str, rng, shape: tuple, input_scale: float, input_std: float, fan_in: int, channel_axis: int
+) -> tuple[int, int]:
     """Weights whose sums have about PRE_ACTIVATION_STD spread and PRE_ACTIVATION_MEAN mean."""
     channels = shape[channel_axis]
     real_std = PRE_ACTIVATION_STD / (input_std * np.sqrt(fan_in))
@@ -36,11 +57,16 @@ def _weights(b: ModelBuilder, name: str, rng, shape: tuple, input_scale: float, 
     values = rng.integers(-120, 121, shape)
     other_axes = tuple(a for a in range(len(shape)) if a != channel_axis)
     values -= np.round(values.mean(axis=other_axes, keepdims=True)).astype(values.dtype)  # the input's mean cancels
-    w = b.constant(f"{name}/weights", values.astype(np.int8), scale=scales, zero_point=[0] * channels,
-                   axis=channel_axis)
+    w = b.constant(
+        f"{name}/weights", values.astype(np.int8), scale=scales, zero_point=[0] * channels, axis=channel_axis
+    )
     bias_scales = scales * input_scale
-    bias = b.constant(f"{name}/bias", np.round(PRE_ACTIVATION_MEAN / bias_scales).astype(np.int32),
-                      scale=bias_scales, zero_point=[0] * channels)
+    bias = b.constant(
+        f"{name}/bias",
+        np.round(PRE_ACTIVATION_MEAN / bias_scales).astype(np.int32),
+        scale=bias_scales,
+        zero_point=[0] * channels,
+    )
     return w, bias
 
 
@@ -56,13 +82,16 @@ def vww_mobilenet(seed: int = 0) -> bytes:
     for k, (out_channels, stride) in enumerate(VWW_BLOCKS, start=1):
         size //= stride
         w, bias = _weights(b, f"block{k}/depthwise", rng, (1, 3, 3, channels), RELU6_SCALE, RELU6_STD, 9, 3)
-        d = b.activation(f"block{k}/depthwise", [1, size, size, channels], "int8", scale=RELU6_SCALE,
-                         zero_point=RELU6_ZERO_POINT)
+        d = b.activation(
+            f"block{k}/depthwise", [1, size, size, channels], "int8", scale=RELU6_SCALE, zero_point=RELU6_ZERO_POINT
+        )
         b.op("DEPTHWISE_CONV_2D", [h, w, bias], [d], depthwise_options("SAME", (stride, stride), activation="RELU6"))
-        w, bias = _weights(b, f"block{k}/pointwise", rng, (out_channels, 1, 1, channels), RELU6_SCALE, RELU6_STD,
-                           channels, 0)
-        h = b.activation(f"block{k}/pointwise", [1, size, size, out_channels], "int8", scale=RELU6_SCALE,
-                         zero_point=RELU6_ZERO_POINT)
+        w, bias = _weights(
+            b, f"block{k}/pointwise", rng, (out_channels, 1, 1, channels), RELU6_SCALE, RELU6_STD, channels, 0
+        )
+        h = b.activation(
+            f"block{k}/pointwise", [1, size, size, out_channels], "int8", scale=RELU6_SCALE, zero_point=RELU6_ZERO_POINT
+        )
         b.op("CONV_2D", [d, w, bias], [h], conv2d_options("SAME", activation="RELU6"))
         channels = out_channels
     pooled = b.activation("pool", [1, 1, 1, channels], "int8", scale=RELU6_SCALE, zero_point=RELU6_ZERO_POINT)

@@ -10,17 +10,26 @@ Uses the flatbuffer object API that ships with the oracle package (tflite-micro)
     b.op("CONV_2D", [x, w, bias], [y], Conv2DOptions(padding="SAME", stride_w=1, stride_h=1))
     model_bytes = b.finish(inputs=[x], outputs=[y])
 """
+
 from __future__ import annotations
 
 import flatbuffers
-from flatbuffers import flexbuffers
 import numpy as np
+from flatbuffers import flexbuffers
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
-TYPES = {"float32": fb.TensorType.FLOAT32, "int32": fb.TensorType.INT32, "int8": fb.TensorType.INT8,
-         "int16": fb.TensorType.INT16, "int64": fb.TensorType.INT64, "uint8": fb.TensorType.UINT8,
-         "uint32": fb.TensorType.UINT32, "uint64": fb.TensorType.UINT64, "bool": fb.TensorType.BOOL,
-         "resource": fb.TensorType.RESOURCE}
+TYPES = {
+    "float32": fb.TensorType.FLOAT32,
+    "int32": fb.TensorType.INT32,
+    "int8": fb.TensorType.INT8,
+    "int16": fb.TensorType.INT16,
+    "int64": fb.TensorType.INT64,
+    "uint8": fb.TensorType.UINT8,
+    "uint32": fb.TensorType.UINT32,
+    "uint64": fb.TensorType.UINT64,
+    "bool": fb.TensorType.BOOL,
+    "resource": fb.TensorType.RESOURCE,
+}
 ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 PADDINGS = {"SAME": 0, "VALID": 1}
 
@@ -143,6 +152,7 @@ class ModelBuilder:
 
 # ---- builtin options: each returns (options type, options object) for ModelBuilder.op ----------
 
+
 def _opts(type_name, **fields):
     cls = getattr(fb, type_name + "T")
     o = cls()
@@ -152,26 +162,44 @@ def _opts(type_name, **fields):
 
 
 def conv2d_options(padding="SAME", stride=(1, 1), dilation=(1, 1), activation="NONE"):
-    return _opts("Conv2DOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
-                 dilationHFactor=dilation[0], dilationWFactor=dilation[1],
-                 fusedActivationFunction=ACTIVATIONS[activation])
+    return _opts(
+        "Conv2DOptions",
+        padding=PADDINGS[padding],
+        strideH=stride[0],
+        strideW=stride[1],
+        dilationHFactor=dilation[0],
+        dilationWFactor=dilation[1],
+        fusedActivationFunction=ACTIVATIONS[activation],
+    )
 
 
 def depthwise_options(padding="SAME", stride=(1, 1), dilation=(1, 1), depth_multiplier=1, activation="NONE"):
-    return _opts("DepthwiseConv2DOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
-                 dilationHFactor=dilation[0], dilationWFactor=dilation[1], depthMultiplier=depth_multiplier,
-                 fusedActivationFunction=ACTIVATIONS[activation])
+    return _opts(
+        "DepthwiseConv2DOptions",
+        padding=PADDINGS[padding],
+        strideH=stride[0],
+        strideW=stride[1],
+        dilationHFactor=dilation[0],
+        dilationWFactor=dilation[1],
+        depthMultiplier=depth_multiplier,
+        fusedActivationFunction=ACTIVATIONS[activation],
+    )
 
 
 def fully_connected_options(activation="NONE", keep_num_dims=False):
-    return _opts("FullyConnectedOptions", fusedActivationFunction=ACTIVATIONS[activation],
-                 keepNumDims=keep_num_dims)
+    return _opts("FullyConnectedOptions", fusedActivationFunction=ACTIVATIONS[activation], keepNumDims=keep_num_dims)
 
 
 def pool_options(filter_hw=(2, 2), stride=(2, 2), padding="VALID", activation="NONE"):
-    return _opts("Pool2DOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
-                 filterHeight=filter_hw[0], filterWidth=filter_hw[1],
-                 fusedActivationFunction=ACTIVATIONS[activation])
+    return _opts(
+        "Pool2DOptions",
+        padding=PADDINGS[padding],
+        strideH=stride[0],
+        strideW=stride[1],
+        filterHeight=filter_hw[0],
+        filterWidth=filter_hw[1],
+        fusedActivationFunction=ACTIVATIONS[activation],
+    )
 
 
 def add_options(activation="NONE", pot_scale_int16=False):
@@ -219,5 +247,11 @@ def while_options(cond_subgraph, body_subgraph):
 
 
 def lstm_options(activation="TANH", cell_clip=0.0, time_major=False):
-    return _opts("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=ACTIVATIONS[activation],
-                 cellClip=cell_clip, projClip=0.0, timeMajor=time_major, asymmetricQuantizeInputs=False)
+    return _opts(
+        "UnidirectionalSequenceLSTMOptions",
+        fusedActivationFunction=ACTIVATIONS[activation],
+        cellClip=cell_clip,
+        projClip=0.0,
+        timeMajor=time_major,
+        asymmetricQuantizeInputs=False,
+    )

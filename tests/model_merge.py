@@ -1,14 +1,14 @@
 """Merge single-operator test models into one model that runs them side by side, so that a sweep
 compiles and builds once instead of once per case while every case keeps its own inputs and outputs
 (each output is still compared with TFLM on its own)."""
+
 from __future__ import annotations
 
 import re
 
 import flatbuffers
-from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
-
 from harness import assert_matches_oracle
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 
 def merge_models(models: list[bytes]) -> bytes:

@@ -1,6 +1,7 @@
 """Single-operator models for the data-movement family (STRIDED_SLICE, SLICE, TRANSPOSE, GATHER,
 GATHER_ND, SPLIT, SPLIT_V, PACK, UNPACK, REVERSE_V2, SHAPE, BROADCAST_TO, BROADCAST_ARGS, FILL,
 SQUEEZE, EXPAND_DIMS), shared by the tests/test_op_<module>.py files."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,11 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
-
 import model_builder
+import numpy as np
 from model_builder import ModelBuilder, _opts
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 model_builder.TYPES.setdefault("bool", fb.TensorType.BOOL)
 
@@ -28,8 +28,21 @@ def q(dtype, quant=None):
     return {"scale": scale, "zero_point": zp}
 
 
-def add_single_op(b: ModelBuilder, kind, x_shape, dtype, consts, out_shapes, options=None, const_first=False,
-                  out_dtype=None, extra_inputs=(), in_quant=None, out_quant=None, prefix=""):
+def add_single_op(
+    b: ModelBuilder,
+    kind,
+    x_shape,
+    dtype,
+    consts,
+    out_shapes,
+    options=None,
+    const_first=False,
+    out_dtype=None,
+    extra_inputs=(),
+    in_quant=None,
+    out_quant=None,
+    prefix="",
+):
     """Add one operator reading activation x (plus the constant int arrays ``consts``), writing
     ``out_shapes``; ``const_first`` puts the constants before x (SPLIT's axis). Returns (model
     inputs, model outputs)."""
@@ -64,10 +77,16 @@ def side_by_side(cases: list[tuple]) -> bytes:
     return b.finish(inputs, outputs)
 
 
-def strided_slice_options(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0,
-                          offset=False):
-    return _opts("StridedSliceOptions", beginMask=begin_mask, endMask=end_mask, ellipsisMask=ellipsis_mask,
-                 newAxisMask=new_axis_mask, shrinkAxisMask=shrink_axis_mask, offset=offset)
+def strided_slice_options(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, offset=False):
+    return _opts(
+        "StridedSliceOptions",
+        beginMask=begin_mask,
+        endMask=end_mask,
+        ellipsisMask=ellipsis_mask,
+        newAxisMask=new_axis_mask,
+        shrinkAxisMask=shrink_axis_mask,
+        offset=offset,
+    )
 
 
 def gather_options(axis=0, batch_dims=0):
@@ -104,14 +123,19 @@ def cli_compile(model_bytes: bytes, tmp_path: Path) -> subprocess.CompletedProce
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "m.tflite"
     path.write_bytes(model_bytes)
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def cli_compile_in_process(model_bytes: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
     """``microcompiler compile`` through the CLI's own ``main`` (what ``python -m microcompiler.cli``
     runs), without starting an interpreter: a bug would raise here instead of printing a traceback."""
     from microcompiler.cli import main
+
     tmp_path = Path(tmp_path)
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "m.tflite"
@@ -133,13 +157,20 @@ def assert_clean_rejection(model_bytes: bytes, tmp_path: Path, match: str, subpr
     return err
 
 
-def run_ours(model_bytes: bytes, tmp_path: Path, inputs: list[list[np.ndarray]] | None = None, n_inputs: int = 2,
-             sanitize: bool = False) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+def run_ours(
+    model_bytes: bytes,
+    tmp_path: Path,
+    inputs: list[list[np.ndarray]] | None = None,
+    n_inputs: int = 2,
+    sanitize: bool = False,
+) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
     """Compile and run the model on the host (for what TFLM refuses but TensorFlow Lite defines):
     (input sets, output sets)."""
     from harness import compile_bytes
+
     from microcompiler.host import HostProgram
     from microcompiler.inputs import random_inputs
+
     library = compile_bytes(model_bytes, tmp_path)
     if inputs is None:
         inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(n_inputs)]

@@ -1,4 +1,5 @@
 """The outside oracle: the TFLite Micro Python interpreter (PyPI tflite-micro, pinned in pyproject)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +17,7 @@ def _count(model_bytes: bytes) -> int:
     """The main subgraph's number of outputs, read from the flatbuffer (probing the interpreter
     for them makes TFLM print an error past the last one)."""
     import tflite
+
     return tflite.Model.GetRootAsModel(model_bytes, 0).Subgraphs(0).OutputsLength()
 
 

@@ -1,4 +1,5 @@
 """Shared helpers for tests/test_rpc_*.py: golden frames, the hand-written test server, raw links."""
+
 from __future__ import annotations
 
 import subprocess
@@ -34,8 +35,13 @@ def build_test_server(out: Path) -> Path:
     """tests/rpc/test_server.c (hand-written registry) + the RPC server + POSIX platform, with sanitizers."""
     crt = resources.crt_dir()
     exe = Path(out) / "rpc_test_server"
-    sources = [TESTS / "rpc" / "test_server.c", crt / "src/rpc_server.c", crt / "src/rpc_framing.c",
-               crt / "src/status.c", crt / "platform/posix/platform.c"]
+    sources = [
+        TESTS / "rpc" / "test_server.c",
+        crt / "src/rpc_server.c",
+        crt / "src/rpc_framing.c",
+        crt / "src/status.c",
+        crt / "platform/posix/platform.c",
+    ]
     cmd = [*compiler(), *STRICT, *SANITIZE, f"-I{crt / 'include'}", *map(str, sources), "-o", str(exe)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return exe

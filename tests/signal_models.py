@@ -1,9 +1,9 @@
 """Single-operator and front-end models of TFLM's signal operators (custom operators), shared by
 tests/test_op_signal.py and the board test."""
+
 from __future__ import annotations
 
 import numpy as np
-
 from model_builder import ModelBuilder
 
 CHANNELS = 6
@@ -19,16 +19,22 @@ def filter_bank_config(channels=CHANNELS, bins=SPECTRUM_BINS, seed=0):
     widths = np.maximum(edges[1:] - edges[:-1], 1).astype(np.int16)
     weight_starts = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int16)
     weights = rng.integers(0, 4097, int(widths.sum())).astype(np.int16)
-    return dict(weights=weights, unweights=(4096 - weights).astype(np.int16), freq_starts=freq_starts,
-                weight_starts=weight_starts, widths=widths)
+    return dict(
+        weights=weights,
+        unweights=(4096 - weights).astype(np.int16),
+        freq_starts=freq_starts,
+        weight_starts=weight_starts,
+        widths=widths,
+    )
 
 
 def add_filter_bank(b, energy, channels=CHANNELS, bins=SPECTRUM_BINS, prefix="", seed=0, options=None):
     c = filter_bank_config(channels, bins, seed)
     config = [b.constant(f"{prefix}{k}", v) for k, v in c.items()]
     y = b.activation(f"{prefix}filter_bank", [channels], "uint64")
-    b.custom_op("SignalFilterBank", [energy] + config, [y],
-                options if options is not None else {"num_channels": channels})
+    b.custom_op(
+        "SignalFilterBank", [energy] + config, [y], options if options is not None else {"num_channels": channels}
+    )
     return y
 
 
@@ -90,5 +96,7 @@ def front_end_model() -> bytes:
 def front_end_inputs(seed):
     rng = np.random.default_rng(seed)
     loudness = 1 << int(rng.integers(6, 15))
-    return [rng.integers(-loudness, loudness, FRAME).astype(np.int16),
-            rng.integers(0, 1 << int(rng.integers(4, 24)), CHANNELS).astype(np.uint32)]
+    return [
+        rng.integers(-loudness, loudness, FRAME).astype(np.int16),
+        rng.integers(0, 1 << int(rng.integers(4, 24)), CHANNELS).astype(np.uint32),
+    ]

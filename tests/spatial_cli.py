@@ -1,14 +1,15 @@
 """What a user sees when the spatial operators refuse a model: one line naming the operator, exit
 status 2, no traceback (through the CLI), or the same UnsupportedModelError in-process (faster,
 for the sweeps of malformed options; the CLI turns every such error into the same one line)."""
+
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from harness import compile_bytes
+
 from microcompiler.errors import UnsupportedModelError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,8 +22,13 @@ def assert_cli_rejects(model_bytes: bytes, tmp_path, kind: str, message: str) ->
     model = tmp_path / "m.tflite"
     model.write_bytes(model_bytes)
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(model), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True, env=env, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(model), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

@@ -2,8 +2,8 @@
 (mps2_an386, QEMU), one model with ELU, HARD_SWISH, LEAKY_RELU, PRELU, TANH, LOG_SOFTMAX and
 L2_NORMALIZATION side by side, int8 (one input holding every int8 value) and float32; and a chain of the
 elementwise ones, each writing over its input (the memory planner's in-place sharing)."""
-import numpy as np
 
+import numpy as np
 from activation_cases import ALL_INT8, every_int8_value, l2_norm_options, leaky_relu_options
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
@@ -51,10 +51,13 @@ def test_activation_family_on_mps2_an386(tmp_path):
 def elementwise_chain_model(dtype: str) -> bytes:
     """x -> ELU -> TANH -> HARD_SWISH -> LEAKY_RELU -> PRELU -> y (int16: the kernels that have it)."""
     quantized = dtype != "float32"
-    kinds = ["ELU", "TANH", "HARD_SWISH", "LEAKY_RELU", "PRELU"] if dtype != "int16" else \
-        ["TANH", "LEAKY_RELU", "PRELU"]
-    quant = {"int8": [(0.05, -7), (0.04, 60), (1.0 / 128, 0), (0.01, -100), (0.012, -20), (0.02, 3)],
-             "int16": [(0.001, 0), (1.0 / 32768, 0), (0.0001, 0), (0.0002, 0)]}.get(dtype)
+    kinds = (
+        ["ELU", "TANH", "HARD_SWISH", "LEAKY_RELU", "PRELU"] if dtype != "int16" else ["TANH", "LEAKY_RELU", "PRELU"]
+    )
+    quant = {
+        "int8": [(0.05, -7), (0.04, 60), (1.0 / 128, 0), (0.01, -100), (0.012, -20), (0.02, 3)],
+        "int16": [(0.001, 0), (1.0 / 32768, 0), (0.0001, 0), (0.0002, 0)],
+    }.get(dtype)
     b = ModelBuilder()
     tensors = [b.activation("t0", SHAPE, dtype, *(quant[0] if quantized else ()))]
     for k, kind in enumerate(kinds, start=1):
@@ -64,8 +67,11 @@ def elementwise_chain_model(dtype: str) -> bytes:
             options = leaky_relu_options(0.3)
         if kind == "PRELU":
             values = np.linspace(-1.0, 2.0, 16)
-            extra = [b.constant("alpha", (values * 50).astype(np.int8), scale=0.02, zero_point=0) if quantized
-                     else b.constant("alpha", values.astype(np.float32))]
+            extra = [
+                b.constant("alpha", (values * 50).astype(np.int8), scale=0.02, zero_point=0)
+                if quantized
+                else b.constant("alpha", values.astype(np.float32))
+            ]
         b.op(kind, [tensors[-1], *extra], [out], options)
         tensors.append(out)
     return b.finish([tensors[0]], [tensors[-1]])

@@ -5,17 +5,18 @@ The models here feed every one of the 65,536 (input1, input2) pairs through the 
 the oracle comparison is the whole proof, not a sample; the other cases cover the code paths (8
 elements per step with a remainder, one block without a loop, the broadcast loop nest, the SSAT and
 the general clamp, in place) and the fallback to the SMMLAR variant where no weights fit."""
+
 import numpy as np
 import pytest
-
-from harness import assert_matches_oracle, compile_bytes
-from microcompiler.inputs import random_inputs
-from microcompiler.ops.fast.add_affine import affine_add
 from board_oracle import needs_board_tools
 from elementwise_models import activation_options, side_by_side_model
+from harness import assert_matches_oracle, compile_bytes
 from model_builder import ModelBuilder
 from oracle import Oracle
 from test_op_add_mul import _run_in_place, binary_model
+
+from microcompiler.inputs import random_inputs
+from microcompiler.ops.fast.add_affine import affine_add
 
 DSP = frozenset({"dsp"})
 _GRID = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
@@ -24,10 +25,13 @@ ALL_PAIRS = [g.astype(np.int8).reshape(1, 256, 256) for g in _GRID]
 
 def sub_model(shape1, shape2, activation, quant):
     b = ModelBuilder()
-    xs = [b.activation(f"x{k}", s, "int8", scale=quant[k][0], zero_point=quant[k][1])
-          for k, s in enumerate((shape1, shape2))]
-    y = b.activation("y", list(np.broadcast_shapes(tuple(shape1), tuple(shape2))), "int8",
-                     scale=quant[2][0], zero_point=quant[2][1])
+    xs = [
+        b.activation(f"x{k}", s, "int8", scale=quant[k][0], zero_point=quant[k][1])
+        for k, s in enumerate((shape1, shape2))
+    ]
+    y = b.activation(
+        "y", list(np.broadcast_shapes(tuple(shape1), tuple(shape2))), "int8", scale=quant[2][0], zero_point=quant[2][1]
+    )
     b.op("SUB", xs, [y], activation_options("SUB", activation))
     return b.finish(xs, [y])
 
@@ -76,15 +80,18 @@ def test_every_input_pair_sanitized(tmp_path):
     assert variant_of(lib) == "affine"
 
 
-@pytest.mark.parametrize("kind,shape1,shape2,activation", [
-    ("ADD", [1, 4, 4, 8], [8], "NONE"),  # broadcast: the loop nest
-    ("SUB", [1], [2, 3, 5], "RELU"),  # scalar first
-    ("ADD", [3, 1, 6], [2, 1, 1, 1], "RELU6"),  # both sides broadcast, general clamp
-    ("ADD", [1, 11], [1, 11], "NONE"),  # one step of the assembly loop, then 3
-    ("SUB", [1, 11], [1, 11], "RELU6"),  # general clamp: one block of 8 without a loop, then 3
-    ("SUB", [2, 21], [2, 21], "RELU6"),  # 5 steps of 8 and 2 more
-    ("ADD", [1, 5], [1, 5], "NONE"),  # fewer than 8: the loop nest
-])
+@pytest.mark.parametrize(
+    "kind,shape1,shape2,activation",
+    [
+        ("ADD", [1, 4, 4, 8], [8], "NONE"),  # broadcast: the loop nest
+        ("SUB", [1], [2, 3, 5], "RELU"),  # scalar first
+        ("ADD", [3, 1, 6], [2, 1, 1, 1], "RELU6"),  # both sides broadcast, general clamp
+        ("ADD", [1, 11], [1, 11], "NONE"),  # one step of the assembly loop, then 3
+        ("SUB", [1, 11], [1, 11], "RELU6"),  # general clamp: one block of 8 without a loop, then 3
+        ("SUB", [2, 21], [2, 21], "RELU6"),  # 5 steps of 8 and 2 more
+        ("ADD", [1, 5], [1, 5], "NONE"),  # fewer than 8: the loop nest
+    ],
+)
 def test_shapes_match_tflm(tmp_path, kind, shape1, shape2, activation):
     model = model_of(kind, shape1, shape2, activation, [(0.05, -3), (0.1, 2), (0.08, 5)])
     lib = assert_matches_oracle(model, tmp_path, n_inputs=3, features=DSP)
@@ -105,6 +112,7 @@ def test_in_place(tmp_path, kind, alias):
 def test_reference_kernels_keep_tflm_arithmetic(tmp_path):
     """--kernels reference still emits TFLM's rescalings."""
     from microcompiler.compiler import compile_model
+
     path = tmp_path / "add.tflite"
     path.write_bytes(model_of("ADD", [1, 16], [1, 16], "NONE", [(0.05, -3), (0.1, 2), (0.08, 5)]))
     lib = compile_model(path, kernels="reference")
@@ -128,10 +136,15 @@ def test_every_input_pair_on_device(tmp_path, board):
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
     from microcompiler.project import run_on_board
+
     q = [(0.0394, -128), (0.1042, 4), (0.0509, -128)]
-    model = side_by_side_model([("ADD", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("ADD", "RELU")),
-                                ("SUB", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("SUB", "RELU6")),
-                                ("ADD", "int8", [[1, 37]] * 2, "int8", q, activation_options("ADD", "NONE"))])
+    model = side_by_side_model(
+        [
+            ("ADD", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("ADD", "RELU")),
+            ("SUB", "int8", [[1, 256, 256]] * 2, "int8", q, activation_options("SUB", "RELU6")),
+            ("ADD", "int8", [[1, 37]] * 2, "int8", q, activation_options("ADD", "NONE")),
+        ]
+    )
     path = tmp_path / "model.tflite"
     path.write_bytes(model)
     b = load_board(board)

@@ -1,12 +1,12 @@
 """`microcompiler analyze`: per-layer table, totals, fit and memory plan, no build; and its estimates
 against measured `bench` runs on the emulated Cortex-M4 and Cortex-M55."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from board_oracle import needs_board_tools
 from harness import cli
 
@@ -35,7 +35,7 @@ def test_analyze_agrees_with_compile(tmp_path, shared_models, model):
     for b in plan["buffers"]:  # every tensor inside the arena, and no two live ones overlap
         assert 0 <= b["offset"] and b["offset"] + b["bytes"] <= plan["arena_bytes"]
     for i, a in enumerate(plan["buffers"]):
-        for b in plan["buffers"][i + 1:]:
+        for b in plan["buffers"][i + 1 :]:
             if a["first_step"] <= b["last_step"] and b["first_step"] <= a["last_step"]:
                 assert a["offset"] + a["bytes"] <= b["offset"] or b["offset"] + b["bytes"] <= a["offset"], (a, b)
     assert result["fit"]["flash"]["fits"] and result["fit"]["ram"]["fits"]
@@ -97,10 +97,13 @@ def test_while_loops_count_their_body_times_the_trip_count():
     count is a model input is costed once, and the key says which."""
     from flow_models import while_int8
     from harness import compile_bytes
+
     from microcompiler.analysis.analyze import analyze_library, analyze_model
+
     gru = {layer["kind"]: layer for layer in analyze_model(KERAS / "gru_float32.tflite")["layers"]}["WHILE"]
     assert gru["cost_model"] == "WHILE|20 trips (counted)"
     import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         layers = analyze_library(compile_bytes(while_int8(), tmp))["layers"]
     loop = next(layer for layer in layers if layer["kind"] == "WHILE")
@@ -110,9 +113,15 @@ def test_while_loops_count_their_body_times_the_trip_count():
 
 
 @needs_board_tools
-@pytest.mark.parametrize("board,model", [(b, m) for b in ("mps2_an386", "mps3_an547") for m in (
-    "conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")] + [
-    ("mps2_an386", "gru_float32"), ("mps2_an386", "lstm_float32")])
+@pytest.mark.parametrize(
+    "board,model",
+    [
+        (b, m)
+        for b in ("mps2_an386", "mps3_an547")
+        for m in ("conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")
+    ]
+    + [("mps2_an386", "gru_float32"), ("mps2_an386", "lstm_float32")],
+)
 def test_keras_lookalike_estimates_within_20_percent(board, model):
     """Issue 21: analyze within 20% of bench on the look-alikes with the new kernels (and the float GRU,
     whose time is all in its WHILE loop)."""

@@ -1,9 +1,11 @@
 """microcompiler.api (issue 27 item 7): plain data, equal to what the commands print with --json."""
+
 from __future__ import annotations
 
 import json
 
 from harness import cli
+
 from microcompiler import api
 
 TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"
@@ -18,8 +20,9 @@ def test_analyze_and_compare_equal_the_commands_json():
     theirs = json.loads(cli("analyze", TINY, "--board", "mps2_an386", "--json").stdout)
     assert json.loads(json.dumps(ours)) == _without_provenance(theirs)
     both = api.compare(TINY, TINY, board="mps2_an386", board_b="mps3_an547")
-    command = json.loads(cli("compare", TINY, TINY, "--board", "mps2_an386", "--board-b", "mps3_an547",
-                             "--json").stdout)
+    command = json.loads(
+        cli("compare", TINY, TINY, "--board", "mps2_an386", "--board-b", "mps3_an547", "--json").stdout
+    )
     assert both["totals"] == command["totals"] and len(both["layers"]) == len(command["layers"])
 
 

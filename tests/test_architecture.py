@@ -6,6 +6,7 @@ only fails later) and under ``if TYPE_CHECKING:`` (an annotation is a dependency
 ``__init__`` importing its own submodules (to re-export them) is how packages work, not a circle,
 so those edges are left out; ``from package import submodule`` depends on the submodule only.
 """
+
 from __future__ import annotations
 
 import ast
@@ -66,7 +67,7 @@ def imported_names(path: Path, module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 package = module.split(".") if is_package else module.split(".")[:-1]
-                base = package[:len(package) - node.level + 1]
+                base = package[: len(package) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -106,10 +107,12 @@ def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def upward_edges(graph: dict[str, set[str]]) -> list[str]:
-    return sorted(f"{module} ({FLOOR_NAMES[FLOOR_OF[unit(module)]]}) imports {target} "
-                  f"({FLOOR_NAMES[FLOOR_OF[unit(target)]]})"
-                  for module, imports in graph.items() for target in imports
-                  if FLOOR_OF.get(unit(target), -1) > FLOOR_OF.get(unit(module), len(FLOORS)))
+    return sorted(
+        f"{module} ({FLOOR_NAMES[FLOOR_OF[unit(module)]]}) imports {target} ({FLOOR_NAMES[FLOOR_OF[unit(target)]]})"
+        for module, imports in graph.items()
+        for target in imports
+        if FLOOR_OF.get(unit(target), -1) > FLOOR_OF.get(unit(module), len(FLOORS))
+    )
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -161,8 +164,9 @@ def test_every_module_is_on_a_floor():
 
 def test_the_floors_only_look_down():
     found = upward_edges(import_graph())
-    assert not found, "imports from a higher floor (move the shared part down, or hand it in from above): " \
-                      + "; ".join(found)
+    assert not found, "imports from a higher floor (move the shared part down, or hand it in from above): " + "; ".join(
+        found
+    )
 
 
 def test_no_import_circles_between_packages():
@@ -172,8 +176,7 @@ def test_no_import_circles_between_packages():
 
 def test_no_import_circles_between_modules():
     found = cycles(import_graph())
-    assert not found, "import circles (move the shared part down a module, or hand the object in): " \
-                      f"{found}"
+    assert not found, f"import circles (move the shared part down a module, or hand the object in): {found}"
 
 
 def test_the_cycle_finder_finds_a_circle():
@@ -189,19 +192,30 @@ def test_the_import_graph_counts_lazy_and_type_checking_imports(tmp_path):
     (package / "sub" / "m.py").write_text(
         "from typing import TYPE_CHECKING\nfrom . import sibling\nfrom microcompiler import errors\n"
         "if TYPE_CHECKING:\n    from microcompiler.sub.sibling import Session\n"
-        "def f():\n    import microcompiler.boards\n")
+        "def f():\n    import microcompiler.boards\n"
+    )
     graph = import_graph(package)
-    assert graph["microcompiler.sub.m"] == {"microcompiler.sub.sibling", "microcompiler.errors",
-                                            "microcompiler.boards"}  # not the root __init__
+    assert graph["microcompiler.sub.m"] == {
+        "microcompiler.sub.sibling",
+        "microcompiler.errors",
+        "microcompiler.boards",
+    }  # not the root __init__
 
 
 def test_an_upward_import_is_found(tmp_path):
-    graph = {"microcompiler.compiler": {"microcompiler.tuning.log", "microcompiler.ir"},
-             "microcompiler.tuning.log": {"microcompiler.ops.base"}}
+    graph = {
+        "microcompiler.compiler": {"microcompiler.tuning.log", "microcompiler.ir"},
+        "microcompiler.tuning.log": {"microcompiler.ops.base"},
+    }
     assert upward_edges(graph) == ["microcompiler.compiler (compile) imports microcompiler.tuning.log (workflows)"]
-    assert cycles(unit_graph({"microcompiler.ops.add_n": {"microcompiler.codegen.graph_description"},
-                              "microcompiler.codegen.graph_description": {"microcompiler.ops.base"}})) \
-        == [["codegen", "ops"]]
+    assert cycles(
+        unit_graph(
+            {
+                "microcompiler.ops.add_n": {"microcompiler.codegen.graph_description"},
+                "microcompiler.codegen.graph_description": {"microcompiler.ops.base"},
+            }
+        )
+    ) == [["codegen", "ops"]]
 
 
 def template_comparisons(path: Path) -> list[str]:
@@ -219,14 +233,18 @@ def template_comparisons(path: Path) -> list[str]:
 
 def test_no_template_dispatch_outside_the_targets():
     targets = PACKAGE / "targets"
-    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if targets not in path.parents
-             for hit in template_comparisons(path)]
-    assert not found, "ask the target (microcompiler/targets) instead of comparing template names: " \
-                      + "; ".join(found)
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if targets not in path.parents
+        for hit in template_comparisons(path)
+    ]
+    assert not found, "ask the target (microcompiler/targets) instead of comparing template names: " + "; ".join(found)
 
 
-@pytest.mark.parametrize("code", ["if project.template == 'zephyr': pass", "x = 'zephyr' != args.template",
-                                  "ok = template == T"])
+@pytest.mark.parametrize(
+    "code", ["if project.template == 'zephyr': pass", "x = 'zephyr' != args.template", "ok = template == T"]
+)
 def test_the_template_check_sees_a_dispatch(tmp_path, code):
     source = tmp_path / "m.py"
     source.write_text(code + "\n")
@@ -240,6 +258,7 @@ def test_the_template_check_sees_a_dispatch(tmp_path, code):
 
 def test_every_target_has_the_same_interface():
     from microcompiler.targets.base import Target, _registry
+
     targets = _registry()
     assert {"baremetal", "zephyr", "host"} <= set(targets)
     for name, target in targets.items():
@@ -257,12 +276,25 @@ def test_a_new_project_template_is_one_new_module_in_targets(tmp_path):
     (copy / "targets" / "demo_make.py").write_text(
         "from microcompiler.targets.base import register\n"
         "from microcompiler.targets.baremetal import BareMetal\n\n\n"
-        "@register\nclass DemoMake(BareMetal):\n    name = 'demo_make'\n")
+        "@register\nclass DemoMake(BareMetal):\n    name = 'demo_make'\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    listing = subprocess.run([sys.executable, "-c", "from microcompiler.targets import templates; print(templates())"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    listing = subprocess.run(
+        [sys.executable, "-c", "from microcompiler.targets import templates; print(templates())"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert listing.returncode == 0, listing.stderr
     assert "demo_make" in listing.stdout and "baremetal" in listing.stdout
-    helptext = subprocess.run([sys.executable, "-m", "microcompiler.cli", "create-project", "--help"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    helptext = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "create-project", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert helptext.returncode == 0 and "demo_make" in helptext.stdout, helptext.stdout + helptext.stderr

@@ -5,6 +5,7 @@ minutes on two cores; MICROCOMPILER_QUICK_MATRIX=1 keeps the graph executor to o
 model); outputs must equal the host build's bit for bit. Builds are shared per (model, board,
 executor) and made two at a time.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,8 @@ from microcompiler.project import BuildResult, RunResult, build, check_fits, cre
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
-    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm",
+)
 
 BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps3_an547"]
 MODELS = [
@@ -42,8 +44,10 @@ MODELS = [
 QUICK_MATRIX = os.environ.get("MICROCOMPILER_QUICK_MATRIX") == "1"
 # In the quick matrix each model runs the graph executor on one board, every board in turn
 # (the small hello_world_int8 on all of them).
-GRAPH_BOARDS = {model: ([BOARDS[k % len(BOARDS)]] if model != "tflm/hello_world_int8" and QUICK_MATRIX
-                        else BOARDS) for k, model in enumerate(MODELS)}
+GRAPH_BOARDS = {
+    model: ([BOARDS[k % len(BOARDS)]] if model != "tflm/hello_world_int8" and QUICK_MATRIX else BOARDS)
+    for k, model in enumerate(MODELS)
+}
 # The firmware that runs twice, to check that the time is repeatable: one board per model.
 RERUN = {model: BOARDS[(k + 1) % len(BOARDS)] for k, model in enumerate(MODELS)}
 RUN_TIMEOUT = 120.0
@@ -132,8 +136,10 @@ def _assert_same(got: list[np.ndarray], want: list[np.ndarray], what: str) -> No
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype and g.shape == w.shape, f"{what}: output{k}"
         differ = g.view(np.uint8) != w.view(np.uint8)  # bit for bit, floats included
-        assert not differ.any(), (f"{what}: output{k} differs from the host build in "
-                                  f"{int(np.count_nonzero(differ))} bytes: {g.ravel()[:8]} vs {w.ravel()[:8]}")
+        assert not differ.any(), (
+            f"{what}: output{k} differs from the host build in "
+            f"{int(np.count_nonzero(differ))} bytes: {g.ravel()[:8]} vs {w.ravel()[:8]}"
+        )
 
 
 MATRIX = [(m, b, e) for m in MODELS for b, e in _combos(m)]
@@ -168,10 +174,14 @@ def test_graph_and_aot_take_similar_time(farm):
 
 def test_firmware_size_agrees_with_arm_none_eabi_size(farm):
     fw = farm.get("tflm/hello_world_int8", "mps3_an547", "aot")  # weights in their own region
-    out = subprocess.run(["arm-none-eabi-size", "-A", str(fw.built.elf)], capture_output=True, text=True,
-                         check=True).stdout
-    sizes = {parts[0]: int(parts[1]) for parts in (line.split() for line in out.splitlines())
-             if len(parts) == 3 and parts[0].startswith(".")}
+    out = subprocess.run(
+        ["arm-none-eabi-size", "-A", str(fw.built.elf)], capture_output=True, text=True, check=True
+    ).stdout
+    sizes = {
+        parts[0]: int(parts[1])
+        for parts in (line.split() for line in out.splitlines())
+        if len(parts) == 3 and parts[0].startswith(".")
+    }
     flash = sum(sizes.get(s, 0) for s in (".weights", ".text", ".ARM.exidx", ".data"))
     ram = sum(sizes.get(s, 0) for s in (".stack", ".data", ".bss"))
     assert sizes[".weights"] > 0 and sizes[".stack"] == 8192
@@ -180,6 +190,7 @@ def test_firmware_size_agrees_with_arm_none_eabi_size(farm):
 
 def test_qemu_transport_reset_runs_the_firmware_again(farm):
     from microcompiler.transport.qemu import QemuTransport
+
     fw = farm.get("tflm/hello_world_int8", "mps2_an386", "aot")
     end = re.compile(rb"^MC-END[^\n]*\n", re.MULTILINE)
     with QemuTransport.for_board(load_board("mps2_an386"), fw.dir / "build" / "firmware.elf") as link:
@@ -196,21 +207,20 @@ CALIBRATION_LOOP = 1_000_000  # iterations of a two-instruction loop
 
 def _patched_project(tmp_path: Path, shared_models: Path, board: str, body: str) -> Path:
     """hello_world_int8 on board, with body inserted at the start of the timed inference."""
-    project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", board,
-                             tmp_path / board)
+    project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", board, tmp_path / board)
     main = project.dir / "src" / "main.c"
     text = main.read_text()
     assert "static mc_status_t infer(void) {\n" in text
-    main.write_text(text.replace("static mc_status_t infer(void) {\n",
-                                 "static mc_status_t infer(void) {\n" + body, 1))
+    main.write_text(text.replace("static mc_status_t infer(void) {\n", "static mc_status_t infer(void) {\n" + body, 1))
     return project.dir
 
 
 @pytest.mark.parametrize("board", BOARDS)
 def test_timer_counts_instructions_at_the_board_rate(tmp_path, shared_models, board):
     """Under -icount shift=0 one instruction is one virtual ns: a known loop checks timer_hz."""
-    loop = (f"  uint32_t n = {CALIBRATION_LOOP}u;\n"
-            '  __asm volatile("1: subs %0, %0, #1\\n bne 1b" : "+r"(n) : : "cc");\n')
+    loop = (
+        f'  uint32_t n = {CALIBRATION_LOOP}u;\n  __asm volatile("1: subs %0, %0, #1\\n bne 1b" : "+r"(n) : : "cc");\n'
+    )
     project_dir = _patched_project(tmp_path, shared_models, board, loop)
     build(project_dir, log=lambda _: None)
     result = flash(project_dir, timeout=RUN_TIMEOUT, log=lambda _: None)
@@ -227,23 +237,27 @@ def test_fault_is_reported_not_hung(tmp_path, shared_models, board):
 
 
 def test_stack_overflow_is_reported(tmp_path, shared_models):
-    recursion = ("  extern uint32_t mc_test_recurse(uint32_t n);\n"
-                 "  (void)mc_test_recurse(100000u);\n")
+    recursion = "  extern uint32_t mc_test_recurse(uint32_t n);\n  (void)mc_test_recurse(100000u);\n"
     project_dir = _patched_project(tmp_path, shared_models, "mps2_an386", recursion)
     main = project_dir / "src" / "main.c"
-    main.write_text(main.read_text() + (
-        "uint32_t mc_test_recurse(uint32_t n);\n"
-        "__attribute__((noinline)) uint32_t mc_test_recurse(uint32_t n) {\n"
-        "  volatile uint8_t pad[256];\n"
-        "  pad[0] = (uint8_t)n;\n"
-        "  return n == 0u ? pad[0] : mc_test_recurse(n - 1u) + pad[0];\n"
-        "}\n"))
+    main.write_text(
+        main.read_text()
+        + (
+            "uint32_t mc_test_recurse(uint32_t n);\n"
+            "__attribute__((noinline)) uint32_t mc_test_recurse(uint32_t n) {\n"
+            "  volatile uint8_t pad[256];\n"
+            "  pad[0] = (uint8_t)n;\n"
+            "  return n == 0u ? pad[0] : mc_test_recurse(n - 1u) + pad[0];\n"
+            "}\n"
+        )
+    )
     build(project_dir, log=lambda _: None)
     with pytest.raises(DeviceError, match=r"MC-FAULT \w+ .* stack-overflow"):
         flash(project_dir, timeout=RUN_TIMEOUT, log=lambda _: None)
 
 
 # ---- Refusals ----
+
 
 def _small_board(tmp_path: Path, flash_size: int, ram_size: int) -> Path:
     text = (Path(load_board("mps2_an385").source)).read_text()
@@ -277,9 +291,21 @@ def test_model_too_big_for_ram_is_refused(tmp_path, shared_models):
 
 def test_cli_refuses_too_big_model_in_one_line(tmp_path, shared_models):
     board = _small_board(tmp_path, 128 * 1024, 64 * 1024)
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "create-project",
-                           str(shared_models / "mlperf_tiny/ad01_int8.tflite"), "--board", str(board),
-                           "-o", str(tmp_path / "p")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "create-project",
+            str(shared_models / "mlperf_tiny/ad01_int8.tflite"),
+            "--board",
+            str(board),
+            "-o",
+            str(tmp_path / "p"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "270,880 B" in proc.stderr and "131,072 B" in proc.stderr
@@ -288,8 +314,9 @@ def test_cli_refuses_too_big_model_in_one_line(tmp_path, shared_models):
 def test_linker_overflow_is_a_board_error(tmp_path, shared_models):
     """When the estimate passes but the link does not fit, the error still names the region."""
     board = _small_board(tmp_path, 4 * 1024 * 1024, 64 * 1024)
-    project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", str(board),
-                             tmp_path / "p", stack_bytes=60 * 1024)
+    project = create_project(
+        shared_models / "tflm/hello_world_int8.tflite", "baremetal", str(board), tmp_path / "p", stack_bytes=60 * 1024
+    )
     ld = project.dir / "linker.ld"
     ld.write_text(ld.read_text().replace("MC_STACK_BYTES = 61440;", "MC_STACK_BYTES = 70000;"))
     with pytest.raises(BoardError, match=r"memory region RAM overflowed by [\d,]+ B"):
@@ -298,16 +325,40 @@ def test_linker_overflow_is_a_board_error(tmp_path, shared_models):
 
 # ---- The command line ----
 
+
 def test_cli_run_on_emulated_board_prints_sizes_and_time(tmp_path, shared_models):
     import json
+
     model = shared_models / "tflm/hello_world_int8.tflite"
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "run", str(model), "--board", "mps2_an386",
-                           "--mode", "standalone", "--executor", "graph", "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "run",
+            str(model),
+            "--board",
+            "mps2_an386",
+            "--mode",
+            "standalone",
+            "--executor",
+            "graph",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    host = json.loads(subprocess.run([sys.executable, "-m", "microcompiler.cli", "run", str(model), "--json"],
-                                     capture_output=True, text=True, check=True).stdout)
+    host = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "microcompiler.cli", "run", str(model), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert report["outputs"] == host["outputs"]
     assert report["timer_hz"] == 25_000_000 and report["device_ticks"] > 0
     assert report["flash_bytes"] > report["params_bytes"] and report["ram_bytes"] > report["arena_bytes"]
@@ -318,9 +369,23 @@ def test_cli_create_build_flash(tmp_path, shared_models):
     np.save(tmp_path / "x.npy", x)
     out = tmp_path / "proj"
     cli = [sys.executable, "-m", "microcompiler.cli"]
-    subprocess.run([*cli, "create-project", str(shared_models / "tflm/hello_world_int8.tflite"), "--template",
-                    "baremetal", "--board", "mps3_an547", "-o", str(out), "--input", str(tmp_path / "x.npy")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            *cli,
+            "create-project",
+            str(shared_models / "tflm/hello_world_int8.tflite"),
+            "--template",
+            "baremetal",
+            "--board",
+            "mps3_an547",
+            "-o",
+            str(out),
+            "--input",
+            str(tmp_path / "x.npy"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     built = subprocess.run([*cli, "build", str(out)], check=True, capture_output=True, text=True).stdout
     assert "Linking C executable firmware.elf" in built and "flash" in built
     ran = subprocess.run([*cli, "flash", str(out)], check=True, capture_output=True, text=True).stdout
@@ -330,7 +395,7 @@ def test_cli_create_build_flash(tmp_path, shared_models):
 
 
 def test_hardware_board_needs_zephyr(tmp_path, shared_models):
-    with pytest.raises(BoardError, match="^board nucleo_f746zg has no bare-metal platform family; "
-                                         "use --template zephyr$"):
-        create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", "nucleo_f746zg",
-                       tmp_path / "p")
+    with pytest.raises(
+        BoardError, match="^board nucleo_f746zg has no bare-metal platform family; use --template zephyr$"
+    ):
+        create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", "nucleo_f746zg", tmp_path / "p")

@@ -1,4 +1,5 @@
 """Board descriptions, the fit check, and the transports (no toolchain or QEMU needed)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,8 +16,12 @@ from microcompiler.errors import BoardError, DeviceError, ToolchainError
 from microcompiler.project import check_fits, create_project, estimate_footprint
 from microcompiler.transport.base import Transport
 
-EMULATED = {"mps2_an385": ("cortex-m3", "mps2-an385"), "mps2_an386": ("cortex-m4", "mps2-an386"),
-            "mps2_an500": ("cortex-m7", "mps2-an500"), "mps3_an547": ("cortex-m55", "mps3-an547")}
+EMULATED = {
+    "mps2_an385": ("cortex-m3", "mps2-an385"),
+    "mps2_an386": ("cortex-m4", "mps2-an386"),
+    "mps2_an500": ("cortex-m7", "mps2-an500"),
+    "mps3_an547": ("cortex-m55", "mps3-an547"),
+}
 HARDWARE = {
     "nucleo_f746zg": ("nucleo_f746zg", "0483:374b", "openocd", 1024 * 1024, 320 * 1024),
     "nucleo_l4r5zi": ("nucleo_l4r5zi", "0483:374b", "stm32cubeprogrammer", 2048 * 1024, 640 * 1024),
@@ -133,8 +138,14 @@ def test_board_file_errors_are_board_errors(tmp_path):
 
 # ---- Does it fit ----
 
-META = {"name": "m", "params_bytes": 300_000, "arena_bytes": 50_000, "operators": [{}] * 10,
-        "inputs": [{"bytes": 1000}], "outputs": [{"bytes": 10}]}
+META = {
+    "name": "m",
+    "params_bytes": 300_000,
+    "arena_bytes": 50_000,
+    "operators": [{}] * 10,
+    "inputs": [{"bytes": 1000}],
+    "outputs": [{"bytes": 10}],
+}
 
 
 def test_fit_estimate_adds_code_input_outputs_and_stack():
@@ -148,8 +159,11 @@ def test_fit_estimate_adds_code_input_outputs_and_stack():
 def test_fit_check_names_both_numbers():
     small = load_board("mps3_an547")
     big = dict(META, params_bytes=3_000_000)
-    with pytest.raises(BoardError, match=r"^model m needs 3,000,000 B of flash for weights but board "
-                                         r"mps3_an547 has 2,097,152 B \(SRAM\)$"):
+    with pytest.raises(
+        BoardError,
+        match=r"^model m needs 3,000,000 B of flash for weights but board "
+        r"mps3_an547 has 2,097,152 B \(SRAM\)$",
+    ):
         check_fits(big, small)
     # weights bigger than the ITCM go to the SRAM
     check_fits(dict(META, params_bytes=600_000), small)
@@ -158,21 +172,40 @@ def test_fit_check_names_both_numbers():
 
 
 def test_hardware_board_with_baremetal_template_is_refused(tmp_path, shared_models):
-    proc = _cli("create-project", str(shared_models / "tflm/hello_world_int8.tflite"), "--template", "baremetal",
-                "--board", "nrf5340dk_nrf5340_cpuapp", "-o", str(tmp_path / "p"))
+    proc = _cli(
+        "create-project",
+        str(shared_models / "tflm/hello_world_int8.tflite"),
+        "--template",
+        "baremetal",
+        "--board",
+        "nrf5340dk_nrf5340_cpuapp",
+        "-o",
+        str(tmp_path / "p"),
+    )
     assert proc.returncode == 2
-    assert proc.stderr == ("microcompiler: error: board nrf5340dk_nrf5340_cpuapp has no bare-metal platform "
-                           "family; use --template zephyr\n")
+    assert proc.stderr == (
+        "microcompiler: error: board nrf5340dk_nrf5340_cpuapp has no bare-metal platform "
+        "family; use --template zephyr\n"
+    )
     assert not (tmp_path / "p").exists()
 
 
 def test_create_project_is_self_contained(tmp_path, shared_models):
-    project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", "mps2_an386",
-                             tmp_path / "p")
+    project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", "mps2_an386", tmp_path / "p")
     files = {p.relative_to(project.dir).as_posix() for p in project.dir.rglob("*") if p.is_file()}
-    for expected in ("CMakeLists.txt", "arm-none-eabi.cmake", "linker.ld", "src/main.c", "board.toml",
-                     "inputs/input0.npy", "model/metadata.json", "crt/platform/cmsdk/platform.c",
-                     "crt/platform/cmsdk/startup.c", "crt/src/report.c", "crt/include/microcompiler/platform.h"):
+    for expected in (
+        "CMakeLists.txt",
+        "arm-none-eabi.cmake",
+        "linker.ld",
+        "src/main.c",
+        "board.toml",
+        "inputs/input0.npy",
+        "model/metadata.json",
+        "crt/platform/cmsdk/platform.c",
+        "crt/platform/cmsdk/startup.c",
+        "crt/src/report.c",
+        "crt/include/microcompiler/platform.h",
+    ):
         assert expected in files
     assert not any(p.is_symlink() for p in project.dir.rglob("*"))
     cmake = (project.dir / "CMakeLists.txt").read_text()
@@ -191,6 +224,7 @@ def test_create_project_is_self_contained(tmp_path, shared_models):
 
 
 # ---- Transports ----
+
 
 class ScriptedTransport(Transport):
     def __init__(self, chunks: list[bytes]):
@@ -222,31 +256,43 @@ def test_read_until_collects_up_to_a_pattern():
 
 def test_read_until_times_out_with_what_arrived():
     link = ScriptedTransport([b"half a rep"])
-    with pytest.raises(DeviceError, match=r"no answer from the device within 0.2 s; it sent 10 bytes, "
-                                          r"ending with: 'half a rep'"):
+    with pytest.raises(
+        DeviceError,
+        match=r"no answer from the device within 0.2 s; it sent 10 bytes, "
+        r"ending with: 'half a rep'",
+    ):
         link.read_until(b"MC-END", timeout=0.2)
 
 
 def test_serial_port_found_by_usb_id(monkeypatch):
     import serial.tools.list_ports
+
     from microcompiler.transport import serial as serial_transport
-    ports = [SimpleNamespace(device="/dev/ttyS0", vid=None, pid=None),
-             SimpleNamespace(device="/dev/ttyACM3", vid=0x0483, pid=0x374E)]
+
+    ports = [
+        SimpleNamespace(device="/dev/ttyS0", vid=None, pid=None),
+        SimpleNamespace(device="/dev/ttyACM3", vid=0x0483, pid=0x374E),
+    ]
     monkeypatch.setattr(serial.tools.list_ports, "comports", lambda: ports)
     assert serial_transport.find_port(load_board("nucleo_l4r5zi").usb_ids) == "/dev/ttyACM3"
-    with pytest.raises(DeviceError, match=r"no serial port with USB id 1366:1055; is the board plugged in\? "
-                                          r"Serial ports seen: /dev/ttyS0, /dev/ttyACM3 \(0483:374e\)"):
+    with pytest.raises(
+        DeviceError,
+        match=r"no serial port with USB id 1366:1055; is the board plugged in\? "
+        r"Serial ports seen: /dev/ttyS0, /dev/ttyACM3 \(0483:374e\)",
+    ):
         serial_transport.find_port(load_board("nrf5340dk_nrf5340_cpuapp").usb_ids)
 
 
 def test_serial_port_that_does_not_open_is_a_device_error(tmp_path):
     from microcompiler.transport.serial import SerialTransport
+
     with pytest.raises(DeviceError, match="cannot open serial port"):
         SerialTransport(str(tmp_path / "no-such-tty"))
 
 
 def test_qemu_missing_is_a_toolchain_error(tmp_path):
     from microcompiler.transport.qemu import QemuTransport
+
     with pytest.raises(ToolchainError, match="'qemu-system-nothing' is not on PATH; install QEMU"):
         QemuTransport("mps2-an386", tmp_path / "fw.elf", qemu="qemu-system-nothing")
 

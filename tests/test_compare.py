@@ -5,6 +5,7 @@ kernels each board picks and B relative to A; saved ``analyze --json`` and ``ben
 compare the same way (with no common instruction count, in seconds); the HTML page renders in
 headless Chromium; a file that is no report is a one-line error.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,10 @@ def test_two_builds_of_one_model_layer_by_layer(tmp_path):
     assert result["matched_by"] == "operator index"
     assert [row["a"]["index"] for row in result["layers"]] == [layer["index"] for layer in a["layers"]]
     for row, la, lb in zip(result["layers"], a["layers"], b["layers"]):
-        assert (row["a"]["instructions"], row["b"]["instructions"]) == (la["estimated_instructions"],
-                                                                        lb["estimated_instructions"])
+        assert (row["a"]["instructions"], row["b"]["instructions"]) == (
+            la["estimated_instructions"],
+            lb["estimated_instructions"],
+        )
         assert math.isclose(row["diff"]["ratio"], lb["estimated_instructions"] / la["estimated_instructions"])
         assert row["a"]["kernel"].startswith(la["kernel"]["variant"])
     total = result["totals"]["instructions"]

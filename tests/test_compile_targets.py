@@ -1,4 +1,5 @@
 """`compile --board B` (kernels for the board's CPU) and `compile --kernels reference`."""
+
 import json
 import subprocess
 import sys
@@ -6,19 +7,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle import Oracle
 
 from microcompiler.compiler import compile_model
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
-from oracle import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
-SINGLE_VARIANT = {"gemmlowp-fixed-point", "exp-table", "lut", "memcpy"}  # SOFTMAX, the int8 tables and MC_PATCH_COPY (docs/memory.md) have one implementation
+SINGLE_VARIANT = {
+    "gemmlowp-fixed-point",
+    "exp-table",
+    "lut",
+    "memcpy",
+}  # SOFTMAX, the int8 tables and MC_PATCH_COPY (docs/memory.md) have one implementation
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True, text=True, cwd=ROOT
+    )
 
 
 def variants(out_dir: Path) -> list[str]:

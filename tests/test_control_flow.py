@@ -1,18 +1,19 @@
 """Models with several subgraphs (IF, WHILE, CALL_ONCE) and resource variables (VAR_HANDLE,
 READ_VARIABLE, ASSIGN_VARIABLE): sequences compared step by step with the TFLM interpreter invoked
 the same number of times on the same inputs, on both host executors, and <model>_reset()."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from flow_models import accumulator_int8, if_int8, nested_if_while_int8, while_int8
 from harness import compile_bytes
+from oracle import Oracle
+from test_state import STEPS, assert_steps_match, sequence
+
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.host import HostProgram
-from oracle import Oracle
-from test_state import STEPS, assert_steps_match, sequence
 
 
 def run_both(model: bytes, tmp_path, seq, executors=("aot", "graph"), sanitize=False):
@@ -23,8 +24,8 @@ def run_both(model: bytes, tmp_path, seq, executors=("aot", "graph"), sanitize=F
     for executor in executors:
         program = HostProgram(library, tmp_path / f"build_{executor}", sanitize=sanitize, executor=executor)
         ours = [r.outputs for r in program.run(seq + seq, reset_every=len(seq))]
-        assert_steps_match(ours[:len(seq)], want, f"{executor} executor")
-        assert_steps_match(ours[len(seq):], want, f"{executor} executor after reset")
+        assert_steps_match(ours[: len(seq)], want, f"{executor} executor")
+        assert_steps_match(ours[len(seq) :], want, f"{executor} executor after reset")
     return library, want
 
 
@@ -57,8 +58,7 @@ def test_reset_reinitialises_where_tflm_reset_does_not_rerun_call_once():
 
 def test_if_sequence(tmp_path):
     rng = np.random.default_rng(3)
-    seq = [[np.array([bool(rng.integers(2))]), rng.integers(-128, 128, (1, 6), dtype=np.int8)]
-           for _ in range(STEPS)]
+    seq = [[np.array([bool(rng.integers(2))]), rng.integers(-128, 128, (1, 6), dtype=np.int8)] for _ in range(STEPS)]
     assert {bool(s[0][0]) for s in seq} == {True, False}
     library, _ = run_both(if_int8(), tmp_path, seq)
     ops = library.files["src/model_ops.c"]
@@ -75,6 +75,7 @@ def test_resource_shared_across_subgraphs_is_one_variable():
 
 def test_recursion_is_refused():
     from model_builder import ModelBuilder, if_options
+
     b = ModelBuilder()
     s = b.subgraph("loop")
     c = s.constant("c", np.array([True]))
@@ -104,8 +105,10 @@ def test_nested_control_flow_sequence(tmp_path):
     """A WHILE inside an IF branch: the loop's subgraph arena is planned inside the branch's arena,
     which lives in the main arena only while the IF runs."""
     rng = np.random.default_rng(9)
-    seq = [[np.array([s % 3 != 1]), np.array([s % 4], np.int32), rng.integers(-20, 20, (1, 6), dtype=np.int8)]
-           for s in range(STEPS)]
+    seq = [
+        [np.array([s % 3 != 1]), np.array([s % 4], np.int32), rng.integers(-20, 20, (1, 6), dtype=np.int8)]
+        for s in range(STEPS)
+    ]
     library, _ = run_both(nested_if_while_int8(), tmp_path, seq, sanitize=True)
     graph = library.graph
     (if_op,) = graph.operators
@@ -119,6 +122,7 @@ def test_nested_control_flow_sequence(tmp_path):
 def test_subgraph_arena_is_live_only_during_the_call(tmp_path):
     """The IF's subgraph arena is a buffer of the main arena that other tensors may reuse after it."""
     from microcompiler.passes.memory_plan import arena_buffers
+
     library = compile_bytes(if_int8(), tmp_path)
     graph = library.graph
     (op,) = graph.operators
@@ -129,6 +133,7 @@ def test_subgraph_arena_is_live_only_during_the_call(tmp_path):
 
 def _if_model(cond_dtype="bool", then_index=1, branch_dtype="float32"):
     from model_builder import ModelBuilder, if_options
+
     b = ModelBuilder()
     s = b.subgraph("branch")
     v = s.activation("v", [2], branch_dtype)
@@ -142,14 +147,18 @@ def _if_model(cond_dtype="bool", then_index=1, branch_dtype="float32"):
     return b.finish([c, x], [y])
 
 
-@pytest.mark.parametrize("model,message,error", [
-    (lambda: _if_model(cond_dtype="int32"), "must be a bool tensor", UnsupportedModelError),
-    (lambda: _if_model(then_index=7), "calls subgraph 7, but the model's subgraphs are 1 to 1", None),
-    (lambda: _if_model(then_index=0), "calls subgraph 0", None),
-    (lambda: _if_model(branch_dtype="int32"), "do not match in number, type or size", UnsupportedModelError),
-])
+@pytest.mark.parametrize(
+    "model,message,error",
+    [
+        (lambda: _if_model(cond_dtype="int32"), "must be a bool tensor", UnsupportedModelError),
+        (lambda: _if_model(then_index=7), "calls subgraph 7, but the model's subgraphs are 1 to 1", None),
+        (lambda: _if_model(then_index=0), "calls subgraph 0", None),
+        (lambda: _if_model(branch_dtype="int32"), "do not match in number, type or size", UnsupportedModelError),
+    ],
+)
 def test_bad_control_flow_is_refused(model, message, error):
     from microcompiler.errors import ModelFormatError
+
     with pytest.raises(error or ModelFormatError, match=message):
         parse_tflite(model())
 
@@ -157,6 +166,7 @@ def test_bad_control_flow_is_refused(model, message, error):
 def test_resource_passed_to_a_subgraph_is_refused_in_one_line(tmp_path):
     from model_builder import ModelBuilder, if_options, var_handle_options
     from test_errors import assert_one_line_error, cli
+
     b = ModelBuilder()
     s = b.subgraph("branch")
     hv = s.activation("h", [], "resource")
@@ -176,18 +186,23 @@ def test_resource_passed_to_a_subgraph_is_refused_in_one_line(tmp_path):
 def test_example_models_are_the_tested_ones():
     """examples/control_flow (used by docs/state.md) holds exactly what tests/flow_models.py builds."""
     from pathlib import Path
+
     import flow_models
+
     here = Path(__file__).resolve().parents[1] / "examples/control_flow"
     for name in ("accumulator_int8", "if_int8", "while_int8"):
-        assert (here / f"{name}.tflite").read_bytes() == getattr(flow_models, name)(), \
+        assert (here / f"{name}.tflite").read_bytes() == getattr(flow_models, name)(), (
             f"regenerate with python examples/control_flow/make_models.py ({name})"
+        )
 
 
 def test_metadata_lists_the_subgraphs(tmp_path):
     library = compile_bytes(while_int8(), tmp_path)
     subs = library.metadata["subgraphs"]
     assert [(s["index"], s["name"], s["function"]) for s in subs] == [
-        (1, "loop_cond", "model_loop_cond"), (2, "loop_body", "model_loop_body")]
+        (1, "loop_cond", "model_loop_cond"),
+        (2, "loop_body", "model_loop_body"),
+    ]
     assert [op["kind"] for op in subs[1]["operators"]] == ["ADD", "ADD"]
     assert [op["kind"] for op in library.metadata["operators"]] == ["WHILE"]
     assert library.metadata["total_macs"] == sum(op["macs"] for s in subs for op in s["operators"])
@@ -203,7 +218,9 @@ def test_variables_in_a_single_subgraph_model_sequence(tmp_path):
 
 def test_control_flow_without_its_options_is_a_damaged_file(tmp_path):
     from test_errors import assert_one_line_error, cli, one_op_model
+
     model = tmp_path / "m.tflite"
     model.write_bytes(one_op_model("WHILE"))
-    assert_one_line_error(cli("compile", model, "-o", tmp_path / "out"), "WHILE", "no options naming",
-                          "the file is corrupted")
+    assert_one_line_error(
+        cli("compile", model, "-o", tmp_path / "out"), "WHILE", "no options naming", "the file is corrupted"
+    )

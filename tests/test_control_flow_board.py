@@ -1,17 +1,18 @@
 """Models with several subgraphs and resource variables on an emulated Cortex-M4 (mps2_an386):
 sequences standalone (the firmware runs every step) and host-driven over RPC with <model>_reset in
 between, each step bit-exact with TFLM invoked the same number of times on the same inputs."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from board_oracle import needs_board_tools
 from flow_models import accumulator_int8, if_int8, while_int8
-from microcompiler.project import run_on_board
 from oracle import Oracle
 from test_state import STEPS, assert_steps_match
 from test_state_board import BOARD, _library, host_driven_twice
+
+from microcompiler.project import run_on_board
 
 
 def _sequence(name: str) -> list[list[np.ndarray]]:
@@ -32,8 +33,9 @@ def test_control_flow_sequence_standalone_on_board(tmp_path, name, executor):
     model = MODELS[name]()
     library = _library(model, tmp_path)
     seq = _sequence(name)
-    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
-                             log=lambda _: None)
+    _, _, run = run_on_board(
+        library, BOARD, tmp_path / "project", executor=executor, input_steps=seq, log=lambda _: None
+    )
     assert len(run.step_outputs) == STEPS
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{name}, {executor} executor on {BOARD}")
 

@@ -4,19 +4,20 @@ memory when that lowers the arena by more than the scratch its in-place schedule
 then runs channel by channel (planes, or the reference loops with a channel copy), bit-exact with
 TFLM on the host, on mps2_an386 and on mps3_an547. The host cases plan layer by layer (patches off:
 the patch pass, docs/memory.md, would otherwise take these small stems first)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from dw_models import conv, depthwise, mobilenet_like_model, sandwich_model
 from harness import assert_matches_oracle
+from model_builder import ModelBuilder
+
 from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.passes import pipeline
-from model_builder import ModelBuilder
 
 CASES = {
     "s1_same": dict(),
@@ -38,8 +39,12 @@ def _layer(meta, name="dw"):
     return next(op for op in meta["operators"] if op["layer_name"] == name)
 
 
-RUNS = [(case, "fast") for case in CASES] + [("s2_same_odd", "dsp"), ("s1_valid", "dsp"),
-                                               ("s2_same", "reference"), ("s2_valid_5x5", "reference")]
+RUNS = [(case, "fast") for case in CASES] + [
+    ("s2_same_odd", "dsp"),
+    ("s1_valid", "dsp"),
+    ("s2_same", "reference"),
+    ("s2_valid_5x5", "reference"),
+]
 
 
 @pytest.mark.parametrize("case,kernels", RUNS, ids=[f"{c}-{k}" for c, k in RUNS])
@@ -49,8 +54,15 @@ def test_in_place_matches_tflm_on_the_host(tmp_path, case, kernels):
     dw = next(op for op in graph.operators if op.kind == "DEPTHWISE_CONV_2D")
     assert graph.storage(dw.outputs[0]) == graph.storage(dw.inputs[0])
     features = {"dsp"} if kernels == "dsp" else set()
-    lib = assert_matches_oracle(model, tmp_path, n_inputs=3, sanitize=kernels != "dsp", features=features,
-                                kernels="reference" if kernels == "reference" else "fast", patches="off")
+    lib = assert_matches_oracle(
+        model,
+        tmp_path,
+        n_inputs=3,
+        sanitize=kernels != "dsp",
+        features=features,
+        kernels="reference" if kernels == "reference" else "fast",
+        patches="off",
+    )
     kernel = _layer(lib.metadata)["kernel"]
     assert kernel["in_place"] is True
     assert kernel["variant"] == ("reference" if kernels == "reference" else "planes")

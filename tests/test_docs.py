@@ -4,6 +4,7 @@ Fenced ```bash blocks run line by line with bash -e, and ```python blocks run wi
 both from the repository root. ```text blocks are illustrations and are not run. A block that needs
 an external tool we cannot install here (west, for Zephyr) is skipped only when that tool is missing.
 """
+
 import os
 import re
 import shutil
@@ -46,8 +47,9 @@ def test_doc_example_runs(doc, lang, body):
     else:
         cmd = [sys.executable, "-c", body]
     proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, f"{doc.name} example failed:\n{body}\n--- stdout\n{proc.stdout[-3000:]}\n" \
-                                 f"--- stderr\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"{doc.name} example failed:\n{body}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    )
 
 
 def test_readme_starts_with_the_two_setup_commands_and_ci_runs_the_test_one():

@@ -1,23 +1,25 @@
 """Bad input: one clear line, a non-zero exit, no traceback, nothing half-written."""
+
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from fuzz.model_mutations import apply_edits, corpus_cases, materialize, seed_bytes, seed_names
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from model_builder import ModelBuilder, fully_connected_options
 
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import parse_tflite
-from model_builder import ModelBuilder, fully_connected_options
-from fuzz.model_mutations import apply_edits, corpus_cases, materialize, seed_bytes, seed_names
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def assert_one_line_error(proc, *fragments):
@@ -38,16 +40,23 @@ def one_op_model(kind) -> bytes:
     return b.finish([x], [y])
 
 
-@pytest.mark.parametrize("kind,stands", [
-    ("TOPK_V2", "it is not in TFLite Micro either"),
-])
+@pytest.mark.parametrize(
+    "kind,stands",
+    [
+        ("TOPK_V2", "it is not in TFLite Micro either"),
+    ],
+)
 def test_unsupported_operator_names_operator_index_and_where_it_stands(tmp_path, kind, stands):
     model = tmp_path / "m.tflite"
     model.write_bytes(one_op_model(kind))
     out = tmp_path / "out"
     proc = cli("compile", model, "-o", out)
-    assert_one_line_error(proc, f"unsupported operator {kind} at operator index 0", stands,
-                          "'microcompiler ops' lists the supported operators")
+    assert_one_line_error(
+        proc,
+        f"unsupported operator {kind} at operator index 0",
+        stands,
+        "'microcompiler ops' lists the supported operators",
+    )
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["m.tflite"]  # no temporary directory left behind
 
@@ -115,8 +124,10 @@ def mutations(draw):
         count = {"flip1": 1, "flip2": 2}.get(kind) or draw(st.integers(3, 16))
         raw = [{"at": draw(offset), "flip": 1 << draw(st.integers(0, 7))} for _ in range(count)]
     elif kind == "set":
-        raw = [{"at": draw(offset), "delete": 1, "insert": f"{draw(st.integers(0, 255)):02x}"}
-               for _ in range(draw(st.integers(1, 4)))]
+        raw = [
+            {"at": draw(offset), "delete": 1, "insert": f"{draw(st.integers(0, 255)):02x}"}
+            for _ in range(draw(st.integers(1, 4)))
+        ]
     elif kind == "splice":
         length = draw(st.integers(1, 64))
         raw = [{"at": draw(offset), "delete": length, "copy_from": draw(offset), "copy_len": length}]
@@ -129,8 +140,12 @@ def mutations(draw):
     return model, materialize(data, raw)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
-          derandomize=os.environ.get("MC_FUZZ_RANDOM") is None)
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    derandomize=os.environ.get("MC_FUZZ_RANDOM") is None,
+)
 @given(mutation=mutations())
 def test_fuzz_mutated_models_compile_or_raise_our_error(tmp_path_factory, shared_models, mutation):
     """Mutate real model bytes: the compiler either compiles or raises MicrocompilerError, in one line."""

@@ -11,6 +11,7 @@ The QEMU part runs multi-operator models whose every intermediate tensor is a mo
 emulated Cortex-M4 (the DSP inline assembly), Cortex-M3 (portable C) and with the int16 conv
 weights, and compares every output element with TFLM.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,10 +20,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from model_builder import (ModelBuilder, add_options, conv2d_options, depthwise_options, fully_connected_options,
-                           pool_options)
+from model_builder import (
+    ModelBuilder,
+    add_options,
+    conv2d_options,
+    depthwise_options,
+    fully_connected_options,
+    pool_options,
+)
 from oracle import Oracle
 from test_fully_connected import fc_model
 from test_op_conv_2d import conv_model
@@ -49,8 +55,7 @@ CONV_CASES = {
     "taps_5x3_s3_batch2": dict(hwc=(8, 7, 4), kernel=(5, 3), out_c=6, stride=(3, 2), batches=2),
     "taps_kernel_bigger": dict(hwc=(2, 3, 4), kernel=(4, 5), out_c=3, bias=None, activation="RELU_N1_TO_1"),
     # bytes gather (channels % 4 != 0), like the first layers of KWS and IC
-    "bytes_10x4_s2_c1": dict(hwc=(13, 10, 1), kernel=(10, 4), out_c=8, stride=(2, 2), input_zp=83,
-                             activation="RELU"),
+    "bytes_10x4_s2_c1": dict(hwc=(13, 10, 1), kernel=(10, 4), out_c=8, stride=(2, 2), input_zp=83, activation="RELU"),
     "bytes_3x3_c3": dict(hwc=(6, 5, 3), out_c=16, input_zp=-128, activation="RELU"),
     "bytes_3x3_c5_valid": dict(hwc=(6, 7, 5), out_c=3, padding="VALID", output_zp=-100),
     "bytes_dilated_c2": dict(hwc=(9, 9, 2), kernel=(3, 2), out_c=5, dilation=(2, 3), stride=(1, 2)),
@@ -72,12 +77,14 @@ def test_conv_im2col_int16_weights(tmp_path, case):
     _check_library(path, tmp_path, tuning={"CONV_2D": {"weights": "s16"}}, expect={"weights": "s16"})
 
 
-def _check_library(path: Path, tmp_path: Path, tuning=None, expect=None, features=DSP, n_inputs=3,
-                   sanitize=False, inputs=None):
+def _check_library(
+    path: Path, tmp_path: Path, tuning=None, expect=None, features=DSP, n_inputs=3, sanitize=False, inputs=None
+):
     """assert_matches_oracle for a library compiled with tuning overrides."""
     from microcompiler.compiler import compile_model
     from microcompiler.host import HostProgram
     from microcompiler.inputs import random_inputs
+
     lib = compile_model(path, features=features, tuning=tuning)
     for k, v in (expect or {}).items():
         assert kernel_of(lib)[k] == v
@@ -103,27 +110,32 @@ def test_reference_requantization_fallback(tmp_path, kind):
 def _tiny_output_scale(kind):
     rng = np.random.default_rng(3)
     b = ModelBuilder()
-    x = b.activation("x", [1, 3, 5, 4] if kind != "FULLY_CONNECTED" else [2, 12], "int8", scale=0.02,
-                     zero_point=-3)
+    x = b.activation("x", [1, 3, 5, 4] if kind != "FULLY_CONNECTED" else [2, 12], "int8", scale=0.02, zero_point=-3)
     w_shape = {"CONV_2D": (6, 1, 1, 4), "DEPTHWISE_CONV_2D": (1, 3, 3, 4), "FULLY_CONNECTED": (6, 12)}[kind]
     n = 4 if kind == "DEPTHWISE_CONV_2D" else 6
     w_scale = rng.uniform(0.002, 0.02, n)
-    w = b.constant("w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale, zero_point=[0] * n,
-                   axis=3 if kind == "DEPTHWISE_CONV_2D" else 0)
-    bias = b.constant("b", rng.integers(-300, 300, n).astype(np.int32), scale=list(0.02 * w_scale),
-                      zero_point=[0] * n)
+    w = b.constant(
+        "w",
+        rng.integers(-127, 128, w_shape, dtype=np.int8),
+        scale=w_scale,
+        zero_point=[0] * n,
+        axis=3 if kind == "DEPTHWISE_CONV_2D" else 0,
+    )
+    bias = b.constant("b", rng.integers(-300, 300, n).astype(np.int32), scale=list(0.02 * w_scale), zero_point=[0] * n)
     y_shape = {"CONV_2D": [1, 3, 5, 6], "DEPTHWISE_CONV_2D": [1, 3, 5, 4], "FULLY_CONNECTED": [2, 6]}[kind]
     y = b.activation("y", y_shape, "int8", scale=0.00005, zero_point=5)
-    options = {"CONV_2D": conv2d_options("VALID"), "DEPTHWISE_CONV_2D": depthwise_options("SAME"),
-               "FULLY_CONNECTED": fully_connected_options()}[kind]
+    options = {
+        "CONV_2D": conv2d_options("VALID"),
+        "DEPTHWISE_CONV_2D": depthwise_options("SAME"),
+        "FULLY_CONNECTED": fully_connected_options(),
+    }[kind]
     b.op(kind, [x, w, bias], [y], options)
     return b.finish([x], [y])
 
 
 def test_conv_extreme_inputs(tmp_path):
     """All-minimum and all-maximum inputs: the largest accumulators the bound allows."""
-    model = conv_model(hwc=(6, 6, 16), out_c=8, input_zp=-128, bias=None,
-                       weights=np.full((8, 3, 3, 16), 127, np.int8))
+    model = conv_model(hwc=(6, 6, 16), out_c=8, input_zp=-128, bias=None, weights=np.full((8, 3, 3, 16), 127, np.int8))
     inputs = [[np.full((1, 6, 6, 16), v, np.int8)] for v in (-128, 127, 0)]
     assert_matches_oracle(model, tmp_path, inputs=inputs)
 
@@ -132,10 +144,12 @@ def test_fast_kernels_sanitized(tmp_path):
     """ASan + UBSan over the im2col borders and tails, channels4 borders and rows4 tails."""
     assert_matches_oracle(conv_model(**CONV_CASES["bytes_10x4_s2_c1"]), tmp_path / "a", n_inputs=2, sanitize=True)
     assert_matches_oracle(conv_model(**CONV_CASES["taps_3x3_s2_same"]), tmp_path / "b", n_inputs=2, sanitize=True)
-    assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", hwc=(5, 4, 8), stride=(2, 1)), tmp_path / "c",
-                          n_inputs=2, sanitize=True)
-    assert_matches_oracle(fc_model("int8", 2, 23, 7, "RELU", True), tmp_path / "d", n_inputs=2, sanitize=True,
-                          features=DSP)
+    assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", hwc=(5, 4, 8), stride=(2, 1)), tmp_path / "c", n_inputs=2, sanitize=True
+    )
+    assert_matches_oracle(
+        fc_model("int8", 2, 23, 7, "RELU", True), tmp_path / "d", n_inputs=2, sanitize=True, features=DSP
+    )
 
 
 # ---- DEPTHWISE_CONV_2D channels4 ---------------------------------------------------------------
@@ -158,18 +172,24 @@ def test_depthwise_channels4_matches_tflm(tmp_path, case):
 
 def test_depthwise_large_offsets(tmp_path):
     """Tap offsets beyond the 4095-byte immediate of LDR (wide rows)."""
-    lib = assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", hwc=(3, 40, 64), input_zp=-128), tmp_path,
-                                n_inputs=2)
+    lib = assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", hwc=(3, 40, 64), input_zp=-128), tmp_path, n_inputs=2
+    )
     assert kernel_of(lib)["variant"] == "channels4"
 
 
 # ---- FULLY_CONNECTED rows4 -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
 @pytest.mark.parametrize("units,depth", [(4, 16), (5, 17), (6, 18), (7, 19), (3, 3), (9, 2)])
 def test_fully_connected_rows4_tails(tmp_path, features, units, depth):
-    lib = assert_matches_oracle(fc_model("int8", 2, depth, units, "RELU6", units % 2 == 1, input_zp=-128),
-                                tmp_path, n_inputs=2, features=features)
+    lib = assert_matches_oracle(
+        fc_model("int8", 2, depth, units, "RELU6", units % 2 == 1, input_zp=-128),
+        tmp_path,
+        n_inputs=2,
+        features=features,
+    )
     assert kernel_of(lib)["variant"] == "rows4"
     assert kernel_of(lib)["weights"] == "s8"
     assert kernel_of(lib).get("extract") == ("lanes" if features and depth >= 4 else None)
@@ -180,8 +200,9 @@ def test_fully_connected_rows4_int8_weights_with_dsp(tmp_path, units, depth):
     """The "weights": "s8" knob on a DSP target (SXTB16 in the loop, half the flash of s16)."""
     path = tmp_path / "fc.tflite"
     path.write_bytes(fc_model("int8", 2, depth, units, "RELU", True, input_zp=-128))
-    _check_library(path, tmp_path, tuning={"FULLY_CONNECTED": {"weights": "s8"}},
-                   expect={"weights": "s8", "isa": "dsp"})
+    _check_library(
+        path, tmp_path, tuning={"FULLY_CONNECTED": {"weights": "s8"}}, expect={"weights": "s8", "isa": "dsp"}
+    )
 
 
 # The lanes kernel in chunks of the depth: partial sums in the scratch, a shorter last chunk, the
@@ -200,13 +221,19 @@ FC_CHUNK_CASES = {
 @pytest.mark.parametrize("case", list(FC_CHUNK_CASES))
 def test_fully_connected_lanes_chunked(tmp_path, case):
     from microcompiler.ops import fast
+
     units, depth, knob = FC_CHUNK_CASES[case]
     path = tmp_path / "fc.tflite"
     path.write_bytes(fc_model("int8", 2, depth, units, "RELU6", units % 2 == 0, input_zp=-128, seed=units))
     chunk = knob // 4 * 4 if knob else 4 * (fast.LANES_CHUNK_BUDGET // 8)
     steps = depth // 4
-    lib = _check_library(path, tmp_path, tuning=None if knob is None else {"FULLY_CONNECTED": {"chunk": knob}},
-                         expect={"extract": "lanes", "chunk": chunk}, sanitize=True)
+    lib = _check_library(
+        path,
+        tmp_path,
+        tuning=None if knob is None else {"FULLY_CONNECTED": {"chunk": knob}},
+        expect={"extract": "lanes", "chunk": chunk},
+        sanitize=True,
+    )
     assert lib.metadata["scratch_bytes"] == 2 * chunk + 4 * units
     assert kernel_of(lib)["scratch_bytes"] == fast.lanes_scratch_bytes(steps, units, chunk // 4)
 
@@ -215,8 +242,9 @@ def test_fully_connected_lanes_chunk_knob_off_and_extremes(tmp_path):
     """{"chunk": 0} runs the depth in one pass; a chunked layer with all-extreme inputs."""
     path = tmp_path / "fc.tflite"
     path.write_bytes(fc_model("int8", 1, 300, 6, "NONE", False, input_zp=3))
-    lib = _check_library(path, tmp_path / "off", tuning={"FULLY_CONNECTED": {"chunk": 0}},
-                         expect={"extract": "lanes", "chunk": 0})
+    lib = _check_library(
+        path, tmp_path / "off", tuning={"FULLY_CONNECTED": {"chunk": 0}}, expect={"extract": "lanes", "chunk": 0}
+    )
     assert lib.metadata["scratch_bytes"] == 8 * 75
     inputs = [[np.full((1, 300), v, np.int8)] for v in (-128, 127)]
     lib = _check_library(path, tmp_path / "on", expect={"extract": "lanes", "chunk": 128}, inputs=inputs)
@@ -233,6 +261,7 @@ def test_fully_connected_lanes_chunk_only_when_smaller(tmp_path):
 
 # ---- AVERAGE_POOL_2D sxtab16 -------------------------------------------------------------------
 
+
 def test_average_pool_sxtab16_extremes(tmp_path):
     """255 taps of -128 or 127 fill the int16 lanes almost to the limit."""
     model = pool_model("AVERAGE_POOL_2D", "int8", [1, 15, 17, 8], (15, 17), (1, 1), "VALID")
@@ -240,23 +269,34 @@ def test_average_pool_sxtab16_extremes(tmp_path):
     inputs.append([np.random.default_rng(0).integers(-128, 128, (1, 15, 17, 8), dtype=np.int8)])
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
     assert kernel_of(lib)["variant"] == "sxtab16"
-    lib = assert_matches_oracle(pool_model("AVERAGE_POOL_2D", "int8", [2, 6, 6, 8], (3, 2), (2, 2), "VALID",
-                                           activation="RELU6"), tmp_path / "b", features=DSP)
+    lib = assert_matches_oracle(
+        pool_model("AVERAGE_POOL_2D", "int8", [2, 6, 6, 8], (3, 2), (2, 2), "VALID", activation="RELU6"),
+        tmp_path / "b",
+        features=DSP,
+    )
     assert kernel_of(lib)["variant"] == "sxtab16"
 
 
 # ---- Whole networks with every tensor an output, on the emulated boards ------------------------
 
-def _quantized_conv(b, name, x, x_scale, in_c, kernel, out_c, options, depthwise=False, per_channel=True,
-                    out_zp=0, rng=None, spread=60):
+
+def _quantized_conv(
+    b, name, x, x_scale, in_c, kernel, out_c, options, depthwise=False, per_channel=True, out_zp=0, rng=None, spread=60
+):
     taps = kernel[0] * kernel[1] * (1 if depthwise else in_c)
     w_shape = (1, *kernel, out_c) if depthwise else (out_c, *kernel, in_c)
     w_scale = rng.uniform(0.004, 0.02, out_c if per_channel else 1)
-    w = b.constant(f"{name}_w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale,
-                   zero_point=[0] * len(w_scale), axis=3 if depthwise else 0)
+    w = b.constant(
+        f"{name}_w",
+        rng.integers(-127, 128, w_shape, dtype=np.int8),
+        scale=w_scale,
+        zero_point=[0] * len(w_scale),
+        axis=3 if depthwise else 0,
+    )
     bias_scales = x_scale * (w_scale if per_channel else np.full(out_c, w_scale[0]))
-    bias = b.constant(f"{name}_b", rng.integers(-2000, 2000, out_c).astype(np.int32), scale=list(bias_scales),
-                      zero_point=[0] * out_c)
+    bias = b.constant(
+        f"{name}_b", rng.integers(-2000, 2000, out_c).astype(np.int32), scale=list(bias_scales), zero_point=[0] * out_c
+    )
     return [x, w, bias], x_scale * float(np.mean(w_scale)) * math.sqrt(taps) * spread
 
 
@@ -269,8 +309,9 @@ def chain_model(seed=0):
     ins, s = _quantized_conv(b, "a", x, 0.05, 3, (3, 3), 12, None, rng=rng, spread=12)
     a = b.activation("a", [1, 7, 9, 12], "int8", scale=s, zero_point=-128)
     b.op("CONV_2D", ins, [a], conv2d_options("SAME", activation="RELU6"))
-    ins, s2 = _quantized_conv(b, "dw", a, s, 12, (3, 3), 12, None, depthwise=True, per_channel=False, rng=rng,
-                              spread=45)
+    ins, s2 = _quantized_conv(
+        b, "dw", a, s, 12, (3, 3), 12, None, depthwise=True, per_channel=False, rng=rng, spread=45
+    )
     d = b.activation("d", [1, 4, 5, 12], "int8", scale=s2, zero_point=-128)
     b.op("DEPTHWISE_CONV_2D", ins, [d], depthwise_options("SAME", stride=(2, 2), activation="RELU"))
     outs = []
@@ -287,15 +328,18 @@ def chain_model(seed=0):
     pooled = b.activation("pool", [1, 2, 2, 12], "int8", scale=s2, zero_point=-128)
     b.op("AVERAGE_POOL_2D", [d], [pooled], pool_options((2, 2), (2, 2), "VALID"))
     fcs = []
-    for name, src, src_scale, depth, units, batch in (("f1", added, max(outs[0][1], outs[1][1]) * 1.5, 140, 11, 1),
-                                                      ("f2", pooled, s2, 12, 6, 4)):
+    for name, src, src_scale, depth, units, batch in (
+        ("f1", added, max(outs[0][1], outs[1][1]) * 1.5, 140, 11, 1),
+        ("f2", pooled, s2, 12, 6, 4),
+    ):
         w_scale = 0.01
-        w = b.constant(f"{name}_w", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[w_scale],
-                       zero_point=[0])
-        bias = b.constant(f"{name}_b", rng.integers(-500, 500, units).astype(np.int32), scale=[src_scale * w_scale],
-                          zero_point=[0])
-        y = b.activation(name, [batch, units], "int8", scale=src_scale * w_scale * math.sqrt(depth) * 60,
-                         zero_point=1)
+        w = b.constant(
+            f"{name}_w", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[w_scale], zero_point=[0]
+        )
+        bias = b.constant(
+            f"{name}_b", rng.integers(-500, 500, units).astype(np.int32), scale=[src_scale * w_scale], zero_point=[0]
+        )
+        y = b.activation(name, [batch, units], "int8", scale=src_scale * w_scale * math.sqrt(depth) * 60, zero_point=1)
         b.op("FULLY_CONNECTED", [src, w, bias], [y], fully_connected_options("NONE"))
         fcs.append(y)
     return b.finish([x], [a, d, outs[0][0], outs[1][0], added, v, pooled, *fcs])
@@ -303,8 +347,9 @@ def chain_model(seed=0):
 
 def test_chain_model_on_host(tmp_path):
     for features in (frozenset(), DSP):
-        lib = assert_matches_oracle(chain_model(), tmp_path / "-".join(features or ["c"]), n_inputs=3,
-                                    features=features)
+        lib = assert_matches_oracle(
+            chain_model(), tmp_path / "-".join(features or ["c"]), n_inputs=3, features=features
+        )
         kinds = {o["kind"]: o["kernel"]["variant"] for o in lib.metadata["operators"]}
         assert kinds["CONV_2D"] == "im2col" and kinds["DEPTHWISE_CONV_2D"] == "channels4"
 
@@ -313,11 +358,16 @@ QEMU_TOOLS = all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja"
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
-@pytest.mark.parametrize("board,tuning", [
-    ("mps2_an386", None),
-    ("mps2_an386", {"CONV_2D": {"weights": "s16"}, "FULLY_CONNECTED": {"weights": "s8", "chunk": 32}}),
-    ("mps2_an500", None),
-    ("mps2_an385", None)], ids=["m4", "m4-knobs", "m7", "m3"])
+@pytest.mark.parametrize(
+    "board,tuning",
+    [
+        ("mps2_an386", None),
+        ("mps2_an386", {"CONV_2D": {"weights": "s16"}, "FULLY_CONNECTED": {"weights": "s8", "chunk": 32}}),
+        ("mps2_an500", None),
+        ("mps2_an385", None),
+    ],
+    ids=["m4", "m4-knobs", "m7", "m3"],
+)
 def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
     """The DSP inline assembly (M4, M7) and the portable C (M3), every intermediate tensor compared.
     With the knobs, the 140-input FULLY_CONNECTED runs the lanes kernel in 5 chunks (the last short)."""
@@ -325,6 +375,7 @@ def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
     from microcompiler.project import run_on_board
+
     path = tmp_path / "chain.tflite"
     path.write_bytes(chain_model(seed=1))
     b = load_board(board)
@@ -332,7 +383,10 @@ def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
     isa = {o["kernel"].get("isa") for o in lib.metadata["operators"]} - {None}
     assert isa == ({"dsp"} if "dsp" in b.cpu.features else {"c"})
     if tuning:
-        assert [o["kernel"].get("chunk") for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"] == [32, 0]
+        assert [o["kernel"].get("chunk") for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"] == [
+            32,
+            0,
+        ]
     inputs = random_inputs(lib.metadata["inputs"], seed=7)
     _, _, result = run_on_board(lib, b, tmp_path / "project", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)

@@ -10,16 +10,16 @@ the reference requantization fallback and extreme inputs; ASan + UBSan over the 
 same cases run merged into one model on the Cortex-M4 (DSP inline assembly), the Cortex-M55 and
 the Cortex-M3 (portable C).
 """
+
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_merge import assert_cases_match_oracle, merge_models
-from pathlib import Path
-
 from test_op_batch_matmul import batch_matmul_model
 from test_op_transpose_conv import transpose_conv_model
 
@@ -30,12 +30,14 @@ TRANSPOSE_CASES = {
     "c4_k3_s2_oc4": dict(hwc=(5, 4, 4), out_c=4, input_zp=-128, activation="RELU"),
     "c8_k2_s2_valid_oc5": dict(hwc=(3, 4, 8), kernel=(2, 2), padding="VALID", out_c=5, input_zp=17),
     "c3_k3_s2_oc7_relu6": dict(hwc=(4, 3, 3), out_c=7, activation="RELU6", output_zp=-100),
-    "c5_k4x3_s3x2_valid_nobias_oc6": dict(hwc=(3, 4, 5), kernel=(4, 3), stride=(3, 2), padding="VALID", bias=None,
-                                           out_c=6),
+    "c5_k4x3_s3x2_valid_nobias_oc6": dict(
+        hwc=(3, 4, 5), kernel=(4, 3), stride=(3, 2), padding="VALID", bias=None, out_c=6
+    ),
     # stride larger than the kernel: phases without taps (the output is the bias)
     "c2_k1x2_s3_oc1": dict(hwc=(2, 3, 2), kernel=(1, 2), stride=(3, 3), out_c=1, input_zp=90),
-    "c6_k5_s1_same_pt_batch2_oc9": dict(hwc=(4, 5, 6), kernel=(5, 5), stride=(1, 1), per_channel=False, batches=2,
-                                        out_c=9),
+    "c6_k5_s1_same_pt_batch2_oc9": dict(
+        hwc=(4, 5, 6), kernel=(5, 5), stride=(1, 1), per_channel=False, batches=2, out_c=9
+    ),
     "c7_k5_s2_odd_out_oc3": dict(hwc=(3, 3, 7), kernel=(5, 5), out_c=3, out_hw=(5, 7), input_zp=127),
     "c16_k3_s2_oc12": dict(hwc=(3, 3, 16), out_c=12, activation="RELU_N1_TO_1"),
 }
@@ -47,8 +49,9 @@ def kernel_of(lib, i=0):
 
 @pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
 def test_transpose_conv_phases_match_tflm(tmp_path, features):
-    lib = assert_cases_match_oracle({n: transpose_conv_model(**c) for n, c in TRANSPOSE_CASES.items()}, tmp_path,
-                                    n_inputs=3, features=features)
+    lib = assert_cases_match_oracle(
+        {n: transpose_conv_model(**c) for n, c in TRANSPOSE_CASES.items()}, tmp_path, n_inputs=3, features=features
+    )
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k["variant"] for k in kernels} == {"phases"}
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
@@ -59,6 +62,7 @@ def test_transpose_conv_phases_skip_the_stuffed_zeros(tmp_path):
     """A 3x3 stride-2 layer: each output pixel's dot product covers only its phase's taps (4, 2, 2
     or 1 of the 9), the weights hold each tap once, and no phase reads a stuffed input."""
     from harness import compile_bytes
+
     lib = compile_bytes(transpose_conv_model(hwc=(4, 4, 8), out_c=8), tmp_path, features=DSP)
     src = lib.files["src/model_ops.c"]
     assert "static const int32_t model_y_weights[288]" in src  # 8 channels x 9 taps x 8 inputs / 2 per word
@@ -67,15 +71,17 @@ def test_transpose_conv_phases_skip_the_stuffed_zeros(tmp_path):
 
 def test_transpose_conv_phases_reference_requantization(tmp_path):
     """A multiplier >= 1/2 is outside mc_requant_fast: the kernel falls back to TFLM's and stays exact."""
-    lib = assert_matches_oracle(transpose_conv_model(hwc=(3, 3, 4), out_c=5, y_scale=1e-6), tmp_path, n_inputs=2,
-                                features=DSP)
+    lib = assert_matches_oracle(
+        transpose_conv_model(hwc=(3, 3, 4), out_c=5, y_scale=1e-6), tmp_path, n_inputs=2, features=DSP
+    )
     assert kernel_of(lib)["variant"] == "phases" and kernel_of(lib)["requant"] == "reference"
 
 
 def test_transpose_conv_phases_extreme_inputs(tmp_path):
     """All-minimum and all-maximum inputs with the largest weights: the largest accumulators."""
-    model = transpose_conv_model(hwc=(4, 4, 16), out_c=6, kernel=(4, 4), input_zp=-128, bias=None,
-                                 weights=np.full((6, 4, 4, 16), -127, np.int8))
+    model = transpose_conv_model(
+        hwc=(4, 4, 16), out_c=6, kernel=(4, 4), input_zp=-128, bias=None, weights=np.full((6, 4, 4, 16), -127, np.int8)
+    )
     inputs = [[np.full((1, 4, 4, 16), v, np.int8)] for v in (-128, 127, 0)]
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
     assert kernel_of(lib)["variant"] == "phases"
@@ -83,8 +89,10 @@ def test_transpose_conv_phases_extreme_inputs(tmp_path):
 
 def test_transpose_conv_phases_sanitized(tmp_path):
     """ASan + UBSan over the gathers at every border, the in-place reads and the channel tails."""
-    cases = {n: transpose_conv_model(**TRANSPOSE_CASES[n]) for n in
-             ("c8_k2_s2_valid_oc5", "c5_k4x3_s3x2_valid_nobias_oc6", "c2_k1x2_s3_oc1", "c7_k5_s2_odd_out_oc3")}
+    cases = {
+        n: transpose_conv_model(**TRANSPOSE_CASES[n])
+        for n in ("c8_k2_s2_valid_oc5", "c5_k4x3_s3x2_valid_nobias_oc6", "c2_k1x2_s3_oc1", "c7_k5_s2_odd_out_oc3")
+    }
     assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=DSP)
 
 
@@ -133,25 +141,31 @@ def test_batch_matmul_cols4_extremes_and_reference_requantization(tmp_path):
     multiplier >= 1/2 (TFLM's requantization instead of SMMLAR)."""
     extreme = dict(lhs=(0.1, -128), rhs=(0.07, 127), out=(1.5, -128))
     model = batch_matmul_model("int8", [2, 3, 40], [2, 40, 7], quant=extreme)
-    inputs = [[np.full((2, 3, 40), a, np.int8), np.full((2, 40, 7), b, np.int8)] for a, b in
-              ((-128, 127), (127, -128), (127, 127), (-128, -128))]
+    inputs = [
+        [np.full((2, 3, 40), a, np.int8), np.full((2, 40, 7), b, np.int8)]
+        for a, b in ((-128, 127), (127, -128), (127, 127), (-128, -128))
+    ]
     lib = assert_matches_oracle(model, tmp_path / "e", inputs=inputs, features=DSP)
     assert kernel_of(lib)["variant"] == "cols4" and kernel_of(lib)["requant"] == "smmlar"
     big = dict(lhs=(0.5, 3), rhs=(0.5, -1), out=(0.1, 2))
-    lib = assert_matches_oracle(batch_matmul_model("int8", [2, 3, 6], [2, 6, 5], quant=big), tmp_path / "r",
-                                n_inputs=2, features=DSP)
+    lib = assert_matches_oracle(
+        batch_matmul_model("int8", [2, 3, 6], [2, 6, 5], quant=big), tmp_path / "r", n_inputs=2, features=DSP
+    )
     assert kernel_of(lib)["variant"] == "cols4" and kernel_of(lib)["requant"] == "reference"
 
 
 def test_batch_matmul_cols4_sanitized(tmp_path):
     """ASan + UBSan over the packing, the gathered rows and the column tails."""
-    cases = {n: _matmul(n) for n in ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "n13_k1", "const_per_batch_bcast_n8_k12")}
+    cases = {
+        n: _matmul(n) for n in ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "n13_k1", "const_per_batch_bcast_n8_k12")
+    }
     assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=DSP)
 
 
 def test_batch_matmul_cols4_large_rhs_falls_back(tmp_path):
     """An rhs whose packed columns exceed the kernel's scratch budget keeps the reference loop."""
     from harness import compile_bytes
+
     lib = compile_bytes(batch_matmul_model("int8", [1, 2, 256], [1, 256, 40]), tmp_path, features=DSP)
     assert kernel_of(lib)["variant"] == "reference"
 
@@ -166,9 +180,12 @@ def test_batch_matmul_cols4_on_boards(tmp_path, board):
 # ---- the Keras look-alikes (tests/models/keras) on the boards ----------------------------------
 
 KERAS = Path(__file__).resolve().parent / "models" / "keras"
-KERAS_KERNELS = {"conv_autoencoder_int8": ("TRANSPOSE_CONV", "phases"), "unet_int8": ("TRANSPOSE_CONV", "phases"),
-                 "transformer_block_int8": ("BATCH_MATMUL", "cols4"),
-                 "lstm_int8": ("UNIDIRECTIONAL_SEQUENCE_LSTM", "rows4")}
+KERAS_KERNELS = {
+    "conv_autoencoder_int8": ("TRANSPOSE_CONV", "phases"),
+    "unet_int8": ("TRANSPOSE_CONV", "phases"),
+    "transformer_block_int8": ("BATCH_MATMUL", "cols4"),
+    "lstm_int8": ("UNIDIRECTIONAL_SEQUENCE_LSTM", "rows4"),
+}
 
 
 @needs_board_tools
@@ -178,6 +195,7 @@ def test_keras_lookalikes_run_the_new_kernels_on_boards(tmp_path, model, board):
     """The converter's models with the new kernels, on the emulated Cortex-M4 and M55, against TFLM."""
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
+
     kind, variant = KERAS_KERNELS[model]
     lib = compile_model(KERAS / f"{model}.tflite", features=frozenset(load_board(board).cpu.features))
     assert {o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] == kind} == {variant}

@@ -15,6 +15,7 @@ so the generated code needs no libm and gives the host C library's bits on every
    as a WHILE loop, transformer block, unrolled GRU/LSTM) bit for bit TFLM's on the host, and three
    of them on the M4 and M55 bit for bit the host's.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -22,15 +23,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from board_oracle import needs_board_tools
 from harness import compile_bytes
+from model_builder import ModelBuilder, softmax_options
+from oracle import Oracle
+
 from microcompiler import resources
 from microcompiler.host import STRICT_CFLAGS, HostProgram, compiler
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
-from model_builder import ModelBuilder, softmax_options
-from oracle import Oracle
 
 SWEEP = r"""
 #include <math.h>
@@ -79,15 +80,31 @@ def host_has_fma() -> bool:
         return False
 
 
-@pytest.mark.skipif(not host_has_fma(), reason="the host CPU has no FMA: glibc's expf then takes its plain build, "
-                                               "which differs from the runtime's (glibc's FMA build) at 2 inputs")
+@pytest.mark.skipif(
+    not host_has_fma(),
+    reason="the host CPU has no FMA: glibc's expf then takes its plain build, "
+    "which differs from the runtime's (glibc's FMA build) at 2 inputs",
+)
 def test_runtime_libm_equals_the_host_c_library(tmp_path):
     source, exe = tmp_path / "sweep.c", tmp_path / "sweep"
     source.write_text(SWEEP)
-    subprocess.run([*compiler(), *STRICT_CFLAGS, "-O2", f"-I{resources.crt_dir() / 'include'}", str(source),
-                    "-o", str(exe), "-lm"], check=True, timeout=120)
-    n, *bad = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True,
-                                      timeout=300).stdout.split())
+    subprocess.run(
+        [
+            *compiler(),
+            *STRICT_CFLAGS,
+            "-O2",
+            f"-I{resources.crt_dir() / 'include'}",
+            str(source),
+            "-o",
+            str(exe),
+            "-lm",
+        ],
+        check=True,
+        timeout=120,
+    )
+    n, *bad = map(
+        int, subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=300).stdout.split()
+    )
     assert n > 1_000_000
     assert bad == [0, 0, 0, 0], f"mismatches (expf, logf, tanhf, expm1f): {bad}"
 
@@ -136,8 +153,10 @@ def model_inputs(case_index):
 def assert_same_bits(got, want, what):
     got, want = np.asarray(got, np.float32).ravel(), np.asarray(want, np.float32).ravel()
     differ = (got.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(got) & np.isnan(want))
-    assert not differ.any(), (f"{what}: {int(differ.sum())} of {got.size} elements differ, first at "
-                              f"{int(np.argmax(differ))}: {got[differ][0]!r} vs {want[differ][0]!r}")
+    assert not differ.any(), (
+        f"{what}: {int(differ.sum())} of {got.size} elements differ, first at "
+        f"{int(np.argmax(differ))}: {got[differ][0]!r} vs {want[differ][0]!r}"
+    )
 
 
 @pytest.mark.parametrize("case", range(len(FLOAT_OPS)), ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(FLOAT_OPS)])
@@ -199,8 +218,15 @@ def test_exp_log_sweep_on_board_equals_host(tmp_path):
 
 
 KERAS = Path(__file__).resolve().parent / "models" / "keras"
-FLOAT_MODELS = ["ds_cnn_float32", "conv_autoencoder_float32", "lstm_float32", "gru_float32",
-                "transformer_block_float32", "gru_unrolled_float32", "lstm_unrolled_float32"]
+FLOAT_MODELS = [
+    "ds_cnn_float32",
+    "conv_autoencoder_float32",
+    "lstm_float32",
+    "gru_float32",
+    "transformer_block_float32",
+    "gru_unrolled_float32",
+    "lstm_unrolled_float32",
+]
 
 
 def keras_model(name: str) -> bytes:
@@ -221,8 +247,10 @@ def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("name,board", [("ds_cnn_float32", "mps2_an386"), ("gru_float32", "mps2_an386"),
-                                        ("conv_autoencoder_float32", "mps3_an547")])
+@pytest.mark.parametrize(
+    "name,board",
+    [("ds_cnn_float32", "mps2_an386"), ("gru_float32", "mps2_an386"), ("conv_autoencoder_float32", "mps3_an547")],
+)
 def test_float_keras_model_on_board_equals_host(tmp_path, name, board):
     model = keras_model(name)
     lib = compile_bytes(model, tmp_path / "host")

@@ -13,11 +13,11 @@ activation; each case asserts the fast variant was chosen. A small model of the 
 runs on the emulated Cortex-M4F (mps2_an386: the VMLA.F32 inline assembly) and Cortex-M55
 (mps3_an547: the Helium VMUL.F32 + VADD.F32 blocks).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options
@@ -32,16 +32,16 @@ CONV = {
     "3x3_same_c16_oc16": dict(hwc=(9, 12, 16), out_c=16, activation="RELU"),
     "3x3_same_c3_oc7_relu6": dict(hwc=(8, 10, 3), out_c=7, activation="RELU6"),
     "1x1_s2_valid_oc6": dict(hwc=(8, 9, 5), kernel=(1, 1), out_c=6, stride=(2, 2), padding="VALID"),
-    "5x3_s2x1_same_oc9_n1to1": dict(hwc=(9, 11, 4), kernel=(5, 3), out_c=9, stride=(2, 1),
-                                    activation="RELU_N1_TO_1"),
+    "5x3_s2x1_same_oc9_n1to1": dict(hwc=(9, 11, 4), kernel=(5, 3), out_c=9, stride=(2, 1), activation="RELU_N1_TO_1"),
     "3x3_dil2_same_oc5": dict(hwc=(10, 11, 6), out_c=5, dilation=(2, 2)),
     "3x3_dil_w2_s3_oc4": dict(hwc=(7, 14, 2), out_c=4, stride=(3, 3), dilation=(1, 2)),
     "7x7_larger_than_input_oc3": dict(hwc=(5, 6, 3), kernel=(7, 7), out_c=3),
     "3x3_valid_no_bias_batch2": dict(hwc=(6, 9, 4), out_c=8, padding="VALID", bias=None, batches=2),
     "2x2_s2_same_oc1_width1": dict(hwc=(5, 1, 3), kernel=(2, 2), out_c=1, stride=(2, 2)),
     # the window's rows -4, -1, 2, 5 of a 2-row image: none inside (the output is the bias alone)
-    "4x4_dil3_rows_all_outside": dict(hwc=(2, 5, 2), kernel=(4, 4), out_c=7, stride=(2, 3), dilation=(3, 1),
-                                      activation="RELU_N1_TO_1", bias=None),
+    "4x4_dil3_rows_all_outside": dict(
+        hwc=(2, 5, 2), kernel=(4, 4), out_c=7, stride=(2, 3), dilation=(3, 1), activation="RELU_N1_TO_1", bias=None
+    ),
 }
 DEPTHWISE = {
     "3x3_same_c16": dict(hwc=(9, 12, 16), activation="RELU"),
@@ -77,6 +77,7 @@ def test_float_kernels_are_bit_exact_on_the_host(tmp_path, name):
     """TFLM's summation order kept: the host build (no contraction) gives TFLM's bits."""
     from microcompiler.host import HostProgram
     from microcompiler.inputs import random_inputs
+
     model = SWEEP[name]()
     lib = compile_bytes(model, tmp_path, features=FPU)
     inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(2)]
@@ -137,11 +138,16 @@ def float_network() -> bytes:
 
     def const(name, shape):
         return b.constant(name, rng.normal(0, 0.5, shape).astype(np.float32))
+
     c1 = b.activation("c1", [1, 10, 11, 6], "float32")
     b.op("CONV_2D", [x, const("w1", (6, 3, 3, 3)), const("b1", (6,))], [c1], conv2d_options(activation="RELU"))
     d1 = b.activation("d1", [1, 5, 6, 6], "float32")
-    b.op("DEPTHWISE_CONV_2D", [c1, const("w2", (1, 3, 3, 6)), const("b2", (6,))], [d1],
-         depthwise_options(stride=(2, 2), activation="RELU6"))
+    b.op(
+        "DEPTHWISE_CONV_2D",
+        [c1, const("w2", (1, 3, 3, 6)), const("b2", (6,))],
+        [d1],
+        depthwise_options(stride=(2, 2), activation="RELU6"),
+    )
     c2 = b.activation("c2", [1, 5, 6, 5], "float32")
     b.op("CONV_2D", [d1, const("w3", (5, 1, 1, 6)), const("b3", (5,))], [c2], conv2d_options())
     y = b.activation("y", [1, 7], "float32")
@@ -153,7 +159,11 @@ def test_float_network_on_host(tmp_path):
     """With ASan and UBSan: the clipped windows read only inside the input."""
     lib = assert_matches_oracle(float_network(), tmp_path, n_inputs=2, features=FPU, sanitize=True)
     assert [o["kernel"]["variant"] for o in lib.metadata["operators"]] == [
-        "float-blocks", "float-channels4", "float-blocks", "float-rows4"]
+        "float-blocks",
+        "float-channels4",
+        "float-blocks",
+        "float-rows4",
+    ]
 
 
 @needs_board_tools

@@ -1,7 +1,7 @@
 """FULLY_CONNECTED against the TFLM oracle: int8 (per-tensor and per-channel), int16x8, float32."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, fully_connected_options
 
@@ -20,22 +20,31 @@ def fc_model(dtype, batches, depth, units, activation, per_channel, bias=True, s
         wide = dtype == "int16"
         x = b.activation("x", [batches, depth], dtype, scale=0.02, zero_point=0 if wide else input_zp)
         w_scale = rng.uniform(0.002, 0.02, units if per_channel else 1)
-        w = b.constant("w", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=w_scale,
-                       zero_point=[0] * len(w_scale), axis=0)
+        w = b.constant(
+            "w",
+            rng.integers(-127, 128, (units, depth), dtype=np.int8),
+            scale=w_scale,
+            zero_point=[0] * len(w_scale),
+            axis=0,
+        )
         inputs = [x, w]
         if bias:
             bias_dtype = np.int64 if wide else np.int32
-            inputs.append(b.constant("bias", rng.integers(-3000, 3000, units).astype(bias_dtype),
-                                     scale=list(0.02 * w_scale), zero_point=[0] * len(w_scale)))
-        y = b.activation("y", [batches, units], dtype, scale=0.05 if not wide else 0.004,
-                         zero_point=0 if wide else 3)
+            inputs.append(
+                b.constant(
+                    "bias",
+                    rng.integers(-3000, 3000, units).astype(bias_dtype),
+                    scale=list(0.02 * w_scale),
+                    zero_point=[0] * len(w_scale),
+                )
+            )
+        y = b.activation("y", [batches, units], dtype, scale=0.05 if not wide else 0.004, zero_point=0 if wide else 3)
     b.op("FULLY_CONNECTED", inputs, [y], fully_connected_options(activation))
     return b.finish([x], [y])
 
 
 # TFLM supports per-channel FULLY_CONNECTED weights only with int8 inputs.
-@pytest.mark.parametrize("dtype,per_channel", [("int8", False), ("int8", True), ("int16", False),
-                                               ("float32", False)])
+@pytest.mark.parametrize("dtype,per_channel", [("int8", False), ("int8", True), ("int16", False), ("float32", False)])
 @pytest.mark.parametrize("activation", ["NONE", "RELU", "RELU6"])
 def test_fully_connected_matches_tflm(tmp_path, dtype, activation, per_channel):
     model = fc_model(dtype, batches=2, depth=37, units=11, activation=activation, per_channel=per_channel)

@@ -7,6 +7,7 @@ After an intended change to code generation, regenerate them and commit them wit
 
     MC_UPDATE_GOLDEN=1 python -m pytest -q tests/test_golden_c.py
 """
+
 from __future__ import annotations
 
 import difflib
@@ -15,11 +16,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import compile_bytes
+from model_builder import (
+    ModelBuilder,
+    conv2d_options,
+    fully_connected_options,
+    mul_options,
+    pool_options,
+    reshape_options,
+    softmax_options,
+)
+
 from microcompiler.boards import load_board
-from model_builder import (ModelBuilder, conv2d_options, fully_connected_options, mul_options, pool_options,
-                           reshape_options, softmax_options)
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -97,7 +105,16 @@ def test_generated_c_matches_golden(tmp_path, model):
     assert sorted(files) == sorted(expected), "the set of generated files changed"
     for rel, text in files.items():
         if text != expected[rel]:
-            diff = "".join(difflib.unified_diff(expected[rel].splitlines(True), text.splitlines(True),
-                                                f"golden/{model}/{rel}", f"generated/{rel}", n=2))
-            pytest.fail(f"generated {rel} differs from tests/golden/{model}/{rel} (if intended, regenerate "
-                        f"with MC_UPDATE_GOLDEN=1 and commit):\n{diff[:6000]}")
+            diff = "".join(
+                difflib.unified_diff(
+                    expected[rel].splitlines(True),
+                    text.splitlines(True),
+                    f"golden/{model}/{rel}",
+                    f"generated/{rel}",
+                    n=2,
+                )
+            )
+            pytest.fail(
+                f"generated {rel} differs from tests/golden/{model}/{rel} (if intended, regenerate "
+                f"with MC_UPDATE_GOLDEN=1 and commit):\n{diff[:6000]}"
+            )

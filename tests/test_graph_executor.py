@@ -1,4 +1,5 @@
 """The on-device graph executor refuses damaged descriptions and bad calls (C, built with ASan+UBSan)."""
+
 import subprocess
 
 from microcompiler.compiler import compile_model
@@ -61,9 +62,23 @@ def test_graph_executor_refuses_damage_and_bad_calls(shared_models, tmp_path):
     main.write_text(CHECKS)
     crt = crt_dir()
     exe = tmp_path / "checks"
-    subprocess.run([*compiler(), *STRICT_CFLAGS, *SANITIZE_CFLAGS, f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}",
-                    str(main), *map(str, sorted((lib_dir / "src").glob("*.c"))),
-                    *(str(crt / s) for s in CRT_PORTABLE_SOURCES), str(crt / "platform/posix/platform.c"), "-o", str(exe), "-lm"], check=True)
+    subprocess.run(
+        [
+            *compiler(),
+            *STRICT_CFLAGS,
+            *SANITIZE_CFLAGS,
+            f"-I{lib_dir / 'include'}",
+            f"-I{crt / 'include'}",
+            str(main),
+            *map(str, sorted((lib_dir / "src").glob("*.c"))),
+            *(str(crt / s) for s in CRT_PORTABLE_SOURCES),
+            str(crt / "platform/posix/platform.c"),
+            "-o",
+            str(exe),
+            "-lm",
+        ],
+        check=True,
+    )
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 failures" in proc.stdout

@@ -1,5 +1,6 @@
 """The project's habits that a test can hold: one version, written once and printed by the CLI, with a
 CHANGELOG entry; the linter and the type checker configured where CI runs them."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,9 @@ def test_the_version_is_written_once_and_pyproject_reads_it():
 
 
 def test_the_cli_prints_the_version():
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "--version"], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == f"microcompiler {microcompiler.__version__}"
 
 
@@ -33,7 +35,7 @@ def test_the_changelog_has_an_entry_for_the_version():
 
 def test_ci_runs_the_linter_and_the_type_checker():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "ruff check" in ci and "mypy" in ci
+    assert "ruff check" in ci and "ruff format --check" in ci and "mypy" in ci
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert {"ruff", "mypy"} <= {re.split(r"[=<>]", r)[0] for r in project["project"]["optional-dependencies"]["test"]}
     assert project["tool"]["ruff"]["lint"]["select"] and project["tool"]["mypy"]["files"] == ["microcompiler"]

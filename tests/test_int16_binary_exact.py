@@ -24,6 +24,7 @@ TFLM's SEANet int16 SUB/ADD integration models. (The comparisons have no int16 p
 microcompiler refuses int16 for all six, since TFLM's int16 GREATER returns false whatever the
 inputs, ops/comparisons.py. PRELU's int16 with int8 alpha: tests/test_op_prelu.py.)
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -31,13 +32,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from elementwise_models import activation_options
 from harness import assert_matches_oracle, compile_bytes
+from model_builder import ModelBuilder
+
 from microcompiler import resources
 from microcompiler.host import STRICT_CFLAGS, compiler
 from microcompiler.ops.base import kernel_for
-from model_builder import ModelBuilder
 
 # (input1 scale, input2 scale, output scale, fused activation)
 QUANTIZATIONS = {
@@ -54,8 +55,9 @@ PAIRS_PER_VALUE = 8  # three int16 tensors of 8 x 65,536 fit the oracle's 4 MiB 
 
 def int16_model(kind, s1, s2, so, activation):
     b = ModelBuilder()
-    xs = [b.activation(f"x{k}", [PAIRS_PER_VALUE, 65536], "int16", scale=s, zero_point=0)
-          for k, s in enumerate((s1, s2))]
+    xs = [
+        b.activation(f"x{k}", [PAIRS_PER_VALUE, 65536], "int16", scale=s, zero_point=0) for k, s in enumerate((s1, s2))
+    ]
     if kind in ("MAXIMUM", "MINIMUM"):  # TFLM compares raw values: one scale for all
         so = s1
         xs[1] = b.activation("x1b", [PAIRS_PER_VALUE, 65536], "int16", scale=s1, zero_point=0)
@@ -115,9 +117,13 @@ int main(void) {
 
 
 # Each case sweeps up to 2^31 accumulator values (about 12 s): two in the default suite, all with -m long.
-STAGE_CASES = [(kind, quant) if (kind, quant) in (("SUB", "seanet_like"), ("ADD", "scales_4x_apart"))
-               else pytest.param(kind, quant, marks=pytest.mark.long)
-               for kind in ("ADD", "SUB") for quant in QUANTIZATIONS]
+STAGE_CASES = [
+    (kind, quant)
+    if (kind, quant) in (("SUB", "seanet_like"), ("ADD", "scales_4x_apart"))
+    else pytest.param(kind, quant, marks=pytest.mark.long)
+    for kind in ("ADD", "SUB")
+    for quant in QUANTIZATIONS
+]
 
 
 @pytest.mark.parametrize("kind,quant", STAGE_CASES)
@@ -128,16 +134,29 @@ def test_fast_stages_equal_tflm_formula_on_every_value(tmp_path, kind, quant):
     a, b, y = (lib.graph.tensors[i] for i in (*op.inputs, op.outputs[0]))
     q = kernel_for(op).requantization(op, a, b, y)
     assert q["fast"] is not None and lib.metadata["operators"][0]["kernel"]["variant"] == "smmlar"
-    defines = dict(FAST1=q["fast"][0], FAST2=q["fast"][1], FASTO=q["fast"][2], LEFT_SHIFT=q["left_shift"],
-                   M1=q["input1_q"][0], S1=q["input1_q"][1], M2=q["input2_q"][0], S2=q["input2_q"][1],
-                   MO=q["output_q"][0], SO=q["output_q"][1], ZERO_POINT=0, SUBTRACT=int(kind == "SUB"))
+    defines = dict(
+        FAST1=q["fast"][0],
+        FAST2=q["fast"][1],
+        FASTO=q["fast"][2],
+        LEFT_SHIFT=q["left_shift"],
+        M1=q["input1_q"][0],
+        S1=q["input1_q"][1],
+        M2=q["input2_q"][0],
+        S2=q["input2_q"][1],
+        MO=q["output_q"][0],
+        SO=q["output_q"][1],
+        ZERO_POINT=0,
+        SUBTRACT=int(kind == "SUB"),
+    )
     source = "".join(f"#define {name} ({value})\n" for name, value in defines.items()) + STAGE_CHECK
     c_file, exe = Path(tmp_path) / "stages.c", Path(tmp_path) / "stages"
     c_file.write_text(source)
     include = resources.crt_dir() / "include"
-    subprocess.run([*compiler(), *STRICT_CFLAGS, "-O2", f"-I{include}", str(c_file), "-o", str(exe)], check=True,
-                   timeout=120)
-    bad, lo, hi = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True,
-                                          timeout=600).stdout.split())
+    subprocess.run(
+        [*compiler(), *STRICT_CFLAGS, "-O2", f"-I{include}", str(c_file), "-o", str(exe)], check=True, timeout=120
+    )
+    bad, lo, hi = map(
+        int, subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=600).stdout.split()
+    )
     assert bad == 0, f"{bad} stage values differ from TFLM's formula"
     assert -(1 << 30) <= lo <= hi <= 1 << 30 and hi - lo > 1 << 16  # a real range was swept

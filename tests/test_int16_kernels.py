@@ -9,6 +9,7 @@ extreme inputs that would overflow one int32 sum. The QEMU part runs a chain of 
 (every tensor an output) and seanet conv3 against its golden output on the Cortex-M4 (the host runs
 of the seanet models are tests/test_seanet.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options, reshape_options
 from oracle import Oracle
@@ -38,8 +38,9 @@ CONV16_CASES = {
     "3x3_same_c3_oc5_pc": dict(hwc=(5, 6, 3), out_c=5),
     "3x3_same_s2_c8_oc6_relu": dict(hwc=(7, 9, 8), out_c=6, stride=(2, 2), activation="RELU"),
     "3x3_dil2_c5_oc3_nobias": dict(hwc=(7, 8, 5), out_c=3, dilation=(2, 2), bias=None),
-    "5x3_s3_c2_oc7_pt_relu6": dict(hwc=(8, 9, 2), kernel=(5, 3), out_c=7, stride=(3, 2), per_channel=False,
-                                   activation="RELU6"),
+    "5x3_s3_c2_oc7_pt_relu6": dict(
+        hwc=(8, 9, 2), kernel=(5, 3), out_c=7, stride=(3, 2), per_channel=False, activation="RELU6"
+    ),
     "7x7_valid_c2_oc8_like_seanet": dict(hwc=(8, 20, 2), kernel=(7, 7), out_c=8, padding="VALID"),
     "3x4_s1x2_valid_c8_oc16": dict(hwc=(4, 17, 8), kernel=(3, 4), out_c=16, stride=(1, 2), padding="VALID"),
     "kernel_bigger_c1_oc1_relu_n1": dict(hwc=(2, 3, 1), kernel=(4, 5), out_c=1, activation="RELU_N1_TO_1"),
@@ -50,8 +51,7 @@ CONV16_CASES = {
 
 @pytest.mark.parametrize("case", list(CONV16_CASES))
 def test_conv_int16_pixel_matches_tflm(tmp_path, case):
-    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES[case]), tmp_path, n_inputs=2,
-                                features=DSP)
+    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES[case]), tmp_path, n_inputs=2, features=DSP)
     assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["isa"] == "dsp"
     assert kernel_of(lib)["chunk"] == 0  # these weights: one int32 run per channel
 
@@ -69,14 +69,14 @@ def test_conv_int16_runs_into_int64(tmp_path):
 
 
 def test_conv_int16_without_dsp_runs_the_same_loops(tmp_path):
-    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path,
-                                n_inputs=2)
+    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path, n_inputs=2)
     assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["isa"] == "c"
 
 
 def test_grouped_int16_conv_keeps_the_reference(tmp_path):
-    lib = assert_matches_oracle(conv_model(dtype="int16", hwc=(4, 4, 4), out_c=4, groups=2), tmp_path, n_inputs=1,
-                                features=DSP)
+    lib = assert_matches_oracle(
+        conv_model(dtype="int16", hwc=(4, 4, 4), out_c=4, groups=2), tmp_path, n_inputs=1, features=DSP
+    )
     assert kernel_of(lib)["variant"] == "reference"
 
 
@@ -97,8 +97,9 @@ DW16_CASES = {
 @pytest.mark.parametrize("case", list(DW16_CASES))
 def test_depthwise_int16_pairs_matches_tflm(tmp_path, case):
     params = DW16_CASES[case]
-    lib = assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params), tmp_path,
-                                n_inputs=2, features=DSP)
+    lib = assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params), tmp_path, n_inputs=2, features=DSP
+    )
     m = params.get("depth_multiplier", 1)
     assert kernel_of(lib)["variant"] == "int16-pairs"
     assert kernel_of(lib)["pairs"] == ("channels" if m == 1 else "multiplier" if m % 2 == 0 else "none")
@@ -114,13 +115,16 @@ def test_depthwise_int16_extremes(tmp_path):
     assert kernel_of(lib)["variant"] == "int16-pairs"
 
 
-@pytest.mark.parametrize("units,depth,batches,bias", [
-    (8, 36, 1, "int64"),    # rows % 4 == 0, depth % 4 == 0
-    (11, 37, 2, "int64"),   # 3 tail rows, 1 tail input
-    (5, 38, 1, None),       # 2 tail inputs
-    (3, 39, 3, "int32"),    # no 4-row block, 3 tail inputs, TFLM's int32 sum
-    (6, 3, 1, "int64"),     # no pair loop at all
-])
+@pytest.mark.parametrize(
+    "units,depth,batches,bias",
+    [
+        (8, 36, 1, "int64"),  # rows % 4 == 0, depth % 4 == 0
+        (11, 37, 2, "int64"),  # 3 tail rows, 1 tail input
+        (5, 38, 1, None),  # 2 tail inputs
+        (3, 39, 3, "int32"),  # no 4-row block, 3 tail inputs, TFLM's int32 sum
+        (6, 3, 1, "int64"),  # no pair loop at all
+    ],
+)
 def test_fully_connected_int16_rows4_matches_tflm(tmp_path, units, depth, batches, bias):
     model = _fc16(units, depth, batches, bias)
     lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
@@ -141,11 +145,21 @@ def test_fully_connected_int16_runs_into_int64(tmp_path):
 
 def test_int16_kernels_sanitized(tmp_path):
     """ASan + UBSan over the gather borders, the tails and the int64 runs."""
-    assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["5x3_s3_c2_oc7_pt_relu6"]), tmp_path / "a",
-                          n_inputs=1, sanitize=True, features=DSP)
+    assert_matches_oracle(
+        conv_model(dtype="int16", **CONV16_CASES["5x3_s3_c2_oc7_pt_relu6"]),
+        tmp_path / "a",
+        n_inputs=1,
+        sanitize=True,
+        features=DSP,
+    )
     assert_matches_oracle(_fc16(7, 39, 2, "int32"), tmp_path / "b", n_inputs=1, sanitize=True, features=DSP)
-    assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **DW16_CASES["m1_c5_3x3_s2_valid_pt"]),
-                          tmp_path / "c", n_inputs=1, sanitize=True, features=DSP)
+    assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **DW16_CASES["m1_c5_3x3_s2_valid_pt"]),
+        tmp_path / "c",
+        n_inputs=1,
+        sanitize=True,
+        features=DSP,
+    )
 
 
 def test_int16_requantization_modes(tmp_path):
@@ -153,13 +167,16 @@ def test_int16_requantization_modes(tmp_path):
     16..32 ("smmulr"), one SMULL where it is smaller (an output scale below twice the product scale:
     "narrow"), the int64 sum and mc_requantize64 where an int64 bias is too large for either
     ("wide"), TFLM's int32 sum with an int32 bias ("int32")."""
-    cases = (("s", "int64", 40000, None, "mc_smmlar(t[0] + "),
-             ("n", "int64", 40000, 0.02 * 0.01 * 0.7, "mc_requantize64_s32(t[0] + "),
-             ("w", "int64", 2**40, None, "mc_requantize64((int64_t)t[0] + "),
-             ("i", "int32", 2**30, None, "mc_requantize(mc_wrap_add(t[0], "))
+    cases = (
+        ("s", "int64", 40000, None, "mc_smmlar(t[0] + "),
+        ("n", "int64", 40000, 0.02 * 0.01 * 0.7, "mc_requantize64_s32(t[0] + "),
+        ("w", "int64", 2**40, None, "mc_requantize64((int64_t)t[0] + "),
+        ("i", "int32", 2**30, None, "mc_requantize(mc_wrap_add(t[0], "),
+    )
     for name, bias, bias_range, y_scale, call in cases:
-        lib = assert_matches_oracle(_fc16(6, 21, 2, bias, bias_range=bias_range, y_scale=y_scale), tmp_path / name,
-                                    n_inputs=2, features=DSP)
+        lib = assert_matches_oracle(
+            _fc16(6, 21, 2, bias, bias_range=bias_range, y_scale=y_scale), tmp_path / name, n_inputs=2, features=DSP
+        )
         assert call in lib.files["src/model_ops.c"]
 
 
@@ -171,8 +188,11 @@ def _fc16(units, depth, batches, bias, weights=None, seed=0, bias_range=40000, y
     w = b.constant("w", w_data, scale=[0.01], zero_point=[0])
     inputs = [x, w]
     if bias:
-        inputs.append(b.constant("bias", rng.integers(-bias_range, bias_range, units).astype(bias), scale=[0.0002],
-                                 zero_point=[0]))
+        inputs.append(
+            b.constant(
+                "bias", rng.integers(-bias_range, bias_range, units).astype(bias), scale=[0.0002], zero_point=[0]
+            )
+        )
     y_scale = y_scale or 0.02 * 0.01 * math.sqrt(depth) * 74 * 18900 / 8000
     y = b.activation("y", [batches, units], "int16", scale=y_scale, zero_point=0)
     b.op("FULLY_CONNECTED", inputs, [y], fully_connected_options("NONE"))
@@ -185,23 +205,33 @@ def test_fc_model_int16_takes_the_fast_kernel(tmp_path):
     assert kernel_of(lib)["variant"] == "int16-rows4"
 
 
-@pytest.mark.parametrize("quant", [
-    [(0.0004, 0), (0.0007, 0), (0.0009, 0)],  # both multipliers below 1/2, output right shift
-    [(0.0005, 0), (0.0005, 0), (0.0003, 0)],  # equal scales: multipliers 1/2 exactly (shift 0)
-    [(0.00002, 0), (0.0007, 0), (0.00072, 0)],  # one input nearly vanishes
-], ids=["mixed", "equal", "tiny"])
+@pytest.mark.parametrize(
+    "quant",
+    [
+        [(0.0004, 0), (0.0007, 0), (0.0009, 0)],  # both multipliers below 1/2, output right shift
+        [(0.0005, 0), (0.0005, 0), (0.0003, 0)],  # equal scales: multipliers 1/2 exactly (shift 0)
+        [(0.00002, 0), (0.0007, 0), (0.00072, 0)],  # one input nearly vanishes
+    ],
+    ids=["mixed", "equal", "tiny"],
+)
 def test_add_int16_smmlar_matches_tflm(tmp_path, quant):
     """ADD int16 with the SMMLAR requantization: random inputs, both ends of int16 on both inputs
     (the doubled left-shifted operands at their limits) and a broadcast input."""
     model = binary_model("ADD", "int16", [2, 3, 8], [2, 3, 8], "RELU", quant=quant)
     lo, hi = np.full((2, 3, 8), -32768, np.int16), np.full((2, 3, 8), 32767, np.int16)
     rng = np.random.default_rng(2)
-    inputs = [[lo, lo], [hi, hi], [lo, hi], [hi, lo],
-              [rng.integers(-32768, 32768, (2, 3, 8)).astype(np.int16) for _ in range(2)]]
+    inputs = [
+        [lo, lo],
+        [hi, hi],
+        [lo, hi],
+        [hi, lo],
+        [rng.integers(-32768, 32768, (2, 3, 8)).astype(np.int16) for _ in range(2)],
+    ]
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
     assert "mc_smmlar(" in lib.files["src/model_ops.c"] and kernel_of(lib)["variant"] == "smmlar"
-    assert_matches_oracle(binary_model("ADD", "int16", [1, 4, 4, 8], [1, 1, 1, 8], quant=quant), tmp_path / "b",
-                          n_inputs=2)
+    assert_matches_oracle(
+        binary_model("ADD", "int16", [1, 4, 4, 8], [1, 1, 1, 8], quant=quant), tmp_path / "b", n_inputs=2
+    )
 
 
 def _seanet(shared_models: Path, name: str):
@@ -213,6 +243,7 @@ def _seanet(shared_models: Path, name: str):
 
 # ---- On the emulated Cortex-M4 ------------------------------------------------------------------
 
+
 def int16_chain_model(seed=0):
     """CONV 3x3 SAME (3 -> 6 channels) -> DEPTHWISE 3x3 s2 (multiplier 2) -> CONV 1x1 -> FULLY_CONNECTED,
     int16x8 with int64 biases; every intermediate tensor is also a model output."""
@@ -223,18 +254,32 @@ def int16_chain_model(seed=0):
     def layer(name, src, src_scale, w_shape, axis, out_shape, taps, kind, options):
         n = w_shape[axis]
         w_scale = rng.uniform(0.004, 0.02, n)
-        w = b.constant(f"{name}_w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale,
-                       zero_point=[0] * n, axis=axis)
-        bias = b.constant(f"{name}_b", rng.integers(-30000, 30000, n).astype(np.int64),
-                          scale=list(src_scale * w_scale), zero_point=[0] * n)
+        w = b.constant(
+            f"{name}_w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale, zero_point=[0] * n, axis=axis
+        )
+        bias = b.constant(
+            f"{name}_b",
+            rng.integers(-30000, 30000, n).astype(np.int64),
+            scale=list(src_scale * w_scale),
+            zero_point=[0] * n,
+        )
         scale = src_scale * float(np.mean(w_scale)) * math.sqrt(taps) * 74 * 18900 / 8000
         y = b.activation(name, out_shape, "int16", scale=scale, zero_point=0)
         b.op(kind, [src, w, bias], [y], options)
         return y, scale
 
     a, s = layer("a", x, 0.001, (6, 3, 3, 3), 0, [1, 6, 7, 6], 27, "CONV_2D", conv2d_options("SAME", activation="RELU"))
-    d, s = layer("d", a, s, (1, 3, 3, 12), 3, [1, 3, 4, 12], 9, "DEPTHWISE_CONV_2D",
-                 depthwise_options("SAME", stride=(2, 2), depth_multiplier=2))
+    d, s = layer(
+        "d",
+        a,
+        s,
+        (1, 3, 3, 12),
+        3,
+        [1, 3, 4, 12],
+        9,
+        "DEPTHWISE_CONV_2D",
+        depthwise_options("SAME", stride=(2, 2), depth_multiplier=2),
+    )
     p, s = layer("p", d, s, (5, 1, 1, 12), 0, [1, 3, 4, 5], 12, "CONV_2D", conv2d_options("VALID"))
     w_scale = 0.01
     w = b.constant("f_w", rng.integers(-127, 128, (7, 60), dtype=np.int8), scale=[w_scale], zero_point=[0])
@@ -260,6 +305,7 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
     from microcompiler.project import run_on_board
+
     board = load_board("mps2_an386")
     path = tmp_path / "chain16.tflite"
     path.write_bytes(int16_chain_model(seed=1))
@@ -273,6 +319,7 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
         np.testing.assert_array_equal(ours.reshape(-1), exp.reshape(-1), err_msg=f"output {k}")
     path, x, golden = _seanet(shared_models, "conv3")
     lib = compile_model(path, features=board.cpu.features)
-    _, _, result = run_on_board(lib, board, tmp_path / "seanet", input=[x.reshape(lib.metadata["inputs"][0]["shape"])],
-                                log=lambda _: None)
+    _, _, result = run_on_board(
+        lib, board, tmp_path / "seanet", input=[x.reshape(lib.metadata["inputs"][0]["shape"])], log=lambda _: None
+    )
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), golden.reshape(-1))

@@ -6,13 +6,13 @@ The int8 SOFTMAX takes its exponentials from a table of the 256 differences max 
 
 Each table is held against the TFLM interpreter on every int8 input, over many quantizations; the
 generated code on the host (with sanitizers) and on an emulated Cortex-M4 (mps2_an386)."""
+
 from __future__ import annotations
 
 import re
 
 import numpy as np
 import pytest
-
 from activation_cases import leaky_relu_options, side_by_side_model
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
@@ -29,15 +29,34 @@ from microcompiler.passes.fuse_tables import SCALE_CHANNELS_INT8, TABLE_INT8
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 # (input scale, input zero point): tiny and large scales (saturating and nearly linear ranges), every
 # zero point extreme, and odd values.
-INPUT_QUANTS = [(0.001, 0), (0.0078125, -128), (0.02, 5), (0.0625, 127), (0.1, -20), (0.173, 77), (0.5, 0),
-                (1.0, -128), (3.7, 10), (0.0301, -3)]
+INPUT_QUANTS = [
+    (0.001, 0),
+    (0.0078125, -128),
+    (0.02, 5),
+    (0.0625, 127),
+    (0.1, -20),
+    (0.173, 77),
+    (0.5, 0),
+    (1.0, -128),
+    (3.7, 10),
+    (0.0301, -3),
+]
 OUTPUT_SCALES = (0.004, 0.02, 0.05, 0.11, 0.3, 0.0301, 1.0, 0.0625, 2.0, 0.001)
 OUTPUT_ZERO_POINTS = (-128, -50, 0, 13, 127, -3, 10, -128, 60, 0)
 FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # what TFLM requires
 # Every int8 -> int8 elementwise operator with a compile-time table, with its options per case.
-TABLE_KINDS = {"LOGISTIC": None, "TANH": None, "HARD_SWISH": None, "ELU": None, "ABS": None, "RELU": None,
-               "RELU6": None, "RELU_N1_TO_1": None, "QUANTIZE": None,
-               "LEAKY_RELU": lambda k: leaky_relu_options((0.2, -0.5, 1.7, 0.01, 3.0, -0.3)[k % 6])}
+TABLE_KINDS = {
+    "LOGISTIC": None,
+    "TANH": None,
+    "HARD_SWISH": None,
+    "ELU": None,
+    "ABS": None,
+    "RELU": None,
+    "RELU6": None,
+    "RELU_N1_TO_1": None,
+    "QUANTIZE": None,
+    "LEAKY_RELU": lambda k: leaky_relu_options((0.2, -0.5, 1.7, 0.01, 3.0, -0.3)[k % 6]),
+}
 
 
 def cases(kind):
@@ -71,8 +90,11 @@ def test_compile_time_table_equals_tflm_on_every_input(kind):
         np.testing.assert_array_equal(got, want.ravel(), err_msg=f"{kind} in {x.quant.single()} out {y.quant.single()}")
 
 
-@pytest.mark.xfail(strict=True, reason="known discrepancy, older than the tables: TFLM gives 31 for "
-                   "-125 * -0.25 where TFLM's MultiplyByQuantizedMultiplier as the C kernel reproduces it gives 32")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known discrepancy, older than the tables: TFLM gives 31 for "
+    "-125 * -0.25 where TFLM's MultiplyByQuantizedMultiplier as the C kernel reproduces it gives 32",
+)
 def test_leaky_relu_negative_alpha_tie():
     """LEAKY_RELU with a negative alpha whose multiplier is an exact power of two (-0.25): the
     double-rounded product of an odd input lands on a tie, where TFLM rounds the other way."""
@@ -112,10 +134,15 @@ def silu_model(in_q=(0.05, -10), sig_q=(1 / 256, -128), out_q=(0.03, -100), acti
 
 def silu_inputs(n=3, seed=0):
     rng = np.random.default_rng(seed)
-    return [[rng.permutation(np.resize(ALL_INT8, 256)).reshape(1, 16, 16).astype(np.int8),
-             rng.permutation(ALL_INT8).astype(np.int8),
-             rng.integers(-128, 128, (1, 4, 4, 8), dtype=np.int8),
-             rng.integers(-128, 128, (1, 1, 1, 8), dtype=np.int8)] for _ in range(n)]
+    return [
+        [
+            rng.permutation(np.resize(ALL_INT8, 256)).reshape(1, 16, 16).astype(np.int8),
+            rng.permutation(ALL_INT8).astype(np.int8),
+            rng.integers(-128, 128, (1, 4, 4, 8), dtype=np.int8),
+            rng.integers(-128, 128, (1, 1, 1, 8), dtype=np.int8),
+        ]
+        for _ in range(n)
+    ]
 
 
 def test_fuse_tables_pass_alone():
@@ -138,12 +165,14 @@ def test_fuse_tables_keeps_an_intermediate_that_is_read_elsewhere():
     assert [op.kind for op in fuse_tables(graph).operators] == ["LOGISTIC", "MUL"]
 
 
-@pytest.mark.parametrize("in_q,out_q,activation", [((0.05, -10), (0.03, -100), "NONE"),
-                                                   ((0.2, 60), (0.01, 0), "RELU6"),
-                                                   ((0.004, -128), (0.5, 127), "NONE")])
+@pytest.mark.parametrize(
+    "in_q,out_q,activation",
+    [((0.05, -10), (0.03, -100), "NONE"), ((0.2, 60), (0.01, 0), "RELU6"), ((0.004, -128), (0.5, 127), "NONE")],
+)
 def test_fused_silu_matches_tflm_on_every_input(tmp_path, in_q, out_q, activation):
-    lib = assert_matches_oracle(silu_model(in_q, out_q=out_q, activation=activation), tmp_path, sanitize=True,
-                                inputs=silu_inputs())
+    lib = assert_matches_oracle(
+        silu_model(in_q, out_q=out_q, activation=activation), tmp_path, sanitize=True, inputs=silu_inputs()
+    )
     ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
     assert len(re.findall(r"static const int8_t \w+_lut\[256\]", ops_c)) == 2  # swish, tanh(logistic)
     assert len(re.findall(r"static const int16_t \w+_gate\[256\]", ops_c)) == 1  # the S-E gate
@@ -152,8 +181,15 @@ def test_fused_silu_matches_tflm_on_every_input(tmp_path, in_q, out_q, activatio
 
 # (input scale, beta, output type): the exp table's entries from tiny to steep slopes, and scales where
 # TFLM's diff_min cut-off drops part of the 256 differences.
-SOFTMAX_CASES = [(0.0039, 1.0, "int8"), (0.05, 1.0, "int8"), (0.1, 0.5, "int8"), (0.5, 2.0, "int8"),
-                 (1.0, 1.0, "int8"), (0.02, 1.0, "int16"), (0.3, 1.0, "int16")]
+SOFTMAX_CASES = [
+    (0.0039, 1.0, "int8"),
+    (0.05, 1.0, "int8"),
+    (0.1, 0.5, "int8"),
+    (0.5, 2.0, "int8"),
+    (1.0, 1.0, "int8"),
+    (0.02, 1.0, "int16"),
+    (0.3, 1.0, "int16"),
+]
 
 
 def softmax_model(cases, shape=(4, 256)):
@@ -161,7 +197,9 @@ def softmax_model(cases, shape=(4, 256)):
     inputs, outputs = [], []
     for k, (scale, beta, out_dtype) in enumerate(cases):
         x = b.activation(f"x{k}", list(shape), "int8", scale, 7 * k - 10)
-        y = b.activation(f"y{k}", list(shape), out_dtype, *((1 / 256, -128) if out_dtype == "int8" else (1 / 65536, -32768)))
+        y = b.activation(
+            f"y{k}", list(shape), out_dtype, *((1 / 256, -128) if out_dtype == "int8" else (1 / 65536, -32768))
+        )
         b.op("SOFTMAX", [x], [y], softmax_options(beta))
         inputs.append(x)
         outputs.append(y)
@@ -183,8 +221,9 @@ def softmax_inputs(n_cases, n_sets=2, seed=0):
 
 
 def test_softmax_exp_table_matches_tflm_on_every_difference(tmp_path):
-    lib = assert_matches_oracle(softmax_model(SOFTMAX_CASES), tmp_path, sanitize=True,
-                                inputs=softmax_inputs(len(SOFTMAX_CASES)))
+    lib = assert_matches_oracle(
+        softmax_model(SOFTMAX_CASES), tmp_path, sanitize=True, inputs=softmax_inputs(len(SOFTMAX_CASES))
+    )
     ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
     assert len(re.findall(r"static const int32_t \w+_exp_table\[256\]", ops_c)) == len(SOFTMAX_CASES)
     assert "mc_fp_exp_on_negative_values" not in ops_c  # the exponentials are all in the tables
@@ -194,8 +233,10 @@ def test_softmax_exp_table_matches_tflm_on_every_difference(tmp_path):
 def test_tables_on_board_match_tflm(tmp_path):
     """The tables of every kind and the fused SiLU on the emulated Cortex-M4, every int8 input: one
     merged model, one run."""
-    parts = [(side_by_side_model(kind, cases(kind)[k:k + 2]), [np.roll(ALL_INT8, j) for j in range(2)])
-             for k, kind in enumerate(IN_TFLM)]
+    parts = [
+        (side_by_side_model(kind, cases(kind)[k : k + 2]), [np.roll(ALL_INT8, j) for j in range(2)])
+        for k, kind in enumerate(IN_TFLM)
+    ]
     parts.append((silu_model(), silu_inputs(1)[0]))
     parts.append((softmax_model(SOFTMAX_CASES[2:5]), softmax_inputs(3, 1)[0]))
     model = merge_models([m for m, _ in parts])

@@ -3,22 +3,24 @@ scripts/keras_unrolled.py with the real TFLite converter): the converter writes 
 tensors, wider than the graph executor's records; the AOT executor runs both, bit-exact with TFLM
 in int8 on the host and on an emulated Cortex-M4 and M55, and in float32 bit for bit on the host
 (their LOGISTIC and TANH: the runtime's expf and tanhf, docs/float.md)."""
+
 from pathlib import Path
 
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
 from oracle import Oracle
 from test_float_exact import assert_same_bits
+
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
 
 MODELS = Path(__file__).resolve().parent / "models" / "keras"
 
 
-@pytest.mark.parametrize("name", ["gru_unrolled_int8", "lstm_unrolled_int8", "gru_unrolled_float32",
-                                  "lstm_unrolled_float32"])
+@pytest.mark.parametrize(
+    "name", ["gru_unrolled_int8", "lstm_unrolled_int8", "gru_unrolled_float32", "lstm_unrolled_float32"]
+)
 def test_unrolled_recurrent_model_matches_tflm(tmp_path, name):
     lib = assert_matches_oracle((MODELS / f"{name}.tflite").read_bytes(), tmp_path, n_inputs=3)
     unpack = [op for op in lib.metadata["operators"] if op["kind"] == "UNPACK"]

@@ -3,18 +3,19 @@ step with the TFLM interpreter invoked the same number of times on the same inpu
 hidden and cell state), then <model>_reset() and the same sequence again. int8 (int16 cell state) is
 bit-exact; float32 within test_state's FLOAT_RTOL/FLOAT_ATOL (1e-5: same operation order as TFLM,
 expf/tanhf rounding may differ)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from harness import compile_bytes
 from lstm_models import lstm_float, lstm_int8, lstm_int16
-from microcompiler.errors import UnsupportedModelError
-from microcompiler.frontend.tflite import parse_tflite
 from model_builder import ModelBuilder, lstm_options
 from oracle import Oracle
 from test_state import check_sequence, sequence
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.frontend.tflite import parse_tflite
 
 
 def test_single_layer_int8_lstm_sequence(tmp_path):
@@ -45,9 +46,17 @@ def test_float_lstm_sequence(tmp_path):
     check_sequence(lstm_float(), tmp_path)
 
 
-@pytest.mark.parametrize("shape", [dict(batch=2), dict(batch=3, time_major=True), dict(steps=1, n_state=1),
-                                   dict(cell_clip=0.7), dict(n_input=1, batch=2, steps=4)],
-                         ids=["batch2", "time-major", "one-step-one-unit", "cell-clip", "one-input"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        dict(batch=2),
+        dict(batch=3, time_major=True),
+        dict(steps=1, n_state=1),
+        dict(cell_clip=0.7),
+        dict(n_input=1, batch=2, steps=4),
+    ],
+    ids=["batch2", "time-major", "one-step-one-unit", "cell-clip", "one-input"],
+)
 def test_int8_lstm_shapes_sequence(tmp_path, shape):
     """Batches (batch-major and time-major), one step and one unit (no loops), a clipped cell state."""
     check_sequence(lstm_int8(**shape), tmp_path, executors=("aot",))
@@ -67,9 +76,15 @@ def test_cell_clip_changes_the_outputs():
 def test_generated_c_names_gates_and_state(tmp_path):
     library = compile_bytes(lstm_int8(), tmp_path)
     ops = library.files["src/model_ops.c"]
-    for name in ("model_lstm_input_weights", "model_lstm_recurrent_weights", "model_lstm_gate_bias",
-                 "static int8_t model_lstm_hidden_state[6]", "static int16_t model_lstm_cell_state[6];",
-                 "mc_sigmoid_s16", "mc_tanh_s16"):
+    for name in (
+        "model_lstm_input_weights",
+        "model_lstm_recurrent_weights",
+        "model_lstm_gate_bias",
+        "static int8_t model_lstm_hidden_state[6]",
+        "static int16_t model_lstm_cell_state[6];",
+        "mc_sigmoid_s16",
+        "mc_tanh_s16",
+    ):
         assert name in ops, name
     # the per-gate tensors are stacked once, not emitted twice
     assert "model_lstm_input_to_forget_weights" not in ops
@@ -109,10 +124,17 @@ def test_sequence_helper_gives_distinct_steps():
     assert outs[0][0].shape == (1, 3, 6)
 
 
-@pytest.mark.parametrize("make_model", [lstm_int8, lambda: lstm_int8(layers=2, n_state=8, n_input=4, batch=2),
-                                        lambda: lstm_int8(n_input=1, n_state=1), lambda: lstm_int8(n_input=13, n_state=5),
-                                        lambda: lstm_int8(n_input=4, n_state=4)],
-                         ids=["single", "two-layer-exact-quads", "no-pairs", "tails", "one-quad-each"])
+@pytest.mark.parametrize(
+    "make_model",
+    [
+        lstm_int8,
+        lambda: lstm_int8(layers=2, n_state=8, n_input=4, batch=2),
+        lambda: lstm_int8(n_input=1, n_state=1),
+        lambda: lstm_int8(n_input=13, n_state=5),
+        lambda: lstm_int8(n_input=4, n_state=4),
+    ],
+    ids=["single", "two-layer-exact-quads", "no-pairs", "tails", "one-quad-each"],
+)
 def test_lstm_dsp_variant_sequence(tmp_path, make_model):
     """The DSP (rows4) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
     library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
@@ -128,11 +150,13 @@ def test_lstm_dsp_keeps_reference_for_int16_and_float(tmp_path):
 
 def test_cli_refuses_a_layer_norm_lstm_in_one_line(tmp_path):
     from test_errors import assert_one_line_error, cli
+
     model = tmp_path / "lstm.tflite"
     model.write_bytes(_with_extra_input(20))
     proc = cli("compile", model, "-o", tmp_path / "out")
-    assert_one_line_error(proc, "UNIDIRECTIONAL_SEQUENCE_LSTM", "inputs [20] are set", "no peephole, projection or "
-                          "layer norm")
+    assert_one_line_error(
+        proc, "UNIDIRECTIONAL_SEQUENCE_LSTM", "inputs [20] are set", "no peephole, projection or layer norm"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -140,7 +164,9 @@ def test_cli_run_sequence_of_an_lstm_matches_tflm(tmp_path):
     """`microcompiler run --input frames.npy --steps 6`: a leading time axis of inferences, each with the
     model's own 3 time steps; the LSTM state carries over (docs/state.md)."""
     import json
+
     from test_errors import cli
+
     model = tmp_path / "lstm.tflite"
     model.write_bytes(lstm_int8())
     seq = np.random.default_rng(5).integers(-128, 128, (6, 1, 3, 8), dtype=np.int8)

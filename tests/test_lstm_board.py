@@ -2,29 +2,32 @@
 input and reports each) and host-driven (hidden and cell state stay on the device between RPC runs;
 <model>_reset over RPC restarts them), each step compared with TFLM invoked the same number of times
 on the same inputs: int8 and int16 bit-exact, float within test_state's tolerance."""
+
 from __future__ import annotations
 
 import pytest
-
 from board_oracle import needs_board_tools
 from lstm_models import lstm_float, lstm_int8, lstm_int16
-from microcompiler.project import run_on_board
 from oracle import Oracle
 from test_state import STEPS, assert_steps_match, sequence
 from test_state_board import BOARD, _library, check_host_driven_sequence
+
+from microcompiler.project import run_on_board
 
 MODELS = {"single": lstm_int8, "two-layer": lambda: lstm_int8(layers=2), "float": lstm_float, "int16": lstm_int16}
 
 
 @needs_board_tools
-@pytest.mark.parametrize("name,executor", [("two-layer", "aot"), ("single", "graph"), ("float", "aot"),
-                                           ("int16", "aot")])
+@pytest.mark.parametrize(
+    "name,executor", [("two-layer", "aot"), ("single", "graph"), ("float", "aot"), ("int16", "aot")]
+)
 def test_lstm_sequence_standalone_on_board(tmp_path, name, executor):
     model = MODELS[name]()
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
-    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
-                             log=lambda _: None)
+    _, _, run = run_on_board(
+        library, BOARD, tmp_path / "project", executor=executor, input_steps=seq, log=lambda _: None
+    )
     assert len(run.step_outputs) == STEPS
     variants = {op["kernel"]["variant"] for op in library.metadata["operators"]}
     assert variants == ({"rows4"} if name in ("single", "two-layer") else {"reference"})  # the M4's DSP extension

@@ -1,7 +1,9 @@
 """metadata.json "memory_peak": the largest live set, the operator where it sits, and its tensors."""
+
 from __future__ import annotations
 
 from conftest import SHARED_MODELS
+
 from microcompiler.commands.output import peak_line
 from microcompiler.compiler import compile_model
 from microcompiler.frontend.tflite import load_tflite
@@ -16,10 +18,16 @@ def test_kws_peak_is_the_arena_at_the_first_depthwise_convolution():
     peak = compile_model(KWS).metadata["memory_peak"]
     assert peak["bytes"] == peak["arena_bytes"] == 16_000
     assert (peak["step"], peak["operator"], peak["kind"], peak["layer_name"]) == (
-        1, 1, "DEPTHWISE_CONV_2D", "depthwise_conv2d")
+        1,
+        1,
+        "DEPTHWISE_CONV_2D",
+        "depthwise_conv2d",
+    )
     # its input (conv2d's output) and its own output, 25x5x64 int8 each, side by side
     assert [(t["layer_name"], t["bytes"], t["offset"]) for t in peak["tensors"]] == [
-        ("conv2d", 8000, 0), ("depthwise_conv2d", 8000, 8000)]
+        ("conv2d", 8000, 0),
+        ("depthwise_conv2d", 8000, 8000),
+    ]
     assert peak_line(peak).startswith("RAM peak: 16,000 B live at operator 1 DEPTHWISE_CONV_2D (depthwise_conv2d)")
 
 

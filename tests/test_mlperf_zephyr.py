@@ -9,6 +9,7 @@ and, run on this computer, answers the protocol with TFLM's scores; that the pla
 survive their counters' wraps; and the one-line error without west. The
 official runner against the Zephyr firmware in QEMU runs where west, ZEPHYR_BASE and QEMU are there.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle import Oracle
+from test_zephyr import kconfig_assignments, verified_symbols
 
 from microcompiler.boards import board_names, load_board
 from microcompiler.mlperf import BENCHMARKS, expected_scores, model_input
 from microcompiler.project import create_project
 from microcompiler.targets import zephyr
-from oracle import Oracle
-from test_zephyr import kconfig_assignments, verified_symbols
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_ZEPHYR = ROOT / "tests" / "data" / "zephyr_stub"  # zephyr/*.h and fake_zephyr.c: the fake Zephyr
@@ -85,9 +86,24 @@ def _kconfig_defines(project_dir: Path, board) -> list[str]:
 
 def _compile(sources: list[Path], defines: list[str], includes: list[Path], exe: Path) -> Path:
     from microcompiler.host import SANITIZE_CFLAGS, STRICT_CFLAGS, compiler
-    proc = subprocess.run([*compiler(), *STRICT_CFLAGS, *SANITIZE_CFLAGS, *defines, *(f"-I{d}" for d in includes),
-                           *map(str, sources), str(FAKE_ZEPHYR / "fake_zephyr.c"), "-lm", "-o", str(exe)],
-                          capture_output=True, text=True, timeout=600)
+
+    proc = subprocess.run(
+        [
+            *compiler(),
+            *STRICT_CFLAGS,
+            *SANITIZE_CFLAGS,
+            *defines,
+            *(f"-I{d}" for d in includes),
+            *map(str, sources),
+            str(FAKE_ZEPHYR / "fake_zephyr.c"),
+            "-lm",
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return exe
 
@@ -99,8 +115,12 @@ def _host_program(project, exe: Path) -> Path:
     cmake = (d / "CMakeLists.txt").read_text()
     sources = [d / s for s in re.findall(r"^\s+((?:model|crt|src)/\S+\.c)$", cmake, re.M)]
     defines = _kconfig_defines(d, project.board) + re.findall(r"target_compile_definitions\(app PRIVATE (\S+)\)", cmake)
-    return _compile(sources, [flag if flag.startswith("-D") else f"-D{flag}" for flag in defines],
-                    [FAKE_ZEPHYR, d / "crt" / "include", d / "crt" / "platform" / "zephyr", d / "model" / "include"], exe)
+    return _compile(
+        sources,
+        [flag if flag.startswith("-D") else f"-D{flag}" for flag in defines],
+        [FAKE_ZEPHYR, d / "crt" / "include", d / "crt" / "platform" / "zephyr", d / "model" / "include"],
+        exe,
+    )
 
 
 @pytest.mark.parametrize("board_name", ["mps2_an385", "nucleo_l4r5zi"])  # the system timer; the timing API
@@ -108,23 +128,25 @@ def test_zephyr_application_answers_the_protocol_with_tflm_scores(board_name, kw
     project = create_project(kws, TEMPLATE, board_name, tmp_path / "z", benchmark="kws01")
     exe = _host_program(project, tmp_path / "dut")
     data = np.random.default_rng(11).integers(-128, 128, 490, dtype=np.int8).tobytes()
-    commands = ["name", "profile", "db load 490"] + ["db " + data[i:i + 38].hex() for i in range(0, 490, 38)]
+    commands = ["name", "profile", "db load 490"] + ["db " + data[i : i + 38].hex() for i in range(0, 490, 38)]
     commands += ["infer 2 1", "db 0g", "timestamp"]
-    proc = subprocess.run([str(exe)], input="".join(c + "%" for c in commands).encode(), capture_output=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [str(exe)], input="".join(c + "%" for c in commands).encode(), capture_output=True, timeout=120
+    )
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     lines = proc.stdout.decode().split("\r\n")
     assert lines[:3] == ["m-timestamp-mode-performance", "m-init-done", "m-ready"]
     assert f"m-name-dut-[microcompiler kws_ref_model on {board_name}]" in lines and "m-model-[kws01]" in lines
     assert lines.count("m-load-done") == 1 and "e-[Invalid hex digit: g]" in lines
-    laps = [int(line[len("m-lap-us-"):]) for line in lines if line.startswith("m-lap-us-")]
+    laps = [int(line[len("m-lap-us-") :]) for line in lines if line.startswith("m-lap-us-")]
     assert len(laps) == 3 and laps[0] < laps[1] <= laps[2]  # the fake clock moves with every read
     results = [line for line in lines if line.startswith("m-results-[")]
     assert len(results) == 1
-    scores = np.array([float(x) for x in results[0][len("m-results-["):-1].split(",")], np.float32)
+    scores = np.array([float(x) for x in results[0][len("m-results-[") : -1].split(",")], np.float32)
     bench = BENCHMARKS["kws01"]
-    want = expected_scores(bench, data, Oracle(kws.read_bytes()).run([model_input(bench, data, project.metadata)])[0],
-                           project.metadata)
+    want = expected_scores(
+        bench, data, Oracle(kws.read_bytes()).run([model_input(bench, data, project.metadata)])[0], project.metadata
+    )
     assert np.array_equal(scores, want.astype(np.float32)), (scores, want)
 
 
@@ -135,8 +157,12 @@ def test_zephyr_platform_timer_survives_the_counter_wraps(config, tmp_path):
     64-bit clock after every inference and every idle second, so with these no window wraps it."""
     crt = ROOT / "crt"
     defines = ["-DFAKE_ZEPHYR_TIMER_TEST"] + ([f"-D{config}=1"] if config else [])
-    exe = _compile([crt / "platform" / "zephyr" / "platform.c", crt / "src" / "report.c", crt / "src" / "status.c"],
-                   defines, [FAKE_ZEPHYR, crt / "include", crt / "platform" / "zephyr"], tmp_path / "timer")
+    exe = _compile(
+        [crt / "platform" / "zephyr" / "platform.c", crt / "src" / "report.c", crt / "src" / "status.c"],
+        defines,
+        [FAKE_ZEPHYR, crt / "include", crt / "platform" / "zephyr"],
+        tmp_path / "timer",
+    )
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     lines = proc.stdout.splitlines()
@@ -152,10 +178,28 @@ def test_mlperf_command_on_zephyr_without_west_is_one_line(kws, tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("ZEPHYR_BASE", "PATH")}
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "mlperf", str(kws), "--benchmark", "kws01",
-                           "--board", "mps2_an385", "--template", TEMPLATE, "-o", str(tmp_path / "p")],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**env, "PATH": str(empty), "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "mlperf",
+            str(kws),
+            "--benchmark",
+            "kws01",
+            "--board",
+            "mps2_an385",
+            "--template",
+            TEMPLATE,
+            "-o",
+            str(tmp_path / "p"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**env, "PATH": str(empty), "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "'west' is not on PATH" in lines[0] and "pip install west" in lines[0]
@@ -172,10 +216,17 @@ def test_zephyr_board_without_zephyr_name_is_refused(kws, tmp_path):
 
 # ---- The real thing, where Zephyr is installed ----
 
+
 def _missing() -> str:
-    missing = [what for what, ok in (("west (pip install west)", shutil.which("west")),
-                                      ("ZEPHYR_BASE (a Zephyr workspace)", os.environ.get("ZEPHYR_BASE")),
-                                      ("qemu-system-arm", shutil.which("qemu-system-arm"))) if not ok]
+    missing = [
+        what
+        for what, ok in (
+            ("west (pip install west)", shutil.which("west")),
+            ("ZEPHYR_BASE (a Zephyr workspace)", os.environ.get("ZEPHYR_BASE")),
+            ("qemu-system-arm", shutil.which("qemu-system-arm")),
+        )
+        if not ok
+    ]
     return ", ".join(missing)
 
 
@@ -183,18 +234,27 @@ def _missing() -> str:
 def test_official_runner_against_zephyr_firmware_in_qemu(kws, tmp_path):
     from microcompiler.mlperf_runner import check_runner_dir, default_runner_dir, make_stand_in_datasets, run_runner
     from microcompiler.project import build
+
     runner_dir = check_runner_dir(default_runner_dir())
     datasets = make_stand_in_datasets(runner_dir, tmp_path / "datasets")
     project = create_project(kws, TEMPLATE, "mps2_an385", tmp_path / "z", benchmark="kws01")
     built = build(project.dir, log=lambda _: None)
     for mode in ("p", "a"):
-        result = run_runner(runner_dir, tmp_path / mode, mode=mode, dataset=datasets, elf=built.elf,
-                            qemu_machine=project.board.qemu_machine, timeout=600)
+        result = run_runner(
+            runner_dir,
+            tmp_path / mode,
+            mode=mode,
+            dataset=datasets,
+            elf=built.elf,
+            qemu_machine=project.board.qemu_machine,
+            timeout=600,
+        )
         assert (result.median_throughput or 0) > 0 if mode == "p" else result.top1 is not None
         entries = json.loads((result.session_dir / "results.json").read_text())
         oracle, bench = Oracle(kws.read_bytes()), BENCHMARKS["kws01"]
         for entry in (e for e in entries if "infer" in e and "file" in e):
             data = (datasets / "kws01" / entry["file"]).read_bytes()
-            want = expected_scores(bench, data, oracle.run([model_input(bench, data, project.metadata)])[0],
-                                   project.metadata)
+            want = expected_scores(
+                bench, data, oracle.run([model_input(bench, data, project.metadata)])[0], project.metadata
+            )
             assert np.array_equal(np.array(entry["infer"]["results"], np.float32), want.astype(np.float32))

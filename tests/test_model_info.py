@@ -1,4 +1,5 @@
 """metadata.json is written from a typed, versioned record and read back into it (codegen/model_info.py)."""
+
 from __future__ import annotations
 
 import json
@@ -43,13 +44,16 @@ def test_a_library_written_before_the_version_field_still_loads(written):
     assert info.format_version == 1 and info.microcompiler_version == "" and info.total_macs == data["total_macs"]
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.update(format_version=FORMAT_VERSION + 1), "written by a newer microcompiler"),
-    (lambda d: d.update(format_version="1"), "is damaged (format_version"),
-    (lambda d: d.pop("inputs"), "is damaged (not a model library's metadata: inputs"),
-    (lambda d: d["outputs"][0].pop("dtype"), "an input or output lacks"),
-    (lambda d: d.update(arena_bytes=-1), "not a whole number"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(format_version=FORMAT_VERSION + 1), "written by a newer microcompiler"),
+        (lambda d: d.update(format_version="1"), "is damaged (format_version"),
+        (lambda d: d.pop("inputs"), "is damaged (not a model library's metadata: inputs"),
+        (lambda d: d["outputs"][0].pop("dtype"), "an input or output lacks"),
+        (lambda d: d.update(arena_bytes=-1), "not a whole number"),
+    ],
+)
 def test_a_damaged_or_newer_file_is_refused_in_one_line(written, edit, message):
     data = json.loads(written.read_text())
     edit(data)
@@ -60,15 +64,30 @@ def test_a_damaged_or_newer_file_is_refused_in_one_line(written, edit, message):
 
 def test_a_project_with_a_newer_library_is_refused_by_the_cli(tmp_path):
     project = tmp_path / "p"
-    made = subprocess.run([sys.executable, "-m", "microcompiler.cli", "create-project", MODEL, "--board", "mps2_an385",
-                           "-o", str(project)], capture_output=True, text=True, timeout=300)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "create-project",
+            MODEL,
+            "--board",
+            "mps2_an385",
+            "-o",
+            str(project),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert made.returncode == 0, made.stderr
     metas = sorted(project.rglob("metadata.json"))
     assert metas
     data = json.loads(metas[0].read_text())
     data["format_version"] = FORMAT_VERSION + 1
     metas[0].write_text(json.dumps(data))
-    run = subprocess.run([sys.executable, "-m", "microcompiler.cli", "build", str(project)], capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "build", str(project)], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 2 and "newer microcompiler" in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1

@@ -2,6 +2,7 @@
 mps2_an386, each bit-exact with TFLM; no clashing symbols; a shared arena that saves the smaller
 arena and is refused when the models could overlap; host-driven execution that picks a model by
 name; and two libraries compiled separately that link into one program."""
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from board_oracle import needs_board_tools
+from oracle import Oracle
+
+from microcompiler.api import connect
 from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.project import Project, build, flash
-from microcompiler.api import connect
 from microcompiler.rpc.plan import ModelPlan
 from microcompiler.targets import create_models_project
-from microcompiler.targets.toolchain import firmware_size
 from microcompiler.targets.multi import SHARED_ARENA, check_no_state, compile_models
-from oracle import Oracle
+from microcompiler.targets.toolchain import firmware_size
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "tiny_cnn" / "tiny_cnn_int8.tflite"
@@ -35,8 +36,13 @@ def models(shared_models) -> list[Path]:
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=600, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+    )
 
 
 def built_project(tmp: Path, models: list[Path], *options) -> tuple[Project, object]:
@@ -53,16 +59,18 @@ def assert_bit_exact(project: Project, result, models: list[Path]) -> None:
         want = Oracle(path.read_bytes()).run(project.saved_inputs(meta["name"]))
         assert len(got) == len(want) == len(meta["outputs"])
         for k, (g, w) in enumerate(zip(got, want)):
-            assert g.dtype == np.int8 and np.array_equal(g, np.asarray(w).reshape(g.shape)), \
+            assert g.dtype == np.int8 and np.array_equal(g, np.asarray(w).reshape(g.shape)), (
                 f"{meta['name']} output {k}: {g.ravel()[:8]} vs TFLM {np.asarray(w).ravel()[:8]}"
+            )
 
 
 def global_symbols(objects: list[Path], nm: str = "nm") -> dict[str, str]:
     """Defined global symbol -> the object defining it (asserting none is defined twice)."""
     found: dict[str, str] = {}
     for obj in objects:
-        out = subprocess.run([nm, "-g", "--defined-only", str(obj)], capture_output=True, text=True,
-                             check=True, timeout=60).stdout
+        out = subprocess.run(
+            [nm, "-g", "--defined-only", str(obj)], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
         for line in out.splitlines():
             symbol = line.split()[-1]
             assert symbol not in found, f"{symbol} is defined by both {found[symbol]} and {obj.name}"
@@ -71,8 +79,9 @@ def global_symbols(objects: list[Path], nm: str = "nm") -> dict[str, str]:
 
 
 def symbol_sizes(elf: Path) -> dict[str, int]:
-    out = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True, check=True,
-                         timeout=60).stdout
+    out = subprocess.run(
+        ["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     return {f[3]: int(f[1], 16) for f in (line.split() for line in out.splitlines()) if len(f) == 4}
 
 
@@ -166,10 +175,13 @@ def test_separately_compiled_libraries_link_into_one_program(models, tmp_path, s
         proc = cli("compile", model, "--name", name, "-o", tmp_path / name, *(["--shared-arena"] if shared else []))
         assert proc.returncode == 0, proc.stderr
     main = tmp_path / "main.c"
-    main.write_text("""#include <stdio.h>
+    main.write_text(
+        """#include <stdio.h>
 #include "kws.h"
 #include "anomaly.h"
-""" + (SHARED_ARENA_DEFINITION if shared else "") + """static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES];
+"""
+        + (SHARED_ARENA_DEFINITION if shared else "")
+        + """static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES];
 static int8_t anomaly_in[ANOMALY_INPUT0_BYTES], anomaly_out[ANOMALY_OUTPUT0_BYTES];
 int main(void) {
   if (fread(kws_in, 1, sizeof(kws_in), stdin) != sizeof(kws_in)) return 2;
@@ -179,15 +191,15 @@ int main(void) {
   fwrite(anomaly_out, 1, sizeof(anomaly_out), stdout);
   return 0;
 }
-""")
+"""
+    )
     flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
     sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if shared else []
     includes = [f"-I{tmp_path / n / 'include'}" for n in names]
     objects = []
     for source in [main, *sorted(tmp_path.glob("*/src/*.c"))]:
         obj = tmp_path / f"{source.stem}.o"
-        subprocess.run(["cc", *flags, *sanitize, *includes, "-c", str(source), "-o", str(obj)], check=True,
-                       timeout=300)
+        subprocess.run(["cc", *flags, *sanitize, *includes, "-c", str(source), "-o", str(obj)], check=True, timeout=300)
         objects.append(obj)
     symbols = global_symbols(objects)  # no symbol defined twice
     for name in names:
@@ -198,8 +210,9 @@ int main(void) {
     metas = [json.loads((tmp_path / n / "metadata.json").read_text()) for n in names]
     rng = np.random.default_rng(7)
     inputs = [rng.integers(-128, 128, size=m["inputs"][0]["shape"], dtype=np.int8) for m in metas]
-    run = subprocess.run([str(exe)], input=b"".join(x.tobytes() for x in inputs), capture_output=True,
-                         timeout=60, check=True)
+    run = subprocess.run(
+        [str(exe)], input=b"".join(x.tobytes() for x in inputs), capture_output=True, timeout=60, check=True
+    )
     kws_bytes = metas[0]["outputs"][0]["bytes"]
     got = [np.frombuffer(run.stdout[:kws_bytes], np.int8), np.frombuffer(run.stdout[kws_bytes:], np.int8)]
     for model, x, g in zip(models, inputs, got):
@@ -209,24 +222,40 @@ int main(void) {
         arm = []
         for source in sorted(tmp_path.glob("*/src/*.c")):
             obj = tmp_path / f"{source.stem}.arm.o"
-            subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", *flags, *includes, "-c", str(source),
-                            "-o", str(obj)], check=True, timeout=300)
+            subprocess.run(
+                [
+                    "arm-none-eabi-gcc",
+                    "-mcpu=cortex-m4",
+                    "-mthumb",
+                    *flags,
+                    *includes,
+                    "-c",
+                    str(source),
+                    "-o",
+                    str(obj),
+                ],
+                check=True,
+                timeout=300,
+            )
             arm.append(obj)
         ours = {s for s in symbols if not s.startswith("__")} - {"main", "mc_shared_arena"}  # not ASan's
         assert set(global_symbols(arm, "arm-none-eabi-nm")) == ours
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--share-arena", "--concurrent"], "--concurrent says they may"),
-    (["--share-arena", "--mode", "host-driven"], "the host decides when each model runs"),
-    (["--name", "kws", "--name", "kws"], "are both named 'kws'"),
-    (["--name", "kws", "--name", "KWS"], "are both named"),
-    (["--name", "kws", "--name", "kws_net"], "'kws' is a prefix of 'kws_net'"),
-    (["--name", "kws"], "2 models but 1 --name"),
-    (["--name", "kws", "--name", "2nd"], "is not a C identifier"),
-    (["--input", "x.npy"], "--input takes one model"),
-    (["--template", "mlperf"], "--template mlperf runs one model; for several use --template baremetal, zephyr"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--share-arena", "--concurrent"], "--concurrent says they may"),
+        (["--share-arena", "--mode", "host-driven"], "the host decides when each model runs"),
+        (["--name", "kws", "--name", "kws"], "are both named 'kws'"),
+        (["--name", "kws", "--name", "KWS"], "are both named"),
+        (["--name", "kws", "--name", "kws_net"], "'kws' is a prefix of 'kws_net'"),
+        (["--name", "kws"], "2 models but 1 --name"),
+        (["--name", "kws", "--name", "2nd"], "is not a C identifier"),
+        (["--input", "x.npy"], "--input takes one model"),
+        (["--template", "mlperf"], "--template mlperf runs one model; for several use --template baremetal, zephyr"),
+    ],
+)
 def test_models_that_could_clash_or_overlap_are_refused_in_one_line(options, message, tmp_path):
     proc = cli("create-project", "--model", TINY, "--model", TINY, "--board", BOARD, "-o", tmp_path / "p", *options)
     assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
@@ -237,8 +266,21 @@ def test_models_that_could_clash_or_overlap_are_refused_in_one_line(options, mes
 def test_the_same_file_twice_needs_two_names(tmp_path):
     proc = cli("create-project", "--model", TINY, "--model", TINY, "--board", BOARD, "-o", tmp_path / "p")
     assert proc.returncode != 0 and "give each its own C name with --name" in proc.stderr
-    proc = cli("create-project", "--model", TINY, "--name", "wake", "--model", TINY, "--name", "command",
-               "--board", BOARD, "-o", tmp_path / "p")
+    proc = cli(
+        "create-project",
+        "--model",
+        TINY,
+        "--name",
+        "wake",
+        "--model",
+        TINY,
+        "--name",
+        "command",
+        "--board",
+        BOARD,
+        "-o",
+        tmp_path / "p",
+    )
     assert proc.returncode == 0, proc.stderr
     project = Project.load(tmp_path / "p")
     assert [m["name"] for m in project.models] == ["wake", "command"]
@@ -247,6 +289,7 @@ def test_the_same_file_twice_needs_two_names(tmp_path):
 
 def test_a_model_with_state_cannot_share_the_arena(models):
     from microcompiler.boards import load_board
+
     libraries = compile_models([TINY, models[1]], None, load_board(BOARD), share_arena=True)
     check_no_state(libraries)  # stateless models may share
     libraries[1].metadata["state_bytes"] = 64  # as a model with variable tensors reports it
@@ -267,15 +310,19 @@ def test_zephyr_project_runs_every_model(models, tmp_path):
     main = (served.dir / "src" / "main.c").read_text()
     server = (served.dir / "src" / "models.c").read_text()
     assert "serve_models(" in main and "(Zephyr)" in main
-    assert all(f'mc_rpc_server_add_model(&g_server, "{m["name"]}", {m["name"].upper()}_FINGERPRINT)' in server
-               for m in served.models)
+    assert all(
+        f'mc_rpc_server_add_model(&g_server, "{m["name"]}", {m["name"].upper()}_FINGERPRINT)' in server
+        for m in served.models
+    )
     assert (served.dir / "models" / "ad01_int8" / "host_driven.json").is_file()
 
 
 def test_model_request_names_no_model_on_a_server_without_models(tmp_path):
+    from rpc_support import build_test_server, start_server
+
     from microcompiler.rpc import protocol as P
     from microcompiler.rpc.client import Session
-    from rpc_support import build_test_server, start_server
+
     with Session(start_server(build_test_server(tmp_path)), timeout=3.0) as session:
         assert session.device.model_fingerprint == 0 and session.device.version == P.VERSION == 3
         assert session.model_fingerprint("kws") is None
@@ -293,12 +340,18 @@ def _zephyr_program(project: Project, exe: Path) -> Path:
     """The whole Zephyr application as its CMakeLists.txt and Kconfig have it, strict flags, ASan and
     UBSan, over the fake Zephyr API of tests/data/zephyr_stub (west cannot be installed here)."""
     from test_mlperf_zephyr import FAKE_ZEPHYR, _compile, _kconfig_defines
+
     d = project.dir
     cmake = (d / "CMakeLists.txt").read_text()
     sources = [d / s for s in re.findall(r"^\s+((?:models|crt|src)/\S+\.c)$", cmake, re.M)]
     defines = _kconfig_defines(d, project.board) + re.findall(r"target_compile_definitions\(app PRIVATE (\S+)\)", cmake)
-    includes = [FAKE_ZEPHYR, d / "crt" / "include", d / "crt" / "platform" / "zephyr", d / "src",
-                *(d / "models" / m["name"] / "include" for m in project.models)]
+    includes = [
+        FAKE_ZEPHYR,
+        d / "crt" / "include",
+        d / "crt" / "platform" / "zephyr",
+        d / "src",
+        *(d / "models" / m["name"] / "include" for m in project.models),
+    ]
     return _compile(sources, [f if f.startswith("-D") else f"-D{f}" for f in defines], includes, exe)
 
 
@@ -307,6 +360,7 @@ def test_zephyr_application_runs_and_serves_every_model_over_a_fake_zephyr(model
     from microcompiler.standalone import model_report
     from microcompiler.targets.base import decode_report
     from microcompiler.transport.subprocess import SubprocessTransport
+
     project = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "z", share_arena=True)
     exe = _zephyr_program(project, tmp_path / "standalone")
     proc = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

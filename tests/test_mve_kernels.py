@@ -9,11 +9,11 @@ odd and even chunk counts (the 2-chunk loop), the three input modes (in place, k
 with gathered borders, all gathered), depthwise tap pairs and single taps, -128 weights (no tap
 pairs), left shifts (multipliers >= 1/2, the general requantization) and ADD/SUB tails (n % 4).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from elementwise_models import activation_options, side_by_side_model
 from harness import assert_matches_oracle
@@ -42,12 +42,21 @@ CONV_MVE_CASES = {
 DW_MVE_CASES = {
     **{f"{name}_x4": dict(case, hwc=(*case["hwc"][:2], 4 * case["hwc"][2])) for name, case in DW_CASES.items()},
     "c64_wide_rows": dict(hwc=(5, 6, 64), kernel=(3, 5), input_zp=-128),  # taps beyond VLDRB's offset
-    "c16_weights_minus128": dict(hwc=(5, 5, 16), padding="VALID", input_zp=0,
-                                 weights=np.full((1, 3, 3, 16), -128, np.int8)),
+    "c16_weights_minus128": dict(
+        hwc=(5, 5, 16), padding="VALID", input_zp=0, weights=np.full((1, 3, 3, 16), -128, np.int8)
+    ),
 }
 
 FC_MVE_CASES = [  # (units, depth, batches)
-    (4, 16, 1), (5, 17, 3), (6, 18, 2), (7, 19, 2), (3, 3, 1), (9, 2, 4), (11, 140, 1), (10, 32, 3), (8, 80, 2),
+    (4, 16, 1),
+    (5, 17, 3),
+    (6, 18, 2),
+    (7, 19, 2),
+    (3, 3, 1),
+    (9, 2, 4),
+    (11, 140, 1),
+    (10, 32, 3),
+    (8, 80, 2),
 ]
 
 ADD_MVE_CASES = [  # (kind, shape, activation, quantization (input1, input2, output))
@@ -79,13 +88,21 @@ def _tiny_output_scale(kind, seed=3):
     w_shape = {"CONV_2D": (6, 3, 3, c), "DEPTHWISE_CONV_2D": (1, 3, 3, c), "FULLY_CONNECTED": (6, 20)}[kind]
     n = c if kind == "DEPTHWISE_CONV_2D" else 6
     w_scale = rng.uniform(0.002, 0.02, n)
-    w = b.constant("w", rng.integers(-127, 128, w_shape, dtype=np.int8), scale=w_scale, zero_point=[0] * n,
-                   axis=3 if kind == "DEPTHWISE_CONV_2D" else 0)
+    w = b.constant(
+        "w",
+        rng.integers(-127, 128, w_shape, dtype=np.int8),
+        scale=w_scale,
+        zero_point=[0] * n,
+        axis=3 if kind == "DEPTHWISE_CONV_2D" else 0,
+    )
     bias = b.constant("b", rng.integers(-300, 300, n).astype(np.int32), scale=list(0.02 * w_scale), zero_point=[0] * n)
     y_shape = {"CONV_2D": [1, 3, 5, 6], "DEPTHWISE_CONV_2D": [1, 3, 5, c], "FULLY_CONNECTED": [3, 6]}[kind]
     y = b.activation("y", y_shape, "int8", scale=0.00005, zero_point=5)
-    options = {"CONV_2D": conv2d_options("SAME"), "DEPTHWISE_CONV_2D": depthwise_options("SAME"),
-               "FULLY_CONNECTED": fully_connected_options()}[kind]
+    options = {
+        "CONV_2D": conv2d_options("SAME"),
+        "DEPTHWISE_CONV_2D": depthwise_options("SAME"),
+        "FULLY_CONNECTED": fully_connected_options(),
+    }[kind]
     b.op(kind, [x, w, bias], [y], options)
     return b.finish([x], [y])
 
@@ -94,13 +111,29 @@ def sweep_model() -> bytes:
     """Every MVE case of every operator, side by side in one model."""
     models = [conv_model(**case) for case in CONV_MVE_CASES.values()]
     models += [conv_model(kind="DEPTHWISE_CONV_2D", **case) for case in DW_MVE_CASES.values()]
-    models += [fc_model("int8", batches, depth, units, "RELU6", units % 2 == 1, input_zp=-128, seed=units)
-               for units, depth, batches in FC_MVE_CASES]
-    models.append(side_by_side_model([(kind, "int8", [shape, shape], "int8", quant or [(0.05, -3), (0.1, 2), (0.08, 5)],
-                                       activation_options(kind, activation))
-                                      for kind, shape, activation, quant in ADD_MVE_CASES]))
-    models += [pool_model(kind, "int8", shape, window, stride, "VALID", activation=activation)
-               for kind, shape, window, stride, activation in POOL_MVE_CASES]
+    models += [
+        fc_model("int8", batches, depth, units, "RELU6", units % 2 == 1, input_zp=-128, seed=units)
+        for units, depth, batches in FC_MVE_CASES
+    ]
+    models.append(
+        side_by_side_model(
+            [
+                (
+                    kind,
+                    "int8",
+                    [shape, shape],
+                    "int8",
+                    quant or [(0.05, -3), (0.1, 2), (0.08, 5)],
+                    activation_options(kind, activation),
+                )
+                for kind, shape, activation, quant in ADD_MVE_CASES
+            ]
+        )
+    )
+    models += [
+        pool_model(kind, "int8", shape, window, stride, "VALID", activation=activation)
+        for kind, shape, window, stride, activation in POOL_MVE_CASES
+    ]
     models += [_tiny_output_scale(kind) for kind in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]
     return merge_models(models)
 
@@ -115,9 +148,15 @@ def _variants(lib) -> dict[str, set[str]]:
 def test_mve_sweep_on_host(tmp_path):
     """The portable C of the MVE kernels, every case, against TFLM."""
     lib = assert_matches_oracle(sweep_model(), tmp_path, n_inputs=2, features=MVE)
-    assert _variants(lib) == {"CONV_2D": {"mve-dot"}, "DEPTHWISE_CONV_2D": {"mve-channels16"},
-                              "FULLY_CONNECTED": {"mve-dot"}, "ADD": {"mve"}, "SUB": {"mve"},
-                              "AVERAGE_POOL_2D": {"mve-channels8"}, "MAX_POOL_2D": {"mve-max16"}}
+    assert _variants(lib) == {
+        "CONV_2D": {"mve-dot"},
+        "DEPTHWISE_CONV_2D": {"mve-channels16"},
+        "FULLY_CONNECTED": {"mve-dot"},
+        "ADD": {"mve"},
+        "SUB": {"mve"},
+        "AVERAGE_POOL_2D": {"mve-channels8"},
+        "MAX_POOL_2D": {"mve-max16"},
+    }
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
@@ -131,8 +170,9 @@ def test_mve_extreme_inputs_on_host(tmp_path):
     """All-minimum and all-maximum inputs with the largest weights: the largest accumulators (and 255
     pooling taps of -128 or 127: the int16 lane sums near their limit)."""
     conv = conv_model(hwc=(6, 6, 16), out_c=8, input_zp=-128, bias=None, weights=np.full((8, 3, 3, 16), 127, np.int8))
-    dw = conv_model(kind="DEPTHWISE_CONV_2D", hwc=(6, 6, 16), input_zp=-128, bias=None,
-                    weights=np.full((1, 3, 3, 16), 127, np.int8))
+    dw = conv_model(
+        kind="DEPTHWISE_CONV_2D", hwc=(6, 6, 16), input_zp=-128, bias=None, weights=np.full((1, 3, 3, 16), 127, np.int8)
+    )
     pool = pool_model("AVERAGE_POOL_2D", "int8", [1, 15, 17, 8], (15, 17), (1, 1), "VALID")
     model = merge_models([conv, dw, pool])
     inputs = [[np.full((1, 6, 6, 16), v, np.int8)] * 2 + [np.full((1, 15, 17, 8), v, np.int8)] for v in (-128, 127, 0)]
@@ -144,7 +184,9 @@ def test_mve_variants_chosen_from_board_features(tmp_path):
     DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, AVERAGE_POOL_2D and MAX_POOL_2D; the Cortex-M4 board
     does not."""
     from harness import compile_bytes
+
     from microcompiler.boards import load_board
+
     m55 = load_board("mps3_an547").cpu.features
     assert "mve" in m55
     lib = compile_bytes(sweep_model(), tmp_path / "m55", features=m55)
@@ -166,8 +208,10 @@ def test_mlperf_models_run_mve_kernels_on_m55(shared_models, model):
     test_baremetal.py and scripts/benchmarks.py)."""
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
-    lib = compile_model(shared_models / "mlperf_tiny" / f"{model}.tflite",
-                        features=load_board("mps3_an547").cpu.features)
+
+    lib = compile_model(
+        shared_models / "mlperf_tiny" / f"{model}.tflite", features=load_board("mps3_an547").cpu.features
+    )
     heavy = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D"}
     kernels = {(o["kind"], o["kernel"]["variant"]) for o in lib.metadata["operators"] if o["kind"] in heavy}
     assert kernels and all(v.startswith("mve") for _, v in kernels), kernels
@@ -178,13 +222,17 @@ def test_mve_dot_kernel_unoptimized_build_on_m55(tmp_path):
     """At -O0 GCC cannot give the dot kernel's inline assembly its twelve registers: kernel_mve.h
     falls back to the same loop in intrinsics (__OPTIMIZE__ undefined). The firmware built at -O0
     still matches TFLM."""
+    from oracle import Oracle
+
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
     from microcompiler.project import build, create_project, flash
-    from oracle import Oracle
-    models = [conv_model(**CONV_MVE_CASES[name]) for name in ("rows_3x3_c16_same", "bytes_3x3_c3",
-                                                               "in_place_1x1_c32_odd_pixels")]
+
+    models = [
+        conv_model(**CONV_MVE_CASES[name])
+        for name in ("rows_3x3_c16_same", "bytes_3x3_c3", "in_place_1x1_c32_odd_pixels")
+    ]
     models.append(fc_model("int8", 3, 40, 7, "RELU", True, input_zp=-128))
     path = tmp_path / "sweep.tflite"
     path.write_bytes(merge_models(models))

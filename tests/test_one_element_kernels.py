@@ -1,5 +1,6 @@
 """Kernels of one-element tensors (loop counters, flags, scalars of the control-flow examples): no
 loop that runs once and no loop variable (issue 11), and still TFLM's results."""
+
 import re
 
 from elementwise_models import activation_options, side_by_side_model

@@ -1,18 +1,19 @@
 """Standalone RELU and RELU6 against the TFLM oracle: int8 (incl. requantizing RELU), int16, float32,
 plus in-place execution (output buffer == input buffer); RELU_N1_TO_1, which TFLM does not run."""
+
 import math
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import FLOAT_RTOL, assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
-from microcompiler.host import STRICT_CFLAGS, SANITIZE_CFLAGS, HostProgram, compiler
-from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder
 from oracle import Oracle
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.host import SANITIZE_CFLAGS, STRICT_CFLAGS, HostProgram, compiler
+from microcompiler.inputs import random_inputs
 
 
 def unary_model(kind, shape, in_dtype, out_dtype, in_q=(None, None), out_q=(None, None)):
@@ -39,14 +40,27 @@ def assert_in_place_matches_oracle(model_bytes, tmp_path: Path, seed: int = 0):
     fmt, cast = ('"%.9g\\n"', "(double)") if is_float else ('"%ld\\n"', "(long)")
     main = tmp_path / "in_place.c"
     main.write_text(
-        "#include <stdint.h>\n#include <stdio.h>\n#include \"model.h\"\n"
+        '#include <stdint.h>\n#include <stdio.h>\n#include "model.h"\n'
         f"static {ctype} buf[{x.size}] = {{{values}}};\n"
         "int main(void) {\n  int i;\n"
         f"  {fn.name}(buf, ({ctype}*)buf);\n"
-        f"  for (i = 0; i < {x.size}; ++i) printf({fmt}, {cast}buf[i]);\n  return 0;\n}}\n")
+        f"  for (i = 0; i < {x.size}; ++i) printf({fmt}, {cast}buf[i]);\n  return 0;\n}}\n"
+    )
     exe = tmp_path / "in_place"
-    subprocess.run([*compiler(), *STRICT_CFLAGS, *SANITIZE_CFLAGS, f"-I{lib_dir / 'include'}", str(main),
-                    str(lib_dir / "src" / "model_ops.c"), "-o", str(exe), "-lm"], check=True)
+    subprocess.run(
+        [
+            *compiler(),
+            *STRICT_CFLAGS,
+            *SANITIZE_CFLAGS,
+            f"-I{lib_dir / 'include'}",
+            str(main),
+            str(lib_dir / "src" / "model_ops.c"),
+            "-o",
+            str(exe),
+            "-lm",
+        ],
+        check=True,
+    )
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
     want = Oracle(model_bytes).run([x])[0].ravel()
     if is_float:
@@ -73,10 +87,16 @@ def test_int8_activation_matches_tflm(tmp_path, kind, shape, in_q, out_q):
     assert_matches_oracle(unary_model(kind, shape, "int8", "int8", in_q, out_q), tmp_path)
 
 
-@pytest.mark.parametrize("kind,in_scale,out_scale", [
-    ("RELU", 0.001, 0.001), ("RELU", 0.002, 0.0005), ("RELU", 0.0005, 0.003),
-    ("RELU6", 0.001, 0.001), ("RELU6", 0.0001, 0.0001),  # 6.0 beyond int16 range: clamps at 32767
-])
+@pytest.mark.parametrize(
+    "kind,in_scale,out_scale",
+    [
+        ("RELU", 0.001, 0.001),
+        ("RELU", 0.002, 0.0005),
+        ("RELU", 0.0005, 0.003),
+        ("RELU6", 0.001, 0.001),
+        ("RELU6", 0.0001, 0.0001),  # 6.0 beyond int16 range: clamps at 32767
+    ],
+)
 def test_int16_activation_matches_tflm(tmp_path, kind, in_scale, out_scale):
     model = unary_model(kind, [2, 3, 11], "int16", "int16", (in_scale, 0), (out_scale, 0))
     assert_matches_oracle(model, tmp_path)
@@ -86,23 +106,32 @@ def test_int16_activation_matches_tflm(tmp_path, kind, in_scale, out_scale):
 def test_float_activation_matches_tflm(tmp_path, kind):
     model = unary_model(kind, [1, 3, 5, 2], "float32", "float32")
     big = [np.linspace(-10, 10, 30, dtype=np.float32).reshape(1, 3, 5, 2)]  # crosses 0 and 6
-    assert_matches_oracle(model, tmp_path, inputs=[big] + [random_inputs(
-        [{"shape": [1, 3, 5, 2], "dtype": "float32"}], seed=s) for s in range(4)])
+    assert_matches_oracle(
+        model,
+        tmp_path,
+        inputs=[big] + [random_inputs([{"shape": [1, 3, 5, 2], "dtype": "float32"}], seed=s) for s in range(4)],
+    )
 
 
-@pytest.mark.parametrize("kind,dtype,in_q,out_q", [
-    ("RELU", "int8", (0.1, -3), (0.05, 4)),
-    ("RELU6", "float32", (None, None), (None, None)),
-])
+@pytest.mark.parametrize(
+    "kind,dtype,in_q,out_q",
+    [
+        ("RELU", "int8", (0.1, -3), (0.05, 4)),
+        ("RELU6", "float32", (None, None), (None, None)),
+    ],
+)
 def test_activation_sanitized(tmp_path, kind, dtype, in_q, out_q):
     assert_matches_oracle(unary_model(kind, [3, 17], dtype, dtype, in_q, out_q), tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("kind,dtype,in_q,out_q", [
-    ("RELU", "int8", (0.1, -3), (0.05, 4)),
-    ("RELU6", "int16", (0.001, 0), (0.001, 0)),
-    ("RELU", "float32", (None, None), (None, None)),
-])
+@pytest.mark.parametrize(
+    "kind,dtype,in_q,out_q",
+    [
+        ("RELU", "int8", (0.1, -3), (0.05, 4)),
+        ("RELU6", "int16", (0.001, 0), (0.001, 0)),
+        ("RELU", "float32", (None, None), (None, None)),
+    ],
+)
 def test_activation_in_place(tmp_path, kind, dtype, in_q, out_q):
     assert_in_place_matches_oracle(unary_model(kind, [4, 13], dtype, dtype, in_q, out_q), tmp_path)
 
@@ -119,8 +148,9 @@ def test_activation_rejections(tmp_path):
 # the kernel follows TFLite's (QuantizedReluX with the clamp at the quantized -1.0 and 1.0 of the
 # output), checked here against an independent Python model of that integer arithmetic.
 
+
 def _rounding_doubling_high_mul(a: int, b: int) -> int:
-    if a == b == -2**31:
+    if a == b == -(2**31):
         return 2**31 - 1
     ab = a * b
     total = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
@@ -150,10 +180,10 @@ def relu_n1_to_1_reference(x: np.ndarray, in_q, out_q) -> np.ndarray:
 
 
 RELU_N1_TO_1_INT8 = [  # (input (scale, zero point), output (scale, zero point))
-    ((0.01, -3), (0.01, -3)),       # same quantization: a clamp at -100 and 100 steps from zero
-    ((0.05, 10), (0.02, -20)),      # requantizes
+    ((0.01, -3), (0.01, -3)),  # same quantization: a clamp at -100 and 100 steps from zero
+    ((0.05, 10), (0.02, -20)),  # requantizes
     ((0.002, 127), (0.01, 0)),
-    ((0.1, 0), (0.1, 0)),           # +-1.0 only 10 steps away
+    ((0.1, 0), (0.1, 0)),  # +-1.0 only 10 steps away
 ]
 
 

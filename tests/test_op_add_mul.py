@@ -1,24 +1,35 @@
 """ADD and MUL against the TFLM oracle: int8, int16, int32, float32; broadcasting; activations; in-place."""
+
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
-from microcompiler.host import STRICT_CFLAGS, SANITIZE_CFLAGS, compiler
-from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder, add_options, mul_options
 from oracle import Oracle
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.host import SANITIZE_CFLAGS, STRICT_CFLAGS, compiler
+from microcompiler.inputs import random_inputs
 
 # Quantization (scale, zero point) per dtype, for the three tensors: input1, input2, output.
 Q8 = [(0.05, -3), (0.1, 2), (0.08, 5)]
 Q16 = [(0.0004, 0), (0.0007, 0), (0.0009, 0)]
 
 
-def binary_model(kind, dtype, shape1, shape2, activation="NONE", quant=None, const1=None, const2=None,
-                 pot_scale_int16=False, out_shape=None):
+def binary_model(
+    kind,
+    dtype,
+    shape1,
+    shape2,
+    activation="NONE",
+    quant=None,
+    const1=None,
+    const2=None,
+    pot_scale_int16=False,
+    out_shape=None,
+):
     """One ADD/MUL operator. constK: a numpy array making input K a constant."""
     b = ModelBuilder()
     quantized = dtype in ("int8", "int16")
@@ -84,12 +95,15 @@ def test_add_mul_matches_tflm(tmp_path, kind, dtype, shape1, shape2, activation,
 
 
 @pytest.mark.parametrize("kind", ["ADD", "MUL"])
-@pytest.mark.parametrize("dtype,shape1,shape2,const_side", [
-    ("int8", [1, 4, 4, 8], [8], 2),
-    ("int8", [1], [1, 3, 3, 4], 1),  # constant scalar first
-    ("int16", [2, 6], [2, 6], 2),
-    ("float32", [1, 4, 4, 8], [1, 1, 1, 8], 2),
-])
+@pytest.mark.parametrize(
+    "dtype,shape1,shape2,const_side",
+    [
+        ("int8", [1, 4, 4, 8], [8], 2),
+        ("int8", [1], [1, 3, 3, 4], 1),  # constant scalar first
+        ("int16", [2, 6], [2, 6], 2),
+        ("float32", [1, 4, 4, 8], [1, 1, 1, 8], 2),
+    ],
+)
 def test_constant_operand(tmp_path, kind, dtype, shape1, shape2, const_side):
     const = const_data(dtype, shape1 if const_side == 1 else shape2)
     kwargs = {"const1": const} if const_side == 1 else {"const2": const}
@@ -101,17 +115,22 @@ def test_constant_operand(tmp_path, kind, dtype, shape1, shape2, const_side):
 def test_add_int16_pot_scale_option_takes_general_path(tmp_path, pot_scale_int16):
     # TFLM Micro ignores pot_scale_int16 and always rescales generally; so do we, even for
     # non-power-of-two scales.
-    model = binary_model("ADD", "int16", [2, 4, 8], [2, 4, 8], "NONE", pot_scale_int16=pot_scale_int16,
-                         quant=[(2 ** -12, 0), (0.0003, 0), (2 ** -11, 0)])
+    model = binary_model(
+        "ADD",
+        "int16",
+        [2, 4, 8],
+        [2, 4, 8],
+        "NONE",
+        pot_scale_int16=pot_scale_int16,
+        quant=[(2**-12, 0), (0.0003, 0), (2**-11, 0)],
+    )
     assert_matches_oracle(model, tmp_path)
 
 
 @pytest.mark.parametrize("kind", ["ADD", "MUL"])
 def test_sanitized(tmp_path, kind):
-    assert_matches_oracle(binary_model(kind, "int8", [2, 3, 1, 5], [1, 1, 4, 1], "RELU"), tmp_path,
-                          sanitize=True)
-    assert_matches_oracle(binary_model(kind, "int16", [1, 4, 4, 8], [8], "NONE"), tmp_path / "i16",
-                          sanitize=True)
+    assert_matches_oracle(binary_model(kind, "int8", [2, 3, 1, 5], [1, 1, 4, 1], "RELU"), tmp_path, sanitize=True)
+    assert_matches_oracle(binary_model(kind, "int16", [1, 4, 4, 8], [8], "NONE"), tmp_path / "i16", sanitize=True)
 
 
 def test_macs_one_per_output_element(tmp_path):
@@ -120,6 +139,7 @@ def test_macs_one_per_output_element(tmp_path):
 
 
 # ---- in place: the output buffer is one of the inputs --------------------------------------------
+
 
 def _run_in_place(library, tmp_path: Path, alias: int, inputs, sanitize: bool):
     """Call the operator function with output0 pointing at input `alias`; return the output."""
@@ -134,7 +154,7 @@ def _run_in_place(library, tmp_path: Path, alias: int, inputs, sanitize: bool):
     args = ", ".join([f"in{k}" for k in range(len(sizes))] + [f"in{alias}"])
     main = tmp_path / "main.c"
     main.write_text(f"""#include <stdio.h>
-#include "{library.metadata['name']}.h"
+#include "{library.metadata["name"]}.h"
 {decls}
 int main(void) {{
 {reads}
@@ -145,20 +165,33 @@ int main(void) {{
 """)
     exe = tmp_path / "inplace"
     flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else ["-O2"])
-    subprocess.run([*compiler(), *flags, f"-I{lib_dir / 'include'}", str(main),
-                    str(lib_dir / "src" / f"{library.metadata['name']}_ops.c"), "-o", str(exe)], check=True)
+    subprocess.run(
+        [
+            *compiler(),
+            *flags,
+            f"-I{lib_dir / 'include'}",
+            str(main),
+            str(lib_dir / "src" / f"{library.metadata['name']}_ops.c"),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+    )
     blob = b"".join(np.ascontiguousarray(x).tobytes() for x in inputs)
     out = subprocess.run([str(exe)], input=blob, capture_output=True, check=True).stdout
     return np.frombuffer(out, dtype=inputs[alias].dtype)
 
 
 @pytest.mark.parametrize("kind", ["ADD", "MUL"])
-@pytest.mark.parametrize("dtype,shape1,shape2,alias", [
-    ("int8", [1, 4, 4, 8], [1, 4, 4, 8], 0),
-    ("int8", [1, 4, 4, 8], [1, 4, 4, 8], 1),
-    ("int8", [1, 4, 4, 8], [1, 1, 1, 8], 0),  # broadcast operand read repeatedly
-    ("float32", [3, 1, 5], [3, 4, 5], 1),
-])
+@pytest.mark.parametrize(
+    "dtype,shape1,shape2,alias",
+    [
+        ("int8", [1, 4, 4, 8], [1, 4, 4, 8], 0),
+        ("int8", [1, 4, 4, 8], [1, 4, 4, 8], 1),
+        ("int8", [1, 4, 4, 8], [1, 1, 1, 8], 0),  # broadcast operand read repeatedly
+        ("float32", [3, 1, 5], [3, 4, 5], 1),
+    ],
+)
 def test_in_place(tmp_path, kind, dtype, shape1, shape2, alias):
     model = binary_model(kind, dtype, shape1, shape2, "RELU6")
     library = compile_bytes(model, tmp_path)
@@ -173,14 +206,18 @@ def test_in_place(tmp_path, kind, dtype, shape1, shape2, alias):
 
 # ---- rejections ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("model,message", [
-    (lambda: binary_model("ADD", "int8", [2, 3], [4, 3], out_shape=[4, 3]), "do not broadcast"),
-    (lambda: binary_model("MUL", "int16", [4], [4], quant=[(0.001, 3), (0.001, 0), (0.001, 0)]), "zero point 0"),
-    (lambda: binary_model("ADD", "int8", [4], [4], quant=[(1.0, 0), (1.0, 0), (1e-8, 0)]), "output rescale"),
-    (lambda: binary_model("ADD", "int8", [1, 4], [4], out_shape=[4]), "broadcast shape"),
-    (lambda: binary_model("MUL", "int8", [1, 1, 1, 1, 1, 1, 2], [2]), "up to 6D"),
-    (lambda: binary_model("ADD", "int64", [4], [4]), "not supported"),
-])
+
+@pytest.mark.parametrize(
+    "model,message",
+    [
+        (lambda: binary_model("ADD", "int8", [2, 3], [4, 3], out_shape=[4, 3]), "do not broadcast"),
+        (lambda: binary_model("MUL", "int16", [4], [4], quant=[(0.001, 3), (0.001, 0), (0.001, 0)]), "zero point 0"),
+        (lambda: binary_model("ADD", "int8", [4], [4], quant=[(1.0, 0), (1.0, 0), (1e-8, 0)]), "output rescale"),
+        (lambda: binary_model("ADD", "int8", [1, 4], [4], out_shape=[4]), "broadcast shape"),
+        (lambda: binary_model("MUL", "int8", [1, 1, 1, 1, 1, 1, 2], [2]), "up to 6D"),
+        (lambda: binary_model("ADD", "int64", [4], [4]), "not supported"),
+    ],
+)
 def test_rejects_unsupported(tmp_path, model, message):
     with pytest.raises(UnsupportedModelError, match=message) as info:
         compile_bytes(model(), tmp_path)
@@ -189,13 +226,15 @@ def test_rejects_unsupported(tmp_path, model, message):
 
 # ---- int32 (unquantized) and float specials ------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["ADD", "MUL"])
 @pytest.mark.parametrize("activation", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
 def test_int32_matches_tflm(tmp_path, kind, activation):
     # Full-range random values: the sums and products wrap as TFLM's int32 arithmetic; TFLM's
     # int32 ADD ignores the fused activation, its MUL applies it.
-    lib = assert_matches_oracle(binary_model(kind, "int32", [2, 3, 4], [3, 1], activation), tmp_path, n_inputs=3,
-                                sanitize=activation == "RELU")
+    lib = assert_matches_oracle(
+        binary_model(kind, "int32", [2, 3, 4], [3, 1], activation), tmp_path, n_inputs=3, sanitize=activation == "RELU"
+    )
     assert lib.metadata["outputs"][0]["dtype"] == "int32"
 
 

@@ -1,9 +1,14 @@
 """ADD_N against the TFLM oracle: float32 and int8, two to many inputs."""
+
 import numpy as np
 import pytest
-
-from elementwise_models import (assert_one_line_cli_error, assert_rejected, elementwise_model, random_array,
-                                side_by_side_model)
+from elementwise_models import (
+    assert_one_line_cli_error,
+    assert_rejected,
+    elementwise_model,
+    random_array,
+    side_by_side_model,
+)
 from harness import assert_matches_oracle
 
 
@@ -14,8 +19,13 @@ def _op(dtype, n, shape, zp=-3, scale=0.05, out=(0.1, 4)):
 
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
 def test_add_n_matches_tflm(tmp_path, dtype):
-    ops = [_op(dtype, 2, [2, 3, 5]), _op(dtype, 3, [1]), _op(dtype, 5, [4, 7], zp=0, scale=0.02, out=(0.3, -10)),
-           _op(dtype, 4, [1, 2, 2, 3], zp=127, scale=0.5, out=(1.0, -128)), _op(dtype, 7, [9])]
+    ops = [
+        _op(dtype, 2, [2, 3, 5]),
+        _op(dtype, 3, [1]),
+        _op(dtype, 5, [4, 7], zp=0, scale=0.02, out=(0.3, -10)),
+        _op(dtype, 4, [1, 2, 2, 3], zp=127, scale=0.5, out=(1.0, -128)),
+        _op(dtype, 7, [9]),
+    ]
     assert_matches_oracle(side_by_side_model(ops), tmp_path, n_inputs=3, sanitize=dtype == "int8")
 
 
@@ -31,8 +41,10 @@ def test_add_n_of_many_inputs_mostly_constant(tmp_path, dtype):
 
 
 MALFORMED = [
-    (lambda: elementwise_model("ADD_N", "int8", [[4], [4]], quant=[(0.1, 0), (0.2, 0), (0.1, 0)]),
-     "share one scale and zero point"),
+    (
+        lambda: elementwise_model("ADD_N", "int8", [[4], [4]], quant=[(0.1, 0), (0.2, 0), (0.1, 0)]),
+        "share one scale and zero point",
+    ),
     (lambda: elementwise_model("ADD_N", "float32", [[4], [1]], out_shape=[4]), "does not broadcast"),
     (lambda: elementwise_model("ADD_N", "int16", [[4], [4]]), "not supported"),
     (lambda: elementwise_model("ADD_N", "int8", [[4], [4]], quant=[(1.0, 0), (1.0, 0), (1e-8, 0)]), "output rescale"),

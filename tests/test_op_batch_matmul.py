@@ -1,11 +1,11 @@
 """BATCH_MATMUL against the TFLM oracle: float32, int8, int16; adj_x/adj_y; batch broadcasting (ranks 2
 to 5); constant or activation right-hand side; malformed shapes refused in one line."""
+
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
@@ -25,12 +25,15 @@ def product_shape(lhs, rhs, adj_x, adj_y):
     return [max(x, y) for x, y in zip(a, b)] + [m, n]
 
 
-QUANT = {"int8": dict(lhs=(0.05, -7), rhs=(0.03, 11), out=(0.4, 5)),
-         "int16": dict(lhs=(0.0005, 0), rhs=(0.0004, 0), out=(0.004, 0))}
+QUANT = {
+    "int8": dict(lhs=(0.05, -7), rhs=(0.03, 11), out=(0.4, 5)),
+    "int16": dict(lhs=(0.0005, 0), rhs=(0.0004, 0), out=(0.004, 0)),
+}
 
 
-def batch_matmul_model(dtype, lhs_shape, rhs_shape, adj_x=False, adj_y=False, constant_rhs=False, seed=0,
-                       out_shape=None, quant=None):
+def batch_matmul_model(
+    dtype, lhs_shape, rhs_shape, adj_x=False, adj_y=False, constant_rhs=False, seed=0, out_shape=None, quant=None
+):
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     q = quant or QUANT.get(dtype)
@@ -79,8 +82,9 @@ CASES = {
 def test_batch_matmul_matches_tflm(tmp_path, dtype):
     """The cases of one type side by side in one model (one compile), each output checked."""
     names = [n for n, case in CASES.items() if case[0] == dtype]
-    library = assert_cases_match_oracle({n: batch_matmul_model(*CASES[n][:3], **CASES[n][3]) for n in names},
-                                        tmp_path, n_inputs=3)
+    library = assert_cases_match_oracle(
+        {n: batch_matmul_model(*CASES[n][:3], **CASES[n][3]) for n in names}, tmp_path, n_inputs=3
+    )
     assert len(library.metadata["outputs"]) == len(names)
 
 
@@ -92,27 +96,36 @@ def test_batch_matmul_int8_zero_points_zero_and_extremes(tmp_path):
 
 
 def test_batch_matmul_sanitized(tmp_path):
-    assert_matches_oracle(batch_matmul_model("int8", [2, 1, 3, 6], [1, 3, 5, 6], adj_y=True), tmp_path,
-                          n_inputs=2, sanitize=True)
-    assert_matches_oracle(batch_matmul_model("int16", [2, 4, 5], [5, 3]), tmp_path / "i16", n_inputs=2,
-                          sanitize=True)
+    assert_matches_oracle(
+        batch_matmul_model("int8", [2, 1, 3, 6], [1, 3, 5, 6], adj_y=True), tmp_path, n_inputs=2, sanitize=True
+    )
+    assert_matches_oracle(batch_matmul_model("int16", [2, 4, 5], [5, 3]), tmp_path / "i16", n_inputs=2, sanitize=True)
 
 
 def _cli_compile(model: bytes, tmp_path):
     path = tmp_path / "m.tflite"
     path.write_bytes(model)
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
 
 
-@pytest.mark.parametrize("args,kwargs,message", [
-    (("float32", [3, 5], [4, 4]), dict(out_shape=[3, 4]), "the inner dimensions differ"),
-    (("int8", [2, 3, 5], [3, 5, 4]), dict(out_shape=[2, 3, 4]), "do not broadcast"),
-    (("float32", [3, 5], [5, 4]), dict(out_shape=[3, 5]), "is not the product's [3, 4]"),
-    (("float32", [3, 5], [5, 4]), dict(adj_x=True, out_shape=[3, 4]), "the inner dimensions differ"),
-    (("int16", [3, 5], [5, 4]), dict(quant=dict(lhs=(0.1, 3), rhs=(0.1, 0), out=(0.1, 0))),
-     "int16 zero points must be 0"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,message",
+    [
+        (("float32", [3, 5], [4, 4]), dict(out_shape=[3, 4]), "the inner dimensions differ"),
+        (("int8", [2, 3, 5], [3, 5, 4]), dict(out_shape=[2, 3, 4]), "do not broadcast"),
+        (("float32", [3, 5], [5, 4]), dict(out_shape=[3, 5]), "is not the product's [3, 4]"),
+        (("float32", [3, 5], [5, 4]), dict(adj_x=True, out_shape=[3, 4]), "the inner dimensions differ"),
+        (
+            ("int16", [3, 5], [5, 4]),
+            dict(quant=dict(lhs=(0.1, 3), rhs=(0.1, 0), out=(0.1, 0))),
+            "int16 zero points must be 0",
+        ),
+    ],
+)
 def test_batch_matmul_malformed_is_one_line(tmp_path, args, kwargs, message):
     result = _cli_compile(batch_matmul_model(*args, **kwargs), tmp_path)
     assert result.returncode == 2, result.stderr

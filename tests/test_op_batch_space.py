@@ -6,36 +6,40 @@ SPACE_TO_BATCH_ND's padding value in TFLM is a field of its persistent op data t
 sets (uninitialised arena memory: 0 in a fresh process, other values after earlier interpreters
 used the heap). We pad with 0, for int8 too; the padded positions are checked to be 0 and every
 other position against TFLM."""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
-from oracle import Oracle
 from model_builder import ModelBuilder
 from model_merge import assert_cases_match_oracle, merge_models
+from oracle import Oracle
 from spatial_cli import assert_rejects
+
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
 
 Q = {"int8": dict(scale=0.05, zero_point=-7), "float32": {}}
 
 
 def _out_shape(kind, shape, block, pads):
-    spatial = shape[1:1 + len(block)]
+    spatial = shape[1 : 1 + len(block)]
     if kind == "BATCH_TO_SPACE_ND":
         sp = [s * k - a - c for s, k, (a, c) in zip(spatial, block, pads)]
-        return [shape[0] // int(np.prod(block))] + sp + list(shape[1 + len(block):])
+        return [shape[0] // int(np.prod(block))] + sp + list(shape[1 + len(block) :])
     sp = [(s + a + c) // k for s, k, (a, c) in zip(spatial, block, pads)]
-    return [shape[0] * int(np.prod(block))] + sp + list(shape[1 + len(block):])
+    return [shape[0] * int(np.prod(block))] + sp + list(shape[1 + len(block) :])
 
 
 def batch_space_model(kind, dtype, shape, block, pads, out_shape=None, block_const=True):
     b = ModelBuilder()
     x = b.activation("x", shape, dtype, **Q[dtype])
-    bs = b.constant("block", np.array(block, dtype=np.int32)) if block_const else \
-        b.activation("block", [len(block)], "int32")
+    bs = (
+        b.constant("block", np.array(block, dtype=np.int32))
+        if block_const
+        else b.activation("block", [len(block)], "int32")
+    )
     p = b.constant("pads", np.array(pads, dtype=np.int32).reshape(-1, 2))
     y = b.activation("y", out_shape or _out_shape(kind, shape, block, pads), dtype, **Q[dtype])
     b.op(kind, [x, bs, p], [y])
@@ -63,21 +67,24 @@ def _id(c):
 
 
 def test_batch_to_space_matches_tflm(tmp_path):
-    assert_cases_match_oracle({_id(c): batch_space_model(*c) for c in CASES if c[0] == "BATCH_TO_SPACE_ND"},
-                              tmp_path)
+    assert_cases_match_oracle({_id(c): batch_space_model(*c) for c in CASES if c[0] == "BATCH_TO_SPACE_ND"}, tmp_path)
 
 
 def _space_to_batch_reference(x, block, pads):
     """numpy SPACE_TO_BATCH_ND padding with 0 (only used for the padding mask)."""
     spatial = len(block)
     x = np.pad(x, [(0, 0)] + [tuple(p) for p in pads] + [(0, 0)] * (x.ndim - 1 - spatial))
-    b, rest = x.shape[0], x.shape[1 + spatial:]
+    b, rest = x.shape[0], x.shape[1 + spatial :]
     shape = [b]
-    for s, k in zip(x.shape[1:1 + spatial], block):
+    for s, k in zip(x.shape[1 : 1 + spatial], block):
         shape += [s // k, k]
     x = x.reshape(shape + list(rest))
-    order = [2 + 2 * i for i in range(spatial)] + [0] + [1 + 2 * i for i in range(spatial)] + \
-        list(range(1 + 2 * spatial, x.ndim))
+    order = (
+        [2 + 2 * i for i in range(spatial)]
+        + [0]
+        + [1 + 2 * i for i in range(spatial)]
+        + list(range(1 + 2 * spatial, x.ndim))
+    )
     x = x.transpose(order)
     return x.reshape([b * int(np.prod(block))] + [x.shape[spatial + 1 + i] for i in range(spatial)] + list(rest))
 
@@ -100,23 +107,69 @@ def test_space_to_batch_matches_tflm_and_pads_with_zero(tmp_path, sanitize):
 
 
 def test_batch_to_space_sanitized(tmp_path):
-    assert_matches_oracle(batch_space_model("BATCH_TO_SPACE_ND", "int8", [12, 3, 2, 2], [3, 2], [[1, 2], [0, 1]]),
-                          tmp_path, sanitize=True)
+    assert_matches_oracle(
+        batch_space_model("BATCH_TO_SPACE_ND", "int8", [12, 3, 2, 2], [3, 2], [[1, 2], [0, 1]]), tmp_path, sanitize=True
+    )
 
 
-@pytest.mark.parametrize("model,kind,message,cli", [
-    (lambda: batch_space_model("BATCH_TO_SPACE_ND", "int8", [5, 2, 2, 1], [2, 2], [[0, 0], [0, 0]],
-                               out_shape=[1, 4, 4, 1]), "BATCH_TO_SPACE_ND", "not a multiple", True),
-    (lambda: batch_space_model("BATCH_TO_SPACE_ND", "int8", [4, 2, 2, 1], [2, 0], [[0, 0], [0, 0]],
-                               out_shape=[2, 4, 2, 1]), "BATCH_TO_SPACE_ND", "at least 1", False),
-    (lambda: batch_space_model("BATCH_TO_SPACE_ND", "float32", [4, 2, 2, 1], [2, 2], [[0, 0], [0, 0]],
-                               block_const=False, out_shape=[1, 4, 4, 1]), "BATCH_TO_SPACE_ND", "not supported yet", False),
-    (lambda: batch_space_model("SPACE_TO_BATCH_ND", "float32", [1, 5, 4, 1], [2, 2], [[0, 0], [0, 0]],
-                               out_shape=[4, 2, 2, 1]), "SPACE_TO_BATCH_ND", "not a multiple", True),
-    (lambda: batch_space_model("SPACE_TO_BATCH_ND", "int8", [1, 4, 4, 1], [2, 2], [[0, 0], [-2, 2]],
-                               out_shape=[4, 2, 2, 1]), "SPACE_TO_BATCH_ND", "negative", False),
-    (lambda: batch_space_model("SPACE_TO_BATCH_ND", "int8", [1, 4, 4, 1], [2, 2, 1], [[0, 0], [0, 0]],
-                               out_shape=[4, 2, 2, 1]), "SPACE_TO_BATCH_ND", "block shape", False),
-])
+@pytest.mark.parametrize(
+    "model,kind,message,cli",
+    [
+        (
+            lambda: batch_space_model(
+                "BATCH_TO_SPACE_ND", "int8", [5, 2, 2, 1], [2, 2], [[0, 0], [0, 0]], out_shape=[1, 4, 4, 1]
+            ),
+            "BATCH_TO_SPACE_ND",
+            "not a multiple",
+            True,
+        ),
+        (
+            lambda: batch_space_model(
+                "BATCH_TO_SPACE_ND", "int8", [4, 2, 2, 1], [2, 0], [[0, 0], [0, 0]], out_shape=[2, 4, 2, 1]
+            ),
+            "BATCH_TO_SPACE_ND",
+            "at least 1",
+            False,
+        ),
+        (
+            lambda: batch_space_model(
+                "BATCH_TO_SPACE_ND",
+                "float32",
+                [4, 2, 2, 1],
+                [2, 2],
+                [[0, 0], [0, 0]],
+                block_const=False,
+                out_shape=[1, 4, 4, 1],
+            ),
+            "BATCH_TO_SPACE_ND",
+            "not supported yet",
+            False,
+        ),
+        (
+            lambda: batch_space_model(
+                "SPACE_TO_BATCH_ND", "float32", [1, 5, 4, 1], [2, 2], [[0, 0], [0, 0]], out_shape=[4, 2, 2, 1]
+            ),
+            "SPACE_TO_BATCH_ND",
+            "not a multiple",
+            True,
+        ),
+        (
+            lambda: batch_space_model(
+                "SPACE_TO_BATCH_ND", "int8", [1, 4, 4, 1], [2, 2], [[0, 0], [-2, 2]], out_shape=[4, 2, 2, 1]
+            ),
+            "SPACE_TO_BATCH_ND",
+            "negative",
+            False,
+        ),
+        (
+            lambda: batch_space_model(
+                "SPACE_TO_BATCH_ND", "int8", [1, 4, 4, 1], [2, 2, 1], [[0, 0], [0, 0]], out_shape=[4, 2, 2, 1]
+            ),
+            "SPACE_TO_BATCH_ND",
+            "block shape",
+            False,
+        ),
+    ],
+)
 def test_batch_space_rejects(tmp_path, model, kind, message, cli):
     assert_rejects(model(), tmp_path, kind, message, cli)

@@ -1,8 +1,8 @@
 """The binary/n-ary elementwise family on an emulated Cortex-M4 board (mps2_an386, QEMU): one model
 holding one instance of each operator, in int8 where TFLM runs it (FLOOR_DIV/FLOOR_MOD: float32,
 LOGICAL_AND/OR: bool; ADD/MUL also in int32), run standalone once and compared with TFLM."""
-import numpy as np
 
+import numpy as np
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from elementwise_models import activation_options, random_array, side_by_side_model
 

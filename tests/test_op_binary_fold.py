@@ -1,14 +1,14 @@
 """Constant subgraphs of the binary family fold at compile time (no code), with TFLM's results:
 each operator on two constants feeds one operator with a runtime input."""
-import numpy as np
 
+import numpy as np
 from elementwise_models import activation_options
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
 
 RNG = np.random.default_rng(8)
-I32 = RNG.integers(-2**31, 2**31 - 1, (2, 3), endpoint=True).astype(np.int32)
-I32_B = RNG.integers(-2**31, 2**31 - 1, (3,), endpoint=True).astype(np.int32)
+I32 = RNG.integers(-(2**31), 2**31 - 1, (2, 3), endpoint=True).astype(np.int32)
+I32_B = RNG.integers(-(2**31), 2**31 - 1, (3,), endpoint=True).astype(np.int32)
 F32 = RNG.uniform(-5, 5, (2, 3)).astype(np.float32)
 F32_B = (RNG.uniform(0.5, 3, (3,)) * np.array([1, -1, 1])).astype(np.float32)
 DIVISOR = np.array([7, -3, 1000], np.int32)

@@ -1,15 +1,16 @@
 """The binary family in place: each kernel that offers an input's memory to its output
 (``inplace_inputs``) computes the same result when the output pointer is that input."""
+
 import numpy as np
 import pytest
-
 from elementwise_models import activation_options, elementwise_model
 from harness import compile_bytes
+from oracle import Oracle
+from test_op_add_mul import _run_in_place
+
 from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.inputs import random_inputs
 from microcompiler.ops import kernel_for
-from oracle import Oracle
-from test_op_add_mul import _run_in_place
 
 Q = [(0.05, -3), (0.1, 2), (0.08, 5)]
 CASES = [

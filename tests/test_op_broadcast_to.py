@@ -1,9 +1,9 @@
 """BROADCAST_TO and BROADCAST_ARGS against the TFLM oracle: every type TFLM runs, 1-D..5-D,
 rank extension, a run-time shape input (only the output shape matters); BROADCAST_ARGS folded
 (constant shapes) and at run time; malformed shapes via the CLI."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection, run_ours, side_by_side, single_op
@@ -34,8 +34,9 @@ def test_broadcast_to_int8_matches_tflm(tmp_path):
 
 
 def test_broadcast_to_types_match_tflm(tmp_path):
-    model = side_by_side([broadcast_to_case([3, 1], [2, 3, 2], dtype)
-                          for dtype in ("int16", "int32", "int64", "float32", "bool")])
+    model = side_by_side(
+        [broadcast_to_case([3, 1], [2, 3, 2], dtype) for dtype in ("int16", "int32", "int64", "float32", "bool")]
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
@@ -51,11 +52,14 @@ def test_broadcast_to_with_a_run_time_shape(tmp_path):
     np.testing.assert_array_equal(outs[0][0], np.broadcast_to(x_in, (4, 3)))
 
 
-@pytest.mark.parametrize("shape,out_shape,value,match", [
-    ([2, 3], [4, 3], None, "cannot broadcast"),
-    ([2, 3], [3], None, "lower rank"),
-    ([1, 3], [4, 3], [5, 3], "differs from the output shape"),
-])
+@pytest.mark.parametrize(
+    "shape,out_shape,value,match",
+    [
+        ([2, 3], [4, 3], None, "cannot broadcast"),
+        ([2, 3], [3], None, "lower rank"),
+        ([1, 3], [4, 3], [5, 3], "differs from the output shape"),
+    ],
+)
 def test_broadcast_to_rejections(tmp_path, shape, out_shape, value, match):
     assert_clean_rejection(broadcast_to_model(shape, out_shape, shape_value=value), tmp_path, match)
 
@@ -75,20 +79,24 @@ def broadcast_args_model(a, b_, dtype, constant):
     return b.finish([s0, s1], [y])
 
 
-@pytest.mark.parametrize("a,b_,dtype", [([2, 1, 4], [3, 1], "int32"), ([5], [4, 1, 5], "int64"),
-                                        ([1, 1], [1, 7], "int32")])
+@pytest.mark.parametrize(
+    "a,b_,dtype", [([2, 1, 4], [3, 1], "int32"), ([5], [4, 1, 5], "int64"), ([1, 1], [1, 7], "int32")]
+)
 def test_broadcast_args_at_run_time_matches_tflm(tmp_path, a, b_, dtype):
     inputs = [[np.array(a, dtype), np.array(b_, dtype)]]
-    assert_matches_oracle(broadcast_args_model(a, b_, dtype, constant=False), tmp_path, inputs=inputs,
-                          sanitize=dtype == "int64")
+    assert_matches_oracle(
+        broadcast_args_model(a, b_, dtype, constant=False), tmp_path, inputs=inputs, sanitize=dtype == "int64"
+    )
 
 
 def test_broadcast_args_of_constants_matches_tflm(tmp_path):
-    library = assert_matches_oracle(broadcast_args_model([2, 1, 4], [3, 1], "int32", constant=True), tmp_path,
-                                    n_inputs=1)
+    library = assert_matches_oracle(
+        broadcast_args_model([2, 1, 4], [3, 1], "int32", constant=True), tmp_path, n_inputs=1
+    )
     assert [o["kind"] for o in library.metadata["operators"]] == ["BROADCAST_ARGS"]  # a model output: a copy
 
 
 def test_broadcast_args_rejects_incompatible_constant_shapes(tmp_path):
-    assert_clean_rejection(broadcast_args_model([2, 3], [4, 3], "int32", constant=True), tmp_path,
-                           "cannot be broadcast")
+    assert_clean_rejection(
+        broadcast_args_model([2, 3], [4, 3], "int32", constant=True), tmp_path, "cannot be broadcast"
+    )

@@ -1,30 +1,74 @@
 """CAST against the TFLM oracle: every pair of float32, int8, int16, int32, uint32 and bool, bit for bit,
 including NaN, infinities and out-of-range floats (TFLM saturates them), integer narrowing (wraps),
 quantized tensors (their parameters are ignored) and constant folding."""
+
 import subprocess
 import sys
 
+import model_builder
 import numpy as np
 import pytest
-
-import model_builder
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, fb
+
+from microcompiler.errors import UnsupportedModelError
 
 model_builder.TYPES.setdefault("bool", fb.TensorType.BOOL)
 model_builder.TYPES.setdefault("uint32", fb.TensorType.UINT32)
 
 TYPES = ["float32", "int8", "int16", "int32", "uint32", "bool"]
-SHAPES = {"float32": [4, 11], "int8": [1], "int16": [3, 7], "int32": [2, 2, 5], "uint32": [2, 9],
-          "bool": [13]}
+SHAPES = {"float32": [4, 11], "int8": [1], "int16": [3, 7], "int32": [2, 2, 5], "uint32": [2, 9], "bool": [13]}
 # Float values around every type's limits, ties, fractions of both signs, NaN and infinities.
-FLOAT_EDGES = np.array([
-    np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, 0.99, -0.99, 1.5, -1.5, 127.5, 128.0, -128.9, -129.0,
-    255.7, 32767.5, 32768.0, -32768.9, -32769.0, 65535.9, 2147483520.0, 2147483648.0, -2147483648.0,
-    -2147483904.0, 3e9, -3e9, 4294967040.0, 5e9, 3.4028235e38, -3.4028235e38, 16777217.0, -7.75,
-    100.25, -100.25, 1e-3, -1e-3, 1e20, -1e20, 0.5, -0.5, 42.0, 2.0, -2.0, 9.99], dtype=np.float32)
+FLOAT_EDGES = np.array(
+    [
+        np.nan,
+        np.inf,
+        -np.inf,
+        -0.0,
+        0.0,
+        1e-45,
+        0.99,
+        -0.99,
+        1.5,
+        -1.5,
+        127.5,
+        128.0,
+        -128.9,
+        -129.0,
+        255.7,
+        32767.5,
+        32768.0,
+        -32768.9,
+        -32769.0,
+        65535.9,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        3e9,
+        -3e9,
+        4294967040.0,
+        5e9,
+        3.4028235e38,
+        -3.4028235e38,
+        16777217.0,
+        -7.75,
+        100.25,
+        -100.25,
+        1e-3,
+        -1e-3,
+        1e20,
+        -1e20,
+        0.5,
+        -0.5,
+        42.0,
+        2.0,
+        -2.0,
+        9.99,
+    ],
+    dtype=np.float32,
+)
 
 
 def cast_model(src, dsts, shape, src_q=(None, None), dst_q=(None, None), options=None) -> bytes:
@@ -46,12 +90,12 @@ def source_values(src, shape, seed) -> np.ndarray:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     if src == "float32":
         x = rng.uniform(-1e5, 1e5, size=shape).astype(np.float32)
-        x.ravel()[:len(FLOAT_EDGES)] = FLOAT_EDGES[:x.size]
+        x.ravel()[: len(FLOAT_EDGES)] = FLOAT_EDGES[: x.size]
         return x
     info = np.iinfo(src)
     x = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=src)
-    edges = [info.min, info.max, -1, 0, 1, 128, -129, 32768, -32769][:x.size]
-    x.ravel()[:len(edges)] = np.array(edges, dtype=np.int64).astype(src)
+    edges = [info.min, info.max, -1, 0, 1, 128, -129, 32768, -32769][: x.size]
+    x.ravel()[: len(edges)] = np.array(edges, dtype=np.int64).astype(src)
     return x
 
 
@@ -59,17 +103,18 @@ def source_values(src, shape, seed) -> np.ndarray:
 def test_cast_to_every_type_matches_tflm(tmp_path, src):
     shape = SHAPES[src]
     model = cast_model(src, TYPES, shape)
-    assert_matches_oracle(model, tmp_path, inputs=[[source_values(src, shape, s)] for s in range(3)],
-                          sanitize=src == "float32")  # float -> int is where C has undefined behaviour
+    assert_matches_oracle(
+        model, tmp_path, inputs=[[source_values(src, shape, s)] for s in range(3)], sanitize=src == "float32"
+    )  # float -> int is where C has undefined behaviour
 
 
 def test_cast_ignores_quantization_and_options(tmp_path):
     # TFLM converts the stored values: scales and zero points play no part, and neither do the
     # options' data types (here contradicting the tensors).
-    options = model_builder._opts("CastOptions", inDataType=fb.TensorType.INT64,
-                                  outDataType=fb.TensorType.UINT8)
-    model = cast_model("int8", ["float32", "int16", "int32"], [3, 5], src_q=(0.05, -7), dst_q=(0.3, 11),
-                       options=options)
+    options = model_builder._opts("CastOptions", inDataType=fb.TensorType.INT64, outDataType=fb.TensorType.UINT8)
+    model = cast_model(
+        "int8", ["float32", "int16", "int32"], [3, 5], src_q=(0.05, -7), dst_q=(0.3, 11), options=options
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
@@ -94,10 +139,13 @@ def test_cast_of_constants_folds_to_flash(tmp_path):
     assert len(library.functions) == 6  # five second CASTs and the one of the model input
 
 
-@pytest.mark.parametrize("src,dst,message", [
-    ("int64", "float32", "input type int64 is not supported"),
-    ("float32", "uint8", "output type uint8 is not supported"),
-])
+@pytest.mark.parametrize(
+    "src,dst,message",
+    [
+        ("int64", "float32", "input type int64 is not supported"),
+        ("float32", "uint8", "output type uint8 is not supported"),
+    ],
+)
 def test_unsupported_types_are_rejected(tmp_path, src, dst, message):
     with pytest.raises(UnsupportedModelError, match=rf"operator 0 \(CAST\): {message}"):
         compile_bytes(cast_model(src, [dst], [4]), tmp_path)
@@ -109,8 +157,11 @@ def test_mismatched_shapes_give_one_line_error(tmp_path):
     b.op("CAST", [x], [y])
     path = tmp_path / "m.tflite"
     path.write_bytes(b.finish([x], [y]))
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "operator 0 (CAST): input shape [2, 3] and output shape [5]" in lines[0], lines

@@ -1,23 +1,24 @@
 """EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL against the TFLM oracle: every type
 TFLM runs for each, broadcasting, int8/int16 inputs of different scales."""
+
 import numpy as np
 import pytest
-
 from elementwise_models import assert_one_line_cli_error, assert_rejected, elementwise_model, side_by_side_model
 from harness import assert_matches_oracle
 
 KINDS = ["EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL"]
-TYPES = {"EQUAL": ["int8", "int32", "int64", "float32", "bool"],
-         "NOT_EQUAL": ["int8", "int32", "int64", "float32", "bool"],
-         "GREATER": ["int8", "int32", "int64", "float32"],
-         "GREATER_EQUAL": ["int8", "int32", "int64", "float32"],
-         "LESS": ["int8", "int32", "int64", "float32"],
-         "LESS_EQUAL": ["int8", "int32", "int64", "float32"]}
+TYPES = {
+    "EQUAL": ["int8", "int32", "int64", "float32", "bool"],
+    "NOT_EQUAL": ["int8", "int32", "int64", "float32", "bool"],
+    "GREATER": ["int8", "int32", "int64", "float32"],
+    "GREATER_EQUAL": ["int8", "int32", "int64", "float32"],
+    "LESS": ["int8", "int32", "int64", "float32"],
+    "LESS_EQUAL": ["int8", "int32", "int64", "float32"],
+}
 SHAPES = [([2, 3, 5], [2, 3, 5]), ([1], [4, 1, 3]), ([2, 1, 4, 1, 3], [5, 1, 1, 1]), ([7], [1])]
 # Quantization of input1, input2 (and an unused output entry) for the quantized cases: equal
 # scales, different scales, scales whose rescaled values tie.
-QUANTS = {"int8": [[(0.05, -3), (0.05, -3), None], [(0.02, 10), (0.07, -20), None],
-                   [(0.5, 127), (0.25, -128), None]]}
+QUANTS = {"int8": [[(0.05, -3), (0.05, -3), None], [(0.02, 10), (0.07, -20), None], [(0.5, 127), (0.25, -128), None]]}
 
 
 def _small_ints(dtype, shape, rng):
@@ -60,8 +61,7 @@ def test_comparisons_match_tflm(tmp_path, dtype):
 def test_quantized_comparison_of_values_equal_after_rescaling(tmp_path):
     # 0.5 * (x - 127) == 0.25 * (y + 128) for x = 127 - k, y = -128 - 2k: EQUAL must see the
     # rescaled values, not the stored ones.
-    model = elementwise_model("EQUAL", "int8", [[8], [8]], out_dtype="bool",
-                              quant=[(0.5, 127), (0.25, -128), None])
+    model = elementwise_model("EQUAL", "int8", [[8], [8]], out_dtype="bool", quant=[(0.5, 127), (0.25, -128), None])
     x = np.array([127, 126, 125, 120, 0, -1, 100, 127], np.int8)
     y = np.array([-128, -126, -124, -114, 126, 127, 0, -127], np.int8)
     lib = assert_matches_oracle(model, tmp_path, inputs=[[x, y]])
@@ -69,23 +69,38 @@ def test_quantized_comparison_of_values_equal_after_rescaling(tmp_path):
 
 
 def test_sanitized(tmp_path):
-    assert_matches_oracle(elementwise_model("LESS_EQUAL", "int8", [[3, 1], [1, 5]], out_dtype="bool",
-                                            quant=[(0.02, 10), (0.07, -20), None]), tmp_path / "i8", sanitize=True)
+    assert_matches_oracle(
+        elementwise_model(
+            "LESS_EQUAL", "int8", [[3, 1], [1, 5]], out_dtype="bool", quant=[(0.02, 10), (0.07, -20), None]
+        ),
+        tmp_path / "i8",
+        sanitize=True,
+    )
 
 
 MALFORMED = [
     (lambda: elementwise_model("LESS", "int16", [[4], [4]], out_dtype="bool"), "not supported"),
     # TFLM's int16 GREATER never computes the comparison (every element false): refused.
     (lambda: elementwise_model("GREATER", "int16", [[4], [4]], out_dtype="bool"), "not supported"),
-    (lambda: elementwise_model("EQUAL", "float32", [[2, 3], [4, 3]], out_dtype="bool", out_shape=[4, 3]),
-     "do not broadcast"),
+    (
+        lambda: elementwise_model("EQUAL", "float32", [[2, 3], [4, 3]], out_dtype="bool", out_shape=[4, 3]),
+        "do not broadcast",
+    ),
     (lambda: elementwise_model("GREATER", "float32", [[4], [4]], out_dtype="float32"), "expected bool"),
-    (lambda: elementwise_model("EQUAL", ["int8", "int32"], [[4], [4]], out_dtype="bool",
-                               quant=[(0.1, 0), None, None]), "not supported"),
-    (lambda: elementwise_model("GREATER", "int8", [[4], [4]], out_dtype="bool",
-                               quant=[(2.0, 0), (0.1, 0), None]), "scale"),
-    (lambda: elementwise_model("NOT_EQUAL", "int32", [[1, 4], [4]], out_dtype="bool", out_shape=[4]),
-     "broadcast shape"),
+    (
+        lambda: elementwise_model(
+            "EQUAL", ["int8", "int32"], [[4], [4]], out_dtype="bool", quant=[(0.1, 0), None, None]
+        ),
+        "not supported",
+    ),
+    (
+        lambda: elementwise_model("GREATER", "int8", [[4], [4]], out_dtype="bool", quant=[(2.0, 0), (0.1, 0), None]),
+        "scale",
+    ),
+    (
+        lambda: elementwise_model("NOT_EQUAL", "int32", [[1, 4], [4]], out_dtype="bool", out_shape=[4]),
+        "broadcast shape",
+    ),
 ]
 
 

@@ -1,11 +1,12 @@
 """CONCATENATION against the TFLM oracle: int8, int16, float32; 1-D..4-D, 2-5 inputs, negative axes,
 constant inputs, a repeated input, and a RELU/RELU6 fused into it by the fuse_activations pass."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, concatenation_options
+
+from microcompiler.errors import UnsupportedModelError
 
 
 def concat_model(shapes, dtype, axis, qs=None, out_q=(None, None), after=None):
@@ -24,15 +25,18 @@ def concat_model(shapes, dtype, axis, qs=None, out_q=(None, None), after=None):
     return b.finish(xs, [y])
 
 
-@pytest.mark.parametrize("shapes,axis", [
-    ([[5], [3]], 0),
-    ([[2, 3], [2, 4], [2, 1]], 1),
-    ([[2, 3], [1, 3]], -2),
-    ([[2, 3, 4], [2, 1, 4], [2, 2, 4]], -2),
-    ([[1, 4, 4, 3], [1, 4, 4, 5]], -1),
-    ([[1, 2, 3, 2]] * 5, 3),
-    ([[2, 2, 3, 2], [1, 2, 3, 2], [3, 2, 3, 2], [1, 2, 3, 2]], -4),
-])
+@pytest.mark.parametrize(
+    "shapes,axis",
+    [
+        ([[5], [3]], 0),
+        ([[2, 3], [2, 4], [2, 1]], 1),
+        ([[2, 3], [1, 3]], -2),
+        ([[2, 3, 4], [2, 1, 4], [2, 2, 4]], -2),
+        ([[1, 4, 4, 3], [1, 4, 4, 5]], -1),
+        ([[1, 2, 3, 2]] * 5, 3),
+        ([[2, 2, 3, 2], [1, 2, 3, 2], [3, 2, 3, 2], [1, 2, 3, 2]], -4),
+    ],
+)
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
 def test_concatenation_matches_tflm(tmp_path, shapes, axis, dtype):
     q = (0.05, -128 if axis % 2 else 127) if dtype == "int8" else (None, None)
@@ -60,8 +64,15 @@ def test_concatenation_with_constant_and_repeated_inputs(tmp_path):
     assert_matches_oracle(b.finish([x], [y]), tmp_path)
 
 
-@pytest.mark.parametrize("dtype,act,q", [("int8", "RELU", (0.05, -7)), ("int8", "RELU6", (0.04, -100)),
-                                         ("float32", "RELU6", (None, None)), ("int16", "RELU", (0.001, 0))])
+@pytest.mark.parametrize(
+    "dtype,act,q",
+    [
+        ("int8", "RELU", (0.05, -7)),
+        ("int8", "RELU6", (0.04, -100)),
+        ("float32", "RELU6", (None, None)),
+        ("int16", "RELU", (0.001, 0)),
+    ],
+)
 def test_concatenation_with_fused_activation(tmp_path, dtype, act, q):
     """CONCATENATION -> RELU/RELU6 becomes one operator with a fused clamp, matching TFLM's two ops."""
     model = concat_model([[2, 5], [2, 3]], dtype, -1, out_q=q, after=act)
@@ -81,16 +92,20 @@ def test_concatenation_rejections(tmp_path):
         compile_bytes(b.finish([x0, x1], [y]), tmp_path / "b")
 
 
-@pytest.mark.parametrize("dtype,shapes,axis", [("int32", [[2, 3], [2, 1], [2, 2]], 1), ("int64", [[1, 3], [2, 3]], 0),
-                                               ("bool", [[2, 2, 1], [2, 2, 3]], -1)])
+@pytest.mark.parametrize(
+    "dtype,shapes,axis",
+    [("int32", [[2, 3], [2, 1], [2, 2]], 1), ("int64", [[1, 3], [2, 3]], 0), ("bool", [[2, 2, 1], [2, 2, 3]], -1)],
+)
 def test_concatenation_raw_types_match_tflm(tmp_path, dtype, shapes, axis):
     """int32, int64 and bool values are copied as they are (no quantization parameters)."""
     import movement_models  # noqa: F401  (teaches the model builder the bool type)
+
     assert_matches_oracle(concat_model(shapes, dtype, axis), tmp_path, n_inputs=2, sanitize=dtype == "bool")
 
 
 def test_concatenation_rejects_an_activation_on_int32(tmp_path):
     from movement_models import assert_clean_rejection
+
     b = ModelBuilder()
     x0, x1 = b.activation("x0", [2], "int32"), b.activation("x1", [2], "int32")
     y = b.activation("y", [4], "int32")

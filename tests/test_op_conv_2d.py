@@ -4,15 +4,16 @@ A curated list of cases (not a cartesian product) covering strides 1-3, SAME/VAL
 larger-than-input kernels, dilation 2, all fused activations, odd channel counts, batch 2, grouped
 convolution and input zero points -128..127. ``conv_model`` also builds DEPTHWISE_CONV_2D models.
 """
+
 import math
 import re
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, conv2d_options, depthwise_options
+
+from microcompiler.errors import UnsupportedModelError
 
 
 def out_size(padding, size, k, stride, dilation):
@@ -20,10 +21,27 @@ def out_size(padding, size, k, stride, dilation):
     return math.ceil(size / stride) if padding == "SAME" else math.ceil((size - eff + 1) / stride)
 
 
-def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c=4, stride=(1, 1),
-               padding="SAME", dilation=(1, 1), activation="NONE", per_channel=True, bias="default",
-               input_zp=-5, output_zp=3, batches=1, depth_multiplier=1, groups=1, seed=0, weights=None,
-               bias_range=None):
+def conv_model(
+    kind="CONV_2D",
+    dtype="int8",
+    hwc=(8, 8, 3),
+    kernel=(3, 3),
+    out_c=4,
+    stride=(1, 1),
+    padding="SAME",
+    dilation=(1, 1),
+    activation="NONE",
+    per_channel=True,
+    bias="default",
+    input_zp=-5,
+    output_zp=3,
+    batches=1,
+    depth_multiplier=1,
+    groups=1,
+    seed=0,
+    weights=None,
+    bias_range=None,
+):
     """A one-operator CONV_2D or DEPTHWISE_CONV_2D model with seeded random weights.
 
     bias: "default" (int32 for int8, int64 for int16, float32 for float32), None, or a dtype name.
@@ -37,8 +55,10 @@ def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c
     oc = c * depth_multiplier if depthwise else out_c
     w_shape = (1, *kernel, oc) if depthwise else (oc, *kernel, c // groups)
     taps = kernel[0] * kernel[1] * (1 if depthwise else c // groups)
-    oh, ow = (out_size(padding, h, kernel[0], stride[0], dilation[0]),
-              out_size(padding, w, kernel[1], stride[1], dilation[1]))
+    oh, ow = (
+        out_size(padding, h, kernel[0], stride[0], dilation[0]),
+        out_size(padding, w, kernel[1], stride[1], dilation[1]),
+    )
     b = ModelBuilder()
     if bias == "default":
         bias = {"int8": "int32", "int16": "int64", "float32": "float32"}[dtype]
@@ -55,19 +75,25 @@ def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c
         x = b.activation("x", [batches, h, w, c], dtype, scale=x_scale, zero_point=0 if wide else input_zp)
         w_scale = rng.uniform(0.002, 0.02, oc if per_channel else 1)
         w_data = rng.integers(-127, 128, w_shape, dtype=np.int8) if weights is None else weights
-        wt = b.constant("w", w_data.astype(np.int8), scale=w_scale,
-                        zero_point=[0] * len(w_scale), axis=3 if depthwise else 0)
+        wt = b.constant(
+            "w", w_data.astype(np.int8), scale=w_scale, zero_point=[0] * len(w_scale), axis=3 if depthwise else 0
+        )
         inputs = [x, wt]
         if bias:
             bias_range = bias_range or (40000 if wide else 3000)
             bias_scales = x_scale * (w_scale if per_channel else np.full(oc, w_scale[0]))
-            inputs.append(b.constant("bias", rng.integers(-bias_range, bias_range, oc).astype(bias),
-                                     scale=list(bias_scales), zero_point=[0] * oc))
+            inputs.append(
+                b.constant(
+                    "bias",
+                    rng.integers(-bias_range, bias_range, oc).astype(bias),
+                    scale=list(bias_scales),
+                    zero_point=[0] * oc,
+                )
+            )
         # Aim the output at roughly a third of the quantized range so clamping is exercised but rare.
         x_std, target = (18900, 8000) if wide else (74, 40)
         y_scale = x_scale * float(np.mean(w_scale)) * math.sqrt(taps) * 74 * x_std / target
-        y = b.activation("y", [batches, oh, ow, oc], dtype, scale=y_scale,
-                         zero_point=0 if wide else output_zp)
+        y = b.activation("y", [batches, oh, ow, oc], dtype, scale=y_scale, zero_point=0 if wide else output_zp)
     if depthwise:
         options = depthwise_options(padding, stride, dilation, depth_multiplier, activation)
     else:
@@ -79,37 +105,44 @@ def conv_model(kind="CONV_2D", dtype="int8", hwc=(8, 8, 3), kernel=(3, 3), out_c
 CASES = {
     # int8
     "i8_3x3_same_pc": dict(),
-    "i8_3x3_valid_s2_pt_relu_zp-128": dict(hwc=(9, 7, 5), out_c=7, stride=(2, 2), padding="VALID",
-                                           activation="RELU", per_channel=False, input_zp=-128),
-    "i8_5x3_same_s3_relu6_zp127": dict(hwc=(7, 9, 3), kernel=(5, 3), out_c=5, stride=(3, 3),
-                                       activation="RELU6", input_zp=127, output_zp=-7),
-    "i8_kernel_bigger_than_input": dict(hwc=(3, 2, 2), kernel=(5, 5), out_c=3, activation="RELU_N1_TO_1",
-                                        bias=None, input_zp=0),
+    "i8_3x3_valid_s2_pt_relu_zp-128": dict(
+        hwc=(9, 7, 5), out_c=7, stride=(2, 2), padding="VALID", activation="RELU", per_channel=False, input_zp=-128
+    ),
+    "i8_5x3_same_s3_relu6_zp127": dict(
+        hwc=(7, 9, 3), kernel=(5, 3), out_c=5, stride=(3, 3), activation="RELU6", input_zp=127, output_zp=-7
+    ),
+    "i8_kernel_bigger_than_input": dict(
+        hwc=(3, 2, 2), kernel=(5, 5), out_c=3, activation="RELU_N1_TO_1", bias=None, input_zp=0
+    ),
     "i8_dilation2_pt": dict(hwc=(9, 9, 3), dilation=(2, 2), per_channel=False, input_zp=10),
-    "i8_dilation_mixed_stride_mixed": dict(hwc=(10, 11, 1), kernel=(3, 2), out_c=1, stride=(1, 2),
-                                           dilation=(2, 1), padding="VALID", input_zp=-1),
+    "i8_dilation_mixed_stride_mixed": dict(
+        hwc=(10, 11, 1), kernel=(3, 2), out_c=1, stride=(1, 2), dilation=(2, 1), padding="VALID", input_zp=-1
+    ),
     "i8_1x1_all_ones": dict(hwc=(1, 1, 1), kernel=(1, 1), out_c=1, padding="VALID", input_zp=127),
-    "i8_1x1_same_s2_folded": dict(hwc=(6, 6, 7), kernel=(1, 1), out_c=3, stride=(2, 2), input_zp=-128,
-                                  activation="RELU"),
+    "i8_1x1_same_s2_folded": dict(
+        hwc=(6, 6, 7), kernel=(1, 1), out_c=3, stride=(2, 2), input_zp=-128, activation="RELU"
+    ),
     "i8_batch2_s2_same": dict(hwc=(5, 6, 3), out_c=2, stride=(2, 2), batches=2, per_channel=False),
     "i8_grouped": dict(hwc=(6, 6, 6), out_c=4, groups=2, input_zp=7),
     # int16x8
     "i16_3x3_same_pc_int64_bias": dict(dtype="int16"),
-    "i16_3x3_valid_s2_int32_bias": dict(dtype="int16", hwc=(7, 7, 5), out_c=3, stride=(2, 2),
-                                        padding="VALID", bias="int32"),
+    "i16_3x3_valid_s2_int32_bias": dict(
+        dtype="int16", hwc=(7, 7, 5), out_c=3, stride=(2, 2), padding="VALID", bias="int32"
+    ),
     "i16_no_bias_dilation2": dict(dtype="int16", hwc=(6, 7, 4), out_c=3, dilation=(2, 2), bias=None),
-    "i16_5x3_s3_relu6_pt": dict(dtype="int16", hwc=(8, 9, 3), kernel=(5, 3), out_c=5, stride=(3, 3),
-                                activation="RELU6", per_channel=False),
-    "i16_kernel_bigger_relu_n1": dict(dtype="int16", hwc=(2, 3, 1), kernel=(4, 5), out_c=3,
-                                      activation="RELU_N1_TO_1"),
+    "i16_5x3_s3_relu6_pt": dict(
+        dtype="int16", hwc=(8, 9, 3), kernel=(5, 3), out_c=5, stride=(3, 3), activation="RELU6", per_channel=False
+    ),
+    "i16_kernel_bigger_relu_n1": dict(dtype="int16", hwc=(2, 3, 1), kernel=(4, 5), out_c=3, activation="RELU_N1_TO_1"),
     # float32
     "f32_3x3_same": dict(dtype="float32"),
-    "f32_valid_s2_d2_relu": dict(dtype="float32", hwc=(11, 10, 3), out_c=5, stride=(2, 2), dilation=(2, 2),
-                                 padding="VALID", activation="RELU"),
-    "f32_kernel_bigger_no_bias_relu6": dict(dtype="float32", hwc=(3, 3, 2), kernel=(5, 4), out_c=3,
-                                            bias=None, activation="RELU6", stride=(3, 1)),
-    "f32_1x1_relu_n1": dict(dtype="float32", hwc=(4, 5, 7), kernel=(1, 1), out_c=5,
-                            activation="RELU_N1_TO_1"),
+    "f32_valid_s2_d2_relu": dict(
+        dtype="float32", hwc=(11, 10, 3), out_c=5, stride=(2, 2), dilation=(2, 2), padding="VALID", activation="RELU"
+    ),
+    "f32_kernel_bigger_no_bias_relu6": dict(
+        dtype="float32", hwc=(3, 3, 2), kernel=(5, 4), out_c=3, bias=None, activation="RELU6", stride=(3, 1)
+    ),
+    "f32_1x1_relu_n1": dict(dtype="float32", hwc=(4, 5, 7), kernel=(1, 1), out_c=5, activation="RELU_N1_TO_1"),
 }
 
 
@@ -126,10 +159,15 @@ def test_conv_2d_matches_tflm(tmp_path, case):
 
 def test_conv_2d_sanitized(tmp_path):
     """ASan + UBSan over padding edges, strides and both accumulator widths."""
-    assert_matches_oracle(conv_model(hwc=(5, 6, 3), kernel=(4, 3), stride=(2, 3), input_zp=-128), tmp_path,
-                          sanitize=True, n_inputs=3)
-    assert_matches_oracle(conv_model(dtype="int16", hwc=(5, 4, 3), out_c=2, bias="int32", dilation=(2, 1)),
-                          tmp_path / "i16", sanitize=True, n_inputs=3)
+    assert_matches_oracle(
+        conv_model(hwc=(5, 6, 3), kernel=(4, 3), stride=(2, 3), input_zp=-128), tmp_path, sanitize=True, n_inputs=3
+    )
+    assert_matches_oracle(
+        conv_model(dtype="int16", hwc=(5, 4, 3), out_c=2, bias="int32", dilation=(2, 1)),
+        tmp_path / "i16",
+        sanitize=True,
+        n_inputs=3,
+    )
 
 
 def test_conv_2d_int16_accumulator_wraps_like_tflm(tmp_path):
@@ -182,10 +220,13 @@ def test_conv_2d_dsp_records_pack_the_shift_with_the_bias(tmp_path, bias_range, 
         assert re.search(r"static const uint8_t \w+_params\[36\]", src) and "(int8_t)q[8]" in src
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(activation="TANH"), "fused activation TANH is not supported"),
-    (dict(dtype="int8", bias="int64"), "int8 needs an int32 bias"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(activation="TANH"), "fused activation TANH is not supported"),
+        (dict(dtype="int8", bias="int64"), "int8 needs an int32 bias"),
+    ],
+)
 def test_conv_2d_rejects(tmp_path, kwargs, message):
     with pytest.raises(UnsupportedModelError, match=message) as info:
         compile_bytes(conv_model(**kwargs), tmp_path)

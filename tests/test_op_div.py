@@ -1,10 +1,16 @@
 """DIV against the TFLM oracle: float32, int32, int8 (TFLM's integer division, checked on every
 pair of int8 values), broadcasting, every fused activation."""
+
 import numpy as np
 import pytest
-
-from elementwise_models import (activation_options, assert_one_line_cli_error, assert_rejected, elementwise_model,
-                                random_array, side_by_side_model)
+from elementwise_models import (
+    activation_options,
+    assert_one_line_cli_error,
+    assert_rejected,
+    elementwise_model,
+    random_array,
+    side_by_side_model,
+)
 from harness import assert_matches_oracle
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
@@ -19,10 +25,14 @@ def _inputs(ops, seeds, nonzero_divisor):
         rng = np.random.default_rng(seed)
         arrays = []
         for _, dtype, shapes, _, quant, _ in ops:
-            x = random_array(dtype, shapes[0], rng, low=-2**31 + 1 if dtype == "int32" else None,
-                             high=None)
-            d = random_array(dtype, shapes[1], rng, low=-1000 if dtype == "int32" and seed else None,
-                             high=1000 if dtype == "int32" and seed else None)
+            x = random_array(dtype, shapes[0], rng, low=-(2**31) + 1 if dtype == "int32" else None, high=None)
+            d = random_array(
+                dtype,
+                shapes[1],
+                rng,
+                low=-1000 if dtype == "int32" and seed else None,
+                high=1000 if dtype == "int32" and seed else None,
+            )
             if nonzero_divisor:
                 zero = quant[1][1] if dtype == "int8" else 0
                 d = np.where(d == zero, zero + 1, d).astype(d.dtype)
@@ -33,8 +43,10 @@ def _inputs(ops, seeds, nonzero_divisor):
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_div_matches_tflm(tmp_path, dtype):
-    ops = [("DIV", dtype, list(shapes), dtype, None, activation_options("DIV", ACTS[k % 4]))
-           for k, shapes in enumerate(SHAPES)]
+    ops = [
+        ("DIV", dtype, list(shapes), dtype, None, activation_options("DIV", ACTS[k % 4]))
+        for k, shapes in enumerate(SHAPES)
+    ]
     ops += [("DIV", dtype, [[9], [9]], dtype, None, activation_options("DIV", act)) for act in ACTS]
     assert_matches_oracle(side_by_side_model(ops), tmp_path, inputs=_inputs(ops, range(3), True))
 
@@ -47,8 +59,12 @@ def test_div_float32_by_zero_and_nonfinite_as_tflm(tmp_path):
     assert_matches_oracle(model, tmp_path, inputs=[[x, d]])
 
 
-INT8_QUANTS = [[(0.05, -3), (0.1, 2), (0.08, 5)], [(0.5, 0), (0.01, -128), (0.02, 3)],
-               [(0.002, 100), (0.3, 7), (0.9, -50)], [(0.1, 127), (0.1, -128), (0.1, 0)]]
+INT8_QUANTS = [
+    [(0.05, -3), (0.1, 2), (0.08, 5)],
+    [(0.5, 0), (0.01, -128), (0.02, 3)],
+    [(0.002, 100), (0.3, 7), (0.9, -50)],
+    [(0.1, 127), (0.1, -128), (0.1, 0)],
+]
 
 
 def test_div_int8_every_value_pair_matches_tflm(tmp_path):
@@ -70,8 +86,10 @@ def test_div_int8_broadcast_matches_tflm(tmp_path):
 
 
 def test_sanitized(tmp_path):
-    ops = [("DIV", "int8", [[2, 3, 1, 5], [1, 1, 4, 1]], "int8", INT8_QUANTS[2], activation_options("DIV", "RELU")),
-           ("DIV", "int32", [[4, 5], [5]], "int32", None, activation_options("DIV", "RELU6"))]
+    ops = [
+        ("DIV", "int8", [[2, 3, 1, 5], [1, 1, 4, 1]], "int8", INT8_QUANTS[2], activation_options("DIV", "RELU")),
+        ("DIV", "int32", [[4, 5], [5]], "int32", None, activation_options("DIV", "RELU6")),
+    ]
     assert_matches_oracle(side_by_side_model(ops), tmp_path, sanitize=True, inputs=_inputs(ops, range(2), True))
 
 
@@ -79,14 +97,22 @@ def test_int_division_by_zero_is_defined(tmp_path):
     """TFLM has no result for an int32 divisor of 0 or INT32_MIN / -1, nor for an int8 divisor at
     its zero point: the generated code must still run them without undefined behaviour (UBSan)."""
     from harness import compile_bytes
+
     from microcompiler.host import HostProgram
-    ops = [("DIV", "int32", [[4], [4]], "int32", None, None),
-           ("DIV", "int8", [[3], [3]], "int8", INT8_QUANTS[0], activation_options("DIV", "RELU6"))]
+
+    ops = [
+        ("DIV", "int32", [[4], [4]], "int32", None, None),
+        ("DIV", "int8", [[3], [3]], "int8", INT8_QUANTS[0], activation_options("DIV", "RELU6")),
+    ]
     library = compile_bytes(side_by_side_model(ops), tmp_path)
-    inputs = [np.array([7, -2**31, 0, 5], np.int32), np.array([0, -1, 0, 1], np.int32),
-              np.array([10, -10, -3], np.int8), np.array([2, 2, 2], np.int8)]
+    inputs = [
+        np.array([7, -(2**31), 0, 5], np.int32),
+        np.array([0, -1, 0, 1], np.int32),
+        np.array([10, -10, -3], np.int8),
+        np.array([2, 2, 2], np.int8),
+    ]
     result = HostProgram(library, tmp_path / "build", sanitize=True).run([inputs])[0]
-    assert result.outputs[0].tolist() == [0, -2**31, 0, 5]
+    assert result.outputs[0].tolist() == [0, -(2**31), 0, 5]
     lo, hi = 5, 5 + round(6 / 0.08)  # RELU6 in the output's quantization
     assert result.outputs[1].tolist() == [hi, lo, 5]
 
@@ -95,8 +121,10 @@ MALFORMED = [
     (lambda: elementwise_model("DIV", "int16", [[4], [4]]), "not supported"),
     (lambda: elementwise_model("DIV", "float32", [[2, 3], [4, 3]], out_shape=[4, 3]), "do not broadcast"),
     (lambda: elementwise_model("DIV", "int8", [[4], [4]], quant=[(1.0, 0), (1e-6, 0), (1e-3, 0)]), "out of the range"),
-    (lambda: elementwise_model("DIV", "float32", [[4], [4]], options=activation_options("DIV", "TANH")),
-     "fused activation TANH"),
+    (
+        lambda: elementwise_model("DIV", "float32", [[4], [4]], options=activation_options("DIV", "TANH")),
+        "fused activation TANH",
+    ),
     (lambda: elementwise_model("DIV", ["float32", "int32"], [[4], [4]]), "not supported"),
 ]
 

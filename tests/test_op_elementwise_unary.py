@@ -4,32 +4,61 @@ ZEROS_LIKE (float32, int8, int32, int64).
 
 Cases of one type are compiled side by side in one model (one input and one output per operator
 instance), so each host build checks many of them; every output is compared with TFLM's."""
+
 import re
 import subprocess
 import sys
 
+import model_builder
 import numpy as np
 import pytest
-
-import model_builder
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, fb
 from test_op_activation import assert_in_place_matches_oracle
+
+from microcompiler.errors import UnsupportedModelError
 
 model_builder.TYPES.setdefault("bool", fb.TensorType.BOOL)
 
 FLOAT_KINDS = ["ABS", "NEG", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG", "SIN", "COS", "CEIL", "FLOOR", "ROUND"]
 SHAPES = [[1], [7], [2, 3, 5], [1, 4, 4, 3]]
 # Values where each operator is defined (TFLM gives NaN elsewhere; the non-finite test covers that).
-FLOAT_RANGES = {"SQRT": (1e-3, 1e3), "RSQRT": (1e-3, 1e3), "LOG": (1e-6, 1e6), "EXP": (-30.0, 30.0),
-                "SIN": (-100.0, 100.0), "COS": (-100.0, 100.0)}
+FLOAT_RANGES = {
+    "SQRT": (1e-3, 1e3),
+    "RSQRT": (1e-3, 1e3),
+    "LOG": (1e-6, 1e6),
+    "EXP": (-30.0, 30.0),
+    "SIN": (-100.0, 100.0),
+    "COS": (-100.0, 100.0),
+}
 # NaN, infinities, signed zeros, a subnormal, the float extremes, ties for ROUND, negative
 # arguments of SQRT/RSQRT/LOG, arguments where EXP overflows and underflows.
-SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, 3.4028235e38, -3.4028235e38, 0.5, -0.5,
-                    1.5, -2.5, 2.5, 3.5, -1.0, 89.0, -104.0, 8388607.5, -8388609.0, 1e7 + 0.5],
-                   dtype=np.float32)
+SPECIAL = np.array(
+    [
+        np.nan,
+        np.inf,
+        -np.inf,
+        -0.0,
+        0.0,
+        1e-45,
+        3.4028235e38,
+        -3.4028235e38,
+        0.5,
+        -0.5,
+        1.5,
+        -2.5,
+        2.5,
+        3.5,
+        -1.0,
+        89.0,
+        -104.0,
+        8388607.5,
+        -8388609.0,
+        1e7 + 0.5,
+    ],
+    dtype=np.float32,
+)
 
 
 def side_by_side(cases) -> bytes:
@@ -61,8 +90,7 @@ NO_Q = (None, None)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_float_operators_match_tflm(tmp_path, shape):
     model = side_by_side([(kind, shape, "float32", NO_Q, NO_Q) for kind in FLOAT_KINDS])
-    inputs = [[float_values(kind, shape, np.random.default_rng(seed)) for kind in FLOAT_KINDS]
-              for seed in range(3)]
+    inputs = [[float_values(kind, shape, np.random.default_rng(seed)) for kind in FLOAT_KINDS] for seed in range(3)]
     assert_matches_oracle(model, tmp_path, inputs=inputs)
 
 
@@ -71,8 +99,9 @@ def test_float_operators_on_non_finite_inputs_match_tflm(tmp_path, executor):
     # NaN must come out as NaN where TFLM gives NaN, infinities as the same infinity; sanitized.
     shape = [len(SPECIAL)]
     model = side_by_side([(kind, shape, "float32", NO_Q, NO_Q) for kind in FLOAT_KINDS])
-    library = assert_matches_oracle(model, tmp_path, inputs=[[SPECIAL] * len(FLOAT_KINDS)], sanitize=True,
-                                    executor=executor)
+    library = assert_matches_oracle(
+        model, tmp_path, inputs=[[SPECIAL] * len(FLOAT_KINDS)], sanitize=True, executor=executor
+    )
     assert len(library.functions) == len(FLOAT_KINDS)
 
 
@@ -92,10 +121,12 @@ def test_abs_int8_matches_tflm(tmp_path):
 
 
 def test_abs_int16_matches_tflm(tmp_path):
-    cases = [("ABS", [1, 5, 7], "int16", (0.001, 0), (0.001, 0)),  # no rescale: |-32768| clamps to 32767
-             ("ABS", [9], "int16", (0.002, 0), (0.0005, 0)),  # rescales up, saturating
-             ("ABS", [2, 8], "int16", (0.0005, 0), (0.003, 0)),  # rescales down
-             ("ABS", [3, 5], "int16", NO_Q, NO_Q)]  # unquantized: std::abs, -32768 stays -32768
+    cases = [
+        ("ABS", [1, 5, 7], "int16", (0.001, 0), (0.001, 0)),  # no rescale: |-32768| clamps to 32767
+        ("ABS", [9], "int16", (0.002, 0), (0.0005, 0)),  # rescales up, saturating
+        ("ABS", [2, 8], "int16", (0.0005, 0), (0.003, 0)),  # rescales down
+        ("ABS", [3, 5], "int16", NO_Q, NO_Q),
+    ]  # unquantized: std::abs, -32768 stays -32768
     model = side_by_side(cases)
     rng = np.random.default_rng(1)
     extremes = [-32768, 32767, -32767, -1, 0, 1]
@@ -104,7 +135,7 @@ def test_abs_int16_matches_tflm(tmp_path):
         arrays = []
         for _, shape, _, _, _ in cases:
             a = rng.integers(-32768, 32767, size=shape, endpoint=True).astype(np.int16)
-            a.ravel()[:len(extremes)] = extremes[:a.size]
+            a.ravel()[: len(extremes)] = extremes[: a.size]
             arrays.append(a)
         sets.append(arrays)
     assert_matches_oracle(model, tmp_path, inputs=sets, sanitize=True)
@@ -126,31 +157,38 @@ def rsqrt_int_inputs(cases, dtype, seed):
     for _, shape, _, (_, zp), _ in cases:
         hi = np.iinfo(dtype).max
         a = rng.integers(zp, hi, size=shape, endpoint=True).astype(dtype)
-        edge = [zp, zp + 1, zp + 2, hi][:a.size]
-        a.ravel()[:len(edge)] = edge
+        edge = [zp, zp + 1, zp + 2, hi][: a.size]
+        a.ravel()[: len(edge)] = edge
         arrays.append(a)
     return arrays
 
 
 def test_rsqrt_int8_matches_tflm(tmp_path):
     cases = [("RSQRT", shape, "int8", in_q, out_q) for shape, in_q, out_q in RSQRT_INT8_CASES]
-    assert_matches_oracle(side_by_side(cases), tmp_path,
-                          inputs=[rsqrt_int_inputs(cases, np.int8, s) for s in range(3)], sanitize=True)
+    assert_matches_oracle(
+        side_by_side(cases), tmp_path, inputs=[rsqrt_int_inputs(cases, np.int8, s) for s in range(3)], sanitize=True
+    )
 
 
 def test_rsqrt_int16_matches_tflm(tmp_path):
-    cases = [("RSQRT", [1, 40], "int16", (0.01, 0), (0.001, 0)),
-             ("RSQRT", [7], "int16", (0.0001, 0), (0.05, 0)),
-             ("RSQRT", [3, 3], "int16", (1.0, 0), (1.0 / 32768, 0))]
-    assert_matches_oracle(side_by_side(cases), tmp_path,
-                          inputs=[rsqrt_int_inputs(cases, np.int16, s) for s in range(3)], sanitize=True)
+    cases = [
+        ("RSQRT", [1, 40], "int16", (0.01, 0), (0.001, 0)),
+        ("RSQRT", [7], "int16", (0.0001, 0), (0.05, 0)),
+        ("RSQRT", [3, 3], "int16", (1.0, 0), (1.0 / 32768, 0)),
+    ]
+    assert_matches_oracle(
+        side_by_side(cases), tmp_path, inputs=[rsqrt_int_inputs(cases, np.int16, s) for s in range(3)], sanitize=True
+    )
 
 
 def test_quantized_abs_and_rsqrt_on_every_input_value_match_tflm(tmp_path):
     # Every int8 value, and every valid int16 RSQRT input (0..32767), in one model.
-    cases = [("ABS", [256], "int8", (0.1, 5), (0.03, -100)), ("ABS", [256], "int8", (0.02, -128), (0.02, 0)),
-             ("RSQRT", [256], "int8", (0.01, -128), (0.05, -128)),
-             ("RSQRT", [32768], "int16", (0.01, 0), (0.001, 0))]
+    cases = [
+        ("ABS", [256], "int8", (0.1, 5), (0.03, -100)),
+        ("ABS", [256], "int8", (0.02, -128), (0.02, 0)),
+        ("RSQRT", [256], "int8", (0.01, -128), (0.05, -128)),
+        ("RSQRT", [32768], "int16", (0.01, 0), (0.001, 0)),
+    ]
     every = np.arange(-128, 128, dtype=np.int8)
     inputs = [[every, every, every, np.arange(32768, dtype=np.int16)]]
     assert_matches_oracle(side_by_side(cases), tmp_path, inputs=inputs)
@@ -162,12 +200,15 @@ def test_logical_not_matches_tflm(tmp_path):
 
 
 def test_zeros_like_matches_tflm(tmp_path):
-    cases = [("ZEROS_LIKE", [1], "float32", NO_Q, NO_Q), ("ZEROS_LIKE", [2, 3], "int8", (0.1, 3), (0.1, 3)),
-             ("ZEROS_LIKE", [5], "int8", NO_Q, NO_Q), ("ZEROS_LIKE", [3, 1, 2], "int32", NO_Q, NO_Q),
-             ("ZEROS_LIKE", [4], "int64", NO_Q, NO_Q)]
+    cases = [
+        ("ZEROS_LIKE", [1], "float32", NO_Q, NO_Q),
+        ("ZEROS_LIKE", [2, 3], "int8", (0.1, 3), (0.1, 3)),
+        ("ZEROS_LIKE", [5], "int8", NO_Q, NO_Q),
+        ("ZEROS_LIKE", [3, 1, 2], "int32", NO_Q, NO_Q),
+        ("ZEROS_LIKE", [4], "int64", NO_Q, NO_Q),
+    ]
     model = side_by_side(cases)
-    inputs = [[np.full(shape, 7, dtype=dtype if dtype != "float32" else np.float32)
-               for _, shape, dtype, _, _ in cases]]
+    inputs = [[np.full(shape, 7, dtype=dtype if dtype != "float32" else np.float32) for _, shape, dtype, _, _ in cases]]
     assert_matches_oracle(model, tmp_path, inputs=inputs, sanitize=True)
 
 
@@ -191,21 +232,25 @@ def test_constant_subgraphs_fold_to_flash(tmp_path):
     assert sorted(fn.op.kind for fn in library.functions) == ["ADD", "ADD", "SIN"]
 
 
-@pytest.mark.parametrize("kind,dtype,q", [("ABS", "int8", (0.05, -3)), ("ABS", "int16", (0.001, 0)),
-                                          ("COS", "float32", NO_Q)])
+@pytest.mark.parametrize(
+    "kind,dtype,q", [("ABS", "int8", (0.05, -3)), ("ABS", "int16", (0.001, 0)), ("COS", "float32", NO_Q)]
+)
 def test_elementwise_unary_in_place(tmp_path, kind, dtype, q):
     assert_in_place_matches_oracle(side_by_side([(kind, [4, 13], dtype, q, q)]), tmp_path)
 
 
-@pytest.mark.parametrize("case,message", [
-    (("SIN", [4], "int8", (0.1, 0), (0.1, 0)), "input type int8 is not supported (float32)"),
-    (("FLOOR", [4], "int16", NO_Q, NO_Q), "input type int16 is not supported (float32)"),
-    (("ABS", [4], "int8", NO_Q, NO_Q), "int8 input and output need quantization parameters"),
-    (("LOGICAL_NOT", [4], "float32", NO_Q, NO_Q), "input type float32 is not supported (bool)"),
-    (("ZEROS_LIKE", [4], "int16", (0.1, 0), (0.1, 0)), "input type int16 is not supported"),
-    (("ABS", [4], "int16", (0.01, 3), (0.01, 0)), "int16 input and output zero points must be 0"),
-    (("RSQRT", [4], "int16", (0.01, 0), (0.01, 5)), "int16 input and output zero points must be 0"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        (("SIN", [4], "int8", (0.1, 0), (0.1, 0)), "input type int8 is not supported (float32)"),
+        (("FLOOR", [4], "int16", NO_Q, NO_Q), "input type int16 is not supported (float32)"),
+        (("ABS", [4], "int8", NO_Q, NO_Q), "int8 input and output need quantization parameters"),
+        (("LOGICAL_NOT", [4], "float32", NO_Q, NO_Q), "input type float32 is not supported (bool)"),
+        (("ZEROS_LIKE", [4], "int16", (0.1, 0), (0.1, 0)), "input type int16 is not supported"),
+        (("ABS", [4], "int16", (0.01, 3), (0.01, 0)), "int16 input and output zero points must be 0"),
+        (("RSQRT", [4], "int16", (0.01, 0), (0.01, 5)), "int16 input and output zero points must be 0"),
+    ],
+)
 def test_unsupported_configurations_are_rejected(tmp_path, case, message):
     with pytest.raises(UnsupportedModelError, match=re.escape(f"operator 0 ({case[0]}): {message}")):
         compile_bytes(side_by_side([case]), tmp_path)
@@ -214,8 +259,11 @@ def test_unsupported_configurations_are_rejected(tmp_path, case, message):
 def _cli_compile(tmp_path, model_bytes):
     path = tmp_path / "m.tflite"
     path.write_bytes(model_bytes)
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
 
 
 def _mismatched(kind, in_shape, out_shape, in_dtype, out_dtype, q=NO_Q):
@@ -226,12 +274,18 @@ def _mismatched(kind, in_shape, out_shape, in_dtype, out_dtype, q=NO_Q):
     return b.finish([x], [y])
 
 
-@pytest.mark.parametrize("model,fragment", [
-    (_mismatched("NEG", [2, 3], [7], "float32", "float32"), "(NEG): input shape [2, 3] and output shape [7]"),
-    (_mismatched("ABS", [4], [4], "int8", "int16", (0.1, 0)),
-     "(ABS): output type int16 differs from input type int8"),
-    (_mismatched("RSQRT", [4], [4], "int8", "int8"), "has no quantization parameters"),
-], ids=["shape", "type", "quantization"])
+@pytest.mark.parametrize(
+    "model,fragment",
+    [
+        (_mismatched("NEG", [2, 3], [7], "float32", "float32"), "(NEG): input shape [2, 3] and output shape [7]"),
+        (
+            _mismatched("ABS", [4], [4], "int8", "int16", (0.1, 0)),
+            "(ABS): output type int16 differs from input type int8",
+        ),
+        (_mismatched("RSQRT", [4], [4], "int8", "int8"), "has no quantization parameters"),
+    ],
+    ids=["shape", "type", "quantization"],
+)
 def test_malformed_models_give_one_line_error(tmp_path, model, fragment):
     proc = _cli_compile(tmp_path, model)
     assert proc.returncode == 2, proc.stderr
@@ -243,19 +297,23 @@ def test_malformed_models_give_one_line_error(tmp_path, model, fragment):
 @needs_board_tools
 def test_every_unary_operator_on_board(tmp_path):
     # One instance of each operator in its first supported type (int8 where TFLM has it).
-    cases = [("ABS", [9], "int8", (0.1, 5), (0.03, -100)),
-             ("RSQRT", [9], "int8", (0.01, -128), (0.05, -128)),
-             ("ZEROS_LIKE", [9], "int8", (0.1, 3), (0.1, 3)),
-             ("LOGICAL_NOT", [9], "bool", NO_Q, NO_Q)]
+    cases = [
+        ("ABS", [9], "int8", (0.1, 5), (0.03, -100)),
+        ("RSQRT", [9], "int8", (0.01, -128), (0.05, -128)),
+        ("ZEROS_LIKE", [9], "int8", (0.1, 3), (0.1, 3)),
+        ("LOGICAL_NOT", [9], "bool", NO_Q, NO_Q),
+    ]
     # float32: 9 values in each operator's range, then the finite special values (ties, extremes,
     # overflowing EXP, negative SQRT/LOG arguments: NaN on the device as in TFLM).
     finite = SPECIAL[np.isfinite(SPECIAL)]
     n = 9 + len(finite)
     cases += [(kind, [n], "float32", NO_Q, NO_Q) for kind in FLOAT_KINDS if kind not in ("ABS", "RSQRT")]
     rng = np.random.default_rng(5)
-    inputs = [rng.integers(-128, 127, size=[9], endpoint=True).astype(np.int8),
-              rsqrt_int_inputs([cases[1]], np.int8, 5)[0],
-              rng.integers(-128, 127, size=[9], endpoint=True).astype(np.int8),
-              rng.integers(0, 2, size=[9]).astype(np.bool_)]
+    inputs = [
+        rng.integers(-128, 127, size=[9], endpoint=True).astype(np.int8),
+        rsqrt_int_inputs([cases[1]], np.int8, 5)[0],
+        rng.integers(-128, 127, size=[9], endpoint=True).astype(np.int8),
+        rng.integers(0, 2, size=[9]).astype(np.bool_),
+    ]
     inputs += [np.concatenate([float_values(kind, [9], rng), finite]) for kind, *_ in cases[4:]]
     assert_matches_oracle_on_board(side_by_side(cases), tmp_path, inputs=inputs)

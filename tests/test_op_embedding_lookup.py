@@ -1,16 +1,28 @@
 """EMBEDDING_LOOKUP against the TFLM oracle: float32 and int8 tables (constant or computed at run
 time), the hybrid int8 -> float32 case, rank-3 tables, constant ids; out-of-range run-time ids are
 clamped (TFLM fails the inference), checked under ASan/UBSan; rejections."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection, run_ours
 
 
-def add_lookup(b, prefix, n_ids, table_shape, table_dtype="float32", out_dtype=None, const_table=True,
-               ids=None, seed=0, scale=0.02, zero_point=0, out_shape=None):
+def add_lookup(
+    b,
+    prefix,
+    n_ids,
+    table_shape,
+    table_dtype="float32",
+    out_dtype=None,
+    const_table=True,
+    ids=None,
+    seed=0,
+    scale=0.02,
+    zero_point=0,
+    out_shape=None,
+):
     """One EMBEDDING_LOOKUP; returns (model inputs, model outputs)."""
     rng = np.random.default_rng(seed)
     quant = dict(scale=scale, zero_point=zero_point) if table_dtype == "int8" else {}
@@ -21,15 +33,19 @@ def add_lookup(b, prefix, n_ids, table_shape, table_dtype="float32", out_dtype=N
     else:
         i = b.constant(f"{prefix}ids", np.array(ids, np.int32))
     if const_table:
-        data = (rng.uniform(-2, 2, table_shape).astype(np.float32) if table_dtype == "float32"
-                else rng.integers(-128, 128, table_shape).astype(np.int8))
+        data = (
+            rng.uniform(-2, 2, table_shape).astype(np.float32)
+            if table_dtype == "float32"
+            else rng.integers(-128, 128, table_shape).astype(np.int8)
+        )
         t = b.constant(f"{prefix}table", data, **quant)
     else:
         t = b.activation(f"{prefix}table", table_shape, table_dtype, **quant)
         inputs.append(t)
     out_dtype = out_dtype or table_dtype
-    y = b.activation(f"{prefix}y", out_shape or [n_ids] + list(table_shape[1:]), out_dtype,
-                     **(quant if out_dtype == "int8" else {}))
+    y = b.activation(
+        f"{prefix}y", out_shape or [n_ids] + list(table_shape[1:]), out_dtype, **(quant if out_dtype == "int8" else {})
+    )
     b.op("EMBEDDING_LOOKUP", [i, t], [y])
     return inputs, [y]
 
@@ -72,8 +88,10 @@ def test_embedding_lookup_matches_tflm_under_sanitizers(tmp_path):
 
 
 def test_embedding_lookup_constant_ids_match_tflm(tmp_path):
-    cases = [dict(n_ids=4, table_shape=[5, 3], ids=[4, 0, 0, 2], const_table=False),
-             dict(n_ids=2, table_shape=[3, 2], table_dtype="int8", ids=[2, 1], const_table=False)]
+    cases = [
+        dict(n_ids=4, table_shape=[5, 3], ids=[4, 0, 0, 2], const_table=False),
+        dict(n_ids=2, table_shape=[3, 2], table_dtype="int8", ids=[2, 1], const_table=False),
+    ]
     assert_matches_oracle(lookup_model(cases), tmp_path, n_inputs=2)
 
 
@@ -86,13 +104,15 @@ def test_embedding_lookup_clamps_out_of_range_ids(tmp_path):
     np.testing.assert_array_equal(outs[0][0], table[np.clip(ids, 0, 3)])
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(n_ids=2, table_shape=[4, 3], ids=[0, 4], const_table=False), "id [4] is out of range [0, 4)"),
-    (dict(n_ids=2, table_shape=[4, 3], out_shape=[2, 4]), "does not match the expected [2, 3]"),
-    (dict(n_ids=2, table_shape=[4, 3], table_dtype="int8", out_dtype="float32", zero_point=3),
-     "zero point 0"),
-    (dict(n_ids=2, table_shape=[4, 3], out_dtype="int8"), "does not go with a float32 table"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(n_ids=2, table_shape=[4, 3], ids=[0, 4], const_table=False), "id [4] is out of range [0, 4)"),
+        (dict(n_ids=2, table_shape=[4, 3], out_shape=[2, 4]), "does not match the expected [2, 3]"),
+        (dict(n_ids=2, table_shape=[4, 3], table_dtype="int8", out_dtype="float32", zero_point=3), "zero point 0"),
+        (dict(n_ids=2, table_shape=[4, 3], out_dtype="int8"), "does not go with a float32 table"),
+    ],
+)
 def test_embedding_lookup_rejections(tmp_path, kwargs, match):
     assert_clean_rejection(lookup_model([kwargs]), tmp_path, match)
 
@@ -101,6 +121,7 @@ def test_embedding_lookup_of_constants_folds_to_the_rows():
     """Constant ids into a constant table: computed at compile time (hybrid dequantization too)."""
     from microcompiler.frontend.tflite import parse_tflite
     from microcompiler.ops import kernel_for
+
     b = ModelBuilder()
     x = b.activation("x", [2], "float32")
     table = np.arange(-6, 6, dtype=np.int8).reshape(4, 3)

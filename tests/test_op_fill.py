@@ -1,8 +1,8 @@
 """FILL against the TFLM oracle: int8, int32, float32 with a run-time value (memset for int8, a
 loop otherwise), 1-element outputs, a constant value folded; malformed dims via the CLI."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection, q, run_ours, side_by_side
@@ -25,10 +25,19 @@ def fill_model(dims, dtype, out_shape=None, value=None, dims_dtype=np.int32, val
 
 def test_fill_matches_tflm(tmp_path):
     """A run-time value (memset for int8, a loop otherwise, one store for one element), side by side."""
-    cases = [([3, 4], "int8", np.int32), ([1], "int8", np.int64), ([2, 3, 5], "int32", np.int32),
-             ([7], "float32", np.int64), ([1, 1], "float32", np.int32)]
-    model = side_by_side([("FILL", [], dtype, [np.array(dims, dims_dtype)], [dims], None, dict(const_first=True))
-                          for dims, dtype, dims_dtype in cases])
+    cases = [
+        ([3, 4], "int8", np.int32),
+        ([1], "int8", np.int64),
+        ([2, 3, 5], "int32", np.int32),
+        ([7], "float32", np.int64),
+        ([1, 1], "float32", np.int32),
+    ]
+    model = side_by_side(
+        [
+            ("FILL", [], dtype, [np.array(dims, dims_dtype)], [dims], None, dict(const_first=True))
+            for dims, dtype, dims_dtype in cases
+        ]
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
@@ -49,10 +58,13 @@ def test_fill_with_run_time_dims(tmp_path):
     np.testing.assert_array_equal(outs[0][0], np.full((2, 3), -1.5, np.float32))
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(dims=[2, 3], dtype="int8", out_shape=[3, 2]), "differ from the output shape"),
-    (dict(dims=[2, 3], dtype="int8", value_shape=[2]), "must be a scalar"),
-    (dict(dims=[2, 3], dtype="int16"), "type int16 is not supported"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(dims=[2, 3], dtype="int8", out_shape=[3, 2]), "differ from the output shape"),
+        (dict(dims=[2, 3], dtype="int8", value_shape=[2]), "must be a scalar"),
+        (dict(dims=[2, 3], dtype="int16"), "type int16 is not supported"),
+    ],
+)
 def test_fill_rejections(tmp_path, kwargs, match):
     assert_clean_rejection(fill_model(**kwargs), tmp_path, match)

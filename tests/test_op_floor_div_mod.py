@@ -1,8 +1,8 @@
 """FLOOR_DIV and FLOOR_MOD against the TFLM oracle: float32 (the only type TFLM runs), broadcasting,
 negative operands, exact multiples."""
+
 import numpy as np
 import pytest
-
 from elementwise_models import assert_one_line_cli_error, assert_rejected, elementwise_model, side_by_side_model
 from harness import assert_matches_oracle
 
@@ -10,8 +10,11 @@ SHAPES = [([2, 3, 5], [2, 3, 5]), ([1, 4, 4, 8], [8]), ([1], [2, 3, 5]), ([2, 1,
 
 
 def test_floor_div_mod_match_tflm(tmp_path):
-    ops = [(kind, "float32", list(shapes), "float32", None, None)
-           for kind in ("FLOOR_DIV", "FLOOR_MOD") for shapes in SHAPES]
+    ops = [
+        (kind, "float32", list(shapes), "float32", None, None)
+        for kind in ("FLOOR_DIV", "FLOOR_MOD")
+        for shapes in SHAPES
+    ]
     rng = np.random.default_rng(2)
     sets = []
     for seed in range(3):
@@ -34,8 +37,10 @@ def test_floor_mod_of_zero_and_nonfinite_as_tflm(tmp_path):
 
 
 def test_constant_divisor(tmp_path):
-    lib = assert_matches_oracle(elementwise_model("FLOOR_DIV", "float32", [[2, 4], [4]],
-                                                  consts={1: np.array([2, -3, 0.5, -0.25], np.float32)}), tmp_path)
+    lib = assert_matches_oracle(
+        elementwise_model("FLOOR_DIV", "float32", [[2, 4], [4]], consts={1: np.array([2, -3, 0.5, -0.25], np.float32)}),
+        tmp_path,
+    )
     assert len(lib.metadata["inputs"]) == 1
 
 
@@ -46,8 +51,10 @@ def test_sanitized(tmp_path):
 
 MALFORMED = [
     # TFLM stops with "Division by 0": a constant zero divisor is refused at compile time.
-    (lambda: elementwise_model("FLOOR_DIV", "float32", [[4], [4]], consts={1: np.array([1, 0, 2, 3], np.float32)}),
-     "holds 0"),
+    (
+        lambda: elementwise_model("FLOOR_DIV", "float32", [[4], [4]], consts={1: np.array([1, 0, 2, 3], np.float32)}),
+        "holds 0",
+    ),
     (lambda: elementwise_model("FLOOR_DIV", "int32", [[4], [4]]), "not supported"),
     (lambda: elementwise_model("FLOOR_MOD", "int8", [[4], [4]]), "not supported"),
     (lambda: elementwise_model("FLOOR_MOD", "float32", [[2, 3], [4, 3]], out_shape=[4, 3]), "do not broadcast"),

@@ -1,12 +1,13 @@
 """L2_POOL_2D against the TFLM oracle: float32 (TFLM's only type), SAME/VALID padding, strides, filter
 sizes (larger than the input under SAME), batches, fused activations; malformed options rejected."""
-import pytest
 
+import pytest
 from harness import assert_matches_oracle
-from microcompiler.ops.pooling import pool_geometry
 from model_builder import ModelBuilder, pool_options
 from model_merge import assert_cases_match_oracle
 from spatial_cli import assert_rejects
+
+from microcompiler.ops.pooling import pool_geometry
 
 
 def l2_pool_model(in_shape, filter_hw, stride, padding, activation="NONE", dtype="float32", out_shape=None):
@@ -33,19 +34,27 @@ CASES = [
 
 
 def test_l2_pool_matches_tflm(tmp_path):
-    assert_cases_match_oracle({f"{'x'.join(map(str, c[0]))}-f{c[1][0]}x{c[1][1]}-s{c[2][0]}x{c[2][1]}-{c[3]}-{c[4]}":
-                               l2_pool_model(*c) for c in CASES}, tmp_path)
+    assert_cases_match_oracle(
+        {
+            f"{'x'.join(map(str, c[0]))}-f{c[1][0]}x{c[1][1]}-s{c[2][0]}x{c[2][1]}-{c[3]}-{c[4]}": l2_pool_model(*c)
+            for c in CASES
+        },
+        tmp_path,
+    )
 
 
 def test_l2_pool_sanitized(tmp_path):
     assert_matches_oracle(l2_pool_model([2, 7, 6, 3], (3, 4), (2, 1), "SAME", "RELU"), tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("model,message,cli", [
-    (lambda: l2_pool_model([1, 4, 4, 1], (2, 2), (2, 2), "VALID", dtype="int8"), "float32", False),
-    (lambda: l2_pool_model([1, 3, 3, 2], (4, 4), (1, 1), "VALID", out_shape=[1, 1, 1, 2]), "does not fit", False),
-    (lambda: l2_pool_model([1, 4, 4, 1], (2, 2), (0, 2), "VALID", out_shape=[1, 2, 2, 1]), "at least 1", True),
-    (lambda: l2_pool_model([1, 4, 4, 1], (2, 2), (2, 2), "VALID", out_shape=[1, 2, 3, 1]), "output shape", False),
-])
+@pytest.mark.parametrize(
+    "model,message,cli",
+    [
+        (lambda: l2_pool_model([1, 4, 4, 1], (2, 2), (2, 2), "VALID", dtype="int8"), "float32", False),
+        (lambda: l2_pool_model([1, 3, 3, 2], (4, 4), (1, 1), "VALID", out_shape=[1, 1, 1, 2]), "does not fit", False),
+        (lambda: l2_pool_model([1, 4, 4, 1], (2, 2), (0, 2), "VALID", out_shape=[1, 2, 2, 1]), "at least 1", True),
+        (lambda: l2_pool_model([1, 4, 4, 1], (2, 2), (2, 2), "VALID", out_shape=[1, 2, 3, 1]), "output shape", False),
+    ],
+)
 def test_l2_pool_rejects(tmp_path, model, message, cli):
     assert_rejects(model(), tmp_path, "L2_POOL_2D", message, cli)

@@ -1,17 +1,16 @@
 """LEAKY_RELU against the TFLM oracle: int8 (every input value), int16 and float32, with alphas
 below 0, between 0 and 1, above 1 and 0."""
-import pytest
 
-from activation_cases import (assert_cli_rejects, case_inputs, leaky_relu_options, side_by_side_model,
-                              unary_model)
+import pytest
+from activation_cases import assert_cli_rejects, case_inputs, leaky_relu_options, side_by_side_model, unary_model
 from harness import assert_matches_oracle
 
 INT8_CASES = [  # (shape, input (scale, zero point), output (scale, zero point), alpha)
     ([256], (0.05, 10), (0.04, -20), 0.2),
-    ([1, 16, 16], (0.1, -128), (0.1, -128), 0.01),   # same quantization
-    ([16, 17], (0.02, 127), (0.03, 5), -0.5),        # negative alpha
-    ([2, 128], (0.05, 0), (0.2, -128), 1.7),         # alpha above 1
-    ([256], (0.05, -3), (0.01, 0), 0.0),             # alpha 0: a requantizing RELU
+    ([1, 16, 16], (0.1, -128), (0.1, -128), 0.01),  # same quantization
+    ([16, 17], (0.02, 127), (0.03, 5), -0.5),  # negative alpha
+    ([2, 128], (0.05, 0), (0.2, -128), 1.7),  # alpha above 1
+    ([256], (0.05, -3), (0.01, 0), 0.0),  # alpha 0: a requantizing RELU
     ([1], (0.03, -5), (0.03, -5), 0.3),
     ([3, 5], (0.07, 3), (0.01, 60), 0.125),  # scale ratio exactly 7/8 in float32, not in double
 ]
@@ -29,8 +28,7 @@ def _cases(dtype, cases):
 
 def test_int8_leaky_relu_matches_tflm_on_every_input_value(tmp_path):
     cases = _cases("int8", INT8_CASES)
-    assert_matches_oracle(side_by_side_model("LEAKY_RELU", cases), tmp_path, sanitize=True,
-                          inputs=case_inputs(cases))
+    assert_matches_oracle(side_by_side_model("LEAKY_RELU", cases), tmp_path, sanitize=True, inputs=case_inputs(cases))
 
 
 def test_int16_leaky_relu_matches_tflm(tmp_path):
@@ -43,13 +41,20 @@ def test_float_leaky_relu_matches_tflm(tmp_path):
     assert_matches_oracle(side_by_side_model("LEAKY_RELU", cases), tmp_path, inputs=case_inputs(cases, n_sets=4))
 
 
-@pytest.mark.parametrize("model,fragments", [
-    (unary_model("LEAKY_RELU", [4], "int8", (0.01, 0), (0.01, 0), leaky_relu_options(float("nan"))),
-     ["alpha must be a finite number"]),
-    (unary_model("LEAKY_RELU", [4], "int32", (None, None), (None, None), leaky_relu_options(0.2)),
-     ["input type int32 is not supported"]),
-    (unary_model("LEAKY_RELU", [4], "int8", (1e6, 0), (1e-6, 0), leaky_relu_options(0.2)),
-     ["beyond 2^30"]),
-], ids=["nan-alpha", "int32", "scale-ratio"])
+@pytest.mark.parametrize(
+    "model,fragments",
+    [
+        (
+            unary_model("LEAKY_RELU", [4], "int8", (0.01, 0), (0.01, 0), leaky_relu_options(float("nan"))),
+            ["alpha must be a finite number"],
+        ),
+        (
+            unary_model("LEAKY_RELU", [4], "int32", (None, None), (None, None), leaky_relu_options(0.2)),
+            ["input type int32 is not supported"],
+        ),
+        (unary_model("LEAKY_RELU", [4], "int8", (1e6, 0), (1e-6, 0), leaky_relu_options(0.2)), ["beyond 2^30"]),
+    ],
+    ids=["nan-alpha", "int32", "scale-ratio"],
+)
 def test_leaky_relu_rejects_what_it_cannot_run(tmp_path, model, fragments):
     assert_cli_rejects(model, tmp_path, "operator 0 (LEAKY_RELU)", *fragments)

@@ -1,7 +1,7 @@
 """LOGICAL_AND and LOGICAL_OR against the TFLM oracle: bool tensors, broadcasting, in place."""
+
 import numpy as np
 import pytest
-
 from elementwise_models import assert_one_line_cli_error, assert_rejected, elementwise_model, side_by_side_model
 from harness import assert_matches_oracle
 
@@ -9,8 +9,9 @@ SHAPES = [([2, 3, 5], [2, 3, 5]), ([1, 4, 4, 8], [8]), ([1], [2, 3, 5]), ([2, 1,
 
 
 def test_logical_match_tflm(tmp_path):
-    ops = [(kind, "bool", list(shapes), "bool", None, None)
-           for kind in ("LOGICAL_AND", "LOGICAL_OR") for shapes in SHAPES]
+    ops = [
+        (kind, "bool", list(shapes), "bool", None, None) for kind in ("LOGICAL_AND", "LOGICAL_OR") for shapes in SHAPES
+    ]
     lib = assert_matches_oracle(side_by_side_model(ops), tmp_path, n_inputs=3, sanitize=True)
     assert {o["dtype"] for o in lib.metadata["outputs"]} == {"bool"}
 
@@ -18,6 +19,7 @@ def test_logical_match_tflm(tmp_path):
 def test_logical_and_of_comparisons_matches_tflm(tmp_path):
     """A typical use: a range test (x > lo) && (x < hi) on float32 compiled as three operators."""
     from model_builder import ModelBuilder
+
     b = ModelBuilder()
     x = b.activation("x", [2, 8], "float32")
     lo = b.constant("lo", np.array([-0.25], np.float32))

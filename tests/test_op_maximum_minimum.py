@@ -1,13 +1,12 @@
 """MAXIMUM and MINIMUM against the TFLM oracle: float32, int8, int16, int32, int64, broadcasting,
 NaN operands."""
+
 import numpy as np
 import pytest
-
 from elementwise_models import assert_one_line_cli_error, assert_rejected, elementwise_model, side_by_side_model
 from harness import assert_matches_oracle
 
-SHAPES = [([2, 3, 5], [2, 3, 5]), ([1, 4, 4, 8], [8]), ([1], [2, 3, 5]), ([2, 1, 3, 1, 4], [1, 2, 1, 5, 1]),
-          ([1], [1])]
+SHAPES = [([2, 3, 5], [2, 3, 5]), ([1, 4, 4, 8], [8]), ([1], [2, 3, 5]), ([2, 1, 3, 1, 4], [1, 2, 1, 5, 1]), ([1], [1])]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int8", "int16", "int32", "int64"])
@@ -31,8 +30,10 @@ def test_unquantized_int8_is_accepted(tmp_path):
 
 
 def test_sanitized(tmp_path):
-    ops = [("MINIMUM", "int16", [[2, 3, 1], [4]], "int16", None, None),
-           ("MAXIMUM", "int8", [[3, 1], [1, 5]], "int8", None, None)]
+    ops = [
+        ("MINIMUM", "int16", [[2, 3, 1], [4]], "int16", None, None),
+        ("MAXIMUM", "int8", [[3, 1], [1, 5]], "int8", None, None),
+    ]
     assert_matches_oracle(side_by_side_model(ops), tmp_path, sanitize=True)
 
 

@@ -1,11 +1,12 @@
 """MEAN against the TFLM oracle: int8, int16, float32; spatial and other axes, keep_dims, requantization."""
+
 import numpy as np
 import pytest
-
 from harness import compile_bytes
-from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, reducer_options
 from model_merge import assert_cases_match_oracle
+
+from microcompiler.errors import UnsupportedModelError
 
 IN_Q = {"int8": (0.05, -3), "int16": (0.0004, 0)}
 OUT_Q = {"int8": (0.02, 7), "int16": (0.0003, 0)}
@@ -23,8 +24,11 @@ def mean_model(dtype, shape, axes, keep_dims, in_q=None, out_q=None, out_shape=N
     ax = b.constant("axis", axes_arr) if axis_constant else b.activation("axis", [len(axes)], "int32")
     if out_shape is None:
         red = {a % len(shape) for a in axes}
-        out_shape = [1 if d in red else n for d, n in enumerate(shape)] if keep_dims else \
-            [n for d, n in enumerate(shape) if d not in red]
+        out_shape = (
+            [1 if d in red else n for d, n in enumerate(shape)]
+            if keep_dims
+            else [n for d, n in enumerate(shape) if d not in red]
+        )
     y = b.activation("y", out_shape, dtype, **qo)
     b.op("MEAN", [x, ax], [y], reducer_options(keep_dims))
     return b.finish([x] + ([] if axis_constant else [ax]), [y])
@@ -60,8 +64,9 @@ CASES = [
 
 
 def _case_id(c):
-    return f"{c[0]}-{'x'.join(map(str, c[1]))}-ax{'_'.join(map(str, c[2]))}-{'keep' if c[3] else 'drop'}" + \
-        ("-same" if c[5] == SAME else "")
+    return f"{c[0]}-{'x'.join(map(str, c[1]))}-ax{'_'.join(map(str, c[2]))}-{'keep' if c[3] else 'drop'}" + (
+        "-same" if c[5] == SAME else ""
+    )
 
 
 def _case_model(dtype, shape, axes, keep_dims, in_q, out_q):
@@ -77,9 +82,14 @@ def test_mean_matches_tflm(tmp_path, dtype):
 
 
 def test_sanitized(tmp_path):
-    assert_cases_match_oracle({"int8": mean_model("int8", [2, 4, 3, 5], [1, 3], True),
-                               "float32": mean_model("float32", [1, 5, 6, 3], [1, 2], False)},
-                              tmp_path, sanitize=True)
+    assert_cases_match_oracle(
+        {
+            "int8": mean_model("int8", [2, 4, 3, 5], [1, 3], True),
+            "float32": mean_model("float32", [1, 5, 6, 3], [1, 2], False),
+        },
+        tmp_path,
+        sanitize=True,
+    )
 
 
 def test_macs_and_requantize_constant(tmp_path):
@@ -89,13 +99,16 @@ def test_macs_and_requantize_constant(tmp_path):
     assert "sum + 90" in source  # the input zero point (-3) times the 30 summed values, folded
 
 
-@pytest.mark.parametrize("model,message", [
-    (lambda: mean_model("int8", [2, 3, 4, 5], [0, 1, 2], False), "at most 2"),
-    (lambda: mean_model("int8", [2, 3, 4], [1], False, axis_constant=False), "constant int32"),
-    (lambda: mean_model("float32", [2, 3, 4], [3], False, out_shape=[2, 3, 4]), "out of range"),
-    (lambda: mean_model("float32", [2, 3, 4], [1], True, out_shape=[2, 4]), "output shape"),
-    (lambda: mean_model("int16", [1, 256, 256, 1], [1, 2], True), "overflow"),
-])
+@pytest.mark.parametrize(
+    "model,message",
+    [
+        (lambda: mean_model("int8", [2, 3, 4, 5], [0, 1, 2], False), "at most 2"),
+        (lambda: mean_model("int8", [2, 3, 4], [1], False, axis_constant=False), "constant int32"),
+        (lambda: mean_model("float32", [2, 3, 4], [3], False, out_shape=[2, 3, 4]), "out of range"),
+        (lambda: mean_model("float32", [2, 3, 4], [1], True, out_shape=[2, 4]), "output shape"),
+        (lambda: mean_model("int16", [1, 256, 256, 1], [1, 2], True), "overflow"),
+    ],
+)
 def test_rejects_unsupported(tmp_path, model, message):
     with pytest.raises(UnsupportedModelError, match=message) as info:
         compile_bytes(model(), tmp_path)

@@ -1,8 +1,8 @@
 """MIRROR_PAD against the TFLM oracle: int8 and float32, REFLECT and SYMMETRIC, 1-D..5-D, zero and
 asymmetric paddings, int32/int64 paddings; malformed paddings rejected with one line."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, _opts
 from model_merge import assert_cases_match_oracle
@@ -37,8 +37,10 @@ CASES = [
 
 
 def test_mirror_pad_matches_tflm(tmp_path):
-    assert_cases_match_oracle({f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}": mirror_pad_model(c[1], c[0], c[2], c[3], c[4])
-                               for c in CASES}, tmp_path)
+    assert_cases_match_oracle(
+        {f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}": mirror_pad_model(c[1], c[0], c[2], c[3], c[4]) for c in CASES},
+        tmp_path,
+    )
 
 
 def test_mirror_pad_sanitized(tmp_path):
@@ -46,11 +48,26 @@ def test_mirror_pad_sanitized(tmp_path):
     assert_matches_oracle(model, tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("model,message,cli", [
-    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [4, 0]], "REFLECT"), "too large", True),
-    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [1, 1]], "REFLECT", out_shape=[3, 5]), "output shape", False),
-    (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [-1, 1]], "SYMMETRIC", out_shape=[3, 4]), "negative", False),
-    (lambda: mirror_pad_model([3, 4], "int8", [[0, 0], [1, 1]], "REFLECT", paddings_const=False), "not supported yet", False),
-])
+@pytest.mark.parametrize(
+    "model,message,cli",
+    [
+        (lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [4, 0]], "REFLECT"), "too large", True),
+        (
+            lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [1, 1]], "REFLECT", out_shape=[3, 5]),
+            "output shape",
+            False,
+        ),
+        (
+            lambda: mirror_pad_model([3, 4], "float32", [[0, 0], [-1, 1]], "SYMMETRIC", out_shape=[3, 4]),
+            "negative",
+            False,
+        ),
+        (
+            lambda: mirror_pad_model([3, 4], "int8", [[0, 0], [1, 1]], "REFLECT", paddings_const=False),
+            "not supported yet",
+            False,
+        ),
+    ],
+)
 def test_mirror_pad_rejects(tmp_path, model, message, cli):
     assert_rejects(model(), tmp_path, "MIRROR_PAD", message, cli)

@@ -2,12 +2,21 @@
 instance of each operator side by side (STRIDED_SLICE, SLICE, TRANSPOSE, GATHER, GATHER_ND, SPLIT,
 SPLIT_V, UNPACK, PACK, REVERSE_V2, BROADCAST_TO, FILL, SQUEEZE, EXPAND_DIMS, and int32 SHAPE and
 BROADCAST_ARGS), every output compared with TFLM."""
-import numpy as np
 
+import numpy as np
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from model_builder import ModelBuilder
-from movement_models import gather_options, pack_options, q, shape_options, split_options, split_v_options, \
-    squeeze_options, strided_slice_options, unpack_options
+from movement_models import (
+    gather_options,
+    pack_options,
+    q,
+    shape_options,
+    split_options,
+    split_v_options,
+    squeeze_options,
+    strided_slice_options,
+    unpack_options,
+)
 
 
 def movement_model() -> bytes:
@@ -24,8 +33,12 @@ def movement_model() -> bytes:
         b.op(kind, inputs, ys, options)
         outputs.extend(ys)
 
-    op("STRIDED_SLICE", [x, const([1, 0, 3]), const([0, 3, 0]), const([1, 2, -1])], [[2, 3]],
-       strided_slice_options(shrink_axis_mask=1))
+    op(
+        "STRIDED_SLICE",
+        [x, const([1, 0, 3]), const([0, 3, 0]), const([1, 2, -1])],
+        [[2, 3]],
+        strided_slice_options(shrink_axis_mask=1),
+    )
     op("SLICE", [x, const([0, 1, 1]), const([2, 2, -1])], [[2, 2, 3]])
     op("TRANSPOSE", [x, const([2, 0, 1])], [[4, 2, 3]])
     op("GATHER", [x, const([2, 0])], [[2, 2, 4]], gather_options(axis=1))

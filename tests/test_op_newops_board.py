@@ -3,8 +3,8 @@ scale, real FFT, energy, filter bank, square root, PCAN, log), the inverse FFT,
 TFLite_Detection_PostProcess (regular NMS, whose every output TFLM writes) and EMBEDDING_LOOKUP on
 an emulated Cortex-M4 board (mps2_an386, QEMU): one merged model, run standalone once and compared
 with TFLM (integers bit-exact, floats within 1e-5)."""
-import numpy as np
 
+import numpy as np
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from model_merge import merge_models
 from signal_models import front_end_inputs, front_end_model

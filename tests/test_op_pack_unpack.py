@@ -1,7 +1,7 @@
 """PACK and UNPACK against the TFLM oracle: every type TFLM runs, every axis (negative too), 1 to 4
 values; malformed options via the CLI."""
-import pytest
 
+import pytest
 from harness import assert_matches_oracle
 from movement_models import assert_clean_rejection, pack_options, side_by_side, single_op, unpack_options
 
@@ -11,8 +11,7 @@ def pack_case(shape, n, axis, dtype="int8", out_shape=None):
     if out_shape is None:
         out_shape = list(shape)
         out_shape.insert(axis % rank, n)
-    return ("PACK", shape, dtype, [], [out_shape], pack_options(n, axis),
-            dict(extra_inputs=[(shape, dtype)] * (n - 1)))
+    return ("PACK", shape, dtype, [], [out_shape], pack_options(n, axis), dict(extra_inputs=[(shape, dtype)] * (n - 1)))
 
 
 def unpack_case(shape, axis, dtype="int8", n=None, out=None):
@@ -34,8 +33,17 @@ def unpack_model(*args, **kwargs):
 
 def test_pack_and_unpack_int8_match_tflm(tmp_path):
     """Every axis (negative too), 1 to 4 values, side by side in one model."""
-    cases = [pack_case(shape, n, axis) for shape, n, axis in
-             [([1], 1, 0), ([5], 3, 1), ([2, 3], 2, 0), ([2, 3], 3, 1), ([2, 3, 2], 4, -1), ([2, 3, 2], 2, -3)]]
+    cases = [
+        pack_case(shape, n, axis)
+        for shape, n, axis in [
+            ([1], 1, 0),
+            ([5], 3, 1),
+            ([2, 3], 2, 0),
+            ([2, 3], 3, 1),
+            ([2, 3, 2], 4, -1),
+            ([2, 3, 2], 2, -3),
+        ]
+    ]
     cases += [unpack_case(shape, axis) for shape, axis in [([3], 0), ([2, 3], 1), ([2, 3, 4], -2), ([4, 1, 3], 0)]]
     assert_matches_oracle(side_by_side(cases), tmp_path, n_inputs=2)
 
@@ -46,12 +54,15 @@ def test_pack_and_unpack_types_match_tflm(tmp_path):
     assert_matches_oracle(side_by_side(cases), tmp_path, n_inputs=2, sanitize=True)
 
 
-@pytest.mark.parametrize("model,match", [
-    (lambda: pack_model([2, 3], 2, 3, out_shape=[2, 3, 2]), "out of range"),
-    (lambda: pack_model([2, 3], 2, 0, out_shape=[2, 3, 2]), "does not match"),
-    (lambda: unpack_model([2, 3], 2, n=3, out=[2, 3]), "out of range"),
-    (lambda: unpack_model([2, 3], 1, n=2), "needs 3 outputs"),
-])
+@pytest.mark.parametrize(
+    "model,match",
+    [
+        (lambda: pack_model([2, 3], 2, 3, out_shape=[2, 3, 2]), "out of range"),
+        (lambda: pack_model([2, 3], 2, 0, out_shape=[2, 3, 2]), "does not match"),
+        (lambda: unpack_model([2, 3], 2, n=3, out=[2, 3]), "out of range"),
+        (lambda: unpack_model([2, 3], 1, n=2), "needs 3 outputs"),
+    ],
+)
 def test_pack_unpack_rejections(tmp_path, model, match):
     assert_clean_rejection(model(), tmp_path, match)
 

@@ -1,18 +1,19 @@
 """PAD and PADV2 against the TFLM oracle: int8 (pads with the output zero point), int16 (pads with 0
 whatever the zero point, as TFLM), int32, float32; explicit padding values (constant or computed at
 run time); 1-D..5-D, zero and asymmetric paddings, int32/int64 paddings."""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder
 from model_merge import assert_cases_match_oracle
 from oracle import Oracle
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
 
 
 def pad_model(shape, dtype, paddings, q=(None, None), out_q=None, paddings_dtype=np.int32, out_shape=None):
@@ -104,11 +105,20 @@ def padv2_model(shape, dtype, paddings, value, q=(None, None), value_q=None, kin
 
 
 def test_padv2_matches_tflm(tmp_path):
-    assert_cases_match_oracle({
-        f"{kind}-{dtype}-{value}": padv2_model([2, 3, 4], dtype, [[1, 0], [0, 2], [1, 1]], value, q, kind=kind)
-        for dtype, value, q in [("int8", -100, (0.05, 3)), ("int8", 127, (0.1, -128)), ("int16", -3000, (0.001, 0)),
-                                ("int32", 123456, (None, None)), ("float32", -2.5, (None, None))]
-        for kind in ("PADV2", "PAD")}, tmp_path)  # TFLM reads a third input of PAD too
+    assert_cases_match_oracle(
+        {
+            f"{kind}-{dtype}-{value}": padv2_model([2, 3, 4], dtype, [[1, 0], [0, 2], [1, 1]], value, q, kind=kind)
+            for dtype, value, q in [
+                ("int8", -100, (0.05, 3)),
+                ("int8", 127, (0.1, -128)),
+                ("int16", -3000, (0.001, 0)),
+                ("int32", 123456, (None, None)),
+                ("float32", -2.5, (None, None)),
+            ]
+            for kind in ("PADV2", "PAD")
+        },
+        tmp_path,
+    )  # TFLM reads a third input of PAD too
 
 
 def test_padv2_value_computed_at_run_time(tmp_path):
@@ -118,5 +128,6 @@ def test_padv2_value_computed_at_run_time(tmp_path):
 
 def test_padv2_rejects_a_differently_quantized_int8_value(tmp_path):
     from spatial_cli import assert_cli_rejects
+
     model = padv2_model([2, 3], "int8", [[1, 0], [0, 1]], 5, (0.05, 3), value_q=(0.05, 0))
     assert_cli_rejects(model, tmp_path, "PADV2", "quantization")

@@ -1,18 +1,20 @@
 """AVERAGE_POOL_2D and MAX_POOL_2D against the TFLM oracle: int8, int16, float32; SAME/VALID padding,
 strides, filter sizes (including filters larger than the input under SAME), fused activations."""
-import pytest
 
+import pytest
 from harness import compile_bytes
-from microcompiler.errors import UnsupportedModelError
-from microcompiler.ops.pooling import pool_geometry
 from model_builder import ModelBuilder, pool_options
 from model_merge import assert_cases_match_oracle
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.ops.pooling import pool_geometry
 
 QUANT = {"int8": dict(scale=0.05, zero_point=-3), "int16": dict(scale=0.0004, zero_point=0), "float32": {}}
 
 
-def pool_model(kind, dtype, in_shape, filter_hw, stride, padding, activation="NONE", quant=None,
-               out_quant=None, out_shape=None):
+def pool_model(
+    kind, dtype, in_shape, filter_hw, stride, padding, activation="NONE", quant=None, out_quant=None, out_shape=None
+):
     b = ModelBuilder()
     q = quant if quant is not None else QUANT[dtype]
     x = b.activation("x", in_shape, dtype, **q)
@@ -57,11 +59,18 @@ def test_pooling_matches_tflm(tmp_path, kind, dtype):
 
 
 def test_sanitized(tmp_path):
-    assert_cases_match_oracle({f"{kind}-{dtype}": pool_model(kind, dtype, shape, f, s, "SAME", act)
-                               for kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
-                               for dtype, shape, f, s, act in (("int8", [2, 7, 6, 3], (3, 4), (2, 1), "RELU"),
-                                                               ("int16", [1, 3, 4, 2], (5, 7), (1, 1), "NONE"))},
-                              tmp_path, sanitize=True)
+    assert_cases_match_oracle(
+        {
+            f"{kind}-{dtype}": pool_model(kind, dtype, shape, f, s, "SAME", act)
+            for kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D")
+            for dtype, shape, f, s, act in (
+                ("int8", [2, 7, 6, 3], (3, 4), (2, 1), "RELU"),
+                ("int16", [1, 3, 4, 2], (5, 7), (1, 1), "NONE"),
+            )
+        },
+        tmp_path,
+        sanitize=True,
+    )
 
 
 def test_macs_and_variant(tmp_path):
@@ -73,14 +82,29 @@ def test_macs_and_variant(tmp_path):
     assert lib.metadata["operators"][0]["kernel"]["clipped_windows"] is False
 
 
-@pytest.mark.parametrize("model,message", [
-    (lambda: pool_model("MAX_POOL_2D", "int8", [1, 4, 4, 2], (2, 2), (2, 2), "VALID",
-                        out_quant=dict(scale=0.1, zero_point=-3)), "quantization must be the same"),
-    (lambda: pool_model("AVERAGE_POOL_2D", "int8", [1, 3, 3, 2], (4, 4), (1, 1), "VALID",
-                        out_shape=[1, 1, 1, 2]), "does not fit"),
-    (lambda: pool_model("AVERAGE_POOL_2D", "float32", [1, 4, 4, 2], (2, 2), (2, 2), "VALID",
-                        out_shape=[1, 3, 3, 2]), "output shape"),
-])
+@pytest.mark.parametrize(
+    "model,message",
+    [
+        (
+            lambda: pool_model(
+                "MAX_POOL_2D", "int8", [1, 4, 4, 2], (2, 2), (2, 2), "VALID", out_quant=dict(scale=0.1, zero_point=-3)
+            ),
+            "quantization must be the same",
+        ),
+        (
+            lambda: pool_model(
+                "AVERAGE_POOL_2D", "int8", [1, 3, 3, 2], (4, 4), (1, 1), "VALID", out_shape=[1, 1, 1, 2]
+            ),
+            "does not fit",
+        ),
+        (
+            lambda: pool_model(
+                "AVERAGE_POOL_2D", "float32", [1, 4, 4, 2], (2, 2), (2, 2), "VALID", out_shape=[1, 3, 3, 2]
+            ),
+            "output shape",
+        ),
+    ],
+)
 def test_rejects_unsupported(tmp_path, model, message):
     with pytest.raises(UnsupportedModelError, match=message) as info:
         compile_bytes(model(), tmp_path)

@@ -1,8 +1,8 @@
 """PRELU against the TFLM oracle: int8 and int16 (int8 alpha) and float32, alpha a per-channel
 constant broadcast against the input (up to 4D), a full tensor, a scalar, or a model input."""
+
 import numpy as np
 import pytest
-
 from activation_cases import assert_cli_rejects, every_int8_value, random_sets
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
@@ -29,8 +29,11 @@ def prelu_model(cases, alpha_as_input=False, seed=0):
             alpha = b.activation(f"alpha{k}", alpha_shape, alpha_dtype, scale=alpha_q[0], zero_point=alpha_q[1])
             inputs += [x, alpha]
         else:
-            values = (rng.uniform(-0.5, 1.5, alpha_shape).astype(np.float32) if dtype == "float32"
-                      else rng.integers(-128, 128, alpha_shape).astype(np.int8))
+            values = (
+                rng.uniform(-0.5, 1.5, alpha_shape).astype(np.float32)
+                if dtype == "float32"
+                else rng.integers(-128, 128, alpha_shape).astype(np.int8)
+            )
             alpha = b.constant(f"alpha{k}", values, scale=alpha_q[0], zero_point=alpha_q[1])
             inputs.append(x)
         out_shape = np.broadcast_shapes(tuple(shape), tuple(alpha_shape))
@@ -41,17 +44,24 @@ def prelu_model(cases, alpha_as_input=False, seed=0):
 
 
 INT8_CASES = [
-    ([1, 4, 4, 16], [16], "int8"),                 # per-channel alpha, every input value
+    ([1, 4, 4, 16], [16], "int8"),  # per-channel alpha, every input value
     ([1, 16, 16], [1, 1, 16], "int8", ((0.1, -128), (0.004, -128), (0.1, -128))),
-    ([2, 5, 3], [5, 1], "int8", ((0.02, 127), (0.02, 0), (0.03, 5))),   # alpha broadcast on the last axis
-    ([3, 7], [3, 7], "int8"),                      # alpha as large as the input
+    ([2, 5, 3], [5, 1], "int8", ((0.02, 127), (0.02, 0), (0.03, 5))),  # alpha broadcast on the last axis
+    ([3, 7], [3, 7], "int8"),  # alpha as large as the input
     ([1], [1], "int8"),
-    ([2, 3, 4, 5], [1], "int8"),                   # one alpha for all
+    ([2, 3, 4, 5], [1], "int8"),  # one alpha for all
 ]
-INT16_CASES = [([1, 4, 4, 3], [1, 1, 3], "int16"), ([5], [5], "int16"),
-               ([2, 3, 7], [7], "int16", ((0.0004, 0), (0.02, 7), (0.0003, -5)))]
-FLOAT_CASES = [([1, 4, 4, 3], [3], "float32"), ([2, 5, 3], [5, 1], "float32"), ([1], [1], "float32"),
-               ([3, 1, 2], [1, 4, 1], "float32")]  # both operands broadcast
+INT16_CASES = [
+    ([1, 4, 4, 3], [1, 1, 3], "int16"),
+    ([5], [5], "int16"),
+    ([2, 3, 7], [7], "int16", ((0.0004, 0), (0.02, 7), (0.0003, -5))),
+]
+FLOAT_CASES = [
+    ([1, 4, 4, 3], [3], "float32"),
+    ([2, 5, 3], [5, 1], "float32"),
+    ([1], [1], "float32"),
+    ([3, 1, 2], [1, 4, 1], "float32"),
+]  # both operands broadcast
 
 
 def _inputs(cases, n_sets=3):
@@ -80,10 +90,12 @@ def test_float_prelu_matches_tflm(tmp_path):
 def test_alpha_may_be_a_model_input(tmp_path):
     cases = [([2, 5, 3], [5, 1], "int8"), ([1, 4, 3], [3], "float32")]
     shapes = [([2, 5, 3], "int8"), ([5, 1], "int8"), ([1, 4, 3], "float32"), ([3], "float32")]
-    per_input = [[s[0] for s in random_sets(shape, dtype, 3, seed=k, float_range=2.0)]
-                 for k, (shape, dtype) in enumerate(shapes)]
-    assert_matches_oracle(prelu_model(cases, alpha_as_input=True), tmp_path,
-                          inputs=[list(values) for values in zip(*per_input)])
+    per_input = [
+        [s[0] for s in random_sets(shape, dtype, 3, seed=k, float_range=2.0)] for k, (shape, dtype) in enumerate(shapes)
+    ]
+    assert_matches_oracle(
+        prelu_model(cases, alpha_as_input=True), tmp_path, inputs=[list(values) for values in zip(*per_input)]
+    )
 
 
 def _single_prelu(shape, alpha_shape, out_shape, dtype="int8", alpha_dtype="int8"):
@@ -96,11 +108,18 @@ def _single_prelu(shape, alpha_shape, out_shape, dtype="int8", alpha_dtype="int8
     return b.finish([x], [y])
 
 
-@pytest.mark.parametrize("model,fragment", [
-    (_single_prelu([2, 3], [4], [2, 3]), "input shape [2, 3] and alpha shape [4] do not broadcast"),
-    (_single_prelu([1, 2, 3, 4, 5], [5], [1, 2, 3, 4, 5], "float32", "float32"), "broadcasting is supported up to 4D"),
-    (_single_prelu([2, 3], [3], [3, 3]), "output shape [3, 3] is not the broadcast shape [2, 3]"),
-    (_single_prelu([4], [4], [4], "int16", "int16"), "int16 with int8 alpha"),
-], ids=["shapes", "5d", "output-shape", "int16-alpha"])
+@pytest.mark.parametrize(
+    "model,fragment",
+    [
+        (_single_prelu([2, 3], [4], [2, 3]), "input shape [2, 3] and alpha shape [4] do not broadcast"),
+        (
+            _single_prelu([1, 2, 3, 4, 5], [5], [1, 2, 3, 4, 5], "float32", "float32"),
+            "broadcasting is supported up to 4D",
+        ),
+        (_single_prelu([2, 3], [3], [3, 3]), "output shape [3, 3] is not the broadcast shape [2, 3]"),
+        (_single_prelu([4], [4], [4], "int16", "int16"), "int16 with int8 alpha"),
+    ],
+    ids=["shapes", "5d", "output-shape", "int16-alpha"],
+)
 def test_prelu_rejects_what_it_cannot_run(tmp_path, model, fragment):
     assert_cli_rejects(model, tmp_path, "operator 0 (PRELU)", fragment)

@@ -1,17 +1,18 @@
 """QUANTIZE and DEQUANTIZE against the TFLM oracle, and fold_constants on constant inputs."""
+
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
-from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder, concatenation_options
 from model_merge import assert_cases_match_oracle
 from test_op_activation import assert_in_place_matches_oracle, unary_model
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.inputs import random_inputs
 
 # Quotients that are exact ties in float32 (TFLM rounds them away from zero) and ones whose float32
 # quotient is a tie while the double quotient is not, plus NaN/inf/huge values (x86 TFLM maps them
@@ -31,15 +32,18 @@ def quantize_inputs(scale, n, shape):
     return sets
 
 
-@pytest.mark.parametrize("out_dtype,shape,scale,zero_point", [
-    ("int8", [37], 0.01, -5),
-    ("int8", [2, 15], 0.0078125, 127),
-    ("int8", [1, 4, 3, 2], 0.02, -128),
-    ("int8", [3, 7], 1.0, 0),
-    ("int16", [2, 3, 7], 0.0001, 0),
-    ("int16", [24], 3.0517578125e-05, 0),  # 1/32768: saturates near 1.0
-    ("int16", [30], 0.003, -7),
-])
+@pytest.mark.parametrize(
+    "out_dtype,shape,scale,zero_point",
+    [
+        ("int8", [37], 0.01, -5),
+        ("int8", [2, 15], 0.0078125, 127),
+        ("int8", [1, 4, 3, 2], 0.02, -128),
+        ("int8", [3, 7], 1.0, 0),
+        ("int16", [2, 3, 7], 0.0001, 0),
+        ("int16", [24], 3.0517578125e-05, 0),  # 1/32768: saturates near 1.0
+        ("int16", [30], 0.003, -7),
+    ],
+)
 def test_quantize_float_matches_tflm(tmp_path, out_dtype, shape, scale, zero_point):
     model = unary_model("QUANTIZE", shape, "float32", out_dtype, out_q=(scale, zero_point))
     n = int(np.prod(shape))
@@ -52,28 +56,34 @@ def test_quantize_special_values_sanitized(tmp_path):
     assert_matches_oracle(model, tmp_path, sanitize=True, inputs=quantize_inputs(0.05, 29, [29]))
 
 
-@pytest.mark.parametrize("in_dtype,out_dtype,in_q,out_q", [
-    ("int8", "int8", (0.1, -3), (0.05, 4)),
-    ("int8", "int8", (0.05, -128), (0.2, 127)),
-    ("int8", "int8", (0.05, 0), (0.05, 20)),  # equal scales, zero point moves
-    ("int8", "int8", (0.02, 5), (0.02, 5)),  # identity
-    ("int8", "int16", (0.1, -3), (0.001, 0)),
-    ("int16", "int8", (0.001, 0), (0.1, 3)),
-    ("int16", "int16", (0.001, 5), (0.0005, -7)),
-    ("int16", "int16", (0.0005, 0), (0.003, 0)),
-])
+@pytest.mark.parametrize(
+    "in_dtype,out_dtype,in_q,out_q",
+    [
+        ("int8", "int8", (0.1, -3), (0.05, 4)),
+        ("int8", "int8", (0.05, -128), (0.2, 127)),
+        ("int8", "int8", (0.05, 0), (0.05, 20)),  # equal scales, zero point moves
+        ("int8", "int8", (0.02, 5), (0.02, 5)),  # identity
+        ("int8", "int16", (0.1, -3), (0.001, 0)),
+        ("int16", "int8", (0.001, 0), (0.1, 3)),
+        ("int16", "int16", (0.001, 5), (0.0005, -7)),
+        ("int16", "int16", (0.0005, 0), (0.003, 0)),
+    ],
+)
 def test_requantize_matches_tflm(tmp_path, in_dtype, out_dtype, in_q, out_q):
     model = unary_model("QUANTIZE", [3, 5, 7], in_dtype, out_dtype, in_q, out_q)
     assert_matches_oracle(model, tmp_path, sanitize=(in_dtype, out_dtype) == ("int8", "int16"))
 
 
-@pytest.mark.parametrize("in_dtype,shape,q", [
-    ("int8", [37], (0.1, -3)),
-    ("int8", [2, 3, 4, 5], (0.02, -128)),
-    ("int8", [6, 2], (0.0039, 127)),
-    ("int16", [3, 13], (0.001, 0)),
-    ("int16", [40], (0.0005, 7)),
-])
+@pytest.mark.parametrize(
+    "in_dtype,shape,q",
+    [
+        ("int8", [37], (0.1, -3)),
+        ("int8", [2, 3, 4, 5], (0.02, -128)),
+        ("int8", [6, 2], (0.0039, 127)),
+        ("int16", [3, 13], (0.001, 0)),
+        ("int16", [40], (0.0005, 7)),
+    ],
+)
 def test_dequantize_matches_tflm(tmp_path, in_dtype, shape, q):
     model = unary_model("DEQUANTIZE", shape, in_dtype, "float32", in_q=q)
     assert_matches_oracle(model, tmp_path, sanitize=in_dtype == "int16" and q[1] == 0)
@@ -132,14 +142,17 @@ INTEGER_PAIRS = [
 def test_quantize_integer_pairs_match_tflm(tmp_path):
     """Every integer pair TFLM's QUANTIZE has, including int16 <-> int32 (the issue's), side by side in
     one model (one compile), under the sanitizers."""
-    cases = {f"{a}->{b} {in_q} {out_q} {shape}": unary_model("QUANTIZE", shape, a, b, in_q, out_q)
-             for a, b, in_q, out_q, shape in INTEGER_PAIRS}
+    cases = {
+        f"{a}->{b} {in_q} {out_q} {shape}": unary_model("QUANTIZE", shape, a, b, in_q, out_q)
+        for a, b, in_q, out_q, shape in INTEGER_PAIRS
+    }
     library = assert_cases_match_oracle(cases, tmp_path, sanitize=True)
     assert len(library.metadata["outputs"]) == len(INTEGER_PAIRS)
 
 
-@pytest.mark.parametrize("in_dtype,q", [("int8", ([0.1, 0.2, 0.3], [1, 2, 3])),
-                                        ("int16", ([0.001, 0.002, 0.003], [0, 0, 0]))])
+@pytest.mark.parametrize(
+    "in_dtype,q", [("int8", ([0.1, 0.2, 0.3], [1, 2, 3])), ("int16", ([0.001, 0.002, 0.003], [0, 0, 0]))]
+)
 def test_dequantize_per_channel_input_uses_first_parameters(tmp_path, in_dtype, q):
     """TFLM accepts per-channel DEQUANTIZE inputs and applies the first scale and zero point."""
     b = ModelBuilder()
@@ -154,15 +167,27 @@ def test_dequantize_uint8_matches_tflm(tmp_path):
     assert_matches_oracle(model, tmp_path, sanitize=True)
 
 
-@pytest.mark.parametrize("in_dtype,out_dtype", [("float32", "uint8"), ("float32", "int32"), ("int16", "uint8"),
-                                                ("uint8", "int16"), ("int32", "int32"), ("int32", "uint8")])
+@pytest.mark.parametrize(
+    "in_dtype,out_dtype",
+    [
+        ("float32", "uint8"),
+        ("float32", "int32"),
+        ("int16", "uint8"),
+        ("uint8", "int16"),
+        ("int32", "int32"),
+        ("int32", "uint8"),
+    ],
+)
 def test_quantize_pairs_tflm_lacks_are_refused_in_one_line(tmp_path, in_dtype, out_dtype):
     in_q = (None, None) if in_dtype == "float32" else (0.1, 0)
     model = unary_model("QUANTIZE", [4], in_dtype, out_dtype, in_q, (0.1, 0))
     path = tmp_path / "m.tflite"
     path.write_bytes(model)
-    result = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                             str(tmp_path / "out")], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
@@ -188,11 +213,13 @@ def test_quantize_int8_pairs_on_board(tmp_path):
     standalone on mps2_an386 (QEMU), bit-exact with TFLM."""
     b = ModelBuilder()
     x = b.activation("x", [3, 7], "int8", scale=0.1, zero_point=-3)
-    outs = [b.activation("q8", [3, 7], "int8", scale=0.05, zero_point=4),
-            b.activation("q16", [3, 7], "int16", scale=0.001, zero_point=0),
-            b.activation("q32", [3, 7], "int32", scale=0.0001, zero_point=9),
-            b.activation("qu8", [3, 7], "uint8", scale=0.1, zero_point=125),
-            b.activation("f", [3, 7], "float32")]
+    outs = [
+        b.activation("q8", [3, 7], "int8", scale=0.05, zero_point=4),
+        b.activation("q16", [3, 7], "int16", scale=0.001, zero_point=0),
+        b.activation("q32", [3, 7], "int32", scale=0.0001, zero_point=9),
+        b.activation("qu8", [3, 7], "uint8", scale=0.1, zero_point=125),
+        b.activation("f", [3, 7], "float32"),
+    ]
     for y in outs[:-1]:
         b.op("QUANTIZE", [x], [y])
     b.op("DEQUANTIZE", [x], [outs[-1]])

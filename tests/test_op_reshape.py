@@ -1,22 +1,26 @@
 """RESHAPE against the TFLM oracle: the copy kernel (model input reshaped straight into a model
 output, or one model output into another) and the zero-copy alias made by remove_reshapes."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.errors import UnsupportedModelError
 from model_builder import ModelBuilder, fully_connected_options, reshape_options
+
+from microcompiler.errors import UnsupportedModelError
 
 
 def kinds(library):
     return [o["kind"] for o in library.metadata["operators"]]
 
 
-@pytest.mark.parametrize("dtype,in_shape,out_shape,shape_input", [
-    ("int8", [2, 6], [3, 4], "int32"),
-    ("int16", [1, 2, 3, 4], [24], "int64"),
-    ("float32", [12], [2, 2, 3], None),  # shape from the options only
-])
+@pytest.mark.parametrize(
+    "dtype,in_shape,out_shape,shape_input",
+    [
+        ("int8", [2, 6], [3, 4], "int32"),
+        ("int16", [1, 2, 3, 4], [24], "int64"),
+        ("float32", [12], [2, 2, 3], None),  # shape from the options only
+    ],
+)
 def test_reshape_copy_matches_tflm(tmp_path, dtype, in_shape, out_shape, shape_input):
     q = (0.1, -7) if dtype != "float32" else (None, None)
     b = ModelBuilder()

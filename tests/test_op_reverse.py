@@ -1,14 +1,15 @@
 """REVERSE_V2 against the TFLM oracle: every type TFLM runs, one or several axes, negative axes,
 innermost and outer axes; malformed axes via the CLI."""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
+from movement_models import assert_clean_rejection, side_by_side, single_op
+
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
-from movement_models import assert_clean_rejection, side_by_side, single_op
 
 
 def reverse_case(shape, axes, dtype="int8"):
@@ -35,8 +36,9 @@ def test_reverse_int8_matches_tflm(tmp_path):
 
 
 def test_reverse_types_match_tflm(tmp_path):
-    model = side_by_side([reverse_case([3, 4, 2], [1], dtype)
-                          for dtype in ("int16", "int32", "int64", "float32", "bool")])
+    model = side_by_side(
+        [reverse_case([3, 4, 2], [1], dtype) for dtype in ("int16", "int32", "int64", "float32", "bool")]
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 

@@ -1,21 +1,26 @@
 """SHAPE: folded at compile time (no code) inside a model, a copy of the constant when it is a model
 output; int32 against the TFLM oracle for every input type, int64 (TFLM: int32 only) against the
 static shape."""
+
 from pathlib import Path
 
 import numpy as np
-
 from harness import assert_matches_oracle, compile_bytes
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
 from model_builder import ModelBuilder
 from movement_models import ALL_TYPES, assert_clean_rejection, shape_options, side_by_side, single_op
+
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
 
 
 def test_shape_int32_as_model_output_matches_tflm(tmp_path):
     """Every input type, side by side; each SHAPE is a model output, so a copy of its constant."""
-    model = side_by_side([("SHAPE", [2, 1, 3][:1 + k % 3], dtype, [], [[1 + k % 3]], shape_options("int32"),
-                           dict(out_dtype="int32")) for k, dtype in enumerate(ALL_TYPES)])
+    model = side_by_side(
+        [
+            ("SHAPE", [2, 1, 3][: 1 + k % 3], dtype, [], [[1 + k % 3]], shape_options("int32"), dict(out_dtype="int32"))
+            for k, dtype in enumerate(ALL_TYPES)
+        ]
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=1, sanitize=True)
 
 

@@ -2,20 +2,21 @@
 SignalFilterBankSpectralSubtraction) and CIRCULAR_BUFFER
 against the TFLM oracle over sequences of invocations, bit-exact step by step, then again after
 <model>_reset(); their operator-owned state in the state section; malformed configurations."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from harness import compile_bytes
-from microcompiler.frontend.tflite import load_tflite
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
-from microcompiler.passes import PIPELINE
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection
 from oracle import Oracle
 from signal_state_models import MAKERS, framer_model, spectral_subtraction_options, streaming_front_end_model
+
+from microcompiler.frontend.tflite import load_tflite
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
+from microcompiler.passes import PIPELINE
 
 STEPS = 12
 SANITIZED = ("SignalFramer", "SignalStacker", "SignalFilterBankSpectralSubtraction")  # also under ASan/UBSan
@@ -33,8 +34,8 @@ def assert_step_matches(got_set, want_set, pairs, buffers, step, what):
             continue
         exp = np.asarray(exp).reshape(got.shape)
         if unfilled.get(k):
-            assert not got[:, :unfilled[k]].any(), f"{what}, output {k}: unfilled slots must be zero"
-            got, exp = got[:, unfilled[k]:], exp[:, unfilled[k]:]
+            assert not got[:, : unfilled[k]].any(), f"{what}, output {k}: unfilled slots must be zero"
+            got, exp = got[:, unfilled[k] :], exp[:, unfilled[k] :]
         if got.dtype == np.float32:
             np.testing.assert_allclose(got, exp, rtol=FLOAT_RTOL, atol=FLOAT_ATOL, err_msg=f"{what}, output {k}")
         else:
@@ -75,7 +76,9 @@ def test_streaming_front_end_matches_tflm(tmp_path, executor):
     drop it."""
     library = check_signal_sequence(streaming_front_end_model(), [(0, 1)], [], tmp_path, executors=(executor,))
     kinds = [op["kind"] for op in library.metadata["operators"]]
-    assert kinds[0] == "SignalFramer" and kinds[-1] == "SignalStacker" and "SignalFilterBankSpectralSubtraction" in kinds
+    assert (
+        kinds[0] == "SignalFramer" and kinds[-1] == "SignalStacker" and "SignalFilterBankSpectralSubtraction" in kinds
+    )
 
 
 def test_outputs_depend_on_the_state(tmp_path):
@@ -136,14 +139,23 @@ def _single(kind, options, shape, out_shapes, dtype="int16", out_dtypes=None):
 
 
 def _framer(size=5, step=3, prefill=False, shape=(1, 3), out=(1, 1, 5), **extra):
-    return _single("SignalFramer", {"frame_size": size, "frame_step": step, "prefill": prefill, **extra},
-                   list(shape), [list(out), []], out_dtypes=["int16", "bool"])
+    return _single(
+        "SignalFramer",
+        {"frame_size": size, "frame_step": step, "prefill": prefill, **extra},
+        list(shape),
+        [list(out), []],
+        out_dtypes=["int16", "bool"],
+    )
 
 
 def _stacker(channels=2, left=1, right=1, step=1, out=6):
-    return _single("SignalStacker", {"num_channels": channels, "stacker_left_context": left,
-                                     "stacker_right_context": right, "stacker_step": step},
-                   [channels], [[out], []], out_dtypes=["int16", "bool"])
+    return _single(
+        "SignalStacker",
+        {"num_channels": channels, "stacker_left_context": left, "stacker_right_context": right, "stacker_step": step},
+        [channels],
+        [[out], []],
+        out_dtypes=["int16", "bool"],
+    )
 
 
 REJECTED = {
@@ -153,24 +165,57 @@ REJECTED = {
     "framer-extra-option": (_framer(extra_key=1), "custom options"),
     "stacker-step-too-long": (_stacker(step=4), "stacker_step 4 must lie in [1, 3]"),
     "stacker-output-size": (_stacker(out=5), "output of 5 values must hold the stack's 6"),
-    "delay-negative": (_single("SignalDelay", {"delay_length": -1}, [4], [[4]]), "delay_length -1 must not be negative"),
-    "overlap-step-too-long": (_single("SignalOverlapAdd", {"T": 7, "frame_step": 9}, [1, 8], [[9]]),
-                              "frame_step 9 must lie in [1, frame_size 8]"),
-    "subtraction-shift": (_single("SignalFilterBankSpectralSubtraction",
-                                  spectral_subtraction_options(4, smoothing_bits=32), [4], [[4], [4]], dtype="uint32"),
-                          "smoothing_bits 32 must lie in [0, 31]"),
-    "subtraction-channels": (_single("SignalFilterBankSpectralSubtraction", spectral_subtraction_options(4),
-                                     [4], [[4], [3]], dtype="uint32"), "noise estimate of 3 values must hold num_channels 4"),
-    "circular-cycles-2": (_single("CIRCULAR_BUFFER", {"cycles_max": 2}, [1, 1, 1, 4], [[1, 3, 1, 4]], dtype="int8"),
-                          "cycles_max 2"),
-    "circular-no-options": (_single("CIRCULAR_BUFFER", None, [1, 1, 1, 4], [[1, 3, 1, 4]], dtype="int8"),
-                            "cycles_max 0"),
-    "circular-valid-output": (_single("CIRCULAR_BUFFER", {"cycles_max": 1}, [1, 1, 1, 4], [[1, 3, 1, 4], []],
-                                      dtype="int8", out_dtypes=["int8", "bool"]), "the second ('valid') output"),
-    "circular-shape": (_single("CIRCULAR_BUFFER", {"cycles_max": 1}, [1, 2, 1, 4], [[1, 3, 1, 4]], dtype="int8"),
-                       "must be one sample"),
-    "overlap-type-option": (_single("SignalOverlapAdd", {"T": 0, "frame_step": 4}, [1, 8], [[4]]),
-                            "option T 0 does not name the tensors' type int16"),
+    "delay-negative": (
+        _single("SignalDelay", {"delay_length": -1}, [4], [[4]]),
+        "delay_length -1 must not be negative",
+    ),
+    "overlap-step-too-long": (
+        _single("SignalOverlapAdd", {"T": 7, "frame_step": 9}, [1, 8], [[9]]),
+        "frame_step 9 must lie in [1, frame_size 8]",
+    ),
+    "subtraction-shift": (
+        _single(
+            "SignalFilterBankSpectralSubtraction",
+            spectral_subtraction_options(4, smoothing_bits=32),
+            [4],
+            [[4], [4]],
+            dtype="uint32",
+        ),
+        "smoothing_bits 32 must lie in [0, 31]",
+    ),
+    "subtraction-channels": (
+        _single(
+            "SignalFilterBankSpectralSubtraction", spectral_subtraction_options(4), [4], [[4], [3]], dtype="uint32"
+        ),
+        "noise estimate of 3 values must hold num_channels 4",
+    ),
+    "circular-cycles-2": (
+        _single("CIRCULAR_BUFFER", {"cycles_max": 2}, [1, 1, 1, 4], [[1, 3, 1, 4]], dtype="int8"),
+        "cycles_max 2",
+    ),
+    "circular-no-options": (
+        _single("CIRCULAR_BUFFER", None, [1, 1, 1, 4], [[1, 3, 1, 4]], dtype="int8"),
+        "cycles_max 0",
+    ),
+    "circular-valid-output": (
+        _single(
+            "CIRCULAR_BUFFER",
+            {"cycles_max": 1},
+            [1, 1, 1, 4],
+            [[1, 3, 1, 4], []],
+            dtype="int8",
+            out_dtypes=["int8", "bool"],
+        ),
+        "the second ('valid') output",
+    ),
+    "circular-shape": (
+        _single("CIRCULAR_BUFFER", {"cycles_max": 1}, [1, 2, 1, 4], [[1, 3, 1, 4]], dtype="int8"),
+        "must be one sample",
+    ),
+    "overlap-type-option": (
+        _single("SignalOverlapAdd", {"T": 0, "frame_step": 4}, [1, 8], [[4]]),
+        "option T 0 does not name the tensors' type int16",
+    ),
 }
 
 

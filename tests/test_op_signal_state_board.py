@@ -3,20 +3,21 @@ SignalFilterBankSpectralSubtraction) and CIRCULAR_BUFFER on an emulated Cortex-M
 QEMU): one merged model run standalone over a sequence (the firmware runs every step and reports
 each) and host-driven with a reset over RPC, every step compared with TFLM invoked the same number
 of times."""
+
 from __future__ import annotations
 
-from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
-
 from board_oracle import needs_board_tools
-from microcompiler.boards import load_board
-from microcompiler.compiler import compile_model
-from microcompiler.inputs import random_inputs
-from microcompiler.project import run_on_board
 from model_merge import merge_models
 from oracle import Oracle
 from signal_state_models import MAKERS
 from test_op_signal_state import STEPS, assert_step_matches
 from test_state_board import BOARD, host_driven_twice
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+from microcompiler.boards import load_board
+from microcompiler.compiler import compile_model
+from microcompiler.inputs import random_inputs
+from microcompiler.project import run_on_board
 
 
 def merged_model():

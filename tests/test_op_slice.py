@@ -1,8 +1,8 @@
 """SLICE against the TFLM oracle: every type TFLM runs, 1-D..4-D, size -1, int64 begin/size;
 malformed begin/size via the CLI."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from movement_models import assert_clean_rejection, side_by_side, single_op
 
@@ -31,16 +31,23 @@ def test_slice_int8_matches_tflm(tmp_path):
 
 
 def test_slice_types_match_tflm(tmp_path):
-    model = side_by_side([slice_case([3, 4, 3], [0, 1, 1], [2, 2, -1], [2, 2, 2], dtype, np.int64)
-                          for dtype in ("int16", "int32", "float32", "bool")])
+    model = side_by_side(
+        [
+            slice_case([3, 4, 3], [0, 1, 1], [2, 2, -1], [2, 2, 2], dtype, np.int64)
+            for dtype in ("int16", "int32", "float32", "bool")
+        ]
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
-@pytest.mark.parametrize("begin,size,out_shape,match", [
-    ([0, 4], [1, 2], [1, 2], "out of range"),
-    ([-1, 0], [1, 2], [1, 2], "out of range"),
-    ([0, 0], [1, 2], [2, 2], "does not match"),
-    ([0], [1], [1, 5], "one value for each"),
-])
+@pytest.mark.parametrize(
+    "begin,size,out_shape,match",
+    [
+        ([0, 4], [1, 2], [1, 2], "out of range"),
+        ([-1, 0], [1, 2], [1, 2], "out of range"),
+        ([0, 0], [1, 2], [2, 2], "does not match"),
+        ([0], [1], [1, 5], "one value for each"),
+    ],
+)
 def test_slice_rejections(tmp_path, begin, size, out_shape, match):
     assert_clean_rejection(slice_model([4, 5], begin, size, out_shape), tmp_path, match)

@@ -4,17 +4,18 @@ Each model runs on ten seeded inputs: uniform over the whole dtype range, cluste
 centre (small differences, where the fixed-point exp and the table interpolation matter most), and
 saturating mixes of extreme values.
 """
+
 import ctypes
 import ctypes.util
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
+from model_builder import ModelBuilder, softmax_options
+
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.host import HostProgram
 from microcompiler.ops import softmax_logistic as sl
-from model_builder import ModelBuilder, softmax_options
 
 N_INPUTS = 10
 SOFTMAX_OUT_QUANT = {"int8": (1.0 / 256, -128), "int16": (1.0 / 32768, 0)}
@@ -75,8 +76,9 @@ def logistic_model(dtype, shape, scale=0.1, zero_point=0, out_scale=None, out_zp
     else:
         default_scale, default_zp = (1.0 / 256, -128) if dtype == "int8" else (1.0 / 32768, 0)
         x = b.activation("x", shape, dtype, scale=scale, zero_point=zero_point)
-        y = b.activation("y", shape, dtype, scale=out_scale or default_scale,
-                         zero_point=default_zp if out_zp is None else out_zp)
+        y = b.activation(
+            "y", shape, dtype, scale=out_scale or default_scale, zero_point=default_zp if out_zp is None else out_zp
+        )
     b.op("LOGISTIC", [x], [y])
     return b.finish([x], [y])
 
@@ -98,13 +100,19 @@ SOFTMAX_CASES = [
 ]
 
 
-@pytest.mark.parametrize("in_dtype,out_dtype,shape,beta,scale,zp,sanitize", SOFTMAX_CASES,
-                         ids=[f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-b{c[3]}-s{c[4]}" for c in SOFTMAX_CASES])
+@pytest.mark.parametrize(
+    "in_dtype,out_dtype,shape,beta,scale,zp,sanitize",
+    SOFTMAX_CASES,
+    ids=[f"{c[0]}-{c[1]}-{'x'.join(map(str, c[2]))}-b{c[3]}-s{c[4]}" for c in SOFTMAX_CASES],
+)
 def test_softmax_matches_tflm(tmp_path, in_dtype, out_dtype, shape, beta, scale, zp, sanitize):
     model = softmax_model(in_dtype, out_dtype, shape, beta, scale, zp)
-    lib = assert_matches_oracle(model, tmp_path, sanitize=sanitize,
-                                inputs=varied_inputs(shape, in_dtype, seed=len(shape) + int(beta * 4),
-                                                     float_range=8.0))
+    lib = assert_matches_oracle(
+        model,
+        tmp_path,
+        sanitize=sanitize,
+        inputs=varied_inputs(shape, in_dtype, seed=len(shape) + int(beta * 4), float_range=8.0),
+    )
     assert lib.metadata["operators"][0]["kind"] == "SOFTMAX"
 
 
@@ -114,22 +122,26 @@ LOGISTIC_CASES = [
     ("int8", [3, 10], 0.1, -10, False),
     ("int8", [1, 2, 3, 16], 0.5, 100, True),
     ("int8", [3, 10], 0.0625, -128, False),
-    ("int16", [1, 12], 1.0 / 4096, 0, False),   # power-of-two scale TFLM handles without a multiplier
+    ("int16", [1, 12], 1.0 / 4096, 0, False),  # power-of-two scale TFLM handles without a multiplier
     ("int16", [3, 10], 0.001, 0, True),
     ("int16", [1, 2, 3, 16], 1.0 / 1024, 0, False),  # power of two, but not 2^-12: general path
     ("int16", [3, 10], 0.0003, 0, False),
-    ("int16", [3, 10], 4.0, 0, False),          # multiplier 49152: above TFLM's (debug-only) 32767 check
+    ("int16", [3, 10], 4.0, 0, False),  # multiplier 49152: above TFLM's (debug-only) 32767 check
     ("float32", [1, 12], None, None, False),
     ("float32", [1, 2, 3, 16], None, None, True),
 ]
 
 
-@pytest.mark.parametrize("dtype,shape,scale,zp,sanitize", LOGISTIC_CASES,
-                         ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}-s{c[2]}-z{c[3]}" for c in LOGISTIC_CASES])
+@pytest.mark.parametrize(
+    "dtype,shape,scale,zp,sanitize",
+    LOGISTIC_CASES,
+    ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}-s{c[2]}-z{c[3]}" for c in LOGISTIC_CASES],
+)
 def test_logistic_matches_tflm(tmp_path, dtype, shape, scale, zp, sanitize):
     model = logistic_model(dtype, shape, scale, zp)
-    lib = assert_matches_oracle(model, tmp_path, sanitize=sanitize,
-                                inputs=varied_inputs(shape, dtype, seed=len(shape), float_range=12.0))
+    lib = assert_matches_oracle(
+        model, tmp_path, sanitize=sanitize, inputs=varied_inputs(shape, dtype, seed=len(shape), float_range=12.0)
+    )
     assert lib.metadata["operators"][0]["kind"] == "LOGISTIC"
 
 
@@ -163,14 +175,17 @@ def _bad_softmax_output(dtype, scale, zp):
     return b.finish([x], [y])
 
 
-@pytest.mark.parametrize("model,message", [
-    (lambda: _bad_softmax_output("int8", 1.0 / 128, -128), "scale 1/256 and zero point -128"),
-    (lambda: _bad_softmax_output("int8", 1.0 / 256, 0), "scale 1/256 and zero point -128"),
-    (lambda: _bad_softmax_output("int16", 1.0 / 32768, 0), "zero point -32768"),
-    (lambda: logistic_model("int8", [4], 0.1, 0, out_zp=0), "zero point must be -128"),
-    (lambda: logistic_model("int16", [4], 0.001, 3), "zero points 0"),
-    (lambda: logistic_model("int16", [4], 0.001, 0, out_scale=1.0 / 1000), r"2\^-15"),
-])
+@pytest.mark.parametrize(
+    "model,message",
+    [
+        (lambda: _bad_softmax_output("int8", 1.0 / 128, -128), "scale 1/256 and zero point -128"),
+        (lambda: _bad_softmax_output("int8", 1.0 / 256, 0), "scale 1/256 and zero point -128"),
+        (lambda: _bad_softmax_output("int16", 1.0 / 32768, 0), "zero point -32768"),
+        (lambda: logistic_model("int8", [4], 0.1, 0, out_zp=0), "zero point must be -128"),
+        (lambda: logistic_model("int16", [4], 0.001, 3), "zero points 0"),
+        (lambda: logistic_model("int16", [4], 0.001, 0, out_scale=1.0 / 1000), r"2\^-15"),
+    ],
+)
 def test_unsupported_quantization_is_rejected(tmp_path, model, message):
     with pytest.raises(UnsupportedModelError, match=message):
         compile_bytes(model(), tmp_path)

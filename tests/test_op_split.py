@@ -1,8 +1,8 @@
 """SPLIT and SPLIT_V against the TFLM oracle: int8, int16, int32, float32; several outputs, negative
 axes, split along inner and outer dimensions, SPLIT_V with a -1 size; malformed options via the CLI."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from movement_models import assert_clean_rejection, side_by_side, single_op, split_options, split_v_options
 
@@ -16,8 +16,14 @@ def split_case(shape, axis, n, dtype="int8", out_shapes=None):
 
 
 def split_v_case(shape, sizes, axis, out_shapes, dtype="int8"):
-    return ("SPLIT_V", shape, dtype, [np.array(sizes, np.int32), np.array([axis], np.int32)], out_shapes,
-            split_v_options(len(sizes)))
+    return (
+        "SPLIT_V",
+        shape,
+        dtype,
+        [np.array(sizes, np.int32), np.array([axis], np.int32)],
+        out_shapes,
+        split_v_options(len(sizes)),
+    )
 
 
 def split_model(*args, **kwargs):
@@ -60,13 +66,16 @@ def test_split_v_matches_tflm(tmp_path):
     assert_matches_oracle(side_by_side([split_v_case(*case) for case in SPLIT_V_CASES]), tmp_path, n_inputs=2)
 
 
-@pytest.mark.parametrize("model,match", [
-    (lambda: split_model([4, 6], 1, 4, out_shapes=[[4, 1]] * 4), "does not divide"),
-    (lambda: split_model([4, 6], 2, 2, out_shapes=[[4, 3]] * 2), "out of range"),
-    (lambda: split_model([4, 6], 1, 2, out_shapes=[[4, 3], [4, 2]]), "does not match"),
-    (lambda: split_v_model([4, 6], [2, 2], 1, [[4, 2], [4, 2]]), "do not add up"),
-    (lambda: split_v_model([4, 6], [-1, -1], 1, [[4, 3], [4, 3]]), "one -1"),
-    (lambda: split_v_model([4, 6], [7, -1], 1, [[4, 7], [4, 1]]), "more than the extent"),
-])
+@pytest.mark.parametrize(
+    "model,match",
+    [
+        (lambda: split_model([4, 6], 1, 4, out_shapes=[[4, 1]] * 4), "does not divide"),
+        (lambda: split_model([4, 6], 2, 2, out_shapes=[[4, 3]] * 2), "out of range"),
+        (lambda: split_model([4, 6], 1, 2, out_shapes=[[4, 3], [4, 2]]), "does not match"),
+        (lambda: split_v_model([4, 6], [2, 2], 1, [[4, 2], [4, 2]]), "do not add up"),
+        (lambda: split_v_model([4, 6], [-1, -1], 1, [[4, 3], [4, 3]]), "one -1"),
+        (lambda: split_v_model([4, 6], [7, -1], 1, [[4, 7], [4, 1]]), "more than the extent"),
+    ],
+)
 def test_split_rejections(tmp_path, model, match):
     assert_clean_rejection(model(), tmp_path, match)

@@ -1,13 +1,12 @@
 """SQUEEZE and EXPAND_DIMS (aliases of RESHAPE) against the TFLM oracle: as a model output (a real
 copy between two caller buffers) for each type, squeeze_dims given, negative and omitted, EXPAND_DIMS
 axes at both ends and negative; inside a model (no code); malformed options through the CLI."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
 from movement_models import assert_clean_rejection, q, side_by_side, single_op, squeeze_options
-
 
 SQUEEZE_CASES = [  # shape, squeeze_dims, output shape, type
     ([1, 5, 1], [], [5], "int8"),
@@ -27,8 +26,10 @@ EXPAND_DIMS_CASES = [  # shape, axis, output shape, type
 def test_squeeze_and_expand_dims_as_model_outputs_match_tflm(tmp_path):
     """Model input straight into a model output: each one a real copy, side by side in one model."""
     cases = [("SQUEEZE", shape, dtype, [], [out], squeeze_options(dims)) for shape, dims, out, dtype in SQUEEZE_CASES]
-    cases += [("EXPAND_DIMS", shape, dtype, [np.array(axis, np.int32)], [out], None)
-              for shape, axis, out, dtype in EXPAND_DIMS_CASES]
+    cases += [
+        ("EXPAND_DIMS", shape, dtype, [np.array(axis, np.int32)], [out], None)
+        for shape, axis, out, dtype in EXPAND_DIMS_CASES
+    ]
     library = assert_matches_oracle(side_by_side(cases), tmp_path, n_inputs=2, sanitize=True)
     assert [o["kind"] for o in library.metadata["operators"]] == [c[0] for c in cases]
 
@@ -47,11 +48,14 @@ def test_squeeze_and_expand_dims_inside_a_model_cost_no_code(tmp_path):
     assert [o["kind"] for o in library.metadata["operators"]] == ["REVERSE_V2"]
 
 
-@pytest.mark.parametrize("model,match", [
-    (lambda: single_op("SQUEEZE", [2, 5, 1], "int8", [], [[10]], squeeze_options([0])), "extent other than 1"),
-    (lambda: single_op("SQUEEZE", [1, 5, 1], "int8", [], [[5, 1]], squeeze_options([3])), "out of range"),
-    (lambda: single_op("EXPAND_DIMS", [5, 2], "int8", [np.array(4, np.int32)], [[5, 2, 1]]), "out of range"),
-    (lambda: single_op("EXPAND_DIMS", [5, 2], "int8", [np.array(1, np.int32)], [[1, 5, 2]]), "does not match"),
-])
+@pytest.mark.parametrize(
+    "model,match",
+    [
+        (lambda: single_op("SQUEEZE", [2, 5, 1], "int8", [], [[10]], squeeze_options([0])), "extent other than 1"),
+        (lambda: single_op("SQUEEZE", [1, 5, 1], "int8", [], [[5, 1]], squeeze_options([3])), "out of range"),
+        (lambda: single_op("EXPAND_DIMS", [5, 2], "int8", [np.array(4, np.int32)], [[5, 2, 1]]), "out of range"),
+        (lambda: single_op("EXPAND_DIMS", [5, 2], "int8", [np.array(1, np.int32)], [[1, 5, 2]]), "does not match"),
+    ],
+)
 def test_squeeze_expand_dims_rejections(tmp_path, model, match):
     assert_clean_rejection(model(), tmp_path, match)

@@ -1,9 +1,9 @@
 """STRIDED_SLICE against the TFLM oracle: every type TFLM runs, 1-D..4-D, begin/end/shrink masks,
 negative strides and indices, clamped out-of-range bounds; the TensorFlow meaning of ellipsis,
 new_axis and offset (which TFLM cannot run) against numpy; malformed options via the CLI."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, add_options
 from movement_models import assert_clean_rejection, run_ours, side_by_side, single_op, strided_slice_options
@@ -39,8 +39,12 @@ def test_strided_slice_int8_matches_tflm(tmp_path):
 
 
 def test_strided_slice_types_match_tflm(tmp_path):
-    model = side_by_side([ss_case([4, 5, 3], [3, 0, 1], [0, 5, 3], [-2, 2, 1], [2, 3, 2], dtype)
-                          for dtype in ("int16", "int32", "float32", "bool")])
+    model = side_by_side(
+        [
+            ss_case([4, 5, 3], [3, 0, 1], [0, 5, 3], [-2, 2, 1], [2, 3, 2], dtype)
+            for dtype in ("int16", "int32", "float32", "bool")
+        ]
+    )
     assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
@@ -62,8 +66,9 @@ TENSORFLOW_CASES = [  # shape, begin, end, strides, output shape, masks, numpy i
 
 def test_strided_slice_tensorflow_meaning_matches_numpy(tmp_path):
     """Output shapes TFLM refuses but TensorFlow Lite defines: compare with numpy's slicing."""
-    model = side_by_side([ss_case(shape, b, e, s, out, "float32", **masks)
-                          for shape, b, e, s, out, masks, _ in TENSORFLOW_CASES])
+    model = side_by_side(
+        [ss_case(shape, b, e, s, out, "float32", **masks) for shape, b, e, s, out, masks, _ in TENSORFLOW_CASES]
+    )
     inputs, outputs = run_ours(model, tmp_path)
     for xs, ys in zip(inputs, outputs):
         for k, (x, y, case) in enumerate(zip(xs, ys, TENSORFLOW_CASES)):
@@ -83,13 +88,16 @@ def test_strided_slice_constant_input_is_folded(tmp_path):
     assert [o["kind"] for o in library.metadata["operators"]] == ["ADD"]
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(strides=[1, 0]), "contain 0"),
-    (dict(out_shape=[2, 4]), "does not match the slice"),
-    (dict(begin=[0, 9], masks=dict(shrink_axis_mask=2), out_shape=[2]), "out of range"),
-    (dict(begin=[0, 1], strides=[1, -1], masks=dict(shrink_axis_mask=2), out_shape=[2]), "negative stride"),
-    (dict(end=[2, 3, 1]), "differ in length"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(strides=[1, 0]), "contain 0"),
+        (dict(out_shape=[2, 4]), "does not match the slice"),
+        (dict(begin=[0, 9], masks=dict(shrink_axis_mask=2), out_shape=[2]), "out of range"),
+        (dict(begin=[0, 1], strides=[1, -1], masks=dict(shrink_axis_mask=2), out_shape=[2]), "negative stride"),
+        (dict(end=[2, 3, 1]), "differ in length"),
+    ],
+)
 def test_strided_slice_rejections(tmp_path, kwargs, match):
     args = dict(begin=[0, 0], end=[2, 3], strides=[1, 1], out_shape=[2, 3], masks={})
     args.update(kwargs)

@@ -1,8 +1,8 @@
 """TRANSPOSE against the TFLM oracle: int8, int16, float32; 1-D..5-D (TFLM's limit), permutations
 that keep the innermost dimension (memcpy rows) and that move it; malformed permutations."""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
 from movement_models import assert_clean_rejection, side_by_side, single_op
 
@@ -36,11 +36,14 @@ def test_transpose_types_match_tflm(tmp_path):
     assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True)
 
 
-@pytest.mark.parametrize("perm,out_shape,match", [
-    ([0, 0], [3, 3], "not a permutation"),
-    ([1, 2], [5, 3], "not a permutation"),
-    ([1, 0], [3, 5], "does not match"),
-])
+@pytest.mark.parametrize(
+    "perm,out_shape,match",
+    [
+        ([0, 0], [3, 3], "not a permutation"),
+        ([1, 2], [5, 3], "not a permutation"),
+        ([1, 0], [3, 5], "does not match"),
+    ],
+)
 def test_transpose_rejections(tmp_path, perm, out_shape, match):
     assert_clean_rejection(transpose_model([3, 5], perm, out_shape=out_shape), tmp_path, match)
 

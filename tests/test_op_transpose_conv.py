@@ -1,13 +1,13 @@
 """TRANSPOSE_CONV against the TFLM oracle: int8 (per-tensor, per-channel), int16x8 (int64, int16 or no
 bias), float32; SAME/VALID, strides 1-3, kernels larger than the stride and smaller, odd channel
 counts, batch 2, with and without bias, fused activations; malformed options refused in one line."""
+
 import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_builder import ACTIVATIONS, PADDINGS, ModelBuilder, _opts
@@ -15,8 +15,13 @@ from model_merge import assert_cases_match_oracle
 
 
 def transpose_conv_options(padding="SAME", stride=(1, 1), activation="NONE"):
-    return _opts("TransposeConvOptions", padding=PADDINGS[padding], strideH=stride[0], strideW=stride[1],
-                 fusedActivationFunction=ACTIVATIONS[activation])
+    return _opts(
+        "TransposeConvOptions",
+        padding=PADDINGS[padding],
+        strideH=stride[0],
+        strideW=stride[1],
+        fusedActivationFunction=ACTIVATIONS[activation],
+    )
 
 
 def transposed_size(padding, size, k, stride):
@@ -24,14 +29,32 @@ def transposed_size(padding, size, k, stride):
     return size * stride if padding == "SAME" else (size - 1) * stride + k
 
 
-def transpose_conv_model(dtype="int8", hwc=(4, 4, 3), kernel=(3, 3), out_c=4, stride=(2, 2), padding="SAME",
-                         activation="NONE", per_channel=True, bias="default", input_zp=-5, output_zp=3,
-                         batches=1, out_hw=None, seed=0, options=None, weights_as_input=False, weights=None,
-                         y_scale=None):
+def transpose_conv_model(
+    dtype="int8",
+    hwc=(4, 4, 3),
+    kernel=(3, 3),
+    out_c=4,
+    stride=(2, 2),
+    padding="SAME",
+    activation="NONE",
+    per_channel=True,
+    bias="default",
+    input_zp=-5,
+    output_zp=3,
+    batches=1,
+    out_hw=None,
+    seed=0,
+    options=None,
+    weights_as_input=False,
+    weights=None,
+    y_scale=None,
+):
     rng = np.random.default_rng(seed)
     h, w, c = hwc
-    oh, ow = out_hw or (transposed_size(padding, h, kernel[0], stride[0]),
-                        transposed_size(padding, w, kernel[1], stride[1]))
+    oh, ow = out_hw or (
+        transposed_size(padding, h, kernel[0], stride[0]),
+        transposed_size(padding, w, kernel[1], stride[1]),
+    )
     if bias == "default":
         bias = {"int8": "int32", "int16": "int64", "float32": "float32"}[dtype]
     b = ModelBuilder()
@@ -52,14 +75,22 @@ def transpose_conv_model(dtype="int8", hwc=(4, 4, 3), kernel=(3, 3), out_c=4, st
         x_scale = 0.02
         x = b.activation("x", [batches, h, w, c], dtype, scale=x_scale, zero_point=0 if wide else input_zp)
         w_scale = rng.uniform(0.002, 0.02, out_c if per_channel else 1)
-        wt = b.constant("w", rng.integers(-127, 128, w_shape, dtype=np.int8) if weights is None else weights,
-                        scale=w_scale,
-                        zero_point=[0] * len(w_scale), axis=0)
+        wt = b.constant(
+            "w",
+            rng.integers(-127, 128, w_shape, dtype=np.int8) if weights is None else weights,
+            scale=w_scale,
+            zero_point=[0] * len(w_scale),
+            axis=0,
+        )
         bias_t = None
         if bias:
             bias_range = {"int64": 40000, "int16": 3000, "int32": 3000}[bias]
-            bias_t = b.constant("bias", rng.integers(-bias_range, bias_range, out_c).astype(bias),
-                                scale=list(x_scale * np.resize(w_scale, out_c)), zero_point=[0] * out_c)
+            bias_t = b.constant(
+                "bias",
+                rng.integers(-bias_range, bias_range, out_c).astype(bias),
+                scale=list(x_scale * np.resize(w_scale, out_c)),
+                zero_point=[0] * out_c,
+            )
         taps = max(1, kernel[0] * kernel[1] // (stride[0] * stride[1])) * c
         x_std, target = (18900, 8000) if wide else (74, 40)
         y_scale = y_scale or x_scale * float(np.mean(w_scale)) * math.sqrt(taps) * 74 * x_std / target
@@ -82,8 +113,7 @@ CASES = {
     "i16_3x3_s1_int16_bias": dict(dtype="int16", bias="int16", stride=(1, 1), hwc=(5, 3, 4)),
     "i16_2x2_s2_valid_nobias_pt": dict(dtype="int16", bias=None, kernel=(2, 2), padding="VALID", per_channel=False),
     "f32_3x3_s2_same": dict(dtype="float32"),
-    "f32_3x2_s1_valid_relu6": dict(dtype="float32", kernel=(3, 2), stride=(1, 1), padding="VALID",
-                                   activation="RELU6"),
+    "f32_3x2_s1_valid_relu6": dict(dtype="float32", kernel=(3, 2), stride=(1, 1), padding="VALID", activation="RELU6"),
     "f32_nobias_relu_n1": dict(dtype="float32", bias=None, activation="RELU_N1_TO_1", batches=2),
     "f32_relu_s3": dict(dtype="float32", activation="RELU", stride=(3, 3), kernel=(2, 4), hwc=(2, 3, 3)),
     "f32_weights_as_input": dict(dtype="float32", weights_as_input=True, hwc=(2, 2, 2), out_c=2),
@@ -99,26 +129,36 @@ def test_transpose_conv_matches_tflm(tmp_path, dtype):
 
 
 def test_transpose_conv_sanitized(tmp_path):
-    assert_matches_oracle(transpose_conv_model(kernel=(3, 2), stride=(2, 3), hwc=(3, 3, 2)), tmp_path,
-                          n_inputs=2, sanitize=True)
-    assert_matches_oracle(transpose_conv_model(dtype="int16", bias="int16"), tmp_path / "i16", n_inputs=2,
-                          sanitize=True)
+    assert_matches_oracle(
+        transpose_conv_model(kernel=(3, 2), stride=(2, 3), hwc=(3, 3, 2)), tmp_path, n_inputs=2, sanitize=True
+    )
+    assert_matches_oracle(
+        transpose_conv_model(dtype="int16", bias="int16"), tmp_path / "i16", n_inputs=2, sanitize=True
+    )
 
 
 def _cli_compile(model: bytes, tmp_path):
     path = tmp_path / "m.tflite"
     path.write_bytes(model)
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o",
-                           str(tmp_path / "out")], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(options=_opts("TransposeConvOptions", padding=0, strideH=0, strideW=1)), "stride 0x1 is not supported"),
-    (dict(options=_opts("TransposeConvOptions", padding=0, strideH=1, strideW=1, fusedActivationFunction=4)),
-     "fused activation TANH is not supported"),
-    (dict(bias="int64"), "needs a int32 bias, not int64"),
-    (dict(dtype="int16", bias="int32"), "needs a int64 or int16 bias, not int32"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(options=_opts("TransposeConvOptions", padding=0, strideH=0, strideW=1)), "stride 0x1 is not supported"),
+        (
+            dict(options=_opts("TransposeConvOptions", padding=0, strideH=1, strideW=1, fusedActivationFunction=4)),
+            "fused activation TANH is not supported",
+        ),
+        (dict(bias="int64"), "needs a int32 bias, not int64"),
+        (dict(dtype="int16", bias="int32"), "needs a int64 or int16 bias, not int32"),
+    ],
+)
 def test_transpose_conv_malformed_is_one_line(tmp_path, kwargs, message):
     result = _cli_compile(transpose_conv_model(**kwargs), tmp_path)
     assert result.returncode == 2, result.stderr

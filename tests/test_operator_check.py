@@ -4,10 +4,10 @@ A model with TOPK_V2 and GELU (neither compiled by microcompiler) names both, ea
 a supported model lists its kinds and exits 0; a kernel's refusal of one operator's configuration
 (an unsupported tensor type) is listed too; a damaged file stays a damaged-file error.
 """
+
 from __future__ import annotations
 
 import numpy as np
-
 from harness import cli
 from model_builder import ModelBuilder, fully_connected_options
 
@@ -45,8 +45,10 @@ def test_compile_check_names_every_missing_operator_with_its_reason(tmp_path):
     assert rows["GELU"].split()[1:] == ["x2", "NOT", "SUPPORTED"]
     reasons = [line.strip() for line in lines if line.startswith("      ")]
     assert len(reasons) == 2 and "not in TFLite Micro either" in reasons[0]
-    assert r.stderr.count("\n") == 1 and "2 of 3 operator kinds the model uses cannot be compiled " \
-                                          "(TOPK_V2, GELU)" in r.stderr
+    assert (
+        r.stderr.count("\n") == 1
+        and "2 of 3 operator kinds the model uses cannot be compiled (TOPK_V2, GELU)" in r.stderr
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["m.tflite"]  # nothing written
 
 

@@ -1,4 +1,5 @@
 """The operator table: TFLM's builtin list against `microcompiler ops`, and docs/operators.md."""
+
 import json
 import subprocess
 import sys
@@ -13,8 +14,7 @@ TFLM_BUILTINS = json.loads((ROOT / "tests/data/tflm_registered_builtins.json").r
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *args], capture_output=True, text=True, cwd=ROOT)
 
 
 def test_every_stateless_tflm_builtin_is_supported():
@@ -43,8 +43,9 @@ def test_plain_table_lists_every_operator():
 
 def test_docs_operators_page_is_generated_from_the_registry():
     page = (ROOT / "docs/operators.md").read_text()
-    assert page == markdown(), ("docs/operators.md is out of date: regenerate it with "
-                                "'microcompiler ops --markdown > docs/operators.md'")
+    assert page == markdown(), (
+        "docs/operators.md is out of date: regenerate it with 'microcompiler ops --markdown > docs/operators.md'"
+    )
 
 
 def test_stateful_operators_are_listed_as_tflm_operators():

@@ -1,11 +1,18 @@
 """Each pass alone: a function from IR to IR that leaves its input untouched."""
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
-from microcompiler.passes import (PIPELINE, fold_constants, fuse_activations, plan_memory, remove_dead_code,
-                                  remove_reshapes)
+from microcompiler.passes import (
+    PIPELINE,
+    fold_constants,
+    fuse_activations,
+    plan_memory,
+    remove_dead_code,
+    remove_reshapes,
+)
 from microcompiler.passes.memory_plan import arena_buffers, lower_bound
 
 Q = Quantization([0.1], [-3])
@@ -18,8 +25,15 @@ def act(name, shape, quant=Q):
 def chain_graph():
     """x -> FC -> a -> RELU -> b -> RESHAPE -> c -> FC -> y, plus a dead FC branch from a."""
     w = Tensor("w", (4, 4), "int8", Quantization([0.01], [0]), np.ones((4, 4), np.int8))
-    tensors = [act("x", [1, 4]), act("a", [1, 4]), act("b", [1, 4]), act("c", [4]), act("y", [1, 4]), w,
-               act("dead", [1, 4])]
+    tensors = [
+        act("x", [1, 4]),
+        act("a", [1, 4]),
+        act("b", [1, 4]),
+        act("c", [4]),
+        act("y", [1, 4]),
+        w,
+        act("dead", [1, 4]),
+    ]
     ops = [
         Operator("FULLY_CONNECTED", [0, 5], [1], {"activation": "NONE"}, 0),
         Operator("RELU", [1], [2], {}, 1),
@@ -75,8 +89,12 @@ def test_reshape_between_two_caller_buffers_stays_a_copy():
 
 
 def test_reshape_into_model_output_makes_producer_write_the_output():
-    tensors = [act("x", [1, 4]), act("a", [1, 4]), act("y", [4]),
-               Tensor("w", (4, 4), "int8", Quantization([0.01], [0]), np.ones((4, 4), np.int8))]
+    tensors = [
+        act("x", [1, 4]),
+        act("a", [1, 4]),
+        act("y", [4]),
+        Tensor("w", (4, 4), "int8", Quantization([0.01], [0]), np.ones((4, 4), np.int8)),
+    ]
     ops = [Operator("FULLY_CONNECTED", [0, 3], [1], {"activation": "NONE"}, 0), Operator("RESHAPE", [1], [2], {}, 1)]
     g = plan_memory(remove_reshapes(Graph("r", tensors, ops, [0], [2])))
     assert g.storage(1) == 2 and g.arena_bytes == 0
@@ -121,7 +139,7 @@ def test_memory_plan_never_overlaps_live_buffers(g):
         off_a = g.offsets[a.tensor]
         assert off_a % a.align == 0
         assert off_a + a.size <= g.arena_bytes
-        for b in buffers[i + 1:]:
+        for b in buffers[i + 1 :]:
             if a.overlaps_in_time(b):
                 off_b = g.offsets[b.tensor]
                 assert off_a + a.size <= off_b or off_b + b.size <= off_a, (a, b)
@@ -131,8 +149,15 @@ def test_memory_plan_never_overlaps_live_buffers(g):
 def add_graph(reuse_a_later=False):
     """x -> FC -> a; x -> FC -> b; a + b -> s; s -> FC -> y (optionally a -> FC -> z as well)."""
     w = Tensor("w", (4, 4), "int8", Quantization([0.01], [0]), np.ones((4, 4), np.int8))
-    tensors = [act("x", [1, 4]), act("a", [1, 4]), act("b", [1, 4]), act("s", [1, 4]), act("y", [1, 4]), w,
-               act("z", [1, 4])]
+    tensors = [
+        act("x", [1, 4]),
+        act("a", [1, 4]),
+        act("b", [1, 4]),
+        act("s", [1, 4]),
+        act("y", [1, 4]),
+        w,
+        act("z", [1, 4]),
+    ]
     ops = [
         Operator("FULLY_CONNECTED", [0, 5], [1], {"activation": "NONE"}, 0),
         Operator("FULLY_CONNECTED", [0, 5], [2], {"activation": "NONE"}, 1),

@@ -2,6 +2,7 @@
 with the halos recomputed. Sweeps of small stages (CONV_2D, DEPTHWISE_CONV_2D, pointwise, residual
 ADD; strides 1 and 2; SAME and VALID; odd sizes) under several grids are bit-exact with the TFLM
 oracle on the host; the VWW look-alike and IC are bit-exact on mps2_an386 with a lower RAM peak."""
+
 from __future__ import annotations
 
 import math
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import ROOT
+from model_builder import ModelBuilder, add_options, conv2d_options, depthwise_options
+from oracle import Oracle
+
 from microcompiler.codegen import generate_library
 from microcompiler.compiler import compile_model, run_passes
 from microcompiler.errors import MicrocompilerError
@@ -21,8 +24,6 @@ from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.passes import PIPELINE, patch_stage
 from microcompiler.passes.patches import AUTO_MAX_PEAK_RATIO, PATCH_COPY, apply_patches, choose_patches, stage_lengths
-from model_builder import ModelBuilder, add_options, conv2d_options, depthwise_options
-from oracle import Oracle
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import lookalikes  # noqa: E402
@@ -44,11 +45,19 @@ class _Stage:
         oc = c if depthwise else out_c
         taps = kernel * kernel * (1 if depthwise else c)
         w_scale = rng.uniform(0.5, 1.5, oc) * 150 / (math.sqrt(taps) * 74 * 74)
-        wt = b.constant(f"layer{self.n}/w", rng.integers(-127, 128, (1, kernel, kernel, oc) if depthwise else
-                                                         (oc, kernel, kernel, c), dtype=np.int8),
-                        scale=w_scale, zero_point=[0] * oc, axis=3 if depthwise else 0)
-        bias = b.constant(f"layer{self.n}/b", rng.integers(-3000, 3000, oc).astype(np.int32),
-                          scale=list(0.05 * w_scale), zero_point=[0] * oc)
+        wt = b.constant(
+            f"layer{self.n}/w",
+            rng.integers(-127, 128, (1, kernel, kernel, oc) if depthwise else (oc, kernel, kernel, c), dtype=np.int8),
+            scale=w_scale,
+            zero_point=[0] * oc,
+            axis=3 if depthwise else 0,
+        )
+        bias = b.constant(
+            f"layer{self.n}/b",
+            rng.integers(-3000, 3000, oc).astype(np.int32),
+            scale=list(0.05 * w_scale),
+            zero_point=[0] * oc,
+        )
         size = [(n + stride - 1) // stride if padding == "SAME" else (n - kernel) // stride + 1 for n in (h, w)]
         y = b.activation(f"layer{self.n}/out", [1, *size, oc], "int8", scale=0.05, zero_point=-20)
         options = (depthwise_options if depthwise else conv2d_options)(padding, (stride, stride), activation="RELU")
@@ -93,8 +102,12 @@ def _residual(shape=(12, 10, 3), seed=2):
     return s.b.finish([s.x], [out]), 4
 
 
-STAGES = {"plain": _plain, "plain_valid_s1": lambda: _plain((9, 14, 4), 3, 1, "VALID"),
-          "strided_first": _strided_first, "residual": _residual}
+STAGES = {
+    "plain": _plain,
+    "plain_valid_s1": lambda: _plain((9, 14, 4), 3, 1, "VALID"),
+    "strided_first": _strided_first,
+    "residual": _residual,
+}
 
 
 def _patched_library(model_bytes: bytes, tmp_path: Path, stage: int, grid, features=frozenset()):
@@ -117,16 +130,19 @@ def _assert_bit_exact(model_bytes, library, tmp_path, sanitize=False, executor="
             assert np.array_equal(got, want), f"input {k}: {np.count_nonzero(got != want)} of {got.size} differ"
 
 
-@pytest.mark.parametrize("name,grid,features,executor", [
-    ("plain", (2, 2), frozenset(), "aot"),
-    ("plain", (3, 2), frozenset({"dsp"}), "aot"),
-    ("plain_valid_s1", (2, 3), frozenset({"dsp"}), "graph"),
-    ("plain_valid_s1", (4, 1), frozenset(), "aot"),
-    ("strided_first", (2, 2), frozenset({"dsp"}), "aot"),
-    ("strided_first", (1, 3), frozenset(), "aot"),
-    ("residual", (2, 2), frozenset({"dsp"}), "aot"),
-    ("residual", (3, 3), frozenset(), "graph"),
-])
+@pytest.mark.parametrize(
+    "name,grid,features,executor",
+    [
+        ("plain", (2, 2), frozenset(), "aot"),
+        ("plain", (3, 2), frozenset({"dsp"}), "aot"),
+        ("plain_valid_s1", (2, 3), frozenset({"dsp"}), "graph"),
+        ("plain_valid_s1", (4, 1), frozenset(), "aot"),
+        ("strided_first", (2, 2), frozenset({"dsp"}), "aot"),
+        ("strided_first", (1, 3), frozenset(), "aot"),
+        ("residual", (2, 2), frozenset({"dsp"}), "aot"),
+        ("residual", (3, 3), frozenset(), "graph"),
+    ],
+)
 def test_patched_stages_are_bit_exact_with_tflm(tmp_path, name, grid, features, executor):
     model_bytes, stage = STAGES[name]()
     library = _patched_library(model_bytes, tmp_path, stage, grid, features)
@@ -184,7 +200,10 @@ def test_shared_models_keep_their_layer_by_layer_plan_where_patches_do_not_help(
     # IC: a stage lowers its peak, but by a third only (not below AUTO_MAX_PEAK_RATIO): layer by layer
     ic = shared_models / "mlperf_tiny" / "pretrainedResnet_quant.tflite"
     choice = choose_patches(run_passes(load_tflite(ic), PIPELINE[:-2]))
-    assert choice["peak_after"] < choice["peak_before"] and choice["peak_after"] > AUTO_MAX_PEAK_RATIO * choice["peak_before"]
+    assert (
+        choice["peak_after"] < choice["peak_before"]
+        and choice["peak_after"] > AUTO_MAX_PEAK_RATIO * choice["peak_before"]
+    )
     meta = compile_model(ic).metadata
     assert meta["patches"] == {} and meta["arena_bytes"] == 49152
 
@@ -229,7 +248,8 @@ def test_layer_by_layer_validation_compares_the_stage_output_once_whole(tmp_path
     library = _patched_library(model_bytes, tmp_path, stage, (2, 2))
     inputs = random_inputs(library.metadata["inputs"], 3)
     with open_model(library) as session, session.executor() as ex:
-        result = first_divergence(ex, library, Reference(model_bytes, 1, preserve=True), inputs,
-                                  load_tflite(tmp_path / "model.tflite"))
+        result = first_divergence(
+            ex, library, Reference(model_bytes, 1, preserve=True), inputs, load_tflite(tmp_path / "model.tflite")
+        )
     assert result["diverged"] is False and result["checked_tensors"] == 2  # the ADD's output, the model's
     assert [t["tensor"] for t in result["skipped_tensors"]] == ["layer1/out", "layer2/out", "layer3/out"]

@@ -1,4 +1,5 @@
 """microcompiler/progress.py: a bar on a terminal, plain lines otherwise, always on the stream given."""
+
 from __future__ import annotations
 
 import io
@@ -30,8 +31,12 @@ def test_a_bar_redrawn_in_place_on_a_terminal():
 
 
 def test_build_steps_become_a_bar_only_on_a_terminal():
-    lines = ["building firmware", "  [1/2] Building C object model.c.obj", "  [2/2] Linking C executable firmware.elf",
-             "built firmware.elf"]
+    lines = [
+        "building firmware",
+        "  [1/2] Building C object model.c.obj",
+        "  [2/2] Linking C executable firmware.elf",
+        "built firmware.elf",
+    ]
     plain, tty = io.StringIO(), Terminal()
     for stream in (plain, tty):
         log = LineLog(stream)

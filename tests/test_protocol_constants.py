@@ -5,6 +5,7 @@ against the Python value the host side uses, or named here as the device's own b
 A new #define in those headers fails this test until it is put in TWINS or DEVICE_ONLY, so the two
 sides cannot drift apart silently.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,9 +21,13 @@ from microcompiler.rpc import protocol as P
 from microcompiler.targets import multi
 
 CRT = Path(__file__).resolve().parents[1] / "crt"
-HEADERS = ["include/microcompiler/rpc_server.h", "include/microcompiler/rpc_framing.h",
-           "include/microcompiler/status.h", "include/microcompiler/graph_executor.h",
-           "src/graph_executor.c"]
+HEADERS = [
+    "include/microcompiler/rpc_server.h",
+    "include/microcompiler/rpc_framing.h",
+    "include/microcompiler/status.h",
+    "include/microcompiler/graph_executor.h",
+    "src/graph_executor.c",
+]
 
 _MC_STATUS = {name: code for code, name in P.STATUS_NAMES.items() if name.startswith("MC_")}
 
@@ -33,12 +38,21 @@ TWINS: dict[str, int] = {
     "MC_RPC_REPLY_HEADER": P.REPLY_HEADER.size,
     "MC_RPC_REPLY_BIT": P.REPLY_BIT,
     **{f"MC_RPC_{name}": code for code, name in P.REQUEST_NAMES.items()},
-    "MC_RPC_BOOT": P.BOOT, "MC_RPC_LOG": P.LOG, "MC_RPC_BUSY": P.BUSY, "MC_RPC_NAK": P.NAK,
-    "MC_RPC_ARG_INT32": P.ARG_INT32, "MC_RPC_ARG_FLOAT32": P.ARG_FLOAT32, "MC_RPC_ARG_TENSOR": P.ARG_TENSOR,
-    "MC_RPC_STATUS_NO_SESSION": P.STATUS_NO_SESSION, "MC_RPC_STATUS_VERSION": P.STATUS_VERSION,
-    "MC_RPC_FLAG": framing.FLAG, "MC_RPC_ESCAPE": framing.ESCAPE, "MC_RPC_ESCAPE_XOR": framing.ESCAPE_XOR,
+    "MC_RPC_BOOT": P.BOOT,
+    "MC_RPC_LOG": P.LOG,
+    "MC_RPC_BUSY": P.BUSY,
+    "MC_RPC_NAK": P.NAK,
+    "MC_RPC_ARG_INT32": P.ARG_INT32,
+    "MC_RPC_ARG_FLOAT32": P.ARG_FLOAT32,
+    "MC_RPC_ARG_TENSOR": P.ARG_TENSOR,
+    "MC_RPC_STATUS_NO_SESSION": P.STATUS_NO_SESSION,
+    "MC_RPC_STATUS_VERSION": P.STATUS_VERSION,
+    "MC_RPC_FLAG": framing.FLAG,
+    "MC_RPC_ESCAPE": framing.ESCAPE,
+    "MC_RPC_ESCAPE_XOR": framing.ESCAPE_XOR,
     "MC_RPC_FRAME_OVERHEAD": framing.OVERHEAD,
-    **_MC_STATUS, "MC_STATUS_COUNT": len(_MC_STATUS),
+    **_MC_STATUS,
+    "MC_STATUS_COUNT": len(_MC_STATUS),
     "MC_RPC_MAX_REGISTRIES": multi.MAX_HOST_DRIVEN_MODELS + 1,  # one per model + the models' run registry
     "MC_GRAPH_MAX_ARGS": graph_description.MAX_ARGS,
     "HEADER_BYTES": rpc_plan._HEADER.size,
@@ -48,8 +62,13 @@ TWINS: dict[str, int] = {
 
 # Device limits the host reads at run time (HELLO and BOOT report them) or never needs
 DEVICE_ONLY = {
-    "MC_RPC_MAX_PAYLOAD", "MC_RPC_MAX_ALLOCATIONS", "MC_RPC_MAX_ARGS",  # HELLO's reply carries them
-    "MC_RPC_MAX_MODELS", "MC_RPC_MAX_TIMED_RUNS", "MC_RPC_POOL_ALIGN", "MC_RPC_FRAME_CAPACITY",
+    "MC_RPC_MAX_PAYLOAD",
+    "MC_RPC_MAX_ALLOCATIONS",
+    "MC_RPC_MAX_ARGS",  # HELLO's reply carries them
+    "MC_RPC_MAX_MODELS",
+    "MC_RPC_MAX_TIMED_RUNS",
+    "MC_RPC_POOL_ALIGN",
+    "MC_RPC_FRAME_CAPACITY",
 }
 
 
@@ -112,17 +131,27 @@ def test_the_graph_description_magic_is_the_one_the_executor_checks():
     assert f'memcmp(description, "{graph_description.MAGIC.decode()}", 4)' in source
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("#define A 0x7Eu /* flag */\n#define B (A + 4u)\n#define G_H_\n#define F(x) x\n", {"A": "0x7Eu", "B": "(A + 4u)"}),
-    ("  #  define MC_OK 0   // fine\n", {"MC_OK": "0"}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "#define A 0x7Eu /* flag */\n#define B (A + 4u)\n#define G_H_\n#define F(x) x\n",
+            {"A": "0x7Eu", "B": "(A + 4u)"},
+        ),
+        ("  #  define MC_OK 0   // fine\n", {"MC_OK": "0"}),
+    ],
+)
 def test_the_define_reader(text, expected):
     assert defines(text) == expected
 
 
 def test_a_drifted_twin_is_caught():
-    assert c_value("(MC_RPC_MAX_PAYLOAD + MC_RPC_FRAME_OVERHEAD)", {"MC_RPC_MAX_PAYLOAD": 1024,
-                                                                    "MC_RPC_FRAME_OVERHEAD": 4}) == 1028
+    assert (
+        c_value(
+            "(MC_RPC_MAX_PAYLOAD + MC_RPC_FRAME_OVERHEAD)", {"MC_RPC_MAX_PAYLOAD": 1024, "MC_RPC_FRAME_OVERHEAD": 4}
+        )
+        == 1028
+    )
     assert c_value("0x0Au", {}) == P.CALL
     with pytest.raises(ValueError):
         c_value('"MCG1"', {})

@@ -1,10 +1,12 @@
 """Every JSON report and every page says what made it: tool, version, date, command (issue 27 item 4)."""
+
 from __future__ import annotations
 
 import json
 import re
 
 from harness import cli
+
 from microcompiler import __version__
 
 TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"

@@ -4,12 +4,13 @@ length and grid; none fits: one line naming the smallest plan's peak. Checked on
 96x96 built with Keras and converted by the real TFLite converter (tests/models/keras/README.md):
 bit-exact with TFLite Micro on the host and on mps2_an386 at or below 0.6x of its layer-by-layer
 bound."""
+
 from __future__ import annotations
 
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import ROOT, assert_matches_oracle, cli
+
 from microcompiler.compiler import compile_model, run_passes
 from microcompiler.errors import BoardError
 from microcompiler.frontend.tflite import load_tflite
@@ -48,8 +49,11 @@ def test_the_plans_span_time_against_ram(plans, bound):
     assert any(p.settings["in_place_depthwise"] for p in patched), "in-place depthwise inside or after a stage"
     smallest = min(plans, key=lambda p: p.ram_bytes)
     assert smallest.ram_bytes < 0.3 * bound and smallest.estimated_instructions > layer_by_layer.estimated_instructions
-    pointwise = [op for op in smallest.graph.operators if op.kind == "CONV_2D"
-                 and smallest.graph.storage(op.outputs[0]) == smallest.graph.storage(op.inputs[0])]
+    pointwise = [
+        op
+        for op in smallest.graph.operators
+        if op.kind == "CONV_2D" and smallest.graph.storage(op.outputs[0]) == smallest.graph.storage(op.inputs[0])
+    ]
     assert pointwise, "the smallest plan writes pointwise layers over their input"
 
 
@@ -114,11 +118,20 @@ def test_a_forced_grid_over_the_limit_is_refused():
 @pytest.mark.parametrize("fraction,kernels", [(0.6, "fast"), (0.35, "fast"), (0.28, "fast"), (0.35, "reference")])
 def test_mobilenet_under_the_budget_is_bit_exact_on_the_host(tmp_path, bound, fraction, kernels):
     """0.28x: pointwise layers in place (im2col); the reference loops never run a pointwise layer in place."""
-    library = assert_matches_oracle(MOBILENET.read_bytes(), tmp_path, n_inputs=2, features=DSP,
-                                    ram_limit=int(fraction * bound), kernels=kernels, sanitize=fraction < 0.3)
+    library = assert_matches_oracle(
+        MOBILENET.read_bytes(),
+        tmp_path,
+        n_inputs=2,
+        features=DSP,
+        ram_limit=int(fraction * bound),
+        kernels=kernels,
+        sanitize=fraction < 0.3,
+    )
     meta, g = library.metadata, library.graph
     assert meta["arena_bytes"] + meta["scratch_bytes"] <= fraction * bound
-    in_place = [op for op in g.operators if op.kind == "CONV_2D" and g.storage(op.outputs[0]) == g.storage(op.inputs[0])]
+    in_place = [
+        op for op in g.operators if op.kind == "CONV_2D" and g.storage(op.outputs[0]) == g.storage(op.inputs[0])
+    ]
     if kernels == "reference" or fraction < 0.3:
         assert bool(in_place) == (kernels == "fast")
 
@@ -128,17 +141,19 @@ def test_mobilenet_under_the_budget_is_bit_exact_on_the_host(tmp_path, bound, fr
 def test_mobilenet_under_the_budget_is_bit_exact_on_the_board(tmp_path, bound, board, fraction):
     """M4 at 0.6x of the bound (patches 1x3) and 0.28x (pointwise layers in place too); M55 at 0.35x (a
     finer grid, depthwise layers in place inside the patches, the Helium kernels elsewhere)."""
-    run = assert_matches_oracle_on_board(MOBILENET.read_bytes(), tmp_path, board=board,
-                                         ram_limit=int(fraction * bound))
+    run = assert_matches_oracle_on_board(MOBILENET.read_bytes(), tmp_path, board=board, ram_limit=int(fraction * bound))
     assert run.outputs
 
 
-@pytest.mark.parametrize("model", ["mlperf_tiny/kws_ref_model.tflite", "mlperf_tiny/pretrainedResnet_quant.tflite",
-                                   "mlperf_tiny/ad01_int8.tflite"])
+@pytest.mark.parametrize(
+    "model",
+    ["mlperf_tiny/kws_ref_model.tflite", "mlperf_tiny/pretrainedResnet_quant.tflite", "mlperf_tiny/ad01_int8.tflite"],
+)
 def test_the_board_default_keeps_todays_code_where_it_fits(shared_models, model):
     """No explicit limit: a board with room gets exactly the code it got before the budget existed."""
     from microcompiler.boards import load_board
     from microcompiler.targets.footprint import ram_for_models
+
     board = load_board("mps2_an386")
     before = compile_model(shared_models / model, features=board.cpu.features)
     after = compile_model(shared_models / model, features=board.cpu.features, ram_available=ram_for_models(board))

@@ -4,6 +4,7 @@ Regression tests for issue 10 ("Data loss and writing where it must not", "Trace
 one-line errors"). Where permissions matter the CLI runs as an unprivileged user (uid 65534 when the
 tests run as root, since root ignores permissions), in a directory that user owns.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microcompiler.compiler import MAX_NAME_LENGTH, C_KEYWORDS, compile_model
+from microcompiler.compiler import C_KEYWORDS, MAX_NAME_LENGTH, compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs
 
@@ -32,8 +33,14 @@ BOARD = "mps2_an385"
 # As root, run the CLI as uid/gid 65534 with no groups and one capability, CAP_DAC_READ_SEARCH: it may
 # read everything (the Python interpreter may live in root's home) but every write is checked
 # against the file modes like any user's.
-UNPRIVILEGED = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search"]
+UNPRIVILEGED = [
+    "setpriv",
+    f"--reuid={NOBODY}",
+    f"--regid={NOBODY}",
+    "--clear-groups",
+    "--inh-caps=-all,+dac_read_search",
+    "--ambient-caps=+dac_read_search",
+]
 
 
 def cli(*args, cwd=None, unprivileged=False, umask=None):
@@ -44,8 +51,14 @@ def cli(*args, cwd=None, unprivileged=False, umask=None):
         prefix = UNPRIVILEGED
         env["HOME"] = str(cwd or "/tmp")
     extra = {} if umask is None else {"umask": umask}
-    return subprocess.run([*prefix, sys.executable, "-m", "microcompiler.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, env=env, **extra)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "microcompiler.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        **extra,
+    )
 
 
 def test_the_unprivileged_user_cannot_write_where_the_mode_forbids(workdir):
@@ -91,6 +104,7 @@ def workdir(shared_models):
 
 
 # ---- compile -o: never deletes what it did not write ----
+
 
 def test_compile_into_cwd_with_user_files_is_refused_and_deletes_nothing(workdir):
     (workdir / "notes.txt").write_text("my notes\n")
@@ -192,8 +206,9 @@ def test_output_path_that_is_a_file_or_under_a_file(workdir):
     note.write_text("precious\n")
     assert_one_line_error(cli("compile", workdir / "model.tflite", "-o", note), "is an existing file")
     assert_one_line_error(cli("compile", workdir / "model.tflite", "-o", note / "out"), "is a file")
-    assert_one_line_error(cli("create-project", workdir / "model.tflite", "--board", BOARD, "-o", note / "p"),
-                          "is a file")
+    assert_one_line_error(
+        cli("create-project", workdir / "model.tflite", "--board", BOARD, "-o", note / "p"), "is a file"
+    )
     assert note.read_text() == "precious\n"
 
 
@@ -213,16 +228,19 @@ def test_no_write_permission_for_the_output_directory(workdir):
     os.chmod(locked, 0o555)
     if os.geteuid() == 0:
         os.chown(locked, NOBODY, NOBODY)
-    for args in (["compile", "model.tflite", "-o", locked / "lib"],
-                 ["create-project", "model.tflite", "--board", BOARD, "-o", locked / "proj"],
-                 ["run", "model.tflite", "--board", BOARD, "--keep", locked / "proj"],
-                 ["bench", "model.tflite", "--keep", locked / "proj"]):
+    for args in (
+        ["compile", "model.tflite", "-o", locked / "lib"],
+        ["create-project", "model.tflite", "--board", BOARD, "-o", locked / "proj"],
+        ["run", "model.tflite", "--board", BOARD, "--keep", locked / "proj"],
+        ["bench", "model.tflite", "--keep", locked / "proj"],
+    ):
         proc = cli(*args, cwd=workdir, unprivileged=True)
         assert_one_line_error(proc, "permission")
     assert list(locked.iterdir()) == []
 
 
 # ---- --name ----
+
 
 @pytest.mark.parametrize("name", ["../../../ESCAPED", "1 bad;name", "a" * 300, "int", "", "_x", "x-y"])
 def test_invalid_name_is_refused_in_one_line_and_writes_nothing(workdir, name):
@@ -252,6 +270,7 @@ def test_name_derived_from_any_file_name_is_a_valid_c_name(workdir, shared_model
 
 
 # ---- projects ----
+
 
 def test_create_project_over_a_project_keeps_the_users_files(workdir):
     proj = workdir / "proj"
@@ -294,8 +313,7 @@ def test_build_hint_is_quoted_for_the_shell(workdir):
     assert_one_line_error(proc, f"microcompiler build '{workdir / 'my project'}'")
 
 
-@pytest.mark.parametrize("content", ["garbage{", "{}", "[]", '{"model": 1, "board": "x", "template": "baremetal"}',
-                                     ""])
+@pytest.mark.parametrize("content", ["garbage{", "{}", "[]", '{"model": 1, "board": "x", "template": "baremetal"}', ""])
 def test_damaged_project_file_gives_one_line_error(workdir, content):
     proj = workdir / "proj"
     assert cli("create-project", workdir / "model.tflite", "--board", BOARD, "-o", proj).returncode == 0
@@ -345,6 +363,7 @@ def test_build_refuses_a_foreign_cmake_cache(workdir):
 
 # ---- inputs ----
 
+
 def write_npy_variants(directory: Path) -> dict[str, Path]:
     paths = {"empty": directory / "empty.npy", "npz": directory / "x.npz", "text": directory / "text.npy"}
     paths["empty"].write_bytes(b"")
@@ -380,13 +399,16 @@ def test_input_shapes_may_differ_only_in_leading_ones(tmp_path):
 
 def test_create_project_refuses_an_array_of_the_wrong_shape(workdir, shared_models):
     from microcompiler.project import create_project
+
     with pytest.raises(MicrocompilerError, match=r"\[1, 49, 10, 1\]"):
-        create_project(shared_models / KWS, "baremetal", BOARD, workdir / "p",
-                       input=[np.zeros((1, 10, 49, 1), np.int8)])
+        create_project(
+            shared_models / KWS, "baremetal", BOARD, workdir / "p", input=[np.zeros((1, 10, 49, 1), np.int8)]
+        )
     assert not (workdir / "p").exists()
 
 
 # ---- bench and the Python API ----
+
 
 def test_bench_number_above_the_device_limit_names_the_limit(workdir):
     proc = cli("bench", workdir / "model.tflite", "--number", 4294967296)
@@ -395,12 +417,14 @@ def test_bench_number_above_the_device_limit_names_the_limit(workdir):
 
 def test_bench_limit_matches_the_runtime_header():
     from microcompiler.commands.bench import DEVICE_MAX_TIMED_RUNS
+
     header = (REPO / "crt" / "include" / "microcompiler" / "rpc_server.h").read_text()
     assert re.search(r"#define MC_RPC_MAX_TIMED_RUNS (\d+)u", header).group(1) == str(DEVICE_MAX_TIMED_RUNS)
 
 
 def test_open_model_with_a_file_as_project_dir_raises_our_error(workdir):
     from microcompiler.api import open_model
+
     note = workdir / "note.txt"
     note.write_text("precious\n")
     with pytest.raises(MicrocompilerError, match="is an existing file") as info:
@@ -427,9 +451,11 @@ def test_reliability_doc_names_only_tests_that_exist():
 
 # ---- the swap itself (microcompiler/outdir.py), with renames made to fail ----
 
+
 def failing_rename(monkeypatch, fail_at: set[int]):
     """Make the n-th os.rename calls of microcompiler.outdir raise EIO (counting from 1)."""
     import microcompiler.outdir as outdir
+
     real, calls = os.rename, []
 
     def rename(src, dst):
@@ -437,6 +463,7 @@ def failing_rename(monkeypatch, fail_at: set[int]):
         if len(calls) in fail_at:
             raise OSError(5, "Input/output error")
         return real(src, dst)
+
     monkeypatch.setattr(outdir.os, "rename", rename)
     return calls
 
@@ -444,6 +471,7 @@ def failing_rename(monkeypatch, fail_at: set[int]):
 @pytest.mark.parametrize("fail_at", [1, 5, 13, 20])
 def test_a_failed_swap_puts_the_previous_library_back(tmp_path, shared_models, monkeypatch, fail_at):
     from microcompiler.compiler import write_atomically
+
     out = tmp_path / "lib"
     write_atomically(compile_model(shared_models / HELLO, name="old"), out)
     (out / "notes.txt").write_text("mine\n")
@@ -458,6 +486,7 @@ def test_a_failed_swap_puts_the_previous_library_back(tmp_path, shared_models, m
 
 def test_a_swap_whose_undo_fails_keeps_the_previous_files_and_says_where(tmp_path, shared_models, monkeypatch):
     from microcompiler.compiler import write_atomically
+
     out = tmp_path / "lib"
     write_atomically(compile_model(shared_models / HELLO, name="old"), out)
     before = snapshot(out)

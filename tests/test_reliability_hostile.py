@@ -5,20 +5,22 @@ path can never run a command (it is refused in one line unless it holds only let
 and ``_-.+/@=~``), and ``--html`` never overwrites the model, an input, or a file the tool did not
 write.
 """
+
 from __future__ import annotations
 
 import shutil
 
 import numpy as np
 import pytest
+from test_reliability_files import BOARD, assert_one_line_error, cli, snapshot, workdir  # noqa: F401
 
 from microcompiler.resources import templates_dir
 
-from test_reliability_files import BOARD, assert_one_line_error, cli, snapshot, workdir  # noqa: F401
 
-
-@pytest.mark.parametrize("name", ["inj&whoami&x", "a|b", "a<b", "a>b", "a(b", "a)b", "a%b", "a*b", "a?b", "a,b",
-                                  "a!b", "a\x1bb", "a\nb", "a:b"])
+@pytest.mark.parametrize(
+    "name",
+    ["inj&whoami&x", "a|b", "a<b", "a>b", "a(b", "a)b", "a%b", "a*b", "a?b", "a,b", "a!b", "a\x1bb", "a\nb", "a:b"],
+)
 def test_project_path_that_a_consumer_would_split_is_refused_in_one_line(workdir, name):
     out = workdir / name
     proc = cli("create-project", "model.tflite", "--board", BOARD, "-o", name, cwd=workdir)
@@ -43,8 +45,8 @@ def test_a_project_moved_under_a_command_path_never_runs_the_command(workdir):
 def test_the_objcopy_step_is_verbatim_for_the_shell():
     """Defence in depth: CMake quotes the POST_BUILD objcopy command's arguments for the shell."""
     text = (templates_dir() / "baremetal" / "CMakeLists.txt.j2").read_text()
-    command = text[text.index("add_custom_command"):]
-    command = command[:command.index(")\n") + 1]
+    command = text[text.index("add_custom_command") :]
+    command = command[: command.index(")\n") + 1]
     assert "VERBATIM" in command
 
 
@@ -104,9 +106,11 @@ def test_the_reports_json_island_is_safe_for_any_tensor_name(tmp_path, hostile):
     import json
     import re
 
-    from microcompiler.report import render_report
-    from microcompiler.analysis import analyze_model
     from model_builder import ModelBuilder
+
+    from microcompiler.analysis import analyze_model
+    from microcompiler.report import render_report
+
     b = ModelBuilder()
     x = b.activation(hostile, [1, 4], "int8", scale=0.1, zero_point=0)
     y = b.activation(hostile + "_out", [1, 4], "int8", scale=0.1, zero_point=0)
@@ -123,6 +127,7 @@ def test_the_reports_json_island_is_safe_for_any_tensor_name(tmp_path, hostile):
 
 
 # ---- names that would hide a system header ----
+
 
 @pytest.mark.parametrize("stem", ["math", "string", "stdint", "stdio", "stdlib", "time", "unistd", "errno"])
 def test_a_model_named_like_a_system_header_is_prefixed_and_runs(workdir, stem):
@@ -144,11 +149,19 @@ def test_name_of_a_system_header_is_refused(workdir, name):
 
 # ---- every input file is bounded before it is read; one line, never a traceback ----
 
-@pytest.mark.parametrize("command", [["compile", "/dev/zero", "-o", "lib"], ["analyze", "/dev/zero"],
-                                     ["run", "model.tflite", "--board", "host", "--input", "/dev/zero"],
-                                     ["compile", ".", "-o", "lib"]])
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["compile", "/dev/zero", "-o", "lib"],
+        ["analyze", "/dev/zero"],
+        ["run", "model.tflite", "--board", "host", "--input", "/dev/zero"],
+        ["compile", ".", "-o", "lib"],
+    ],
+)
 def test_a_device_or_directory_is_refused_before_it_is_read(workdir, command):
     import time
+
     started = time.monotonic()
     proc = cli(*command, cwd=workdir)
     assert_one_line_error(proc, "not a file")
@@ -159,6 +172,7 @@ def test_a_model_larger_than_the_limit_is_refused_unread(workdir, monkeypatch):
     from microcompiler import user_files
     from microcompiler.errors import ModelFormatError
     from microcompiler.frontend.tflite import load_tflite
+
     monkeypatch.setattr("microcompiler.frontend.tflite.MAX_MODEL_BYTES", 1000)
     with pytest.raises(ModelFormatError, match="larger than"):
         load_tflite(workdir / "model.tflite")
@@ -176,18 +190,33 @@ def test_run_into_a_closed_pipe_is_quiet(workdir):
     import os
     import subprocess
     import sys
+
     from test_reliability_files import REPO
+
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(f"{sys.executable} -m microcompiler.cli run model.tflite --board host --json | head -c 1",
-                          shell=True, cwd=workdir, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        f"{sys.executable} -m microcompiler.cli run model.tflite --board host --json | head -c 1",
+        shell=True,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.stdout == "{" and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
-    proc = subprocess.run(f"{sys.executable} -m microcompiler.cli ops | head -1", shell=True, cwd=workdir,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        f"{sys.executable} -m microcompiler.cli ops | head -1",
+        shell=True,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.stdout.count("\n") == 1
     assert proc.stderr == "", proc.stderr
 
 
 # ---- control characters reach the terminal only as text ----
+
 
 def test_control_characters_in_a_path_are_escaped_in_the_error(workdir):
     proc = cli("compile", "evil\x1b[2J\x1b]0;pwned\x07.tflite", "-o", "lib", cwd=workdir)
@@ -197,6 +226,7 @@ def test_control_characters_in_a_path_are_escaped_in_the_error(workdir):
 
 def test_control_characters_in_a_custom_operator_name_are_escaped(workdir):
     import model_builder as mb
+
     b = mb.ModelBuilder()
     x = b.activation("x", [1, 4], "float32")
     y = b.activation("y", [1, 4], "float32")
@@ -211,6 +241,7 @@ def test_a_tools_or_devices_line_is_shown_as_text():
     import io
 
     from microcompiler.progress import LineLog
+
     stream = io.StringIO()
     LineLog(stream)("device says \x1b[2J\x1bc done")
     assert stream.getvalue() == "device says \\x1b[2J\\x1bc done\n"
@@ -223,6 +254,7 @@ def test_a_signal_to_the_mlperf_runner_exits_with_128_plus_the_signal():
 
     from microcompiler.cleanup import Interrupted
     from microcompiler.mlperf_runner import _Children
+
     for signo, status in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):
         with pytest.raises(Interrupted) as info:
             with _Children():

@@ -5,6 +5,7 @@ Regression tests for issue 24 ("Nothing unsafe from a model or a path"), groups 
 model is built here (tests/model_builder.py) and, where TFLM runs it, compared with TFLM
 (tests/oracle.py) on the host with ASan/UBSan.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,21 +15,25 @@ import sys
 import time
 from pathlib import Path
 
+import model_builder as mb
 import numpy as np
 import pytest
-
-import model_builder as mb
 from harness import ROOT, assert_matches_oracle, cli, compile_bytes
-from microcompiler.errors import MicrocompilerError
 from oracle import Oracle
+
+from microcompiler.errors import MicrocompilerError
 
 
 def fully_connected(x_shape=(1, 4), y_shape=(1, 4), scales=1, bias_values=4, bias_dtype=np.int32):
     """An int8 FULLY_CONNECTED with 4 output rows of depth 4."""
     b = mb.ModelBuilder()
     x = b.activation("x", list(x_shape), "int8", scale=0.05, zero_point=-3)
-    w = b.constant("w", np.arange(-8, 8, dtype=np.int8).reshape(4, 4),
-                   scale=[0.02 + 0.001 * i for i in range(scales)], zero_point=[0] * scales)
+    w = b.constant(
+        "w",
+        np.arange(-8, 8, dtype=np.int8).reshape(4, 4),
+        scale=[0.02 + 0.001 * i for i in range(scales)],
+        zero_point=[0] * scales,
+    )
     bias = b.constant("bias", np.arange(bias_values).astype(bias_dtype), scale=[0.001], zero_point=[0])
     y = b.activation("y", list(y_shape), "int8", scale=0.1, zero_point=2)
     b.op("FULLY_CONNECTED", [x, w, bias], [y], mb.fully_connected_options())
@@ -38,8 +43,9 @@ def fully_connected(x_shape=(1, 4), y_shape=(1, 4), scales=1, bias_values=4, bia
 def conv(scales=1, bias_values=3, bias_dtype=np.int32):
     b = mb.ModelBuilder()
     x = b.activation("x", [1, 4, 4, 2], "int8", scale=0.05, zero_point=-3)
-    w = b.constant("w", np.ones((3, 3, 3, 2), np.int8), scale=[0.02 + 0.001 * i for i in range(scales)],
-                   zero_point=[0] * scales)
+    w = b.constant(
+        "w", np.ones((3, 3, 3, 2), np.int8), scale=[0.02 + 0.001 * i for i in range(scales)], zero_point=[0] * scales
+    )
     bias = b.constant("bias", np.arange(bias_values).astype(bias_dtype), scale=[0.001], zero_point=[0])
     y = b.activation("y", [1, 4, 4, 3], "int8", scale=0.1, zero_point=2)
     b.op("CONV_2D", [x, w, bias], [y], mb.conv2d_options())
@@ -90,8 +96,9 @@ def test_an_int8_layer_with_a_bias_of_another_type_is_refused(tmp_path, make, dt
 
 
 def relu_with_codes(builtin: int, deprecated: int) -> bytes:
-    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
     import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
     b = mb.ModelBuilder()
     x = b.activation("x", [1, 16], "float32")
     y = b.activation("y", [1, 16], "float32")
@@ -128,18 +135,26 @@ def test_an_input_listed_twice_takes_the_last_value_as_in_tflm(tmp_path, executo
 
 # ---- one line, never a traceback ----
 
+
 def softmax(beta: float, dtype: str = "int8") -> bytes:
     b = mb.ModelBuilder()
     x = b.activation("x", [1, 6], dtype, scale=0.05, zero_point=0)
-    y = b.activation("y", [1, 6], dtype, scale=1 / 256 if dtype == "int8" else 1 / 32768,
-                     zero_point=-128 if dtype == "int8" else 0)
+    y = b.activation(
+        "y", [1, 6], dtype, scale=1 / 256 if dtype == "int8" else 1 / 32768, zero_point=-128 if dtype == "int8" else 0
+    )
     b.op("SOFTMAX", [x], [y], mb.softmax_options(beta))
     return b.finish([x], [y])
 
 
-@pytest.mark.parametrize("beta, dtype, fragment", [(float("nan"), "int8", "not a finite number"),
-                                                   (float("inf"), "int16", "not a finite number"),
-                                                   (1e-8, "int8", "too small"), (-1.0, "int8", "too small")])
+@pytest.mark.parametrize(
+    "beta, dtype, fragment",
+    [
+        (float("nan"), "int8", "not a finite number"),
+        (float("inf"), "int16", "not a finite number"),
+        (1e-8, "int8", "too small"),
+        (-1.0, "int8", "too small"),
+    ],
+)
 def test_a_softmax_beta_no_kernel_can_scale_is_one_line(tmp_path, beta, dtype, fragment):
     """TFLM aborts the process on these (QuantizeMultiplierGreaterThanOne); we refuse them."""
     refused(softmax(beta, dtype), tmp_path, "SOFTMAX", fragment)
@@ -161,6 +176,7 @@ def test_a_patch_grid_too_fine_for_the_graph_executor_compiles_for_aot(tmp_path,
     """IC with --patches 16x16: 3,078 operators whose names overflow the graph description's 16-bit
     offsets (a struct.error); now only the graph executor is refused, with the reason."""
     from microcompiler.compiler import compile_model
+
     library = compile_model(shared_models / "mlperf_tiny" / "pretrainedResnet_quant.tflite", patches="16x16")
     assert "graph executor's description holds" in library.metadata["graph_executor_refusal"]
 
@@ -195,9 +211,26 @@ def test_validate_stops_an_oracle_that_never_ends_after_the_timeout():
 
 def test_sigterm_stops_validate_and_its_oracle_within_a_second():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "microcompiler.cli", "validate", str(WHILE_FOR_EVER), "--board",
-                             "host", "--inputs", "1", "--timeout", "300"], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "validate",
+            str(WHILE_FOR_EVER),
+            "--board",
+            "host",
+            "--inputs",
+            "1",
+            "--timeout",
+            "300",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while not _children_running(proc.pid, "reference_worker") and time.monotonic() < deadline:
@@ -221,12 +254,14 @@ def test_sigterm_stops_validate_and_its_oracle_within_a_second():
 def test_an_oracle_that_aborts_is_one_line(tmp_path):
     """TFLM aborts the process on a softmax beta of -1 (a failed check); the child dies, not us."""
     from microcompiler.validation.reference import Reference
+
     with pytest.raises(MicrocompilerError, match="TFLite Micro .*(killed by SIGABRT|exited)"):
         with Reference(softmax(-1.0), 1, timeout=60) as ref:
             ref.run([np.zeros((1, 6), np.int8)])
 
 
 # ---- found by the structure-aware mutator (scripts/fuzz_models.py --structured --run) ----
+
 
 def test_a_two_dimensional_bias_is_refused(tmp_path):
     """A bias of shape [4, 1] (the right count) made the fast kernels' record packing raise ValueError."""
@@ -293,6 +328,7 @@ def test_a_20000_operator_chain_compiles_within_a_minute(tmp_path):
     path = tmp_path / "chain.tflite"
     path.write_bytes(chain(20000))
     from microcompiler.compiler import compile_model
+
     started = time.process_time()
     library = compile_model(path)
     assert len(library.metadata["operators"]) == 20000
@@ -301,13 +337,30 @@ def test_a_20000_operator_chain_compiles_within_a_minute(tmp_path):
 
 # ---- the structure-aware mutator, short run (the long one: docs/reliability.md) ----
 
+
 def test_structure_aware_mutants_run_like_tflm_or_are_refused():
     """About a minute of scripts/fuzz_models.py --structured --run: every mutant that compiles is
     built with ASan/UBSan and compared with TFLM; no traceback, hang, sanitizer report or difference."""
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_models.py"), "--structured", "--run",
-                           "--examples", "40", "--seconds", "75", "--seed", "3", "--quiet"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "fuzz_models.py"),
+            "--structured",
+            "--run",
+            "--examples",
+            "40",
+            "--seconds",
+            "75",
+            "--seed",
+            "3",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     summary = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0 and summary.endswith("; 0 failures"), proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "structure-aware mutants" in summary and ("agree" in summary or "refused" in summary)
@@ -319,6 +372,7 @@ def test_structure_aware_mutations_change_what_they_say():
     import tflite
     from fuzz.model_mutations import seed_bytes
     from fuzz.structure_mutations import mutate_structure
+
     rng = random.Random(0)
     seed = seed_bytes("built:fc_int8")
     changed = 0
@@ -330,6 +384,7 @@ def test_structure_aware_mutations_change_what_they_say():
 
 
 # ---- generated C that did not compile, blamed on us ----
+
 
 def test_an_operator_writing_the_model_input_in_place_is_refused(tmp_path):
     """RELU writing the model input x (a const pointer of <model>_run) generated C that did not compile."""
@@ -345,9 +400,9 @@ def test_an_operator_writing_the_model_input_in_place_is_refused(tmp_path):
 
 def test_a_while_condition_with_a_duplicated_output_is_refused(tmp_path):
     import flatbuffers
+    from flow_models import while_int8
     from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
-    from flow_models import while_int8
     model = fb.ModelT.InitFromPackedBuf(while_int8(), 0)
     model.subgraphs[1].outputs = list(model.subgraphs[1].outputs) * 2
     builder = flatbuffers.Builder(1024)

@@ -4,6 +4,7 @@ SIGINT, SIGTERM and SIGHUP stop `bench` and `run` with every child process and t
 gone; timeouts are finite positive numbers and bound host runs too; a dead QEMU is reported as QEMU's
 own one-line error, never as pyserial's "returned no data".
 """
+
 from __future__ import annotations
 
 import os
@@ -14,18 +15,20 @@ import threading
 import time
 from pathlib import Path
 
+import model_builder as mb
 import numpy as np
 import pytest
-
-import model_builder as mb
 from conftest import ROOT, SHARED_MODELS
 from harness import compile_bytes
+
 from microcompiler.errors import DeviceError, MicrocompilerError
 
 HELLO = SHARED_MODELS / "tflm/hello_world_int8.tflite"
 TOOLS = ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")
-needs_qemu = pytest.mark.skipif(not all(__import__("shutil").which(t) for t in TOOLS),
-                                reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+needs_qemu = pytest.mark.skipif(
+    not all(__import__("shutil").which(t) for t in TOOLS),
+    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm",
+)
 
 
 def cli_command(*args) -> list[str]:
@@ -33,8 +36,7 @@ def cli_command(*args) -> list[str]:
 
 
 def cli(*args, env=None, timeout=600):
-    return subprocess.run(cli_command(*args), capture_output=True, text=True, env=env, timeout=timeout,
-                          cwd=ROOT)
+    return subprocess.run(cli_command(*args), capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
 
 def assert_last_line_error(proc, *fragments):
@@ -50,18 +52,22 @@ def assert_last_line_error(proc, *fragments):
 
 # ---- timeouts: finite positive numbers only ---------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [
-    ["run", HELLO, "--timeout", "nan"],
-    ["run", HELLO, "--timeout", "-5"],
-    ["run", HELLO, "--timeout", "0"],
-    ["run", HELLO, "--timeout", "inf"],
-    ["run", HELLO, "--mode", "host-driven", "--rpc-timeout", "nan"],
-    ["run", HELLO, "--rpc-timeout", "-1"],
-    ["bench", HELLO, "--rpc-timeout", "nan"],
-    ["bench", HELLO, "--rpc-timeout", "0"],
-    ["flash", "some_project", "--timeout", "NaN"],
-    ["run", HELLO, "--timeout", "soon"],
-])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", HELLO, "--timeout", "nan"],
+        ["run", HELLO, "--timeout", "-5"],
+        ["run", HELLO, "--timeout", "0"],
+        ["run", HELLO, "--timeout", "inf"],
+        ["run", HELLO, "--mode", "host-driven", "--rpc-timeout", "nan"],
+        ["run", HELLO, "--rpc-timeout", "-1"],
+        ["bench", HELLO, "--rpc-timeout", "nan"],
+        ["bench", HELLO, "--rpc-timeout", "0"],
+        ["flash", "some_project", "--timeout", "NaN"],
+        ["run", HELLO, "--timeout", "soon"],
+    ],
+)
 def test_timeouts_must_be_finite_and_positive(argv):
     option = next(a for a in argv if str(a).startswith("--") and "timeout" in str(a))
     proc = cli(*argv, timeout=60)
@@ -80,6 +86,7 @@ def _outcome_within(seconds: float, call) -> BaseException | str:
             box.append("returned")
         except BaseException as exc:  # noqa: BLE001 - reported to the test
             box.append(exc)
+
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(seconds)
@@ -90,8 +97,12 @@ def _outcome_within(seconds: float, call) -> BaseException | str:
 def test_the_python_api_refuses_endless_timeouts_too(bad):
     from microcompiler.rpc import Session
     from microcompiler.transport.faults import SilentTransport
-    for call in (lambda: Session(SilentTransport(), timeout=bad), lambda: Session(SilentTransport(), call_timeout=bad),
-                 lambda: SilentTransport().read_until(b"x", bad)):
+
+    for call in (
+        lambda: Session(SilentTransport(), timeout=bad),
+        lambda: Session(SilentTransport(), call_timeout=bad),
+        lambda: SilentTransport().read_until(b"x", bad),
+    ):
         outcome = _outcome_within(5.0, call)
         assert isinstance(outcome, MicrocompilerError) and "finite number of seconds" in str(outcome), outcome
 
@@ -107,6 +118,7 @@ def _hanging_program(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_host_runner_obeys_its_timeout_and_kills_the_whole_group(tmp_path):
     from microcompiler.host import HostProgram
+
     library = compile_bytes(mb_identity_add(), tmp_path / "lib")
     program = HostProgram(library, tmp_path / "build")
     program.exe, pids = _hanging_program(tmp_path)
@@ -120,6 +132,7 @@ def test_the_host_runner_obeys_its_timeout_and_kills_the_whole_group(tmp_path):
 
 def test_a_host_program_that_prints_without_end_is_stopped(tmp_path):
     from microcompiler.host import HostProgram
+
     library = compile_bytes(mb_identity_add(), tmp_path / "lib")
     program = HostProgram(library, tmp_path / "build")
     program.exe = tmp_path / "chatty"
@@ -138,7 +151,8 @@ def test_run_on_the_host_applies_timeout(tmp_path, monkeypatch):
         "import microcompiler.host as h\n"
         "_build = h.HostProgram._build\n"
         f"def _hang(self, *a):\n    _build(self, *a)\n    self.exe = {str(script)!r}\n"
-        "h.HostProgram._build = _hang\n")
+        "h.HostProgram._build = _hang\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     start = time.monotonic()
     proc = cli("run", tmp_path / "m.tflite", "--timeout", "2", env=env, timeout=120)
@@ -167,10 +181,12 @@ def _alive(pid: int) -> bool:
 
 # ---- a dead QEMU is reported as such -----------------------------------------------------------------
 
+
 @needs_qemu
 @pytest.mark.parametrize("firmware", ["empty", "random", "other_core"])
 def test_a_firmware_qemu_cannot_run_gives_qemus_own_error(tmp_path, firmware):
     from microcompiler.project import build, create_project
+
     create_project(HELLO, "baremetal", "mps2_an385", tmp_path / "p")
     build(tmp_path / "p", log=lambda _: None)
     elf = tmp_path / "p" / "build" / "firmware.elf"
@@ -195,6 +211,7 @@ def test_a_firmware_qemu_cannot_run_gives_qemus_own_error(tmp_path, firmware):
 @needs_qemu
 def test_qemu_killed_during_a_session_says_qemu_exited(tmp_path):
     from microcompiler.api import open_model
+
     with open_model(HELLO, "mps2_an386", project_dir=tmp_path / "rpc") as session:
         x = np.zeros((1, 1), np.int8)
         with session.executor() as ex:
@@ -210,6 +227,7 @@ def test_qemu_killed_during_a_session_says_qemu_exited(tmp_path):
 
 # ---- signals: every child and temporary directory goes ---------------------------------------------
 
+
 def _children(pid: int) -> list[tuple[int, str]]:
     """(pid, command name) of the direct children of pid."""
     found = []
@@ -220,8 +238,8 @@ def _children(pid: int) -> list[tuple[int, str]]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
             found.append((int(entry.name), name))
     return found
 
@@ -246,8 +264,9 @@ def _wait_for_qemu(root: int, proc: subprocess.Popen, seconds: float = 180) -> i
 
 
 @needs_qemu
-@pytest.mark.parametrize("how", ["bench-SIGINT", "bench-SIGTERM", "bench-SIGHUP", "run-SIGTERM",
-                                 "timeout-bench-SIGTERM", "tune-SIGTERM"])
+@pytest.mark.parametrize(
+    "how", ["bench-SIGINT", "bench-SIGTERM", "bench-SIGHUP", "run-SIGTERM", "timeout-bench-SIGTERM", "tune-SIGTERM"]
+)
 def test_a_signal_stops_everything_and_leaves_no_temporary_directory(tmp_path, how):
     command, signame = how.rsplit("-", 1)
     signo = getattr(signal, signame)
@@ -257,8 +276,18 @@ def test_a_signal_stops_everything_and_leaves_no_temporary_directory(tmp_path, h
     if command == "run":  # host-driven: QEMU plus an RPC project in a temporary directory
         argv = cli_command("run", HELLO, "--board", "mps2_an386", "--mode", "host-driven")
     elif command == "tune":  # two QEMU instances at once (docs/tuning.md), each timing long enough
-        argv = cli_command("tune", HELLO, "--board", "mps2_an386", "--jobs", "2", "--number", "1000000",
-                           "--output", tmp_path / "t.json")
+        argv = cli_command(
+            "tune",
+            HELLO,
+            "--board",
+            "mps2_an386",
+            "--jobs",
+            "2",
+            "--number",
+            "1000000",
+            "--output",
+            tmp_path / "t.json",
+        )
     else:  # long enough to be caught running
         argv = cli_command("bench", HELLO, "--board", "mps2_an386", "--number", "1000000", "--repeat", "3")
     if command == "timeout-bench":  # the issue's `timeout 10 microcompiler bench ...`, stopped early

@@ -4,6 +4,7 @@ Non-finite floats travel bit-exactly (kernels, weights, inputs baked into firmwa
 output is its input gives the input back, a device running another model's firmware is refused,
 and timeouts are finite positive numbers that bound every run.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,21 +12,26 @@ import re
 import subprocess
 import sys
 
+import model_builder as mb
 import numpy as np
 import pytest
-
-import model_builder as mb
 from harness import FLOAT_RTOL, compile_bytes
-from microcompiler.host import HostProgram
 from oracle import Oracle
+
+from microcompiler.host import HostProgram
 
 NAN_BITS = 0x7FC00000
 NON_FINITE = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0, -2.25, np.float32(3e38), -1.0], dtype=np.float32)
 
 
 def cli(*args, cwd=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def assert_one_line_error(proc, *fragments):
@@ -59,8 +65,9 @@ def assert_same_floats(got: np.ndarray, want: np.ndarray, what: str) -> None:
     got, want = got.reshape(-1), want.reshape(-1)
     assert np.array_equal(np.isnan(got), np.isnan(want)), f"{what}: NaN positions differ: ours {got}, TFLM {want}"
     inf = np.isinf(want)
-    assert np.array_equal(got[inf], want[inf]) and not np.isinf(got[~inf]).any(), \
+    assert np.array_equal(got[inf], want[inf]) and not np.isinf(got[~inf]).any(), (
         f"{what}: infinities differ: ours {got}, TFLM {want}"
+    )
     finite = np.isfinite(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=FLOAT_RTOL, atol=1e-6, err_msg=what)
 
@@ -74,12 +81,14 @@ def run_host_and_oracle(model: bytes, inputs, tmp_path, sanitize=False):
 
 # ---- float kernels let NaN and infinities through as TFLM does ---------------------------------------
 
+
 def _unary(kind, options=None, shape=(1, 2, 2, 2), out_shape=None, extra=()):
     def build(b, x):
         inputs = [x, *[b.constant(n, v) for n, v in extra]]
         y = b.activation("y", list(out_shape or shape), "float32")
         b.op(kind, inputs, [y], options)
         return y
+
     return build
 
 
@@ -89,6 +98,7 @@ def _binary(kind, options):
         y = b.activation("y", [1, 2, 2, 2], "float32")
         b.op(kind, [x, k], [y], options)
         return y
+
     return build
 
 
@@ -127,8 +137,9 @@ FLOAT_KERNELS = {
     "relu6": _unary("RELU6"),
     "logistic": _unary("LOGISTIC"),
     "softmax": _unary("SOFTMAX", mb.softmax_options(1.0)),
-    "mean": _unary("MEAN", mb.reducer_options(True), out_shape=(1, 1, 1, 2),
-                   extra=[("axis", np.array([1, 2], np.int32))]),
+    "mean": _unary(
+        "MEAN", mb.reducer_options(True), out_shape=(1, 1, 1, 2), extra=[("axis", np.array([1, 2], np.int32))]
+    ),
 }
 
 
@@ -163,6 +174,7 @@ def test_nan_input_through_the_cli_prints_nan(tmp_path):
 
 # ---- non-finite constants: emitted by bit pattern, exact --------------------------------------------
 
+
 def _weights_model(values: np.ndarray) -> bytes:
     b = mb.ModelBuilder()
     x = b.activation("x", [1, 4], "float32")
@@ -191,17 +203,27 @@ def test_finite_constants_stay_readable_literals(tmp_path):
     assert "_bits" not in ops_c and "mc_f32_from_bits" not in ops_c
 
 
-@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in
-                            ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
-                    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+@pytest.mark.skipif(
+    not all(__import__("shutil").which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
+    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm",
+)
 def test_non_finite_inputs_and_weights_on_a_board(tmp_path):
     """Baked into the firmware by bit pattern: NaN compiles, infinities stay infinities (not FLT_MAX)."""
     model = _weights_model(np.array([np.nan, np.inf, -np.inf, 0.75], np.float32))
     (tmp_path / "m.tflite").write_bytes(model)
     x = np.array([[2.0, np.inf, np.nan, -np.inf]], np.float32)
     np.save(tmp_path / "x.npy", x)
-    proc = cli("run", tmp_path / "m.tflite", "--board", "mps2_an386", "--input", tmp_path / "x.npy", "--json",
-               "--keep", tmp_path / "fw")
+    proc = cli(
+        "run",
+        tmp_path / "m.tflite",
+        "--board",
+        "mps2_an386",
+        "--input",
+        tmp_path / "x.npy",
+        "--json",
+        "--keep",
+        tmp_path / "fw",
+    )
     assert proc.returncode == 0, proc.stderr
     got = np.array(json.loads(proc.stdout.strip().splitlines()[-1])["outputs"][0], np.float32)
     assert_same_floats(got, Oracle(model).run([x])[0], "MUL on mps2_an386")
@@ -212,6 +234,7 @@ def test_non_finite_inputs_and_weights_on_a_board(tmp_path):
 def test_c_float_round_trips_every_special_value():
     from microcompiler.codegen.c_arrays import c_initializer
     from microcompiler.ops.quant import c_float
+
     assert c_float(0.5) == "0.5f"
     assert c_float(float("inf")) == "mc_f32_from_bits(0x7f800000u)"
     assert c_float(float("-inf")) == "mc_f32_from_bits(0xff800000u)"
@@ -223,6 +246,7 @@ def test_c_float_round_trips_every_special_value():
 
 # ---- a model whose output tensor is its input tensor -------------------------------------------------
 
+
 def identity_model(dtype="int8") -> bytes:
     b = mb.ModelBuilder()
     kw = dict(scale=0.5, zero_point=1) if dtype == "int8" else {}
@@ -233,13 +257,17 @@ def identity_model(dtype="int8") -> bytes:
 @pytest.mark.parametrize("dtype", ["int8", "float32"])
 def test_output_that_is_the_input_gives_the_input_back_on_the_host(tmp_path, dtype):
     model = identity_model(dtype)
-    values = (np.array([[-7, 3, 0, 127, -128]]).astype(np.int8) if dtype == "int8"
-              else np.array([[1.5, np.nan, -np.inf, 0.0, 2.0]], np.float32))
+    values = (
+        np.array([[-7, 3, 0, 127, -128]]).astype(np.int8)
+        if dtype == "int8"
+        else np.array([[1.5, np.nan, -np.inf, 0.0, 2.0]], np.float32)
+    )
     library = compile_bytes(model, tmp_path)
     for executor in ("aot", "graph"):
         ours = HostProgram(library, tmp_path / executor, executor=executor).run([[values]])[0].outputs[0]
-        assert np.array_equal(bits(ours) if dtype == "float32" else ours,
-                              bits(values) if dtype == "float32" else values), (executor, ours)
+        assert np.array_equal(
+            bits(ours) if dtype == "float32" else ours, bits(values) if dtype == "float32" else values
+        ), (executor, ours)
     assert np.array_equal(Oracle(model).run([values])[0], values, equal_nan=dtype == "float32")
 
 
@@ -280,6 +308,7 @@ def test_a_constant_output_is_refused_in_one_line(tmp_path):
 
 # ---- the RPC handshake names the compiled model: another model's firmware is refused -----------------
 
+
 def fc_model(seed: int) -> bytes:
     """The same graph, names and shapes for every seed; only the weights differ."""
     rng = np.random.default_rng(seed)
@@ -304,10 +333,11 @@ def test_the_fingerprint_is_in_the_header_and_changes_with_one_weight(tmp_path):
 
 
 def test_a_host_rpc_server_of_another_model_is_refused(tmp_path):
-    from microcompiler.errors import DeviceError
     from microcompiler.api import connect
+    from microcompiler.errors import DeviceError
     from microcompiler.rpc import ModelPlan
     from microcompiler.rpc.host_project import create_host_project
+
     mine = compile_bytes(fc_model(1), tmp_path / "mine", name="m")
     other = compile_bytes(fc_model(2), tmp_path / "other", name="m")
     server_dir = create_host_project(mine, tmp_path / "server")
@@ -317,19 +347,23 @@ def test_a_host_rpc_server_of_another_model_is_refused(tmp_path):
         with session.executor() as ex:
             got = ex(x)[0]
     assert np.array_equal(got, Oracle(fc_model(1)).run([x])[0])
-    with pytest.raises(DeviceError, match=f"another model .*fingerprint {mine.metadata['fingerprint']}.*"
-                                          f"{other.metadata['fingerprint']}"):
+    with pytest.raises(
+        DeviceError,
+        match=f"another model .*fingerprint {mine.metadata['fingerprint']}.*{other.metadata['fingerprint']}",
+    ):
         connect(server_dir, plan=ModelPlan.from_library(other))
 
 
-@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in
-                            ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
-                    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+@pytest.mark.skipif(
+    not all(__import__("shutil").which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
+    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm",
+)
 def test_port_to_a_board_running_another_models_firmware_is_refused(tmp_path):
     """The issue's case: --port to a device flashed with a model of the same name and operator names."""
     from microcompiler.boards import load_board
     from microcompiler.project import build, create_project
     from microcompiler.transport.qemu import QemuTransport
+
     board = load_board("mps2_an386")
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -339,11 +373,34 @@ def test_port_to_a_board_running_another_models_firmware_is_refused(tmp_path):
     build(tmp_path / "fw", log=lambda _: None)
     with QemuTransport.for_board(board, tmp_path / "fw" / "build" / "firmware.elf") as device:
         port = device._link().port
-        proc = cli("run", tmp_path / "b" / "m.tflite", "--board", board.name, "--mode", "host-driven",
-                   "--port", port, "--rpc-timeout", "5")
+        proc = cli(
+            "run",
+            tmp_path / "b" / "m.tflite",
+            "--board",
+            board.name,
+            "--mode",
+            "host-driven",
+            "--port",
+            port,
+            "--rpc-timeout",
+            "5",
+        )
         assert_ends_with_one_line_error(proc, "another model")
-        proc = cli("run", tmp_path / "a" / "m.tflite", "--board", board.name, "--mode", "host-driven",
-                   "--port", port, "--rpc-timeout", "5", "--json", "--input", _save(tmp_path, "x.npy"))
+        proc = cli(
+            "run",
+            tmp_path / "a" / "m.tflite",
+            "--board",
+            board.name,
+            "--mode",
+            "host-driven",
+            "--port",
+            port,
+            "--rpc-timeout",
+            "5",
+            "--json",
+            "--input",
+            _save(tmp_path, "x.npy"),
+        )
     assert proc.returncode == 0, proc.stderr
     want = Oracle(fc_model(1)).run([np.load(tmp_path / "x.npy")])[0]
     assert json.loads(proc.stdout)["outputs"] == [want.tolist()]

@@ -1,5 +1,6 @@
 """The HTML report renders in a real browser: headless Chromium opens the file offline, the
 screenshot is not blank, the DOM has the title and one row per layer, and the console is clean."""
+
 from __future__ import annotations
 
 import json
@@ -8,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from PIL import Image
-
 from board_oracle import needs_board_tools
 from browser import needs_chromium, render
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,17 +20,34 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_analyze_report_renders_in_chromium(tmp_path, shared_models):
     model = shared_models / "mlperf_tiny/kws_ref_model.tflite"
     page = tmp_path / "kws.html"
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "analyze", str(model), "--board", "mps2_an386",
-                           "--html", str(page), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "analyze",
+            str(model),
+            "--board",
+            "mps2_an386",
+            "--html",
+            str(page),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     layers = json.loads(proc.stdout)["layers"]
     html = page.read_text()
-    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html, \
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html, (
         "the page must not load anything from the network"
+    )
     shot, dom, errors = render(page, tmp_path)
     assert not errors, errors
     assert "<title>kws_ref_model: analysis for mps2_an386</title>" in dom
-    assert dom.count("<tr class=\"layer\">") == len(layers)
+    assert dom.count('<tr class="layer">') == len(layers)
     for layer in layers:
         assert f">{layer['name']}<" in dom
     assert dom.count("<svg") >= 4  # time per layer, memory plan, flash, RAM
@@ -64,14 +81,33 @@ def _check_rendered(page: Path, tmp_path: Path, title: str) -> str:
 def test_bench_and_validate_reports_render_in_chromium(tmp_path, shared_models):
     model = shared_models / "mlperf_tiny/ad01_int8.tflite"
     bench_page, validate_page = tmp_path / "bench.html", tmp_path / "validate.html"
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "bench", str(model), "--board", "mps2_an386",
-                           "--number", "1", "--repeat", "1", "--html", str(bench_page), "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "bench",
+            str(model),
+            "--board",
+            "mps2_an386",
+            "--number",
+            "1",
+            "--repeat",
+            "1",
+            "--html",
+            str(bench_page),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     operators = json.loads(proc.stdout)["operators"]
     dom = _check_rendered(bench_page, tmp_path, "ad01_int8: bench on mps2_an386")
     assert "Time per layer (measured on the device)" in dom
-    assert dom.count("<tr class=\"layer\">") == len(operators)
+    assert dom.count('<tr class="layer">') == len(operators)
     for op in operators:  # the measured ticks are in the bar chart's labels
         assert f">{op['ticks']:,} ticks<" in dom
     # the built firmware's flash and RAM (from its ELF) beside analyze's estimates
@@ -81,13 +117,32 @@ def test_bench_and_validate_reports_render_in_chromium(tmp_path, shared_models):
     assert {what: built for what, _, built in sizes}["flash"] == f"{bench['flash_bytes']:,}"
     assert {what: built for what, _, built in sizes}["RAM"] == f"{bench['ram_bytes']:,}"
     assert bench["ram_bytes"] > 0 and bench["flash_bytes"] > 0
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "validate", str(model), "--board", "mps2_an386",
-                           "--inputs", "2", "--mode", "host-driven", "--html", str(validate_page), "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "validate",
+            str(model),
+            "--board",
+            "mps2_an386",
+            "--inputs",
+            "2",
+            "--mode",
+            "host-driven",
+            "--html",
+            str(validate_page),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     dom = _check_rendered(validate_page, tmp_path, "ad01_int8: validation on mps2_an386")
     assert "passed: every output exact (2 inputs)" in dom
-    assert dom.count("<tr class=\"metric\">") == 1 and ">100.00%<" in dom
+    assert dom.count('<tr class="metric">') == 1 and ">100.00%<" in dom
     # the model just ran host-driven: the chart is its measured time per operator, not the estimate
     times = json.loads(proc.stdout)["operator_times"]
     assert times["runs"] == 2 and len(times["operators"]) == len(operators)

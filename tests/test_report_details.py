@@ -1,9 +1,10 @@
 """The smaller things a user trips on (issue 27 item 8), each with its test."""
+
 from __future__ import annotations
 
 import pytest
-
 from harness import cli
+
 from microcompiler.boards import load_board
 from microcompiler.commands.tune import _print as print_tune
 from microcompiler.targets import toolchain
@@ -20,8 +21,18 @@ def test_analyze_prints_kernel_names_whole():
 
 def test_flash_of_mlperf_firmware_points_to_the_mlperf_command(tmp_path, shared_models):
     project = tmp_path / "dut"
-    r = cli("create-project", shared_models / "mlperf_tiny/kws_ref_model.tflite", "--template", "mlperf",
-            "--benchmark", "kws01", "--board", "mps2_an386", "-o", project)
+    r = cli(
+        "create-project",
+        shared_models / "mlperf_tiny/kws_ref_model.tflite",
+        "--template",
+        "mlperf",
+        "--benchmark",
+        "kws01",
+        "--board",
+        "mps2_an386",
+        "-o",
+        project,
+    )
     assert r.returncode == 0, r.stderr
     r = cli("flash", project, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
@@ -30,12 +41,30 @@ def test_flash_of_mlperf_firmware_points_to_the_mlperf_command(tmp_path, shared_
 
 
 def test_the_tune_table_has_headers(capsys):
-    print_tune({"signatures": [{"kind": "CONV_2D", "operators": [0], "status": "tuned", "knobs": {"weights": "s16"},
-                                "heuristic_ticks": 10.0, "ticks": 9.0}],
-                "heuristic_ticks": 10.0, "tuned_ticks": 9.0, "timer_hz": 25_000_000, "exact": True,
-                "tuned": 1, "reused": 0, "seconds": 1.0, "log": "x.json",
-                "heuristic_time": measured(10.0, 25_000_000, load_board("mps2_an386")),
-                "tuned_time": measured(9.0, 25_000_000, load_board("mps2_an386"))})
+    print_tune(
+        {
+            "signatures": [
+                {
+                    "kind": "CONV_2D",
+                    "operators": [0],
+                    "status": "tuned",
+                    "knobs": {"weights": "s16"},
+                    "heuristic_ticks": 10.0,
+                    "ticks": 9.0,
+                }
+            ],
+            "heuristic_ticks": 10.0,
+            "tuned_ticks": 9.0,
+            "timer_hz": 25_000_000,
+            "exact": True,
+            "tuned": 1,
+            "reused": 0,
+            "seconds": 1.0,
+            "log": "x.json",
+            "heuristic_time": measured(10.0, 25_000_000, load_board("mps2_an386")),
+            "tuned_time": measured(9.0, 25_000_000, load_board("mps2_an386")),
+        }
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:4] == ["operator", "indices", "status", "setting"]
     # the whole inference in the shared time vocabulary (instructions at the board's clock)
@@ -47,8 +76,10 @@ def test_the_build_line_labels_the_board_memories(monkeypatch, tmp_path):
     lines: list[str] = []
     toolchain.measured_build(load_board("mps2_an386"), tmp_path / "firmware.elf", lines.append)
     board = load_board("mps2_an386")
-    assert lines == [f"built {tmp_path / 'firmware.elf'}: flash 7,568 B, RAM 9,976 B (the board has flash "
-                     f"{board.flash.size:,} B, RAM {board.ram.size:,} B)"]
+    assert lines == [
+        f"built {tmp_path / 'firmware.elf'}: flash 7,568 B, RAM 9,976 B (the board has flash "
+        f"{board.flash.size:,} B, RAM {board.ram.size:,} B)"
+    ]
 
 
 @pytest.mark.parametrize("args", [["--version"]])
@@ -60,8 +91,13 @@ def test_version(args):
 def test_a_random_loop_count_is_pointed_out_before_the_wait():
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, "-m", "microcompiler.cli", "run", "examples/control_flow/while_int8.tflite"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "microcompiler.cli", "run", "examples/control_flow/while_int8.tflite"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stderr.readline()
     finally:

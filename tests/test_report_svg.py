@@ -1,5 +1,6 @@
 """The report's SVG charts and page sections alone (issue 27 item 4): labelled memory-plan rectangles,
 the live-bytes curve and the lower bound, built sizes beside estimates, measured validate times."""
+
 from __future__ import annotations
 
 import re
@@ -13,11 +14,25 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def _plan() -> dict:
     # three buffers: a wide one, a second sharing steps 1..2, and one too narrow for any label
-    buffers = [{"tensor": "model/conv_1/Relu;StatefulPartitionedCall", "layer": "conv_1", "offset": 0, "bytes": 600,
-                "first_step": 0, "last_step": 1},
-               {"tensor": "t2", "layer": "<dense&2>", "offset": 600, "bytes": 400, "first_step": 1, "last_step": 2},
-               {"tensor": "t3", "layer": "a_very_long_layer_name_that_does_not_fit", "offset": 0, "bytes": 300,
-                "first_step": 2, "last_step": 2}]
+    buffers = [
+        {
+            "tensor": "model/conv_1/Relu;StatefulPartitionedCall",
+            "layer": "conv_1",
+            "offset": 0,
+            "bytes": 600,
+            "first_step": 0,
+            "last_step": 1,
+        },
+        {"tensor": "t2", "layer": "<dense&2>", "offset": 600, "bytes": 400, "first_step": 1, "last_step": 2},
+        {
+            "tensor": "t3",
+            "layer": "a_very_long_layer_name_that_does_not_fit",
+            "offset": 0,
+            "bytes": 300,
+            "first_step": 2,
+            "last_step": 2,
+        },
+    ]
     return {"steps": 40, "arena_bytes": 1000, "lower_bound_bytes": 1000, "buffers": buffers}
 
 
@@ -50,42 +65,75 @@ def test_memory_plan_chart_leaves_unlabelled_what_is_too_narrow():
     root = ET.fromstring(memory_plan_chart(plan, "arena"))
     labels = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "buffer-label"]
     assert "a_very_long_layer_name_that_does_not_fit" not in labels and not any(
-        lbl.startswith("a_ve") for lbl in labels)
+        lbl.startswith("a_ve") for lbl in labels
+    )
     assert len([r for r in root.iter(f"{SVG}rect") if r.get("class") == "buffer"]) == 3  # every tooltip stays
 
 
 def _analysis() -> dict:
     plan = _plan()
-    layers = [{"index": k, "name": f"layer_{k}", "kind": "CONV_2D", "dtype": "int8", "outputs": [[1, 4]], "macs": 10,
-               "weights_bytes": 5, "kernel": {"variant": "direct"}, "estimated_instructions": 100 * (k + 1)}
-              for k in range(3)]
-    totals = {"macs": 30, "weights_bytes": 15, "arena_bytes": 1000, "estimated_instructions": 600,
-              "code_bytes_estimate": 900, "flash_bytes": 915, "scratch_bytes": 0, "state_bytes": 0,
-              "stack_bytes_estimate": 256, "ram_bytes": 1500}
+    layers = [
+        {
+            "index": k,
+            "name": f"layer_{k}",
+            "kind": "CONV_2D",
+            "dtype": "int8",
+            "outputs": [[1, 4]],
+            "macs": 10,
+            "weights_bytes": 5,
+            "kernel": {"variant": "direct"},
+            "estimated_instructions": 100 * (k + 1),
+        }
+        for k in range(3)
+    ]
+    totals = {
+        "macs": 30,
+        "weights_bytes": 15,
+        "arena_bytes": 1000,
+        "estimated_instructions": 600,
+        "code_bytes_estimate": 900,
+        "flash_bytes": 915,
+        "scratch_bytes": 0,
+        "state_bytes": 0,
+        "stack_bytes_estimate": 256,
+        "ram_bytes": 1500,
+    }
     return {"layers": layers, "totals": totals, "memory_plan": plan}
 
 
 def test_bench_page_shows_built_sizes_beside_estimates():
-    bench = {"board": "b", "operators": [], "flash_bytes": 12345, "ram_bytes": 6789, "model_code_bytes": 1111,
-             "model_weights_bytes": 15,
-             "inference": {"ticks": 10, "time": {"seconds": 1e-5, "basis": "host clock", "instructions": None}}}
+    bench = {
+        "board": "b",
+        "operators": [],
+        "flash_bytes": 12345,
+        "ram_bytes": 6789,
+        "model_code_bytes": 1111,
+        "model_weights_bytes": 15,
+        "inference": {"ticks": 10, "time": {"seconds": 1e-5, "basis": "host clock", "instructions": None}},
+    }
     page = render_report("t", analysis=_analysis(), bench=bench)
     rows = re.findall(r"<tr class='size'><td class=\"l\">([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td></tr>", page)
-    assert rows == [("flash", "915", "12,345"), ("RAM", "1,500", "6,789"), ("model code", "900", "1,111"),
-                    ("model weights", "15", "15")]
+    assert rows == [
+        ("flash", "915", "12,345"),
+        ("RAM", "1,500", "6,789"),
+        ("model code", "900", "1,111"),
+        ("model weights", "15", "15"),
+    ]
     assert "estimated (analyze)" in page and "built (firmware ELF)" in page
     assert "id='sizes'" not in render_report("t", analysis=_analysis())  # nothing built: no column of blanks
 
 
 def _validation(**extra) -> dict:
-    return {"passed": True, "bit_exact": True, "samples": ["random 0"], "comparisons": [], "divergence": None,
-            **extra}
+    return {"passed": True, "bit_exact": True, "samples": ["random 0"], "comparisons": [], "divergence": None, **extra}
 
 
 def test_validate_page_charts_the_measured_time_when_it_has_one():
-    times = {"board": "mps2_an386", "runs": 2, "timer_hz": 25_000_000,
-             "operators": [{"index": k, "layer": f"layer_{k}", "kind": "CONV_2D", "ticks": 4321 + k}
-                           for k in range(3)]}
+    times = {
+        "board": "mps2_an386",
+        "runs": 2,
+        "timer_hz": 25_000_000,
+        "operators": [{"index": k, "layer": f"layer_{k}", "kind": "CONV_2D", "ticks": 4321 + k} for k in range(3)],
+    }
     page = render_report("t", analysis=_analysis(), validation=_validation(operator_times=times))
     assert "Time per layer (measured host-driven on mps2_an386, median of 2 runs" in page
     assert ">4,321 ticks<" in page and ">4,323 ticks<" in page and "(estimated instructions)" not in page

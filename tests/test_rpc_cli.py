@@ -1,14 +1,15 @@
 """The command line of host-driven mode on the host board: run --mode host-driven and bench."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import SHARED_MODELS
+
+from microcompiler.api import connect
 from microcompiler.cli import main
 from microcompiler.errors import DeviceError
-from microcompiler.api import connect
 
 HELLO = str(SHARED_MODELS / "tflm/hello_world_int8.tflite")
 
@@ -35,8 +36,13 @@ def test_bench_reports_inference_and_operator_times(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["model"] == "hello_world_int8" and report["timer_hz"] == 1_000_000_000
     # on the host: the host clock's time, analyze's estimate beside it (no exact instruction count to compare)
-    assert set(report["inference"]) == {"ticks", "seconds", "ticks_per_run_each_repeat", "time",
-                                        "estimated_instructions"}
+    assert set(report["inference"]) == {
+        "ticks",
+        "seconds",
+        "ticks_per_run_each_repeat",
+        "time",
+        "estimated_instructions",
+    }
     assert report["inference"]["time"]["basis"] == "host clock" and report["inference"]["time"]["instructions"] is None
     assert [op["index"] for op in report["operators"]] == [0, 1, 2]
     assert report["operator_ticks_total"] == sum(op["ticks"] for op in report["operators"])
@@ -49,11 +55,14 @@ def test_bench_reports_inference_and_operator_times(capsys):
     assert " per inference (median of 1 x 2 runs)" in out and "RAM peak: 32 B live at operator 1 FULLY_CONNECTED" in out
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["bench", HELLO, "--number", "0"], "--number and --repeat must be at least 1"),
-    (["bench", HELLO, "--board", "no_such_board"], "unknown board 'no_such_board'"),
-    (["run", HELLO, "--mode", "host-driven", "--port", "/dev/ttyUSB9"], "--port is for boards"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["bench", HELLO, "--number", "0"], "--number and --repeat must be at least 1"),
+        (["bench", HELLO, "--board", "no_such_board"], "unknown board 'no_such_board'"),
+        (["run", HELLO, "--mode", "host-driven", "--port", "/dev/ttyUSB9"], "--port is for boards"),
+    ],
+)
 def test_bad_arguments_give_one_line_errors(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err

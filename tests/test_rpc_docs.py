@@ -1,11 +1,13 @@
 """docs/rpc.md states the same golden frames as the tests (its examples run in tests/test_docs.py)."""
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from microcompiler.rpc.framing import crc16, encode_frame
 from rpc_support import GOLDEN_FRAMES
+
+from microcompiler.rpc.framing import crc16, encode_frame
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rpc.md"
 ROW = re.compile(r"^\| (\d+) \| (?:\(empty\)|`([0-9a-f ]+)`) \| `([0-9a-f ]+)` \|", re.M)

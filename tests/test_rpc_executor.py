@@ -1,17 +1,18 @@
 """Host-driven execution on the host RPC server: every shared model matches its standalone run exactly."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SHARED_MODELS
+
+from microcompiler.api import connect, open_model
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
-from microcompiler.api import connect, open_model
 from microcompiler.rpc import ModelPlan
 from microcompiler.rpc.host_project import create_host_project
 
@@ -99,8 +100,9 @@ def test_plan_round_trips_and_rejects_damage(hello_project, tmp_path):
 
 def test_session_without_a_plan_says_how_to_get_one(hello_project):
     project, _ = hello_project
-    from microcompiler.transport.subprocess import SubprocessTransport
     from microcompiler.rpc import Session
+    from microcompiler.transport.subprocess import SubprocessTransport
+
     with Session(SubprocessTransport([str(Path(project) / "rpc_server")])) as session:
         with pytest.raises(MicrocompilerError, match="does not know the device's model"):
             session.executor()
@@ -108,8 +110,9 @@ def test_session_without_a_plan_says_how_to_get_one(hello_project):
 
 def test_executor_refuses_a_transposed_input_of_the_right_size(tmp_path):
     """Same number of elements, other shape: refused (only leading 1s may differ), never reshaped."""
-    from microcompiler.errors import MicrocompilerError
     from microcompiler.api import open_model
+    from microcompiler.errors import MicrocompilerError
+
     model = SHARED_MODELS / "mlperf_tiny/kws_ref_model.tflite"
     with open_model(model, "host", project_dir=tmp_path / "rpc") as session:
         with session.executor() as ex:

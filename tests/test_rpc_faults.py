@@ -1,4 +1,5 @@
 """A bad link or a misbehaving device: retried, or a clear DeviceError, never a wrong result."""
+
 from __future__ import annotations
 
 import time
@@ -22,8 +23,7 @@ def ad01(tmp_path_factory, shared_models):
     project = create_host_project(library, tmp_path_factory.mktemp("ad01") / "project")
     plan = ModelPlan.load(project)
     inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(4)]
-    with Session(SubprocessTransport([str(project / SERVER_EXE)]), plan=plan) as session, \
-            session.executor() as ex:
+    with Session(SubprocessTransport([str(project / SERVER_EXE)]), plan=plan) as session, session.executor() as ex:
         expected = [ex(*x) for x in inputs]
     return project, plan, inputs, expected
 
@@ -32,9 +32,11 @@ def _device(project):
     return SubprocessTransport([str(project / SERVER_EXE)])
 
 
-@pytest.mark.parametrize("faults", [dict(flip=0.002), dict(drop=0.002), dict(duplicate=0.002),
-                                    dict(flip=0.001, drop=0.001, duplicate=0.001)],
-                         ids=["flip", "drop", "duplicate", "all"])
+@pytest.mark.parametrize(
+    "faults",
+    [dict(flip=0.002), dict(drop=0.002), dict(duplicate=0.002), dict(flip=0.001, drop=0.001, duplicate=0.001)],
+    ids=["flip", "drop", "duplicate", "all"],
+)
 def test_damaged_frames_are_retried_and_results_stay_exact(ad01, faults):
     project, plan, inputs, expected = ad01
     link = FaultyTransport(_device(project), seed=1, **faults)

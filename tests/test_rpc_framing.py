@@ -1,13 +1,14 @@
 """RPC framing: CRC catalogue values, golden frames (Python and C agree), and damage detection."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rpc_support import GOLDEN_FRAMES, GOLDEN_PING_REPLY, GOLDEN_PING_REQUEST, RawLink, build_test_server, start_server
 
 from microcompiler.rpc import protocol as P
 from microcompiler.rpc.framing import Damaged, FrameDecoder, crc16, encode_frame
-from rpc_support import GOLDEN_FRAMES, GOLDEN_PING_REPLY, GOLDEN_PING_REQUEST, RawLink, build_test_server, start_server
 
 
 def crc16_bitwise(data: bytes) -> int:
@@ -37,8 +38,10 @@ def test_golden_frames(payload_hex, frame_hex):
     assert FrameDecoder().feed(frame) == [payload]
     # the CRC inside the golden frame is the independent one
     body = len(payload).to_bytes(2, "little") + payload
-    assert crc16_bitwise(body).to_bytes(2, "little") == \
-        frame[1:-1].replace(b"\x7d\x5e", b"\x7e").replace(b"\x7d\x5d", b"\x7d")[-2:]
+    assert (
+        crc16_bitwise(body).to_bytes(2, "little")
+        == frame[1:-1].replace(b"\x7d\x5e", b"\x7e").replace(b"\x7d\x5d", b"\x7d")[-2:]
+    )
 
 
 def test_decoder_resynchronises_after_noise_and_split_input():
@@ -63,9 +66,9 @@ def _single_faults(frame: bytes):
     """Every frame made from ``frame`` by flipping one bit, dropping, or duplicating one byte."""
     for i in range(len(frame)):
         for bit in range(8):
-            yield frame[:i] + bytes([frame[i] ^ (1 << bit)]) + frame[i + 1:]
-        yield frame[:i] + frame[i + 1:]
-        yield frame[:i] + frame[i:i + 1] + frame[i:]
+            yield frame[:i] + bytes([frame[i] ^ (1 << bit)]) + frame[i + 1 :]
+        yield frame[:i] + frame[i + 1 :]
+        yield frame[:i] + frame[i : i + 1] + frame[i:]
 
 
 @pytest.mark.parametrize("payload_hex,frame_hex", GOLDEN_FRAMES)
@@ -85,11 +88,11 @@ def test_random_payloads_round_trip_and_single_faults_never_pass(payload, data):
     i = data.draw(st.integers(0, len(frame) - 1))
     kind = data.draw(st.sampled_from(["flip", "drop", "dup"]))
     if kind == "flip":
-        bad = frame[:i] + bytes([frame[i] ^ (1 << data.draw(st.integers(0, 7)))]) + frame[i + 1:]
+        bad = frame[:i] + bytes([frame[i] ^ (1 << data.draw(st.integers(0, 7)))]) + frame[i + 1 :]
     elif kind == "drop":
-        bad = frame[:i] + frame[i + 1:]
+        bad = frame[:i] + frame[i + 1 :]
     else:
-        bad = frame[:i] + frame[i:i + 1] + frame[i:]
+        bad = frame[:i] + frame[i : i + 1] + frame[i:]
     for item in FrameDecoder().feed(bad + b"\x7e"):
         assert isinstance(item, Damaged) or item == payload
 

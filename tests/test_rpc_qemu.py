@@ -3,26 +3,31 @@
 Every shared model runs on both boards (the issue's acceptance): host-driven over the pty must equal the
 standalone firmware's output on the same board.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
 
 import pytest
-
 from conftest import SHARED_MODELS
+
+from microcompiler.api import open_model
 from microcompiler.boards import load_board
 from microcompiler.cli import main
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.project import run_on_board
-from microcompiler.api import open_model
 from microcompiler.rpc import DeviceResetError
 from microcompiler.transport.qemu import qemu_system_reset
 
-pytestmark = pytest.mark.skipif(shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None
-                                or shutil.which("cmake") is None or shutil.which("ninja") is None,
-                                reason="needs qemu-system-arm, arm-none-eabi-gcc, cmake and ninja")
+pytestmark = pytest.mark.skipif(
+    shutil.which("qemu-system-arm") is None
+    or shutil.which("arm-none-eabi-gcc") is None
+    or shutil.which("cmake") is None
+    or shutil.which("ninja") is None,
+    reason="needs qemu-system-arm, arm-none-eabi-gcc, cmake and ninja",
+)
 
 ALL = sorted(p.relative_to(SHARED_MODELS).as_posix() for p in SHARED_MODELS.rglob("*.tflite"))
 CASES = [(b, m) for b in ("mps2_an386", "mps3_an547") for m in ALL]

@@ -1,4 +1,5 @@
 """The RPC session against the C server with a hand-written registry (built with ASan and UBSan)."""
+
 from __future__ import annotations
 
 import os
@@ -7,11 +8,12 @@ import time
 
 import numpy as np
 import pytest
+from rpc_support import RawLink, build_test_server, start_server
 
 from microcompiler.errors import DeviceError
-from microcompiler.rpc import RemoteError, Session, protocol as P
+from microcompiler.rpc import RemoteError, Session
+from microcompiler.rpc import protocol as P
 from microcompiler.rpc.framing import encode_frame
-from rpc_support import RawLink, build_test_server, start_server
 
 
 @pytest.fixture(scope="module")

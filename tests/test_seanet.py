@@ -1,10 +1,11 @@
 """The shared SEANet int16 CONV_2D layers: bit-exact with TFLM and with the recorded golden outputs."""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, compile_bytes
+
 from microcompiler.host import HostProgram
 
 

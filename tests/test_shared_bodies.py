@@ -1,6 +1,7 @@
 """Identical layer bodies emitted once (codegen/shared_bodies.py): the shared function is named for
 what it computes, each layer's function calls it with its own arrays, and the model stays bit-exact
 with TFLM (host build under ASan/UBSan, with the DSP kernels' portable emulation)."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,12 @@ import subprocess
 
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle
+from twin_models import twin_conv_model
+
 from microcompiler.boards import load_board
 from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.compiler import compile_model
-from twin_models import twin_conv_model
 
 
 def ops_c(library) -> str:
@@ -31,8 +32,9 @@ def function_body(source: str, name: str) -> str:
 @pytest.mark.parametrize("board", [None, "mps2_an386", "mps3_an547"])
 def test_twin_layers_share_one_body_and_stay_exact(tmp_path, board):
     features = load_board(board).cpu.features if board else frozenset()
-    library = assert_matches_oracle(twin_conv_model(), tmp_path, n_inputs=3, sanitize=True, features=features,
-                                    patches="off")
+    library = assert_matches_oracle(
+        twin_conv_model(), tmp_path, n_inputs=3, sanitize=True, features=features, patches="off"
+    )
     source = ops_c(library)
     shared = re.findall(r"^static void (model_conv_2d_1x1_\w+)\(", source, re.M)
     assert len(shared) == 1, source[:3000]
@@ -43,15 +45,21 @@ def test_twin_layers_share_one_body_and_stay_exact(tmp_path, board):
 
 
 def test_kws_four_pointwise_convolutions_share_one_body(shared_models):
-    library = compile_model(shared_models / "mlperf_tiny/kws_ref_model.tflite",
-                            features=load_board("mps2_an386").cpu.features)
+    library = compile_model(
+        shared_models / "mlperf_tiny/kws_ref_model.tflite", features=load_board("mps2_an386").cpu.features
+    )
     source = ops_c(library)
     name = "kws_ref_model_conv_2d_1x1_im2col_25x5x64_to_25x5x64"
-    assert re.search(rf"^static void {name}\(const int8_t\* input0, int8_t\* output0, const int32_t\* weights, "
-                     r"const int32_t\* params\)", source, re.M)
+    assert re.search(
+        rf"^static void {name}\(const int8_t\* input0, int8_t\* output0, const int32_t\* weights, "
+        r"const int32_t\* params\)",
+        source,
+        re.M,
+    )
     for k in range(1, 5):
         assert function_body(source, f"kws_ref_model_conv2d_{k}").strip() == (
-            f"{name}(input0, output0, kws_ref_model_conv2d_{k}_weights, kws_ref_model_conv2d_{k}_params);")
+            f"{name}(input0, output0, kws_ref_model_conv2d_{k}_weights, kws_ref_model_conv2d_{k}_params);"
+        )
     assert "kws_ref_model_conv2d_1_weights" not in function_body(source, name)
 
 
@@ -64,6 +72,7 @@ class Fn:
 
 def test_bodies_differing_in_more_than_their_arrays_are_not_shared(monkeypatch):
     import microcompiler.codegen.shared_bodies as sb
+
     monkeypatch.setattr(sb, "describe", lambda graph, op, variant: "layer")
     a = Fn("m_a", "  use(m_a_w, m_a_w, m_a_b, 3);\n", [("m_a_w", "int8_t"), ("m_a_b", "int32_t")])
     b = Fn("m_b", "  use(m_b_w, m_b_w, m_b_b, 3);\n", [("m_b_w", "int8_t"), ("m_b_b", "int32_t")])
@@ -78,26 +87,34 @@ def test_bodies_differing_in_more_than_their_arrays_are_not_shared(monkeypatch):
 
 def test_metadata_and_the_code_estimate_know_the_shared_bodies(shared_models):
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
-    meta = compile_model(shared_models / "mlperf_tiny/kws_ref_model.tflite",
-                         features=load_board("mps2_an386").cpu.features).metadata
+
+    meta = compile_model(
+        shared_models / "mlperf_tiny/kws_ref_model.tflite", features=load_board("mps2_an386").cpu.features
+    ).metadata
     name = "kws_ref_model_conv_2d_1x1_im2col_25x5x64_to_25x5x64"
     assert meta["shared_bodies"] == [{"function": name, "layers": [f"kws_ref_model_conv2d_{k}" for k in range(1, 5)]}]
     assert [op.get("shared_body") for op in meta["operators"] if op["kind"] == "CONV_2D"] == [None] + [name] * 4
     assert meta["weights_bytes"] == meta["params_bytes"]
     unshared = dict(meta, shared_bodies=[])
-    saved = (estimate_footprint(unshared, "aot", DEFAULT_STACK_BYTES)["code"]
-             - estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)["code"])
+    saved = (
+        estimate_footprint(unshared, "aot", DEFAULT_STACK_BYTES)["code"]
+        - estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)["code"]
+    )
     assert 0 < saved < 4 * 1024  # four bodies become one, plus four calls
 
 
-@pytest.mark.skipif(not all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
-                    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+@pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm")),
+    reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm",
+)
 def test_kws_on_the_m4_is_exact_and_reports_its_code_and_weights_apart(tmp_path, shared_models):
     """The firmware's model code and weights, measured from the ELF by `run --json`: the weights are
     the library's flash arrays, and the four 1x1 convolutions' code is there once."""
     from harness import cli
-    from microcompiler.inputs import random_inputs
     from oracle import Oracle
+
+    from microcompiler.inputs import random_inputs
+
     model = shared_models / "mlperf_tiny/kws_ref_model.tflite"
     proc = cli("run", model, "--board", "mps2_an386", "--mode", "standalone", "--json", "--keep", tmp_path / "p")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -107,6 +124,10 @@ def test_kws_on_the_m4_is_exact_and_reports_its_code_and_weights_apart(tmp_path,
     assert 0 < report["model_code_bytes"] < report["flash_bytes"] - report["model_weights_bytes"]
     want = Oracle(model.read_bytes()).run(random_inputs(meta["inputs"]))[0]  # what `run` feeds without --input
     assert np.array_equal(np.asarray(report["outputs"][0]).reshape(-1), want.reshape(-1))
-    symbols = subprocess.run(["arm-none-eabi-nm", "-S", str(tmp_path / "p" / "build" / "firmware.elf")],
-                             capture_output=True, text=True, check=True).stdout
+    symbols = subprocess.run(
+        ["arm-none-eabi-nm", "-S", str(tmp_path / "p" / "build" / "firmware.elf")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "kws_ref_model_conv_2d_1x1_im2col_25x5x64_to_25x5x64" in symbols

@@ -3,9 +3,10 @@
 int8/int16 outputs must be bit-exact; float32 within 1e-5 relative. The arena must not exceed
 TFLM's activation plan (figures from ../shared/baselines/README.md).
 """
-import pytest
 
+import pytest
 from harness import assert_matches_oracle
+
 from microcompiler.inputs import random_inputs
 
 N_INPUTS = 50
@@ -42,8 +43,7 @@ def test_shared_model_matches_tflm_on_50_inputs(shared_models, tmp_path, model):
 @pytest.mark.parametrize("model", ["mlperf_tiny/kws_ref_model.tflite", "mlperf_tiny/ad01_int8.tflite"])
 def test_shared_model_graph_executor_under_sanitizers(shared_models, tmp_path, model):
     """The graph executor path, built with ASan+UBSan, on a few inputs."""
-    assert_matches_oracle((shared_models / model).read_bytes(), tmp_path, n_inputs=3, sanitize=True,
-                          executor="graph")
+    assert_matches_oracle((shared_models / model).read_bytes(), tmp_path, n_inputs=3, sanitize=True, executor="graph")
 
 
 @pytest.mark.parametrize("model", MODELS[:6])
@@ -54,6 +54,7 @@ def test_shared_model_aot_under_sanitizers(shared_models, tmp_path, model):
 @pytest.mark.parametrize("model,tflm_plan", sorted(TFLM_ACTIVATION_PLAN.items()))
 def test_arena_not_larger_than_tflm_plan(shared_models, tmp_path, model, tflm_plan):
     from harness import compile_bytes
+
     meta = compile_bytes((shared_models / model).read_bytes(), tmp_path).metadata
     assert meta["arena_bytes"] <= tflm_plan, (meta["arena_bytes"], tflm_plan)
 

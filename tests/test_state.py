@@ -1,22 +1,23 @@
 """State kept across inferences (docs/state.md): variable tensors imported as persistent state, the
 state section of the memory plan, <model>_reset(), and SVDF sequences compared step by step with
 the TFLM interpreter invoked the same number of times on the same inputs."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
 from harness import compile_bytes
+from model_builder import ModelBuilder, svdf_options
+from oracle import Oracle
+from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
+
+from microcompiler.codegen import generate_library
 from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.passes import PIPELINE
-from microcompiler.codegen import generate_library
-from model_builder import ModelBuilder, svdf_options
-from oracle import Oracle
-from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
 
 STEPS = 12
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-5  # float SVDF: same operation order as TFLM, rounding may differ
@@ -32,8 +33,9 @@ def assert_steps_match(ours, want, what: str):
         for k, (got, exp) in enumerate(zip(got_set, want_set)):
             exp = np.asarray(exp).reshape(got.shape)
             if got.dtype == np.float32:
-                np.testing.assert_allclose(got, exp, rtol=FLOAT_RTOL, atol=FLOAT_ATOL,
-                                           err_msg=f"{what}: step {step}, output {k}")
+                np.testing.assert_allclose(
+                    got, exp, rtol=FLOAT_RTOL, atol=FLOAT_ATOL, err_msg=f"{what}: step {step}, output {k}"
+                )
             else:
                 assert np.array_equal(got, exp), f"{what}: step {step}, output {k}: {got.ravel()} vs TFLM {exp.ravel()}"
 
@@ -60,17 +62,26 @@ def test_single_svdf_int8_sequence(tmp_path):
     check_sequence(single_svdf_int8(), tmp_path)
 
 
-@pytest.mark.parametrize("shape", [dict(batch=2), dict(n_filter=1, rank=1), dict(n_filter=6, rank=3, batch=3)],
-                         ids=["batch2", "one-filter", "rank3-batch3"])
+@pytest.mark.parametrize(
+    "shape",
+    [dict(batch=2), dict(n_filter=1, rank=1), dict(n_filter=6, rank=3, batch=3)],
+    ids=["batch2", "one-filter", "rank3-batch3"],
+)
 def test_svdf_int8_shapes_sequence(tmp_path, shape):
     """Batches, a single filter and unit (no loops), rank 3: every loop shape of the kernel."""
     check_sequence(single_svdf_int8(**shape), tmp_path, executors=("aot",))
 
 
-@pytest.mark.parametrize("make_model", [stacked_svdf_kws, lambda: single_svdf_int8(batch=2),
-                                        lambda: single_svdf_int8(n_filter=1, rank=1, n_input=7),
-                                        lambda: single_svdf_int8(n_input=3)],
-                         ids=["stacked", "batch2", "one-filter-input-tail", "input-shorter-than-4"])
+@pytest.mark.parametrize(
+    "make_model",
+    [
+        stacked_svdf_kws,
+        lambda: single_svdf_int8(batch=2),
+        lambda: single_svdf_int8(n_filter=1, rank=1, n_input=7),
+        lambda: single_svdf_int8(n_input=3),
+    ],
+    ids=["stacked", "batch2", "one-filter-input-tail", "input-shorter-than-4"],
+)
 def test_svdf_dsp_variant_sequence(tmp_path, make_model):
     """The DSP (smlad) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
     library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
@@ -114,14 +125,25 @@ def test_variable_tensor_imported_as_state():
 def _variable_model(dtype: str, zero_point: int, data=None) -> bytes:
     b = ModelBuilder()
     x = b.activation("x", [1, 2], dtype, scale=0.5 if dtype != "float32" else None, zero_point=zero_point)
-    wf = b.constant("wf", np.ones((2, 2), np.float32 if dtype == "float32" else np.int8),
-                    scale=None if dtype == "float32" else 0.5, zero_point=0)
-    wt = b.constant("wt", np.ones((2, 3), np.float32 if dtype == "float32" else np.int8),
-                    scale=None if dtype == "float32" else 0.5, zero_point=0)
-    bias = b.constant("bias", np.zeros(2, np.float32 if dtype == "float32" else np.int32),
-                      scale=None if dtype == "float32" else 0.25, zero_point=0)
-    st = b.variable("state", [1, 6], dtype, scale=None if dtype == "float32" else 0.5, zero_point=zero_point,
-                    data=data)
+    wf = b.constant(
+        "wf",
+        np.ones((2, 2), np.float32 if dtype == "float32" else np.int8),
+        scale=None if dtype == "float32" else 0.5,
+        zero_point=0,
+    )
+    wt = b.constant(
+        "wt",
+        np.ones((2, 3), np.float32 if dtype == "float32" else np.int8),
+        scale=None if dtype == "float32" else 0.5,
+        zero_point=0,
+    )
+    bias = b.constant(
+        "bias",
+        np.zeros(2, np.float32 if dtype == "float32" else np.int32),
+        scale=None if dtype == "float32" else 0.25,
+        zero_point=0,
+    )
+    st = b.variable("state", [1, 6], dtype, scale=None if dtype == "float32" else 0.5, zero_point=zero_point, data=data)
     y = b.activation("y", [1, 2], dtype, scale=None if dtype == "float32" else 0.5, zero_point=0)
     b.op("SVDF", [x, wf, wt, bias, st], [y], svdf_options(1))
     return b.finish([x], [y])
@@ -163,7 +185,8 @@ def test_reset_restores_non_zero_initial_values(tmp_path):
     graph = parse_tflite(float_svdf())
     state = graph.state_tensors[0]
     graph.tensors[state].initial = np.linspace(-1, 1, graph.tensors[state].size, dtype=np.float32).reshape(
-        graph.tensors[state].shape)
+        graph.tensors[state].shape
+    )
     for p in PIPELINE:
         graph = p(graph)
     library = generate_library(graph)
@@ -189,6 +212,7 @@ def test_state_tensor_as_model_output_is_refused():
     st = b.variable("state", [1, 2], "float32")
     b.op("ADD", [x, x], [st])
     from microcompiler.errors import UnsupportedModelError
+
     with pytest.raises(UnsupportedModelError, match="variable tensor"):
         parse_tflite(b.finish([x], [st]))
 
@@ -196,13 +220,17 @@ def test_state_tensor_as_model_output_is_refused():
 def test_analyze_counts_state_in_ram(tmp_path):
     from microcompiler.analysis.analyze import analyze_library
     from microcompiler.boards import load_board
+
     library = compile_bytes(stacked_svdf_kws(), tmp_path)
     result = analyze_library(library, load_board("mps2_an386"))
     assert result["totals"]["state_bytes"] == library.graph.state_bytes > 0
     stateless = dict(library.metadata, state_bytes=0)
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
-    assert (estimate_footprint(library.metadata, "aot", DEFAULT_STACK_BYTES)["ram"]
-            - estimate_footprint(stateless, "aot", DEFAULT_STACK_BYTES)["ram"]) == library.graph.state_bytes
+
+    assert (
+        estimate_footprint(library.metadata, "aot", DEFAULT_STACK_BYTES)["ram"]
+        - estimate_footprint(stateless, "aot", DEFAULT_STACK_BYTES)["ram"]
+    ) == library.graph.state_bytes
     plan = result["memory_plan"]
     assert plan["state_bytes"] == library.graph.state_bytes and len(plan["state"]) == 3
     assert not {s["tensor"] for s in plan["state"]} & {b["tensor"] for b in plan["buffers"]}

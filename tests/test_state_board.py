@@ -2,19 +2,20 @@
 standalone (the firmware runs every step and reports each) and host-driven (the state stays on the
 device between RPC runs; <model>_reset over RPC starts it again), each step compared bit-exact with
 TFLM invoked the same number of times on the same inputs."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from board_oracle import needs_board_tools
+from oracle import Oracle
+from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
+from test_state import STEPS, assert_steps_match, sequence
+
 from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
 from microcompiler.project import run_on_board
 from microcompiler.targets.base import start_on_board
-from oracle import Oracle
-from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
-from test_state import STEPS, assert_steps_match, sequence
 
 BOARD = "mps2_an386"
 
@@ -26,17 +27,20 @@ def _library(model: bytes, tmp_path):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("make_model,executor", [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph"),
-                                                (float_svdf, "aot")],
-                         ids=["stacked-aot", "single-graph", "float-aot"])
+@pytest.mark.parametrize(
+    "make_model,executor",
+    [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph"), (float_svdf, "aot")],
+    ids=["stacked-aot", "single-graph", "float-aot"],
+)
 def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     """The firmware runs every step's input in order and reports each step; the Cortex-M4's DSP
     extension runs SVDF's smlad variant (SXTB16/SMLAD inline assembly)."""
     model = make_model()
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
-    _, _, run = run_on_board(library, BOARD, tmp_path / "project", executor=executor, input_steps=seq,
-                             log=lambda _: None)
+    _, _, run = run_on_board(
+        library, BOARD, tmp_path / "project", executor=executor, input_steps=seq, log=lambda _: None
+    )
     assert len(run.step_outputs) == STEPS
     variants = {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"}
     assert variants == ({"reference"} if make_model is float_svdf else {"smlad"})
@@ -56,8 +60,9 @@ def host_driven_twice(library, seq, tmp_path):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("make_model", [stacked_svdf_kws, single_svdf_int8, float_svdf],
-                         ids=["stacked", "single", "float"])
+@pytest.mark.parametrize(
+    "make_model", [stacked_svdf_kws, single_svdf_int8, float_svdf], ids=["stacked", "single", "float"]
+)
 def test_svdf_sequence_host_driven_on_board_and_reset(tmp_path, make_model):
     """Host-driven: the state stays on the device between RPC runs; <model>_reset over RPC restarts it."""
     check_host_driven_sequence(make_model(), tmp_path)

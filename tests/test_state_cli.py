@@ -1,13 +1,13 @@
 """``microcompiler run`` over a sequence of inputs (docs/state.md): --steps, repeated --input, a
 leading time axis; every step's outputs compared with TFLM invoked as many times; bad combinations
 refused with one line."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
 from oracle import Oracle
 from svdf_models import stacked_svdf_kws
 from test_errors import assert_one_line_error, cli
@@ -61,10 +61,13 @@ def test_steps_alone_prints_each_step(model):
     assert [line for line in proc.stdout.splitlines() if line.startswith("step ")] == ["step 0:", "step 1:", "step 2:"]
 
 
-@pytest.mark.parametrize("shape,steps,fragment", [
-    ((4, *FEATURES), 3, "its first axis must be the 3 steps"),
-    (tuple(FEATURES), 2, "its first axis must be the 2 steps"),
-])
+@pytest.mark.parametrize(
+    "shape,steps,fragment",
+    [
+        ((4, *FEATURES), 3, "its first axis must be the 3 steps"),
+        (tuple(FEATURES), 2, "its first axis must be the 2 steps"),
+    ],
+)
 def test_bad_time_axis(model, tmp_path, shape, steps, fragment):
     np.save(tmp_path / "x.npy", np.zeros(shape, np.int8))
     assert_one_line_error(cli("run", model, "--input", tmp_path / "x.npy", "--steps", steps), fragment)
@@ -73,8 +76,10 @@ def test_bad_time_axis(model, tmp_path, shape, steps, fragment):
 def test_steps_with_one_file_per_step_is_refused(model, tmp_path):
     for k in range(2):
         np.save(tmp_path / f"x{k}.npy", np.zeros(FEATURES, np.int8))
-    assert_one_line_error(cli("run", model, "--input", tmp_path / "x0.npy", "--input", tmp_path / "x1.npy",
-                              "--steps", 2), "takes one --input file per model input")
+    assert_one_line_error(
+        cli("run", model, "--input", tmp_path / "x0.npy", "--input", tmp_path / "x1.npy", "--steps", 2),
+        "takes one --input file per model input",
+    )
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "two"])
@@ -85,8 +90,9 @@ def test_steps_must_be_positive(model, value):
 def test_bench_refuses_a_sequence(model, tmp_path):
     for k in range(2):
         np.save(tmp_path / f"x{k}.npy", np.zeros(FEATURES, np.int8))
-    assert_one_line_error(cli("bench", model, "--input", tmp_path / "x0.npy", "--input", tmp_path / "x1.npy"),
-                          "bench times one input set")
+    assert_one_line_error(
+        cli("bench", model, "--input", tmp_path / "x0.npy", "--input", tmp_path / "x1.npy"), "bench times one input set"
+    )
 
 
 def test_zephyr_standalone_refuses_a_sequence(model, tmp_path):
@@ -98,5 +104,6 @@ def test_zephyr_standalone_refuses_a_sequence(model, tmp_path):
 def test_mlperf_template_refuses_a_sequence():
     from microcompiler.errors import MicrocompilerError
     from microcompiler.targets import get_target
+
     with pytest.raises(MicrocompilerError, match="not a sequence"):
         get_target("mlperf").check_sequence("standalone")

@@ -4,6 +4,7 @@ operators Keras writes that TFLM lacks get an error naming the Keras layer to us
 Each refusal is confirmed against TFLM itself: the oracle, run in a child process, aborts on the
 refused model (a failed TFLITE_CHECK: no reference can confirm any answer), and runs the model
 just inside the bound, which microcompiler compiles bit-exact (docs/operators.md lists both)."""
+
 from __future__ import annotations
 
 import signal
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from elementwise_models import activation_options, assert_one_line_cli_error
 from harness import assert_matches_oracle
+from model_builder import ModelBuilder, softmax_options
+
 from microcompiler.ops.registry import markdown
 from microcompiler.ops.tflm_operators import KERAS_ALTERNATIVES
-from model_builder import ModelBuilder, softmax_options
 
 TESTS = Path(__file__).resolve().parent
 
@@ -59,21 +60,33 @@ def less_model(scale):
 CASES = {
     # a converted MobileNetV2's softmax input scale
     "softmax_tiny_input_scale": (softmax_model(7.8e-9), softmax_model(1.5e-8), "QuantizeMultiplierGreaterThanOne"),
-    "softmax_small_beta": (softmax_model(0.1, beta=1e-7), softmax_model(0.1, beta=1e-6),
-                           "QuantizeMultiplierGreaterThanOne"),
-    "log_softmax_tiny_input_scale": (log_softmax_model(1.4e-8), log_softmax_model(1.5e-8),
-                                     "QuantizeMultiplierGreaterThanOne"),
-    "add_output_scale_too_small": (add_model(0.5 / (1 << 20)), add_model(1.01 / (1 << 20)),
-                                   "QuantizeMultiplierSmallerThanOneExp"),
+    "softmax_small_beta": (
+        softmax_model(0.1, beta=1e-7),
+        softmax_model(0.1, beta=1e-6),
+        "QuantizeMultiplierGreaterThanOne",
+    ),
+    "log_softmax_tiny_input_scale": (
+        log_softmax_model(1.4e-8),
+        log_softmax_model(1.5e-8),
+        "QuantizeMultiplierGreaterThanOne",
+    ),
+    "add_output_scale_too_small": (
+        add_model(0.5 / (1 << 20)),
+        add_model(1.01 / (1 << 20)),
+        "QuantizeMultiplierSmallerThanOneExp",
+    ),
     "comparison_input_scale_one": (less_model(1.0), less_model(0.99), "QuantizeMultiplierSmallerThanOneExp"),
 }
+
 
 def tflm_prepares(model: bytes, tmp_path: Path) -> subprocess.CompletedProcess:
     """Build the TFLM interpreter for the model in a child process (an abort must not take pytest down)."""
     path = tmp_path / "child.tflite"
     path.write_bytes(model)
-    code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); from oracle import Oracle; "
-            f"Oracle(open({str(path)!r}, 'rb').read()); print('prepared')")
+    code = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r}); from oracle import Oracle; "
+        f"Oracle(open({str(path)!r}, 'rb').read()); print('prepared')"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
@@ -89,9 +102,16 @@ def test_tflm_prepare_refusal_is_refused_in_one_line(tmp_path, case):
 
 def test_operators_page_lists_the_refusals_and_keras_advice():
     page = markdown()
-    for fragment in ("## Models TFLite Micro refuses in its prepare step", "- SOFTMAX: int8 input",
-                     "- LOG_SOFTMAX:", "- ADD:", "- LESS:", "## Keras layers that convert to operators TFLite Micro lacks",
-                     'Resizing(height, width, interpolation="nearest")', "tanh"):
+    for fragment in (
+        "## Models TFLite Micro refuses in its prepare step",
+        "- SOFTMAX: int8 input",
+        "- LOG_SOFTMAX:",
+        "- ADD:",
+        "- LESS:",
+        "## Keras layers that convert to operators TFLite Micro lacks",
+        'Resizing(height, width, interpolation="nearest")',
+        "tanh",
+    ):
         assert fragment in page
 
 
@@ -112,16 +132,28 @@ def gelu_model():
     return b.finish([x], [y])
 
 
-@pytest.mark.parametrize("model,fragments", [
-    (tile_model, ("unsupported operator TILE", "UpSampling2D", 'Resizing(height, width, interpolation="nearest")',
-                  "RepeatVector", "broadcast_to")),
-    (gelu_model, ("unsupported operator GELU", "approximate=True", "tanh(sqrt(2 / pi)", "sigmoid(1.702 * x)")),
-])
+@pytest.mark.parametrize(
+    "model,fragments",
+    [
+        (
+            tile_model,
+            (
+                "unsupported operator TILE",
+                "UpSampling2D",
+                'Resizing(height, width, interpolation="nearest")',
+                "RepeatVector",
+                "broadcast_to",
+            ),
+        ),
+        (gelu_model, ("unsupported operator GELU", "approximate=True", "tanh(sqrt(2 / pi)", "sigmoid(1.702 * x)")),
+    ],
+)
 def test_keras_operator_tflm_lacks_names_the_layer_to_use(tmp_path, model, fragments):
     from elementwise_models import cli_compile
+
     proc = cli_compile(model(), tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    line, = proc.stderr.strip().splitlines()
+    (line,) = proc.stderr.strip().splitlines()
     for fragment in fragments:
         assert fragment in line, (fragment, line)
     assert set(KERAS_ALTERNATIVES) >= {"TILE", "GELU"}

@@ -4,25 +4,35 @@ On an emulated board the device timer under QEMU's ``-icount shift=0`` is an exa
 ``run`` (standalone) and ``bench`` measure the same instructions per inference, shown as the time
 they take at the board's clock, and ``analyze``'s estimate is in that unit too, within its error.
 """
+
 from __future__ import annotations
 
 import json
 import math
 
 import pytest
-
 from harness import cli
+from test_tuning import needs_qemu
+
 from microcompiler.boards import load_board, resolve_board
 from microcompiler.timing import describe, estimated, format_duration, measured
-from test_tuning import needs_qemu
 
 TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"
 BOARD = "mps2_an386"
 
 
-@pytest.mark.parametrize("seconds,text", [(8.12e-7, "812 ns"), (1.99e-5, "19.9 µs"), (1.9424e-3, "1.94 ms"),
-                                          (0.1246, "125 ms"), (2.514, "2.51 s"), (3e-9, "3.00 ns"),
-                                          (float("nan"), "unknown")])
+@pytest.mark.parametrize(
+    "seconds,text",
+    [
+        (8.12e-7, "812 ns"),
+        (1.99e-5, "19.9 µs"),
+        (1.9424e-3, "1.94 ms"),
+        (0.1246, "125 ms"),
+        (2.514, "2.51 s"),
+        (3e-9, "3.00 ns"),
+        (float("nan"), "unknown"),
+    ],
+)
 def test_durations_take_an_adaptive_unit_and_never_print_zero_for_small_times(seconds, text):
     assert format_duration(seconds) == text
 

@@ -3,6 +3,7 @@
 The QEMU test tunes a three-layer model with --jobs 2 (two QEMU instances), then reuses its log on
 another model; the rest needs no device.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ import shutil
 
 import numpy as np
 import pytest
-
 from harness import cli
 from model_builder import ModelBuilder, conv2d_options, fully_connected_options, pool_options
+
 from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model, run_passes
 from microcompiler.frontend.tflite import load_tflite
@@ -24,7 +25,8 @@ from microcompiler.tuning.signature import cpu_key, operator_signature
 BOARD = "mps2_an386"
 needs_qemu = pytest.mark.skipif(
     any(shutil.which(t) is None for t in ("qemu-system-arm", "arm-none-eabi-gcc", "cmake", "ninja")),
-    reason="needs qemu-system-arm, arm-none-eabi-gcc, cmake and ninja")
+    reason="needs qemu-system-arm, arm-none-eabi-gcc, cmake and ninja",
+)
 
 
 def small_model(pool: bool = False, seed: int = 0) -> bytes:
@@ -33,8 +35,7 @@ def small_model(pool: bool = False, seed: int = 0) -> bytes:
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.activation("x", [1, 4, 4, 4], "int8", scale=0.05, zero_point=-3)
-    w = b.constant("conv_w", rng.integers(-127, 128, (8, 3, 3, 4), dtype=np.int8), scale=[0.02] * 8,
-                   zero_point=[0] * 8)
+    w = b.constant("conv_w", rng.integers(-127, 128, (8, 3, 3, 4), dtype=np.int8), scale=[0.02] * 8, zero_point=[0] * 8)
     bias = b.constant("conv_b", rng.integers(-300, 300, 8).astype(np.int32), scale=[0.001] * 8, zero_point=[0] * 8)
     c = b.activation("conv", [1, 4, 4, 8], "int8", scale=0.05 * 0.02 * math.sqrt(36) * 40, zero_point=-128)
     b.op("CONV_2D", [x, w, bias], [c], conv2d_options("SAME", activation="RELU"))
@@ -72,8 +73,13 @@ def test_candidates_come_from_the_kernels_heuristic_first_and_distinct(model):
 def _log_for(model, knobs_by_kind: dict) -> TuningLog:
     graph = run_passes(load_tflite(model))
     cpu = cpu_key(load_board(BOARD).cpu)
-    return TuningLog([{"cpu": cpu, "signature": operator_signature(op, graph), "knobs": knobs_by_kind[op.kind]}
-                      for op in graph.operators if op.kind in knobs_by_kind])
+    return TuningLog(
+        [
+            {"cpu": cpu, "signature": operator_signature(op, graph), "knobs": knobs_by_kind[op.kind]}
+            for op in graph.operators
+            if op.kind in knobs_by_kind
+        ]
+    )
 
 
 def test_compile_applies_a_log_per_operator_signature(model, tmp_path):
@@ -82,8 +88,10 @@ def test_compile_applies_a_log_per_operator_signature(model, tmp_path):
     tuned = cli("compile", model, "--board", BOARD, "--tuning", log, "-o", tmp_path / "tuned")
     assert plain.returncode == 0 and tuned.returncode == 0, plain.stderr + tuned.stderr
     assert "1 operators tuned by" in tuned.stdout
-    kernels = [[o["kernel"] for o in json.loads((tmp_path / d / "metadata.json").read_text())["operators"]]
-               for d in ("plain", "tuned")]
+    kernels = [
+        [o["kernel"] for o in json.loads((tmp_path / d / "metadata.json").read_text())["operators"]]
+        for d in ("plain", "tuned")
+    ]
     assert kernels[0][0]["weights"] == "s8" and kernels[1][0]["weights"] == "s16"
     assert kernels[0][1] == kernels[1][1]  # no entry for the FC: the heuristic
     project = cli("create-project", model, "--board", BOARD, "--tuning", log, "-o", tmp_path / "project")
@@ -91,23 +99,33 @@ def test_compile_applies_a_log_per_operator_signature(model, tmp_path):
     meta = json.loads((tmp_path / "project/model/metadata.json").read_text())
     assert meta["operators"][0]["kernel"]["weights"] == "s16"
     other_cpu = load_board("mps2_an500").cpu  # a log is per CPU: nothing applies on an M7
-    assert compile_model(model, features=other_cpu.features,
-                         tuning=TuningLog.load(log).for_cpu(other_cpu)).metadata["operators"][0]["kernel"][
-        "weights"] == "s8"
+    assert (
+        compile_model(model, features=other_cpu.features, tuning=TuningLog.load(log).for_cpu(other_cpu)).metadata[
+            "operators"
+        ][0]["kernel"]["weights"]
+        == "s8"
+    )
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{not json", "is damaged (not JSON)"),
-    (json.dumps({"entries": []}), "is not a microcompiler tuning log"),
-    (json.dumps({"format": "microcompiler-tuning", "version": LOG_VERSION + 1, "entries": []}), "has version 2"),
-    (json.dumps({"format": "microcompiler-tuning", "version": LOG_VERSION, "entries": [{"cpu": "x"}]}),
-     "is damaged (an entry lacks"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "is damaged (not JSON)"),
+        (json.dumps({"entries": []}), "is not a microcompiler tuning log"),
+        (json.dumps({"format": "microcompiler-tuning", "version": LOG_VERSION + 1, "entries": []}), "has version 2"),
+        (
+            json.dumps({"format": "microcompiler-tuning", "version": LOG_VERSION, "entries": [{"cpu": "x"}]}),
+            "is damaged (an entry lacks",
+        ),
+    ],
+)
 def test_a_bad_log_is_one_line_error(model, tmp_path, content, message):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    for command in (["compile", model, "--board", BOARD, "-o", tmp_path / "out"],
-                    ["tune", model, "--board", BOARD, "--output", tmp_path / "new.json"]):
+    for command in (
+        ["compile", model, "--board", BOARD, "-o", tmp_path / "out"],
+        ["tune", model, "--board", BOARD, "--output", tmp_path / "new.json"],
+    ):
         r = cli(*command, "--tuning", bad)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "new.json").exists()
@@ -147,8 +165,7 @@ def test_tune_with_two_qemu_instances_then_reuse_the_log_on_another_model(model,
             assert entry["knobs"] == {}
     other = tmp_path / "other.tflite"
     other.write_bytes(small_model(pool=True))
-    r = cli("tune", other, "--board", BOARD, "--jobs", "2", "--tuning", out, "--output", tmp_path / "o.json",
-            "--json")
+    r = cli("tune", other, "--board", BOARD, "--jobs", "2", "--tuning", out, "--output", tmp_path / "o.json", "--json")
     assert r.returncode == 0, r.stderr
     again = json.loads(r.stdout)
     # both layers' signatures were tuned on the first model; the AVERAGE_POOL_2D between them is new (its
@@ -164,6 +181,7 @@ def test_local_runner_runs_jobs_at_once_and_reports_a_failure():
     import threading
 
     from microcompiler.tuning.runner import LocalRunner
+
     both = threading.Barrier(2, timeout=10)  # only passes if two jobs run at the same time
 
     def job(k):
@@ -188,8 +206,14 @@ def test_a_measurement_job_is_plain_data_another_runner_can_ship(model):
     import pickle
 
     from microcompiler.tuning.measure import MeasureJob, measure
-    job = MeasureJob(model=str(model), board=BOARD, tuning={0: {"weights": "s16"}},
-                     inputs=[np.zeros((1, 4, 4, 4), np.int8)], expected={3: np.ones(6, np.int8)})
+
+    job = MeasureJob(
+        model=str(model),
+        board=BOARD,
+        tuning={0: {"weights": "s16"}},
+        inputs=[np.zeros((1, 4, 4, 4), np.int8)],
+        expected={3: np.ones(6, np.int8)},
+    )
     copy = pickle.loads(pickle.dumps(job))
     assert copy.tuning == job.tuning and np.array_equal(copy.expected[3], job.expected[3])
     assert pickle.loads(pickle.dumps(measure)) is measure  # a module-level function: shipped by name
@@ -198,10 +222,14 @@ def test_a_measurement_job_is_plain_data_another_runner_can_ship(model):
 def test_the_ray_runner_without_ray_installed_is_one_line_naming_the_extra(model):
     import subprocess
     import sys
-    code = ("import sys; sys.modules['ray'] = None; from microcompiler.cli import main; "
-            f"sys.exit(main(['tune', {str(model)!r}, '--board', '{BOARD}', '--runner', 'ray']))")
+
+    code = (
+        "import sys; sys.modules['ray'] = None; from microcompiler.cli import main; "
+        f"sys.exit(main(['tune', {str(model)!r}, '--board', '{BOARD}', '--runner', 'ray']))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
         "microcompiler: error: --runner ray needs Ray, which is not installed; install it with "
-        "\"pip install 'microcompiler[ray]'\""]
+        "\"pip install 'microcompiler[ray]'\""
+    ]

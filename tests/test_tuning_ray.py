@@ -9,6 +9,7 @@ QEMU's icount), and that the tuned model run with that log equals TFLite Micro.
 
 Runs where Ray is installed (``pip install 'microcompiler[ray]'``, which .ci/run's set-up does).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from harness import cli
 from oracle import tflm_run
 from test_tuning import BOARD, needs_qemu, small_model
@@ -73,8 +73,13 @@ def command_of(pid: int) -> str:
 
 def start_node(*args: str) -> subprocess.Popen:
     """``ray start ARGS --block`` in a session of its own: killing the group stops the node whole."""
-    return subprocess.Popen([RAY, "start", *args, "--block", "--disable-usage-stats"], env=ray_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [RAY, "start", *args, "--block", "--disable-usage-stats"],
+        env=ray_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def stop_node(node: subprocess.Popen) -> None:
@@ -98,8 +103,18 @@ def cluster():
     resources = json.dumps({BOARD: 1})
     # Ray's socket paths must stay under 107 bytes: a short temporary directory of our own
     temp = tempfile.mkdtemp(prefix="mcray-", dir="/tmp")
-    head = start_node("--head", "--port", str(port), "--num-cpus", "1", "--resources", resources,
-                      "--include-dashboard=false", "--temp-dir", temp)
+    head = start_node(
+        "--head",
+        "--port",
+        str(port),
+        "--num-cpus",
+        "1",
+        "--resources",
+        resources,
+        "--include-dashboard=false",
+        "--temp-dir",
+        temp,
+    )
     node = None
     try:
         status = None
@@ -107,8 +122,9 @@ def cluster():
         while time.monotonic() < deadline:
             if node is None and head_answers(address):
                 node = start_node("--address", address, "--num-cpus", "1", "--resources", resources)
-            status = subprocess.run([RAY, "status", "--address", address], env=ray_env(), capture_output=True,
-                                    text=True, timeout=60)
+            status = subprocess.run(
+                [RAY, "status", "--address", address], env=ray_env(), capture_output=True, text=True, timeout=60
+            )
             if f"0.0/2.0 {BOARD}" in status.stdout:
                 break
             time.sleep(1)
@@ -153,9 +169,27 @@ def test_tune_on_a_ray_cluster_survives_a_killed_node_and_writes_the_local_log(c
     model = tmp_path / "small.tflite"
     model.write_bytes(small_model())
     env = dict(ray_env(), PYTHONPATH=os.pathsep.join(sys.path))
-    other = subprocess.run([sys.executable, "-m", "microcompiler.cli", "tune", str(model), "--board", "mps2_an385",
-                            "--runner", "ray", "--address", address, "--output", str(tmp_path / "x.json")], env=env,
-                           capture_output=True, text=True, timeout=300)
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "tune",
+            str(model),
+            "--board",
+            "mps2_an385",
+            "--runner",
+            "ray",
+            "--address",
+            address,
+            "--output",
+            str(tmp_path / "x.json"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr
     assert "the Ray cluster has no 'mps2_an385' resource; start each node" in other.stderr
     assert not (tmp_path / "x.json").exists()
@@ -165,9 +199,30 @@ def test_tune_on_a_ray_cluster_survives_a_killed_node_and_writes_the_local_log(c
     assert r.returncode == 0, r.stderr
 
     out = tmp_path / "ray.json"
-    tune = subprocess.Popen([sys.executable, "-m", "microcompiler.cli", "tune", str(model), "--board", BOARD,
-                             "--runner", "ray", "--address", address, "--jobs", "2", "--output", str(out),
-                             "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tune = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "microcompiler.cli",
+            "tune",
+            str(model),
+            "--board",
+            BOARD,
+            "--runner",
+            "ray",
+            "--address",
+            address,
+            "--jobs",
+            "2",
+            "--output",
+            str(out),
+            "--json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         killed = kill_node_once_its_job_runs(node, timeout=300)
         stdout, stderr = tune.communicate(timeout=600)
@@ -176,7 +231,7 @@ def test_tune_on_a_ray_cluster_survives_a_killed_node_and_writes_the_local_log(c
             tune.kill()
     assert killed, "no job ran on the second node"
     assert tune.returncode == 0, stderr
-    report = json.loads(stdout[stdout.index("{"):]) if "{" in stdout else pytest.fail(f"no JSON: {stdout!r}")
+    report = json.loads(stdout[stdout.index("{") :]) if "{" in stdout else pytest.fail(f"no JSON: {stdout!r}")
     assert report["exact"] and report["tuned"] == 2
     # the same winners, the same measured ticks: the log of a run that lost a node equals the local one
     assert json.loads(out.read_text()) == json.loads(local.read_text())
@@ -191,6 +246,7 @@ def test_tune_on_a_ray_cluster_survives_a_killed_node_and_writes_the_local_log(c
 
 def test_a_local_ray_cluster_runs_jobs_and_hands_over_what_a_job_raised(tmp_path, monkeypatch):
     from microcompiler.tuning.ray_runner import RayRunner
+
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
 
     with RayRunner("mps2_an386", jobs=2) as runner:  # a local cluster with two boards, started for us

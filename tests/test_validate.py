@@ -1,6 +1,7 @@
 """`microcompiler validate`: the shared int8 models are exact on the emulated Cortex-M4 (standalone and
 host-driven); a build with one altered requantization multiplier is caught and its layer named; a float
 model as --reference; the command line's one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -8,18 +9,18 @@ import re
 
 import numpy as np
 import pytest
-
 from board_oracle import needs_board_tools
 from harness import cli
+from model_builder import ModelBuilder, fully_connected_options, softmax_options
+
 from microcompiler import cli as cli_module
+from microcompiler.api import open_model
 from microcompiler.commands import validate as validate_command
 from microcompiler.compiler import compile_model
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import random_inputs
-from microcompiler.api import open_model
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.reference import Reference
-from model_builder import ModelBuilder, fully_connected_options, softmax_options
 
 MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
 SAMPLES = 3
@@ -28,8 +29,17 @@ SAMPLES = 3
 @needs_board_tools
 @pytest.mark.parametrize("model", MODELS)
 def test_shared_models_are_exact_on_the_board(shared_models, model):
-    proc = cli("validate", shared_models / f"{model}.tflite", "--board", "mps2_an386", "--inputs", SAMPLES,
-               "--seed", 7, "--json")
+    proc = cli(
+        "validate",
+        shared_models / f"{model}.tflite",
+        "--board",
+        "mps2_an386",
+        "--inputs",
+        SAMPLES,
+        "--seed",
+        7,
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # progress went to stderr, never into the JSON
     assert report["passed"] and report["divergence"] is None
@@ -60,8 +70,7 @@ def _break_one_multiplier(library, function_name: str):
     record = [int(v) for v in match.group(2).replace(",", " ").split()]
     multiplier = int.from_bytes(bytes(record[4:8]), "little", signed=True) // 2
     record[4:8] = multiplier.to_bytes(4, "little", signed=True)
-    library.files[ops_file] = (source[:match.start(2)] + ", ".join(map(str, record)) + ", "
-                               + source[match.end(2):])
+    library.files[ops_file] = source[: match.start(2)] + ", ".join(map(str, record)) + ", " + source[match.end(2) :]
     return library
 
 
@@ -70,10 +79,12 @@ def test_a_broken_requantization_is_caught_and_its_layer_named(shared_models, mo
     model = shared_models / "mlperf_tiny/kws_ref_model.tflite"
     broken = "kws_ref_model_conv2d_1"  # the second CONV_2D (operator 2)
     real_compile = validate_command.compile_model
-    monkeypatch.setattr(validate_command, "compile_model",
-                        lambda *a, **k: _break_one_multiplier(real_compile(*a, **k), broken))
-    status = cli_module.main(["validate", str(model), "--board", "mps2_an386", "--inputs", "2", "--mode",
-                              "standalone", "--json"])
+    monkeypatch.setattr(
+        validate_command, "compile_model", lambda *a, **k: _break_one_multiplier(real_compile(*a, **k), broken)
+    )
+    status = cli_module.main(
+        ["validate", str(model), "--board", "mps2_an386", "--inputs", "2", "--mode", "standalone", "--json"]
+    )
     report = json.loads(capsys.readouterr().out)
     assert status == 1 and not report["passed"]
     out = report["comparisons"][0]["outputs"][0]
@@ -81,8 +92,11 @@ def test_a_broken_requantization_is_caught_and_its_layer_named(shared_models, mo
     divergence = report["divergence"]
     expected = next(fn for fn in compile_model(model).functions if fn.name == broken)
     assert divergence["diverged"] and divergence["function"] == broken
-    assert (divergence["index"], divergence["operator"], divergence["layer"]) == (expected.op.index, "CONV_2D",
-                                                                                  "conv2d_1")
+    assert (divergence["index"], divergence["operator"], divergence["layer"]) == (
+        expected.op.index,
+        "CONV_2D",
+        "conv2d_1",
+    )
     assert divergence["tensor_index"] == expected.op.outputs[0] and divergence["max_abs_error"] > 0
     assert divergence["checked_tensors"] == 3  # operators 0 and 1 matched, operator 2 did not
 
@@ -95,8 +109,19 @@ def test_float_reference_and_inputs_directory(shared_models, tmp_path):
     (tmp_path / "in").mkdir()
     for k in range(2):
         np.save(tmp_path / "in" / f"x{k}.npy", rng.integers(-128, 127, size=(1, 32, 32, 3), dtype=np.int8))
-    proc = cli("validate", quant, "--board", "mps2_an386", "--inputs", tmp_path / "in", "--mode", "host-driven",
-               "--reference", shared_models / "mlperf_tiny/pretrainedResnet.tflite", "--json")
+    proc = cli(
+        "validate",
+        quant,
+        "--board",
+        "mps2_an386",
+        "--inputs",
+        tmp_path / "in",
+        "--mode",
+        "host-driven",
+        "--reference",
+        shared_models / "mlperf_tiny/pretrainedResnet.tflite",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["samples"] == ["x0.npy", "x1.npy"]
@@ -108,15 +133,19 @@ def test_float_reference_and_inputs_directory(shared_models, tmp_path):
     assert out["top1_agreement"] is not None  # a classifier: 10 classes
 
 
-@pytest.mark.parametrize("inputs, message", [
-    ("0", "--inputs 0: give between 1 and"),
-    ("-3", "--inputs -3: give between 1 and"),
-    ("no/such/dir", "--inputs no/such/dir: no such directory (and not a number)"),
-    ("", "--inputs : no such directory (and not a number)"),
-])
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        ("0", "--inputs 0: give between 1 and"),
+        ("-3", "--inputs -3: give between 1 and"),
+        ("no/such/dir", "--inputs no/such/dir: no such directory (and not a number)"),
+        ("", "--inputs : no such directory (and not a number)"),
+    ],
+)
 def test_bad_inputs_are_one_line_errors(shared_models, inputs, message):
-    proc = cli("validate", shared_models / "mlperf_tiny/kws_ref_model.tflite", "--board", "mps2_an386",
-               "--inputs", inputs)
+    proc = cli(
+        "validate", shared_models / "mlperf_tiny/kws_ref_model.tflite", "--board", "mps2_an386", "--inputs", inputs
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
 
@@ -143,8 +172,9 @@ def _fc(b, rng, x, units, depth, dtype, activation="NONE"):
         w = b.constant(f"w{units}", rng.normal(0, 0.5, (units, depth)).astype(np.float32))
         y = b.activation(f"fc{units}", [1, units], "float32")
     else:
-        w = b.constant(f"w{units}", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[0.01],
-                       zero_point=[0])
+        w = b.constant(
+            f"w{units}", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[0.01], zero_point=[0]
+        )
         y = b.activation(f"fc{units}", [1, units], "int8", scale=0.05, zero_point=0)
     b.op("FULLY_CONNECTED", [x, w], [y], fully_connected_options(activation))
     return y
@@ -188,10 +218,14 @@ def test_layer_by_layer_comparison_skips_a_fused_activation(tmp_path):
     assert [fn.op.kind for fn in library.functions] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]  # RELU fused
     inputs = random_inputs(library.metadata["inputs"], 5)
     with open_model(library) as session, session.executor() as ex:
-        result = first_divergence(ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs,
-                                  load_tflite(model))
-    assert result == {"diverged": False, "checked_tensors": 2,
-                      "skipped_tensors": [{"tensor_index": 2, "tensor": "fc16"}]}
+        result = first_divergence(
+            ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs, load_tflite(model)
+        )
+    assert result == {
+        "diverged": False,
+        "checked_tensors": 2,
+        "skipped_tensors": [{"tensor_index": 2, "tensor": "fc16"}],
+    }
 
 
 def test_a_reference_model_that_does_not_fit_is_refused_before_running(tmp_path):
@@ -205,7 +239,8 @@ def test_a_reference_model_that_does_not_fit_is_refused_before_running(tmp_path)
     assert proc.returncode == 2 and proc.stdout == "" and "standalone:" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
         "microcompiler: error: the --reference model's input 0 has shape [1, 3] but the model's has [1, 8]; pass "
-        "the float model this one was quantized from")
+        "the float model this one was quantized from"
+    )
 
 
 def test_a_model_with_state_is_validated_as_one_sequence(tmp_path):
@@ -229,10 +264,11 @@ def test_a_model_with_state_is_validated_as_one_sequence(tmp_path):
 
 
 def test_exact_means_bit_for_bit_and_otherwise_the_largest_ulp_error():
-    """"exact" only when every float equals TFLM's bits; one element 3 ulp off is within tolerance
+    """ "exact" only when every float equals TFLM's bits; one element 3 ulp off is within tolerance
     and the verdict says by how much."""
     from microcompiler.commands.validate import verdict
     from microcompiler.validation.metrics import output_metrics
+
     ref = [np.linspace(-1, 1, 12, dtype=np.float32)]
     off = [ref[0].copy()]
     off[0].view(np.int32)[5] += 3

@@ -5,14 +5,15 @@ labels is computed for the device, TFLite Micro and the float model and checked 
 TFLite Micro interpreter run by the test itself; RMSE against the float model is reported; every
 output is saved, and a file validate did not write is never replaced.
 """
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
-
 from harness import cli
 from oracle import tflm_run
+
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import quantize_input
 
@@ -22,8 +23,13 @@ TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"
 def tiny_meta() -> dict:
     graph = load_tflite(TINY)
     t = graph.tensors[graph.inputs[0]]
-    return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "scale": float(t.quant.scale[0]),
-            "zero_point": int(t.quant.zero_point[0])}
+    return {
+        "name": t.name,
+        "shape": list(t.shape),
+        "dtype": t.dtype,
+        "scale": float(t.quant.scale[0]),
+        "zero_point": int(t.quant.zero_point[0]),
+    }
 
 
 def test_accuracy_against_labels_and_saved_outputs(tmp_path):
@@ -33,8 +39,20 @@ def test_accuracy_against_labels_and_saved_outputs(tmp_path):
     labels = rng.integers(0, 4, size=12)
     np.savez(tmp_path / "data.npz", x=x[:, None], y=labels)
     saved = tmp_path / "outputs.npz"
-    r = cli("validate", TINY, "--board", "host", "--dataset", tmp_path / "data.npz", "--save-outputs", saved,
-            "--mode", "standalone", "--json", timeout=900)
+    r = cli(
+        "validate",
+        TINY,
+        "--board",
+        "host",
+        "--dataset",
+        tmp_path / "data.npz",
+        "--save-outputs",
+        saved,
+        "--mode",
+        "standalone",
+        "--json",
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert len(report["samples"]) == 12 and report["bit_exact"]
@@ -65,18 +83,51 @@ def test_a_csv_dataset_with_the_float_model_gives_rmse_and_labels_from_a_file(tm
     xs = np.linspace(0, 6.2, 9)
     (tmp_path / "x.csv").write_text("x\n" + "\n".join(f"{v:.4f}" for v in xs) + "\n")
     (tmp_path / "y.txt").write_text("\n".join("0" for _ in xs) + "\n")
-    r = cli("validate", int8, "--board", "host", "--dataset", tmp_path / "x.csv", "--reference", ref,
-            "--mode", "standalone", "--json", timeout=900)
+    r = cli(
+        "validate",
+        int8,
+        "--board",
+        "host",
+        "--dataset",
+        tmp_path / "x.csv",
+        "--reference",
+        ref,
+        "--mode",
+        "standalone",
+        "--json",
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     against_float = next(c for c in report["comparisons"] if c["against"] == "float")["outputs"][0]
     assert 0 < against_float["rmse"] < 0.2 and against_float["rmse"] >= against_float["mean_abs_error"]
-    text = cli("validate", int8, "--board", "host", "--dataset", tmp_path / "x.csv", "--reference", ref,
-               "--mode", "standalone", timeout=900).stdout
+    text = cli(
+        "validate",
+        int8,
+        "--board",
+        "host",
+        "--dataset",
+        tmp_path / "x.csv",
+        "--reference",
+        ref,
+        "--mode",
+        "standalone",
+        timeout=900,
+    ).stdout
     float_row = next(line for line in text.splitlines() if line.split()[:2] == ["standalone", "float"])
     assert float_row.split()[3] == "-"  # no "exact 0.00%" against the float model
-    bad = cli("validate", int8, "--board", "host", "--dataset", tmp_path / "x.csv", "--labels", tmp_path / "y.txt",
-              "--inputs", "3")
+    bad = cli(
+        "validate",
+        int8,
+        "--board",
+        "host",
+        "--dataset",
+        tmp_path / "x.csv",
+        "--labels",
+        tmp_path / "y.txt",
+        "--inputs",
+        "3",
+    )
     assert bad.returncode == 2 and "--dataset and --inputs both give the samples" in bad.stderr
 
 

@@ -3,16 +3,17 @@ UNPACK, SPLIT, SPLIT_V, CONCATENATION, PACK and ADD_N of 20-33 tensors compile, 
 executor (<model>_run()) runs them bit-exact with TFLM. Only the graph executor and host-driven
 mode, which walk the fixed-size records, refuse such a model, in one line that says to use the AOT
 executor. (Keras' unrolled GRU and LSTM, an UNPACK of 21 outputs: tests/test_keras_unrolled.py.)"""
+
 import numpy as np
 import pytest
-
 from harness import assert_matches_oracle, cli, compile_bytes
+from model_builder import ModelBuilder, concatenation_options
+from movement_models import pack_options, side_by_side, split_options, split_v_options, unpack_options
+
 from microcompiler.codegen.graph_description import MAX_ARGS
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
-from model_builder import ModelBuilder, concatenation_options
-from movement_models import pack_options, side_by_side, split_options, split_v_options, unpack_options
 
 TFLM_MAX_CONCATENATION = 10
 WIDE = 20  # > MAX_ARGS: one operator function with more tensor parameters than a graph record holds
@@ -22,10 +23,23 @@ def wide_cases(dtype):
     """UNPACK to WIDE outputs, SPLIT and SPLIT_V into WIDE parts, PACK of WIDE inputs."""
     return [
         ("UNPACK", [2, WIDE, 3], dtype, [], [[2, 3]] * WIDE, unpack_options(WIDE, 1)),
-        ("SPLIT", [WIDE + 1, 2 * WIDE], dtype, [np.array(1, np.int32)], [[WIDE + 1, 2]] * WIDE, split_options(WIDE),
-         dict(const_first=True)),
-        ("SPLIT_V", [3, 2 * WIDE - 1], dtype, [np.array([1] * (WIDE - 1) + [-1], np.int32), np.array([1], np.int32)],
-         [[3, 1]] * (WIDE - 1) + [[3, WIDE]], split_v_options(WIDE)),
+        (
+            "SPLIT",
+            [WIDE + 1, 2 * WIDE],
+            dtype,
+            [np.array(1, np.int32)],
+            [[WIDE + 1, 2]] * WIDE,
+            split_options(WIDE),
+            dict(const_first=True),
+        ),
+        (
+            "SPLIT_V",
+            [3, 2 * WIDE - 1],
+            dtype,
+            [np.array([1] * (WIDE - 1) + [-1], np.int32), np.array([1], np.int32)],
+            [[3, 1]] * (WIDE - 1) + [[3, WIDE]],
+            split_v_options(WIDE),
+        ),
         ("PACK", [4], dtype, [], [[4, WIDE]], pack_options(WIDE, -1), dict(extra_inputs=[([4], dtype)] * (WIDE - 1))),
     ]
 
@@ -91,8 +105,11 @@ def test_narrow_model_keeps_its_graph_description(tmp_path):
 
 def test_graph_executor_refuses_a_wide_operator(tmp_path):
     lib = compile_bytes(concatenation_model("int8", WIDE), tmp_path)
-    with pytest.raises(UnsupportedModelError, match=r"operator 0 \(CONCATENATION\) has 21 tensor arguments.*"
-                                                    r"use the AOT executor"):
+    with pytest.raises(
+        UnsupportedModelError,
+        match=r"operator 0 \(CONCATENATION\) has 21 tensor arguments.*"
+        r"use the AOT executor",
+    ):
         HostProgram(lib, tmp_path / "build", executor="graph")
 
 

@@ -5,6 +5,7 @@ Zephyr cannot be installed everywhere these tests run, so they check what Zephyr
 CMake version logic, the one-line errors) and run the real thing only when ZEPHYR_BASE, west and
 QEMU are there: a shared model built with west and run in QEMU in both modes, against the host.
 """
+
 import json
 import os
 import re
@@ -17,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microcompiler.targets import zephyr
 from microcompiler.boards import board_names, load_board
 from microcompiler.compiler import compile_model
 from microcompiler.errors import BoardError, DeviceError
 from microcompiler.inputs import random_inputs
 from microcompiler.project import Project, create_project
+from microcompiler.targets import zephyr
 
 ROOT = Path(__file__).resolve().parents[1]
 SYMBOLS = ROOT / "tests" / "data" / "zephyr_kconfig_symbols.txt"
@@ -57,6 +58,7 @@ def hello(shared_models):
 
 
 # ---- Every board gets what Zephyr needs ----
+
 
 @pytest.mark.parametrize("mode", ["standalone", "host-driven"])
 @pytest.mark.parametrize("board_name", board_names())
@@ -128,15 +130,20 @@ def test_renamed_board_gets_its_fragment_under_the_old_name_too(hello, tmp_path)
 
 
 def test_stack_is_sized_from_the_model():
-    meta = {"inputs": [{"dtype": "int8"}], "outputs": [{"dtype": "int8"}],
-            "operators": [{"inputs": [[1], [1], [1]], "outputs": [[1]]}]}
+    meta = {
+        "inputs": [{"dtype": "int8"}],
+        "outputs": [{"dtype": "int8"}],
+        "operators": [{"inputs": [[1], [1], [1]], "outputs": [[1]]}],
+    }
     small = zephyr.main_stack_bytes(meta, "standalone")
     floats = zephyr.main_stack_bytes({**meta, "outputs": [{"dtype": "float32"}]}, "standalone")
     assert small % 256 == 0 and small < floats < zephyr.main_stack_bytes(
-        {**meta, "outputs": [{"dtype": "float32"}]}, "host-driven")
+        {**meta, "outputs": [{"dtype": "float32"}]}, "host-driven"
+    )
 
 
 # ---- The CMake logic that picks legacy_zephyr.conf ----
+
 
 def _cmake_version_block(cmake_text: str) -> str:
     start = cmake_text.index("if(DEFINED ENV{ZEPHYR_BASE}")
@@ -150,25 +157,30 @@ def test_cmake_adds_the_ring_buffer_fragment_only_before_zephyr_4_1(version, leg
     project = create_project(hello, "zephyr", "mps2_an385", tmp_path / "p")
     base = tmp_path / "zephyr"
     base.mkdir()
-    (base / "VERSION").write_text(f"VERSION_MAJOR = {version[0]}\nVERSION_MINOR = {version[1]}\n"
-                                  "PATCHLEVEL = 0\nVERSION_TWEAK = 0\nEXTRAVERSION =\n")
+    (base / "VERSION").write_text(
+        f"VERSION_MAJOR = {version[0]}\nVERSION_MINOR = {version[1]}\n"
+        "PATCHLEVEL = 0\nVERSION_TWEAK = 0\nEXTRAVERSION =\n"
+    )
     script = tmp_path / "check.cmake"
-    script.write_text(f"set(CMAKE_CURRENT_LIST_DIR {project.dir})\n"
-                      + _cmake_version_block((project.dir / "CMakeLists.txt").read_text())
-                      + 'message(STATUS "EXTRA_CONF_FILE=${EXTRA_CONF_FILE}")\n')
-    proc = subprocess.run(["cmake", "-P", str(script)], capture_output=True, text=True,
-                          env={**os.environ, "ZEPHYR_BASE": str(base)})
+    script.write_text(
+        f"set(CMAKE_CURRENT_LIST_DIR {project.dir})\n"
+        + _cmake_version_block((project.dir / "CMakeLists.txt").read_text())
+        + 'message(STATUS "EXTRA_CONF_FILE=${EXTRA_CONF_FILE}")\n'
+    )
+    proc = subprocess.run(
+        ["cmake", "-P", str(script)], capture_output=True, text=True, env={**os.environ, "ZEPHYR_BASE": str(base)}
+    )
     assert proc.returncode == 0, proc.stderr
     assert ("legacy_zephyr.conf" in proc.stdout + proc.stderr) == legacy
 
 
 # ---- Board targets against a Zephyr tree ----
 
+
 def _tree(tmp_path: Path, version: tuple[int, int], boards: dict[str, str]) -> Path:
     """A directory laid out like a Zephyr tree's VERSION and boards/**/board.yml (not a Zephyr)."""
     base = tmp_path / f"tree-{version[0]}.{version[1]}"
-    for rel, text in {"VERSION": f"VERSION_MAJOR = {version[0]}\nVERSION_MINOR = {version[1]}\n",
-                      **boards}.items():
+    for rel, text in {"VERSION": f"VERSION_MAJOR = {version[0]}\nVERSION_MINOR = {version[1]}\n", **boards}.items():
         (base / rel).parent.mkdir(parents=True, exist_ok=True)
         (base / rel).write_text(text)
     return base
@@ -187,17 +199,25 @@ def test_west_board_target_follows_the_zephyr_version(tmp_path):
 
 def test_a_tree_without_the_board_or_too_old_is_refused(tmp_path):
     with pytest.raises(zephyr.ZephyrBoardError, match="has no board 'nucleo_l4r5zi'"):
-        zephyr.west_board_target(load_board("nucleo_l4r5zi"),
-                                 _tree(tmp_path, (4, 1), {"boards/arm/mps3/board.yml": MPS3_YML}))
+        zephyr.west_board_target(
+            load_board("nucleo_l4r5zi"), _tree(tmp_path, (4, 1), {"boards/arm/mps3/board.yml": MPS3_YML})
+        )
     with pytest.raises(zephyr.ZephyrBaseError, match="too old"):
         zephyr.west_board_target(load_board("mps2_an385"), _tree(tmp_path, (3, 6), {}))
 
 
 # ---- Errors, one line each, from the command line ----
 
+
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "microcompiler.cli", *args], cwd=ROOT, capture_output=True,
-                          text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
 
 
 def _environment_without_zephyr() -> dict:
@@ -224,8 +244,9 @@ def test_missing_west_is_one_line_with_the_fix(zephyr_project, shared_models, tm
     _assert_one_line_error(_cli(["build", str(zephyr_project)], env), WEST_HINT)
     model = str(shared_models / "tflm" / "hello_world_int8.tflite")
     for mode in ("standalone", "host-driven"):
-        _assert_one_line_error(_cli(["run", model, "--template", "zephyr", "--board", "mps2_an385", "--mode", mode],
-                                    env), WEST_HINT)
+        _assert_one_line_error(
+            _cli(["run", model, "--template", "zephyr", "--board", "mps2_an385", "--mode", mode], env), WEST_HINT
+        )
     _assert_one_line_error(_cli(["flash", str(zephyr_project)], env), "does not exist")  # not built yet
 
 
@@ -239,8 +260,9 @@ def test_missing_zephyr_base_is_one_line_with_the_fix(zephyr_project, tmp_path):
     _assert_one_line_error(_cli(["build", str(zephyr_project)], env), "ZEPHYR_BASE is not set", "docs/zephyr.md")
     not_a_tree = tmp_path / "not-zephyr"
     not_a_tree.mkdir()
-    _assert_one_line_error(_cli(["build", str(zephyr_project)], {**env, "ZEPHYR_BASE": str(not_a_tree)}),
-                           "is not a Zephyr tree")
+    _assert_one_line_error(
+        _cli(["build", str(zephyr_project)], {**env, "ZEPHYR_BASE": str(not_a_tree)}), "is not a Zephyr tree"
+    )
 
 
 def test_board_without_zephyr_name_is_one_line_with_the_fix(shared_models, tmp_path):
@@ -250,14 +272,22 @@ def test_board_without_zephyr_name_is_one_line_with_the_fix(shared_models, tmp_p
     board_file.write_text(toml)
     model = str(shared_models / "tflm" / "hello_world_int8.tflite")
     env = dict(os.environ)
-    _assert_one_line_error(_cli(["create-project", model, "--template", "zephyr", "--board", str(board_file),
-                                 "-o", str(tmp_path / "p")], env), "has no Zephyr board name", "--template baremetal")
-    _assert_one_line_error(_cli(["run", model, "--template", "zephyr", "--board", str(board_file)], env),
-                           "has no Zephyr board name")
+    _assert_one_line_error(
+        _cli(
+            ["create-project", model, "--template", "zephyr", "--board", str(board_file), "-o", str(tmp_path / "p")],
+            env,
+        ),
+        "has no Zephyr board name",
+        "--template baremetal",
+    )
+    _assert_one_line_error(
+        _cli(["run", model, "--template", "zephyr", "--board", str(board_file)], env), "has no Zephyr board name"
+    )
     assert not (tmp_path / "p").exists()
 
 
 # ---- The real thing, where Zephyr is installed ----
+
 
 def _missing_for_zephyr_runs() -> str:
     missing = []
@@ -271,24 +301,30 @@ def _missing_for_zephyr_runs() -> str:
 
 
 # One firmware per emulated board in the default suite, the other mode of each under `long`.
-QEMU_CASES = [("mps2_an385", "standalone"), ("mps2_an385", "host-driven"), ("mps2_an386", "standalone"),
-              ("mps2_an500", "host-driven"), ("mps3_an547", "host-driven"),
-              pytest.param("mps2_an386", "host-driven", marks=pytest.mark.long),
-              pytest.param("mps2_an500", "standalone", marks=pytest.mark.long),
-              pytest.param("mps3_an547", "standalone", marks=pytest.mark.long)]
+QEMU_CASES = [
+    ("mps2_an385", "standalone"),
+    ("mps2_an385", "host-driven"),
+    ("mps2_an386", "standalone"),
+    ("mps2_an500", "host-driven"),
+    ("mps3_an547", "host-driven"),
+    pytest.param("mps2_an386", "host-driven", marks=pytest.mark.long),
+    pytest.param("mps2_an500", "standalone", marks=pytest.mark.long),
+    pytest.param("mps3_an547", "standalone", marks=pytest.mark.long),
+]
 
 
-@pytest.mark.skipif(bool(_missing_for_zephyr_runs()),
-                    reason=f"needs {_missing_for_zephyr_runs()}; see docs/zephyr.md")
+@pytest.mark.skipif(bool(_missing_for_zephyr_runs()), reason=f"needs {_missing_for_zephyr_runs()}; see docs/zephyr.md")
 @pytest.mark.parametrize("board_name,mode", QEMU_CASES)
 def test_zephyr_firmware_in_qemu_matches_the_host(board_name, mode, hello, tmp_path):
     """Built with west on the workspace's Zephyr (3.7.1 here: mps2_an386 and mps2_an500 with the
     project's own board definition) and run in QEMU's matching machine, both modes."""
     from microcompiler.host import HostProgram
+
     inputs = random_inputs(hello.metadata["inputs"])
     expected = HostProgram(hello, tmp_path / "host").run([inputs])[0].outputs
-    _, built, result = zephyr.run_on_board(hello, board_name, tmp_path / "zephyr", mode=mode, input=inputs,
-                                           log=lambda _: None, timeout=600)
+    _, built, result = zephyr.run_on_board(
+        hello, board_name, tmp_path / "zephyr", mode=mode, input=inputs, log=lambda _: None, timeout=600
+    )
     assert built.flash_bytes > 0
     for got, want in zip(result.outputs, expected):
         np.testing.assert_array_equal(got, want)
@@ -315,10 +351,12 @@ def _assert_answers_a_hello_sent_while_it_boots(elf: Path, board, tmp_path: Path
     waits for the interrupt never answers (checked on the firmware before the fix); this firmware
     reads what the UART holds when it enables the interrupt (crt/platform/zephyr/platform.c)."""
     from gdb_stop import GdbStub, function_address
+
     from microcompiler.rpc import protocol as P
     from microcompiler.rpc.client import Session
     from microcompiler.rpc.framing import encode_frame
     from microcompiler.transport.qemu import QemuTransport
+
     init = function_address(elf, "mc_platform_init")
     gdb_socket = tmp_path / "gdb.sock"
     transport = QemuTransport(board.qemu_machine, elf, extra_args=("-gdb", f"unix:{gdb_socket},server=on,wait=off"))
@@ -348,6 +386,7 @@ def _assert_answers_a_hello_sent_while_it_boots(elf: Path, board, tmp_path: Path
 def _assert_silence_in_qemu_is_not_blamed_on_the_port(elf: Path, machine: str) -> None:
     from microcompiler.rpc.client import Session
     from microcompiler.transport.qemu import QemuTransport
+
     with pytest.raises(DeviceError) as caught:
         Session(QemuTransport(machine, elf), timeout=2)  # standalone firmware: no RPC server
     message = str(caught.value)
@@ -358,6 +397,7 @@ def _assert_silence_in_qemu_is_not_blamed_on_the_port(elf: Path, machine: str) -
 def test_weights_go_where_zephyr_links_them(tmp_path):
     """Zephyr links weights into zephyr,flash (AN547: the 512 KiB ITCM), not the bare-metal SRAM region."""
     from model_builder import ModelBuilder, fully_connected_options
+
     rng = np.random.default_rng(0)
     b = ModelBuilder()
     x = b.activation("x", [1, 1024], "int8", scale=0.05, zero_point=0)
@@ -407,10 +447,20 @@ def _hanging_west(tmp_path: Path) -> tuple[dict, Path]:
     west = bin_dir / "west"
     west.write_text(HANGING_WEST.format(pid_file=pid_file))
     west.chmod(0o755)
-    tree = _tree(tmp_path, (4, 1), {"boards/arm/mps2/board.yml": "board:\n  name: mps2\n",
-                                    "boards/st/nucleo_f746zg/board.yml": "board:\n  name: nucleo_f746zg\n"})
-    env = {**_environment_without_zephyr(), "PATH": f"{bin_dir}:{os.environ['PATH']}", "ZEPHYR_BASE": str(tree),
-           "MICROCOMPILER_WEST_TIMEOUT": "2"}
+    tree = _tree(
+        tmp_path,
+        (4, 1),
+        {
+            "boards/arm/mps2/board.yml": "board:\n  name: mps2\n",
+            "boards/st/nucleo_f746zg/board.yml": "board:\n  name: nucleo_f746zg\n",
+        },
+    )
+    env = {
+        **_environment_without_zephyr(),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "ZEPHYR_BASE": str(tree),
+        "MICROCOMPILER_WEST_TIMEOUT": "2",
+    }
     return env, pid_file
 
 
@@ -430,8 +480,12 @@ def _assert_stopped(pid_file: Path) -> None:
 def test_west_build_that_hangs_is_stopped_after_the_timeout(zephyr_project, tmp_path):
     env, pid_file = _hanging_west(tmp_path)
     proc = _cli(["build", str(zephyr_project)], env)
-    _assert_one_line_error(proc, "west build did not finish within 2 s", "stopped it and everything it started",
-                           "MICROCOMPILER_WEST_TIMEOUT")
+    _assert_one_line_error(
+        proc,
+        "west build did not finish within 2 s",
+        "stopped it and everything it started",
+        "MICROCOMPILER_WEST_TIMEOUT",
+    )
     _assert_stopped(pid_file)
 
 

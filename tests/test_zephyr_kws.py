@@ -5,13 +5,14 @@ pinned tflite-micro, tests/oracle.py), bit for bit. Long: eight Zephyr builds
 (`pytest -m long tests/test_zephyr_kws.py`); the default suite builds one firmware per board in
 tests/test_zephyr.py.
 """
+
 import numpy as np
 import pytest
-
-from microcompiler.inputs import random_inputs
-from microcompiler.compiler import compile_model
-from microcompiler.targets import zephyr
 from oracle import Oracle
+
+from microcompiler.compiler import compile_model
+from microcompiler.inputs import random_inputs
+from microcompiler.targets import zephyr
 
 BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps3_an547"]
 
@@ -30,8 +31,9 @@ def test_kws_on_zephyr_is_bit_exact_with_tflm(board_name, mode, kws, tmp_path):
     library = compile_model(kws)
     inputs = random_inputs(library.metadata["inputs"], seed=7)
     want = Oracle(kws.read_bytes()).run(inputs)
-    _, _, result = zephyr.run_on_board(library, board_name, tmp_path / "p", mode=mode, input=inputs,
-                                       log=lambda _: None, timeout=900)
+    _, _, result = zephyr.run_on_board(
+        library, board_name, tmp_path / "p", mode=mode, input=inputs, log=lambda _: None, timeout=900
+    )
     assert len(result.outputs) == len(want)
     for got, expected in zip(result.outputs, want):
         assert got.dtype == expected.dtype and got.shape == expected.shape

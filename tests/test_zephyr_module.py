@@ -2,6 +2,7 @@
 the module's files, and a small Zephyr application of its own (tests/data/zephyr_module_app, not a
 generated project) built against it with west and run in QEMU, its outputs equal to TFLite Micro's.
 """
+
 import os
 import re
 import shutil
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle import Oracle
 
 from microcompiler.targets.zephyr import ccache_environment
-from oracle import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "data" / "zephyr_module_app"
@@ -21,9 +22,14 @@ APP_LINE = re.compile(r"app: (-?\d+) -> (-?\d+) in (\d+) ticks")
 
 
 def _compile_module(model: Path, out: Path) -> Path:
-    proc = subprocess.run([sys.executable, "-m", "microcompiler.cli", "compile", str(model), "-o", str(out),
-                           "--zephyr-module"], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "microcompiler.cli", "compile", str(model), "-o", str(out), "--zephyr-module"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -52,19 +58,30 @@ def test_the_module_names_its_sources_and_options(hello_model, tmp_path):
 
 
 def _missing() -> str:
-    return ", ".join(what for what, ok in (("west (pip install west)", shutil.which("west")),
-                                           ("ZEPHYR_BASE (a Zephyr workspace)", os.environ.get("ZEPHYR_BASE")),
-                                           ("qemu-system-arm", shutil.which("qemu-system-arm"))) if not ok)
+    return ", ".join(
+        what
+        for what, ok in (
+            ("west (pip install west)", shutil.which("west")),
+            ("ZEPHYR_BASE (a Zephyr workspace)", os.environ.get("ZEPHYR_BASE")),
+            ("qemu-system-arm", shutil.which("qemu-system-arm")),
+        )
+        if not ok
+    )
 
 
 @pytest.mark.skipif(bool(_missing()), reason=f"needs {_missing()}; see docs/zephyr.md")
 def test_an_application_of_its_own_runs_the_module_model_in_qemu(hello_model, tmp_path):
     from microcompiler.transport.qemu import QemuTransport
+
     module = _compile_module(hello_model, tmp_path / "mod")
     build = tmp_path / "build"
-    proc = subprocess.run(["west", "build", "-b", "mps2/an385", "-d", str(build), str(APP), "--",
-                           f"-DZEPHYR_EXTRA_MODULES={module}"], capture_output=True, text=True, timeout=3600,
-                          env=ccache_environment(tmp_path))
+    proc = subprocess.run(
+        ["west", "build", "-b", "mps2/an385", "-d", str(build), str(APP), "--", f"-DZEPHYR_EXTRA_MODULES={module}"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=ccache_environment(tmp_path),
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     with QemuTransport("mps2-an385", build / "zephyr" / "zephyr.elf") as qemu:
         text = qemu.read_until(b"app: done", 120).decode()

@@ -3,30 +3,45 @@ every operator of a host-driven Zephyr build; `validate` runs seeded inputs stan
 host-driven and compares them with the TFLite Micro interpreter. The MLPerf Tiny DUT on Zephyr is
 tests/test_mlperf_zephyr.py. Long (three Zephyr builds): `pytest -m long tests/test_zephyr_tools.py`.
 """
+
 import json
 import os
 import shutil
 
 import pytest
-
 from harness import cli
 
-needs_zephyr = pytest.mark.skipif(not (shutil.which("west") and os.environ.get("ZEPHYR_BASE")),
-                                  reason="needs west and a Zephyr workspace (ZEPHYR_BASE); see docs/zephyr.md")
+needs_zephyr = pytest.mark.skipif(
+    not (shutil.which("west") and os.environ.get("ZEPHYR_BASE")),
+    reason="needs west and a Zephyr workspace (ZEPHYR_BASE); see docs/zephyr.md",
+)
 
 
 @pytest.mark.long
 @needs_zephyr
 def test_bench_times_every_operator_on_zephyr(shared_models):
     model = shared_models / "mlperf_tiny" / "kws_ref_model.tflite"
-    proc = cli("bench", model, "--board", "mps2_an385", "--template", "zephyr", "--json", "--number", "1",
-               "--repeat", "2", timeout=3600)
+    proc = cli(
+        "bench",
+        model,
+        "--board",
+        "mps2_an385",
+        "--template",
+        "zephyr",
+        "--json",
+        "--number",
+        "1",
+        "--repeat",
+        "2",
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["timer_hz"] == 25_000_000  # the system timer's cycles (QEMU has no DWT)
     host = json.loads(cli("bench", model, "--board", "host", "--json", "--number", "1", "--repeat", "1").stdout)
-    assert [(op["index"], op["kind"]) for op in report["operators"]] == \
-        [(op["index"], op["kind"]) for op in host["operators"]]
+    assert [(op["index"], op["kind"]) for op in report["operators"]] == [
+        (op["index"], op["kind"]) for op in host["operators"]
+    ]
     assert all(op["ticks"] > 0 for op in report["operators"])
     # -icount shift=0: the same firmware takes the same instructions every time
     runs = report["inference"]["ticks_per_run_each_repeat"]
@@ -37,8 +52,20 @@ def test_bench_times_every_operator_on_zephyr(shared_models):
 @pytest.mark.long
 @needs_zephyr
 def test_validate_is_exact_on_zephyr(shared_models):
-    proc = cli("validate", shared_models / "tflm" / "hello_world_int8.tflite", "--board", "mps2_an385",
-               "--template", "zephyr", "--inputs", 2, "--seed", 3, "--json", timeout=3600)
+    proc = cli(
+        "validate",
+        shared_models / "tflm" / "hello_world_int8.tflite",
+        "--board",
+        "mps2_an385",
+        "--template",
+        "zephyr",
+        "--inputs",
+        2,
+        "--seed",
+        3,
+        "--json",
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["passed"] and report["divergence"] is None

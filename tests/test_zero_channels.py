@@ -1,17 +1,18 @@
 """The drop_zero_channels pass (passes/zero_channels.py): all-zero output channels of int8 CONV_2D,
 DEPTHWISE_CONV_2D and FULLY_CONNECTED leave the weights and the computation, and are written as the
 constant TFLM computes for them; bit-exact against the TFLM oracle on the host and on mps2_an386."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
+from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options
+
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.passes import fold_constants, fuse_activations, remove_reshapes
 from microcompiler.passes.zero_channels import CONSTANT_CHANNELS, drop_zero_channels, requantize
-from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options
 
 X_SCALE, Y_SCALE = 0.02, 0.05
 CONV1_ZERO, CONV2_ZERO, FC_ZERO = [0, 3, 7], [2, 5], [1, 4, 9]
@@ -55,8 +56,7 @@ def depthwise_zero_channel_model(seed=1) -> bytes:
     x = b.activation("x", [1, 6, 6, 3], "int8", scale=X_SCALE, zero_point=4)
     s1 = rng.uniform(0.002, 0.02, 6)
     w1 = b.constant("dw/w", _weights(rng, (6, 3, 3), [1, 4]).T[None].copy(), scale=s1, zero_point=[0] * 6, axis=3)
-    b1 = b.constant("dw/bias", rng.integers(-5000, 5000, 6).astype(np.int32), scale=X_SCALE * s1,
-                    zero_point=[0] * 6)
+    b1 = b.constant("dw/bias", rng.integers(-5000, 5000, 6).astype(np.int32), scale=X_SCALE * s1, zero_point=[0] * 6)
     y1 = b.activation("dw", [1, 6, 6, 6], "int8", scale=Y_SCALE, zero_point=-20)
     b.op("DEPTHWISE_CONV_2D", [x, w1, b1], [y1], depthwise_options(depth_multiplier=2, activation="RELU"))
     return b.finish([x], [y1])
@@ -86,8 +86,14 @@ def test_the_pass_splits_each_layer_with_zero_channels(tmp_path):
     graph = _graph(tmp_path)
     out = drop_zero_channels(graph)
     assert [op.kind for op in graph.operators] == ["CONV_2D", "CONV_2D", "FULLY_CONNECTED"]  # input untouched
-    assert [op.kind for op in out.operators] == ["CONV_2D", CONSTANT_CHANNELS, "CONV_2D", CONSTANT_CHANNELS,
-                                                 "FULLY_CONNECTED", CONSTANT_CHANNELS]
+    assert [op.kind for op in out.operators] == [
+        "CONV_2D",
+        CONSTANT_CHANNELS,
+        "CONV_2D",
+        CONSTANT_CHANNELS,
+        "FULLY_CONNECTED",
+        CONSTANT_CHANNELS,
+    ]
     computing = out.operators[0::2]
     assert [op.notes.dropped_channels for op in computing] == [3, 2, 3]
     assert [out.tensors[op.inputs[1]].shape for op in computing] == [(5, 3, 3, 3), (4, 1, 1, 8), (7, 384)]
@@ -135,21 +141,36 @@ DW_ZERO = (1, 4, 5, 11)
 
 def _depthwise_models():
     from dw_models import sandwich_model
-    return {"multiplier2": depthwise_zero_channel_model(),
-            "sandwich_s1": sandwich_model(hwc=(10, 9, 12), zero=DW_ZERO, seed=4),
-            "sandwich_s2_valid": sandwich_model(hwc=(11, 11, 12), out_hw=(5, 5), stride=(2, 2), padding="VALID",
-                                                zero=DW_ZERO, input_zp=9, seed=5)}
+
+    return {
+        "multiplier2": depthwise_zero_channel_model(),
+        "sandwich_s1": sandwich_model(hwc=(10, 9, 12), zero=DW_ZERO, seed=4),
+        "sandwich_s2_valid": sandwich_model(
+            hwc=(11, 11, 12), out_hw=(5, 5), stride=(2, 2), padding="VALID", zero=DW_ZERO, input_zp=9, seed=5
+        ),
+    }
 
 
-DW_RUNS = [("multiplier2", "fast"), ("multiplier2", "reference"), ("sandwich_s1", "fast"),
-           ("sandwich_s1", "dsp"), ("sandwich_s2_valid", "dsp"), ("sandwich_s2_valid", "reference")]
+DW_RUNS = [
+    ("multiplier2", "fast"),
+    ("multiplier2", "reference"),
+    ("sandwich_s1", "fast"),
+    ("sandwich_s1", "dsp"),
+    ("sandwich_s2_valid", "dsp"),
+    ("sandwich_s2_valid", "reference"),
+]
 
 
 @pytest.mark.parametrize("model,kernels", DW_RUNS, ids=[f"{m}-{k}" for m, k in DW_RUNS])
 def test_depthwise_bit_exact_with_tflm_on_the_host(tmp_path, model, kernels):
-    lib = assert_matches_oracle(_depthwise_models()[model], tmp_path, n_inputs=3, sanitize=kernels != "dsp",
-                                features={"dsp"} if kernels == "dsp" else set(),
-                                kernels="reference" if kernels == "reference" else "fast")
+    lib = assert_matches_oracle(
+        _depthwise_models()[model],
+        tmp_path,
+        n_inputs=3,
+        sanitize=kernels != "dsp",
+        features={"dsp"} if kernels == "dsp" else set(),
+        kernels="reference" if kernels == "reference" else "fast",
+    )
     dw = next(op for op in lib.metadata["operators"] if op["kind"] == "DEPTHWISE_CONV_2D")
     assert lib.metadata["dropped_channels"] == dw["dropped_channels"] == (2 if model == "multiplier2" else 4)
     assert dw["kernel"]["variant"] == ("reference" if kernels == "reference" else "planes")
@@ -167,8 +188,9 @@ def test_depthwise_bit_exact_with_tflm_on_mps2_an386(tmp_path):
 
 @pytest.mark.parametrize("executor,features", [("aot", frozenset()), ("graph", frozenset({"dsp"}))])
 def test_bit_exact_with_tflm_on_the_host(tmp_path, executor, features):
-    lib = assert_matches_oracle(zero_channel_model(), tmp_path, n_inputs=4, sanitize=executor == "aot",
-                                executor=executor, features=features)
+    lib = assert_matches_oracle(
+        zero_channel_model(), tmp_path, n_inputs=4, sanitize=executor == "aot", executor=executor, features=features
+    )
     meta = lib.metadata
     assert meta["dropped_channels"] == 8
     dropped = {op["layer_name"]: op["dropped_channels"] for op in meta["operators"] if "dropped_channels" in op}
@@ -188,9 +210,9 @@ def test_bit_exact_with_tflm_on_mps2_an386(tmp_path):
 def test_layer_by_layer_validation_compares_every_layer_of_the_model(tmp_path):
     """validate's first_divergence: the packed tensors the pass made have no TFLM counterpart and are
     not compared; every output of the model as given is, and matches."""
+    from microcompiler.api import open_model
     from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
-    from microcompiler.api import open_model
     from microcompiler.validation.layers import first_divergence
     from microcompiler.validation.reference import Reference
 
@@ -199,8 +221,9 @@ def test_layer_by_layer_validation_compares_every_layer_of_the_model(tmp_path):
     library = compile_model(model)
     inputs = random_inputs(library.metadata["inputs"], 3)
     with open_model(library) as session, session.executor() as ex:
-        result = first_divergence(ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs,
-                                  load_tflite(model))
+        result = first_divergence(
+            ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs, load_tflite(model)
+        )
     assert result == {"diverged": False, "checked_tensors": 3, "skipped_tensors": []}
 
 

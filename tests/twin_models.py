@@ -1,10 +1,10 @@
 """A model with two identical layers (same shapes, zero points and kernel plan, other weights): their
 generated bodies differ only in the weight arrays' names, so codegen emits the body once
 (codegen/shared_bodies.py)."""
+
 from __future__ import annotations
 
 import numpy as np
-
 from dw_models import X_SCALE, conv, depthwise
 from model_builder import ModelBuilder
 

@@ -4,6 +4,7 @@
 shapes, MACs, weight bytes, kernel variant and estimated instructions (``cost_model``), the totals
 against the board's memories, and the memory plan (``memory_plan``).
 """
+
 from microcompiler.analysis.analyze import analyze_library, analyze_model
 
 __all__ = ["analyze_model", "analyze_library"]

@@ -1,4 +1,5 @@
 """``analyze``: per-layer costs, totals, the fit against a board, and the memory plan, with no build."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,17 +12,20 @@ from microcompiler.compiler import compile_model
 from microcompiler.timing import estimated
 
 
-def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int | None = None,
-                  tuning=None, patches: str | None = None) -> dict:
+def analyze_model(
+    model: str | Path, board: Board | None = None, ram_limit: int | None = None, tuning=None, patches: str | None = None
+) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without a board) under ``ram_limit`` (or the
     board's RAM, docs/memory.md), with compile_model's ``tuning`` and ``patches``, and analyze it."""
     from microcompiler.passes.ram_budget import NoPlanFits
     from microcompiler.targets.footprint import ram_for_models
+
     features = board.cpu.features if board is not None else frozenset()
     available = ram_for_models(board) if board is not None and not board.is_host else None
     try:
-        library = compile_model(model, features=features, ram_limit=ram_limit, ram_available=available,
-                                tuning=tuning, patches=patches)
+        library = compile_model(
+            model, features=features, ram_limit=ram_limit, ram_available=available, tuning=tuning, patches=patches
+        )
     except NoPlanFits:
         if ram_limit is not None:
             raise
@@ -32,17 +36,28 @@ def analyze_model(model: str | Path, board: Board | None = None, ram_limit: int 
 
 def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
+
     meta, graph = library.metadata, library.graph
     layers = []
     for fn, op in zip(library.functions, meta["operators"]):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
         estimate, key = loops.operator_estimate(op, dtype, meta, graph, fn.op, graph.subgraphs)
-        layers.append({
-            "index": op["index"], "name": op["layer_name"], "layer": op["layer"], "kind": op["kind"],
-            "dtype": dtype, "inputs": op["inputs"], "outputs": op["outputs"], "macs": op["macs"],
-            "weights_bytes": op["weights_bytes"], "kernel": op["kernel"],
-            "estimated_instructions": int(round(estimate)), "cost_model": key,
-        })
+        layers.append(
+            {
+                "index": op["index"],
+                "name": op["layer_name"],
+                "layer": op["layer"],
+                "kind": op["kind"],
+                "dtype": dtype,
+                "inputs": op["inputs"],
+                "outputs": op["outputs"],
+                "macs": op["macs"],
+                "weights_bytes": op["weights_bytes"],
+                "kernel": op["kernel"],
+                "estimated_instructions": int(round(estimate)),
+                "cost_model": key,
+            }
+        )
     need = estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)
     instructions = sum(layer["estimated_instructions"] for layer in layers)
     totals = {
@@ -57,11 +72,18 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
         "ram_bytes": need["ram"],
         "estimated_instructions": instructions,
     }
-    result = {"model": meta["name"], "board": board.name if board else None,
-              "core": board.cpu.core if board else None, "layers": layers, "totals": totals,
-              "memory_plan": memory_plan(graph, meta), "memory_peak": meta["memory_peak"],
-              "ram_budget": meta.get("ram_budget", {}), "fit": None,
-              "estimated_time": estimated(instructions, board)}
+    result = {
+        "model": meta["name"],
+        "board": board.name if board else None,
+        "core": board.cpu.core if board else None,
+        "layers": layers,
+        "totals": totals,
+        "memory_plan": memory_plan(graph, meta),
+        "memory_peak": meta["memory_peak"],
+        "ram_budget": meta.get("ram_budget", {}),
+        "fit": None,
+        "estimated_time": estimated(instructions, board),
+    }
     if board is not None:
         result["fit"] = {
             "flash": _fit(need["flash"], board.flash.size, board.flash.name),
@@ -71,5 +93,11 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
 
 
 def _fit(need: int, size: int, region: str) -> dict:
-    return {"needed": need, "available": size, "region": region, "margin": size - need,
-            "fits": need <= size, "used_percent": round(100.0 * need / size, 1) if size else None}
+    return {
+        "needed": need,
+        "available": size,
+        "region": region,
+        "margin": size - need,
+        "fits": need <= size,
+        "used_percent": round(100.0 * need / size, 1) if size else None,
+    }

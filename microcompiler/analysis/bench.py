@@ -1,12 +1,12 @@
 """What ``bench`` measured, as one report: the whole inference and each operator, in the shared time
 vocabulary (microcompiler/timing.py), beside analyze's estimate (``microcompiler bench``, ``api.bench``)."""
+
 from __future__ import annotations
 
 from microcompiler.timing import measured, relative_error
 
 
-def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict, number: int,
-                 repeat: int) -> dict:
+def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict, number: int, repeat: int) -> dict:
     """What bench measured, in the shared time vocabulary (microcompiler/timing.py), each operator under
     its short layer name (the full tensor name kept as "layer") beside analyze's estimate."""
     hz = whole.timer_hz
@@ -19,15 +19,28 @@ def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict
             op["estimated_instructions"] = layer["estimated_instructions"]
             if op["time"]["instructions"] is not None:
                 op["estimate_error"] = relative_error(layer["estimated_instructions"], op["time"]["instructions"])
-    inference = {"ticks": whole.median_ticks, "seconds": whole.median_ticks / hz,
-                 "ticks_per_run_each_repeat": [t // number for t in whole.ticks],
-                 "time": measured(whole.median_ticks, hz, board),
-                 "estimated_instructions": analysis["totals"]["estimated_instructions"]}
+    inference = {
+        "ticks": whole.median_ticks,
+        "seconds": whole.median_ticks / hz,
+        "ticks_per_run_each_repeat": [t // number for t in whole.ticks],
+        "time": measured(whole.median_ticks, hz, board),
+        "estimated_instructions": analysis["totals"]["estimated_instructions"],
+    }
     if inference["time"]["instructions"] is not None:
-        inference["estimate_error"] = relative_error(inference["estimated_instructions"],
-                                                     inference["time"]["instructions"])
+        inference["estimate_error"] = relative_error(
+            inference["estimated_instructions"], inference["time"]["instructions"]
+        )
     total = sum(op["ticks"] for op in operators)
-    return {"model": meta["name"], "board": board.name, "timer_hz": hz, "number": number, "repeat": repeat,
-            "inference": inference, "operators": operators, "operator_ticks_total": total,
-            "operator_time": measured(total, hz, board), "total_macs": meta.get("total_macs"),
-            "memory_peak": meta["memory_peak"]}
+    return {
+        "model": meta["name"],
+        "board": board.name,
+        "timer_hz": hz,
+        "number": number,
+        "repeat": repeat,
+        "inference": inference,
+        "operators": operators,
+        "operator_ticks_total": total,
+        "operator_time": measured(total, hz, board),
+        "total_macs": meta.get("total_macs"),
+        "memory_peak": meta["memory_peak"],
+    }

@@ -7,6 +7,7 @@ the same way. Layers are matched by their operator index in the model (the same 
 sides) or, for two different models, by position. Times are in the shared vocabulary
 (microcompiler/timing.py): instructions where they are exact or estimated, else seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from microcompiler.timing import format_duration
 @dataclass
 class Side:
     """One build as compare reads it."""
+
     label: str
     model: str
     board: str | None
@@ -38,24 +40,59 @@ def side_from_report(report: dict, label: str) -> Side:
     if "layers" in report and "totals" in report:  # analyze
         t = report["totals"]
         time = report.get("estimated_time") or {}
-        layers = [{"index": layer["index"], "name": layer["name"], "kind": layer["kind"],
-                   "instructions": layer["estimated_instructions"], "seconds": _seconds(layer, time),
-                   "kernel": _kernel(layer.get("kernel"))} for layer in report["layers"]]
-        return Side(label, report["model"], report.get("board"), "estimate", t["estimated_instructions"],
-                    time.get("seconds"), layers, t.get("arena_bytes"), t.get("ram_bytes"), t.get("weights_bytes"),
-                    t.get("flash_bytes"))
+        layers = [
+            {
+                "index": layer["index"],
+                "name": layer["name"],
+                "kind": layer["kind"],
+                "instructions": layer["estimated_instructions"],
+                "seconds": _seconds(layer, time),
+                "kernel": _kernel(layer.get("kernel")),
+            }
+            for layer in report["layers"]
+        ]
+        return Side(
+            label,
+            report["model"],
+            report.get("board"),
+            "estimate",
+            t["estimated_instructions"],
+            time.get("seconds"),
+            layers,
+            t.get("arena_bytes"),
+            t.get("ram_bytes"),
+            t.get("weights_bytes"),
+            t.get("flash_bytes"),
+        )
     if "inference" in report and "operators" in report:  # bench
         inference = report["inference"]
         time = inference.get("time") or {"instructions": None, "seconds": inference.get("seconds")}
-        layers = [{"index": op.get("index"), "name": op.get("layer_name") or op.get("function"),
-                   "kind": op.get("kind"), "instructions": (op.get("time") or {}).get("instructions"),
-                   "seconds": (op.get("time") or {}).get("seconds", op.get("seconds")), "kernel": None}
-                  for op in report["operators"]]
+        layers = [
+            {
+                "index": op.get("index"),
+                "name": op.get("layer_name") or op.get("function"),
+                "kind": op.get("kind"),
+                "instructions": (op.get("time") or {}).get("instructions"),
+                "seconds": (op.get("time") or {}).get("seconds", op.get("seconds")),
+                "kernel": None,
+            }
+            for op in report["operators"]
+        ]
         peak = report.get("memory_peak") or {}
-        return Side(label, report["model"], report.get("board"), "measured", time.get("instructions"),
-                    time.get("seconds"), layers, peak.get("arena_bytes"))
-    raise MicrocompilerError(f"{label} is not a report compare reads; give the JSON that 'microcompiler analyze "
-                             "--json' or 'microcompiler bench --json' printed, or a .tflite model")
+        return Side(
+            label,
+            report["model"],
+            report.get("board"),
+            "measured",
+            time.get("instructions"),
+            time.get("seconds"),
+            layers,
+            peak.get("arena_bytes"),
+        )
+    raise MicrocompilerError(
+        f"{label} is not a report compare reads; give the JSON that 'microcompiler analyze "
+        "--json' or 'microcompiler bench --json' printed, or a .tflite model"
+    )
 
 
 def _seconds(layer: dict, time: dict) -> float | None:
@@ -78,8 +115,10 @@ def load_report(path: str | Path) -> dict:
     try:
         return json.loads(text)
     except ValueError:
-        raise MicrocompilerError(f"{path} is not JSON; give the output of 'microcompiler analyze --json' or "
-                                 "'microcompiler bench --json' saved to a file") from None
+        raise MicrocompilerError(
+            f"{path} is not JSON; give the output of 'microcompiler analyze --json' or "
+            "'microcompiler bench --json' saved to a file"
+        ) from None
 
 
 def compare(a: Side, b: Side) -> dict:
@@ -93,17 +132,26 @@ def compare(a: Side, b: Side) -> dict:
         rows.append(_row(la, lb))
     matched = {id(r["b"]) for r in rows if r["b"] is not None}
     rows += [_row(None, lb) for lb in b.layers if id(lb) not in matched]
-    totals = {name: _diff(getattr(a, name), getattr(b, name))
-              for name in ("instructions", "seconds", "arena_bytes", "ram_bytes", "weights_bytes", "flash_bytes")}
-    return {"a": vars(a), "b": vars(b), "matched_by": "operator index" if key else "position", "layers": rows,
-            "totals": totals}
+    totals = {
+        name: _diff(getattr(a, name), getattr(b, name))
+        for name in ("instructions", "seconds", "arena_bytes", "ram_bytes", "weights_bytes", "flash_bytes")
+    }
+    return {
+        "a": vars(a),
+        "b": vars(b),
+        "matched_by": "operator index" if key else "position",
+        "layers": rows,
+        "totals": totals,
+    }
 
 
 def _row(la: dict | None, lb: dict | None) -> dict:
-    amount = "instructions" if (la or {}).get("instructions") is not None and \
-        (lb or {}).get("instructions") is not None else "seconds"
-    return {"a": la, "b": lb, "unit": amount,
-            "diff": _diff((la or {}).get(amount), (lb or {}).get(amount))}
+    amount = (
+        "instructions"
+        if (la or {}).get("instructions") is not None and (lb or {}).get("instructions") is not None
+        else "seconds"
+    )
+    return {"a": la, "b": lb, "unit": amount, "diff": _diff((la or {}).get(amount), (lb or {}).get(amount))}
 
 
 def _diff(x, y) -> dict:
@@ -115,9 +163,11 @@ def _diff(x, y) -> dict:
 def comparison_lines(result: dict) -> list[str]:
     """The comparison as text: a header per side, a row per layer, the totals."""
     a, b = result["a"], result["b"]
-    lines = [f"A: {a['label']}: {a['model']} on {a['board'] or 'portable C'} ({a['source']})",
-             f"B: {b['label']}: {b['model']} on {b['board'] or 'portable C'} ({b['source']})",
-             f"layers matched by {result['matched_by']}"]
+    lines = [
+        f"A: {a['label']}: {a['model']} on {a['board'] or 'portable C'} ({a['source']})",
+        f"B: {b['label']}: {b['model']} on {b['board'] or 'portable C'} ({b['source']})",
+        f"layers matched by {result['matched_by']}",
+    ]
     lines.append(f"{'#':>3}  {'layer':<24} {'operator':<20} {'A':>12} {'B':>12} {'B/A':>6}  kernels (A -> B)")
     for row in result["layers"]:
         la, lb = row["a"] or {}, row["b"] or {}
@@ -126,20 +176,27 @@ def comparison_lines(result: dict) -> list[str]:
         index = la.get("index", lb.get("index", ""))
         cells = [_amount(side.get(row["unit"]), row["unit"]) for side in (la, lb)]
         ratio = row["diff"]["ratio"]
-        kernels = f"{la.get('kernel') or '-'} -> {lb.get('kernel') or '-'}" if la.get("kernel") or lb.get("kernel") \
-            else ""
-        lines.append(f"{'' if index is None else index:>3}  {name:<24} {kind:<20} {cells[0]:>12} {cells[1]:>12} "
-                     f"{'' if ratio is None else f'{ratio:.2f}x':>6}  {kernels}")
+        kernels = (
+            f"{la.get('kernel') or '-'} -> {lb.get('kernel') or '-'}" if la.get("kernel") or lb.get("kernel") else ""
+        )
+        lines.append(
+            f"{'' if index is None else index:>3}  {name:<24} {kind:<20} {cells[0]:>12} {cells[1]:>12} "
+            f"{'' if ratio is None else f'{ratio:.2f}x':>6}  {kernels}"
+        )
     t = result["totals"]
-    for name, label, unit in (("instructions", "instructions", "instructions"), ("seconds", "time", "seconds"),
-                              ("arena_bytes", "arena", "bytes"), ("ram_bytes", "RAM", "bytes"),
-                              ("weights_bytes", "weights", "bytes"), ("flash_bytes", "flash", "bytes")):
+    for name, label, unit in (
+        ("instructions", "instructions", "instructions"),
+        ("seconds", "time", "seconds"),
+        ("arena_bytes", "arena", "bytes"),
+        ("ram_bytes", "RAM", "bytes"),
+        ("weights_bytes", "weights", "bytes"),
+        ("flash_bytes", "flash", "bytes"),
+    ):
         d = t[name]
         if d["a"] is None and d["b"] is None:
             continue
         ratio = f" ({d['ratio']:.2f}x)" if d["ratio"] is not None else ""
-        lines.append(f"{label}: {_amount(d['a'], unit)} -> {_amount(d['b'], unit)}"
-                     f"{ratio}")
+        lines.append(f"{label}: {_amount(d['a'], unit)} -> {_amount(d['b'], unit)}{ratio}")
     return lines
 
 

@@ -13,6 +13,7 @@ unchanged), that loop value starting from a constant and stepped by a constant (
 constant in the body). Then the loop is run on those integers at compile time. Any other loop is
 costed as running its body ASSUMED_TRIPS times, and the estimate says so (its cost-model key).
 """
+
 from __future__ import annotations
 
 import operator
@@ -23,8 +24,13 @@ from microcompiler.ops import cost_model
 
 ASSUMED_TRIPS = 1  # the stated assumption for a loop whose trip count is not knowable at compile time
 MAX_TRIPS = 10**6  # a counted loop longer than this is treated as not knowable
-COMPARISONS = {"LESS": operator.lt, "LESS_EQUAL": operator.le, "GREATER": operator.gt,
-               "GREATER_EQUAL": operator.ge, "NOT_EQUAL": operator.ne}
+COMPARISONS = {
+    "LESS": operator.lt,
+    "LESS_EQUAL": operator.le,
+    "GREATER": operator.gt,
+    "GREATER_EQUAL": operator.ge,
+    "NOT_EQUAL": operator.ne,
+}
 # Per turn besides the subgraphs: the calls and the copy of each loop value back from the body's
 # temporaries (memcpy: cost_model's per-byte rate), fitted to the float GRU look-alike on mps2_an386.
 PER_TRIP = 60.0
@@ -84,7 +90,7 @@ def trip_count(graph, op, subgraphs) -> int | None:
         return None
     test = COMPARISONS[compare.kind]
     value, trips = start, 0
-    while (test(value, limit) if kind_a == "counter" else test(limit, value)):
+    while test(value, limit) if kind_a == "counter" else test(limit, value):
         value, trips = value + step, trips + 1
         if trips > MAX_TRIPS:
             return None
@@ -111,7 +117,9 @@ def operator_estimate(op_meta: dict, dtype: str, metadata: dict, graph, op, subg
     cond = subgraph_estimate(metadata, int(op.options["cond_subgraph_index"]), graph, subgraphs)
     body = subgraph_estimate(metadata, int(op.options["body_subgraph_index"]), graph, subgraphs)
     body_graph = subgraphs[int(op.options["body_subgraph_index"])]
-    copies = sum(PER_LOOP_VALUE + cost_model.COPY_PER_ELEMENT * body_graph.tensors[t].nbytes for t in body_graph.outputs)
+    copies = sum(
+        PER_LOOP_VALUE + cost_model.COPY_PER_ELEMENT * body_graph.tensors[t].nbytes for t in body_graph.outputs
+    )
     per_trip = cond + body + PER_TRIP + copies
     how = "counted" if counted else "not knowable at compile time: assumed"
     return trips * per_trip + cond, f"WHILE|{trips} trips ({how})"

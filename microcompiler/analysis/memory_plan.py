@@ -1,4 +1,5 @@
 """The memory plan as data: which tensors are live at each operator step and where they sit."""
+
 from __future__ import annotations
 
 from microcompiler.ir import Graph
@@ -16,17 +17,38 @@ def memory_plan(graph: Graph, meta: dict) -> dict:
     buffers = []
     for b in sorted(arena_buffers(graph), key=lambda b: (b.first, graph.offsets.get(b.tensor, 0))):
         t = graph.tensors[b.tensor]
-        buffers.append({"tensor": t.name, "layer": layer_of.get(b.tensor, (None, "?"))[1],
-                        "dtype": t.dtype, "shape": list(t.shape), "offset": graph.offsets.get(b.tensor),
-                        "bytes": b.size, "first_step": b.first, "last_step": b.last})
+        buffers.append(
+            {
+                "tensor": t.name,
+                "layer": layer_of.get(b.tensor, (None, "?"))[1],
+                "dtype": t.dtype,
+                "shape": list(t.shape),
+                "offset": graph.offsets.get(b.tensor),
+                "bytes": b.size,
+                "first_step": b.first,
+                "last_step": b.last,
+            }
+        )
     steps = len(graph.operators)
     live = [sum(b["bytes"] for b in buffers if b["first_step"] <= s <= b["last_step"]) for s in range(steps)]
     raw = arena_buffers(graph)
-    return {"steps": steps, "step_layers": [op["layer_name"] for op in meta["operators"]],
-            "arena_bytes": graph.arena_bytes, "lower_bound_bytes": lower_bound(raw, steps),
-            "live_bytes_per_step": live, "buffers": buffers,
-            # state kept across inferences: a section of its own, live at every step (docs/state.md)
-            "state_bytes": graph.state_bytes,
-            "state": [{"tensor": graph.tensors[i].name, "dtype": graph.tensors[i].dtype,
-                       "shape": list(graph.tensors[i].shape), "offset": off, "bytes": graph.tensors[i].nbytes}
-                      for i, off in graph.state_offsets.items()]}
+    return {
+        "steps": steps,
+        "step_layers": [op["layer_name"] for op in meta["operators"]],
+        "arena_bytes": graph.arena_bytes,
+        "lower_bound_bytes": lower_bound(raw, steps),
+        "live_bytes_per_step": live,
+        "buffers": buffers,
+        # state kept across inferences: a section of its own, live at every step (docs/state.md)
+        "state_bytes": graph.state_bytes,
+        "state": [
+            {
+                "tensor": graph.tensors[i].name,
+                "dtype": graph.tensors[i].dtype,
+                "shape": list(graph.tensors[i].shape),
+                "offset": off,
+                "bytes": graph.tensors[i].nbytes,
+            }
+            for i, off in graph.state_offsets.items()
+        ],
+    }

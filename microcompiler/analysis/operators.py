@@ -7,6 +7,7 @@ stance and the Keras advice), then, if every kind has a kernel, whole, and each 
 by its kernel (a kernel refuses configurations it cannot run: a type, an option, a shape). A damaged
 file is still an error of its own (ModelFormatError), never a list.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from microcompiler.ops.tflm_operators import where_it_stands
 @dataclass
 class OperatorNeed:
     """One operator kind a model uses: how many operators, where, and whether microcompiler runs them."""
+
     kind: str
     operators: list[int] = field(default_factory=list)  # operator indices (in their subgraph)
     reasons: list[str] = field(default_factory=list)  # why not (distinct); empty when supported
@@ -33,8 +35,13 @@ class OperatorNeed:
         return not self.reasons
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "count": len(self.operators), "operators": self.operators,
-                "supported": self.supported, "reasons": self.reasons}
+        return {
+            "kind": self.kind,
+            "count": len(self.operators),
+            "operators": self.operators,
+            "supported": self.supported,
+            "reasons": self.reasons,
+        }
 
 
 def operator_needs(model: str | Path) -> list[OperatorNeed]:
@@ -50,8 +57,10 @@ def operator_needs(model: str | Path) -> list[OperatorNeed]:
             for k in range(sub.OperatorsLength()):
                 code = sub.Operators(k).OpcodeIndex()
                 if not 0 <= code < root.OperatorCodesLength():
-                    raise ModelFormatError(f"operator {k} refers to opcode {code}, but there are "
-                                           f"{root.OperatorCodesLength()} opcodes; the file is corrupted")
+                    raise ModelFormatError(
+                        f"operator {k} refers to opcode {code}, but there are "
+                        f"{root.OperatorCodesLength()} opcodes; the file is corrupted"
+                    )
                 kind, custom = operator_kind(root.OperatorCodes(code))
                 need = needs.setdefault(kind, OperatorNeed(kind))
                 need.operators.append(k)
@@ -60,8 +69,10 @@ def operator_needs(model: str | Path) -> list[OperatorNeed]:
     except (ModelFormatError, UnsupportedModelError):
         raise
     except Exception:  # the flatbuffer reader tripped over corrupt offsets
-        raise ModelFormatError("the model file is truncated or corrupted (its flatbuffer offsets point outside "
-                               "the file); re-export it from the TFLite converter") from None
+        raise ModelFormatError(
+            "the model file is truncated or corrupted (its flatbuffer offsets point outside "
+            "the file); re-export it from the TFLite converter"
+        ) from None
     if all(n.supported for n in needs.values()):
         _check_each_operator(model, needs)
     return list(needs.values())
@@ -92,8 +103,10 @@ def needs_lines(model_name: str, needs: list[OperatorNeed]) -> list[str]:
     """The list as text: a line per kind, then the reasons of the unsupported ones."""
     lacking = missing(needs)
     total = sum(len(n.operators) for n in needs)
-    lines = [f"{model_name} uses {len(needs)} operator kinds ({total} operators): "
-             + (f"{len(lacking)} not supported" if lacking else "all supported")]
+    lines = [
+        f"{model_name} uses {len(needs)} operator kinds ({total} operators): "
+        + (f"{len(lacking)} not supported" if lacking else "all supported")
+    ]
     width = max((len(n.kind) for n in needs), default=8)
     for n in needs:
         verdict = "supported" if n.supported else "NOT SUPPORTED"
@@ -105,5 +118,7 @@ def needs_lines(model_name: str, needs: list[OperatorNeed]) -> list[str]:
 def missing_error(needs: list[OperatorNeed]) -> UnsupportedModelError:
     """The one-line error that ends a check that found unsupported operators."""
     kinds = [n.kind for n in missing(needs)]
-    return UnsupportedModelError(f"{len(kinds)} of {len(needs)} operator kinds the model uses cannot be compiled "
-                                 f"({', '.join(kinds)}); the lines above say why and what to do")
+    return UnsupportedModelError(
+        f"{len(kinds)} of {len(needs)} operator kinds the model uses cannot be compiled "
+        f"({', '.join(kinds)}); the lines above say why and what to do"
+    )

@@ -1,12 +1,11 @@
 """Render numpy arrays as C initialisers (weights and derived constants in flash)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.quant import c_float
 from microcompiler.templating import comment_text  # noqa: F401 (re-exported)
-
-
 
 
 def has_non_finite(data: np.ndarray) -> bool:
@@ -17,7 +16,7 @@ def has_non_finite(data: np.ndarray) -> bool:
 def _lines(items: list[str], per_line: int) -> str:
     if not items:
         items = ["0"]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "{\n    " + ",\n    ".join(lines) + "\n}"
 
 
@@ -34,7 +33,7 @@ def c_initializer(data: np.ndarray, per_line: int = 16) -> str:
         items = [c_float(v) for v in flat]
     elif flat.dtype == np.int32:
         # INT32_MIN cannot be written as a plain literal in C.
-        items = [str(int(v)) if v != -2**31 else "(-2147483647 - 1)" for v in flat]
+        items = [str(int(v)) if v != -(2**31) else "(-2147483647 - 1)" for v in flat]
     elif flat.dtype == np.int64:
         items = [f"INT64_C({int(v)})" for v in flat]
     elif flat.dtype == np.uint64:
@@ -57,7 +56,9 @@ def c_array(name: str, ctype: str, data: np.ndarray, comment: str = "") -> str:
     if has_non_finite(data):
         note = "non-finite values (NaN, infinities) in it: stored by IEEE-754 bit pattern"
         head = f"/* {comment}; {note} */\n" if comment else f"/* {note} */\n"
-        return (f"{head}static const union {{ uint32_t bits[{n}]; {ctype} values[{n}]; }} {name}_bits = "
-                f"{c_initializer(data)};\n#define {name} ({name}_bits.values)\n")
+        return (
+            f"{head}static const union {{ uint32_t bits[{n}]; {ctype} values[{n}]; }} {name}_bits = "
+            f"{c_initializer(data)};\n#define {name} ({name}_bits.values)\n"
+        )
     head = f"/* {comment} */\n" if comment else ""
     return f"{head}static const {ctype} {name}[{n}] = {c_initializer(data)};\n"

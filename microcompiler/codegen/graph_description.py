@@ -18,6 +18,7 @@ tensors, docs/state.md) is not in the pool and has no slot: the operator functio
 arrays in the model library themselves, so the graph executor and <name>_run() share it and
 <name>_reset() restores it for both.
 """
+
 from __future__ import annotations
 
 import struct
@@ -41,9 +42,11 @@ def graph_executor_refusal(functions, graph: Graph | None = None) -> str | None:
     <model>_run() (the AOT executor) has no such limits."""
     for fn in functions:
         if len(fn.params) > MAX_ARGS:
-            return (f"operator {fn.op.index} ({fn.op.kind}) has {len(fn.params)} tensor arguments that are not "
-                    f"constants; the graph executor and host-driven mode pass at most {MAX_ARGS}: use the AOT "
-                    "executor (--executor aot, --mode standalone)")
+            return (
+                f"operator {fn.op.index} ({fn.op.kind}) has {len(fn.params)} tensor arguments that are not "
+                f"constants; the graph executor and host-driven mode pass at most {MAX_ARGS}: use the AOT "
+                "executor (--executor aot, --mode standalone)"
+            )
     if graph is not None:
         try:
             build_description(graph, functions)
@@ -92,16 +95,23 @@ def build_description(graph: Graph, functions) -> tuple[bytes, int]:
             break  # too many operator names or tensors for 16-bit fields: refused below
         ops += struct.pack("<HBB", name_offset, len(args), 0)
         ops += struct.pack(f"<{MAX_ARGS}H", *(args + [0] * (MAX_ARGS - len(args))))
-    limits = ((len(slots), 0xFFFF, "tensors"), (len(functions), 0xFFFF, "operators"), (len(inputs), 0xFF, "inputs"),
-              (len(outputs), 0xFF, "outputs"), (len(strings), 0xFFFF, "bytes of operator names"),
-              (pool, 0xFFFFFFFF, "bytes of memory"))
+    limits = (
+        (len(slots), 0xFFFF, "tensors"),
+        (len(functions), 0xFFFF, "operators"),
+        (len(inputs), 0xFF, "inputs"),
+        (len(outputs), 0xFF, "outputs"),
+        (len(strings), 0xFFFF, "bytes of operator names"),
+        (pool, 0xFFFFFFFF, "bytes of memory"),
+    )
     for count, most, what in limits:
         if count > most:
             raise UnsupportedModelError(
                 f"the model needs {count:,} {what}, more than the graph executor's description holds "
-                f"({most:,}); use the AOT executor (--executor aot, --mode standalone)")
-    header = MAGIC + struct.pack("<HHBBHII", len(slots), len(functions), len(inputs), len(outputs), 0,
-                                 pool, len(strings))
+                f"({most:,}); use the AOT executor (--executor aot, --mode standalone)"
+            )
+    header = MAGIC + struct.pack(
+        "<HHBBHII", len(slots), len(functions), len(inputs), len(outputs), 0, pool, len(strings)
+    )
     body = b"".join(struct.pack("<II", o, n) for o, n in slots)
     body += struct.pack(f"<{len(inputs)}H", *inputs) + struct.pack(f"<{len(outputs)}H", *outputs)
     return header + body + bytes(ops) + bytes(strings), max(pool, 1)
@@ -116,7 +126,7 @@ def graph_sources(graph: Graph, functions) -> dict[str, str]:
     description, pool_bytes = build_description(graph, functions)
     hex_lines = []
     for i in range(0, len(description), 16):
-        hex_lines.append("    " + ", ".join(f"0x{b:02x}" for b in description[i:i + 16]) + ",")
+        hex_lines.append("    " + ", ".join(f"0x{b:02x}" for b in description[i : i + 16]) + ",")
     wrappers = []
     for fn in functions:
         casts = ", ".join(f"({ctype})args[{k}]" for k, (ctype, _, _) in enumerate(fn.params))

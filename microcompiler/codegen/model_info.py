@@ -10,6 +10,7 @@ version than this microcompiler reads is refused in one line that says to recomp
 Fields that only some readers use (per-operator details, the memory peak, patches, subgraphs, ...)
 stay in :attr:`ModelInfo.details` as written.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from microcompiler.version import __version__
 from microcompiler.errors import MicrocompilerError
+from microcompiler.version import __version__
 
 FORMAT_VERSION = 1  # metadata.json's layout; raise it when a field changes meaning or goes away
 _NUMBERS = ("arena_bytes", "params_bytes", "scratch_bytes", "state_bytes", "total_macs")
@@ -32,6 +33,7 @@ class ModelInfoError(MicrocompilerError):
 @dataclass(frozen=True)
 class TensorInfo:
     """A model input or output: its names, shape, type, size and (quantized types) scale and zero point."""
+
     name: str
     c_name: str
     shape: tuple[int, ...]
@@ -41,21 +43,38 @@ class TensorInfo:
     zero_point: int | None = None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "c_name": self.c_name, "shape": list(self.shape), "dtype": self.dtype,
-                "bytes": self.bytes, "scale": self.scale, "zero_point": self.zero_point}
+        return {
+            "name": self.name,
+            "c_name": self.c_name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "bytes": self.bytes,
+            "scale": self.scale,
+            "zero_point": self.zero_point,
+        }
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> TensorInfo:
         if not isinstance(data, dict) or not all(isinstance(data.get(k), t) for k, t in _TENSOR_FIELDS.items()):
-            raise ModelInfoError(f"{where} is damaged (an input or output lacks one of {', '.join(_TENSOR_FIELDS)}); "
-                                 "compile the model again")
-        return cls(data["name"], data["c_name"], tuple(int(d) for d in data["shape"]), data["dtype"],
-                   data["bytes"], data.get("scale"), data.get("zero_point"))
+            raise ModelInfoError(
+                f"{where} is damaged (an input or output lacks one of {', '.join(_TENSOR_FIELDS)}); "
+                "compile the model again"
+            )
+        return cls(
+            data["name"],
+            data["c_name"],
+            tuple(int(d) for d in data["shape"]),
+            data["dtype"],
+            data["bytes"],
+            data.get("scale"),
+            data.get("zero_point"),
+        )
 
 
 @dataclass
 class ModelInfo:
     """A compiled model: name, inputs and outputs, memory, work, fingerprint; the rest in ``details``."""
+
     name: str
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
@@ -72,9 +91,13 @@ class ModelInfo:
 
     def to_json(self) -> dict:
         """The metadata.json object (keys in the order users read them)."""
-        head = {"format_version": self.format_version, "microcompiler_version": self.microcompiler_version,
-                "name": self.name, "inputs": [t.to_json() for t in self.inputs],
-                "outputs": [t.to_json() for t in self.outputs]}
+        head = {
+            "format_version": self.format_version,
+            "microcompiler_version": self.microcompiler_version,
+            "name": self.name,
+            "inputs": [t.to_json() for t in self.inputs],
+            "outputs": [t.to_json() for t in self.outputs],
+        }
         numbers = {k: getattr(self, k) for k in _NUMBERS}
         return {**head, **numbers, **self.details, "operators": self.operators, "fingerprint": self.fingerprint}
 
@@ -86,28 +109,47 @@ class ModelInfo:
         if not isinstance(version, int) or version < 1:
             raise ModelInfoError(f"{where} is damaged (format_version {version!r}); compile the model again")
         if version > FORMAT_VERSION:
-            raise ModelInfoError(f"{where} was written by a newer microcompiler (format {version}, this one reads "
-                                 f"{FORMAT_VERSION}); compile the model again with this version")
+            raise ModelInfoError(
+                f"{where} was written by a newer microcompiler (format {version}, this one reads "
+                f"{FORMAT_VERSION}); compile the model again with this version"
+            )
         missing = [k for k in ("name", "inputs", "outputs") if k not in data]
-        if missing or not isinstance(data["name"], str) or not isinstance(data["inputs"], list) \
-                or not isinstance(data["outputs"], list):
-            raise ModelInfoError(f"{where} is damaged (not a model library's metadata: "
-                                 f"{', '.join(missing) or 'name, inputs or outputs'} wrong); compile the model again")
+        if (
+            missing
+            or not isinstance(data["name"], str)
+            or not isinstance(data["inputs"], list)
+            or not isinstance(data["outputs"], list)
+        ):
+            raise ModelInfoError(
+                f"{where} is damaged (not a model library's metadata: "
+                f"{', '.join(missing) or 'name, inputs or outputs'} wrong); compile the model again"
+            )
         numbers = {k: data.get(k, 0) for k in _NUMBERS}
         if not all(isinstance(v, int) and v >= 0 for v in numbers.values()):
-            raise ModelInfoError(f"{where} is damaged (a byte or MAC count is not a whole number); "
-                                 "compile the model again")
-        known = {"format_version", "microcompiler_version", "name", "inputs", "outputs", "operators", "fingerprint",
-                 *_NUMBERS}
-        return cls(name=data["name"],
-                   inputs=[TensorInfo.from_json(t, where) for t in data["inputs"]],
-                   outputs=[TensorInfo.from_json(t, where) for t in data["outputs"]],
-                   fingerprint=str(data.get("fingerprint", "")),
-                   operators=list(data.get("operators", [])),
-                   details={k: v for k, v in data.items() if k not in known},
-                   format_version=version,
-                   microcompiler_version=str(data.get("microcompiler_version", "")),
-                   **numbers)
+            raise ModelInfoError(
+                f"{where} is damaged (a byte or MAC count is not a whole number); compile the model again"
+            )
+        known = {
+            "format_version",
+            "microcompiler_version",
+            "name",
+            "inputs",
+            "outputs",
+            "operators",
+            "fingerprint",
+            *_NUMBERS,
+        }
+        return cls(
+            name=data["name"],
+            inputs=[TensorInfo.from_json(t, where) for t in data["inputs"]],
+            outputs=[TensorInfo.from_json(t, where) for t in data["outputs"]],
+            fingerprint=str(data.get("fingerprint", "")),
+            operators=list(data.get("operators", [])),
+            details={k: v for k, v in data.items() if k not in known},
+            format_version=version,
+            microcompiler_version=str(data.get("microcompiler_version", "")),
+            **numbers,
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> ModelInfo:

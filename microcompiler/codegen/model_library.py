@@ -13,6 +13,7 @@ Layout (``DIR`` is the output directory)::
 Persistent tensors (state kept across inferences) are static arrays in <name>_ops.c, restored by
 <name>_reset() (codegen/state.py, docs/state.md).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,10 +55,16 @@ def _subgraph_operator(sub: Graph, fn: OpFunction) -> dict:
     """A subgraph operator's metadata: what the main graph's operators record that analyze's cost model
     reads (shapes, MACs, kernel variant), and its input type."""
     first = fn.op.inputs[0] if fn.op.inputs else -1
-    return {"index": fn.op.index, "kind": fn.op.kind, "function": fn.name, "macs": fn.macs,
-            "inputs": [list(sub.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-            "outputs": [list(sub.tensors[o].shape) for o in fn.op.outputs], "kernel": fn.variant,
-            "dtype": sub.tensors[first].dtype if first >= 0 else "-"}
+    return {
+        "index": fn.op.index,
+        "kind": fn.op.kind,
+        "function": fn.name,
+        "macs": fn.macs,
+        "inputs": [list(sub.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+        "outputs": [list(sub.tensors[o].shape) for o in fn.op.outputs],
+        "kernel": fn.variant,
+        "dtype": sub.tensors[first].dtype if first >= 0 else "-",
+    }
 
 
 @dataclass
@@ -82,16 +89,27 @@ def _layer_comment(graph: Graph, op: Operator) -> str:
     return comment_text(f"{op.kind}({opts}), operator {op.index}: '{full_layer_name(graph, op)}'")
 
 
-def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
-                   features: frozenset[str], tuning: dict | None = None, layer: str | None = None) -> OpFunction:
+def _emit_function(
+    graph: Graph,
+    op: Operator,
+    prefix: str,
+    params: ParamSink,
+    features: frozenset[str],
+    tuning: dict | None = None,
+    layer: str | None = None,
+) -> OpFunction:
     kernel = kernel_for(op)
     kernel.check(op, graph)
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
     # "*" for every operator, then per kind, then per operator index (a patch: its layer's index, then its own)
     of = op.notes.patch.of if op.notes.patch else None
-    knobs = {**tuning.get("*", {}), **tuning.get(op.kind, {}), **(tuning.get(of, {}) if of is not None else {}),
-             **tuning.get(op.index, {})}
+    knobs = {
+        **tuning.get("*", {}),
+        **tuning.get(op.kind, {}),
+        **(tuning.get(of, {}) if of is not None else {}),
+        **tuning.get(op.index, {}),
+    }
     ctx = EmitContext(graph, op, name, params, features, knobs)
     first_array = len(params.arrays)
     body = kernel.emit(op, graph, ctx)
@@ -108,14 +126,30 @@ def _emit_function(graph: Graph, op: Operator, prefix: str, params: ParamSink,
     if unused:  # inputs whose values the operator never reads (e.g. a RESHAPE's shape tensor)
         body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
     variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
-    return OpFunction(op, name, fparams, body, _layer_comment(graph, op), kernel.macs(op, graph), variant,
-                      weights_bytes, [(n, ctype) for n, ctype, _, _ in own_arrays])
+    return OpFunction(
+        op,
+        name,
+        fparams,
+        body,
+        _layer_comment(graph, op),
+        kernel.macs(op, graph),
+        variant,
+        weights_bytes,
+        [(n, ctype) for n, ctype, _, _ in own_arrays],
+    )
 
 
 def _tensor_info(graph: Graph, i: int, c_name: str) -> dict:
     t = graph.tensors[i]
-    info = {"name": t.name, "c_name": c_name, "shape": list(t.shape), "dtype": t.dtype,
-            "bytes": t.nbytes, "scale": None, "zero_point": None}
+    info = {
+        "name": t.name,
+        "c_name": c_name,
+        "shape": list(t.shape),
+        "dtype": t.dtype,
+        "bytes": t.nbytes,
+        "scale": None,
+        "zero_point": None,
+    }
     if t.quant is not None and not t.quant.per_channel:
         info["scale"], info["zero_point"] = t.quant.scale[0], t.quant.zero_point[0]
     return info
@@ -137,8 +171,10 @@ def arena_slices(graph: Graph, layers: dict[int, str]) -> dict[int, tuple[str, s
                 t = graph.tensors[root]
                 span = f"operators {step}..{last_reader[root]}" if root in last_reader else f"operator {step}"
                 label = "subgraphs" if op.notes.subgraph_arena and o == op.outputs[-1] else f"out{k if k else ''}"
-                slices[root] = (f"{layers[op.index]}_{label}",
-                                f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}")
+                slices[root] = (
+                    f"{layers[op.index]}_{label}",
+                    f"{t.dtype} {list(t.shape)}, {t.nbytes} B, live in {span}",
+                )
     return slices
 
 
@@ -192,9 +228,11 @@ def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
 def _check_outputs(graph: Graph) -> None:
     for k, tensor in enumerate(graph.outputs):
         if graph.tensors[graph.storage(tensor)].data is not None:
-            raise UnsupportedModelError(f"model output {k} ('{graph.tensors[tensor].name}') is a constant, not "
-                                        "computed by any operator; microcompiler does not support constant "
-                                        "outputs")
+            raise UnsupportedModelError(
+                f"model output {k} ('{graph.tensors[tensor].name}') is a constant, not "
+                "computed by any operator; microcompiler does not support constant "
+                "outputs"
+            )
 
 
 def _patches_metadata(graph: Graph, layers: dict[int, str]) -> dict:
@@ -202,13 +240,20 @@ def _patches_metadata(graph: Graph, layers: dict[int, str]) -> dict:
     if not p:
         return {}
     stage = [op for op in graph.operators if op.notes.patch and op.notes.patch.index == 0]
-    return {"grid": p["grid"], "count": p["count"], "stage_layers": [layers[op.index].removesuffix("_patch0") for op in stage],
-            "peak_before": p["peak_before"], "peak_after": p["peak_after"], "extra_macs": p["extra_macs"],
-            "extra_macs_percent": round(100 * p["extra_macs"] / max(1, p["total_macs"]), 2)}
+    return {
+        "grid": p["grid"],
+        "count": p["count"],
+        "stage_layers": [layers[op.index].removesuffix("_patch0") for op in stage],
+        "peak_before": p["peak_before"],
+        "peak_after": p["peak_after"],
+        "extra_macs": p["extra_macs"],
+        "extra_macs_percent": round(100 * p["extra_macs"] / max(1, p["total_macs"]), 2),
+    }
 
 
-def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None,
-                     shared_arena: str | None = None) -> ModelLibrary:
+def generate_library(
+    graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None, shared_arena: str | None = None
+) -> ModelLibrary:
     """Generate the C sources, headers and metadata for a planned graph.
 
     ``tuning`` overrides kernel knobs (the "kernel" entries of metadata.json), keyed by operator
@@ -223,13 +268,13 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     layers = layer_names(graph)
     states, state_names = state_arrays(graph, layers, {id(s): layer_names(s) for s in graph.subgraphs.values()})
     params.state_names = state_names[id(graph)]
-    functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index])
-                 for op in graph.operators]
+    functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index]) for op in graph.operators]
     shared = share_bodies(graph, functions, name)
 
     def emit_subgraph_op(sub, op, prefix, layer):
         params.state_names = state_names[id(sub)]
         return _emit_function(sub, op, prefix, params, features, tuning, layer)
+
     subgraph_prototypes, subgraph_code, subgraph_functions = subgraph_sources(graph, emit_subgraph_op, _output_copies)
     slices = arena_slices(graph, layers)
     inputs = [_tensor_info(graph, t, f"input{k}") for k, t in enumerate(graph.inputs)]
@@ -238,15 +283,29 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for fn in functions:
         args = [_pointer(graph, tensor, arena, slices) for _, _, tensor in fn.params]
         calls.append((fn, args))
-    values = dict(name=name, NAME=name.upper(), functions=functions, shared_bodies=shared, helpers=params.helpers, calls=calls, inputs=inputs,
-                  output_copies=_output_copies(graph),
-                  outputs=outputs, arena_bytes=graph.arena_bytes, graph=graph, c_type=c_type,
-                  shared_arena=shared_arena,
-                  slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
-                  params=[c_array(*a) for a in params.arrays], scratch_bytes=params.scratch_bytes,
-                  state_bytes=graph.state_bytes, state_definitions=state_definitions(states),
-                  reset_body=reset_body(states), subgraph_prototypes=subgraph_prototypes,
-                  subgraph_code=subgraph_code)
+    values = dict(
+        name=name,
+        NAME=name.upper(),
+        functions=functions,
+        shared_bodies=shared,
+        helpers=params.helpers,
+        calls=calls,
+        inputs=inputs,
+        output_copies=_output_copies(graph),
+        outputs=outputs,
+        arena_bytes=graph.arena_bytes,
+        graph=graph,
+        c_type=c_type,
+        shared_arena=shared_arena,
+        slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
+        params=[c_array(*a) for a in params.arrays],
+        scratch_bytes=params.scratch_bytes,
+        state_bytes=graph.state_bytes,
+        state_definitions=state_definitions(states),
+        reset_body=reset_body(states),
+        subgraph_prototypes=subgraph_prototypes,
+        subgraph_code=subgraph_code,
+    )
     lib = ModelLibrary(graph, functions, params)
     ops_c = render("model_ops.c.j2", kernel_headers=[], **values)
     lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", kernel_headers=used_headers([ops_c]), **values)
@@ -257,16 +316,24 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
     for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
         lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
     body_of = {caller: sb.name for sb in shared for caller in sb.callers}
-    operators = [{
-        "index": fn.op.index, "kind": fn.op.kind, "function": fn.name,
-        "layer": full_layer_name(graph, fn.op), "layer_name": layers[fn.op.index],
-        "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-        "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-        "macs": fn.macs, "weights_bytes": fn.weights_bytes, "kernel": fn.variant,
-        **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
-        # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
-        **({"dropped_channels": fn.op.notes.dropped_channels} if fn.op.notes.dropped_channels else {}),
-    } for fn in functions]
+    operators = [
+        {
+            "index": fn.op.index,
+            "kind": fn.op.kind,
+            "function": fn.name,
+            "layer": full_layer_name(graph, fn.op),
+            "layer_name": layers[fn.op.index],
+            "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
+            "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
+            "macs": fn.macs,
+            "weights_bytes": fn.weights_bytes,
+            "kernel": fn.variant,
+            **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
+            # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
+            **({"dropped_channels": fn.op.notes.dropped_channels} if fn.op.notes.dropped_channels else {}),
+        }
+        for fn in functions
+    ]
     details = {
         "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
@@ -275,23 +342,39 @@ def generate_library(graph: Graph, features: frozenset[str] = frozenset(), tunin
         # the leading stage run as a grid of patches (passes/patches.py, docs/memory.md); {} when not
         "patches": _patches_metadata(graph, layers),
         # the plans the RAM-budget planner tried and the one it chose (passes/ram_budget.py); {} without a budget
-        "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"} if "plans" in graph.ram_plan else {},
+        "ram_budget": {k: v for k, v in graph.ram_plan.items() if k != "in_place_depthwise"}
+        if "plans" in graph.ram_plan
+        else {},
         "dropped_channels": sum(fn.op.notes.dropped_channels for fn in functions + subgraph_functions),
         # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
-        "subgraphs": [{
-            "index": k, "name": sub.name, "function": f"{name}_{sub.name}", "arena_bytes": sub.arena_bytes,
-            "operators": [_subgraph_operator(sub, fn) for fn in subgraph_functions
-                          if any(fn.op is op for op in sub.operators)],
-        } for k, sub in sorted(graph.subgraphs.items())],
+        "subgraphs": [
+            {
+                "index": k,
+                "name": sub.name,
+                "function": f"{name}_{sub.name}",
+                "arena_bytes": sub.arena_bytes,
+                "operators": [
+                    _subgraph_operator(sub, fn) for fn in subgraph_functions if any(fn.op is op for op in sub.operators)
+                ],
+            }
+            for k, sub in sorted(graph.subgraphs.items())
+        ],
         # bodies emitted once for several identical layers (codegen/shared_bodies.py)
         "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],
     }
     lib.metadata = ModelInfo(
-        name=name, inputs=[TensorInfo.from_json(t, "the inputs") for t in inputs],
-        outputs=[TensorInfo.from_json(t, "the outputs") for t in outputs], arena_bytes=graph.arena_bytes,
-        params_bytes=params.nbytes, scratch_bytes=params.scratch_bytes, state_bytes=graph.state_bytes,
-        total_macs=sum(fn.macs for fn in functions + subgraph_functions), fingerprint=fingerprint,
-        operators=operators, details=details).to_json()
+        name=name,
+        inputs=[TensorInfo.from_json(t, "the inputs") for t in inputs],
+        outputs=[TensorInfo.from_json(t, "the outputs") for t in outputs],
+        arena_bytes=graph.arena_bytes,
+        params_bytes=params.nbytes,
+        scratch_bytes=params.scratch_bytes,
+        state_bytes=graph.state_bytes,
+        total_macs=sum(fn.macs for fn in functions + subgraph_functions),
+        fingerprint=fingerprint,
+        operators=operators,
+        details=details,
+    ).to_json()
     refusal = graph_executor_refusal(functions, graph)
     if refusal:  # no <name>_graph.c: only the AOT executor runs this model
         lib.metadata["graph_executor_refusal"] = refusal

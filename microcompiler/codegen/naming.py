@@ -5,6 +5,7 @@ A converter names an operator's output after every layer fused into it, e.g.
 layer that owns the weights (``conv2d_3``), the full name stays in the comment and metadata.json.
 Names are C identifiers, at most ``MAX_LAYER_NAME`` characters, unique within the model.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,18 @@ MAX_LAYER_NAME = 32
 _SECONDARY = re.compile(r"^(activation|batch_normalization|re_lu|relu|bn|dropout|tf\.|fused)", re.I)
 _MODEL_SCOPE = re.compile(r"^(model|sequential|functional)(_\d+)?$")
 # Names used by the model library itself (<model>_run, <model>_arena, ...).
-_RESERVED = {"run", "arena", "shared_arena", "scratch", "graph", "graph_bytes", "registry", "fingerprint", "reset",
-             "state"}
+_RESERVED = {
+    "run",
+    "arena",
+    "shared_arena",
+    "scratch",
+    "graph",
+    "graph_bytes",
+    "registry",
+    "fingerprint",
+    "reset",
+    "state",
+}
 
 
 def c_identifier(text: str) -> str:
@@ -52,12 +63,12 @@ def layer_names(graph: Graph) -> dict[int, str]:
             base = f"{op.kind.lower()}_{op.index}"
         suffix = op.notes.layer_suffix  # e.g. an operator a pass split off a layer
         if suffix:
-            base = f"{base[:MAX_LAYER_NAME - len(suffix) - 1].rstrip('_')}_{suffix}"
+            base = f"{base[: MAX_LAYER_NAME - len(suffix) - 1].rstrip('_')}_{suffix}"
         base = base[:MAX_LAYER_NAME].rstrip("_")
         name, n = base, 2
         while name in used:
             suffix = f"_{n}"
-            name = base[:MAX_LAYER_NAME - len(suffix)] + suffix
+            name = base[: MAX_LAYER_NAME - len(suffix)] + suffix
             n += 1
         used.add(name)
         names[op.index] = name

@@ -5,6 +5,7 @@ named ``mc_*`` or ``MC_*``); with it come the headers it includes. The operator 
 used ones in dependency order, and the library carries their copies under include/microcompiler/.
 Every header includes what it needs at its top and nothing else (tests/test_runtime_headers.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,18 +16,34 @@ from microcompiler import resources
 HEADER_DIR = "include/microcompiler"
 # the headers of the executors (<name>_aot.c, <name>_graph.c), copied with every library
 EXECUTOR_HEADERS = ("status.h", "graph_executor.h")
-KERNEL_HEADERS = ("kernel_math.h", "kernel_fixedpoint.h", "kernel_simd.h", "kernel_planes.h", "kernel_lanes.h",
-                  "kernel_s16.h", "kernel_mve.h", "kernel_float.h", "kernel_elementwise.h", "kernel_activation.h",
-                  "kernel_signal.h", "kernel_fft.h", "kernel_fft32.h", "kernel_libm.h")
+KERNEL_HEADERS = (
+    "kernel_math.h",
+    "kernel_fixedpoint.h",
+    "kernel_simd.h",
+    "kernel_planes.h",
+    "kernel_lanes.h",
+    "kernel_s16.h",
+    "kernel_mve.h",
+    "kernel_float.h",
+    "kernel_elementwise.h",
+    "kernel_activation.h",
+    "kernel_signal.h",
+    "kernel_fft.h",
+    "kernel_fft32.h",
+    "kernel_libm.h",
+)
 
 _NAME = r"((?:mc|MC)_\w+)"
-_DEFINITIONS = [re.compile(p, re.M) for p in (
-    r"#\s*define\s+" + _NAME,                       # macros
-    r"^static\b[^;=\n]*?\b" + _NAME + r"\s*[(\[]",  # static inline functions, static const tables
-    r"^}\s*" + _NAME + r"\s*;",                     # typedef struct {...} name;
-    r"^typedef\b[^;{\n]*?\b" + _NAME + r"\s*;",     # typedef T name;
-    r"\benum\s*{[^}]*",                             # enum { MC_A = 1, MC_B = 2 } (names taken below)
-)]
+_DEFINITIONS = [
+    re.compile(p, re.M)
+    for p in (
+        r"#\s*define\s+" + _NAME,  # macros
+        r"^static\b[^;=\n]*?\b" + _NAME + r"\s*[(\[]",  # static inline functions, static const tables
+        r"^}\s*" + _NAME + r"\s*;",  # typedef struct {...} name;
+        r"^typedef\b[^;{\n]*?\b" + _NAME + r"\s*;",  # typedef T name;
+        r"\benum\s*{[^}]*",  # enum { MC_A = 1, MC_B = 2 } (names taken below)
+    )
+]
 _INCLUDE = re.compile(r'^#\s*include\s+"microcompiler/(\w+\.h)"', re.M)
 _USE = re.compile(r"\b(?:mc|MC)_\w+")
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -45,8 +62,9 @@ def header_text(header: str) -> str:
 
 _SUFFIX = re.compile(r"#\s*define\s+MC_FFT_SUFFIX\s+(\w+)")
 # a function of kernel_fft_stages.h: MC_FFT(name) = mc_fft<suffix>_name, MC_FFT_NAME(prefix, MC_FFT_SUFFIX, _name)
-_TEMPLATE_FUNCTION = re.compile(r"^static\b[^;=\n]*?\b(?:MC_FFT\((\w+)\)|MC_FFT_NAME\((\w+), MC_FFT_SUFFIX, (_\w+)\))\s*\(",
-                                re.M)
+_TEMPLATE_FUNCTION = re.compile(
+    r"^static\b[^;=\n]*?\b(?:MC_FFT\((\w+)\)|MC_FFT_NAME\((\w+), MC_FFT_SUFFIX, (_\w+)\))\s*\(", re.M
+)
 
 
 @functools.cache
@@ -80,6 +98,7 @@ def _closure(headers: list[str]) -> list[str]:
         for dep in includes(h):
             visit(dep, path + (h,))
         order.append(h)
+
     for h in headers:
         visit(h, ())
     return order

@@ -6,6 +6,7 @@ named for what it computes (``<model>_conv_2d_1x1_im2col_25x5x64_to_25x5x64``) a
 arrays as parameters; each layer's function (still named after the layer, still what the executors
 call) calls it with its own arrays. Flash holds the body once.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,6 +19,7 @@ from microcompiler.ir import Graph, Operator
 @dataclass
 class SharedBody:
     """One body shared by the layers that call it."""
+
     name: str
     params: list[tuple[str, str]]  # (C type incl. const and *, parameter name): the tensors, then the arrays
     body: str
@@ -44,6 +46,7 @@ def _template(body: str, arrays: list[tuple[str, str]]) -> tuple[str, list[tuple
         if m.group(1) not in used:
             used.append(m.group(1))
         return f"@{used.index(m.group(1))}@"
+
     text = pattern.sub(slot, body)
     return text, [(n, ctypes[n]) for n in used]
 
@@ -71,7 +74,7 @@ def describe(graph: Graph, op: Operator, variant: dict | None) -> str:
 
 def _param_name(array: str, owner: str, taken: set[str], k: int) -> str:
     """``kws_conv2d_1_weights`` of layer function ``kws_conv2d_1`` -> ``weights``."""
-    stem = array[len(owner) + 1:] if array.startswith(owner + "_") else ""
+    stem = array[len(owner) + 1 :] if array.startswith(owner + "_") else ""
     name = stem if re.fullmatch(r"[A-Za-z_]\w*", stem or "") and stem not in taken else f"table{k}"
     taken.add(name)
     return name
@@ -106,11 +109,14 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
         while name in taken_names:
             name, n = f"{base}_{n}", n + 1
         taken_names.add(name)
-        params = [(c, p) for c, p, _ in first.params] + [(f"const {ctype}*", pname)
-                                                        for (_, ctype), pname in zip(used, names)]
+        params = [(c, p) for c, p, _ in first.params] + [
+            (f"const {ctype}*", pname) for (_, ctype), pname in zip(used, names)
+        ]
         sb = SharedBody(name, params, body, "", [fn.name for fn in members])
-        sb.comment = (f"the body of {', '.join(sb.callers)}: the same computation on each layer's own "
-                      f"{', '.join(names) if names else 'tensors'}")
+        sb.comment = (
+            f"the body of {', '.join(sb.callers)}: the same computation on each layer's own "
+            f"{', '.join(names) if names else 'tensors'}"
+        )
         shared.append(sb)
         for fn in members:
             _, own = templates[id(fn)]

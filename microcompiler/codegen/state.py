@@ -10,6 +10,7 @@ The arrays start from the tensor's initial values (zero-initialised ``.bss`` whe
 zero) and ``<model>_reset()`` restores them: a ``memset`` when every byte is the same, else a copy
 from a ``static const`` array of initial values in flash. See docs/state.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,8 +58,9 @@ def _role(graph: Graph, tensor: int) -> tuple[int, str]:
     return -1, "state"
 
 
-def state_arrays(graph: Graph, layers: dict[int, str],
-                 sub_layers: dict[int, dict[int, str]] | None = None) -> tuple[list[StateArray], dict[int, dict[int, str]]]:
+def state_arrays(
+    graph: Graph, layers: dict[int, str], sub_layers: dict[int, dict[int, str]] | None = None
+) -> tuple[list[StateArray], dict[int, dict[int, str]]]:
     """The model's state arrays in state-section order, and per graph (``id(graph)``) each persistent
     tensor's array. Subgraphs' state follows the main graph's; a resource variable
     (``Tensor.variable``) or a CALL_ONCE flag is named after itself (``<model>_<variable>``) and a
@@ -92,10 +94,15 @@ def state_arrays(graph: Graph, layers: dict[int, str],
                 by_key[t.variable] = name
             offset = g.state_offsets.get(i, 0)
             scope = "" if n == 0 else f" of subgraph '{g.name}'"
-            comment = comment_text(f"tensor {i}{scope}: '{t.name}' {t.dtype} {list(t.shape)}, {t.nbytes} B at offset "
-                                   f"{offset} of the state section")
-            arrays.append(StateArray(i, name, c_type(t.dtype), t.size, t.nbytes, offset,
-                                     np.asarray(t.initial).reshape(-1), comment, t))
+            comment = comment_text(
+                f"tensor {i}{scope}: '{t.name}' {t.dtype} {list(t.shape)}, {t.nbytes} B at offset "
+                f"{offset} of the state section"
+            )
+            arrays.append(
+                StateArray(
+                    i, name, c_type(t.dtype), t.size, t.nbytes, offset, np.asarray(t.initial).reshape(-1), comment, t
+                )
+            )
     arrays.sort(key=lambda a: a.offset)
     return arrays, names
 
@@ -127,6 +134,14 @@ def reset_body(arrays: list[StateArray]) -> str:
 
 
 def state_metadata(arrays: list[StateArray]) -> list[dict]:
-    return [{"tensor": a.source.name, "c_name": a.name, "dtype": a.source.dtype,
-             "shape": list(a.source.shape), "bytes": a.nbytes, "offset": a.offset}
-            for a in arrays]
+    return [
+        {
+            "tensor": a.source.name,
+            "c_name": a.name,
+            "dtype": a.source.dtype,
+            "shape": list(a.source.shape),
+            "bytes": a.nbytes,
+            "offset": a.offset,
+        }
+        for a in arrays
+    ]

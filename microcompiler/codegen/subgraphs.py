@@ -11,6 +11,7 @@ placed in the caller's arena for the duration of the call (passes/memory_plan.py
 are ``static`` functions of their own (``m_then_add_<layer>``), emitted exactly like the main
 graph's; constants are shared with the rest of the model, state arrays too (codegen/state.py).
 """
+
 from __future__ import annotations
 
 import re
@@ -59,16 +60,23 @@ def subgraph_sources(main: Graph, emit, output_copies) -> tuple[str, str, list]:
         for fn in functions:
             params = ", ".join(f"{ctype} {pname}" for ctype, pname, _ in fn.params) or "void"
             body.append(f"\n/* {fn.comment} */\nstatic void {fn.name}({params}) {{\n{fn.body}}}\n")
-        layout = ", ".join(f"{sub.tensors[t].name} at {off}" for t, off in sorted(sub.offsets.items(), key=lambda x: x[1]))
-        lines = [comment_text(f"Subgraph {k} '{sub.name}': {_count(len(sub.inputs), 'input')}, {_count(len(sub.outputs), 'output')}"
-                              + (f", {sub.arena_bytes} B of arena ({layout})" if sub.arena_bytes else ""))]
+        layout = ", ".join(
+            f"{sub.tensors[t].name} at {off}" for t, off in sorted(sub.offsets.items(), key=lambda x: x[1])
+        )
+        lines = [
+            comment_text(
+                f"Subgraph {k} '{sub.name}': {_count(len(sub.inputs), 'input')}, {_count(len(sub.outputs), 'output')}"
+                + (f", {sub.arena_bytes} B of arena ({layout})" if sub.arena_bytes else "")
+            )
+        ]
         calls = [f"  {fn.name}({', '.join(_pointer(sub, t) for _, _, t in fn.params)});\n" for fn in functions]
         calls += [f"  memcpy({dst}, {src}, {nbytes});  /* {why} */\n" for dst, src, nbytes, why in output_copies(sub)]
         used = "".join(calls)
         names = [f"input{j}" for j in range(len(sub.inputs))] + [f"output{j}" for j in range(len(sub.outputs))]
         names += ["arena"] if sub.arena_bytes else []
-        calls = [f"  (void){p};  /* not used by this subgraph */\n" for p in names
-                 if not re.search(rf"\b{p}\b", used)] + calls
+        calls = [
+            f"  (void){p};  /* not used by this subgraph */\n" for p in names if not re.search(rf"\b{p}\b", used)
+        ] + calls
         body.append(f"\n/* {lines[0]} */\n{signature(model, sub)} {{\n{''.join(calls)}}}\n")
         parts.append("".join(body))
     return "".join(prototypes), "".join(parts), all_functions

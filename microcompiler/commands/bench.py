@@ -2,6 +2,7 @@
 
 It takes the same path to the device as ``run --mode host-driven`` (commands/run.py).
 """
+
 from __future__ import annotations
 
 from microcompiler.analysis.analyze import analyze_library
@@ -18,11 +19,14 @@ DEVICE_MAX_TIMED_RUNS = 1_000_000
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("bench", help="time a model and each of its operators on a board",
-                       description="Compile MODEL, build host-driven firmware for BOARD, start it, and measure on "
-                                   "the device the time of a whole inference (NUMBER runs back to back, REPEAT "
-                                   "times) and of each operator. Times are device timer ticks; the timer "
-                                   "frequency is reported with them.")
+    p = sub.add_parser(
+        "bench",
+        help="time a model and each of its operators on a board",
+        description="Compile MODEL, build host-driven firmware for BOARD, start it, and measure on "
+        "the device the time of a whole inference (NUMBER runs back to back, REPEAT "
+        "times) and of each operator. Times are device timer ticks; the timer "
+        "frequency is reported with them.",
+    )
     add_device_arguments(p)
     p.add_argument("--number", type=int, default=10, help="runs per measurement (default: 10)")
     p.add_argument("--repeat", type=int, default=3, help="measurements of the whole model (default: 3)")
@@ -32,9 +36,11 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     if args.number > DEVICE_MAX_TIMED_RUNS:
-        raise MicrocompilerError(f"--number {args.number} is more than the device runs in one measurement: its "
-                                 f"limit is {DEVICE_MAX_TIMED_RUNS:,} (MC_RPC_MAX_TIMED_RUNS); use --number "
-                                 f"{DEVICE_MAX_TIMED_RUNS} or less and raise --repeat instead")
+        raise MicrocompilerError(
+            f"--number {args.number} is more than the device runs in one measurement: its "
+            f"limit is {DEVICE_MAX_TIMED_RUNS:,} (MC_RPC_MAX_TIMED_RUNS); use --number "
+            f"{DEVICE_MAX_TIMED_RUNS} or less and raise --repeat instead"
+        )
     if args.number < 1 or args.repeat < 1:
         raise MicrocompilerError("--number and --repeat must be at least 1")
     given = [args.model, *args.input, getattr(args, "tuning", None)]
@@ -42,8 +48,10 @@ def run(args) -> int:
         check_report_path(args.html, given)
     job = prepare(args, HOST_DRIVEN)
     if len(job.steps) > 1:
-        raise MicrocompilerError(f"bench times one input set, but {len(args.input)} --input files make "
-                                 f"{len(job.steps)}; pass one .npy file per model input")
+        raise MicrocompilerError(
+            f"bench times one input set, but {len(args.input)} --input files make "
+            f"{len(job.steps)}; pass one .npy file per model input"
+        )
     meta = job.meta
     with host_driven_session(job, args) as (built, session):
         with session.executor() as ex:
@@ -54,11 +62,13 @@ def run(args) -> int:
     analysis = analyze_library(job.library, None if job.board.is_host else job.board)
     report = bench_report(meta, job.board, whole, operators, analysis, args.number, args.repeat)
     if built is not None:  # the firmware's flash and RAM (its ELF); the model's code and weights apart
-        report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes,
-                      **model_flash_split(built, meta["name"]))
+        report.update(
+            flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes, **model_flash_split(built, meta["name"])
+        )
     if args.html:
-        write_report(args.html, f"{meta['name']}: bench on {job.board.name}", inputs=given, analysis=analysis,
-                     bench=report)
+        write_report(
+            args.html, f"{meta['name']}: bench on {job.board.name}", inputs=given, analysis=analysis, bench=report
+        )
     print_bench(report, args.json)
     if args.html and not args.json:
         print(f"report: {printable(args.html)}")

@@ -1,13 +1,17 @@
 """``microcompiler boards``: list the boards microcompiler knows."""
+
 from __future__ import annotations
 
 from microcompiler.boards import list_boards
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("boards", help="list the known boards",
-                       description="List the boards in boards/*.toml: CPU, flash and RAM, and whether they are "
-                                   "emulated (QEMU) or real hardware. 'host' (this computer) is always there too.")
+    p = sub.add_parser(
+        "boards",
+        help="list the known boards",
+        description="List the boards in boards/*.toml: CPU, flash and RAM, and whether they are "
+        "emulated (QEMU) or real hardware. 'host' (this computer) is always there too.",
+    )
     p.set_defaults(func=run)
 
 

@@ -1,4 +1,5 @@
 """``microcompiler ops``: the operators microcompiler compiles, with types, options and fast kernels."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,12 @@ from microcompiler.ops.registry import markdown, operator_table, roadmap
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("ops", help="list the supported operators",
-                       description="List every TFLite operator microcompiler compiles, with the tensor types "
-                                   "and options supported and which CPU families have fast kernels.")
+    p = sub.add_parser(
+        "ops",
+        help="list the supported operators",
+        description="List every TFLite operator microcompiler compiles, with the tensor types "
+        "and options supported and which CPU families have fast kernels.",
+    )
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the table as JSON")
     form.add_argument("--markdown", action="store_true", help="print docs/operators.md")

@@ -2,6 +2,7 @@
 
 docs/tuning.md. The log is applied with ``compile/run/bench/create-project --tuning LOG``.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,12 +14,12 @@ from microcompiler.commands.arguments import positive_int, positive_seconds
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.progress import Progress, log_line
+from microcompiler.report.provenance import with_provenance
 from microcompiler.targets import HOST_DRIVEN, RPC_TIMEOUT, target_for
+from microcompiler.timing import describe, measured
 from microcompiler.tuning.log import TuningLog, TuningLogError, load_tuning
 from microcompiler.tuning.runner import JobRunner, LocalRunner
 from microcompiler.tuning.tuner import job_count, plan_model, require_tunable, tune
-from microcompiler.report.provenance import with_provenance
-from microcompiler.timing import describe, measured
 
 # The firmware each round builds: bare metal (the Python API's tune(template=...) takes zephyr too).
 TEMPLATE = "baremetal"
@@ -26,30 +27,62 @@ RUNNERS = ("local", "ray")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("tune", help="autotune a model's kernels on a board and write a tuning log",
-                       description="Build MODEL once per round of candidate kernel variants and knobs, run each "
-                                   "build host-driven on BOARD, check every operator against TFLite Micro and "
-                                   "time it, and write the fastest bit-exact setting per operator signature and "
-                                   "CPU to a tuning log (docs/tuning.md). Apply it with --tuning LOG.")
+    p = sub.add_parser(
+        "tune",
+        help="autotune a model's kernels on a board and write a tuning log",
+        description="Build MODEL once per round of candidate kernel variants and knobs, run each "
+        "build host-driven on BOARD, check every operator against TFLite Micro and "
+        "time it, and write the fastest bit-exact setting per operator signature and "
+        "CPU to a tuning log (docs/tuning.md). Apply it with --tuning LOG.",
+    )
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (emulated boards: 'microcompiler boards')")
     p.add_argument("--port", help="serial port of a real board (not supported yet: each round loads new firmware)")
-    p.add_argument("--jobs", type=positive_int("--jobs"), default=1,
-                   help="devices measuring at once (QEMU instances, or Ray jobs in flight; default: 1)")
-    p.add_argument("--runner", choices=RUNNERS, default="local",
-                   help="where the jobs run: 'local' (this computer) or 'ray' (a Ray cluster whose nodes declare "
-                        "their boards as resources, docs/tuning.md; needs 'pip install microcompiler[ray]')")
-    p.add_argument("--address", metavar="ADDR", help="with --runner ray: the cluster to join ('auto', or the head "
-                                                     "node's HOST:PORT); default: start a local one")
-    p.add_argument("--output", metavar="LOG", help="the tuning log to write (default: MODEL_BOARD.tuning.json "
-                                                   "here); replaced only if it is a tuning log")
-    p.add_argument("--tuning", metavar="LOG", help="an existing tuning log: its operators are reused, not "
-                                                   "measured again, and its entries carried into --output")
+    p.add_argument(
+        "--jobs",
+        type=positive_int("--jobs"),
+        default=1,
+        help="devices measuring at once (QEMU instances, or Ray jobs in flight; default: 1)",
+    )
+    p.add_argument(
+        "--runner",
+        choices=RUNNERS,
+        default="local",
+        help="where the jobs run: 'local' (this computer) or 'ray' (a Ray cluster whose nodes declare "
+        "their boards as resources, docs/tuning.md; needs 'pip install microcompiler[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --runner ray: the cluster to join ('auto', or the head "
+        "node's HOST:PORT); default: start a local one",
+    )
+    p.add_argument(
+        "--output",
+        metavar="LOG",
+        help="the tuning log to write (default: MODEL_BOARD.tuning.json here); replaced only if it is a tuning log",
+    )
+    p.add_argument(
+        "--tuning",
+        metavar="LOG",
+        help="an existing tuning log: its operators are reused, not "
+        "measured again, and its entries carried into --output",
+    )
     p.add_argument("--number", type=positive_int("--number"), default=10, help="runs per operator timing (default: 10)")
-    p.add_argument("--input", action="append", default=[], metavar="X.npy",
-                   help="the input the operators are checked and timed on (default: seeded random)")
-    p.add_argument("--rpc-timeout", type=positive_seconds("--rpc-timeout"), default=RPC_TIMEOUT, metavar="SECONDS",
-                   help=f"seconds to wait for the device to answer (default: {RPC_TIMEOUT:g})")
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="X.npy",
+        help="the input the operators are checked and timed on (default: seeded random)",
+    )
+    p.add_argument(
+        "--rpc-timeout",
+        type=positive_seconds("--rpc-timeout"),
+        default=RPC_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds to wait for the device to answer (default: {RPC_TIMEOUT:g})",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -57,6 +90,7 @@ def add_parser(sub) -> None:
 def _runner(args, board) -> JobRunner:
     if args.runner == "ray":
         from microcompiler.tuning.ray_runner import RayRunner  # Ray is optional: imported only when asked for
+
         return RayRunner(board.name, args.jobs, address=args.address)
     return LocalRunner(args.jobs)
 
@@ -83,17 +117,30 @@ def run(args) -> int:
     out = _output_path(args)
     started = time.monotonic()
     graph, groups = plan_model(args.model, board, previous)
-    meta_inputs = [{"name": graph.tensors[t].name, "shape": list(graph.tensors[t].shape),
-                    "dtype": graph.tensors[t].dtype} for t in graph.inputs]
+    meta_inputs = [
+        {"name": graph.tensors[t].name, "shape": list(graph.tensors[t].shape), "dtype": graph.tensors[t].dtype}
+        for t in graph.inputs
+    ]
     inputs = load_inputs(args.input, meta_inputs) if args.input else random_inputs(meta_inputs)
     total = job_count(groups)
     with _runner(args, board) as runner:  # a Ray cluster is joined (or refused) before anything is built
         where = "" if args.runner == "local" else " on the Ray cluster"
-        log_line(f"tuning {Path(args.model).name} on {board.name}: {sum(len(g.indices) for g in groups)} "
-                 f"operators, {len(groups)} signatures, {total} builds, {args.jobs} at once{where}")
+        log_line(
+            f"tuning {Path(args.model).name} on {board.name}: {sum(len(g.indices) for g in groups)} "
+            f"operators, {len(groups)} signatures, {total} builds, {args.jobs} at once{where}"
+        )
         with Progress(total, "tuning") as bar:
-            result = tune(args.model, board, runner, inputs, previous=previous, template=TEMPLATE,
-                          number=args.number, step=bar.step, plan=(graph, groups))
+            result = tune(
+                args.model,
+                board,
+                runner,
+                inputs,
+                previous=previous,
+                template=TEMPLATE,
+                number=args.number,
+                step=bar.step,
+                plan=(graph, groups),
+            )
     result.log.save(out)
     report = _report(args, board, result, out, time.monotonic() - started)
     for note in result.notes:
@@ -106,15 +153,33 @@ def run(args) -> int:
 
 
 def _report(args, board, result, out: Path, seconds: float) -> dict:
-    rows = [{"kind": g.kind, "operators": g.indices, "status": g.status, "knobs": g.knobs,
-             "candidates": len(g.candidates), "heuristic_ticks": g.results[0]["ticks"] if g.results else None,
-             "ticks": g.chosen_ticks()} for g in result.groups]
-    return {"model": Path(args.model).name, "board": board.name, "log": str(out), "seconds": round(seconds, 1),
-            "timer_hz": result.timer_hz, "heuristic_ticks": result.heuristic_ticks, "tuned_ticks": result.tuned_ticks,
-            "exact": result.exact, "tuned": sum(r["status"] == "tuned" for r in rows),
-            "reused": sum(r["status"] == "reused" for r in rows), "signatures": rows,
-            "heuristic_time": _time(result.heuristic_ticks, result.timer_hz, board),
-            "tuned_time": _time(result.tuned_ticks, result.timer_hz, board)}
+    rows = [
+        {
+            "kind": g.kind,
+            "operators": g.indices,
+            "status": g.status,
+            "knobs": g.knobs,
+            "candidates": len(g.candidates),
+            "heuristic_ticks": g.results[0]["ticks"] if g.results else None,
+            "ticks": g.chosen_ticks(),
+        }
+        for g in result.groups
+    ]
+    return {
+        "model": Path(args.model).name,
+        "board": board.name,
+        "log": str(out),
+        "seconds": round(seconds, 1),
+        "timer_hz": result.timer_hz,
+        "heuristic_ticks": result.heuristic_ticks,
+        "tuned_ticks": result.tuned_ticks,
+        "exact": result.exact,
+        "tuned": sum(r["status"] == "tuned" for r in rows),
+        "reused": sum(r["status"] == "reused" for r in rows),
+        "signatures": rows,
+        "heuristic_time": _time(result.heuristic_ticks, result.timer_hz, board),
+        "tuned_time": _time(result.tuned_ticks, result.timer_hz, board),
+    }
 
 
 def _time(ticks, hz, board) -> dict | None:
@@ -129,8 +194,13 @@ def _print(report: dict) -> None:
         knobs = json.dumps(r["knobs"]) if r["knobs"] else "heuristic"
         timing = f"  {r['heuristic_ticks']} -> {r['ticks']} ticks" if r["status"] == "tuned" else ""
         print(f"  {r['kind']:<20} op {ops:<12} {r['status']:<16} {knobs}{timing}")
-    timing = ("nothing measured" if report["heuristic_time"] is None else
-              f"inference {describe(report['heuristic_time'])} -> {describe(report['tuned_time'])}, bit-exact: "
-              f"{'yes' if report['exact'] else 'NO'}")
-    print(f"tuned {report['tuned']} signatures, reused {report['reused']}; {timing}; {report['seconds']} s -> "
-          f"{report['log']}")
+    timing = (
+        "nothing measured"
+        if report["heuristic_time"] is None
+        else f"inference {describe(report['heuristic_time'])} -> {describe(report['tuned_time'])}, bit-exact: "
+        f"{'yes' if report['exact'] else 'NO'}"
+    )
+    print(
+        f"tuned {report['tuned']} signatures, reused {report['reused']}; {timing}; {report['seconds']} s -> "
+        f"{report['log']}"
+    )

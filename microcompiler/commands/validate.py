@@ -5,6 +5,7 @@ output with the TFLite Micro interpreter (and with the float model, --reference)
 names the first layer that diverges. Exit status 1 when an integer output is not exact or a float
 output is outside the tolerance; "exact" is printed only for bit-for-bit equality (docs/validate.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,46 +24,73 @@ from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
 from microcompiler.progress import log_line
 from microcompiler.report import check_report_path, write_report
+from microcompiler.report.provenance import with_provenance
 from microcompiler.targets import MODES, STANDALONE, target_for
+from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample, validate
 from microcompiler.validation.dataset import check_labels, load_dataset, load_labels
 from microcompiler.validation.metrics import label_metrics
-from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
-from microcompiler.report.provenance import with_provenance
 
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 100_000
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("validate", help="run inputs on a board and compare every output with TFLite Micro",
-                       description="Compile MODEL for BOARD, run N seeded inputs (or the .npy files in DIR) on the "
-                                   "device, standalone and host-driven, and compare every output with the TFLite "
-                                   "Micro interpreter (and the float model with --reference): exact-match rate, "
-                                   "max and mean absolute error, cosine similarity, top-1 agreement. On a "
-                                   "mismatch, every layer is compared host-driven and the first that diverges "
-                                   "is named. Prints 'exact' only when every output is bit for bit TFLM's (else "
-                                   "the largest float error in ulp). Exit status 1 when an integer output is not "
-                                   "exact or a float output is outside the tolerance.")
+    p = sub.add_parser(
+        "validate",
+        help="run inputs on a board and compare every output with TFLite Micro",
+        description="Compile MODEL for BOARD, run N seeded inputs (or the .npy files in DIR) on the "
+        "device, standalone and host-driven, and compare every output with the TFLite "
+        "Micro interpreter (and the float model with --reference): exact-match rate, "
+        "max and mean absolute error, cosine similarity, top-1 agreement. On a "
+        "mismatch, every layer is compared host-driven and the first that diverges "
+        "is named. Prints 'exact' only when every output is bit for bit TFLM's (else "
+        "the largest float error in ulp). Exit status 1 when an integer output is not "
+        "exact or a float output is outside the tolerance.",
+    )
     add_board_arguments(p, board_required=True)
-    p.add_argument("--inputs", default=str(DEFAULT_SAMPLES), metavar="DIR|N",
-                   help=f"N seeded random inputs (default: {DEFAULT_SAMPLES}), or a directory of .npy files, "
-                        "one per sample (one-input models)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the first seed of --inputs N (sample k uses "
-                                                                    f"seed + k; default: {DEFAULT_SEED})")
-    p.add_argument("--dataset", metavar="FILE", help="real samples instead of --inputs: an .npz archive (one array "
-                   "per model input, the first axis counting the samples; real values for a quantized input are "
-                   "quantized with its scale and zero point; a 'y' or 'labels' array gives the classes) or a .csv "
-                   "file (one sample per row)")
-    p.add_argument("--labels", metavar="FILE", help="the class of each sample (.npy, or one integer per line): "
-                   "top-1 accuracy of the device, TFLite Micro and the float model, and a confusion matrix")
-    p.add_argument("--save-outputs", metavar="FILE.npz", help="keep every output: the device's, TFLite Micro's "
-                   "and the float model's, per sample (and the labels)")
-    p.add_argument("--reference", metavar="FLOAT.tflite", help="also compare with this float model (our outputs "
-                                                               "dequantized)")
+    p.add_argument(
+        "--inputs",
+        default=str(DEFAULT_SAMPLES),
+        metavar="DIR|N",
+        help=f"N seeded random inputs (default: {DEFAULT_SAMPLES}), or a directory of .npy files, "
+        "one per sample (one-input models)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help=f"the first seed of --inputs N (sample k uses seed + k; default: {DEFAULT_SEED})",
+    )
+    p.add_argument(
+        "--dataset",
+        metavar="FILE",
+        help="real samples instead of --inputs: an .npz archive (one array "
+        "per model input, the first axis counting the samples; real values for a quantized input are "
+        "quantized with its scale and zero point; a 'y' or 'labels' array gives the classes) or a .csv "
+        "file (one sample per row)",
+    )
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="the class of each sample (.npy, or one integer per line): "
+        "top-1 accuracy of the device, TFLite Micro and the float model, and a confusion matrix",
+    )
+    p.add_argument(
+        "--save-outputs",
+        metavar="FILE.npz",
+        help="keep every output: the device's, TFLite Micro's and the float model's, per sample (and the labels)",
+    )
+    p.add_argument(
+        "--reference", metavar="FLOAT.tflite", help="also compare with this float model (our outputs dequantized)"
+    )
     p.add_argument("--mode", choices=MODES, help="run only standalone or only host-driven (default: both)")
-    p.add_argument("--timeout", type=positive_seconds("--timeout"), default=300.0,
-                   help="seconds one inference may take (default: 300)")
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds("--timeout"),
+        default=300.0,
+        help="seconds one inference may take (default: 300)",
+    )
     p.add_argument("--keep", metavar="DIR", help="keep the firmware projects in DIR/standalone and DIR/host-driven")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report with the validation metrics")
     p.set_defaults(func=run)
@@ -77,15 +105,21 @@ def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
         return [Sample(random_inputs(inputs_meta, seed + k), f"seed {seed + k}") for k in range(n)]
     directory = Path(spec)
     if not spec.strip() or not directory.is_dir():
-        raise MicrocompilerError(f"--inputs {spec}: no such directory (and not a number); give a number of seeded "
-                                 "inputs (--inputs 10) or a directory of .npy files")
+        raise MicrocompilerError(
+            f"--inputs {spec}: no such directory (and not a number); give a number of seeded "
+            "inputs (--inputs 10) or a directory of .npy files"
+        )
     files = sorted(directory.glob("*.npy"))
     if not files:
-        raise MicrocompilerError(f"--inputs {spec}: the directory has no .npy files; save one array per sample "
-                                 "with numpy.save('DIR/x0.npy', array)")
+        raise MicrocompilerError(
+            f"--inputs {spec}: the directory has no .npy files; save one array per sample "
+            "with numpy.save('DIR/x0.npy', array)"
+        )
     if len(inputs_meta) != 1:
-        raise MicrocompilerError(f"--inputs DIR is not supported yet for models with {len(inputs_meta)} inputs; "
-                                 "use --inputs N (seeded random inputs)")
+        raise MicrocompilerError(
+            f"--inputs DIR is not supported yet for models with {len(inputs_meta)} inputs; "
+            "use --inputs N (seeded random inputs)"
+        )
     return [Sample([check_input(load_array(str(f)), inputs_meta[0], str(f))], f.name) for f in files]
 
 
@@ -118,8 +152,9 @@ def check_outputs_path(path: str, given: list) -> None:
         except (OSError, ValueError, EOFError):
             ours = False
         if not ours:
-            raise MicrocompilerError(f"--save-outputs {path} exists and was not written by validate; give a new "
-                                     "file name")
+            raise MicrocompilerError(
+                f"--save-outputs {path} exists and was not written by validate; give a new file name"
+            )
     if not out.parent.is_dir():
         raise MicrocompilerError(f"--save-outputs {path}: the folder {out.parent} does not exist")
 
@@ -137,14 +172,21 @@ def run(args) -> int:
     target.check_board(board)
     modes = (args.mode,) if args.mode else MODES
     if args.port and STANDALONE in modes:
-        raise MicrocompilerError("--port talks to firmware already running on a board, but standalone validation "
-                                 "builds and loads new firmware for every input; add --mode host-driven")
+        raise MicrocompilerError(
+            "--port talks to firmware already running on a board, but standalone validation "
+            "builds and loads new firmware for every input; add --mode host-driven"
+        )
     for mode in modes:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
-    library = compile_model(args.model, features=board.cpu.features, tuning=tuning_for(args, board.cpu),
-                            patches=args.patches, **ram_budget(args, board))
+    library = compile_model(
+        args.model,
+        features=board.cpu.features,
+        tuning=tuning_for(args, board.cpu),
+        patches=args.patches,
+        **ram_budget(args, board),
+    )
     labels = None
     if args.dataset:
         samples, labels = load_dataset(args.dataset, library.metadata["inputs"])
@@ -154,20 +196,39 @@ def run(args) -> int:
         labels = load_labels(args.labels, len(samples))
     elif labels is not None:
         labels = check_labels(labels, len(samples), f"the labels in {args.dataset}")
-    options = DeviceOptions(template=args.template, port=args.port, rpc_timeout=args.rpc_timeout,
-                            timeout=args.timeout, keep=args.keep)
+    options = DeviceOptions(
+        template=args.template, port=args.port, rpc_timeout=args.rpc_timeout, timeout=args.timeout, keep=args.keep
+    )
     collected: dict = {}
-    report = validate(library, board, samples, _read(args.model, "the model"), original, modes=modes,
-                      float_bytes=float_bytes, options=options, log=log_line, collect=collected)
+    report = validate(
+        library,
+        board,
+        samples,
+        _read(args.model, "the model"),
+        original,
+        modes=modes,
+        float_bytes=float_bytes,
+        options=options,
+        log=log_line,
+        collect=collected,
+    )
     if labels is not None:
-        report["labels"] = {source: label_metrics([outs[0] for outs in collected[source]], labels)
-                            for source in [*report["modes"], "tflm", "float"] if source in collected}
+        report["labels"] = {
+            source: label_metrics([outs[0] for outs in collected[source]], labels)
+            for source in [*report["modes"], "tflm", "float"]
+            if source in collected
+        }
     if args.save_outputs:
         report["saved_outputs"] = str(save_outputs(args.save_outputs, collected, labels))
     if args.html:
         analysis = analyze_library(library, None if board.is_host else board)
-        write_report(args.html, f"{report['model']}: validation on {board.name}", inputs=given,
-                     analysis=analysis, validation=report)
+        write_report(
+            args.html,
+            f"{report['model']}: validation on {board.name}",
+            inputs=given,
+            analysis=analysis,
+            validation=report,
+        )
     if args.json:
         print(json.dumps(with_provenance(report)))
     else:
@@ -192,35 +253,49 @@ def verdict(report: dict) -> str:
 
 
 def print_validation(report: dict) -> None:
-    print(f"{report['model']} on {report['board']}: {len(report['samples'])} inputs, "
-          f"{' and '.join(report['modes'])}: {verdict(report)}")
-    print(f"{'mode':<12} {'against':<7} {'output':<20} {'exact':>8} {'max err':>10} {'mean err':>10} "
-          f"{'rmse':>10} {'cosine':>9} {'top-1':>7}")
+    print(
+        f"{report['model']} on {report['board']}: {len(report['samples'])} inputs, "
+        f"{' and '.join(report['modes'])}: {verdict(report)}"
+    )
+    print(
+        f"{'mode':<12} {'against':<7} {'output':<20} {'exact':>8} {'max err':>10} {'mean err':>10} "
+        f"{'rmse':>10} {'cosine':>9} {'top-1':>7}"
+    )
     for c in report["comparisons"]:
         for o in c["outputs"]:
             top1 = "-" if o["top1_agreement"] is None else f"{100 * o['top1_agreement']:.1f}%"
             # against the float model nothing is meant to be exact: its errors say how close
             exact = "-" if c["against"] == "float" else f"{100 * o['exact_match_rate']:.2f}%"
-            print(f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {exact:>8} "
-                  f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o.get('rmse', 0.0):>10.4g} "
-                  f"{o['cosine_similarity']:>9.6f} {top1:>7}")
+            print(
+                f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {exact:>8} "
+                f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o.get('rmse', 0.0):>10.4g} "
+                f"{o['cosine_similarity']:>9.6f} {top1:>7}"
+            )
     for source, m in (report.get("labels") or {}).items():
-        print(f"accuracy against the labels ({source}): {100 * m['accuracy']:.2f}% ({m['correct']:,} of "
-              f"{m['samples']:,})")
+        print(
+            f"accuracy against the labels ({source}): {100 * m['accuracy']:.2f}% ({m['correct']:,} of {m['samples']:,})"
+        )
     if report.get("labels"):
         first = next(iter(report["labels"].values()))
-        print("confusion (rows: label, columns: predicted): " + "; ".join(
-            f"{c}: {row}" for c, row in enumerate(first["confusion"])))
+        print(
+            "confusion (rows: label, columns: predicted): "
+            + "; ".join(f"{c}: {row}" for c, row in enumerate(first["confusion"]))
+        )
     if report.get("saved_outputs"):
         print(f"outputs saved: {report['saved_outputs']}")
     d = report.get("divergence")
     if d and d["diverged"]:
-        print(f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor '{d['tensor']}': "
-              f"max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements "
-              f"differ ({d['sample']})")
+        print(
+            f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor '{d['tensor']}': "
+            f"max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements "
+            f"differ ({d['sample']})"
+        )
     elif d:
         print(f"every compared layer matches ({d['checked_tensors']} tensors); the difference is in the outputs' copy")
     if d and d["skipped_tensors"]:
-        print(f"not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed (fused or "
-              "aliased): " + ", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5])
-              + (", ..." if len(d["skipped_tensors"]) > 5 else ""))
+        print(
+            f"not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed (fused or "
+            "aliased): "
+            + ", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5])
+            + (", ..." if len(d["skipped_tensors"]) > 5 else "")
+        )

@@ -10,6 +10,7 @@ A custom operator's options are a flexbuffer map (``custom_options``): its keys 
 they are (``max_detections``, ``shift``); the kernel checks the keys and types it reads
 (``microcompiler/ops/custom_options.py``).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,13 @@ from microcompiler.errors import ModelFormatError
 ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 PADDINGS = {0: "SAME", 1: "VALID"}
 _OPTION_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
-_RENAMED = {"fused_activation_function": "activation", "dilation_h_factor": "dilation_h",
-            "dilation_w_factor": "dilation_w", "filter_height": "filter_h", "filter_width": "filter_w"}
+_RENAMED = {
+    "fused_activation_function": "activation",
+    "dilation_h_factor": "dilation_h",
+    "dilation_w_factor": "dilation_w",
+    "filter_height": "filter_h",
+    "filter_width": "filter_w",
+}
 _POOLS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D")
 _NOT_FIELDS = ("GetRootAs", "Init", "BufferHasIdentifier")
 
@@ -38,8 +44,14 @@ def _snake(name: str) -> str:
 def _fields(cls) -> list[str]:
     names = [m for m in dir(cls) if not m.startswith("_") and callable(getattr(cls, m))]
     # "Init" exactly: CallOnceOptions has a field InitSubgraphIndex
-    return [m for m in names if m not in _NOT_FIELDS and not m.startswith("GetRootAs")
-            and not m.endswith(_NOT_FIELDS) and not m.endswith(("AsNumpy", "IsNone", "Length"))]
+    return [
+        m
+        for m in names
+        if m not in _NOT_FIELDS
+        and not m.startswith("GetRootAs")
+        and not m.endswith(_NOT_FIELDS)
+        and not m.endswith(("AsNumpy", "IsNone", "Length"))
+    ]
 
 
 def _read_table(op) -> dict:
@@ -78,8 +90,9 @@ def _read_table(op) -> dict:
 # Schema defaults of the options the existing kernels read without a default of their own.
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "CONV_2D": dict(padding="SAME", stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation="NONE"),
-    "DEPTHWISE_CONV_2D": dict(padding="SAME", stride_h=1, stride_w=1, dilation_h=1, dilation_w=1,
-                              depth_multiplier=1, activation="NONE"),
+    "DEPTHWISE_CONV_2D": dict(
+        padding="SAME", stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, depth_multiplier=1, activation="NONE"
+    ),
     "FULLY_CONNECTED": dict(activation="NONE", keep_num_dims=False, weights_format=0),
     "ADD": dict(activation="NONE", pot_scale_int16=True),
     "MUL": dict(activation="NONE"),
@@ -90,8 +103,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 # The kernels of these read exactly these keys (nothing more is kept, as before the generic reader).
 _KEPT = {
     "CONV_2D": ("padding", "stride_h", "stride_w", "dilation_h", "dilation_w", "activation"),
-    "DEPTHWISE_CONV_2D": ("padding", "stride_h", "stride_w", "dilation_h", "dilation_w", "depth_multiplier",
-                          "activation"),
+    "DEPTHWISE_CONV_2D": (
+        "padding",
+        "stride_h",
+        "stride_w",
+        "dilation_h",
+        "dilation_w",
+        "depth_multiplier",
+        "activation",
+    ),
     "FULLY_CONNECTED": ("activation", "keep_num_dims", "weights_format"),
     "AVERAGE_POOL_2D": ("padding", "stride_h", "stride_w", "filter_h", "filter_w", "activation"),
     "MAX_POOL_2D": ("padding", "stride_h", "stride_w", "filter_h", "filter_w", "activation"),
@@ -130,14 +150,18 @@ def custom_options(kind: str, op, index: int) -> dict:
     if op.CustomOptionsIsNone() or op.CustomOptionsLength() == 0:
         return {}
     if op.CustomOptionsFormat() != _FLEXBUFFERS:
-        raise ModelFormatError(f"operator {index} ({kind}) has custom options in format "
-                               f"{op.CustomOptionsFormat()} (only flexbuffers exist); the file is corrupted")
+        raise ModelFormatError(
+            f"operator {index} ({kind}) has custom options in format "
+            f"{op.CustomOptionsFormat()} (only flexbuffers exist); the file is corrupted"
+        )
     raw = op.CustomOptionsAsNumpy().tobytes()
     try:
         value = flexbuffers.Loads(raw)
     except Exception:  # the flexbuffer reader trips over bad widths, offsets or types
         value = None
     if not isinstance(value, dict):
-        raise ModelFormatError(f"operator {index} ({kind}) has custom options that are not a flexbuffer map "
-                               f"({len(raw)} bytes); the file is corrupted: re-export the model")
+        raise ModelFormatError(
+            f"operator {index} ({kind}) has custom options that are not a flexbuffer map "
+            f"({len(raw)} bytes); the file is corrupted: re-export the model"
+        )
     return {str(k): v for k, v in value.items()}

@@ -14,6 +14,7 @@ Called by the importer once every subgraph is a Graph (``Graph.subgraphs`` of th
 - ``CALL_ONCE`` gets a persistent one-byte flag as its output: it runs its subgraph while the flag
   is 0 and sets it; ``<model>_reset()`` clears it with the rest of the state (docs/state.md).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,6 +31,7 @@ def subgraph_name(raw: bytes | None, k: int, taken: set[str]) -> str:
     """A unique C identifier for subgraph ``k`` from its name in the file (``subgraph<k>`` when it
     has none)."""
     import re
+
     text = (raw or b"").decode("utf-8", "replace")
     name = re.sub(r"[^0-9a-zA-Z]+", "_", text).strip("_").lower()[:32] or f"subgraph{k}"
     if name[0].isdigit() or name in _RESERVED:
@@ -52,8 +54,14 @@ def link_subgraphs(main: Graph) -> Graph:
         for op in g.operators:
             if op.kind == "CALL_ONCE":
                 where = "" if k == 0 else f"{g.name}_"
-                flag = Tensor(f"{where}call_once_{op.index}_done", (1,), "uint8", persistent=True,
-                              initial=np.zeros(1, np.uint8), variable=f"#{where}call_once_{op.index}")
+                flag = Tensor(
+                    f"{where}call_once_{op.index}_done",
+                    (1,),
+                    "uint8",
+                    persistent=True,
+                    initial=np.zeros(1, np.uint8),
+                    variable=f"#{where}call_once_{op.index}",
+                )
                 g.tensors.append(flag)
                 op.outputs = [len(g.tensors) - 1]
     return main
@@ -69,22 +77,27 @@ _CALLS = {"IF": 2, "WHILE": 2, "CALL_ONCE": 1}  # how many subgraphs each contro
 def _check_call(op: Operator, g: Graph, graphs: dict[int, Graph], k: int) -> None:
     called = called_subgraphs(op)
     if op.kind in _CALLS and len(called) != _CALLS[op.kind]:
-        raise ModelFormatError(f"operator {op.index} ({op.kind}) of '{g.name}' has no options naming the "
-                               f"{_CALLS[op.kind]} subgraph(s) it calls; the file is corrupted")
+        raise ModelFormatError(
+            f"operator {op.index} ({op.kind}) of '{g.name}' has no options naming the "
+            f"{_CALLS[op.kind]} subgraph(s) it calls; the file is corrupted"
+        )
     if not called:
         return
     where = f"operator {op.index} ({op.kind})"
     for s in called:
         if s == 0 or s not in graphs:
-            raise ModelFormatError(f"{where} calls subgraph {s}, but the model's subgraphs are 1 to "
-                                   f"{len(graphs) - 1} (0 is the main graph); the file is corrupted")
+            raise ModelFormatError(
+                f"{where} calls subgraph {s}, but the model's subgraphs are 1 to "
+                f"{len(graphs) - 1} (0 is the main graph); the file is corrupted"
+            )
     subs = [graphs[s] for s in called]
     args, results = _io(g, [i for i in op.inputs if i >= 0]), _io(g, op.outputs)
 
     def same(a, b, what):
         if a != b:
             raise UnsupportedModelError(
-                f"{where}: {what} do not match in number, type or size ({a} vs {b}); re-export the model")
+                f"{where}: {what} do not match in number, type or size ({a} vs {b}); re-export the model"
+            )
 
     if op.kind == "IF":
         if not args or args[0] != ("bool", 1):  # TFLM's if.cc checks the same
@@ -102,8 +115,10 @@ def _check_call(op: Operator, g: Graph, graphs: dict[int, Graph], k: int) -> Non
             raise UnsupportedModelError(f"{where}: condition subgraph '{cond.name}' must output one bool")
     elif op.kind == "CALL_ONCE":
         if args or results or subs[0].inputs or subs[0].outputs:
-            raise ModelFormatError(f"{where} or its subgraph '{subs[0].name}' has inputs or outputs; "
-                                   "CALL_ONCE takes none; the file is corrupted")
+            raise ModelFormatError(
+                f"{where} or its subgraph '{subs[0].name}' has inputs or outputs; "
+                "CALL_ONCE takes none; the file is corrupted"
+            )
 
 
 def _check_no_recursion(graphs: dict[int, Graph]) -> None:
@@ -113,8 +128,10 @@ def _check_no_recursion(graphs: dict[int, Graph]) -> None:
                 if s in path:
                     raise UnsupportedModelError(
                         f"subgraph {s} ('{graphs[s].name}') calls itself (through {op.kind} operator "
-                        f"{op.index}); recursion cannot run on a microcontroller (nor in TFLite Micro)")
+                        f"{op.index}); recursion cannot run on a microcontroller (nor in TFLite Micro)"
+                    )
                 visit(s, path + (s,))
+
     visit(0, (0,))
 
 
@@ -135,13 +152,15 @@ def _resolve_variables(graphs: dict[int, Graph]) -> None:
                 if key is None:
                     raise UnsupportedModelError(
                         f"operator {op.index} ({op.kind}) of '{g.name}' reads a resource that no VAR_HANDLE of "
-                        "the same subgraph makes; resources passed between subgraphs are not supported yet")
+                        "the same subgraph makes; resources passed between subgraphs are not supported yet"
+                    )
                 value = g.tensors[op.inputs[1] if op.kind == "ASSIGN_VARIABLE" else op.outputs[0]]
                 known = specs.get(key)
                 if known is not None and (known.dtype, known.nbytes) != (value.dtype, value.nbytes):
                     raise UnsupportedModelError(
                         f"operator {op.index} ({op.kind}): resource variable '{key}' is used as "
-                        f"{known.dtype} {list(known.shape)} and as {value.dtype} {list(value.shape)}")
+                        f"{known.dtype} {list(known.shape)} and as {value.dtype} {list(value.shape)}"
+                    )
                 if known is None or (op.kind == "ASSIGN_VARIABLE" and key not in assigned):
                     specs[key] = Tensor(value.name, value.shape, value.dtype, value.quant)
                     if op.kind == "ASSIGN_VARIABLE":
@@ -159,14 +178,16 @@ def _resolve_variables(graphs: dict[int, Graph]) -> None:
             elif any(i in handles[k] for i in op.inputs):
                 raise UnsupportedModelError(
                     f"operator {op.index} ({op.kind}) of '{g.name}' takes a resource handle; only READ_VARIABLE "
-                    "and ASSIGN_VARIABLE may use one (resources passed between subgraphs are not supported yet)")
+                    "and ASSIGN_VARIABLE may use one (resources passed between subgraphs are not supported yet)"
+                )
             kept.append(op)
         g.operators = kept
         for t in g.inputs + g.outputs:
             if g.tensors[t].dtype == "resource":
                 raise UnsupportedModelError(
                     f"'{g.name}' has a resource handle as input or output; resources passed between "
-                    "subgraphs are not supported yet")
+                    "subgraphs are not supported yet"
+                )
 
 
 def _state_tensors(g: Graph, specs: dict[str, Tensor]) -> Callable[[str], int]:
@@ -177,8 +198,17 @@ def _state_tensors(g: Graph, specs: dict[str, Tensor]) -> Callable[[str], int]:
     def state_tensor(key: str) -> int:
         if key not in state:
             spec = specs[key]
-            g.tensors.append(Tensor(key.strip("/") or "variable", spec.shape, spec.dtype, spec.quant,
-                                    persistent=True, initial=_fill(spec), variable=key))
+            g.tensors.append(
+                Tensor(
+                    key.strip("/") or "variable",
+                    spec.shape,
+                    spec.dtype,
+                    spec.quant,
+                    persistent=True,
+                    initial=_fill(spec),
+                    variable=key,
+                )
+            )
             state[key] = len(g.tensors) - 1
         return state[key]
 

@@ -5,6 +5,7 @@ version, the subgraph count, every tensor/buffer/opcode index, and every constan
 against its tensor's shape. Any inconsistency raises :class:`ModelFormatError` with one line that
 says what is wrong; an operator we do not implement raises :class:`UnsupportedModelError`.
 """
+
 from __future__ import annotations
 
 import re
@@ -67,21 +68,22 @@ def parse_tflite(buf: bytes, name: str = "model") -> Graph:
     except Exception:  # the flatbuffer reader itself tripped over corrupt offsets
         raise ModelFormatError(
             f"the model file is truncated or corrupted (its flatbuffer offsets point outside the "
-            f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter") from None
+            f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter"
+        ) from None
 
 
 def check_header(buf: bytes) -> None:
     if len(buf) < 16:
         raise ModelFormatError(
-            f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter")
+            f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter"
+        )
     if buf[4:8] != b"TFL3":
         raise ModelFormatError(
-            "not a TFLite model: missing the 'TFL3' file identifier; pass a .tflite file made by the "
-            "TFLite converter")
+            "not a TFLite model: missing the 'TFL3' file identifier; pass a .tflite file made by the TFLite converter"
+        )
     (root,) = struct.unpack_from("<I", buf, 0)
     if root + 4 > len(buf):
-        raise ModelFormatError(
-            f"the model file is truncated or corrupted: root table at byte {root} of {len(buf)}")
+        raise ModelFormatError(f"the model file is truncated or corrupted: root table at byte {root} of {len(buf)}")
 
 
 class _Importer:
@@ -95,7 +97,8 @@ class _Importer:
         if model.Version() != 3:
             raise ModelFormatError(
                 f"unsupported TFLite schema version {model.Version()} (expected 3); re-export the model "
-                "with a current TFLite converter")
+                "with a current TFLite converter"
+            )
         count = model.SubgraphsLength()
         if count < 1:
             raise ModelFormatError("the model has no subgraphs; the file is corrupted")
@@ -125,12 +128,14 @@ class _Importer:
                     raise UnsupportedModelError(
                         f"{what} {kind} tensor {i} ('{tensors[i].name}') has shape {list(tensors[i].shape)} "
                         "with no elements; TFLite Micro cannot run zero-sized tensors either: export the "
-                        "model with non-empty shapes")
+                        "model with non-empty shapes"
+                    )
         for i in inputs + outputs:
             if tensors[i].persistent:
                 raise UnsupportedModelError(
                     f"{what} input/output tensor {i} ('{tensors[i].name}') is a variable tensor (state kept "
-                    "across inferences); re-export the model so that its state is internal")
+                    "across inferences); re-export the model so that its state is internal"
+                )
         operators = [self._operator(sub.Operators(i), i, n) for i in range(sub.OperatorsLength())]
         _check_order(tensors, operators, inputs, outputs)
         return Graph(name, tensors, operators, inputs, outputs)
@@ -138,8 +143,12 @@ class _Importer:
     # --- tensors -------------------------------------------------------------------------------
     def _tensor(self, t, index: int) -> Tensor:
         # printable only: names go into one-line error messages and C comments
-        tname = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}"
-                        for ch in (t.Name() or b"").decode("utf-8", "replace")) or f"tensor_{index}"
+        tname = (
+            "".join(
+                ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in (t.Name() or b"").decode("utf-8", "replace")
+            )
+            or f"tensor_{index}"
+        )
         # 4-bit weights (two per byte, low nibble first) are unpacked to int8 here, as TFLM's kernels
         # unpack them before use.
         int4 = t.Type() == TensorType.INT4
@@ -147,7 +156,8 @@ class _Importer:
             names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
             raise UnsupportedModelError(
                 f"tensor {index} ('{tname}') has type {names.get(t.Type(), t.Type())}; supported types: "
-                f"{', '.join(sorted(set(_TYPE_NAMES.values())))}")
+                f"{', '.join(sorted(set(_TYPE_NAMES.values())))}"
+            )
         dtype = "int8" if int4 else _TYPE_NAMES[t.Type()]
         # The shape, not the shape signature: a -1 batch in the signature with a fixed shape of 1
         # is what converters write for "batch size 1", and TFLM runs the fixed shape too.
@@ -155,7 +165,8 @@ class _Importer:
         if any(d < 0 for d in shape):
             raise UnsupportedModelError(
                 f"tensor {index} ('{tname}') has a dynamic or negative shape {list(shape)}; "
-                "export the model with fixed input shapes (batch size 1)")
+                "export the model with fixed input shapes (batch size 1)"
+            )
         elements = int(np.prod(shape, dtype=np.float64)) if shape else 1
         if elements > _MAX_ELEMENTS:
             raise ModelFormatError(f"tensor {index} ('{tname}') claims an absurd shape {list(shape)}")
@@ -163,7 +174,8 @@ class _Importer:
         if int4 and data is None:
             raise UnsupportedModelError(
                 f"tensor {index} ('{tname}') is a 4-bit (INT4) activation; TFLite Micro supports INT4 "
-                "tensors only as constant weights")
+                "tensors only as constant weights"
+            )
         if data is None and elements == 0:
             data = np.zeros(shape, dtype=_np(dtype))  # an empty constant (e.g. the shape of a scalar)
         # TFLM's kernels never read the quantization of a bias (a constant int32/int64 tensor): where it
@@ -197,11 +209,13 @@ class _Importer:
         if len(zp) < len(scale):
             raise ModelFormatError(
                 f"tensor {index} ('{tname}') has {len(scale)} scales but only {len(zp)} zero points; "
-                "the file is corrupted")
-        zp = zp[:len(scale)]
+                "the file is corrupted"
+            )
+        zp = zp[: len(scale)]
         if not all(np.isfinite(s) and s > 0 for s in scale):
-            raise ModelFormatError(f"tensor {index} ('{tname}') has a non-positive or non-finite scale; "
-                                   "the file is corrupted")
+            raise ModelFormatError(
+                f"tensor {index} ('{tname}') has a non-positive or non-finite scale; the file is corrupted"
+            )
         if len(set(scale)) == 1 and len(set(zp)) == 1:
             scale, zp = scale[:1], zp[:1]
         return Quantization(scale, zp, axis, file_scales)
@@ -211,15 +225,17 @@ class _Importer:
         if not 0 <= buffer_index < model.BuffersLength():
             raise ModelFormatError(
                 f"tensor {index} ('{tname}') refers to buffer {buffer_index}, but there are "
-                f"{model.BuffersLength()} buffers")
+                f"{model.BuffersLength()} buffers"
+            )
         b = model.Buffers(buffer_index)
         if b.Offset() > 1:  # large models keep buffers after the flatbuffer
             start, size = b.Offset(), b.Size()
             if start + size > len(self.buf):
                 raise ModelFormatError(
                     f"buffer {buffer_index} of tensor {index} ('{tname}') runs past the end of the file; "
-                    "the file is truncated")
-            raw = self.buf[start:start + size]
+                    "the file is truncated"
+                )
+            raw = self.buf[start : start + size]
         elif b.DataLength() > 0:
             raw = b.DataAsNumpy().tobytes()
         else:
@@ -228,7 +244,8 @@ class _Importer:
             if len(raw) != (elements + 1) // 2:
                 raise ModelFormatError(
                     f"tensor {index} ('{tname}') has shape {list(shape)} ({(elements + 1) // 2} bytes of "
-                    f"packed int4) but its buffer holds {len(raw)} bytes; the file is corrupted")
+                    f"packed int4) but its buffer holds {len(raw)} bytes; the file is corrupted"
+                )
             packed = np.frombuffer(raw, dtype=np.uint8)
             nibbles = np.stack([packed & 0xF, packed >> 4], axis=1).reshape(-1)[:elements].astype(np.int8)
             return np.where(nibbles > 7, nibbles - 16, nibbles).astype(np.int8).reshape(shape)
@@ -236,7 +253,8 @@ class _Importer:
         if len(raw) != elements * itemsize:
             raise ModelFormatError(
                 f"tensor {index} ('{tname}') has shape {list(shape)} ({elements * itemsize} bytes of "
-                f"{dtype}) but its buffer holds {len(raw)} bytes; the file is corrupted")
+                f"{dtype}) but its buffer holds {len(raw)} bytes; the file is corrupted"
+            )
         return np.frombuffer(raw, dtype=_np(dtype)).reshape(shape).copy()
 
     # --- operators -----------------------------------------------------------------------------
@@ -245,35 +263,41 @@ class _Importer:
         code_index = op.OpcodeIndex()
         if not 0 <= code_index < model.OperatorCodesLength():
             raise ModelFormatError(
-                f"operator {index} refers to opcode {code_index}, but there are "
-                f"{model.OperatorCodesLength()} opcodes")
+                f"operator {index} refers to opcode {code_index}, but there are {model.OperatorCodesLength()} opcodes"
+            )
         kind, custom = operator_kind(model.OperatorCodes(code_index))
         kernels = supported_operators()
         if kind not in kernels:
             raise UnsupportedModelError(
                 f"unsupported operator {kind} at operator index {index}: {where_it_stands(kind, custom)}; "
-                "'microcompiler ops' lists the supported operators")
+                "'microcompiler ops' lists the supported operators"
+            )
         inputs = [int(i) for i in _ints(op.InputsAsNumpy())]
         outputs = [int(i) for i in _ints(op.OutputsAsNumpy())]
         for i in inputs + outputs:
             if not -1 <= i < n_tensors:
                 raise ModelFormatError(
-                    f"operator {index} ({kind}) refers to tensor {i}, but there are {n_tensors} tensors")
+                    f"operator {index} ({kind}) refers to tensor {i}, but there are {n_tensors} tensors"
+                )
         (fewest, most), (fewest_out, most_out) = kernels[kind].io_counts(kind)
         if not fewest_out <= len(outputs) <= most_out or -1 in outputs:
             expected = fewest_out if fewest_out == most_out else f"{fewest_out} to {most_out}"
-            raise ModelFormatError(f"operator {index} ({kind}) has {len(outputs)} outputs, expected "
-                                   f"{expected}; the file is corrupted")
+            raise ModelFormatError(
+                f"operator {index} ({kind}) has {len(outputs)} outputs, expected {expected}; the file is corrupted"
+            )
         required = inputs[:fewest]
         if not fewest <= len(inputs) <= most or -1 in required:
-            raise ModelFormatError(f"operator {index} ({kind}) has {len(inputs)} inputs, expected "
-                                   f"{fewest}{'' if fewest == most else f' to {most}'}; the file is corrupted")
+            raise ModelFormatError(
+                f"operator {index} ({kind}) has {len(inputs)} inputs, expected "
+                f"{fewest}{'' if fewest == most else f' to {most}'}; the file is corrupted"
+            )
         for o in outputs:
             if self.tensors[o].size == 0:
                 raise UnsupportedModelError(
                     f"operator {index} ({kind}) writes tensor {o} ('{self.tensors[o].name}') of shape "
                     f"{list(self.tensors[o].shape)}, which has no elements; TFLite Micro cannot run "
-                    "zero-sized tensors either: export the model with non-empty shapes")
+                    "zero-sized tensors either: export the model with non-empty shapes"
+                )
         options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
 
@@ -323,16 +347,19 @@ def _check_order(tensors, operators, inputs, outputs):
             if i >= 0 and i not in ready:
                 raise ModelFormatError(
                     f"operator {op.index} ({op.kind}) reads tensor {i} ('{tensors[i].name}') before any "
-                    "operator writes it; the file is corrupted")
+                    "operator writes it; the file is corrupted"
+                )
         for o in op.outputs:
             if tensors[o].is_constant:
                 raise ModelFormatError(
-                    f"operator {op.index} ({op.kind}) writes constant tensor {o}; the file is corrupted")
+                    f"operator {op.index} ({op.kind}) writes constant tensor {o}; the file is corrupted"
+                )
             if o in inputs:  # the generated <model>_run() reads its inputs through const pointers
                 raise UnsupportedModelError(
                     f"operator {op.index} ({op.kind}) writes the model's input tensor {o} ('{tensors[o].name}') "
                     "in place; microcompiler does not overwrite the caller's input: re-export the model so "
-                    "that the operator writes a tensor of its own")
+                    "that the operator writes a tensor of its own"
+                )
             ready.add(o)
     for o in outputs:
         if o not in ready:
@@ -346,7 +373,8 @@ def _check_order(tensors, operators, inputs, outputs):
             if t is not None and t.dtype in ("int8", "int16") and t.quant is None and not t.is_constant:
                 raise ModelFormatError(
                     f"tensor {i} ('{t.name}') of operator {op.index} ({op.kind}) is {t.dtype} but has no "
-                    "quantization parameters; re-export the model with full-integer quantization")
+                    "quantization parameters; re-export the model with full-integer quantization"
+                )
 
 
 def _ints(arr) -> np.ndarray:
@@ -356,4 +384,5 @@ def _ints(arr) -> np.ndarray:
 
 def _np(dtype: str):
     from microcompiler.ir import np_dtype
+
     return np_dtype(dtype)

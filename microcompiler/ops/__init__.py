@@ -5,14 +5,26 @@ with :func:`register`; the class describes itself (inputs, outputs, types, optio
 so the importer, ``microcompiler ops`` and ``docs/operators.md`` all read the same registry. See
 docs/architecture.md ("How to add an operator").
 """
+
 import importlib
 import pkgutil
 
 from microcompiler.ops.base import KERNELS, OpKernel, kernel_for, register  # noqa: F401
 
 # Modules in this package that hold shared helpers rather than kernels.
-_HELPER_MODULES = {"base", "quant", "geometry", "requantize", "conv_common", "reduce_common", "tflm_operators",
-                   "registry", "custom_options", "cost_model", "cost_model_data"}
+_HELPER_MODULES = {
+    "base",
+    "quant",
+    "geometry",
+    "requantize",
+    "conv_common",
+    "reduce_common",
+    "tflm_operators",
+    "registry",
+    "custom_options",
+    "cost_model",
+    "cost_model_data",
+}
 _loaded = False
 
 
@@ -36,6 +48,8 @@ def supported_operators() -> dict[str, OpKernel]:
     global _supported
     load_kernels()
     if _supported is None or len(_supported[0]) != len(KERNELS):  # once, not once per operator of a model
-        _supported = (dict(KERNELS), dict(sorted((kind, k) for kind, k in KERNELS.items()
-                                                 if not getattr(k, "internal", False))))
+        _supported = (
+            dict(KERNELS),
+            dict(sorted((kind, k) for kind, k in KERNELS.items() if not getattr(k, "internal", False))),
+        )
     return dict(_supported[1])

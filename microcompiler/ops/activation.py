@@ -12,15 +12,17 @@ Elementwise and safe in place (each element is read before it is written). Seman
 
 int8 compiles to a 256-entry table of that arithmetic (ops/lut.py): one load per element.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
-from microcompiler.ops.quant import INT_RANGES, activation_range, tflite_round
 from microcompiler.ops.fixedpoint import clamp
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.quant import INT_RANGES, activation_range, tflite_round
 from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table  # noqa: F401 (offset_term re-exported)
+
 
 def float_activation_expr(value: str, activation: str) -> str:
     """A C expression applying a float activation the way TFLM's standalone kernels do."""
@@ -42,8 +44,11 @@ def per_tensor(t) -> bool:
 @register
 class Activation(OpKernel):
     kinds = ("RELU", "RELU6", "RELU_N1_TO_1")
-    TYPES = {"RELU": ("int8", "int16", "float32"), "RELU6": ("int8", "int16", "float32"),
-             "RELU_N1_TO_1": ("int8", "float32")}
+    TYPES = {
+        "RELU": ("int8", "int16", "float32"),
+        "RELU6": ("int8", "int16", "float32"),
+        "RELU_N1_TO_1": ("int8", "float32"),
+    }
 
     def describe(self, kind):
         notes = "not in TFLM: TFLite's semantics" if kind == "RELU_N1_TO_1" else ""
@@ -60,8 +65,11 @@ class Activation(OpKernel):
         if op.kind in ("RELU", "RELU_N1_TO_1"):
             require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
             if x.dtype == "int16":
-                require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
-                        "int16 input and output zero points must be 0")
+                require(
+                    x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0,
+                    op,
+                    "int16 input and output zero points must be 0",
+                )
 
     def _clamp(self, op, x, y) -> tuple[int, int]:
         """The integer clamp bounds (RELU6: in the input's quantization)."""
@@ -95,7 +103,14 @@ class Activation(OpKernel):
             return render_int8_table(ctx, self.int8_table(op, graph), what=op.kind, **values)
         act_min, act_max = self._clamp(op, x, y)
         if op.kind == "RELU6":
-            return ctx.render("requantize_int.c.j2", ctype=f"{x.dtype}_t", multiplier=None,
-                              input_offset="", output_offset="", act_min=act_min, act_max=act_max, **values)
+            return ctx.render(
+                "requantize_int.c.j2",
+                ctype=f"{x.dtype}_t",
+                multiplier=None,
+                input_offset="",
+                output_offset="",
+                act_min=act_min,
+                act_max=act_max,
+                **values,
+            )
         return render_requantize(ctx, f"{x.dtype}_t", x.quant.single(), y.quant.single(), act_min, act_max, **values)
-

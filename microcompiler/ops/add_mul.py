@@ -13,20 +13,32 @@ The integer arithmetic follows TFLite Micro's reference kernels:
 The element loop reads both inputs of an index before writing that index, so the output may share
 memory with an input of the same shape (in-place).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.fast.add_affine import affine_add, emit_affine
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
 from microcompiler.ops.binary_common import float_activation, wrapping
+
 # broadcast_shape/broadcast_loops now live in ops/broadcast.py; re-exported for existing importers.
-from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape,  # noqa: F401
-                                         require_broadcast, unbroadcast_inputs)
-from microcompiler.ops.quant import activation_range, c_float, float_activation_range, mul_multiplier, quantize_multiplier
+from microcompiler.ops.broadcast import (
+    broadcast_loops,
+    broadcast_shape,  # noqa: F401
+    require_broadcast,
+    unbroadcast_inputs,
+)
+from microcompiler.ops.fast import mve as fast_mve
+from microcompiler.ops.fast.add_affine import affine_add, emit_affine
 from microcompiler.ops.features import has_mve
+from microcompiler.ops.quant import (
+    activation_range,
+    c_float,
+    float_activation_range,
+    mul_multiplier,
+    quantize_multiplier,
+)
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -44,20 +56,27 @@ class _Elementwise(OpKernel):
         require(len(op.inputs) == 2 and len(op.outputs) == 1, op, "expects two inputs and one output")
         a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         y = graph.tensors[op.outputs[0]]
-        require(op.options.get("activation", "NONE") in _ACTIVATIONS, op,
-                f"fused activation {op.options.get('activation')} is not supported")
+        require(
+            op.options.get("activation", "NONE") in _ACTIVATIONS,
+            op,
+            f"fused activation {op.options.get('activation')} is not supported",
+        )
         dtypes = (a.dtype, b.dtype, y.dtype)
-        require(a.dtype == b.dtype == y.dtype and y.dtype in self.types, op,
-                f"type combination input1/input2/output {dtypes} is not supported "
-                f"(all {', all '.join(self.types)})")
+        require(
+            a.dtype == b.dtype == y.dtype and y.dtype in self.types,
+            op,
+            f"type combination input1/input2/output {dtypes} is not supported (all {', all '.join(self.types)})",
+        )
         require_broadcast(op, graph)
         if y.dtype in ("int8", "int16"):
             for t, what in ((a, "input1"), (b, "input2"), (y, "output")):
-                require(t.quant is not None and not t.quant.per_channel, op,
-                        f"{what} needs per-tensor quantization")
+                require(t.quant is not None and not t.quant.per_channel, op, f"{what} needs per-tensor quantization")
             if y.dtype == "int16":
-                require(a.quant.zero_point[0] == b.quant.zero_point[0] == y.quant.zero_point[0] == 0, op,
-                        "int16 tensors must have zero point 0")
+                require(
+                    a.quant.zero_point[0] == b.quant.zero_point[0] == y.quant.zero_point[0] == 0,
+                    op,
+                    "int16 tensors must have zero point 0",
+                )
 
     def macs(self, op, graph):
         return graph.tensors[op.outputs[0]].size
@@ -70,8 +89,11 @@ class _Elementwise(OpKernel):
     def fold(self, op, graph):
         """int32 and float32 results of constant inputs, computed as the generated code does."""
         a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
-        if not (a.is_constant and b.is_constant) or y.dtype not in ("int32", "float32") \
-                or broadcast_shape(a.shape, b.shape) != tuple(y.shape):
+        if (
+            not (a.is_constant and b.is_constant)
+            or y.dtype not in ("int32", "float32")
+            or broadcast_shape(a.shape, b.shape) != tuple(y.shape)
+        ):
             return None
         fn = {"+": np.add, "-": np.subtract, "*": np.multiply}[self.symbol]
         if y.dtype == "float32":
@@ -80,15 +102,23 @@ class _Elementwise(OpKernel):
         else:
             value = wrapping(a.data, b.data, fn)
             lo, hi = int32_activation_range(op.options.get("activation", "NONE") if self.int32_activation else "NONE")
-            value = np.clip(value, -2**31 if lo is None else lo, 2**31 - 1 if hi is None else hi).astype(np.int32)
+            value = np.clip(value, -(2**31) if lo is None else lo, 2**31 - 1 if hi is None else hi).astype(np.int32)
         return [np.ascontiguousarray(np.broadcast_to(value, y.shape))]
 
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         loops, (idx1, idx2), out_idx = broadcast_loops(y.shape, [a.shape, b.shape])
-        values = dict(op=self.kinds[0].lower(), symbol=self.symbol, loops=loops, idx1=idx1, idx2=idx2,
-                      out_idx=out_idx, input1=ctx.arg(op.inputs[0]), input2=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]))
+        values = dict(
+            op=self.kinds[0].lower(),
+            symbol=self.symbol,
+            loops=loops,
+            idx1=idx1,
+            idx2=idx2,
+            out_idx=out_idx,
+            input1=ctx.arg(op.inputs[0]),
+            input2=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+        )
         activation = op.options.get("activation", "NONE")
         if y.dtype == "float32":
             lo, hi = float_activation_range(activation)
@@ -101,10 +131,17 @@ class _Elementwise(OpKernel):
         if ctx.reference_only:  # TFLM's arithmetic with mc_requantize, not the SMMLAR form
             requantization["fast"] = None
             ctx.variant = {"variant": "reference", "scratch_bytes": 0}
-        return ctx.render("add_mul_int.c.j2", ctype="int16_t" if y.dtype == "int16" else "int8_t",
-                          act_min=lo, act_max=hi, input1_offset=-a.quant.zero_point[0],
-                          input2_offset=-b.quant.zero_point[0], output_offset=y.quant.zero_point[0],
-                          **requantization, **values)
+        return ctx.render(
+            "add_mul_int.c.j2",
+            ctype="int16_t" if y.dtype == "int16" else "int8_t",
+            act_min=lo,
+            act_max=hi,
+            input1_offset=-a.quant.zero_point[0],
+            input2_offset=-b.quant.zero_point[0],
+            output_offset=y.quant.zero_point[0],
+            **requantization,
+            **values,
+        )
 
     def requantization(self, op, a, b, y) -> dict:
         raise NotImplementedError
@@ -120,29 +157,56 @@ def int32_activation_range(activation: str) -> tuple[int | None, int | None]:
 class Add(_Elementwise):
     kinds = ("ADD",)
     int32_activation = False  # TFLM's int32 ADD clamps to the whole int32 range, whatever the option
-    tflm_refusals = ("int8/int16: an output rescale 2 * max(input scales) / (2^left_shift * output scale) of 1 or "
-                     "more (an output scale too small for the inputs'): QuantizeMultiplierSmallerThanOneExp aborts",)
+    tflm_refusals = (
+        "int8/int16: an output rescale 2 * max(input scales) / (2^left_shift * output scale) of 1 or "
+        "more (an output scale too small for the inputs'): QuantizeMultiplierSmallerThanOneExp aborts",
+    )
     options = "fused activation (NONE, RELU, RELU6, RELU_N1_TO_1); broadcasting up to 6D"
-    fast = {"dsp": "int8: one affine function of the two inputs (2 MLA + SSAT per element) where it equals TFLM on all 65,536 input pairs, else SMMLAR requantization; int16: SMMLAR requantization",
-            "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
+    fast = {
+        "dsp": "int8: one affine function of the two inputs (2 MLA + SSAT per element) where it equals TFLM on all 65,536 input pairs, else SMMLAR requantization; int16: SMMLAR requantization",
+        "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)",
+    }
 
     def emit(self, op, graph, ctx):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-        if not ctx.reference_only and has_mve(ctx.features) and y.dtype == "int8" \
-                and tuple(a.shape) == tuple(b.shape) == tuple(y.shape):
+        if (
+            not ctx.reference_only
+            and has_mve(ctx.features)
+            and y.dtype == "int8"
+            and tuple(a.shape) == tuple(b.shape) == tuple(y.shape)
+        ):
             q = self.requantization(op, a, b, y)
             if all(m >= 0 and s <= 0 for m, s in (q["input1_q"], q["input2_q"], q["output_q"])):
                 ctx.variant = {"variant": "mve", "isa": "mve", "lanes": 4, "scratch_bytes": 0}
-                return fast_mve.emit_add(ctx, q, self.symbol, a, b, y, activation_range(
-                    op.options.get("activation", "NONE"), y), ctx.arg(op.inputs[0]), ctx.arg(op.inputs[1]),
-                    ctx.arg(op.outputs[0]))
+                return fast_mve.emit_add(
+                    ctx,
+                    q,
+                    self.symbol,
+                    a,
+                    b,
+                    y,
+                    activation_range(op.options.get("activation", "NONE"), y),
+                    ctx.arg(op.inputs[0]),
+                    ctx.arg(op.inputs[1]),
+                    ctx.arg(op.outputs[0]),
+                )
         plan = None if ctx.reference_only else self.affine(op, a, b, y)
         if plan is not None:
             ctx.variant = {"variant": "affine", "scratch_bytes": 0}
             loops, (idx1, idx2), out_idx = broadcast_loops(y.shape, [a.shape, b.shape])
-            return emit_affine(ctx, plan, self.kinds[0].lower(), activation_range(op.options.get("activation", "NONE"), y),
-                               loops, idx1, idx2, out_idx, ctx.arg(op.inputs[0]), ctx.arg(op.inputs[1]),
-                               ctx.arg(op.outputs[0]))
+            return emit_affine(
+                ctx,
+                plan,
+                self.kinds[0].lower(),
+                activation_range(op.options.get("activation", "NONE"), y),
+                loops,
+                idx1,
+                idx2,
+                out_idx,
+                ctx.arg(op.inputs[0]),
+                ctx.arg(op.inputs[1]),
+                ctx.arg(op.outputs[0]),
+            )
         return super().emit(op, graph, ctx)
 
     def affine(self, op, a, b, y) -> dict | None:
@@ -150,8 +214,12 @@ class Add(_Elementwise):
         if y.dtype != "int8":
             return None
         zero_points = (int(a.quant.zero_point[0]), int(b.quant.zero_point[0]), int(y.quant.zero_point[0]))
-        return affine_add(self.requantization(op, a, b, y), zero_points,
-                          activation_range(op.options.get("activation", "NONE"), y), self.symbol == "-")
+        return affine_add(
+            self.requantization(op, a, b, y),
+            zero_points,
+            activation_range(op.options.get("activation", "NONE"), y),
+            self.symbol == "-",
+        )
 
     def check(self, op, graph):
         super().check(op, graph)
@@ -159,9 +227,13 @@ class Add(_Elementwise):
         if y.dtype in ("int8", "int16"):
             a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
             real = self._reals(a, b, y)[2]
-            require_like_tflm(0.0 < real < 1.0, op, f"output rescale {real:g} is outside (0, 1): the output scale is "
-                                                    "too small for the inputs' (TFLM's QuantizeMultiplierSmallerThanOneExp "
-                                                    "check fails)")
+            require_like_tflm(
+                0.0 < real < 1.0,
+                op,
+                f"output rescale {real:g} is outside (0, 1): the output scale is "
+                "too small for the inputs' (TFLM's QuantizeMultiplierSmallerThanOneExp "
+                "check fails)",
+            )
 
     def variant(self, op, graph):
         a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
@@ -178,14 +250,23 @@ class Add(_Elementwise):
         left_shift = 15 if y.dtype == "int16" else 20
         s1, s2 = float(np.float32(a.quant.scale[0])), float(np.float32(b.quant.scale[0]))
         twice_max = 2.0 * max(s1, s2)
-        return (s1 / twice_max, s2 / twice_max,
-                twice_max / ((1 << left_shift) * float(np.float32(y.quant.scale[0]))), left_shift)
+        return (
+            s1 / twice_max,
+            s2 / twice_max,
+            twice_max / ((1 << left_shift) * float(np.float32(y.quant.scale[0]))),
+            left_shift,
+        )
 
     def requantization(self, op, a, b, y):
         r1, r2, ro, left_shift = self._reals(a, b, y)
         q1, q2, qo = quantize_multiplier(r1), quantize_multiplier(r2), quantize_multiplier(ro)
-        return dict(left_shift=left_shift, input1_q=q1, input2_q=q2, output_q=qo,
-                    fast=self._fast_exprs(y, left_shift, q1, q2, qo))
+        return dict(
+            left_shift=left_shift,
+            input1_q=q1,
+            input2_q=q2,
+            output_q=qo,
+            fast=self._fast_exprs(y, left_shift, q1, q2, qo),
+        )
 
     def _fast_exprs(self, y, left_shift, q1, q2, qo):
         """C expressions of the int8 and int16 ADD with mc_requant_fast, or None when it does not apply.
@@ -196,7 +277,9 @@ class Add(_Elementwise):
         and their sum (or difference) doubled in [-2^31, 2^31): every operand of the fast
         requantization is in range, with no further proof needed. A shift of 0 (the input with the
         larger scale has the multiplier 1/2 exactly) needs no second rounding."""
-        if y.dtype not in ("int8", "int16") or not all(m > 0 and -fast.MAX_FAST_SHIFT <= s <= 0 for m, s in (q1, q2, qo)):
+        if y.dtype not in ("int8", "int16") or not all(
+            m > 0 and -fast.MAX_FAST_SHIFT <= s <= 0 for m, s in (q1, q2, qo)
+        ):
             return None
 
         def term(v, q, zp, pre_shifted):

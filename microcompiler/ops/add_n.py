@@ -6,6 +6,7 @@ by 20 bits and halved (the multiplier of scale / (2 * scale)); the sum is rescal
 2 * scale / (2^20 * output scale). TFLM's reference starts the sum from the rescaled input offset
 (-zero point) instead of 0, and the generated code does the same to match it bit for bit.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,24 +28,35 @@ class AddN(OpKernel):
     options = "2 or more inputs of one shape"
 
     def check(self, op, graph):
-        require(len(op.inputs) >= 2 and len(op.outputs) == 1 and min(op.inputs) >= 0, op,
-                "expects two or more inputs and one output")
+        require(
+            len(op.inputs) >= 2 and len(op.outputs) == 1 and min(op.inputs) >= 0,
+            op,
+            "expects two or more inputs and one output",
+        )
         xs = [graph.tensors[i] for i in op.inputs]
         y = graph.tensors[op.outputs[0]]
-        require(all(x.dtype == y.dtype for x in xs) and y.dtype in self.types, op,
-                f"input types {[x.dtype for x in xs]} and output type {y.dtype} are not supported "
-                "(all int8 or all float32)")
-        require(all(tuple(x.shape) == tuple(y.shape) for x in xs), op,
-                f"input shapes {[list(x.shape) for x in xs]} and output shape {list(y.shape)} differ "
-                "(ADD_N does not broadcast)")
+        require(
+            all(x.dtype == y.dtype for x in xs) and y.dtype in self.types,
+            op,
+            f"input types {[x.dtype for x in xs]} and output type {y.dtype} are not supported "
+            "(all int8 or all float32)",
+        )
+        require(
+            all(tuple(x.shape) == tuple(y.shape) for x in xs),
+            op,
+            f"input shapes {[list(x.shape) for x in xs]} and output shape {list(y.shape)} differ "
+            "(ADD_N does not broadcast)",
+        )
         if y.dtype == "int8":
             for t in xs + [y]:
                 require(t.quant is not None and not t.quant.per_channel, op, "needs per-tensor quantization")
             first = xs[0].quant.single()
-            require(all(x.quant.single() == first for x in xs), op,
-                    "int8 inputs must share one scale and zero point")
-            require(self._output_real(xs[0], y) < 1.0, op,
-                    "output rescale is outside (0, 1): the output scale is too small for the inputs'")
+            require(all(x.quant.single() == first for x in xs), op, "int8 inputs must share one scale and zero point")
+            require(
+                self._output_real(xs[0], y) < 1.0,
+                op,
+                "output rescale is outside (0, 1): the output scale is too small for the inputs'",
+            )
 
     @staticmethod
     def _output_real(x, y) -> float:
@@ -82,6 +94,13 @@ class AddN(OpKernel):
         # TFLM's sum starts from the rescaled offset; it and each term are below 2^27 in magnitude,
         # so int32 wraps only with 15 or more inputs (then as TFLM's int32 sum: computed unsigned).
         wraps = (len(names) + 1) * _TERM_BOUND >= 1 << 31
-        return ctx.render("add_n_int8.c.j2", input_offset=-zp, left_shift=LEFT_SHIFT, input_q=input_q,
-                          output_q=quantize_multiplier(self._output_real(x, y)),
-                          output_offset=int(y.quant.zero_point[0]), wraps=wraps, **values)
+        return ctx.render(
+            "add_n_int8.c.j2",
+            input_offset=-zp,
+            left_shift=LEFT_SHIFT,
+            input_q=input_q,
+            output_q=quantize_multiplier(self._output_real(x, y)),
+            output_offset=int(y.quant.zero_point[0]),
+            wraps=wraps,
+            **values,
+        )

@@ -5,6 +5,7 @@ Each output is the index of the first largest (smallest) value along the axis: a
 only when strictly greater (smaller), as TFLM's ArgMinMax; a leading NaN therefore stays. Raw
 values are compared, so no quantization parameters are needed.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,11 @@ class ArgMinMax(OpKernel):
         return single_axis(op, graph)
 
     def check(self, op, graph):
-        require(len(op.inputs) == 2 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,
-                "expects an input, an axis tensor and one output")
+        require(
+            len(op.inputs) == 2 and min(op.inputs) >= 0 and len(op.outputs) == 1,
+            op,
+            "expects an input, an axis tensor and one output",
+        )
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype in self.types, op, f"input type {x.dtype} is not supported ({', '.join(self.types)})")
         require(y.dtype == "int32", op, f"output type {y.dtype} is not supported (int32, as TFLM)")
@@ -41,7 +45,15 @@ class ArgMinMax(OpKernel):
         x = ctx.tensor(op.inputs[0])
         a = self._axis(op, graph)
         outer = int(np.prod(x.shape[:a], dtype=np.int64))
-        inner = int(np.prod(x.shape[a + 1:], dtype=np.int64))
-        return ctx.render("arg_min_max.c.j2", ctype=CTYPES[x.dtype], input=ctx.arg(op.inputs[0]),
-                          output=ctx.arg(op.outputs[0]), outer=outer, n=x.shape[a], inner=inner,
-                          cmp=">" if op.kind == "ARG_MAX" else "<", what="largest" if op.kind == "ARG_MAX" else "smallest")
+        inner = int(np.prod(x.shape[a + 1 :], dtype=np.int64))
+        return ctx.render(
+            "arg_min_max.c.j2",
+            ctype=CTYPES[x.dtype],
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            outer=outer,
+            n=x.shape[a],
+            inner=inner,
+            cmp=">" if op.kind == "ARG_MAX" else "<",
+            what="largest" if op.kind == "ARG_MAX" else "smallest",
+        )

@@ -1,4 +1,5 @@
 """The interface every operator kernel implements, and the helpers they share."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ def register(cls):
 
 def kernel_for(op: Operator) -> OpKernel:
     from microcompiler.ops import load_kernels
+
     load_kernels()
     try:
         return KERNELS[op.kind]
@@ -34,6 +36,7 @@ class StateBuffer:
     """A persistent array an operator's kernel owns (``OpKernel.state``): what TFLM keeps in a
     persistent buffer the kernel allocates (a signal operator's circular buffer), not a model tensor.
     ``initial`` (broadcast to ``shape``) is what it starts from and what ``<model>_reset()`` restores."""
+
     role: str  # names the C array: <model>_<layer>_<role>
     dtype: str
     shape: tuple[int, ...]
@@ -91,8 +94,13 @@ class OpKernel:
     def describe(self, kind: str) -> dict:
         """What ``microcompiler ops`` says of operator ``kind``; kernels serving several kinds
         override it where the kinds differ."""
-        return {"types": list(self.types), "type_notes": self.type_notes, "options": self.options,
-                "fast_kernels": dict(self.fast), "tflm_refusals": list(self.tflm_refusals)}
+        return {
+            "types": list(self.types),
+            "type_notes": self.type_notes,
+            "options": self.options,
+            "fast_kernels": dict(self.fast),
+            "tflm_refusals": list(self.tflm_refusals),
+        }
 
     def fold(self, op: Operator, graph: Graph) -> list[np.ndarray] | None:
         """The operator's outputs computed at compile time, or None when it cannot be folded.
@@ -153,8 +161,15 @@ class EmitContext:
     (requantization multipliers, folded biases) and returns its C name.
     """
 
-    def __init__(self, graph: Graph, op: Operator, prefix: str, params: ParamSink,
-                 features: frozenset[str] = frozenset(), tuning: dict | None = None):
+    def __init__(
+        self,
+        graph: Graph,
+        op: Operator,
+        prefix: str,
+        params: ParamSink,
+        features: frozenset[str] = frozenset(),
+        tuning: dict | None = None,
+    ):
         self.graph = graph
         self.op = op
         self.prefix = prefix
@@ -167,8 +182,12 @@ class EmitContext:
         self.param_names: dict[int, str] = {}
         n_in = 0
         for i in op.inputs:
-            if (i >= 0 and not graph.tensors[i].is_constant and not graph.tensors[i].persistent
-                    and i not in self.param_names):
+            if (
+                i >= 0
+                and not graph.tensors[i].is_constant
+                and not graph.tensors[i].persistent
+                and i not in self.param_names
+            ):
                 self.param_names[i] = f"input{n_in}"
                 n_in += 1
         for n, o in enumerate(op.outputs):
@@ -193,9 +212,13 @@ class EmitContext:
         holds and, for records, their layout. Without one, the comment names the operator and the
         array's length."""
         patch = self.op.notes.patch  # the patches of one layer (passes/patches.py) share equal arrays
-        return self.params.add(f"{self.prefix}_{suffix}", np.asarray(array), ctype,
-                               comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values",
-                               share=(patch.of, suffix) if patch else None)
+        return self.params.add(
+            f"{self.prefix}_{suffix}",
+            np.asarray(array),
+            ctype,
+            comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values",
+            share=(patch.of, suffix) if patch else None,
+        )
 
     def tensor(self, i: int) -> Tensor:
         return self.graph.tensors[i]
@@ -219,8 +242,14 @@ class ParamSink:
     """Collects the ``static const`` arrays that end up in flash, and the size of the kernels'
     shared scratch buffer."""
 
-    _CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
-               np.dtype(np.int64): "int64_t", np.dtype(np.float32): "float", np.dtype(np.uint8): "uint8_t"}
+    _CTYPES = {
+        np.dtype(np.int8): "int8_t",
+        np.dtype(np.int16): "int16_t",
+        np.dtype(np.int32): "int32_t",
+        np.dtype(np.int64): "int64_t",
+        np.dtype(np.float32): "float",
+        np.dtype(np.uint8): "uint8_t",
+    }
 
     def __init__(self, model: str):
         self.model = model
@@ -303,15 +332,20 @@ def require_like_tflm(cond: bool, op: Operator, what: str) -> None:
     """Refuse what TFLM's prepare step refuses (``what``: its reason), where no reference can
     confirm any answer: TFLM aborts or fails to allocate the model."""
     if not cond:
-        raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}; TFLite Micro refuses this model in its "
-                                    "prepare step, so no reference can confirm any answer: re-quantize or convert "
-                                    "the model again")
+        raise UnsupportedModelError(
+            f"operator {op.index} ({op.kind}): {what}; TFLite Micro refuses this model in its "
+            "prepare step, so no reference can confirm any answer: re-quantize or convert "
+            "the model again"
+        )
 
 
 def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:
     """Check a one-input, one-output operator whose tensors hold the same number of elements."""
-    require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
-            "expects exactly one input and one output")
+    require(
+        len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1,
+        op,
+        "expects exactly one input and one output",
+    )
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
     return x, y
@@ -324,8 +358,9 @@ def require_unary(op: Operator, graph: Graph, types: tuple[str, ...]) -> tuple[T
     require(x.dtype in types, op, f"input type {x.dtype} is not supported ({', '.join(types)})")
     require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
     if x.dtype != "float32":
-        require(x.quant is not None and y.quant is not None, op,
-                f"{x.dtype} input and output need quantization parameters")
+        require(
+            x.quant is not None and y.quant is not None, op, f"{x.dtype} input and output need quantization parameters"
+        )
     return x, y
 
 

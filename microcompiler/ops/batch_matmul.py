@@ -16,6 +16,7 @@ compile time (a flash table only when a broadcast mixes the two sides' strides).
 The fast kernel (int8): "cols4" in ops/fast/batch_matmul_cols4.py (the rhs columns packed as int16
 pairs, 4 columns per SMLAD dot product).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,32 +56,54 @@ class BatchMatMul(OpKernel):
     input_roles = ("lhs", "rhs")
     type_notes = "int16 with zero points 0; inputs and output of one type"
     options = "adj_x, adj_y; batch dimensions broadcast (ranks 2 to 5)"
-    fast = {"dsp": "int8 (cols4: the rhs columns packed as int16 pairs, per batch into the scratch or at compile "
-                   "time when constant, 4 columns per SMLAD dot product); portable C of the same loops elsewhere"}
+    fast = {
+        "dsp": "int8 (cols4: the rhs columns packed as int16 pairs, per batch into the scratch or at compile "
+        "time when constant, 4 columns per SMLAD dot product); portable C of the same loops elsewhere"
+    }
 
     def check(self, op, graph):
         lhs, rhs, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-        require(lhs.dtype in ("int8", "int16", "float32"), op,
-                f"input type {lhs.dtype} is not supported (int8, int16, float32)")
-        require(rhs.dtype == lhs.dtype and y.dtype == lhs.dtype, op,
-                f"inputs and output must have one type; got {lhs.dtype}, {rhs.dtype} -> {y.dtype} "
-                "(hybrid models are not supported by TFLM either)")
-        require(2 <= len(lhs.shape) <= 5 and 2 <= len(rhs.shape) <= 5, op,
-                f"inputs must have 2 to 5 dimensions; got {list(lhs.shape)} and {list(rhs.shape)}")
+        require(
+            lhs.dtype in ("int8", "int16", "float32"),
+            op,
+            f"input type {lhs.dtype} is not supported (int8, int16, float32)",
+        )
+        require(
+            rhs.dtype == lhs.dtype and y.dtype == lhs.dtype,
+            op,
+            f"inputs and output must have one type; got {lhs.dtype}, {rhs.dtype} -> {y.dtype} "
+            "(hybrid models are not supported by TFLM either)",
+        )
+        require(
+            2 <= len(lhs.shape) <= 5 and 2 <= len(rhs.shape) <= 5,
+            op,
+            f"inputs must have 2 to 5 dimensions; got {list(lhs.shape)} and {list(rhs.shape)}",
+        )
         m, k, k_rhs, n = _matmul_dims(op, graph)
-        require(k == k_rhs, op, f"the inner dimensions differ: {list(lhs.shape)} x {list(rhs.shape)} "
-                f"(adj_x={bool(op.options.get('adj_x', False))}, adj_y={bool(op.options.get('adj_y', False))})")
+        require(
+            k == k_rhs,
+            op,
+            f"the inner dimensions differ: {list(lhs.shape)} x {list(rhs.shape)} "
+            f"(adj_x={bool(op.options.get('adj_x', False))}, adj_y={bool(op.options.get('adj_y', False))})",
+        )
         batch = self._batch(op, graph)
-        require(tuple(y.shape) == (*batch, m, n), op,
-                f"output shape {list(y.shape)} is not the product's {[*batch, m, n]}")
+        require(
+            tuple(y.shape) == (*batch, m, n), op, f"output shape {list(y.shape)} is not the product's {[*batch, m, n]}"
+        )
         if lhs.dtype == "float32":
             return
         require(all(t.quant is not None for t in (lhs, rhs, y)), op, "quantized tensors need quantization parameters")
         if lhs.dtype == "int16":
-            require(lhs.quant.zero_point[0] == 0 and rhs.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0,
-                    op, "int16 zero points must be 0")
-            require(self._multiplier(lhs, rhs, y)[1] <= 14, op,
-                    "the requantization scale lhs_scale * rhs_scale / output_scale is too large (>= 2^15)")
+            require(
+                lhs.quant.zero_point[0] == 0 and rhs.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0,
+                op,
+                "int16 zero points must be 0",
+            )
+            require(
+                self._multiplier(lhs, rhs, y)[1] <= 14,
+                op,
+                "the requantization scale lhs_scale * rhs_scale / output_scale is too large (>= 2^15)",
+            )
 
     def _batch(self, op, graph) -> tuple[int, ...]:
         lhs, rhs = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -88,8 +111,11 @@ class BatchMatMul(OpKernel):
         rank = max(len(a), len(b))
         a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
         for da, db in zip(a, b):
-            require(da == db or da == 1 or db == 1, op,
-                    f"batch dimensions {list(lhs.shape[:-2])} and {list(rhs.shape[:-2])} do not broadcast")
+            require(
+                da == db or da == 1 or db == 1,
+                op,
+                f"batch dimensions {list(lhs.shape[:-2])} and {list(rhs.shape[:-2])} do not broadcast",
+            )
         return tuple(max(da, db) for da, db in zip(a, b))
 
     @staticmethod
@@ -124,21 +150,34 @@ class BatchMatMul(OpKernel):
         m, k, _, n = _matmul_dims(op, graph)
         batch = self._batch(op, graph)
         batches = int(np.prod(batch, dtype=np.int64))
-        values = dict(m=m, k=k, n=n, batches=batches, lhs=ctx.arg(op.inputs[0]),
-                      rhs=None if plan["variant"] == "cols4" and rhs.is_constant else ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]),
-                      lhs_index=f"k * {m} + i" if adj_x else f"i * {k} + k",
-                      rhs_index=f"j * {k} + k" if adj_y else f"k * {n} + j",
-                      describe=(f"BATCH_MATMUL {list(lhs.shape)}{'^T' if adj_x else ''} x "
-                                f"{list(rhs.shape)}{'^T' if adj_y else ''} -> {list(y.shape)}"))
+        values = dict(
+            m=m,
+            k=k,
+            n=n,
+            batches=batches,
+            lhs=ctx.arg(op.inputs[0]),
+            rhs=None if plan["variant"] == "cols4" and rhs.is_constant else ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            lhs_index=f"k * {m} + i" if adj_x else f"i * {k} + k",
+            rhs_index=f"j * {k} + k" if adj_y else f"k * {n} + j",
+            describe=(
+                f"BATCH_MATMUL {list(lhs.shape)}{'^T' if adj_x else ''} x "
+                f"{list(rhs.shape)}{'^T' if adj_y else ''} -> {list(y.shape)}"
+            ),
+        )
         for side, t in (("lhs", lhs), ("rhs", rhs)):
             offsets = _batch_offsets(t.shape, batch, m * k if side == "lhs" else k * n)
             own = t.size // (m * k if side == "lhs" else k * n)
             if side == "rhs" and plan["variant"] == "cols4" and rhs.is_constant:  # packed: by matrix index
                 matrices = offsets // (k * n)
                 values["rhs_offset"] = None
-                values["rhs_matrix"] = (None if batches == 1 or own == 1 else "b" if np.array_equal(
-                    matrices, np.arange(batches)) else ctx.const("rhs_matrices", matrices.astype(np.int32)) + "[b]")
+                values["rhs_matrix"] = (
+                    None
+                    if batches == 1 or own == 1
+                    else "b"
+                    if np.array_equal(matrices, np.arange(batches))
+                    else ctx.const("rhs_matrices", matrices.astype(np.int32)) + "[b]"
+                )
             elif batches == 1 or own == 1:
                 values[f"{side}_offset"] = None
             elif np.array_equal(offsets, np.arange(batches) * (t.size // own)):
@@ -151,15 +190,29 @@ class BatchMatMul(OpKernel):
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
         if plan["variant"] == "cols4":
-            return cols4.emit_cols4(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp),
-                                    (mult, shift), y.dtype)
+            return cols4.emit_cols4(
+                ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift), y.dtype
+            )
         if lhs.dtype == "int16":
             acc_t, requant_fn, wrap = "int64_t", "mc_requantize64", False
         else:
             # Beyond int32 TFLM's sum wraps; we sum in int64 and wrap to int32 at the end.
             bound = k * (128 + abs(lhs_zp)) * (128 + abs(rhs_zp))
-            acc_t, requant_fn, wrap = ("int32_t", "mc_requantize", False) if bound <= INT32_MAX else \
-                ("int64_t", "mc_requantize", True)
-        return ctx.render("batch_matmul.c.j2", io_t=f"{y.dtype}_t", acc_t=acc_t, requant_fn=requant_fn, wrap=wrap,
-                          multiplier=mult, shift=shift, lhs_offset_term=-lhs_zp, rhs_offset_term=-rhs_zp,
-                          output_offset=out_zp, act_min=lo, act_max=hi, **values)
+            acc_t, requant_fn, wrap = (
+                ("int32_t", "mc_requantize", False) if bound <= INT32_MAX else ("int64_t", "mc_requantize", True)
+            )
+        return ctx.render(
+            "batch_matmul.c.j2",
+            io_t=f"{y.dtype}_t",
+            acc_t=acc_t,
+            requant_fn=requant_fn,
+            wrap=wrap,
+            multiplier=mult,
+            shift=shift,
+            lhs_offset_term=-lhs_zp,
+            rhs_offset_term=-rhs_zp,
+            output_offset=out_zp,
+            act_min=lo,
+            act_max=hi,
+            **values,
+        )

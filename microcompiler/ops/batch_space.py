@@ -6,6 +6,7 @@ position and input row/column) from a table in flash. SPACE_TO_BATCH_ND walks th
 fills positions that fall into the padding with 0 (TFLM pads int8 with 0 too, not with the zero
 point). Values are copied unchanged, as TFLM does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,9 @@ class BatchSpace(OpKernel):
         block = constant_ints(op, graph, 1, "block shape").reshape(-1).tolist()
         pads = constant_ints(op, graph, 2, what)
         spatial = len(x.shape) - 2
-        require(len(block) == spatial, op, f"block shape {block} should have {spatial} values for a "
-                f"{len(x.shape)}D input")
+        require(
+            len(block) == spatial, op, f"block shape {block} should have {spatial} values for a {len(x.shape)}D input"
+        )
         require(pads.shape == (spatial, 2), op, f"{what} {list(pads.shape)} should be [{spatial}, 2]")
         require(all(v >= 1 for v in block), op, f"block shape {block} values must be at least 1")
         require(bool(np.all(pads >= 0)), op, f"negative {what} {pads.tolist()} are not supported")
@@ -60,8 +62,11 @@ class BatchSpace(OpKernel):
             out = [b // (bh * bw), h * bh - p0 - p1, w * bw - p2 - p3, c]
             require(out[1] >= 1 and out[2] >= 1, op, "the crops remove the whole output")
         else:
-            require((h + p0 + p1) % bh == 0 and (w + p2 + p3) % bw == 0, op,
-                    f"padded spatial size {[h + p0 + p1, w + p2 + p3]} is not a multiple of the block shape")
+            require(
+                (h + p0 + p1) % bh == 0 and (w + p2 + p3) % bw == 0,
+                op,
+                f"padded spatial size {[h + p0 + p1, w + p2 + p3]} is not a multiple of the block shape",
+            )
             out = [b * bh * bw, (h + p0 + p1) // bh, (w + p2 + p3) // bw, c]
         want = out if len(x.shape) == 4 else [out[0], out[1], out[3]]
         require(list(y.shape) == want, op, f"output shape {list(y.shape)} should be {want}")
@@ -90,8 +95,22 @@ class BatchSpace(OpKernel):
         (bh, bw), ((top, bottom), (left, right)) = block, paddings
         oh, ow = (h + top + bottom) // bh, (w + left + right) // bw
         pad = "0.0f" if x.dtype == "float32" else "0"
-        return ctx.render("space_to_batch_nd.c.j2", ctype=CTYPES[x.dtype], input=ctx.arg(op.inputs[0]),
-                          output=ctx.arg(op.outputs[0]), batches=b, h=h, w=w, c=c, bh=bh, bw=bw,
-                          top=top, left=left, oh=oh, ow=ow, pad=pad,
-                          pad_rows=top > 0 or bottom > 0 or oh * bh > h + top,
-                          pad_cols=left > 0 or right > 0 or ow * bw > w + left)
+        return ctx.render(
+            "space_to_batch_nd.c.j2",
+            ctype=CTYPES[x.dtype],
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            batches=b,
+            h=h,
+            w=w,
+            c=c,
+            bh=bh,
+            bw=bw,
+            top=top,
+            left=left,
+            oh=oh,
+            ow=ow,
+            pad=pad,
+            pad_rows=top > 0 or bottom > 0 or oh * bh > h + top,
+            pad_cols=left > 0 or right > 0 or ow * bw > w + left,
+        )

@@ -5,14 +5,20 @@ A kernel names the tensor types TFLM's kernel runs for each operator kind and wr
 statements for one output element (``element``), given the C expressions that read its inputs; the
 loop nest that walks the output with each input's broadcast strides is generated around them.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ir import np_dtype
 from microcompiler.ops.base import OpKernel, require
-from microcompiler.ops.broadcast import (broadcast_loops, broadcast_shape, render_loop_nest, require_broadcast,
-                                        unbroadcast_inputs)
+from microcompiler.ops.broadcast import (
+    broadcast_loops,
+    broadcast_shape,
+    render_loop_nest,
+    require_broadcast,
+    unbroadcast_inputs,
+)
 from microcompiler.ops.quant import c_float, float_activation_range
 
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -38,14 +44,20 @@ class BroadcastKernel(OpKernel):
 
     def check(self, op, graph):
         lo, hi = self.io_counts(op.kind)[0]
-        require(lo <= len(op.inputs) <= hi and len(op.outputs) == 1 and min(op.inputs) >= 0, op,
-                f"expects {lo if lo == hi else f'{lo} to {hi}'} inputs and one output")
+        require(
+            lo <= len(op.inputs) <= hi and len(op.outputs) == 1 and min(op.inputs) >= 0,
+            op,
+            f"expects {lo if lo == hi else f'{lo} to {hi}'} inputs and one output",
+        )
         values = [graph.tensors[op.inputs[k]] for k in self.value_inputs(op)]
         y = graph.tensors[op.outputs[0]]
         dtypes = [t.dtype for t in values]
         allowed = self.input_types(op.kind)
-        require(len(set(dtypes)) == 1 and dtypes[0] in allowed, op,
-                f"input types {dtypes} are not supported (all of one type among {', '.join(allowed)})")
+        require(
+            len(set(dtypes)) == 1 and dtypes[0] in allowed,
+            op,
+            f"input types {dtypes} are not supported (all of one type among {', '.join(allowed)})",
+        )
         want = "bool" if self.output_bool else dtypes[0]
         require(y.dtype == want, op, f"output type {y.dtype} does not match: expected {want}")
         require_broadcast(op, graph)

@@ -5,6 +5,7 @@ extent 1 is repeated to match the other operand's. The generated code walks the 
 order, with one loop per run of dimensions that every input reads in the same way, and each input
 indexed with its own strides (0 where it is broadcast).
 """
+
 from __future__ import annotations
 
 from microcompiler.ir import Graph, Operator
@@ -74,12 +75,17 @@ def require_broadcast(op: Operator, graph: Graph, inputs: list[int] | None = Non
     shapes = [graph.tensors[i].shape for i in inputs]
     y = graph.tensors[op.outputs[0]]
     shape = broadcast_shape(*shapes)
-    require(shape is not None, op, "input shapes " + " and ".join(str(list(s)) for s in shapes)
-            + " do not broadcast")
-    require(len(shape) <= MAX_BROADCAST_RANK, op,
-            f"broadcasting is supported up to {MAX_BROADCAST_RANK}D, got {len(shape)}D")
-    require(tuple(y.shape) == shape, op,
-            f"output shape {list(y.shape)} is not the broadcast shape {list(shape)} of the inputs")
+    require(shape is not None, op, "input shapes " + " and ".join(str(list(s)) for s in shapes) + " do not broadcast")
+    require(
+        len(shape) <= MAX_BROADCAST_RANK,
+        op,
+        f"broadcasting is supported up to {MAX_BROADCAST_RANK}D, got {len(shape)}D",
+    )
+    require(
+        tuple(y.shape) == shape,
+        op,
+        f"output shape {list(y.shape)} is not the broadcast shape {list(shape)} of the inputs",
+    )
     return shape
 
 
@@ -101,5 +107,4 @@ def unbroadcast_inputs(op: Operator, graph: Graph, positions=None) -> tuple[int,
 def render_loop_nest(loops, body: str, prologue: str = "") -> str:
     """C code: the loop nest of ``broadcast_loops`` around ``body`` (statements indented by two
     spaces, as at the top of a function), after the optional ``prologue`` statements."""
-    return render("broadcast_loop.c.j2", loops=loops, body=body.rstrip("\n"),
-                                                                  prologue=prologue.rstrip("\n"))
+    return render("broadcast_loop.c.j2", loops=loops, body=body.rstrip("\n"), prologue=prologue.rstrip("\n"))

@@ -7,6 +7,7 @@ broadcast of two shape vectors: folded at compile time when both are constants, 
 assignments (incompatible shapes, which TFLM reports as an error, give the non-1 extent of the
 first shape).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,13 +28,19 @@ class BroadcastTo(CopyKernel):
         x, s, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
         require(s.dtype in ("int32", "int64"), op, f"the shape must be int32 or int64, not {s.dtype}")
         if s.is_constant:
-            require([int(v) for v in s.data.reshape(-1)] == list(y.shape), op,
-                    f"shape {s.data.reshape(-1).tolist()} differs from the output shape {list(y.shape)}")
+            require(
+                [int(v) for v in s.data.reshape(-1)] == list(y.shape),
+                op,
+                f"shape {s.data.reshape(-1).tolist()} differs from the output shape {list(y.shape)}",
+            )
         pad = len(y.shape) - len(x.shape)
         require(pad >= 0, op, f"cannot broadcast {list(x.shape)} to the lower rank {list(y.shape)}")
         in_shape = [1] * pad + list(x.shape)
-        require(all(a in (1, b) for a, b in zip(in_shape, y.shape)), op,
-                f"cannot broadcast {list(x.shape)} to {list(y.shape)}")
+        require(
+            all(a in (1, b) for a, b in zip(in_shape, y.shape)),
+            op,
+            f"cannot broadcast {list(x.shape)} to {list(y.shape)}",
+        )
         strides = [0 if a == 1 else st for a, st in zip(in_shape, row_strides(in_shape))]
         return [contiguous_copy(f"t{op.inputs[0]}", f"t{op.outputs[0]}", y.shape, strides)]
 
@@ -61,13 +68,22 @@ class BroadcastArgs(OpKernel):
 
     def check(self, op, graph):
         a, b, y = (graph.tensors[i] for i in (*op.inputs, op.outputs[0]))
-        require(all(t.dtype == y.dtype for t in (a, b)) and y.dtype in self.types, op,
-                f"shapes and output must all be int32 or all int64 (got {a.dtype}, {b.dtype}, {y.dtype})")
-        require(len(a.shape) == 1 and len(b.shape) == 1 and list(y.shape) == [max(a.size, b.size)], op,
-                f"shapes {list(a.shape)} and {list(b.shape)} do not give an output of shape {list(y.shape)}")
+        require(
+            all(t.dtype == y.dtype for t in (a, b)) and y.dtype in self.types,
+            op,
+            f"shapes and output must all be int32 or all int64 (got {a.dtype}, {b.dtype}, {y.dtype})",
+        )
+        require(
+            len(a.shape) == 1 and len(b.shape) == 1 and list(y.shape) == [max(a.size, b.size)],
+            op,
+            f"shapes {list(a.shape)} and {list(b.shape)} do not give an output of shape {list(y.shape)}",
+        )
         if a.is_constant and b.is_constant:
-            require(broadcast_shapes(a.data.tolist(), b.data.tolist()) is not None, op,
-                    f"shapes {a.data.tolist()} and {b.data.tolist()} cannot be broadcast together")
+            require(
+                broadcast_shapes(a.data.tolist(), b.data.tolist()) is not None,
+                op,
+                f"shapes {a.data.tolist()} and {b.data.tolist()} cannot be broadcast together",
+            )
 
     def fold(self, op, graph):
         a, b, y = (graph.tensors[i] for i in (*op.inputs, op.outputs[0]))
@@ -80,9 +96,13 @@ class BroadcastArgs(OpKernel):
         a, b, y = (graph.tensors[i] for i in (*op.inputs, op.outputs[0]))
         folded = self.fold(op, graph)
         if folded is not None:  # constant shapes written to a model output
-            return ctx.render("movement_constant.c.j2", output=ctx.arg(op.outputs[0]),
-                              values=ctx.const("value", folded[0]), ctype="int32_t" if y.dtype == "int32"
-                              else "int64_t", count=y.size)
+            return ctx.render(
+                "movement_constant.c.j2",
+                output=ctx.arg(op.outputs[0]),
+                values=ctx.const("value", folded[0]),
+                ctype="int32_t" if y.dtype == "int32" else "int64_t",
+                count=y.size,
+            )
         n = y.size
         lines = []
         for k in range(n):

@@ -12,6 +12,7 @@ types decide. The conversions, as the pinned TFLM computes them:
 One loop, safe in place when the element sizes are equal. TFLM refuses int64 and uint8, and so
 does this kernel.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -71,16 +72,17 @@ def cast_values(data: np.ndarray, src: str, dst: str) -> np.ndarray:
 class Cast(OpKernel):
     kinds = ("CAST",)
     types = CAST_TYPES
-    type_notes = ("every pair; float -> integer truncates and saturates, NaN -> 0; integer narrowing "
-                  "wraps; quantization parameters ignored")
+    type_notes = (
+        "every pair; float -> integer truncates and saturates, NaN -> 0; integer narrowing "
+        "wraps; quantization parameters ignored"
+    )
     options = "in_data_type/out_data_type ignored (the tensor types decide, as in TFLM)"
     quantized_io = False
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
         for role, t in (("input", x), ("output", y)):
-            require(t.dtype in CAST_TYPES, op,
-                    f"{role} type {t.dtype} is not supported ({', '.join(CAST_TYPES)})")
+            require(t.dtype in CAST_TYPES, op, f"{role} type {t.dtype} is not supported ({', '.join(CAST_TYPES)})")
 
     def fold(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

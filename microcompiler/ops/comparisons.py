@@ -9,6 +9,7 @@ compared. (TFLM's GREATER accepts int16 but its output never holds the compariso
 interpreter returns false for every element whatever the inputs, so int16 is refused here rather
 than reproducing that.)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,10 +18,15 @@ from microcompiler.ops.base import register, require_like_tflm
 from microcompiler.ops.binary_common import BroadcastKernel
 from microcompiler.ops.quant import quantize_multiplier
 
-_SYMBOLS = {"EQUAL": "==", "NOT_EQUAL": "!=", "GREATER": ">", "GREATER_EQUAL": ">=", "LESS": "<",
-            "LESS_EQUAL": "<="}
-_NUMPY = {"EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal,
-          "LESS": np.less, "LESS_EQUAL": np.less_equal}
+_SYMBOLS = {"EQUAL": "==", "NOT_EQUAL": "!=", "GREATER": ">", "GREATER_EQUAL": ">=", "LESS": "<", "LESS_EQUAL": "<="}
+_NUMPY = {
+    "EQUAL": np.equal,
+    "NOT_EQUAL": np.not_equal,
+    "GREATER": np.greater,
+    "GREATER_EQUAL": np.greater_equal,
+    "LESS": np.less,
+    "LESS_EQUAL": np.less_equal,
+}
 _RAW = ("int32", "int64", "float32")
 LEFT_SHIFT = 8  # TFLM's kLeftShift for quantized comparisons
 
@@ -42,8 +48,12 @@ class Comparison(BroadcastKernel):
             self.require_quantized(op, graph, [0, 1])
             for k in (0, 1):
                 scale = float(np.float32(graph.tensors[op.inputs[k]].quant.scale[0]))
-                require_like_tflm(0.0 < scale < 1.0, op, f"input{k + 1} scale {scale:g} is outside (0, 1) "
-                                                         "(TFLM's QuantizeMultiplierSmallerThanOneExp check fails)")
+                require_like_tflm(
+                    0.0 < scale < 1.0,
+                    op,
+                    f"input{k + 1} scale {scale:g} is outside (0, 1) "
+                    "(TFLM's QuantizeMultiplierSmallerThanOneExp check fails)",
+                )
 
     def compute(self, op, arrays, out_dtype):
         a, b = arrays
@@ -62,10 +72,15 @@ class Comparison(BroadcastKernel):
             scale, zp = t.quant.single()
             m, shift = quantize_multiplier(float(np.float32(scale)))
             offset = f" - {zp}" if zp > 0 else (f" + {-zp}" if zp < 0 else "")
-            terms.append(f"const int32_t v{k + 1} = mc_requantize(((int32_t){reads[k]}{offset}) * "
-                         f"(1 << LEFT_SHIFT), {m}, {shift});\n")
-        return ("/* Both inputs to a common scale: (x - zero point) << 8 times the input's scale. */\n"
-                + "".join(terms) + f"{write} = (uint8_t)(v1 {symbol} v2);\n")
+            terms.append(
+                f"const int32_t v{k + 1} = mc_requantize(((int32_t){reads[k]}{offset}) * "
+                f"(1 << LEFT_SHIFT), {m}, {shift});\n"
+            )
+        return (
+            "/* Both inputs to a common scale: (x - zero point) << 8 times the input's scale. */\n"
+            + "".join(terms)
+            + f"{write} = (uint8_t)(v1 {symbol} v2);\n"
+        )
 
     def prologue(self, op, graph, ctx):
         if ctx.tensor(op.inputs[0]).dtype in ("int8", "int16"):

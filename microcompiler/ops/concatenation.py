@@ -6,6 +6,7 @@ zero point, and int16 zero points must be 0. TFLM itself rejects fused activatio
 is applied here exactly as the standalone activation would (a clamp, since the pass only fuses
 when the quantization is unchanged).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,42 +22,72 @@ class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
     inputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
-    options = ("axis (negative allowed), fused activation (int8, int16, float32); any number of inputs (TFLM's "
-               "prepare refuses more than 10; a copy, checked against numpy)")
+    options = (
+        "axis (negative allowed), fused activation (int8, int16, float32); any number of inputs (TFLM's "
+        "prepare refuses more than 10; a copy, checked against numpy)"
+    )
 
     def check(self, op, graph):
-        require(len(op.inputs) >= 1 and min(op.inputs) >= 0 and len(op.outputs) == 1, op,
-                "expects one or more inputs and one output")
+        require(
+            len(op.inputs) >= 1 and min(op.inputs) >= 0 and len(op.outputs) == 1,
+            op,
+            "expects one or more inputs and one output",
+        )
         y = graph.tensors[op.outputs[0]]
         ins = [graph.tensors[i] for i in op.inputs]
         require(y.dtype in self.types, op, f"type {y.dtype} is not supported ({', '.join(self.types)})")
-        require(all(t.dtype == y.dtype for t in ins), op,
-                f"input types {[t.dtype for t in ins]} must all equal the output type {y.dtype}")
+        require(
+            all(t.dtype == y.dtype for t in ins),
+            op,
+            f"input types {[t.dtype for t in ins]} must all equal the output type {y.dtype}",
+        )
         activation = op.options.get("activation", "NONE")
-        require(activation in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"), op,
-                f"fused activation {activation} is not supported")
-        require(activation == "NONE" or y.dtype in ("int8", "int16", "float32"), op,
-                f"a fused activation on {y.dtype} values is not supported")
+        require(
+            activation in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"),
+            op,
+            f"fused activation {activation} is not supported",
+        )
+        require(
+            activation == "NONE" or y.dtype in ("int8", "int16", "float32"),
+            op,
+            f"a fused activation on {y.dtype} values is not supported",
+        )
         rank = len(y.shape)
         axis = op.options.get("axis", 0)
         require(rank >= 1 and -rank <= axis < rank, op, f"axis {axis} is out of range for rank {rank}")
         axis %= rank
         for t in ins:
-            require(len(t.shape) == rank and all(a == b for k, (a, b) in enumerate(zip(t.shape, y.shape))
-                                                 if k != axis), op,
-                    f"input shape {list(t.shape)} does not fit output shape {list(y.shape)} on axis {axis}")
-        require(sum(t.shape[axis] for t in ins) == y.shape[axis], op,
-                f"input extents along axis {axis} do not add up to the output's {y.shape[axis]}")
+            require(
+                len(t.shape) == rank and all(a == b for k, (a, b) in enumerate(zip(t.shape, y.shape)) if k != axis),
+                op,
+                f"input shape {list(t.shape)} does not fit output shape {list(y.shape)} on axis {axis}",
+            )
+        require(
+            sum(t.shape[axis] for t in ins) == y.shape[axis],
+            op,
+            f"input extents along axis {axis} do not add up to the output's {y.shape[axis]}",
+        )
         if y.dtype == "int8":
-            require(y.quant is not None and not y.quant.per_channel, op,
-                    "the output needs per-tensor quantization parameters")
+            require(
+                y.quant is not None and not y.quant.per_channel,
+                op,
+                "the output needs per-tensor quantization parameters",
+            )
             want = (float(np.float32(y.quant.scale[0])), y.quant.zero_point[0])
-            require(all(t.quant is not None and not t.quant.per_channel and
-                        (float(np.float32(t.quant.scale[0])), t.quant.zero_point[0]) == want for t in ins), op,
-                    "int8 inputs must have the output's scale and zero point (TFLM does not requantize)")
+            require(
+                all(
+                    t.quant is not None
+                    and not t.quant.per_channel
+                    and (float(np.float32(t.quant.scale[0])), t.quant.zero_point[0]) == want
+                    for t in ins
+                ),
+                op,
+                "int8 inputs must have the output's scale and zero point (TFLM does not requantize)",
+            )
         elif y.dtype == "int16":
-            require(all(t.quant is None or t.quant.zero_point[0] == 0 for t in ins + [y]), op,
-                    "int16 zero points must be 0")
+            require(
+                all(t.quant is None or t.quant.zero_point[0] == 0 for t in ins + [y]), op, "int16 zero points must be 0"
+            )
             if activation != "NONE":
                 require(y.quant is not None, op, "a fused activation needs the output's quantization parameters")
 
@@ -64,7 +95,7 @@ class Concatenation(OpKernel):
         y = ctx.tensor(op.outputs[0])
         axis = op.options.get("axis", 0) % len(y.shape)
         outer = int(np.prod(y.shape[:axis], dtype=np.int64))
-        inner = int(np.prod(y.shape[axis + 1:], dtype=np.int64))
+        inner = int(np.prod(y.shape[axis + 1 :], dtype=np.int64))
         parts = [dict(src=ctx.arg(i), n=ctx.tensor(i).shape[axis] * inner) for i in op.inputs]
         parts = [p for p in parts if p["n"] > 0]
         activation = op.options.get("activation", "NONE")
@@ -76,5 +107,6 @@ class Concatenation(OpKernel):
             else:
                 lo, hi = activation_range(activation, y)
                 clamp = f"({ctype})MC_CLAMP(x, {lo}, {hi})"
-        return ctx.render("concatenation.c.j2", ctype=ctype, output=ctx.arg(op.outputs[0]), outer=outer,
-                          parts=parts, clamp=clamp)
+        return ctx.render(
+            "concatenation.c.j2", ctype=ctype, output=ctx.arg(op.outputs[0]), outer=outer, parts=parts, clamp=clamp
+        )

@@ -7,6 +7,7 @@ written over it (element (p, c) of the output lies at or after element (p, sourc
 ``source_channel[c]`` is the packed channel that output channel c comes from, or -1 for a constant
 channel, whose value is ``constant_value[c]``.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register
@@ -25,6 +26,14 @@ class ConstantChannels(OpKernel):
     def emit(self, op, graph, ctx):
         packed, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         channels, kept = y.shape[-1], packed.shape[-1]
-        return ctx.render("constant_channels.c.j2", pixels=y.size // channels, channels=channels, kept=kept,
-                          dropped=channels - kept, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          source=ctx.arg(op.inputs[1]), constant=ctx.arg(op.inputs[2]))
+        return ctx.render(
+            "constant_channels.c.j2",
+            pixels=y.size // channels,
+            channels=channels,
+            kept=kept,
+            dropped=channels - kept,
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            source=ctx.arg(op.inputs[1]),
+            constant=ctx.arg(op.inputs[2]),
+        )

@@ -19,6 +19,7 @@ arena for the duration of the call only:
   importer) is 0, then sets it; ``<model>_reset()`` clears the flag so the initialisation runs again
   on the next inference, as after start-up.
 """
+
 from __future__ import annotations
 
 from microcompiler.ir import Graph, Operator, c_type, called_subgraphs
@@ -91,9 +92,11 @@ class If(_ControlFlow):
 
     def calls(self, op, graph, ctx, subgraphs, arena):
         then_g, else_g = subgraphs
-        args = [ctx.arg(i) for i in op.inputs[1:]] + [ctx.arg(o) for o in op.outputs[:len(then_g.outputs)]]
-        return (f"  if ({ctx.arg(op.inputs[0])}[0]) {{\n    {_call(ctx, then_g, args, arena)}\n"
-                f"  }} else {{\n    {_call(ctx, else_g, args, arena)}\n  }}\n")
+        args = [ctx.arg(i) for i in op.inputs[1:]] + [ctx.arg(o) for o in op.outputs[: len(then_g.outputs)]]
+        return (
+            f"  if ({ctx.arg(op.inputs[0])}[0]) {{\n    {_call(ctx, then_g, args, arena)}\n"
+            f"  }} else {{\n    {_call(ctx, else_g, args, arena)}\n  }}\n"
+        )
 
 
 @register
@@ -137,5 +140,7 @@ class CallOnce(_ControlFlow):
     def calls(self, op, graph, ctx, subgraphs, arena):
         (init,) = subgraphs
         done = ctx.arg(op.outputs[0])
-        return (f"  if ({done}[0]) return;  /* ran since start-up or the last reset */\n"
-                f"  {_call(ctx, init, [], arena)}\n  {done}[0] = 1;\n")
+        return (
+            f"  if ({done}[0]) return;  /* ran since start-up or the last reset */\n"
+            f"  {_call(ctx, init, [], arena)}\n  {done}[0] = 1;\n"
+        )

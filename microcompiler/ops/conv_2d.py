@@ -13,22 +13,35 @@ behaviour.
 The checks, geometry and requantization constants it shares with DEPTHWISE_CONV_2D are in
 ops/conv_common.py; the fast kernels are ops/fast/conv_2d_im2col.py and ops/fast/conv_2d_pixel.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_common import (ACTIVATIONS, INT32_MAX, bias_tensor, check_common,  # noqa: F401
-                                           constant_parameters, float_values, folded_bias, geometry,
-                                           quant_values)
+from microcompiler.ops.conv_common import (
+    ACTIVATIONS as ACTIVATIONS,  # re-exported: the other convolution kernels import them from here
+)
+from microcompiler.ops.conv_common import (
+    INT32_MAX as INT32_MAX,
+)
+from microcompiler.ops.conv_common import (
+    bias_tensor,
+    check_common,
+    constant_parameters,
+    float_values,
+    folded_bias,
+    geometry,
+    quant_values,
+)
 from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
 from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_s16
-from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.features import has_dsp, has_fpu, has_mve
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 @register
@@ -36,30 +49,38 @@ class Conv2D(OpKernel):
     kinds = ("CONV_2D",)
     input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
-    type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
-                  "bias); weights and bias constant or activations")
+    type_notes = (
+        "int8 and int16 activations with int8 or packed int4 per-channel weights (int16: int32 or int64 "
+        "bias); weights and bias constant or activations"
+    )
     options = "padding, stride, dilation, fused activation"
-    fast = {"dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); int16x8, one group "
-                   "(int16-pixel: SMLAD on int16 pairs, exact int64 sums); portable C of the same loops elsewhere",
-            "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)",
-            "fpu": "float32, one group (float-blocks: 4 pixels x 4 channels in FPU registers)"}
+    fast = {
+        "dsp": "int8 (im2col + SMLAD; pixel for grouped convolution and large kernels); int16x8, one group "
+        "(int16-pixel: SMLAD on int16 pairs, exact int64 sums); portable C of the same loops elsewhere",
+        "mve": "int8, one group (VMLADAVA.S8, 2 pixels x 4 channels)",
+        "fpu": "float32, one group (float-blocks: 4 pixels x 4 channels in FPU registers)",
+    }
     tuning_knobs = {"weights": ("s8", "s16")}  # plan(): int8 words or pre-extended int16 pairs
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=0)
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        require(x.shape[3] % w.shape[3] == 0, op,
-                f"input channels {x.shape[3]} are not a multiple of the weights' depth {w.shape[3]}")
+        require(
+            x.shape[3] % w.shape[3] == 0,
+            op,
+            f"input channels {x.shape[3]} are not a multiple of the weights' depth {w.shape[3]}",
+        )
         groups = x.shape[3] // w.shape[3]
-        require(w.shape[0] % groups == 0, op,
-                f"output channels {w.shape[0]} do not split into {groups} groups")
+        require(w.shape[0] % groups == 0, op, f"output channels {w.shape[0]} do not split into {groups} groups")
         bias = bias_tensor(op, graph)
         if x.dtype == "int8":
-            require(bias is None or bias.dtype == "int32", op,
-                    f"int8 needs an int32 bias, not {bias and bias.dtype}")
+            require(bias is None or bias.dtype == "int32", op, f"int8 needs an int32 bias, not {bias and bias.dtype}")
         elif x.dtype == "int16":
-            require(bias is None or bias.dtype in ("int32", "int64"), op,
-                    f"int16x8 needs an int64 or int32 bias, not {bias and bias.dtype}")
+            require(
+                bias is None or bias.dtype in ("int32", "int64"),
+                op,
+                f"int16x8 needs an int64 or int32 bias, not {bias and bias.dtype}",
+            )
 
     def macs(self, op, graph):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
@@ -87,8 +108,7 @@ class Conv2D(OpKernel):
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         tuning = tuning or {}
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if (x.dtype == "float32" and has_fpu(features) and w.shape[3] == x.shape[3]
-                and constant_parameters(op, graph)):
+        if x.dtype == "float32" and has_fpu(features) and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
             return float_blocks.plan(geometry(op, graph), features)
         if x.dtype == "int8" and has_mve(features) and constant_parameters(op, graph):
             mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
@@ -100,13 +120,22 @@ class Conv2D(OpKernel):
             col_bytes = 32 * steps
             if col_bytes <= fast.MAX_COL_BYTES:
                 weights = tuning.get("weights", "s8")
-                plan = {"variant": "im2col", "isa": "dsp" if has_dsp(features) else "c",
-                        "pixels": 4, "out_channels": 1, "unroll": 4,
-                        "gather": "taps" if g.in_c % 4 == 0 else "bytes",
-                        "weights": weights if weights in ("s8", "s16") else "s8",
-                        "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps)}
-                if (plan["weights"] == "s8" and has_dsp(features) and tuning.get("extract") != "sxtb16"
-                        and im2col.lanes_ok(op, graph)):
+                plan = {
+                    "variant": "im2col",
+                    "isa": "dsp" if has_dsp(features) else "c",
+                    "pixels": 4,
+                    "out_channels": 1,
+                    "unroll": 4,
+                    "gather": "taps" if g.in_c % 4 == 0 else "bytes",
+                    "weights": weights if weights in ("s8", "s16") else "s8",
+                    "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps),
+                }
+                if (
+                    plan["weights"] == "s8"
+                    and has_dsp(features)
+                    and tuning.get("extract") != "sxtb16"
+                    and im2col.lanes_ok(op, graph)
+                ):
                     plan["extract"] = "lanes"
                 return plan
         if x.dtype == "int8" and constant_parameters(op, graph):
@@ -133,12 +162,23 @@ class Conv2D(OpKernel):
         group_c = w.shape[3]
         groups = g.in_c // group_c
         bias = bias_tensor(op, graph)
-        values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]), group_c=group_c, groups=groups,
-                      per_group=g.out_c // groups, taps=g.k_h * g.k_w * group_c, **g.values())
+        values = dict(
+            input=ctx.arg(op.inputs[0]),
+            weights=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            group_c=group_c,
+            groups=groups,
+            per_group=g.out_c // groups,
+            taps=g.k_h * g.k_w * group_c,
+            **g.values(),
+        )
         if x.dtype == "float32":
-            return ctx.render("conv_2d_float.c.j2", bias=ctx.arg(op.inputs[2]) if bias is not None else None,
-                              **float_values(op), **values)
+            return ctx.render(
+                "conv_2d_float.c.j2",
+                bias=ctx.arg(op.inputs[2]) if bias is not None else None,
+                **float_values(op),
+                **values,
+            )
         taps = g.k_h * g.k_w * group_c
         offset = -x.quant.zero_point[0]
         fold = offset != 0 and g.always_inside and constant_parameters(op, graph)
@@ -159,8 +199,18 @@ class Conv2D(OpKernel):
         g = geometry(op, graph)
         bias = bias_tensor(op, graph)
         mult, shift = conv_multipliers(x, w, y, g.out_c)
-        return fast_mve.emit_dot(ctx, plan, g, w.data.astype(np.int8).reshape(g.out_c, -1),
-                                 bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
-                                 int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
-                                 activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
-                                 ctx.arg(op.outputs[0]), g.describe())
+        return fast_mve.emit_dot(
+            ctx,
+            plan,
+            g,
+            w.data.astype(np.int8).reshape(g.out_c, -1),
+            bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
+            int(x.quant.zero_point[0]),
+            mult,
+            shift,
+            int(y.quant.zero_point[0]),
+            activation_range(op.options["activation"], y),
+            ctx.arg(op.inputs[0]),
+            ctx.arg(op.outputs[0]),
+            g.describe(),
+        )

@@ -3,14 +3,20 @@ conv_common.cc and depthwise_conv_common.cc: the checks of shapes, options, type
 quantization, the geometry of an operator, the per-channel requantization constants and the bias
 with the input zero point folded in. The pure geometry (output size, padding) is ops/geometry.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import require
 from microcompiler.ops.geometry import ConvGeometry, out_size, padding_before
-from microcompiler.ops.quant import (MAX_REQUANTIZE_SCALE, activation_range, c_float, conv_multipliers,
-                                     float_activation_range)
+from microcompiler.ops.quant import (
+    MAX_REQUANTIZE_SCALE,
+    activation_range,
+    c_float,
+    conv_multipliers,
+    float_activation_range,
+)
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 INT32_MAX = 2**31 - 1
@@ -19,55 +25,81 @@ INT32_MAX = 2**31 - 1
 def check_common(op, graph, weight_channel_axis: int) -> None:
     """Checks shared by CONV_2D and DEPTHWISE_CONV_2D (shapes, options, quantization, bias)."""
     o = op.options
-    require(len(op.inputs) in (2, 3) and len(op.outputs) == 1, op,
-            "expects input, weights, optional bias and one output")
+    require(
+        len(op.inputs) in (2, 3) and len(op.outputs) == 1, op, "expects input, weights, optional bias and one output"
+    )
     x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-    require(len(x.shape) == 4 and len(w.shape) == 4 and len(y.shape) == 4, op,
-            f"input, weights and output must be 4-D (NHWC); got {list(x.shape)}, {list(w.shape)}, "
-            f"{list(y.shape)}")
+    require(
+        len(x.shape) == 4 and len(w.shape) == 4 and len(y.shape) == 4,
+        op,
+        f"input, weights and output must be 4-D (NHWC); got {list(x.shape)}, {list(w.shape)}, {list(y.shape)}",
+    )
     require(o["padding"] in ("SAME", "VALID"), op, f"padding {o['padding']} is not supported")
     require(o["activation"] in ACTIVATIONS, op, f"fused activation {o['activation']} is not supported")
-    require(o["stride_h"] >= 1 and o["stride_w"] >= 1, op,
-            f"stride {o['stride_h']}x{o['stride_w']} is not supported (must be >= 1)")
-    require(o["dilation_h"] >= 1 and o["dilation_w"] >= 1, op,
-            f"dilation {o['dilation_h']}x{o['dilation_w']} is not supported (must be >= 1)")
+    require(
+        o["stride_h"] >= 1 and o["stride_w"] >= 1,
+        op,
+        f"stride {o['stride_h']}x{o['stride_w']} is not supported (must be >= 1)",
+    )
+    require(
+        o["dilation_h"] >= 1 and o["dilation_w"] >= 1,
+        op,
+        f"dilation {o['dilation_h']}x{o['dilation_w']} is not supported (must be >= 1)",
+    )
     require(min(x.shape) >= 1 and min(w.shape) >= 1, op, "empty tensors are not supported")
     combo = (x.dtype, w.dtype, y.dtype)
-    require(combo in {("int8", "int8", "int8"), ("int16", "int8", "int16"),
-                      ("float32", "float32", "float32")}, op,
-            f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32)")
+    require(
+        combo in {("int8", "int8", "int8"), ("int16", "int8", "int16"), ("float32", "float32", "float32")},
+        op,
+        f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32)",
+    )
     out_c = w.shape[weight_channel_axis]
     require(y.shape[3] == out_c, op, f"output has {y.shape[3]} channels but the weights make {out_c}")
     require(y.shape[0] == x.shape[0], op, "input and output batch sizes differ")
     patch = o.get("patch_padding")  # a patch of the layer (passes/patches.py): its own padding before
-    for axis, name, k, s, d in ((1, "height", w.shape[1], o["stride_h"], o["dilation_h"]),
-                                (2, "width", w.shape[2], o["stride_w"], o["dilation_w"])):
+    for axis, name, k, s, d in (
+        (1, "height", w.shape[1], o["stride_h"], o["dilation_h"]),
+        (2, "width", w.shape[2], o["stride_w"], o["dilation_w"]),
+    ):
         if patch is not None:
-            require(patch[axis - 1] >= 0 and (y.shape[axis] - 1) * s - patch[axis - 1] < x.shape[axis], op,
-                    f"patch output {name} {y.shape[axis]} reads outside its input patch")
+            require(
+                patch[axis - 1] >= 0 and (y.shape[axis] - 1) * s - patch[axis - 1] < x.shape[axis],
+                op,
+                f"patch output {name} {y.shape[axis]} reads outside its input patch",
+            )
             continue
         want = out_size(o["padding"], x.shape[axis], k, s, d)
         require(want >= 1, op, f"the kernel (dilated) is larger than the input {name} with VALID padding")
-        require(y.shape[axis] == want, op,
-                f"output {name} {y.shape[axis]} does not match the {o['padding']} padding result {want}")
+        require(
+            y.shape[axis] == want,
+            op,
+            f"output {name} {y.shape[axis]} does not match the {o['padding']} padding result {want}",
+        )
     bias = bias_tensor(op, graph)
     check_weights_and_bias(op, x, w, bias, out_c, weight_channel_axis)
     if x.dtype == "float32":
         return
-    require(x.quant is not None and y.quant is not None and w.quant is not None, op,
-            "quantized tensors need quantization parameters")
-    require(not x.quant.per_channel and not y.quant.per_channel, op,
-            "per-channel quantized activations are not supported")
+    require(
+        x.quant is not None and y.quant is not None and w.quant is not None,
+        op,
+        "quantized tensors need quantization parameters",
+    )
+    require(
+        not x.quant.per_channel and not y.quant.per_channel, op, "per-channel quantized activations are not supported"
+    )
     check_requantize_range(op, x, w, y)
-    require(all(z == 0 for z in w.quant.zero_point), op,
-            "weights with a nonzero zero point are not supported")
+    require(all(z == 0 for z in w.quant.zero_point), op, "weights with a nonzero zero point are not supported")
     if x.dtype == "int16":
-        require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
-                "int16 activations must have zero point 0")
+        require(
+            x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op, "int16 activations must have zero point 0"
+        )
     _, shift = conv_multipliers(x, w, y, out_c)
     if x.dtype == "int16" and (bias is None or bias.dtype == "int64"):  # the 64-bit requantize
-        require(all(int(s) <= 14 for s in shift), op,
-                "the requantization scale input_scale * filter_scale / output_scale is too large (>= 2^15)")
+        require(
+            all(int(s) <= 14 for s in shift),
+            op,
+            "the requantization scale input_scale * filter_scale / output_scale is too large (>= 2^15)",
+        )
 
 
 BIAS_TYPES = {"int8": ("int32",), "int16": ("int32", "int64"), "float32": ("float32",)}
@@ -81,21 +113,38 @@ def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int)
     != filter->dims->data[quantized_dimension]"): the per-channel
     multiplier and shift arrays are indexed by output channel."""
     if bias is not None:
-        require(bias.size == out_c, op, f"bias has {bias.size} elements for {out_c} output channels; the file is "
-                "inconsistent (a kernel would read past the bias)")
-        require(len(bias.shape) == 1, op, f"bias has shape {list(bias.shape)}; it must be one-dimensional "
-                f"[{out_c}]: re-export the model")
+        require(
+            bias.size == out_c,
+            op,
+            f"bias has {bias.size} elements for {out_c} output channels; the file is "
+            "inconsistent (a kernel would read past the bias)",
+        )
+        require(
+            len(bias.shape) == 1,
+            op,
+            f"bias has shape {list(bias.shape)}; it must be one-dimensional [{out_c}]: re-export the model",
+        )
         allowed = BIAS_TYPES.get(x.dtype, ())
-        require(bias.dtype in allowed, op, f"{x.dtype} needs {'an' if allowed[0].startswith('i') else 'a'} {' or '.join(allowed)} bias, not {bias.dtype} "
-                "(TFLM would read its bytes as another type); re-export the model")
+        require(
+            bias.dtype in allowed,
+            op,
+            f"{x.dtype} needs {'an' if allowed[0].startswith('i') else 'a'} {' or '.join(allowed)} bias, not {bias.dtype} "
+            "(TFLM would read its bytes as another type); re-export the model",
+        )
     if w.quant is None or x.dtype == "float32":
         return
     scales = w.quant.file_scales or len(w.quant.scale)
-    require(scales in (1, out_c), op, f"weights have {scales} scales for {out_c} output channels (TFLM refuses "
-            "it too); the file is inconsistent")
+    require(
+        scales in (1, out_c),
+        op,
+        f"weights have {scales} scales for {out_c} output channels (TFLM refuses it too); the file is inconsistent",
+    )
     if scales > 1:
-        require(w.quant.axis == weight_channel_axis, op,
-                f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}")
+        require(
+            w.quant.axis == weight_channel_axis,
+            op,
+            f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}",
+        )
 
 
 def check_requantize_range(op, x, w, y) -> None:
@@ -104,8 +153,12 @@ def check_requantize_range(op, x, w, y) -> None:
         return
     in_scale, out_scale = float(np.float32(x.quant.scale[0])), float(np.float32(y.quant.scale[0]))
     worst = max(in_scale * float(np.float32(s)) / out_scale for s in w.quant.scale)
-    require(worst < MAX_REQUANTIZE_SCALE, op, f"the requantization scale input_scale * weight_scale / output_scale "
-            f"is {worst:.3g}, beyond any int32 multiplier (2^30); TFLM would overflow: the file's scales are damaged")
+    require(
+        worst < MAX_REQUANTIZE_SCALE,
+        op,
+        f"the requantization scale input_scale * weight_scale / output_scale "
+        f"is {worst:.3g}, beyond any int32 multiplier (2^30); TFLM would overflow: the file's scales are damaged",
+    )
 
 
 def constant_parameters(op, graph) -> bool:
@@ -124,10 +177,23 @@ def bias_tensor(op, graph):
 def geometry(op, graph) -> ConvGeometry:
     o = op.options
     x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
-    g = ConvGeometry(batches=x.shape[0], in_h=x.shape[1], in_w=x.shape[2], in_c=x.shape[3],
-                     out_h=y.shape[1], out_w=y.shape[2], out_c=y.shape[3], k_h=w.shape[1], k_w=w.shape[2],
-                     stride_h=o["stride_h"], stride_w=o["stride_w"], dil_h=o["dilation_h"],
-                     dil_w=o["dilation_w"], pad_h=0, pad_w=0)
+    g = ConvGeometry(
+        batches=x.shape[0],
+        in_h=x.shape[1],
+        in_w=x.shape[2],
+        in_c=x.shape[3],
+        out_h=y.shape[1],
+        out_w=y.shape[2],
+        out_c=y.shape[3],
+        k_h=w.shape[1],
+        k_w=w.shape[2],
+        stride_h=o["stride_h"],
+        stride_w=o["stride_w"],
+        dil_h=o["dilation_h"],
+        dil_w=o["dilation_w"],
+        pad_h=0,
+        pad_w=0,
+    )
     if "patch_padding" in o:  # a patch of the layer (passes/patches.py): the padding left at the image border
         g.pad_h, g.pad_w = o["patch_padding"]
     else:
@@ -145,8 +211,10 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
     if len(set(zip(mult.tolist(), shift.tolist()))) == 1:
         requant = (str(int(mult[0])), str(int(shift[0])))
     else:
-        requant = (ctx.const("multiplier", mult, comment=f"requantization multiplier per output channel [{out_c}]") + "[oc]",
-                   ctx.const("shift", shift, comment=f"requantization shift per output channel [{out_c}]") + "[oc]")
+        requant = (
+            ctx.const("multiplier", mult, comment=f"requantization multiplier per output channel [{out_c}]") + "[oc]",
+            ctx.const("shift", shift, comment=f"requantization shift per output channel [{out_c}]") + "[oc]",
+        )
     lo, hi = activation_range(op.options["activation"], y)
     # int16: TFLM accumulates in int32 (32-bit requantize) only with an int32 bias; without a bias
     # or with an int64 one it uses the 64-bit accumulator and requantize.
@@ -161,11 +229,21 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
     if wide:
         acc_t, requant_fn, wrap = "int64_t", "mc_requantize64", False
     else:
-        acc_t, requant_fn, wrap = ("int32_t", "mc_requantize", False) if bound <= INT32_MAX else \
-            ("int64_t", "mc_requantize", True)
-    return dict(io_t="int16_t" if x.dtype == "int16" else "int8_t", acc_t=acc_t, requant_fn=requant_fn,
-                wrap=wrap, requant=requant, act_min=lo, act_max=hi, input_offset=-x.quant.zero_point[0],
-                output_offset=y.quant.zero_point[0], bias=bias_c)
+        acc_t, requant_fn, wrap = (
+            ("int32_t", "mc_requantize", False) if bound <= INT32_MAX else ("int64_t", "mc_requantize", True)
+        )
+    return dict(
+        io_t="int16_t" if x.dtype == "int16" else "int8_t",
+        acc_t=acc_t,
+        requant_fn=requant_fn,
+        wrap=wrap,
+        requant=requant,
+        act_min=lo,
+        act_max=hi,
+        input_offset=-x.quant.zero_point[0],
+        output_offset=y.quant.zero_point[0],
+        bias=bias_c,
+    )
 
 
 def float_values(op) -> dict:
@@ -182,5 +260,8 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
     b = bias.data.astype(np.int64) if bias is not None else np.zeros(len(weight_sums), np.int64)
     folded = b + int(-x.quant.zero_point[0]) * weight_sums.astype(np.int64)
     wrapped = ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
-    return ctx.const("bias", wrapped, comment=f"bias per output channel [{len(wrapped)}] with input zero point * "
-                     "sum(weights) folded in")
+    return ctx.const(
+        "bias",
+        wrapped,
+        comment=f"bias per output channel [{len(wrapped)}] with input zero point * sum(weights) folded in",
+    )

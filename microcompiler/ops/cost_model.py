@@ -8,6 +8,7 @@ variant and the knobs that change the inner loop) by ``scripts/fit_cost_model.py
 coefficients live in ``cost_model_data.py``. Kernels without measurements fall back to coarser
 keys (operator and type, then operator), and finally to a per-MAC and per-element rate.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,17 +32,19 @@ def features(op: dict, dtype: str) -> dict:
     out = int(sum(np.prod(s) for s in op["outputs"]))
     ins = int(np.prod(op["inputs"][0])) if op["inputs"] else 0
     channels = op["outputs"][0][-1] if op["outputs"] and op["outputs"][0] else 1
-    return {"macs": op["macs"], "outputs": out, "inputs": ins,
-            "window": op["macs"] / max(1, channels), "one": 1}
+    return {"macs": op["macs"], "outputs": out, "inputs": ins, "window": op["macs"] / max(1, channels), "one": 1}
 
 
 def keys(op: dict, dtype: str) -> list[str]:
     """From the most to the least specific cost-model key of an operator."""
     k = op["kernel"]
     knobs = ",".join(f"{n}={k[n]}" for n in KEY_KNOBS if n in k)
-    return [f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
-            f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}",
-            f"{op['kind']}|{dtype}", op["kind"]]
+    return [
+        f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
+        f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}",
+        f"{op['kind']}|{dtype}",
+        op["kind"],
+    ]
 
 
 def estimate(op: dict, dtype: str) -> tuple[float, str]:

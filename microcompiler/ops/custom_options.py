@@ -5,6 +5,7 @@ damaged (``ModelFormatError``): TFLM would read garbage or zero. TFLM's signal o
 their options by position in the map's (key-sorted) value vector, so for them the keys must be
 exactly the expected ones (``exact_keys``).
 """
+
 from __future__ import annotations
 
 from microcompiler.errors import ModelFormatError
@@ -14,8 +15,10 @@ _NUMBER = (int, float)
 
 
 def _bad(op: Operator, what: str) -> ModelFormatError:
-    return ModelFormatError(f"operator {op.index} ({op.kind}): {what}; the file is corrupted or was written "
-                            "by another converter: re-export the model")
+    return ModelFormatError(
+        f"operator {op.index} ({op.kind}): {what}; the file is corrupted or was written "
+        "by another converter: re-export the model"
+    )
 
 
 def number(op: Operator, key: str, default=None, integer: bool = False):

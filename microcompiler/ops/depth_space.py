@@ -4,6 +4,7 @@ Both are permutations of a 6-D view of the tensor (DEPTH_TO_SPACE reads [B, H, W
 order [B, H, by, W, bx, C]; SPACE_TO_DEPTH the reverse), generated as one copy loop nest over the
 output with compile-time input strides; values are copied unchanged, as TFLM does.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register, require
@@ -26,8 +27,9 @@ class DepthSpace(OpKernel):
             require(c % (bs * bs) == 0, op, f"input depth {c} is not a multiple of block size {bs} squared")
             want = [b, h * bs, w * bs, c // (bs * bs)]
         else:
-            require(h % bs == 0 and w % bs == 0, op, f"input height {h} and width {w} must be multiples of "
-                    f"block size {bs}")
+            require(
+                h % bs == 0 and w % bs == 0, op, f"input height {h} and width {w} must be multiples of block size {bs}"
+            )
             want = [b, h // bs, w // bs, c * bs * bs]
         require(list(y.shape) == want, op, f"output shape {list(y.shape)} should be {want}")
 
@@ -39,6 +41,12 @@ class DepthSpace(OpKernel):
             co = c // (bs * bs)
             axes = [Axis(b, h * w * c), Axis(h, w * c), Axis(bs, bs * co), Axis(w, c), Axis(bs, co), Axis(co, 1)]
         else:
-            axes = [Axis(b, h * w * c), Axis(h // bs, bs * w * c), Axis(w // bs, bs * c), Axis(bs, w * c),
-                    Axis(bs, c), Axis(c, 1)]
+            axes = [
+                Axis(b, h * w * c),
+                Axis(h // bs, bs * w * c),
+                Axis(w // bs, bs * c),
+                Axis(bs, w * c),
+                Axis(bs, c),
+                Axis(c, 1),
+            ]
         return render_copy(ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes)

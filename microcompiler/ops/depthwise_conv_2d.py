@@ -7,20 +7,28 @@ Checks, geometry and requantization constants are shared with CONV_2D (ops/conv_
 kernels are ops/fast/depthwise_conv_2d_channels4.py and ops/fast/depthwise_conv_2d_planes.py (int8),
 ops/fast/depthwise_conv_2d_s16.py (int16x8).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.conv_common import (bias_tensor, check_common, constant_parameters, float_values,
-                                           folded_bias, geometry, quant_values)
+from microcompiler.ops.conv_common import (
+    bias_tensor,
+    check_common,
+    constant_parameters,
+    float_values,
+    folded_bias,
+    geometry,
+    quant_values,
+)
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
-from microcompiler.ops.quant import activation_range, conv_multipliers
 from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 @register
@@ -28,13 +36,17 @@ class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
     input_roles = ("input", "filter", "bias")
     inputs = (2, 3)
-    type_notes = ("int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
-                  "constant or activations")
+    type_notes = (
+        "int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
+        "constant or activations"
+    )
     options = "padding, stride, dilation, depth multiplier, fused activation"
-    fast = {"dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
-                   "int16-pairs (any depth multiplier, SMLABB/SMLATT on int16 pairs)",
-            "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
-            "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)"}
+    fast = {
+        "dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
+        "int16-pairs (any depth multiplier, SMLABB/SMLATT on int16 pairs)",
+        "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
+        "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)",
+    }
 
     def check(self, op, graph):
         check_common(op, graph, weight_channel_axis=3)
@@ -42,18 +54,24 @@ class DepthwiseConv2D(OpKernel):
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
         table = op.options.get("input_channels")  # output channels dropped (passes/zero_channels.py)
-        require(table is None or (len(table) == w.shape[3] and all(0 <= c < x.shape[3] for c in table)), op,
-                f"input_channels {table} do not name an input channel for each of the {w.shape[3]} output channels")
-        require(mult >= 1 and (table is not None or x.shape[3] * mult == w.shape[3]), op,
-                f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
-                f"{w.shape[3]} output channels of the weights")
+        require(
+            table is None or (len(table) == w.shape[3] and all(0 <= c < x.shape[3] for c in table)),
+            op,
+            f"input_channels {table} do not name an input channel for each of the {w.shape[3]} output channels",
+        )
+        require(
+            mult >= 1 and (table is not None or x.shape[3] * mult == w.shape[3]),
+            op,
+            f"depth multiplier {mult} with {x.shape[3]} input channels does not make the "
+            f"{w.shape[3]} output channels of the weights",
+        )
         bias = bias_tensor(op, graph)
         if x.dtype == "int8":
-            require(bias is None or bias.dtype == "int32", op,
-                    f"int8 needs an int32 bias, not {bias and bias.dtype}")
+            require(bias is None or bias.dtype == "int32", op, f"int8 needs an int32 bias, not {bias and bias.dtype}")
         elif x.dtype == "int16":
-            require(bias is None or bias.dtype == "int64", op,
-                    f"int16x8 needs an int64 bias, not {bias and bias.dtype}")
+            require(
+                bias is None or bias.dtype == "int64", op, f"int16x8 needs an int64 bias, not {bias and bias.dtype}"
+            )
 
     def macs(self, op, graph):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
@@ -65,8 +83,13 @@ class DepthwiseConv2D(OpKernel):
         pixels no more than input pixels), and the in-place schedules (planes, or the reference
         loops channel by channel) copy that channel to scratch before writing it."""
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if (x.dtype, y.dtype) != ("int8", "int8") or op.options.get("depth_multiplier", 1) != 1 \
-                or x.shape[3] != y.shape[3] or not constant_parameters(op, graph) or y.size > x.size:
+        if (
+            (x.dtype, y.dtype) != ("int8", "int8")
+            or op.options.get("depth_multiplier", 1) != 1
+            or x.shape[3] != y.shape[3]
+            or not constant_parameters(op, graph)
+            or y.size > x.size
+        ):
             return ()
         return (0,)
 
@@ -101,20 +124,28 @@ class DepthwiseConv2D(OpKernel):
         ``input_channels``). float32 with constant weights on a core with an FPU (and no input_channels
         table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
         x = graph.tensors[op.inputs[0]]
-        if (x.dtype == "float32" and "fpu" in features and constant_parameters(op, graph)
-                and "input_channels" not in op.options):
+        if (
+            x.dtype == "float32"
+            and "fpu" in features
+            and constant_parameters(op, graph)
+            and "input_channels" not in op.options
+        ):
             return float_channels4.plan(op.options.get("depth_multiplier", 1), features)
         if x.dtype == "int16" and constant_parameters(op, graph) and "input_channels" not in op.options:
-            s16 = dw_s16.plan(geometry(op, graph), op.options.get("depth_multiplier", 1),
-                              graph.tensors[op.inputs[1]], features)
+            s16 = dw_s16.plan(
+                geometry(op, graph), op.options.get("depth_multiplier", 1), graph.tensors[op.inputs[1]], features
+            )
             return s16 or {"variant": "reference"}
         if x.dtype != "int8" or not constant_parameters(op, graph):
             return {"variant": "reference"}
         in_place = self.in_place(op, graph)
         if in_place or "input_channels" in op.options:
             # one channel at a time: the only fast kernel safe in place, or reading a channel table
-            return dict(planes_kernel.plan(geometry(op, graph)), isa="dsp" if has_dsp(features) else "c",
-                        **({"in_place": True} if in_place else {}))
+            return dict(
+                planes_kernel.plan(geometry(op, graph)),
+                isa="dsp" if has_dsp(features) else "c",
+                **({"in_place": True} if in_place else {}),
+            )
         if has_mve(features):
             mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
             if mve:
@@ -124,11 +155,21 @@ class DepthwiseConv2D(OpKernel):
         if op.options.get("depth_multiplier", 1) != 1 or x.shape[3] % 4:
             return planes
         knob = (tuning or {}).get("variant")
-        if knob == "planes" or (knob != "channels4" and has_dsp(features) and planes["pixels"] > 1
-                                and planes["scratch_bytes"] <= planes_kernel.PREFERRED_PLANE_BYTES):
+        if knob == "planes" or (
+            knob != "channels4"
+            and has_dsp(features)
+            and planes["pixels"] > 1
+            and planes["scratch_bytes"] <= planes_kernel.PREFERRED_PLANE_BYTES
+        ):
             return planes
-        return {"variant": "channels4", "isa": "dsp" if has_dsp(features) else "c", "channels": 4,
-                "taps_unrolled": True, "weights": "s16-pairs", "scratch_bytes": 0}
+        return {
+            "variant": "channels4",
+            "isa": "dsp" if has_dsp(features) else "c",
+            "channels": 4,
+            "taps_unrolled": True,
+            "weights": "s16-pairs",
+            "scratch_bytes": 0,
+        }
 
     def emit(self, op, graph, ctx):
         plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
@@ -142,19 +183,29 @@ class DepthwiseConv2D(OpKernel):
         if plan["variant"] == "planes":
             return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "int16-pairs":
-            return dw_s16.emit(op, ctx, plan, geometry(op, graph), bias_tensor(op, graph),
-                               op.options.get("depth_multiplier", 1))
+            return dw_s16.emit(
+                op, ctx, plan, geometry(op, graph), bias_tensor(op, graph), op.options.get("depth_multiplier", 1)
+            )
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         mult = op.options.get("depth_multiplier", 1)
         bias = bias_tensor(op, graph)
-        values = dict(input=ctx.arg(op.inputs[0]), weights=ctx.arg(op.inputs[1]),
-                      output=ctx.arg(op.outputs[0]), mult=mult, channel_copy=None,
-                      input_channels=planes_kernel.input_channel_table(op, ctx, g), **g.values())
+        values = dict(
+            input=ctx.arg(op.inputs[0]),
+            weights=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            mult=mult,
+            channel_copy=None,
+            input_channels=planes_kernel.input_channel_table(op, ctx, g),
+            **g.values(),
+        )
         if x.dtype == "float32":
-            return ctx.render("depthwise_conv_2d_float.c.j2",
-                              bias=ctx.arg(op.inputs[2]) if bias is not None else None,
-                              **float_values(op), **values)
+            return ctx.render(
+                "depthwise_conv_2d_float.c.j2",
+                bias=ctx.arg(op.inputs[2]) if bias is not None else None,
+                **float_values(op),
+                **values,
+            )
         taps = g.k_h * g.k_w
         fold = x.quant.zero_point[0] != 0 and g.always_inside and constant_parameters(op, graph)
         if fold:
@@ -180,8 +231,18 @@ class DepthwiseConv2D(OpKernel):
         g = geometry(op, graph)
         bias = bias_tensor(op, graph)
         mult, shift = conv_multipliers(x, w, y, g.out_c)
-        return fast_mve.emit_depthwise(ctx, plan, g, w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c),
-                                       bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
-                                       int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
-                                       activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
-                                       ctx.arg(op.outputs[0]), g.describe())
+        return fast_mve.emit_depthwise(
+            ctx,
+            plan,
+            g,
+            w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c),
+            bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
+            int(x.quant.zero_point[0]),
+            mult,
+            shift,
+            int(y.quant.zero_point[0]),
+            activation_range(op.options["activation"], y),
+            ctx.arg(op.inputs[0]),
+            ctx.arg(op.outputs[0]),
+            g.describe(),
+        )

@@ -14,6 +14,7 @@
   only in debug builds); here the quotient saturates to the activation bound of the dividend's sign
   (the output zero point for 0 / 0).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,9 +54,12 @@ class Div(BroadcastKernel):
         if y.dtype == "int8":
             self.require_quantized(op, graph, [0, 1, -1])
             m, shift = div_multiplier(a, b, y)
-            require(m > 0 and _MIN_OUTPUT_SHIFT <= shift <= _MAX_OUTPUT_SHIFT, op,
-                    "input1_scale / (input2_scale * output_scale) is out of the range TFLite Micro's "
-                    "integer division handles")
+            require(
+                m > 0 and _MIN_OUTPUT_SHIFT <= shift <= _MAX_OUTPUT_SHIFT,
+                op,
+                "input1_scale / (input2_scale * output_scale) is out of the range TFLite Micro's "
+                "integer division handles",
+            )
 
     def compute(self, op, arrays, out_dtype):
         a, b = arrays
@@ -64,11 +68,11 @@ class Div(BroadcastKernel):
         if out_dtype != "int32":
             return None
         a, b = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
-        if np.any(b == 0) or np.any((a == -2**31) & (b == -1)):
+        if np.any(b == 0) or np.any((a == -(2**31)) & (b == -1)):
             return None  # no result in TFLM: left to the generated code's defined stand-in
         q = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))  # C's truncating division
         lo, hi = int32_activation_range(op.options.get("activation", "NONE"))
-        return np.clip(q, -2**31 if lo is None else lo, 2**31 - 1 if hi is None else hi)
+        return np.clip(q, -(2**31) if lo is None else lo, 2**31 - 1 if hi is None else hi)
 
     def element(self, op, graph, ctx, reads, write):
         a, b, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
@@ -81,7 +85,17 @@ class Div(BroadcastKernel):
             return ctx.render("div_int32.c.j2", read1=reads[0], read2=reads[1], write=write, act_min=lo, act_max=hi)
         lo, hi = activation_range(activation, y)
         m, shift = div_multiplier(a, b, y)
-        return ctx.render("div_int8.c.j2", read1=reads[0], read2=reads[1], write=write, act_min=lo, act_max=hi,
-                          input1_zp=int(a.quant.zero_point[0]), input2_zp=int(b.quant.zero_point[0]),
-                          output_zp=int(y.quant.zero_point[0]), multiplier=m, shift=shift,
-                          max_right_shift=_MAX_RECIPROCAL_SHIFT + _MAX_HEADROOM - shift)
+        return ctx.render(
+            "div_int8.c.j2",
+            read1=reads[0],
+            read2=reads[1],
+            write=write,
+            act_min=lo,
+            act_max=hi,
+            input1_zp=int(a.quant.zero_point[0]),
+            input2_zp=int(b.quant.zero_point[0]),
+            output_zp=int(y.quant.zero_point[0]),
+            multiplier=m,
+            shift=shift,
+            max_right_shift=_MAX_RECIPROCAL_SHIFT + _MAX_HEADROOM - shift,
+        )

@@ -22,16 +22,17 @@ element at its offset is written). Types and arithmetic follow TFLite Micro's ke
 * LOGICAL_NOT on bool; ZEROS_LIKE on float32, int8, int32 and int64 (no code when its output is
   not a model output: the constant-folding pass replaces it by zeros in flash).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ir import np_dtype
-from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
+from microcompiler.ops.requantize import offset_term
 
 # C expression of each float32 operator, in terms of the input element x.
 FLOAT_EXPRESSIONS = {
@@ -50,8 +51,13 @@ FLOAT_EXPRESSIONS = {
 }
 # The float operators whose result numpy reproduces exactly (what constant folding may compute).
 _EXACT_FLOAT = {
-    "ABS": np.abs, "NEG": np.negative, "SQUARE": np.square, "SQRT": np.sqrt, "CEIL": np.ceil,
-    "FLOOR": np.floor, "ROUND": np.round,  # np.round rounds half to even, as TFLM's ROUND
+    "ABS": np.abs,
+    "NEG": np.negative,
+    "SQUARE": np.square,
+    "SQRT": np.sqrt,
+    "CEIL": np.ceil,
+    "FLOOR": np.floor,
+    "ROUND": np.round,  # np.round rounds half to even, as TFLM's ROUND
     "RSQRT": lambda x: np.float32(1.0) / np.sqrt(x),
 }
 # TFLM's RSQRT keeps 1/sqrt(x) in Q(31 - 20) between its two multiplications.
@@ -66,8 +72,14 @@ def require_same_type(op, x, y, allowed: tuple[str, ...]) -> None:
 def render_map(ctx, op, in_ctype: str, expr: str) -> str:
     """The loop ``output[i] = expr(x = input[i])``."""
     x = ctx.tensor(op.inputs[0])
-    return ctx.render("elementwise_unary_map.c.j2", size=x.size, in_ctype=in_ctype, expr=expr,
-                      input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+    return ctx.render(
+        "elementwise_unary_map.c.j2",
+        size=x.size,
+        in_ctype=in_ctype,
+        expr=expr,
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+    )
 
 
 def _fold_float(op, graph, fn) -> list[np.ndarray] | None:
@@ -89,9 +101,13 @@ class FloatMath(OpKernel):
 
     def describe(self, kind):
         info = super().describe(kind)
-        info["type_notes"] = {"EXP": "the C library's expf algorithm (mc_expf), identical on every target",
-                              "ROUND": "half to even", "LOG": "the C library's logf algorithm (mc_logf)",
-                              "SIN": "C library sinf", "COS": "C library cosf"}.get(kind, "")
+        info["type_notes"] = {
+            "EXP": "the C library's expf algorithm (mc_expf), identical on every target",
+            "ROUND": "half to even",
+            "LOG": "the C library's logf algorithm (mc_logf)",
+            "SIN": "C library sinf",
+            "COS": "C library cosf",
+        }.get(kind, "")
         return info
 
     def check(self, op, graph):
@@ -124,11 +140,13 @@ class Abs(OpKernel):
         x, y = require_elementwise(op, graph)
         require_same_type(op, x, y, self.types)
         if x.dtype == "int8" or (x.dtype == "int16" and _quantized(x)):
-            require(_quantized(x) and _quantized(y), op,
-                    f"{x.dtype} input and output need quantization parameters")
+            require(_quantized(x) and _quantized(y), op, f"{x.dtype} input and output need quantization parameters")
             if x.dtype == "int16":
-                require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
-                        "int16 input and output zero points must be 0")
+                require(
+                    x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0,
+                    op,
+                    "int16 input and output zero points must be 0",
+                )
 
     def fold(self, op, graph):
         return _fold_float(op, graph, np.abs)
@@ -148,6 +166,7 @@ class Abs(OpKernel):
         def abs_rescaled(v: int) -> int:
             magnitude = abs(v - in_zp)
             return clamp((requantize(magnitude, *multiplier) if multiplier else magnitude) + out_zp, -128, 127)
+
         return int8_table_from_integer(abs_rescaled)
 
     def variant(self, op, graph):
@@ -160,15 +179,29 @@ class Abs(OpKernel):
         if not _quantized(x):  # int16 without quantization: std::abs, which keeps -32768
             return render_map(ctx, op, "int16_t", "(int16_t)(x < 0 && x != INT16_MIN ? -x : x)")
         if x.dtype == "int8":
-            return render_int8_table(ctx, self.int8_table(op, graph), what="rescaled absolute value",
-                                     size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+            return render_int8_table(
+                ctx,
+                self.int8_table(op, graph),
+                what="rescaled absolute value",
+                size=x.size,
+                input=ctx.arg(op.inputs[0]),
+                output=ctx.arg(op.outputs[0]),
+            )
         in_zp, out_zp = x.quant.zero_point[0], y.quant.zero_point[0]
         multiplier = self._multiplier(x, y)
         type_min, type_max = INT_RANGES[x.dtype]
-        return ctx.render("elementwise_unary_abs_int.c.j2", size=x.size, ctype=f"{x.dtype}_t",
-                          input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          input_offset=offset_term(-in_zp), output_offset=offset_term(out_zp),
-                          multiplier=multiplier, type_min=type_min, type_max=type_max)
+        return ctx.render(
+            "elementwise_unary_abs_int.c.j2",
+            size=x.size,
+            ctype=f"{x.dtype}_t",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            input_offset=offset_term(-in_zp),
+            output_offset=offset_term(out_zp),
+            multiplier=multiplier,
+            type_min=type_min,
+            type_max=type_max,
+        )
 
     def inplace_inputs(self, op, graph):
         return (0,)
@@ -184,8 +217,11 @@ class Rsqrt(OpKernel):
         x, y = require_elementwise(op, graph)
         require_same_type(op, x, y, self.types)
         if x.dtype == "int16":
-            require(x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0, op,
-                    "int16 input and output zero points must be 0")
+            require(
+                x.quant.zero_point[0] == 0 and y.quant.zero_point[0] == 0,
+                op,
+                "int16 input and output zero points must be 0",
+            )
 
     def fold(self, op, graph):
         return _fold_float(op, graph, _EXACT_FLOAT["RSQRT"])
@@ -199,11 +235,20 @@ class Rsqrt(OpKernel):
         real = 1.0 / (np.sqrt(float(np.float32(in_scale))) * float(np.float32(out_scale)))
         multiplier, shift = quantize_multiplier(float(real))
         type_min, type_max = INT_RANGES[x.dtype]
-        return ctx.render("elementwise_unary_rsqrt_int.c.j2", size=x.size, ctype=f"{x.dtype}_t",
-                          input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          input_offset=offset_term(-in_zp), output_offset=offset_term(out_zp),
-                          multiplier=multiplier, shift=shift - RSQRT_HEADROOM_SHIFT,
-                          headroom=RSQRT_HEADROOM_SHIFT, type_min=type_min, type_max=type_max)
+        return ctx.render(
+            "elementwise_unary_rsqrt_int.c.j2",
+            size=x.size,
+            ctype=f"{x.dtype}_t",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            input_offset=offset_term(-in_zp),
+            output_offset=offset_term(out_zp),
+            multiplier=multiplier,
+            shift=shift - RSQRT_HEADROOM_SHIFT,
+            headroom=RSQRT_HEADROOM_SHIFT,
+            type_min=type_min,
+            type_max=type_max,
+        )
 
     def inplace_inputs(self, op, graph):
         return (0,)

@@ -6,6 +6,7 @@
   output scale, round half away from zero, add the zero point, saturate). The generated C only
   indexes the table, which stays in flash.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ per id); each output row is a copy of the table row, or for an int8 table with a
 TFLM). TFLM fails the inference on an id outside [0, rows); the generated code cannot fail, so it
 clamps run-time ids into that range. Constant ids are checked at compile time and folded.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,10 @@ class EmbeddingLookup(OpKernel):
     input_roles = ("ids", "table")
     inputs = (2, 2)
     types = ("int8", "float32")
-    type_notes = ("ids int32; an int8 table gives int8 rows, or float32 rows dequantized with the table's "
-                  "scale (zero point 0); out-of-range run-time ids are clamped, where TFLM fails")
+    type_notes = (
+        "ids int32; an int8 table gives int8 rows, or float32 rows dequantized with the table's "
+        "scale (zero point 0); out-of-range run-time ids are clamped, where TFLM fails"
+    )
     quantized_io = False
 
     def check(self, op, graph):
@@ -43,8 +46,11 @@ class EmbeddingLookup(OpKernel):
         allowed = ("float32",) if table.dtype == "float32" else ("int8", "float32")
         require(y.dtype in allowed, op, f"output type {y.dtype} does not go with a {table.dtype} table")
         if self._hybrid(op, graph):
-            require(table.quant is not None and not table.quant.per_channel and table.quant.zero_point[0] == 0,
-                    op, "an int8 table read as float32 needs one scale and zero point 0 (as TFLM)")
+            require(
+                table.quant is not None and not table.quant.per_channel and table.quant.zero_point[0] == 0,
+                op,
+                "an int8 table read as float32 needs one scale and zero point 0 (as TFLM)",
+            )
         _, rows, _ = _geometry(op, graph)
         if ids.is_constant:
             bad = ids.data[(ids.data < 0) | (ids.data >= rows)]
@@ -67,7 +73,16 @@ class EmbeddingLookup(OpKernel):
     def emit(self, op, graph, ctx):
         ids, table, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
         count, rows, row = _geometry(op, graph)
-        return ctx.render("embedding_lookup.c.j2", ctype=c_type(table.dtype), otype=c_type(y.dtype),
-                          ids=ctx.arg(op.inputs[0]), table=ctx.arg(op.inputs[1]), output=ctx.arg(op.outputs[0]),
-                          count=count, rows=rows, row=row, clamp=not ids.is_constant,
-                          scale=c_float(table.quant.scale[0]) if self._hybrid(op, graph) else None)
+        return ctx.render(
+            "embedding_lookup.c.j2",
+            ctype=c_type(table.dtype),
+            otype=c_type(y.dtype),
+            ids=ctx.arg(op.inputs[0]),
+            table=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            count=count,
+            rows=rows,
+            row=row,
+            clamp=not ids.is_constant,
+            scale=c_float(table.quant.scale[0]) if self._hybrid(op, graph) else None,
+        )

@@ -4,6 +4,7 @@ A board file lists its CPU's features (``Board.cpu.features``: "dsp", "fpu", "fp
 ``compile_model`` gets them as a set of names and the kernels choose their fast variants with
 ``has_dsp`` / ``has_mve`` / ``has_fpu``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection

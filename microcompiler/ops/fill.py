@@ -5,6 +5,7 @@ Folded at compile time when the value is a constant too; otherwise the function 
 value into every element (memset for int8). The value is copied unchanged (TFLM does not
 requantize between the value's and the output's parameters).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,11 @@ class Fill(OpKernel):
         require(v.dtype == y.dtype, op, f"value type {v.dtype} differs from the output type {y.dtype}")
         require(v.size == 1 and len(v.shape) <= 1, op, f"the value must be a scalar, not of shape {list(v.shape)}")
         d = graph.tensors[op.inputs[0]]
-        require(d.dtype in ("int32", "int64") and len(d.shape) == 1 and d.size == len(y.shape), op,
-                f"dims must be {len(y.shape)} int32 or int64 values, one per output dimension")
+        require(
+            d.dtype in ("int32", "int64") and len(d.shape) == 1 and d.size == len(y.shape),
+            op,
+            f"dims must be {len(y.shape)} int32 or int64 values, one per output dimension",
+        )
         if d.is_constant:  # otherwise only the output shape matters (TFLM refuses run-time dims)
             dims = constant_ints(graph, op, 0, "dims")
             require(dims == list(y.shape), op, f"dims {dims} differ from the output shape {list(y.shape)}")
@@ -46,7 +50,18 @@ class Fill(OpKernel):
         y = ctx.tensor(op.outputs[0])
         folded = self.fold(op, graph)
         if folded is not None:  # a constant fill written to a model output
-            return ctx.render("movement_constant.c.j2", output=ctx.arg(op.outputs[0]),
-                              values=ctx.const("value", folded[0]), ctype=c_type(y.dtype), count=y.size)
-        return ctx.render("fill.c.j2", ctype=c_type(y.dtype), value=ctx.arg(op.inputs[1]),
-                          output=ctx.arg(op.outputs[0]), count=y.size, memset=y.dtype == "int8")
+            return ctx.render(
+                "movement_constant.c.j2",
+                output=ctx.arg(op.outputs[0]),
+                values=ctx.const("value", folded[0]),
+                ctype=c_type(y.dtype),
+                count=y.size,
+            )
+        return ctx.render(
+            "fill.c.j2",
+            ctype=c_type(y.dtype),
+            value=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            count=y.size,
+            memset=y.dtype == "int8",
+        )

@@ -10,10 +10,11 @@ int8 logistic, tanh and 16-bit hard-swish exist only here): the same rounding, s
 truncating division and two's complement wrap-around. Tests hold each table against the TFLM
 interpreter over all 256 inputs.
 """
+
 from __future__ import annotations
 
-INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
-INT16_MIN, INT16_MAX = -2**15, 2**15 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
 
 def wrap32(x: int) -> int:
@@ -59,8 +60,11 @@ def saturating_left_shift(x: int, exponent: int) -> int:
 
 
 def fp_rescale(x: int, from_bits: int, to_bits: int) -> int:
-    return (saturating_left_shift(x, from_bits - to_bits) if from_bits >= to_bits
-            else rounding_divide_by_pot(x, to_bits - from_bits))
+    return (
+        saturating_left_shift(x, from_bits - to_bits)
+        if from_bits >= to_bits
+        else rounding_divide_by_pot(x, to_bits - from_bits)
+    )
 
 
 def fp_rounding_half_sum(a: int, b: int) -> int:
@@ -130,6 +134,7 @@ def fp_tanh(a: int, integer_bits: int) -> int:
 
 
 # ---- 16-bit fixed point (the int8 HARD_SWISH) -----------------------------------------------------
+
 
 def s16_rounding_doubling_high_mul(a: int, b: int) -> int:
     if a == b == INT16_MIN:

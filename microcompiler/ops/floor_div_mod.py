@@ -5,6 +5,7 @@ to y's sign, as TFLM's reference functions. TFLM's FLOOR_DIV refuses to run (an 
 the divisor holds a zero: a constant zero divisor is rejected here at compile time; a zero arriving
 at run time gives floor(+-inf or NaN), as IEEE division does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,16 +22,18 @@ class FloorDivMod(BroadcastKernel):
     quantized_io = False
 
     def describe(self, kind):
-        notes = ("a divisor holding 0 is an error in TFLM: a constant one is rejected"
-                 if kind == "FLOOR_DIV" else "")
+        notes = "a divisor holding 0 is an error in TFLM: a constant one is rejected" if kind == "FLOOR_DIV" else ""
         return {**super().describe(kind), "type_notes": notes}
 
     def check(self, op, graph):
         super().check(op, graph)
         divisor = graph.tensors[op.inputs[1]]
         if op.kind == "FLOOR_DIV" and divisor.is_constant:
-            require(not np.any(divisor.data == 0), op,
-                    "the constant divisor holds 0 (TFLite Micro stops with 'Division by 0')")
+            require(
+                not np.any(divisor.data == 0),
+                op,
+                "the constant divisor holds 0 (TFLite Micro stops with 'Division by 0')",
+            )
 
     def compute(self, op, arrays, out_dtype):
         a, b = (x.astype(np.float32) for x in arrays)
@@ -44,7 +47,9 @@ class FloorDivMod(BroadcastKernel):
     def element(self, op, graph, ctx, reads, write):
         if op.kind == "FLOOR_DIV":
             return f"{write} = (float)floor((double){reads[0]} / (double){reads[1]});\n"
-        return (f"const float y = {reads[1]};\n"
-                f"const float m = fmodf({reads[0]}, y);\n"
-                "/* Truncated remainder moved to the divisor's sign. */\n"
-                f"{write} = (m != 0.0f && ((y < 0.0f) != (m < 0.0f))) ? m + y : m;\n")
+        return (
+            f"const float y = {reads[1]};\n"
+            f"const float m = fmodf({reads[0]}, y);\n"
+            "/* Truncated remainder moved to the divisor's sign. */\n"
+            f"{write} = (m != 0.0f && ((y < 0.0f) != (m < 0.0f))) ? m + y : m;\n"
+        )

@@ -3,20 +3,27 @@
 The fast kernels: int8 rows4 / lanes in ops/fast/fully_connected_rows4.py, int16x8 int16-rows4 in
 ops/fast/fully_connected_s16.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.fast import fully_connected_s16 as fc_s16
-from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_common import check_requantize_range, check_weights_and_bias
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
+from microcompiler.ops.fast import fully_connected_s16 as fc_s16
+from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
-from microcompiler.ops.quant import (activation_range, c_float, float_activation_range, fully_connected_multipliers,
-                                     quantize_multiplier, quantize_multipliers)
 from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.quant import (
+    activation_range,
+    c_float,
+    float_activation_range,
+    fully_connected_multipliers,
+    quantize_multiplier,
+    quantize_multipliers,
+)
 
 
 @register
@@ -24,13 +31,17 @@ class FullyConnected(OpKernel):
     kinds = ("FULLY_CONNECTED",)
     input_roles = ("input", "weights", "bias")
     inputs = (2, 3)
-    type_notes = ("int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
-                  "weights and bias constant or activations")
+    type_notes = (
+        "int8 and int16 activations with int8 or packed int4 weights (int16: int32 or int64 bias); "
+        "weights and bias constant or activations"
+    )
     options = "fused activation, keep_num_dims"
-    fast = {"dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4, "
-                   "SMLAD on int16 pairs, exact int64 sums)",
-            "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
-            "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)"}
+    fast = {
+        "dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4, "
+        "SMLAD on int16 pairs, exact int64 sums)",
+        "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
+        "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)",
+    }
     # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
     tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
 
@@ -38,21 +49,29 @@ class FullyConnected(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         y = graph.tensors[op.outputs[0]]
         require(op.options.get("weights_format", 0) == 0, op, "shuffled weight formats are not supported")
-        require(op.options["activation"] in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"), op,
-                f"fused activation {op.options['activation']} is not supported")
+        require(
+            op.options["activation"] in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"),
+            op,
+            f"fused activation {op.options['activation']} is not supported",
+        )
         combo = (x.dtype, w.dtype, y.dtype)
-        require(combo in {("int8", "int8", "int8"), ("int16", "int8", "int16"),
-                          ("float32", "float32", "float32")}, op,
-                f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
-                "hybrid float32 input with int8 weights is not supported by TFLM either)")
+        require(
+            combo in {("int8", "int8", "int8"), ("int16", "int8", "int16"), ("float32", "float32", "float32")},
+            op,
+            f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
+            "hybrid float32 input with int8 weights is not supported by TFLM either)",
+        )
         require(len(w.shape) == 2, op, f"weights must be 2-D [outputs, depth], not {list(w.shape)}")
         require(min(w.shape) >= 1, op, f"weights of shape {list(w.shape)} are empty")
         require(x.size % w.shape[-1] == 0, op, "input size is not a multiple of the weights' depth")
         batches, rows = x.size // w.shape[-1], w.shape[0]
         # the kernel writes batches x rows values: exactly the output's size, or it would write past it
-        require(y.size == batches * rows and (not y.shape or y.shape[-1] == rows), op,
-                f"input {list(x.shape)} makes {batches} batches of {rows} outputs but the output has shape "
-                f"{list(y.shape)}; the file is inconsistent (the layer would write past its output)")
+        require(
+            y.size == batches * rows and (not y.shape or y.shape[-1] == rows),
+            op,
+            f"input {list(x.shape)} makes {batches} batches of {rows} outputs but the output has shape "
+            f"{list(y.shape)}; the file is inconsistent (the layer would write past its output)",
+        )
         bias = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
         check_weights_and_bias(op, x, w, bias, rows, 0)
         if x.dtype != "float32":
@@ -95,8 +114,7 @@ class FullyConnected(OpKernel):
         constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
         if x.dtype == "float32" and w.dtype == "float32" and constant and "fpu" in features:
             return float_rows4.plan(features)
-        if (x.dtype == "int8" and constant and w.quant is not None
-                and all(int(z) == 0 for z in w.quant.zero_point)):
+        if x.dtype == "int8" and constant and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point):
             if has_mve(features):
                 return fast_mve.fc_plan(w.shape[-1])
             dsp = has_dsp(features)
@@ -105,14 +123,27 @@ class FullyConnected(OpKernel):
             if dsp and knob != "s16" and self._lanes_ok(op, graph):
                 steps = depth // 4
                 chunk = fast.lanes_chunk_steps(steps, w.shape[0], (tuning or {}).get("chunk"))
-                return {"variant": "rows4", "isa": "dsp", "rows": 4, "unroll": 4, "weights": "s8",
-                        "extract": "lanes", "chunk": 4 * chunk if chunk < steps else 0,
-                        "scratch_bytes": fast.lanes_scratch_bytes(steps, w.shape[0], chunk)}
+                return {
+                    "variant": "rows4",
+                    "isa": "dsp",
+                    "rows": 4,
+                    "unroll": 4,
+                    "weights": "s8",
+                    "extract": "lanes",
+                    "chunk": 4 * chunk if chunk < steps else 0,
+                    "scratch_bytes": fast.lanes_scratch_bytes(steps, w.shape[0], chunk),
+                }
             s16 = dsp and knob != "s8" and depth >= 4
             # int8 weights with SXTB16: row offsets must fit LDR's 12-bit immediate
             sxtb16 = dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
-            plan = {"variant": "rows4", "isa": "dsp" if s16 or sxtb16 else "c", "rows": 4,
-                    "unroll": 4 if s16 else 1, "weights": "s16" if s16 else "s8", "scratch_bytes": 0}
+            plan = {
+                "variant": "rows4",
+                "isa": "dsp" if s16 or sxtb16 else "c",
+                "rows": 4,
+                "unroll": 4 if s16 else 1,
+                "weights": "s16" if s16 else "s8",
+                "scratch_bytes": 0,
+            }
             if sxtb16:
                 plan["extract"] = "sxtb16"
             return plan
@@ -125,8 +156,7 @@ class FullyConnected(OpKernel):
         _, out_depth, depth = self._dims(op, graph)
         w_rows = w.data.astype(np.int8).reshape(out_depth, depth)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
-        b = (graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias
-             else np.zeros(out_depth, np.int64))
+        b = graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias else np.zeros(out_depth, np.int64)
         return w_rows, b, b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
 
     def _lanes_ok(self, op, graph) -> bool:
@@ -149,16 +179,34 @@ class FullyConnected(OpKernel):
             batches, out_depth, depth = self._dims(op, graph)
             w_rows, b, _ = self._folded(op, graph)
             mult, shift = fully_connected_multipliers(x, w, y)
-            return fast_mve.emit_dot(ctx, plan, fast_mve.fc_geometry(batches, depth, out_depth), w_rows, b,
-                                     int(x.quant.zero_point[0]), mult, shift, int(y.quant.zero_point[0]),
-                                     activation_range(op.options["activation"], y), ctx.arg(op.inputs[0]),
-                                     ctx.arg(op.outputs[0]), f"{out_depth} outputs x {depth} inputs, {batches} batch(es)")
+            return fast_mve.emit_dot(
+                ctx,
+                plan,
+                fast_mve.fc_geometry(batches, depth, out_depth),
+                w_rows,
+                b,
+                int(x.quant.zero_point[0]),
+                mult,
+                shift,
+                int(y.quant.zero_point[0]),
+                activation_range(op.options["activation"], y),
+                ctx.arg(op.inputs[0]),
+                ctx.arg(op.outputs[0]),
+                f"{out_depth} outputs x {depth} inputs, {batches} batch(es)",
+            )
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
-        values = dict(batches=batches, out_depth=out_depth, depth=depth, input=ctx.arg(op.inputs[0]),
-                      weights=ctx.arg(op.inputs[1]), output=ctx.arg(op.outputs[0]),
-                      bias=ctx.arg(op.inputs[2]) if has_bias else None, dtype=x.dtype)
+        values = dict(
+            batches=batches,
+            out_depth=out_depth,
+            depth=depth,
+            input=ctx.arg(op.inputs[0]),
+            weights=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            bias=ctx.arg(op.inputs[2]) if has_bias else None,
+            dtype=x.dtype,
+        )
         if x.dtype == "float32":
             lo, hi = float_activation_range(op.options["activation"])
             return ctx.render("fully_connected_float.c.j2", act_min=c_float(lo), act_max=c_float(hi), **values)
@@ -166,7 +214,8 @@ class FullyConnected(OpKernel):
         if w.quant.per_channel:
             mult, shift = quantize_multipliers(
                 float(np.float32(x.quant.scale[0])) * float(np.float32(s)) / float(np.float32(y.quant.scale[0]))
-                for s in w.quant.scale)
+                for s in w.quant.scale
+            )
             per_channel = (ctx.const("multiplier", mult), ctx.const("shift", shift))
             scalar = None
         else:
@@ -180,13 +229,26 @@ class FullyConnected(OpKernel):
         bias_t = ctx.tensor(op.inputs[2]) if has_bias else None
         wide = x.dtype == "int16" and (bias_t is None or bias_t.dtype != "int32")
         max_x = 32768 if x.dtype == "int16" else 255
-        max_bias = (int(np.max(np.abs(bias_t.data.astype(np.int64)))) if bias_t is not None and bias_t.is_constant
-                    else (2**31 if bias_t is not None else 0))
+        max_bias = (
+            int(np.max(np.abs(bias_t.data.astype(np.int64))))
+            if bias_t is not None and bias_t.is_constant
+            else (2**31 if bias_t is not None else 0)
+        )
         wrap = not wide and depth * max_x * 255 + max_bias > 2**31 - 1
-        return ctx.render("fully_connected_int.c.j2", act_min=lo, act_max=hi,
-                          input_offset=-x.quant.zero_point[0], weights_offset=-w.quant.zero_point[0],
-                          output_offset=y.quant.zero_point[0], scalar=scalar, per_channel=per_channel,
-                          wide=wide, wrap=wrap, io_t=f"{x.dtype}_t", **values)
+        return ctx.render(
+            "fully_connected_int.c.j2",
+            act_min=lo,
+            act_max=hi,
+            input_offset=-x.quant.zero_point[0],
+            weights_offset=-w.quant.zero_point[0],
+            output_offset=y.quant.zero_point[0],
+            scalar=scalar,
+            per_channel=per_channel,
+            wide=wide,
+            wrap=wrap,
+            io_t=f"{x.dtype}_t",
+            **values,
+        )
 
     def _emit_rows4(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])

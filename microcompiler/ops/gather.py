@@ -6,6 +6,7 @@ reads outside the input, and a valid index gives TFLM's result. Constant indices
 compile time instead (an out-of-range one is refused), and a gather of constants is folded.
 Each gathered slice is one memcpy (a single store for slices of one element).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,16 +24,26 @@ def gather_geometry(op, graph):
     axis %= rank
     batch_dims = op.options.get("batch_dims", 0)
     batch_dims = batch_dims + irank if batch_dims < 0 else batch_dims
-    require(0 <= batch_dims <= min(axis, irank) and batch_dims < rank, op,
-            f"batch_dims {op.options.get('batch_dims', 0)} must lie in [0, min(axis {axis}, indices rank {irank})]")
-    require(list(x.shape[:batch_dims]) == list(idx.shape[:batch_dims]), op,
-            f"the first {batch_dims} dimensions of the input {list(x.shape)} and the indices "
-            f"{list(idx.shape)} differ")
-    out_shape = list(x.shape[:axis]) + list(idx.shape[batch_dims:]) + list(x.shape[axis + 1:])
+    require(
+        0 <= batch_dims <= min(axis, irank) and batch_dims < rank,
+        op,
+        f"batch_dims {op.options.get('batch_dims', 0)} must lie in [0, min(axis {axis}, indices rank {irank})]",
+    )
+    require(
+        list(x.shape[:batch_dims]) == list(idx.shape[:batch_dims]),
+        op,
+        f"the first {batch_dims} dimensions of the input {list(x.shape)} and the indices {list(idx.shape)} differ",
+    )
+    out_shape = list(x.shape[:axis]) + list(idx.shape[batch_dims:]) + list(x.shape[axis + 1 :])
     require(list(y.shape) == out_shape, op, f"output shape {list(y.shape)} does not match the expected {out_shape}")
     size = lambda dims: int(np.prod(dims, dtype=np.int64))  # noqa: E731
-    return (size(x.shape[:batch_dims]), size(x.shape[batch_dims:axis]), size(idx.shape[batch_dims:]),
-            int(x.shape[axis]), size(x.shape[axis + 1:]))
+    return (
+        size(x.shape[:batch_dims]),
+        size(x.shape[batch_dims:axis]),
+        size(idx.shape[batch_dims:]),
+        int(x.shape[axis]),
+        size(x.shape[axis + 1 :]),
+    )
 
 
 def check_gather_types(op, graph, types: tuple[str, ...]):
@@ -76,7 +87,17 @@ class Gather(OpKernel):
     def emit(self, op, graph, ctx):
         x, idx = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         batch, outer, coords, extent, inner = gather_geometry(op, graph)
-        return ctx.render("gather.c.j2", ctype=c_type(x.dtype), itype=c_type(idx.dtype),
-                          input=ctx.arg(op.inputs[0]), indices=ctx.arg(op.inputs[1]), output=ctx.arg(op.outputs[0]),
-                          batch=batch, outer=outer, coords=coords, extent=extent, inner=inner,
-                          clamp=not idx.is_constant)
+        return ctx.render(
+            "gather.c.j2",
+            ctype=c_type(x.dtype),
+            itype=c_type(idx.dtype),
+            input=ctx.arg(op.inputs[0]),
+            indices=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            batch=batch,
+            outer=outer,
+            coords=coords,
+            extent=extent,
+            inner=inner,
+            clamp=not idx.is_constant,
+        )

@@ -5,6 +5,7 @@ tuple copies one slice of the remaining dimensions (one memcpy). Run-time indice
 range, so the code never reads outside the params (TFLM fails the inference on an out-of-range
 index); constant indices are checked at compile time, and a GATHER_ND of constants is folded.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,11 @@ def _geometry(op, graph):
     x, idx, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
     require(len(idx.shape) >= 1 and len(x.shape) >= 1, op, "params and indices need at least one dimension")
     nd = int(idx.shape[-1])
-    require(1 <= nd <= len(x.shape), op,
-            f"index depth {nd} (the indices' last dimension) exceeds the params rank {len(x.shape)}")
+    require(
+        1 <= nd <= len(x.shape),
+        op,
+        f"index depth {nd} (the indices' last dimension) exceeds the params rank {len(x.shape)}",
+    )
     out_shape = list(idx.shape[:-1]) + list(x.shape[nd:])
     require(list(y.shape) == out_shape, op, f"output shape {list(y.shape)} does not match the expected {out_shape}")
     return int(np.prod(idx.shape[:-1], dtype=np.int64)), nd, int(np.prod(x.shape[nd:], dtype=np.int64))
@@ -42,8 +46,11 @@ class GatherNd(OpKernel):
         if idx.is_constant:
             tuples = idx.data.reshape(-1, nd)
             bad = (tuples < 0) | (tuples >= np.array(x.shape[:nd]))
-            require(not bad.any(), op, f"index {tuples[bad.any(axis=1)][:1].tolist()} is out of range "
-                    f"for params of shape {list(x.shape)}")
+            require(
+                not bad.any(),
+                op,
+                f"index {tuples[bad.any(axis=1)][:1].tolist()} is out of range for params of shape {list(x.shape)}",
+            )
 
     def fold(self, op, graph):
         x, idx, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
@@ -64,6 +71,16 @@ class GatherNd(OpKernel):
         for j in range(nd):
             value = f"MC_CLAMP(index[{j}], 0, {x.shape[j] - 1})" if clamp else f"index[{j}]"
             terms.append(value if strides[j] == 1 else f"{value} * {strides[j]}")
-        return ctx.render("gather_nd.c.j2", ctype=c_type(x.dtype), itype=c_type(idx.dtype),
-                          input=ctx.arg(op.inputs[0]), indices=ctx.arg(op.inputs[1]), output=ctx.arg(op.outputs[0]),
-                          count=count, nd=nd, inner=inner, offset=" + ".join(terms), clamp=clamp)
+        return ctx.render(
+            "gather_nd.c.j2",
+            ctype=c_type(x.dtype),
+            itype=c_type(idx.dtype),
+            input=ctx.arg(op.inputs[0]),
+            indices=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            count=count,
+            nd=nd,
+            inner=inner,
+            offset=" + ".join(terms),
+            clamp=clamp,
+        )

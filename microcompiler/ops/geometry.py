@@ -4,6 +4,7 @@ AVERAGE/MAX_POOL_2D, L2_POOL_2D), as TFLite Micro computes it (``ComputePaddingH
 strides and dilation; the padding before (top/left; the odd extra row or column goes after); the C
 expressions of the input row/column a tap or window reads.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,16 +32,21 @@ class ConvGeometry:
         """The C condition under which a tap row ("y") or column ("x") falls outside the image; ""
         when no tap can (the window always fits, so the code needs no test)."""
         var, out, size, k, stride, dil, pad = (
-            ("iy", self.out_h, self.in_h, self.k_h, self.stride_h, self.dil_h, self.pad_h) if axis == "y" else
-            ("ix", self.out_w, self.in_w, self.k_w, self.stride_w, self.dil_w, self.pad_w))
+            ("iy", self.out_h, self.in_h, self.k_h, self.stride_h, self.dil_h, self.pad_h)
+            if axis == "y"
+            else ("ix", self.out_w, self.in_w, self.k_w, self.stride_w, self.dil_w, self.pad_w)
+        )
         last = (out - 1) * stride + (k - 1) * dil - pad
         conds = ([f"{var} < 0"] if pad > 0 else []) + ([f"{var} >= {size}"] if last >= size else [])
         return " || ".join(conds)
 
     def tap_expr(self, axis: str) -> str:
         """C expression of the input row ("y") or column ("x") a tap reads."""
-        o, k, stride, dil, pad = (("oy", "ky", self.stride_h, self.dil_h, self.pad_h) if axis == "y" else
-                                  ("ox", "kx", self.stride_w, self.dil_w, self.pad_w))
+        o, k, stride, dil, pad = (
+            ("oy", "ky", self.stride_h, self.dil_h, self.pad_h)
+            if axis == "y"
+            else ("ox", "kx", self.stride_w, self.dil_w, self.pad_w)
+        )
         expr = o if stride == 1 else f"{o} * {stride}"
         if pad:
             expr += f" - {pad}"
@@ -51,8 +57,10 @@ class ConvGeometry:
 
     def describe(self) -> str:
         """One line: shapes, kernel, stride, and dilation and padding where they are not 0/1."""
-        text = (f"{self.batches}x{self.in_h}x{self.in_w}x{self.in_c} -> {self.batches}x{self.out_h}x{self.out_w}x"
-                f"{self.out_c}, kernel {self.k_h}x{self.k_w}, stride {self.stride_h}x{self.stride_w}")
+        text = (
+            f"{self.batches}x{self.in_h}x{self.in_w}x{self.in_c} -> {self.batches}x{self.out_h}x{self.out_w}x"
+            f"{self.out_c}, kernel {self.k_h}x{self.k_w}, stride {self.stride_h}x{self.stride_w}"
+        )
         if (self.dil_h, self.dil_w) != (1, 1):
             text += f", dilation {self.dil_h}x{self.dil_w}"
         if self.pad_h or self.pad_w:
@@ -60,8 +68,14 @@ class ConvGeometry:
         return text
 
     def values(self) -> dict:
-        return dict(g=self, check_y=self.bounds_check("y"), check_x=self.bounds_check("x"),
-                    iy_expr=self.tap_expr("y"), ix_expr=self.tap_expr("x"), describe=self.describe())
+        return dict(
+            g=self,
+            check_y=self.bounds_check("y"),
+            check_x=self.bounds_check("x"),
+            iy_expr=self.tap_expr("y"),
+            ix_expr=self.tap_expr("x"),
+            describe=self.describe(),
+        )
 
     @property
     def always_inside(self) -> bool:

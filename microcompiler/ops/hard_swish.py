@@ -9,19 +9,26 @@ precision (a float32 division differs from it in the last bit for some scales, a
 value), a Q31 multiplier rounded to Q15. That arithmetic runs here, at compile time, for each of the
 256 int8 inputs (``hard_swish_int8_table``): the generated code is one table load per element.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
-from microcompiler.ops.fixedpoint import (clamp, s16_doubling_high_mul, s16_rounding_divide_by_pot,
-                                          s16_rounding_doubling_high_mul, s16_saturating_left_shift, wrap16)
+from microcompiler.ops.fixedpoint import (
+    clamp,
+    s16_doubling_high_mul,
+    s16_rounding_divide_by_pot,
+    s16_rounding_doubling_high_mul,
+    s16_saturating_left_shift,
+    wrap16,
+)
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
-HIRES_INPUT_SHIFT = 7            # the input is scaled by 2^7 onto the high-resolution scale
-RELUISH_SCALE = 3.0 / 32768.0   # the value 3.0 on the relu-ish int16 scale
+HIRES_INPUT_SHIFT = 7  # the input is scaled by 2^7 onto the high-resolution scale
+RELUISH_SCALE = 3.0 / 32768.0  # the value 3.0 on the relu-ish int16 scale
 
 
 def downscale_multiplier_to_int16(multiplier: int) -> int:
@@ -37,8 +44,12 @@ def hard_swish_params(in_scale: float, out_scale: float) -> dict:
     hires_input_scale = float(F32(in_scale)) / (1 << HIRES_INPUT_SHIFT)
     out_q31, out_exponent = quantize_multiplier(hires_input_scale / float(F32(out_scale)), saturate=False)
     reluish_q31, reluish_exponent = quantize_multiplier(hires_input_scale / RELUISH_SCALE, saturate=False)
-    return dict(output_multiplier=downscale_multiplier_to_int16(out_q31), output_exponent=out_exponent,
-                reluish_multiplier=downscale_multiplier_to_int16(reluish_q31), reluish_exponent=reluish_exponent)
+    return dict(
+        output_multiplier=downscale_multiplier_to_int16(out_q31),
+        output_exponent=out_exponent,
+        reluish_multiplier=downscale_multiplier_to_int16(reluish_q31),
+        reluish_exponent=reluish_exponent,
+    )
 
 
 def hard_swish_int8_table(in_quant: tuple[float, int], out_quant: tuple[float, int]) -> np.ndarray:
@@ -64,6 +75,7 @@ def hard_swish_int8_table(in_quant: tuple[float, int], out_quant: tuple[float, i
         if out_exponent < 0:
             out = s16_rounding_divide_by_pot(out, -out_exponent)
         return clamp(wrap16(out + out_zp), -128, 127)  # TFLM adds the zero point in int16
+
     return int8_table_from_integer(hard_swish)
 
 
@@ -76,8 +88,11 @@ class HardSwish(ElementwiseKernel):
         x, y = require_unary(op, graph, ("int8", "float32"))
         if x.dtype == "int8":
             params = hard_swish_params(x.quant.scale[0], y.quant.scale[0])
-            require(params["output_exponent"] <= 0, op,
-                    "the input scale is more than 128 times the output scale (TFLM rejects it too)")
+            require(
+                params["output_exponent"] <= 0,
+                op,
+                "the input scale is more than 128 times the output scale (TFLM rejects it too)",
+            )
 
     def variant(self, op, graph):
         return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}

@@ -7,10 +7,11 @@ reference kernels.
   the result is x / norm in steps of 1/128. As in TFLM, the output tensor's quantization is not
   read: the output is always scale 1/128, zero point 0.
 """
+
 from __future__ import annotations
 
-from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.softmax_logistic import _outer_and_depth
 
 MAX_RANK = 4
@@ -26,14 +27,19 @@ class L2Normalization(OpKernel):
     options = "activation (NONE only, as TFLM)"
 
     def check(self, op, graph):
-        require(len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
-                "expects one input and one output")
+        require(
+            len(op.inputs) == 1 and op.inputs[0] >= 0 and len(op.outputs) == 1, op, "expects one input and one output"
+        )
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        require(x.dtype in ("int8", "float32") and y.dtype == x.dtype, op,
-                f"type combination input/output {(x.dtype, y.dtype)} is not supported (float32, int8)")
+        require(
+            x.dtype in ("int8", "float32") and y.dtype == x.dtype,
+            op,
+            f"type combination input/output {(x.dtype, y.dtype)} is not supported (float32, int8)",
+        )
         require(1 <= len(x.shape) <= MAX_RANK, op, f"input must have 1 to {MAX_RANK} dimensions, got {len(x.shape)}")
-        require(tuple(x.shape) == tuple(y.shape), op,
-                f"input shape {list(x.shape)} and output shape {list(y.shape)} differ")
+        require(
+            tuple(x.shape) == tuple(y.shape), op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ"
+        )
         activation = op.options.get("activation", "NONE")
         require(activation == "NONE", op, f"fused activation {activation} is not supported (TFLM supports none)")
         if x.dtype == "int8":
@@ -43,8 +49,9 @@ class L2Normalization(OpKernel):
         return 2 * graph.tensors[op.inputs[0]].size
 
     def variant(self, op, graph):
-        return {"variant": "fixed-point-inverse-sqrt" if graph.tensors[op.inputs[0]].dtype == "int8"
-                else "reference-float"}
+        return {
+            "variant": "fixed-point-inverse-sqrt" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"
+        }
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
@@ -52,5 +59,9 @@ class L2Normalization(OpKernel):
         values = dict(outer=outer, depth=depth, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("l2_normalization_float.c.j2", epsilon=EPSILON, **values)
-        return ctx.render("l2_normalization_int8.c.j2", input_offset=offset_term(-x.quant.zero_point[0]),
-                          output_bits=OUTPUT_FRACTIONAL_BITS, **values)
+        return ctx.render(
+            "l2_normalization_int8.c.j2",
+            input_offset=offset_term(-x.quant.zero_point[0]),
+            output_bits=OUTPUT_FRACTIONAL_BITS,
+            **values,
+        )

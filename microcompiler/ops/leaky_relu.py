@@ -6,6 +6,7 @@ with input_scale * alpha / output_scale (the float32 scales and alpha multiplied
 double precision, as the pinned TFLM computes them), then adds the output zero point and saturates.
 int8 compiles to a 256-entry table of that arithmetic (ops/lut.py): one load per element.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,9 +14,8 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.quant import INT_RANGES, c_float, quantize_multiplier
 from microcompiler.ops.requantize import offset_term
-from microcompiler.ops.quant import INT_RANGES, c_float
-from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
 MAX_LEFT_SHIFT = 30  # the largest power of two an int32 requantization can apply
@@ -39,8 +39,11 @@ class LeakyRelu(ElementwiseKernel):
         require(np.isfinite(op.options.get("alpha", 0.0)), op, "alpha must be a finite number")
         if x.dtype != "float32":
             multipliers = leaky_relu_multipliers(x.quant.scale[0], y.quant.scale[0], op.options.get("alpha", 0.0))
-            require(max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT, op,
-                    "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it")
+            require(
+                max(shift for _, shift in multipliers) <= MAX_LEFT_SHIFT,
+                op,
+                "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it",
+            )
 
     def int8_table(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -52,6 +55,7 @@ class LeakyRelu(ElementwiseKernel):
         def leaky_relu(v: int) -> int:
             d = v - in_zp
             return clamp(requantize(d, *(identity if d >= 0 else negative)) + out_zp, -128, 127)
+
         return int8_table_from_integer(leaky_relu)
 
     def variant(self, op, graph):
@@ -68,6 +72,14 @@ class LeakyRelu(ElementwiseKernel):
         (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
         identity, negative = leaky_relu_multipliers(in_scale, out_scale, alpha)
         lo, hi = INT_RANGES[x.dtype]
-        return ctx.render("leaky_relu_int.c.j2", ctype=f"{x.dtype}_t", input_offset=offset_term(-in_zp),
-                          output_offset=offset_term(out_zp), identity=identity, negative=negative,
-                          type_min=lo, type_max=hi, **values)
+        return ctx.render(
+            "leaky_relu_int.c.j2",
+            ctype=f"{x.dtype}_t",
+            input_offset=offset_term(-in_zp),
+            output_offset=offset_term(out_zp),
+            identity=identity,
+            negative=negative,
+            type_min=lo,
+            type_max=hi,
+            **values,
+        )

@@ -2,6 +2,7 @@
 
 (LOGICAL_NOT, a unary operator, lives with the unary family.)
 """
+
 from __future__ import annotations
 
 import numpy as np

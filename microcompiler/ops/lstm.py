@@ -21,6 +21,7 @@ One step of one batch row, integer (gate order as TFLM computes them: forget, in
 
 Float32 is the same data flow in float (TFLM's Logistic with its cut-offs, ``mc_tanhf``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,10 +29,10 @@ import numpy as np
 from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.features import has_dsp
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 from microcompiler.templating import index_expr
-from microcompiler.ops.features import has_dsp
 
 INPUT = 0
 INPUT_WEIGHTS = {"input": 1, "forget": 2, "cell": 3, "output": 4}
@@ -42,8 +43,8 @@ PROJECTION = (16, 17)
 HIDDEN_STATE, CELL_STATE = 18, 19
 LAYER_NORM = (20, 21, 22, 23)
 GATES = ("forget", "input", "cell", "output")  # the order TFLM computes them in
-GATE_SCALE = 2.0 ** -12   # gate pre-activations: Q3.12
-GATE_OUTPUT_SCALE = 2.0 ** -15  # sigmoid/tanh outputs: Q0.15
+GATE_SCALE = 2.0**-12  # gate pre-activations: Q3.12
+GATE_OUTPUT_SCALE = 2.0**-15  # sigmoid/tanh outputs: Q0.15
 TANH_INTEGER_BITS = 3  # the int16 tanh reads Q3.12
 
 
@@ -73,8 +74,11 @@ def _product(multiplier: tuple[int, int], zero_point: int, fast_kernel) -> dict:
 
 def _roles() -> tuple[str, ...]:
     names = {0: "input", 18: "hidden_state", 19: "cell_state"}
-    for table, what in ((INPUT_WEIGHTS, "input_to_{}_weights"), (RECURRENT_WEIGHTS, "recurrent_to_{}_weights"),
-                        (BIASES, "{}_gate_bias")):
+    for table, what in (
+        (INPUT_WEIGHTS, "input_to_{}_weights"),
+        (RECURRENT_WEIGHTS, "recurrent_to_{}_weights"),
+        (BIASES, "{}_gate_bias"),
+    ):
         for gate, i in table.items():
             names[i] = what.format(gate)
     return tuple(names.get(i, f"input{i}") for i in range(24))
@@ -85,13 +89,17 @@ class UnidirectionalSequenceLstm(OpKernel):
     kinds = ("UNIDIRECTIONAL_SEQUENCE_LSTM",)
     inputs = (1, 24)  # 24 in every file; the optional ones in the middle are -1 (check() counts them)
     types = ("int8", "int16", "float32")
-    type_notes = ("int8 input/hidden state/output with int8 weights, int16 cell state (power-of-two scale) and "
-                  "int32 biases, as TFLM's integer LSTM; int16 activations (zero point 0) with int8 weights and int64 "
-                  "biases; float32; all four gates, no peephole, projection or "
-                  "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences")
+    type_notes = (
+        "int8 input/hidden state/output with int8 weights, int16 cell state (power-of-two scale) and "
+        "int32 biases, as TFLM's integer LSTM; int16 activations (zero point 0) with int8 weights and int64 "
+        "biases; float32; all four gates, no peephole, projection or "
+        "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences"
+    )
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
-    fast = {"dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
-                   "dot product, int16 weight pairs, the zero points folded into the biases)"}
+    fast = {
+        "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
+        "dot product, int16 weight pairs, the zero points folded into the biases)"
+    }
     input_roles = _roles()
 
     def variant(self, op, graph):
@@ -119,64 +127,108 @@ class UnidirectionalSequenceLstm(OpKernel):
 
     def check(self, op, graph):
         if len(op.inputs) != 24:
-            raise ModelFormatError(f"operator {op.index} ({op.kind}) has {len(op.inputs)} inputs, expected 24; "
-                                   "the file is corrupted")
+            raise ModelFormatError(
+                f"operator {op.index} ({op.kind}) has {len(op.inputs)} inputs, expected 24; the file is corrupted"
+            )
 
         def t(i):
             return graph.tensors[op.inputs[i]] if op.inputs[i] >= 0 else None
+
         absent = [i for i in (*PEEPHOLE, *PROJECTION, *LAYER_NORM) if op.inputs[i] >= 0]
-        require(not absent, op, f"inputs {absent} are set: TFLM runs the plain LSTM only (no peephole, "
-                "projection or layer norm)")
-        needed = [INPUT, *INPUT_WEIGHTS.values(), *RECURRENT_WEIGHTS.values(), *BIASES.values(), HIDDEN_STATE,
-                  CELL_STATE]
+        require(
+            not absent,
+            op,
+            f"inputs {absent} are set: TFLM runs the plain LSTM only (no peephole, projection or layer norm)",
+        )
+        needed = [
+            INPUT,
+            *INPUT_WEIGHTS.values(),
+            *RECURRENT_WEIGHTS.values(),
+            *BIASES.values(),
+            HIDDEN_STATE,
+            CELL_STATE,
+        ]
         missing = [i for i in needed if op.inputs[i] < 0]
-        require(not missing, op, f"inputs {missing} are missing (CIFG, without the input gate, is not supported "
-                "by TFLM)")
+        require(
+            not missing, op, f"inputs {missing} are missing (CIFG, without the input gate, is not supported by TFLM)"
+        )
         x, y = t(INPUT), graph.tensors[op.outputs[0]]
         hidden, cell = t(HIDDEN_STATE), t(CELL_STATE)
-        require(hidden.persistent and cell.persistent, op, "hidden state (input 18) and cell state (input 19) "
-                "must be variable tensors")
+        require(
+            hidden.persistent and cell.persistent,
+            op,
+            "hidden state (input 18) and cell state (input 19) must be variable tensors",
+        )
         weights = [t(i) for i in (*INPUT_WEIGHTS.values(), *RECURRENT_WEIGHTS.values())]
         biases = [t(i) for i in BIASES.values()]
         require(all(w.is_constant for w in weights + biases), op, "weights and biases must be constants")
         require(len(x.shape) == 3 and len(y.shape) == 3, op, "input and output must be 3-D")
         batch, steps, n_input, n_state, _ = self._dims(op, graph)
         for name, i in INPUT_WEIGHTS.items():
-            require(t(i).shape == (n_state, n_input), op, f"input-to-{name} weights {list(t(i).shape)} are not "
-                    f"[{n_state}, {n_input}]")
+            require(
+                t(i).shape == (n_state, n_input),
+                op,
+                f"input-to-{name} weights {list(t(i).shape)} are not [{n_state}, {n_input}]",
+            )
         for name, i in RECURRENT_WEIGHTS.items():
-            require(t(i).shape == (n_state, n_state), op, f"recurrent-to-{name} weights {list(t(i).shape)} are "
-                    f"not [{n_state}, {n_state}]")
+            require(
+                t(i).shape == (n_state, n_state),
+                op,
+                f"recurrent-to-{name} weights {list(t(i).shape)} are not [{n_state}, {n_state}]",
+            )
         require(all(b.shape == (n_state,) for b in biases), op, f"gate biases must have {n_state} elements")
-        require(hidden.size == batch * n_state and cell.size == batch * n_state, op,
-                f"hidden and cell state must have {batch} x {n_state} elements")
-        require(y.shape == (*x.shape[:2], n_state), op, f"output shape {list(y.shape)} is not "
-                f"{[*x.shape[:2], n_state]}")
+        require(
+            hidden.size == batch * n_state and cell.size == batch * n_state,
+            op,
+            f"hidden and cell state must have {batch} x {n_state} elements",
+        )
+        require(
+            y.shape == (*x.shape[:2], n_state), op, f"output shape {list(y.shape)} is not {[*x.shape[:2], n_state]}"
+        )
         activation = op.options.get("activation", "TANH")
-        require(activation == "TANH", op, f"cell gate activation {activation} is not supported (TANH; TFLM "
-                "runs no other)")
+        require(
+            activation == "TANH", op, f"cell gate activation {activation} is not supported (TANH; TFLM runs no other)"
+        )
         require(float(op.options.get("cell_clip", 0.0)) >= 0, op, "cell_clip must not be negative")
         if x.dtype == "float32":
-            require(all(u.dtype == "float32" for u in [y, hidden, cell, *weights, *biases]), op,
-                    "float32 LSTM needs float32 tensors throughout")
+            require(
+                all(u.dtype == "float32" for u in [y, hidden, cell, *weights, *biases]),
+                op,
+                "float32 LSTM needs float32 tensors throughout",
+            )
             return
-        require(x.dtype in ("int8", "int16") and y.dtype == x.dtype and hidden.dtype == x.dtype, op,
-                f"types input/hidden state/output {x.dtype}/{hidden.dtype}/{y.dtype} are not supported "
-                "(int8, int16 or float32, the same for all three)")
+        require(
+            x.dtype in ("int8", "int16") and y.dtype == x.dtype and hidden.dtype == x.dtype,
+            op,
+            f"types input/hidden state/output {x.dtype}/{hidden.dtype}/{y.dtype} are not supported "
+            "(int8, int16 or float32, the same for all three)",
+        )
         require(cell.dtype == "int16", op, f"cell state type {cell.dtype} is not supported (int16, as TFLM)")
         bias_dtype = "int32" if x.dtype == "int8" else "int64"
-        require(all(w.dtype == "int8" for w in weights) and all(b.dtype == bias_dtype for b in biases), op,
-                f"{x.dtype} LSTM needs int8 weights and {bias_dtype} biases")
+        require(
+            all(w.dtype == "int8" for w in weights) and all(b.dtype == bias_dtype for b in biases),
+            op,
+            f"{x.dtype} LSTM needs int8 weights and {bias_dtype} biases",
+        )
         quantized = [x, hidden, cell, *weights]
-        require(all(u.quant is not None and not u.quant.per_channel for u in quantized), op,
-                "int8 LSTM needs per-tensor quantization of input, states and weights")
+        require(
+            all(u.quant is not None and not u.quant.per_channel for u in quantized),
+            op,
+            "int8 LSTM needs per-tensor quantization of input, states and weights",
+        )
         require(all(int(w.quant.zero_point[0]) == 0 for w in weights), op, "weights must have zero point 0")
         require(int(cell.quant.zero_point[0]) == 0, op, "the cell state must have zero point 0")
-        require(x.dtype == "int8" or (int(x.quant.zero_point[0]) == 0 and int(hidden.quant.zero_point[0]) == 0), op,
-                "int16 input and hidden state must have zero point 0")
+        require(
+            x.dtype == "int8" or (int(x.quant.zero_point[0]) == 0 and int(hidden.quant.zero_point[0]) == 0),
+            op,
+            "int16 input and hidden state must have zero point 0",
+        )
         power = checked_log2(cell.quant.scale[0])[1]
-        require(-30 <= 15 + power - TANH_INTEGER_BITS <= 14, op,
-                f"cell state scale {cell.quant.scale[0]} is out of the range TFLM's int16 tanh can read")
+        require(
+            -30 <= 15 + power - TANH_INTEGER_BITS <= 14,
+            op,
+            f"cell state scale {cell.quant.scale[0]} is out of the range TFLM's int16 tanh can read",
+        )
 
     def macs(self, op, graph):
         batch, steps, n_input, n_state, _ = self._dims(op, graph)
@@ -188,26 +240,42 @@ class UnidirectionalSequenceLstm(OpKernel):
 
     def emit(self, op, graph, ctx):
         batch, steps, n_input, n_state, time_major = self._dims(op, graph)
-        x, hidden, cell = ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.inputs[HIDDEN_STATE]), ctx.tensor(
-            op.inputs[CELL_STATE])
+        x, hidden, cell = (
+            ctx.tensor(op.inputs[INPUT]),
+            ctx.tensor(op.inputs[HIDDEN_STATE]),
+            ctx.tensor(op.inputs[CELL_STATE]),
+        )
         integer = x.dtype != "float32"
         clip = float(op.options.get("cell_clip", 0.0))
-        values = dict(batch=batch, steps=steps, n_input=n_input, n_state=n_state, time_major=time_major,
-                      integer=integer, ix=index_expr,
-                      input=ctx.arg(op.inputs[INPUT]), output=ctx.arg(op.outputs[0]),
-                      hidden=ctx.arg(op.inputs[HIDDEN_STATE]), cell=ctx.arg(op.inputs[CELL_STATE]),
-                      rows4=None)
+        values = dict(
+            batch=batch,
+            steps=steps,
+            n_input=n_input,
+            n_state=n_state,
+            time_major=time_major,
+            integer=integer,
+            ix=index_expr,
+            input=ctx.arg(op.inputs[INPUT]),
+            output=ctx.arg(op.outputs[0]),
+            hidden=ctx.arg(op.inputs[HIDDEN_STATE]),
+            cell=ctx.arg(op.inputs[CELL_STATE]),
+            rows4=None,
+        )
         plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         if plan["variant"] == "rows4":
             values["rows4"] = self._rows4(op, graph, ctx, plan)
         else:
-            values.update(input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
-                          recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
-                          bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)))
+            values.update(
+                input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
+                recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
+                bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
+            )
         values["scratch"] = ctx.scratch(4 * n_state * (2 if integer else 4))
         if not integer:
-            return ctx.render("lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values)
+            return ctx.render(
+                "lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values
+            )
         weights = {g: ctx.tensor(op.inputs[INPUT_WEIGHTS[g]]) for g in GATES}
         recurrent = {g: ctx.tensor(op.inputs[RECURRENT_WEIGHTS[g]]) for g in GATES}
         x_scale, h_scale, c_scale = (u.quant.scale[0] for u in (x, hidden, cell))
@@ -223,20 +291,30 @@ class UnidirectionalSequenceLstm(OpKernel):
                 input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
                 input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
                 recurrent_multiplier=ctx.const("recurrent_multiplier", np.array([m for m, _ in recurrent_m], np.int32)),
-                recurrent_shift=ctx.const("recurrent_shift", np.array([s for _, s in recurrent_m], np.int32)))
+                recurrent_shift=ctx.const("recurrent_shift", np.array([s for _, s in recurrent_m], np.int32)),
+            )
         return ctx.render(
-            "lstm.c.j2", state_t="int16_t", clip=quantized_clip, act_t=f"{x.dtype}_t",
+            "lstm.c.j2",
+            state_t="int16_t",
+            clip=quantized_clip,
+            act_t=f"{x.dtype}_t",
             acc_t="int32_t" if x.dtype == "int8" else "int64_t",
             requantize="mc_requantize" if x.dtype == "int8" else "mc_requantize64",
-            input_offset=-int(x.quant.zero_point[0]), hidden_zp=int(hidden.quant.zero_point[0]),
+            input_offset=-int(x.quant.zero_point[0]),
+            hidden_zp=int(hidden.quant.zero_point[0]),
             forget_m=_product(_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale), 0, values["rows4"]),
             input_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale), 0, values["rows4"]),
-            hidden_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
-                              int(hidden.quant.zero_point[0]), values["rows4"]),
-            tanh_m=tanh_m, tanh_shift=tanh_shift, tanh_rounding=(1 << (tanh_shift - 1)) if tanh_shift else 0,
+            hidden_m=_product(
+                _multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
+                int(hidden.quant.zero_point[0]),
+                values["rows4"],
+            ),
+            tanh_m=tanh_m,
+            tanh_shift=tanh_shift,
+            tanh_rounding=(1 << (tanh_shift - 1)) if tanh_shift else 0,
             table=ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t"),
-            **values)
-
+            **values,
+        )
 
     def _rows4(self, op, graph, ctx, plan) -> dict:
         """The flash arrays and constants of the rows4 gate matmuls: per side (input, hidden) the stacked
@@ -250,8 +328,11 @@ class UnidirectionalSequenceLstm(OpKernel):
             w = self._stacked(op, graph, table).astype(np.int8)
             rows, depth = w.shape[0] * w.shape[1], w.shape[2]
             w = w.reshape(rows, depth)
-            bias = self._stacked(op, graph, BIASES).reshape(-1).astype(np.int64) if side == "input" else \
-                np.zeros(rows, np.int64)
+            bias = (
+                self._stacked(op, graph, BIASES).reshape(-1).astype(np.int64)
+                if side == "input"
+                else np.zeros(rows, np.int64)
+            )
             start = bias - int(act.quant.zero_point[0]) * w.astype(np.int64).sum(axis=1)
             scale = (x if side == "input" else hidden).quant.scale[0]
             m = [_multiplier(scale, graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
@@ -260,20 +341,52 @@ class UnidirectionalSequenceLstm(OpKernel):
             is_fast, c, r = fast.requant_table(mult, shift, 0, bound)
             steps, tail = depth // 4, depth % 4
             sides[side] = dict(
-                steps=steps, tail=tail, fast=is_fast,
-                weights=ctx.const(f"{side}_weights", fast.pack_s16_rows4(w), comment=(
-                    f"{side} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}]: per block of 4 "
-                    "rows and group of 4 inputs k0..k3 the int16 pairs (k0,k2) (k1,k3) of rows 0..3")) if steps else None,
-                tail_weights=ctx.const(f"{side}_tail_weights", w[:, 4 * steps:].copy(), comment=(
-                    f"the last {tail} weights of each row [{rows}][{tail}], int8")) if tail else None,
-                start=ctx.const(f"{side}_start", fast.wrap32(start), comment=(
-                    f"accumulator start per row [{rows}]: " + ("the gate bias minus" if side == "input" else "minus")
-                    + f" the {side} zero point times the row's weights")),
-                multiplier=ctx.const(f"{side}_multiplier", mult.astype(np.int32),
-                                     comment="requantization multiplier to Q3.12 per gate [4]"),
-                shift=ctx.const(f"{side}_{'c' if is_fast else 'shift'}", c, comment=(
-                    "rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]")),
-                r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast else None)
-        plan["requant"] = "smmlar" if sides["input"]["fast"] and sides["hidden"]["fast"] else (
-            "reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
+                steps=steps,
+                tail=tail,
+                fast=is_fast,
+                weights=ctx.const(
+                    f"{side}_weights",
+                    fast.pack_s16_rows4(w),
+                    comment=(
+                        f"{side} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}]: per block of 4 "
+                        "rows and group of 4 inputs k0..k3 the int16 pairs (k0,k2) (k1,k3) of rows 0..3"
+                    ),
+                )
+                if steps
+                else None,
+                tail_weights=ctx.const(
+                    f"{side}_tail_weights",
+                    w[:, 4 * steps :].copy(),
+                    comment=(f"the last {tail} weights of each row [{rows}][{tail}], int8"),
+                )
+                if tail
+                else None,
+                start=ctx.const(
+                    f"{side}_start",
+                    fast.wrap32(start),
+                    comment=(
+                        f"accumulator start per row [{rows}]: "
+                        + ("the gate bias minus" if side == "input" else "minus")
+                        + f" the {side} zero point times the row's weights"
+                    ),
+                ),
+                multiplier=ctx.const(
+                    f"{side}_multiplier",
+                    mult.astype(np.int32),
+                    comment="requantization multiplier to Q3.12 per gate [4]",
+                ),
+                shift=ctx.const(
+                    f"{side}_{'c' if is_fast else 'shift'}",
+                    c,
+                    comment=(
+                        "rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]"
+                    ),
+                ),
+                r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast else None,
+            )
+        plan["requant"] = (
+            "smmlar"
+            if sides["input"]["fast"] and sides["hidden"]["fast"]
+            else ("reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
+        )
         return sides

@@ -12,6 +12,7 @@ Two ways to fill a table, both bit-exact with TFLM by construction:
 The table is indexed by the input byte read as unsigned (entry 0 is input 0, entry 128 input -128),
 as TFLM orders its tables.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,8 +24,9 @@ from microcompiler.ops.quant import tflite_round
 F32 = np.float32
 
 
-def int8_table_from_float(transform: Callable[[np.float32], np.float32], in_quant: tuple[float, int],
-                          out_quant: tuple[float, int]) -> np.ndarray:
+def int8_table_from_float(
+    transform: Callable[[np.float32], np.float32], in_quant: tuple[float, int], out_quant: tuple[float, int]
+) -> np.ndarray:
     """TFLM's float LUT population (``LUTPopulateInt8``), in float32 as the C++ does it."""
     (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
     in_scale32, inverse_scale = F32(in_scale), F32(F32(1.0) / F32(out_scale))
@@ -56,8 +58,8 @@ def apply_int8_table(table: np.ndarray, values: np.ndarray) -> np.ndarray:
 def _to_int32(value: np.float32) -> int:
     """``static_cast<int32_t>(float)`` as TFLM's host build (x86) evaluates it: truncation toward
     zero, and INT32_MIN for NaN or anything out of range."""
-    if not np.isfinite(value) or not -2.0**31 <= float(value) < 2.0**31:
-        return -2**31
+    if not np.isfinite(value) or not -(2.0**31) <= float(value) < 2.0**31:
+        return -(2**31)
     return int(float(value))
 
 

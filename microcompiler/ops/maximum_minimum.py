@@ -4,6 +4,7 @@ TFLite Micro compares the raw values (maximum_minimum.cc): quantized inputs are 
 the output simply takes one input's stored value. ``a > b ? a : b`` (and ``<`` for MINIMUM) is
 TFLM's expression, which also decides what a NaN operand gives.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,6 +29,4 @@ class MaximumMinimum(BroadcastKernel):
     def element(self, op, graph, ctx, reads, write):
         ctype = c_type(ctx.tensor(op.outputs[0]).dtype)
         compare = ">" if op.kind == "MAXIMUM" else "<"
-        return (f"const {ctype} a = {reads[0]};\n"
-                f"const {ctype} b = {reads[1]};\n"
-                f"{write} = a {compare} b ? a : b;\n")
+        return f"const {ctype} a = {reads[0]};\nconst {ctype} b = {reads[1]};\n{write} = a {compare} b ? a : b;\n"

@@ -5,6 +5,7 @@ Each output index maps to an input index per dimension exactly as TFLM's mirror_
 time into per-dimension offset tables and the output is written in one pass. Values are copied
 unchanged (no requantization), as TFLM does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,15 +42,21 @@ class MirrorPad(OpKernel):
         pads = constant_ints(op, graph, 1, "paddings", ("int32", "int64"))
         mode = op.options.get("mode", 0)
         require(mode in MODES, op, f"mirror padding mode {mode} is not supported (REFLECT, SYMMETRIC)")
-        require(pads.shape == (len(x.shape), 2), op,
-                f"paddings {list(pads.shape)} should be [{len(x.shape)}, 2] for a {len(x.shape)}D input")
+        require(
+            pads.shape == (len(x.shape), 2),
+            op,
+            f"paddings {list(pads.shape)} should be [{len(x.shape)}, 2] for a {len(x.shape)}D input",
+        )
         offset = 1 if MODES[mode] == "REFLECT" else 0
         maps = []
         for size, (left, right) in zip(x.shape, pads.tolist()):
             require(left >= 0 and right >= 0, op, f"negative paddings {pads.tolist()} are not supported")
             idx = [mirror_index(i, left, size, offset) for i in range(left + size + right)]
-            require(all(0 <= k < size for k in idx), op,
-                    f"paddings {[left, right]} are too large for a dimension of {size} in {MODES[mode]} mode")
+            require(
+                all(0 <= k < size for k in idx),
+                op,
+                f"paddings {[left, right]} are too large for a dimension of {size} in {MODES[mode]} mode",
+            )
             maps.append(idx)
         return maps
 
@@ -67,4 +74,5 @@ class MirrorPad(OpKernel):
         for idx, stride in zip(self._plan(op, graph), strides):
             axes.append(Axis(len(idx), int(stride), [k * int(stride) for k in idx]))
         return f"  /* {MODES[op.options.get('mode', 0)]} */\n" + render_copy(
-            ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes)
+            ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes
+        )

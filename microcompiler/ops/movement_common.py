@@ -9,6 +9,7 @@ nest whose innermost contiguous runs are memcpy calls, with no loop of trip coun
 folds constants at compile time (:func:`run_copy`), so folded values and generated code cannot
 disagree.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,8 +53,16 @@ class StridedCopy:
                 merged[-1] = [merged[-1][0] * n, s, d]
             else:
                 merged.append([n, s, d])
-        return StridedCopy(self.src, self.dst, [m[0] for m in merged], [m[1] for m in merged],
-                           [m[2] for m in merged], self.src_base, self.dst_base, self.comment)
+        return StridedCopy(
+            self.src,
+            self.dst,
+            [m[0] for m in merged],
+            [m[1] for m in merged],
+            [m[2] for m in merged],
+            self.src_base,
+            self.dst_base,
+            self.comment,
+        )
 
     @property
     def size(self) -> int:
@@ -62,8 +71,9 @@ class StridedCopy:
 
 def contiguous_copy(src: str, dst: str, shape, src_strides, src_base: int = 0, comment: str = "") -> StridedCopy:
     """A copy that writes ``dst`` densely (row-major ``shape``) from strided ``src``."""
-    return StridedCopy(src, dst, [int(n) for n in shape], [int(s) for s in src_strides],
-                       row_strides(shape), int(src_base), 0, comment)
+    return StridedCopy(
+        src, dst, [int(n) for n in shape], [int(s) for s in src_strides], row_strides(shape), int(src_base), 0, comment
+    )
 
 
 def _index(base: int, terms: list[tuple[str, int]]) -> str:
@@ -120,8 +130,7 @@ def render_copies(ctx, copies: list[StridedCopy], dtype: str) -> str:
     """The body of a C function performing ``copies`` one after the other."""
     plans = [_render_plan(c) for c in copies if c.size > 0]
     depth = max((len(p.loops) for p in plans), default=0)
-    return ctx.render("movement_copy.c.j2", ctype=c_type(dtype), plans=plans,
-                      variables=[f"i{k}" for k in range(depth)])
+    return ctx.render("movement_copy.c.j2", ctype=c_type(dtype), plans=plans, variables=[f"i{k}" for k in range(depth)])
 
 
 def run_copy(copy: StridedCopy, src: np.ndarray, dst: np.ndarray) -> None:
@@ -150,8 +159,18 @@ def bind(copies: list[StridedCopy], ctx) -> list[StridedCopy]:
     """The plans with tensor names replaced by the C expressions of ``ctx``."""
     out = []
     for c in copies:
-        out.append(StridedCopy(ctx.arg(int(c.src[1:])), ctx.arg(int(c.dst[1:])), c.shape, c.src_strides,
-                               c.dst_strides, c.src_base, c.dst_base, c.comment))
+        out.append(
+            StridedCopy(
+                ctx.arg(int(c.src[1:])),
+                ctx.arg(int(c.dst[1:])),
+                c.shape,
+                c.src_strides,
+                c.dst_strides,
+                c.src_base,
+                c.dst_base,
+                c.comment,
+            )
+        )
     return out
 
 
@@ -175,8 +194,11 @@ def require_types(op: Operator, graph: Graph, types: tuple[str, ...], tensors: l
 
 
 def require_shape(op: Operator, t: Tensor, expected, what: str = "output") -> None:
-    require(list(t.shape) == [int(d) for d in expected], op,
-            f"{what} shape {list(t.shape)} does not match the expected {[int(d) for d in expected]}")
+    require(
+        list(t.shape) == [int(d) for d in expected],
+        op,
+        f"{what} shape {list(t.shape)} does not match the expected {[int(d) for d in expected]}",
+    )
 
 
 class CopyKernel(OpKernel):

@@ -4,11 +4,18 @@ PACK stacks N same-shaped inputs along a new axis; UNPACK is its inverse (one ou
 the axis, the axis removed). Each input (PACK) or output (UNPACK) is one strided copy; the values are
 copied unchanged.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import register, require
-from microcompiler.ops.movement_common import (CopyKernel, StridedCopy, contiguous_copy, require_shape,
-                                                require_types, row_strides)
+from microcompiler.ops.movement_common import (
+    CopyKernel,
+    StridedCopy,
+    contiguous_copy,
+    require_shape,
+    require_types,
+    row_strides,
+)
 
 
 @register
@@ -29,8 +36,11 @@ class Pack(CopyKernel):
     def plan(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         n = len(op.inputs)
-        require(op.options.get("values_count", n) in (0, n), op,
-                f"values_count {op.options.get('values_count')} differs from the {n} inputs")
+        require(
+            op.options.get("values_count", n) in (0, n),
+            op,
+            f"values_count {op.options.get('values_count')} differs from the {n} inputs",
+        )
         rank = len(x.shape) + 1
         axis = op.options.get("axis", 0)
         require(-rank <= axis < rank, op, f"axis {axis} is out of range for the output rank {rank}")
@@ -41,10 +51,20 @@ class Pack(CopyKernel):
         out_shape.insert(axis, n)
         require_shape(op, y, out_shape)
         out_strides = row_strides(out_shape)
-        dst_strides = out_strides[:axis] + out_strides[axis + 1:]
-        return [StridedCopy(f"t{i}", f"t{op.outputs[0]}", list(x.shape), row_strides(x.shape), dst_strides,
-                            0, k * out_strides[axis], f"input {k}")
-                for k, i in enumerate(op.inputs)]
+        dst_strides = out_strides[:axis] + out_strides[axis + 1 :]
+        return [
+            StridedCopy(
+                f"t{i}",
+                f"t{op.outputs[0]}",
+                list(x.shape),
+                row_strides(x.shape),
+                dst_strides,
+                0,
+                k * out_strides[axis],
+                f"input {k}",
+            )
+            for k, i in enumerate(op.inputs)
+        ]
 
 
 @register
@@ -62,14 +82,25 @@ class Unpack(CopyKernel):
         require(rank >= 1 and -rank <= axis < rank, op, f"axis {axis} is out of range for rank {rank}")
         axis %= rank
         num = x.shape[axis]
-        require(op.options.get("num", num) in (0, num) and len(op.outputs) == num, op,
-                f"unpacking dimension {axis} of extent {num} needs {num} outputs "
-                f"(num {op.options.get('num')}, {len(op.outputs)} outputs)")
+        require(
+            op.options.get("num", num) in (0, num) and len(op.outputs) == num,
+            op,
+            f"unpacking dimension {axis} of extent {num} needs {num} outputs "
+            f"(num {op.options.get('num')}, {len(op.outputs)} outputs)",
+        )
         strides = row_strides(x.shape)
-        shape = list(x.shape[:axis]) + list(x.shape[axis + 1:])
+        shape = list(x.shape[:axis]) + list(x.shape[axis + 1 :])
         copies = []
         for k, o in enumerate(op.outputs):
             require_shape(op, graph.tensors[o], shape, f"output {k}")
-            copies.append(contiguous_copy(f"t{op.inputs[0]}", f"t{o}", shape, strides[:axis] + strides[axis + 1:],
-                                          k * strides[axis], f"output {k}"))
+            copies.append(
+                contiguous_copy(
+                    f"t{op.inputs[0]}",
+                    f"t{o}",
+                    shape,
+                    strides[:axis] + strides[axis + 1 :],
+                    k * strides[axis],
+                    f"output {k}",
+                )
+            )
         return copies

@@ -9,6 +9,7 @@ code, one computed at run time is read from its tensor. The copied values are no
 The generated code walks the output once. Dimensions of extent 1 without padding are dropped and
 runs of unpadded dimensions merged, so the innermost loop copies (and pads) contiguous blocks.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,31 +65,42 @@ class Pad(OpKernel):
     options = "constant paddings, optional padding value"
 
     def check(self, op, graph):
-        require(len(op.inputs) in (2, 3) and min(op.inputs[:2]) >= 0 and len(op.outputs) == 1, op,
-                "expects an input, a paddings tensor and an optional padding value")
+        require(
+            len(op.inputs) in (2, 3) and min(op.inputs[:2]) >= 0 and len(op.outputs) == 1,
+            op,
+            "expects an input, a paddings tensor and an optional padding value",
+        )
         x, p, y = (graph.tensors[i] for i in (*op.inputs[:2], op.outputs[0]))
-        require(x.dtype in self.types, op,
-                f"input type {x.dtype} is not supported ({', '.join(self.types)})")
+        require(x.dtype in self.types, op, f"input type {x.dtype} is not supported ({', '.join(self.types)})")
         require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
         require(p.is_constant, op, "the paddings must be a constant tensor")
         require(p.dtype in ("int32", "int64"), op, f"paddings of type {p.dtype} are not supported (int32, int64)")
         require(len(x.shape) >= 1, op, "the input must have at least one dimension")
-        require(p.size == 2 * len(x.shape), op,
-                f"paddings {list(p.shape)} do not give two values for each of the {len(x.shape)} input dimensions")
+        require(
+            p.size == 2 * len(x.shape),
+            op,
+            f"paddings {list(p.shape)} do not give two values for each of the {len(x.shape)} input dimensions",
+        )
         pads = p.data.reshape(-1, 2)
         require(bool(np.all(pads >= 0)), op, "negative paddings are not supported")
         require(all(d > 0 for d in x.shape), op, f"empty input shape {list(x.shape)} is not supported")
         expected = [int(d + a + b) for d, (a, b) in zip(x.shape, pads)]
-        require(list(y.shape) == expected, op,
-                f"output shape {list(y.shape)} does not match input {list(x.shape)} plus paddings ({expected})")
+        require(
+            list(y.shape) == expected,
+            op,
+            f"output shape {list(y.shape)} does not match input {list(x.shape)} plus paddings ({expected})",
+        )
         value = self._value_tensor(op, graph)
         if value is not None:
             require(value.dtype == x.dtype, op, f"padding value type {value.dtype} differs from input type {x.dtype}")
             require(value.size == 1, op, f"the padding value must be a scalar, not shape {list(value.shape)}")
             if x.dtype == "int8":
-                same = (value.quant is not None and y.quant is not None
-                        and value.quant.zero_point[0] == y.quant.zero_point[0]
-                        and float(np.float32(value.quant.scale[0])) == float(np.float32(y.quant.scale[0])))
+                same = (
+                    value.quant is not None
+                    and y.quant is not None
+                    and value.quant.zero_point[0] == y.quant.zero_point[0]
+                    and float(np.float32(value.quant.scale[0])) == float(np.float32(y.quant.scale[0]))
+                )
                 require(same, op, "the int8 padding value must share the output's quantization")
         elif x.dtype == "int8":
             require(y.quant is not None, op, "the int8 output needs quantization parameters (its zero point pads)")
@@ -119,5 +131,14 @@ class Pad(OpKernel):
         outer, inner, block = plan_padding(x.shape, p.data.reshape(-1, 2).tolist())
         ctype = f"{x.dtype}_t" if x.dtype != "float32" else "float"
         pad_value = self._pad_value(op, graph, ctx)
-        return ctx.render("pad.c.j2", ctype=ctype, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          outer=outer, inner=inner, block=block, pad_value=pad_value, total=x.size)
+        return ctx.render(
+            "pad.c.j2",
+            ctype=ctype,
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            outer=outer,
+            inner=inner,
+            block=block,
+            pad_value=pad_value,
+            total=x.size,
+        )

@@ -6,6 +6,7 @@ into a patch buffer, a residual operand out of a larger patch buffer, or a patch
 layer into the full stage output (which every patch writes a part of). One memcpy per row, or one in
 all when the rows are contiguous on both sides.
 """
+
 from __future__ import annotations
 
 from microcompiler.ir import c_type
@@ -23,7 +24,10 @@ class PatchCopy(OpKernel):
 
     def variant(self, op, graph):
         """memcpy, and the elements it moves (what the cost model counts, ops/cost_model.py)."""
-        return {"variant": "memcpy", "elements": op.options["rows"] * op.options["cols"] * graph.tensors[op.outputs[0]].shape[3]}
+        return {
+            "variant": "memcpy",
+            "elements": op.options["rows"] * op.options["cols"] * graph.tensors[op.outputs[0]].shape[3],
+        }
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -34,7 +38,18 @@ class PatchCopy(OpKernel):
         dst = o["dst_origin"][0] * dst_row + o["dst_origin"][1] * channels
         row_bytes = o["cols"] * channels
         contiguous = o["rows"] == 1 or (row_bytes == src_row == dst_row)
-        return ctx.render("patch_copy.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          ctype=c_type(y.dtype), rows=o["rows"], cols=o["cols"], channels=channels,
-                          src=src, dst=dst, src_row=src_row, dst_row=dst_row,
-                          block=o["rows"] * row_bytes if contiguous else row_bytes, contiguous=contiguous)
+        return ctx.render(
+            "patch_copy.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            ctype=c_type(y.dtype),
+            rows=o["rows"],
+            cols=o["cols"],
+            channels=channels,
+            src=src,
+            dst=dst,
+            src_row=src_row,
+            dst_row=dst_row,
+            block=o["rows"] * row_bytes if contiguous else row_bytes,
+            contiguous=contiguous,
+        )

@@ -2,6 +2,7 @@
 
 These run in Python at compile time; their results become constants in the generated C.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,7 @@ import numpy as np
 
 from microcompiler.ir import Tensor
 
-INT_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31 - 1),
-              "uint8": (0, 255)}
+INT_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1), "uint8": (0, 255)}
 FLOAT_MAX = float(np.finfo(np.float32).max)
 
 
@@ -31,7 +31,7 @@ def q31_frexp(real: float) -> tuple[int, int]:
 # multiplier: TFLM's reference shifts the accumulator left by 31 or more bits, a signed overflow
 # (undefined behaviour; the host at -O2, the boards and TFLM may each give another answer). Kernels
 # whose requantization would saturate refuse such scales.
-MAX_REQUANTIZE_SCALE = 2.0 ** 30
+MAX_REQUANTIZE_SCALE = 2.0**30
 
 
 def quantize_multiplier(real: float, saturate: bool = True) -> tuple[int, int]:
@@ -62,7 +62,8 @@ def fully_connected_multipliers(x: Tensor, w: Tensor, y: Tensor) -> tuple[np.nda
     if w.quant.per_channel:
         return quantize_multipliers(
             float(np.float32(x.quant.scale[0])) * float(np.float32(s)) / float(np.float32(y.quant.scale[0]))
-            for s in w.quant.scale)
+            for s in w.quant.scale
+        )
     product = float(np.float32(x.quant.scale[0]) * np.float32(w.quant.scale[0]))
     q, shift = quantize_multiplier(product / float(np.float32(y.quant.scale[0])))
     return np.array([q], np.int32), np.array([shift], np.int32)
@@ -71,7 +72,9 @@ def fully_connected_multipliers(x: Tensor, w: Tensor, y: Tensor) -> tuple[np.nda
 def mul_multiplier(a: Tensor, b: Tensor, y: Tensor) -> tuple[int, int]:
     """int8/int16 MUL's (multiplier, shift), as TFLM's mul_common.cc: the product of the input scales
     over the output scale, in double."""
-    real = float(np.float32(a.quant.scale[0])) * float(np.float32(b.quant.scale[0])) / float(np.float32(y.quant.scale[0]))
+    real = (
+        float(np.float32(a.quant.scale[0])) * float(np.float32(b.quant.scale[0])) / float(np.float32(y.quant.scale[0]))
+    )
     return quantize_multiplier(real)
 
 
@@ -107,8 +110,12 @@ def activation_range(activation: str, t: Tensor) -> tuple[int, int]:
 
 
 def float_activation_range(activation: str) -> tuple[float, float]:
-    return {"NONE": (-FLOAT_MAX, FLOAT_MAX), "RELU": (0.0, FLOAT_MAX), "RELU6": (0.0, 6.0),
-            "RELU_N1_TO_1": (-1.0, 1.0)}[activation]
+    return {
+        "NONE": (-FLOAT_MAX, FLOAT_MAX),
+        "RELU": (0.0, FLOAT_MAX),
+        "RELU6": (0.0, 6.0),
+        "RELU_N1_TO_1": (-1.0, 1.0),
+    }[activation]
 
 
 def c_float(x: float) -> str:

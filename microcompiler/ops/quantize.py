@@ -20,19 +20,29 @@ TFLM semantics replicated:
   per-channel parameters on a DEQUANTIZE or QUANTIZE input are accepted and act per tensor; the
   QUANTIZE output must be per tensor, as TFLM requires.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.activation import per_tensor
-from microcompiler.ops.lut import render_int8_table
-from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table, scale_ratio_multiplier
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.lut import render_int8_table
 from microcompiler.ops.quant import INT_RANGES, c_float
+from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table, scale_ratio_multiplier
 
-_QUANTIZE_TYPES = {("float32", "int8"), ("float32", "int16"),
-                   ("int8", "int8"), ("int8", "uint8"), ("int8", "int16"), ("int8", "int32"),
-                   ("uint8", "int8"),
-                   ("int16", "int8"), ("int16", "int16"), ("int16", "int32"),
-                   ("int32", "int8"), ("int32", "int16")}
+_QUANTIZE_TYPES = {
+    ("float32", "int8"),
+    ("float32", "int16"),
+    ("int8", "int8"),
+    ("int8", "uint8"),
+    ("int8", "int16"),
+    ("int8", "int32"),
+    ("uint8", "int8"),
+    ("int16", "int8"),
+    ("int16", "int16"),
+    ("int16", "int32"),
+    ("int32", "int8"),
+    ("int32", "int16"),
+}
 _DEQUANTIZE_TYPES = ("int8", "int16", "uint8")
 
 
@@ -43,9 +53,12 @@ class Quantize(OpKernel):
 
     def describe(self, kind):
         info = super().describe(kind)
-        info["type_notes"] = ("float32 -> int8/int16; int8 -> int8/uint8/int16/int32; uint8 -> int8; "
-                              "int16 -> int8/int16/int32; int32 -> int8/int16" if kind == "QUANTIZE"
-                              else "int8/int16/uint8 -> float32 (first scale and zero point, as TFLM)")
+        info["type_notes"] = (
+            "float32 -> int8/int16; int8 -> int8/uint8/int16/int32; uint8 -> int8; "
+            "int16 -> int8/int16/int32; int32 -> int8/int16"
+            if kind == "QUANTIZE"
+            else "int8/int16/uint8 -> float32 (first scale and zero point, as TFLM)"
+        )
         if kind == "DEQUANTIZE":
             info["types"] = ["int8", "int16", "uint8", "float32"]
         return info
@@ -53,13 +66,19 @@ class Quantize(OpKernel):
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
         if op.kind == "DEQUANTIZE":
-            require(x.dtype in _DEQUANTIZE_TYPES and y.dtype == "float32", op,
-                    f"{x.dtype} -> {y.dtype} is not supported (int8, int16 or uint8 -> float32)")
+            require(
+                x.dtype in _DEQUANTIZE_TYPES and y.dtype == "float32",
+                op,
+                f"{x.dtype} -> {y.dtype} is not supported (int8, int16 or uint8 -> float32)",
+            )
             require(x.quant is not None, op, "the input needs quantization parameters")
             return
         pairs = ", ".join(f"{a}->{b}" for a, b in sorted(_QUANTIZE_TYPES))
-        require((x.dtype, y.dtype) in _QUANTIZE_TYPES, op,
-                f"{x.dtype} -> {y.dtype} is not supported (TFLM's pairs: {pairs})")
+        require(
+            (x.dtype, y.dtype) in _QUANTIZE_TYPES,
+            op,
+            f"{x.dtype} -> {y.dtype} is not supported (TFLM's pairs: {pairs})",
+        )
         require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
         if x.dtype != "float32":
             require(x.quant is not None, op, "the input needs quantization parameters")
@@ -73,18 +92,33 @@ class Quantize(OpKernel):
         out_scale, out_zp = y.quant.single()
         type_min, type_max = INT_RANGES[y.dtype]
         if x.dtype == "float32":
-            return ctx.render("quantize_float.c.j2", ctype=f"{y.dtype}_t", scale=c_float(out_scale),
-                              zero_point=out_zp, act_min=type_min, act_max=type_max, **values)
+            return ctx.render(
+                "quantize_float.c.j2",
+                ctype=f"{y.dtype}_t",
+                scale=c_float(out_scale),
+                zero_point=out_zp,
+                act_min=type_min,
+                act_max=type_max,
+                **values,
+            )
         if "int32" in (x.dtype, y.dtype):
             in_scale, in_zp = x.quant.single()
-            return ctx.render("quantize_int32.c.j2", ctype=f"{y.dtype}_t",
-                              multiplier=scale_ratio_multiplier(in_scale, out_scale), input_zp=in_zp,
-                              output_zp=out_zp, clamp=y.dtype != "int32", act_min=type_min,
-                              act_max=type_max, **values)
+            return ctx.render(
+                "quantize_int32.c.j2",
+                ctype=f"{y.dtype}_t",
+                multiplier=scale_ratio_multiplier(in_scale, out_scale),
+                input_zp=in_zp,
+                output_zp=out_zp,
+                clamp=y.dtype != "int32",
+                act_min=type_min,
+                act_max=type_max,
+                **values,
+            )
         if x.dtype == y.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="requantized", **values)
-        return render_requantize(ctx, f"{y.dtype}_t", x.quant.single(), (out_scale, out_zp),
-                                 type_min, type_max, **values)
+        return render_requantize(
+            ctx, f"{y.dtype}_t", x.quant.single(), (out_scale, out_zp), type_min, type_max, **values
+        )
 
     def int8_table(self, op, graph):
         """int8 -> int8 requantization (QUANTIZE between two int8 quantizations) as a table."""

@@ -2,6 +2,7 @@
 the output shape with or without keep_dims, the checks of the integer sum, and the loop nest over
 the kept and the reduced dimensions.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,11 @@ def check_reduction(op: Operator, x: Tensor, y: Tensor, axes: list[int], sum_ver
     require(list(y.shape) == want, op, f"output shape {list(y.shape)} should be {want}")
     if x.dtype == "float32":
         return
-    require(x.quant is not None and y.quant is not None and not x.quant.per_channel
-            and not y.quant.per_channel, op, "input and output need per-tensor quantization")
+    require(
+        x.quant is not None and y.quant is not None and not x.quant.per_channel and not y.quant.per_channel,
+        op,
+        "input and output need per-tensor quantization",
+    )
     if sum_verb:
         count = element_count(x, axes)
         worst = count * (abs(INT_RANGES[x.dtype][0]) + abs(x.quant.zero_point[0]))
@@ -54,6 +58,7 @@ def check_reduction(op: Operator, x: Tensor, y: Tensor, axes: list[int], sum_ver
 
 class ReductionKernel(OpKernel):
     """A reduction over constant axes: one operation per input element."""
+
     input_roles = ("input", "axis")
     inputs = (2, 2)
 

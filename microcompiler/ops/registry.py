@@ -3,10 +3,17 @@
 Both are made from the kernels' own descriptions (``OpKernel.types``, ``options``, ``fast``), so
 they cannot drift from what the compiler accepts.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops import supported_operators
-from microcompiler.ops.tflm_operators import KERAS_ALTERNATIVES, ROADMAP_BUILTINS, STATEFUL_BUILTINS, STATELESS_BUILTINS, TFLM_CUSTOM
+from microcompiler.ops.tflm_operators import (
+    KERAS_ALTERNATIVES,
+    ROADMAP_BUILTINS,
+    STATEFUL_BUILTINS,
+    STATELESS_BUILTINS,
+    TFLM_CUSTOM,
+)
 
 
 def operator_table() -> list[dict]:
@@ -14,22 +21,29 @@ def operator_table() -> list[dict]:
     rows = []
     for kind, kernel in supported_operators().items():
         (in_lo, in_hi), (out_lo, out_hi) = kernel.io_counts(kind)
-        rows.append({
-            "operator": kind,
-            **kernel.describe(kind),
-            "inputs": [in_lo, in_hi],
-            "outputs": [out_lo, out_hi],
-            "in_tflm": (kind in STATELESS_BUILTINS or kind in STATEFUL_BUILTINS or kind in ROADMAP_BUILTINS
-                        or kind in TFLM_CUSTOM),
-        })
+        rows.append(
+            {
+                "operator": kind,
+                **kernel.describe(kind),
+                "inputs": [in_lo, in_hi],
+                "outputs": [out_lo, out_hi],
+                "in_tflm": (
+                    kind in STATELESS_BUILTINS
+                    or kind in STATEFUL_BUILTINS
+                    or kind in ROADMAP_BUILTINS
+                    or kind in TFLM_CUSTOM
+                ),
+            }
+        )
     return rows
 
 
 def roadmap() -> list[str]:
     """Operators TFLite Micro runs that microcompiler does not compile yet."""
     supported = supported_operators()
-    return sorted(k for k in STATELESS_BUILTINS | set(ROADMAP_BUILTINS) if k not in supported) + \
-        sorted(f"CUSTOM ('{c}')" for c in TFLM_CUSTOM if c not in supported)
+    return sorted(k for k in STATELESS_BUILTINS | set(ROADMAP_BUILTINS) if k not in supported) + sorted(
+        f"CUSTOM ('{c}')" for c in TFLM_CUSTOM if c not in supported
+    )
 
 
 def _cell(text: str) -> str:
@@ -50,7 +64,7 @@ def markdown() -> str:
         "Custom operators that TFLite Micro registers are listed by their custom name (`SignalWindow`,",
         "`TFLite_Detection_PostProcess`); their options are the flexbuffer map the converter wrote.",
         "",
-        f"{len(rows)} operators. \"Fast kernels\" names the CPU feature (`dsp`: Cortex-M4/M7/M33/M55",
+        f'{len(rows)} operators. "Fast kernels" names the CPU feature (`dsp`: Cortex-M4/M7/M33/M55',
         "DSP extension) that has an optimised variant; the others run the portable reference C.",
         "",
         "| Operator | Types | Options | Fast kernels |",
@@ -60,14 +74,29 @@ def markdown() -> str:
         types = ", ".join(r["types"]) + (f" ({r['type_notes']})" if r["type_notes"] else "")
         fast = "; ".join(f"{k}: {v}" for k, v in r["fast_kernels"].items())
         lines.append(f"| {r['operator']} | {_cell(types)} | {_cell(r['options'])} | {_cell(fast)} |")
-    lines += ["", "## On the roadmap", "",
-              "TFLite Micro runs these; microcompiler refuses them with an error that says so:", ""]
+    lines += [
+        "",
+        "## On the roadmap",
+        "",
+        "TFLite Micro runs these; microcompiler refuses them with an error that says so:",
+        "",
+    ]
     lines += [f"- {k}" for k in roadmap()]
-    lines += ["", "## Models TFLite Micro refuses in its prepare step", "",
-              "TFLM aborts (a failed TFLITE_CHECK) or fails to allocate these, so no reference can confirm an",
-              "answer; microcompiler refuses them at compile time with TFLM's reason in one line:", ""]
+    lines += [
+        "",
+        "## Models TFLite Micro refuses in its prepare step",
+        "",
+        "TFLM aborts (a failed TFLITE_CHECK) or fails to allocate these, so no reference can confirm an",
+        "answer; microcompiler refuses them at compile time with TFLM's reason in one line:",
+        "",
+    ]
     lines += [f"- {r['operator']}: {refusal}" for r in rows for refusal in r["tflm_refusals"]]
-    lines += ["", "## Keras layers that convert to operators TFLite Micro lacks", "",
-              "The error for each of these operators names the Keras layer or option to use instead:", ""]
+    lines += [
+        "",
+        "## Keras layers that convert to operators TFLite Micro lacks",
+        "",
+        "The error for each of these operators names the Keras layer or option to use instead:",
+        "",
+    ]
     lines += [f"- {kind}: {advice}" for kind, advice in sorted(KERAS_ALTERNATIVES.items())]
     return "\n".join(lines) + "\n"

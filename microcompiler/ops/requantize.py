@@ -3,6 +3,7 @@ quantization (scale, zero point) and clamped, as TFLM's RELU, LEAKY_RELU, HARD_S
 requantizing copies do it; the constants are folded at compile time (an identity multiplier skips
 the multiply, a zero offset disappears).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,21 +25,29 @@ def scale_ratio_multiplier(in_scale: float, out_scale: float) -> tuple[int, int]
     return quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))
 
 
-def render_requantize(ctx, ctype: str, in_quant: tuple[float, int], out_quant: tuple[float, int],
-                      act_min: int, act_max: int, **values) -> str:
+def render_requantize(
+    ctx, ctype: str, in_quant: tuple[float, int], out_quant: tuple[float, int], act_min: int, act_max: int, **values
+) -> str:
     """Elementwise requantization from in_quant to out_quant (scale, zero point), clamped; when the
     scales are equal the multiply is skipped and only the zero-point shift remains."""
     (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
     multiplier = scale_ratio_multiplier(in_scale, out_scale)
     identity = multiplier == IDENTITY_MULTIPLIER
-    return ctx.render("requantize_int.c.j2", ctype=ctype, multiplier=None if identity else multiplier,
-                      input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
-                      output_offset=offset_term(out_zp) if not identity else "",
-                      act_min=act_min, act_max=act_max, **values)
+    return ctx.render(
+        "requantize_int.c.j2",
+        ctype=ctype,
+        multiplier=None if identity else multiplier,
+        input_offset=offset_term(-in_zp) if not identity else offset_term(out_zp - in_zp),
+        output_offset=offset_term(out_zp) if not identity else "",
+        act_min=act_min,
+        act_max=act_max,
+        **values,
+    )
 
 
-def requantize_int8_table(in_quant: tuple[float, int], out_quant: tuple[float, int], act_min: int,
-                          act_max: int) -> np.ndarray:
+def requantize_int8_table(
+    in_quant: tuple[float, int], out_quant: tuple[float, int], act_min: int, act_max: int
+) -> np.ndarray:
     """What render_requantize's loop computes for each int8 input, as a 256-entry table (ops/lut.py)."""
     (in_scale, in_zp), (out_scale, out_zp) = in_quant, out_quant
     multiplier = scale_ratio_multiplier(in_scale, out_scale)

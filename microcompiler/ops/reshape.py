@@ -5,6 +5,7 @@ of them into a zero-copy alias. It keeps one only
 when both sides are separate memory that already exists (a model input, or a constant in flash,
 reshaped straight into a model output); this kernel copies the bytes across for that case.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register, require
@@ -19,8 +20,10 @@ class Reshape(OpKernel):
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
     type_notes = "TFLM runs EXPAND_DIMS for int8, int16 and float32 only"
     options = "no code: an alias in the arena (a copy only between two caller-owned buffers)"
-    _KIND_OPTIONS = {"SQUEEZE": "squeeze_dims (negative allowed; none: every extent-1 dimension); ",
-                     "EXPAND_DIMS": "constant axis (negative allowed); "}
+    _KIND_OPTIONS = {
+        "SQUEEZE": "squeeze_dims (negative allowed; none: every extent-1 dimension); ",
+        "EXPAND_DIMS": "constant axis (negative allowed); ",
+    }
 
     def describe(self, kind):
         d = super().describe(kind)
@@ -29,17 +32,26 @@ class Reshape(OpKernel):
         return d
 
     def check(self, op, graph):
-        require(1 <= len(op.inputs) <= 2 and op.inputs[0] >= 0 and len(op.outputs) == 1, op,
-                "expects an input, an optional shape (or axis) tensor and one output")
+        require(
+            1 <= len(op.inputs) <= 2 and op.inputs[0] >= 0 and len(op.outputs) == 1,
+            op,
+            "expects an input, an optional shape (or axis) tensor and one output",
+        )
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype == y.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
-        require(x.size == y.size, op, f"cannot reshape {list(x.shape)} ({x.size} elements) into "
-                f"{list(y.shape)} ({y.size} elements)")
+        require(
+            x.size == y.size,
+            op,
+            f"cannot reshape {list(x.shape)} ({x.size} elements) into {list(y.shape)} ({y.size} elements)",
+        )
         if op.kind == "SQUEEZE":
             rank = len(x.shape)
             for d in op.options.get("squeeze_dims") or []:
-                require(-rank <= d < rank and x.shape[d % rank] == 1, op,
-                        f"squeeze_dims {d} is out of range for {list(x.shape)} or names a dimension of extent other than 1")
+                require(
+                    -rank <= d < rank and x.shape[d % rank] == 1,
+                    op,
+                    f"squeeze_dims {d} is out of range for {list(x.shape)} or names a dimension of extent other than 1",
+                )
         elif op.kind == "EXPAND_DIMS" and graph.tensors[op.inputs[1]].is_constant:
             axis_t = graph.tensors[op.inputs[1]]
             require(axis_t.dtype in ("int32", "int64") and axis_t.size == 1, op, "the axis must be one int32 or int64")
@@ -48,9 +60,10 @@ class Reshape(OpKernel):
             require(-rank - 1 <= axis <= rank, op, f"axis {axis} is out of range for rank {rank}")
             expected = list(x.shape)
             expected.insert(axis % (rank + 1), 1)
-            require(list(y.shape) == expected, op, f"output shape {list(y.shape)} does not match the expected {expected}")
+            require(
+                list(y.shape) == expected, op, f"output shape {list(y.shape)} does not match the expected {expected}"
+            )
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
-        return ctx.render("reshape.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          nbytes=x.nbytes)
+        return ctx.render("reshape.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), nbytes=x.nbytes)

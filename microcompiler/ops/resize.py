@@ -7,6 +7,7 @@ nearest-neighbour kernels, 10-bit fixed point for int8 bilinear) and stored in f
 The int8 bilinear kernel sums the four weighted neighbours exactly (weights scaled by 2^20) and
 rounds half away from zero, as TFLM's ResizeBilinearInteger does. Values are not requantized.
 """
+
 from __future__ import annotations
 
 import math
@@ -85,8 +86,12 @@ class Resize(OpKernel):
         if op.kind == "RESIZE_BILINEAR" and x.dtype == "int8":
             for n, (i, o) in enumerate(zip(x.shape[1:3], size)):
                 lows = [bilinear_integer(k, i, o, align, half)[0] for k in range(o)]
-                require(max(lows) < i, op, f"resizing {i} to {o} would read past the input "
-                        f"{'height' if n == 0 else 'width'} in TFLM's fixed-point arithmetic")
+                require(
+                    max(lows) < i,
+                    op,
+                    f"resizing {i} to {o} would read past the input "
+                    f"{'height' if n == 0 else 'width'} in TFLM's fixed-point arithmetic",
+                )
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -96,8 +101,12 @@ class Resize(OpKernel):
         if op.kind == "RESIZE_NEAREST_NEIGHBOR":
             rows = [nearest_index(k, in_h, out_h, align, half) * in_w * depth for k in range(out_h)]
             cols = [nearest_index(k, in_w, out_w, align, half) * depth for k in range(out_w)]
-            axes = [Axis(batches, in_h * in_w * depth), Axis(out_h, offsets=rows), Axis(out_w, offsets=cols),
-                    Axis(depth, 1)]
+            axes = [
+                Axis(batches, in_h * in_w * depth),
+                Axis(out_h, offsets=rows),
+                Axis(out_w, offsets=cols),
+                Axis(depth, 1),
+            ]
             return render_copy(ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes)
         integer = x.dtype == "int8"
         interp = bilinear_integer if integer else bilinear_float
@@ -108,7 +117,17 @@ class Resize(OpKernel):
             tables[axis + "1"] = ctx.const(f"{axis}1", np.array([e[1] * step for e in entries], dtype=np.int32))
             weights = np.array([e[2] for e in entries], dtype=np.int32 if integer else np.float32)
             tables[axis + "_weight"] = ctx.const(f"{axis}_weight", weights)
-        return ctx.render("resize_bilinear.c.j2", ctype=CTYPES[x.dtype], integer=integer,
-                                 input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), batches=batches,
-                                 batch_size=in_h * in_w * depth, out_h=out_h, out_w=out_w, depth=depth,
-                                 one="1.0f" if not integer else "1024", **tables)
+        return ctx.render(
+            "resize_bilinear.c.j2",
+            ctype=CTYPES[x.dtype],
+            integer=integer,
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            batches=batches,
+            batch_size=in_h * in_w * depth,
+            out_h=out_h,
+            out_w=out_w,
+            depth=depth,
+            one="1.0f" if not integer else "1024",
+            **tables,
+        )

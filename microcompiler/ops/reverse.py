@@ -3,6 +3,7 @@
 The values are copied unchanged; a reversed dimension is walked with a negative stride, and the
 dimensions inside the innermost reversed one are copied as contiguous runs (memcpy).
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import register, require

@@ -1,6 +1,7 @@
 """SELECT_V2: out = condition ? x : y, with condition (bool), x and y broadcast to the output
 shape (up to 6D). x and y are float32, int8 or int16, as TFLite Micro's select.cc; the values are
 copied, not requantized."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ no code; only when its result is itself a model output does a function copy the 
 caller's buffer. TFLM's kernel writes int32 only; int64 (``out_type``) is supported as TensorFlow
 Lite defines it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,11 @@ class Shape(OpKernel):
         require(y.dtype in ("int32", "int64"), op, f"output type {y.dtype} is not supported (int32, int64)")
         out_type = {2: "int32", 4: "int64"}.get(op.options.get("out_type", 0))  # TensorType; 0: not given
         require(out_type in (None, y.dtype), op, f"out_type {out_type} differs from the output type {y.dtype}")
-        require(list(y.shape) == [len(x.shape)], op,
-                f"output shape {list(y.shape)} cannot hold the rank-{len(x.shape)} input's shape")
+        require(
+            list(y.shape) == [len(x.shape)],
+            op,
+            f"output shape {list(y.shape)} cannot hold the rank-{len(x.shape)} input's shape",
+        )
 
     def fold(self, op, graph):
         self.check(op, graph)
@@ -38,6 +42,10 @@ class Shape(OpKernel):
 
     def emit(self, op, graph, ctx):
         y = ctx.tensor(op.outputs[0])
-        return ctx.render("movement_constant.c.j2", output=ctx.arg(op.outputs[0]),
-                          values=ctx.const("shape", self.fold(op, graph)[0]),
-                          ctype=f"{y.dtype}_t", count=y.size)
+        return ctx.render(
+            "movement_constant.c.j2",
+            output=ctx.arg(op.outputs[0]),
+            values=ctx.const("shape", self.fold(op, graph)[0]),
+            ctype=f"{y.dtype}_t",
+            count=y.size,
+        )

@@ -11,6 +11,7 @@ twiddles are computed here; the butterflies are crt's kernel_fft.h. The inverse 
 bins per frame to n samples (KISS FFT's inverse: the fixed-point ones halve at each stage as well,
 the float one is divided by n afterwards, as TFLM does).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,6 +68,7 @@ def twiddles(phases: np.ndarray, dtype: str) -> np.ndarray:
 
 class _Fft(OpKernel):
     """What the forward and the inverse transform share: options, types and the KISS FFT plan."""
+
     types = ("int16", "int32", "float32")
     options = "custom (flexbuffer): T, fft_length"
     quantized_io = False
@@ -77,13 +79,22 @@ class _Fft(OpKernel):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(x.dtype == y.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
         require(x.dtype in self.types, op, f"type {x.dtype} is not supported (int16, int32, float32)")
-        require(opt.integer(op, "T") == _TENSOR_TYPES[x.dtype], op,
-                f"option T {opt.integer(op, 'T')} does not name the tensors' type {x.dtype}")
+        require(
+            opt.integer(op, "T") == _TENSOR_TYPES[x.dtype],
+            op,
+            f"option T {opt.integer(op, 'T')} does not name the tensors' type {x.dtype}",
+        )
         n = opt.integer(op, "fft_length")
-        require(4 <= n <= _MAX_LENGTH and n & (n - 1) == 0, op,
-                f"fft_length {n} is not supported yet (a power of two from 4 to {_MAX_LENGTH})")
-        require(len(x.shape) >= 1 and len(y.shape) == len(x.shape), op,
-                f"input shape {list(x.shape)} and output shape {list(y.shape)} must have the same rank")
+        require(
+            4 <= n <= _MAX_LENGTH and n & (n - 1) == 0,
+            op,
+            f"fft_length {n} is not supported yet (a power of two from 4 to {_MAX_LENGTH})",
+        )
+        require(
+            len(x.shape) >= 1 and len(y.shape) == len(x.shape),
+            op,
+            f"input shape {list(x.shape)} and output shape {list(y.shape)} must have the same rank",
+        )
         return n
 
     def macs(self, op, graph):
@@ -99,35 +110,50 @@ class _Fft(OpKernel):
         order = np.array(digit_order(factors), np.int16)
         slots = np.argsort(order).astype(np.int16)  # where each value goes (the inverse writes there)
         return dict(
-            ctype=c_type(dtype), suffix=_SUFFIX[dtype], fixed=dtype in _FIXED_MAX,
-            input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), n=n, half=half,
-            stages=stages(factors), zero="0.0f" if dtype == "float32" else "0",
+            ctype=c_type(dtype),
+            suffix=_SUFFIX[dtype],
+            fixed=dtype in _FIXED_MAX,
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            n=n,
+            half=half,
+            stages=stages(factors),
+            zero="0.0f" if dtype == "float32" else "0",
             order=None if inverse else ctx.const("digit_order", order),
             slots=ctx.const("digit_slots", slots) if inverse else None,
             twiddles=ctx.const("twiddles", twiddles(sign * 2 * np.pi * np.arange(half) / half, dtype)),
-            super_twiddles=ctx.const("super_twiddles",
-                                     twiddles(sign * np.pi * ((np.arange(half // 2) + 1) / half + 0.5), dtype)))
+            super_twiddles=ctx.const(
+                "super_twiddles", twiddles(sign * np.pi * ((np.arange(half // 2) + 1) / half + 0.5), dtype)
+            ),
+        )
 
 
 def _variables(frames, plan, *always):
-    return (["f"] if frames > 1 else []) + list(always) + \
-        (["group"] if any(stride > 1 for _, _, stride in plan["stages"]) else [])
+    return (
+        (["f"] if frames > 1 else [])
+        + list(always)
+        + (["group"] if any(stride > 1 for _, _, stride in plan["stages"]) else [])
+    )
 
 
 @register
 class Rfft(_Fft):
     kinds = ("SignalRfft",)
-    type_notes = ("input and output of the same type; (n/2 + 1) complex bins per frame of at most n samples; "
-                  "n a power of two")
+    type_notes = (
+        "input and output of the same type; (n/2 + 1) complex bins per frame of at most n samples; n a power of two"
+    )
 
     def _geometry(self, op, graph):
         n = self._length(op, graph)
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         length = int(x.shape[-1])
         require(1 <= length <= n, op, f"frames of {length} samples do not fit the {n}-point transform")
-        require(list(y.shape[:-1]) == list(x.shape[:-1]) and y.shape[-1] == n + 2, op,
-                f"output shape {list(y.shape)} must be {list(x.shape[:-1]) + [n + 2]} ({n // 2 + 1} complex bins "
-                "per frame)")
+        require(
+            list(y.shape[:-1]) == list(x.shape[:-1]) and y.shape[-1] == n + 2,
+            op,
+            f"output shape {list(y.shape)} must be {list(x.shape[:-1]) + [n + 2]} ({n // 2 + 1} complex bins "
+            "per frame)",
+        )
         return x.size // length, length, n
 
     def check(self, op, graph):
@@ -136,8 +162,9 @@ class Rfft(_Fft):
     def emit(self, op, graph, ctx):
         frames, length, n = self._geometry(op, graph)
         plan = self.plan(op, graph, ctx, n, inverse=False)
-        return ctx.render("signal_rfft.c.j2", frames=frames, length=length,
-                          variables=_variables(frames, plan, "k"), **plan)
+        return ctx.render(
+            "signal_rfft.c.j2", frames=frames, length=length, variables=_variables(frames, plan, "k"), **plan
+        )
 
 
 @register
@@ -148,10 +175,16 @@ class Irfft(_Fft):
     def _geometry(self, op, graph):
         n = self._length(op, graph)
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        require(x.shape[-1] == n + 2, op, f"input frames of {x.shape[-1]} values are not the {n // 2 + 1} complex "
-                f"bins of the {n}-point transform")
-        require(list(y.shape) == list(x.shape[:-1]) + [n], op,
-                f"output shape {list(y.shape)} must be {list(x.shape[:-1]) + [n]}")
+        require(
+            x.shape[-1] == n + 2,
+            op,
+            f"input frames of {x.shape[-1]} values are not the {n // 2 + 1} complex bins of the {n}-point transform",
+        )
+        require(
+            list(y.shape) == list(x.shape[:-1]) + [n],
+            op,
+            f"output shape {list(y.shape)} must be {list(x.shape[:-1]) + [n]}",
+        )
         return x.size // (n + 2), n
 
     def check(self, op, graph):

@@ -4,6 +4,7 @@ an energy spectrum), ``SignalFilterBankSquareRoot``, ``SignalFilterBankLog`` and
 (per-channel automatic gain control). Integer arithmetic exactly as TFLM's signal library; the
 helpers live in crt's kernel_signal.h.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ops import custom_options as opt
 from microcompiler.ops.base import register, require
-from microcompiler.ops.signal_spectral import integer_option, require_rank, SignalKernel
+from microcompiler.ops.signal_spectral import SignalKernel, integer_option, require_rank
 
 _LOG_SEGMENTS = 128  # TFLM's log table: log2(1 + f) - f at f = k / 128, in 1/65536
 _LOG_SCALE = 1 << 16
@@ -37,9 +38,16 @@ class FilterBank(SignalKernel):
     """Accumulates each channel's weighted energy in uint64; each frequency also adds its unweight
     to the next channel. The configuration (weights, unweights, channel starts and widths) must be
     constant (it is in every converted front end) and is checked against the spectrum's size."""
+
     kinds = ("SignalFilterBank",)
-    input_roles = ("input", "weights", "unweights", "channel_frequency_starts", "channel_weight_starts",
-                   "channel_widths")
+    input_roles = (
+        "input",
+        "weights",
+        "unweights",
+        "channel_frequency_starts",
+        "channel_weight_starts",
+        "channel_widths",
+    )
     inputs = (6, 6)
     types = ("uint32",)
     type_notes = "energy uint32, configuration int16 (constant), output uint64"
@@ -53,22 +61,38 @@ class FilterBank(SignalKernel):
         tensors = [graph.tensors[i] for i in op.inputs[1:]]
         for t in tensors:
             if not t.is_constant:
-                raise UnsupportedModelError(f"operator {op.index} ({op.kind}): a filter bank whose configuration "
-                                            f"'{t.name}' is computed at run time is not supported yet")
+                raise UnsupportedModelError(
+                    f"operator {op.index} ({op.kind}): a filter bank whose configuration "
+                    f"'{t.name}' is computed at run time is not supported yet"
+                )
             require(len(t.shape) == 1, op, f"'{t.name}' of shape {list(t.shape)} must have rank 1")
         weights, unweights, freq_starts, weight_starts, widths = (t.data.astype(np.int64) for t in tensors)
         channels = opt.integer(op, "num_channels")
         y = require_rank(op, graph, op.outputs[0], 1, "output")
-        require(channels >= 1 and y.size == channels, op,
-                f"num_channels {channels} must be at least 1 and the output's {y.size} values")
+        require(
+            channels >= 1 and y.size == channels,
+            op,
+            f"num_channels {channels} must be at least 1 and the output's {y.size} values",
+        )
         require(weights.size == unweights.size, op, f"{weights.size} weights but {unweights.size} unweights")
-        require(min(freq_starts.size, weight_starts.size, widths.size) >= channels + 1, op,
-                f"channel starts and widths need {channels + 1} entries (a first one that is discarded)")
+        require(
+            min(freq_starts.size, weight_starts.size, widths.size) >= channels + 1,
+            op,
+            f"channel starts and widths need {channels + 1} entries (a first one that is discarded)",
+        )
         for ch in range(channels + 1):
             w = max(int(widths[ch]), 0)
-            require(w == 0 or (0 <= freq_starts[ch] and freq_starts[ch] + w <= x.size
-                               and 0 <= weight_starts[ch] and weight_starts[ch] + w <= weights.size), op,
-                    f"channel {ch} reads past the {x.size}-bin spectrum or the {weights.size} weights")
+            require(
+                w == 0
+                or (
+                    0 <= freq_starts[ch]
+                    and freq_starts[ch] + w <= x.size
+                    and 0 <= weight_starts[ch]
+                    and weight_starts[ch] + w <= weights.size
+                ),
+                op,
+                f"channel {ch} reads past the {x.size}-bin spectrum or the {weights.size} weights",
+            )
         return channels
 
     def check_config(self, op, graph):
@@ -79,9 +103,13 @@ class FilterBank(SignalKernel):
 
     def emit(self, op, graph, ctx):
         channels = self._config(op, graph)
-        return ctx.render("signal_filter_bank.c.j2", input=ctx.arg(op.inputs[0]),
-                          config=[ctx.arg(i) for i in op.inputs[1:]], output=ctx.arg(op.outputs[0]),
-                          channels=channels)
+        return ctx.render(
+            "signal_filter_bank.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            config=[ctx.arg(i) for i in op.inputs[1:]],
+            output=ctx.arg(op.outputs[0]),
+            channels=channels,
+        )
 
 
 @register
@@ -89,6 +117,7 @@ class FilterBankSquareRoot(SignalKernel):
     """Rounded square root of each uint64 channel, shifted right by the scale bits (a constant, or
     computed at run time, e.g. by SignalFftAutoScale; a run-time shift outside [0, 31], undefined
     in TFLM, gives 0)."""
+
     kinds = ("SignalFilterBankSquareRoot",)
     input_roles = ("input", "scale_bits")
     inputs = (2, 2)
@@ -114,15 +143,21 @@ class FilterBankSquareRoot(SignalKernel):
 
     def emit(self, op, graph, ctx):
         shift = self._shift(op, graph)
-        return ctx.render("signal_filter_bank_sqrt.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          channels=_channels(op, graph, op.inputs[0], op.outputs[0]), shift=shift,
-                          scale_bits=ctx.arg(op.inputs[1]) if shift is None else None)
+        return ctx.render(
+            "signal_filter_bank_sqrt.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            channels=_channels(op, graph, op.inputs[0], op.outputs[0]),
+            shift=shift,
+            scale_bits=ctx.arg(op.inputs[1]) if shift is None else None,
+        )
 
 
 @register
 class FilterBankLog(SignalKernel):
     """ln(channel << input_correction_bits) * output_scale in 1/65536, saturated to int16; 0 for
     channels of 0 or 1."""
+
     kinds = ("SignalFilterBankLog",)
     types = ("uint32",)
     type_notes = "input uint32, output int16"
@@ -140,15 +175,22 @@ class FilterBankLog(SignalKernel):
         bits = opt.integer(op, "input_correction_bits")
         scale = opt.integer(op, "output_scale") & 0xFFFFFFFF  # TFLM passes it as uint32
         table = ctx.const("log_table", log_table(), "uint16_t")
-        return ctx.render("signal_filter_bank_log.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          channels=_channels(op, graph, op.inputs[0], op.outputs[0]), bits=bits, scale=scale,
-                          table=table)
+        return ctx.render(
+            "signal_filter_bank_log.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            channels=_channels(op, graph, op.inputs[0], op.outputs[0]),
+            bits=bits,
+            scale=scale,
+            table=table,
+        )
 
 
 @register
 class Pcan(SignalKernel):
     """Per-channel energy normalisation: the gain for each channel's noise estimate (from the gain
     table), times the channel, shifted right by snr_shift, then PCAN's shrink function."""
+
     kinds = ("SignalPCAN",)
     input_roles = ("input", "noise_estimate", "gain_lut")
     inputs = (3, 3)
@@ -162,15 +204,24 @@ class Pcan(SignalKernel):
     def check_config(self, op, graph):
         _channels(op, graph, op.inputs[0], op.inputs[1], op.outputs[0])
         lut = require_rank(op, graph, op.inputs[2], 1, "gain table")
-        require(lut.size >= _PCAN_LUT_ENTRIES, op, f"gain table of {lut.size} entries is shorter than the "
-                f"{_PCAN_LUT_ENTRIES} that noise estimates up to 2^32 read")
+        require(
+            lut.size >= _PCAN_LUT_ENTRIES,
+            op,
+            f"gain table of {lut.size} entries is shorter than the "
+            f"{_PCAN_LUT_ENTRIES} that noise estimates up to 2^32 read",
+        )
         integer_option(op, "snr_shift", 0, 63)
 
     def inplace_inputs(self, op, graph):
         return (0,)
 
     def emit(self, op, graph, ctx):
-        return ctx.render("signal_pcan.c.j2", input=ctx.arg(op.inputs[0]), noise=ctx.arg(op.inputs[1]),
-                          lut=ctx.arg(op.inputs[2]), output=ctx.arg(op.outputs[0]),
-                          channels=_channels(op, graph, op.inputs[0], op.outputs[0]),
-                          snr_shift=opt.integer(op, "snr_shift"))
+        return ctx.render(
+            "signal_pcan.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            noise=ctx.arg(op.inputs[1]),
+            lut=ctx.arg(op.inputs[2]),
+            output=ctx.arg(op.outputs[0]),
+            channels=_channels(op, graph, op.inputs[0], op.outputs[0]),
+            snr_shift=opt.integer(op, "snr_shift"),
+        )

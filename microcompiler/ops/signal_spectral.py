@@ -5,6 +5,7 @@ made of; tensorflow/tflite-micro signal/micro/kernels): ``SignalWindow``, ``Sign
 Their options are flexbuffer maps that TFLM reads by position, so the keys must be exactly the
 expected ones (``custom_options.exact_keys``).
 """
+
 from __future__ import annotations
 
 from microcompiler.ops import custom_options as opt
@@ -37,6 +38,7 @@ def integer_option(op, key, low, high) -> int:
 class SignalKernel(OpKernel):
     """A signal operator's checks: its option keys and the dtypes TFLM's Prepare requires (the
     positions of ``input_types`` / ``output_types``), then the kernel's own ``check_config``."""
+
     quantized_io = False  # the signal operators read raw integers, with no quantization parameters
     keys: tuple[str, ...] = ()
     input_types: dict[int, str] = {}
@@ -56,6 +58,7 @@ class SignalKernel(OpKernel):
 class Window(SignalKernel):
     """Multiplies each frame (input rows as long as the window) by the window, then shifts right
     (arithmetic) and saturates to int16."""
+
     kinds = ("SignalWindow",)
     input_roles = ("input", "window")
     inputs = (2, 2)
@@ -69,8 +72,11 @@ class Window(SignalKernel):
     def check_config(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         w = require_rank(op, graph, op.inputs[1], 1, "window")
-        require(len(x.shape) >= 1 and list(y.shape) == list(x.shape), op,
-                f"output shape {list(y.shape)} must equal the input shape {list(x.shape)}")
+        require(
+            len(x.shape) >= 1 and list(y.shape) == list(x.shape),
+            op,
+            f"output shape {list(y.shape)} must equal the input shape {list(x.shape)}",
+        )
         require(x.size % w.size == 0, op, f"input of {x.size} values is not whole frames of the {w.size}-value window")
         integer_option(op, "shift", 0, 31)
 
@@ -79,15 +85,22 @@ class Window(SignalKernel):
 
     def emit(self, op, graph, ctx):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        return ctx.render("signal_window.c.j2", input=ctx.arg(op.inputs[0]), window=ctx.arg(op.inputs[1]),
-                          output=ctx.arg(op.outputs[0]), frames=x.size // w.size, length=w.size,
-                          shift=opt.integer(op, "shift"))
+        return ctx.render(
+            "signal_window.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            window=ctx.arg(op.inputs[1]),
+            output=ctx.arg(op.outputs[0]),
+            frames=x.size // w.size,
+            length=w.size,
+            shift=opt.integer(op, "shift"),
+        )
 
 
 @register
 class Energy(SignalKernel):
     """Squared magnitude of the complex bins [start_index, end_index) of an int16 spectrum
     (real, imaginary interleaved) as uint32; the other output bins are zero (TFLM leaves them)."""
+
     kinds = ("SignalEnergy",)
     types = ("int16",)
     type_notes = "input int16 (interleaved complex), output uint32"
@@ -100,8 +113,11 @@ class Energy(SignalKernel):
         x = require_rank(op, graph, op.inputs[0], 1, "input")
         y = require_rank(op, graph, op.outputs[0], 1, "output")
         start, end = opt.integer(op, "start_index"), opt.integer(op, "end_index")
-        require(0 <= start <= end <= y.size and 2 * end <= x.size, op,
-                f"bins [{start}, {end}) must lie within the output's {y.size} and the input's {x.size // 2} bins")
+        require(
+            0 <= start <= end <= y.size and 2 * end <= x.size,
+            op,
+            f"bins [{start}, {end}) must lie within the output's {y.size} and the input's {x.size // 2} bins",
+        )
         return start, end, y.size
 
     def check_config(self, op, graph):
@@ -109,8 +125,14 @@ class Energy(SignalKernel):
 
     def emit(self, op, graph, ctx):
         start, end, bins = self._range(op, graph)
-        return ctx.render("signal_energy.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          start=start, end=end, bins=bins)
+        return ctx.render(
+            "signal_energy.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            start=start,
+            end=end,
+            bins=bins,
+        )
 
 
 @register
@@ -118,6 +140,7 @@ class FftAutoScale(SignalKernel):
     """Shifts an int16 frame left as far as its largest magnitude allows (output 0) and returns the
     shift (output 1, int32 scalar); the largest magnitude is found as TFLM's MaxAbs16, whose int16
     arithmetic wraps for -32768 (then no shift)."""
+
     kinds = ("SignalFftAutoScale",)
     outputs = (2, 2)
     types = ("int16",)
@@ -134,6 +157,11 @@ class FftAutoScale(SignalKernel):
         require_rank(op, graph, op.outputs[1], 0, "scale bits")
 
     def emit(self, op, graph, ctx):
-        return ctx.render("signal_fft_auto_scale.c.j2", input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          scale_bits=ctx.arg(op.outputs[1]), size=graph.tensors[op.inputs[0]].size,
-                          int16_bits=_INT16_BITS)
+        return ctx.render(
+            "signal_fft_auto_scale.c.j2",
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            scale_bits=ctx.arg(op.outputs[1]),
+            size=graph.tensors[op.inputs[0]].size,
+            int16_bits=_INT16_BITS,
+        )

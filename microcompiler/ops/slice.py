@@ -3,6 +3,7 @@
 A size of -1 takes everything from begin to the end of the dimension. The values are copied
 unchanged, contiguous runs with memcpy.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import register, require
@@ -22,13 +23,19 @@ class Slice(CopyKernel):
         rank = len(x.shape)
         begin = constant_ints(graph, op, 1, "begin")
         size = constant_ints(graph, op, 2, "size")
-        require(len(begin) == rank and len(size) == rank, op,
-                f"begin {begin} and size {size} must give one value for each of the {rank} input dimensions")
+        require(
+            len(begin) == rank and len(size) == rank,
+            op,
+            f"begin {begin} and size {size} must give one value for each of the {rank} input dimensions",
+        )
         out_shape = []
         for k, (b, n, d) in enumerate(zip(begin, size, x.shape)):
             n = d - b if n == -1 else n
-            require(0 <= b and 0 <= n and b + n <= d, op,
-                    f"begin {b} and size {size[k]} are out of range for dimension {k} of extent {d}")
+            require(
+                0 <= b and 0 <= n and b + n <= d,
+                op,
+                f"begin {b} and size {size[k]} are out of range for dimension {k} of extent {d}",
+            )
             out_shape.append(n)
         require_shape(op, y, out_shape)
         strides = row_strides(x.shape)

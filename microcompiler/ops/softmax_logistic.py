@@ -17,6 +17,7 @@ Supported (as TFLM):
 * LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
   computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,15 @@ import math
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
-from microcompiler.ops.fixedpoint import (clamp, fp_exp_on_negative_values, fp_logistic, requantize,
-                                          rounding_divide_by_pot, sat_rounding_doubling_high_mul, wrap32)
+from microcompiler.ops.fixedpoint import (
+    clamp,
+    fp_exp_on_negative_values,
+    fp_logistic,
+    requantize,
+    rounding_divide_by_pot,
+    sat_rounding_doubling_high_mul,
+    wrap32,
+)
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
@@ -45,33 +53,267 @@ SOFTMAX_EXP_TABLE_MIN_ELEMENTS = 1024
 # plain rounding of the formula (about 40 entries are one higher), so they are kept as data: the
 # kernel must use exactly these numbers to be bit-exact.
 SIGMOID_TABLE_UINT16 = (
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498,
-    40149, 40794, 41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255,
-    46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409, 51865,
-    52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174,
-    56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288,
-    59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279, 61441,
-    61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886,
-    62990, 63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835,
-    63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450,
-    64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845,
-    64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097,
-    65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258,
-    65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
-    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425,
-    65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465,
-    65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
-    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508,
-    65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516, 65517, 65517, 65518,
-    65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525,
-    65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529,
-    65529, 65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531,
-    65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533,
-    65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
-    65534, 65534, 65535)
+    32768,
+    33451,
+    34133,
+    34813,
+    35493,
+    36169,
+    36843,
+    37513,
+    38180,
+    38841,
+    39498,
+    40149,
+    40794,
+    41432,
+    42064,
+    42688,
+    43304,
+    43912,
+    44511,
+    45102,
+    45683,
+    46255,
+    46817,
+    47369,
+    47911,
+    48443,
+    48964,
+    49475,
+    49975,
+    50464,
+    50942,
+    51409,
+    51865,
+    52311,
+    52745,
+    53169,
+    53581,
+    53983,
+    54374,
+    54755,
+    55125,
+    55485,
+    55834,
+    56174,
+    56503,
+    56823,
+    57133,
+    57433,
+    57724,
+    58007,
+    58280,
+    58544,
+    58800,
+    59048,
+    59288,
+    59519,
+    59743,
+    59959,
+    60168,
+    60370,
+    60565,
+    60753,
+    60935,
+    61110,
+    61279,
+    61441,
+    61599,
+    61750,
+    61896,
+    62036,
+    62172,
+    62302,
+    62428,
+    62549,
+    62666,
+    62778,
+    62886,
+    62990,
+    63090,
+    63186,
+    63279,
+    63368,
+    63454,
+    63536,
+    63615,
+    63691,
+    63765,
+    63835,
+    63903,
+    63968,
+    64030,
+    64090,
+    64148,
+    64204,
+    64257,
+    64308,
+    64357,
+    64405,
+    64450,
+    64494,
+    64536,
+    64576,
+    64614,
+    64652,
+    64687,
+    64721,
+    64754,
+    64786,
+    64816,
+    64845,
+    64873,
+    64900,
+    64926,
+    64950,
+    64974,
+    64997,
+    65019,
+    65039,
+    65060,
+    65079,
+    65097,
+    65115,
+    65132,
+    65149,
+    65164,
+    65179,
+    65194,
+    65208,
+    65221,
+    65234,
+    65246,
+    65258,
+    65269,
+    65280,
+    65291,
+    65301,
+    65310,
+    65319,
+    65328,
+    65337,
+    65345,
+    65352,
+    65360,
+    65367,
+    65374,
+    65381,
+    65387,
+    65393,
+    65399,
+    65404,
+    65410,
+    65415,
+    65420,
+    65425,
+    65429,
+    65433,
+    65438,
+    65442,
+    65445,
+    65449,
+    65453,
+    65456,
+    65459,
+    65462,
+    65465,
+    65468,
+    65471,
+    65474,
+    65476,
+    65479,
+    65481,
+    65483,
+    65485,
+    65488,
+    65489,
+    65491,
+    65493,
+    65495,
+    65497,
+    65498,
+    65500,
+    65501,
+    65503,
+    65504,
+    65505,
+    65507,
+    65508,
+    65509,
+    65510,
+    65511,
+    65512,
+    65513,
+    65514,
+    65515,
+    65516,
+    65517,
+    65517,
+    65518,
+    65519,
+    65520,
+    65520,
+    65521,
+    65522,
+    65522,
+    65523,
+    65523,
+    65524,
+    65524,
+    65525,
+    65525,
+    65526,
+    65526,
+    65526,
+    65527,
+    65527,
+    65528,
+    65528,
+    65528,
+    65529,
+    65529,
+    65529,
+    65529,
+    65530,
+    65530,
+    65530,
+    65530,
+    65531,
+    65531,
+    65531,
+    65531,
+    65531,
+    65532,
+    65532,
+    65532,
+    65532,
+    65532,
+    65532,
+    65533,
+    65533,
+    65533,
+    65533,
+    65533,
+    65533,
+    65533,
+    65533,
+    65534,
+    65534,
+    65534,
+    65534,
+    65534,
+    65534,
+    65534,
+    65534,
+    65534,
+    65534,
+    65535,
+)
 
 
 # ---- compile-time arithmetic, mirroring TFLM's prepare step ------------------------------------
+
 
 def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
     """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double)."""
@@ -192,6 +434,7 @@ def logistic_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray
             return 127
         p = fp_logistic(requantize(v, multiplier, shift), LOGISTIC_INT8_INTEGER_BITS)
         return clamp(rounding_divide_by_pot(p, 23) - 128, -128, 127)
+
     return int8_table_from_integer(logistic)
 
 
@@ -218,6 +461,7 @@ def int16_input_multiplier(input_scale: float) -> tuple[int, int]:
 
 # ---- kernels ------------------------------------------------------------------------------------
 
+
 def _outer_and_depth(shape) -> tuple[int, int]:
     depth = int(shape[-1]) if len(shape) else 1
     size = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
@@ -232,10 +476,13 @@ def _scale_zp(t) -> tuple[float, int]:
 class Softmax(OpKernel):
     kinds = ("SOFTMAX",)
     options = "beta"
-    type_notes = ("int8 -> int8 (output 1/256, -128), int8 -> int16 (output 1/65536, -32768), "
-                  "int16 -> int16 (output 1/32768, 0)")
-    tflm_refusals = ("int8 input: beta * input scale * 2^26 at most 1 (beta * scale below 1.49e-8): "
-                     "QuantizeMultiplierGreaterThanOne aborts",)
+    type_notes = (
+        "int8 -> int8 (output 1/256, -128), int8 -> int16 (output 1/65536, -32768), int16 -> int16 (output 1/32768, 0)"
+    )
+    tflm_refusals = (
+        "int8 input: beta * input scale * 2^26 at most 1 (beta * scale below 1.49e-8): "
+        "QuantizeMultiplierGreaterThanOne aborts",
+    )
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -243,34 +490,54 @@ class Softmax(OpKernel):
         require(len(x.shape) >= 1, op, "input must have at least one dimension")
         require(tuple(x.shape) == tuple(y.shape), op, "input and output shapes differ")
         combo = (x.dtype, y.dtype)
-        require(combo in {("float32", "float32"), ("int8", "int8"), ("int8", "int16"), ("int16", "int16")},
-                op, f"type combination input/output {combo} is not supported "
-                    "(float32, int8->int8, int8->int16, int16->int16)")
+        require(
+            combo in {("float32", "float32"), ("int8", "int8"), ("int8", "int16"), ("int16", "int16")},
+            op,
+            f"type combination input/output {combo} is not supported (float32, int8->int8, int8->int16, int16->int16)",
+        )
         if x.dtype == "float32":
             return
-        require(x.quant is not None and y.quant is not None and not x.quant.per_channel
-                and not y.quant.per_channel, op, "quantized softmax needs per-tensor quantization")
+        require(
+            x.quant is not None and y.quant is not None and not x.quant.per_channel and not y.quant.per_channel,
+            op,
+            "quantized softmax needs per-tensor quantization",
+        )
         beta = float(F32(op.options.get("beta", 1.0)))
         require(math.isfinite(beta), op, f"beta {beta} is not a finite number; the file is damaged")
         if x.dtype == "int8":  # TFLM's QuantizeMultiplierGreaterThanOne: beta * scale * 2^26 must reach 1
             real = beta * float(F32(_scale_zp(x)[0])) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS))
-            require(real >= 1.0, op, f"input scale * beta ({beta:g}) is too small for the int8 softmax (TFLM "
-                    "cannot represent it either)")
+            require(
+                real >= 1.0,
+                op,
+                f"input scale * beta ({beta:g}) is too small for the int8 softmax (TFLM cannot represent it either)",
+            )
         scale, zp = _scale_zp(y)
         if x.dtype == "int8":
             real = softmax_int8_real(_scale_zp(x)[0], op.options.get("beta", 1.0))
-            require_like_tflm(real > 1.0, op, f"beta * input scale * 2^26 = {real:.3g} is not above 1 "
-                                              "(TFLM's QuantizeMultiplierGreaterThanOne check fails)")
+            require_like_tflm(
+                real > 1.0,
+                op,
+                f"beta * input scale * 2^26 = {real:.3g} is not above 1 "
+                "(TFLM's QuantizeMultiplierGreaterThanOne check fails)",
+            )
         if combo == ("int8", "int8"):
-            require(zp == -128 and F32(scale) == F32(1.0 / 256), op,
-                    f"int8 output must have scale 1/256 and zero point -128 (got {scale}, {zp})")
+            require(
+                zp == -128 and F32(scale) == F32(1.0 / 256),
+                op,
+                f"int8 output must have scale 1/256 and zero point -128 (got {scale}, {zp})",
+            )
         elif combo == ("int8", "int16"):
-            require(zp == -32768 and abs(scale - 1.0 / 65536) <= 0.001 / 65536, op,
-                    f"int16 output of an int8 softmax must have scale 1/65536 and zero point -32768 "
-                    f"(got {scale}, {zp})")
+            require(
+                zp == -32768 and abs(scale - 1.0 / 65536) <= 0.001 / 65536,
+                op,
+                f"int16 output of an int8 softmax must have scale 1/65536 and zero point -32768 (got {scale}, {zp})",
+            )
         else:
-            require(zp == 0 and abs(scale - 1.0 / 32768) <= 0.001 / 32768, op,
-                    f"int16 output must have scale 1/32768 and zero point 0 (got {scale}, {zp})")
+            require(
+                zp == 0 and abs(scale - 1.0 / 32768) <= 0.001 / 32768,
+                op,
+                f"int16 output must have scale 1/32768 and zero point 0 (got {scale}, {zp})",
+            )
             _, shift = softmax_int16_params(_scale_zp(x)[0], op.options.get("beta", 1.0))
             require(shift <= 30, op, "input scale * beta is too large for the int16 softmax")
 
@@ -295,22 +562,41 @@ class Softmax(OpKernel):
             out_bits = 8 if y.dtype == "int8" else 16
             if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
                 ctx.variant = {"variant": "exp-table", "scratch_bytes": 0}
-                exp_table = ctx.const("exp_table", softmax_int8_exp_table(in_scale, beta), "int32_t",
-                                      f"SOFTMAX operator {op.index}: exp(beta * input_scale * -d) in Q0.31 for d = max - x")
-                return ctx.render("softmax_int8_table.c.j2", exp_table=exp_table, out_type="int8_t" if out_bits == 8 else "int16_t",
-                                  out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1, out_bits=out_bits,
-                                  guard_exponent=out_bits == 8 and depth >= 512, **values)
+                exp_table = ctx.const(
+                    "exp_table",
+                    softmax_int8_exp_table(in_scale, beta),
+                    "int32_t",
+                    f"SOFTMAX operator {op.index}: exp(beta * input_scale * -d) in Q0.31 for d = max - x",
+                )
+                return ctx.render(
+                    "softmax_int8_table.c.j2",
+                    exp_table=exp_table,
+                    out_type="int8_t" if out_bits == 8 else "int16_t",
+                    out_min=-(1 << (out_bits - 1)),
+                    out_max=(1 << (out_bits - 1)) - 1,
+                    out_bits=out_bits,
+                    guard_exponent=out_bits == 8 and depth >= 512,
+                    **values,
+                )
             multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
-            return ctx.render("softmax_int8.c.j2", multiplier=multiplier, shift=shift, diff_min=diff_min,
-                              out_type="int8_t" if out_bits == 8 else "int16_t",
-                              out_min=-(1 << (out_bits - 1)), out_max=(1 << (out_bits - 1)) - 1,
-                              out_bits=out_bits,
-                              guard_exponent=out_bits == 8 and depth >= 512, **values)
+            return ctx.render(
+                "softmax_int8.c.j2",
+                multiplier=multiplier,
+                shift=shift,
+                diff_min=diff_min,
+                out_type="int8_t" if out_bits == 8 else "int16_t",
+                out_min=-(1 << (out_bits - 1)),
+                out_max=(1 << (out_bits - 1)) - 1,
+                out_bits=out_bits,
+                guard_exponent=out_bits == 8 and depth >= 512,
+                **values,
+            )
         multiplier, shift = softmax_int16_params(in_scale, beta)
         exp_lut = ctx.const("exp_lut", softmax_exp_lut())
         recip_lut = ctx.const("one_over_one_plus_x_lut", softmax_reciprocal_lut())
-        return ctx.render("softmax_int16.c.j2", multiplier=multiplier, shift=shift, exp_lut=exp_lut,
-                          recip_lut=recip_lut, **values)
+        return ctx.render(
+            "softmax_int16.c.j2", multiplier=multiplier, shift=shift, exp_lut=exp_lut, recip_lut=recip_lut, **values
+        )
 
 
 @register
@@ -322,12 +608,18 @@ class Logistic(OpKernel):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         require(len(op.inputs) == 1 and len(op.outputs) == 1, op, "expects one input and one output")
         require(x.size == y.size, op, "input and output sizes differ")
-        require(x.dtype == y.dtype and x.dtype in ("float32", "int8", "int16"), op,
-                f"type combination input/output {(x.dtype, y.dtype)} is not supported (float32, int8, int16)")
+        require(
+            x.dtype == y.dtype and x.dtype in ("float32", "int8", "int16"),
+            op,
+            f"type combination input/output {(x.dtype, y.dtype)} is not supported (float32, int8, int16)",
+        )
         if x.dtype == "float32":
             return
-        require(x.quant is not None and y.quant is not None and not x.quant.per_channel
-                and not y.quant.per_channel, op, "quantized logistic needs per-tensor quantization")
+        require(
+            x.quant is not None and y.quant is not None and not x.quant.per_channel and not y.quant.per_channel,
+            op,
+            "quantized logistic needs per-tensor quantization",
+        )
         in_scale, in_zp = _scale_zp(x)
         out_scale, out_zp = _scale_zp(y)
         if x.dtype == "int8":
@@ -340,8 +632,11 @@ class Logistic(OpKernel):
         require(is_pot and log2 == -15, op, f"int16 output scale must be 2^-15 (got {out_scale})")
         multiplier, shift = logistic_int16_params(in_scale)
         # TFLM only DCHECKs multiplier <= 32767; what it runs is exact while input * multiplier fits int32.
-        require(multiplier < 1 << 16 and shift <= 30, op,
-                f"int16 input scale {in_scale} is out of the range the int16 logistic handles")
+        require(
+            multiplier < 1 << 16 and shift <= 30,
+            op,
+            f"int16 input scale {in_scale} is out of the range the int16 logistic handles",
+        )
 
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
@@ -367,5 +662,11 @@ class Logistic(OpKernel):
             return render_int8_table(ctx, self.int8_table(op, graph), what="logistic", **values)
         multiplier, shift = logistic_int16_params(in_scale)
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
-        return ctx.render("logistic_int16.c.j2", multiplier=multiplier, shift=shift, table=table,
-                          rounding=(1 << (shift - 1)) if shift > 0 else 0, **values)
+        return ctx.render(
+            "logistic_int16.c.j2",
+            multiplier=multiplier,
+            shift=shift,
+            table=table,
+            rounding=(1 << (shift - 1)) if shift > 0 else 0,
+            **values,
+        )

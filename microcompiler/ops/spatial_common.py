@@ -3,6 +3,7 @@ BATCH_TO_SPACE_ND, RESIZE_NEAREST_NEIGHBOR): constant parameter tensors read at 
 one copy loop nest that walks the output in order while each output axis moves the input pointer
 either by a fixed stride or by a per-index offset table held in flash.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,7 @@ from microcompiler.ops.base import require
 CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "float32": "float"}
 
 
-def constant_ints(op: Operator, graph: Graph, position: int, what: str,
-                  dtypes=("int32",)) -> np.ndarray:
+def constant_ints(op: Operator, graph: Graph, position: int, what: str, dtypes=("int32",)) -> np.ndarray:
     """The values of the constant integer input at ``position`` (refused when computed at run time)."""
     require(len(op.inputs) > position and op.inputs[position] >= 0, op, f"the {what} input is missing")
     t = graph.tensors[op.inputs[position]]
@@ -47,6 +47,7 @@ def require_same_type(op: Operator, graph: Graph, types: tuple[str, ...]):
 class Axis:
     """One output axis of a copy: ``extent`` indices, each moving the input pointer by
     ``index * stride`` or, when ``offsets`` is given, by ``offsets[index]``."""
+
     extent: int
     stride: int = 0
     offsets: list[int] | None = None
@@ -63,8 +64,9 @@ def plan_copy(axes: list[Axis]) -> tuple[list[Axis], int, int]:
         if a.extent == 1:
             base += a.offsets[0] if a.offsets is not None else 0
             continue
-        if a.offsets is not None and all(o == a.offsets[0] + i * (a.offsets[1] - a.offsets[0])
-                                         for i, o in enumerate(a.offsets)):
+        if a.offsets is not None and all(
+            o == a.offsets[0] + i * (a.offsets[1] - a.offsets[0]) for i, o in enumerate(a.offsets)
+        ):
             base += a.offsets[0]
             a = Axis(a.extent, a.offsets[1] - a.offsets[0])
         kept.append(Axis(a.extent, a.stride, a.offsets))
@@ -92,5 +94,12 @@ def render_copy(ctx, dtype: str, input_expr: str, output_expr: str, axes: list[A
         else:
             step = f"i{k}" if a.stride == 1 else f"i{k} * {a.stride}"
         levels.append((a.extent, step))
-    return ctx.render("spatial_copy.c.j2", ctype=CTYPES[dtype], input=input_expr, output=output_expr,
-                      levels=levels, block=block, base=base)
+    return ctx.render(
+        "spatial_copy.c.j2",
+        ctype=CTYPES[dtype],
+        input=input_expr,
+        output=output_expr,
+        levels=levels,
+        block=block,
+        base=base,
+    )

@@ -4,6 +4,7 @@ SPLIT cuts the input into ``num_splits`` equal parts along an axis (its inputs a
 the values); SPLIT_V into parts of the given sizes, one of which may be -1 (the rest). Each output is
 a contiguous or strided copy of its part; the values are not requantized.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import register, require
@@ -15,16 +16,27 @@ def split_copies(op, graph, x_index: int, axis: int, sizes: list[int]):
     rank = len(x.shape)
     require(-rank <= axis < rank, op, f"axis {axis} is out of range for rank {rank}")
     axis %= rank
-    require(len(op.outputs) == len(sizes), op,
-            f"the operator has {len(op.outputs)} outputs but splits into {len(sizes)} parts")
+    require(
+        len(op.outputs) == len(sizes),
+        op,
+        f"the operator has {len(op.outputs)} outputs but splits into {len(sizes)} parts",
+    )
     strides = row_strides(x.shape)
     copies, start = [], 0
     for k, (o, n) in enumerate(zip(op.outputs, sizes)):
         shape = list(x.shape)
         shape[axis] = n
         require_shape(op, graph.tensors[o], shape, f"output {k}")
-        copies.append(contiguous_copy(f"t{x_index}", f"t{o}", shape, strides, start * strides[axis],
-                                      f"output {k}: [{start}, {start + n}) of dimension {axis}"))
+        copies.append(
+            contiguous_copy(
+                f"t{x_index}",
+                f"t{o}",
+                shape,
+                strides,
+                start * strides[axis],
+                f"output {k}: [{start}, {start + n}) of dimension {axis}",
+            )
+        )
         start += n
     return copies
 
@@ -64,13 +76,19 @@ class Split(CopyKernel):
         extent = x.shape[axis % rank]
         n = op.options.get("num_splits", 0) or len(op.outputs)  # 0 (no options table): one part per output
         if op.kind == "SPLIT":
-            require(n >= 1 and extent % n == 0, op,
-                    f"num_splits {n} does not divide dimension {axis % rank} of extent {extent}")
+            require(
+                n >= 1 and extent % n == 0,
+                op,
+                f"num_splits {n} does not divide dimension {axis % rank} of extent {extent}",
+            )
             sizes = [extent // n] * n
         else:
             sizes = constant_ints(graph, op, 1, "size_splits")
-            require(sizes.count(-1) <= 1 and all(s >= 0 or s == -1 for s in sizes), op,
-                    f"size_splits {sizes} may hold one -1 and otherwise sizes of at least 0")
+            require(
+                sizes.count(-1) <= 1 and all(s >= 0 or s == -1 for s in sizes),
+                op,
+                f"size_splits {sizes} may hold one -1 and otherwise sizes of at least 0",
+            )
             if -1 in sizes:
                 rest = extent - sum(s for s in sizes if s != -1)
                 require(rest >= 0, op, f"size_splits {sizes} add up to more than the extent {extent}")

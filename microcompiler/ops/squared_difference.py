@@ -6,6 +6,7 @@ with ``left_shift`` bits of headroom (7 for int8, 0 for int16), subtract, square
 rescale by (2 * max input scale)^2 / (2^(2 * left_shift) * output scale), a multiplier that may
 exceed one. The result is clamped to the type's range (the operator has no fused activation).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,10 +40,15 @@ class SquaredDifference(BroadcastKernel):
         s1, s2, so = (np.float32(t.quant.scale[0]) for t in (a, b, y))
         twice_max = 2.0 * float(max(s1, s2))
         real_out = twice_max * twice_max / float(np.float32(1 << (2 * left_shift)) * so)
-        return dict(left_shift=left_shift, input1_q=quantize_multiplier(float(s1) / twice_max),
-                    input2_q=quantize_multiplier(float(s2) / twice_max), output_q=quantize_multiplier(real_out),
-                    input1_offset=-int(a.quant.zero_point[0]), input2_offset=-int(b.quant.zero_point[0]),
-                    output_offset=int(y.quant.zero_point[0]))
+        return dict(
+            left_shift=left_shift,
+            input1_q=quantize_multiplier(float(s1) / twice_max),
+            input2_q=quantize_multiplier(float(s2) / twice_max),
+            output_q=quantize_multiplier(real_out),
+            input1_offset=-int(a.quant.zero_point[0]),
+            input2_offset=-int(b.quant.zero_point[0]),
+            output_offset=int(y.quant.zero_point[0]),
+        )
 
     def compute(self, op, arrays, out_dtype):
         a, b = arrays
@@ -59,10 +65,19 @@ class SquaredDifference(BroadcastKernel):
         if y.dtype == "float32":
             return f"const float d = {reads[0]} - {reads[1]};\n{write} = d * d;\n"
         if y.dtype == "int32":
-            return ("/* int32 arithmetic wraps on overflow, as TFLM's (computed unsigned). */\n"
-                    f"const uint32_t d = (uint32_t){reads[0]} - (uint32_t){reads[1]};\n"
-                    f"{write} = (int32_t)(d * d);\n")
+            return (
+                "/* int32 arithmetic wraps on overflow, as TFLM's (computed unsigned). */\n"
+                f"const uint32_t d = (uint32_t){reads[0]} - (uint32_t){reads[1]};\n"
+                f"{write} = (int32_t)(d * d);\n"
+            )
         lo, hi = INT_RANGES[y.dtype]
-        return ctx.render("squared_difference_int.c.j2", read1=reads[0], read2=reads[1], write=write,
-                          ctype="int8_t" if y.dtype == "int8" else "int16_t", act_min=lo, act_max=hi,
-                          **self.requantization(a, b, y))
+        return ctx.render(
+            "squared_difference_int.c.j2",
+            read1=reads[0],
+            read2=reads[1],
+            write=write,
+            ctype="int8_t" if y.dtype == "int8" else "int16_t",
+            act_min=lo,
+            act_max=hi,
+            **self.requantization(a, b, y),
+        )

@@ -8,6 +8,7 @@ TensorFlow Lite meaning of those options (an ellipsis expanding over several dim
 dimensions of extent 1, ``end = begin + end`` with ``offset``; TFLM refuses such models) is compiled
 with that meaning. The values are copied unchanged, contiguous runs with memcpy.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -68,8 +69,14 @@ def tflm_plan(shape, begin, end, strides, opts) -> SlicePlan | None:
     plan = SlicePlan([], [], list(strides), [])
     for k, n in enumerate(shape):
         bit = 1 << k
-        a = _Axis(begin[k], end[k], strides[k], bool(opts.get("begin_mask", 0) & bit),
-                  bool(opts.get("end_mask", 0) & bit), bool(opts.get("shrink_axis_mask", 0) & bit))
+        a = _Axis(
+            begin[k],
+            end[k],
+            strides[k],
+            bool(opts.get("begin_mask", 0) & bit),
+            bool(opts.get("end_mask", 0) & bit),
+            bool(opts.get("shrink_axis_mask", 0) & bit),
+        )
         start, count, problem = _axis_plan(a, n, False)
         plan.starts.append(start)
         plan.counts.append(count)
@@ -107,8 +114,14 @@ def tensorflow_plan(shape, begin, end, strides, opts) -> SlicePlan | None:
         else:
             if full >= rank:
                 return None
-            a = _Axis(begin[i], end[i], strides[i], bool(opts.get("begin_mask", 0) & bit),
-                      bool(opts.get("end_mask", 0) & bit), bool(opts.get("shrink_axis_mask", 0) & bit))
+            a = _Axis(
+                begin[i],
+                end[i],
+                strides[i],
+                bool(opts.get("begin_mask", 0) & bit),
+                bool(opts.get("end_mask", 0) & bit),
+                bool(opts.get("shrink_axis_mask", 0) & bit),
+            )
             dense[full] = a
             if not a.shrink:
                 final.append(full)
@@ -131,26 +144,37 @@ class StridedSlice(CopyKernel):
     input_roles = ("input", "begin", "end", "strides")
     inputs = (4, 4)
     types = ("int8", "int16", "int32", "float32", "bool")
-    options = ("constant begin/end/strides (int32 or int64); begin_mask, end_mask, shrink_axis_mask, "
-               "negative strides and indices; ellipsis_mask, new_axis_mask, offset: ignored as by TFLM when the "
-               "output shape fits that, else with TensorFlow's meaning")
+    options = (
+        "constant begin/end/strides (int32 or int64); begin_mask, end_mask, shrink_axis_mask, "
+        "negative strides and indices; ellipsis_mask, new_axis_mask, offset: ignored as by TFLM when the "
+        "output shape fits that, else with TensorFlow's meaning"
+    )
 
     def slice_plan(self, op, graph) -> SlicePlan:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         begin = constant_ints(graph, op, 1, "begin")
         end = constant_ints(graph, op, 2, "end")
         strides = constant_ints(graph, op, 3, "strides")
-        require(len(begin) == len(end) == len(strides), op,
-                f"begin {begin}, end {end} and strides {strides} differ in length")
+        require(
+            len(begin) == len(end) == len(strides),
+            op,
+            f"begin {begin}, end {end} and strides {strides} differ in length",
+        )
         require(0 not in strides, op, f"strides {strides} contain 0")
         require(len(x.shape) >= 1, op, "the input must have at least one dimension")
-        candidates = [tflm_plan(x.shape, begin, end, strides, op.options),
-                      tensorflow_plan(x.shape, begin, end, strides, op.options)]
+        candidates = [
+            tflm_plan(x.shape, begin, end, strides, op.options),
+            tensorflow_plan(x.shape, begin, end, strides, op.options),
+        ]
         fitting = [p for p in candidates if p is not None and p.out_shape == list(y.shape)]
         if not fitting:
             expected = next((p.out_shape for p in candidates if p is not None), None)
-            require(False, op, f"output shape {list(y.shape)} does not match the slice of {list(x.shape)} "
-                    f"(begin {begin}, end {end}, strides {strides}: {expected})")
+            require(
+                False,
+                op,
+                f"output shape {list(y.shape)} does not match the slice of {list(x.shape)} "
+                f"(begin {begin}, end {end}, strides {strides}: {expected})",
+            )
         plan = fitting[0]
         require(not plan.problem, op, plan.problem)
         return plan
@@ -160,5 +184,8 @@ class StridedSlice(CopyKernel):
         p = self.slice_plan(op, graph)
         in_strides = row_strides(x.shape)
         base = sum(st * s for st, s in zip(p.starts, in_strides))
-        return [contiguous_copy(f"t{op.inputs[0]}", f"t{op.outputs[0]}", p.counts,
-                                [s * k for s, k in zip(p.strides, in_strides)], base)]
+        return [
+            contiguous_copy(
+                f"t{op.inputs[0]}", f"t{op.outputs[0]}", p.counts, [s * k for s, k in zip(p.strides, in_strides)], base
+            )
+        ]

@@ -5,6 +5,7 @@ to a common scale with ``left_shift`` bits of headroom (20 for int8, 15 for int1
 rescale to the output. Unlike ADD, TFLM applies the fused activation to int32 results. The code is
 ADD's (``add_mul.py``, templates ``add_mul_*.c.j2``, including the int8 SMMLAR fast variant).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,10 @@ class Sub(Add):
     kinds = ("SUB",)
     symbol = "-"
     int32_activation = True
-    fast = {"dsp": "int8: one affine function of the two inputs (2 MLA + SSAT per element) where it equals TFLM on all 65,536 input pairs, else SMMLAR requantization",
-            "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)"}
+    fast = {
+        "dsp": "int8: one affine function of the two inputs (2 MLA + SSAT per element) where it equals TFLM on all 65,536 input pairs, else SMMLAR requantization",
+        "mve": "int8, inputs of the output's shape (4 lanes, VQRDMULH)",
+    }
 
     @staticmethod
     def _reals(a, b, y):
@@ -30,5 +33,9 @@ class Sub(Add):
         left_shift = 20
         s1, s2, so = (np.float32(t.quant.scale[0]) for t in (a, b, y))
         twice_max = np.float32(2) * max(s1, s2)
-        return (float(s1 / twice_max), float(s2 / twice_max),
-                float(twice_max / (np.float32(1 << left_shift) * so)), left_shift)
+        return (
+            float(s1 / twice_max),
+            float(s2 / twice_max),
+            float(twice_max / (np.float32(1 << left_shift) * so)),
+            left_shift,
+        )

@@ -20,14 +20,15 @@ zero point) into int16 pairs in lanes order in the kernel scratch, and the int8 
 sign-extended four at a time with SXTB16 (no extra flash); the int16 time weights and memory are read
 as pairs directly. Without the DSP extension the same code runs on kernel_simd.h's portable emulation.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.features import has_dsp
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 from microcompiler.templating import index_expr as _index
-from microcompiler.ops.features import has_dsp
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
 INT32_MAX = 2**31 - 1
@@ -45,9 +46,11 @@ class Svdf(OpKernel):
     kinds = ("SVDF",)
     inputs = (5, 5)
     types = ("int8", "float32")
-    type_notes = ("int8 input/output with int8 feature weights, int16 (or int8) time weights and activation "
-                  "state, int32 bias; float32; the activation state is a variable tensor kept across "
-                  "inferences")
+    type_notes = (
+        "int8 input/output with int8 feature weights, int16 (or int8) time weights and activation "
+        "state, int32 bias; float32; the activation state is a variable tensor kept across "
+        "inferences"
+    )
     options = "rank, fused activation (float32; TFLM's int8 kernel ignores it)"
     fast = {"dsp": "int8 with int16 state (smlad: SXTB16 + SMLAD feature and time dot products)"}
     input_roles = ("input", "weights_feature", "weights_time", "bias", "state")
@@ -64,40 +67,80 @@ class Svdf(OpKernel):
         t = [graph.tensors[i] if i >= 0 else None for i in op.inputs]
         x, wf, wt, bias, state = t
         y = graph.tensors[op.outputs[0]]
-        require(op.inputs[STATE] >= 0 and state.persistent, op,
-                "the activation state (input 4) must be a variable tensor")
-        require(wf.is_constant and wt.is_constant and (bias is None or bias.is_constant), op,
-                "weights and bias must be constants")
-        require(len(x.shape) == 2 and len(wf.shape) == 2 and len(wt.shape) == 2 and len(state.shape) == 2
-                and len(y.shape) == 2, op, "input, weights, state and output must be 2-D")
+        require(
+            op.inputs[STATE] >= 0 and state.persistent, op, "the activation state (input 4) must be a variable tensor"
+        )
+        require(
+            wf.is_constant and wt.is_constant and (bias is None or bias.is_constant),
+            op,
+            "weights and bias must be constants",
+        )
+        require(
+            len(x.shape) == 2
+            and len(wf.shape) == 2
+            and len(wt.shape) == 2
+            and len(state.shape) == 2
+            and len(y.shape) == 2,
+            op,
+            "input, weights, state and output must be 2-D",
+        )
         rank = int(op.options.get("rank", 0))
-        require(rank > 0 and wf.shape[0] % rank == 0, op,
-                f"rank {rank} must be positive and divide the {wf.shape[0]} filters")
+        require(
+            rank > 0 and wf.shape[0] % rank == 0,
+            op,
+            f"rank {rank} must be positive and divide the {wf.shape[0]} filters",
+        )
         batch, n_input, n_filter, n_memory, _, n_unit = self._dims(op, graph)
-        require(wf.shape == (n_filter, n_input), op, f"feature weights {list(wf.shape)} do not match "
-                f"[{n_filter}, {n_input}]")
-        require(state.shape == (batch, n_memory * n_filter), op, f"state shape {list(state.shape)} is not "
-                f"[{batch}, {n_memory * n_filter}]")
+        require(
+            wf.shape == (n_filter, n_input),
+            op,
+            f"feature weights {list(wf.shape)} do not match [{n_filter}, {n_input}]",
+        )
+        require(
+            state.shape == (batch, n_memory * n_filter),
+            op,
+            f"state shape {list(state.shape)} is not [{batch}, {n_memory * n_filter}]",
+        )
         require(y.shape == (batch, n_unit), op, f"output shape {list(y.shape)} is not [{batch}, {n_unit}]")
-        require(bias is None or bias.size == n_unit, op, f"bias has {0 if bias is None else bias.size} "
-                f"elements, expected {n_unit}")
+        require(
+            bias is None or bias.size == n_unit,
+            op,
+            f"bias has {0 if bias is None else bias.size} elements, expected {n_unit}",
+        )
         if x.dtype == "float32":
-            require(all(u.dtype == "float32" for u in (wf, wt, state, y) ) and
-                    (bias is None or bias.dtype == "float32"), op, "float32 SVDF needs float32 tensors throughout")
-            require(op.options.get("activation", "NONE") in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"), op,
-                    f"fused activation {op.options.get('activation')} is not supported")
+            require(
+                all(u.dtype == "float32" for u in (wf, wt, state, y)) and (bias is None or bias.dtype == "float32"),
+                op,
+                "float32 SVDF needs float32 tensors throughout",
+            )
+            require(
+                op.options.get("activation", "NONE") in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"),
+                op,
+                f"fused activation {op.options.get('activation')} is not supported",
+            )
             return
-        require(x.dtype == "int8" and wf.dtype == "int8" and y.dtype == "int8", op,
-                f"types input/feature weights/output {x.dtype}/{wf.dtype}/{y.dtype} are not supported "
-                "(int8 or float32)")
-        require(wt.dtype in ("int16", "int8") and state.dtype == wt.dtype, op,
-                f"time weights ({wt.dtype}) and state ({state.dtype}) must both be int16 or both int8")
+        require(
+            x.dtype == "int8" and wf.dtype == "int8" and y.dtype == "int8",
+            op,
+            f"types input/feature weights/output {x.dtype}/{wf.dtype}/{y.dtype} are not supported (int8 or float32)",
+        )
+        require(
+            wt.dtype in ("int16", "int8") and state.dtype == wt.dtype,
+            op,
+            f"time weights ({wt.dtype}) and state ({state.dtype}) must both be int16 or both int8",
+        )
         require(bias is not None and bias.dtype == "int32", op, "int8 SVDF needs an int32 bias (TFLM requires one)")
-        require(all(u.quant is not None and not u.quant.per_channel for u in (x, wf, wt, state, y)), op,
-                "int8 SVDF needs per-tensor quantization of input, weights, state and output")
+        require(
+            all(u.quant is not None and not u.quant.per_channel for u in (x, wf, wt, state, y)),
+            op,
+            "int8 SVDF needs per-tensor quantization of input, weights, state and output",
+        )
         expected = _effective_scale(state.quant.scale[0], wt.quant.scale[0], 1.0)
-        require(bias.quant is not None and abs(bias.quant.scale[0] - expected) < 1e-5, op,
-                "the bias scale must be state scale x time weights scale (TFLM checks it)")
+        require(
+            bias.quant is not None and abs(bias.quant.scale[0] - expected) < 1e-5,
+            op,
+            "the bias scale must be state scale x time weights scale (TFLM checks it)",
+        )
 
     def _wide(self, op, graph) -> bool:
         """Whether the time sums could leave int32 (then they run in int64 and wrap, as TFLM's do)."""
@@ -117,9 +160,14 @@ class Svdf(OpKernel):
     def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
         """smlad with the DSP extension where it is exact (see the module docstring), else reference."""
         state = graph.tensors[op.inputs[STATE]]
-        if (has_dsp(features) and (tuning or {}).get("variant") != "reference"
-                and graph.tensors[op.inputs[INPUT]].dtype == "int8" and state.dtype == "int16"
-                and int(state.quant.zero_point[0]) == 0 and not self._wide(op, graph)):
+        if (
+            has_dsp(features)
+            and (tuning or {}).get("variant") != "reference"
+            and graph.tensors[op.inputs[INPUT]].dtype == "int8"
+            and state.dtype == "int16"
+            and int(state.quant.zero_point[0]) == 0
+            and not self._wide(op, graph)
+        ):
             n_input = self._dims(op, graph)[1]
             return {"variant": "smlad", "isa": "dsp", "scratch_bytes": 2 * (n_input - n_input % 4)}
         return {"variant": "reference"}
@@ -135,19 +183,41 @@ class Svdf(OpKernel):
         has_bias = op.inputs[BIAS] >= 0
         b, f, u = ("b", batch, n_filter * n_memory), ("f", n_filter, n_memory), ("u", n_unit, rank * n_memory)
         r = ("r", rank, n_memory)
-        values = dict(feature_row=_index(("f", n_filter, n_input)), input_row=_index(("b", batch, n_input)),
-                      newest=_index(b, f, n_memory - 1), memory_row=_index(b, u, r), time_row=_index(u, r),
-                      bias_index=_index(("u", n_unit, 1)), output_index=_index(("b", batch, n_unit), ("u", n_unit, 1)),
-                      batch=batch, n_input=n_input, n_filter=n_filter, n_memory=n_memory, rank=rank,
-                      n_unit=n_unit, state_len=state.size, input=ctx.arg(op.inputs[INPUT]),
-                      weights_feature=ctx.arg(op.inputs[WEIGHTS_FEATURE]),
-                      weights_time=ctx.arg(op.inputs[WEIGHTS_TIME]),
-                      bias=ctx.arg(op.inputs[BIAS]) if has_bias else None,
-                      state=ctx.arg(op.inputs[STATE]), output=ctx.arg(op.outputs[0]))
+        values = dict(
+            feature_row=_index(("f", n_filter, n_input)),
+            input_row=_index(("b", batch, n_input)),
+            newest=_index(b, f, n_memory - 1),
+            memory_row=_index(b, u, r),
+            time_row=_index(u, r),
+            bias_index=_index(("u", n_unit, 1)),
+            output_index=_index(("b", batch, n_unit), ("u", n_unit, 1)),
+            batch=batch,
+            n_input=n_input,
+            n_filter=n_filter,
+            n_memory=n_memory,
+            rank=rank,
+            n_unit=n_unit,
+            state_len=state.size,
+            input=ctx.arg(op.inputs[INPUT]),
+            weights_feature=ctx.arg(op.inputs[WEIGHTS_FEATURE]),
+            weights_time=ctx.arg(op.inputs[WEIGHTS_TIME]),
+            bias=ctx.arg(op.inputs[BIAS]) if has_bias else None,
+            state=ctx.arg(op.inputs[STATE]),
+            output=ctx.arg(op.outputs[0]),
+        )
         if x.dtype == "float32":
             lo, hi = float_activation_range(op.options.get("activation", "NONE"))
-            return ctx.render("svdf.c.j2", integer=False, smlad=False, state_t="float", acc_t="float", zero="0.0f",
-                              act_min=c_float(lo), act_max=c_float(hi), **values)
+            return ctx.render(
+                "svdf.c.j2",
+                integer=False,
+                smlad=False,
+                state_t="float",
+                acc_t="float",
+                zero="0.0f",
+                act_min=c_float(lo),
+                act_max=c_float(hi),
+                **values,
+            )
         wf = ctx.tensor(op.inputs[WEIGHTS_FEATURE])
         state_zp = int(state.quant.zero_point[0])
         lo, hi = INT_RANGES[state.dtype]
@@ -158,10 +228,27 @@ class Svdf(OpKernel):
         plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
         smlad = plan["variant"] == "smlad"
-        values.update(smlad=smlad, quads=n_input // 4, input_tail=n_input % 4, pairs=n_memory // 2,
-                      memory_tail=n_memory % 2, scratch=ctx.scratch(plan["scratch_bytes"]) if smlad and
-                      plan["scratch_bytes"] else None)
-        return ctx.render("svdf.c.j2", integer=True, state_t=f"{state.dtype}_t",
-                          acc_t="int64_t" if wide else "int32_t", zero="0", wide=wide,
-                          input_offset=-int(x.quant.zero_point[0]), state_zp=state_zp, state_min=lo, state_max=hi,
-                          m1=m1, m2=m2, output_offset=int(y.quant.zero_point[0]), **values)
+        values.update(
+            smlad=smlad,
+            quads=n_input // 4,
+            input_tail=n_input % 4,
+            pairs=n_memory // 2,
+            memory_tail=n_memory % 2,
+            scratch=ctx.scratch(plan["scratch_bytes"]) if smlad and plan["scratch_bytes"] else None,
+        )
+        return ctx.render(
+            "svdf.c.j2",
+            integer=True,
+            state_t=f"{state.dtype}_t",
+            acc_t="int64_t" if wide else "int32_t",
+            zero="0",
+            wide=wide,
+            input_offset=-int(x.quant.zero_point[0]),
+            state_zp=state_zp,
+            state_min=lo,
+            state_max=hi,
+            m1=m1,
+            m2=m2,
+            output_offset=int(y.quant.zero_point[0]),
+            **values,
+        )

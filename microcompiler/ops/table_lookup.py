@@ -5,6 +5,7 @@ one load from a 256-entry table per element.
 Input 0 is the int8 tensor, input 1 the constant table (indexed by the input byte read as unsigned,
 ops/lut.py); ``options["functions"]`` names what the table holds, for the comment and metadata.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,14 @@ class TableInt8(ElementwiseKernel):
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
-        return ctx.render("lut_int8.c.j2", table=ctx.arg(op.inputs[1]), size=x.size, input=ctx.arg(op.inputs[0]),
-                          output=ctx.arg(op.outputs[0]), what=op.options.get("functions", ""))
+        return ctx.render(
+            "lut_int8.c.j2",
+            table=ctx.arg(op.inputs[1]),
+            size=x.size,
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            what=op.options.get("functions", ""),
+        )
 
 
 SCALE_CHANNELS_INT8 = "MC_SCALE_CHANNELS_INT8"
@@ -65,9 +72,19 @@ class ScaleChannelsInt8(OpKernel):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         channels = int(x.shape[-1])
         o = op.options
-        return ctx.render("scale_channels_int8.c.j2", gate_table=ctx.arg(op.inputs[2]), what=o["gate"],
-                          channels=channels, pixels=x.size // channels, scale=ctx.arg(op.inputs[1]),
-                          input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                          input_offset=offset_term(-x.quant.zero_point[0]),
-                          output_offset=offset_term(y.quant.zero_point[0]), multiplier=o["multiplier"],
-                          shift=o["shift"], act_min=o["act_min"], act_max=o["act_max"])
+        return ctx.render(
+            "scale_channels_int8.c.j2",
+            gate_table=ctx.arg(op.inputs[2]),
+            what=o["gate"],
+            channels=channels,
+            pixels=x.size // channels,
+            scale=ctx.arg(op.inputs[1]),
+            input=ctx.arg(op.inputs[0]),
+            output=ctx.arg(op.outputs[0]),
+            input_offset=offset_term(-x.quant.zero_point[0]),
+            output_offset=offset_term(y.quant.zero_point[0]),
+            multiplier=o["multiplier"],
+            shift=o["shift"],
+            act_min=o["act_min"],
+            act_max=o["act_max"],
+        )

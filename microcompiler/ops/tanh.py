@@ -8,8 +8,8 @@
   256-entry sigmoid table (shared with the int16 LOGISTIC) with linear interpolation.
 * float32: ``mc_tanhf``, the C library's fdlibm tanhf carried in the runtime (kernel_libm.h).
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 
@@ -17,10 +17,15 @@ from microcompiler.ops.base import ElementwiseKernel, register, require, require
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.quant import q31_frexp
-from microcompiler.ops.softmax_logistic import (SIGMOID_TABLE_UINT16, F32, calculate_input_radius, checked_log2,
-                                               int16_input_multiplier)
+from microcompiler.ops.softmax_logistic import (
+    F32,
+    SIGMOID_TABLE_UINT16,
+    calculate_input_radius,
+    checked_log2,
+    int16_input_multiplier,
+)
 
-TANH_INT8_INTEGER_BITS = 4   # Q4.27 input of the int8 kernel
+TANH_INT8_INTEGER_BITS = 4  # Q4.27 input of the int8 kernel
 TANH_INT16_INTEGER_BITS = 3
 
 
@@ -43,6 +48,7 @@ def tanh_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
             return 127
         t = fp_tanh(requantize(v, multiplier, shift), TANH_INT8_INTEGER_BITS)
         return clamp(rounding_divide_by_pot(t, 24), -128, 127)
+
     return int8_table_from_integer(tanh)
 
 
@@ -73,12 +79,18 @@ class Tanh(ElementwiseKernel):
         is_pot, log2 = checked_log2(y.quant.scale[0])
         require(is_pot and log2 == -15, op, f"int16 output scale must be 2^-15 (got {y.quant.scale[0]})")
         multiplier, _ = tanh_int16_params(x.quant.scale[0])
-        require(multiplier < 1 << 16, op,
-                f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32")
+        require(
+            multiplier < 1 << 16,
+            op,
+            f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32",
+        )
 
     def variant(self, op, graph):
-        return {"variant": {"float32": "reference-float", "int8": "lut",
-                            "int16": "sigmoid-table"}[graph.tensors[op.inputs[0]].dtype]}
+        return {
+            "variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[
+                graph.tensors[op.inputs[0]].dtype
+            ]
+        }
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]
@@ -94,5 +106,11 @@ class Tanh(ElementwiseKernel):
             return render_int8_table(ctx, self.int8_table(op, graph), what="tanh", **values)
         multiplier, shift = tanh_int16_params(in_scale)
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
-        return ctx.render("tanh_int16.c.j2", multiplier=multiplier, shift=shift, table=table,
-                          rounding=(1 << (shift - 1)) if shift > 0 else 0, **values)
+        return ctx.render(
+            "tanh_int16.c.j2",
+            multiplier=multiplier,
+            shift=shift,
+            table=table,
+            rounding=(1 << (shift - 1)) if shift > 0 else 0,
+            **values,
+        )

@@ -4,6 +4,7 @@ TFLM copies the raw values (no requantization, the quantization parameters are n
 dimension k walks input dimension perm[k]; dimensions that stay adjacent and in order are merged,
 so a permutation that keeps the innermost dimension copies whole rows with memcpy.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.base import register, require
@@ -22,8 +23,11 @@ class Transpose(CopyKernel):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         perm = constant_ints(graph, op, 1, "permutation")
         rank = len(x.shape)
-        require(sorted(perm) == list(range(rank)), op,
-                f"permutation {perm} is not a permutation of the {rank} input dimensions")
+        require(
+            sorted(perm) == list(range(rank)),
+            op,
+            f"permutation {perm} is not a permutation of the {rank} input dimensions",
+        )
         out_shape = [x.shape[p] for p in perm]
         require_shape(op, y, out_shape)
         strides = row_strides(x.shape)

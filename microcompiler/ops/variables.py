@@ -6,6 +6,7 @@ time: READ_VARIABLE copies that state into its output and ASSIGN_VARIABLE copies
 state (its only output). The state lives in the model's state section and ``<model>_reset()``
 restores it (docs/state.md).
 """
+
 from __future__ import annotations
 
 from microcompiler.errors import UnsupportedModelError
@@ -41,8 +42,11 @@ class Variable(OpKernel):
         value = op.outputs[0] if op.kind == "READ_VARIABLE" else op.inputs[0]
         require(state >= 0 and graph.tensors[state].persistent, op, "its resource handle names no variable")
         s, v = graph.tensors[state], graph.tensors[value]
-        require(s.dtype == v.dtype and s.nbytes == v.nbytes, op,
-                f"the variable is {s.dtype} {list(s.shape)} but the value is {v.dtype} {list(v.shape)}")
+        require(
+            s.dtype == v.dtype and s.nbytes == v.nbytes,
+            op,
+            f"the variable is {s.dtype} {list(s.shape)} but the value is {v.dtype} {list(v.shape)}",
+        )
 
     def emit(self, op, graph, ctx):
         if op.kind == "READ_VARIABLE":

@@ -4,6 +4,7 @@
 subgraphs (IF, WHILE, CALL_ONCE) keeps them in ``Graph.subgraphs``: every pass of the pipeline
 transforms each of them as well (``each_subgraph``); ``plan_memory`` plans them itself, callees first.
 """
+
 import functools
 
 from microcompiler.ir import Graph
@@ -21,16 +22,28 @@ from microcompiler.passes.zero_channels import drop_zero_channels
 
 def each_subgraph(graph_pass):
     """``graph_pass`` applied to the main graph and to each of its subgraphs."""
+
     @functools.wraps(graph_pass)
     def run(graph: Graph) -> Graph:
         g = graph_pass(graph)
         g.subgraphs = {k: graph_pass(s) for k, s in graph.subgraphs.items()}
         return g
+
     return run
 
 
-PIPELINE = [each_subgraph(p) for p in (add_operator_state, fold_constants, fuse_activations, remove_reshapes,
-                                       fuse_tables, drop_zero_channels, remove_dead_code)] + [patch_stage, plan_memory]
+PIPELINE = [
+    each_subgraph(p)
+    for p in (
+        add_operator_state,
+        fold_constants,
+        fuse_activations,
+        remove_reshapes,
+        fuse_tables,
+        drop_zero_channels,
+        remove_dead_code,
+    )
+] + [patch_stage, plan_memory]
 
 
 def pipeline(patches: tuple[int, int] | None = None) -> list:
@@ -47,5 +60,19 @@ def budget_pipeline(planner) -> list:
     return [p for p in PIPELINE if p not in (patch_stage, plan_memory)] + [planner]
 
 
-__all__ = ["PIPELINE", "pipeline", "budget_pipeline", "plan_for_budget", "each_subgraph", "add_operator_state", "fold_constants", "fuse_activations",
-           "remove_reshapes", "fuse_tables", "drop_zero_channels", "remove_dead_code", "patch_stage", "plan_memory"]
+__all__ = [
+    "PIPELINE",
+    "pipeline",
+    "budget_pipeline",
+    "plan_for_budget",
+    "each_subgraph",
+    "add_operator_state",
+    "fold_constants",
+    "fuse_activations",
+    "remove_reshapes",
+    "fuse_tables",
+    "drop_zero_channels",
+    "remove_dead_code",
+    "patch_stage",
+    "plan_memory",
+]

@@ -1,5 +1,6 @@
 """Remove operators whose outputs nobody reads (unless they touch persistent state), and constants
 nobody uses."""
+
 from __future__ import annotations
 
 from microcompiler.ir import Graph, called_subgraphs
@@ -12,8 +13,9 @@ def remove_dead_code(graph: Graph) -> Graph:
     for op in reversed(g.operators):
         # An operator that touches state (SVDF updates its activation state in place) has an effect
         # on later inferences even when nobody reads its outputs now.
-        touches_state = bool(op.state) or any(t >= 0 and g.tensors[g.storage(t)].persistent
-                                              for t in op.inputs + op.outputs)
+        touches_state = bool(op.state) or any(
+            t >= 0 and g.tensors[g.storage(t)].persistent for t in op.inputs + op.outputs
+        )
         # A control-flow operator's subgraphs may touch state (a resource variable) too.
         if touches_state or called_subgraphs(op) or any(g.storage(o) in needed for o in op.outputs):
             kept.append(op)

@@ -5,6 +5,7 @@ DEQUANTIZE of constants, CONCATENATION, and whatever a kernel's ``fold`` compute
 SHAPE of a static shape); the folded result becomes a constant tensor in flash. Folding repeats
 through chains of such operators, so a constant-only subgraph costs no code.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,11 @@ def _evaluate(g: Graph, op) -> np.ndarray | None:
         return ins[0].data.reshape(out.shape)
     if op.kind == "DEQUANTIZE" and ins[0].quant and not ins[0].quant.per_channel and out.dtype == "float32":
         return _dequantize(ins[0], ins[0].data).reshape(out.shape)
-    if op.kind == "CONCATENATION" and op.options.get("activation", "NONE") == "NONE" and all(
-            t.dtype == out.dtype and t.quant == out.quant for t in ins):
+    if (
+        op.kind == "CONCATENATION"
+        and op.options.get("activation", "NONE") == "NONE"
+        and all(t.dtype == out.dtype and t.quant == out.quant for t in ins)
+    ):
         return np.concatenate([t.data for t in ins], axis=op.options["axis"] % len(out.shape))
     if op.kind == "QUANTIZE" and ins[0].dtype == "float32" and out.quant and out.dtype in INT_RANGES:
         scale, zp = out.quant.single()
@@ -36,7 +40,7 @@ def _evaluate(g: Graph, op) -> np.ndarray | None:
         with np.errstate(invalid="ignore", over="ignore"):
             v = (ins[0].data.astype(np.float32) / np.float32(scale)).astype(np.float64)
             r = np.copysign(np.floor(np.abs(v) + 0.5), v)
-            r = np.where((r >= -2.0**31) & (r < 2.0**31), r, -2.0**31).astype(np.int64)
+            r = np.where((r >= -(2.0**31)) & (r < 2.0**31), r, -(2.0**31)).astype(np.int64)
         q = (r + zp + 2**31) % 2**32 - 2**31
         return np.clip(q, lo, hi).astype(np_dtype(out.dtype))
     return None
@@ -52,6 +56,7 @@ def _fold(g: Graph, op) -> list[np.ndarray] | None:
         if value is not None:
             return [value]
     from microcompiler.ops import supported_operators
+
     kernel = supported_operators().get(op.kind)
     values = kernel.fold(op, g) if kernel is not None else None
     if values is None:
@@ -59,8 +64,9 @@ def _fold(g: Graph, op) -> list[np.ndarray] | None:
     for o, v in zip(op.outputs, values):
         t = g.tensors[o]
         if tuple(np.shape(v)) != tuple(t.shape) or np.asarray(v).dtype != np_dtype(t.dtype):
-            raise AssertionError(f"{op.kind} folded to {np.shape(v)} {np.asarray(v).dtype}, "
-                                 f"expected {list(t.shape)} {t.dtype}")
+            raise AssertionError(
+                f"{op.kind} folded to {np.shape(v)} {np.asarray(v).dtype}, expected {list(t.shape)} {t.dtype}"
+            )
     return values
 
 

@@ -4,12 +4,21 @@ Allowed when the producer supports fused activations, its output feeds only the 
 not a model output, and the activation does not change the quantization (so the clamp alone is the
 whole operator).
 """
+
 from __future__ import annotations
 
 from microcompiler.ir import Graph
 
-_FUSIBLE_PRODUCERS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL", "AVERAGE_POOL_2D",
-                      "MAX_POOL_2D", "CONCATENATION"}
+_FUSIBLE_PRODUCERS = {
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "FULLY_CONNECTED",
+    "ADD",
+    "MUL",
+    "AVERAGE_POOL_2D",
+    "MAX_POOL_2D",
+    "CONCATENATION",
+}
 _ACTIVATIONS = {"RELU": "RELU", "RELU6": "RELU6"}
 
 

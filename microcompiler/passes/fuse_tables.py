@@ -22,6 +22,7 @@ disappears.
 Runs after ``remove_reshapes`` (which may join a chain split by a RESHAPE) and before
 ``remove_dead_code`` and ``plan_memory``.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,6 +77,7 @@ def _mul_table(mul: Operator, graph: Graph, x_position: int, f_table: np.ndarray
     def product(x: int) -> int:
         fx = int(f_table[x & 0xFF])
         return clamp(requantize((x - x_zp) * (fx - f_zp), multiplier, shift) + y_zp, lo, hi)
+
     return int8_table_from_integer(product)
 
 
@@ -143,9 +145,19 @@ def _fuse_gate(g: Graph, mul: Operator, producer_of: dict[int, Operator], reader
         lo, hi = activation_range(mul.options.get("activation", "NONE"), y)
         gate_values = f_table.astype(np.int16) - np.int16(gt.quant.zero_point[0])
         g.tensors.append(Tensor(f"{y.name};gate", (256,), "int16", None, gate_values))
-        fused = Operator(SCALE_CHANNELS_INT8, [x, f.inputs[0], len(g.tensors) - 1], list(mul.outputs),
-                         {"gate": _expression(f).replace("(x)", ""), "multiplier": multiplier, "shift": shift,
-                          "act_min": lo, "act_max": hi}, mul.index)
+        fused = Operator(
+            SCALE_CHANNELS_INT8,
+            [x, f.inputs[0], len(g.tensors) - 1],
+            list(mul.outputs),
+            {
+                "gate": _expression(f).replace("(x)", ""),
+                "multiplier": multiplier,
+                "shift": shift,
+                "act_min": lo,
+                "act_max": hi,
+            },
+            mul.index,
+        )
         g.operators = [fused if o is mul else o for o in g.operators if o is not f]
         return True
     return False

@@ -22,13 +22,14 @@ their output over an input that dies with them, which removes a buffer from the 
 whose in-place schedule needs scratch (``OpKernel.inplace_scratch``: DEPTHWISE_CONV_2D, one input
 channel at a time in scratch) go in place only where that lowers the arena by more than the scratch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from microcompiler.ir import Graph, Tensor, called_subgraphs, np_dtype
-
 import numpy as np
+
+from microcompiler.ir import Graph, Tensor, called_subgraphs, np_dtype
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ def _in_place_inputs(g: Graph, with_scratch: bool):
     with an output no larger than the input."""
     from microcompiler.ops import load_kernels
     from microcompiler.ops.base import KERNELS
+
     load_kernels()
     owned = {g.storage(t) for t in g.inputs + g.outputs}
     last = _last_reads(g)
@@ -169,8 +171,14 @@ def _in_place_inputs(g: Graph, with_scratch: bool):
         for pos in kernel.inplace_inputs(op, g):
             root = g.storage(op.inputs[pos])
             t, size = g.tensors[root], g.tensors[out].nbytes
-            if (root in owned or t.is_constant or t.persistent or last.get(root) != step or root == out
-                    or (t.nbytes < size if with_scratch else t.nbytes != size)):
+            if (
+                root in owned
+                or t.is_constant
+                or t.persistent
+                or last.get(root) != step
+                or root == out
+                or (t.nbytes < size if with_scratch else t.nbytes != size)
+            ):
                 continue
             yield step, out, root, scratch
             if g.storage(out) == root:  # the caller shared it: the reads of out are reads of root now
@@ -237,6 +245,7 @@ def _callees_first(g: Graph) -> list[int]:
                 if k not in order:
                     visit(g.subgraphs[k])
                     order.append(k)
+
     visit(g)
     return order + [k for k in sorted(g.subgraphs) if k not in order]  # never called: planned all the same
 
@@ -245,6 +254,7 @@ def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:
     """Give each control-flow operator of ``g`` its subgraph arena (an int64 buffer, so that every
     tensor inside is aligned) as one more output."""
     from microcompiler.ops.control_flow import subgraph_arena_bytes
+
     for op in g.operators:
         nbytes = subgraph_arena_bytes(op, planned)
         if nbytes:

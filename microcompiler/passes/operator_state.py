@@ -2,6 +2,7 @@
 becomes a persistent tensor (``Tensor.persistent``, ``Tensor.initial``) recorded in
 ``Operator.state``, so the memory planner puts it in the state section, codegen makes it a static
 array and ``<model>_reset()`` restores it, exactly as for a TFLite variable tensor (docs/state.md)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,8 @@ def add_operator_state(graph: Graph) -> Graph:
             continue
         for buf in kernel.state(op, g):
             initial = np.broadcast_to(np.asarray(buf.initial, np_dtype(buf.dtype)), buf.shape).copy()
-            g.tensors.append(Tensor(f"{op.name}/{buf.role}", tuple(buf.shape), buf.dtype,
-                                    persistent=True, initial=initial))
+            g.tensors.append(
+                Tensor(f"{op.name}/{buf.role}", tuple(buf.shape), buf.dtype, persistent=True, initial=initial)
+            )
             op.state[buf.role] = len(g.tensors) - 1
     return g

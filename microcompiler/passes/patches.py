@@ -31,6 +31,7 @@ slower, larger code unless asked for); ``patch_stage(graph, grid=(rows, cols))``
 stage still chosen for the lowest peak) and ``grid=(1, 1)`` turns the pass off. The choice and its
 cost are in ``Graph.patches`` (metadata.json "patches").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -51,6 +52,7 @@ AUTO_MAX_PEAK_RATIO = 0.5
 @dataclass(frozen=True)
 class Window:
     """Rows [r0, r1) and columns [c0, c1) of a 4-D NHWC tensor."""
+
     r0: int
     r1: int
     c0: int
@@ -85,8 +87,12 @@ def _input_window(op: Operator, g: Graph, out: Window) -> Window:
         return out
     k_h, s_h, d_h, p_h, k_w, s_w, d_w, p_w = _conv_padding(op, g)
     x = g.tensors[op.inputs[0]]
-    return Window(max(0, out.r0 * s_h - p_h), min(x.shape[1], (out.r1 - 1) * s_h - p_h + (k_h - 1) * d_h + 1),
-                  max(0, out.c0 * s_w - p_w), min(x.shape[2], (out.c1 - 1) * s_w - p_w + (k_w - 1) * d_w + 1))
+    return Window(
+        max(0, out.r0 * s_h - p_h),
+        min(x.shape[1], (out.r1 - 1) * s_h - p_h + (k_h - 1) * d_h + 1),
+        max(0, out.c0 * s_w - p_w),
+        min(x.shape[2], (out.c1 - 1) * s_w - p_w + (k_w - 1) * d_w + 1),
+    )
 
 
 def _activation_inputs(op: Operator, g: Graph) -> list[int]:
@@ -104,8 +110,7 @@ def _patchable(op: Operator, g: Graph) -> bool:
     if any(t.dtype != "int8" or len(t.shape) != 4 or t.shape[0] != 1 or t.is_constant or t.persistent for t in ts):
         return False
     if op.kind in WINDOWED:
-        return "patch_padding" not in op.options and all(
-            g.tensors[i].is_constant for i in op.inputs[1:] if i >= 0)
+        return "patch_padding" not in op.options and all(g.tensors[i].is_constant for i in op.inputs[1:] if i >= 0)
     return op.kind == "ADD" and len(op.inputs) == 2 and all(t.shape == ts[-1].shape for t in ts)
 
 
@@ -119,7 +124,7 @@ def stage_lengths(g: Graph) -> list[int]:
             break
         produced.add(op.outputs[0])
         internal = produced - {op.outputs[0]}
-        later = {i for o in g.operators[k + 1:] for i in o.inputs}
+        later = {i for o in g.operators[k + 1 :] for i in o.inputs}
         if not internal & (later | set(g.outputs)):
             lengths.append(k + 1)
     return lengths
@@ -149,6 +154,7 @@ def patch_windows(g: Graph, k: int, grid: tuple[int, int]) -> list[dict[int, Win
 def extra_macs(g: Graph, k: int, windows: list[dict[int, Window]]) -> int:
     """The multiply-accumulates the patches compute beyond the layers' own (the halos)."""
     from microcompiler.ops.base import kernel_for
+
     total = 0
     for op in g.operators[:k]:
         if op.kind == "ADD":
@@ -170,8 +176,9 @@ class _Builder:
 
     def tensor(self, like: int, window: Window) -> int:
         t = self.g.tensors[like]
-        self.g.tensors.append(Tensor(t.name, (1, window.r1 - window.r0, window.c1 - window.c0, t.shape[3]),
-                                     t.dtype, t.quant))
+        self.g.tensors.append(
+            Tensor(t.name, (1, window.r1 - window.r0, window.c1 - window.c0, t.shape[3]), t.dtype, t.quant)
+        )
         return len(self.g.tensors) - 1
 
     def op(self, kind: str, inputs: list[int], output: int, options: dict, notes: OperatorNotes) -> None:
@@ -181,17 +188,28 @@ class _Builder:
     def copy(self, src: int, src_window: Window, dst: int, dst_window: Window, part: Window, suffix: str) -> None:
         """MC_PATCH_COPY of rectangle ``part`` (whole-tensor coordinates) from src to dst, which hold
         ``src_window`` and ``dst_window`` of the same tensor."""
-        self.op(PATCH_COPY, [src], dst, {
-            "rows": part.r1 - part.r0, "cols": part.c1 - part.c0,
-            "src_origin": (part.r0 - src_window.r0, part.c0 - src_window.c0),
-            "dst_origin": (part.r0 - dst_window.r0, part.c0 - dst_window.c0)}, OperatorNotes(layer_suffix=suffix))
+        self.op(
+            PATCH_COPY,
+            [src],
+            dst,
+            {
+                "rows": part.r1 - part.r0,
+                "cols": part.c1 - part.c0,
+                "src_origin": (part.r0 - src_window.r0, part.c0 - src_window.c0),
+                "dst_origin": (part.r0 - dst_window.r0, part.c0 - dst_window.c0),
+            },
+            OperatorNotes(layer_suffix=suffix),
+        )
 
 
 def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True) -> Graph:
     """The graph with its first k operators run as a grid of patches (rows, cols); ``copy=False``
     shares the input's tensors and operators (to measure a candidate, never to keep)."""
-    g = graph.copy() if copy else Graph(graph.name, list(graph.tensors), graph.operators, graph.inputs,
-                                        graph.outputs, dict(graph.aliases))
+    g = (
+        graph.copy()
+        if copy
+        else Graph(graph.name, list(graph.tensors), graph.operators, graph.inputs, graph.outputs, dict(graph.aliases))
+    )
     stage = g.operators[:k]
     final = stage[-1].outputs[0]
     b = _Builder(g)
@@ -210,7 +228,9 @@ def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True
                     if held[src][0] != src:
                         b.copy(src, full, held[src][0], need[src], need[src], f"patch{p}_in")
                 tensor, window = held[src]
-                direct = window == in_window if op.kind == "ADD" else (window.r0, window.c0) == (in_window.r0, in_window.c0)
+                direct = (
+                    window == in_window if op.kind == "ADD" else (window.r0, window.c0) == (in_window.r0, in_window.c0)
+                )
                 if not direct:  # e.g. a residual ADD's operand inside a larger patch buffer
                     cut = b.tensor(src, in_window)
                     b.copy(tensor, window, cut, in_window, in_window, f"patch{p}_cut")
@@ -218,8 +238,11 @@ def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True
                 inputs[pos] = tensor
             out = b.tensor(op.outputs[0], out_window)
             options = dict(op.options)
-            notes = replace(op.notes, layer_suffix=f"patch{p}", patch=PatchNote(
-                op.index, p, (out_window.r0, out_window.r1, out_window.c0, out_window.c1)))
+            notes = replace(
+                op.notes,
+                layer_suffix=f"patch{p}",
+                patch=PatchNote(op.index, p, (out_window.r0, out_window.r1, out_window.c0, out_window.c1)),
+            )
             if op.kind in WINDOWED:
                 _, s_h, _, p_h, _, s_w, _, p_w = _conv_padding(op, g)
                 options["patch_padding"] = (max(0, p_h - out_window.r0 * s_h), max(0, p_w - out_window.c0 * s_w))
@@ -234,6 +257,7 @@ def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True
 def live_peak(g: Graph) -> int:
     """``memory_plan.lower_bound`` of the graph after in-place sharing."""
     from microcompiler.passes.memory_plan import arena_buffers, lower_bound, share_in_place
+
     h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases))
     share_in_place(h)
     return lower_bound(arena_buffers(h), len(g.operators))
@@ -250,6 +274,7 @@ def choose_patches(g: Graph, grid: tuple[int, int] | None = None) -> dict | None
     recomputed MACs; None when no stage lowers the peak. Stages within MAX_EXTRA_MACS recomputed
     first; with ``grid`` given, one over it only when none is within."""
     from microcompiler.ops.base import kernel_for
+
     if grid is not None and tuple(grid) == (1, 1):
         return None
     total = sum(kernel_for(op).macs(op, g) for op in g.operators)
@@ -257,7 +282,7 @@ def choose_patches(g: Graph, grid: tuple[int, int] | None = None) -> dict | None
     best = over_budget = None
     for k in stage_lengths(g):
         y = g.tensors[g.operators[k - 1].outputs[0]]
-        if y.nbytes > max([g.tensors[op.outputs[0]].nbytes for op in g.operators[:k - 1]], default=y.nbytes):
+        if y.nbytes > max([g.tensors[op.outputs[0]].nbytes for op in g.operators[: k - 1]], default=y.nbytes):
             continue  # the activations grew again: a longer or shorter stage does better
         for rows, cols in _grids(grid):
             if rows > y.shape[1] or cols > y.shape[2]:
@@ -267,8 +292,14 @@ def choose_patches(g: Graph, grid: tuple[int, int] | None = None) -> dict | None
             if grid is None and extra > MAX_EXTRA_MACS * total:
                 continue
             peak = live_peak(apply_patches(g, k, (rows, cols), copy=False))
-            candidate = {"stage": k, "grid": [rows, cols], "peak_before": before, "peak_after": peak,
-                         "extra_macs": extra, "total_macs": total}
+            candidate = {
+                "stage": k,
+                "grid": [rows, cols],
+                "peak_before": before,
+                "peak_after": peak,
+                "extra_macs": extra,
+                "total_macs": total,
+            }
             if extra <= MAX_EXTRA_MACS * total and _lower(candidate, best):
                 best = candidate
             if _lower(candidate, over_budget):  # a forced grid's stage over the budget, if none is within
@@ -280,7 +311,8 @@ def _lower(candidate: dict, current: dict | None) -> bool:
     """The candidate lowers the layer-by-layer peak, and beats ``current`` (peak, then extra MACs)."""
     key = (candidate["peak_after"], candidate["extra_macs"])
     return candidate["peak_after"] < candidate["peak_before"] and (
-        current is None or key < (current["peak_after"], current["extra_macs"]))
+        current is None or key < (current["peak_after"], current["extra_macs"])
+    )
 
 
 def patch_stage(graph: Graph, grid: tuple[int, int] | None = None) -> Graph:
@@ -292,6 +324,9 @@ def patch_stage(graph: Graph, grid: tuple[int, int] | None = None) -> Graph:
     if choice is None or (grid is None and choice["peak_after"] > AUTO_MAX_PEAK_RATIO * choice["peak_before"]):
         return graph
     g = apply_patches(graph, choice["stage"], tuple(choice["grid"]))
-    g.patches = {**choice, "count": choice["grid"][0] * choice["grid"][1],
-                 "stage_operators": [op.index for op in graph.operators[:choice["stage"]]]}
+    g.patches = {
+        **choice,
+        "count": choice["grid"][0] * choice["grid"][1],
+        "stage_operators": [op.index for op in graph.operators[: choice["stage"]]],
+    }
     return g

@@ -26,16 +26,16 @@ plans it tried in ``Graph.ram_plan``, or raises ``NoPlanFits`` naming the smalle
 that holds its peak. ``keep_default=True`` (the board's budget, no explicit limit) keeps the plan the
 pipeline makes without a budget (``patch_stage``'s automatic choice) whenever it fits.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from microcompiler.errors import BoardError
 from microcompiler.ir import Graph, Operator
 from microcompiler.passes.memory_plan import arena_buffers, lower_bound, peak_step, plan_memory, share_in_place
-from microcompiler.passes.patches import (apply_patches, extra_macs, live_peak, patch_stage, patch_windows,
-                                         stage_lengths)
+from microcompiler.passes.patches import apply_patches, extra_macs, live_peak, patch_stage, patch_windows, stage_lengths
 
 MAX_GRID = 4  # patch grids up to MAX_GRID x MAX_GRID
 IN_PLACE = "in-place depthwise and pointwise"
@@ -47,6 +47,7 @@ _PLANNED_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 @dataclass
 class Plan:
     """One way to run the model: its planned graph, RAM (arena + scratch) and estimated time."""
+
     name: str
     graph: Graph
     arena_bytes: int
@@ -71,6 +72,7 @@ class NoPlanFits(BoardError):
 
 def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> dict:
     from microcompiler.ops.base import kernel_for
+
     kernel = kernel_for(op)
     if op.kind in _PLANNED_KINDS:  # their plan(op, graph, features) is what emit() runs for the target
         return kernel.plan(op, g, features)  # type: ignore[attr-defined]
@@ -79,16 +81,21 @@ def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> dict:
 
 def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
     """(kernel scratch bytes, estimated instructions) of a planned graph on a CPU with ``features``."""
-    from microcompiler.ops.cost_model import estimate as cost
     from microcompiler.ops.base import kernel_for
+    from microcompiler.ops.cost_model import estimate as cost
+
     scratch, instructions = 0, 0.0
     for op in g.operators:
         variant = _kernel_plan(op, g, features)
         scratch = max(scratch, -(-int(variant.get("scratch_bytes", 0)) // 4) * 4)
         x = g.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
-        entry = {"kind": op.kind, "macs": kernel_for(op).macs(op, g), "kernel": variant,
-                 "inputs": [list(g.tensors[i].shape) for i in op.inputs if i >= 0],
-                 "outputs": [list(g.tensors[o].shape) for o in op.outputs]}
+        entry = {
+            "kind": op.kind,
+            "macs": kernel_for(op).macs(op, g),
+            "kernel": variant,
+            "inputs": [list(g.tensors[i].shape) for i in op.inputs if i >= 0],
+            "outputs": [list(g.tensors[o].shape) for o in op.outputs],
+        }
         instructions += cost(entry, x.dtype if x is not None else "-")[0]
     return scratch, int(round(instructions))
 
@@ -100,6 +107,7 @@ def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
     at or before the gathered input bytes (output pixel n ends at (n + 1) * out_c <= (n + 1) * in_c).
     Not for the reference loops, which read a pixel's channels while writing them."""
     from microcompiler.passes.memory_plan import _last_reads
+
     owned = {g.storage(t) for t in g.inputs + g.outputs}
     last = _last_reads(g)
     for step, op in enumerate(g.operators):
@@ -108,12 +116,24 @@ def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
         x, w, y = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]], g.tensors[op.outputs[0]]
         root = g.storage(op.inputs[0])
         t = g.tensors[root]
-        if (x.dtype, y.dtype) != ("int8", "int8") or len(x.shape) != 4 or x.shape[0] != 1 \
-                or tuple(w.shape[1:3]) != (1, 1) or (op.options.get("stride_h"), op.options.get("stride_w")) != (1, 1) \
-                or tuple(y.shape[1:3]) != tuple(x.shape[1:3]) or y.shape[3] > x.shape[3]:
+        if (
+            (x.dtype, y.dtype) != ("int8", "int8")
+            or len(x.shape) != 4
+            or x.shape[0] != 1
+            or tuple(w.shape[1:3]) != (1, 1)
+            or (op.options.get("stride_h"), op.options.get("stride_w")) != (1, 1)
+            or tuple(y.shape[1:3]) != tuple(x.shape[1:3])
+            or y.shape[3] > x.shape[3]
+        ):
             continue
-        if (root in owned or g.storage(op.outputs[0]) in owned or t.is_constant or t.persistent
-                or last.get(root) != step or t.nbytes < y.nbytes):
+        if (
+            root in owned
+            or g.storage(op.outputs[0]) in owned
+            or t.is_constant
+            or t.persistent
+            or last.get(root) != step
+            or t.nbytes < y.nbytes
+        ):
             continue
         if _kernel_plan(op, g, features).get("variant") != "im2col":
             continue
@@ -121,25 +141,43 @@ def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
         last[root] = max(last.get(root, step), last.pop(op.outputs[0], step))
 
 
-def _planned(name: str, g: Graph, features, in_place: bool, extra: int, settings: dict,
-             pointwise: bool = False) -> Plan:
+def _planned(
+    name: str, g: Graph, features, in_place: bool, extra: int, settings: dict, pointwise: bool = False
+) -> Plan:
     """``g`` planned: depthwise layers in place where that pays (``in_place``), pointwise ones where
     they can (``pointwise``, ``share_pointwise_in_place``)."""
-    h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases), subgraphs=g.subgraphs,
-              patches=g.patches, ram_plan={"in_place_depthwise": in_place})
+    h = Graph(
+        g.name,
+        g.tensors,
+        g.operators,
+        g.inputs,
+        g.outputs,
+        dict(g.aliases),
+        subgraphs=g.subgraphs,
+        patches=g.patches,
+        ram_plan={"in_place_depthwise": in_place},
+    )
     if pointwise:
         share_pointwise_in_place(h, features)
     planned = plan_memory(h)  # a copy: ``g`` may share its operators with the input graph
     scratch, instructions = estimate(planned, features)
     step, _ = peak_step(arena_buffers(planned), len(planned.operators))
-    return Plan(name, planned, planned.arena_bytes, scratch, instructions, extra,
-                planned.operators[step] if step >= 0 else None,
-                {**settings, "in_place_depthwise": in_place, "in_place_pointwise": pointwise})
+    return Plan(
+        name,
+        planned,
+        planned.arena_bytes,
+        scratch,
+        instructions,
+        extra,
+        planned.operators[step] if step >= 0 else None,
+        {**settings, "in_place_depthwise": in_place, "in_place_pointwise": pointwise},
+    )
 
 
 def _optimistic_peak(g: Graph, features: frozenset[str], pointwise: bool) -> int:
     """The live-set lower bound with every depthwise (and pointwise) layer that can run in place in place."""
     from microcompiler.passes.memory_plan import _in_place_inputs
+
     h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases))
     if pointwise:
         share_pointwise_in_place(h, features)
@@ -149,14 +187,15 @@ def _optimistic_peak(g: Graph, features: frozenset[str], pointwise: bool) -> int
     return lower_bound(arena_buffers(h), len(g.operators))
 
 
-def _patch_candidates(g: Graph, max_grid: int, total: int, features: frozenset[str],
-                      pointwise: bool) -> list[tuple[int, tuple[int, int], int]]:
+def _patch_candidates(
+    g: Graph, max_grid: int, total: int, features: frozenset[str], pointwise: bool
+) -> list[tuple[int, tuple[int, int], int]]:
     """(stage length, grid, extra MACs) of the stages and grids no other beats on both the optimistic
     peak and the recomputed MACs (at most ``MAX_EXTRA_MACS`` of the model's ``total``)."""
     screened = []
     for k in stage_lengths(g):
         y = g.tensors[g.operators[k - 1].outputs[0]]
-        if y.nbytes > max([g.tensors[op.outputs[0]].nbytes for op in g.operators[:k - 1]], default=y.nbytes):
+        if y.nbytes > max([g.tensors[op.outputs[0]].nbytes for op in g.operators[: k - 1]], default=y.nbytes):
             continue  # the activations grew again: a longer or shorter stage does better
         for rows in range(1, max_grid + 1):
             for cols in range(1, max_grid + 1):
@@ -182,8 +221,10 @@ def _describe(g: Graph, k: int, grid: tuple[int, int], layer_name) -> str:
 
 def _any_in_place(g: Graph) -> bool:
     """A depthwise or pointwise layer writes over its input."""
-    return any(op.kind in ("DEPTHWISE_CONV_2D", "CONV_2D") and g.storage(op.outputs[0]) == g.storage(op.inputs[0])
-               for op in g.operators)
+    return any(
+        op.kind in ("DEPTHWISE_CONV_2D", "CONV_2D") and g.storage(op.outputs[0]) == g.storage(op.inputs[0])
+        for op in g.operators
+    )
 
 
 def _tensor_layer(g: Graph, op: Operator) -> str:
@@ -196,18 +237,25 @@ def default_plan(graph: Graph, features: frozenset[str] = frozenset()) -> Plan:
     g = patch_stage(graph)
     p = g.patches
     name = f"default ({'patches ' + 'x'.join(map(str, p['grid'])) if p else 'layer by layer'})"
-    return _planned(name, g, features, True, p.get("extra_macs", 0),
-                    {"stage": p.get("stage", 0), "grid": p.get("grid", [1, 1])})
+    return _planned(
+        name, g, features, True, p.get("extra_macs", 0), {"stage": p.get("stage", 0), "grid": p.get("grid", [1, 1])}
+    )
 
 
-def candidate_plans(graph: Graph, features: frozenset[str] = frozenset(), max_grid: int = MAX_GRID,
-                    layer_name: Callable[[Graph, Operator], str] = _tensor_layer,
-                    reference: bool = False) -> list[Plan]:
+def candidate_plans(
+    graph: Graph,
+    features: frozenset[str] = frozenset(),
+    max_grid: int = MAX_GRID,
+    layer_name: Callable[[Graph, Operator], str] = _tensor_layer,
+    reference: bool = False,
+) -> list[Plan]:
     """Every plan worth trying (module doc), planned, after the pipeline's default plan;
     ``reference``: the reference kernels will be emitted (no pointwise layer in place)."""
     pointwise = not reference
-    plans = [default_plan(graph, features),
-             _planned("layer by layer", graph, features, False, 0, {"stage": 0, "grid": [1, 1]})]
+    plans = [
+        default_plan(graph, features),
+        _planned("layer by layer", graph, features, False, 0, {"stage": 0, "grid": [1, 1]}),
+    ]
     _add(plans, _planned(IN_PLACE, graph, features, True, 0, {"stage": 0, "grid": [1, 1]}, pointwise))
     if graph.subgraphs or any(t.persistent for t in graph.tensors):
         return plans  # what the patch pass leaves alone
@@ -216,12 +264,29 @@ def candidate_plans(graph: Graph, features: frozenset[str] = frozenset(), max_gr
     for k, grid, extra in _patch_candidates(graph, max_grid, total, features, pointwise):
         name = _describe(graph, k, grid, layer_name)
         g = apply_patches(graph, k, grid, copy=False)  # plan_memory copies it
-        g.patches = {"stage": k, "grid": list(grid), "peak_before": before, "peak_after": live_peak(g),
-                     "extra_macs": extra, "total_macs": total, "count": grid[0] * grid[1],
-                     "stage_operators": [op.index for op in graph.operators[:k]]}
+        g.patches = {
+            "stage": k,
+            "grid": list(grid),
+            "peak_before": before,
+            "peak_after": live_peak(g),
+            "extra_macs": extra,
+            "total_macs": total,
+            "count": grid[0] * grid[1],
+            "stage_operators": [op.index for op in graph.operators[:k]],
+        }
         for in_place in (False, True):
-            _add(plans, _planned(name + (", " + IN_PLACE if in_place else ""), g, features, in_place, extra,
-                                 {"stage": k, "grid": list(grid)}, pointwise and in_place))
+            _add(
+                plans,
+                _planned(
+                    name + (", " + IN_PLACE if in_place else ""),
+                    g,
+                    features,
+                    in_place,
+                    extra,
+                    {"stage": k, "grid": list(grid)},
+                    pointwise and in_place,
+                ),
+            )
     return plans
 
 
@@ -231,9 +296,11 @@ def _add(plans: list[Plan], plan: Plan) -> None:
     if plan.settings["in_place_depthwise"] and not _any_in_place(plan.graph):
         return
     same = {"stage", "grid"}
-    if any(p.settings["in_place_depthwise"] == plan.settings["in_place_depthwise"] or not _any_in_place(
-            p.graph) for p in plans if {k: p.settings[k] for k in same} == {k: plan.settings[k] for k in same}
-            and p.ram_bytes == plan.ram_bytes):
+    if any(
+        p.settings["in_place_depthwise"] == plan.settings["in_place_depthwise"] or not _any_in_place(p.graph)
+        for p in plans
+        if {k: p.settings[k] for k in same} == {k: plan.settings[k] for k in same} and p.ram_bytes == plan.ram_bytes
+    ):
         return
     plans.append(plan)
 
@@ -245,9 +312,15 @@ def choose_plan(plans: list[Plan], limit: int | None) -> Plan | None:
     return min(fitting, key=lambda p: (p.estimated_instructions, p.ram_bytes)) if fitting else None
 
 
-def plan_for_budget(graph: Graph, limit: int | None, features: frozenset[str] = frozenset(),
-                    keep_default: bool = False, limit_source: str = "--ram-limit",
-                    layer_name: Callable[[Graph, Operator], str] = _tensor_layer, reference: bool = False) -> Graph:
+def plan_for_budget(
+    graph: Graph,
+    limit: int | None,
+    features: frozenset[str] = frozenset(),
+    keep_default: bool = False,
+    limit_source: str = "--ram-limit",
+    layer_name: Callable[[Graph, Operator], str] = _tensor_layer,
+    reference: bool = False,
+) -> Graph:
     """The pass: the chosen plan's graph (planned: offsets and arena), with ``Graph.ram_plan`` listing
     the plans tried; ``NoPlanFits`` when none fits ``limit``. ``keep_default``: the default plan
     whenever it fits (then it is the only one tried)."""
@@ -259,23 +332,40 @@ def plan_for_budget(graph: Graph, limit: int | None, features: frozenset[str] = 
         assert limit is not None  # without a limit every plan fits
         smallest = min(plans, key=lambda p: (p.ram_bytes, p.estimated_instructions))
         where = layer_name(smallest.graph, smallest.peak_operator) if smallest.peak_operator else "no layer"
-        raise NoPlanFits(f"no memory plan fits {limit_source} {limit:,} B: the smallest needs {smallest.ram_bytes:,} B "
-                         f"(arena {smallest.arena_bytes:,} + scratch {smallest.scratch_bytes:,}, {smallest.name}), "
-                         f"its peak at layer {where}; raise the limit or use a board with more RAM", limit, smallest)
+        raise NoPlanFits(
+            f"no memory plan fits {limit_source} {limit:,} B: the smallest needs {smallest.ram_bytes:,} B "
+            f"(arena {smallest.arena_bytes:,} + scratch {smallest.scratch_bytes:,}, {smallest.name}), "
+            f"its peak at layer {where}; raise the limit or use a board with more RAM",
+            limit,
+            smallest,
+        )
     g = chosen.graph
-    g.ram_plan = {"limit": limit, "limit_source": limit_source, "chosen": chosen.name,
-                  "in_place_depthwise": chosen.settings["in_place_depthwise"],
-                  "plans": [_record(p, p is chosen, limit, layer_name) for p in plans]}
+    g.ram_plan = {
+        "limit": limit,
+        "limit_source": limit_source,
+        "chosen": chosen.name,
+        "in_place_depthwise": chosen.settings["in_place_depthwise"],
+        "plans": [_record(p, p is chosen, limit, layer_name) for p in plans],
+    }
     return g
 
 
 def _macs(op: Operator, g: Graph) -> int:
     from microcompiler.ops.base import kernel_for
+
     return kernel_for(op).macs(op, g)
 
 
 def _record(p: Plan, chosen: bool, limit: int | None, layer_name) -> dict:
-    return {"plan": p.name, "arena_bytes": p.arena_bytes, "scratch_bytes": p.scratch_bytes, "ram_bytes": p.ram_bytes,
-            "extra_macs": p.extra_macs, "estimated_instructions": p.estimated_instructions,
-            "peak_layer": layer_name(p.graph, p.peak_operator) if p.peak_operator else None,
-            "fits": limit is None or p.ram_bytes <= limit, "chosen": chosen, **p.settings}
+    return {
+        "plan": p.name,
+        "arena_bytes": p.arena_bytes,
+        "scratch_bytes": p.scratch_bytes,
+        "ram_bytes": p.ram_bytes,
+        "extra_macs": p.extra_macs,
+        "estimated_instructions": p.estimated_instructions,
+        "peak_layer": layer_name(p.graph, p.peak_operator) if p.peak_operator else None,
+        "fits": limit is None or p.ram_bytes <= limit,
+        "chosen": chosen,
+        **p.settings,
+    }

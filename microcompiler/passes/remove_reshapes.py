@@ -3,6 +3,7 @@
 A reshape stays a real copy only when both sides must live in caller-owned buffers (a model input
 reshaped straight into a model output), since two caller buffers cannot be the same memory.
 """
+
 from __future__ import annotations
 
 from microcompiler.ir import Graph

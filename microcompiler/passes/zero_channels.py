@@ -21,6 +21,7 @@ It runs after ``remove_reshapes`` and before ``remove_dead_code`` (which then dr
 weights) and ``plan_memory``. Operators with all or no channels zero, int4 or asymmetric weights,
 grouped convolutions or non-constant weights are left alone.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -85,15 +86,17 @@ def channel_constants(op: Operator, graph: Graph) -> np.ndarray:
     acc = bias.data.astype(np.int64) if bias is not None else np.zeros(channels, np.int64)
     lo, hi = activation_range(op.options["activation"], y)
     zp = y.quant.zero_point[0]
-    return np.array([min(max(requantize(int(acc[c]), int(mult[c]), int(shift[c])) + zp, lo), hi)
-                     for c in range(channels)], np.int8)
+    return np.array(
+        [min(max(requantize(int(acc[c]), int(mult[c]), int(shift[c])) + zp, lo), hi) for c in range(channels)], np.int8
+    )
 
 
 def _sliced(t: Tensor, keep: np.ndarray, axis: int) -> Tensor:
     quant = t.quant
     if quant is not None and quant.per_channel:
-        quant = Quantization([s for s, k in zip(quant.scale, keep) if k],
-                             [z for z, k in zip(quant.zero_point, keep) if k], quant.axis)
+        quant = Quantization(
+            [s for s, k in zip(quant.scale, keep) if k], [z for z, k in zip(quant.zero_point, keep) if k], quant.axis
+        )
     data = np.compress(keep, t.data, axis=axis)
     return Tensor(f"{t.name};nonzero_channels", data.shape, t.dtype, quant, data)
 
@@ -124,15 +127,37 @@ def drop_zero_channels(graph: Graph) -> Graph:
         index_type = "int8" if keep.sum() <= 128 else "int16"  # packed channel 0..kept-1, or -1
         source = np.where(keep, np.cumsum(keep) - 1, -1).astype(index_type)
         sources = add(Tensor(f"{y.name};source_channel", source.shape, index_type, None, source))
-        constants = add(Tensor(f"{y.name};constant_value", source.shape, "int8", None,
-                               np.where(keep, 0, channel_constants(op, g)).astype(np.int8)))
+        constants = add(
+            Tensor(
+                f"{y.name};constant_value",
+                source.shape,
+                "int8",
+                None,
+                np.where(keep, 0, channel_constants(op, g)).astype(np.int8),
+            )
+        )
         options = dict(op.options)
         if op.kind == "DEPTHWISE_CONV_2D":  # the input channel each remaining output channel reads
             options["input_channels"] = (np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)).tolist()
-        operators.append(replace(op, inputs=inputs, outputs=[narrow], options=options,
-                                 notes=replace(op.notes, dropped_channels=int(zero.sum()))))
-        operators.append(Operator(CONSTANT_CHANNELS, [narrow, sources, constants], [out], {}, next_index,
-                                  notes=OperatorNotes(layer_suffix="constant_channels")))
+        operators.append(
+            replace(
+                op,
+                inputs=inputs,
+                outputs=[narrow],
+                options=options,
+                notes=replace(op.notes, dropped_channels=int(zero.sum())),
+            )
+        )
+        operators.append(
+            Operator(
+                CONSTANT_CHANNELS,
+                [narrow, sources, constants],
+                [out],
+                {},
+                next_index,
+                notes=OperatorNotes(layer_suffix="constant_channels"),
+            )
+        )
         next_index += 1
     g.operators = operators
     return g

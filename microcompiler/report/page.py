@@ -1,4 +1,5 @@
 """The report page: per-layer table, time per layer, memory plan, flash/RAM, validation metrics."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from html import escape
 from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
-from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
 from microcompiler.report.provenance import provenance
+from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
 from microcompiler.timing import describe, format_duration
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
@@ -34,11 +35,20 @@ def _layer_table(analysis: dict, bench: dict | None) -> str:
         head.append("measured ticks")
     rows = ["<table id='layers'><tr>" + "".join(f"<th class='l'>{escape(h)}</th>" for h in head) + "</tr>"]
     for layer in analysis["layers"]:
-        kernel = layer["kernel"].get("variant", "") + (f" ({layer['kernel']['isa']})" if "isa" in layer["kernel"] else "")
-        cells = [_cell(layer["index"]), _cell(layer["name"], True), _cell(layer["kind"], True),
-                 _cell(layer["dtype"], True), _cell("x".join(map(str, layer["outputs"][0])) if layer["outputs"] else "-"),
-                 _cell(layer["macs"]), _cell(layer["weights_bytes"]), _cell(kernel, True),
-                 _cell(layer["estimated_instructions"])]
+        kernel = layer["kernel"].get("variant", "") + (
+            f" ({layer['kernel']['isa']})" if "isa" in layer["kernel"] else ""
+        )
+        cells = [
+            _cell(layer["index"]),
+            _cell(layer["name"], True),
+            _cell(layer["kind"], True),
+            _cell(layer["dtype"], True),
+            _cell("x".join(map(str, layer["outputs"][0])) if layer["outputs"] else "-"),
+            _cell(layer["macs"]),
+            _cell(layer["weights_bytes"]),
+            _cell(kernel, True),
+            _cell(layer["estimated_instructions"]),
+        ]
         if measured:
             cells.append(_cell(measured.get(layer["index"], {}).get("ticks", "-")))
         rows.append(f"<tr class='layer'>{''.join(cells)}</tr>")
@@ -52,8 +62,12 @@ def _time_chart(analysis: dict | None, bench: dict | None, validation: dict | No
     run = (validation or {}).get("operator_times")
     if run and run.get("operators"):  # validate just ran the model host-driven: its own times
         rows = [(f"{op['index']} {op['layer']}", op["ticks"]) for op in run["operators"]]
-        return bar_chart(rows, "ticks", f"Time per layer (measured host-driven on {run['board']}, "
-                                        f"median of {run['runs']} runs, timer at {run['timer_hz']:,} Hz)")
+        return bar_chart(
+            rows,
+            "ticks",
+            f"Time per layer (measured host-driven on {run['board']}, "
+            f"median of {run['runs']} runs, timer at {run['timer_hz']:,} Hz)",
+        )
     rows = [(f"{layer['index']} {layer['name']}", layer["estimated_instructions"]) for layer in analysis["layers"]]
     return bar_chart(rows, "instr.", "Time per layer (estimated instructions)")
 
@@ -61,17 +75,23 @@ def _time_chart(analysis: dict | None, bench: dict | None, validation: dict | No
 def _built_sizes(analysis: dict | None, bench: dict) -> str:
     """The built firmware's flash and RAM (from its ELF) beside analyze's estimates."""
     t = (analysis or {}).get("totals", {})
-    rows = [("flash", t.get("flash_bytes"), bench.get("flash_bytes")),
-            ("RAM", t.get("ram_bytes"), bench.get("ram_bytes")),
-            ("model code", t.get("code_bytes_estimate"), bench.get("model_code_bytes")),
-            ("model weights", t.get("weights_bytes"), bench.get("model_weights_bytes"))]
+    rows = [
+        ("flash", t.get("flash_bytes"), bench.get("flash_bytes")),
+        ("RAM", t.get("ram_bytes"), bench.get("ram_bytes")),
+        ("model code", t.get("code_bytes_estimate"), bench.get("model_code_bytes")),
+        ("model weights", t.get("weights_bytes"), bench.get("model_weights_bytes")),
+    ]
     rows = [r for r in rows if r[2] is not None]
     if not rows:
         return ""
-    body = "".join(f"<tr class='size'>{_cell(what, True)}{_cell('-' if est is None else est)}{_cell(built)}</tr>"
-                   for what, est, built in rows)
-    return ("<table id='sizes'><tr><th class='l'>bytes</th><th>estimated (analyze)</th><th>built (firmware ELF)</th>"
-            f"</tr>{body}</table>")
+    body = "".join(
+        f"<tr class='size'>{_cell(what, True)}{_cell('-' if est is None else est)}{_cell(built)}</tr>"
+        for what, est, built in rows
+    )
+    return (
+        "<table id='sizes'><tr><th class='l'>bytes</th><th>estimated (analyze)</th><th>built (firmware ELF)</th>"
+        f"</tr>{body}</table>"
+    )
 
 
 def _memory_section(analysis: dict) -> str:
@@ -79,18 +99,28 @@ def _memory_section(analysis: dict) -> str:
     parts = []
     fit = analysis.get("fit")
     flash_segments = [("weights", t["weights_bytes"]), ("code (estimate)", t["code_bytes_estimate"])]
-    ram_segments = [("arena", t["arena_bytes"]), ("scratch", t["scratch_bytes"]), ("state", t["state_bytes"]),
-                    ("stack", t["stack_bytes_estimate"]),
-                    ("runtime and I/O", max(0, t["ram_bytes"] - t["arena_bytes"] - t["scratch_bytes"]
-                                            - t["state_bytes"] - t["stack_bytes_estimate"]))]
+    ram_segments = [
+        ("arena", t["arena_bytes"]),
+        ("scratch", t["scratch_bytes"]),
+        ("state", t["state_bytes"]),
+        ("stack", t["stack_bytes_estimate"]),
+        (
+            "runtime and I/O",
+            max(
+                0, t["ram_bytes"] - t["arena_bytes"] - t["scratch_bytes"] - t["state_bytes"] - t["stack_bytes_estimate"]
+            ),
+        ),
+    ]
     if fit:
         parts.append(stacked_bar(flash_segments, fit["flash"]["available"], f"Flash ({fit['flash']['region']})"))
         parts.append(stacked_bar(ram_segments, fit["ram"]["available"], f"RAM ({fit['ram']['region']})"))
         for what in ("flash", "ram"):
             f = fit[what]
             cls = "ok" if f["fits"] else "bad"
-            parts.append(f"<p class='{cls}'>{what}: {f['needed']:,} of {f['available']:,} B ({f['used_percent']}%), "
-                         f"margin {f['margin']:,} B</p>")
+            parts.append(
+                f"<p class='{cls}'>{what}: {f['needed']:,} of {f['available']:,} B ({f['used_percent']}%), "
+                f"margin {f['margin']:,} B</p>"
+            )
     else:
         parts.append(stacked_bar(flash_segments, sum(v for _, v in flash_segments), "Flash"))
         parts.append(stacked_bar(ram_segments, sum(v for _, v in ram_segments), "RAM"))
@@ -104,25 +134,36 @@ def _validation_section(validation: dict) -> str:
     elif validation.get("bit_exact", False):
         verdict = "passed: every output exact"
     else:  # floats within tolerance: say how far from TFLM's bits
-        verdict = (f"passed within tolerance, not exact: largest float error "
-                   f"{validation.get('max_ulp_error', 0):,} ulp")
-    rows = [f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
-            f"({len(validation['samples'])} inputs)</p>",
-            "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
-            "<th>exact</th><th>max abs err</th><th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>"]
+        verdict = f"passed within tolerance, not exact: largest float error {validation.get('max_ulp_error', 0):,} ulp"
+    rows = [
+        f"<p class='{'ok' if validation['passed'] else 'bad'}' id='verdict'>{escape(verdict)} "
+        f"({len(validation['samples'])} inputs)</p>",
+        "<table id='validation'><tr><th class='l'>mode</th><th class='l'>against</th><th class='l'>output</th>"
+        "<th>exact</th><th>max abs err</th><th>mean abs err</th><th>cosine</th><th>top-1 agreement</th></tr>",
+    ]
     for c in validation["comparisons"]:
         for out in c["outputs"]:
             top1 = "-" if out.get("top1_agreement") is None else f"{100 * out['top1_agreement']:.1f}%"
-            rows.append("<tr class='metric'>" + _cell(c["mode"], True) + _cell(c["against"], True)
-                        + _cell(out["name"], True) + _cell(f"{100 * out['exact_match_rate']:.2f}%")
-                        + _cell(f"{out['max_abs_error']:.6g}") + _cell(f"{out['mean_abs_error']:.6g}")
-                        + _cell(f"{out['cosine_similarity']:.6f}") + _cell(top1) + "</tr>")
+            rows.append(
+                "<tr class='metric'>"
+                + _cell(c["mode"], True)
+                + _cell(c["against"], True)
+                + _cell(out["name"], True)
+                + _cell(f"{100 * out['exact_match_rate']:.2f}%")
+                + _cell(f"{out['max_abs_error']:.6g}")
+                + _cell(f"{out['mean_abs_error']:.6g}")
+                + _cell(f"{out['cosine_similarity']:.6f}")
+                + _cell(top1)
+                + "</tr>"
+            )
     rows.append("</table>")
     d = validation.get("divergence")
     if d and d["diverged"]:
-        rows.append(f"<p class='bad' id='divergence'>first diverging layer: operator {d['index']} "
-                    f"{escape(d['layer'])} ({escape(d['operator'])}), tensor {escape(d['tensor'])}: max error "
-                    f"{d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements differ</p>")
+        rows.append(
+            f"<p class='bad' id='divergence'>first diverging layer: operator {d['index']} "
+            f"{escape(d['layer'])} ({escape(d['operator'])}), tensor {escape(d['tensor'])}: max error "
+            f"{d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements differ</p>"
+        )
     if d and d["skipped_tensors"]:
         rows.append(f"<p>not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed</p>")
     return "".join(rows)
@@ -131,24 +172,41 @@ def _validation_section(validation: dict) -> str:
 def _comparison_section(comparison: dict) -> str:
     """compare's result: the two sides, a row per layer with B relative to A, the totals."""
     a, b = comparison["a"], comparison["b"]
-    head = "".join(f"<p><b>{side}</b>: {escape(str(s['label']))}: {escape(str(s['model']))} on "
-                   f"{escape(str(s['board'] or 'portable C'))} ({escape(s['source'])})</p>"
-                   for side, s in (("A", a), ("B", b)))
-    rows = ["<tr><th>#</th><th>layer</th><th>operator</th><th>A</th><th>B</th><th>B/A</th><th>kernel A</th>"
-            "<th>kernel B</th></tr>"]
+    head = "".join(
+        f"<p><b>{side}</b>: {escape(str(s['label']))}: {escape(str(s['model']))} on "
+        f"{escape(str(s['board'] or 'portable C'))} ({escape(s['source'])})</p>"
+        for side, s in (("A", a), ("B", b))
+    )
+    rows = [
+        "<tr><th>#</th><th>layer</th><th>operator</th><th>A</th><th>B</th><th>B/A</th><th>kernel A</th>"
+        "<th>kernel B</th></tr>"
+    ]
     for row in comparison["layers"]:
         la, lb = row["a"] or {}, row["b"] or {}
         unit = row["unit"]
         cells = [(_amount(la.get(unit), unit)), (_amount(lb.get(unit), unit))]
-        rows.append("<tr>" + _cell(la.get("index", lb.get("index", ""))) + _cell(la.get("name") or lb.get("name"), True)
-                    + _cell(la.get("kind") or lb.get("kind"), True) + _cell(cells[0]) + _cell(cells[1])
-                    + _cell(_ratio(row["diff"]["ratio"])) + _cell(la.get("kernel") or "", True)
-                    + _cell(lb.get("kernel") or "", True) + "</tr>")
-    totals = "".join(f"<tr><td>{escape(name.replace('_', ' '))}</td>{_cell(_amount(d['a'], name))}"
-                     f"{_cell(_amount(d['b'], name))}{_cell(_ratio(d['ratio']))}</tr>"
-                     for name, d in comparison["totals"].items() if d["a"] is not None or d["b"] is not None)
-    return (head + f"<p>layers matched by {escape(comparison['matched_by'])}</p><table>{''.join(rows)}</table>"
-            f"<h2>Totals</h2><table><tr><th></th><th>A</th><th>B</th><th>B/A</th></tr>{totals}</table>")
+        rows.append(
+            "<tr>"
+            + _cell(la.get("index", lb.get("index", "")))
+            + _cell(la.get("name") or lb.get("name"), True)
+            + _cell(la.get("kind") or lb.get("kind"), True)
+            + _cell(cells[0])
+            + _cell(cells[1])
+            + _cell(_ratio(row["diff"]["ratio"]))
+            + _cell(la.get("kernel") or "", True)
+            + _cell(lb.get("kernel") or "", True)
+            + "</tr>"
+        )
+    totals = "".join(
+        f"<tr><td>{escape(name.replace('_', ' '))}</td>{_cell(_amount(d['a'], name))}"
+        f"{_cell(_amount(d['b'], name))}{_cell(_ratio(d['ratio']))}</tr>"
+        for name, d in comparison["totals"].items()
+        if d["a"] is not None or d["b"] is not None
+    )
+    return (
+        head + f"<p>layers matched by {escape(comparison['matched_by'])}</p><table>{''.join(rows)}</table>"
+        f"<h2>Totals</h2><table><tr><th></th><th>A</th><th>B</th><th>B/A</th></tr>{totals}</table>"
+    )
 
 
 def _ratio(ratio: float | None) -> str:
@@ -163,8 +221,13 @@ def _amount(value, unit: str) -> str:
     return f"{value:,}" + (" B" if unit.endswith("bytes") else "")
 
 
-def render_report(title: str, analysis: dict | None = None, bench: dict | None = None,
-                  validation: dict | None = None, comparison: dict | None = None) -> str:
+def render_report(
+    title: str,
+    analysis: dict | None = None,
+    bench: dict | None = None,
+    validation: dict | None = None,
+    comparison: dict | None = None,
+) -> str:
     """The whole page as one string (everything inline: it opens offline)."""
     body = [f"<h1>{escape(title)}</h1>"]
     if validation:  # what validate is for comes first
@@ -173,37 +236,63 @@ def render_report(title: str, analysis: dict | None = None, bench: dict | None =
         body.append("<h2>Comparison</h2>" + _comparison_section(comparison))
     if analysis:
         t = analysis["totals"]
-        body.append(f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
-                    f"arena {t['arena_bytes']:,} B, estimated {t['estimated_instructions']:,} instructions"
-                    + (f" on {escape(analysis['board'])} ({escape(analysis['core'])})" if analysis.get("board") else "")
-                    + "</p>")
+        body.append(
+            f"<p>{len(analysis['layers'])} layers, {t['macs']:,} MACs, weights {t['weights_bytes']:,} B, "
+            f"arena {t['arena_bytes']:,} B, estimated {t['estimated_instructions']:,} instructions"
+            + (f" on {escape(analysis['board'])} ({escape(analysis['core'])})" if analysis.get("board") else "")
+            + "</p>"
+        )
         body.append("<h2>Layers</h2>" + _layer_table(analysis, bench))
     if analysis or bench:
         body.append("<h2>Time per layer</h2>" + _time_chart(analysis, bench, validation))
     if bench:
         inference = bench["inference"]
-        versus = (f"; analyze estimated {inference['estimated_instructions']:,} instructions "
-                  f"({inference['estimate_error'] * 100:+.0f}%)" if inference.get("estimate_error") is not None else "")
-        body.append(f"<p>measured on {escape(str(bench['board']))}: {escape(describe(inference['time']))} per "
-                    f"inference ({inference['ticks']:,} timer ticks){escape(versus)}</p>")
+        versus = (
+            f"; analyze estimated {inference['estimated_instructions']:,} instructions "
+            f"({inference['estimate_error'] * 100:+.0f}%)"
+            if inference.get("estimate_error") is not None
+            else ""
+        )
+        body.append(
+            f"<p>measured on {escape(str(bench['board']))}: {escape(describe(inference['time']))} per "
+            f"inference ({inference['ticks']:,} timer ticks){escape(versus)}</p>"
+        )
     if analysis:
         plan = analysis["memory_plan"]
-        body.append("<h2>Memory plan</h2>" + memory_plan_chart(plan, "Arena: tensors over time and address")
-                    + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>")
+        body.append(
+            "<h2>Memory plan</h2>"
+            + memory_plan_chart(plan, "Arena: tensors over time and address")
+            + f"<p>arena {plan['arena_bytes']:,} B; layer-by-layer lower bound {plan['lower_bound_bytes']:,} B</p>"
+        )
         body.append("<h2>Flash and RAM</h2>" + _memory_section(analysis))
     if bench:
         body.append(_built_sizes(analysis, bench))
     # '<', '>' and '&' as JSON escapes: no tensor name ('</script>', '<!--<script>') can end or confuse the
     # script element; JSON.parse reads them back unchanged
     made = provenance()
-    body.append(f"<p class='provenance'>made by {escape(made['tool'])} {escape(made['version'])} on "
-                f"{escape(made['date'])}: <code>{escape(made['command'])}</code></p>")
-    data = (json.dumps({"analysis": analysis, "bench": bench, "validation": validation, "comparison": comparison,
-                        "generated_by": made})
-            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
-            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
-            f"<script type='application/json' id='report-data'>{data}</script></body></html>\n")
+    body.append(
+        f"<p class='provenance'>made by {escape(made['tool'])} {escape(made['version'])} on "
+        f"{escape(made['date'])}: <code>{escape(made['command'])}</code></p>"
+    )
+    data = (
+        json.dumps(
+            {
+                "analysis": analysis,
+                "bench": bench,
+                "validation": validation,
+                "comparison": comparison,
+                "generated_by": made,
+            }
+        )
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+    )
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{GENERATOR_TAG}"
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{''.join(body)}"
+        f"<script type='application/json' id='report-data'>{data}</script></body></html>\n"
+    )
 
 
 def check_report_path(path: str | Path, inputs: Sequence = ()) -> Path:
@@ -217,13 +306,16 @@ def check_report_path(path: str | Path, inputs: Sequence = ()) -> Path:
     for given in inputs:
         try:
             if given is not None and path.exists() and path.samefile(given):
-                raise MicrocompilerError(f"--html {path} is the same file as the input {given}; the report would "
-                                         "overwrite it: choose another file name, e.g. report.html")
+                raise MicrocompilerError(
+                    f"--html {path} is the same file as the input {given}; the report would "
+                    "overwrite it: choose another file name, e.g. report.html"
+                )
         except OSError:
             continue
     if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise MicrocompilerError(f"--html {path} exists and is not a plain file; choose a new file name, e.g. "
-                                 "report.html")
+        raise MicrocompilerError(
+            f"--html {path} exists and is not a plain file; choose a new file name, e.g. report.html"
+        )
     if path.exists():
         try:
             with open(path, "rb") as f:
@@ -231,8 +323,10 @@ def check_report_path(path: str | Path, inputs: Sequence = ()) -> Path:
         except OSError as exc:
             raise MicrocompilerError(f"cannot read the existing --html file {path}: {exc.strerror or exc}") from None
         if GENERATOR_TAG.encode() not in head:
-            raise MicrocompilerError(f"--html {path} exists and is not a microcompiler report; it is not "
-                                     "overwritten: choose a new file name or remove it first")
+            raise MicrocompilerError(
+                f"--html {path} exists and is not a microcompiler report; it is not "
+                "overwritten: choose a new file name or remove it first"
+            )
     return path
 
 

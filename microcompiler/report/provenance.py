@@ -3,10 +3,11 @@
 The command line records the command being run (``record_command``, called by the CLI); a report made
 through the Python API says so instead. Paths and arguments are quoted as a shell would read them back.
 """
+
 from __future__ import annotations
 
 import shlex
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 from microcompiler.version import __version__
 
@@ -20,9 +21,12 @@ def record_command(argv: list[str]) -> None:
 
 
 def provenance() -> dict:
-    return {"tool": "microcompiler", "version": __version__,
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-            "command": _command if _command is not None else "(Python API)"}
+    return {
+        "tool": "microcompiler",
+        "version": __version__,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "command": _command if _command is not None else "(Python API)",
+    }
 
 
 def with_provenance(report: dict) -> dict:

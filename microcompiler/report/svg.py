@@ -1,10 +1,10 @@
 """Small inline-SVG charts: horizontal bars, stacked bars against a limit, the memory plan."""
+
 from __future__ import annotations
 
 from html import escape
 
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-           "#9c755f", "#bab0ac"]
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
 def _fmt(n: float) -> str:
@@ -16,12 +16,16 @@ def bar_chart(rows: list[tuple[str, float]], unit: str, title: str) -> str:
     width, label_w, bar_h, gap = 760, 220, 16, 4
     top = max([v for _, v in rows] + [1])
     height = 28 + len(rows) * (bar_h + gap)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+    ]
     for k, (label, value) in enumerate(rows):
         y = 20 + k * (bar_h + gap)
         w = (width - label_w - 120) * value / top
-        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end" font-size="11">{escape(label[:32])}</text>')
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end" font-size="11">{escape(label[:32])}</text>'
+        )
         parts.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{PALETTE[0]}"/>')
         parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" font-size="11">{_fmt(value)} {escape(unit)}</text>')
     parts.append("</svg>")
@@ -33,14 +37,18 @@ def stacked_bar(segments: list[tuple[str, int]], limit: int, title: str) -> str:
     width, left, height = 760, 90, 54
     total = sum(v for _, v in segments)
     scale = (width - left - 20) / max(limit, total, 1)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 20}" role="img" '
-             f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
-             f'<text x="0" y="24" font-size="12" font-weight="bold">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 20}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<text x="0" y="24" font-size="12" font-weight="bold">{escape(title)}</text>',
+    ]
     x: float = left
     for k, (label, value) in enumerate(segments):
         w = value * scale
-        parts.append(f'<rect x="{x:.1f}" y="10" width="{w:.1f}" height="22" fill="{PALETTE[k % len(PALETTE)]}">'
-                     f'<title>{escape(label)}: {_fmt(value)} B</title></rect>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="10" width="{w:.1f}" height="22" fill="{PALETTE[k % len(PALETTE)]}">'
+            f"<title>{escape(label)}: {_fmt(value)} B</title></rect>"
+        )
         x += w
     lx = left + limit * scale
     parts.append(f'<line x1="{lx:.1f}" y1="4" x2="{lx:.1f}" y2="38" stroke="#000" stroke-width="2"/>')
@@ -56,15 +64,16 @@ def _short(name: str, width_px: float, font_px: float = 10) -> str | None:
     chars = int(width_px / (0.6 * font_px))
     if chars < 3:
         return None
-    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
+    return name if len(name) <= chars else name[: chars - 1] + "\u2026"
 
 
 def live_bytes(plan: dict) -> list[int]:
     """The bytes of arena buffers live at each operator step (the plan's own list when it has one)."""
     if "live_bytes_per_step" in plan:
         return list(plan["live_bytes_per_step"])
-    return [sum(b["bytes"] for b in plan["buffers"] if b["first_step"] <= s <= b["last_step"])
-            for s in range(plan["steps"])]
+    return [
+        sum(b["bytes"] for b in plan["buffers"] if b["first_step"] <= s <= b["last_step"]) for s in range(plan["steps"])
+    ]
 
 
 def memory_plan_chart(plan: dict, title: str) -> str:
@@ -79,10 +88,12 @@ def memory_plan_chart(plan: dict, title: str) -> str:
     sx = (width - left - right) / steps
     sy = (height - bottom - 10) / top
     base = height - bottom
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
-             f'<rect x="{left}" y="10" width="{width - left - right}" height="{height - bottom - 10}" fill="#f7f7f7" '
-             'stroke="#999"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<rect x="{left}" y="10" width="{width - left - right}" height="{height - bottom - 10}" fill="#f7f7f7" '
+        'stroke="#999"/>',
+    ]
     labels = []
     for k, b in enumerate(plan["buffers"]):
         if b["offset"] is None:
@@ -91,31 +102,43 @@ def memory_plan_chart(plan: dict, title: str) -> str:
         w = (b["last_step"] - b["first_step"] + 1) * sx
         y = base - (b["offset"] + b["bytes"]) * sy
         h = max(b["bytes"] * sy, 1)
-        parts.append(f'<rect class="buffer" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" '
-                     f'fill="{PALETTE[k % len(PALETTE)]}" fill-opacity="0.8" stroke="#333" stroke-width="0.5">'
-                     f'<title>{escape(b["layer"])} output: {_fmt(b["bytes"])} B at {_fmt(b["offset"])}, '
-                     f'steps {b["first_step"]}..{b["last_step"]}</title></rect>')
+        parts.append(
+            f'<rect class="buffer" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" '
+            f'fill="{PALETTE[k % len(PALETTE)]}" fill-opacity="0.8" stroke="#333" stroke-width="0.5">'
+            f"<title>{escape(b['layer'])} output: {_fmt(b['bytes'])} B at {_fmt(b['offset'])}, "
+            f"steps {b['first_step']}..{b['last_step']}</title></rect>"
+        )
         text = _short(b["layer"], w - 4)
         if text is not None and h >= 11:
-            labels.append(f'<text class="buffer-label" x="{x + 2:.1f}" y="{y + min(h, 20) / 2 + 4:.1f}" '
-                          f'font-size="10" clip-path="none">{escape(text)}</text>')
+            labels.append(
+                f'<text class="buffer-label" x="{x + 2:.1f}" y="{y + min(h, 20) / 2 + 4:.1f}" '
+                f'font-size="10" clip-path="none">{escape(text)}</text>'
+            )
     parts.extend(labels)  # over every rectangle, not under the next one
     if live:
         points = []
         for s, v in enumerate(live):  # a step function: flat over each operator step
             y = base - v * sy
             points += [f"{left + s * sx:.1f},{y:.1f}", f"{left + (s + 1) * sx:.1f},{y:.1f}"]
-        parts.append(f'<polyline id="live-bytes" points="{" ".join(points)}" fill="none" stroke="#c62828" '
-                     f'stroke-width="2"><title>live bytes per step: {", ".join(_fmt(v) for v in live)}</title>'
-                     '</polyline>')
+        parts.append(
+            f'<polyline id="live-bytes" points="{" ".join(points)}" fill="none" stroke="#c62828" '
+            f'stroke-width="2"><title>live bytes per step: {", ".join(_fmt(v) for v in live)}</title>'
+            "</polyline>"
+        )
     by = base - bound * sy
-    parts.append(f'<line id="lower-bound" x1="{left}" y1="{by:.1f}" x2="{width - right}" y2="{by:.1f}" '
-                 f'stroke="#000" stroke-dasharray="6,4"><title>layer-by-layer lower bound {_fmt(bound)} B'
-                 '</title></line>')
-    parts.append(f'<text x="{width - right - 4}" y="{max(by - 3, 20):.1f}" text-anchor="end" font-size="11">'
-                 f'lower bound {_fmt(bound)} B</text>')
-    parts.append(f'<text x="{left}" y="{height - 12}" font-size="11">operator step 0 .. {steps - 1} &#8594;'
-                 '; red: bytes live at each step</text>')
+    parts.append(
+        f'<line id="lower-bound" x1="{left}" y1="{by:.1f}" x2="{width - right}" y2="{by:.1f}" '
+        f'stroke="#000" stroke-dasharray="6,4"><title>layer-by-layer lower bound {_fmt(bound)} B'
+        "</title></line>"
+    )
+    parts.append(
+        f'<text x="{width - right - 4}" y="{max(by - 3, 20):.1f}" text-anchor="end" font-size="11">'
+        f"lower bound {_fmt(bound)} B</text>"
+    )
+    parts.append(
+        f'<text x="{left}" y="{height - 12}" font-size="11">operator step 0 .. {steps - 1} &#8594;'
+        "; red: bytes live at each step</text>"
+    )
     parts.append(f'<text x="4" y="20" font-size="11">{_fmt(top)} B</text>')
     parts.append(f'<text x="4" y="{height - bottom}" font-size="11">0</text>')
     parts.append("</svg>")

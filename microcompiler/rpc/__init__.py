@@ -5,11 +5,27 @@ operators one by one on the device. Opening a session on a project directory, or
 starting firmware first, is the Python API's job: ``microcompiler.connect`` and
 ``microcompiler.open_model`` (microcompiler/api.py), which sit above the targets.
 """
+
 from __future__ import annotations
 
-from microcompiler.rpc.client import (DeviceBuffer, DeviceResetError, RemoteError, RemoteFunction, Session,
-                                      SessionClosedError, TimeResult)
+from microcompiler.rpc.client import (
+    DeviceBuffer,
+    DeviceResetError,
+    RemoteError,
+    RemoteFunction,
+    Session,
+    SessionClosedError,
+    TimeResult,
+)
 from microcompiler.rpc.plan import ModelPlan
 
-__all__ = ["Session", "DeviceBuffer", "RemoteFunction", "TimeResult", "ModelPlan", "DeviceResetError",
-           "RemoteError", "SessionClosedError"]
+__all__ = [
+    "Session",
+    "DeviceBuffer",
+    "RemoteFunction",
+    "TimeResult",
+    "ModelPlan",
+    "DeviceResetError",
+    "RemoteError",
+    "SessionClosedError",
+]

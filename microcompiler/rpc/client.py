@@ -4,6 +4,7 @@ A :class:`Session` does the handshake, numbers its requests, retries them when a
 damaged (the device answers a repeated request from its reply cache and never executes it twice),
 notices a device reset, and forwards the device's log lines. Protocol: docs/rpc.md.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,6 +43,7 @@ class SessionClosedError(DeviceError):
 @dataclass(frozen=True)
 class TimeResult:
     """Device time of ``number`` back-to-back runs, measured ``repeat`` times."""
+
     ticks: tuple[int, ...]  # total timer ticks of each repeat
     number: int
     timer_hz: int
@@ -125,8 +127,17 @@ class Session:
     to the measured round-trip time (4 x smoothed RTT, 0.05 to 2 s), doubling after each resend.
     """
 
-    def __init__(self, transport, *, timeout: float = 5.0, call_timeout: float = 300.0,
-                 retry_interval: float | None = None, owns_transport: bool = True, plan=None, name: str = "device"):
+    def __init__(
+        self,
+        transport,
+        *,
+        timeout: float = 5.0,
+        call_timeout: float = 300.0,
+        retry_interval: float | None = None,
+        owns_transport: bool = True,
+        plan=None,
+        name: str = "device",
+    ):
         self.transport = transport
         try:
             timeout, call_timeout = check_timeout(timeout, "timeout"), check_timeout(call_timeout, "call_timeout")
@@ -174,12 +185,16 @@ class Session:
         reply = self._exchange(P.HELLO, 0, P.HELLO_BODY.pack(P.VERSION, nonce), handshake_nonce=nonce)
         if reply.status == P.STATUS_VERSION:
             theirs = reply.body[0] if reply.body else "?"
-            raise DeviceError(f"the device speaks RPC protocol version {theirs}, this microcompiler speaks "
-                              f"{P.VERSION}; rebuild the firmware with this microcompiler")
+            raise DeviceError(
+                f"the device speaks RPC protocol version {theirs}, this microcompiler speaks "
+                f"{P.VERSION}; rebuild the firmware with this microcompiler"
+            )
         self._check(reply, "HELLO")
         if len(reply.body) != P.HELLO_REPLY.size:
-            raise DeviceError(f"malformed handshake reply ({len(reply.body)} bytes); is this a microcompiler "
-                              "RPC server of the same version?")
+            raise DeviceError(
+                f"malformed handshake reply ({len(reply.body)} bytes); is this a microcompiler "
+                "RPC server of the same version?"
+            )
         self.device = P.HelloReply.unpack(reply.body)
         self._check_model()
         return self.device
@@ -200,9 +215,11 @@ class Session:
         if found is None:
             found = self.device.model_fingerprint
         what = f"fingerprint {found:016x}" if found else "no model fingerprint"
-        raise DeviceError(f"the {self.name} runs firmware of another model ({what}; {plan.name} as compiled "
-                          f"now has {expected}): build and flash this model's host-driven firmware, or use "
-                          "the model that firmware was built from")
+        raise DeviceError(
+            f"the {self.name} runs firmware of another model ({what}; {plan.name} as compiled "
+            f"now has {expected}): build and flash this model's host-driven firmware, or use "
+            "the model that firmware was built from"
+        )
 
     def model_fingerprint(self, name: str) -> int | None:
         """The fingerprint of the device's model called ``name`` (None: the firmware has none by that name)."""
@@ -306,8 +323,11 @@ class Session:
                         busy = True
                         deadline = max(deadline, time.monotonic() + self.call_timeout)
                 elif msg.type == type_ | P.REPLY_BIT and msg.session == self._session_id and msg.seq == seq:
-                    if handshake_nonce is not None and msg.status == P.OK and \
-                            (len(msg.body) < 5 or struct.unpack_from("<I", msg.body, 1)[0] != handshake_nonce):
+                    if (
+                        handshake_nonce is not None
+                        and msg.status == P.OK
+                        and (len(msg.body) < 5 or struct.unpack_from("<I", msg.body, 1)[0] != handshake_nonce)
+                    ):
                         self.stats["stale_replies"] += 1
                         continue
                     if resends == 0 and not busy and type_ not in (P.CALL, P.TIME):  # Karn: clean samples only
@@ -337,12 +357,16 @@ class Session:
 
     def _timeout_error(self, name: str, waited: float, damaged: int, busy: bool) -> DeviceError:
         if busy:
-            return DeviceError(f"the {self.name} started {name} but did not finish within {waited:.1f} s "
-                               f"(call_timeout={self.call_timeout:g} s); the function may hang")
+            return DeviceError(
+                f"the {self.name} started {name} but did not finish within {waited:.1f} s "
+                f"(call_timeout={self.call_timeout:g} s); the function may hang"
+            )
         if damaged:
-            return DeviceError(f"no valid reply to {name} from the {self.name} within {waited:.1f} s: "
-                               f"{damaged} damaged frame(s) arrived; the serial link corrupts data (check "
-                               "the cable and the baud rate)")
+            return DeviceError(
+                f"no valid reply to {name} from the {self.name} within {waited:.1f} s: "
+                f"{damaged} damaged frame(s) arrived; the serial link corrupts data (check "
+                "the cable and the baud rate)"
+            )
         hint = getattr(self.transport, "silence_hint", Transport.silence_hint.__get__(self.transport))
         return DeviceError(f"the {self.name} did not answer {name} within {waited:.1f} s; {hint()}")
 
@@ -353,14 +377,18 @@ class Session:
             return self._reset_error(f"its boot nonce changed from 0x{self.device.boot_nonce:08x} to 0x{nonce:08x}")
         if open_session:
             self._broken = "another program opened a session on the device"
-            return DeviceError(f"the {self.name} now serves another session (0x{open_session:04x}): another "
-                               "program connected to it; open a new session (session.reconnect())")
+            return DeviceError(
+                f"the {self.name} now serves another session (0x{open_session:04x}): another "
+                "program connected to it; open a new session (session.reconnect())"
+            )
         return self._reset_error("it has no session open: it restarted")
 
     def _reset_error(self, why: str) -> DeviceResetError:
         self._broken = f"the {self.name} reset during the session"
-        return DeviceResetError(f"device reset: the {self.name} reset during the session ({why}); "
-                                "open a new session (session.reconnect()) and set up its memory again")
+        return DeviceResetError(
+            f"device reset: the {self.name} reset during the session ({why}); "
+            "open a new session (session.reconnect()) and set up its memory again"
+        )
 
     def _on_log(self, body: bytes) -> None:
         line = body.decode("utf-8", errors="replace").rstrip("\n")
@@ -412,8 +440,9 @@ class Session:
         if name not in self._functions:
             reply = self._request(P.LOOKUP, name.encode())
             if reply.status == 2:
-                raise RemoteError(f"the {self.name} has no function '{name}'; was the firmware built from "
-                                  "this model?", reply.status)
+                raise RemoteError(
+                    f"the {self.name} has no function '{name}'; was the firmware built from this model?", reply.status
+                )
             self._check(reply, f"LOOKUP {name}")
             self._functions[name] = RemoteFunction(self, struct.unpack("<H", reply.body)[0], name)
         return self._functions[name]
@@ -432,9 +461,12 @@ class Session:
             raise ValueError(f"cannot allocate {nbytes} bytes")
         reply = self._request(P.ALLOC, struct.pack("<I", nbytes))
         if reply.status == 3:
-            raise RemoteError(f"the {self.name} is out of RPC memory: {nbytes} bytes requested, pool "
-                              f"{self.device.pool_bytes} bytes (free some buffers or rebuild with a bigger "
-                              "MC_RPC_POOL_BYTES)", reply.status)
+            raise RemoteError(
+                f"the {self.name} is out of RPC memory: {nbytes} bytes requested, pool "
+                f"{self.device.pool_bytes} bytes (free some buffers or rebuild with a bigger "
+                "MC_RPC_POOL_BYTES)",
+                reply.status,
+            )
         self._check(reply, f"ALLOC {nbytes}")
         return DeviceBuffer(self, struct.unpack("<H", reply.body)[0], nbytes)
 
@@ -461,9 +493,11 @@ class Session:
         most = self.max_payload - P.REQUEST_HEADER.size - P.WRITE_HEADER.size
         start = 0
         while start < len(data):
-            part = data[start:start + self._chunk(most)]
-            self._check(self._request(P.WRITE, P.WRITE_HEADER.pack(handle, offset + start) + part),
-                        f"WRITE of {len(part)} bytes at offset {offset + start}")
+            part = data[start : start + self._chunk(most)]
+            self._check(
+                self._request(P.WRITE, P.WRITE_HEADER.pack(handle, offset + start) + part),
+                f"WRITE of {len(part)} bytes at offset {offset + start}",
+            )
             self._adapt_chunk(most)
             start += len(part)
 
@@ -472,8 +506,10 @@ class Session:
         out = bytearray()
         while len(out) < nbytes:
             n = min(self._chunk(most), nbytes - len(out))
-            reply = self._check(self._request(P.READ, P.READ_BODY.pack(handle, offset + len(out), n)),
-                                f"READ of {n} bytes at offset {offset + len(out)}")
+            reply = self._check(
+                self._request(P.READ, P.READ_BODY.pack(handle, offset + len(out), n)),
+                f"READ of {n} bytes at offset {offset + len(out)}",
+            )
             if len(reply.body) != n:
                 raise DeviceError(f"READ returned {len(reply.body)} bytes instead of {n}")
             self._adapt_chunk(most)
@@ -486,15 +522,15 @@ class Session:
     def call(self, function, *args) -> int:
         """Run a device function once with args; returns the timer ticks it took on the device."""
         fn = self._function(function)
-        reply = self._check(self._request(P.CALL, struct.pack("<H", fn.id) + P.encode_args(args)),
-                            f"CALL {fn.name}")
+        reply = self._check(self._request(P.CALL, struct.pack("<H", fn.id) + P.encode_args(args)), f"CALL {fn.name}")
         return P.CALL_REPLY.unpack(reply.body)[0]
 
     def time(self, function, number: int, *args) -> tuple[int, int]:
         """Run a function number times back to back on the device: (total ticks, timer hz)."""
         fn = self._function(function)
-        reply = self._check(self._request(P.TIME, struct.pack("<HI", fn.id, number) + P.encode_args(args)),
-                            f"TIME {fn.name} x{number}")
+        reply = self._check(
+            self._request(P.TIME, struct.pack("<HI", fn.id, number) + P.encode_args(args)), f"TIME {fn.name} x{number}"
+        )
         return P.TIME_REPLY.unpack(reply.body)
 
     def time_evaluator(self, function, number: int = 10, repeat: int = 3):
@@ -518,6 +554,8 @@ class Session:
             self.check_model(plan)
         plan = plan if plan is not None else self.plan
         if plan is None:
-            raise DeviceError("this session does not know the device's model: connect to a project directory "
-                              "or pass session.executor(ModelPlan.load(...))")
+            raise DeviceError(
+                "this session does not know the device's model: connect to a project directory "
+                "or pass session.executor(ModelPlan.load(...))"
+            )
         return GraphExecutor(self, plan)

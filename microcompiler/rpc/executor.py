@@ -4,6 +4,7 @@ The executor allocates one device buffer laid out like the graph executor's pool
 on-device execution, so in-place and overlapping tensors behave identically and outputs match
 standalone runs bit for bit), then calls each operator's function over RPC in graph order.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 class DevicePool(Protocol):
     """The device buffer the executor lays the graph's tensors out in (a client.DeviceBuffer)."""
+
     handle: int
     freed: bool
 
@@ -74,11 +76,15 @@ class GraphExecutor:
         want = np.dtype(np_dtype(meta["dtype"]))
         arr = np.asarray(value)
         if not same_shape(arr.shape, meta["shape"]):
-            raise MicrocompilerError(f"input {index} ('{meta['name']}') needs shape {meta['shape']} (only leading "
-                                     f"1s may differ), got {list(arr.shape)}")
+            raise MicrocompilerError(
+                f"input {index} ('{meta['name']}') needs shape {meta['shape']} (only leading "
+                f"1s may differ), got {list(arr.shape)}"
+            )
         if arr.dtype != want:
-            raise MicrocompilerError(f"input {index} ('{meta['name']}') needs dtype {want}, got {arr.dtype}; "
-                                     f"convert it with x.astype(np.{want})")
+            raise MicrocompilerError(
+                f"input {index} ('{meta['name']}') needs dtype {want}, got {arr.dtype}; "
+                f"convert it with x.astype(np.{want})"
+            )
         raw = np.ascontiguousarray(arr).tobytes()
         assert len(raw) == nbytes
         self.pool.write(raw, offset)
@@ -114,12 +120,21 @@ class GraphExecutor:
         ops_meta = self.meta.get("operators", [])
         for k, fn in enumerate(self.functions):
             result = self.time_operator(k, number, repeat)
-            row = {"function": fn.name, "ticks": result.median_ticks, "timer_hz": result.timer_hz,
-                   "seconds": result.median_ticks / result.timer_hz}
+            row = {
+                "function": fn.name,
+                "ticks": result.median_ticks,
+                "timer_hz": result.timer_hz,
+                "seconds": result.median_ticks / result.timer_hz,
+            }
             if k < len(ops_meta):
                 op = ops_meta[k]
-                row = {"index": op.get("index"), "kind": op.get("kind"), "layer": op.get("layer"),
-                       "macs": op.get("macs"), **row}
+                row = {
+                    "index": op.get("index"),
+                    "kind": op.get("kind"),
+                    "layer": op.get("layer"),
+                    "macs": op.get("macs"),
+                    **row,
+                }
             rows.append(row)
         self._restore_state()
         return rows
@@ -140,8 +155,10 @@ class GraphExecutor:
         except DeviceError as exc:
             if getattr(exc, "status", None) != NOT_FOUND:
                 raise
-            raise MicrocompilerError(f"the device's firmware has no function {name}; it was built by an older "
-                                     "microcompiler: recreate and rebuild its project") from None
+            raise MicrocompilerError(
+                f"the device's firmware has no function {name}; it was built by an older "
+                "microcompiler: recreate and rebuild its project"
+            ) from None
         self.session.call(fn)
 
     def _restore_state(self) -> None:
@@ -152,8 +169,10 @@ class GraphExecutor:
     def time_inference(self, number: int = 10, repeat: int = 3) -> Any:
         """Device time of the whole model (its standalone <name>_run) on the current inputs."""
         fn = self.session.lookup(self.model_function_name())
-        args = [TensorArg(self.pool.handle, self.plan.slots[s][0])
-                for s in (*self.plan.input_slots, *self.plan.output_slots)]
+        args = [
+            TensorArg(self.pool.handle, self.plan.slots[s][0])
+            for s in (*self.plan.input_slots, *self.plan.output_slots)
+        ]
         result = self.session.time_evaluator(fn, number, repeat)(*args)
         self._restore_state()
         return result

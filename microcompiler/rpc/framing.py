@@ -7,6 +7,7 @@ The Python twin of crt/src/rpc_framing.c. A frame on the wire (see docs/rpc.md):
 crc is CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, no final XOR) over the length
 and payload bytes. Inside the frame 0x7E and 0x7D are sent as 0x7D, byte ^ 0x20.
 """
+
 from __future__ import annotations
 
 import struct

@@ -7,14 +7,21 @@ Layout of the project directory::
     DIR/rpc_server          the executable: speaks RPC on stdin/stdout
     DIR/host_driven.json    the model plan the host walks (microcompiler.rpc.plan)
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from microcompiler import cleanup, resources
 from microcompiler.errors import ToolchainError
-from microcompiler.host import (COMPILE_TIMEOUT, CRT_PORTABLE_SOURCES, SANITIZE_CFLAGS, STRICT_CFLAGS, compiler,
-                               render_template)
+from microcompiler.host import (
+    COMPILE_TIMEOUT,
+    CRT_PORTABLE_SOURCES,
+    SANITIZE_CFLAGS,
+    STRICT_CFLAGS,
+    compiler,
+    render_template,
+)
 from microcompiler.outdir import OutputDirError, check_output_dir
 from microcompiler.rpc.plan import ModelPlan
 
@@ -27,36 +34,65 @@ DEFAULT_POOL_HEADROOM = 4096
 def rpc_template_values(library, pool_headroom: int = DEFAULT_POOL_HEADROOM) -> dict:
     """What rpc_main.c.j2 (host and baremetal) needs besides the board."""
     meta = library.metadata
-    return dict(name=meta["name"], NAME=meta["name"].upper(), inputs=meta["inputs"], outputs=meta["outputs"],
-                pool_headroom=pool_headroom)
+    return dict(
+        name=meta["name"],
+        NAME=meta["name"].upper(),
+        inputs=meta["inputs"],
+        outputs=meta["outputs"],
+        pool_headroom=pool_headroom,
+    )
 
 
-def create_host_project(library, out_dir: str | Path, sanitize: bool = False, opt: str = "-O2",
-                        pool_headroom: int = DEFAULT_POOL_HEADROOM, log=lambda _: None) -> Path:
+def create_host_project(
+    library,
+    out_dir: str | Path,
+    sanitize: bool = False,
+    opt: str = "-O2",
+    pool_headroom: int = DEFAULT_POOL_HEADROOM,
+    log=lambda _: None,
+) -> Path:
     """Write and build the host RPC server for a compiled model library; returns the directory."""
     out = check_output_dir(out_dir, "project directory")  # a file, a path under a file, no permission
     if out.is_dir() and any(out.iterdir()) and not is_host_project(out):
-        raise OutputDirError(f"{out} is not empty and is not a host RPC project; microcompiler will not "
-                             "overwrite files it did not write: choose a new or empty directory")
+        raise OutputDirError(
+            f"{out} is not empty and is not a host RPC project; microcompiler will not "
+            "overwrite files it did not write: choose a new or empty directory"
+        )
     out.mkdir(parents=True, exist_ok=True)
     lib_dir = out / "model"
     library.write(lib_dir)
     main = out / "rpc_main.c"
-    main.write_text(render_template(resources.templates_dir() / "host", "rpc_main.c.j2",
-                                    **rpc_template_values(library, pool_headroom)))
+    main.write_text(
+        render_template(
+            resources.templates_dir() / "host", "rpc_main.c.j2", **rpc_template_values(library, pool_headroom)
+        )
+    )
     ModelPlan.from_library(library).save(out)
     crt = resources.crt_dir()
-    sources = [str(main), *map(str, sorted((lib_dir / "src").glob("*.c"))),
-               *(str(crt / s) for s in [*CRT_PORTABLE_SOURCES, *RPC_CRT_SOURCES] if (crt / s).is_file()),
-               str(crt / "platform/posix/platform.c")]
+    sources = [
+        str(main),
+        *map(str, sorted((lib_dir / "src").glob("*.c"))),
+        *(str(crt / s) for s in [*CRT_PORTABLE_SOURCES, *RPC_CRT_SOURCES] if (crt / s).is_file()),
+        str(crt / "platform/posix/platform.c"),
+    ]
     flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else [opt])
-    cmd = [*compiler(), *flags, f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}", *sources,
-           "-o", str(out / SERVER_EXE), "-lm"]
+    cmd = [
+        *compiler(),
+        *flags,
+        f"-I{lib_dir / 'include'}",
+        f"-I{crt / 'include'}",
+        *sources,
+        "-o",
+        str(out / SERVER_EXE),
+        "-lm",
+    ]
     log(f"building the host RPC server for {library.metadata['name']} ({cmd[0]})")
     proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
     if proc.returncode != 0:
-        raise ToolchainError("the host C compiler failed on the RPC server (a microcompiler bug, please report "
-                             f"it):\n{proc.stderr.strip()[:4000]}")
+        raise ToolchainError(
+            "the host C compiler failed on the RPC server (a microcompiler bug, please report "
+            f"it):\n{proc.stderr.strip()[:4000]}"
+        )
     return out
 
 

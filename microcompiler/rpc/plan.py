@@ -5,6 +5,7 @@ microcompiler/codegen/graph_description.py): memory slots inside a pool, the mod
 output slots, and each operator's function name and argument slots. In host-driven mode the host
 walks it instead of the device, so tensors sit at the same offsets as on-device execution.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,19 +48,20 @@ class ModelPlan:
             self.output_slots = list(struct.unpack_from(f"<{n_out}H", d, pos))
             pos += 2 * n_out
             op_bytes = 4 + 2 * MAX_ARGS
-            strings = d[pos + n_ops * op_bytes:]
+            strings = d[pos + n_ops * op_bytes :]
             if len(strings) != n_strings:
                 raise ValueError("string table size")
             self.ops = []
             for i in range(n_ops):
                 name_offset, argc, _ = struct.unpack_from("<HBB", d, pos + i * op_bytes)
                 slots = struct.unpack_from(f"<{argc}H", d, pos + i * op_bytes + 4)
-                name = strings[name_offset:strings.index(b"\0", name_offset)].decode()
+                name = strings[name_offset : strings.index(b"\0", name_offset)].decode()
                 self.ops.append(PlannedOp(name, tuple(slots)))
             self.pool_bytes = pool
         except (struct.error, ValueError, UnicodeDecodeError) as exc:
-            raise MicrocompilerError(f"the model's graph description is damaged ({exc}); compile the model again") \
-                from None
+            raise MicrocompilerError(
+                f"the model's graph description is damaged ({exc}); compile the model again"
+            ) from None
         if any(s >= len(self.slots) for op in self.ops for s in op.slots):
             raise MicrocompilerError("the model's graph description refers to a missing tensor; compile it again")
 
@@ -70,6 +72,7 @@ class ModelPlan:
     @classmethod
     def from_library(cls, library) -> ModelPlan:
         from microcompiler.codegen.graph_description import build_description
+
         description, _ = build_description(library.graph, library.functions)
         return cls(library.metadata, description)
 
@@ -90,5 +93,6 @@ class ModelPlan:
             data = json.loads(path.read_text())
             return cls(data["metadata"], bytes.fromhex(data["graph_description"]))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise MicrocompilerError(f"cannot read the host-driven plan {path}: {exc}; create the project with "
-                                     "mode host-driven") from None
+            raise MicrocompilerError(
+                f"cannot read the host-driven plan {path}: {exc}; create the project with mode host-driven"
+            ) from None

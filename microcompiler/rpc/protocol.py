@@ -5,6 +5,7 @@ Every payload starts with a header; all integers are little-endian (docs/rpc.md)
     request  type:u8 session:u16 seq:u16 body
     reply    type:u8 session:u16 seq:u16 status:u8 body      (type = request type | 0x80)
 """
+
 from __future__ import annotations
 
 import struct
@@ -34,9 +35,20 @@ LOG = 0x41
 BUSY = 0x42
 NAK = 0x43
 
-REQUEST_NAMES = {HELLO: "HELLO", BYE: "BYE", PING: "PING", LOOKUP: "LOOKUP", FUNCTION_NAME: "FUNCTION_NAME",
-                 ALLOC: "ALLOC", FREE: "FREE", WRITE: "WRITE", READ: "READ", CALL: "CALL", TIME: "TIME",
-                 MODEL: "MODEL"}
+REQUEST_NAMES = {
+    HELLO: "HELLO",
+    BYE: "BYE",
+    PING: "PING",
+    LOOKUP: "LOOKUP",
+    FUNCTION_NAME: "FUNCTION_NAME",
+    ALLOC: "ALLOC",
+    FREE: "FREE",
+    WRITE: "WRITE",
+    READ: "READ",
+    CALL: "CALL",
+    TIME: "TIME",
+    MODEL: "MODEL",
+}
 
 # Argument tags of CALL and TIME
 ARG_INT32 = 0x01
@@ -44,22 +56,33 @@ ARG_FLOAT32 = 0x02
 ARG_TENSOR = 0x03
 
 # Reply statuses: 0..9 are mc_status_t (crt/include/microcompiler/status.h)
-STATUS_NAMES = {0: "MC_OK", 1: "MC_ERR_INVALID_ARGUMENT", 2: "MC_ERR_NOT_FOUND", 3: "MC_ERR_OUT_OF_MEMORY",
-                4: "MC_ERR_BAD_GRAPH", 5: "MC_ERR_UNSUPPORTED", 6: "MC_ERR_TIMER", 7: "MC_ERR_IO",
-                8: "MC_ERR_PROTOCOL", 9: "MC_ERR_INTERNAL", 0x40: "NO_SESSION", 0x41: "VERSION_MISMATCH"}
+STATUS_NAMES = {
+    0: "MC_OK",
+    1: "MC_ERR_INVALID_ARGUMENT",
+    2: "MC_ERR_NOT_FOUND",
+    3: "MC_ERR_OUT_OF_MEMORY",
+    4: "MC_ERR_BAD_GRAPH",
+    5: "MC_ERR_UNSUPPORTED",
+    6: "MC_ERR_TIMER",
+    7: "MC_ERR_IO",
+    8: "MC_ERR_PROTOCOL",
+    9: "MC_ERR_INTERNAL",
+    0x40: "NO_SESSION",
+    0x41: "VERSION_MISMATCH",
+}
 OK = 0
 STATUS_NO_SESSION = 0x40
 STATUS_VERSION = 0x41
 
-HELLO_BODY = struct.Struct("<BI")                # version, host nonce
-HELLO_REPLY = struct.Struct("<BIIHIIHBBQ")       # see HelloReply
-BOOT_BODY = struct.Struct("<BIH")                # version, boot nonce, max payload
-CALL_REPLY = struct.Struct("<Q")                 # ticks of the call
-MODEL_REPLY = struct.Struct("<Q")                # the named model's fingerprint
-TIME_REPLY = struct.Struct("<QI")                # ticks of all runs, timer hz
-WRITE_HEADER = struct.Struct("<HI")              # handle, offset (data follows)
-READ_BODY = struct.Struct("<HIH")                # handle, offset, length
-NO_SESSION_BODY = struct.Struct("<IH")           # boot nonce, the open session (0: none)
+HELLO_BODY = struct.Struct("<BI")  # version, host nonce
+HELLO_REPLY = struct.Struct("<BIIHIIHBBQ")  # see HelloReply
+BOOT_BODY = struct.Struct("<BIH")  # version, boot nonce, max payload
+CALL_REPLY = struct.Struct("<Q")  # ticks of the call
+MODEL_REPLY = struct.Struct("<Q")  # the named model's fingerprint
+TIME_REPLY = struct.Struct("<QI")  # ticks of all runs, timer hz
+WRITE_HEADER = struct.Struct("<HI")  # handle, offset (data follows)
+READ_BODY = struct.Struct("<HIH")  # handle, offset, length
+NO_SESSION_BODY = struct.Struct("<IH")  # boot nonce, the open session (0: none)
 
 
 @dataclass(frozen=True)
@@ -102,12 +125,13 @@ class Reply:
         if len(payload) < REPLY_HEADER.size:
             return None
         type_, session, seq, status = REPLY_HEADER.unpack_from(payload)
-        return cls(type_, session, seq, status, payload[REPLY_HEADER.size:])
+        return cls(type_, session, seq, status, payload[REPLY_HEADER.size :])
 
 
 @dataclass(frozen=True)
 class TensorArg:
     """A pointer into device memory: allocation handle + byte offset."""
+
     handle: int
     offset: int = 0
 
@@ -124,7 +148,7 @@ def encode_args(args) -> bytes:
         elif isinstance(arg, bool) or not isinstance(arg, (int, float)):
             raise TypeError(f"an RPC argument must be an int, a float or a device buffer, not {type(arg).__name__}")
         elif isinstance(arg, int):
-            if not -2**31 <= arg < 2**31:
+            if not -(2**31) <= arg < 2**31:
                 raise ValueError(f"integer argument {arg} does not fit int32")
             out += struct.pack("<Bi", ARG_INT32, arg)
         else:

@@ -16,6 +16,7 @@
 ``build`` runs cmake and ninja; ``flash`` runs the firmware in QEMU (emulated boards) and decodes
 the report it prints.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,15 @@ from microcompiler.boards import Board
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet, register, why
-from microcompiler.targets.toolchain import (BuildResult, check_can_build, measured_build, require_tool, run_logged,
-                                         tool_timeout)
 from microcompiler.targets.files import BUILD_DIR, copy_runtime
+from microcompiler.targets.toolchain import (
+    BuildResult,
+    check_can_build,
+    measured_build,
+    require_tool,
+    run_logged,
+    tool_timeout,
+)
 
 FIRMWARE = "firmware.elf"
 CONFIGURE_TIMEOUT = 300.0  # seconds cmake may take to configure
@@ -41,14 +48,17 @@ TIMEOUT_HINT = f"set {TIMEOUT_VARIABLE}=SECONDS to allow longer"
 def platform_definitions(board: Board) -> list[str]:
     """The compile definitions that tell crt/platform/<family> about the board's peripherals."""
     if board.platform != "cmsdk":
-        raise BoardError(f"board {board.name}: platform family '{board.platform}' has no bare-metal "
-                         "support (known: cmsdk)")
+        raise BoardError(
+            f"board {board.name}: platform family '{board.platform}' has no bare-metal support (known: cmsdk)"
+        )
     uart, timer = board.uart, board.timer
     if uart is None or uart.kind != "cmsdk":
-        raise BoardError(f"board {board.name}: the cmsdk platform needs a [uart] of kind 'cmsdk' in "
-                         f"{board.source}")
-    defs = [f"MC_UART_BASE=0x{uart.base:08x}u", f"MC_UART_CLOCK_HZ={board.cpu.clock_hz}u",
-            f"MC_UART_BAUD={int(uart.get('baud', 115200))}u"]
+        raise BoardError(f"board {board.name}: the cmsdk platform needs a [uart] of kind 'cmsdk' in {board.source}")
+    defs = [
+        f"MC_UART_BASE=0x{uart.base:08x}u",
+        f"MC_UART_CLOCK_HZ={board.cpu.clock_hz}u",
+        f"MC_UART_BAUD={int(uart.get('baud', 115200))}u",
+    ]
     if timer is None or "hz" not in timer.settings:
         raise BoardError(f"board {board.name}: the cmsdk platform needs a [timer] with 'hz' in {board.source}")
     defs += [f"MC_TIMER_BASE=0x{timer.base:08x}u", f"MC_TIMER_HZ={int(timer.get('hz'))}u"]
@@ -59,8 +69,10 @@ def platform_definitions(board: Board) -> list[str]:
             raise BoardError(f"board {board.name}: an sse_system_timer needs 'counter_base' in {board.source}")
         defs += ["MC_TIMER_SSE_SYSTEM=1", f"MC_TIMER_COUNTER_BASE=0x{int(timer.get('counter_base')):08x}u"]
     else:
-        raise BoardError(f"board {board.name}: timer kind '{timer.kind}' is not supported by the cmsdk "
-                         "platform (supported: cmsdk, sse_system_timer)")
+        raise BoardError(
+            f"board {board.name}: timer kind '{timer.kind}' is not supported by the cmsdk "
+            "platform (supported: cmsdk, sse_system_timer)"
+        )
     defs.append(f"MC_HAS_FPU={1 if board.cpu.has_fpu else 0}")
     return defs
 
@@ -87,8 +99,10 @@ def _check_build_dir(project: Project, build_dir: Path, log: Log) -> None:
     if source is None or _same_directory(source, project.dir):
         return
     if _cmake_cache_entry(build_dir, "CMAKE_PROJECT_NAME") != f"{project.model}_firmware":
-        raise MicrocompilerError(f"{build_dir} holds a CMake build of {source}, not of this project; remove "
-                                 "it (or move it away) and build again")
+        raise MicrocompilerError(
+            f"{build_dir} holds a CMake build of {source}, not of this project; remove "
+            "it (or move it away) and build again"
+        )
     log(f"{project.dir.name} was copied or moved from {Path(source)}; configuring a fresh build directory")
     try:
         shutil.rmtree(build_dir)
@@ -118,13 +132,28 @@ class BareMetal(Target):
         board = values["board"]
         template_dir = self.template_dir
         copy_runtime(stage, board.platform)
-        sources = sorted(p.relative_to(stage).as_posix() for pattern in
-                         ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c",
-                          f"crt/platform/{board.platform}/*.c")
-                         for p in stage.glob(pattern))
-        values = dict(values, board_file=f"boards/{board.source.name}", flash=board.flash, ram=board.ram,
-                      weights=board.weights_region, stack_bytes=stack_bytes, cflags=board.cpu.cflags,
-                      definitions=self.definitions(board), sources=sources)
+        sources = sorted(
+            p.relative_to(stage).as_posix()
+            for pattern in (
+                "model/src/*.c",
+                "models/*/src/*.c",
+                "src/models.c",
+                "crt/src/*.c",
+                f"crt/platform/{board.platform}/*.c",
+            )
+            for p in stage.glob(pattern)
+        )
+        values = dict(
+            values,
+            board_file=f"boards/{board.source.name}",
+            flash=board.flash,
+            ram=board.ram,
+            weights=board.weights_region,
+            stack_bytes=stack_bytes,
+            cflags=board.cpu.cflags,
+            definitions=self.definitions(board),
+            sources=sources,
+        )
         values.setdefault("include_dirs", ["model/include"])
         main_template = self.main_template(values, "rpc_main.c.j2")
         (stage / "src" / "main.c").write_text(render_template(template_dir, main_template, **values))
@@ -140,21 +169,32 @@ class BareMetal(Target):
         check_can_build(project.dir)
         cmake = require_tool("cmake", "install CMake 3.20 or newer (Debian: apt-get install cmake)")
         require_tool("ninja", "install Ninja (Debian: apt-get install ninja-build)")
-        require_tool("arm-none-eabi-gcc", "install the GNU Arm Embedded toolchain "
-                     "(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
+        require_tool(
+            "arm-none-eabi-gcc",
+            "install the GNU Arm Embedded toolchain "
+            "(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)",
+        )
         build_dir = project.dir / BUILD_DIR
         _check_build_dir(project, build_dir, log)
         if not (build_dir / "build.ninja").is_file():
             log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
-            run_logged([cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)], quiet, "cmake",
-                       tool_timeout(TIMEOUT_VARIABLE, CONFIGURE_TIMEOUT), TIMEOUT_HINT)
+            run_logged(
+                [cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)],
+                quiet,
+                "cmake",
+                tool_timeout(TIMEOUT_VARIABLE, CONFIGURE_TIMEOUT),
+                TIMEOUT_HINT,
+            )
         log(f"building {project.dir.name} (ninja)")
-        run_logged(["ninja", "-C", str(build_dir)], log, "ninja", tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT),
-                   TIMEOUT_HINT)
+        run_logged(
+            ["ninja", "-C", str(build_dir)], log, "ninja", tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT), TIMEOUT_HINT
+        )
         return measured_build(project.board, project.elf, log)
 
     def load(self, project: Project, log: Log = print) -> None:
         # Host-driven firmware on a hardware board is flashed by the user; it is reached on its port.
         if not project.board.emulated and project.mode != HOST_DRIVEN:
-            raise ToolchainError(f"flashing the hardware board {project.board.name} (runner "
-                                 f"{project.board.runner}) is not supported yet; it comes with the Zephyr template")
+            raise ToolchainError(
+                f"flashing the hardware board {project.board.name} (runner "
+                f"{project.board.runner}) is not supported yet; it comes with the Zephyr template"
+            )

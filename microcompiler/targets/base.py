@@ -19,6 +19,7 @@ the inputs compiled into the firmware, the runtime copy and the output directory
 ``files.py``), the tool runs and the ELF sizes (with ``build.py``), reading and decoding the report
 and opening the link (QEMU for emulated boards, else the board's serial port).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,10 +44,16 @@ from microcompiler.compiler import compile_model
 from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.host import HostProgram
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
-from microcompiler.targets.toolchain import BuildResult, Log
-from microcompiler.targets.files import (PROJECT_FILE, check_project_dir, output_values, resolve_input_steps, save_inputs,
-                                         write_project_dir)
+from microcompiler.targets.files import (
+    PROJECT_FILE,
+    check_project_dir,
+    output_values,
+    resolve_input_steps,
+    save_inputs,
+    write_project_dir,
+)
 from microcompiler.targets.footprint import DEFAULT_STACK_BYTES, check_fits
+from microcompiler.targets.toolchain import BuildResult, Log
 
 if TYPE_CHECKING:
     from microcompiler.rpc.client import Session
@@ -63,6 +70,7 @@ def quiet(_: str) -> None:
 
 
 # ---- Projects ----
+
 
 @dataclass
 class Project:
@@ -99,8 +107,10 @@ class Project:
         except (OSError, RuntimeError) as exc:  # a name too long; a loop of symbolic links (RuntimeError)
             raise MicrocompilerError(f"cannot open project {project_dir}: {why(exc)}") from None
         if not is_project:
-            raise MicrocompilerError(f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
-                                     "make one with 'microcompiler create-project'")
+            raise MicrocompilerError(
+                f"{project_dir} is not a microcompiler project (no {PROJECT_FILE}); "
+                "make one with 'microcompiler create-project'"
+            )
         info = read_project_info(project_dir)
         names = info.get("models")
         if names is None:
@@ -109,11 +119,22 @@ class Project:
             models = [_read_metadata(project_dir / "models" / n) for n in names]
             metadata = models[0]
         else:
-            raise MicrocompilerError(f"{project_dir / PROJECT_FILE} is damaged ('models' is not a list of model "
-                                     f"names); {_RECREATE}")
-        return cls(project_dir, load_board_file(project_dir / "board.toml"), info["template"],
-                   info["executor"], info["model"], metadata, info["stack_bytes"], info.get("mode", STANDALONE),
-                   info.get("steps", 1), models, bool(info.get("share_arena", False)))
+            raise MicrocompilerError(
+                f"{project_dir / PROJECT_FILE} is damaged ('models' is not a list of model names); {_RECREATE}"
+            )
+        return cls(
+            project_dir,
+            load_board_file(project_dir / "board.toml"),
+            info["template"],
+            info["executor"],
+            info["model"],
+            metadata,
+            info["stack_bytes"],
+            info.get("mode", STANDALONE),
+            info.get("steps", 1),
+            models,
+            bool(info.get("share_arena", False)),
+        )
 
     def saved_inputs(self, model: str | None = None) -> list[np.ndarray]:
         """The input the project was created with (inputs/input<k>.npy, the first step of a sequence;
@@ -179,8 +200,9 @@ def read_project_info(project_dir: Path) -> dict:
         raise MicrocompilerError(f"{info_path} is damaged (not a JSON object); {_RECREATE}")
     for key, kind in _PROJECT_FIELDS.items():
         if not isinstance(info.get(key), kind) or isinstance(info.get(key), bool):
-            raise MicrocompilerError(f"{info_path} is damaged ('{key}' is missing or not a {kind.__name__}); "
-                                     f"{_RECREATE}")
+            raise MicrocompilerError(
+                f"{info_path} is damaged ('{key}' is missing or not a {kind.__name__}); {_RECREATE}"
+            )
     steps = info.get("steps", 1)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise MicrocompilerError(f"{info_path} is damaged ('steps' is not a positive integer); {_RECREATE}")
@@ -207,6 +229,7 @@ class RunResult:
 
 # ---- The report ----
 
+
 def decode_report(text: str, metadata: dict) -> RunResult:
     for line in text.splitlines():
         if line.startswith("MC-FAULT") or line.startswith("MC-ABORT"):
@@ -216,8 +239,15 @@ def decode_report(text: str, metadata: dict) -> RunResult:
         raise DeviceError(f"the firmware printed no complete report; it printed: {text[-500:]!r}")
     stack = re.search(r"^stack_bytes (\d+)", text, re.MULTILINE)
     result = results[-1]
-    return RunResult(result.outputs, result.ticks, result.hz, int(stack.group(1)) if stack else None, text,
-                     [r.outputs for r in results], [r.ticks for r in results])
+    return RunResult(
+        result.outputs,
+        result.ticks,
+        result.hz,
+        int(stack.group(1)) if stack else None,
+        text,
+        [r.outputs for r in results],
+        [r.ticks for r in results],
+    )
 
 
 # The firmware printed its report, or stopped.
@@ -235,6 +265,7 @@ def check_executor(metadatas: list[dict], executor: str, mode: str) -> None:
     if executor == "graph" or mode == HOST_DRIVEN:
         for meta in metadatas:
             check_graph_executor(meta)
+
 
 class Target:
     """How models get onto one kind of device. Subclasses set ``name`` and register with @register."""
@@ -269,9 +300,19 @@ class Target:
         """What microcompiler-project.json records besides model, board, template, executor, stack, mode."""
         return {}
 
-    def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
-               executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet, input_steps=None) -> Project:
+    def create(
+        self,
+        model: str | Path | ModelLibrary,
+        board: Board,
+        out_dir: str | Path,
+        *,
+        executor: str = "aot",
+        mode: str = STANDALONE,
+        input=None,
+        stack_bytes: int | None = None,
+        log: Log = quiet,
+        input_steps=None,
+    ) -> Project:
         """Write the project for ``model`` on ``board`` into ``out_dir`` (replaced if a project).
 
         ``input_steps``, instead of ``input``: several input sets, one per inference, run in order
@@ -286,21 +327,36 @@ class Target:
         steps = resolve_input_steps(input, input_steps, metadata)
         if len(steps) > 1:
             self.check_sequence(mode)
-        info = {"model": metadata["name"], "board": board.name, "template": self.name, "executor": executor,
-                "stack_bytes": stack, "mode": mode, **self.project_info(board)}
+        info = {
+            "model": metadata["name"],
+            "board": board.name,
+            "template": self.name,
+            "executor": executor,
+            "stack_bytes": stack,
+            "mode": mode,
+            **self.project_info(board),
+        }
         if len(steps) > 1:
             info["steps"] = len(steps)
 
         def fill(stage: Path) -> None:
             library.write(stage / "model")
             shutil.copyfile(board.source, stage / "board.toml")
-            values = dict(name=metadata["name"], NAME=metadata["name"].upper(), board=board, executor=executor,
-                          mode=mode, inputs=save_inputs(stage, steps, metadata), outputs=output_values(metadata),
-                          steps=len(steps),
-                          input_origin="given" if input is not None or input_steps is not None else "seeded random")
+            values = dict(
+                name=metadata["name"],
+                NAME=metadata["name"].upper(),
+                board=board,
+                executor=executor,
+                mode=mode,
+                inputs=save_inputs(stage, steps, metadata),
+                outputs=output_values(metadata),
+                steps=len(steps),
+                input_origin="given" if input is not None or input_steps is not None else "seeded random",
+            )
             if mode == HOST_DRIVEN:
                 from microcompiler.rpc.host_project import rpc_template_values
                 from microcompiler.rpc.plan import ModelPlan
+
                 values.update(rpc_template_values(library))
                 ModelPlan.from_library(library).save(stage)
             (stage / "src").mkdir()
@@ -311,8 +367,10 @@ class Target:
     def check_sequence(self, mode: str) -> None:
         """Refuse a sequence of input sets where this target's firmware cannot run one."""
         if mode == STANDALONE:
-            raise MicrocompilerError(f"the {self.name} template's standalone firmware runs one input set; "
-                                     "use --template baremetal or --mode host-driven for a sequence")
+            raise MicrocompilerError(
+                f"the {self.name} template's standalone firmware runs one input set; "
+                "use --template baremetal or --mode host-driven for a sequence"
+            )
 
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         """Write the target's own files (runtime, main, build files) into the staging directory."""
@@ -336,8 +394,9 @@ class Target:
     def require_elf(self, project: Project) -> Path:
         elf = self.elf(project)
         if not elf.is_file():
-            raise MicrocompilerError(f"{elf} does not exist; build it first: "
-                                     f"microcompiler build {shlex.quote(str(project.dir))}")
+            raise MicrocompilerError(
+                f"{elf} does not exist; build it first: microcompiler build {shlex.quote(str(project.dir))}"
+            )
         return elf
 
     # ---- run ----
@@ -350,13 +409,16 @@ class Target:
         board = project.board
         if port is None and board.emulated:
             from microcompiler.transport.qemu import QemuTransport
+
             elf = self.require_elf(project)
             log(f"starting QEMU ({board.qemu_machine}) with {elf.name}")
             return QemuTransport(board.qemu_machine, elf)
         from microcompiler.transport.serial import SerialTransport
+
         if port is None and not board.usb_ids:
-            raise MicrocompilerError(f"board {board.name} has no USB id in {board.source}; pass the serial port "
-                                     "(--port)")
+            raise MicrocompilerError(
+                f"board {board.name} has no USB id in {board.source}; pass the serial port (--port)"
+            )
         return SerialTransport(port, usb_ids=board.usb_ids)
 
     def device_name(self, project: Project, port: str | None) -> str:
@@ -366,14 +428,18 @@ class Target:
             return f"{board.name} (QEMU)"
         return f"{board.name} ({port or 'USB'})"
 
-    def start(self, project: Project, *, port: str | None = None, log: Log = quiet, load: bool = True,
-              **session_options) -> Session:
+    def start(
+        self, project: Project, *, port: str | None = None, log: Log = quiet, load: bool = True, **session_options
+    ) -> Session:
         """Load the host-driven firmware (unless ``port``: it already runs there) and open a session."""
         from microcompiler.rpc.client import Session
         from microcompiler.rpc.plan import ModelPlan
+
         if project.mode != HOST_DRIVEN:
-            raise MicrocompilerError(f"{project.dir} is a standalone project; create it with mode 'host-driven' "
-                                     "(microcompiler run --mode host-driven) to talk RPC to it")
+            raise MicrocompilerError(
+                f"{project.dir} is a standalone project; create it with mode 'host-driven' "
+                "(microcompiler run --mode host-driven) to talk RPC to it"
+            )
         plan = session_options.pop("plan", None) or ModelPlan.load(project.dir)
         if load and port is None:
             self.load(project, log)
@@ -382,8 +448,9 @@ class Target:
         log(f"connecting to {name}")
         return Session(transport, plan=plan, name=name, **session_options)
 
-    def flash(self, project: Project, *, timeout: float = 300.0, log: Log = print,
-              port: str | None = None) -> RunResult:
+    def flash(
+        self, project: Project, *, timeout: float = 300.0, log: Log = print, port: str | None = None
+    ) -> RunResult:
         """Load the firmware, run the model once and return what it produced.
 
         Standalone firmware is read for its report; host-driven firmware is driven over RPC on the
@@ -392,6 +459,7 @@ class Target:
         self.require_elf(project)
         if project.mode == HOST_DRIVEN:  # each model, picked by name when the firmware holds several
             from microcompiler.rpc.plan import ModelPlan
+
             results = {}
             with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
                 for meta in project.models or [project.metadata]:
@@ -401,12 +469,21 @@ class Target:
                         for inputs in project.saved_input_steps(meta["name"]):  # the device keeps the state
                             step_outputs.append(ex(*inputs))
                             step_ticks.append(sum(ex.last_ticks))
-                    results[meta["name"]] = RunResult(step_outputs[-1], step_ticks[-1], session.device.timer_hz, None,
-                                                      "", step_outputs, step_ticks)
+                    results[meta["name"]] = RunResult(
+                        step_outputs[-1], step_ticks[-1], session.device.timer_hz, None, "", step_outputs, step_ticks
+                    )
                 logs = "\n".join(session.logs)
             first = results[project.model]
-            return RunResult(first.outputs, first.ticks, first.hz, None, logs, first.step_outputs, first.step_ticks,
-                             results if project.models else {})
+            return RunResult(
+                first.outputs,
+                first.ticks,
+                first.hz,
+                None,
+                logs,
+                first.step_outputs,
+                first.step_ticks,
+                results if project.models else {},
+            )
         if port is None:
             self.load(project, log)
         started = time.monotonic()
@@ -433,10 +510,20 @@ def compile_for(model: str | Path | ModelLibrary, board: Board) -> ModelLibrary:
     return compile_model(model, features=board.cpu.features)
 
 
-def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_dir: str | Path, *,
-                 template: str = "baremetal", mode: str = STANDALONE, executor: str = "aot", input=None,
-                 log: Log = print, timeout: float = 300.0,
-                 port: str | None = None, input_steps=None) -> tuple[Project, BuildResult | None, RunResult]:
+def run_on_board(
+    model: str | Path | ModelLibrary,
+    board: str | Board,
+    project_dir: str | Path,
+    *,
+    template: str = "baremetal",
+    mode: str = STANDALONE,
+    executor: str = "aot",
+    input=None,
+    log: Log = print,
+    timeout: float = 300.0,
+    port: str | None = None,
+    input_steps=None,
+) -> tuple[Project, BuildResult | None, RunResult]:
     """create + build + flash, the whole flow on one board: (project, BuildResult, RunResult).
 
     The Python API's edge: ``board`` may be a name; everything below takes the Board. ``input_steps``:
@@ -449,9 +536,16 @@ def run_on_board(model: str | Path | ModelLibrary, board: str | Board, project_d
     return project, built, target.flash(project, timeout=timeout, log=log, port=port)
 
 
-def start_on_board(model: str | Path | ModelLibrary, board: Board, project_dir: str | Path, *,
-                   template: str = "baremetal", port: str | None = None, log: Log = quiet,
-                   **session_options) -> tuple[Project, BuildResult | None, Session]:
+def start_on_board(
+    model: str | Path | ModelLibrary,
+    board: Board,
+    project_dir: str | Path,
+    *,
+    template: str = "baremetal",
+    port: str | None = None,
+    log: Log = quiet,
+    **session_options,
+) -> tuple[Project, BuildResult | None, Session]:
     """create + build + start host-driven firmware: (project, BuildResult, open RPC Session)."""
     target = target_for(board, template)
     target.check_board(board)

@@ -3,13 +3,14 @@
 A project directory is new, empty or a previous project; it is written in a staging directory and
 swapped in by microcompiler/outdir.py, so a failed create never loses the user's files.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -18,14 +19,14 @@ from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import check_input, load_inputs, random_inputs
 from microcompiler.ir import c_type, np_dtype
-from microcompiler.outdir import (check_output_dir, check_path_is_safe, listed_files, read_manifest,
-                                  replace_output_dir)
+from microcompiler.outdir import check_output_dir, check_path_is_safe, listed_files, read_manifest, replace_output_dir
 
 PROJECT_FILE = "microcompiler-project.json"
 BUILD_DIR = "build"  # written by 'microcompiler build' (CMake or west), replaced with the project
 
 
 # ---- Inputs ----
+
 
 def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
     """The arrays for ``inputs``: None (a fixed seeded random input), .npy paths, or arrays."""
@@ -37,8 +38,10 @@ def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
         return load_inputs([str(x) for x in inputs], metadata["inputs"])
     if len(inputs) != len(metadata["inputs"]):
         raise MicrocompilerError(f"the model has {len(metadata['inputs'])} input(s) but {len(inputs)} were given")
-    return [check_input(np.asarray(arr), meta, f"input for '{meta['name']}'")
-            for arr, meta in zip(inputs, metadata["inputs"])]
+    return [
+        check_input(np.asarray(arr), meta, f"input for '{meta['name']}'")
+        for arr, meta in zip(inputs, metadata["inputs"])
+    ]
 
 
 def resolve_input_steps(input, input_steps, metadata: dict) -> list[list[np.ndarray]]:
@@ -53,8 +56,9 @@ def resolve_input_steps(input, input_steps, metadata: dict) -> list[list[np.ndar
     return [resolve_inputs(step, metadata) for step in input_steps]
 
 
-def save_inputs(stage: Path, steps: list[list[np.ndarray]], metadata: dict, folder: str = "inputs",
-                prefix: str = "g_") -> list[dict]:
+def save_inputs(
+    stage: Path, steps: list[list[np.ndarray]], metadata: dict, folder: str = "inputs", prefix: str = "g_"
+) -> list[dict]:
     """Write <folder>/input<k>.npy (with a leading axis over the steps of a sequence); returns what the
     templates need to compile each input in (the C array ``<prefix><c_name>``; ``elements``: per step)."""
     (stage / folder).mkdir(parents=True)
@@ -63,22 +67,42 @@ def save_inputs(stage: Path, steps: list[list[np.ndarray]], metadata: dict, fold
         per_step = [step[k] for step in steps]
         arr = per_step[0] if len(steps) == 1 else np.stack(per_step)
         np.save(stage / folder / f"input{k}.npy", arr)
-        values.append({**meta, "elements": max(1, per_step[0].size), "initializer": c_initializer(arr),
-                       "definition": c_array(f"{prefix}{meta['c_name']}", c_type(meta["dtype"]), arr)})
+        values.append(
+            {
+                **meta,
+                "elements": max(1, per_step[0].size),
+                "initializer": c_initializer(arr),
+                "definition": c_array(f"{prefix}{meta['c_name']}", c_type(meta["dtype"]), arr),
+            }
+        )
     return values
 
 
 def output_values(metadata: dict) -> list[dict]:
-    return [{**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
-            for meta in metadata["outputs"]]
+    return [
+        {**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
+        for meta in metadata["outputs"]
+    ]
 
 
 # ---- The output directory ----
 
 # Top-level names a project written before microcompiler-project.json listed its files can hold.
-_LEGACY_PROJECT_ENTRIES = ("microcompiler-project.json", "board.toml", "CMakeLists.txt", "arm-none-eabi.cmake",
-                           "linker.ld", "src/main.c", "inputs", "model", "crt", "host_driven.json", "prj.conf",
-                           "legacy_zephyr.conf", "boards")
+_LEGACY_PROJECT_ENTRIES = (
+    "microcompiler-project.json",
+    "board.toml",
+    "CMakeLists.txt",
+    "arm-none-eabi.cmake",
+    "linker.ld",
+    "src/main.c",
+    "inputs",
+    "model",
+    "crt",
+    "host_driven.json",
+    "prj.conf",
+    "legacy_zephyr.conf",
+    "boards",
+)
 
 
 def previous_project_files(directory: Path) -> set[str] | None:

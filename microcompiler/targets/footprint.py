@@ -2,6 +2,7 @@
 metadata.json before anything is built (``estimate_footprint``), against the board's memories
 (``check_fits``: a one-line BoardError naming what does not fit).
 """
+
 from __future__ import annotations
 
 from microcompiler.boards import Board
@@ -18,6 +19,7 @@ CALL_CODE_BYTES = 32  # a layer whose body is shared: a call with its arrays (co
 GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
 RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
 
+
 def ram_for_models(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
     """The board's RAM left for models after the runtime and the stack (``estimate_footprint``'s
     overheads): a model's inputs, outputs, state, arena and scratch must fit in it."""
@@ -31,43 +33,62 @@ def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     output_bytes = sum(t["bytes"] for t in metadata["outputs"])
     shared = metadata.get("shared_bodies", [])
     callers = sum(len(body["layers"]) for body in shared)
-    code = (RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * (len(metadata["operators"]) - callers + len(shared))
-            + CALL_CODE_BYTES * callers)
+    code = (
+        RUNTIME_CODE_BYTES
+        + OPERATOR_CODE_BYTES * (len(metadata["operators"]) - callers + len(shared))
+        + CALL_CODE_BYTES * callers
+    )
     if executor == "graph":
         code += GRAPH_EXECUTOR_CODE_BYTES
         # the pool holds the arena, a copy of the inputs and the outputs
-        activations = metadata["arena_bytes"] + input_bytes + output_bytes + 8 * (
-            len(metadata["inputs"]) + len(metadata["outputs"]))
+        activations = (
+            metadata["arena_bytes"]
+            + input_bytes
+            + output_bytes
+            + 8 * (len(metadata["inputs"]) + len(metadata["outputs"]))
+        )
     else:
         activations = metadata["arena_bytes"]
     activations += metadata.get("scratch_bytes", 0)  # the kernels' shared scratch buffer (.bss)
     # state kept across inferences: its own static arrays, never shared (docs/state.md)
     activations += metadata.get("state_bytes", 0)
-    return {"weights": weights, "code": code + input_bytes, "flash": weights + code + input_bytes,
-            "activations": activations + output_bytes, "stack": stack_bytes,
-            "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES}
+    return {
+        "weights": weights,
+        "code": code + input_bytes,
+        "flash": weights + code + input_bytes,
+        "activations": activations + output_bytes,
+        "stack": stack_bytes,
+        "ram": activations + output_bytes + stack_bytes + RUNTIME_RAM_BYTES,
+    }
 
 
-def check_fits(metadata: dict, board: Board, executor: str = "aot",
-               stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
+def check_fits(metadata: dict, board: Board, executor: str = "aot", stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
     """Raise BoardError when the model cannot fit the board; returns the estimate."""
     need = estimate_footprint(metadata, executor, stack_bytes)
     name = metadata["name"]
     flash, ram, weights = board.flash, board.ram, board.weights_region
     if need["weights"] > weights.size:
-        raise BoardError(f"model {name} needs {need['weights']:,} B of flash for weights but board "
-                         f"{board.name} has {weights.size:,} B ({weights.name})")
+        raise BoardError(
+            f"model {name} needs {need['weights']:,} B of flash for weights but board "
+            f"{board.name} has {weights.size:,} B ({weights.name})"
+        )
     if weights.name != flash.name:
         need["flash"] -= need["weights"]
         if need["flash"] > flash.size:
-            raise BoardError(f"model {name} needs about {need['flash']:,} B of flash for code and input but "
-                             f"board {board.name} has {flash.size:,} B ({flash.name})")
+            raise BoardError(
+                f"model {name} needs about {need['flash']:,} B of flash for code and input but "
+                f"board {board.name} has {flash.size:,} B ({flash.name})"
+            )
     elif need["flash"] > flash.size:
-        raise BoardError(f"model {name} needs about {need['flash']:,} B of flash ({need['weights']:,} B of "
-                         f"weights + {need['code']:,} B of code and input) but board {board.name} has "
-                         f"{flash.size:,} B ({flash.name})")
+        raise BoardError(
+            f"model {name} needs about {need['flash']:,} B of flash ({need['weights']:,} B of "
+            f"weights + {need['code']:,} B of code and input) but board {board.name} has "
+            f"{flash.size:,} B ({flash.name})"
+        )
     if need["ram"] > ram.size:
-        raise BoardError(f"model {name} needs about {need['ram']:,} B of RAM ({need['activations']:,} B of "
-                         f"activations and outputs + {need['stack']:,} B of stack) but board {board.name} has "
-                         f"{ram.size:,} B ({ram.name})")
+        raise BoardError(
+            f"model {name} needs about {need['ram']:,} B of RAM ({need['activations']:,} B of "
+            f"activations and outputs + {need['stack']:,} B of stack) but board {board.name} has "
+            f"{ram.size:,} B ({ram.name})"
+        )
     return need

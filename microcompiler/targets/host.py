@@ -6,6 +6,7 @@ input on stdin and decodes the report. Host-driven, it is the host RPC server
 (microcompiler.rpc.host_project), reached as a child process over its stdin and stdout.
 Both are built when created; there is no firmware, so ``build`` measures nothing.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,17 @@ from microcompiler.errors import MicrocompilerError
 from microcompiler.host import HostProgram
 from microcompiler.outdir import OutputDirError, check_output_dir
 from microcompiler.rpc.host_project import SERVER_EXE, create_host_project, is_host_project
-from microcompiler.targets.base import (HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, compile_for,
-                                        quiet, register)
+from microcompiler.targets.base import (
+    HOST_DRIVEN,
+    STANDALONE,
+    Log,
+    Project,
+    RunResult,
+    Target,
+    compile_for,
+    quiet,
+    register,
+)
 from microcompiler.targets.files import resolve_input_steps
 
 if TYPE_CHECKING:
@@ -36,13 +46,25 @@ class Host(Target):
         if port:
             raise MicrocompilerError("--port is for boards; --board host runs the RPC server as a local process")
         if keep and mode == STANDALONE:
-            raise MicrocompilerError("--keep writes a firmware project, for boards (or --mode host-driven); "
-                                     "--board host builds in a temporary directory: use 'microcompiler compile' "
-                                     "to keep the model library")
+            raise MicrocompilerError(
+                "--keep writes a firmware project, for boards (or --mode host-driven); "
+                "--board host builds in a temporary directory: use 'microcompiler compile' "
+                "to keep the model library"
+            )
 
-    def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
-               executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet, input_steps=None) -> Project:
+    def create(
+        self,
+        model: str | Path | ModelLibrary,
+        board: Board,
+        out_dir: str | Path,
+        *,
+        executor: str = "aot",
+        mode: str = STANDALONE,
+        input=None,
+        stack_bytes: int | None = None,
+        log: Log = quiet,
+        input_steps=None,
+    ) -> Project:
         library = compile_for(model, board)
         meta = library.metadata
         steps = resolve_input_steps(input, input_steps, meta)
@@ -58,8 +80,18 @@ class Host(Target):
             for k in range(len(meta["inputs"])):
                 per_step = [step[k] for step in steps]
                 np.save(out / "inputs" / f"input{k}.npy", per_step[0] if len(steps) == 1 else np.stack(per_step))
-        return Project(Path(out), board, self.name, executor, meta["name"], meta, 0, mode, len(steps),
-                       program=program if mode == STANDALONE else None)
+        return Project(
+            Path(out),
+            board,
+            self.name,
+            executor,
+            meta["name"],
+            meta,
+            0,
+            mode,
+            len(steps),
+            program=program if mode == STANDALONE else None,
+        )
 
     def elf(self, project: Project) -> Path:
         return project.dir / (SERVER_EXE if project.mode == HOST_DRIVEN else HostProgram.EXE)
@@ -69,19 +101,28 @@ class Host(Target):
         self.require_elf(project)
         return None
 
-    def flash(self, project: Project, *, timeout: float = 300.0, log: Log = print,
-              port: str | None = None) -> RunResult:
+    def flash(
+        self, project: Project, *, timeout: float = 300.0, log: Log = print, port: str | None = None
+    ) -> RunResult:
         if port is not None:
             raise MicrocompilerError("--port is for boards; --board host runs the model as a local process")
         if project.mode == HOST_DRIVEN:
             return super().flash(project, timeout=timeout, log=log)
         program = project.program or HostProgram.built(project.metadata, project.dir, executor=project.executor)
         results = program.run(project.saved_input_steps(), timeout=timeout)
-        return RunResult(results[-1].outputs, results[-1].ticks, results[-1].hz, None, "",
-                         [r.outputs for r in results], [r.ticks for r in results])
+        return RunResult(
+            results[-1].outputs,
+            results[-1].ticks,
+            results[-1].hz,
+            None,
+            "",
+            [r.outputs for r in results],
+            [r.ticks for r in results],
+        )
 
     def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> Transport:
         from microcompiler.transport.subprocess import SubprocessTransport
+
         if port is not None:
             raise MicrocompilerError("--port is for boards; --board host runs the RPC server as a local process")
         if not is_host_project(project.dir):
@@ -99,5 +140,6 @@ def open_host_project(directory: str | Path, board: Board) -> Project | None:
     if not is_host_project(directory):
         return None
     from microcompiler.rpc.plan import ModelPlan
+
     meta = ModelPlan.load(directory).metadata
     return Project(directory, board, Host.name, "graph", meta["name"], meta, 0, HOST_DRIVEN)

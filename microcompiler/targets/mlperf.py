@@ -13,6 +13,7 @@ hands the serial link to crt/src/mlperf_dut.c, configured for the benchmark (``b
 kws01, ic01, vww01 or ad01; recorded in microcompiler-project.json). The official runner drives
 it: microcompiler.mlperf_runner, ``microcompiler mlperf``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,8 @@ from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
 from microcompiler.mlperf import Benchmark, get_benchmark, template_values
-from microcompiler.targets.base import STANDALONE, Log, Project, RunResult, Target, quiet, read_project_info, register
 from microcompiler.targets.baremetal import BareMetal
+from microcompiler.targets.base import STANDALONE, Log, Project, RunResult, Target, quiet, read_project_info, register
 from microcompiler.targets.zephyr import Zephyr
 
 MAIN_TEMPLATE_FOLDER = "mlperf"  # project_templates/mlperf/main.c.j2, for every variant
@@ -37,23 +38,47 @@ class MlperfFirmware(Target):
     several_models = False  # the EEMBC protocol serves one model
     _benchmark: Benchmark | None = None  # the benchmark of the project being created
 
-    def create(self, model: str | Path | ModelLibrary, board: Board, out_dir: str | Path, *,
-               executor: str = "aot", mode: str = STANDALONE, input=None, stack_bytes: int | None = None,
-               log: Log = quiet, benchmark: str | None = None, input_steps=None) -> Project:
+    def create(
+        self,
+        model: str | Path | ModelLibrary,
+        board: Board,
+        out_dir: str | Path,
+        *,
+        executor: str = "aot",
+        mode: str = STANDALONE,
+        input=None,
+        stack_bytes: int | None = None,
+        log: Log = quiet,
+        benchmark: str | None = None,
+        input_steps=None,
+    ) -> Project:
         chosen = get_benchmark(benchmark)
         if mode != STANDALONE or executor != "aot":
-            raise MicrocompilerError(f"the {self.name} template is its own main(): use it with the default --mode "
-                                     "standalone and --executor aot")
+            raise MicrocompilerError(
+                f"the {self.name} template is its own main(): use it with the default --mode "
+                "standalone and --executor aot"
+            )
         self._benchmark = chosen
         try:
-            return super().create(model, board, out_dir, executor=executor, mode=mode, input=input,
-                                  stack_bytes=stack_bytes, log=log, input_steps=input_steps)
+            return super().create(
+                model,
+                board,
+                out_dir,
+                executor=executor,
+                mode=mode,
+                input=input,
+                stack_bytes=stack_bytes,
+                log=log,
+                input_steps=input_steps,
+            )
         finally:
             self._benchmark = None
 
     def check_sequence(self, mode: str) -> None:
-        raise MicrocompilerError("the mlperf template runs the EEMBC protocol's own inputs, not a sequence; use "
-                                 "--template baremetal for a sequence of inputs")
+        raise MicrocompilerError(
+            "the mlperf template runs the EEMBC protocol's own inputs, not a sequence; use "
+            "--template baremetal for a sequence of inputs"
+        )
 
     def project_info(self, board: Board) -> dict:
         assert self._benchmark is not None, "project_info outside create"
@@ -62,13 +87,16 @@ class MlperfFirmware(Target):
     def console_use(self, mode: str) -> str:
         return "MLPerf Tiny DUT protocol (crt/src/mlperf_dut.c)"
 
-    def flash(self, project: Project, *, timeout: float = 300.0, log: Log = print,
-              port: str | None = None) -> RunResult:
+    def flash(
+        self, project: Project, *, timeout: float = 300.0, log: Log = print, port: str | None = None
+    ) -> RunResult:
         """DUT firmware waits for the benchmark runner's commands and prints no report of its own."""
-        raise MicrocompilerError(f"{project.dir} is MLPerf Tiny DUT firmware: it waits for the benchmark runner's "
-                                 "commands and reports nothing by itself; run the benchmark with 'microcompiler "
-                                 f"mlperf MODEL --board {project.board.name} --benchmark "
-                                 f"{read_project_info(project.dir).get('benchmark', 'NAME')}' (docs/mlperf.md)")
+        raise MicrocompilerError(
+            f"{project.dir} is MLPerf Tiny DUT firmware: it waits for the benchmark runner's "
+            "commands and reports nothing by itself; run the benchmark with 'microcompiler "
+            f"mlperf MODEL --board {project.board.name} --benchmark "
+            f"{read_project_info(project.dir).get('benchmark', 'NAME')}' (docs/mlperf.md)"
+        )
 
     def reports_stack(self, mode: str) -> bool:
         return False

@@ -15,6 +15,7 @@ prefix of one another never clash. ``share_arena`` gives every model the one are
 ``mc_shared_arena`` defined in main.c, as large as the largest model's, instead of one each:
 allowed only when the models never run at the same time (see :func:`check_can_share_arena`).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -51,35 +52,46 @@ def check_model_names(names: list[str], sources: list[str]) -> None:
             if i >= j:
                 continue
             if a.lower() == b.lower():
-                raise ModelNameError(f"models {sources[i]} and {sources[j]} are both named '{a}'; give each its "
-                                     "own C name with --name (once per --model, in the same order)")
+                raise ModelNameError(
+                    f"models {sources[i]} and {sources[j]} are both named '{a}'; give each its "
+                    "own C name with --name (once per --model, in the same order)"
+                )
             short, long_ = (a, b) if len(a) < len(b) else (b, a)
             if long_.lower().startswith(short.lower() + "_"):
-                raise ModelNameError(f"model name '{short}' is a prefix of '{long_}', so their C symbols could "
-                                     "clash; rename one with --name (once per --model, in the same order)")
+                raise ModelNameError(
+                    f"model name '{short}' is a prefix of '{long_}', so their C symbols could "
+                    "clash; rename one with --name (once per --model, in the same order)"
+                )
 
 
 def holds_state(library: ModelLibrary) -> bool:
     """Does the model keep state from one inference to the next (variable tensors, state_bytes)?"""
     return bool(library.metadata.get("state_bytes")) or any(
-        getattr(t, "is_variable", False) for t in library.graph.tensors)
+        getattr(t, "is_variable", False) for t in library.graph.tensors
+    )
 
 
 def check_can_share_arena(mode: str, concurrent: bool) -> None:
     """Refuse a shared arena when the models could overlap, before anything is compiled."""
     if concurrent:
-        raise MicrocompilerError("--share-arena needs models that never run at the same time, but --concurrent "
-                                 "says they may; drop one of the two options")
+        raise MicrocompilerError(
+            "--share-arena needs models that never run at the same time, but --concurrent "
+            "says they may; drop one of the two options"
+        )
     if mode == HOST_DRIVEN:
-        raise MicrocompilerError("--share-arena is for standalone firmware: in host-driven mode the host decides "
-                                 "when each model runs, so they could overlap; drop --share-arena")
+        raise MicrocompilerError(
+            "--share-arena is for standalone firmware: in host-driven mode the host decides "
+            "when each model runs, so they could overlap; drop --share-arena"
+        )
 
 
 def check_no_state(libraries: list[ModelLibrary]) -> None:
     for library in libraries:
         if holds_state(library):
-            raise MicrocompilerError(f"model {library.metadata['name']} keeps state between inferences, which "
-                                     "another model would overwrite in a shared arena; drop --share-arena")
+            raise MicrocompilerError(
+                f"model {library.metadata['name']} keeps state between inferences, which "
+                "another model would overwrite in a shared arena; drop --share-arena"
+            )
 
 
 def combined_metadata(libraries: list[ModelLibrary], share_arena: bool) -> dict:
@@ -87,33 +99,51 @@ def combined_metadata(libraries: list[ModelLibrary], share_arena: bool) -> dict:
     the largest alone when shared."""
     metas = [lib.metadata for lib in libraries]
     arenas = [m["arena_bytes"] for m in metas]
-    return {"name": " + ".join(m["name"] for m in metas),
-            "params_bytes": sum(m["params_bytes"] for m in metas),
-            "scratch_bytes": sum(m.get("scratch_bytes", 0) for m in metas),
-            "arena_bytes": max(arenas) if share_arena else sum(arenas),
-            "inputs": [t for m in metas for t in m["inputs"]], "outputs": [t for m in metas for t in m["outputs"]],
-            "operators": [op for m in metas for op in m["operators"]]}
+    return {
+        "name": " + ".join(m["name"] for m in metas),
+        "params_bytes": sum(m["params_bytes"] for m in metas),
+        "scratch_bytes": sum(m.get("scratch_bytes", 0) for m in metas),
+        "arena_bytes": max(arenas) if share_arena else sum(arenas),
+        "inputs": [t for m in metas for t in m["inputs"]],
+        "outputs": [t for m in metas for t in m["outputs"]],
+        "operators": [op for m in metas for op in m["operators"]],
+    }
 
 
 def compile_models(models: list, names: list[str] | None, board: Board, share_arena: bool) -> list[ModelLibrary]:
     """Each model compiled for the board with its C name (given, or from its file name)."""
     if names and len(names) != len(models):
-        raise MicrocompilerError(f"{len(models)} models but {len(names)} --name options; give one --name per "
-                                 "--model, in the same order, or none")
+        raise MicrocompilerError(
+            f"{len(models)} models but {len(names)} --name options; give one --name per "
+            "--model, in the same order, or none"
+        )
     if names:
         check_model_names(names, [str(m) for m in models])
     arena = SHARED_ARENA if share_arena else None
-    libraries = [model if isinstance(model, ModelLibrary) else
-                 compile_model(model, features=board.cpu.features, name=names[k] if names else None,
-                               shared_arena=arena) for k, model in enumerate(models)]
+    libraries = [
+        model
+        if isinstance(model, ModelLibrary)
+        else compile_model(model, features=board.cpu.features, name=names[k] if names else None, shared_arena=arena)
+        for k, model in enumerate(models)
+    ]
     check_model_names([lib.metadata["name"] for lib in libraries], [str(m) for m in models])
     return libraries
 
 
-def create_models_project(target: Target, models: list, board: Board, out_dir: str | Path, *,
-                          names: list[str] | None = None, executor: str = "aot", mode: str = "standalone",
-                          stack_bytes: int | None = None, share_arena: bool = False, concurrent: bool = False,
-                          log: Log = quiet) -> Project:
+def create_models_project(
+    target: Target,
+    models: list,
+    board: Board,
+    out_dir: str | Path,
+    *,
+    names: list[str] | None = None,
+    executor: str = "aot",
+    mode: str = "standalone",
+    stack_bytes: int | None = None,
+    share_arena: bool = False,
+    concurrent: bool = False,
+    log: Log = quiet,
+) -> Project:
     """Write one firmware project that runs every model (.tflite paths or compiled libraries)."""
     if len(models) < 2:
         raise MicrocompilerError("give at least two models (--model A --model B) for a firmware with several models")
@@ -124,23 +154,35 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
     if share_arena:
         check_can_share_arena(mode, concurrent)
     if mode == HOST_DRIVEN and len(models) > MAX_HOST_DRIVEN_MODELS:
-        raise MicrocompilerError(f"host-driven firmware serves at most {MAX_HOST_DRIVEN_MODELS} models (the RPC "
-                                 f"server's registries); give at most {MAX_HOST_DRIVEN_MODELS} --model options")
+        raise MicrocompilerError(
+            f"host-driven firmware serves at most {MAX_HOST_DRIVEN_MODELS} models (the RPC "
+            f"server's registries); give at most {MAX_HOST_DRIVEN_MODELS} --model options"
+        )
     check_project_dir(out_dir)  # fail before the compile
     libraries = compile_models(models, names, board, share_arena)
     if share_arena:
         check_no_state(libraries)
         if any(lib.metadata.get("shared_arena") != SHARED_ARENA for lib in libraries):
-            raise MicrocompilerError(f"--share-arena needs every library compiled with the shared arena "
-                                     f"'{SHARED_ARENA}'; pass .tflite files and let create-project compile them")
+            raise MicrocompilerError(
+                f"--share-arena needs every library compiled with the shared arena "
+                f"'{SHARED_ARENA}'; pass .tflite files and let create-project compile them"
+            )
     combined = combined_metadata(libraries, share_arena)
     stack = stack_bytes or max(target.default_stack_bytes(lib.metadata, mode) for lib in libraries)
     check_executor([lib.metadata for lib in libraries], executor, mode)
     target.check_fits(combined, board, executor, mode, stack)
     metas = [lib.metadata for lib in libraries]
-    info = {"model": metas[0]["name"], "models": [m["name"] for m in metas], "board": board.name,
-            "template": target.name, "executor": executor, "stack_bytes": stack, "mode": mode,
-            "share_arena": share_arena, **target.project_info(board)}
+    info = {
+        "model": metas[0]["name"],
+        "models": [m["name"] for m in metas],
+        "board": board.name,
+        "template": target.name,
+        "executor": executor,
+        "stack_bytes": stack,
+        "mode": mode,
+        "share_arena": share_arena,
+        **target.project_info(board),
+    }
 
     def fill(stage: Path) -> None:
         models_values = []
@@ -148,22 +190,36 @@ def create_models_project(target: Target, models: list, board: Board, out_dir: s
             meta = lib.metadata
             name = meta["name"]
             lib.write(stage / "models" / name)
-            inputs = save_inputs(stage, [random_inputs(meta["inputs"])], meta, folder=f"inputs/{name}", prefix=f"g_{name}_")
+            inputs = save_inputs(
+                stage, [random_inputs(meta["inputs"])], meta, folder=f"inputs/{name}", prefix=f"g_{name}_"
+            )
             models_values.append(dict(name=name, NAME=name.upper(), inputs=inputs, outputs=output_values(meta)))
             if mode == HOST_DRIVEN:
                 from microcompiler.rpc.plan import ModelPlan
+
                 ModelPlan.from_library(lib).save(stage / "models" / name)
         if mode == HOST_DRIVEN:  # the default plan: the first model's
             shutil.copyfile(stage / "models" / metas[0]["name"] / "host_driven.json", stage / "host_driven.json")
         shutil.copyfile(board.source, stage / "board.toml")
         (stage / "src").mkdir()
-        values = dict(name=metas[0]["name"], NAME=metas[0]["name"].upper(), board=board, executor=executor,
-                      mode=mode, models=models_values, share_arena=share_arena, shared_arena=SHARED_ARENA,
-                      include_dirs=[f"models/{m['name']}/include" for m in metas], input_origin="seeded random",
-                      inputs=[], outputs=[])
+        values = dict(
+            name=metas[0]["name"],
+            NAME=metas[0]["name"].upper(),
+            board=board,
+            executor=executor,
+            mode=mode,
+            models=models_values,
+            share_arena=share_arena,
+            shared_arena=SHARED_ARENA,
+            include_dirs=[f"models/{m['name']}/include" for m in metas],
+            input_origin="seeded random",
+            inputs=[],
+            outputs=[],
+        )
         source = "models.c.j2"
         if mode == HOST_DRIVEN:
             from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
+
             values["pool_headroom"] = DEFAULT_POOL_HEADROOM
             source = "models_rpc.c.j2"
         folder = resources.templates_dir() / MODELS_TEMPLATES

@@ -3,6 +3,7 @@ with their progress logged (``run_logged``), reading the flash and RAM a firmwar
 (``firmware_size``) and the result of a build (``BuildResult``). The targets (baremetal.py,
 zephyr.py) say which tools to run; targets/base.py is the project core around them.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,9 @@ import shutil
 import struct
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 
 from microcompiler import cleanup
 from microcompiler.boards import Board
@@ -51,13 +52,15 @@ def tool_timeout(variable: str, default: float) -> float:
     except ValueError:
         value = float("nan")
     if not 0 < value < float("inf"):
-        raise MicrocompilerError(f"{variable}={text!r} is not a number of seconds; give a positive number "
-                                 f"(default {default:g})")
+        raise MicrocompilerError(
+            f"{variable}={text!r} is not a number of seconds; give a positive number (default {default:g})"
+        )
     return value
 
 
-def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = "",
-               env: dict[str, str] | None = None) -> None:
+def run_logged(
+    cmd: list[str], log: Log, what: str, timeout: float, hint: str = "", env: dict[str, str] | None = None
+) -> None:
     """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
     becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
     the error is one line (``hint``: how to give it longer)."""
@@ -85,14 +88,18 @@ def run_logged(cmd: list[str], log: Log, what: str, timeout: float, hint: str = 
         watchdog.cancel()
         cleanup.stop(proc, grace=2.0)
     if expired.is_set():
-        raise ToolchainError(f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
-                             + (f" ({hint})" if hint else ""))
+        raise ToolchainError(
+            f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
+            + (f" ({hint})" if hint else "")
+        )
     if proc.returncode != 0:
         text = "\n".join(lines)
         overflow = _OVERFLOW.search(text)
         if overflow:
-            raise BoardError(f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
-                             f"{int(overflow.group(2)):,} B")
+            raise BoardError(
+                f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
+                f"{int(overflow.group(2)):,} B"
+            )
         tail = "\n".join(lines[-40:])
         raise ToolchainError(f"{what} failed (exit {proc.returncode}):\n{tail}")
 
@@ -107,7 +114,7 @@ def firmware_size(elf: str | Path) -> tuple[int, int]:
     if data[:4] != b"\x7fELF" or data[4] != 1:
         raise ToolchainError(f"{elf} is not a 32-bit ELF file")
     endian = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    (shoff,) = struct.unpack_from(endian + "I", data, 0x20)
     shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
     flash = ram = 0
     sht_nobits, shf_write, shf_alloc = 8, 0x1, 0x2
@@ -131,7 +138,7 @@ def model_flash(elf: str | Path, model: str) -> dict[str, int] | None:
     if data[:4] != b"\x7fELF" or data[4] != 1:
         return None
     endian = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(endian + "I", data, 0x20)
+    (shoff,) = struct.unpack_from(endian + "I", data, 0x20)
     shentsize, shnum = struct.unpack_from(endian + "HH", data, 0x2E)
     sections = [struct.unpack_from(endian + "IIIIIIIIII", data, shoff + i * shentsize) for i in range(shnum)]
     sht_symtab, sht_nobits, stt_object, stt_func = 2, 8, 1, 2
@@ -142,8 +149,10 @@ def model_flash(elf: str | Path, model: str) -> dict[str, int] | None:
             continue
         strtab = sections[link][4]
         for k in range(size // entsize):
-            st_name, _, st_size, st_info, _, st_shndx = struct.unpack_from(endian + "IIIBBH", data, offset + k * entsize)
-            name = data[strtab + st_name:data.index(b"\0", strtab + st_name)]
+            st_name, _, st_size, st_info, _, st_shndx = struct.unpack_from(
+                endian + "IIIBBH", data, offset + k * entsize
+            )
+            name = data[strtab + st_name : data.index(b"\0", strtab + st_name)]
             if not st_size or not name.startswith(prefix):
                 continue
             if st_info & 0xF == stt_func:
@@ -155,8 +164,10 @@ def model_flash(elf: str | Path, model: str) -> dict[str, int] | None:
 
 def measured_build(board: Board, elf: Path, log: Log) -> BuildResult:
     flash_bytes, ram_bytes = firmware_size(elf)
-    log(f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
-        f"(the board has flash {board.flash.size:,} B, RAM {board.ram.size:,} B)")
+    log(
+        f"built {elf}: flash {flash_bytes:,} B, RAM {ram_bytes:,} B "
+        f"(the board has flash {board.flash.size:,} B, RAM {board.ram.size:,} B)"
+    )
     return BuildResult(elf, flash_bytes, ram_bytes)
 
 
@@ -165,5 +176,7 @@ def check_can_build(project_dir: Path) -> None:
     build_dir = project_dir / BUILD_DIR
     where = build_dir if build_dir.is_dir() else project_dir
     if not os.access(where, os.W_OK | os.X_OK):
-        raise MicrocompilerError(f"cannot build {project_dir}: no write permission for {where} (the build "
-                                 f"writes to {build_dir}); copy the project somewhere writable")
+        raise MicrocompilerError(
+            f"cannot build {project_dir}: no write permission for {where} (the build "
+            f"writes to {build_dir}); copy the project somewhere writable"
+        )

@@ -22,6 +22,7 @@ would be taken as monitor commands, and Zephyr's mps2/an386 and mps2/an500 decla
 What Zephyr's Kconfig needs to know of a board (FPU, entropy source) is in the board file's
 ``[zephyr]`` table (microcompiler.boards.ZephyrBoardFacts), checked in Zephyr's source.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,9 +37,9 @@ from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, register
 from microcompiler.targets.base import run_on_board as run_flow
-from microcompiler.targets.toolchain import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
 from microcompiler.targets.files import BUILD_DIR, copy_runtime
 from microcompiler.targets.footprint import check_fits
+from microcompiler.targets.toolchain import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
 
 TEMPLATE = "zephyr"
 DOCS = "docs/zephyr.md"
@@ -75,6 +76,7 @@ class ZephyrBaseError(ToolchainError):
 
 # ---- Boards ----
 
+
 def known_boards() -> dict[str, ZephyrBoardFacts]:
     """Zephyr board target -> its facts, for every board file that gives them."""
     return {b.zephyr_board: b.zephyr_facts for b in list_boards() if b.zephyr_board and b.zephyr_facts}
@@ -90,8 +92,9 @@ def zephyr_target(board: Board) -> str:
     """The board's Zephyr board target (hardware model v2, e.g. ``nrf5340dk/nrf5340/cpuapp``)."""
     if not board.zephyr_board:
         raise ZephyrBoardError(
-            f"board {board.name} has no Zephyr board name; add [zephyr] board = \"<Zephyr board target>\" "
-            f"to {board.source} if Zephyr supports it, or use --template baremetal")
+            f'board {board.name} has no Zephyr board name; add [zephyr] board = "<Zephyr board target>" '
+            f"to {board.source} if Zephyr supports it, or use --template baremetal"
+        )
     return board.zephyr_board
 
 
@@ -104,8 +107,9 @@ def board_facts(board: Board) -> ZephyrBoardFacts:
     zephyr_target(board)
     if board.zephyr_facts is not None:
         return board.zephyr_facts
-    return ZephyrBoardFacts(board.cpu.has_fpu, False, f"derived from {board.source} (not a board microcompiler "
-                                                      "has checked against Zephyr)")
+    return ZephyrBoardFacts(
+        board.cpu.has_fpu, False, f"derived from {board.source} (not a board microcompiler has checked against Zephyr)"
+    )
 
 
 def uses_timing_api(board: Board) -> bool:
@@ -129,23 +133,29 @@ def main_stack_bytes(metadata: dict, mode: str) -> int:
 
 # ---- Zephyr workspace ----
 
+
 def require_west() -> str:
     west = shutil.which("west")
     if west is None:
-        raise WestNotFoundError(f"'west' is not on PATH; install west: pip install west, and set up a workspace: "
-                                f"see {DOCS}")
+        raise WestNotFoundError(
+            f"'west' is not on PATH; install west: pip install west, and set up a workspace: see {DOCS}"
+        )
     return west
 
 
 def zephyr_base() -> Path:
     value = os.environ.get("ZEPHYR_BASE")
     if not value:
-        raise ZephyrBaseError(f"ZEPHYR_BASE is not set; export ZEPHYR_BASE=<west workspace>/zephyr (or source "
-                              f"zephyr/zephyr-env.sh in your workspace): see {DOCS}")
+        raise ZephyrBaseError(
+            f"ZEPHYR_BASE is not set; export ZEPHYR_BASE=<west workspace>/zephyr (or source "
+            f"zephyr/zephyr-env.sh in your workspace): see {DOCS}"
+        )
     base = Path(value).expanduser()
     if not (base / "VERSION").is_file():
-        raise ZephyrBaseError(f"ZEPHYR_BASE={value} is not a Zephyr tree (it has no VERSION file); point it at "
-                              f"the zephyr directory of your west workspace: see {DOCS}")
+        raise ZephyrBaseError(
+            f"ZEPHYR_BASE={value} is not a Zephyr tree (it has no VERSION file); point it at "
+            f"the zephyr directory of your west workspace: see {DOCS}"
+        )
     return base
 
 
@@ -184,18 +194,22 @@ def west_board_target(board: Board, base: Path) -> str:
     target = zephyr_target(board)
     version = zephyr_version(base)
     if version < MIN_ZEPHYR:
-        raise ZephyrBaseError(f"Zephyr {version[0]}.{version[1]} at {base} is too old; microcompiler needs Zephyr "
-                              f"{MIN_ZEPHYR[0]}.{MIN_ZEPHYR[1]} LTS or newer (hardware model v2 board names): "
-                              f"see {DOCS}")
+        raise ZephyrBaseError(
+            f"Zephyr {version[0]}.{version[1]} at {base} is too old; microcompiler needs Zephyr "
+            f"{MIN_ZEPHYR[0]}.{MIN_ZEPHYR[1]} LTS or newer (hardware model v2 board names): "
+            f"see {DOCS}"
+        )
     if target in RENAMED_TARGETS and version < RENAMED_TARGETS[target][1]:
         target = RENAMED_TARGETS[target][0]
     if target in OWN_BOARDS and not tree_has_target(base, target):
         return OWN_BOARDS[target]  # the definition in the project's zephyr_boards/
     names = board_names_in_tree(base)
     if names and target.split("/")[0] not in names:
-        raise ZephyrBoardError(f"Zephyr {version[0]}.{version[1]} at {base} has no board '{target}' (board "
-                               f"{board.name}); update the workspace to a Zephyr that has it (west update): "
-                               f"see {DOCS}")
+        raise ZephyrBoardError(
+            f"Zephyr {version[0]}.{version[1]} at {base} has no board '{target}' (board "
+            f"{board.name}); update the workspace to a Zephyr that has it (west update): "
+            f"see {DOCS}"
+        )
     return target
 
 
@@ -244,10 +258,12 @@ class Zephyr(Target):
     def check_fits(self, metadata: dict, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
         # Zephyr links the weights with the code, into the devicetree's zephyr,flash region: a board
         # region that holds only the bare-metal project's weights (AN547's SRAM) does not count here.
-        zephyr_layout = dataclasses.replace(board, memory=tuple(
-            r for r in board.memory if getattr(r, "holds", None) != "weights"))
-        check_fits(metadata, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor,
-                   stack_bytes + KERNEL_RAM_BYTES)
+        zephyr_layout = dataclasses.replace(
+            board, memory=tuple(r for r in board.memory if getattr(r, "holds", None) != "weights")
+        )
+        check_fits(
+            metadata, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor, stack_bytes + KERNEL_RAM_BYTES
+        )
 
     def project_info(self, board: Board) -> dict:
         return {"zephyr_board": zephyr_target(board)}
@@ -256,13 +272,25 @@ class Zephyr(Target):
         board = values["board"]
         target = zephyr_target(board)
         copy_runtime(stage, TEMPLATE)
-        portable = sorted(p.relative_to(stage).as_posix()
-                          for pattern in ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c")
-                          for p in stage.glob(pattern))
-        values = dict(values, zephyr_board=target, own_board=OWN_BOARDS.get(target), own_boards_dir=OWN_BOARDS_DIR, main_stack_bytes=stack_bytes, facts=board_facts(board),
-                      timing_api=uses_timing_api(board), portable_sources=portable,
-                      rx_buffer_bytes=RX_BUFFER_BYTES, report_period_ms=REPORT_PERIOD_MS,
-                      console_use=self.console_use(values["mode"]), reports_stack=self.reports_stack(values["mode"]))
+        portable = sorted(
+            p.relative_to(stage).as_posix()
+            for pattern in ("model/src/*.c", "models/*/src/*.c", "src/models.c", "crt/src/*.c")
+            for p in stage.glob(pattern)
+        )
+        values = dict(
+            values,
+            zephyr_board=target,
+            own_board=OWN_BOARDS.get(target),
+            own_boards_dir=OWN_BOARDS_DIR,
+            main_stack_bytes=stack_bytes,
+            facts=board_facts(board),
+            timing_api=uses_timing_api(board),
+            portable_sources=portable,
+            rx_buffer_bytes=RX_BUFFER_BYTES,
+            report_period_ms=REPORT_PERIOD_MS,
+            console_use=self.console_use(values["mode"]),
+            reports_stack=self.reports_stack(values["mode"]),
+        )
         template_dir = self.template_dir
         values.setdefault("include_dirs", ["model/include"])
         main_template = self.main_template(values, "host_driven_main.c.j2")
@@ -301,9 +329,14 @@ class Zephyr(Target):
         target = west_board_target(project.board, base)
         build_dir = project.dir / BUILD_DIR
         log(f"building {project.dir.name} for {target} with west (Zephyr at {base})")
-        run_logged([west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
-                   log, "west build", tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT), WEST_TIMEOUT_HINT,
-                   env=ccache_environment(project.dir))
+        run_logged(
+            [west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
+            log,
+            "west build",
+            tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT),
+            WEST_TIMEOUT_HINT,
+            env=ccache_environment(project.dir),
+        )
         elf = self.elf(project)
         if not elf.is_file():
             raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")
@@ -329,8 +362,10 @@ class Zephyr(Target):
             raise ToolchainError(f"{exc}; is the board plugged in? ({WEST_TIMEOUT_HINT})") from None
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
-            raise ToolchainError(f"west flash failed (exit {proc.returncode}); is the board plugged in and its "
-                                 f"runner ({board.runner or 'the board default'}) installed?\n{tail}")
+            raise ToolchainError(
+                f"west flash failed (exit {proc.returncode}); is the board plugged in and its "
+                f"runner ({board.runner or 'the board default'}) installed?\n{tail}"
+            )
 
     def device_name(self, project: Project, port: str | None) -> str:
         return f"{project.board.name} (Zephyr)"
@@ -340,13 +375,42 @@ class Zephyr(Target):
         return match.group(0).decode(errors="replace") if match else text
 
 
-def run_on_board(model, board: str | Board, project_dir: str | Path, mode: str = STANDALONE,
-                 executor: str = "aot", input=None, log=print, timeout: float = 300.0,
-                 port: str | None = None) -> tuple[Project, BuildResult, RunResult]:
+def run_on_board(
+    model,
+    board: str | Board,
+    project_dir: str | Path,
+    mode: str = STANDALONE,
+    executor: str = "aot",
+    input=None,
+    log=print,
+    timeout: float = 300.0,
+    port: str | None = None,
+) -> tuple[Project, BuildResult, RunResult]:
     """create + build + run, the whole Zephyr flow: (project, BuildResult, RunResult)."""
-    return run_flow(model, resolve_board(board), project_dir, template=TEMPLATE, mode=mode, executor=executor,
-                    input=input, log=log, timeout=timeout, port=port)
+    return run_flow(
+        model,
+        resolve_board(board),
+        project_dir,
+        template=TEMPLATE,
+        mode=mode,
+        executor=executor,
+        input=input,
+        log=log,
+        timeout=timeout,
+        port=port,
+    )
 
 
-__all__ = ["Zephyr", "run_on_board", "zephyr_target", "west_board_target", "board_facts", "known_boards",
-           "main_stack_bytes", "ZephyrBoardError", "WestNotFoundError", "ZephyrBaseError", "ZephyrBoardFacts"]
+__all__ = [
+    "Zephyr",
+    "run_on_board",
+    "zephyr_target",
+    "west_board_target",
+    "board_facts",
+    "known_boards",
+    "main_stack_bytes",
+    "ZephyrBoardError",
+    "WestNotFoundError",
+    "ZephyrBaseError",
+    "ZephyrBoardFacts",
+]

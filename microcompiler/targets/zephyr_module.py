@@ -13,6 +13,7 @@ library (``src/``, ``include/``, ``metadata.json``) this writes, from project_te
 
 See docs/zephyr.md, "Use a compiled model in your existing Zephyr application".
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,11 +32,21 @@ def write_zephyr_module(directory: Path, name: str) -> None:
     """Add the Zephyr module's files to the model library ``name`` written in ``directory``."""
     copy_runtime(directory, "zephyr")
     template_dir = resources.templates_dir() / TEMPLATE_FOLDER
-    values = dict(name=name, NAME=name.upper(), rx_buffer_bytes=RX_BUFFER_BYTES,
-                  model_sources=sorted(p.relative_to(directory).as_posix() for p in directory.glob("src/*.c")),
-                  runtime_sources=sorted(p.relative_to(directory).as_posix() for p in directory.glob("crt/src/*.c")
-                                         if p.name not in MODEL_SPECIFIC_RUNTIME))
+    values = dict(
+        name=name,
+        NAME=name.upper(),
+        rx_buffer_bytes=RX_BUFFER_BYTES,
+        model_sources=sorted(p.relative_to(directory).as_posix() for p in directory.glob("src/*.c")),
+        runtime_sources=sorted(
+            p.relative_to(directory).as_posix()
+            for p in directory.glob("crt/src/*.c")
+            if p.name not in MODEL_SPECIFIC_RUNTIME
+        ),
+    )
     (directory / "zephyr").mkdir()
-    for template, target in (("module.yml.j2", "module.yml"), ("CMakeLists.txt.j2", "CMakeLists.txt"),
-                             ("Kconfig.j2", "Kconfig")):
+    for template, target in (
+        ("module.yml.j2", "module.yml"),
+        ("CMakeLists.txt.j2", "CMakeLists.txt"),
+        ("Kconfig.j2", "Kconfig"),
+    ):
         (directory / "zephyr" / target).write_text(render_template(template_dir, template, **values))

@@ -2,6 +2,7 @@
 
 ``Transport`` (base.py) is the interface; the standalone report reader and, later, RPC use only it.
 """
+
 from microcompiler.transport.base import Transport
 
 __all__ = ["Transport"]

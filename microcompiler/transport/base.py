@@ -1,4 +1,5 @@
 """The transport interface: a bidirectional byte stream to a device."""
+
 from __future__ import annotations
 
 import math
@@ -31,16 +32,13 @@ class Transport(ABC):
     """
 
     @abstractmethod
-    def write(self, data: bytes) -> None:
-        ...
+    def write(self, data: bytes) -> None: ...
 
     @abstractmethod
-    def read(self, n: int, timeout: float) -> bytes:
-        ...
+    def read(self, n: int, timeout: float) -> bytes: ...
 
     @abstractmethod
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
     def pending(self) -> int:
         return 0
@@ -67,8 +65,10 @@ class Transport(ABC):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 tail = bytes(buf[-300:]).decode(errors="replace")
-                raise DeviceError(f"no answer from the device within {timeout:g} s; it sent {len(buf)} bytes"
-                                  + (f", ending with: {tail!r}" if buf else ""))
+                raise DeviceError(
+                    f"no answer from the device within {timeout:g} s; it sent {len(buf)} bytes"
+                    + (f", ending with: {tail!r}" if buf else "")
+                )
             buf += self.read(max(1, self.pending()), min(remaining, 0.5))
         return bytes(buf)
 

@@ -1,4 +1,5 @@
 """Transports that misbehave on purpose, for testing how RPC copes with a bad link or a dead device."""
+
 from __future__ import annotations
 
 import random
@@ -14,8 +15,16 @@ class FaultyTransport(Transport):
     ``counts`` says how many faults of each kind were injected.
     """
 
-    def __init__(self, inner: Transport, *, flip: float = 0.0, drop: float = 0.0, duplicate: float = 0.0,
-                 seed: int = 0, directions: str = "both"):
+    def __init__(
+        self,
+        inner: Transport,
+        *,
+        flip: float = 0.0,
+        drop: float = 0.0,
+        duplicate: float = 0.0,
+        seed: int = 0,
+        directions: str = "both",
+    ):
         if directions not in ("both", "to_device", "from_device"):
             raise ValueError(f"directions must be both, to_device or from_device, not {directions!r}")
         self.inner = inner

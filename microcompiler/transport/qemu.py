@@ -4,6 +4,7 @@ QEMU runs with ``-icount shift=0`` (one guest instruction = one virtual nanoseco
 readings are exact and repeatable. It starts paused (``-S``): the pty is opened first and the
 guest is then resumed over QMP, so not one byte the firmware prints is lost.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,27 @@ EXIT_WAIT_SECONDS = 5.0
 _PTY_LINE = re.compile(r"char device redirected to (\S+) \(label serial0\)")
 
 
-def qemu_command(machine: str, kernel: str | Path, qmp_socket: str | Path, qemu: str = QEMU,
-                 extra_args: tuple[str, ...] = ()) -> list[str]:
-    return [qemu, "-M", machine, "-nographic", "-monitor", "none", "-serial", "pty",
-            "-icount", "shift=0", "-kernel", str(kernel), "-S",
-            "-qmp", f"unix:{qmp_socket},server=on,wait=off", *extra_args]
+def qemu_command(
+    machine: str, kernel: str | Path, qmp_socket: str | Path, qemu: str = QEMU, extra_args: tuple[str, ...] = ()
+) -> list[str]:
+    return [
+        qemu,
+        "-M",
+        machine,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-serial",
+        "pty",
+        "-icount",
+        "shift=0",
+        "-kernel",
+        str(kernel),
+        "-S",
+        "-qmp",
+        f"unix:{qmp_socket},server=on,wait=off",
+        *extra_args,
+    ]
 
 
 def _signal_name(signo: int) -> str:
@@ -54,11 +71,19 @@ class QemuTransport(Transport):
             raise DeviceError(f"board {board.name} is not emulated (no [qemu] machine in its board file)")
         return cls(board.qemu_machine, kernel, **options)
 
-    def __init__(self, machine: str, kernel: str | Path, *, qemu: str = QEMU,
-                 extra_args: tuple[str, ...] = (), start_timeout: float = 15.0):
+    def __init__(
+        self,
+        machine: str,
+        kernel: str | Path,
+        *,
+        qemu: str = QEMU,
+        extra_args: tuple[str, ...] = (),
+        start_timeout: float = 15.0,
+    ):
         if shutil.which(qemu) is None:
-            raise ToolchainError(f"'{qemu}' is not on PATH; install QEMU's Arm system emulator "
-                                 "(Debian: apt-get install qemu-system-arm)")
+            raise ToolchainError(
+                f"'{qemu}' is not on PATH; install QEMU's Arm system emulator (Debian: apt-get install qemu-system-arm)"
+            )
         if not Path(kernel).is_file():
             raise DeviceError(f"firmware {kernel} does not exist; build the project first")
         self.machine = machine
@@ -70,8 +95,12 @@ class QemuTransport(Transport):
             self._log_path = self._dir / "qemu.log"
             qmp_path = self._dir / "qmp.sock"
             with open(self._log_path, "wb") as log:
-                self._proc = cleanup.spawn(qemu_command(machine, kernel, qmp_path, qemu, extra_args),
-                                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+                self._proc = cleanup.spawn(
+                    qemu_command(machine, kernel, qmp_path, qemu, extra_args),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             pty = self._wait_for_pty(start_timeout)
             self._serial = SerialTransport(pty)
             self._resume(qmp_path, start_timeout)
@@ -101,8 +130,10 @@ class QemuTransport(Transport):
         while not qmp_path.exists():
             self._raise_if_exited()
             if time.monotonic() > deadline:
-                raise DeviceError(f"QEMU ({self.machine}) has no QMP socket after {timeout:g} s: "
-                                  f"{' '.join(self._log().split())[-1000:]}")
+                raise DeviceError(
+                    f"QEMU ({self.machine}) has no QMP socket after {timeout:g} s: "
+                    f"{' '.join(self._log().split())[-1000:]}"
+                )
             time.sleep(0.02)
         self.qmp("cont", timeout=timeout)
 
@@ -121,8 +152,10 @@ class QemuTransport(Transport):
                     stream.flush()
                     while True:  # skip asynchronous events until the command's answer
                         if time.monotonic() > deadline:
-                            raise DeviceError(f"QEMU ({self.machine}) did not answer '{request['execute']}' "
-                                              f"over QMP within {timeout:g} s")
+                            raise DeviceError(
+                                f"QEMU ({self.machine}) did not answer '{request['execute']}' "
+                                f"over QMP within {timeout:g} s"
+                            )
                         reply = json.loads(stream.readline() or b"{}")
                         if "return" in reply or "error" in reply or not reply:
                             break
@@ -175,8 +208,10 @@ class QemuTransport(Transport):
 
     def silence_hint(self) -> str:
         # microcompiler started QEMU and holds its UART: the link is right, the firmware is the question
-        return (f"QEMU ({self.machine}) runs {self.kernel.name} and is still up: check that it is host-driven "
-                "firmware (create-project --mode host-driven) built for this board, and that it boots")
+        return (
+            f"QEMU ({self.machine}) runs {self.kernel.name} and is still up: check that it is host-driven "
+            "firmware (create-project --mode host-driven) built for this board, and that it boots"
+        )
 
     def _link(self) -> SerialTransport:
         if self._serial is None:

@@ -1,4 +1,5 @@
 """SerialTransport: a serial port through pyserial, named by path or found by USB VID:PID."""
+
 from __future__ import annotations
 
 from microcompiler.errors import DeviceError, ToolchainError
@@ -32,17 +33,20 @@ def find_port(usb_ids: list[str] | tuple[str, ...]) -> str:
     for port in ports:
         if (port.vid, port.pid) in wanted:
             return port.device
-    seen = ", ".join(f"{p.device} ({p.vid:04x}:{p.pid:04x})" if p.vid is not None else p.device
-                     for p in ports) or "none"
-    raise DeviceError(f"no serial port with USB id {' or '.join(usb_ids)}; is the board plugged in? "
-                      f"Serial ports seen: {seen}")
+    seen = (
+        ", ".join(f"{p.device} ({p.vid:04x}:{p.pid:04x})" if p.vid is not None else p.device for p in ports) or "none"
+    )
+    raise DeviceError(
+        f"no serial port with USB id {' or '.join(usb_ids)}; is the board plugged in? Serial ports seen: {seen}"
+    )
 
 
 class SerialTransport(Transport):
     """A serial port: ``SerialTransport("/dev/ttyACM0")`` or ``SerialTransport(usb_ids=["0483:374b"])``."""
 
-    def __init__(self, port: str | None = None, *, usb_ids: list[str] | tuple[str, ...] = (),
-                 baudrate: int = DEFAULT_BAUD):
+    def __init__(
+        self, port: str | None = None, *, usb_ids: list[str] | tuple[str, ...] = (), baudrate: int = DEFAULT_BAUD
+    ):
         serial = _pyserial()
         if port is None:
             if not usb_ids:
@@ -53,8 +57,10 @@ class SerialTransport(Transport):
             self._serial = serial.Serial(port, baudrate=baudrate, timeout=0, write_timeout=10)
         except (serial.SerialException, OSError) as exc:
             reason = "no such device" if "No such file" in str(exc) else str(exc)
-            raise DeviceError(f"cannot open serial port {port} ({reason}); check the board is plugged in and "
-                              "pass its port, listed by 'python -m serial.tools.list_ports'") from None
+            raise DeviceError(
+                f"cannot open serial port {port} ({reason}); check the board is plugged in and "
+                "pass its port, listed by 'python -m serial.tools.list_ports'"
+            ) from None
         self._error = serial.SerialException
 
     def write(self, data: bytes) -> None:

@@ -3,6 +3,7 @@
 The host build of the RPC server (project_templates/host/rpc_main.c.j2) is such a device; it lets
 host-driven execution, the protocol and fault handling be tested without QEMU or hardware.
 """
+
 from __future__ import annotations
 
 import collections
@@ -34,8 +35,14 @@ class SubprocessTransport(Transport):
 
     def _start(self) -> None:
         try:
-            self._proc = cleanup.spawn(self.argv, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, bufsize=0)
+            self._proc = cleanup.spawn(
+                self.argv,
+                cwd=self.cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+            )
         except OSError as exc:
             raise DeviceError(f"cannot start the device program {self.argv[0]}: {exc}") from None
         self._stderr.clear()
@@ -48,9 +55,11 @@ class SubprocessTransport(Transport):
             code = None
         time.sleep(0.05)  # let the stderr reader catch up
         tail = " ".join(b"".join(self._stderr).decode(errors="replace").split())[-1000:]
-        return DeviceError(f"the device program {os.path.basename(self.argv[0])} exited"
-                           + (f" with status {code}" if code is not None else "")
-                           + (f": {tail}" if tail else ""))
+        return DeviceError(
+            f"the device program {os.path.basename(self.argv[0])} exited"
+            + (f" with status {code}" if code is not None else "")
+            + (f": {tail}" if tail else "")
+        )
 
     def write(self, data: bytes) -> None:
         """Write all of data; a program that stops reading its input fails after WRITE_TIMEOUT seconds."""
@@ -61,9 +70,11 @@ class SubprocessTransport(Transport):
             while view:
                 _, ready, _ = select.select([], [fd], [], max(0.0, deadline - time.monotonic()))
                 if not ready:
-                    raise DeviceError(f"the device program {os.path.basename(self.argv[0])} has not read its "
-                                      f"input for {self.WRITE_TIMEOUT:g} s")
-                view = view[os.write(fd, view[:select.PIPE_BUF]):]
+                    raise DeviceError(
+                        f"the device program {os.path.basename(self.argv[0])} has not read its "
+                        f"input for {self.WRITE_TIMEOUT:g} s"
+                    )
+                view = view[os.write(fd, view[: select.PIPE_BUF]) :]
         except (BrokenPipeError, ValueError, OSError):
             raise self._exited_error() from None
 
@@ -87,8 +98,10 @@ class SubprocessTransport(Transport):
         return bytes(buf)
 
     def silence_hint(self) -> str:
-        return (f"the program {os.path.basename(self.argv[0])} was started by microcompiler and still runs: check that "
-                "it is host-driven firmware (create-project --mode host-driven)")
+        return (
+            f"the program {os.path.basename(self.argv[0])} was started by microcompiler and still runs: check that "
+            "it is host-driven firmware (create-project --mode host-driven)"
+        )
 
     def pending(self) -> int:
         try:

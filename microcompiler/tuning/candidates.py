@@ -5,6 +5,7 @@ or knob a kernel adds becomes tunable without touching the tuner. Settings that 
 body and the same constant arrays as an earlier one (a knob that does not apply to this shape) are
 dropped, so each candidate is measured once; the heuristic's setting ({}) is always first.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -6,6 +6,7 @@ A JSON file ``{"format": "microcompiler-tuning", "version": 1, "entries": [...]}
 signature up for the target's CPU and apply the entry's knobs; operators without an entry keep the
 heuristic. A log of another version, or one that is not such a file, is refused with one line.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,18 +65,25 @@ class TuningLog:
         try:
             data = json.loads(text)
         except ValueError:
-            raise TuningLogError(f"the tuning log {path} is damaged (not JSON); run 'microcompiler tune' again "
-                                 "to write a new one") from None
+            raise TuningLogError(
+                f"the tuning log {path} is damaged (not JSON); run 'microcompiler tune' again to write a new one"
+            ) from None
         if not isinstance(data, dict) or data.get("format") != LOG_FORMAT:
-            raise TuningLogError(f"{path} is not a microcompiler tuning log (no \"format\": \"{LOG_FORMAT}\"); "
-                                 "give the file 'microcompiler tune --output' wrote")
+            raise TuningLogError(
+                f'{path} is not a microcompiler tuning log (no "format": "{LOG_FORMAT}"); '
+                "give the file 'microcompiler tune --output' wrote"
+            )
         if data.get("version") != LOG_VERSION:
-            raise TuningLogError(f"the tuning log {path} has version {data.get('version')!r}, this microcompiler "
-                                 f"reads version {LOG_VERSION}; run 'microcompiler tune' again to write a new one")
+            raise TuningLogError(
+                f"the tuning log {path} has version {data.get('version')!r}, this microcompiler "
+                f"reads version {LOG_VERSION}; run 'microcompiler tune' again to write a new one"
+            )
         entries = data.get("entries")
         if not isinstance(entries, list) or not all(_valid_entry(e) for e in entries):
-            raise TuningLogError(f"the tuning log {path} is damaged (an entry lacks a cpu, signature or knobs); "
-                                 "run 'microcompiler tune' again to write a new one")
+            raise TuningLogError(
+                f"the tuning log {path} is damaged (an entry lacks a cpu, signature or knobs); "
+                "run 'microcompiler tune' again to write a new one"
+            )
         return cls(entries)
 
 
@@ -106,13 +114,20 @@ def _check_knobs(op, knobs: dict) -> None:
     offered = dict(kernel_for(op).tuning_knobs, variant=("reference",))
     for name, value in knobs.items():
         if value not in offered.get(name, ()):
-            raise TuningLogError(f"the tuning log sets {name}={value!r} for {op.kind} (operator {op.index}), which "
-                                 "its kernel does not offer; run 'microcompiler tune' again to write a new log")
+            raise TuningLogError(
+                f"the tuning log sets {name}={value!r} for {op.kind} (operator {op.index}), which "
+                "its kernel does not offer; run 'microcompiler tune' again to write a new log"
+            )
 
 
 def _valid_entry(entry) -> bool:
-    return (isinstance(entry, dict) and all(f in entry for f in _ENTRY_FIELDS) and isinstance(entry["cpu"], str)
-            and isinstance(entry["signature"], dict) and isinstance(entry["knobs"], dict))
+    return (
+        isinstance(entry, dict)
+        and all(f in entry for f in _ENTRY_FIELDS)
+        and isinstance(entry["cpu"], str)
+        and isinstance(entry["signature"], dict)
+        and isinstance(entry["knobs"], dict)
+    )
 
 
 def load_tuning(path: str | Path | None) -> TuningLog | None:

@@ -8,6 +8,7 @@ integers bit for bit, floats within the validation tolerance. From the first ope
 on, operators are "unchecked" (their inputs are no longer the oracle's). Then each operator is
 timed alone (``number`` back-to-back runs, device timer ticks) and, if asked, the whole inference.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -61,8 +62,7 @@ def check_operators(ex, library, job: MeasureJob) -> list[bool | None]:
             continue
         same = True
         for t in fn.op.outputs:
-            position = next((p for p, (_, _, u) in enumerate(fn.params)
-                             if graph.storage(u) == graph.storage(t)), None)
+            position = next((p for p, (_, _, u) in enumerate(fn.params) if graph.storage(u) == graph.storage(t)), None)
             if position is None or t not in job.expected or last_writer[t] != k:
                 continue
             tensor = graph.tensors[t]
@@ -85,8 +85,15 @@ def measure(job: MeasureJob) -> dict:
             copy.write_bytes(job.model_bytes)
             model = copy
         library = compile_model(model, features=board.cpu.features, tuning=job.tuning)
-        _, _, session = start_on_board(library, board, work / "project", template=job.template, log=quiet,
-                                       timeout=job.rpc_timeout, call_timeout=job.call_timeout)
+        _, _, session = start_on_board(
+            library,
+            board,
+            work / "project",
+            template=job.template,
+            log=quiet,
+            timeout=job.rpc_timeout,
+            call_timeout=job.call_timeout,
+        )
         with session:
             with session.executor() as ex:
                 verdicts = check_operators(ex, library, job)
@@ -94,11 +101,21 @@ def measure(job: MeasureJob) -> dict:
                 whole = _per_run(ex.time_inference(job.number, 1)) if job.whole else None
     finally:
         cleanup.remove_dir(work)
-    ops = [{"index": fn.op.index, "ticks": _per_run(timing), "exact": verdict,
-            "variant": fn.variant.get("variant") if isinstance(fn.variant, dict) else None}
-           for fn, timing, verdict in zip(library.functions, timings, verdicts)]
-    return {"label": job.label, "operators": ops, "whole_ticks": whole,
-            "timer_hz": timings[0].timer_hz if timings else None}
+    ops = [
+        {
+            "index": fn.op.index,
+            "ticks": _per_run(timing),
+            "exact": verdict,
+            "variant": fn.variant.get("variant") if isinstance(fn.variant, dict) else None,
+        }
+        for fn, timing, verdict in zip(library.functions, timings, verdicts)
+    ]
+    return {
+        "label": job.label,
+        "operators": ops,
+        "whole_ticks": whole,
+        "timer_hz": timings[0].timer_hz if timings else None,
+    }
 
 
 def _per_run(result) -> float:

@@ -14,6 +14,7 @@ is raised.
 
 Ray is an optional dependency: ``pip install 'microcompiler[ray]'``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,11 @@ def _use_token_if_there_is_one() -> None:
     ``RAY_AUTH_MODE=token``; a cluster without authentication ignores the token."""
     if "RAY_AUTH_MODE" in os.environ:
         return  # the user chose
-    if (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
-            or (Path.home() / ".ray" / "auth_token").is_file()):
+    if (
+        os.environ.get("RAY_AUTH_TOKEN")
+        or os.environ.get("RAY_AUTH_TOKEN_PATH")
+        or (Path.home() / ".ray" / "auth_token").is_file()
+    ):
         os.environ["RAY_AUTH_MODE"] = "token"
 
 
@@ -52,8 +56,9 @@ def _import_ray():
     try:
         import ray
     except ImportError:
-        raise RayRunnerError("--runner ray needs Ray, which is not installed; install it with "
-                             "\"pip install 'microcompiler[ray]'\"") from None
+        raise RayRunnerError(
+            "--runner ray needs Ray, which is not installed; install it with \"pip install 'microcompiler[ray]'\""
+        ) from None
     return ray
 
 
@@ -64,8 +69,14 @@ class RayRunner(JobRunner):
     a local single-node cluster with ``jobs`` units of ``board``. At most ``jobs`` jobs are in flight
     at once (fewer if the cluster has fewer free boards)."""
 
-    def __init__(self, board: str, jobs: int = 1, address: str | None = None, timeout: float = JOB_TIMEOUT,
-                 retries: int = RETRIES):
+    def __init__(
+        self,
+        board: str,
+        jobs: int = 1,
+        address: str | None = None,
+        timeout: float = JOB_TIMEOUT,
+        retries: int = RETRIES,
+    ):
         self.ray = _import_ray()
         self.board, self.slots, self.timeout, self.retries = board, max(1, int(jobs)), timeout, retries
         self._temp: Path | None = None
@@ -75,27 +86,39 @@ class RayRunner(JobRunner):
                 # socket paths must stay under 107 bytes: with a long TMPDIR, Ray's default place is used)
                 self._temp = cleanup.temp_dir("mc-ray-")
                 temp = str(self._temp) if len(str(self._temp)) <= SHORT_PATH else None
-                self.ray.init(resources={board: self.slots}, include_dashboard=False, log_to_driver=False,
-                              logging_level=logging.WARNING, configure_logging=False, _temp_dir=temp)
+                self.ray.init(
+                    resources={board: self.slots},
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    configure_logging=False,
+                    _temp_dir=temp,
+                )
             else:
                 _use_token_if_there_is_one()
-                self.ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                              configure_logging=False)
+                self.ray.init(
+                    address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False
+                )
         except (ConnectionError, RuntimeError, ValueError, self.ray.exceptions.AuthenticationError) as exc:
             where = "a local Ray cluster" if address is None else f"the Ray cluster at {address}"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise RayRunnerError(f"cannot start or join {where} ({first}); check that 'ray status' "
-                                 f"answers there, or leave out --address to start a local one") from None
+            raise RayRunnerError(
+                f"cannot start or join {where} ({first}); check that 'ray status' "
+                f"answers there, or leave out --address to start a local one"
+            ) from None
         boards = self.ray.cluster_resources().get(board, 0)
         if boards < 1:
             self.close()
-            raise RayRunnerError(f"the Ray cluster has no '{board}' resource; start each node that has such boards "
-                                 f"with: ray start --resources '{{\"{board}\": N}}' (N boards on that node)")
+            raise RayRunnerError(
+                f"the Ray cluster has no '{board}' resource; start each node that has such boards "
+                f"with: ray start --resources '{{\"{board}\": N}}' (N boards on that node)"
+            )
 
     def run(self, fn, jobs):
         ray = self.ray
-        remote = ray.remote(fn).options(resources={self.board: 1}, num_cpus=0, max_retries=self.retries,
-                                        retry_exceptions=False)
+        remote = ray.remote(fn).options(
+            resources={self.board: 1}, num_cpus=0, max_retries=self.retries, retry_exceptions=False
+        )
         todo = list(enumerate(jobs))
         todo.reverse()
         in_flight: dict = {}
@@ -127,10 +150,16 @@ class RayRunner(JobRunner):
             return self.ray.get(ref)
         except exceptions.RayTaskError as exc:  # the job raised: hand over its own exception
             raise exc.as_instanceof_cause() from None
-        except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.RayActorError,
-                exceptions.ObjectLostError) as exc:
-            raise RayRunnerError(f"tuning job {k} failed {self.retries + 1} times on the Ray cluster "
-                                 f"({type(exc).__name__}); check the nodes with 'ray status'") from None
+        except (
+            exceptions.WorkerCrashedError,
+            exceptions.NodeDiedError,
+            exceptions.RayActorError,
+            exceptions.ObjectLostError,
+        ) as exc:
+            raise RayRunnerError(
+                f"tuning job {k} failed {self.retries + 1} times on the Ray cluster "
+                f"({type(exc).__name__}); check the nodes with 'ray status'"
+            ) from None
 
     def close(self) -> None:
         if self.ray.is_initialized():

@@ -6,6 +6,7 @@ its own QEMU instance, a process group of its own registered with microcompiler/
 every instance is stopped on exit and on SIGINT/SIGTERM/SIGHUP). A distributed backend (one job per
 board on many hosts, e.g. Ray, docs/tuning.md) implements the same two methods.
 """
+
 from __future__ import annotations
 
 import queue

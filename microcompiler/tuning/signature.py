@@ -8,6 +8,7 @@ per-channel). Weight values are not part of it: a reused setting is a hint the k
 (a knob that does not apply to the weights falls back to what does, and bit-exactness never depends
 on it).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,12 @@ def _plain(value):
 
 def operator_signature(op: Operator, graph: Graph) -> dict:
     """The operator's signature as a JSON-able dict."""
-    return {"kind": op.kind,
-            "options": {k: _plain(v) for k, v in sorted(op.options.items())},
-            "inputs": [_tensor(graph, i) for i in op.inputs],
-            "outputs": [_tensor(graph, o) for o in op.outputs]}
+    return {
+        "kind": op.kind,
+        "options": {k: _plain(v) for k, v in sorted(op.options.items())},
+        "inputs": [_tensor(graph, i) for i in op.inputs],
+        "outputs": [_tensor(graph, o) for o in op.outputs],
+    }
 
 
 def signature_key(signature: dict) -> str:

@@ -11,6 +11,7 @@
    is always a candidate and a tie keeps it. A last job builds the tuned model, checks it whole and
    times it: if it is not exact or slower than the heuristic, the new choices are dropped.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from microcompiler.tuning.signature import cpu_key, operator_signature, signatur
 @dataclass
 class Group:
     """Operators of one signature: tuned together (a candidate wins only if exact on every one)."""
+
     signature: dict
     kind: str
     indices: list[int]
@@ -56,6 +58,7 @@ class TuneResult:
 def oracle_tensors(model: str | Path, graph, inputs) -> dict:
     """The TFLite Micro interpreter's tensors after ``inputs``, for every operator output of ``graph``."""
     from microcompiler.validation.reference import Reference
+
     with Reference(Path(model).read_bytes(), len(graph.outputs), what=str(model), preserve=True) as reference:
         reference.run(inputs)
         count = len(load_tflite(model).tensors)  # the tensors a pass made (patch buffers) have no counterpart
@@ -99,8 +102,14 @@ def _choose(group: Group, rounds: list[dict]) -> None:
         ops = {o["index"]: o for o in rounds[r]["operators"]}
         mine = [ops[i] for i in group.indices if i in ops]
         exact = bool(mine) and all(o["exact"] is True for o in mine)
-        group.results.append({"knobs": knobs, "ticks": round(sum(o["ticks"] for o in mine), 1), "exact": exact,
-                              "variant": mine[0]["variant"] if mine else None})
+        group.results.append(
+            {
+                "knobs": knobs,
+                "ticks": round(sum(o["ticks"] for o in mine), 1),
+                "exact": exact,
+                "variant": mine[0]["variant"] if mine else None,
+            }
+        )
     best = group.results[0]
     for result in group.results[1:]:
         if result["exact"] and result["ticks"] < best["ticks"]:
@@ -108,9 +117,18 @@ def _choose(group: Group, rounds: list[dict]) -> None:
     group.knobs = dict(best["knobs"])
 
 
-def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous: TuningLog | None = None,
-         template: str = "baremetal", number: int = 10, step=lambda note: None,
-         plan: tuple | None = None) -> TuneResult:
+def tune(
+    model: str | Path,
+    board: Board,
+    runner: JobRunner,
+    inputs,
+    *,
+    previous: TuningLog | None = None,
+    template: str = "baremetal",
+    number: int = 10,
+    step=lambda note: None,
+    plan: tuple | None = None,
+) -> TuneResult:
     """Tune ``model`` for ``board``; ``previous``'s entries for this CPU are reused and carried over.
     ``plan``: (graph, groups) from :func:`plan_model`. ``step(note)`` is called after each finished
     job (:func:`job_count` of them)."""
@@ -123,9 +141,18 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
     model_bytes = Path(model).read_bytes()
 
     def job(r: int | None, tuning: dict, label: str) -> MeasureJob:
-        return MeasureJob(model=str(model), board=board.name, tuning=tuning, inputs=list(inputs),
-                          expected=expected, label=label, template=template, number=number,
-                          whole=r in (0, None), model_bytes=model_bytes)
+        return MeasureJob(
+            model=str(model),
+            board=board.name,
+            tuning=tuning,
+            inputs=list(inputs),
+            expected=expected,
+            label=label,
+            template=template,
+            number=number,
+            whole=r in (0, None),
+            model_bytes=model_bytes,
+        )
 
     jobs = [job(r, _round_tuning(groups, r), f"round {r + 1}/{rounds}") for r in range(rounds)]
     measured: list[dict | None] = [None] * rounds
@@ -143,8 +170,11 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
     if not all(o["exact"] is True for o in heuristic["operators"]):
         notes.append("the heuristic build differs from the oracle (a compiler bug: run 'microcompiler validate')")
     if not exact or final["whole_ticks"] > heuristic["whole_ticks"]:
-        notes.append("the tuned model was " + ("not bit-exact" if not exact else "slower than the heuristic")
-                     + "; its new choices were dropped")
+        notes.append(
+            "the tuned model was "
+            + ("not bit-exact" if not exact else "slower than the heuristic")
+            + "; its new choices were dropped"
+        )
         for g in groups:
             if g.status == "tuned":
                 g.knobs = {}
@@ -153,12 +183,21 @@ def tune(model: str | Path, board: Board, runner: JobRunner, inputs, *, previous
     cpu = cpu_key(board.cpu)
     for g in groups:
         if g.status == "tuned":
-            out.add({"cpu": cpu, "signature": g.signature, "knobs": g.knobs, "ticks": g.chosen_ticks(),
-                     "heuristic_ticks": g.results[0]["ticks"], "timer_hz": heuristic["timer_hz"],
-                     "board": board.name, "model": Path(model).name, "operators": len(g.indices),
-                     "candidates": g.results})
-    return TuneResult(out, groups, heuristic["whole_ticks"], final["whole_ticks"], heuristic["timer_hz"], exact,
-                      notes)
+            out.add(
+                {
+                    "cpu": cpu,
+                    "signature": g.signature,
+                    "knobs": g.knobs,
+                    "ticks": g.chosen_ticks(),
+                    "heuristic_ticks": g.results[0]["ticks"],
+                    "timer_hz": heuristic["timer_hz"],
+                    "board": board.name,
+                    "model": Path(model).name,
+                    "operators": len(g.indices),
+                    "candidates": g.results,
+                }
+            )
+    return TuneResult(out, groups, heuristic["whole_ticks"], final["whole_ticks"], heuristic["timer_hz"], exact, notes)
 
 
 def plan_model(model: str | Path, board: Board, previous: TuningLog | None = None) -> tuple:
@@ -177,6 +216,8 @@ def job_count(groups: list[Group]) -> int:
 def require_tunable(board: Board, port: str | None) -> None:
     """Each round needs its own firmware: only boards microcompiler loads itself can be tuned."""
     if port is not None or not (board.emulated or board.is_host):
-        raise MicrocompilerError(f"tuning loads one firmware per round and loading {board.name} is not supported "
-                                 "yet (a hardware board runs what you flashed); tune on the emulated board with "
-                                 "the same CPU (e.g. mps2_an386 for a Cortex-M4), the log is keyed by CPU")
+        raise MicrocompilerError(
+            f"tuning loads one firmware per round and loading {board.name} is not supported "
+            "yet (a hardware board runs what you flashed); tune on the emulated board with "
+            "the same CPU (e.g. mps2_an386 for a Cortex-M4), the log is keyed by CPU"
+        )

@@ -8,6 +8,7 @@ for a quantized input is quantized with the input's scale and zero point, as the
 would. Labels come with the archive or from ``--labels`` (``.npy``, or text/CSV with one integer
 class per line).
 """
+
 from __future__ import annotations
 
 import io
@@ -31,9 +32,11 @@ def load_dataset(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.n
         return _from_npz(path, inputs_meta)
     if suffix in (".csv", ".txt"):
         return _from_csv(path, inputs_meta), None
-    raise MicrocompilerError(f"--dataset {path}: give an .npz archive (one array per model input, the first axis "
-                             "counting the samples) or a .csv file (one sample per row); a directory of .npy "
-                             "files goes to --inputs DIR")
+    raise MicrocompilerError(
+        f"--dataset {path}: give an .npz archive (one array per model input, the first axis "
+        "counting the samples) or a .csv file (one sample per row); a directory of .npy "
+        "files goes to --inputs DIR"
+    )
 
 
 def _from_npz(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.ndarray | None]:
@@ -42,31 +45,40 @@ def _from_npz(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.ndar
         archive = np.load(io.BytesIO(data), allow_pickle=False)
         arrays = {name: archive[name] for name in archive.files}
     except (OSError, ValueError, EOFError):
-        raise MicrocompilerError(f"--dataset {path} is not a readable .npz archive; save it with "
-                                 "numpy.savez('data.npz', x=inputs, y=labels)") from None
+        raise MicrocompilerError(
+            f"--dataset {path} is not a readable .npz archive; save it with numpy.savez('data.npz', x=inputs, y=labels)"
+        ) from None
     labels = next((arrays.pop(k) for k in LABEL_KEYS if k in arrays), None)
     columns = []
     for k, meta in enumerate(inputs_meta):
         names = [meta["name"], f"input{k}"] + (["x", "inputs", "arr_0"] if len(inputs_meta) == 1 else [])
         found = next((n for n in names if n in arrays), None)
         if found is None:
-            raise MicrocompilerError(f"--dataset {path} has no array for model input {k} ('{meta['name']}'); name "
-                                     f"it '{meta['name']}' or 'input{k}' (arrays there: {', '.join(arrays) or 'none'})")
+            raise MicrocompilerError(
+                f"--dataset {path} has no array for model input {k} ('{meta['name']}'); name "
+                f"it '{meta['name']}' or 'input{k}' (arrays there: {', '.join(arrays) or 'none'})"
+            )
         columns.append((found, arrays[found], meta))
     counts = {len(a) if a.ndim else 0 for _, a, _ in columns}
     if len(counts) != 1 or 0 in counts:
-        raise MicrocompilerError(f"--dataset {path}: the input arrays hold different numbers of samples "
-                                 f"({', '.join(f'{n}: {len(a)}' for n, a, _ in columns)}); the first axis counts them")
+        raise MicrocompilerError(
+            f"--dataset {path}: the input arrays hold different numbers of samples "
+            f"({', '.join(f'{n}: {len(a)}' for n, a, _ in columns)}); the first axis counts them"
+        )
     n = counts.pop()
-    samples = [Sample([_sample(a[s], meta, f"{path}:{name}[{s}]") for name, a, meta in columns], f"sample {s}")
-               for s in range(n)]
+    samples = [
+        Sample([_sample(a[s], meta, f"{path}:{name}[{s}]") for name, a, meta in columns], f"sample {s}")
+        for s in range(n)
+    ]
     return samples, labels
 
 
 def _from_csv(path: str, inputs_meta: list[dict]) -> list[Sample]:
     if len(inputs_meta) != 1:
-        raise MicrocompilerError(f"--dataset {path}: a CSV file holds one input per row, but the model has "
-                                 f"{len(inputs_meta)} inputs; use an .npz archive with one array per input")
+        raise MicrocompilerError(
+            f"--dataset {path}: a CSV file holds one input per row, but the model has "
+            f"{len(inputs_meta)} inputs; use an .npz archive with one array per input"
+        )
     meta = inputs_meta[0]
     text = read_user_file(path, "dataset", MAX_INPUT_BYTES).decode("utf-8", "replace")
     rows = [line for line in text.splitlines() if line.strip()]
@@ -80,8 +92,10 @@ def _from_csv(path: str, inputs_meta: list[dict]) -> list[Sample]:
         except ValueError:
             raise MicrocompilerError(f"--dataset {path}: row {k + 1} is not numbers separated by commas") from None
         if values.size != size:
-            raise MicrocompilerError(f"--dataset {path}: row {k + 1} has {values.size} values but the model input "
-                                     f"'{meta['name']}' has {size} ({meta['shape']})")
+            raise MicrocompilerError(
+                f"--dataset {path}: row {k + 1} has {values.size} values but the model input "
+                f"'{meta['name']}' has {size} ({meta['shape']})"
+            )
         samples.append(Sample([_sample(values.reshape(meta["shape"]), meta, f"{path} row {k + 1}")], f"row {k + 1}"))
     if not samples:
         raise MicrocompilerError(f"--dataset {path} has no rows")
@@ -129,8 +143,9 @@ def load_labels(path: str, count: int) -> np.ndarray:
 def check_labels(labels: np.ndarray, count: int, what: str) -> np.ndarray:
     labels = labels.reshape(-1) if labels.ndim <= 1 or labels.shape[1:] == (1,) * (labels.ndim - 1) else labels
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
-        raise MicrocompilerError(f"{what}: give one integer class per sample (shape {list(labels.shape)}, "
-                                 f"dtype {labels.dtype})")
+        raise MicrocompilerError(
+            f"{what}: give one integer class per sample (shape {list(labels.shape)}, dtype {labels.dtype})"
+        )
     if len(labels) != count:
         raise MicrocompilerError(f"{what} has {len(labels)} labels for {count} samples; give one per sample")
     return labels.astype(np.int64)

@@ -7,6 +7,7 @@ indices, so a tensor is compared with the tensor of the same index. Tensors the 
 activation fused into the operator before it, a removed RESHAPE, a folded constant) no longer exist
 on the device: they are listed as skipped.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,14 +62,26 @@ def first_divergence(executor, library, reference, inputs: list[np.ndarray], ori
             if not same:
                 diff = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
                 meta = ops_meta[k] if k < len(ops_meta) else {}
-                return {"diverged": True, "index": fn.op.index, "operator": fn.op.kind, "function": fn.name,
-                        "layer": meta.get("layer_name", fn.name), "layer_full_name": meta.get("layer", ""),
-                        "tensor": tensor.name, "tensor_index": t, "max_abs_error": float(diff.max()),
-                        "mismatched_elements": int(np.count_nonzero(diff)), "elements": int(diff.size),
-                        "checked_tensors": len(checked),
-                        "skipped_tensors": _skipped(original_graph, checked, graph, last=fn.op.index)}
-    return {"diverged": False, "checked_tensors": len(checked),
-            "skipped_tensors": _skipped(original_graph, checked, graph, last=None)}
+                return {
+                    "diverged": True,
+                    "index": fn.op.index,
+                    "operator": fn.op.kind,
+                    "function": fn.name,
+                    "layer": meta.get("layer_name", fn.name),
+                    "layer_full_name": meta.get("layer", ""),
+                    "tensor": tensor.name,
+                    "tensor_index": t,
+                    "max_abs_error": float(diff.max()),
+                    "mismatched_elements": int(np.count_nonzero(diff)),
+                    "elements": int(diff.size),
+                    "checked_tensors": len(checked),
+                    "skipped_tensors": _skipped(original_graph, checked, graph, last=fn.op.index),
+                }
+    return {
+        "diverged": False,
+        "checked_tensors": len(checked),
+        "skipped_tensors": _skipped(original_graph, checked, graph, last=None),
+    }
 
 
 def _skipped(original_graph, checked: set[int], graph, last: int | None) -> list[dict]:
@@ -78,5 +91,8 @@ def _skipped(original_graph, checked: set[int], graph, last: int | None) -> list
     else:
         wanted = original_intermediates(original_graph)
     live = {o for op in graph.operators for o in op.outputs}
-    return [{"tensor_index": t, "tensor": original_graph.tensors[t].name}
-            for t in sorted(wanted - checked - set(original_graph.outputs)) if t not in live]
+    return [
+        {"tensor_index": t, "tensor": original_graph.tensors[t].name}
+        for t in sorted(wanted - checked - set(original_graph.outputs))
+        if t not in live
+    ]

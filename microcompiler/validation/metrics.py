@@ -6,6 +6,7 @@ output, or 2-D with a leading batch of 1, with more than one class) how often bo
 top-1 class. Integer outputs compared with TFLite Micro must be exact; float outputs (a float
 model, or ours dequantized against the float model) are judged within FLOAT_TOLERANCE.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,14 +62,19 @@ def output_metrics(name: str, ours: list[np.ndarray], reference: list[np.ndarray
     b = np.stack([np.asarray(x, dtype=np.float64).ravel() for x in reference])
     diff = np.abs(a - b)
     cosines = [cosine_similarity(x, y) for x, y in zip(a, b)]
-    row = {"name": name, "samples": len(a), "elements": int(a.size),
-           "exact_match_rate": float(np.mean(a == b)) if a.size else 1.0,
-           "exact_samples": int(sum(np.array_equal(x, y) for x, y in zip(a, b))),
-           "max_abs_error": float(diff.max()) if diff.size else 0.0,
-           "mean_abs_error": float(diff.mean()) if diff.size else 0.0,
-           "rmse": float(np.sqrt(np.mean(diff ** 2))) if diff.size else 0.0,
-           "cosine_similarity": float(np.mean(cosines)), "min_cosine_similarity": float(np.min(cosines)),
-           "top1_agreement": None}
+    row = {
+        "name": name,
+        "samples": len(a),
+        "elements": int(a.size),
+        "exact_match_rate": float(np.mean(a == b)) if a.size else 1.0,
+        "exact_samples": int(sum(np.array_equal(x, y) for x, y in zip(a, b))),
+        "max_abs_error": float(diff.max()) if diff.size else 0.0,
+        "mean_abs_error": float(diff.mean()) if diff.size else 0.0,
+        "rmse": float(np.sqrt(np.mean(diff**2))) if diff.size else 0.0,
+        "cosine_similarity": float(np.mean(cosines)),
+        "min_cosine_similarity": float(np.min(cosines)),
+        "top1_agreement": None,
+    }
     floats = all(np.asarray(x).dtype == np.float32 for x in list(ours) + list(reference))
     if floats:
         ulps = [ulp_distance(np.asarray(x).ravel(), np.asarray(y).ravel()) for x, y in zip(ours, reference)]
@@ -92,7 +98,6 @@ def dequantize(array: np.ndarray, meta: dict) -> np.ndarray:
     return ((array.astype(np.float64) - meta["zero_point"]) * meta["scale"]).astype(np.float32)
 
 
-
 def label_metrics(scores: list[np.ndarray], labels: np.ndarray) -> dict:
     """Top-1 accuracy of class scores against labels, with the confusion matrix (rows: label, columns:
     predicted class) and each class's recall."""
@@ -102,6 +107,10 @@ def label_metrics(scores: list[np.ndarray], labels: np.ndarray) -> dict:
     for label, guess in zip(labels, predicted):
         confusion[int(label), int(guess)] += 1
     totals = confusion.sum(axis=1)
-    return {"samples": int(len(labels)), "accuracy": float(np.mean(predicted == labels)) if len(labels) else 0.0,
-            "correct": int(np.sum(predicted == labels)), "confusion": confusion.tolist(),
-            "recall_per_class": [None if t == 0 else float(confusion[c, c] / t) for c, t in enumerate(totals)]}
+    return {
+        "samples": int(len(labels)),
+        "accuracy": float(np.mean(predicted == labels)) if len(labels) else 0.0,
+        "correct": int(np.sum(predicted == labels)),
+        "confusion": confusion.tolist(),
+        "recall_per_class": [None if t == 0 else float(confusion[c, c] / t) for c, t in enumerate(totals)],
+    }

@@ -10,6 +10,7 @@ that never ends), abort the process (a failed TFLITE_CHECK) or ignore signals wh
 Every call waits at most ``timeout`` seconds (the command's ``--timeout``); a signal to the command
 stops the child with it, within a second.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,14 +41,24 @@ class ReferenceTimeout(MicrocompilerError):
 class Reference:
     """One interpreter for a model, reused for every sample (making it is the slow part)."""
 
-    def __init__(self, model_bytes: bytes, n_outputs: int, what: str = "the model", preserve: bool = False,
-                 timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        model_bytes: bytes,
+        n_outputs: int,
+        what: str = "the model",
+        preserve: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+    ):
         self.what = what
         self.timeout = timeout
         self.n_outputs = n_outputs
         self._log = tempfile.TemporaryFile()  # the child's stderr (TFLM's own messages), read on failure
-        self._proc = cleanup.spawn([sys.executable, "-m", "microcompiler.validation.reference_worker"],
-                                   stdin=_PIPE, stdout=_PIPE, stderr=self._log)
+        self._proc = cleanup.spawn(
+            [sys.executable, "-m", "microcompiler.validation.reference_worker"],
+            stdin=_PIPE,
+            stdout=_PIPE,
+            stderr=self._log,
+        )
         try:
             self._call("load", model_bytes, ARENA_BYTES, preserve, seconds=_START_SECONDS + timeout)
         except BaseException:
@@ -108,11 +119,14 @@ class Reference:
         if status == "ok":
             return value
         if status == "model":
-            raise ModelFormatError(f"TFLite Micro cannot load {self.what} ({value}); check that it is a valid "
-                                   ".tflite file")
+            raise ModelFormatError(
+                f"TFLite Micro cannot load {self.what} ({value}); check that it is a valid .tflite file"
+            )
         if status == "missing":
-            raise MicrocompilerError("validate needs the TFLite Micro interpreter, which is not installed: "
-                                     f"pip install 'microcompiler[validate]' (or pip install {TFLM_REQUIREMENT})")
+            raise MicrocompilerError(
+                "validate needs the TFLite Micro interpreter, which is not installed: "
+                f"pip install 'microcompiler[validate]' (or pip install {TFLM_REQUIREMENT})"
+            )
         raise MicrocompilerError(f"TFLite Micro failed on {self.what}: {value}")
 
     def _read(self, n: int, deadline: float) -> bytes:
@@ -122,8 +136,10 @@ class Reference:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
-                raise ReferenceTimeout(f"TFLite Micro did not finish {self.what} within {self.timeout:g} s (the model "
-                                       "may loop for ever); stopped it. Raise --timeout to wait longer")
+                raise ReferenceTimeout(
+                    f"TFLite Micro did not finish {self.what} within {self.timeout:g} s (the model "
+                    "may loop for ever); stopped it. Raise --timeout to wait longer"
+                )
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if not ready:
                 continue
@@ -144,10 +160,16 @@ class Reference:
         lines = [ln.strip() for ln in self._log.read()[-4000:].decode(errors="replace").splitlines() if ln.strip()]
         said = lines[-2] if len(lines) >= 2 and lines[-1].startswith("Fatal Python") else (lines[-1] if lines else "")
         self.close()
-        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 and
-               -code in signal.Signals._value2member_map_ else f"exited with code {code}")
-        raise MicrocompilerError(f"TFLite Micro {how} while running {self.what}" + (f": {said}" if said else "")
-                                 + "; it cannot run this model")
+        how = (
+            f"was killed by {signal.Signals(-code).name}"
+            if code is not None and code < 0 and -code in signal.Signals._value2member_map_
+            else f"exited with code {code}"
+        )
+        raise MicrocompilerError(
+            f"TFLite Micro {how} while running {self.what}"
+            + (f": {said}" if said else "")
+            + "; it cannot run this model"
+        )
 
 
 _PIPE = -1  # subprocess.PIPE

@@ -2,6 +2,7 @@
 interpreter, answering length-prefixed pickled requests on stdin with pickled ``(status, value)``
 replies on the original stdout (the interpreter's own prints go to stderr). Only the parent, the
 same microcompiler, writes to it."""
+
 from __future__ import annotations
 
 import os
@@ -33,11 +34,15 @@ def main() -> int:
                     reply: tuple[str, Any] = ("missing", None)
                 else:
                     _, model_bytes, arena, preserve = request
-                    config = (runtime.InterpreterConfig.kPreserveAllTensors if preserve
-                              else runtime.InterpreterConfig.kAllocationRecording)
+                    config = (
+                        runtime.InterpreterConfig.kPreserveAllTensors
+                        if preserve
+                        else runtime.InterpreterConfig.kAllocationRecording
+                    )
                     try:
-                        interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=arena,
-                                                                intrepreter_config=config)
+                        interp = runtime.Interpreter.from_bytes(
+                            model_bytes, arena_size=arena, intrepreter_config=config
+                        )
                         reply = ("ok", None)
                     except (RuntimeError, ValueError) as exc:
                         reply = ("model", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

@@ -5,21 +5,22 @@ Standalone: each sample is compiled into the firmware, which is built and run (t
 rewritten in place, so only the input and the link are rebuilt). Host-driven: one session runs every
 sample over RPC. Both go through the same targets as ``run`` (microcompiler/targets).
 """
+
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 
 import numpy as np
 
 from microcompiler.boards import Board
 from microcompiler.errors import MicrocompilerError
 from microcompiler.progress import Progress
-from microcompiler.timing import measured
 from microcompiler.targets import HOST_DRIVEN, STANDALONE, target_for
 from microcompiler.targets.base import start_on_board
+from microcompiler.timing import measured
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.metrics import dequantize, output_metrics, within_tolerance
 from microcompiler.validation.reference import Reference
@@ -43,8 +44,10 @@ class DeviceOptions:
 
 
 def _compare(meta: dict, ours: list[list[np.ndarray]], theirs: list[list[np.ndarray]]) -> list[dict]:
-    return [output_metrics(o["name"], [s[k] for s in ours], [s[k] for s in theirs], o["dtype"] in EXACT_DTYPES)
-            for k, o in enumerate(meta["outputs"])]
+    return [
+        output_metrics(o["name"], [s[k] for s in ours], [s[k] for s in theirs], o["dtype"] in EXACT_DTYPES)
+        for k, o in enumerate(meta["outputs"])
+    ]
 
 
 def check_float_model(ref: Reference, meta: dict) -> None:
@@ -54,16 +57,21 @@ def check_float_model(ref: Reference, meta: dict) -> None:
             try:
                 shape = [int(d) for d in details(k)["shape"]]
             except IndexError:
-                raise MicrocompilerError(f"the --reference model has fewer {kind}s than the model's "
-                                         f"{len(meta[kind + 's'])}; pass the float model this one was quantized "
-                                         "from") from None
+                raise MicrocompilerError(
+                    f"the --reference model has fewer {kind}s than the model's "
+                    f"{len(meta[kind + 's'])}; pass the float model this one was quantized "
+                    "from"
+                ) from None
             if int(np.prod(shape)) != int(np.prod(m["shape"])):
-                raise MicrocompilerError(f"the --reference model's {kind} {k} has shape {shape} but the model's has "
-                                         f"{m['shape']}; pass the float model this one was quantized from")
+                raise MicrocompilerError(
+                    f"the --reference model's {kind} {k} has shape {shape} but the model's has "
+                    f"{m['shape']}; pass the float model this one was quantized from"
+                )
 
 
-def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference,
-                      collect: dict | None = None) -> list[dict]:
+def _float_comparison(
+    meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference, collect: dict | None = None
+) -> list[dict]:
     """Our outputs dequantized against the float model run on the dequantized inputs."""
     theirs = []
     with Progress(len(samples), "float reference") as bar:
@@ -78,17 +86,21 @@ def _float_comparison(meta: dict, samples: list[Sample], ours: list[list[np.ndar
     if collect is not None:
         collect["float"] = theirs
     deq = [[dequantize(y, m) for y, m in zip(outs, meta["outputs"])] for outs in ours]
-    return [output_metrics(o["name"], [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)],
-                           [t[k] for t in theirs], exact=False)
-            for k, o in enumerate(meta["outputs"])]
+    return [
+        output_metrics(
+            o["name"], [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)], [t[k] for t in theirs], exact=False
+        )
+        for k, o in enumerate(meta["outputs"])
+    ]
 
 
 def _project_dir(options: DeviceOptions, tmp: str, mode: str) -> Path:
     return Path(options.keep) / mode if options.keep else Path(tmp) / mode
 
 
-def run_standalone(library, board: Board, samples: list[Sample], options: DeviceOptions, tmp: str,
-                   log) -> list[list[np.ndarray]]:
+def run_standalone(
+    library, board: Board, samples: list[Sample], options: DeviceOptions, tmp: str, log
+) -> list[list[np.ndarray]]:
     target = target_for(board, options.template)
     project_dir = _project_dir(options, tmp, STANDALONE)
     if keeps_state(library.metadata):  # one firmware runs the inputs in order, its state carried along
@@ -121,10 +133,19 @@ def keeps_state(meta: dict) -> bool:
     return bool(meta.get("state_bytes"))
 
 
-def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, original_graph, *,
-             modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN), float_bytes: bytes | None = None,
-             options: DeviceOptions | None = None, log: Callable[[str], None] = _quiet,
-             collect: dict | None = None) -> dict:
+def validate(
+    library,
+    board: Board,
+    samples: list[Sample],
+    model_bytes: bytes,
+    original_graph,
+    *,
+    modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN),
+    float_bytes: bytes | None = None,
+    options: DeviceOptions | None = None,
+    log: Callable[[str], None] = _quiet,
+    collect: dict | None = None,
+) -> dict:
     """The validation report (see docs/validate.md); report["passed"] is False on any mismatch.
     ``collect``: filled with the outputs themselves, per sample: {mode: device outputs, "tflm": TFLite
     Micro's, "float": the float model's} (for labels and saved outputs)."""
@@ -133,8 +154,7 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     reference = Reference(model_bytes, len(meta["outputs"]), timeout=options.timeout)
     float_ref = None
     if float_bytes is not None:
-        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model",
-                              timeout=options.timeout)
+        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model", timeout=options.timeout)
         check_float_model(float_ref, meta)
     expected = []
     with Progress(len(samples), "TFLite Micro") as bar:
@@ -148,14 +168,22 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     with tempfile.TemporaryDirectory(prefix="microcompiler-validate-") as tmp:
         if STANDALONE in modes:
             device[STANDALONE] = run_standalone(library, board, samples, options, tmp, log)
-            comparisons.append({"mode": STANDALONE, "against": "tflm",
-                                "outputs": _compare(meta, device[STANDALONE], expected)})
+            comparisons.append(
+                {"mode": STANDALONE, "against": "tflm", "outputs": _compare(meta, device[STANDALONE], expected)}
+            )
         mismatch = _first_mismatch(meta, device.get(STANDALONE), expected)
         if HOST_DRIVEN in modes or mismatch is not None:
             log(f"starting host-driven firmware on {board.name}")
-            _, _, session = start_on_board(library, board, _project_dir(options, tmp, HOST_DRIVEN),
-                                           template=options.template, port=options.port, log=_quiet,
-                                           timeout=options.rpc_timeout, call_timeout=options.timeout)
+            _, _, session = start_on_board(
+                library,
+                board,
+                _project_dir(options, tmp, HOST_DRIVEN),
+                template=options.template,
+                port=options.port,
+                log=_quiet,
+                timeout=options.rpc_timeout,
+                call_timeout=options.timeout,
+            )
             with session, session.executor() as ex:
                 if HOST_DRIVEN in modes:
                     outs, ticks = [], []
@@ -166,8 +194,9 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
                             bar.step(s.source)
                     device[HOST_DRIVEN] = outs
                     operator_times = _operator_times(meta, board, ticks, session.device.timer_hz)
-                    comparisons.append({"mode": HOST_DRIVEN, "against": "tflm",
-                                        "outputs": _compare(meta, outs, expected)})
+                    comparisons.append(
+                        {"mode": HOST_DRIVEN, "against": "tflm", "outputs": _compare(meta, outs, expected)}
+                    )
                     if mismatch is None:
                         mismatch = _first_mismatch(meta, outs, expected)
                 if mismatch is not None:
@@ -187,17 +216,30 @@ def validate(library, board: Board, samples: list[Sample], model_bytes: bytes, o
     max_ulp = max((o.get("max_ulp_error", 0) for c in comparisons for o in c["outputs"]), default=0)
     if float_ref is not None:
         first_mode = next(iter(device))
-        comparisons.append({"mode": first_mode, "against": "float",
-                            "outputs": _float_comparison(meta, samples, device[first_mode], float_ref, collect)})
+        comparisons.append(
+            {
+                "mode": first_mode,
+                "against": "float",
+                "outputs": _float_comparison(meta, samples, device[first_mode], float_ref, collect),
+            }
+        )
     for ref in (reference, float_ref):  # the interpreters' child processes (on an error: cleanup's sweep)
         if ref is not None:
             ref.close()
     if collect is not None:
         collect.update(device)
         collect["tflm"] = expected
-    report = {"model": meta["name"], "board": board.name, "samples": [s.source for s in samples],
-              "modes": list(device), "passed": passed, "bit_exact": bit_exact, "max_ulp_error": max_ulp,
-              "comparisons": comparisons, "divergence": divergence}
+    report = {
+        "model": meta["name"],
+        "board": board.name,
+        "samples": [s.source for s in samples],
+        "modes": list(device),
+        "passed": passed,
+        "bit_exact": bit_exact,
+        "max_ulp_error": max_ulp,
+        "comparisons": comparisons,
+        "divergence": divergence,
+    }
     if operator_times is not None:
         report["operator_times"] = operator_times
     return report
@@ -212,13 +254,19 @@ def _operator_times(meta: dict, board: Board, ticks: list[list[int]], timer_hz: 
     for k, column in enumerate(zip(*ticks)):
         median = int(np.median(column))
         op = ops[k] if k < len(ops) else {}
-        rows.append({"index": op.get("index", k), "layer": op.get("layer_name", op.get("layer", "")),
-                     "kind": op.get("kind", ""), "ticks": median, "time": measured(median, timer_hz, board)})
+        rows.append(
+            {
+                "index": op.get("index", k),
+                "layer": op.get("layer_name", op.get("layer", "")),
+                "kind": op.get("kind", ""),
+                "ticks": median,
+                "time": measured(median, timer_hz, board),
+            }
+        )
     return {"board": board.name, "runs": len(ticks), "timer_hz": timer_hz, "operators": rows}
 
 
-def _first_mismatch(meta: dict, outputs: list[list[np.ndarray]] | None,
-                    expected: list[list[np.ndarray]]) -> int | None:
+def _first_mismatch(meta: dict, outputs: list[list[np.ndarray]] | None, expected: list[list[np.ndarray]]) -> int | None:
     """The first sample whose outputs are not exact (integers) or not within tolerance (floats)."""
     for k, (ours, theirs) in enumerate(zip(outputs or [], expected)):
         for a, b, m in zip(ours, theirs, meta["outputs"]):

@@ -6,6 +6,7 @@ flipped byte). Seeds are every shared model (``../shared/models``) and a few sma
 (``built:<name>``). ``tests/data/fuzz_corpus/*.json`` keeps every mutant that once escaped with a
 Python exception; tests/test_errors.py replays them.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ def _built_models() -> dict[str, bytes]:
     if str(TESTS) not in sys.path:
         sys.path.insert(0, str(TESTS))
     import model_builder as mb
+
     rng = np.random.default_rng(0)
     models = {}
 
@@ -58,8 +60,13 @@ def _built_models() -> dict[str, bytes]:
 
     b = mb.ModelBuilder()  # int8 depthwise conv (per-channel) + average pool
     x = b.activation("x", [1, 6, 6, 4], "int8", scale=0.05, zero_point=1)
-    w = b.constant("w", rng.integers(-127, 128, (1, 3, 3, 4), dtype=np.int8), scale=[0.01, 0.02, 0.03, 0.04],
-                   zero_point=[0] * 4, axis=3)
+    w = b.constant(
+        "w",
+        rng.integers(-127, 128, (1, 3, 3, 4), dtype=np.int8),
+        scale=[0.01, 0.02, 0.03, 0.04],
+        zero_point=[0] * 4,
+        axis=3,
+    )
     bias = b.constant("bias", rng.integers(-300, 300, 4).astype(np.int32), scale=[0.0005] * 4, zero_point=[0] * 4)
     c = b.activation("c", [1, 6, 6, 4], "int8", scale=0.08, zero_point=-2)
     b.op("DEPTHWISE_CONV_2D", [x, w, bias], [c], mb.depthwise_options(activation="RELU6"))
@@ -99,7 +106,7 @@ def apply_edits(data: bytes, edits: list[dict]) -> bytes:
     buf = bytearray(data)
     for e in edits:
         at = min(e["at"], len(buf))
-        buf[at:at + e["delete"]] = bytes.fromhex(e["insert"])
+        buf[at : at + e["delete"]] = bytes.fromhex(e["insert"])
     return bytes(buf)
 
 
@@ -121,8 +128,10 @@ def random_edits(rng: random.Random, size: int) -> tuple[str, list[dict]]:
     elif kind == "flipN":
         edits = flip(rng.randint(3, 16))
     elif kind == "set":
-        edits = [{"at": rng.randrange(size), "delete": 1, "insert": f"{rng.randrange(256):02x}"}
-                 for _ in range(rng.randint(1, 4))]
+        edits = [
+            {"at": rng.randrange(size), "delete": 1, "insert": f"{rng.randrange(256):02x}"}
+            for _ in range(rng.randint(1, 4))
+        ]
     elif kind == "splice":  # copy a run of the model's own bytes over another place
         length = rng.randint(1, 64)
         src, dst = rng.randrange(size), rng.randrange(size)
@@ -145,11 +154,11 @@ def materialize(data: bytes, edits: list[dict]) -> list[dict]:
             at = e["at"] % max(1, len(buf))
             e = {"at": at, "delete": 1, "insert": f"{buf[at] ^ e['flip']:02x}"}
         elif "copy_from" in e:
-            piece = bytes(buf[e["copy_from"]:e["copy_from"] + e["copy_len"]])
+            piece = bytes(buf[e["copy_from"] : e["copy_from"] + e["copy_len"]])
             e = {"at": e["at"], "delete": len(piece), "insert": piece.hex()}
         out.append(e)
         at = min(e["at"], len(buf))
-        buf[at:at + e["delete"]] = bytes.fromhex(e["insert"])
+        buf[at : at + e["delete"]] = bytes.fromhex(e["insert"])
     return out
 
 

@@ -2,6 +2,7 @@
 
 Run as a script to write them: python tests/fuzz/seeds.py DIR
 """
+
 from __future__ import annotations
 
 import struct
@@ -25,20 +26,27 @@ def session_requests() -> list[bytes]:
         P.request(P.HELLO, s, 0, P.HELLO_BODY.pack(P.VERSION, 0xCAFEF00D)),
         P.request(P.LOOKUP, s, 1, b"copy_first_byte"),
         P.request(P.FUNCTION_NAME, s, 2, struct.pack("<H", 3)),
-        P.request(P.ALLOC, s, 3, struct.pack("<I", 64)),            # handle 0x0001
-        P.request(P.ALLOC, s, 4, struct.pack("<I", 16)),            # handle 0x0002
+        P.request(P.ALLOC, s, 3, struct.pack("<I", 64)),  # handle 0x0001
+        P.request(P.ALLOC, s, 4, struct.pack("<I", 16)),  # handle 0x0002
         P.request(P.WRITE, s, 5, P.WRITE_HEADER.pack(1, 4) + b"\x7e\x7d\x00\x01"),
         P.request(P.READ, s, 6, P.READ_BODY.pack(1, 0, 16)),
         P.request(P.CALL, s, 7, struct.pack("<HB", 1, 2) + tensor(1, 4) + tensor(2)),
-        P.request(P.CALL, s, 8, struct.pack("<HB", 2, 3) + tensor(1) + struct.pack("<Bi", P.ARG_INT32, -5)
-                  + struct.pack("<Bf", P.ARG_FLOAT32, 1.5)),
+        P.request(
+            P.CALL,
+            s,
+            8,
+            struct.pack("<HB", 2, 3)
+            + tensor(1)
+            + struct.pack("<Bi", P.ARG_INT32, -5)
+            + struct.pack("<Bf", P.ARG_FLOAT32, 1.5),
+        ),
         P.request(P.TIME, s, 9, struct.pack("<HIB", 0, 3, 1) + tensor(2, 15)),
-        P.request(P.CALL, s, 9, struct.pack("<HB", 0, 0)),          # a retry: answered from the cache
+        P.request(P.CALL, s, 9, struct.pack("<HB", 0, 0)),  # a retry: answered from the cache
         P.request(P.FREE, s, 10, struct.pack("<H", 2)),
-        P.request(P.READ, s, 11, P.READ_BODY.pack(2, 0, 1)),        # stale handle
-        P.request(0x20, s, 12, b""),                                # unknown request type
+        P.request(P.READ, s, 11, P.READ_BODY.pack(2, 0, 1)),  # stale handle
+        P.request(0x20, s, 12, b""),  # unknown request type
         P.request(P.BYE, s, 13, b""),
-        P.request(P.ALLOC, s, 14, struct.pack("<I", 8)),            # after BYE: no session
+        P.request(P.ALLOC, s, 14, struct.pack("<I", 8)),  # after BYE: no session
     ]
 
 

@@ -8,6 +8,7 @@ fields, the model's input and output lists, or a numeric builtin option. The mod
 again, so every mutant is a well-formed flatbuffer that says something else: what the importer and
 the kernels' checks must refuse or compute exactly as TFLM does.
 """
+
 from __future__ import annotations
 
 import random
@@ -17,10 +18,17 @@ import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 STRUCTURE_KINDS = ("shape", "type", "index", "quant", "opcode", "io", "option")
-TYPES = (fb.TensorType.FLOAT32, fb.TensorType.INT8, fb.TensorType.INT16, fb.TensorType.INT32,
-         fb.TensorType.INT64, fb.TensorType.UINT8, fb.TensorType.BOOL)
+TYPES = (
+    fb.TensorType.FLOAT32,
+    fb.TensorType.INT8,
+    fb.TensorType.INT16,
+    fb.TensorType.INT32,
+    fb.TensorType.INT64,
+    fb.TensorType.UINT8,
+    fb.TensorType.BOOL,
+)
 OPCODES = [v for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)]
-ODD_SCALES = (0.0, float("nan"), float("inf"), -0.5, 1e-30, 1e38, 3e38, 1.0, 2.0 ** -20)
+ODD_SCALES = (0.0, float("nan"), float("inf"), -0.5, 1e-30, 1e38, 3e38, 1.0, 2.0**-20)
 
 
 def _dim(rng: random.Random, d: int) -> int:
@@ -106,8 +114,11 @@ def _index(rng, model):
 
 def _quant(rng, model):
     sub = _subgraph(rng, model)
-    quantized = [(k, t) for k, t in enumerate(sub.tensors) if t.quantization is not None
-                 and t.quantization.scale is not None and len(t.quantization.scale)]
+    quantized = [
+        (k, t)
+        for k, t in enumerate(sub.tensors)
+        if t.quantization is not None and t.quantization.scale is not None and len(t.quantization.scale)
+    ]
     if not quantized:
         return None
     k, t = rng.choice(quantized)
@@ -166,8 +177,11 @@ def _option(rng, model):
     if not ops:
         return None
     o, op = rng.choice(ops)
-    fields = [(name, v) for name, v in vars(op.builtinOptions).items()
-              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    fields = [
+        (name, v)
+        for name, v in vars(op.builtinOptions).items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
     if not fields:
         return None
     name, value = rng.choice(fields)
@@ -179,8 +193,15 @@ def _option(rng, model):
     return f"operator {o} option {name} {value} -> {new}"
 
 
-_EDITS = {"shape": _shape, "type": _type, "index": _index, "quant": _quant, "opcode": _opcode, "io": _io,
-          "option": _option}
+_EDITS = {
+    "shape": _shape,
+    "type": _type,
+    "index": _index,
+    "quant": _quant,
+    "opcode": _opcode,
+    "io": _io,
+    "option": _option,
+}
 
 
 def outputs_agree(ours: np.ndarray, theirs: np.ndarray) -> bool:

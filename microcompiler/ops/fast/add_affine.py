@@ -17,6 +17,7 @@ quantized multipliers) from the largest shift the int32 accumulator allows down,
 middle of the first non-empty interval. TFLM's double rounding makes the exact function only nearly
 affine: for some scales no weights fit (e.g. input scales 1000x apart) and the SMMLAR variant stays.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,8 +47,9 @@ def _requantize(x: np.ndarray, q: tuple[int, int]) -> np.ndarray:
     return _rounding_divide_by_pot(_doubling_high_mul(x, q[0]), -q[1])
 
 
-def tflm_int8_add(x1: np.ndarray, x2: np.ndarray, q: dict, zero_points: tuple[int, int, int],
-                  act: tuple[int, int], subtract: bool) -> np.ndarray:
+def tflm_int8_add(
+    x1: np.ndarray, x2: np.ndarray, q: dict, zero_points: tuple[int, int, int], act: tuple[int, int], subtract: bool
+) -> np.ndarray:
     """TFLM's int8 ADD (SUB) of int64 arrays x1, x2 with the requantization of Add.requantization."""
     z1, z2, zo = zero_points
     s1 = _requantize((x1 - z1) << q["left_shift"], q["input1_q"])
@@ -57,17 +59,22 @@ def tflm_int8_add(x1: np.ndarray, x2: np.ndarray, q: dict, zero_points: tuple[in
 
 @functools.cache
 def _all_pairs() -> tuple[np.ndarray, np.ndarray]:
-    x1, x2 = np.meshgrid(np.arange(-128, 128, dtype=np.int64), np.arange(-128, 128, dtype=np.int64),
-                         indexing="ij")
+    x1, x2 = np.meshgrid(np.arange(-128, 128, dtype=np.int64), np.arange(-128, 128, dtype=np.int64), indexing="ij")
     return x1.ravel(), x2.ravel()
 
 
-def affine_add(q: dict, zero_points: tuple[int, int, int], act: tuple[int, int],
-               subtract: bool) -> dict | None:
+def affine_add(q: dict, zero_points: tuple[int, int, int], act: tuple[int, int], subtract: bool) -> dict | None:
     """{"weight1", "weight2", "bias", "shift"} of the affine formula equal to TFLM's int8 ADD (SUB)
     on all 65,536 input pairs with no int32 overflow, or None when the search finds none."""
-    return _search(tuple(q["input1_q"]), tuple(q["input2_q"]), tuple(q["output_q"]), q["left_shift"],
-                   tuple(zero_points), tuple(act), subtract)
+    return _search(
+        tuple(q["input1_q"]),
+        tuple(q["input2_q"]),
+        tuple(q["output_q"]),
+        q["left_shift"],
+        tuple(zero_points),
+        tuple(act),
+        subtract,
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -99,13 +106,37 @@ def _search(q1, q2, qo, left_shift, zero_points, act, subtract):
     return None
 
 
-def emit_affine(ctx, plan: dict, op_name: str, act: tuple[int, int], loops, idx1: str, idx2: str,
-                out_idx: str, input1: str, input2: str, output: str) -> str:
+def emit_affine(
+    ctx,
+    plan: dict,
+    op_name: str,
+    act: tuple[int, int],
+    loops,
+    idx1: str,
+    idx2: str,
+    out_idx: str,
+    input1: str,
+    input2: str,
+    output: str,
+) -> str:
     """The C of the affine kernel. Inputs of the output's shape (one loop with every index ``i``)
     run 8 elements per step through pointers (MC_ADD_AFFINE_S8 with SSAT); broadcasting keeps the loop nest of
     ``broadcast_loops``."""
     contiguous = len(loops) == 1 and idx1 == idx2 == out_idx == loops[0][0] == "i"
     size = loops[0][1] if contiguous else 0
-    return ctx.render("add_affine.c.j2", op=op_name, act_min=act[0], act_max=act[1], loops=loops,
-                      idx1=idx1, idx2=idx2, out_idx=out_idx, input1=input1, input2=input2, output=output,
-                      unroll=UNROLL if size >= UNROLL else 0, size=size, **plan)
+    return ctx.render(
+        "add_affine.c.j2",
+        op=op_name,
+        act_min=act[0],
+        act_max=act[1],
+        loops=loops,
+        idx1=idx1,
+        idx2=idx2,
+        out_idx=out_idx,
+        input1=input1,
+        input2=input2,
+        output=output,
+        unroll=UNROLL if size >= UNROLL else 0,
+        size=size,
+        **plan,
+    )

@@ -2,6 +2,7 @@
 kernel (template avg_pool_sxtab16.c.j2): 4 channels per step, the window summed in int16 lanes with
 SXTAB16. The plan is Pool2D.plan in ops/pooling.py; the values are those of the reference template.
 """
+
 from __future__ import annotations
 
 from microcompiler.templating import offset

@@ -13,13 +13,14 @@ requantization SMMLAR + shift (mc_requant_fast) where |acc| < 2^30 is proven fro
 and the depth, TFLM's otherwise. An lhs read transposed (adj_x), or whose rows are not a multiple of
 4 long, is gathered row by row into the scratch.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.quant import INT_RANGES
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.quant import INT_RANGES
 
 MAX_PACKED_BYTES = 16 * 1024  # the largest right-hand side the kernel packs into the scratch
 
@@ -40,15 +41,21 @@ def plan(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> d
     packed, start, row = scratch_layout(m, k, n, adj_x, constant_rhs)
     if packed > MAX_PACKED_BYTES:
         return None
-    return {"variant": "cols4", "isa": "dsp" if has_dsp(features) else "c", "columns": 4,
-            "rhs": "flash" if constant_rhs else "scratch", "scratch_bytes": packed + start + row}
+    return {
+        "variant": "cols4",
+        "isa": "dsp" if has_dsp(features) else "c",
+        "columns": 4,
+        "rhs": "flash" if constant_rhs else "scratch",
+        "scratch_bytes": packed + start + row,
+    }
 
 
 def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs_zp: int):
     """A constant rhs [..., K, N] (adj_y: [..., N, K]) -> (words per rhs matrix, start values per rhs
     matrix), each matrix laid out as the kernel packs an activation."""
-    mats = rhs.astype(np.int64).reshape(-1, n, k) if adj_y else \
-        rhs.astype(np.int64).reshape(-1, k, n).transpose(0, 2, 1)  # [matrix][column j][k]
+    mats = (
+        rhs.astype(np.int64).reshape(-1, n, k) if adj_y else rhs.astype(np.int64).reshape(-1, k, n).transpose(0, 2, 1)
+    )  # [matrix][column j][k]
     words, starts = [], []
     for cols in mats - rhs_zp:
         padded = np.zeros((n, 4 * steps_of(k)), np.int64)
@@ -58,8 +65,20 @@ def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs
     return np.concatenate(words).astype(np.int32), np.concatenate(starts).astype(np.int32)
 
 
-def emit_cols4(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool,
-               zero_points: tuple[int, int, int], requant: tuple[int, int], dtype: str) -> str:
+def emit_cols4(
+    ctx,
+    plan_: dict,
+    values: dict,
+    rhs,
+    m: int,
+    k: int,
+    n: int,
+    adj_x: bool,
+    adj_y: bool,
+    zero_points: tuple[int, int, int],
+    requant: tuple[int, int],
+    dtype: str,
+) -> str:
     """``values``: BatchMatMul.emit's (C names, batch offsets, index expressions); ``rhs``: the rhs
     tensor (its data when constant)."""
     lhs_zp, rhs_zp, out_zp = zero_points
@@ -69,19 +88,47 @@ def emit_cols4(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_
     plan_["requant"] = "smmlar" if is_fast else "reference"
     steps = steps_of(k)
     packed_bytes, start_bytes, row_bytes = scratch_layout(m, k, n, adj_x, rhs.is_constant)
-    out = dict(values, m=m, k=k, n=n, steps=steps, blocks=n // 4, cols_tail=n % 4, adj_x=adj_x, adj_y=adj_y,
-               lhs_zp=lhs_zp, rhs_zp=rhs_zp, fast=is_fast, requant=(mult, int(c[0]), int(r[0])),
-               output_offset=out_zp, act_min=INT_RANGES[dtype][0], act_max=INT_RANGES[dtype][1],
-               isa=plan_["isa"], constant=rhs.is_constant, row_bytes=row_bytes, k_tail=k % 4,
-               scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
-               pack_once=values["rhs_offset"] is None)
+    out = dict(
+        values,
+        m=m,
+        k=k,
+        n=n,
+        steps=steps,
+        blocks=n // 4,
+        cols_tail=n % 4,
+        adj_x=adj_x,
+        adj_y=adj_y,
+        lhs_zp=lhs_zp,
+        rhs_zp=rhs_zp,
+        fast=is_fast,
+        requant=(mult, int(c[0]), int(r[0])),
+        output_offset=out_zp,
+        act_min=INT_RANGES[dtype][0],
+        act_max=INT_RANGES[dtype][1],
+        isa=plan_["isa"],
+        constant=rhs.is_constant,
+        row_bytes=row_bytes,
+        k_tail=k % 4,
+        scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
+        pack_once=values["rhs_offset"] is None,
+    )
     if rhs.is_constant:
         words, starts = pack_constant(rhs.data, k, n, adj_y, rhs_zp, lhs_zp)
         matrices = len(starts) // n
-        out["packed"] = ctx.const("rhs_packed", words, comment=(
-            f"the rhs minus its zero point, per matrix [{matrices}]: per block of 4 columns and group of 4 k the "
-            "int16 pairs (k0,k2) (k1,k3) of columns 0..3, then the columns left over"))
-        out["start"] = ctx.const("start", starts, comment=(
-            f"per matrix [{matrices}] and column [{n}]: -lhs zero point * sum of the column minus the rhs zero point"))
+        out["packed"] = ctx.const(
+            "rhs_packed",
+            words,
+            comment=(
+                f"the rhs minus its zero point, per matrix [{matrices}]: per block of 4 columns and group of 4 k the "
+                "int16 pairs (k0,k2) (k1,k3) of columns 0..3, then the columns left over"
+            ),
+        )
+        out["start"] = ctx.const(
+            "start",
+            starts,
+            comment=(
+                f"per matrix [{matrices}] and column [{n}]: -lhs zero point * sum of the column minus the rhs zero point"
+            ),
+        )
         out["matrix"] = values["rhs_matrix"]  # the packed rhs matrix of batch b (None: one for all)
     return ctx.render("batch_matmul_cols4.c.j2", **out)

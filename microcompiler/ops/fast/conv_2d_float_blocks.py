@@ -14,6 +14,7 @@ added last, then the clamp), so it rounds as TFLM's reference kernel: the tests 
 within harness.FLOAT_RTOL (1e-5 relative), which also covers compilers that contract a * b + c
 into a fused multiply-add. The plan is Conv2D.plan in ops/conv_2d.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,17 +26,20 @@ BLOCK_CHANNELS = 4  # output channels per block (the interleave of the repacked 
 BLOCK_PIXELS = 4  # output pixels per block
 
 
-
-
 def float_isa(features) -> str:
-    """"mve-f" on Helium cores (kernel_float.h runs the 4-channel blocks as vectors: VMUL.F32 + VADD.F32),
+    """ "mve-f" on Helium cores (kernel_float.h runs the 4-channel blocks as vectors: VMUL.F32 + VADD.F32),
     else "fpu" (scalar VMLA.F32)."""
     return "mve-f" if has_mve(features) else FPU
 
 
 def plan(g, features) -> dict:
-    return {"variant": "float-blocks", "isa": float_isa(features), "pixels": BLOCK_PIXELS,
-            "out_channels": BLOCK_CHANNELS, "scratch_bytes": 0}
+    return {
+        "variant": "float-blocks",
+        "isa": float_isa(features),
+        "pixels": BLOCK_PIXELS,
+        "out_channels": BLOCK_CHANNELS,
+        "scratch_bytes": 0,
+    }
 
 
 def interleave_rows(rows: np.ndarray, block: int = BLOCK_CHANNELS) -> np.ndarray:
@@ -64,13 +68,25 @@ def clip_values(g) -> dict:
     cols = [_valid_range(o * g.stride_w - g.pad_w, g.k_w, g.dil_w, g.in_w) for o in range(g.out_w)]
     x_lo, x_hi = interior(g.out_w, g.k_w, g.stride_w, g.dil_w, g.pad_w, g.in_w)
     # a window whose first tap lies before the image (clip its start) or last tap after it (clip its end)
-    before = ([o * g.stride_h - g.pad_h < 0 for o in range(g.out_h)],
-              [o * g.stride_w - g.pad_w < 0 for o in range(g.out_w)])
-    after = ([o * g.stride_h - g.pad_h + (g.k_h - 1) * g.dil_h >= g.in_h for o in range(g.out_h)],
-             [o * g.stride_w - g.pad_w + (g.k_w - 1) * g.dil_w >= g.in_w for o in range(g.out_w)])
-    return dict(clip_top=any(before[0]), clip_bottom=any(after[0]), clip_left=any(before[1]), clip_right=any(after[1]),
-                empty_rows=any(lo >= hi for lo, hi in rows), empty_cols=any(lo >= hi for lo, hi in cols),
-                x_lo=x_lo, x_hi=x_hi, blocks_possible=x_hi - x_lo >= BLOCK_PIXELS)
+    before = (
+        [o * g.stride_h - g.pad_h < 0 for o in range(g.out_h)],
+        [o * g.stride_w - g.pad_w < 0 for o in range(g.out_w)],
+    )
+    after = (
+        [o * g.stride_h - g.pad_h + (g.k_h - 1) * g.dil_h >= g.in_h for o in range(g.out_h)],
+        [o * g.stride_w - g.pad_w + (g.k_w - 1) * g.dil_w >= g.in_w for o in range(g.out_w)],
+    )
+    return dict(
+        clip_top=any(before[0]),
+        clip_bottom=any(after[0]),
+        clip_left=any(before[1]),
+        clip_right=any(after[1]),
+        empty_rows=any(lo >= hi for lo, hi in rows),
+        empty_cols=any(lo >= hi for lo, hi in cols),
+        x_lo=x_lo,
+        x_hi=x_hi,
+        blocks_possible=x_hi - x_lo >= BLOCK_PIXELS,
+    )
 
 
 def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
@@ -78,10 +94,28 @@ def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
     rows = w.data.astype(np.float32).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     k = rows.shape[1]
     nb, tail = g.out_c // BLOCK_CHANNELS, g.out_c % BLOCK_CHANNELS
-    weights = ctx.const("weights", interleave_rows(rows), comment=(
-        f"weights: {nb} blocks of {BLOCK_CHANNELS} output channels, each [{g.k_h} ky][{g.k_w} kx][{g.in_c} c]"
-        f"[{BLOCK_CHANNELS} channels]" + (f", then {tail} channel rows [{k}]" if tail else "")))
-    return ctx.render("conv_2d_float_blocks.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=weights,
-                      bias=ctx.arg(op.inputs[2]) if bias is not None else None, k=k, nb=nb, tail=tail,
-                      OB=BLOCK_CHANNELS, PX=BLOCK_PIXELS, **clip_values(g), **float_values(op), isa=ctx.variant["isa"])
+    weights = ctx.const(
+        "weights",
+        interleave_rows(rows),
+        comment=(
+            f"weights: {nb} blocks of {BLOCK_CHANNELS} output channels, each [{g.k_h} ky][{g.k_w} kx][{g.in_c} c]"
+            f"[{BLOCK_CHANNELS} channels]" + (f", then {tail} channel rows [{k}]" if tail else "")
+        ),
+    )
+    return ctx.render(
+        "conv_2d_float_blocks.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        bias=ctx.arg(op.inputs[2]) if bias is not None else None,
+        k=k,
+        nb=nb,
+        tail=tail,
+        OB=BLOCK_CHANNELS,
+        PX=BLOCK_PIXELS,
+        **clip_values(g),
+        **float_values(op),
+        isa=ctx.variant["isa"],
+    )

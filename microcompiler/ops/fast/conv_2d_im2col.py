@@ -5,6 +5,7 @@ weights as int8 words (SXTB16), in the "lanes" encoding (kernel_lanes.h: one SXT
 4 pixels) or pre-extended int16 pairs (SMLAD). The plan (which kernel, its knobs) is Conv2D.plan in
 ops/conv_2d.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,26 +29,34 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     lanes = plan.get("extract") == "lanes"
     if s16:
         words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
-        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the int16 "
-                     "pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else ""))
+        w_comment = (
+            f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the int16 "
+            "pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else "")
+        )
     elif lanes:  # 256-scaled accumulators from the lanes bias; no doubling (acc >> 7 = 2 * acc)
         words, folded = im2col_lanes(w_rows, folded)
         steps = words.shape[1]
-        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
-                     "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded")
+        w_comment = (
+            f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
+            "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded"
+        )
     else:
         words, steps = fast.pack_s8_words(w_rows)
-        w_comment = (f"weights [{g.out_c} output channels][{words.shape[1]} words]: 4 int8 taps (ky, kx, c) "
-                     "per word, zero-padded")
+        w_comment = (
+            f"weights [{g.out_c} output channels][{words.shape[1]} words]: 4 int8 taps (ky, kx, c) "
+            "per word, zero-padded"
+        )
     row_words = words.shape[1]
     row_bytes = 4 * row_words  # a weight row's place in the weights
     if not s16 and not lanes and plan["isa"] == "dsp" and w_rows.shape[1] % 4:
         # no padding in flash: the rows overlap (the column's padding taps are zero), read as
         # unaligned words, which every core with the DSP extension allows
         words, row_bytes = fast.overlapped_rows(w_rows), w_rows.shape[1]
-        w_comment = (f"weights [{g.out_c} output channels][{row_bytes} int8 taps (ky, kx, c)], then zeros for the "
-                     f"last row's final word: each row is read as {steps} words, the last one reaching into the next "
-                     "row (against the column's zero taps)")
+        w_comment = (
+            f"weights [{g.out_c} output channels][{row_bytes} int8 taps (ky, kx, c)], then zeros for the "
+            f"last row's final word: each row is read as {steps} words, the last one reaching into the next "
+            "row (against the column's zero taps)"
+        )
     lo, hi = activation_range(op.options["activation"], y)
     npix = g.out_h * g.out_w
     bias_name = "lanes accumulator start" if lanes else "folded bias"
@@ -55,40 +64,77 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     uniform: bool | tuple[int, int, int] = len(set(zip(mult.tolist(), c.tolist(), r.tolist()))) == 1
     record = "uniform" if uniform else "reference"  # how the epilogue reads the requantization
     if uniform:
-        params = ctx.const("bias", fast.wrap32(folded * scale),
-                           comment=f"bias [{g.out_c}] with the input zero point folded in"
-                           + (", doubled" if scale == 2 else "")
-                           + (" (lanes: 256 * bias - 127 * sum of the even weights)" if lanes else ""))
+        params = ctx.const(
+            "bias",
+            fast.wrap32(folded * scale),
+            comment=f"bias [{g.out_c}] with the input zero point folded in"
+            + (", doubled" if scale == 2 else "")
+            + (" (lanes: 256 * bias - 127 * sum of the even weights)" if lanes else ""),
+        )
         uniform = (int(mult[0]), int(c[0]), int(r[0]))
     elif is_fast and lanes:  # 8 bytes: the accumulators end at 256 * acc + r
         record = "start_r"
-        params = ctx.const("params", fast.channel_records_start_r(folded, mult, r),
-                           comment=f"per output channel [{g.out_c}] {{lanes accumulator start + right shift r, "
-                           "multiplier}: the accumulators end at 256 * acc + r, r in their low byte")
+        params = ctx.const(
+            "params",
+            fast.channel_records_start_r(folded, mult, r),
+            comment=f"per output channel [{g.out_c}] {{lanes accumulator start + right shift r, "
+            "multiplier}: the accumulators end at 256 * acc + r, r in their low byte",
+        )
     elif is_fast and plan["isa"] == "dsp" and fast.fits_packed_bias(folded * scale):
         # 8 bytes: {bias << 8 | r, multiplier} (without the DSP extension the portable dot product needs
         # every register, and the extra value costs more than the byte saved: 9-byte records there)
         record = "bias_r"
-        params = ctx.const("params", fast.channel_records_packed(folded * scale, r, mult),
-                           comment=f"per output channel [{g.out_c}] {{{bias_name}" + (" (doubled)" if scale == 2 else "")
-                           + " << 8 | right shift r, multiplier}")
+        params = ctx.const(
+            "params",
+            fast.channel_records_packed(folded * scale, r, mult),
+            comment=f"per output channel [{g.out_c}] {{{bias_name}"
+            + (" (doubled)" if scale == 2 else "")
+            + " << 8 | right shift r, multiplier}",
+        )
     elif is_fast:  # {bias, multiplier, r} in 9 bytes; c from r in the epilogue
         record = "r9"
-        params = ctx.const("params", fast.channel_records9(folded * scale, mult, r),
-                           comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier}} (int32, "
-                           "little-endian) and the right shift (int8): 9 bytes")
+        params = ctx.const(
+            "params",
+            fast.channel_records9(folded * scale, mult, r),
+            comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier}} (int32, "
+            "little-endian) and the right shift (int8): 9 bytes",
+        )
     else:
-        params = ctx.const("params", fast.channel_params(folded * scale, mult, c, r),
-                           comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}")
-    return ctx.render("conv_2d_im2col.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
-                      row_bytes=row_bytes, params=params, uniform=uniform, record=record,
-                      stride={"uniform": 1, "r9": fast.RECORD9, "reference": 4}.get(record, 2),
-                      scratch=ctx.scratch(plan["scratch_bytes"]),
-                      steps=steps, words=row_words, s16=s16, isa=plan["isa"], taps_mode=g.in_c % 4 == 0, zp=zp,
-                      zp_pair=_pair(zp), npix=npix, lanes=lanes, lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
-                      full=npix // 4, tail=npix % 4, fast=is_fast, act_min=lo, act_max=hi,
-                      output_offset=y_zp)
+        params = ctx.const(
+            "params",
+            fast.channel_params(folded * scale, mult, c, r),
+            comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}",
+        )
+    return ctx.render(
+        "conv_2d_im2col.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=ctx.const("weights", words.reshape(-1), comment=w_comment),
+        row_bytes=row_bytes,
+        params=params,
+        uniform=uniform,
+        record=record,
+        stride={"uniform": 1, "r9": fast.RECORD9, "reference": 4}.get(record, 2),
+        scratch=ctx.scratch(plan["scratch_bytes"]),
+        steps=steps,
+        words=row_words,
+        s16=s16,
+        isa=plan["isa"],
+        taps_mode=g.in_c % 4 == 0,
+        zp=zp,
+        zp_pair=_pair(zp),
+        npix=npix,
+        lanes=lanes,
+        lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
+        full=npix // 4,
+        tail=npix % 4,
+        fast=is_fast,
+        act_min=lo,
+        act_max=hi,
+        output_offset=y_zp,
+    )
 
 
 def _pair(v: int) -> int:

@@ -7,20 +7,26 @@ kernel scratch and sign-extended once into int16 pairs (SXTB16); each output cha
 is then one dot product of that row with its weights, stored as int16 pairs (k0,k2) (k1,k3) in the
 order SXTB16 produces: LDRD + 2 SMLAD per 4 MACs. The plan is Conv2D.plan in ops/conv_2d.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.quant import activation_range
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.quant import activation_range
 
 
 def plan(g, groups: int, features) -> dict:
     k = g.k_h * g.k_w * (g.in_c // groups)
     steps = -(-k // 4)
-    return {"variant": "pixel", "isa": "dsp" if has_dsp(features) else "c", "groups": groups,
-            "weights": "s16", "scratch_bytes": 8 * steps + 4 * steps}
+    return {
+        "variant": "pixel",
+        "isa": "dsp" if has_dsp(features) else "c",
+        "groups": groups,
+        "weights": "s16",
+        "scratch_bytes": 8 * steps + 4 * steps,
+    }
 
 
 def emit_pixel(op, graph, ctx, plan_: dict, g, bias) -> str:
@@ -34,13 +40,44 @@ def emit_pixel(op, graph, ctx, plan_: dict, g, bias) -> str:
     is_fast, scale = rq.fast, rq.scale
     words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
     lo, hi = activation_range(op.options["activation"], y)
-    return ctx.render("conv_2d_pixel.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=ctx.const("weights", words.reshape(-1), comment=(
-                          f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
-                          "int16 pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else ""))),
-                      params=ctx.const("params", rq.params(), comment=(
-                          f"per output channel [{g.out_c}] " + ("{folded bias (doubled), multiplier, right shift}"
-                                                                 if is_fast else "{folded bias, multiplier, shift, 0}"))), stride=3 if is_fast else 4, groups=groups, cg=cg,
-                      og=g.out_c // groups, steps=steps, k=g.k_h * g.k_w * cg, zp=zp,
-                      scratch=ctx.scratch(plan_["scratch_bytes"]), isa=plan_["isa"], fast=is_fast,
-                      c_k=2 * y_zp + 1, act_min=lo, act_max=hi, output_offset=y_zp)
+    return ctx.render(
+        "conv_2d_pixel.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=ctx.const(
+            "weights",
+            words.reshape(-1),
+            comment=(
+                f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
+                "int16 pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else "")
+            ),
+        ),
+        params=ctx.const(
+            "params",
+            rq.params(),
+            comment=(
+                f"per output channel [{g.out_c}] "
+                + (
+                    "{folded bias (doubled), multiplier, right shift}"
+                    if is_fast
+                    else "{folded bias, multiplier, shift, 0}"
+                )
+            ),
+        ),
+        stride=3 if is_fast else 4,
+        groups=groups,
+        cg=cg,
+        og=g.out_c // groups,
+        steps=steps,
+        k=g.k_h * g.k_w * cg,
+        zp=zp,
+        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        isa=plan_["isa"],
+        fast=is_fast,
+        c_k=2 * y_zp + 1,
+        act_min=lo,
+        act_max=hi,
+        output_offset=y_zp,
+    )

@@ -7,19 +7,24 @@ interleaved for the 4 channels: 2 loads + 8 SMLAD per 16 MACs), the output chann
 (mc_dot1_s16). The 32-bit partial sums are proven exact and added into int64 (ops/fast/s16.py), so
 the result is TFLM's int64 accumulation bit for bit. The plan is Conv2D.plan in ops/conv_2d.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.quant import activation_range, conv_multipliers
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 def plan(g, features) -> dict:
     words = _words(g)
-    return {"variant": "int16-pixel", "isa": "dsp" if has_dsp(features) else "c", "out_channels": 4,
-            "scratch_bytes": 4 * words}
+    return {
+        "variant": "int16-pixel",
+        "isa": "dsp" if has_dsp(features) else "c",
+        "out_channels": 4,
+        "scratch_bytes": 4 * words,
+    }
 
 
 def _words(g) -> int:
@@ -36,10 +41,26 @@ def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, words, e.wide)
     plan_["chunk"] = 2 * chunk if chunk < words else 0
-    weights = ctx.const("weights", s16.pack_rows(w_rows, words), comment=(
-        f"weights [{g.out_c} output channels][{2 * words} taps (ky, kx, c), zero-padded] as int16 pairs (low half "
-        "first), the channels in blocks of 4 interleaved per pair, then the channels % 4"))
-    return ctx.render("conv_2d_s16.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=weights, e=e, words=words, chunk=chunk,
-                      k=g.k_h * g.k_w * g.in_c, scratch=ctx.scratch(plan_["scratch_bytes"]), isa=plan_["isa"],
-                      full=g.out_c // 4 * 4)
+    weights = ctx.const(
+        "weights",
+        s16.pack_rows(w_rows, words),
+        comment=(
+            f"weights [{g.out_c} output channels][{2 * words} taps (ky, kx, c), zero-padded] as int16 pairs (low half "
+            "first), the channels in blocks of 4 interleaved per pair, then the channels % 4"
+        ),
+    )
+    return ctx.render(
+        "conv_2d_s16.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        e=e,
+        words=words,
+        chunk=chunk,
+        k=g.k_h * g.k_w * g.in_c,
+        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        isa=plan_["isa"],
+        full=g.out_c // 4 * 4,
+    )

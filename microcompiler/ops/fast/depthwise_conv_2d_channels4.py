@@ -3,6 +3,7 @@
 weight pairs (SXTB16 + SMLABB/SMLATT with the DSP extension), padding taps read a row of input
 zero points, the input zero point folded into the bias. The plan is DepthwiseConv2D.plan.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,16 +27,40 @@ def emit_channels4(op, graph, ctx, plan) -> str:
     plan["requant"] = "smmlar" if is_fast else "reference"
     scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
     lo, hi = activation_range(op.options["activation"], y)
-    zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, zp, np.int8),
-                                                     comment=f"a pixel of input zero points ({zp}): what padding taps read")
-    return ctx.render("depthwise_conv_2d_channels4.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]),
-                      weights=ctx.const("weights", fast.pack_depthwise(w_taps.astype(np.int32) * scale),
-                                            comment=f"weights: per group of 4 channels and per tap ({g.k_h}x{g.k_w}) "
-                                            "the int16 pairs (c0,c2) (c1,c3)" + (", doubled" if scale == 2 else "")),
-                      params=ctx.const("params", fast.channel_params3(folded * scale, mult, r) if is_fast
-                                       else fast.channel_params(folded * scale, mult, c, r),
-                                       comment=f"per channel [{g.out_c}] " + ("{folded bias, multiplier, right shift}"
-                                               if is_fast else "{folded bias, multiplier, shift, 0}")
-                                       + (", bias doubled" if scale == 2 else "")),
-                      zp_row=zp_row, isa=plan["isa"], fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp)
+    zp_row = (
+        None
+        if g.always_inside
+        else ctx.const(
+            "zero_point_row",
+            np.full(g.in_c, zp, np.int8),
+            comment=f"a pixel of input zero points ({zp}): what padding taps read",
+        )
+    )
+    return ctx.render(
+        "depthwise_conv_2d_channels4.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=ctx.const(
+            "weights",
+            fast.pack_depthwise(w_taps.astype(np.int32) * scale),
+            comment=f"weights: per group of 4 channels and per tap ({g.k_h}x{g.k_w}) "
+            "the int16 pairs (c0,c2) (c1,c3)" + (", doubled" if scale == 2 else ""),
+        ),
+        params=ctx.const(
+            "params",
+            fast.channel_params3(folded * scale, mult, r)
+            if is_fast
+            else fast.channel_params(folded * scale, mult, c, r),
+            comment=f"per channel [{g.out_c}] "
+            + ("{folded bias, multiplier, right shift}" if is_fast else "{folded bias, multiplier, shift, 0}")
+            + (", bias doubled" if scale == 2 else ""),
+        ),
+        zp_row=zp_row,
+        isa=plan["isa"],
+        fast=is_fast,
+        act_min=lo,
+        act_max=hi,
+        output_offset=y_zp,
+    )

@@ -10,6 +10,7 @@ and every channel with a depth multiplier above 1 (input channel = output channe
 at a time for 4 pixels. Every output is summed in TFLM's order (kernel row, column; bias last). The
 plan is DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
 """
+
 from __future__ import annotations
 
 from microcompiler.ops.conv_common import float_values
@@ -17,14 +18,31 @@ from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, BLOCK_PI
 
 
 def plan(multiplier: int, features) -> dict:
-    return {"variant": "float-channels4", "isa": float_isa(features), "pixels": BLOCK_PIXELS,
-            "channels": BLOCK_CHANNELS if multiplier == 1 else 1, "scratch_bytes": 0}
+    return {
+        "variant": "float-channels4",
+        "isa": float_isa(features),
+        "pixels": BLOCK_PIXELS,
+        "channels": BLOCK_CHANNELS if multiplier == 1 else 1,
+        "scratch_bytes": 0,
+    }
 
 
 def emit_channels4(op, graph, ctx, plan_: dict, g, bias) -> str:
     mult = op.options.get("depth_multiplier", 1)
     nb = g.out_c // BLOCK_CHANNELS if mult == 1 else 0
-    return ctx.render("depthwise_conv_2d_float_channels4.c.j2", g=g, describe=g.describe(),
-                      input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), weights=ctx.arg(op.inputs[1]),
-                      bias=ctx.arg(op.inputs[2]) if bias is not None else None, mult=mult, nb=nb,
-                      OB=BLOCK_CHANNELS, PX=BLOCK_PIXELS, **clip_values(g), **float_values(op), isa=ctx.variant["isa"])
+    return ctx.render(
+        "depthwise_conv_2d_float_channels4.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=ctx.arg(op.inputs[1]),
+        bias=ctx.arg(op.inputs[2]) if bias is not None else None,
+        mult=mult,
+        nb=nb,
+        OB=BLOCK_CHANNELS,
+        PX=BLOCK_PIXELS,
+        **clip_values(g),
+        **float_values(op),
+        isa=ctx.variant["isa"],
+    )

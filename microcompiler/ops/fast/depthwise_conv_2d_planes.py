@@ -13,6 +13,7 @@ output channel), paired at run time once per channel. A layer whose all-zero out
 dropped (passes/zero_channels.py) runs each remaining output channel on the plane of the input
 channel its table names.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.quant import activation_range
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.quant import activation_range
 
 
 @dataclass
@@ -42,8 +43,13 @@ def plane_geometry(g) -> PlaneGeometry:
     last_x = (g.out_w - 1) * g.stride_w + (g.k_w - 1) * g.dil_w - g.pad_w
     # one more column than the taps reach: a pair read at the last tap of an odd kernel width
     pitch = -(-(last_x + g.pad_w + 2) // 2) * 2
-    return PlaneGeometry(rows=last_y + g.pad_h + 1, pitch=pitch, used_h=min(g.in_h, last_y + 1),
-                         used_w=min(g.in_w, last_x + 1), pixel_pairs=g.stride_w == 1 and g.dil_w == 1)
+    return PlaneGeometry(
+        rows=last_y + g.pad_h + 1,
+        pitch=pitch,
+        used_h=min(g.in_h, last_y + 1),
+        used_w=min(g.in_w, last_x + 1),
+        pixel_pairs=g.stride_w == 1 and g.dil_w == 1,
+    )
 
 
 # Where channels4 also applies, planes is preferred (DSP targets) only up to this plane size: its
@@ -69,9 +75,13 @@ def row_words(g, pg: PlaneGeometry) -> int:
 
 def plan(g) -> dict:
     pg = plane_geometry(g)
-    return {"variant": "planes", "isa": "dsp", "pixels": g.out_w if row_words(g, pg) else 2 if pg.pixel_pairs else 1,
-            "weights": "s8",
-            "scratch_bytes": pg.nbytes}
+    return {
+        "variant": "planes",
+        "isa": "dsp",
+        "pixels": g.out_w if row_words(g, pg) else 2 if pg.pixel_pairs else 1,
+        "weights": "s8",
+        "scratch_bytes": pg.nbytes,
+    }
 
 
 def input_channel_table(op, ctx, g) -> str | None:
@@ -80,8 +90,11 @@ def input_channel_table(op, ctx, g) -> str | None:
     table = op.options.get("input_channels")
     if table is None:
         return None
-    return ctx.const("input_channels", np.array(table, np.uint8 if g.in_c <= 256 else np.int16),
-                     comment=f"the input channel each of the {g.out_c} computed output channels reads")
+    return ctx.const(
+        "input_channels",
+        np.array(table, np.uint8 if g.in_c <= 256 else np.int16),
+        comment=f"the input channel each of the {g.out_c} computed output channels reads",
+    )
 
 
 def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
@@ -120,11 +133,16 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
             params = fast.channel_records_packed((rq.folded * scale)[idx], idx, rq.mult[idx])
             w_rows = np.ascontiguousarray(w_rows[idx])
             w_comment += ", channels in the order they run"
-            layout = ("{folded bias (doubled) << 8 | channel, multiplier} in the order the channels run: grouped by "
-                      "right shift (the shift is in the code)")
+            layout = (
+                "{folded bias (doubled) << 8 | channel, multiplier} in the order the channels run: grouped by "
+                "right shift (the shift is in the code)"
+            )
         else:
-            order = ctx.const("channels", idx.astype(np.uint8 if len(idx) <= 256 else np.int16),
-                              comment=f"the {len(idx)} channels in the order they run: grouped by right shift")
+            order = ctx.const(
+                "channels",
+                idx.astype(np.uint8 if len(idx) <= 256 else np.int16),
+                comment=f"the {len(idx)} channels in the order they run: grouped by right shift",
+            )
             layout = "{folded bias (doubled), multiplier} (the right shift is in the code)"
     elif packable:
         packed = "shift"
@@ -132,13 +150,35 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
         layout = "{folded bias (doubled) << 8 | right shift r, multiplier}"
     if is_fast and not r_groups and not packed:
         shifts = ctx.const("shifts", r.astype(np.int8), comment=f"right shift r per output channel [{g.out_c}]")
-    values = dict(g=g, pg=pg, describe=g.describe(), mult=mult,
-                  input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]),
-                  weights=ctx.const("weights", w_rows, comment=w_comment), packed=packed,
-                  params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"), stride=stride, shifts=shifts, scale=scale,
-                  scratch=ctx.scratch(pg.nbytes), zp=zp, zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
-                  r_groups=r_groups, order=order, input_channels=table, pairs_w=-(-g.k_w // 2), row_words=row_words(g, pg), isa=isa,
-                  fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, group_helper=None, group_functions=None)
+    values = dict(
+        g=g,
+        pg=pg,
+        describe=g.describe(),
+        mult=mult,
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=ctx.const("weights", w_rows, comment=w_comment),
+        packed=packed,
+        params=ctx.const("params", params, comment=f"per output channel [{g.out_c}] {layout}"),
+        stride=stride,
+        shifts=shifts,
+        scale=scale,
+        scratch=ctx.scratch(pg.nbytes),
+        zp=zp,
+        zp_pair=int(fast.pairs(np.array([zp]), np.array([zp]))[0]),
+        r_groups=r_groups,
+        order=order,
+        input_channels=table,
+        pairs_w=-(-g.k_w // 2),
+        row_words=row_words(g, pg),
+        isa=isa,
+        fast=is_fast,
+        act_min=lo,
+        act_max=hi,
+        output_offset=y_zp,
+        group_helper=None,
+        group_functions=None,
+    )
     # the whole-row mode's shift groups as shared functions (KWS on the M4: 2.4 KB less code, 440 fewer
     # instructions); the pixel-pairs loops stay inline (as functions: VWW +6.7% instructions on the M4)
     if r_groups and packed == "order" and table is None and values["row_words"]:
@@ -150,11 +190,20 @@ def _group_function(ctx, g, values: dict, r: int) -> str:
     """The function that runs channels first..last (of the params' run order) whose right shift is r:
     one per shift and layer shape, shared by the layers that have the same (the shift is a literal in
     its code, the arrays and the channel range its parameters)."""
-    body = ctx.render("depthwise_conv_2d_planes.c.j2", **{**values, "weights": "weights", "params": "params",
-                                                          "group_helper": r})
-    what = (f"depthwise_conv_2d_{g.k_h}x{g.k_w}_planes_{g.in_h}x{g.in_w}x{g.in_c}_to_{g.out_h}x{g.out_w}x{g.out_c}"
-            f"_right_shift_{r}")
-    comment = (f"DEPTHWISE_CONV_2D planes, {g.describe()}: the channels first..last of the run order, whose "
-               f"requantization right shift is {r}")
-    return ctx.helper(what, "const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, "
-                            "int last", body, comment)
+    body = ctx.render(
+        "depthwise_conv_2d_planes.c.j2", **{**values, "weights": "weights", "params": "params", "group_helper": r}
+    )
+    what = (
+        f"depthwise_conv_2d_{g.k_h}x{g.k_w}_planes_{g.in_h}x{g.in_w}x{g.in_c}_to_{g.out_h}x{g.out_w}x{g.out_c}"
+        f"_right_shift_{r}"
+    )
+    comment = (
+        f"DEPTHWISE_CONV_2D planes, {g.describe()}: the channels first..last of the run order, whose "
+        f"requantization right shift is {r}"
+    )
+    return ctx.helper(
+        what,
+        "const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, int last",
+        body,
+        comment,
+    )

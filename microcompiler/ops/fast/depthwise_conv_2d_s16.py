@@ -13,13 +13,14 @@ TFLM sums in int64; the kernel's int32 sums are exact where 2^15 * (sum of a cha
 fits int32 (any kernel up to 511 taps; plan() keeps the reference beyond). The plan is
 DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.quant import activation_range, conv_multipliers
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 UNROLL_MAX_TAPS = 16  # taps written out one per line up to this kernel size; above, a loop over the
 # kernel rows with a row's taps written out (up to this width), else a loop over the taps
@@ -35,8 +36,12 @@ def plan(g, multiplier: int, w, features) -> dict | None:
     if int(np.abs(channel_rows(w).astype(np.int64)).sum(axis=1).max()) * s16.MAX_ABS_X > s16.INT32_MAX:
         return None
     pairs = "channels" if multiplier == 1 else ("multiplier" if multiplier % 2 == 0 else "none")
-    return {"variant": "int16-pairs", "isa": "dsp" if has_dsp(features) else "c", "pairs": pairs,
-            "scratch_bytes": 2 * g.k_h * g.k_w * g.in_c}
+    return {
+        "variant": "int16-pairs",
+        "isa": "dsp" if has_dsp(features) else "c",
+        "pairs": pairs,
+        "scratch_bytes": 2 * g.k_h * g.k_w * g.in_c,
+    }
 
 
 def pack(rows: np.ndarray, pairs: str) -> np.ndarray:
@@ -58,13 +63,32 @@ def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
     lo, hi = activation_range(op.options["activation"], y)
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, rows)
     taps = g.k_h * g.k_w
-    layout = {"channels": "per pair of channels (c, c + 1)", "multiplier": "per pair of output channels of one input",
-              "none": "per output channel (high half 0)"}[plan_["pairs"]]
-    weights = ctx.const("weights", pack(rows, plan_["pairs"]), comment=(
-        f"weights [{g.out_c} output channels][{taps} taps (ky, kx)] as int16 pairs {layout}, the taps of a pair "
-        "consecutive"))
-    return ctx.render("depthwise_conv_2d_s16.c.j2", g=g, describe=g.describe(), input=ctx.arg(op.inputs[0]),
-                      output=ctx.arg(op.outputs[0]), weights=weights, e=e, taps=taps, m=multiplier,
-                      pairs=plan_["pairs"], unroll=taps <= UNROLL_MAX_TAPS,
-                      row_unroll=1 < g.k_w <= UNROLL_MAX_TAPS,
-                      scratch=ctx.scratch(plan_["scratch_bytes"]), isa=plan_["isa"])
+    layout = {
+        "channels": "per pair of channels (c, c + 1)",
+        "multiplier": "per pair of output channels of one input",
+        "none": "per output channel (high half 0)",
+    }[plan_["pairs"]]
+    weights = ctx.const(
+        "weights",
+        pack(rows, plan_["pairs"]),
+        comment=(
+            f"weights [{g.out_c} output channels][{taps} taps (ky, kx)] as int16 pairs {layout}, the taps of a pair "
+            "consecutive"
+        ),
+    )
+    return ctx.render(
+        "depthwise_conv_2d_s16.c.j2",
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        e=e,
+        taps=taps,
+        m=multiplier,
+        pairs=plan_["pairs"],
+        unroll=taps <= UNROLL_MAX_TAPS,
+        row_unroll=1 < g.k_w <= UNROLL_MAX_TAPS,
+        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        isa=plan_["isa"],
+    )

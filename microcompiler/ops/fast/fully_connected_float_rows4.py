@@ -5,6 +5,7 @@ the input, four multiply-adds), the rows left over one at a time. Every output i
 order (input 0, 1, ...; bias last), as ops/fast/conv_2d_float_blocks.py. The plan is
 FullyConnected.plan.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,12 +23,29 @@ def emit_float_rows4(op, graph, ctx, dims: tuple[int, int, int]) -> str:
     batches, out_depth, depth = dims
     rows = ctx.tensor(op.inputs[1]).data.astype(np.float32).reshape(out_depth, depth)
     nb, tail = out_depth // BLOCK_CHANNELS, out_depth % BLOCK_CHANNELS
-    weights = ctx.const("weights", interleave_rows(rows), comment=(
-        f"weights: {nb} blocks of {BLOCK_CHANNELS} output rows interleaved input by input [{depth}]"
-        f"[{BLOCK_CHANNELS}]" + (f", then {tail} rows [{depth}]" if tail else "")))
+    weights = ctx.const(
+        "weights",
+        interleave_rows(rows),
+        comment=(
+            f"weights: {nb} blocks of {BLOCK_CHANNELS} output rows interleaved input by input [{depth}]"
+            f"[{BLOCK_CHANNELS}]" + (f", then {tail} rows [{depth}]" if tail else "")
+        ),
+    )
     has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
     lo, hi = float_activation_range(op.options["activation"])
-    return ctx.render("fully_connected_float_rows4.c.j2", batches=batches, out_depth=out_depth, depth=depth,
-                      input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]), weights=weights,
-                      bias=ctx.arg(op.inputs[2]) if has_bias else None, nb=nb, tail=tail, OB=BLOCK_CHANNELS,
-                      act_min=c_float(lo), act_max=c_float(hi), isa=ctx.variant["isa"])
+    return ctx.render(
+        "fully_connected_float_rows4.c.j2",
+        batches=batches,
+        out_depth=out_depth,
+        depth=depth,
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        bias=ctx.arg(op.inputs[2]) if has_bias else None,
+        nb=nb,
+        tail=tail,
+        OB=BLOCK_CHANNELS,
+        act_min=c_float(lo),
+        act_max=c_float(hi),
+        isa=ctx.variant["isa"],
+    )

@@ -3,6 +3,7 @@ fully_connected_rows4.c.j2): 4 output rows per inner loop, the input zero point 
 bias; weights as int16 pairs (SMLAD), int8 words (SXTB16) or the "lanes" encoding (the input
 expanded once into the scratch, optionally in chunks). The plan is FullyConnected.plan.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     batches, out_depth, depth = dims
     w_rows = w.data.astype(np.int8).reshape(out_depth, depth)
     has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
-    b = (graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias
-         else np.zeros(out_depth, np.int64))
+    b = graph.tensors[op.inputs[2]].data.astype(np.int64).reshape(-1) if has_bias else np.zeros(out_depth, np.int64)
     zp = int(x.quant.zero_point[0])
     folded = b - zp * w_rows.astype(np.int64).sum(axis=1)
     mult, shift = multipliers
@@ -32,39 +32,81 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     lanes = plan.get("extract") == "lanes"
     chunk_steps = plan.get("chunk", 0) // 4 or steps
     if lanes:
-        weights = ctx.const("weights", fast.pack_lanes_rows4(w_rows, chunk_steps),
-                            comment=f"weights in lanes words (w0 + 256 w1, w2 + 256 w3): per block of 4 rows and "
-                            f"group of 4 inputs the words of rows 0..3, then the {out_depth % 4} rows left over"
-                            + (f"; in chunks of {4 * chunk_steps} inputs" if chunk_steps < steps else ""))
-        bias = ctx.const("bias", fast.lanes_bias(w_rows, folded),
-                         comment=f"accumulator start per row [{out_depth}]: 256 * folded bias - 127 * sum(w0 + w2)")
+        weights = ctx.const(
+            "weights",
+            fast.pack_lanes_rows4(w_rows, chunk_steps),
+            comment=f"weights in lanes words (w0 + 256 w1, w2 + 256 w3): per block of 4 rows and "
+            f"group of 4 inputs the words of rows 0..3, then the {out_depth % 4} rows left over"
+            + (f"; in chunks of {4 * chunk_steps} inputs" if chunk_steps < steps else ""),
+        )
+        bias = ctx.const(
+            "bias",
+            fast.lanes_bias(w_rows, folded),
+            comment=f"accumulator start per row [{out_depth}]: 256 * folded bias - 127 * sum(w0 + w2)",
+        )
     else:
-        weights = (ctx.const("weights", w_rows, comment=f"weights [{out_depth} rows][{depth} inputs], int8")
-                   if plan["weights"] == "s8" else
-                   ctx.const("weights", fast.pack_s16_rows4(w_rows),
-                             comment="weights: per block of 4 rows and group of 4 inputs k0..k3 the int16 pairs "
-                             "(k0,k2) (k1,k3) of rows 0..3, then the rows left over") if steps else None)
-        bias = ctx.const("bias", fast.wrap32(folded), comment=f"bias per row [{out_depth}] with the input zero point folded in")
-    values = dict(batches=batches, out_depth=out_depth, depth=depth, steps=steps, depth_tail=depth_tail,
-                  blocks=out_depth // 4, rows_tail=out_depth % 4, input=ctx.arg(op.inputs[0]),
-                  output=ctx.arg(op.outputs[0]), bias=bias, lanes=lanes, chunk_steps=chunk_steps,
-                  chunks=-(-steps // chunk_steps) if steps else 0,
-                  scratch=ctx.scratch(plan["scratch_bytes"]) if lanes else None,
-                  s16=plan["weights"] == "s16" or lanes,
-                  sxtb16=plan.get("extract") == "sxtb16", weights=weights,
-                  tail_weights=(ctx.const("tail_weights", w_rows[:, steps * 4:].copy(),
-                                          comment=f"the last {depth_tail} weights of each row [{out_depth}][{depth_tail}], int8")
-                                if depth_tail and (plan["weights"] == "s16" or lanes) else None),
-                  fast=is_fast, act_min=lo, act_max=hi, output_offset=y_zp, per_channel=per_channel,
-                  # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
-                  halve=lanes and is_fast and not depth_tail)
+        weights = (
+            ctx.const("weights", w_rows, comment=f"weights [{out_depth} rows][{depth} inputs], int8")
+            if plan["weights"] == "s8"
+            else ctx.const(
+                "weights",
+                fast.pack_s16_rows4(w_rows),
+                comment="weights: per block of 4 rows and group of 4 inputs k0..k3 the int16 pairs "
+                "(k0,k2) (k1,k3) of rows 0..3, then the rows left over",
+            )
+            if steps
+            else None
+        )
+        bias = ctx.const(
+            "bias", fast.wrap32(folded), comment=f"bias per row [{out_depth}] with the input zero point folded in"
+        )
+    values = dict(
+        batches=batches,
+        out_depth=out_depth,
+        depth=depth,
+        steps=steps,
+        depth_tail=depth_tail,
+        blocks=out_depth // 4,
+        rows_tail=out_depth % 4,
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        bias=bias,
+        lanes=lanes,
+        chunk_steps=chunk_steps,
+        chunks=-(-steps // chunk_steps) if steps else 0,
+        scratch=ctx.scratch(plan["scratch_bytes"]) if lanes else None,
+        s16=plan["weights"] == "s16" or lanes,
+        sxtb16=plan.get("extract") == "sxtb16",
+        weights=weights,
+        tail_weights=(
+            ctx.const(
+                "tail_weights",
+                w_rows[:, steps * 4 :].copy(),
+                comment=f"the last {depth_tail} weights of each row [{out_depth}][{depth_tail}], int8",
+            )
+            if depth_tail and (plan["weights"] == "s16" or lanes)
+            else None
+        ),
+        fast=is_fast,
+        act_min=lo,
+        act_max=hi,
+        output_offset=y_zp,
+        per_channel=per_channel,
+        # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
+        halve=lanes and is_fast and not depth_tail,
+    )
     if per_channel:
-        values.update(multipliers=ctx.const("multiplier", mult, comment=f"requantization multiplier per row [{out_depth}]"),
-                      cs=ctx.const("c" if is_fast else "shift", c,
-                                   comment=f"per row [{out_depth}]: " + ("rounding constant c = 2^(r-1) + output zero point * 2^r"
-                                                                        if is_fast else "requantization shift")),
-                      rs=ctx.const("r", r, comment=f"right shift per row [{out_depth}]") if is_fast else None,
-                      requant=None)
+        values.update(
+            multipliers=ctx.const("multiplier", mult, comment=f"requantization multiplier per row [{out_depth}]"),
+            cs=ctx.const(
+                "c" if is_fast else "shift",
+                c,
+                comment=f"per row [{out_depth}]: "
+                + ("rounding constant c = 2^(r-1) + output zero point * 2^r" if is_fast else "requantization shift"),
+            ),
+            rs=ctx.const("r", r, comment=f"right shift per row [{out_depth}]") if is_fast else None,
+            requant=None,
+        )
     else:
         values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
     plan["requant"] = "smmlar" if is_fast else "reference"

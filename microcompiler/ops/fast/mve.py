@@ -14,6 +14,7 @@ they already computed (geometry, weights, multipliers), so this module imports n
 * The requantization epilogue of all of them runs on 4 lanes (mc_v4_requant): exactly TFLM's
   MultiplyByQuantizedMultiplier for any multiplier and shift (no range proof needed).
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -70,25 +71,65 @@ def conv_plan(g, groups: int) -> dict | None:
         gather, scratch = "rows", 0 if g.always_inside else 2 * k
     else:
         gather, scratch = "all", 2 * steps_of(k) * CHUNK
-    return {"variant": "mve-dot", "isa": "mve", "pixels": 2, "out_channels": 4, "gather": gather,
-            "scratch_bytes": scratch}
+    return {
+        "variant": "mve-dot",
+        "isa": "mve",
+        "pixels": 2,
+        "out_channels": 4,
+        "gather": gather,
+        "scratch_bytes": scratch,
+    }
 
 
 def fc_plan(depth: int) -> dict:
     direct = depth % CHUNK == 0
-    return {"variant": "mve-dot", "isa": "mve", "pixels": 2, "out_channels": 4,
-            "gather": "none" if direct else "all", "scratch_bytes": 0 if direct else 2 * steps_of(depth) * CHUNK}
+    return {
+        "variant": "mve-dot",
+        "isa": "mve",
+        "pixels": 2,
+        "out_channels": 4,
+        "gather": "none" if direct else "all",
+        "scratch_bytes": 0 if direct else 2 * steps_of(depth) * CHUNK,
+    }
 
 
 def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
     """FULLY_CONNECTED as the 1x1 convolution of a 1 x batches image with depth channels."""
-    return SimpleNamespace(batches=1, in_h=1, in_w=batches, in_c=depth, out_h=1, out_w=batches, out_c=units,
-                           k_h=1, k_w=1, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_h=0, pad_w=0,
-                           always_inside=True)
+    return SimpleNamespace(
+        batches=1,
+        in_h=1,
+        in_w=batches,
+        in_c=depth,
+        out_h=1,
+        out_w=batches,
+        out_c=units,
+        k_h=1,
+        k_w=1,
+        stride_h=1,
+        stride_w=1,
+        dil_h=1,
+        dil_w=1,
+        pad_h=0,
+        pad_w=0,
+        always_inside=True,
+    )
 
 
-def emit_dot(ctx, plan: dict, g, w_rows: np.ndarray, bias: np.ndarray, x_zp: int, mult, shift, y_zp: int,
-             act: tuple[int, int], input_c: str, output_c: str, describe: str) -> str:
+def emit_dot(
+    ctx,
+    plan: dict,
+    g,
+    w_rows: np.ndarray,
+    bias: np.ndarray,
+    x_zp: int,
+    mult,
+    shift,
+    y_zp: int,
+    act: tuple[int, int],
+    input_c: str,
+    output_c: str,
+    describe: str,
+) -> str:
     """C body of the "mve-dot" kernel: g a ConvGeometry (FULLY_CONNECTED: 1 x batches pixels, 1x1),
     w_rows int8 [out_c, k] in the order of the gathered row ([ky][kx][c])."""
     k = w_rows.shape[1]
@@ -97,14 +138,29 @@ def emit_dot(ctx, plan: dict, g, w_rows: np.ndarray, bias: np.ndarray, x_zp: int
     plan["requant"] = "vqrdmulh"
     mode = {"none": "none", "rows": "rows", "all": "gather"}[plan["gather"]]
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
-    return ctx.render("conv_2d_mve.c.j2", g=g, describe=describe, input=input_c, output=output_c,
-                      weights=ctx.const("weights", pack_blocks(w_rows)),
-                      params=ctx.const("params", records(folded, mult, shift)),
-                      steps=steps_of(k), k=k, mode=mode, rows=rows, row_steps=row_steps,
-                      in_stride=g.dil_h * g.in_w * g.in_c if mode == "rows" else CHUNK * row_steps,
-                      variable_stride=mode == "rows" and not g.always_inside, npix=g.out_h * g.out_w,
-                      scratch=ctx.scratch(plan["scratch_bytes"]) if plan["scratch_bytes"] else None,
-                      general=int(np.any(shift >= 0)), zp=x_zp, out_zp=y_zp, act_min=act[0], act_max=act[1])
+    return ctx.render(
+        "conv_2d_mve.c.j2",
+        g=g,
+        describe=describe,
+        input=input_c,
+        output=output_c,
+        weights=ctx.const("weights", pack_blocks(w_rows)),
+        params=ctx.const("params", records(folded, mult, shift)),
+        steps=steps_of(k),
+        k=k,
+        mode=mode,
+        rows=rows,
+        row_steps=row_steps,
+        in_stride=g.dil_h * g.in_w * g.in_c if mode == "rows" else CHUNK * row_steps,
+        variable_stride=mode == "rows" and not g.always_inside,
+        npix=g.out_h * g.out_w,
+        scratch=ctx.scratch(plan["scratch_bytes"]) if plan["scratch_bytes"] else None,
+        general=int(np.any(shift >= 0)),
+        zp=x_zp,
+        out_zp=y_zp,
+        act_min=act[0],
+        act_max=act[1],
+    )
 
 
 def depthwise_plan(g, depth_multiplier: int) -> dict | None:
@@ -152,8 +208,21 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     return w_taps.astype(np.int8).reshape(taps, channels // 16, 16).transpose(1, 0, 2).reshape(-1).copy()
 
 
-def emit_depthwise(ctx, plan: dict, g, w_taps: np.ndarray, bias: np.ndarray, x_zp: int, mult, shift, y_zp: int,
-                   act: tuple[int, int], input_c: str, output_c: str, describe: str) -> str:
+def emit_depthwise(
+    ctx,
+    plan: dict,
+    g,
+    w_taps: np.ndarray,
+    bias: np.ndarray,
+    x_zp: int,
+    mult,
+    shift,
+    y_zp: int,
+    act: tuple[int, int],
+    input_c: str,
+    output_c: str,
+    describe: str,
+) -> str:
     """C body of "mve-channels16": w_taps int8 [taps, channels]."""
     folded = bias.astype(np.int64) - x_zp * w_taps.astype(np.int64).sum(axis=0)
     n = len(folded)
@@ -165,10 +234,23 @@ def emit_depthwise(ctx, plan: dict, g, w_taps: np.ndarray, bias: np.ndarray, x_z
     plan["tap_pairs"] = pairs
     zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, x_zp, np.int8))
     rows, taps = depthwise_rows(g)
-    return ctx.render("depthwise_conv_2d_mve.c.j2", rows=rows, taps=taps, g=g, describe=describe, input=input_c, output=output_c,
-                      weights=ctx.const("weights", pack_depthwise(w_taps)),
-                      params=ctx.const("params", records(folded[order], mult[order], shift[order])), zp_row=zp_row,
-                      pairs=pairs, general=int(np.any(shift >= 0)), out_zp=y_zp, act_min=act[0], act_max=act[1])
+    return ctx.render(
+        "depthwise_conv_2d_mve.c.j2",
+        rows=rows,
+        taps=taps,
+        g=g,
+        describe=describe,
+        input=input_c,
+        output=output_c,
+        weights=ctx.const("weights", pack_depthwise(w_taps)),
+        params=ctx.const("params", records(folded[order], mult[order], shift[order])),
+        zp_row=zp_row,
+        pairs=pairs,
+        general=int(np.any(shift >= 0)),
+        out_zp=y_zp,
+        act_min=act[0],
+        act_max=act[1],
+    )
 
 
 def emit_add(ctx, q: dict, symbol: str, a, b, y, act: tuple[int, int], in1: str, in2: str, out: str) -> str:
@@ -177,16 +259,32 @@ def emit_add(ctx, q: dict, symbol: str, a, b, y, act: tuple[int, int], in1: str,
     (m1, s1), (m2, s2), (mo, so) = q["input1_q"], q["input2_q"], q["output_q"]
     n = int(np.prod(y.shape))
     name = "SUB" if symbol == "-" else "ADD"
-    args = [("elements", n), ("subtract", int(symbol == "-")), ("left shift", q["left_shift"]),
-            ("input1 offset", -int(a.quant.zero_point[0])), ("input1 multiplier", m1), ("input1 right shift", -s1),
-            ("input2 offset", -int(b.quant.zero_point[0])), ("input2 multiplier", m2), ("input2 right shift", -s2),
-            ("output multiplier", mo), ("output right shift", -so), ("output zero point", int(y.quant.zero_point[0])),
-            ("activation min", act[0]), ("activation max", act[1])]
-    lines = [f"  /* {name} of {n} int8 elements, 4 per step (Helium: VMLAS, VQRDMULH, VRSHL), TFLM's arithmetic:",
-             f"   * both inputs to a common scale with {q['left_shift']} bits of headroom, "
-             f"{'subtract' if symbol == '-' else 'add'}, rescale. */",
-             f"  mc_mve_add_s8({in1}, {in2}, {out},"]
-    lines += [f"                /* {what} */ {value}{',' if k < len(args) - 1 else ');'}" for k, (what, value) in enumerate(args)]
+    args = [
+        ("elements", n),
+        ("subtract", int(symbol == "-")),
+        ("left shift", q["left_shift"]),
+        ("input1 offset", -int(a.quant.zero_point[0])),
+        ("input1 multiplier", m1),
+        ("input1 right shift", -s1),
+        ("input2 offset", -int(b.quant.zero_point[0])),
+        ("input2 multiplier", m2),
+        ("input2 right shift", -s2),
+        ("output multiplier", mo),
+        ("output right shift", -so),
+        ("output zero point", int(y.quant.zero_point[0])),
+        ("activation min", act[0]),
+        ("activation max", act[1]),
+    ]
+    lines = [
+        f"  /* {name} of {n} int8 elements, 4 per step (Helium: VMLAS, VQRDMULH, VRSHL), TFLM's arithmetic:",
+        f"   * both inputs to a common scale with {q['left_shift']} bits of headroom, "
+        f"{'subtract' if symbol == '-' else 'add'}, rescale. */",
+        f"  mc_mve_add_s8({in1}, {in2}, {out},",
+    ]
+    lines += [
+        f"                /* {what} */ {value}{',' if k < len(args) - 1 else ');'}"
+        for k, (what, value) in enumerate(args)
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,7 @@ multiplier. The kernels use it to
 
 The heuristics that pick a variant are documented in docs/benchmarks.md ("Kernel variants").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,8 +48,12 @@ def requant_table(mult: np.ndarray, shift: np.ndarray, output_zp: int, bounds: n
     Otherwise c holds the TFLM shift and r is 0 (the kernel calls mc_requantize)."""
     mult = np.asarray(mult, np.int64)
     shift = np.asarray(shift, np.int64)
-    fast = bool(np.all(mult > 0) and np.all(shift <= -1) and np.all(shift >= -MAX_FAST_SHIFT)
-                and np.all(bounds < FAST_ACC_LIMIT))
+    fast = bool(
+        np.all(mult > 0)
+        and np.all(shift <= -1)
+        and np.all(shift >= -MAX_FAST_SHIFT)
+        and np.all(bounds < FAST_ACC_LIMIT)
+    )
     if fast:
         r = -shift
         c = (1 << (r - 1)) + output_zp * (1 << r)
@@ -89,16 +94,16 @@ def pack_s16_rows4(w_rows: np.ndarray) -> np.ndarray:
     are not included (the kernel handles them from an int8 table)."""
     rows, depth = w_rows.shape
     steps = depth // 4
-    w = w_rows[:, :steps * 4].astype(np.int32).reshape(rows, steps, 4)
+    w = w_rows[:, : steps * 4].astype(np.int32).reshape(rows, steps, 4)
     even, odd = pairs(w[:, :, 0], w[:, :, 2]), pairs(w[:, :, 1], w[:, :, 3])  # [rows, steps]
     per_row = np.stack([even, odd], axis=2)  # [rows, steps, 2]
     blocks = rows // 4
     out = []
     if blocks:
-        b = per_row[:blocks * 4].reshape(blocks, 4, steps, 2).transpose(0, 2, 1, 3)  # [blk, steps, row, 2]
+        b = per_row[: blocks * 4].reshape(blocks, 4, steps, 2).transpose(0, 2, 1, 3)  # [blk, steps, row, 2]
         out.append(b.reshape(-1))
     if rows % 4:
-        out.append(per_row[blocks * 4:].reshape(-1))
+        out.append(per_row[blocks * 4 :].reshape(-1))
     return np.concatenate(out).astype(np.int32) if out else np.zeros(0, np.int32)
 
 
@@ -113,8 +118,13 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
 
 def channel_params(bias_folded: np.ndarray, mult: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Per output channel {bias, multiplier, c, r}: one 16-byte record read by the epilogue."""
-    return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(c, np.int32),
-                     np.asarray(r, np.int32)], axis=1).reshape(-1).astype(np.int32)
+    return (
+        np.stack(
+            [wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(c, np.int32), np.asarray(r, np.int32)], axis=1
+        )
+        .reshape(-1)
+        .astype(np.int32)
+    )
 
 
 def channel_params2(bias_folded: np.ndarray, mult: np.ndarray) -> np.ndarray:
@@ -130,8 +140,9 @@ def channel_records9(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -
     """Per output channel {bias, multiplier, r} packed in 9 bytes: bias and multiplier little-endian
     (read with mc_load_s32le, one unaligned LDR on Cortex-M), then r as one signed byte."""
     words = np.stack([wrap32(bias_folded), np.asarray(mult, np.int32)], axis=1).astype("<i4")
-    return np.concatenate([words.view(np.uint8).reshape(len(words), 8),
-                           np.asarray(r, np.int8).view(np.uint8).reshape(-1, 1)], axis=1).reshape(-1)
+    return np.concatenate(
+        [words.view(np.uint8).reshape(len(words), 8), np.asarray(r, np.int8).view(np.uint8).reshape(-1, 1)], axis=1
+    ).reshape(-1)
 
 
 # A folded bias in this many bits (signed) shares its word with a byte: bias << 8 | byte, read back
@@ -169,8 +180,11 @@ def channel_records_start_r(start: np.ndarray, mult: np.ndarray, r: np.ndarray) 
 def channel_params3(bias_folded: np.ndarray, mult: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Per output channel {bias, multiplier, r} (12 bytes) for mc_requant_fast: the epilogue computes
     c = ((2 * zp + 1) << r) >> 1 = 2^(r-1) + zp * 2^r (two instructions) instead of loading it."""
-    return np.stack([wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(r, np.int32)],
-                    axis=1).reshape(-1).astype(np.int32)
+    return (
+        np.stack([wrap32(bias_folded), np.asarray(mult, np.int32), np.asarray(r, np.int32)], axis=1)
+        .reshape(-1)
+        .astype(np.int32)
+    )
 
 
 def pack_s16_rows(w_rows: np.ndarray) -> tuple[np.ndarray, int]:
@@ -205,9 +219,9 @@ def lanes_plan(w_rows: np.ndarray, folded: np.ndarray) -> bool:
     """Whether the "lanes" FC kernel applies: the lanes fit and |bias + sum(w x)| < 2^23 per row."""
     rows, depth = w_rows.shape
     steps = depth // 4
-    if steps == 0 or lanes_words(w_rows[:, :steps * 4]) is None:
+    if steps == 0 or lanes_words(w_rows[:, : steps * 4]) is None:
         return False
-    bound = np.abs(folded.astype(np.int64)) + 128 * np.abs(w_rows[:, :steps * 4].astype(np.int64)).sum(axis=1)
+    bound = np.abs(folded.astype(np.int64)) + 128 * np.abs(w_rows[:, : steps * 4].astype(np.int64)).sum(axis=1)
     return bool(np.all(bound < LANES_ACC_LIMIT))
 
 
@@ -219,16 +233,16 @@ def pack_lanes_rows4(w_rows: np.ndarray, chunk_steps: int | None = None) -> np.n
     chunk after chunk, so the kernel reads the weights in one stream."""
     rows, depth = w_rows.shape
     steps = depth // 4
-    words = lanes_words(w_rows[:, :steps * 4])
+    words = lanes_words(w_rows[:, : steps * 4])
     blocks = rows // 4
     out = []
     for s0 in range(0, steps, chunk_steps or steps):
-        part = words[:, s0:s0 + (chunk_steps or steps)]
+        part = words[:, s0 : s0 + (chunk_steps or steps)]
         n = part.shape[1]
         if blocks:
-            out.append(part[:blocks * 4].reshape(blocks, 4, n).transpose(0, 2, 1).reshape(-1))
+            out.append(part[: blocks * 4].reshape(blocks, 4, n).transpose(0, 2, 1).reshape(-1))
         if rows % 4:
-            out.append(part[blocks * 4:].reshape(-1))
+            out.append(part[blocks * 4 :].reshape(-1))
     return np.concatenate(out).astype(np.int32)
 
 
@@ -260,7 +274,7 @@ def lanes_chunk_steps(steps: int, rows: int, knob=None) -> int:
 def lanes_bias(w_rows: np.ndarray, folded: np.ndarray) -> np.ndarray:
     """Accumulator start of mc_dot_r4_s8l: 256 * bias - 127 * sum(w0 + w2) (mod 2^32)."""
     steps = w_rows.shape[1] // 4
-    w = w_rows[:, :steps * 4].astype(np.int64).reshape(len(w_rows), steps, 4)
+    w = w_rows[:, : steps * 4].astype(np.int64).reshape(len(w_rows), steps, 4)
     return wrap32(256 * folded.astype(np.int64) - 127 * (w[:, :, 0] + w[:, :, 2]).sum(axis=1))
 
 
@@ -268,6 +282,7 @@ def lanes_bias(w_rows: np.ndarray, folded: np.ndarray) -> np.ndarray:
 class Requant:
     """A fast int8 convolution's requantization: per output channel the bias with the input zero
     point folded in, multiplier, and (fast: mc_requant_fast, c and r; else the TFLM shift in c)."""
+
     folded: np.ndarray
     mult: np.ndarray
     c: np.ndarray

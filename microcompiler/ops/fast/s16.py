@@ -7,6 +7,7 @@ TFLM's int16x8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED sum in int64 and ad
 apply the 32-bit one. The kernels sum runs of taps in int32 with SMLAD and add each run into int64;
 ``chunk_words`` picks runs short enough that no run can leave int32, so the int64 total is TFLM's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ def chunk_words(w_rows: np.ndarray, words: int, wide: bool) -> int:
 @dataclass
 class Epilogue:
     """The requantization of the int16x8 kernels (template macro ``store`` of _s16.j2)."""
+
     mode: str  # see epilogue()
     bias: str | None  # C name of the bias array
     mult: str  # the multiplier: a literal, or the name of the per-channel array
@@ -97,14 +99,19 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w
             mult, shift = reduced.astype(np.int32), total_shift.astype(np.int32)
     out_c = len(mult)  # 1: per-tensor
     uniform = len(set(zip(mult.tolist(), shift.tolist()))) == 1
-    what = {"smmulr": ("multiplier R * 2^(32 - s) (SMMULR)", ""),
-            "narrow": ("reduced multiplier", "total right shift")}.get(mode, ("multiplier", "shift"))
+    what = {
+        "smmulr": ("multiplier R * 2^(32 - s) (SMMULR)", ""),
+        "narrow": ("reduced multiplier", "total right shift"),
+    }.get(mode, ("multiplier", "shift"))
     if uniform:
         m, s = str(int(mult[0])), str(int(shift[0]))
     else:
         m = ctx.const("multiplier", mult, comment=f"requantization {what[0]} per output channel [{out_c}]")
-        s = "" if mode == "smmulr" else ctx.const("shift", shift, comment=(
-            f"requantization {what[1]} per output channel [{out_c}]"))
+        s = (
+            ""
+            if mode == "smmulr"
+            else ctx.const("shift", shift, comment=(f"requantization {what[1]} per output channel [{out_c}]"))
+        )
     b = None
     if bias is not None:
         ctype = "int64" if mode == "wide" else "int32"  # narrow, smmulr: |bias| < 2^31 is proven

@@ -17,13 +17,14 @@ arithmetic in portable C elsewhere) and the channels left over one by one. The s
 sums modulo 2^32 (the order of integer additions does not matter); the requantization is SMMLAR +
 shift (mc_requant_fast) where the weights and bias prove |acc| < 2^30, TFLM's otherwise.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.quant import activation_range, conv_multipliers
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 def phase_taps(r: int, k: int, stride: int) -> list[int]:
@@ -34,8 +35,13 @@ def phase_taps(r: int, k: int, stride: int) -> list[int]:
 
 def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> dict:
     taps = -(-k_h // stride_h) * -(-k_w // stride_w) * in_c
-    return {"variant": "phases", "isa": "dsp" if has_dsp(features) else "c", "rows": 4, "weights": "s16",
-            "scratch_bytes": -(-taps // 4) * 4}
+    return {
+        "variant": "phases",
+        "isa": "dsp" if has_dsp(features) else "c",
+        "rows": 4,
+        "weights": "s16",
+        "scratch_bytes": -(-taps // 4) * 4,
+    }
 
 
 def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
@@ -69,28 +75,66 @@ def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) 
     plan_["requant"] = "smmlar" if is_fast else "reference"
     lo, hi = activation_range(activation, y)
     phases = s_h * s_w
-    weights = ctx.const("weights", np.concatenate(words).astype(np.int32), comment=(
-        f"weights of the {phases} phases (offsets in phase_offsets), each: per block of 4 output channels and "
-        "group of 4 taps the int16 pairs (k0,k2) (k1,k3) of channels 0..3, then the channels left over"))
-    out = dict(v, isa=plan_["isa"], zp=zp, output_offset=y_zp, act_min=lo, act_max=hi, fast=is_fast, per_channel=per_channel,
-               weights=weights, blocks=out_c // 4, rows_tail=out_c % 4, direct=direct, phases=phases,
-               row_bytes=plan_["scratch_bytes"], scratch=ctx.scratch(plan_["scratch_bytes"]),
-               bias=ctx.const("bias", fast.wrap32(np.concatenate(folded)), comment=(
-                   f"per phase [{phases}] and output channel [{out_c}]: the bias minus the input zero point "
-                   "times the phase's weights")),
-               offsets=(ctx.const("phase_offsets", np.array(offsets, np.int32),
-                                  comment=f"first weight word of each phase [{phases}]") if phases > 1 else None),
-               taps_h=ctx.const("taps_h", np.array(taps_h, np.int32), comment=(
-                   f"kernel rows per row phase [{s_h}]")) if s_h > 1 else None,
-               taps_w=ctx.const("taps_w", np.array(taps_w, np.int32), comment=(
-                   f"kernel columns per column phase [{s_w}]")) if s_w > 1 else None)
+    weights = ctx.const(
+        "weights",
+        np.concatenate(words).astype(np.int32),
+        comment=(
+            f"weights of the {phases} phases (offsets in phase_offsets), each: per block of 4 output channels and "
+            "group of 4 taps the int16 pairs (k0,k2) (k1,k3) of channels 0..3, then the channels left over"
+        ),
+    )
+    out = dict(
+        v,
+        isa=plan_["isa"],
+        zp=zp,
+        output_offset=y_zp,
+        act_min=lo,
+        act_max=hi,
+        fast=is_fast,
+        per_channel=per_channel,
+        weights=weights,
+        blocks=out_c // 4,
+        rows_tail=out_c % 4,
+        direct=direct,
+        phases=phases,
+        row_bytes=plan_["scratch_bytes"],
+        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        bias=ctx.const(
+            "bias",
+            fast.wrap32(np.concatenate(folded)),
+            comment=(
+                f"per phase [{phases}] and output channel [{out_c}]: the bias minus the input zero point "
+                "times the phase's weights"
+            ),
+        ),
+        offsets=(
+            ctx.const(
+                "phase_offsets", np.array(offsets, np.int32), comment=f"first weight word of each phase [{phases}]"
+            )
+            if phases > 1
+            else None
+        ),
+        taps_h=ctx.const("taps_h", np.array(taps_h, np.int32), comment=(f"kernel rows per row phase [{s_h}]"))
+        if s_h > 1
+        else None,
+        taps_w=ctx.const("taps_w", np.array(taps_w, np.int32), comment=(f"kernel columns per column phase [{s_w}]"))
+        if s_w > 1
+        else None,
+    )
     if per_channel:
-        out.update(multipliers=ctx.const("multiplier", mult, comment=f"requantization multiplier per channel [{out_c}]"),
-                   cs=ctx.const("c" if is_fast else "shift", c, comment=(
-                       f"per channel [{out_c}]: " + ("rounding constant 2^(r-1) + output zero point * 2^r"
-                                                     if is_fast else "requantization shift"))),
-                   rs=ctx.const("r", r, comment=f"right shift per channel [{out_c}]") if is_fast else None,
-                   requant=None)
+        out.update(
+            multipliers=ctx.const("multiplier", mult, comment=f"requantization multiplier per channel [{out_c}]"),
+            cs=ctx.const(
+                "c" if is_fast else "shift",
+                c,
+                comment=(
+                    f"per channel [{out_c}]: "
+                    + ("rounding constant 2^(r-1) + output zero point * 2^r" if is_fast else "requantization shift")
+                ),
+            ),
+            rs=ctx.const("r", r, comment=f"right shift per channel [{out_c}]") if is_fast else None,
+            requant=None,
+        )
     else:
         out["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
     return ctx.render("transpose_conv_phases.c.j2", **out)
