@@ -105,3 +105,23 @@ def test_a_random_loop_count_is_pointed_out_before_the_wait():
         proc.communicate(timeout=30)
     assert first.startswith("note: the model loops (WHILE) and its input 0 ('count') is a seeded random int32")
     assert "pass your own input with --input X.npy" in first
+
+
+def test_bench_chart_bars_carry_short_layer_names_in_instructions():
+    from microcompiler.report.page import _time_chart
+
+    board = load_board("mps2_an386")
+    ops = [
+        {
+            "index": k,
+            "kind": "FULLY_CONNECTED",
+            "function": f"m_fc{k}",
+            "layer_name": f"dense_{k}",
+            "ticks": t,
+            "time": measured(t, 25_000_000, board),
+        }
+        for k, t in enumerate((100, 250))
+    ]
+    svg = _time_chart(None, {"operators": ops})
+    assert "0 dense_0" in svg and "1 dense_1" in svg and "FULLY_CONNECTED" not in svg
+    assert "instr." in svg and "10,000" in svg  # 250 ticks x 40 instructions

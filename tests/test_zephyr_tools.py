@@ -1,7 +1,7 @@
 """bench and validate on Zephyr firmware (`--template zephyr`) in QEMU, as on bare metal: `bench` times
 every operator of a host-driven Zephyr build; `validate` runs seeded inputs standalone and
 host-driven and compares them with the TFLite Micro interpreter. The MLPerf Tiny DUT on Zephyr is
-tests/test_mlperf_zephyr.py. Long (three Zephyr builds): `pytest -m long tests/test_zephyr_tools.py`.
+tests/test_mlperf_zephyr.py; `tune --template zephyr` builds Zephyr firmware for every round. Long (Zephyr builds): `pytest -m long tests/test_zephyr_tools.py`.
 """
 
 import json
@@ -73,3 +73,41 @@ def test_validate_is_exact_on_zephyr(shared_models):
     for comparison in report["comparisons"]:
         for out in comparison["outputs"]:
             assert out["exact_match_rate"] == 1.0 and out["max_abs_error"] == 0
+
+
+@pytest.mark.long
+@needs_zephyr
+def test_tune_builds_zephyr_firmware_each_round(tmp_path):
+    from test_tuning import small_model
+
+    model = tmp_path / "small.tflite"
+    model.write_bytes(small_model())
+    out = tmp_path / "zephyr.tuning.json"
+    proc = cli(
+        "tune",
+        model,
+        "--board",
+        "mps2_an385",
+        "--template",
+        "zephyr",
+        "--jobs",
+        "2",
+        "--output",
+        out,
+        "--json",
+        timeout=3600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["exact"] and report["tuned"] >= 1 and out.is_file()
+    assert report["tuned_ticks"] <= report["heuristic_ticks"]
+    x = tmp_path / "x.npy"
+    import numpy as np
+    from oracle import tflm_run
+
+    inputs = np.random.default_rng(1).integers(-128, 128, (1, 4, 4, 4), dtype=np.int8)
+    np.save(x, inputs)
+    ran = cli("run", model, "--board", "mps2_an385", "--tuning", out, "--input", x, "--json", timeout=1200)
+    assert ran.returncode == 0, ran.stderr
+    ours = np.array(json.loads(ran.stdout)["outputs"][0], dtype=np.int8).reshape(-1)
+    assert np.array_equal(ours, tflm_run(model.read_bytes(), [inputs])[0].reshape(-1))

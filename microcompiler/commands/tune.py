@@ -21,8 +21,8 @@ from microcompiler.tuning.log import TuningLog, TuningLogError, load_tuning
 from microcompiler.tuning.runner import JobRunner, LocalRunner
 from microcompiler.tuning.tuner import job_count, plan_model, require_tunable, tune
 
-# The firmware each round builds: bare metal (the Python API's tune(template=...) takes zephyr too).
-TEMPLATE = "baremetal"
+# The firmware each round builds: a host-driven project of one of these templates.
+TEMPLATES = ("baremetal", "zephyr")
 RUNNERS = ("local", "ray")
 
 
@@ -38,6 +38,13 @@ def add_parser(sub) -> None:
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (emulated boards: 'microcompiler boards')")
     p.add_argument("--port", help="serial port of a real board (not supported yet: each round loads new firmware)")
+    p.add_argument(
+        "--template",
+        choices=TEMPLATES,
+        default="baremetal",
+        help="the firmware each round builds: bare metal (default) or Zephyr (docs/zephyr.md; the tuning log is "
+        "keyed by CPU, so both give the same knobs where their timings agree)",
+    )
     p.add_argument(
         "--jobs",
         type=positive_int("--jobs"),
@@ -110,7 +117,7 @@ def run(args) -> int:
         raise MicrocompilerError("--address names a Ray cluster; add --runner ray, or leave --address out")
     board = resolve_board(args.board)
     require_tunable(board, args.port)
-    target = target_for(board, TEMPLATE)
+    target = target_for(board, args.template)
     target.check_run(mode=HOST_DRIVEN, keep=None, port=args.port)
     target.check_board(board)
     previous = load_tuning(args.tuning)
@@ -136,7 +143,7 @@ def run(args) -> int:
                 runner,
                 inputs,
                 previous=previous,
-                template=TEMPLATE,
+                template=args.template,
                 number=args.number,
                 step=bar.step,
                 plan=(graph, groups),

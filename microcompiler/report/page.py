@@ -57,8 +57,16 @@ def _layer_table(analysis: dict, bench: dict | None) -> str:
 
 def _time_chart(analysis: dict | None, bench: dict | None, validation: dict | None = None) -> str:
     if bench and bench.get("operators"):
-        rows = [(f"{op.get('index', '')} {op.get('kind', op['function'])}", op["ticks"]) for op in bench["operators"]]
-        return bar_chart(rows, "ticks", "Time per layer (measured on the device)")
+        # each bar under its short layer name (the same as analyze's), in instructions where they are exact
+        exact = all((op.get("time") or {}).get("instructions") is not None for op in bench["operators"])
+        rows = [
+            (
+                f"{op.get('index', '')} {op.get('layer_name') or op.get('kind', op['function'])}",
+                op["time"]["instructions"] if exact else op["ticks"],
+            )
+            for op in bench["operators"]
+        ]
+        return bar_chart(rows, "instr." if exact else "ticks", "Time per layer (measured on the device)")
     run = (validation or {}).get("operator_times")
     if run and run.get("operators"):  # validate just ran the model host-driven: its own times
         rows = [(f"{op['index']} {op['layer']}", op["ticks"]) for op in run["operators"]]
