@@ -110,9 +110,21 @@ def forget(proc: subprocess.Popen) -> None:
         _processes.pop(proc.pid, None)
 
 
-def temp_dir(prefix: str) -> Path:
-    """A new temporary directory, removed by :func:`remove_dir` or at the latest by :func:`sweep`."""
-    path = tempfile.mkdtemp(prefix=prefix)
+# The longest path an AF_UNIX socket may have (sun_path holds 108 bytes with the terminating zero).
+SOCKET_PATH_MAX = 107
+
+
+def temp_dir(prefix: str, socket_name: str | None = None) -> Path:
+    """A new temporary directory, removed by :func:`remove_dir` or at the latest by :func:`sweep`.
+
+    ``socket_name``: a UNIX socket will live in it; where $TMPDIR is so deep that the socket's path would
+    pass SOCKET_PATH_MAX, the directory goes to /tmp instead (QEMU refuses a longer path)."""
+    parent = None
+    if socket_name is not None:
+        longest = len(tempfile.gettempdir()) + 1 + len(prefix) + 8 + 1 + len(socket_name)  # mkdtemp adds 8
+        if longest > SOCKET_PATH_MAX and os.path.isdir("/tmp"):
+            parent = "/tmp"
+    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
     with _lock:
         _dirs[path] = None
     return Path(path)

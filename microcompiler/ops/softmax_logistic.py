@@ -504,20 +504,13 @@ class Softmax(OpKernel):
         )
         beta = float(F32(op.options.get("beta", 1.0)))
         require(math.isfinite(beta), op, f"beta {beta} is not a finite number; the file is damaged")
-        if x.dtype == "int8":  # TFLM's QuantizeMultiplierGreaterThanOne: beta * scale * 2^26 must reach 1
-            real = beta * float(F32(_scale_zp(x)[0])) * (1 << (31 - SOFTMAX_DIFF_INTEGER_BITS))
-            require(
-                real >= 1.0,
-                op,
-                f"input scale * beta ({beta:g}) is too small for the int8 softmax (TFLM cannot represent it either)",
-            )
         scale, zp = _scale_zp(y)
-        if x.dtype == "int8":
+        if x.dtype == "int8":  # TFLM's QuantizeMultiplierGreaterThanOne: beta * scale * 2^26 must exceed 1
             real = softmax_int8_real(_scale_zp(x)[0], op.options.get("beta", 1.0))
             require_like_tflm(
                 real > 1.0,
                 op,
-                f"beta * input scale * 2^26 = {real:.3g} is not above 1 "
+                f"beta * input scale * 2^26 = {real:.3g} is not above 1: too small for the int8 softmax "
                 "(TFLM's QuantizeMultiplierGreaterThanOne check fails)",
             )
         if combo == ("int8", "int8"):

@@ -22,6 +22,7 @@ from microcompiler.transport.base import Transport
 from microcompiler.transport.serial import SerialTransport
 
 QEMU = "qemu-system-arm"
+QMP_SOCKET = "qmp.sock"  # QEMU's machine protocol, in the instance's temporary directory
 # After the pty fails, how long QEMU may take to be reaped (a loaded machine is slow to deliver a
 # kill) before the link's own error is reported instead of QEMU's exit.
 EXIT_WAIT_SECONDS = 5.0
@@ -90,10 +91,10 @@ class QemuTransport(Transport):
         self.kernel = Path(kernel)
         self._serial: SerialTransport | None = None
         self._proc: subprocess.Popen | None = None
-        self._dir = cleanup.temp_dir("microcompiler-qemu-")
+        self._dir = cleanup.temp_dir("microcompiler-qemu-", socket_name=QMP_SOCKET)
         try:
             self._log_path = self._dir / "qemu.log"
-            qmp_path = self._dir / "qmp.sock"
+            qmp_path = self._dir / QMP_SOCKET
             with open(self._log_path, "wb") as log:
                 self._proc = cleanup.spawn(
                     qemu_command(machine, kernel, qmp_path, qemu, extra_args),
@@ -144,7 +145,7 @@ class QemuTransport(Transport):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)  # bounds each connect, read and write
             try:
-                sock.connect(str(self._dir / "qmp.sock"))
+                sock.connect(str(self._dir / QMP_SOCKET))
                 stream = sock.makefile("rwb")
                 stream.readline()  # greeting
                 for request in ({"execute": "qmp_capabilities"}, message):
