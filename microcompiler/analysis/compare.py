@@ -174,7 +174,7 @@ def comparison_lines(result: dict) -> list[str]:
         name = str(la.get("name") or lb.get("name") or "")[:24]
         kind = str(la.get("kind") or lb.get("kind") or "")[:20]
         index = la.get("index", lb.get("index", ""))
-        cells = [_amount(side.get(row["unit"]), row["unit"]) for side in (la, lb)]
+        cells = [format_amount(side.get(row["unit"]), row["unit"]) for side in (la, lb)]
         ratio = row["diff"]["ratio"]
         kernels = (
             f"{la.get('kernel') or '-'} -> {lb.get('kernel') or '-'}" if la.get("kernel") or lb.get("kernel") else ""
@@ -196,13 +196,14 @@ def comparison_lines(result: dict) -> list[str]:
         if d["a"] is None and d["b"] is None:
             continue
         ratio = f" ({d['ratio']:.2f}x)" if d["ratio"] is not None else ""
-        lines.append(f"{label}: {_amount(d['a'], unit)} -> {_amount(d['b'], unit)}{ratio}")
+        lines.append(f"{label}: {format_amount(d['a'], unit)} -> {format_amount(d['b'], unit)}{ratio}")
     return lines
 
 
-def _amount(value, unit: str) -> str:
+def format_amount(value, unit: str) -> str:
+    """One side's amount: "-" when missing, a duration for seconds, bytes with "B" (any *bytes unit)."""
     if value is None:
         return "-"
     if unit == "seconds":
         return format_duration(value)
-    return f"{value:,}" + (" B" if unit == "bytes" else "")
+    return f"{value:,}" + (" B" if unit.endswith("bytes") else "")

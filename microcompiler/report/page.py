@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from microcompiler.analysis.compare import format_amount
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.provenance import provenance
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
@@ -192,7 +193,7 @@ def _comparison_section(comparison: dict) -> str:
     for row in comparison["layers"]:
         la, lb = row["a"] or {}, row["b"] or {}
         unit = row["unit"]
-        cells = [(_amount(la.get(unit), unit)), (_amount(lb.get(unit), unit))]
+        cells = [(format_amount(la.get(unit), unit)), (format_amount(lb.get(unit), unit))]
         rows.append(
             "<tr>"
             + _cell(la.get("index", lb.get("index", "")))
@@ -206,8 +207,8 @@ def _comparison_section(comparison: dict) -> str:
             + "</tr>"
         )
     totals = "".join(
-        f"<tr><td>{escape(name.replace('_', ' '))}</td>{_cell(_amount(d['a'], name))}"
-        f"{_cell(_amount(d['b'], name))}{_cell(_ratio(d['ratio']))}</tr>"
+        f"<tr><td>{escape(name.replace('_', ' '))}</td>{_cell(format_amount(d['a'], name))}"
+        f"{_cell(format_amount(d['b'], name))}{_cell(_ratio(d['ratio']))}</tr>"
         for name, d in comparison["totals"].items()
         if d["a"] is not None or d["b"] is not None
     )
@@ -219,14 +220,6 @@ def _comparison_section(comparison: dict) -> str:
 
 def _ratio(ratio: float | None) -> str:
     return "" if ratio is None else f"{ratio:.2f}x"
-
-
-def _amount(value, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "seconds":
-        return format_duration(value)
-    return f"{value:,}" + (" B" if unit.endswith("bytes") else "")
 
 
 def render_report(
