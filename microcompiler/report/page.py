@@ -13,7 +13,7 @@ from microcompiler.analysis.compare import format_amount
 from microcompiler.errors import MicrocompilerError
 from microcompiler.report.provenance import provenance
 from microcompiler.report.svg import bar_chart, memory_plan_chart, stacked_bar
-from microcompiler.timing import describe, format_duration
+from microcompiler.timing import describe
 
 # In the head of every report: what lets a later --html replace it (and nothing else).
 GENERATOR_TAG = "<meta name='generator' content='microcompiler report'>"
