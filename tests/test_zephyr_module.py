@@ -84,7 +84,7 @@ def test_an_application_of_its_own_runs_the_module_model_in_qemu(hello_model, tm
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     with QemuTransport("mps2-an385", build / "zephyr" / "zephyr.elf") as qemu:
-        text = qemu.read_until(b"app: done", 120).decode()
+        text = qemu.read_until(re.compile(rb"app: done at \d+ Hz"), 120).decode()
     runs = [tuple(map(int, m.groups())) for m in APP_LINE.finditer(text)]
     assert [x for x, _, _ in runs] == list(range(-128, 128, 17))
     oracle = Oracle(hello_model.read_bytes())
