@@ -127,9 +127,8 @@ class HostProgram:
             *map(str, sorted((lib_dir / "src").glob("*.c"))),
             *(map(str, crt_objects) if crt_objects is not None else crt_sources()),
         ]
-        _compile(
-            sanitize, opt, [f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}", *sources, "-o", str(self.exe), "-lm"]
-        )
+        includes = [f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}"]
+        _compile(sanitize, opt, [*includes, *sources, "-o", str(self.exe), "-lm"], sanitize_opt)
 
     def run(self, inputs: list[list[np.ndarray]], timeout: float = 600, reset_every: int = 0) -> list[StandaloneResult]:
         """Run the model once per input set, in order, in one process (the model's state carries over

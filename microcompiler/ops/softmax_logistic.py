@@ -35,7 +35,7 @@ from microcompiler.ops.fixedpoint import (
     wrap32,
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
-from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
+from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, quantize_multiplier, tflite_round
 
 F32 = np.float32
 
@@ -316,7 +316,14 @@ SIGMOID_TABLE_UINT16 = (
 
 
 def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
-    """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double)."""
+    """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double).
+    A negative ``left_shift`` (an input scale below 2^-(31 - integer_bits + 1)) is a shift by a
+    negative count in TFLM, undefined: refused as damaged scales."""
+    if left_shift < 0:
+        raise RequantizeRangeError(
+            f"the input scale is too small for TFLM's input radius (a shift by {left_shift} bits, undefined "
+            "in TFLM); the file's quantization scales are damaged"
+        )
     radius = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_signed_bits - integer_bits)) / (1 << left_shift)
     return int(math.floor(radius))
 
