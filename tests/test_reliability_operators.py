@@ -159,3 +159,23 @@ def test_batch_matmul_int8_with_a_depth_of_4_to_7_compiles_warning_free(tmp_path
     y = b.activation("y", [2, 3, 5], "int8", scale=0.3, zero_point=0)
     b.op("BATCH_MATMUL", [x, w], [y], mb._opts("BatchMatMulOptions", adjX=False, adjY=False))
     assert_matches_oracle(b.finish([x, w], [y]), tmp_path, n_inputs=2, sanitize=True)
+
+
+# ---- options TFLM obeys literally ----
+
+
+@pytest.mark.parametrize("kind", ["PACK", "UNPACK"])
+def test_pack_and_unpack_with_a_count_of_0_are_refused(tmp_path, kind):
+    """Found by the mutator: UNPACK with num 0 unpacked its input; TFLM unpacks num outputs, so it
+    writes none (and PACK with values_count 0 packs none): the outputs differed."""
+    import movement_models as mm
+
+    def make(n):
+        if kind == "UNPACK":
+            return mm.single_op("UNPACK", [2, 3], "int8", [], [[2], [2], [2]], mm.unpack_options(n, 1))
+        return mm.single_op(
+            "PACK", [2, 3], "int8", [], [[2, 2, 3]], mm.pack_options(n, 1), extra_inputs=[([2, 3], "int8")]
+        )
+
+    refused(make(0), tmp_path / "bad", ModelFormatError, f"({kind})", "TFLM")
+    assert_matches_oracle(make(3 if kind == "UNPACK" else 2), tmp_path / "ok", n_inputs=2, sanitize=True)

@@ -205,4 +205,38 @@ def op_seeds() -> dict[str, bytes]:
         [np.array([2, 2], np.int32), np.zeros((2, 2), np.int32)],
         [[1, 4, 4, 1]],
     )
+    q = [(0.05, -3), (0.1, 2), (0.08, 5)]
+    seeds["op:SELECT_V2_int8"] = elementwise_model(
+        "SELECT_V2",
+        ["bool", "int8", "int8"],
+        [[2, 3, 1], [4], [2, 3, 4]],
+        out_dtype="int8",
+        quant=[None, q[0], q[0], q[0]],
+    )
+    seeds["op:ADD_N_int8"] = elementwise_model("ADD_N", "int8", [[2, 3, 4]] * 3, quant=[q[0]] * 3 + [q[2]])
+    seeds["op:FLOOR_DIV_float32"] = elementwise_model("FLOOR_DIV", "float32", [[2, 3, 4], [4]])
+    seeds["op:LOGICAL_AND_bool"] = elementwise_model("LOGICAL_AND", "bool", [[2, 3, 4], [4]])
+    seeds["op:ADD_int32"] = elementwise_model("ADD", "int32", [[2, 3, 4], [4]])
+    seeds["op:SQUEEZE_int8"] = mm.single_op("SQUEEZE", [1, 3, 1, 4], "int8", [], [[3, 4]], mm.squeeze_options([0, 2]))
+    seeds["op:EXPAND_DIMS_int8"] = mm.single_op("EXPAND_DIMS", [3, 4], "int8", [np.array([1], np.int32)], [[3, 1, 4]])
+    seeds["op:PADV2_int8"] = mm.single_op(
+        "PADV2",
+        [1, 2, 3],
+        "int8",
+        [np.array([[0, 0], [1, 1], [0, 2]], np.int32)],
+        [[1, 4, 5]],
+        extra_inputs=[([], "int8")],
+    )
+
+    import flow_models
+    import svdf_models
+
+    seeds["op:SVDF_int8"] = svdf_models.single_svdf_int8()
+    seeds["op:IF_int8"] = flow_models.if_int8()
+    b = mb.ModelBuilder()  # while_int8 with a constant trip count (a random int32 count loops for ages)
+    count = b.constant("count", np.array([3], np.int32))
+    x = b.activation("x", [1, 4], "int8", scale=flow_models.SCALE, zero_point=flow_models.ZP)
+    acc, i = flow_models._add_loop(b, b, count, x, 4)
+    seeds["op:WHILE_int8"] = b.finish(inputs=[x], outputs=[acc, i])
+    seeds["op:CALL_ONCE_int8"] = flow_models.accumulator_int8()
     return seeds
