@@ -3,11 +3,13 @@ the live-bytes curve and the lower bound, built sizes beside estimates, measured
 
 from __future__ import annotations
 
+import html
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from microcompiler.analysis.memory_plan import live_bytes
-from microcompiler.report.page import render_report
+from microcompiler.report.page import BUILT_MEANS, ESTIMATE_MEANS, SIZES_CAPTION, render_report
 from microcompiler.report.svg import memory_plan_chart
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -122,6 +124,16 @@ def test_bench_page_shows_built_sizes_beside_estimates():
     ]
     assert "estimated (analyze)" in page and "built (firmware ELF)" in page
     assert "id='sizes'" not in render_report("t", analysis=_analysis())  # nothing built: no column of blanks
+    # why the columns differ: a caption under the table and each heading's tooltip, and docs/report.md
+    caption = re.search(r"<table id='sizes'><caption>([^<]*)</caption>", page).group(1)
+    assert html.unescape(caption) == SIZES_CAPTION and "host-driven firmware" in SIZES_CAPTION
+    titles = re.findall(r"<th title='([^']*)'>(estimated \(analyze\)|built \(firmware ELF\))</th>", page)
+    assert [(html.unescape(t), h) for t, h in titles] == [
+        (ESTIMATE_MEANS, "estimated (analyze)"),
+        (BUILT_MEANS, "built (firmware ELF)"),
+    ]
+    docs = " ".join((Path(__file__).parents[1] / "docs/report.md").read_text().split())
+    assert f"Estimated (analyze): {ESTIMATE_MEANS}. Built: {BUILT_MEANS}." in docs
 
 
 def _validation(**extra) -> dict:
