@@ -152,3 +152,27 @@ def test_validate_page_charts_the_measured_time_when_it_has_one():
     assert ">4,321 ticks<" in page and ">4,323 ticks<" in page and "(estimated instructions)" not in page
     page = render_report("t", analysis=_analysis(), validation=_validation())  # standalone only: the estimate
     assert "Time per layer (estimated instructions)" in page and " ticks<" not in page
+
+
+def test_validate_page_says_no_exact_rate_against_the_float_model_and_gives_the_rmse():
+    def output(rate, rmse):
+        return {
+            "name": "y",
+            "exact_match_rate": rate,
+            "max_abs_error": 0.5,
+            "mean_abs_error": 0.25,
+            "rmse": rmse,
+            "cosine_similarity": 0.99,
+            "top1_agreement": None,
+        }
+
+    comparisons = [
+        {"mode": "host-driven", "against": "tflm", "outputs": [output(1.0, 0.0)]},
+        {"mode": "host-driven", "against": "float", "outputs": [output(0.0, 0.3125)]},
+    ]
+    page = render_report("t", analysis=_analysis(), validation=_validation(comparisons=comparisons))
+    rows = re.findall(r"<tr class='metric'>((?:<td[^>]*>[^<]*</td>)+)</tr>", page)
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in rows]
+    assert [c[1] for c in cells] == ["tflm", "float"]
+    assert cells[0][3] == "100.00%" and cells[1][3] == "-"  # never "exact 0.00%" against the float model
+    assert cells[1][6] == "0.3125" and "<th>rmse</th>" in page
