@@ -15,7 +15,9 @@ Supported (as TFLM):
   (``softmax_int8_exp_table``) and the run time is a table load per element for the row sum, one
   reciprocal per row, and a multiply and rounding shift per output.
 * LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
-  computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
+  computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15) as a
+  piecewise-linear table over the rescaled input (ops/lut16.py), TFLM's own interpolation loop
+  where no exact fit exists or the tuning asks for the reference.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from microcompiler.ops.fixedpoint import (
     wrap32,
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.lut16 import piecewise_table, render_piecewise_table
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
 
 F32 = np.float32
@@ -636,6 +639,8 @@ class Logistic(OpKernel):
 
     def variant(self, op, graph):
         x = graph.tensors[op.inputs[0]]
+        if x.dtype == "int16" and piecewise_table("logistic", *logistic_int16_params(_scale_zp(x)[0])):
+            return {"variant": "piecewise-table"}
         return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
 
     def int8_table(self, op, graph):
@@ -654,6 +659,10 @@ class Logistic(OpKernel):
         if x.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="logistic", **values)
         multiplier, shift = logistic_int16_params(in_scale)
+        lines = None if ctx.reference_only else piecewise_table("logistic", multiplier, shift)
+        if lines:
+            return render_piecewise_table(ctx, lines, what="logistic", **values)
+        ctx.variant = {"variant": "sigmoid-table", "scratch_bytes": 0}  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(
             "logistic_int16.c.j2",
