@@ -35,7 +35,13 @@ from microcompiler.ops.fixedpoint import (
     wrap32,
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
+
+EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
+FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
+INT16_LUT = Variant("int16-lut")  # int16 SOFTMAX: TFLM's interpolated exp and reciprocal tables
+SIGMOID_TABLE = Variant("sigmoid-table")  # int16 LOGISTIC and TANH: TFLM's interpolated sigmoid table
 
 F32 = np.float32
 
@@ -537,11 +543,11 @@ class Softmax(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int8":
-            return {"variant": "exp-table" if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else "gemmlowp-fixed-point"}
-        return {"variant": {"float32": "reference-float", "int16": "int16-lut"}[x.dtype]}
+            return KernelPlan(EXP_TABLE if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else FIXED_POINT)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int16": INT16_LUT}[x.dtype])
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -554,7 +560,7 @@ class Softmax(OpKernel):
         if x.dtype == "int8":
             out_bits = 8 if y.dtype == "int8" else 16
             if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
-                ctx.variant = {"variant": "exp-table", "scratch_bytes": 0}
+                ctx.plan = KernelPlan(EXP_TABLE, scratch_bytes=0)
                 exp_table = ctx.const(
                     "exp_table",
                     softmax_int8_exp_table(in_scale, beta),
@@ -634,9 +640,9 @@ class Logistic(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
-        return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]

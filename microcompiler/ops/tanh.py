@@ -16,9 +16,11 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import (
     F32,
+    SIGMOID_TABLE,
     SIGMOID_TABLE_UINT16,
     calculate_input_radius,
     checked_log2,
@@ -85,12 +87,10 @@ class Tanh(ElementwiseKernel):
             f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32",
         )
 
-    def variant(self, op, graph):
-        return {
-            "variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[
-                graph.tensors[op.inputs[0]].dtype
-            ]
-        }
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(
+            {"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[graph.tensors[op.inputs[0]].dtype]
+        )
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]
