@@ -34,7 +34,9 @@ def test_the_cost_model_table_is_what_analyze_and_the_measurements_give_now():
     rows = docs_figures.cost_model_rows()
     assert len(rows) >= 20 and {r["board"] for r in rows} == {"mps2_an386", "mps3_an547"}
     page = docs_figures.REPORT_MD.read_text()
-    assert docs_figures.block(page, "cost-model") == docs_figures.render_cost_model(rows)
+    assert docs_figures.block(page, "cost-model") == docs_figures.render_cost_model(rows), (
+        "the estimates or the measurements changed: run python scripts/docs_figures.py cost-model"
+    )
 
 
 @pytest.mark.parametrize("name", ["tuning", "ray", *docs_figures.SCREENSHOTS])
