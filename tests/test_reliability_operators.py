@@ -179,3 +179,72 @@ def test_pack_and_unpack_with_a_count_of_0_are_refused(tmp_path, kind):
 
     refused(make(0), tmp_path / "bad", ModelFormatError, f"({kind})", "TFLM")
     assert_matches_oracle(make(3 if kind == "UNPACK" else 2), tmp_path / "ok", n_inputs=2, sanitize=True)
+
+
+# ---- control flow: subgraph indices, counts, empty and recursive subgraphs ----
+
+
+def _with_subgraph_index(model: bytes, subgraph: int, operator: int, field: str, value: int) -> bytes:
+    def edit(m):
+        setattr(m.subgraphs[subgraph].operators[operator].builtinOptions, field, value)
+
+    return edited(model, edit)
+
+
+def test_a_subgraph_only_an_uncalled_subgraph_calls_is_planned_first(tmp_path):
+    """Found by sweeping control-flow mutants: an IF whose branches both name 'else_twice' leaves
+    'then_loop' (and the WHILE condition and body it calls) uncalled; planning it before its callees
+    raised KeyError in the memory planner. TFLM prepares every subgraph and runs the model."""
+    from flow_models import nested_if_while_int8
+
+    model = _with_subgraph_index(nested_if_while_int8(), 0, 0, "thenSubgraphIndex", 4)
+    inputs = [[np.array([flag], bool), np.array([3], np.int32), np.arange(6, dtype=np.int8).reshape(1, 6)] for flag in (1, 0)]
+    assert_matches_oracle(model, tmp_path, inputs=inputs, sanitize=True)
+
+
+def control_flow_mutants():
+    """Every subgraph index of every control-flow operator set to each subgraph, -1 and past the end;
+    every subgraph input/output list emptied, cut short and lengthened; every subgraph emptied."""
+    from flow_models import accumulator_int8, if_int8, nested_if_while_int8, while_int8
+
+    for name, model in (
+        ("while", while_int8()),
+        ("if", if_int8()),
+        ("nested", nested_if_while_int8()),
+        ("call_once", accumulator_int8()),
+    ):
+        base = fb.ModelT.InitFromPackedBuf(model, 0)
+        n = len(base.subgraphs)
+        for s, sub in enumerate(base.subgraphs):
+            for o, op in enumerate(sub.operators):
+                options = op.builtinOptions
+                for field in [f for f in vars(options) if "ubgraph" in f] if options is not None else []:
+                    for value in (*range(n), -1, n, 2**31 - 1):
+                        yield f"{name}: subgraph {s} operator {o} {field} {value}", _with_subgraph_index(
+                            model, s, o, field, value
+                        )
+            for what in ("inputs", "outputs"):
+                values = list(getattr(sub, what) if getattr(sub, what) is not None else [])
+                for changed in ([], values[:-1], values + values[-1:]):
+                    yield f"{name}: subgraph {s} {what} {changed}", edited(
+                        model, lambda m, s=s, what=what, changed=changed: setattr(m.subgraphs[s], what, changed)
+                    )
+            if s:
+                yield f"{name}: subgraph {s} empty", edited(
+                    model, lambda m, s=s: m.subgraphs.__setitem__(s, fb.SubGraphT())
+                )
+
+
+def test_control_flow_mutants_compile_or_are_refused_in_one_line(tmp_path):
+    """Issue 24 saw an IndexError in control flow: WHILE/IF/CALL_ONCE with out-of-range or recursive
+    subgraph indices, input/output count mismatches and empty subgraphs compile or are refused in
+    one line, never a traceback (the mutants that compile run like TFLM: scripts/fuzz_models.py)."""
+    compiled = refused_count = 0
+    for note, model in control_flow_mutants():
+        try:
+            compile_bytes(model, tmp_path / "out")
+            compiled += 1
+        except MicrocompilerError as exc:
+            assert "\n" not in str(exc).strip(), f"{note}: {exc}"
+            refused_count += 1
+    assert compiled and refused_count > 50

@@ -8,7 +8,7 @@ transforms each of them as well (``each_subgraph``); ``plan_memory`` plans them 
 import functools
 
 from microcompiler.ir import Graph
-from microcompiler.passes.dead_code import remove_dead_code
+from microcompiler.passes.dead_code import remove_dead_code, remove_uncalled_subgraphs
 from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
 from microcompiler.passes.fuse_tables import fuse_tables
@@ -32,7 +32,7 @@ def each_subgraph(graph_pass):
     return run
 
 
-PIPELINE = [
+PIPELINE = [remove_uncalled_subgraphs] + [
     each_subgraph(p)
     for p in (
         add_operator_state,
@@ -73,6 +73,7 @@ __all__ = [
     "fuse_tables",
     "drop_zero_channels",
     "remove_dead_code",
+    "remove_uncalled_subgraphs",
     "patch_stage",
     "plan_memory",
 ]
