@@ -49,6 +49,9 @@ def add_parser(sub) -> None:
         "the largest float error in ulp). Exit status 1 when an integer output is not "
         "exact or a float output is outside the tolerance.",
     )
+    # "--pixel-range -1,1": a negative LOW is a value, not an option (argparse's own test takes only
+    # plain negative numbers; this parser has no option that looks like one)
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d*\.?\d+,-?\d*\.?\d+$")
     add_board_arguments(p, board_required=True)
     p.add_argument(
         "--inputs",
@@ -78,7 +81,7 @@ def add_parser(sub) -> None:
         default=DEFAULT_PIXEL_RANGE,
         metavar="LOW,HIGH",
         help="the real values of pixels 0 and 255 in --dataset images, quantized with the input's scale and "
-        "zero point (default: 0,1; e.g. 0,255, or --pixel-range=-1,1 with '=' before a negative LOW)",
+        "zero point (default: 0,1; e.g. -1,1 or 0,255)",
     )
     p.add_argument(
         "--labels",
@@ -279,7 +282,7 @@ def print_validation(report: dict) -> None:
             # against the float model nothing is meant to be exact: its errors say how close
             exact = "-" if c["against"] == "float" else f"{100 * o['exact_match_rate']:.2f}%"
             print(
-                f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {exact:>8} "
+                f"{c['mode']:<12} {c['against']:<7} {printable(o['name'][:20]):<20} {exact:>8} "
                 f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o.get('rmse', 0.0):>10.4g} "
                 f"{o['cosine_similarity']:>9.6f} {top1:>7}"
             )
@@ -297,10 +300,12 @@ def print_validation(report: dict) -> None:
         print(f"outputs saved: {report['saved_outputs']}")
     d = report.get("divergence")
     if d and d["diverged"]:
-        print(
-            f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor '{d['tensor']}': "
-            f"max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements "
-            f"differ ({d['sample']})"
+        print(  # the layer and tensor come from the model, the sample's name from a file name: shown as text
+            printable(
+                f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor "
+                f"'{d['tensor']}': max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of "
+                f"{d['elements']:,} elements differ ({d['sample']})"
+            )
         )
     elif d:
         print(f"every compared layer matches ({d['checked_tensors']} tensors); the difference is in the outputs' copy")
@@ -308,6 +313,6 @@ def print_validation(report: dict) -> None:
         print(
             f"not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed (fused or "
             "aliased): "
-            + ", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5])
+            + printable(", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5]))
             + (", ..." if len(d["skipped_tensors"]) > 5 else "")
         )

@@ -17,6 +17,7 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, c_float, quantize_multiplier
 from microcompiler.ops.requantize import offset_term
 
@@ -75,8 +76,8 @@ class LeakyRelu(ElementwiseKernel):
 
         return int8_table_from_integer(leaky_relu)
 
-    def variant(self, op, graph):
-        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

@@ -25,6 +25,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from microcompiler.ops.plan import KernelPlan, Variant
+
+PIECEWISE_TABLE = Variant("piecewise-table")  # int16 LOGISTIC and TANH: this module's fitted lines
+SIGMOID_TABLE = Variant("sigmoid-table")  # int16 LOGISTIC and TANH: TFLM's interpolated sigmoid table
+
 ALL_INT16 = np.arange(-(2**15), 2**15, dtype=np.int64)
 
 # TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h, Apache-2.0): sigmoid(i / 24)
@@ -450,7 +455,7 @@ def render_piecewise_table(ctx, table: PiecewiseTable, size: int, input: str, ou
         "int16_t",
         f"{ctx.op.kind} operator {ctx.op.index}: {what}, line slope of each of {n} input segments",
     )
-    ctx.variant = {"variant": "piecewise-table", "scratch_bytes": 0}
+    ctx.plan = KernelPlan(PIECEWISE_TABLE, scratch_bytes=0)
     return ctx.render(
         "piecewise_int16.c.j2",
         size=size,

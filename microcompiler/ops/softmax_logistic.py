@@ -37,8 +37,19 @@ from microcompiler.ops.fixedpoint import (
     wrap32,
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
-from microcompiler.ops.lut16 import SIGMOID_TABLE_UINT16, piecewise_table, render_piecewise_table
+from microcompiler.ops.lut16 import (
+    PIECEWISE_TABLE,
+    SIGMOID_TABLE,
+    SIGMOID_TABLE_UINT16,
+    piecewise_table,
+    render_piecewise_table,
+)
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
+
+EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
+FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
+INT16_LUT = Variant("int16-lut")  # int16 SOFTMAX: TFLM's interpolated exp and reciprocal tables
 
 F32 = np.float32
 
@@ -276,11 +287,11 @@ class Softmax(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int8":
-            return {"variant": "exp-table" if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else "gemmlowp-fixed-point"}
-        return {"variant": {"float32": "reference-float", "int16": "int16-lut"}[x.dtype]}
+            return KernelPlan(EXP_TABLE if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else FIXED_POINT)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int16": INT16_LUT}[x.dtype])
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -293,7 +304,7 @@ class Softmax(OpKernel):
         if x.dtype == "int8":
             out_bits = 8 if y.dtype == "int8" else 16
             if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
-                ctx.variant = {"variant": "exp-table", "scratch_bytes": 0}
+                ctx.plan = KernelPlan(EXP_TABLE, scratch_bytes=0)
                 exp_table = ctx.const(
                     "exp_table",
                     softmax_int8_exp_table(in_scale, beta),
@@ -373,11 +384,11 @@ class Logistic(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int16" and piecewise_table("logistic", *logistic_int16_params(_scale_zp(x)[0])):
-            return {"variant": "piecewise-table"}
-        return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
+            return KernelPlan(PIECEWISE_TABLE)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]
@@ -398,7 +409,7 @@ class Logistic(OpKernel):
         lines = None if ctx.reference_only else piecewise_table("logistic", multiplier, shift)
         if lines:
             return render_piecewise_table(ctx, lines, what="logistic", **values)
-        ctx.variant = {"variant": "sigmoid-table", "scratch_bytes": 0}  # TFLM's own loop
+        ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(
             "logistic_int16.c.j2",

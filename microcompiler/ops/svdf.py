@@ -26,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.fast.svdf_rows4 import emit_svdf_rows4
+from microcompiler.ops.fast.svdf_rows4 import ROWS4, emit_svdf_rows4
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 from microcompiler.templating import index_expr as _index
 
@@ -165,18 +166,15 @@ class Svdf(OpKernel):
             quantize_multiplier(_effective_scale(state.quant.scale[0], wt.quant.scale[0], y.quant.scale[0])),
         )
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """rows4 for int8 on cores with the DSP extension (ops/fast/svdf_rows4.py), else reference."""
         if (
             has_dsp(features)
             and (tuning or {}).get("variant") != "reference"
             and graph.tensors[op.inputs[INPUT]].dtype == "int8"
         ):
-            return {"variant": "rows4", "isa": "dsp", "scratch_bytes": 0}
-        return {"variant": "reference"}
+            return KernelPlan.of(ROWS4, ISA_DSP, scratch_bytes=0)
+        return REFERENCE_PLAN
 
     def macs(self, op, graph):
         batch, n_input, n_filter, n_memory, _, _ = self._dims(op, graph)
@@ -187,11 +185,11 @@ class Svdf(OpKernel):
         x = ctx.tensor(op.inputs[INPUT])
         state, y = ctx.tensor(op.inputs[STATE]), ctx.tensor(op.outputs[0])
         has_bias = op.inputs[BIAS] >= 0
-        plan = {"variant": "reference"}
+        plan = REFERENCE_PLAN
         if x.dtype != "float32":
-            plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-            ctx.variant = plan
-        if plan["variant"] == "rows4":  # before the reference's arrays are named (they would be emitted)
+            plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+            ctx.plan = plan
+        if plan.is_(ROWS4):  # before the reference's arrays are named (they would be emitted)
             return emit_svdf_rows4(op, graph, ctx, self._dims(op, graph), *self._multipliers(op, graph))
         b, f, u = ("b", batch, n_filter * n_memory), ("f", n_filter, n_memory), ("u", n_unit, rank * n_memory)
         r = ("r", rank, n_memory)

@@ -18,11 +18,17 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
-from microcompiler.ops.lut16 import piecewise_table, render_piecewise_table
+from microcompiler.ops.lut16 import (
+    PIECEWISE_TABLE,
+    SIGMOID_TABLE,
+    SIGMOID_TABLE_UINT16,
+    piecewise_table,
+    render_piecewise_table,
+)
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import (
     F32,
-    SIGMOID_TABLE_UINT16,
     calculate_input_radius,
     checked_log2,
     int16_input_multiplier,
@@ -88,11 +94,11 @@ class Tanh(ElementwiseKernel):
             f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32",
         )
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int16" and piecewise_table("tanh", *tanh_int16_params(x.quant.scale[0])):
-            return {"variant": "piecewise-table"}
-        return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
+            return KernelPlan(PIECEWISE_TABLE)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]
@@ -110,7 +116,7 @@ class Tanh(ElementwiseKernel):
         lines = None if ctx.reference_only else piecewise_table("tanh", multiplier, shift)
         if lines:
             return render_piecewise_table(ctx, lines, what="tanh", **values)
-        ctx.variant = {"variant": "sigmoid-table", "scratch_bytes": 0}  # TFLM's own loop
+        ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(
             "tanh_int16.c.j2",

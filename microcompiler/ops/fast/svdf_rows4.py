@@ -25,7 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import INT_RANGES
+
+ROWS4 = Variant("rows4", ("kernel_simd.h",))  # the feature matmul 4 filters per SMLAD step
 
 
 def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], m2: tuple[int, int]) -> str:
