@@ -78,13 +78,15 @@ def test_a_requantization_scale_past_2_to_the_30_is_refused_as_damaged(tmp_path,
     assert_matches_oracle(make(), tmp_path / "ok", n_inputs=2, sanitize=True)
 
 
+@pytest.mark.parametrize("scale, what", [(1e-30, "small"), (1e38, "large")])
 @pytest.mark.parametrize("kind", ["TANH", "LOGISTIC"])
-def test_an_int8_input_scale_too_small_for_tflms_input_radius_is_refused(tmp_path, kind):
+def test_an_int8_input_scale_outside_tflms_input_rescaling_is_refused(tmp_path, kind, scale, what):
     """Found by the mutator: TANH with an input scale of 1e-30 raised ValueError (negative shift
-    count); TFLM shifts by a negative count there (undefined)."""
+    count), and with 1e38 differed from TFLM: TFLM shifts by a negative count, or by 153 bits, there
+    (undefined)."""
     out = (1 / 128, 0) if kind == "TANH" else (1 / 256, -128)
-    model = elementwise_model(kind, "int8", [[1, 8]], quant=[(1e-30, -3), out])
-    refused(model, tmp_path / "bad", ModelFormatError, f"({kind})", "input scale is too small")
+    model = elementwise_model(kind, "int8", [[1, 8]], quant=[(scale, -3), out])
+    refused(model, tmp_path / "bad", ModelFormatError, f"({kind})", f"input scale is too {what}")
     proc = cli("compile", _write(tmp_path, model), "-o", tmp_path / "out")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     ok = elementwise_model(kind, "int8", [[1, 8]], quant=[(0.05, -3), out])
@@ -198,7 +200,9 @@ def test_a_subgraph_only_an_uncalled_subgraph_calls_is_planned_first(tmp_path):
     from flow_models import nested_if_while_int8
 
     model = _with_subgraph_index(nested_if_while_int8(), 0, 0, "thenSubgraphIndex", 4)
-    inputs = [[np.array([flag], bool), np.array([3], np.int32), np.arange(6, dtype=np.int8).reshape(1, 6)] for flag in (1, 0)]
+    inputs = [
+        [np.array([flag], bool), np.array([3], np.int32), np.arange(6, dtype=np.int8).reshape(1, 6)] for flag in (1, 0)
+    ]
     assert_matches_oracle(model, tmp_path, inputs=inputs, sanitize=True)
 
 
@@ -220,18 +224,23 @@ def control_flow_mutants():
                 options = op.builtinOptions
                 for field in [f for f in vars(options) if "ubgraph" in f] if options is not None else []:
                     for value in (*range(n), -1, n, 2**31 - 1):
-                        yield f"{name}: subgraph {s} operator {o} {field} {value}", _with_subgraph_index(
-                            model, s, o, field, value
+                        yield (
+                            f"{name}: subgraph {s} operator {o} {field} {value}",
+                            _with_subgraph_index(model, s, o, field, value),
                         )
             for what in ("inputs", "outputs"):
                 values = list(getattr(sub, what) if getattr(sub, what) is not None else [])
                 for changed in ([], values[:-1], values + values[-1:]):
-                    yield f"{name}: subgraph {s} {what} {changed}", edited(
-                        model, lambda m, s=s, what=what, changed=changed: setattr(m.subgraphs[s], what, changed)
+                    yield (
+                        f"{name}: subgraph {s} {what} {changed}",
+                        edited(
+                            model, lambda m, s=s, what=what, changed=changed: setattr(m.subgraphs[s], what, changed)
+                        ),
                     )
             if s:
-                yield f"{name}: subgraph {s} empty", edited(
-                    model, lambda m, s=s: m.subgraphs.__setitem__(s, fb.SubGraphT())
+                yield (
+                    f"{name}: subgraph {s} empty",
+                    edited(model, lambda m, s=s: m.subgraphs.__setitem__(s, fb.SubGraphT())),
                 )
 
 

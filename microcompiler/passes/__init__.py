@@ -32,18 +32,22 @@ def each_subgraph(graph_pass):
     return run
 
 
-PIPELINE = [remove_uncalled_subgraphs] + [
-    each_subgraph(p)
-    for p in (
-        add_operator_state,
-        fold_constants,
-        fuse_activations,
-        remove_reshapes,
-        fuse_tables,
-        drop_zero_channels,
-        remove_dead_code,
-    )
-] + [patch_stage, plan_memory]
+PIPELINE = (
+    [remove_uncalled_subgraphs]
+    + [
+        each_subgraph(p)
+        for p in (
+            add_operator_state,
+            fold_constants,
+            fuse_activations,
+            remove_reshapes,
+            fuse_tables,
+            drop_zero_channels,
+            remove_dead_code,
+        )
+    ]
+    + [patch_stage, plan_memory]
+)
 
 
 def pipeline(patches: tuple[int, int] | None = None) -> list:
