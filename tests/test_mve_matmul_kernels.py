@@ -1,0 +1,79 @@
+"""The Helium (MVE) versions of issue 21's fast kernels against the TFLM oracle, bit for bit:
+BATCH_MATMUL "mve-dot" (ops/fast/batch_matmul_mve.py), TRANSPOSE_CONV "mve-phases"
+(ops/fast/transpose_conv_mve.py) and the LSTM gate matmuls "mve-rows4" (ops/lstm.py).
+
+The sweeps are those of the DSP kernels (test_fast_matmul_kernels.py, test_lstm.py) plus the cases
+that hit the Helium kernels' own branches: rows % 2 (the 2-row block), columns % 4, depth % 16 (rows
+read in place or gathered and zero-padded), one and several chunks of 16, zero points 0 (no start
+values, no row term). On the host (features {"dsp", "mve"}) they run as the portable C of
+kernel_mve.h, also under ASan + UBSan; on QEMU mps3_an547 (Cortex-M55) as Helium instructions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
+from harness import assert_matches_oracle
+from model_merge import assert_cases_match_oracle, merge_models
+from test_fast_matmul_kernels import MATMUL_CASES
+from test_op_batch_matmul import batch_matmul_model
+
+MVE = frozenset({"dsp", "mve"})
+
+MATMUL_MVE_CASES = {
+    **MATMUL_CASES,
+    "in_place_k32_m5_n6": ([2, 5, 32], [2, 32, 6], {}),
+    "three_chunks_k40_adj_y": ([1, 4, 40], [1, 9, 40], dict(adj_y=True)),
+    "const_k16_m1_n4": ([1, 16], [16, 4], dict(constant_rhs=True)),
+}
+ZERO_POINTS_0 = dict(lhs=(0.05, 0), rhs=(0.04, 0), out=(0.3, 0))
+
+
+def _matmul(name, quant=None):
+    lhs, rhs, options = MATMUL_MVE_CASES[name]
+    return batch_matmul_model("int8", lhs, rhs, quant=quant, seed=len(name), **options)
+
+
+def _matmul_cases():
+    cases = {n: _matmul(n) for n in MATMUL_MVE_CASES}
+    cases["zero_points_0"] = _matmul("attention_scores_2x16x16_adj_y", ZERO_POINTS_0)
+    cases["zero_points_0_const"] = _matmul("const_n6_k10_adj_xy", ZERO_POINTS_0)
+    return cases
+
+
+def test_batch_matmul_mve_match_tflm(tmp_path):
+    lib = assert_cases_match_oracle(_matmul_cases(), tmp_path, n_inputs=3, features=MVE)
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert {(k["variant"], k["isa"], k["requant"]) for k in kernels} == {("mve-dot", "mve", "vqrdmulh")}
+
+
+def test_batch_matmul_mve_extremes(tmp_path):
+    """Zero points and inputs at the ends of the range (the largest |acc| and column/row terms), and a
+    multiplier >= 1/2 (the general requantization)."""
+    extreme = dict(lhs=(0.1, -128), rhs=(0.07, 127), out=(1.5, -128))
+    model = batch_matmul_model("int8", [2, 3, 40], [2, 40, 7], quant=extreme)
+    inputs = [
+        [np.full((2, 3, 40), a, np.int8), np.full((2, 40, 7), b, np.int8)]
+        for a, b in ((-128, 127), (127, -128), (127, 127), (-128, -128))
+    ]
+    lib = assert_matches_oracle(model, tmp_path / "e", inputs=inputs, features=MVE)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "mve-dot"
+    big = dict(lhs=(0.5, 3), rhs=(0.5, -1), out=(0.1, 2))
+    lib = assert_matches_oracle(
+        batch_matmul_model("int8", [2, 3, 6], [2, 6, 5], quant=big), tmp_path / "r", n_inputs=2, features=MVE
+    )
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "mve-dot"
+
+
+def test_batch_matmul_mve_sanitized(tmp_path):
+    """ASan + UBSan over the packing gathers, the gathered rows and the column tails."""
+    names = ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "n13_k1", "const_per_batch_bcast_n8_k12", "in_place_k32_m5_n6")
+    assert_cases_match_oracle({n: _matmul(n) for n in names}, tmp_path, n_inputs=2, sanitize=True, features=MVE)
+
+
+@needs_board_tools
+def test_batch_matmul_mve_on_m55(tmp_path):
+    """The sweep as one model on the emulated Cortex-M55 (Helium), against TFLM."""
+    model = merge_models(list(_matmul_cases().values()))
+    assert_matches_oracle_on_board(model, tmp_path, board="mps3_an547")
