@@ -16,8 +16,9 @@ import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle
 from model_merge import assert_cases_match_oracle, merge_models
-from test_fast_matmul_kernels import MATMUL_CASES
+from test_fast_matmul_kernels import MATMUL_CASES, TRANSPOSE_CASES
 from test_op_batch_matmul import batch_matmul_model
+from test_op_transpose_conv import transpose_conv_model
 
 MVE = frozenset({"dsp", "mve"})
 
@@ -76,4 +77,50 @@ def test_batch_matmul_mve_sanitized(tmp_path):
 def test_batch_matmul_mve_on_m55(tmp_path):
     """The sweep as one model on the emulated Cortex-M55 (Helium), against TFLM."""
     model = merge_models(list(_matmul_cases().values()))
+    assert_matches_oracle_on_board(model, tmp_path, board="mps3_an547")
+
+
+# ---- TRANSPOSE_CONV mve-phases ------------------------------------------------------------------
+
+TRANSPOSE_MVE_CASES = {
+    **{n: c for n, c in TRANSPOSE_CASES.items() if n != "c2_k1x2_s3_oc1"},  # kernel < stride: "phases"
+    "c16_k3_s2_pad_odd_w_oc5": dict(hwc=(3, 4, 16), out_c=5, out_hw=(6, 7), input_zp=-128, activation="RELU"),
+    "c32_k4_s2_oc8": dict(hwc=(3, 3, 32), kernel=(4, 4), out_c=8, per_channel=False),
+    "c1_k3_s1_oc2_wide": dict(hwc=(2, 9, 1), kernel=(3, 3), stride=(1, 1), out_c=2, input_zp=5),
+}
+
+
+def test_transpose_conv_mve_match_tflm(tmp_path):
+    cases = {n: transpose_conv_model(**c) for n, c in TRANSPOSE_MVE_CASES.items()}
+    cases["kernel_below_stride"] = transpose_conv_model(**TRANSPOSE_CASES["c2_k1x2_s3_oc1"])
+    lib = assert_cases_match_oracle(cases, tmp_path, n_inputs=3, features=MVE)
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert [k["variant"] for k in kernels] == ["mve-phases"] * len(TRANSPOSE_MVE_CASES) + ["phases"]
+
+
+def test_transpose_conv_mve_extremes_and_large_multiplier(tmp_path):
+    """The largest accumulators (extreme inputs and weights) and a multiplier >= 1/2 (the general
+    requantization: VSHL before VQRDMULH)."""
+    model = transpose_conv_model(
+        hwc=(4, 4, 16), out_c=6, kernel=(4, 4), input_zp=-128, bias=None, weights=np.full((6, 4, 4, 16), -127, np.int8)
+    )
+    inputs = [[np.full((1, 4, 4, 16), v, np.int8)] for v in (-128, 127, 0)]
+    lib = assert_matches_oracle(model, tmp_path / "e", inputs=inputs, features=MVE)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "mve-phases"
+    lib = assert_matches_oracle(
+        transpose_conv_model(hwc=(3, 3, 4), out_c=5, y_scale=1e-6), tmp_path / "r", n_inputs=2, features=MVE
+    )
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "mve-phases"
+
+
+def test_transpose_conv_mve_sanitized(tmp_path):
+    """ASan + UBSan over the gathers at every border, the lone last pixels and the channel tails."""
+    names = ("c8_k2_s2_valid_oc5", "c5_k4x3_s3x2_valid_nobias_oc6", "c7_k5_s2_odd_out_oc3", "c16_k3_s2_pad_odd_w_oc5")
+    cases = {n: transpose_conv_model(**TRANSPOSE_MVE_CASES[n]) for n in names}
+    assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=MVE)
+
+
+@needs_board_tools
+def test_transpose_conv_mve_on_m55(tmp_path):
+    model = merge_models([transpose_conv_model(**c) for c in TRANSPOSE_MVE_CASES.values()])
     assert_matches_oracle_on_board(model, tmp_path, board="mps3_an547")
