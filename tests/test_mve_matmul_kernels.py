@@ -14,11 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
-from harness import assert_matches_oracle
+from harness import assert_matches_oracle, compile_bytes
+from lstm_models import lstm_int8
 from model_merge import assert_cases_match_oracle, merge_models
 from test_fast_matmul_kernels import MATMUL_CASES, TRANSPOSE_CASES
 from test_op_batch_matmul import batch_matmul_model
+from oracle import Oracle
 from test_op_transpose_conv import transpose_conv_model
+from test_state import assert_steps_match, check_sequence, sequence
 
 MVE = frozenset({"dsp", "mve"})
 
@@ -124,3 +127,39 @@ def test_transpose_conv_mve_sanitized(tmp_path):
 def test_transpose_conv_mve_on_m55(tmp_path):
     model = merge_models([transpose_conv_model(**c) for c in TRANSPOSE_MVE_CASES.values()])
     assert_matches_oracle_on_board(model, tmp_path, board="mps3_an547")
+
+
+# ---- LSTM gate matmuls mve-rows4 -----------------------------------------------------------------
+
+LSTM_MVE_MODELS = {
+    "single": lambda: lstm_int8(),
+    "two-layer-batch2": lambda: lstm_int8(layers=2, n_state=8, n_input=4, batch=2),
+    "one-unit-one-input": lambda: lstm_int8(n_input=1, n_state=1),
+    "tails": lambda: lstm_int8(n_input=13, n_state=5),
+    "in-place-16": lambda: lstm_int8(n_input=16, n_state=16),
+    "chunks-40-in-place-input": lambda: lstm_int8(n_input=32, n_state=20),
+}
+
+
+@pytest.mark.parametrize("name", list(LSTM_MVE_MODELS))
+def test_lstm_mve_sequence(tmp_path, name):
+    """Sequences of inferences (state across them, then reset) under ASan/UBSan, step by step against
+    TFLM: rows read in place and zero-padded copies, one and several chunks of 16."""
+    library = check_sequence(LSTM_MVE_MODELS[name](), tmp_path, executors=("aot",), sanitize=True, features=MVE)
+    kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert kernels and all(k["variant"] == "mve-rows4" and k["isa"] == "mve" for k in kernels)
+
+
+@needs_board_tools
+@pytest.mark.parametrize("name", ["two-layer-batch2", "tails", "chunks-40-in-place-input"])
+def test_lstm_mve_sequence_on_m55(tmp_path, name):
+    """The firmware runs every step's input on the emulated Cortex-M55 (Helium) and reports each."""
+    from microcompiler.boards import load_board
+    from microcompiler.project import run_on_board
+
+    model = LSTM_MVE_MODELS[name]()
+    library = compile_bytes(model, tmp_path, features=frozenset(load_board("mps3_an547").cpu.features))
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"mve-rows4"}
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(library, "mps3_an547", tmp_path / "project", input_steps=seq, log=lambda _: None)
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), "mps3_an547")

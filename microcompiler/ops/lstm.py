@@ -29,7 +29,8 @@ import numpy as np
 from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.fast import mve as fast_mve
+from microcompiler.ops.features import has_dsp, has_mve
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 from microcompiler.templating import index_expr
@@ -98,7 +99,9 @@ class UnidirectionalSequenceLstm(OpKernel):
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
     fast = {
         "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
-        "dot product, int16 weight pairs, the zero points folded into the biases)"
+        "dot product, int16 weight pairs, the zero points folded into the biases)",
+        "mve": "int8 (mve-rows4: the same stacked gate matmuls as int8 blocks of 4 rows x 16 inputs, one "
+        "VMLADAVA.S8 per row and chunk, requantized 4 rows at a time with VQRDMULH)",
     }
     input_roles = _roles()
 
@@ -113,8 +116,11 @@ class UnidirectionalSequenceLstm(OpKernel):
         _, _, n_input, n_state, _ = self._dims(op, graph)
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
-        if has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
-            return {"variant": "rows4", "isa": "dsp", "rows": 4, "weights": "s16"}
+        if (tuning or {}).get("variant") != "reference" and int8 and exact:
+            if has_mve(features):
+                return {"variant": "mve-rows4", "isa": "mve", "rows": 4, "weights": "s8", "requant": "vqrdmulh"}
+            if has_dsp(features):
+                return {"variant": "rows4", "isa": "dsp", "rows": 4, "weights": "s16"}
         return {"variant": "reference"}
 
     def _dims(self, op, graph):
@@ -260,18 +266,22 @@ class UnidirectionalSequenceLstm(OpKernel):
             hidden=ctx.arg(op.inputs[HIDDEN_STATE]),
             cell=ctx.arg(op.inputs[CELL_STATE]),
             rows4=None,
+            mve=None,
         )
         plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
+        gate_bytes = 4 * n_state * (2 if integer else 4)
         if plan["variant"] == "rows4":
             values["rows4"] = self._rows4(op, graph, ctx, plan)
+        elif plan["variant"] == "mve-rows4":
+            values["mve"] = self._mve_rows4(op, graph, ctx, gate_bytes)
         else:
             values.update(
                 input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
                 recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
                 bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
             )
-        values["scratch"] = ctx.scratch(4 * n_state * (2 if integer else 4))
+        values["scratch"] = ctx.scratch(gate_bytes + (values["mve"]["row_bytes"] if values["mve"] else 0))
         if not integer:
             return ctx.render(
                 "lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values
@@ -285,8 +295,9 @@ class UnidirectionalSequenceLstm(OpKernel):
         # TFLM's int16 tanh reads Q3.12: the cell state (scale 2^power) is scaled by 3 * 2^(12 + power).
         left = 15 + power - TANH_INTEGER_BITS
         tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
+        fast_gates = values["rows4"] or values["mve"]
         quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
-        if values["rows4"] is None:  # the reference gate loop (rows4 has its own, per side)
+        if not fast_gates:  # the reference gate loop (rows4 and mve-rows4 have their own, per side)
             values.update(
                 input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
                 input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
@@ -302,12 +313,12 @@ class UnidirectionalSequenceLstm(OpKernel):
             requantize="mc_requantize" if x.dtype == "int8" else "mc_requantize64",
             input_offset=-int(x.quant.zero_point[0]),
             hidden_zp=int(hidden.quant.zero_point[0]),
-            forget_m=_product(_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale), 0, values["rows4"]),
-            input_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale), 0, values["rows4"]),
+            forget_m=_product(_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale), 0, fast_gates),
+            input_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale), 0, fast_gates),
             hidden_m=_product(
                 _multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
                 int(hidden.quant.zero_point[0]),
-                values["rows4"],
+                fast_gates,
             ),
             tanh_m=tanh_m,
             tanh_shift=tanh_shift,
@@ -390,3 +401,56 @@ class UnidirectionalSequenceLstm(OpKernel):
             else ("reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
         )
         return sides
+
+    def _mve_rows4(self, op, graph, ctx, gate_bytes: int) -> dict:
+        """The flash arrays of the mve-rows4 gate matmuls: per side (input, hidden) the stacked weights
+        [4 x n_state rows][depth] as int8 blocks of 4 rows x 16 inputs (mve.pack_blocks) and per block
+        of 4 rows the requantization record {bias - zero point * sum(w) (the hidden side: no bias),
+        the gate's multiplier, left shift, -right shift} (mve.records); a side whose depth is not a
+        multiple of 16 is copied into a zero-padded row of the scratch after the gates."""
+        x, hidden = graph.tensors[op.inputs[INPUT]], graph.tensors[op.inputs[HIDDEN_STATE]]
+        out: dict = {}
+        row_at = gate_bytes
+        for side, table, act in (("input", INPUT_WEIGHTS, x), ("hidden", RECURRENT_WEIGHTS, hidden)):
+            w = self._stacked(op, graph, table).astype(np.int8)
+            n_state, depth = w.shape[1], w.shape[2]
+            w = w.reshape(4 * n_state, depth)
+            bias = (
+                self._stacked(op, graph, BIASES).reshape(-1).astype(np.int64)
+                if side == "input"
+                else np.zeros(4 * n_state, np.int64)
+            )
+            folded = bias - int(act.quant.zero_point[0]) * w.astype(np.int64).sum(axis=1)
+            m = [_multiplier(act.quant.scale[0], graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
+            mult = np.repeat([q for q, _ in m], n_state)
+            shift = np.repeat([e for _, e in m], n_state)
+            steps = fast_mve.steps_of(depth)
+            padded = depth % fast_mve.CHUNK != 0
+            out[side] = dict(
+                depth=depth,
+                steps=steps,
+                general=int(np.any(shift >= 0)),
+                row=f"(int8_t*){ctx.scratch(row_at + 16 * steps)} + {row_at}" if padded else None,
+                weights=ctx.const(
+                    f"{side}_weights",
+                    fast_mve.pack_blocks(w),
+                    comment=(
+                        f"{side} FC of the 4 gates (forget, input, cell, output) stacked [{4 * n_state} rows][{depth}]: per "
+                        "block of 4 rows and chunk of 16 inputs the 16 int8 of rows 0, 1, 2, 3 (zero-padded)"
+                    ),
+                ),
+                params=ctx.const(
+                    f"{side}_params",
+                    fast_mve.records(folded, mult, shift),
+                    comment=(
+                        f"per block of 4 rows [{n_state}] the record {{"
+                        + ("gate bias minus" if side == "input" else "minus")
+                        + f" the {side} zero point times the row's weights [4], multiplier to Q3.12 [4], left shift[4], "
+                        "-right shift[4]}"
+                    ),
+                ),
+            )
+            if padded:
+                row_at += 16 * steps
+        out["row_bytes"] = row_at - gate_bytes
+        return out
