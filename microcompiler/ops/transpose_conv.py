@@ -21,7 +21,8 @@ TFLM:
 
 The fast kernels (int8, constant weights and bias): "phases" in ops/fast/transpose_conv_phases.py, the
 transposed convolution as one ordinary convolution of the input per output phase; on Helium cores
-"mve-phases" in ops/fast/transpose_conv_mve.py, the same phases with VMLADAVA.S8 dot products.
+"mve-phases" in ops/fast/transpose_conv_mve.py, the same phases with VMLADAVA.S8 dot products; int16x8
+(constant weights and bias, zero points 0): "int16-phases" in ops/fast/transpose_conv_s16.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
 from microcompiler.ops.fast import transpose_conv_mve
 from microcompiler.ops.fast import transpose_conv_phases as phases
+from microcompiler.ops.fast import transpose_conv_s16
 from microcompiler.ops.geometry import out_size, padding_before
 from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
 
@@ -59,7 +61,9 @@ class TransposeConv(OpKernel):
     options = "padding (SAME/VALID), stride_h, stride_w, fused activation"
     fast = {
         "dsp": "int8 with constant weights (phases: one convolution per output phase, no zero-stuffing MACs, "
-        "4 output channels per SMLAD dot product); portable C of the same loops elsewhere",
+        "4 output channels per SMLAD dot product); int16x8 with constant weights, zero points 0 (int16-phases: the "
+        "phases with int16 pairs, 4 output channels per SMLAD pass, int32 sums proven exact); portable C of the same "
+        "loops elsewhere",
         "mve": "int8 with constant weights, kernel >= stride (mve-phases: the phases with 2 pixels x 4 output "
         "channels per VMLADAVA.S8 dot product)",
     }
@@ -147,6 +151,13 @@ class TransposeConv(OpKernel):
             return phases.plan(
                 x.shape[3], w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
             )
+        y = graph.tensors[op.outputs[0]]
+        if transpose_conv_s16.applies(x, w, y, bias):
+            chosen = transpose_conv_s16.plan(
+                w, w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
+            )
+            if chosen:
+                return chosen
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
@@ -183,6 +194,8 @@ class TransposeConv(OpKernel):
         )
         if plan["variant"] == "mve-phases":
             return transpose_conv_mve.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
+        if plan["variant"] == "int16-phases":
+            return transpose_conv_s16.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         if plan["variant"] == "phases":
             return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         values["weights"] = ctx.arg(op.inputs[WEIGHTS])
