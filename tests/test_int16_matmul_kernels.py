@@ -1,5 +1,6 @@
 """The int16x8 versions of issue 21's fast kernels against the TFLM oracle, bit for bit: TRANSPOSE_CONV
-"int16-phases" (ops/fast/transpose_conv_s16.py).
+"int16-phases" (ops/fast/transpose_conv_s16.py) and the LSTM gate matmuls "int16-rows4"
+(ops/fast/lstm_gates.py).
 
 Host sweeps (portable C, and the same with features={"dsp"}: the SMLAD emulation) over the branches
 of the int8 "phases" sweep (every border, phases of several sizes, channels % 4, stride 1, batch 2,
@@ -14,9 +15,12 @@ import numpy as np
 import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
+from lstm_models import lstm_int16
 from model_merge import assert_cases_match_oracle, merge_models
 from test_fast_matmul_kernels import TRANSPOSE_CASES
 from test_op_transpose_conv import transpose_conv_model
+from oracle import Oracle
+from test_state import assert_steps_match, check_sequence, sequence
 
 DSP = frozenset({"dsp"})
 
@@ -101,3 +105,39 @@ def test_transpose_conv_int16_phases_sanitized(tmp_path):
 @pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
 def test_transpose_conv_int16_phases_on_boards(tmp_path, board):
     assert_matches_oracle_on_board(merge_models(list(_models().values())), tmp_path, board=board)
+
+
+# ---- LSTM int16-rows4 ------------------------------------------------------------------------------
+
+LSTM_S16_MODELS = {
+    "single": lambda: lstm_int16(),
+    "two-layer-batch2": lambda: lstm_int16(layers=2, batch=2, n_state=8, n_input=4),
+    "tails": lambda: lstm_int16(n_input=13, n_state=5),
+    "one-unit-one-input": lambda: lstm_int16(n_input=1, n_state=1),
+}
+
+
+@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
+@pytest.mark.parametrize("name", list(LSTM_S16_MODELS))
+def test_lstm_int16_rows4_sequence(tmp_path, name, features):
+    """Sequences (state across inferences, then reset) under ASan/UBSan, step by step against TFLM:
+    depths % 4 (zero-padded rows) and exact quads, gates straddling blocks of 4 rows."""
+    library = check_sequence(LSTM_S16_MODELS[name](), tmp_path, executors=("aot",), sanitize=True, features=features)
+    kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert kernels and all(k["variant"] == "int16-rows4" for k in kernels)
+    assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
+def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
+    """Every step's input run by the firmware on the emulated Cortex-M4 and M55 (SMLAD), against TFLM."""
+    from microcompiler.boards import load_board
+    from microcompiler.project import run_on_board
+
+    model = LSTM_S16_MODELS["two-layer-batch2"]()
+    library = compile_bytes(model, tmp_path, features=frozenset(load_board(board).cpu.features))
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4"}
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(library, board, tmp_path / "project", input_steps=seq, log=lambda _: None)
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), board)

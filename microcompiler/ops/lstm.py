@@ -29,7 +29,7 @@ import numpy as np
 from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.fast import mve as fast_mve
+from microcompiler.ops.fast import lstm_gates
 from microcompiler.ops.features import has_dsp, has_mve
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
@@ -99,7 +99,8 @@ class UnidirectionalSequenceLstm(OpKernel):
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
     fast = {
         "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
-        "dot product, int16 weight pairs, the zero points folded into the biases)",
+        "dot product, int16 weight pairs, the zero points folded into the biases); int16x8 (int16-rows4: 4 rows per "
+        "SMLAD pass over the int16 activations, int32 sums proven exact; portable C elsewhere)",
         "mve": "int8 (mve-rows4: the same stacked gate matmuls as int8 blocks of 4 rows x 16 inputs, one "
         "VMLADAVA.S8 per row and chunk, requantized 4 rows at a time with VQRDMULH)",
     }
@@ -112,11 +113,17 @@ class UnidirectionalSequenceLstm(OpKernel):
         """rows4 on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32): the
         input FC and the recurrent FC of the four gates each one FULLY_CONNECTED of 4 x n_state rows, 4
         rows per mc_dot_r4 (SXTB16 of the activations, SMLAD with int16 weight pairs: 13 instructions
-        per 16 MACs), the input and hidden zero points folded into the biases at compile time."""
+        per 16 MACs), the input and hidden zero points folded into the biases at compile time; on
+        Helium cores mve-rows4 instead (ops/fast/lstm_gates.py). int16x8: int16-rows4 on every core
+        where the weights prove the int32 sums exact (ops/fast/lstm_gates.py)."""
         _, _, n_input, n_state, _ = self._dims(op, graph)
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
-        if (tuning or {}).get("variant") != "reference" and int8 and exact:
+        if (tuning or {}).get("variant") == "reference":
+            return {"variant": "reference"}
+        if graph.tensors[op.inputs[INPUT]].dtype == "int16" and lstm_gates.s16_exact(self._sides(op, graph)):
+            return {"variant": "int16-rows4", "isa": "dsp" if has_dsp(features) else "c", "rows": 4, "weights": "s16"}
+        if int8 and exact:
             if has_mve(features):
                 return {"variant": "mve-rows4", "isa": "mve", "rows": 4, "weights": "s8", "requant": "vqrdmulh"}
             if has_dsp(features):
@@ -267,6 +274,7 @@ class UnidirectionalSequenceLstm(OpKernel):
             cell=ctx.arg(op.inputs[CELL_STATE]),
             rows4=None,
             mve=None,
+            s16=None,
         )
         plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
         ctx.variant = plan
@@ -274,14 +282,17 @@ class UnidirectionalSequenceLstm(OpKernel):
         if plan["variant"] == "rows4":
             values["rows4"] = self._rows4(op, graph, ctx, plan)
         elif plan["variant"] == "mve-rows4":
-            values["mve"] = self._mve_rows4(op, graph, ctx, gate_bytes)
+            values["mve"] = lstm_gates.emit_mve(ctx, self._sides(op, graph), gate_bytes)
+        elif plan["variant"] == "int16-rows4":
+            values["s16"] = lstm_gates.emit_s16(ctx, self._sides(op, graph), gate_bytes)
         else:
             values.update(
                 input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
                 recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
                 bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
             )
-        values["scratch"] = ctx.scratch(gate_bytes + (values["mve"]["row_bytes"] if values["mve"] else 0))
+        fast_rows = values["mve"] or values["s16"]
+        values["scratch"] = ctx.scratch(gate_bytes + (fast_rows["row_bytes"] if fast_rows else 0))
         if not integer:
             return ctx.render(
                 "lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values
@@ -297,7 +308,7 @@ class UnidirectionalSequenceLstm(OpKernel):
         tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
         fast_gates = values["rows4"] or values["mve"]
         quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
-        if not fast_gates:  # the reference gate loop (rows4 and mve-rows4 have their own, per side)
+        if not (fast_gates or values["s16"]):  # the reference gate loop (the fast ones have their own, per side)
             values.update(
                 input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
                 input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
@@ -402,55 +413,27 @@ class UnidirectionalSequenceLstm(OpKernel):
         )
         return sides
 
-    def _mve_rows4(self, op, graph, ctx, gate_bytes: int) -> dict:
-        """The flash arrays of the mve-rows4 gate matmuls: per side (input, hidden) the stacked weights
-        [4 x n_state rows][depth] as int8 blocks of 4 rows x 16 inputs (mve.pack_blocks) and per block
-        of 4 rows the requantization record {bias - zero point * sum(w) (the hidden side: no bias),
-        the gate's multiplier, left shift, -right shift} (mve.records); a side whose depth is not a
-        multiple of 16 is copied into a zero-padded row of the scratch after the gates."""
+    def _sides(self, op, graph) -> dict:
+        """Per side (input, hidden) of the gate matmuls, for the fast gate kernels (ops/fast/lstm_gates.py):
+        the stacked weights [4 x n_state rows][depth] (int8), the bias per row (the hidden side: none,
+        zeros), the activation's zero point and the requantization to Q3.12 per gate (multiplier, shift)."""
         x, hidden = graph.tensors[op.inputs[INPUT]], graph.tensors[op.inputs[HIDDEN_STATE]]
-        out: dict = {}
-        row_at = gate_bytes
+        sides = {}
         for side, table, act in (("input", INPUT_WEIGHTS, x), ("hidden", RECURRENT_WEIGHTS, hidden)):
             w = self._stacked(op, graph, table).astype(np.int8)
-            n_state, depth = w.shape[1], w.shape[2]
-            w = w.reshape(4 * n_state, depth)
+            rows = w.shape[0] * w.shape[1]
             bias = (
                 self._stacked(op, graph, BIASES).reshape(-1).astype(np.int64)
                 if side == "input"
-                else np.zeros(4 * n_state, np.int64)
+                else np.zeros(rows, np.int64)
             )
-            folded = bias - int(act.quant.zero_point[0]) * w.astype(np.int64).sum(axis=1)
-            m = [_multiplier(act.quant.scale[0], graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
-            mult = np.repeat([q for q, _ in m], n_state)
-            shift = np.repeat([e for _, e in m], n_state)
-            steps = fast_mve.steps_of(depth)
-            padded = depth % fast_mve.CHUNK != 0
-            out[side] = dict(
-                depth=depth,
-                steps=steps,
-                general=int(np.any(shift >= 0)),
-                row=f"(int8_t*){ctx.scratch(row_at + 16 * steps)} + {row_at}" if padded else None,
-                weights=ctx.const(
-                    f"{side}_weights",
-                    fast_mve.pack_blocks(w),
-                    comment=(
-                        f"{side} FC of the 4 gates (forget, input, cell, output) stacked [{4 * n_state} rows][{depth}]: per "
-                        "block of 4 rows and chunk of 16 inputs the 16 int8 of rows 0, 1, 2, 3 (zero-padded)"
-                    ),
-                ),
-                params=ctx.const(
-                    f"{side}_params",
-                    fast_mve.records(folded, mult, shift),
-                    comment=(
-                        f"per block of 4 rows [{n_state}] the record {{"
-                        + ("gate bias minus" if side == "input" else "minus")
-                        + f" the {side} zero point times the row's weights [4], multiplier to Q3.12 [4], left shift[4], "
-                        "-right shift[4]}"
-                    ),
-                ),
+            scale = act.quant.scale[0]
+            m = [_multiplier(scale, graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
+            sides[side] = lstm_gates.Side(
+                weights=w.reshape(rows, -1),
+                bias=bias,
+                zero_point=int(act.quant.zero_point[0]),
+                multiplier=np.array([q for q, _ in m], np.int64),
+                shift=np.array([e for _, e in m], np.int64),
             )
-            if padded:
-                row_at += 16 * steps
-        out["row_bytes"] = row_at - gate_bytes
-        return out
+        return sides
