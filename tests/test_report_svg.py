@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from microcompiler.analysis.memory_plan import live_bytes
 from microcompiler.report.page import render_report
-from microcompiler.report.svg import live_bytes, memory_plan_chart
+from microcompiler.report.svg import memory_plan_chart
 
 SVG = "{http://www.w3.org/2000/svg}"
 
