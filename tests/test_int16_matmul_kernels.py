@@ -17,9 +17,9 @@ from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from lstm_models import lstm_int16
 from model_merge import assert_cases_match_oracle, merge_models
+from oracle import Oracle
 from test_fast_matmul_kernels import TRANSPOSE_CASES
 from test_op_transpose_conv import transpose_conv_model
-from oracle import Oracle
 from test_state import assert_steps_match, check_sequence, sequence
 
 DSP = frozenset({"dsp"})
@@ -79,7 +79,9 @@ def test_transpose_conv_int16_phases_wide_requantization(tmp_path):
     w = _weights_summing_to(2**16 - 1, (4, 3, 3, 58))
     model = transpose_conv_model(dtype="int16", hwc=(3, 3, 58), out_c=4, stride=(1, 1), weights=w)
     inputs = [[np.full((1, 3, 3, 58), v, np.int16)] for v in (-32768, 32767)]
-    inputs.append([np.where(w[0, 1, 1] < 0, -32768, 32767).astype(np.int16)[None, None, None].repeat(3, 1).repeat(3, 2)])
+    inputs.append(
+        [np.where(w[0, 1, 1] < 0, -32768, 32767).astype(np.int16)[None, None, None].repeat(3, 1).repeat(3, 2)]
+    )
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
     kernel = lib.metadata["operators"][0]["kernel"]
     assert (kernel["variant"], kernel["requant"]) == ("int16-phases", "wide")
@@ -89,7 +91,12 @@ def test_transpose_conv_int16_unprovable_sums_keep_the_reference(tmp_path):
     """A phase whose |weights| sum past 2^16 per channel: an int32 sum could overflow, so the reference
     loops (int64 sums) run, still bit-exact."""
     model = transpose_conv_model(
-        dtype="int16", hwc=(3, 3, 64), out_c=2, kernel=(3, 3), stride=(1, 1), weights=np.full((2, 3, 3, 64), 127, np.int8)
+        dtype="int16",
+        hwc=(3, 3, 64),
+        out_c=2,
+        kernel=(3, 3),
+        stride=(1, 1),
+        weights=np.full((2, 3, 3, 64), 127, np.int8),
     )
     lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
     assert lib.metadata["operators"][0]["kernel"]["variant"] == "reference"

@@ -17,9 +17,9 @@ from board_oracle import assert_matches_oracle_on_board, needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from lstm_models import lstm_int8
 from model_merge import assert_cases_match_oracle, merge_models
+from oracle import Oracle
 from test_fast_matmul_kernels import MATMUL_CASES, TRANSPOSE_CASES
 from test_op_batch_matmul import batch_matmul_model
-from oracle import Oracle
 from test_op_transpose_conv import transpose_conv_model
 from test_state import assert_steps_match, check_sequence, sequence
 

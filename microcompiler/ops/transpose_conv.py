@@ -31,9 +31,8 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
-from microcompiler.ops.fast import transpose_conv_mve
+from microcompiler.ops.fast import transpose_conv_mve, transpose_conv_s16
 from microcompiler.ops.fast import transpose_conv_phases as phases
-from microcompiler.ops.fast import transpose_conv_s16
 from microcompiler.ops.geometry import out_size, padding_before
 from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
 

@@ -114,7 +114,7 @@ def emit(
         general=int(shift >= 0),
         record=ctx.const(
             "requant",
-            records(np.zeros(4, np.int64), [mult], [shift]),
+            records(np.zeros(4, np.int64), np.array([mult]), np.array([shift])),
             comment="the requantization record {0[4], multiplier[4], left shift[4], -right shift[4]} of every column",
         ),
     )

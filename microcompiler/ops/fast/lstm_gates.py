@@ -87,7 +87,8 @@ def words_of(depth: int) -> int:
 def s16_exact(sides: dict[str, Side]) -> bool:
     """Every int32 sum of "int16-rows4" is exact (|x| <= 2^15 times a row's |weights| below 2^31)."""
     return all(
-        side.weights.shape[1] == 0 or s16.chunk_words(side.weights, words_of(side.weights.shape[1]), True) >= words_of(side.weights.shape[1])
+        side.weights.shape[1] == 0
+        or s16.chunk_words(side.weights, words_of(side.weights.shape[1]), True) >= words_of(side.weights.shape[1])
         for side in sides.values()
     )
 
@@ -116,7 +117,9 @@ def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int) -> dict:
             if name == "input"
             else None,
             multiplier=ctx.const(
-                f"{name}_multiplier", side.multiplier.astype(np.int32), comment="requantization multiplier to Q3.12 per gate [4]"
+                f"{name}_multiplier",
+                side.multiplier.astype(np.int32),
+                comment="requantization multiplier to Q3.12 per gate [4]",
             ),
             shift=ctx.const(f"{name}_shift", side.shift.astype(np.int32), comment="requantization shift per gate [4]"),
         )

@@ -44,7 +44,9 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
     b = bias.data.astype(np.int64).reshape(-1) if bias is not None else np.zeros(out_c, np.int64)
     zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
     mult, shift = conv_multipliers(x, w, y, out_c)
-    packed, recs, offsets = [], [], []
+    packed: list[np.ndarray] = []
+    recs: list[np.ndarray] = []
+    offsets: list[int] = []
     for r_h in range(s_h):
         kys = phase_taps(r_h, k_h, s_h)
         for r_w in range(s_w):
@@ -86,7 +88,9 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
                 "* sum of the phase's weights [4], multiplier[4], left shift[4], -right shift[4]}"
             ),
         ),
-        offsets=ctx.const("phase_offsets", np.array(offsets, np.int32), comment=f"first weight of each phase [{phases}]")
+        offsets=ctx.const(
+            "phase_offsets", np.array(offsets, np.int32), comment=f"first weight of each phase [{phases}]"
+        )
         if phases > 1
         else None,
         taps_h=ctx.const("taps_h", np.array(taps_h, np.int32), comment=f"kernel rows per row phase [{s_h}]")

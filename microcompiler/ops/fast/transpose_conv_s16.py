@@ -67,7 +67,8 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
     v = values
     out_c, k_h, k_w, s_h, s_w = v["out_c"], v["k_h"], v["k_w"], v["stride_h"], v["stride_w"]
     rows = phase_rows(w, k_h, k_w, s_h, s_w)
-    words, offsets = [], []
+    words: list[np.ndarray] = []
+    offsets: list[int] = []
     for r in rows:
         offsets.append(sum(len(a) for a in words))
         words.append(s16.pack_rows(r, -(-r.shape[1] // 4) * 2) if r.shape[1] else np.zeros(0, np.int32))  # no taps
@@ -100,7 +101,9 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
                 "channels % 4"
             ),
         ),
-        offsets=ctx.const("phase_offsets", np.array(offsets, np.int32), comment=f"first weight word of each phase [{phases}]")
+        offsets=ctx.const(
+            "phase_offsets", np.array(offsets, np.int32), comment=f"first weight word of each phase [{phases}]"
+        )
         if phases > 1
         else None,
         taps_h=ctx.const("taps_h", np.array([len(phase_taps(r, k_h, s_h)) for r in range(s_h)], np.int32))
