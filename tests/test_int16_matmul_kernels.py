@@ -1,6 +1,6 @@
 """The int16x8 versions of issue 21's fast kernels against the TFLM oracle, bit for bit: TRANSPOSE_CONV
 "int16-phases" (ops/fast/transpose_conv_s16.py) and the LSTM gate matmuls "int16-rows4"
-(ops/fast/lstm_gates.py).
+(ops/fast/lstm_gates.py), and on Helium cores BATCH_MATMUL "mve-s16" (ops/fast/batch_matmul_mve.py).
 
 Host sweeps (portable C, and the same with features={"dsp"}: the SMLAD emulation) over the branches
 of the int8 "phases" sweep (every border, phases of several sizes, channels % 4, stride 1, batch 2,
@@ -18,7 +18,8 @@ from harness import assert_matches_oracle, compile_bytes
 from lstm_models import lstm_int16
 from model_merge import assert_cases_match_oracle, merge_models
 from oracle import Oracle
-from test_fast_matmul_kernels import TRANSPOSE_CASES
+from test_fast_matmul_kernels import MATMUL_CASES, TRANSPOSE_CASES
+from test_op_batch_matmul import batch_matmul_model
 from test_op_transpose_conv import transpose_conv_model
 from test_state import assert_steps_match, check_sequence, sequence
 
@@ -148,3 +149,49 @@ def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
     seq = sequence(library.metadata)
     _, _, run = run_on_board(library, board, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), board)
+
+
+# ---- BATCH_MATMUL int16 mve-s16 ------------------------------------------------------------------
+
+MVE = frozenset({"dsp", "mve"})
+MATMUL_S16_CASES = {
+    **MATMUL_CASES,
+    "k16_in_place_n5": ([2, 3, 16], [2, 16, 5], {}),
+    "k20_adj_y_three_chunks": ([1, 4, 20], [1, 6, 20], dict(adj_y=True)),
+}
+
+
+def _matmul_s16():
+    return {
+        n: batch_matmul_model("int16", lhs, rhs, seed=len(n), **options)
+        for n, (lhs, rhs, options) in MATMUL_S16_CASES.items()
+    }
+
+
+def test_batch_matmul_int16_mve_match_tflm(tmp_path):
+    """Columns % 4, depths % 8 (rows read in place or gathered), adj_x / adj_y, packed once or per
+    batch, broadcasts, constant rhs; on the host the portable C of kernel_mve.h."""
+    lib = assert_cases_match_oracle(_matmul_s16(), tmp_path, n_inputs=3, features=MVE)
+    assert {o["kernel"]["variant"] for o in lib.metadata["operators"]} == {"mve-s16"}
+
+
+def test_batch_matmul_int16_mve_extremes(tmp_path):
+    """The largest products (-32768 x -32768, 40 of them: past int32) summed in 64 bits."""
+    model = batch_matmul_model("int16", [2, 3, 40], [2, 40, 7])
+    inputs = [
+        [np.full((2, 3, 40), a, np.int16), np.full((2, 40, 7), b, np.int16)]
+        for a, b in ((-32768, -32768), (32767, -32768), (32767, 32767))
+    ]
+    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=MVE)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "mve-s16"
+
+
+def test_batch_matmul_int16_mve_sanitized(tmp_path):
+    names = ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "const_per_batch_bcast_n8_k12", "k20_adj_y_three_chunks")
+    models = _matmul_s16()
+    assert_cases_match_oracle({n: models[n] for n in names}, tmp_path, n_inputs=2, sanitize=True, features=MVE)
+
+
+@needs_board_tools
+def test_batch_matmul_int16_mve_on_m55(tmp_path):
+    assert_matches_oracle_on_board(merge_models(list(_matmul_s16().values())), tmp_path, board="mps3_an547")

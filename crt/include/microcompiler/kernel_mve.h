@@ -503,6 +503,49 @@ static MC_MVE_INLINE void mc_v4_store_sum_s16(int16_t* dst, mc_v4 a, mc_v4 b) {
 #endif
 }
 
+/* ---- int16: 4 columns x 8 k, 64-bit sums ------------------------------------------------------- */
+
+/* acc[c] += sum_k x[k] * w_c[k] (c = 0..3) over `steps` chunks of 8 int16 inputs, w in blocks of 4
+ * columns x 8 k (per chunk the 8 int16 of columns 0, 1, 2, 3): VLDRH + VMLALDAVA.S16 (8 int16
+ * products summed into a 64-bit accumulator, exact: TFLM's int64 sums of int16 x int16). */
+static MC_MVE_INLINE void mc_mve_dot_1x4_s16(const int16_t* x, const int16_t* w, int32_t steps, int64_t acc[4]) {
+#if MC_MVE
+  int64_t s0 = acc[0], s1 = acc[1], s2 = acc[2], s3 = acc[3];
+  for (; steps > 0; --steps, x += 8, w += 32) {
+    const int16x8_t v = vldrhq_s16(x);
+    s0 = vmlaldavaq_s16(s0, v, vldrhq_s16(w));
+    s1 = vmlaldavaq_s16(s1, v, vldrhq_s16(w + 8));
+    s2 = vmlaldavaq_s16(s2, v, vldrhq_s16(w + 16));
+    s3 = vmlaldavaq_s16(s3, v, vldrhq_s16(w + 24));
+  }
+  acc[0] = s0;
+  acc[1] = s1;
+  acc[2] = s2;
+  acc[3] = s3;
+#else
+  int32_t k, c;
+  for (c = 0; c < 4; ++c) {
+    for (k = 0; k < 8 * steps; ++k) acc[c] += (int64_t)((int32_t)x[k] * (int32_t)w[(k / 8) * 32 + c * 8 + k % 8]);
+  }
+#endif
+}
+
+/* d[t] = s[t * stride] for t < n, d[t] = 0 for n <= t < 8 (1 <= n <= 8; 7 * stride < 2^16): one chunk
+ * of 8 int16 of a strided column (a VLDRH gather), or of a contiguous one (stride 1: a predicated VLDRH). */
+static MC_MVE_INLINE void mc_mve_gather8_s16(int16_t* d, const int16_t* s, int32_t stride, int32_t n) {
+#if MC_MVE
+  const mve_pred16_t p = vctp16q((uint32_t)n);
+  if (stride == 1) {
+    vstrhq_s16(d, vldrhq_z_s16(s, p));
+  } else {
+    vstrhq_s16(d, vldrhq_gather_shifted_offset_z_s16(s, vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)stride), p));
+  }
+#else
+  int32_t t;
+  for (t = 0; t < 8; ++t) d[t] = t < n ? s[t * stride] : 0;
+#endif
+}
+
 /* ---- AVERAGE_POOL_2D (8 channels) and MAX_POOL_2D (16 channels) ------------------------------------------------------------------ */
 
 /* dst[0..7] = TFLM's average of a rows x cols window of 8 int8 channels at src (pixels `pixel` bytes

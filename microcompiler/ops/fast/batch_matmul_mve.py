@@ -143,3 +143,79 @@ def emit(
         )
         out["matrix"] = values["rhs_matrix"]
     return ctx.render("batch_matmul_mve.c.j2", **out)
+
+
+# ---- int16 ("mve-s16") ----------------------------------------------------------------------------
+
+CHUNK_S16 = 8  # int16 lanes of a Q register: inputs per VMLALDAVA.S16
+
+
+def scratch_layout_s16(k: int, n: int, adj_x: bool, constant_rhs: bool) -> tuple[int, int]:
+    """(packed rhs bytes, gathered lhs row bytes) of "mve-s16" in the scratch, in that order."""
+    n4, k8 = -(-n // 4) * 4, -(-k // CHUNK_S16) * CHUNK_S16
+    return (0 if constant_rhs else 2 * n4 * k8), (2 * k8 if adj_x or k % CHUNK_S16 else 0)
+
+
+def plan_s16(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, features) -> dict | None:
+    """The "mve-s16" plan of an int16 BATCH_MATMUL (zero points 0) on Helium cores, or None."""
+    if not has_mve(features):
+        return None
+    packed, row = scratch_layout_s16(k, n, adj_x, constant_rhs)
+    limit = (2**16 - 1) // (CHUNK_S16 - 1)
+    if packed > MAX_PACKED_BYTES or (adj_x and m > limit) or (not constant_rhs and not adj_y and n > limit):
+        return None
+    return {
+        "variant": "mve-s16",
+        "isa": "mve",
+        "rows": 1,
+        "columns": 4,
+        "rhs": "flash" if constant_rhs else "scratch",
+        "requant": "reference",
+        "scratch_bytes": packed + row,
+    }
+
+
+def pack_s16(cols: np.ndarray) -> np.ndarray:
+    """int16 columns [n][k] -> blocks of 4 columns x chunks of 8 k (per chunk the 8 int16 of columns 0,
+    1, 2, 3), the columns padded to a multiple of 4 and k to a multiple of 8 with zeros."""
+    n, k = cols.shape
+    n4, k8 = -(-n // 4) * 4, -(-k // CHUNK_S16) * CHUNK_S16
+    padded = np.zeros((n4, k8), np.int16)
+    padded[:n, :k] = cols
+    return padded.reshape(n4 // 4, 4, k8 // CHUNK_S16, CHUNK_S16).transpose(0, 2, 1, 3).reshape(-1).copy()
+
+
+def emit_s16(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant) -> str:
+    """``values``: BatchMatMul.emit's (C names, batch offsets); ``requant``: (multiplier, shift)."""
+    steps = -(-k // CHUNK_S16)
+    packed_bytes, row_bytes = scratch_layout_s16(k, n, adj_x, rhs.is_constant)
+    out = dict(
+        values,
+        m=m,
+        k=k,
+        n=n,
+        n4=-(-n // 4) * 4,
+        k8=steps * CHUNK_S16,
+        steps=steps,
+        adj_x=adj_x,
+        adj_y=adj_y,
+        constant=rhs.is_constant,
+        row_bytes=row_bytes,
+        packed_elements=packed_bytes // 2,
+        scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
+        pack_once=values["rhs_offset"] is None,
+        multiplier=requant[0],
+        shift=requant[1],
+    )
+    if rhs.is_constant:
+        mats = rhs.data.reshape(-1, n, k) if adj_y else rhs.data.reshape(-1, k, n).transpose(0, 2, 1)
+        out["packed"] = ctx.const(
+            "rhs_packed",
+            np.concatenate([pack_s16(c.astype(np.int16)) for c in mats]),
+            comment=(
+                f"the rhs per matrix [{len(mats)}]: per block of 4 columns and chunk of 8 k the 8 int16 of columns "
+                "0, 1, 2, 3 (zero-padded)"
+            ),
+        )
+        out["matrix"] = values["rhs_matrix"]
+    return ctx.render("batch_matmul_mve_s16.c.j2", **out)
