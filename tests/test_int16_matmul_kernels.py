@@ -1,6 +1,7 @@
 """The int16x8 versions of issue 21's fast kernels against the TFLM oracle, bit for bit: TRANSPOSE_CONV
 "int16-phases" (ops/fast/transpose_conv_s16.py) and the LSTM gate matmuls "int16-rows4"
-(ops/fast/lstm_gates.py), and on Helium cores BATCH_MATMUL "mve-s16" (ops/fast/batch_matmul_mve.py).
+(ops/fast/lstm_gates.py), and BATCH_MATMUL "int16-cols4" (ops/fast/batch_matmul_s16.py; on Helium cores "mve-s16",
+ops/fast/batch_matmul_mve.py).
 
 Host sweeps (portable C, and the same with features={"dsp"}: the SMLAD emulation) over the branches
 of the int8 "phases" sweep (every border, phases of several sizes, channels % 4, stride 1, batch 2,
@@ -195,3 +196,28 @@ def test_batch_matmul_int16_mve_sanitized(tmp_path):
 @needs_board_tools
 def test_batch_matmul_int16_mve_on_m55(tmp_path):
     assert_matches_oracle_on_board(merge_models(list(_matmul_s16().values())), tmp_path, board="mps3_an547")
+
+
+@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
+def test_batch_matmul_int16_cols4_match_tflm(tmp_path, features):
+    """The same sweep on SMLALD (DSP) and its portable C: odd depths (zero-padded rows), columns % 4."""
+    lib = assert_cases_match_oracle(_matmul_s16(), tmp_path, n_inputs=3, features=features)
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert {(k["variant"], k["isa"]) for k in kernels} == {("int16-cols4", "dsp" if features else "c")}
+
+
+def test_batch_matmul_int16_cols4_extremes_sanitized(tmp_path):
+    model = batch_matmul_model("int16", [2, 3, 41], [2, 41, 7])
+    inputs = [
+        [np.full((2, 3, 41), a, np.int16), np.full((2, 41, 7), b, np.int16)]
+        for a, b in ((-32768, -32768), (32767, -32768), (32767, 32767))
+    ]
+    assert_matches_oracle(model, tmp_path / "e", inputs=inputs, features=DSP)
+    names = ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "n13_k1", "const_per_batch_bcast_n8_k12")
+    models = _matmul_s16()
+    assert_cases_match_oracle({n: models[n] for n in names}, tmp_path / "s", n_inputs=2, sanitize=True, features=DSP)
+
+
+@needs_board_tools
+def test_batch_matmul_int16_cols4_on_m4(tmp_path):
+    assert_matches_oracle_on_board(merge_models(list(_matmul_s16().values())), tmp_path, board="mps2_an386")

@@ -24,7 +24,7 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import batch_matmul_cols4 as cols4
-from microcompiler.ops.fast import batch_matmul_mve
+from microcompiler.ops.fast import batch_matmul_mve, batch_matmul_s16
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
 INT32_MAX = 2**31 - 1
@@ -60,7 +60,8 @@ class BatchMatMul(OpKernel):
     options = "adj_x, adj_y; batch dimensions broadcast (ranks 2 to 5)"
     fast = {
         "dsp": "int8 (cols4: the rhs columns packed as int16 pairs, per batch into the scratch or at compile "
-        "time when constant, 4 columns per SMLAD dot product); portable C of the same loops elsewhere",
+        "time when constant, 4 columns per SMLAD dot product); int16 (int16-cols4: the rhs columns as int16 "
+        "pairs, 4 columns per SMLALD pass, 64-bit sums); portable C of the same loops elsewhere",
         "mve": "int8 (mve-dot: the rhs columns as int8 blocks of 4 columns x 16 k, 2 rows x 4 columns per "
         "VMLADAVA.S8 dot product, the zero points as column and row sums); int16 (mve-s16: int16 blocks of 4 columns x "
         "8 k, VMLALDAVA.S16 into 64-bit sums)",
@@ -153,6 +154,7 @@ class BatchMatMul(OpKernel):
             m, k, _, n = _matmul_dims(op, graph)
             adj_x, adj_y = bool(op.options.get("adj_x", False)), bool(op.options.get("adj_y", False))
             chosen = batch_matmul_mve.plan_s16(m, k, n, adj_x, adj_y, rhs.is_constant, features)
+            chosen = chosen or batch_matmul_s16.plan(k, n, adj_x, rhs.is_constant, features)
             if chosen:
                 return chosen
         return {"variant": "reference"}
@@ -171,7 +173,9 @@ class BatchMatMul(OpKernel):
             n=n,
             batches=batches,
             lhs=ctx.arg(op.inputs[0]),
-            rhs=None if plan["variant"] in ("cols4", "mve-dot", "mve-s16") and rhs.is_constant else ctx.arg(op.inputs[1]),
+            rhs=None
+            if plan["variant"] in ("cols4", "mve-dot", "mve-s16", "int16-cols4") and rhs.is_constant
+            else ctx.arg(op.inputs[1]),
             output=ctx.arg(op.outputs[0]),
             lhs_index=f"k * {m} + i" if adj_x else f"i * {k} + k",
             rhs_index=f"j * {k} + k" if adj_y else f"k * {n} + j",
@@ -183,7 +187,9 @@ class BatchMatMul(OpKernel):
         for side, t in (("lhs", lhs), ("rhs", rhs)):
             offsets = _batch_offsets(t.shape, batch, m * k if side == "lhs" else k * n)
             own = t.size // (m * k if side == "lhs" else k * n)
-            if side == "rhs" and plan["variant"] in ("cols4", "mve-dot", "mve-s16") and rhs.is_constant:  # packed: by matrix index
+            if (
+                side == "rhs" and plan["variant"] in ("cols4", "mve-dot", "mve-s16", "int16-cols4") and rhs.is_constant
+            ):  # packed: by matrix index
                 matrices = offsets // (k * n)
                 values["rhs_offset"] = None
                 values["rhs_matrix"] = (
@@ -204,6 +210,8 @@ class BatchMatMul(OpKernel):
         (_, lhs_zp), (_, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
+        if plan["variant"] == "int16-cols4":
+            return batch_matmul_s16.emit(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (mult, shift))
         if plan["variant"] == "mve-s16":
             return batch_matmul_mve.emit_s16(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (mult, shift))
         if plan["variant"] == "mve-dot":
