@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import wrap32
+from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES, rhs_columns
 from microcompiler.ops.fast.mve import CHUNK, pack_blocks, records, steps_of
 from microcompiler.ops.features import has_mve
 
-MAX_PACKED_BYTES = 16 * 1024  # the largest right-hand side the kernel packs into the scratch
 MAX_GATHER_STRIDE = (2**16 - 1) // (CHUNK - 1)  # mc_mve_gather16_s8's 16-bit offsets
 
 
@@ -61,7 +61,7 @@ def plan(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, f
 def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, lhs_zp: int, rhs_zp: int):
     """A constant rhs [..., K, N] (adj_y: [..., N, K]) -> (packed int8 per matrix, start values per
     matrix: -lhs_zp * column sum + K * lhs_zp * rhs_zp, the columns padded to a multiple of 4)."""
-    mats = rhs.reshape(-1, n, k) if adj_y else rhs.reshape(-1, k, n).transpose(0, 2, 1)  # [matrix][column][k]
+    mats = rhs_columns(rhs, k, n, adj_y)
     n4 = -(-n // 4) * 4
     packed, starts = [], []
     for cols in mats:
@@ -208,7 +208,7 @@ def emit_s16(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x:
         shift=requant[1],
     )
     if rhs.is_constant:
-        mats = rhs.data.reshape(-1, n, k) if adj_y else rhs.data.reshape(-1, k, n).transpose(0, 2, 1)
+        mats = rhs_columns(rhs.data, k, n, adj_y)
         out["packed"] = ctx.const(
             "rhs_packed",
             np.concatenate([pack_s16(c.astype(np.int16)) for c in mats]),

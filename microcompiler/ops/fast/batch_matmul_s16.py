@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES
+from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES, rhs_columns
 from microcompiler.ops.features import has_dsp
 
 
@@ -78,10 +78,10 @@ def emit(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x: boo
         shift=requant[1],
     )
     if rhs.is_constant:
-        mats = rhs.data.reshape(-1, n, k) if adj_y else rhs.data.reshape(-1, k, n).transpose(0, 2, 1)
+        mats = rhs_columns(rhs.data, k, n, adj_y)
         out["packed"] = ctx.const(
             "rhs_packed",
-            np.concatenate([pack(c.astype(np.int64)) for c in mats]),
+            np.concatenate([pack(c) for c in mats]),
             comment=(
                 f"the rhs per matrix [{len(mats)}] as int16 pairs (k, k + 1): the columns in blocks of 4 interleaved "
                 "per pair, then the columns % 4"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast.mve import CHUNK, pack_blocks, records, steps_of
-from microcompiler.ops.fast.transpose_conv_phases import phase_taps
+from microcompiler.ops.fast.transpose_conv_phases import phase_tables, phase_taps
 from microcompiler.ops.features import has_mve
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
@@ -54,8 +54,6 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
             offsets.append(sum(len(a) for a in packed))
             packed.append(pack_blocks(rows))
             recs.append(records(b - zp * rows.astype(np.int64).sum(axis=1), mult, shift))
-    taps_h = [len(phase_taps(r, k_h, s_h)) for r in range(s_h)]
-    taps_w = [len(phase_taps(r, k_w, s_w)) for r in range(s_w)]
     plan_["requant"] = "vqrdmulh"
     lo, hi = activation_range(activation, y)
     phases = s_h * s_w
@@ -88,15 +86,5 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
                 "* sum of the phase's weights [4], multiplier[4], left shift[4], -right shift[4]}"
             ),
         ),
-        offsets=ctx.const(
-            "phase_offsets", np.array(offsets, np.int32), comment=f"first weight of each phase [{phases}]"
-        )
-        if phases > 1
-        else None,
-        taps_h=ctx.const("taps_h", np.array(taps_h, np.int32), comment=f"kernel rows per row phase [{s_h}]")
-        if s_h > 1
-        else None,
-        taps_w=ctx.const("taps_w", np.array(taps_w, np.int32), comment=f"kernel columns per column phase [{s_w}]")
-        if s_w > 1
-        else None,
+        **phase_tables(ctx, offsets, k_h, k_w, s_h, s_w, "weight"),
     )

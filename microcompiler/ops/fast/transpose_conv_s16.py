@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.fast.transpose_conv_phases import phase_taps
+from microcompiler.ops.fast.transpose_conv_phases import phase_tables, phase_taps
 from microcompiler.ops.features import has_dsp
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
@@ -101,15 +101,5 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
                 "channels % 4"
             ),
         ),
-        offsets=ctx.const(
-            "phase_offsets", np.array(offsets, np.int32), comment=f"first weight word of each phase [{phases}]"
-        )
-        if phases > 1
-        else None,
-        taps_h=ctx.const("taps_h", np.array([len(phase_taps(r, k_h, s_h)) for r in range(s_h)], np.int32))
-        if s_h > 1
-        else None,
-        taps_w=ctx.const("taps_w", np.array([len(phase_taps(r, k_w, s_w)) for r in range(s_w)], np.int32))
-        if s_w > 1
-        else None,
+        **phase_tables(ctx, offsets, k_h, k_w, s_h, s_w, "weight word"),
     )
