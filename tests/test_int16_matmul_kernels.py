@@ -171,7 +171,7 @@ def _matmul_s16():
 
 def test_batch_matmul_int16_mve_match_tflm(tmp_path):
     """Columns % 4, depths % 8 (rows read in place or gathered), adj_x / adj_y, packed once or per
-    batch, broadcasts, constant rhs; on the host the portable C of kernel_mve.h."""
+    batch, broadcasts, constant rhs; on the host the portable C of kernel_mve_matmul.h."""
     lib = assert_cases_match_oracle(_matmul_s16(), tmp_path, n_inputs=3, features=MVE)
     assert {o["kernel"]["variant"] for o in lib.metadata["operators"]} == {"mve-s16"}
 

@@ -1,12 +1,13 @@
 """The Helium (MVE) versions of issue 21's fast kernels against the TFLM oracle, bit for bit:
 BATCH_MATMUL "mve-dot" (ops/fast/batch_matmul_mve.py), TRANSPOSE_CONV "mve-phases"
-(ops/fast/transpose_conv_mve.py) and the LSTM gate matmuls "mve-rows4" (ops/lstm.py).
+(ops/fast/transpose_conv_mve.py) and the LSTM gate matmuls "mve-rows4" (ops/fast/lstm_gates.py).
 
 The sweeps are those of the DSP kernels (test_fast_matmul_kernels.py, test_lstm.py) plus the cases
 that hit the Helium kernels' own branches: rows % 2 (the 2-row block), columns % 4, depth % 16 (rows
 read in place or gathered and zero-padded), one and several chunks of 16, zero points 0 (no start
 values, no row term). On the host (features {"dsp", "mve"}) they run as the portable C of
-kernel_mve.h, also under ASan + UBSan; on QEMU mps3_an547 (Cortex-M55) as Helium instructions.
+kernel_mve.h and kernel_mve_matmul.h, also under ASan + UBSan; on QEMU mps3_an547 (Cortex-M55) as
+Helium instructions.
 """
 
 from __future__ import annotations
