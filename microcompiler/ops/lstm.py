@@ -31,9 +31,13 @@ from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import lstm_gates
 from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.plan import ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 from microcompiler.templating import index_expr
+
+# the four gates' matmuls, 4 rows per SMLAD dot product (mc_dot_r4)
+LSTM_ROWS4 = Variant("rows4", ("kernel_simd.h",))
 
 INPUT = 0
 INPUT_WEIGHTS = {"input": 1, "forget": 2, "cell": 3, "output": 4}
@@ -106,10 +110,7 @@ class UnidirectionalSequenceLstm(OpKernel):
     }
     input_roles = _roles()
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """rows4 on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32): the
         input FC and the recurrent FC of the four gates each one FULLY_CONNECTED of 4 x n_state rows, 4
         rows per mc_dot_r4 (SXTB16 of the activations, SMLAD with int16 weight pairs: 13 instructions
@@ -120,15 +121,15 @@ class UnidirectionalSequenceLstm(OpKernel):
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
         if (tuning or {}).get("variant") == "reference":
-            return {"variant": "reference"}
+            return REFERENCE_PLAN
         if graph.tensors[op.inputs[INPUT]].dtype == "int16" and lstm_gates.s16_exact(self._sides(op, graph)):
-            return {"variant": "int16-rows4", "isa": "dsp" if has_dsp(features) else "c", "rows": 4, "weights": "s16"}
+            return KernelPlan.of(lstm_gates.INT16_ROWS4, dsp_or_c(features), rows=4, weights="s16")
         if int8 and exact:
             if has_mve(features):
-                return {"variant": "mve-rows4", "isa": "mve", "rows": 4, "weights": "s8", "requant": "vqrdmulh"}
+                return KernelPlan.of(lstm_gates.MVE_ROWS4, ISA_MVE, rows=4, weights="s8", requant="vqrdmulh")
             if has_dsp(features):
-                return {"variant": "rows4", "isa": "dsp", "rows": 4, "weights": "s16"}
-        return {"variant": "reference"}
+                return KernelPlan.of(LSTM_ROWS4, ISA_DSP, rows=4, weights="s16")
+        return REFERENCE_PLAN
 
     def _dims(self, op, graph):
         x = graph.tensors[op.inputs[INPUT]]
@@ -276,14 +277,14 @@ class UnidirectionalSequenceLstm(OpKernel):
             mve=None,
             s16=None,
         )
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
         gate_bytes = 4 * n_state * (2 if integer else 4)
-        if plan["variant"] == "rows4":
+        if plan.variant == LSTM_ROWS4:
             values["rows4"] = self._rows4(op, graph, ctx, plan)
-        elif plan["variant"] == "mve-rows4":
+        elif plan.variant == lstm_gates.MVE_ROWS4:
             values["mve"] = lstm_gates.emit_mve(ctx, self._sides(op, graph), gate_bytes)
-        elif plan["variant"] == "int16-rows4":
+        elif plan.variant == lstm_gates.INT16_ROWS4:
             values["s16"] = lstm_gates.emit_s16(ctx, self._sides(op, graph), gate_bytes)
         else:
             values.update(
@@ -406,8 +407,8 @@ class UnidirectionalSequenceLstm(OpKernel):
                 ),
                 r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast else None,
             )
-        plan["requant"] = (
-            "smmlar"
+        ctx.note(
+            requant="smmlar"
             if sides["input"]["fast"] and sides["hidden"]["fast"]
             else ("reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
         )

@@ -34,6 +34,7 @@ from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
 from microcompiler.ops.fast import transpose_conv_mve, transpose_conv_s16
 from microcompiler.ops.fast import transpose_conv_phases as phases
 from microcompiler.ops.geometry import out_size, padding_before
+from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
 
 OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = range(4)
@@ -133,10 +134,7 @@ class TransposeConv(OpKernel):
         w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
         return x.size * w.shape[0] * w.shape[1] * w.shape[2]
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """int8 with constant weights and bias: "phases" (ops/fast/transpose_conv_phases.py); otherwise
         the reference gather loop nest."""
         w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
@@ -157,11 +155,11 @@ class TransposeConv(OpKernel):
             )
             if chosen:
                 return chosen
-        return {"variant": "reference"}
+        return REFERENCE_PLAN
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
         o = op.options
         w, x, y = ctx.tensor(op.inputs[WEIGHTS]), ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.outputs[0])
         bias = _bias(op, graph)
@@ -191,11 +189,11 @@ class TransposeConv(OpKernel):
                 f"kernel {k_h}x{k_w}, stride {stride_h}x{stride_w}, padding top {pad_h} left {pad_w}"
             ),
         )
-        if plan["variant"] == "mve-phases":
+        if plan.variant == transpose_conv_mve.MVE_PHASES:
             return transpose_conv_mve.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
-        if plan["variant"] == "int16-phases":
+        if plan.variant == transpose_conv_s16.INT16_PHASES:
             return transpose_conv_s16.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
-        if plan["variant"] == "phases":
+        if plan.variant == phases.PHASES:
             return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         values["weights"] = ctx.arg(op.inputs[WEIGHTS])
         bias_c = ctx.arg(op.inputs[BIAS]) if bias is not None else None

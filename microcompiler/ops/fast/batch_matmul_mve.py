@@ -25,7 +25,10 @@ from microcompiler.ops.fast import wrap32
 from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES, rhs_columns
 from microcompiler.ops.fast.mve import CHUNK, pack_blocks, records, steps_of
 from microcompiler.ops.features import has_mve
+from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 
+MVE_DOT = Variant("mve-dot", ("kernel_mve.h",))
+MVE_S16 = Variant("mve-s16", ("kernel_mve_matmul.h",))
 MAX_GATHER_STRIDE = (2**16 - 1) // (CHUNK - 1)  # mc_mve_gather16_s8's 16-bit offsets
 
 
@@ -38,7 +41,7 @@ def scratch_layout(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool) -> t
     return start, packed, rows
 
 
-def plan(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, features) -> dict | None:
+def plan(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, features) -> KernelPlan | None:
     """The "mve-dot" plan on Helium cores, or None (no MVE, or an rhs too large to pack, or strides
     beyond the gathers' offsets)."""
     if not has_mve(features):
@@ -48,14 +51,14 @@ def plan(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, f
         return None
     if not constant_rhs and not adj_y and n > MAX_GATHER_STRIDE:
         return None
-    return {
-        "variant": "mve-dot",
-        "isa": "mve",
-        "rows": 2,
-        "columns": 4,
-        "rhs": "flash" if constant_rhs else "scratch",
-        "scratch_bytes": start + packed + rows,
-    }
+    return KernelPlan.of(
+        MVE_DOT,
+        ISA_MVE,
+        scratch_bytes=start + packed + rows,
+        rows=2,
+        columns=4,
+        rhs="flash" if constant_rhs else "scratch",
+    )
 
 
 def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, lhs_zp: int, rhs_zp: int):
@@ -74,7 +77,7 @@ def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, lhs_zp: int, rhs
 
 def emit(
     ctx,
-    plan_: dict,
+    plan_: KernelPlan,
     values: dict,
     rhs,
     m: int,
@@ -89,7 +92,7 @@ def emit(
     when constant)."""
     lhs_zp, rhs_zp, out_zp = zero_points
     mult, shift = requant
-    plan_["requant"] = "vqrdmulh"
+    ctx.note(requant="vqrdmulh")
     steps = steps_of(k)
     start_bytes, packed_bytes, rows_bytes = scratch_layout(m, k, n, adj_x, rhs.is_constant)
     out = dict(
@@ -109,7 +112,7 @@ def emit(
         rows_bytes=rows_bytes,
         packed_at=start_bytes,
         rows_at=start_bytes + packed_bytes,
-        scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
+        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
         pack_once=values["rhs_offset"] is None,
         general=int(shift >= 0),
         record=ctx.const(
@@ -156,7 +159,7 @@ def scratch_layout_s16(k: int, n: int, adj_x: bool, constant_rhs: bool) -> tuple
     return (0 if constant_rhs else 2 * n4 * k8), (2 * k8 if adj_x or k % CHUNK_S16 else 0)
 
 
-def plan_s16(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, features) -> dict | None:
+def plan_s16(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: bool, features) -> KernelPlan | None:
     """The "mve-s16" plan of an int16 BATCH_MATMUL (zero points 0) on Helium cores, or None."""
     if not has_mve(features):
         return None
@@ -164,15 +167,15 @@ def plan_s16(m: int, k: int, n: int, adj_x: bool, adj_y: bool, constant_rhs: boo
     limit = (2**16 - 1) // (CHUNK_S16 - 1)
     if packed > MAX_PACKED_BYTES or (adj_x and m > limit) or (not constant_rhs and not adj_y and n > limit):
         return None
-    return {
-        "variant": "mve-s16",
-        "isa": "mve",
-        "rows": 1,
-        "columns": 4,
-        "rhs": "flash" if constant_rhs else "scratch",
-        "requant": "reference",
-        "scratch_bytes": packed + row,
-    }
+    return KernelPlan.of(
+        MVE_S16,
+        ISA_MVE,
+        scratch_bytes=packed + row,
+        rows=1,
+        columns=4,
+        rhs="flash" if constant_rhs else "scratch",
+        requant="reference",
+    )
 
 
 def pack_s16(cols: np.ndarray) -> np.ndarray:
@@ -185,7 +188,9 @@ def pack_s16(cols: np.ndarray) -> np.ndarray:
     return padded.reshape(n4 // 4, 4, k8 // CHUNK_S16, CHUNK_S16).transpose(0, 2, 1, 3).reshape(-1).copy()
 
 
-def emit_s16(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant) -> str:
+def emit_s16(
+    ctx, plan_: KernelPlan, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant
+) -> str:
     """``values``: BatchMatMul.emit's (C names, batch offsets); ``requant``: (multiplier, shift)."""
     steps = -(-k // CHUNK_S16)
     packed_bytes, row_bytes = scratch_layout_s16(k, n, adj_x, rhs.is_constant)
@@ -202,7 +207,7 @@ def emit_s16(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x:
         constant=rhs.is_constant,
         row_bytes=row_bytes,
         packed_elements=packed_bytes // 2,
-        scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
+        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
         pack_once=values["rhs_offset"] is None,
         multiplier=requant[0],
         shift=requant[1],

@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES, rhs_columns
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
+
+INT16_COLS4 = Variant("int16-cols4", ("kernel_s16.h",))
 
 
 def words_of(k: int) -> int:
@@ -27,18 +29,18 @@ def scratch_layout(k: int, n: int, adj_x: bool, constant_rhs: bool) -> tuple[int
     return (0 if constant_rhs else 4 * words_of(k) * n), (4 * words_of(k) if adj_x or k % 2 else 0)
 
 
-def plan(k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> dict | None:
+def plan(k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> KernelPlan | None:
     packed, row = scratch_layout(k, n, adj_x, constant_rhs)
     if packed > MAX_PACKED_BYTES:
         return None
-    return {
-        "variant": "int16-cols4",
-        "isa": "dsp" if has_dsp(features) else "c",
-        "columns": 4,
-        "rhs": "flash" if constant_rhs else "scratch",
-        "requant": "reference",
-        "scratch_bytes": packed + row,
-    }
+    return KernelPlan.of(
+        INT16_COLS4,
+        dsp_or_c(features),
+        scratch_bytes=packed + row,
+        columns=4,
+        rhs="flash" if constant_rhs else "scratch",
+        requant="reference",
+    )
 
 
 def pack(cols: np.ndarray) -> np.ndarray:
@@ -55,7 +57,7 @@ def pack(cols: np.ndarray) -> np.ndarray:
     return ((flat + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
-def emit(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant) -> str:
+def emit(ctx, plan_: KernelPlan, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant) -> str:
     """``values``: BatchMatMul.emit's (C names, batch offsets); ``requant``: (multiplier, shift)."""
     words = words_of(k)
     packed_bytes, row_bytes = scratch_layout(k, n, adj_x, rhs.is_constant)
@@ -71,8 +73,8 @@ def emit(ctx, plan_: dict, values: dict, rhs, m: int, k: int, n: int, adj_x: boo
         constant=rhs.is_constant,
         row_bytes=row_bytes,
         packed_words=packed_bytes // 4,
-        isa=plan_["isa"],
-        scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
+        isa=plan_.isa,
+        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
         pack_once=values["rhs_offset"] is None,
         multiplier=requant[0],
         shift=requant[1],

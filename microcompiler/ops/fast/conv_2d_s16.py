@@ -5,7 +5,7 @@ kernel scratch, zero-padded to a multiple of 4; each block of 4 output channels 
 over the row (mc_dot4_s16: the row's pairs as they lie in memory, the weights stored as int16 pairs
 interleaved for the 4 channels: 2 loads + 8 SMLAD per 16 MACs), the output channels % 4 one by one
 (mc_dot1_s16). The 32-bit partial sums are proven exact and added into int64 (ops/fast/s16.py), so
-the result is TFLM's int64 accumulation bit for bit. The plan is Conv2D.plan in ops/conv_2d.py.
+the result is TFLM's int64 accumulation bit for bit. The plan is Conv2D.kernel_plan in ops/conv_2d.py.
 """
 
 from __future__ import annotations
@@ -13,18 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
+INT16_PIXEL = Variant("int16-pixel")
 
-def plan(g, features) -> dict:
-    words = _words(g)
-    return {
-        "variant": "int16-pixel",
-        "isa": "dsp" if has_dsp(features) else "c",
-        "out_channels": 4,
-        "scratch_bytes": 4 * words,
-    }
+
+def plan(g, features) -> KernelPlan:
+    return KernelPlan.of(INT16_PIXEL, dsp_or_c(features), scratch_bytes=4 * _words(g), out_channels=4)
 
 
 def _words(g) -> int:
@@ -32,7 +28,7 @@ def _words(g) -> int:
     return -(-g.k_h * g.k_w * g.in_c // 4) * 2
 
 
-def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
+def emit(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     words = _words(g)
@@ -40,7 +36,7 @@ def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
     lo, hi = activation_range(op.options["activation"], y)
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, words, e.wide)
-    plan_["chunk"] = 2 * chunk if chunk < words else 0
+    ctx.note(chunk=2 * chunk if chunk < words else 0)
     weights = ctx.const(
         "weights",
         s16.pack_rows(w_rows, words),
@@ -60,7 +56,7 @@ def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
         words=words,
         chunk=chunk,
         k=g.k_h * g.k_w * g.in_c,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
-        isa=plan_["isa"],
+        scratch=ctx.scratch(plan_.scratch),
+        isa=plan_.isa,
         full=g.out_c // 4 * 4,
     )

@@ -11,7 +11,7 @@ taps unrolled, the weights stored as int16 pairs per tap:
 
 TFLM sums in int64; the kernel's int32 sums are exact where 2^15 * (sum of a channel's |weights|)
 fits int32 (any kernel up to 511 taps; plan() keeps the reference beyond). The plan is
-DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
+DepthwiseConv2D.kernel_plan in ops/depthwise_conv_2d.py.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+INT16_PAIRS = Variant("int16-pairs")
 
 UNROLL_MAX_TAPS = 16  # taps written out one per line up to this kernel size; above, a loop over the
 # kernel rows with a row's taps written out (up to this width), else a loop over the taps
@@ -31,17 +33,12 @@ def channel_rows(w) -> np.ndarray:
     return w.data.astype(np.int8).reshape(-1, w.shape[3]).T
 
 
-def plan(g, multiplier: int, w, features) -> dict | None:
+def plan(g, multiplier: int, w, features) -> KernelPlan | None:
     """The int16-pairs plan, or None where one int32 sum could overflow (the reference then)."""
     if int(np.abs(channel_rows(w).astype(np.int64)).sum(axis=1).max()) * s16.MAX_ABS_X > s16.INT32_MAX:
         return None
     pairs = "channels" if multiplier == 1 else ("multiplier" if multiplier % 2 == 0 else "none")
-    return {
-        "variant": "int16-pairs",
-        "isa": "dsp" if has_dsp(features) else "c",
-        "pairs": pairs,
-        "scratch_bytes": 2 * g.k_h * g.k_w * g.in_c,
-    }
+    return KernelPlan.of(INT16_PAIRS, dsp_or_c(features), scratch_bytes=2 * g.k_h * g.k_w * g.in_c, pairs=pairs)
 
 
 def pack(rows: np.ndarray, pairs: str) -> np.ndarray:
@@ -56,7 +53,7 @@ def pack(rows: np.ndarray, pairs: str) -> np.ndarray:
     return ((words + 2**31) % 2**32 - 2**31).astype(np.int32).reshape(-1)
 
 
-def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
+def emit(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     rows = channel_rows(w)
     mult, shift = conv_multipliers(x, w, y, g.out_c)
@@ -67,10 +64,10 @@ def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
         "channels": "per pair of channels (c, c + 1)",
         "multiplier": "per pair of output channels of one input",
         "none": "per output channel (high half 0)",
-    }[plan_["pairs"]]
+    }[plan_.knob("pairs")]
     weights = ctx.const(
         "weights",
-        pack(rows, plan_["pairs"]),
+        pack(rows, plan_.knob("pairs")),
         comment=(
             f"weights [{g.out_c} output channels][{taps} taps (ky, kx)] as int16 pairs {layout}, the taps of a pair "
             "consecutive"
@@ -86,9 +83,9 @@ def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
         e=e,
         taps=taps,
         m=multiplier,
-        pairs=plan_["pairs"],
+        pairs=plan_.knob("pairs"),
         unroll=taps <= UNROLL_MAX_TAPS,
         row_unroll=1 < g.k_w <= UNROLL_MAX_TAPS,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
-        isa=plan_["isa"],
+        scratch=ctx.scratch(plan_.scratch),
+        isa=plan_.isa,
     )

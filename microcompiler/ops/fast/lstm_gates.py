@@ -24,6 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops.fast import mve, s16
+from microcompiler.ops.plan import Variant
+
+MVE_ROWS4 = Variant("mve-rows4", ("kernel_mve_matmul.h",))
+INT16_ROWS4 = Variant("int16-rows4", ("kernel_s16.h",))
 
 
 @dataclass

@@ -20,23 +20,20 @@ import numpy as np
 from microcompiler.ops.fast.mve import CHUNK, pack_blocks, records, steps_of
 from microcompiler.ops.fast.transpose_conv_phases import phase_tables, phase_taps
 from microcompiler.ops.features import has_mve
+from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
+MVE_PHASES = Variant("mve-phases", ("kernel_mve.h",))
 
-def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> dict | None:
+
+def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> KernelPlan | None:
     if not has_mve(features) or k_h < stride_h or k_w < stride_w:
         return None
     taps = -(-k_h // stride_h) * -(-k_w // stride_w) * in_c
-    return {
-        "variant": "mve-phases",
-        "isa": "mve",
-        "pixels": 2,
-        "out_channels": 4,
-        "scratch_bytes": 2 * steps_of(taps) * CHUNK,
-    }
+    return KernelPlan.of(MVE_PHASES, ISA_MVE, scratch_bytes=2 * steps_of(taps) * CHUNK, pixels=2, out_channels=4)
 
 
-def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
+def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -> str:
     """``values``: the geometry of TransposeConv.emit (shapes, strides, padding, C names)."""
     v = values
     in_c, out_c, k_h, k_w, s_h, s_w = v["in_c"], v["out_c"], v["k_h"], v["k_w"], v["stride_h"], v["stride_w"]
@@ -54,7 +51,7 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
             offsets.append(sum(len(a) for a in packed))
             packed.append(pack_blocks(rows))
             recs.append(records(b - zp * rows.astype(np.int64).sum(axis=1), mult, shift))
-    plan_["requant"] = "vqrdmulh"
+    ctx.note(requant="vqrdmulh")
     lo, hi = activation_range(activation, y)
     phases = s_h * s_w
     blocks = -(-out_c // 4)
@@ -68,8 +65,8 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
         general=int(np.any(np.asarray(shift) >= 0)),
         phases=phases,
         blocks=blocks,
-        row_bytes=plan_["scratch_bytes"] // 2,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        row_bytes=plan_.scratch // 2,
+        scratch=ctx.scratch(plan_.scratch),
         weights=ctx.const(
             "weights",
             np.concatenate(packed),

@@ -21,8 +21,10 @@ import numpy as np
 
 from microcompiler.ops.fast import s16
 from microcompiler.ops.fast.transpose_conv_phases import phase_tables, phase_taps
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+INT16_PHASES = Variant("int16-phases", ("kernel_s16.h",))
 
 
 def phase_rows(w, k_h: int, k_w: int, s_h: int, s_w: int) -> list[np.ndarray]:
@@ -47,7 +49,7 @@ def applies(x, w, y, bias) -> bool:
     )
 
 
-def plan(w, k_h: int, k_w: int, s_h: int, s_w: int, features) -> dict | None:
+def plan(w, k_h: int, k_w: int, s_h: int, s_w: int, features) -> KernelPlan | None:
     """The plan where every phase's int32 sums are proven exact, else None."""
     rows = phase_rows(w, k_h, k_w, s_h, s_w)
     for r in rows:
@@ -55,15 +57,10 @@ def plan(w, k_h: int, k_w: int, s_h: int, s_w: int, features) -> dict | None:
         if r.shape[1] and s16.chunk_words(r, words, True) < words:
             return None
     taps = max(-(-r.shape[1] // 4) * 4 for r in rows)
-    return {
-        "variant": "int16-phases",
-        "isa": "dsp" if has_dsp(features) else "c",
-        "rows": 4,
-        "scratch_bytes": 2 * max(taps, 4),
-    }
+    return KernelPlan.of(INT16_PHASES, dsp_or_c(features), scratch_bytes=2 * max(taps, 4), rows=4)
 
 
-def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
+def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -> str:
     v = values
     out_c, k_h, k_w, s_h, s_w = v["out_c"], v["k_h"], v["k_w"], v["stride_h"], v["stride_w"]
     rows = phase_rows(w, k_h, k_w, s_h, s_w)
@@ -81,17 +78,17 @@ def emit(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
     for p, r in enumerate(rows):
         w_all[p * out_c : (p + 1) * out_c, : r.shape[1]] = r
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_all)
-    plan_["requant"] = e.mode
+    ctx.note(requant=e.mode)
     phases = s_h * s_w
     return ctx.render(
         "transpose_conv_s16.c.j2",
         **v,
         e=e,
-        isa=plan_["isa"],
+        isa=plan_.isa,
         phases=phases,
         full=out_c // 4 * 4,
-        row_bytes=plan_["scratch_bytes"],
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        row_bytes=plan_.scratch,
+        scratch=ctx.scratch(plan_.scratch),
         weights=ctx.const(
             "weights",
             np.concatenate(words),
