@@ -134,14 +134,47 @@ def test_a_two_input_model_takes_one_npz_per_sample(tmp_path):
     assert report["labels"]["host-driven"]["accuracy"] == expected
 
 
-def test_the_python_api_reads_a_directory_too(tmp_path):
+def test_the_python_api_reads_a_directory_too_jpeg_included(tmp_path):
     from microcompiler import api
 
+    meta = input_meta(TINY)[0]
     (tmp_path / "d").mkdir()
     for k in range(2):
         Image.fromarray(np.full((16, 16), 40 * k, np.uint8)).save(tmp_path / "d" / f"p{k}.png")
-    report = api.validate(TINY, "host", dataset=tmp_path / "d", modes=("host-driven",), pixel_range=(0.0, 255.0))
-    assert report["samples"] == ["p0.png", "p1.png"] and report["passed"]
+    Image.fromarray(np.full((16, 16), 200, np.uint8)).save(tmp_path / "d" / "p2.jpg")  # flat: decodes exactly
+    out = tmp_path / "out.npz"
+    report = api.validate(TINY, "host", dataset=tmp_path / "d", modes=("host-driven",), pixel_range=(0.0, 8.0))
+    assert report["samples"] == ["p0.png", "p1.png", "p2.jpg"] and report["passed"]
+    r = cli(
+        "validate",
+        TINY,
+        "--board",
+        "host",
+        "--mode",
+        "host-driven",
+        "--dataset",
+        tmp_path / "d",
+        "--pixel-range",
+        "0,8",
+        "--save-outputs",
+        out,
+    )
+    assert r.returncode == 0, r.stderr
+    oracle = Oracle(open(TINY, "rb").read())
+    x = quantize_input(np.full((1, 16, 16, 1), 200 / 255 * 8.0), meta)
+    with np.load(out) as saved:
+        assert np.array_equal(saved["tflm_output0"][2].ravel(), oracle.run([x])[0].ravel())
+
+
+def test_file_names_reach_the_terminal_only_as_text(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    np.save(d / "a\x1b]0;pwned\x07.npy", np.zeros((1, 16, 16, 1), np.int8))
+    r = cli("validate", TINY, "--board", "host", "--mode", "host-driven", "--dataset", d)
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout + r.stderr and "\\x1b]0;pwned" in r.stderr
+    report = validate_json(TINY, "--dataset", d)
+    assert report["samples"] == ["a\x1b]0;pwned\x07.npy"]  # JSON keeps the name as it is, escaped
 
 
 def hostile(tmp_path, case):

@@ -279,7 +279,7 @@ def print_validation(report: dict) -> None:
             # against the float model nothing is meant to be exact: its errors say how close
             exact = "-" if c["against"] == "float" else f"{100 * o['exact_match_rate']:.2f}%"
             print(
-                f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {exact:>8} "
+                f"{c['mode']:<12} {c['against']:<7} {printable(o['name'][:20]):<20} {exact:>8} "
                 f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o.get('rmse', 0.0):>10.4g} "
                 f"{o['cosine_similarity']:>9.6f} {top1:>7}"
             )
@@ -297,10 +297,12 @@ def print_validation(report: dict) -> None:
         print(f"outputs saved: {report['saved_outputs']}")
     d = report.get("divergence")
     if d and d["diverged"]:
-        print(
-            f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor '{d['tensor']}': "
-            f"max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements "
-            f"differ ({d['sample']})"
+        print(  # the layer and tensor come from the model, the sample's name from a file name: shown as text
+            printable(
+                f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor "
+                f"'{d['tensor']}': max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of "
+                f"{d['elements']:,} elements differ ({d['sample']})"
+            )
         )
     elif d:
         print(f"every compared layer matches ({d['checked_tensors']} tensors); the difference is in the outputs' copy")
@@ -308,6 +310,6 @@ def print_validation(report: dict) -> None:
         print(
             f"not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed (fused or "
             "aliased): "
-            + ", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5])
+            + printable(", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5]))
             + (", ..." if len(d["skipped_tensors"]) > 5 else "")
         )

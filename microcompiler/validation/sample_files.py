@@ -196,7 +196,7 @@ def _image(data: bytes, path: Path, inputs_meta: list[dict], pixel_range: tuple[
         ) from None
     damaged = f"{path} is not a readable PNG, JPEG or BMP image (damaged?); save it again or give .npy files"
     try:
-        image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
+        image: Image.Image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
         if image.mode == "P":
             image = image.convert("RGBA" if "transparency" in image.info else "RGB")
         channels = {"1": 1, "L": 1, "RGB": 3}.get(image.mode)
