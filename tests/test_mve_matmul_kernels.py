@@ -91,6 +91,9 @@ TRANSPOSE_MVE_CASES = {
     "c16_k3_s2_pad_odd_w_oc5": dict(hwc=(3, 4, 16), out_c=5, out_hw=(6, 7), input_zp=-128, activation="RELU"),
     "c32_k4_s2_oc8": dict(hwc=(3, 3, 32), kernel=(4, 4), out_c=8, per_channel=False),
     "c1_k3_s1_oc2_wide": dict(hwc=(2, 9, 1), kernel=(3, 3), stride=(1, 1), out_c=2, input_zp=5),
+    # phases of one kernel row whose taps are whole chunks: read in place where inside the input
+    "c32_k2_s2_in_place_oc6": dict(hwc=(3, 4, 32), kernel=(2, 2), out_c=6, padding="VALID", input_zp=-128),
+    "c8_k3_s2_some_in_place_oc4": dict(hwc=(4, 5, 8), out_c=4, input_zp=7, activation="RELU"),
 }
 
 
@@ -119,7 +122,13 @@ def test_transpose_conv_mve_extremes_and_large_multiplier(tmp_path):
 
 def test_transpose_conv_mve_sanitized(tmp_path):
     """ASan + UBSan over the gathers at every border, the lone last pixels and the channel tails."""
-    names = ("c8_k2_s2_valid_oc5", "c5_k4x3_s3x2_valid_nobias_oc6", "c7_k5_s2_odd_out_oc3", "c16_k3_s2_pad_odd_w_oc5")
+    names = (
+        "c8_k2_s2_valid_oc5",
+        "c5_k4x3_s3x2_valid_nobias_oc6",
+        "c7_k5_s2_odd_out_oc3",
+        "c16_k3_s2_pad_odd_w_oc5",
+        "c8_k3_s2_some_in_place_oc4",
+    )
     cases = {n: transpose_conv_model(**TRANSPOSE_MVE_CASES[n]) for n in names}
     assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=MVE)
 

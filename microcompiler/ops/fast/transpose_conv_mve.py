@@ -55,6 +55,12 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
     lo, hi = activation_range(activation, y)
     phases = s_h * s_w
     blocks = -(-out_c // 4)
+    # some phase has one kernel row whose run of taps is whole chunks: its pixels inside the input read in place
+    direct = any(
+        len(phase_taps(r_h, k_h, s_h)) == 1 and len(phase_taps(r_w, k_w, s_w)) * in_c % CHUNK == 0
+        for r_h in range(s_h)
+        for r_w in range(s_w)
+    )
     return ctx.render(
         "transpose_conv_mve.c.j2",
         **v,
@@ -63,6 +69,7 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
         act_min=lo,
         act_max=hi,
         general=int(np.any(np.asarray(shift) >= 0)),
+        direct=direct,
         phases=phases,
         blocks=blocks,
         row_bytes=plan_.scratch // 2,
