@@ -76,7 +76,7 @@ def test_grey_images_and_arrays_in_name_order_with_labels_by_file_name(tmp_path)
         data,
         "--labels",
         tmp_path / "labels.csv",
-        f"--pixel-range={low},{high}",  # '=' before a negative value (argparse takes -1 for an option)
+        f"--pixel-range={low},{high}",  # the '=' form, as argparse allows for any option
         "--save-outputs",
         saved,
     )
@@ -89,7 +89,7 @@ def test_grey_images_and_arrays_in_name_order_with_labels_by_file_name(tmp_path)
     assert report["labels"]["tflm"]["accuracy"] == accuracy == report["labels"]["host-driven"]["accuracy"]
     # the same labels one per line, in the samples' order, give the same accuracy
     (tmp_path / "labels.txt").write_text("".join(f"{labels[n]}\n" for n in order))
-    again = validate_json(TINY, "--dataset", data, "--labels", tmp_path / "labels.txt", "--pixel-range=-1,1")
+    again = validate_json(TINY, "--dataset", data, "--labels", tmp_path / "labels.txt", "--pixel-range", "-1,1")
     assert again["labels"]["tflm"] == report["labels"]["tflm"]
 
 

@@ -49,6 +49,9 @@ def add_parser(sub) -> None:
         "the largest float error in ulp). Exit status 1 when an integer output is not "
         "exact or a float output is outside the tolerance.",
     )
+    # "--pixel-range -1,1": a negative LOW is a value, not an option (argparse's own test takes only
+    # plain negative numbers; this parser has no option that looks like one)
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d*\.?\d+,-?\d*\.?\d+$")
     add_board_arguments(p, board_required=True)
     p.add_argument(
         "--inputs",
@@ -78,7 +81,7 @@ def add_parser(sub) -> None:
         default=DEFAULT_PIXEL_RANGE,
         metavar="LOW,HIGH",
         help="the real values of pixels 0 and 255 in --dataset images, quantized with the input's scale and "
-        "zero point (default: 0,1; e.g. 0,255, or --pixel-range=-1,1 with '=' before a negative LOW)",
+        "zero point (default: 0,1; e.g. -1,1 or 0,255)",
     )
     p.add_argument(
         "--labels",

@@ -41,7 +41,7 @@ def _int8_constant(r: PlanRequest) -> bool:
 
 def reads_channel_table(r: PlanRequest) -> bool:
     """Output channels were dropped (passes/zero_channels.py): each remaining one names its input channel."""
-    return "input_channels" in r.op.options
+    return r.op.notes.input_channels is not None
 
 
 def written_in_place(r: PlanRequest) -> bool:
@@ -139,7 +139,7 @@ class DepthwiseConv2D(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
-        table = op.options.get("input_channels")  # output channels dropped (passes/zero_channels.py)
+        table = op.notes.input_channels  # output channels dropped (passes/zero_channels.py)
         require(
             table is None or (len(table) == w.shape[3] and all(0 <= c < x.shape[3] for c in table)),
             op,
@@ -199,8 +199,8 @@ class DepthwiseConv2D(OpKernel):
         stride 2 channels4 is faster), channels4 otherwise. ``tuning`` {"variant": "planes"} or
         {"variant": "channels4"} overrides. With "mve" (Cortex-M55) and channels % 16 == 0 the Helium
         kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
-        copies each input channel to its plane before writing that channel; with the option
-        ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
+        copies each input channel to its plane before writing that channel; with the
+        note ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
         each remaining one reads) planes too. int16x8: int16-pairs (ops/fast/depthwise_conv_2d_s16.py,
         any depth multiplier; the reference where one int32 sum of a channel could overflow, or with
         ``input_channels``). float32 with constant weights on a core with an FPU (and no input_channels

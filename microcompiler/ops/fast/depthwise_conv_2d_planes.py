@@ -89,8 +89,8 @@ def plan(g, features) -> KernelPlan:
 
 def input_channel_table(op, ctx, g) -> str | None:
     """The C array of the input channel each output channel reads, for a layer whose all-zero output
-    channels passes/zero_channels.py dropped (option ``input_channels``), else None."""
-    table = op.options.get("input_channels")
+    channels passes/zero_channels.py dropped (the note ``input_channels``), else None."""
+    table = op.notes.input_channels
     if table is None:
         return None
     return ctx.const(
