@@ -18,6 +18,7 @@ import numpy as np
 from microcompiler import cleanup, resources
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.ir import np_dtype
 from microcompiler.standalone import StandaloneResult, parse_reports
@@ -53,6 +54,7 @@ class HostProgram:
         self.library = library
         self.executor = executor
         self.meta = library.metadata
+        self.info = ModelInfo.from_json(self.meta)  # typed reads (codegen/model_info.py)
         if executor == "graph":
             check_graph_executor(self.meta)
         self.work_dir = Path(work_dir)
@@ -64,6 +66,7 @@ class HostProgram:
         """The program an earlier HostProgram built in work_dir, to run again without recompiling."""
         program = cls.__new__(cls)
         program.library, program.executor, program.meta = None, executor, meta
+        program.info = ModelInfo.from_json(meta)
         program.work_dir = Path(work_dir)
         program.exe = program.work_dir / cls.EXE
         return program
@@ -77,7 +80,7 @@ class HostProgram:
                 resources.templates_dir() / "host",
                 "main.c.j2",
                 executor=self.executor,
-                NAME=self.meta["name"].upper(),
+                NAME=self.info.name.upper(),
                 **self.meta,
             )
         )
@@ -117,11 +120,11 @@ class HostProgram:
         timeout = check_timeout(timeout)
         blob = bytearray()
         for input_set in inputs:
-            for arr, meta in zip(input_set, self.meta["inputs"]):
-                blob += np.ascontiguousarray(arr, dtype=np_dtype(meta["dtype"])).tobytes()
+            for arr, tensor in zip(input_set, self.info.inputs):
+                blob += np.ascontiguousarray(arr, dtype=np_dtype(tensor.dtype)).tobytes()
         in_path, out_path, err_path = (self.work_dir / f"run.{s}" for s in ("in", "out", "err"))
         in_path.write_bytes(bytes(blob))
-        report_bytes = sum(2 * o["bytes"] + 64 for o in self.meta["outputs"]) + 256
+        report_bytes = sum(2 * o.bytes + 64 for o in self.info.outputs) + 256
         output_limit = (1 << 20) + 2 * len(inputs) * report_bytes
         with open(in_path, "rb") as stdin, open(out_path, "wb") as stdout, open(err_path, "wb") as stderr:
             argv = [str(self.exe)] + ([str(int(reset_every))] if reset_every else [])

@@ -18,12 +18,17 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
-from microcompiler.ops.lut16 import PIECEWISE_TABLE, SIGMOID_TABLE, piecewise_table, render_piecewise_table
+from microcompiler.ops.lut16 import (
+    PIECEWISE_TABLE,
+    SIGMOID_TABLE,
+    SIGMOID_TABLE_UINT16,
+    piecewise_table,
+    render_piecewise_table,
+)
 from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import (
     F32,
-    SIGMOID_TABLE_UINT16,
     calculate_input_radius,
     checked_log2,
     int16_input_multiplier,
