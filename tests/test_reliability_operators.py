@@ -15,29 +15,13 @@ import model_builder as mb
 import numpy as np
 import pytest
 from elementwise_models import elementwise_model
+from fuzz.op_seeds import transpose_conv_int8
 from harness import assert_matches_oracle, cli, compile_bytes
 from oracle import Oracle, TFLMError
+from test_reliability_models import refused, tflm_refuses
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 from microcompiler.errors import MicrocompilerError, ModelFormatError
-
-
-def refused(model: bytes, tmp_path, error=MicrocompilerError, *fragments) -> str:
-    with pytest.raises(error) as info:
-        compile_bytes(model, tmp_path)
-    message = str(info.value)
-    assert "\n" not in message
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
-
-
-def tflm_refuses(model: bytes) -> bool:
-    try:
-        Oracle(model)
-    except TFLMError:
-        return True
-    return False
 
 
 def edited(model: bytes, edit) -> bytes:
@@ -74,7 +58,7 @@ def test_a_requantization_scale_past_2_to_the_30_is_refused_as_damaged(tmp_path,
     """Found by the mutator: MUL with an input scale of 3e38 and SUM with 1e38 gave other answers than
     TFLM, whose saturated multiplier overflows int32 (undefined): one rule in ops/quant.py's
     quantize_multiplier for every kernel."""
-    refused(make(3e38), tmp_path / "bad", ModelFormatError, f"({kind})", "2^30", "damaged")
+    refused(make(3e38), tmp_path / "bad", f"({kind})", "2^30", "damaged", error=ModelFormatError)
     assert_matches_oracle(make(), tmp_path / "ok", n_inputs=2, sanitize=True)
 
 
@@ -86,7 +70,7 @@ def test_an_int8_input_scale_outside_tflms_input_rescaling_is_refused(tmp_path, 
     (undefined)."""
     out = (1 / 128, 0) if kind == "TANH" else (1 / 256, -128)
     model = elementwise_model(kind, "int8", [[1, 8]], quant=[(scale, -3), out])
-    refused(model, tmp_path / "bad", ModelFormatError, f"({kind})", f"input scale is too {what}")
+    refused(model, tmp_path / "bad", f"({kind})", f"input scale is too {what}", error=ModelFormatError)
     proc = cli("compile", _write(tmp_path, model), "-o", tmp_path / "out")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     ok = elementwise_model(kind, "int8", [[1, 8]], quant=[(0.05, -3), out])
@@ -107,46 +91,24 @@ def test_exp_and_round_need_the_same_input_and_output_shape_as_in_tflm(tmp_path,
     """TFLM's exp.cc and round.cc check HaveSameShapes: [2, 5] into [2, 5, 1] fails to allocate."""
     model = elementwise_model(kind, "float32", [[2, 5]], out_shape=[2, 5, 1])
     assert tflm_refuses(model)
-    refused(model, tmp_path / "bad", ModelFormatError, "differ (TFLM requires the same shape)")
+    refused(model, tmp_path / "bad", "differ (TFLM requires the same shape)", error=ModelFormatError)
     assert_matches_oracle(elementwise_model(kind, "float32", [[2, 5]]), tmp_path / "ok", sanitize=True)
 
 
 def test_an_elementwise_output_of_another_size_is_refused_as_inconsistent(tmp_path):
     """A [2, 5] RELU into a [2, 6] output: the kernel's loop covers one of the two sizes only."""
     model = elementwise_model("RELU", "float32", [[2, 5]], out_shape=[2, 6])
-    refused(model, tmp_path, ModelFormatError, "differ in size")
-
-
-def transpose_conv(axis: int = 0) -> bytes:
-    rng = np.random.default_rng(1)
-    b = mb.ModelBuilder()
-    x = b.activation("x", [1, 4, 4, 2], "int8", scale=0.05, zero_point=1)
-    w = b.constant(
-        "w",
-        rng.integers(-127, 128, (2, 3, 3, 2), dtype=np.int8),
-        scale=[0.01, 0.02],
-        zero_point=[0, 0],
-        axis=axis,
-    )
-    shape = b.constant("shape", np.array([1, 4, 4, 2], np.int32))
-    y = b.activation("y", [1, 4, 4, 2], "int8", scale=0.1, zero_point=-1)
-    b.op(
-        "TRANSPOSE_CONV",
-        [shape, w, x],
-        [y],
-        mb._opts("TransposeConvOptions", padding=mb.PADDINGS["SAME"], strideH=1, strideW=1),
-    )
-    return b.finish([x], [y])
+    refused(model, tmp_path, "differ in size", error=ModelFormatError)
 
 
 def test_transpose_conv_per_channel_scales_along_another_dimension_are_refused(tmp_path):
     """Found by the operator sweep: per-channel weight scales with quantized_dimension 5 (of a 4-D
     filter) compiled; TFLM fails to allocate. TRANSPOSE_CONV now shares conv_common's
     check_weights_and_bias with CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED."""
-    model = transpose_conv(axis=5)
+    model = transpose_conv_int8(weight_axis=5)
     assert tflm_refuses(model)
-    refused(model, tmp_path / "bad", ModelFormatError, "quantized along dimension 0, not 5")
-    assert_matches_oracle(transpose_conv(), tmp_path / "ok", n_inputs=2, sanitize=True)
+    refused(model, tmp_path / "bad", "quantized along dimension 0, not 5", error=ModelFormatError)
+    assert_matches_oracle(transpose_conv_int8(), tmp_path / "ok", n_inputs=2, sanitize=True)
 
 
 # ---- generated C that did not compile ----
@@ -179,7 +141,7 @@ def test_pack_and_unpack_with_a_count_of_0_are_refused(tmp_path, kind):
             "PACK", [2, 3], "int8", [], [[2, 2, 3]], mm.pack_options(n, 1), extra_inputs=[([2, 3], "int8")]
         )
 
-    refused(make(0), tmp_path / "bad", ModelFormatError, f"({kind})", "TFLM")
+    refused(make(0), tmp_path / "bad", f"({kind})", "TFLM", error=ModelFormatError)
     assert_matches_oracle(make(3 if kind == "UNPACK" else 2), tmp_path / "ok", n_inputs=2, sanitize=True)
 
 
@@ -257,3 +219,24 @@ def test_control_flow_mutants_compile_or_are_refused_in_one_line(tmp_path):
             assert "\n" not in str(exc).strip(), f"{note}: {exc}"
             refused_count += 1
     assert compiled and refused_count > 50
+
+
+# ---- the tests' oracle is bounded too ----
+
+
+def test_the_tests_oracle_stops_an_endless_model_and_carries_on():
+    """tests/oracle.py runs TFLM in a child process (the bounded runner validate uses): a WHILE that
+    loops for ever stops after the oracle's timeout instead of hanging the test process, and the next
+    Oracle gets a fresh child."""
+    import time
+
+    from flow_models import while_int8
+
+    endless = Oracle(while_int8(), timeout=2)
+    started = time.monotonic()
+    with pytest.raises(TFLMError, match="did not finish"):
+        endless.run([np.array([2**31 - 1], np.int32), np.ones((1, 6), np.int8)])
+    assert time.monotonic() - started < 30
+    relu = elementwise_model("RELU", "float32", [[4]])
+    x = np.array([-1, 0, 2, -3], np.float32)
+    assert np.array_equal(Oracle(relu).run([x])[0], np.maximum(x, 0))

@@ -48,6 +48,7 @@ class ReferenceProcess:
     def __init__(self, timeout: float = DEFAULT_TIMEOUT):
         self.timeout = timeout
         self._slots = itertools.count()
+        self._released: list[int] = []  # slots to free before the next call (release() may run inside one)
         self._log = tempfile.TemporaryFile()  # the child's stderr (TFLM's own messages), read on failure
         self._proc = cleanup.spawn(
             [sys.executable, "-m", "microcompiler.validation.reference_worker"],
@@ -62,6 +63,11 @@ class ReferenceProcess:
 
     def new_slot(self) -> int:
         return next(self._slots)
+
+    def release(self, slot: int) -> None:
+        """Free ``slot``'s interpreter in the child before the next call. Only noted here: a garbage
+        collector's finalizer may call this in the middle of another call's exchange."""
+        self._released.append(slot)
 
     def close(self) -> None:
         if self._proc is not None:
@@ -88,6 +94,11 @@ class ReferenceProcess:
 
     def call(self, *request, what: str = "the model", seconds: float | None = None):
         """Send ``request`` (kind, slot, arguments...) and return the child's answer."""
+        while self._released and self._proc is not None:
+            self._exchange(("drop", self._released.pop()), what, _START_SECONDS)
+        return self._exchange(request, what, seconds)
+
+    def _exchange(self, request: tuple, what: str, seconds: float | None):
         if self._proc is None:
             raise MicrocompilerError(f"the TFLite Micro reference for {what} was stopped")
         seconds = self.timeout if seconds is None else seconds
@@ -203,10 +214,7 @@ class Reference:
         if self._owned:
             process.close()
         elif process.alive:
-            try:
-                process.call("drop", self.slot, what=self.what, seconds=_START_SECONDS)
-            except MicrocompilerError:
-                pass
+            process.release(self.slot)
 
     def __enter__(self) -> Reference:
         return self

@@ -13,6 +13,34 @@ import numpy as np
 TESTS = Path(__file__).resolve().parents[1]
 
 
+def transpose_conv_int8(weight_axis: int = 0) -> bytes:
+    """An int8 TRANSPOSE_CONV [1, 4, 4, 2] -> [1, 4, 4, 2], 3x3, per-channel weights quantized along
+    ``weight_axis`` (0 is right)."""
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    import model_builder as mb
+
+    rng = np.random.default_rng(1)
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 4, 2], "int8", scale=0.05, zero_point=1)
+    w = b.constant(
+        "w",
+        rng.integers(-127, 128, (2, 3, 3, 2), dtype=np.int8),
+        scale=[0.01, 0.02],
+        zero_point=[0, 0],
+        axis=weight_axis,
+    )
+    shape = b.constant("shape", np.array([1, 4, 4, 2], np.int32))
+    y = b.activation("y", [1, 4, 4, 2], "int8", scale=0.1, zero_point=-1)
+    b.op(
+        "TRANSPOSE_CONV",
+        [shape, w, x],
+        [y],
+        mb._opts("TransposeConvOptions", padding=mb.PADDINGS["SAME"], strideH=1, strideW=1),
+    )
+    return b.finish([x], [y])
+
+
 def op_seeds() -> dict[str, bytes]:
     if str(TESTS) not in sys.path:
         sys.path.insert(0, str(TESTS))
@@ -64,18 +92,7 @@ def op_seeds() -> dict[str, bytes]:
     b.op("CONV_2D", [x, w, bias], [y], mb.conv2d_options(padding="VALID"))
     seeds["op:CONV_2D_int8"] = b.finish([x], [y])
 
-    b = mb.ModelBuilder()
-    x = b.activation("x", [1, 4, 4, 2], "int8", scale=0.05, zero_point=1)
-    w = b.constant("w", rng.integers(-127, 128, (2, 3, 3, 2), dtype=np.int8), scale=[0.01, 0.02], zero_point=[0, 0])
-    shape = b.constant("shape", np.array([1, 4, 4, 2], np.int32))
-    y = b.activation("y", [1, 4, 4, 2], "int8", scale=0.1, zero_point=-1)
-    b.op(
-        "TRANSPOSE_CONV",
-        [shape, w, x],
-        [y],
-        mb._opts("TransposeConvOptions", padding=mb.PADDINGS["SAME"], strideH=1, strideW=1),
-    )
-    seeds["op:TRANSPOSE_CONV_int8"] = b.finish([x], [y])
+    seeds["op:TRANSPOSE_CONV_int8"] = transpose_conv_int8()
 
     b = mb.ModelBuilder()
     x = b.activation("x", [2, 3, 4], "int8", scale=0.05, zero_point=1)
