@@ -256,4 +256,12 @@ def op_seeds() -> dict[str, bytes]:
     acc, i = flow_models._add_loop(b, b, count, x, 4)
     seeds["op:WHILE_int8"] = b.finish(inputs=[x], outputs=[acc, i])
     seeds["op:CALL_ONCE_int8"] = flow_models.accumulator_int8()
+
+    import lstm_models
+    import signal_models
+    import signal_state_models
+
+    seeds["op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8"] = lstm_models.lstm_int8()
+    seeds["op:signal_front_end"] = signal_models.front_end_model()
+    seeds["op:SignalDelay_int16"] = signal_state_models.delay_model()[0]
     return seeds
