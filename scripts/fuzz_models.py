@@ -10,7 +10,10 @@ shapes, types, tensor indices, quantization fields, operator codes, input/output
 ``--run`` also builds every mutant that compiles for the host with ASan and UBSan, runs it on a
 seeded input and compares it with TFLM (the interpreter in a child process, tests not needed):
 a sanitizer report, a hang, a build failure or an output that differs where TFLM runs the model
-is a failure. The run ends with the counts of each outcome.
+is a failure. The run ends with the counts of each outcome. Its seeds are small built models and
+the single-operator models of tests/fuzz/op_seeds.py; crt's objects are compiled once, each mutant's
+model C at -O0 with the sanitizers, and one long-lived TFLM child loads mutant after mutant
+(MutantRunner).
 
 Mutants are seeded (``--seed``), so a run reproduces exactly. Seeds: every model in ../shared/models
 and the small built models of tests/fuzz/model_mutations.py; mutations: one, two or many bit flips,
