@@ -42,7 +42,7 @@ def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, input_range_radius) of the int8 tanh."""
     real = float(F32(input_scale)) * float(1 << (31 - TANH_INT8_INTEGER_BITS))
     multiplier, shift = q31_frexp(real)
-    return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31)
+    return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31, max_left_shift=30)
 
 
 def tanh_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:

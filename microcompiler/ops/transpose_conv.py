@@ -31,6 +31,7 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
+from microcompiler.ops.conv_common import check_weights_and_bias
 from microcompiler.ops.fast import transpose_conv_mve, transpose_conv_s16
 from microcompiler.ops.fast import transpose_conv_phases as phases
 from microcompiler.ops.geometry import out_size, padding_before
@@ -101,27 +102,15 @@ class TransposeConv(OpKernel):
             f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
             "hybrid models are not supported by TFLM either)",
         )
-        bias = _bias(op, graph)
-        if bias is not None:
-            require(
-                bias.dtype in _BIAS_TYPES[x.dtype],
-                op,
-                f"a {x.dtype} TRANSPOSE_CONV needs a {' or '.join(_BIAS_TYPES[x.dtype])} bias, not {bias.dtype}",
-            )
-            require(bias.size == y.shape[3], op, f"bias has {bias.size} elements for {y.shape[3]} output channels")
-        if x.dtype == "float32":
-            return
         require(
-            x.quant is not None and y.quant is not None and w.quant is not None,
+            x.dtype == "float32" or (x.quant is not None and y.quant is not None and w.quant is not None),
             op,
             "quantized tensors need quantization parameters",
         )
+        check_weights_and_bias(op, x, w, _bias(op, graph), y.shape[3], 0, _BIAS_TYPES)
+        if x.dtype == "float32":
+            return
         out_c = y.shape[3]
-        require(
-            len(w.quant.scale) in (1, out_c),
-            op,
-            f"weights have {len(w.quant.scale)} scales for {out_c} output channels",
-        )
         if x.dtype == "int16":
             _, shift = conv_multipliers(x, w, y, out_c)
             require(
