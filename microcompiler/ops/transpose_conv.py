@@ -180,7 +180,7 @@ class TransposeConv(OpKernel):
         )
         if plan.variant == transpose_conv_mve.MVE_PHASES:
             return transpose_conv_mve.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
-        if plan.variant in (transpose_conv_s16.INT16_PHASES, transpose_conv_s16.MVE_S16_PHASES):
+        if plan.variant == transpose_conv_s16.INT16_PHASES:
             return transpose_conv_s16.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         if plan.variant == phases.PHASES:
             return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))

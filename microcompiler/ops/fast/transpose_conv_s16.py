@@ -20,15 +20,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.fast.batch_matmul_mve import CHUNK_S16, pack_s16
 from microcompiler.ops.fast.transpose_conv_phases import phase_tables, phase_taps
-from microcompiler.ops.features import has_mve
-from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant, dsp_or_c
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
 INT16_PHASES = Variant("int16-phases", ("kernel_s16.h",))
-# Helium: the taps in chunks of 8, VMLALDAVA.S16 into 64-bit sums (exact for any weights: no proof)
-MVE_S16_PHASES = Variant("mve-s16-phases", ("kernel_mve_matmul.h",))
 
 
 def phase_rows(w, k_h: int, k_w: int, s_h: int, s_w: int) -> list[np.ndarray]:
@@ -54,12 +50,8 @@ def applies(x, w, y, bias) -> bool:
 
 
 def plan(w, k_h: int, k_w: int, s_h: int, s_w: int, features) -> KernelPlan | None:
-    """On Helium cores "mve-s16-phases"; elsewhere "int16-phases" where every phase's int32 sums are
-    proven exact, else None."""
+    """The plan where every phase's int32 sums are proven exact, else None."""
     rows = phase_rows(w, k_h, k_w, s_h, s_w)
-    if has_mve(features):
-        taps = max(-(-r.shape[1] // CHUNK_S16) * CHUNK_S16 for r in rows)
-        return KernelPlan.of(MVE_S16_PHASES, ISA_MVE, scratch_bytes=2 * max(taps, CHUNK_S16), out_channels=4)
     for r in rows:
         words = -(-r.shape[1] // 4) * 2
         if r.shape[1] and s16.chunk_words(r, words, True) < words:
@@ -72,15 +64,11 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
     v = values
     out_c, k_h, k_w, s_h, s_w = v["out_c"], v["k_h"], v["k_w"], v["stride_h"], v["stride_w"]
     rows = phase_rows(w, k_h, k_w, s_h, s_w)
-    mve = plan_.variant == MVE_S16_PHASES
     words: list[np.ndarray] = []
     offsets: list[int] = []
     for r in rows:
         offsets.append(sum(len(a) for a in words))
-        if not r.shape[1]:  # a phase without taps
-            words.append(np.zeros(0, np.int16 if mve else np.int32))
-        else:
-            words.append(pack_s16(r.astype(np.int16)) if mve else s16.pack_rows(r, -(-r.shape[1] // 4) * 2))
+        words.append(s16.pack_rows(r, -(-r.shape[1] // 4) * 2) if r.shape[1] else np.zeros(0, np.int32))  # no taps
     if bias is not None and bias.dtype == "int16":  # TFLM widens an int16 bias to int64
         bias = SimpleNamespace(dtype="int64", data=bias.data.astype(np.int64))
     mult, shift = conv_multipliers(x, w, y, out_c)
@@ -96,7 +84,6 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
         "transpose_conv_s16.c.j2",
         **v,
         e=e,
-        mve=mve,
         isa=plan_.isa,
         phases=phases,
         full=out_c // 4 * 4,
@@ -106,13 +93,10 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
             "weights",
             np.concatenate(words),
             comment=(
-                f"weights of the {phases} phases (offsets in phase_offsets), each: per block of 4 output channels and "
-                "chunk of 8 taps the 8 int16 of channels 0, 1, 2, 3 (zero-padded)"
-                if mve
-                else f"weights of the {phases} phases (offsets in phase_offsets), each [{out_c} channels][its taps, "
-                "zero-padded to a multiple of 4] as int16 pairs, the channels in blocks of 4 interleaved per pair, then "
-                "the channels % 4"
+                f"weights of the {phases} phases (offsets in phase_offsets), each [{out_c} channels][its taps, zero-padded "
+                "to a multiple of 4] as int16 pairs, the channels in blocks of 4 interleaved per pair, then the "
+                "channels % 4"
             ),
         ),
-        **phase_tables(ctx, offsets, k_h, k_w, s_h, s_w, "weight" if mve else "weight word"),
+        **phase_tables(ctx, offsets, k_h, k_w, s_h, s_w, "weight word"),
     )
