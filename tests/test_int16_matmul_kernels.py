@@ -52,6 +52,7 @@ def test_transpose_conv_int16_phases_match_tflm(tmp_path, features):
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k["variant"] for k in kernels} == {"int16-phases"}
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+    assert "mc_dot4_s16(row" in lib.files["src/model_ops.c"]  # the kernel's C, not the reference loops
 
 
 def test_transpose_conv_int16_phases_extremes(tmp_path):
