@@ -240,3 +240,20 @@ def test_the_tests_oracle_stops_an_endless_model_and_carries_on():
     relu = elementwise_model("RELU", "float32", [[4]])
     x = np.array([-1, 0, 2, -3], np.float32)
     assert np.array_equal(Oracle(relu).run([x])[0], np.maximum(x, 0))
+
+
+def test_a_constant_listed_as_a_model_input_is_refused(tmp_path):
+    """Found by the mutator: BATCH_TO_SPACE_ND's constant block shape listed as a model input; TFLM
+    let the caller's values overwrite it, microcompiler folded the constant: the outputs differed."""
+    import movement_models as mm
+
+    model = mm.single_op(
+        "BATCH_TO_SPACE_ND",
+        [4, 2, 2, 1],
+        "int8",
+        [np.array([2, 2], np.int32), np.zeros((2, 2), np.int32)],
+        [[1, 4, 4, 1]],
+    )
+    bad = edited(model, lambda m: setattr(m.subgraphs[0], "inputs", list(m.subgraphs[0].inputs) + [1]))
+    refused(bad, tmp_path / "bad", "model input tensor 1", "is a constant", error=ModelFormatError)
+    assert_matches_oracle(model, tmp_path / "ok", n_inputs=2, sanitize=True)
