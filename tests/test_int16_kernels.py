@@ -13,12 +13,13 @@ of the seanet models are tests/test_seanet.py).
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import assert_matches_oracle
+from harness import assert_matches_oracle, compile_bytes
 from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options, reshape_options
 from oracle import Oracle
 from test_fully_connected import fc_model
@@ -46,31 +47,63 @@ CONV16_CASES = {
     "kernel_bigger_c1_oc1_relu_n1": dict(hwc=(2, 3, 1), kernel=(4, 5), out_c=1, activation="RELU_N1_TO_1"),
     "int32_bias_c6_oc9_batch2": dict(hwc=(4, 5, 6), out_c=9, bias="int32", batches=2),
     "dilation_w3_c1_oc4": dict(hwc=(6, 11, 1), kernel=(2, 3), out_c=4, dilation=(1, 3), stride=(2, 1)),
+    # int16-blocks' segments: 2 x 2 taps of a horizontal dilation written out, a 1x1 segment of 22 taps
+    # (5 steps in mc_dot4_s16's loop, 2 tail taps), of 7 (one step, 3 tail taps), of 48 (8-tap steps)
+    "2x2_dil2_same_c3_oc5": dict(hwc=(6, 7, 3), kernel=(2, 2), out_c=5, dilation=(2, 2)),
+    "1x1_c22_oc6_s2": dict(hwc=(5, 5, 22), kernel=(1, 1), out_c=6, stride=(2, 2)),
+    "1x1_c7_oc9": dict(hwc=(3, 4, 7), kernel=(1, 1), out_c=9),
+    "1x3_c16_oc12_valid": dict(hwc=(2, 6, 16), kernel=(1, 3), out_c=12, padding="VALID"),
 }
+S16 = {"CONV_2D": {"weights": "s16"}}  # the tuning knob that keeps int16 pairs in flash (int16-pixel)
 
 
+@pytest.mark.parametrize("weights", ["s8", "s16"])
 @pytest.mark.parametrize("case", list(CONV16_CASES))
-def test_conv_int16_pixel_matches_tflm(tmp_path, case):
-    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES[case]), tmp_path, n_inputs=2, features=DSP)
-    assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["isa"] == "dsp"
+def test_conv_int16_matches_tflm(tmp_path, case, weights):
+    """int16-blocks (the default: int8 weights in flash, widened per block of 4 output channels) and
+    int16-pixel (the "weights": "s16" knob)."""
+    lib = assert_matches_oracle(
+        conv_model(dtype="int16", **CONV16_CASES[case]),
+        tmp_path,
+        n_inputs=2,
+        features=DSP,
+        tuning=S16 if weights == "s16" else None,
+    )
+    variant = "int16-pixel" if weights == "s16" else "int16-blocks"
+    assert kernel_of(lib)["variant"] == variant and kernel_of(lib)["isa"] == "dsp"
+    assert kernel_of(lib)["weights"] == weights
     assert kernel_of(lib)["chunk"] == 0  # these weights: one int32 run per channel
+
+
+def test_conv_int16_blocks_keep_the_model_file_weights(tmp_path):
+    """int16-blocks stores 1 byte per weight (plus each segment's padding to an even tap count);
+    int16-pixel 2 per weight (K padded to a multiple of 4)."""
+    model = conv_model(dtype="int16", hwc=(8, 20, 2), kernel=(7, 7), out_c=8, padding="VALID")  # seanet conv0-like
+    blocks = compile_bytes(model, tmp_path / "s8", features=DSP).files["src/model_ops.c"]
+    pixel = compile_bytes(model, tmp_path / "s16", features=DSP, tuning=S16).files["src/model_ops.c"]
+    assert re.search(r"static const int32_t \w+_weights\[196\] = \{", blocks)  # 8 x 98 int8 in 196 words
+    assert re.search(r"static const int32_t \w+_weights\[400\] = \{", pixel)  # 8 x 100 int16 pairs
+    assert "mc_widen_s8(wide, w8, 98);" in blocks
 
 
 def test_conv_int16_runs_into_int64(tmp_path):
     """576 taps of weight +-127: one int32 sum could reach 576 * 127 * 2^15 > 2^31 with extreme
-    inputs, so the kernel sums runs of 500 taps in int32 and adds them into int64."""
+    inputs, so the kernel sums runs in int32 and adds them into int64: int16-blocks one segment (a
+    kernel row, 3 x 64 taps) per run, int16-pixel runs of 500 taps."""
     weights = np.full((5, 3, 3, 64), 127, np.int8)
     weights[1::2] = -127
     model = conv_model(dtype="int16", hwc=(4, 3, 64), out_c=5, padding="VALID", weights=weights)
     extremes = [[np.full((1, 4, 3, 64), v, np.int16)] for v in (32767, -32768)]
     extremes.append([np.random.default_rng(1).integers(-32768, 32768, (1, 4, 3, 64)).astype(np.int16)])
     lib = assert_matches_oracle(model, tmp_path, inputs=extremes, features=DSP)
-    assert kernel_of(lib)["chunk"] == 500
+    assert kernel_of(lib)["variant"] == "int16-blocks" and kernel_of(lib)["chunk"] == 192
+    lib = assert_matches_oracle(model, tmp_path / "s16", inputs=extremes, features=DSP, tuning=S16)
+    assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["chunk"] == 500
 
 
 def test_conv_int16_without_dsp_runs_the_same_loops(tmp_path):
     lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path, n_inputs=2)
-    assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["isa"] == "c"
+    assert kernel_of(lib)["variant"] == "int16-blocks" and kernel_of(lib)["isa"] == "c"
 
 
 def test_grouped_int16_conv_keeps_the_reference(tmp_path):
@@ -148,6 +181,13 @@ def test_int16_kernels_sanitized(tmp_path):
     assert_matches_oracle(
         conv_model(dtype="int16", **CONV16_CASES["5x3_s3_c2_oc7_pt_relu6"]),
         tmp_path / "a",
+        n_inputs=1,
+        sanitize=True,
+        features=DSP,
+    )
+    assert_matches_oracle(
+        conv_model(dtype="int16", **CONV16_CASES["3x3_dil2_c5_oc3_nobias"]),
+        tmp_path / "d",
         n_inputs=1,
         sanitize=True,
         features=DSP,
@@ -294,7 +334,7 @@ def int16_chain_model(seed=0):
 def test_int16_chain_on_host(tmp_path):
     lib = assert_matches_oracle(int16_chain_model(), tmp_path, n_inputs=2, features=DSP)
     variants = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] != "RESHAPE"]
-    assert variants == ["int16-pixel", "int16-pairs", "int16-pixel", "int16-rows4"]
+    assert variants == ["int16-blocks", "int16-pairs", "int16-blocks", "int16-rows4"]
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")

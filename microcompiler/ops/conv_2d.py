@@ -100,8 +100,11 @@ class Conv2D(OpKernel):
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
         inline assembly) or runs the same loops in C. int8 grouped, or with a column buffer
         above 8 KB: pixel (ops/fast/conv_2d_pixel.py, one output pixel per dot product of int16 pairs).
-        int16x8 with one group: int16-pixel (ops/fast/conv_2d_s16.py, SMLAD on the int16 inputs as they
-        lie, 4 output channels per pass, 32-bit runs proven exact added into int64).
+        int16x8 with one group: int16-blocks (ops/fast/conv_2d_s16.py: int8 weights in flash, one block
+        of 4 output channels widened into int16 pairs in the scratch and run over every pixel, SMLAD on
+        the int16 inputs as they lie, 32-bit sums proven exact added into int64), or int16-pixel (int16
+        pairs in flash, 4 output channels per pass of a gathered row) when ``tuning`` asks for s16 or
+        the widened block would exceed 8 KB.
         float32 of one group with constant weights on a core with an FPU ("fpu" in the features):
         float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
@@ -141,7 +144,8 @@ class Conv2D(OpKernel):
         if x.dtype == "int8" and constant_parameters(op, graph):
             return pixel.plan(geometry(op, graph), x.shape[3] // w.shape[3], features)
         if x.dtype == "int16" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
-            return conv_2d_s16.plan(geometry(op, graph), features)
+            g = geometry(op, graph)
+            return conv_2d_s16.plan(g, features, w.data.astype(np.int8).reshape(g.out_c, -1), tuning.get("weights"))
         return {"variant": "reference"}
 
     def emit(self, op, graph, ctx):
@@ -157,6 +161,8 @@ class Conv2D(OpKernel):
             return pixel.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan["variant"] == "int16-pixel":
             return conv_2d_s16.emit(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
+        if plan["variant"] == "int16-blocks":
+            return conv_2d_s16.emit_blocks(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]

@@ -33,6 +33,32 @@ def pack_rows(w_rows: np.ndarray, words: int) -> np.ndarray:
     return _wrap(np.concatenate([blocks, pair[full:].reshape(-1)]))
 
 
+def pack_widened(w_rows: np.ndarray) -> np.ndarray:
+    """int8 words of the rows [rows, 2 * pairs] that mc_widen_s8 turns into pack_rows' int16 pair
+    layout, 4 bytes per 4 weights: per block of 4 rows and pair s the words (r0[2s], r1[2s],
+    r0[2s + 1], r1[2s + 1]) and (r2[2s], r3[2s], r2[2s + 1], r3[2s + 1]) (SXTB16 gives pair s of
+    rows 0 and 2, SXTB16 ROR #8 of rows 1 and 3: the 4 pair words of index s); then each of the
+    rows % 4 per 2 pairs (r[2s], r[2s + 2], r[2s + 1], r[2s + 3]), an odd last pair with a zero pair."""
+    rows, k = w_rows.shape
+    w = np.asarray(w_rows, np.int64)
+    full = rows // 4 * 4
+    pairs = k // 2
+    blocks = w[:full].reshape(-1, 4, pairs, 2)  # [block][row][pair][tap]
+    # bytes per block and pair: rows (0, 1) then (2, 3), taps interleaved with rows
+    block_bytes = blocks.reshape(-1, 2, 2, pairs, 2).transpose(0, 3, 1, 4, 2).reshape(-1)
+    tail = w[full:]
+    if pairs % 2:
+        tail = np.concatenate([tail, np.zeros((rows - full, 2), np.int64)], axis=1)
+    tail_bytes = tail.reshape(rows - full, -1, 2, 2).transpose(0, 1, 3, 2).reshape(-1) if rows > full else tail
+    data = np.concatenate([block_bytes, tail_bytes.reshape(-1)]).astype(np.int8)
+    return data.view("<i4").astype(np.int32)
+
+
+def widened_words(rows: int, pairs: int) -> tuple[int, int]:
+    """int8 words pack_widened writes per block of 4 rows and per row of the rows % 4."""
+    return 2 * pairs, -(-pairs // 2)
+
+
 def _wrap(values: np.ndarray) -> np.ndarray:
     return ((values.astype(np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
