@@ -127,15 +127,39 @@ DW16_CASES = {
 }
 
 
+DW_S16 = {"DEPTHWISE_CONV_2D": {"weights": "s16"}}  # the tuning knob that keeps int16 pairs (int16-pairs)
+
+
+@pytest.mark.parametrize("weights", ["s8", "s16"])
 @pytest.mark.parametrize("case", list(DW16_CASES))
-def test_depthwise_int16_pairs_matches_tflm(tmp_path, case):
+def test_depthwise_int16_matches_tflm(tmp_path, case, weights):
+    """int16-pair-planes (the default: int8 weights widened per pair of channels, zero-padded planes)
+    and int16-pairs (the "weights": "s16" knob)."""
     params = DW16_CASES[case]
     lib = assert_matches_oracle(
-        conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params), tmp_path, n_inputs=2, features=DSP
+        conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params),
+        tmp_path,
+        n_inputs=2,
+        features=DSP,
+        tuning=DW_S16 if weights == "s16" else None,
     )
     m = params.get("depth_multiplier", 1)
-    assert kernel_of(lib)["variant"] == "int16-pairs"
+    assert kernel_of(lib)["variant"] == ("int16-pairs" if weights == "s16" else "int16-pair-planes")
+    assert kernel_of(lib)["weights"] == weights
     assert kernel_of(lib)["pairs"] == ("channels" if m == 1 else "multiplier" if m % 2 == 0 else "none")
+
+
+def test_depthwise_int16_pair_planes_keep_the_model_file_weights(tmp_path):
+    """int8 weights: 8 channels x 9 taps (zero-padded to 10 per pair of channels) in 40 bytes,
+    int16-pairs 144; without padding no plane (the input read as it lies)."""
+    model = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(5, 6, 8))
+    planes = compile_bytes(model, tmp_path / "s8", features=DSP).files["src/model_ops.c"]
+    pairs = compile_bytes(model, tmp_path / "s16", features=DSP, tuning=DW_S16).files["src/model_ops.c"]
+    assert re.search(r"static const int32_t \w+_weights\[20\] = \{", planes)
+    assert re.search(r"static const int32_t \w+_weights\[36\] = \{", pairs)
+    assert "memset(plane, 0, " in planes
+    valid = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(5, 6, 8), padding="VALID")
+    assert "memset(plane" not in compile_bytes(valid, tmp_path / "v", features=DSP).files["src/model_ops.c"]
 
 
 def test_depthwise_int16_extremes(tmp_path):
@@ -145,7 +169,7 @@ def test_depthwise_int16_extremes(tmp_path):
     model = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(4, 4, 3), depth_multiplier=2, weights=weights)
     inputs = [[np.full((1, 4, 4, 3), v, np.int16)] for v in (32767, -32768)]
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
-    assert kernel_of(lib)["variant"] == "int16-pairs"
+    assert kernel_of(lib)["variant"] == "int16-pair-planes"
 
 
 @pytest.mark.parametrize(
@@ -192,6 +216,17 @@ def test_int16_kernels_sanitized(tmp_path):
         sanitize=True,
         features=DSP,
     )
+    for name, params in (
+        ("e", DW16_CASES["m3_c2_5x3_same_batch2"]),  # planes per batch, one channel per output
+        ("f", dict(hwc=(5, 6, 5))),  # pairs of channels and the odd last one, from a plane
+    ):
+        assert_matches_oracle(
+            conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params),
+            tmp_path / name,
+            n_inputs=1,
+            sanitize=True,
+            features=DSP,
+        )
     assert_matches_oracle(_fc16(7, 39, 2, "int32"), tmp_path / "b", n_inputs=1, sanitize=True, features=DSP)
     assert_matches_oracle(
         conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **DW16_CASES["m1_c5_3x3_s2_valid_pt"]),
@@ -334,7 +369,7 @@ def int16_chain_model(seed=0):
 def test_int16_chain_on_host(tmp_path):
     lib = assert_matches_oracle(int16_chain_model(), tmp_path, n_inputs=2, features=DSP)
     variants = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] != "RESHAPE"]
-    assert variants == ["int16-blocks", "int16-pairs", "int16-blocks", "int16-rows4"]
+    assert variants == ["int16-blocks", "int16-pair-planes", "int16-blocks", "int16-rows4"]
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")

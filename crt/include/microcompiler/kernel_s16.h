@@ -117,6 +117,39 @@ static inline void mc_widen_s8(int32_t* d, const int32_t* s, int32_t words) {
   }
 }
 
+/* SXTB16 of x rotated right by 16 or 24 bits: the low half is byte 2 or byte 3 of x, sign-extended. */
+#if MC_DSP_ASM
+static inline int32_t mc_sxtb16_ror16(int32_t x) {
+  int32_t r;
+  __asm__("sxtb16 %0, %1, ror #16" : "=r"(r) : "r"(x));
+  return r;
+}
+static inline int32_t mc_sxtb16_ror24(int32_t x) {
+  int32_t r;
+  __asm__("sxtb16 %0, %1, ror #24" : "=r"(r) : "r"(x));
+  return r;
+}
+#else
+static inline int32_t mc_sxtb16_ror16(int32_t x) {
+  return mc_sxtb16((int32_t)(((uint32_t)x >> 16) | ((uint32_t)x << 16)));
+}
+static inline int32_t mc_sxtb16_ror24(int32_t x) {
+  return mc_sxtb16((int32_t)(((uint32_t)x >> 24) | ((uint32_t)x << 8)));
+}
+#endif
+
+/* The int8 weights of one channel widened one tap per word for SMLABB (the weight in the low half):
+ * each int8 word (t0 t1 t2 t3) becomes 4 words whose low halves are t0, t1, t2, t3. */
+static inline void mc_widen_s8_taps(int32_t* d, const int32_t* s, int32_t words) {
+  for (; words > 0; --words, d += 4) {
+    const int32_t v = *s++;
+    d[0] = mc_sxtb16(v);
+    d[1] = mc_sxtb16_ror8(v);
+    d[2] = mc_sxtb16_ror16(v);
+    d[3] = mc_sxtb16_ror24(v);
+  }
+}
+
 /* mc_requantize64(x, multiplier, shift) for a sum x that fits int32 (the code generator proves
  * it from the weights and bias), with mc_requantize64's reduced multiplier (<= 2^15) and total
  * right shift 15 - shift (1..62) computed at compile time: the same arithmetic, one SMULL. */

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""int16x8 look-alikes (issue 22, item 6): keras_lookalikes.py's DS-CNN keyword spotter (CONV_2D,
+DEPTHWISE_CONV_2D, MEAN, FULLY_CONNECTED, SOFTMAX) and its conv autoencoder converted with the real
+TFLite converter to 16x8 quantization (int16 activations, int8 weights, int64 biases), the seeding
+and representative data of keras_lookalikes.py. Not a test dependency: the committed .tflite files in
+tests/models/keras/ are what the tests and benchmarks use. Run with a Python that has tensorflow-cpu
+(see keras_lookalikes.py, --venv):
+
+    /work/tfvenv/bin/python scripts/keras_int16x8.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import keras_lookalikes as lookalikes  # noqa: E402
+
+NAMES = ("ds_cnn", "conv_autoencoder")
+
+
+def convert_16x8(model, kind) -> bytes:
+    import tensorflow as tf
+
+    shape = tuple(model.inputs[0].shape)
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+
+    def representative():
+        for sample in lookalikes.seeded_batch(shape, kind, lookalikes.SEED + 1, lookalikes.REPRESENTATIVE_SAMPLES):
+            yield [sample[None]]
+
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+    converter.inference_input_type = tf.int16
+    converter.inference_output_type = tf.int16
+    return converter.convert()
+
+
+def main() -> int:
+    import keras
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    out = lookalikes.OUT
+    for name in NAMES:
+        _, kind, _, _ = lookalikes.models()[name]
+        keras.utils.set_random_seed(lookalikes.SEED)
+        model = lookalikes.models()[name][0]()
+        lookalikes.set_batchnorm_statistics(keras, model, lookalikes.seeded_batch(tuple(model.inputs[0].shape), kind, lookalikes.SEED, 64))
+        data = convert_16x8(model, kind)
+        path = out / f"{name}_int16x8.tflite"
+        path.write_bytes(data)
+        print(f"{path.name}: {len(data)} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
