@@ -55,24 +55,45 @@ CONV16_CASES = {
     "1x3_c16_oc12_valid": dict(hwc=(2, 6, 16), kernel=(1, 3), out_c=12, padding="VALID"),
 }
 S16 = {"CONV_2D": {"weights": "s16"}}  # the tuning knob that keeps int16 pairs in flash (int16-pixel)
+S8 = {"CONV_2D": {"weights": "s8"}}  # int16-blocks whatever the heuristic says
 
 
 @pytest.mark.parametrize("weights", ["s8", "s16"])
 @pytest.mark.parametrize("case", list(CONV16_CASES))
 def test_conv_int16_matches_tflm(tmp_path, case, weights):
-    """int16-blocks (the default: int8 weights in flash, widened per block of 4 output channels) and
-    int16-pixel (the "weights": "s16" knob)."""
+    """int16-blocks (int8 weights in flash, widened per block of 4 output channels; these small
+    images are mostly border pixels, where the default picks int16-pixel, so the knob asks for it)
+    and int16-pixel (the "weights": "s16" knob)."""
     lib = assert_matches_oracle(
         conv_model(dtype="int16", **CONV16_CASES[case]),
         tmp_path,
         n_inputs=2,
         features=DSP,
-        tuning=S16 if weights == "s16" else None,
+        tuning=S16 if weights == "s16" else S8,
     )
     variant = "int16-pixel" if weights == "s16" else "int16-blocks"
     assert kernel_of(lib)["variant"] == variant and kernel_of(lib)["isa"] == "dsp"
     assert kernel_of(lib)["weights"] == weights
     assert kernel_of(lib)["chunk"] == 0  # these weights: one int32 run per channel
+
+
+def test_conv_int16_default_kernel_per_layer():
+    """The default: int16-blocks where it costs no more instructions than int16-pixel (seanet conv0,
+    a pointwise layer, a 3 x 3 layer on a large enough image), int16-pixel where the border pixels'
+    gathers per block would cost more (a keyword spotter's first layer: 10 x 4 on 49 x 10 x 1)."""
+    from microcompiler.ops.fast.conv_2d_s16 import Segments, blocks_pay_off
+    from microcompiler.ops.geometry import ConvGeometry
+
+    def pays(hwc, kernel, out_c, stride=1, pad=(0, 0), out_hw=None):
+        h, w, c = hwc
+        oh, ow = out_hw or ((h + 2 * pad[0] - kernel[0]) // stride + 1, (w + 2 * pad[1] - kernel[1]) // stride + 1)
+        g = ConvGeometry(1, h, w, c, oh, ow, out_c, kernel[0], kernel[1], stride, stride, 1, 1, pad[0], pad[1])
+        return blocks_pay_off(g, Segments.of(g))
+
+    assert pays((8, 166, 2), (7, 7), 8)  # seanet conv0
+    assert pays((25, 5, 32), (1, 1), 32)  # DS-CNN pointwise
+    assert pays((48, 48, 16), (3, 3), 16, pad=(1, 1))
+    assert not pays((49, 10, 1), (10, 4), 32, stride=2, pad=(4, 1), out_hw=(25, 5))  # DS-CNN first layer
 
 
 def test_conv_int16_blocks_keep_the_model_file_weights(tmp_path):
@@ -102,7 +123,9 @@ def test_conv_int16_runs_into_int64(tmp_path):
 
 
 def test_conv_int16_without_dsp_runs_the_same_loops(tmp_path):
-    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path, n_inputs=2)
+    lib = assert_matches_oracle(
+        conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path, n_inputs=2, tuning=S8
+    )
     assert kernel_of(lib)["variant"] == "int16-blocks" and kernel_of(lib)["isa"] == "c"
 
 
@@ -202,20 +225,19 @@ def test_fully_connected_int16_runs_into_int64(tmp_path):
 
 def test_int16_kernels_sanitized(tmp_path):
     """ASan + UBSan over the gather borders, the tails and the int64 runs."""
-    assert_matches_oracle(
-        conv_model(dtype="int16", **CONV16_CASES["5x3_s3_c2_oc7_pt_relu6"]),
-        tmp_path / "a",
-        n_inputs=1,
-        sanitize=True,
-        features=DSP,
-    )
-    assert_matches_oracle(
-        conv_model(dtype="int16", **CONV16_CASES["3x3_dil2_c5_oc3_nobias"]),
-        tmp_path / "d",
-        n_inputs=1,
-        sanitize=True,
-        features=DSP,
-    )
+    for name, case, tuning in (
+        ("a", "5x3_s3_c2_oc7_pt_relu6", None),
+        ("a8", "5x3_s3_c2_oc7_pt_relu6", S8),  # int16-blocks: gathered border pixels, segments written out
+        ("d", "3x3_dil2_c5_oc3_nobias", S8),  # a segment per tap, in loops
+    ):
+        assert_matches_oracle(
+            conv_model(dtype="int16", **CONV16_CASES[case]),
+            tmp_path / name,
+            n_inputs=1,
+            sanitize=True,
+            features=DSP,
+            tuning=tuning,
+        )
     for name, params in (
         ("e", DW16_CASES["m3_c2_5x3_same_batch2"]),  # planes per batch, one channel per output
         ("f", dict(hwc=(5, 6, 5))),  # pairs of channels and the odd last one, from a plane
@@ -369,7 +391,7 @@ def int16_chain_model(seed=0):
 def test_int16_chain_on_host(tmp_path):
     lib = assert_matches_oracle(int16_chain_model(), tmp_path, n_inputs=2, features=DSP)
     variants = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] != "RESHAPE"]
-    assert variants == ["int16-blocks", "int16-pair-planes", "int16-blocks", "int16-rows4"]
+    assert variants == ["int16-pixel", "int16-pair-planes", "int16-blocks", "int16-rows4"]  # 6 x 7: mostly border
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")

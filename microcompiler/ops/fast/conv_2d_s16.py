@@ -41,15 +41,48 @@ UNROLL_STEPS = 4
 
 
 def plan(g, features, w_rows: np.ndarray, weights: str | None = None) -> dict:
-    """int16-blocks (int8 weights in flash) unless ``weights`` is "s16" (the tuning knob), the widened
-    block would take more than MAX_WIDE_BYTES of scratch, or a segment's 32-bit sum could overflow
-    where TFLM sums in int64; int16-pixel otherwise. ``w_rows``: the weights [output channels, taps]."""
+    """int16-blocks (int8 weights in flash) where it costs no more instructions (blocks_pay_off) or
+    ``weights`` (the tuning knob) is "s8", unless the widened block would take more than
+    MAX_WIDE_BYTES of scratch or a segment's 32-bit sum could overflow where TFLM sums in int64;
+    int16-pixel otherwise, and for "s16". ``w_rows``: the weights [output channels, taps]."""
     isa = "dsp" if has_dsp(features) else "c"
     s = Segments.of(g)
-    if weights != "s16" and 16 * s.pairs <= MAX_WIDE_BYTES and s.runs_fit(w_rows):
+    chosen = weights == "s8" or (weights != "s16" and blocks_pay_off(g, s))
+    if chosen and 16 * s.pairs <= MAX_WIDE_BYTES and s.runs_fit(w_rows):
         scratch = 16 * s.pairs + (2 * g.k_h * g.k_w * g.in_c if s.border_pixels(g) else 0)
         return {"variant": "int16-blocks", "isa": isa, "out_channels": 4, "weights": "s8", "scratch_bytes": scratch}
     return {"variant": "int16-pixel", "isa": isa, "out_channels": 4, "weights": "s16", "scratch_bytes": 4 * _words(g)}
+
+
+# What the choice between the two kernels weighs (instructions, Cortex-M4): gathering one segment
+# of a border pixel's window (a memcpy or memset call) and one more segment's loop set-up.
+GATHER_CALL = 16
+SEGMENT_SETUP = 4
+
+
+def blocks_pay_off(g, s: Segments) -> bool:
+    """Whether int16-blocks costs no more instructions than int16-pixel: int16-pixel gathers every
+    pixel's window once (one memcpy per segment), int16-blocks gathers the border pixels' windows
+    once per block of output channels and sets up each segment's loop per block. First layers with
+    one or three input channels, short kernel rows and many border pixels (a keyword spotter's
+    10 x 4 convolution of a 49 x 10 input) gather more than they save: int16-pixel for them."""
+    blocks = -(-g.out_c // 4)
+    pixels = g.batches * g.out_h * g.out_w
+    gather = s.count * (GATHER_CALL + s.length // 4)
+    extra = border_pixel_count(g) * blocks * gather + pixels * blocks * (s.count - 1) * SEGMENT_SETUP
+    return extra <= pixels * gather
+
+
+def border_pixel_count(g) -> int:
+    """Output pixels whose window reaches outside the image."""
+
+    def inside(out, stride, pad, k, dil, size):
+        o = np.arange(out) * stride - pad
+        return int(np.count_nonzero((o >= 0) & (o + (k - 1) * dil < size)))
+
+    ys = inside(g.out_h, g.stride_h, g.pad_h, g.k_h, g.dil_h, g.in_h)
+    xs = inside(g.out_w, g.stride_w, g.pad_w, g.k_w, g.dil_w, g.in_w)
+    return g.batches * (g.out_h * g.out_w - ys * xs)
 
 
 @dataclass(frozen=True)
