@@ -39,8 +39,7 @@ from microcompiler.transport.serial import SerialTransport
 from microcompiler.tuning.log import TuningLog
 from microcompiler.validation import DeviceOptions, Sample
 from microcompiler.validation import validate as run_validation
-from microcompiler.validation.dataset import check_labels, load_dataset, load_labels
-from microcompiler.validation.metrics import label_metrics
+from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, add_label_metrics, samples_and_labels
 
 
 def connect(
@@ -217,21 +216,21 @@ def validate(
     reference: str | Path | None = None,
     modes: tuple[str, ...] = (STANDALONE, HOST_DRIVEN),
     template: str = "baremetal",
+    pixel_range: tuple[float, float] = DEFAULT_PIXEL_RANGE,
 ) -> dict:
     """What ``microcompiler validate --json`` prints: every output against TFLite Micro (and the float
-    ``reference`` model), with accuracy against ``labels`` when the dataset or a labels file gives them."""
+    ``reference`` model), with accuracy against ``labels`` when the dataset or a labels file gives them.
+    ``dataset``: an .npz archive, a .csv file or a directory of per-sample files (``validate.md``)."""
     target = resolve_board(board)
     library = compile_model(model, features=target.cpu.features)
-    meta = library.metadata
-    found_labels = None
-    if dataset is not None:
-        samples, found_labels = load_dataset(str(dataset), meta["inputs"])
-    else:
-        samples = [Sample(random_inputs(meta["inputs"], k), f"seed {k}") for k in range(inputs)]
-    if labels is not None:
-        found_labels = load_labels(str(labels), len(samples))
-    elif found_labels is not None:
-        found_labels = check_labels(found_labels, len(samples), f"the labels in {dataset}")
+    meta = library.metadata["inputs"]
+    samples, found_labels = samples_and_labels(
+        meta,
+        dataset=dataset,
+        labels=labels,
+        otherwise=lambda: [Sample(random_inputs(meta, k), f"seed {k}") for k in range(inputs)],
+        pixel_range=pixel_range,
+    )
     collected: dict = {}
     report = run_validation(
         library,
@@ -244,13 +243,7 @@ def validate(
         options=DeviceOptions(template=template),
         collect=collected,
     )
-    if found_labels is not None:
-        report["labels"] = {
-            source: label_metrics([outs[0] for outs in collected[source]], found_labels)
-            for source in [*report["modes"], "tflm", "float"]
-            if source in collected
-        }
-    return report
+    return add_label_metrics(report, collected, found_labels)
 
 
 def compare(

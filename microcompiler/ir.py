@@ -104,6 +104,11 @@ class OperatorNotes:
     layer_suffix: str | None = None  # an operator a pass split off a layer is named <layer>_<suffix>
     patch: PatchNote | None = None
     dropped_channels: int = 0  # all-zero output channels drop_zero_channels removed
+    # DEPTHWISE_CONV_2D after drop_zero_channels: the input channel each remaining output channel reads
+    input_channels: tuple[int, ...] | None = None
+    # a patch of a CONV_2D/DEPTHWISE_CONV_2D/pool layer (passes/patches.py): the (top, left) padding
+    # left at the true image border, instead of the layer's own
+    patch_padding: tuple[int, int] | None = None
     subgraph_arena: int = 0  # bytes of a control-flow operator's subgraph arena (its last output)
 
 

@@ -23,7 +23,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: installing microcompiler into .venv" >&2
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q ".[test,ray,zephyr]"
+.venv/bin/python -m pip install -q ".[test,validate,ray,zephyr]"
 
 # The Zephyr workspace (docs/zephyr.md): unpacked once, into $HOME/.cache/zephyr-3.7.1; the tests
 # (tests/conftest.py) take ZEPHYR_BASE and the toolchain variables from the same script.

@@ -6,11 +6,14 @@ ticks x 40 on the 25 MHz timer of mps2_an386):
 * a merged model of one 32x32x16 int8 operator per kind (LOGISTIC, TANH, HARD_SWISH, ELU, ABS,
   LEAKY_RELU, RELU, RELU6, QUANTIZE) and a 64x64x4 SOFTMAX (the U-Net's shape), built here with
   tests/model_builder.py;
+* a model of one 32x32x16 int16 LOGISTIC and TANH each (input scale 2^-12 and 0.001: TFLM's
+  power-of-two shortcut and its general rescaling; the piecewise tables of ops/lut16.py);
 * the Keras look-alikes of tests/models/keras that have such operators.
 
     python scripts/table_benchmarks.py                          # this tree
     python scripts/table_benchmarks.py --tree /tmp/before       # another checkout (PYTHONPATH)
     python scripts/table_benchmarks.py --json /tmp/after.json   # the figures as JSON too
+    python scripts/table_benchmarks.py --only elementwise_int16 # one of the models
 
 Prints one markdown table row per model and operator kind: instructions, elements, per element.
 """
@@ -65,7 +68,17 @@ def elementwise_models() -> dict[str, bytes]:
     y = b.activation("softmax_out", [1, 64, 64, 4], "int8", 1 / 256, -128)
     b.op("SOFTMAX", [x], [y], softmax_options(1.0))
     models.append(b.finish([x], [y]))
-    return {"elementwise_int8_a": merge_models(models[:5]), "elementwise_int8_b": merge_models(models[5:])}
+    return {
+        "elementwise_int8_a": merge_models(models[:5]),
+        "elementwise_int8_b": merge_models(models[5:]),
+        "elementwise_int16": merge_models(
+            [
+                side_by_side_model(kind, [(SHAPE, "int16", (scale, 0), (2**-15, 0))])
+                for kind in ("LOGISTIC", "TANH")
+                for scale in (2**-12, 0.001)
+            ]
+        ),
+    }
 
 
 def bench(model: Path, board: str, tree: Path) -> dict:
@@ -97,14 +110,18 @@ def main() -> int:
     parser.add_argument("--board", default="mps2_an386")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose microcompiler runs")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--only", action="append", metavar="MODEL", help="measure only this model (repeatable)")
     args = parser.parse_args()
+    wanted = (lambda name: name in args.only) if args.only else (lambda name: True)
     figures = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in elementwise_models().items():
+            if not wanted(name):
+                continue
             model = Path(tmp) / f"{name}.tflite"
             model.write_bytes(data)
             figures[name] = per_kind(bench(model, args.board, args.tree.resolve()), ELEMENTS)
-    for name in KERAS_MODELS:
+    for name in filter(wanted, KERAS_MODELS):
         figures[name] = per_kind(bench(KERAS / f"{name}.tflite", args.board, args.tree.resolve()))
     print("| model | operator | instructions | elements | per element |\n|---|---|---|---|---|")
     for name, fig in figures.items():

@@ -90,14 +90,11 @@ def test_compile_time_table_equals_tflm_on_every_input(kind):
         np.testing.assert_array_equal(got, want.ravel(), err_msg=f"{kind} in {x.quant.single()} out {y.quant.single()}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known discrepancy, older than the tables: TFLM gives 31 for "
-    "-125 * -0.25 where TFLM's MultiplyByQuantizedMultiplier as the C kernel reproduces it gives 32",
-)
 def test_leaky_relu_negative_alpha_tie():
     """LEAKY_RELU with a negative alpha whose multiplier is an exact power of two (-0.25): the
-    double-rounded product of an odd input lands on a tie, where TFLM rounds the other way."""
+    double-rounded product of an odd input lands on a tie. TFLM scales by the multiplier's
+    magnitude and negates afterwards (-125 * -0.25 gives 31, where -125 times the negative
+    multiplier would round the tie up to 32)."""
     model = side_by_side_model("LEAKY_RELU", [([256], "int8", (0.5, 0), (1.0, 10), leaky_relu_options(-0.5))])
     graph = parse_tflite(model)
     op = graph.operators[0]

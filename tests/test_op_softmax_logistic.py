@@ -154,7 +154,8 @@ def test_int16_tables_are_flash_constants(tmp_path):
     lib = compile_bytes(logistic_model("int16", [4], scale=0.001), tmp_path / "b")
     ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
     fn = lib.metadata["operators"][0]["function"]
-    assert f"static const uint16_t {fn}_sigmoid_table[256]" in ops_c
+    assert f"static const int32_t {fn}_segment_base[512]" in ops_c  # the piecewise table (ops/lut16.py)
+    assert f"static const int16_t {fn}_segment_slope[512]" in ops_c
 
 
 def test_exp_table_matches_the_c_library():

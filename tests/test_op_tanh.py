@@ -1,5 +1,6 @@
 """TANH against the TFLM oracle: int8 (gemmlowp fixed point, every input value of several
-quantizations), int16 (sigmoid table; power-of-two and general input scales) and float32."""
+quantizations), int16 (piecewise table from the sigmoid table; power-of-two and general input
+scales) and float32."""
 
 import pytest
 from activation_cases import assert_cli_rejects, case_inputs, side_by_side_model, unary_model

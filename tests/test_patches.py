@@ -191,6 +191,22 @@ def test_the_pass_is_chosen_only_when_it_lowers_the_peak(tmp_path):
         compile_model(path, patches="2y2")
 
 
+def test_a_patch_keeps_its_padding_in_a_note_not_in_the_options(tmp_path):
+    """C comments and tuning signatures are built from the schema options: a patch's padding is a pass
+    note (Operator.notes.patch_padding) and shows in neither."""
+    from microcompiler.tuning.signature import operator_signature
+
+    path = tmp_path / "plain.tflite"
+    path.write_bytes(_plain((48, 48, 3))[0])
+    library = compile_model(path, tuning={"patches": "2x1"})
+    patched = [op for op in library.graph.operators if op.notes.patch_padding is not None]
+    assert len(patched) >= 2 and {op.notes.patch_padding for op in patched} != {(0, 0)}
+    assert all("patch_padding" not in op.options for op in patched)
+    ops_c = next(text for rel, text in library.files.items() if rel.endswith("_ops.c"))
+    assert "patch_padding" not in ops_c
+    assert all("patch_padding" not in operator_signature(op, library.graph)["options"] for op in patched)
+
+
 def test_shared_models_keep_their_layer_by_layer_plan_where_patches_do_not_help(shared_models):
     for model, arena in (("kws_ref_model.tflite", 16000), ("ad01_int8.tflite", 264)):
         graph = run_passes(load_tflite(shared_models / "mlperf_tiny" / model), PIPELINE[:-2])

@@ -117,6 +117,10 @@ def test_bench_and_validate_reports_render_in_chromium(tmp_path, shared_models):
     assert {what: built for what, _, built in sizes}["flash"] == f"{bench['flash_bytes']:,}"
     assert {what: built for what, _, built in sizes}["RAM"] == f"{bench['ram_bytes']:,}"
     assert bench["ram_bytes"] > 0 and bench["flash_bytes"] > 0
+    # the model's own code and weights, read from the ELF before the temporary project goes
+    assert 0 < bench["model_code_bytes"] < bench["flash_bytes"] and bench["model_weights_bytes"] > 0
+    assert {what: built for what, _, built in sizes}["model code"] == f"{bench['model_code_bytes']:,}"
+    assert "<caption>The two columns count different firmware" in dom  # why built and estimated differ
     proc = subprocess.run(
         [
             sys.executable,

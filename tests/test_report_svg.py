@@ -3,11 +3,14 @@ the live-bytes curve and the lower bound, built sizes beside estimates, measured
 
 from __future__ import annotations
 
+import html
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from microcompiler.report.page import render_report
-from microcompiler.report.svg import live_bytes, memory_plan_chart
+from microcompiler.analysis.memory_plan import live_bytes
+from microcompiler.report.page import BUILT_MEANS, ESTIMATE_MEANS, SIZES_CAPTION, render_report
+from microcompiler.report.svg import memory_plan_chart
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -121,6 +124,16 @@ def test_bench_page_shows_built_sizes_beside_estimates():
     ]
     assert "estimated (analyze)" in page and "built (firmware ELF)" in page
     assert "id='sizes'" not in render_report("t", analysis=_analysis())  # nothing built: no column of blanks
+    # why the columns differ: a caption under the table and each heading's tooltip, and docs/report.md
+    caption = re.search(r"<table id='sizes'><caption>([^<]*)</caption>", page).group(1)
+    assert html.unescape(caption) == SIZES_CAPTION and "host-driven firmware" in SIZES_CAPTION
+    titles = re.findall(r"<th title='([^']*)'>(estimated \(analyze\)|built \(firmware ELF\))</th>", page)
+    assert [(html.unescape(t), h) for t, h in titles] == [
+        (ESTIMATE_MEANS, "estimated (analyze)"),
+        (BUILT_MEANS, "built (firmware ELF)"),
+    ]
+    docs = " ".join((Path(__file__).parents[1] / "docs/report.md").read_text().split())
+    assert f"Estimated (analyze): {ESTIMATE_MEANS}. Built: {BUILT_MEANS}." in docs
 
 
 def _validation(**extra) -> dict:
@@ -139,3 +152,27 @@ def test_validate_page_charts_the_measured_time_when_it_has_one():
     assert ">4,321 ticks<" in page and ">4,323 ticks<" in page and "(estimated instructions)" not in page
     page = render_report("t", analysis=_analysis(), validation=_validation())  # standalone only: the estimate
     assert "Time per layer (estimated instructions)" in page and " ticks<" not in page
+
+
+def test_validate_page_says_no_exact_rate_against_the_float_model_and_gives_the_rmse():
+    def output(rate, rmse):
+        return {
+            "name": "y",
+            "exact_match_rate": rate,
+            "max_abs_error": 0.5,
+            "mean_abs_error": 0.25,
+            "rmse": rmse,
+            "cosine_similarity": 0.99,
+            "top1_agreement": None,
+        }
+
+    comparisons = [
+        {"mode": "host-driven", "against": "tflm", "outputs": [output(1.0, 0.0)]},
+        {"mode": "host-driven", "against": "float", "outputs": [output(0.0, 0.3125)]},
+    ]
+    page = render_report("t", analysis=_analysis(), validation=_validation(comparisons=comparisons))
+    rows = re.findall(r"<tr class='metric'>((?:<td[^>]*>[^<]*</td>)+)</tr>", page)
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in rows]
+    assert [c[1] for c in cells] == ["tflm", "float"]
+    assert cells[0][3] == "100.00%" and cells[1][3] == "-"  # never "exact 0.00%" against the float model
+    assert cells[1][6] == "0.3125" and "<th>rmse</th>" in page

@@ -67,13 +67,13 @@ class Fn:
     def __init__(self, name, body, arrays):
         self.name, self.body, self.arrays = name, body, arrays
         self.params = [("const int8_t*", "input0", 0), ("int8_t*", "output0", 1)]
-        self.op, self.variant = None, None
+        self.op, self.plan = None, None
 
 
 def test_bodies_differing_in_more_than_their_arrays_are_not_shared(monkeypatch):
     import microcompiler.codegen.shared_bodies as sb
 
-    monkeypatch.setattr(sb, "describe", lambda graph, op, variant: "layer")
+    monkeypatch.setattr(sb, "describe", lambda graph, op, plan: "layer")
     a = Fn("m_a", "  use(m_a_w, m_a_w, m_a_b, 3);\n", [("m_a_w", "int8_t"), ("m_a_b", "int32_t")])
     b = Fn("m_b", "  use(m_b_w, m_b_w, m_b_b, 3);\n", [("m_b_w", "int8_t"), ("m_b_b", "int32_t")])
     c = Fn("m_c", "  use(m_c_w, m_c_w, m_c_b, 4);\n", [("m_c_w", "int8_t"), ("m_c_b", "int32_t")])

@@ -154,7 +154,7 @@ def test_wrong_input_shape_and_empty_directory(shared_models, tmp_path):
     model = shared_models / "mlperf_tiny/kws_ref_model.tflite"
     (tmp_path / "empty").mkdir()
     proc = cli("validate", model, "--board", "mps2_an386", "--inputs", tmp_path / "empty")
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "has no .npy files" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "has no sample files" in proc.stderr
     (tmp_path / "bad").mkdir()
     np.save(tmp_path / "bad" / "x.npy", np.zeros((1, 10, 49, 1), np.int8))
     proc = cli("validate", model, "--board", "mps2_an386", "--inputs", tmp_path / "bad")

@@ -130,7 +130,9 @@ def test_depthwise_remaining_channels_name_their_input_channel(tmp_path):
     assert [op.kind for op in out.operators] == ["DEPTHWISE_CONV_2D", CONSTANT_CHANNELS]
     dw = out.operators[0]
     assert dw.notes.dropped_channels == 2 and "dropped_channels" not in dw.options
-    assert dw.options["input_channels"] == [0, 1, 1, 2]  # output channels 0, 2, 3, 5 with multiplier 2
+    assert (
+        dw.notes.input_channels == (0, 1, 1, 2) and "input_channels" not in dw.options
+    )  # output channels 0, 2, 3, 5 with multiplier 2
     assert out.tensors[dw.inputs[1]].shape == (1, 3, 3, 4)
     assert out.tensors[dw.inputs[1]].quant.axis == 3 and len(out.tensors[dw.inputs[1]].quant.scale) == 4
     assert drop_zero_channels(out).operators == out.operators  # nothing left to drop

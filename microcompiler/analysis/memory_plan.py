@@ -30,7 +30,7 @@ def memory_plan(graph: Graph, meta: dict) -> dict:
             }
         )
     steps = len(graph.operators)
-    live = [sum(b["bytes"] for b in buffers if b["first_step"] <= s <= b["last_step"]) for s in range(steps)]
+    live = live_bytes({"steps": steps, "buffers": buffers})
     raw = arena_buffers(graph)
     return {
         "steps": steps,
@@ -52,3 +52,14 @@ def memory_plan(graph: Graph, meta: dict) -> dict:
             for i, off in graph.state_offsets.items()
         ],
     }
+
+
+def live_bytes(plan: dict) -> list[int]:
+    """The bytes of arena buffers live at each operator step: the plan's own list when it has one
+    (every plan :func:`memory_plan` makes), else summed from its buffers (a plan saved before the
+    list was kept, or drawn from hand-made data)."""
+    if "live_bytes_per_step" in plan:
+        return list(plan["live_bytes_per_step"])
+    return [
+        sum(b["bytes"] for b in plan["buffers"] if b["first_step"] <= s <= b["last_step"]) for s in range(plan["steps"])
+    ]

@@ -35,6 +35,7 @@ from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, c_type
 from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+from microcompiler.ops.plan import KernelPlan
 from microcompiler.templating import render
 
 
@@ -46,7 +47,7 @@ class OpFunction:
     body: str
     comment: str
     macs: int
-    variant: dict
+    plan: KernelPlan
     weights_bytes: int = 0  # the flash arrays this operator added (a shared one counts for its first user)
     arrays: list[tuple[str, str]] = field(default_factory=list)  # (name, C type) of those arrays
 
@@ -62,7 +63,7 @@ def _subgraph_operator(sub: Graph, fn: OpFunction) -> dict:
         "macs": fn.macs,
         "inputs": [list(sub.tensors[i].shape) for i in fn.op.inputs if i >= 0],
         "outputs": [list(sub.tensors[o].shape) for o in fn.op.outputs],
-        "kernel": fn.variant,
+        "kernel": fn.plan.as_json(),
         "dtype": sub.tensors[first].dtype if first >= 0 else "-",
     }
 
@@ -125,7 +126,7 @@ def _emit_function(
             unused.append(pname)
     if unused:  # inputs whose values the operator never reads (e.g. a RESHAPE's shape tensor)
         body = "".join(f"  (void){p}; /* only its shape matters */\n" for p in unused) + body
-    variant = ctx.variant if ctx.variant is not None else kernel.variant(op, graph)
+    plan = ctx.plan if ctx.plan is not None else kernel.kernel_plan(op, graph)
     return OpFunction(
         op,
         name,
@@ -133,7 +134,7 @@ def _emit_function(
         body,
         _layer_comment(graph, op),
         kernel.macs(op, graph),
-        variant,
+        plan,
         weights_bytes,
         [(n, ctype) for n, ctype, _, _ in own_arrays],
     )
@@ -308,12 +309,14 @@ def generate_library(
     )
     lib = ModelLibrary(graph, functions, params)
     ops_c = render("model_ops.c.j2", kernel_headers=[], **values)
-    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", kernel_headers=used_headers([ops_c]), **values)
+    # the headers the plans name, and those whose helpers the C names (kernels' conditional helpers)
+    planned = [h for fn in functions + subgraph_functions for h in fn.plan.headers]
+    lib.files[f"src/{name}_ops.c"] = render("model_ops.c.j2", kernel_headers=used_headers([ops_c], planned), **values)
     lib.files[f"src/{name}_aot.c"] = render("model_aot.c.j2", **values)
     lib.files.update(graph_sources(graph, functions))
     fingerprint = model_fingerprint(lib.files, inputs, outputs)
     lib.files[f"include/{name}.h"] = render("model.h.j2", fingerprint=fingerprint, **values)
-    for header in library_headers([ops_c]):  # only the runtime headers this model's C uses
+    for header in library_headers([ops_c], planned):  # only the runtime headers this model's C uses
         lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
     body_of = {caller: sb.name for sb in shared for caller in sb.callers}
     operators = [
@@ -327,7 +330,7 @@ def generate_library(
             "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
             "macs": fn.macs,
             "weights_bytes": fn.weights_bytes,
-            "kernel": fn.variant,
+            "kernel": fn.plan.as_json(),
             **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
             # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
             **({"dropped_channels": fn.op.notes.dropped_channels} if fn.op.notes.dropped_channels else {}),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 from microcompiler import resources
 
@@ -104,13 +105,18 @@ def _closure(headers: list[str]) -> list[str]:
     return order
 
 
-def used_headers(sources: list[str]) -> list[str]:
-    """The kernel headers that define helpers ``sources`` (generated C) name: what it includes."""
+def used_headers(sources: list[str], planned: Iterable[str] = ()) -> list[str]:
+    """The kernel headers that define helpers ``sources`` (generated C) name, and the ``planned``
+    ones (what the kernel plans say they use, ops/plan.py): what it includes."""
     used = {m.group(0) for text in sources for m in _USE.finditer(without_comments(text))}
-    return [h for h in KERNEL_HEADERS if defined_names(h) & used]
+    wanted = set(planned)
+    unknown = wanted - set(KERNEL_HEADERS)
+    if unknown:
+        raise ValueError(f"kernel plans name unknown runtime headers {sorted(unknown)}")
+    return [h for h in KERNEL_HEADERS if h in wanted or defined_names(h) & used]
 
 
-def library_headers(sources: list[str]) -> list[str]:
+def library_headers(sources: list[str], planned: Iterable[str] = ()) -> list[str]:
     """Every runtime header a library needs: the executors' and those of the kernels its C uses,
     with the headers they include, each after those it includes."""
-    return _closure(list(EXECUTOR_HEADERS) + used_headers(sources))
+    return _closure(list(EXECUTOR_HEADERS) + used_headers(sources, planned))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from microcompiler.ir import Graph, Operator
+from microcompiler.ops.plan import KernelPlan
 
 
 @dataclass
@@ -58,14 +59,13 @@ def _dims(shape) -> str:
     return "x".join(str(d) for d in dims)
 
 
-def describe(graph: Graph, op: Operator, variant: dict | None) -> str:
+def describe(graph: Graph, op: Operator, plan: KernelPlan) -> str:
     """What a layer computes, as a C name part: kind, kernel size, kernel variant, shapes."""
     parts = [op.kind.lower()]
     if op.kind in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(op.inputs) > 1 and op.inputs[1] >= 0:
         kernel = graph.tensors[op.inputs[1]].shape
         parts.append(f"{kernel[1]}x{kernel[2]}")
-    if variant and variant.get("variant"):
-        parts.append(re.sub(r"\W", "_", str(variant["variant"])))
+    parts.append(re.sub(r"\W", "_", plan.variant.name))
     inputs = [i for i in op.inputs if i >= 0 and graph.tensors[i].data is None]
     if inputs and op.outputs:
         parts.append(f"{_dims(graph.tensors[inputs[0]].shape)}_to_{_dims(graph.tensors[op.outputs[0]].shape)}")
@@ -104,7 +104,7 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
         taken = {p for _, p, _ in first.params} | set(re.findall(r"[A-Za-z_]\w*", code))
         names = [_param_name(array, first.name, taken, k) for k, (array, _) in enumerate(used)]
         body = re.sub(r"@(\d+)@", partial(_named, names), text)
-        base = f"{prefix}_{describe(graph, first.op, first.variant)}"
+        base = f"{prefix}_{describe(graph, first.op, first.plan)}"
         name, n = base, 2
         while name in taken_names:
             name, n = f"{base}_{n}", n + 1

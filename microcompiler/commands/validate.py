@@ -1,6 +1,6 @@
 """``microcompiler validate MODEL --board B``: the model on the device against TFLite Micro.
 
-Runs N seeded inputs (or the .npy files of a directory) standalone and host-driven, compares every
+Runs N seeded inputs (or a dataset: an archive, a CSV file or a directory of per-sample files) standalone and host-driven, compares every
 output with the TFLite Micro interpreter (and with the float model, --reference), and on any mismatch
 names the first layer that diverges. Exit status 1 when an integer output is not exact or a float
 output is outside the tolerance; "exact" is printed only for bit-for-bit equality (docs/validate.md).
@@ -8,7 +8,9 @@ output is outside the tolerance; "exact" is printed only for bit-for-bit equalit
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -21,15 +23,14 @@ from microcompiler.commands.arguments import add_board_arguments, positive_secon
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.inputs import DEFAULT_SEED, check_input, load_array, random_inputs
+from microcompiler.inputs import DEFAULT_SEED, random_inputs
 from microcompiler.progress import log_line
 from microcompiler.report import check_report_path, write_report
 from microcompiler.report.provenance import with_provenance
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample, validate
-from microcompiler.validation.dataset import check_labels, load_dataset, load_labels
-from microcompiler.validation.metrics import label_metrics
+from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, add_label_metrics, samples_and_labels
 
 DEFAULT_SAMPLES = 10
 MAX_SAMPLES = 100_000
@@ -39,7 +40,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "validate",
         help="run inputs on a board and compare every output with TFLite Micro",
-        description="Compile MODEL for BOARD, run N seeded inputs (or the .npy files in DIR) on the "
+        description="Compile MODEL for BOARD, run N seeded inputs (or a dataset's samples) on the "
         "device, standalone and host-driven, and compare every output with the TFLite "
         "Micro interpreter (and the float model with --reference): exact-match rate, "
         "max and mean absolute error, cosine similarity, top-1 agreement. On a "
@@ -48,13 +49,16 @@ def add_parser(sub) -> None:
         "the largest float error in ulp). Exit status 1 when an integer output is not "
         "exact or a float output is outside the tolerance.",
     )
+    # "--pixel-range -1,1": a negative LOW is a value, not an option (argparse's own test takes only
+    # plain negative numbers; this parser has no option that looks like one)
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d*\.?\d+,-?\d*\.?\d+$")
     add_board_arguments(p, board_required=True)
     p.add_argument(
         "--inputs",
         default=str(DEFAULT_SAMPLES),
         metavar="DIR|N",
-        help=f"N seeded random inputs (default: {DEFAULT_SAMPLES}), or a directory of .npy files, "
-        "one per sample (one-input models)",
+        help=f"N seeded random inputs (default: {DEFAULT_SAMPLES}), or a directory of per-sample files "
+        "(the same as --dataset DIR)",
     )
     p.add_argument(
         "--seed",
@@ -64,16 +68,26 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--dataset",
-        metavar="FILE",
+        metavar="FILE|DIR",
         help="real samples instead of --inputs: an .npz archive (one array "
         "per model input, the first axis counting the samples; real values for a quantized input are "
-        "quantized with its scale and zero point; a 'y' or 'labels' array gives the classes) or a .csv "
-        "file (one sample per row)",
+        "quantized with its scale and zero point; a 'y' or 'labels' array gives the classes), a .csv "
+        "file (one sample per row), or a directory of per-sample files taken in name order: .npy, .npz "
+        "(one array per input) or images (.png, .jpg, .bmp; never resized)",
+    )
+    p.add_argument(
+        "--pixel-range",
+        type=pixel_range,
+        default=DEFAULT_PIXEL_RANGE,
+        metavar="LOW,HIGH",
+        help="the real values of pixels 0 and 255 in --dataset images, quantized with the input's scale and "
+        "zero point (default: 0,1; e.g. -1,1 or 0,255)",
     )
     p.add_argument(
         "--labels",
         metavar="FILE",
-        help="the class of each sample (.npy, or one integer per line): "
+        help="the class of each sample (.npy, one integer per line in the samples' order, or "
+        "'filename,label' rows for --dataset DIR): "
         "top-1 accuracy of the device, TFLite Micro and the float model, and a confusion matrix",
     )
     p.add_argument(
@@ -96,31 +110,37 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def samples_from(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
-    """--inputs N (seeded) or --inputs DIR (its .npy files, sorted by name)."""
-    if re.fullmatch(r"[+-]?\d+", spec.strip()):
-        n = int(spec)
-        if not 1 <= n <= MAX_SAMPLES:
-            raise MicrocompilerError(f"--inputs {spec}: give between 1 and {MAX_SAMPLES:,} inputs, e.g. --inputs 10")
-        return [Sample(random_inputs(inputs_meta, seed + k), f"seed {seed + k}") for k in range(n)]
-    directory = Path(spec)
-    if not spec.strip() or not directory.is_dir():
+def seeded_samples(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
+    """--inputs N: N seeded random inputs (sample k uses seed + k)."""
+    n = int(spec)
+    if not 1 <= n <= MAX_SAMPLES:
+        raise MicrocompilerError(f"--inputs {spec}: give between 1 and {MAX_SAMPLES:,} inputs, e.g. --inputs 10")
+    return [Sample(random_inputs(inputs_meta, seed + k), f"seed {seed + k}") for k in range(n)]
+
+
+def dataset_of(args) -> str | None:
+    """--dataset FILE|DIR, or --inputs DIR (the same directory of per-sample files)."""
+    if re.fullmatch(r"[+-]?\d+", args.inputs.strip()):
+        return args.dataset
+    if not args.inputs.strip() or not Path(args.inputs).is_dir():
         raise MicrocompilerError(
-            f"--inputs {spec}: no such directory (and not a number); give a number of seeded "
-            "inputs (--inputs 10) or a directory of .npy files"
+            f"--inputs {args.inputs}: no such directory (and not a number); give a number of seeded "
+            "inputs (--inputs 10) or a directory of per-sample files (--dataset DIR)"
         )
-    files = sorted(directory.glob("*.npy"))
-    if not files:
-        raise MicrocompilerError(
-            f"--inputs {spec}: the directory has no .npy files; save one array per sample "
-            "with numpy.save('DIR/x0.npy', array)"
-        )
-    if len(inputs_meta) != 1:
-        raise MicrocompilerError(
-            f"--inputs DIR is not supported yet for models with {len(inputs_meta)} inputs; "
-            "use --inputs N (seeded random inputs)"
-        )
-    return [Sample([check_input(load_array(str(f)), inputs_meta[0], str(f))], f.name) for f in files]
+    return args.inputs
+
+
+def pixel_range(text: str) -> tuple[float, float]:
+    """--pixel-range LOW,HIGH: the real values of pixel 0 and pixel 255."""
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not LOW,HIGH (the real values of pixels 0 and 255), e.g. 0,1 or -1,1 or 0,255"
+        ) from None
+    if not (math.isfinite(low) and math.isfinite(high)) or low == high:
+        raise argparse.ArgumentTypeError(f"'{text}': give two different finite numbers, e.g. 0,1")
+    return low, high
 
 
 def save_outputs(path: str, collected: dict, labels) -> Path:
@@ -167,6 +187,7 @@ def run(args) -> int:
         check_outputs_path(args.save_outputs, given)
     if args.dataset and args.inputs != str(DEFAULT_SAMPLES):
         raise MicrocompilerError("--dataset and --inputs both give the samples; pass one of them")
+    dataset = dataset_of(args)
     board = resolve_board(args.board)
     target = target_for(board, args.template)
     target.check_board(board)
@@ -187,15 +208,14 @@ def run(args) -> int:
         patches=args.patches,
         **ram_budget(args, board),
     )
-    labels = None
-    if args.dataset:
-        samples, labels = load_dataset(args.dataset, library.metadata["inputs"])
-    else:
-        samples = samples_from(args.inputs, args.seed, library.metadata["inputs"])
-    if args.labels:
-        labels = load_labels(args.labels, len(samples))
-    elif labels is not None:
-        labels = check_labels(labels, len(samples), f"the labels in {args.dataset}")
+    meta = library.metadata["inputs"]
+    samples, labels = samples_and_labels(
+        meta,
+        dataset=dataset,
+        labels=args.labels,
+        otherwise=lambda: seeded_samples(args.inputs, args.seed, meta),
+        pixel_range=args.pixel_range,
+    )
     options = DeviceOptions(
         template=args.template, port=args.port, rpc_timeout=args.rpc_timeout, timeout=args.timeout, keep=args.keep
     )
@@ -212,12 +232,7 @@ def run(args) -> int:
         log=log_line,
         collect=collected,
     )
-    if labels is not None:
-        report["labels"] = {
-            source: label_metrics([outs[0] for outs in collected[source]], labels)
-            for source in [*report["modes"], "tflm", "float"]
-            if source in collected
-        }
+    add_label_metrics(report, collected, labels)
     if args.save_outputs:
         report["saved_outputs"] = str(save_outputs(args.save_outputs, collected, labels))
     if args.html:
@@ -267,7 +282,7 @@ def print_validation(report: dict) -> None:
             # against the float model nothing is meant to be exact: its errors say how close
             exact = "-" if c["against"] == "float" else f"{100 * o['exact_match_rate']:.2f}%"
             print(
-                f"{c['mode']:<12} {c['against']:<7} {o['name'][:20]:<20} {exact:>8} "
+                f"{c['mode']:<12} {c['against']:<7} {printable(o['name'][:20]):<20} {exact:>8} "
                 f"{o['max_abs_error']:>10.4g} {o['mean_abs_error']:>10.4g} {o.get('rmse', 0.0):>10.4g} "
                 f"{o['cosine_similarity']:>9.6f} {top1:>7}"
             )
@@ -285,10 +300,12 @@ def print_validation(report: dict) -> None:
         print(f"outputs saved: {report['saved_outputs']}")
     d = report.get("divergence")
     if d and d["diverged"]:
-        print(
-            f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor '{d['tensor']}': "
-            f"max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of {d['elements']:,} elements "
-            f"differ ({d['sample']})"
+        print(  # the layer and tensor come from the model, the sample's name from a file name: shown as text
+            printable(
+                f"first diverging layer: operator {d['index']} {d['layer']} ({d['operator']}), tensor "
+                f"'{d['tensor']}': max error {d['max_abs_error']:g}, {d['mismatched_elements']:,} of "
+                f"{d['elements']:,} elements differ ({d['sample']})"
+            )
         )
     elif d:
         print(f"every compared layer matches ({d['checked_tensors']} tensors); the difference is in the outputs' copy")
@@ -296,6 +313,6 @@ def print_validation(report: dict) -> None:
         print(
             f"not compared: {len(d['skipped_tensors'])} intermediate tensors the passes removed (fused or "
             "aliased): "
-            + ", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5])
+            + printable(", ".join(t["tensor"][:40] for t in d["skipped_tensors"][:5]))
             + (", ..." if len(d["skipped_tensors"]) > 5 else "")
         )

@@ -20,6 +20,7 @@ import numpy as np
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.fixedpoint import clamp
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, activation_range, tflite_round
 from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table  # noqa: F401 (offset_term re-exported)
 
@@ -91,8 +92,8 @@ class Activation(OpKernel):
             return int8_table_from_integer(lambda v: clamp(v, act_min, act_max))
         return requantize_int8_table(x.quant.single(), y.quant.single(), act_min, act_max)
 
-    def variant(self, op, graph):
-        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

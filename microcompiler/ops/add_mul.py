@@ -30,8 +30,9 @@ from microcompiler.ops.broadcast import (
     unbroadcast_inputs,
 )
 from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.fast.add_affine import affine_add, emit_affine
+from microcompiler.ops.fast.add_affine import AFFINE, affine_add, emit_affine
 from microcompiler.ops.features import has_mve
+from microcompiler.ops.plan import ISA_MVE, REFERENCE, KernelPlan, Variant
 from microcompiler.ops.quant import (
     activation_range,
     c_float,
@@ -39,6 +40,8 @@ from microcompiler.ops.quant import (
     mul_multiplier,
     quantize_multiplier,
 )
+
+SMMLAR = Variant("smmlar")  # int8/int16 requantization by SMMLAR (mc_requant_fast), where it equals TFLM's
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
@@ -130,7 +133,7 @@ class _Elementwise(OpKernel):
         requantization = self.requantization(op, a, b, y)
         if ctx.reference_only:  # TFLM's arithmetic with mc_requantize, not the SMMLAR form
             requantization["fast"] = None
-            ctx.variant = {"variant": "reference", "scratch_bytes": 0}
+            ctx.plan = KernelPlan(REFERENCE, scratch_bytes=0)
         return ctx.render(
             "add_mul_int.c.j2",
             ctype="int16_t" if y.dtype == "int16" else "int8_t",
@@ -177,7 +180,7 @@ class Add(_Elementwise):
         ):
             q = self.requantization(op, a, b, y)
             if all(m >= 0 and s <= 0 for m, s in (q["input1_q"], q["input2_q"], q["output_q"])):
-                ctx.variant = {"variant": "mve", "isa": "mve", "lanes": 4, "scratch_bytes": 0}
+                ctx.plan = KernelPlan.of(fast_mve.MVE_LANES, ISA_MVE, scratch_bytes=0, lanes=4)
                 return fast_mve.emit_add(
                     ctx,
                     q,
@@ -192,7 +195,7 @@ class Add(_Elementwise):
                 )
         plan = None if ctx.reference_only else self.affine(op, a, b, y)
         if plan is not None:
-            ctx.variant = {"variant": "affine", "scratch_bytes": 0}
+            ctx.plan = KernelPlan(AFFINE, scratch_bytes=0)
             loops, (idx1, idx2), out_idx = broadcast_loops(y.shape, [a.shape, b.shape])
             return emit_affine(
                 ctx,
@@ -235,13 +238,13 @@ class Add(_Elementwise):
                 "check fails)",
             )
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         a, b, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
         if self.affine(op, a, b, y) is not None:
-            return {"variant": "affine", "scratch_bytes": 0}
+            return KernelPlan(AFFINE, scratch_bytes=0)
         if y.dtype in ("int8", "int16") and self.requantization(op, a, b, y)["fast"] is not None:
-            return {"variant": "smmlar", "scratch_bytes": 0}
-        return {"variant": "reference", "scratch_bytes": 0}
+            return KernelPlan(SMMLAR, scratch_bytes=0)
+        return KernelPlan(REFERENCE, scratch_bytes=0)
 
     @staticmethod
     def _reals(a, b, y):

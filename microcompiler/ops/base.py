@@ -8,6 +8,7 @@ import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, Tensor, c_type
+from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.templating import render
 
 KERNELS: dict[str, OpKernel] = {}
@@ -126,9 +127,13 @@ class OpKernel:
     def emit(self, op: Operator, graph: Graph, ctx: EmitContext) -> str:
         raise NotImplementedError
 
-    def variant(self, op: Operator, graph: Graph) -> dict:
-        """Which implementation and knobs ``emit`` chooses (recorded in metadata.json)."""
-        return {"variant": "reference"}
+    def kernel_plan(
+        self, op: Operator, graph: Graph, features: frozenset[str] = frozenset(), tuning: dict | None = None
+    ) -> KernelPlan:
+        """Which implementation and knobs ``emit`` chooses (ops/plan.py; recorded in metadata.json). Kernels
+        with fast variants choose by ``features`` and ``tuning``; called without them, the plan for a
+        target without features."""
+        return REFERENCE_PLAN
 
     def state(self, op: Operator, graph: Graph) -> list[StateBuffer]:
         """The persistent arrays the operator keeps across inferences besides its tensors (called
@@ -175,7 +180,7 @@ class EmitContext:
         self.prefix = prefix
         self.params = params
         self.features = features  # CPU features of the target, e.g. {"dsp"}
-        self.variant: dict | None = None  # set by emit() to the variant it generated (metadata.json)
+        self.plan: KernelPlan | None = None  # set by emit() to the plan it generated (metadata.json)
         self.tuning: dict = tuning or {}  # knob overrides for this operator (e.g. {"weights": "s16"})
         # {"variant": "reference"} in the knobs: emit the reference loop nest, not a fast kernel
         self.reference_only = self.tuning.get("variant") == "reference"
@@ -195,6 +200,12 @@ class EmitContext:
                 self.param_names[o] = f"output{n}"
         if op.notes.subgraph_arena:  # a control-flow operator's last output (ops/control_flow.py)
             self.param_names[op.outputs[-1]] = "subgraph_arena"
+
+    def note(self, **knobs) -> KernelPlan:
+        """Add to ``plan`` what only emitting decides (e.g. requant="smmlar"); returns the new plan."""
+        assert self.plan is not None, "emit() sets ctx.plan before noting what it decided"
+        self.plan = self.plan.with_knobs(**knobs)
+        return self.plan
 
     def arg(self, tensor: int) -> str:
         if tensor in self.param_names:

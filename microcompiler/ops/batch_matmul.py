@@ -23,6 +23,7 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import batch_matmul_cols4 as cols4
+from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
 INT32_MAX = 2**31 - 1
@@ -128,10 +129,7 @@ class BatchMatMul(OpKernel):
         m, k, _, n = _matmul_dims(op, graph)
         return int(np.prod(self._batch(op, graph), dtype=np.int64)) * m * k * n
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """int8: "cols4" (ops/fast/batch_matmul_cols4.py) while the packed rhs fits its scratch budget;
         otherwise the reference loop nest."""
         lhs, rhs = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -140,11 +138,11 @@ class BatchMatMul(OpKernel):
             chosen = cols4.plan(m, k, n, bool(op.options.get("adj_x", False)), rhs.is_constant, features)
             if chosen:
                 return chosen
-        return {"variant": "reference"}
+        return REFERENCE_PLAN
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
         lhs, rhs, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         adj_x, adj_y = bool(op.options.get("adj_x", False)), bool(op.options.get("adj_y", False))
         m, k, _, n = _matmul_dims(op, graph)
@@ -156,7 +154,7 @@ class BatchMatMul(OpKernel):
             n=n,
             batches=batches,
             lhs=ctx.arg(op.inputs[0]),
-            rhs=None if plan["variant"] == "cols4" and rhs.is_constant else ctx.arg(op.inputs[1]),
+            rhs=None if plan.variant == cols4.COLS4 and rhs.is_constant else ctx.arg(op.inputs[1]),
             output=ctx.arg(op.outputs[0]),
             lhs_index=f"k * {m} + i" if adj_x else f"i * {k} + k",
             rhs_index=f"j * {k} + k" if adj_y else f"k * {n} + j",
@@ -168,7 +166,7 @@ class BatchMatMul(OpKernel):
         for side, t in (("lhs", lhs), ("rhs", rhs)):
             offsets = _batch_offsets(t.shape, batch, m * k if side == "lhs" else k * n)
             own = t.size // (m * k if side == "lhs" else k * n)
-            if side == "rhs" and plan["variant"] == "cols4" and rhs.is_constant:  # packed: by matrix index
+            if side == "rhs" and plan.variant == cols4.COLS4 and rhs.is_constant:  # packed: by matrix index
                 matrices = offsets // (k * n)
                 values["rhs_offset"] = None
                 values["rhs_matrix"] = (
@@ -189,7 +187,7 @@ class BatchMatMul(OpKernel):
         (_, lhs_zp), (_, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
-        if plan["variant"] == "cols4":
+        if plan.variant == cols4.COLS4:
             return cols4.emit_cols4(
                 ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift), y.dtype
             )

@@ -40,8 +40,85 @@ from microcompiler.ops.fast import conv_2d_im2col as im2col
 from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.features import has_dsp, has_fpu, has_mve
+from microcompiler.ops.plan import REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+
+def _one_group(r: PlanRequest) -> bool:
+    return r.tensor(1).shape[3] == r.tensor(0).shape[3]
+
+
+def _constant(r: PlanRequest) -> bool:
+    return constant_parameters(r.op, r.graph)
+
+
+def float_blocks_fits(r: PlanRequest) -> bool:
+    """float32, one group, constant weights, on a core with an FPU."""
+    return r.dtype == "float32" and r.fpu and _one_group(r) and _constant(r)
+
+
+def helium_fits(r: PlanRequest) -> bool:
+    """int8 with constant weights on a Helium core (fast_mve.conv_plan takes one group only)."""
+    return r.dtype == "int8" and r.mve and _constant(r)
+
+
+def _im2col_column_bytes(r: PlanRequest) -> int:
+    g = geometry(r.op, r.graph)
+    return 32 * -(-g.k_h * g.k_w * g.in_c // 4)
+
+
+def im2col_fits(r: PlanRequest) -> bool:
+    """int8, one group, constant weights, a column buffer of at most fast.MAX_COL_BYTES."""
+    return r.dtype == "int8" and _one_group(r) and _constant(r) and _im2col_column_bytes(r) <= fast.MAX_COL_BYTES
+
+
+def pixel_fits(r: PlanRequest) -> bool:
+    """int8 with constant weights (grouped, or a column buffer too large for im2col)."""
+    return r.dtype == "int8" and _constant(r)
+
+
+def int16_pixel_fits(r: PlanRequest) -> bool:
+    """int16x8, one group, constant weights."""
+    return r.dtype == "int16" and _one_group(r) and _constant(r)
+
+
+def _rows(r: PlanRequest) -> np.ndarray:
+    """The weights [output channels, taps]."""
+    w = r.tensor(1)
+    return w.data.astype(np.int8).reshape(w.shape[0], -1)
+
+
+def _groups(r: PlanRequest) -> int:
+    return r.tensor(0).shape[3] // r.tensor(1).shape[3]
+
+
+def _im2col_plan(r: PlanRequest) -> KernelPlan:
+    g = geometry(r.op, r.graph)
+    steps = -(-g.k_h * g.k_w * g.in_c // 4)
+    weights = r.knob("weights", "s8")
+    weights = weights if weights in ("s8", "s16") else "s8"
+    lanes = weights == "s8" and r.dsp and r.knob("extract") != "sxtb16" and im2col.lanes_ok(r.op, r.graph)
+    plan = KernelPlan.of(
+        im2col.IM2COL,
+        dsp_or_c(r.features),
+        scratch_bytes=32 * steps + (0 if g.in_c % 4 == 0 else 4 * steps),
+        pixels=4,
+        out_channels=1,
+        unroll=4,
+        gather="taps" if g.in_c % 4 == 0 else "bytes",
+        weights=weights,
+    )
+    return plan.with_knobs(extract="lanes").with_headers("kernel_lanes.h") if lanes else plan
+
+
+# The variants CONV_2D takes, in order of preference (Conv2D.kernel_plan).
+CHOICES = (
+    Choice(float_blocks_fits, lambda r: float_blocks.plan(geometry(r.op, r.graph), r.features)),
+    Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
+    Choice(im2col_fits, _im2col_plan),
+    Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
+    Choice(int16_pixel_fits, lambda r: conv_2d_s16.plan(geometry(r.op, r.graph), r.features, _rows(r), r.knob("weights"))),
+)
 
 
 @register
@@ -86,11 +163,7 @@ class Conv2D(OpKernel):
         y, w = graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
         return y.size * w.shape[1] * w.shape[2] * w.shape[3]
 
-    def variant(self, op, graph):
-        """The plan for a target without features (emit() records the plan for the actual target)."""
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """The variant emit() generates and its knobs (recorded in metadata.json).
 
         im2col (int8, one group, im2col buffer <= 8 KB): 4 output pixels x 1 output channel per inner
@@ -109,59 +182,22 @@ class Conv2D(OpKernel):
         float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
-        tuning = tuning or {}
-        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        if x.dtype == "float32" and has_fpu(features) and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
-            return float_blocks.plan(geometry(op, graph), features)
-        if x.dtype == "int8" and has_mve(features) and constant_parameters(op, graph):
-            mve = fast_mve.conv_plan(geometry(op, graph), x.shape[3] // w.shape[3])
-            if mve:
-                return mve
-        if x.dtype == "int8" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
-            g = geometry(op, graph)
-            steps = -(-g.k_h * g.k_w * g.in_c // 4)
-            col_bytes = 32 * steps
-            if col_bytes <= fast.MAX_COL_BYTES:
-                weights = tuning.get("weights", "s8")
-                plan = {
-                    "variant": "im2col",
-                    "isa": "dsp" if has_dsp(features) else "c",
-                    "pixels": 4,
-                    "out_channels": 1,
-                    "unroll": 4,
-                    "gather": "taps" if g.in_c % 4 == 0 else "bytes",
-                    "weights": weights if weights in ("s8", "s16") else "s8",
-                    "scratch_bytes": col_bytes + (0 if g.in_c % 4 == 0 else 4 * steps),
-                }
-                if (
-                    plan["weights"] == "s8"
-                    and has_dsp(features)
-                    and tuning.get("extract") != "sxtb16"
-                    and im2col.lanes_ok(op, graph)
-                ):
-                    plan["extract"] = "lanes"
-                return plan
-        if x.dtype == "int8" and constant_parameters(op, graph):
-            return pixel.plan(geometry(op, graph), x.shape[3] // w.shape[3], features)
-        if x.dtype == "int16" and w.shape[3] == x.shape[3] and constant_parameters(op, graph):
-            g = geometry(op, graph)
-            return conv_2d_s16.plan(g, features, w.data.astype(np.int8).reshape(g.out_c, -1), tuning.get("weights"))
-        return {"variant": "reference"}
+        return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
-        if plan["variant"] == "im2col":
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
+        if plan.variant == im2col.IM2COL:
             return self._emit_im2col(op, graph, ctx, plan)
-        if plan["variant"] == "mve-dot":
+        if plan.variant == fast_mve.MVE_DOT:
             return self._emit_mve(op, graph, ctx, plan)
-        if plan["variant"] == "float-blocks":
+        if plan.variant == float_blocks.FLOAT_BLOCKS:
             return float_blocks.emit_blocks(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
-        if plan["variant"] == "pixel":
+        if plan.variant == pixel.PIXEL:
             return pixel.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
-        if plan["variant"] == "int16-pixel":
+        if plan.variant == conv_2d_s16.INT16_PIXEL:
             return conv_2d_s16.emit(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
-        if plan["variant"] == "int16-blocks":
+        if plan.variant == conv_2d_s16.INT16_BLOCKS:
             return conv_2d_s16.emit_blocks(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)

@@ -56,7 +56,7 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
     out_c = w.shape[weight_channel_axis]
     require(y.shape[3] == out_c, op, f"output has {y.shape[3]} channels but the weights make {out_c}")
     require(y.shape[0] == x.shape[0], op, "input and output batch sizes differ")
-    patch = o.get("patch_padding")  # a patch of the layer (passes/patches.py): its own padding before
+    patch = op.notes.patch_padding  # a patch of the layer (passes/patches.py): its own padding before
     for axis, name, k, s, d in (
         (1, "height", w.shape[1], o["stride_h"], o["dilation_h"]),
         (2, "width", w.shape[2], o["stride_w"], o["dilation_w"]),
@@ -194,8 +194,8 @@ def geometry(op, graph) -> ConvGeometry:
         pad_h=0,
         pad_w=0,
     )
-    if "patch_padding" in o:  # a patch of the layer (passes/patches.py): the padding left at the image border
-        g.pad_h, g.pad_w = o["patch_padding"]
+    if op.notes.patch_padding is not None:  # a patch of the layer (passes/patches.py): the padding left
+        g.pad_h, g.pad_w = op.notes.patch_padding  # at the image border
     else:
         g.pad_h = padding_before(g.in_h, g.k_h, g.stride_h, g.dil_h, g.out_h)
         g.pad_w = padding_before(g.in_w, g.k_w, g.stride_w, g.dil_w, g.out_w)

@@ -26,9 +26,95 @@ from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_ch
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.fast.depthwise_conv_2d_channels4 import emit_channels4
-from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
+from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+
+def _multiplier(r: PlanRequest) -> int:
+    return r.op.options.get("depth_multiplier", 1)
+
+
+def _int8_constant(r: PlanRequest) -> bool:
+    return r.dtype == "int8" and constant_parameters(r.op, r.graph)
+
+
+def reads_channel_table(r: PlanRequest) -> bool:
+    """Output channels were dropped (passes/zero_channels.py): each remaining one names its input channel."""
+    return r.op.notes.input_channels is not None
+
+
+def written_in_place(r: PlanRequest) -> bool:
+    """The memory planner gave the output the input's memory (DepthwiseConv2D.inplace_inputs)."""
+    return r.graph.storage(r.op.outputs[0]) == r.graph.storage(r.op.inputs[0])
+
+
+def float_channels4_fits(r: PlanRequest) -> bool:
+    """float32, constant weights, an FPU, no channel table."""
+    return r.dtype == "float32" and r.fpu and constant_parameters(r.op, r.graph) and not reads_channel_table(r)
+
+
+def int16_pairs_fits(r: PlanRequest) -> bool:
+    """int16x8, constant weights, no channel table (dw_s16.plan refuses where an int32 sum could overflow)."""
+    return r.dtype == "int16" and constant_parameters(r.op, r.graph) and not reads_channel_table(r)
+
+
+def one_channel_at_a_time(r: PlanRequest) -> bool:
+    """int8 written in place or reading a channel table: planes, the only fast kernel for either."""
+    return _int8_constant(r) and (written_in_place(r) or reads_channel_table(r))
+
+
+def helium_fits(r: PlanRequest) -> bool:
+    """int8 on a Helium core (fast_mve.depthwise_plan: multiplier 1, channels % 16 == 0)."""
+    return _int8_constant(r) and r.mve
+
+
+def only_planes_fits(r: PlanRequest) -> bool:
+    """int8 with a depth multiplier other than 1 or channels not a multiple of 4 (no channels4)."""
+    return _int8_constant(r) and (_multiplier(r) != 1 or r.tensor(0).shape[3] % 4 != 0)
+
+
+def planes_preferred(r: PlanRequest) -> bool:
+    """Both apply: planes when tuned so, or with the DSP extension when it runs two or more pixels per
+    step and its plane fits planes_kernel.PREFERRED_PLANE_BYTES."""
+    if not _int8_constant(r):
+        return False
+    planes = _planes_plan(r)
+    knob = r.knob("variant")
+    return knob == "planes" or (
+        knob != "channels4"
+        and r.dsp
+        and planes.knob("pixels") > 1
+        and planes.scratch <= planes_kernel.PREFERRED_PLANE_BYTES
+    )
+
+
+def _planes_plan(r: PlanRequest) -> KernelPlan:
+    return planes_kernel.plan(geometry(r.op, r.graph), r.features)
+
+
+def _channels4_plan(r: PlanRequest) -> KernelPlan:
+    return KernelPlan.of(
+        CHANNELS4, dsp_or_c(r.features), scratch_bytes=0, channels=4, taps_unrolled=True, weights="s16-pairs"
+    )
+
+
+# The variants DEPTHWISE_CONV_2D takes, in order of preference (DepthwiseConv2D.kernel_plan).
+CHOICES = (
+    Choice(float_channels4_fits, lambda r: float_channels4.plan(_multiplier(r), r.features)),
+    Choice(
+        int16_pairs_fits,
+        lambda r: dw_s16.plan(geometry(r.op, r.graph), _multiplier(r), r.tensor(1), r.features, r.knob("weights")),
+    ),
+    Choice(
+        one_channel_at_a_time,
+        lambda r: _planes_plan(r).with_knobs(in_place=True) if written_in_place(r) else _planes_plan(r),
+    ),
+    Choice(helium_fits, lambda r: fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))),
+    Choice(only_planes_fits, _planes_plan),
+    Choice(planes_preferred, _planes_plan),
+    Choice(_int8_constant, _channels4_plan),
+)
 
 
 @register
@@ -55,7 +141,7 @@ class DepthwiseConv2D(OpKernel):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         mult = op.options.get("depth_multiplier", 1)
         require(w.shape[0] == 1, op, f"weights must have shape [1, h, w, channels], not {list(w.shape)}")
-        table = op.options.get("input_channels")  # output channels dropped (passes/zero_channels.py)
+        table = op.notes.input_channels  # output channels dropped (passes/zero_channels.py)
         require(
             table is None or (len(table) == w.shape[3] and all(0 <= c < x.shape[3] for c in table)),
             op,
@@ -104,11 +190,7 @@ class DepthwiseConv2D(OpKernel):
         """The memory planner gave the output the input's memory (``inplace_inputs``)."""
         return graph.storage(op.outputs[0]) == graph.storage(op.inputs[0])
 
-    def variant(self, op, graph):
-        """The plan for a target without features (emit() records the plan for the actual target)."""
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """int8 with constant weights and bias: planes (ops/fast/depthwise_conv_2d_planes.py: any depth multiplier,
         channel count, kernel, stride, dilation; one int16 plane per input channel in the kernel
         scratch) or channels4 (depth multiplier 1, channels % 4 == 0: 4 channels per step with the
@@ -119,82 +201,32 @@ class DepthwiseConv2D(OpKernel):
         stride 2 channels4 is faster), channels4 otherwise. ``tuning`` {"variant": "planes"} or
         {"variant": "channels4"} overrides. With "mve" (Cortex-M55) and channels % 16 == 0 the Helium
         kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
-        copies each input channel to its plane before writing that channel; with the option
-        ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
+        copies each input channel to its plane before writing that channel; with the
+        note ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
         each remaining one reads) planes too. int16x8: int16-pair-planes (ops/fast/depthwise_conv_2d_s16.py,
         any depth multiplier, int8 weights in flash widened per pair of output channels, a zero-padded
         plane of 8 KB at most) or int16-pairs (int16 pairs in flash; ``tuning`` {"weights": "s16"}, or
         a larger plane); the reference where one int32 sum of a channel could overflow, or with
         ``input_channels``. float32 with constant weights on a core with an FPU (and no input_channels
         table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
-        x = graph.tensors[op.inputs[0]]
-        if (
-            x.dtype == "float32"
-            and "fpu" in features
-            and constant_parameters(op, graph)
-            and "input_channels" not in op.options
-        ):
-            return float_channels4.plan(op.options.get("depth_multiplier", 1), features)
-        if x.dtype == "int16" and constant_parameters(op, graph) and "input_channels" not in op.options:
-            s16 = dw_s16.plan(
-                geometry(op, graph),
-                op.options.get("depth_multiplier", 1),
-                graph.tensors[op.inputs[1]],
-                features,
-                (tuning or {}).get("weights"),
-            )
-            return s16 or {"variant": "reference"}
-        if x.dtype != "int8" or not constant_parameters(op, graph):
-            return {"variant": "reference"}
-        in_place = self.in_place(op, graph)
-        if in_place or "input_channels" in op.options:
-            # one channel at a time: the only fast kernel safe in place, or reading a channel table
-            return dict(
-                planes_kernel.plan(geometry(op, graph)),
-                isa="dsp" if has_dsp(features) else "c",
-                **({"in_place": True} if in_place else {}),
-            )
-        if has_mve(features):
-            mve = fast_mve.depthwise_plan(geometry(op, graph), op.options.get("depth_multiplier", 1))
-            if mve:
-                return mve
-        g = geometry(op, graph)
-        planes = dict(planes_kernel.plan(g), isa="dsp" if has_dsp(features) else "c")
-        if op.options.get("depth_multiplier", 1) != 1 or x.shape[3] % 4:
-            return planes
-        knob = (tuning or {}).get("variant")
-        if knob == "planes" or (
-            knob != "channels4"
-            and has_dsp(features)
-            and planes["pixels"] > 1
-            and planes["scratch_bytes"] <= planes_kernel.PREFERRED_PLANE_BYTES
-        ):
-            return planes
-        return {
-            "variant": "channels4",
-            "isa": "dsp" if has_dsp(features) else "c",
-            "channels": 4,
-            "taps_unrolled": True,
-            "weights": "s16-pairs",
-            "scratch_bytes": 0,
-        }
+        return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
-        if plan["variant"] == "channels4":
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
+        if plan.variant == CHANNELS4:
             return self._emit_channels4(op, graph, ctx, plan)
-        if plan["variant"] == "mve-channels16":
+        if plan.variant == fast_mve.MVE_CHANNELS16:
             return self._emit_mve(op, graph, ctx, plan)
-        if plan["variant"] == "float-channels4":
+        if plan.variant == float_channels4.FLOAT_CHANNELS4:
             return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
-        if plan["variant"] == "planes":
+        if plan.variant == planes_kernel.PLANES:
             return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
-        if plan["variant"] == "int16-pair-planes":
+        if plan.variant == dw_s16.INT16_PAIR_PLANES:
             return dw_s16.emit_planes(
                 op, ctx, plan, geometry(op, graph), bias_tensor(op, graph), op.options.get("depth_multiplier", 1)
             )
-        if plan["variant"] == "int16-pairs":
+        if plan.variant == dw_s16.INT16_PAIRS:
             return dw_s16.emit(
                 op, ctx, plan, geometry(op, graph), bias_tensor(op, graph), op.options.get("depth_multiplier", 1)
             )
@@ -229,7 +261,7 @@ class DepthwiseConv2D(OpKernel):
         if fold:
             q["input_offset"] = 0
         if self.in_place(op, graph):  # channel by channel, each input channel copied to scratch first
-            ctx.variant = {"variant": "reference", "in_place": True}
+            ctx.plan = KernelPlan.of(REFERENCE, in_place=True)
             values["channel_copy"] = ctx.scratch(g.in_h * g.in_w)
         if x.dtype == "int16":  # TFLM's int16 depthwise kernel always accumulates in 64 bits
             q.update(acc_t="int64_t", requant_fn="mc_requantize64", wrap=False)

@@ -23,7 +23,10 @@ import numpy as np
 
 from microcompiler.ops import custom_options as opt
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.plan import KernelPlan, Variant
 from microcompiler.ops.quant import c_float
+
+REGULAR_NMS, FAST_NMS = Variant("regular_nms"), Variant("fast_nms")  # the two suppressions
 
 _COORDS = 4  # y, x, h, w (and ymin, xmin, ymax, xmax once decoded)
 _DEFAULT_DETECTIONS_PER_CLASS = 100  # TFLM's kNumDetectionsPerClass
@@ -132,8 +135,8 @@ class DetectionPostProcess(OpKernel):
             )
         _geometry(op, graph, p)
 
-    def variant(self, op, graph):
-        return {"variant": "regular_nms" if _params(op)["regular"] else "fast_nms"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(REGULAR_NMS if _params(op)["regular"] else FAST_NMS)
 
     def emit(self, op, graph, ctx):
         p = _params(op)

@@ -31,6 +31,7 @@ from microcompiler.ir import np_dtype
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 from microcompiler.ops.requantize import offset_term
 
@@ -169,8 +170,8 @@ class Abs(OpKernel):
 
         return int8_table_from_integer(abs_rescaled)
 
-    def variant(self, op, graph):
-        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

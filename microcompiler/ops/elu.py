@@ -13,6 +13,7 @@ import numpy as np
 
 from microcompiler.ops.base import ElementwiseKernel, register, require_unary
 from microcompiler.ops.lut import int8_table_from_float, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.softmax_logistic import expf
 
 F32 = np.float32
@@ -32,8 +33,8 @@ class Elu(ElementwiseKernel):
     def check(self, op, graph):
         require_unary(op, graph, ("int8", "float32"))
 
-    def variant(self, op, graph):
-        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE_FLOAT)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])

@@ -14,8 +14,8 @@ from microcompiler.ops.conv_common import check_requantize_range, check_weights_
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.fast.fully_connected_rows4 import emit_rows4
-from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.fast.fully_connected_rows4 import ROWS4, emit_rows4
+from microcompiler.ops.plan import ISA_C, ISA_DSP, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose
 from microcompiler.ops.quant import (
     activation_range,
     c_float,
@@ -87,11 +87,7 @@ class FullyConnected(OpKernel):
         b, o, d = self._dims(op, graph)
         return b * o * d
 
-    def variant(self, op, graph):
-        """The plan for a target without features (emit() records the plan for the actual target)."""
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """rows4 (int8, weight zero point 0): 4 output rows per inner loop, the input zero point folded
         into the bias. With the DSP extension the default keeps the weights int8 ("weights": "s8",
         "extract": "lanes": each weight word encodes the int16 lanes (w0 + 256 w1, w2 + 256 w3), the
@@ -109,47 +105,7 @@ class FullyConnected(OpKernel):
         SMLAD on the int16 inputs as they lie, exact int64 sums), the portable C of it without the DSP
         extension. float32 with constant weights on a core with an FPU: float-rows4
         (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
-        x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
-        has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
-        constant = w.is_constant and (not has_bias or graph.tensors[op.inputs[2]].is_constant)
-        if x.dtype == "float32" and w.dtype == "float32" and constant and "fpu" in features:
-            return float_rows4.plan(features)
-        if x.dtype == "int8" and constant and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point):
-            if has_mve(features):
-                return fast_mve.fc_plan(w.shape[-1])
-            dsp = has_dsp(features)
-            knob = (tuning or {}).get("weights")
-            depth = w.shape[-1]
-            if dsp and knob != "s16" and self._lanes_ok(op, graph):
-                steps = depth // 4
-                chunk = fast.lanes_chunk_steps(steps, w.shape[0], (tuning or {}).get("chunk"))
-                return {
-                    "variant": "rows4",
-                    "isa": "dsp",
-                    "rows": 4,
-                    "unroll": 4,
-                    "weights": "s8",
-                    "extract": "lanes",
-                    "chunk": 4 * chunk if chunk < steps else 0,
-                    "scratch_bytes": fast.lanes_scratch_bytes(steps, w.shape[0], chunk),
-                }
-            s16 = dsp and knob != "s8" and depth >= 4
-            # int8 weights with SXTB16: row offsets must fit LDR's 12-bit immediate
-            sxtb16 = dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
-            plan = {
-                "variant": "rows4",
-                "isa": "dsp" if s16 or sxtb16 else "c",
-                "rows": 4,
-                "unroll": 4 if s16 else 1,
-                "weights": "s16" if s16 else "s8",
-                "scratch_bytes": 0,
-            }
-            if sxtb16:
-                plan["extract"] = "sxtb16"
-            return plan
-        if constant and fc_s16.applies(x, w, graph.tensors[op.outputs[0]]):
-            return fc_s16.plan(features)
-        return {"variant": "reference"}
+        return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
 
     def _folded(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -164,17 +120,17 @@ class FullyConnected(OpKernel):
         return fast.lanes_plan(w_rows, folded)
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
-        if plan["variant"] == "rows4":
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
+        if plan.variant == ROWS4:
             return self._emit_rows4(op, graph, ctx, plan)
-        if plan["variant"] == "float-rows4":
+        if plan.variant == float_rows4.FLOAT_ROWS4:
             return float_rows4.emit_float_rows4(op, graph, ctx, self._dims(op, graph))
-        if plan["variant"] == "int16-rows4":
+        if plan.variant == fc_s16.INT16_ROWS4:
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             bias = ctx.tensor(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
             return fc_s16.emit(op, ctx, plan, self._dims(op, graph), fully_connected_multipliers(x, w, y), bias)
-        if plan["variant"] == "mve-dot":
+        if plan.variant == fast_mve.MVE_DOT:
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             batches, out_depth, depth = self._dims(op, graph)
             w_rows, b, _ = self._folded(op, graph)
@@ -253,3 +209,76 @@ class FullyConnected(OpKernel):
     def _emit_rows4(self, op, graph, ctx, plan):
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         return emit_rows4(op, graph, ctx, plan, self._dims(op, graph), fully_connected_multipliers(x, w, y))
+
+
+def _constant(r: PlanRequest) -> bool:
+    has_bias = len(r.op.inputs) > 2 and r.op.inputs[2] >= 0
+    return r.tensor(1).is_constant and (not has_bias or r.tensor(2).is_constant)
+
+
+def float_rows4_fits(r: PlanRequest) -> bool:
+    """float32 input and weights, constant, an FPU."""
+    return r.dtype == "float32" and r.tensor(1).dtype == "float32" and _constant(r) and r.fpu
+
+
+def int8_symmetric(r: PlanRequest) -> bool:
+    """int8, constant weights whose zero points are all 0 (the rows4 and mve-dot kernels)."""
+    w = r.tensor(1)
+    return r.dtype == "int8" and _constant(r) and w.quant is not None and all(int(z) == 0 for z in w.quant.zero_point)
+
+
+def helium_fits(r: PlanRequest) -> bool:
+    return int8_symmetric(r) and r.mve
+
+
+def lanes_fits(r: PlanRequest) -> bool:
+    """The DSP extension, int8 weights kept (not tuned to s16), lanes that fit int16 and |acc| < 2^23."""
+    return int8_symmetric(r) and r.dsp and r.knob("weights") != "s16" and FullyConnected()._lanes_ok(r.op, r.graph)
+
+
+def int16_rows4_fits(r: PlanRequest) -> bool:
+    """int16x8 with zero points 0 (fc_s16.applies)."""
+    return _constant(r) and fc_s16.applies(r.tensor(0), r.tensor(1), r.tensor(-1))
+
+
+def _lanes_plan(r: PlanRequest) -> KernelPlan:
+    w = r.tensor(1)
+    steps = w.shape[-1] // 4
+    chunk = fast.lanes_chunk_steps(steps, w.shape[0], r.knob("chunk"))
+    return KernelPlan.of(
+        ROWS4,
+        ISA_DSP,
+        scratch_bytes=fast.lanes_scratch_bytes(steps, w.shape[0], chunk),
+        rows=4,
+        unroll=4,
+        weights="s8",
+        extract="lanes",
+        chunk=4 * chunk if chunk < steps else 0,
+    )
+
+
+def _rows4_plan(r: PlanRequest) -> KernelPlan:
+    """s16 pairs with the DSP extension (unless tuned to s8), int8 weights with SXTB16 where the row
+    offsets fit LDR's 12-bit immediate, else int8 in C."""
+    depth = r.tensor(1).shape[-1]
+    s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
+    sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
+    plan = KernelPlan.of(
+        ROWS4,
+        ISA_DSP if s16 or sxtb16 else ISA_C,
+        scratch_bytes=0,
+        rows=4,
+        unroll=4 if s16 else 1,
+        weights="s16" if s16 else "s8",
+    )
+    return plan.with_knobs(extract="sxtb16") if sxtb16 else plan
+
+
+# The variants FULLY_CONNECTED takes, in order of preference (FullyConnected.kernel_plan).
+CHOICES = (
+    Choice(float_rows4_fits, lambda r: float_rows4.plan(r.features)),
+    Choice(helium_fits, lambda r: fast_mve.fc_plan(r.tensor(1).shape[-1])),
+    Choice(lanes_fits, _lanes_plan),
+    Choice(int8_symmetric, _rows4_plan),
+    Choice(int16_rows4_fits, lambda r: fc_s16.plan(r.features)),
+)

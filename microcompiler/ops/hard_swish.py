@@ -24,6 +24,7 @@ from microcompiler.ops.fixedpoint import (
     wrap16,
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import quantize_multiplier
 
 F32 = np.float32
@@ -94,8 +95,8 @@ class HardSwish(ElementwiseKernel):
                 "the input scale is more than 128 times the output scale (TFLM rejects it too)",
             )
 
-    def variant(self, op, graph):
-        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE_FLOAT)
 
     def int8_table(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

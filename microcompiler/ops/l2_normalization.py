@@ -11,8 +11,11 @@ reference kernels.
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.plan import REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.requantize import offset_term
 from microcompiler.ops.softmax_logistic import _outer_and_depth
+
+INVERSE_SQRT = Variant("fixed-point-inverse-sqrt")  # int8: TFLM's fixed-point 1/sqrt
 
 MAX_RANK = 4
 EPSILON = "1e-6f"
@@ -48,10 +51,8 @@ class L2Normalization(OpKernel):
     def macs(self, op, graph):
         return 2 * graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
-        return {
-            "variant": "fixed-point-inverse-sqrt" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"
-        }
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(INVERSE_SQRT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE_FLOAT)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])

@@ -4,6 +4,9 @@
 non-negative inputs (relative to the zero point) with input_scale / output_scale and negative ones
 with input_scale * alpha / output_scale (the float32 scales and alpha multiplied and divided in
 double precision, as the pinned TFLM computes them), then adds the output zero point and saturates.
+A negative alpha's multiplier is applied as TFLM's reference does it: the input times the
+multiplier's magnitude, then negated (``-(x * |m|)`` rounds a tie toward minus infinity where
+``x * m`` would round it toward plus infinity).
 int8 compiles to a 256-entry table of that arithmetic (ops/lut.py): one load per element.
 """
 
@@ -14,6 +17,7 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, c_float, quantize_multiplier
 from microcompiler.ops.requantize import offset_term
 
@@ -27,6 +31,14 @@ def leaky_relu_multipliers(in_scale: float, out_scale: float, alpha: float) -> t
     identity = quantize_multiplier(in_scale / out_scale, saturate=False)
     negative = quantize_multiplier(in_scale * alpha / out_scale, saturate=False)
     return identity, negative
+
+
+def scaled_negative_input(d: int, multiplier: int, shift: int) -> int:
+    """The negative input ``d`` times the alpha multiplier as TFLM's QuantizeLeakyRelu computes it:
+    by the multiplier's magnitude, negated afterwards for a negative alpha."""
+    if multiplier < 0:
+        return -requantize(d, -multiplier, shift)
+    return requantize(d, multiplier, shift)
 
 
 @register
@@ -44,6 +56,11 @@ class LeakyRelu(ElementwiseKernel):
                 op,
                 "input scale (times alpha) over output scale is beyond 2^30: no int32 multiplier holds it",
             )
+            require(
+                multipliers[1][0] > -(2**31),
+                op,
+                "alpha * input scale / output scale rounds to minus a power of two whose magnitude no int32 holds",
+            )
 
     def int8_table(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -54,12 +71,13 @@ class LeakyRelu(ElementwiseKernel):
 
         def leaky_relu(v: int) -> int:
             d = v - in_zp
-            return clamp(requantize(d, *(identity if d >= 0 else negative)) + out_zp, -128, 127)
+            scaled = requantize(d, *identity) if d >= 0 else scaled_negative_input(d, *negative)
+            return clamp(scaled + out_zp, -128, 127)
 
         return int8_table_from_integer(leaky_relu)
 
-    def variant(self, op, graph):
-        return {"variant": "lut" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

@@ -12,8 +12,9 @@ kernels.
 from __future__ import annotations
 
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
+from microcompiler.ops.plan import REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import quantize_multiplier
-from microcompiler.ops.softmax_logistic import F32, _outer_and_depth, calculate_input_radius
+from microcompiler.ops.softmax_logistic import F32, FIXED_POINT, _outer_and_depth, calculate_input_radius
 
 SCALED_DIFF_INTEGER_BITS = 5  # Q5.26 input differences
 ACCUMULATION_INTEGER_BITS = 12  # Q12.19 sum of exponentials
@@ -86,8 +87,8 @@ class LogSoftmax(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
-        return {"variant": "gemmlowp-fixed-point" if graph.tensors[op.inputs[0]].dtype == "int8" else "reference-float"}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(FIXED_POINT if graph.tensors[op.inputs[0]].dtype == "int8" else REFERENCE_FLOAT)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])

@@ -30,9 +30,13 @@ from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan, Variant
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 from microcompiler.templating import index_expr
+
+# the four gates' matmuls, 4 rows per SMLAD dot product (mc_dot_r4)
+LSTM_ROWS4 = Variant("rows4", ("kernel_simd.h",))
 
 INPUT = 0
 INPUT_WEIGHTS = {"input": 1, "forget": 2, "cell": 3, "output": 4}
@@ -102,10 +106,7 @@ class UnidirectionalSequenceLstm(OpKernel):
     }
     input_roles = _roles()
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """rows4 on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32): the
         input FC and the recurrent FC of the four gates each one FULLY_CONNECTED of 4 x n_state rows, 4
         rows per mc_dot_r4 (SXTB16 of the activations, SMLAD with int16 weight pairs: 13 instructions
@@ -114,8 +115,8 @@ class UnidirectionalSequenceLstm(OpKernel):
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
         if has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
-            return {"variant": "rows4", "isa": "dsp", "rows": 4, "weights": "s16"}
-        return {"variant": "reference"}
+            return KernelPlan.of(LSTM_ROWS4, ISA_DSP, rows=4, weights="s16")
+        return REFERENCE_PLAN
 
     def _dims(self, op, graph):
         x = graph.tensors[op.inputs[INPUT]]
@@ -261,9 +262,9 @@ class UnidirectionalSequenceLstm(OpKernel):
             cell=ctx.arg(op.inputs[CELL_STATE]),
             rows4=None,
         )
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
-        if plan["variant"] == "rows4":
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
+        if plan.variant == LSTM_ROWS4:
             values["rows4"] = self._rows4(op, graph, ctx, plan)
         else:
             values.update(
@@ -384,8 +385,8 @@ class UnidirectionalSequenceLstm(OpKernel):
                 ),
                 r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast else None,
             )
-        plan["requant"] = (
-            "smmlar"
+        ctx.note(
+            requant="smmlar"
             if sides["input"]["fast"] and sides["hidden"]["fast"]
             else ("reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
         )

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from microcompiler.ops.plan import LUT, KernelPlan
 from microcompiler.ops.quant import tflite_round
 
 F32 = np.float32
@@ -67,5 +68,5 @@ def render_int8_table(ctx, table: np.ndarray, size: int, input: str, output: str
     """The table as a const array in flash and the loop indexing it; ``what`` names the function the
     table holds in the generated comment."""
     name = ctx.const("lut", np.asarray(table, dtype=np.int8))
-    ctx.variant = {"variant": "lut", "scratch_bytes": 0}
+    ctx.plan = KernelPlan(LUT, scratch_bytes=0)
     return ctx.render("lut_int8.c.j2", table=name, size=size, input=input, output=output, what=what)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from microcompiler.ir import c_type
 from microcompiler.ops.base import OpKernel, register
+from microcompiler.ops.plan import KernelPlan, Variant
+
+MEMCPY = Variant("memcpy")
 
 PATCH_COPY = "MC_PATCH_COPY"
 
@@ -22,12 +25,11 @@ class PatchCopy(OpKernel):
     internal = True  # made by a pass, never read from a model: not listed by `microcompiler ops`
     input_roles = ("input",)
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         """memcpy, and the elements it moves (what the cost model counts, ops/cost_model.py)."""
-        return {
-            "variant": "memcpy",
-            "elements": op.options["rows"] * op.options["cols"] * graph.tensors[op.outputs[0]].shape[3],
-        }
+        return KernelPlan.of(
+            MEMCPY, elements=op.options["rows"] * op.options["cols"] * graph.tensors[op.outputs[0]].shape[3]
+        )
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

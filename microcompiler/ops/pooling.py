@@ -12,9 +12,10 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.fast.avg_pool_sxtab16 import emit_sxtab16
+from microcompiler.ops.fast.avg_pool_sxtab16 import SXTAB16, emit_sxtab16
 from microcompiler.ops.features import has_dsp, has_mve
 from microcompiler.ops.geometry import origin_expr, pool_geometry  # noqa: F401 (pool_geometry re-exported)
+from microcompiler.ops.plan import ISA_DSP, REFERENCE, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, activation_range, c_float, float_activation_range
 
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -89,7 +90,7 @@ class Pool2D(OpKernel):
             dims.append((out, pad, pad == 0 and (out - 1) * st + f <= size))
         return dims
 
-    def plan(self, op, graph, features=frozenset()) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """sxtab16 (int8 AVERAGE_POOL_2D, DSP extension, no clipped window, depth % 4 == 0, at most
         255 taps so that int16 lane sums cannot overflow): 4 channels per step with SXTAB16.
         Otherwise the reference loop nest."""
@@ -113,13 +114,13 @@ class Pool2D(OpKernel):
             and x.shape[3] % 4 == 0
             and o["filter_h"] * o["filter_w"] <= 255
         ):
-            return {"variant": "sxtab16", "isa": "dsp", "channels": 4, "clipped_windows": False, "scratch_bytes": 0}
-        return {"variant": "reference", "clipped_windows": not (full_h and full_w), "scratch_bytes": 0}
+            return KernelPlan.of(SXTAB16, ISA_DSP, scratch_bytes=0, channels=4, clipped_windows=False)
+        return KernelPlan.of(REFERENCE, scratch_bytes=0, clipped_windows=not (full_h and full_w))
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         o = op.options
-        ctx.variant = self.plan(op, graph, frozenset() if ctx.reference_only else ctx.features)
+        ctx.plan = plan = self.kernel_plan(op, graph, frozenset() if ctx.reference_only else ctx.features)
         batches, in_h, in_w, depth = x.shape
         (out_h, pad_h, full_h), (out_w, pad_w, full_w) = self._geometry(op, x)
         if full_h and full_w:
@@ -160,7 +161,7 @@ class Pool2D(OpKernel):
                 "pooling.c.j2", ctype="float", act_min=c_float(lo), act_max=c_float(hi), lowest="-FLT_MAX", **values
             )
         lo, hi = activation_range(o["activation"], y)
-        if ctx.variant["variant"] == "mve-channels8":
+        if plan.variant == fast_mve.MVE_CHANNELS8:
             return ctx.render(
                 "pool_mve.c.j2",
                 act_min=lo,
@@ -168,9 +169,9 @@ class Pool2D(OpKernel):
                 **fast_mve.avgpool_values(o["filter_h"] * o["filter_w"]),
                 **values,
             )
-        if ctx.variant["variant"] == "mve-max16":
+        if plan.variant == fast_mve.MVE_MAX16:
             return ctx.render("pool_mve.c.j2", act_min=lo, act_max=hi, **values)
-        if ctx.variant["variant"] == "sxtab16":
+        if plan.variant == SXTAB16:
             return emit_sxtab16(ctx, act_min=lo, act_max=hi, **values)
         return ctx.render(
             "pooling.c.j2",
@@ -180,6 +181,3 @@ class Pool2D(OpKernel):
             lowest=INT_RANGES[x.dtype][0],
             **values,
         )
-
-    def variant(self, op, graph):
-        return self.plan(op, graph)

@@ -15,7 +15,9 @@ Supported (as TFLM):
   (``softmax_int8_exp_table``) and the run time is a table load per element for the row sum, one
   reciprocal per row, and a multiply and rounding shift per output.
 * LOGISTIC: float32; int8 (output zero point -128) as a 256-entry table of TFLM's integer results,
-  computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15).
+  computed here (``logistic_int8_table``); int16 (zero points 0, output scale 2^-15) as a
+  piecewise-linear table over the rescaled input (ops/lut16.py), TFLM's own interpolation loop
+  where no exact fit exists or the tuning asks for the reference.
 """
 
 from __future__ import annotations
@@ -35,7 +37,19 @@ from microcompiler.ops.fixedpoint import (
     wrap32,
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.lut16 import (
+    PIECEWISE_TABLE,
+    SIGMOID_TABLE,
+    SIGMOID_TABLE_UINT16,
+    piecewise_table,
+    render_piecewise_table,
+)
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
+
+EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
+FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
+INT16_LUT = Variant("int16-lut")  # int16 SOFTMAX: TFLM's interpolated exp and reciprocal tables
 
 F32 = np.float32
 
@@ -47,270 +61,6 @@ INT16_LUT_SIZE = 513
 # The int8 softmax takes its exponentials from a 1 KB table (256 int32) for tensors of at least as many
 # elements as the table has bytes; smaller ones (a classifier's last layer) compute them, saving flash.
 SOFTMAX_EXP_TABLE_MIN_ELEMENTS = 1024
-
-# TFLM's sigmoid_table_uint16 (tensorflow/lite/kernels/internal/common.h, Apache-2.0): sigmoid(i / 24)
-# in unsigned 0.16 fixed point, used by the int16 LOGISTIC reference kernel. The values are not a
-# plain rounding of the formula (about 40 entries are one higher), so they are kept as data: the
-# kernel must use exactly these numbers to be bit-exact.
-SIGMOID_TABLE_UINT16 = (
-    32768,
-    33451,
-    34133,
-    34813,
-    35493,
-    36169,
-    36843,
-    37513,
-    38180,
-    38841,
-    39498,
-    40149,
-    40794,
-    41432,
-    42064,
-    42688,
-    43304,
-    43912,
-    44511,
-    45102,
-    45683,
-    46255,
-    46817,
-    47369,
-    47911,
-    48443,
-    48964,
-    49475,
-    49975,
-    50464,
-    50942,
-    51409,
-    51865,
-    52311,
-    52745,
-    53169,
-    53581,
-    53983,
-    54374,
-    54755,
-    55125,
-    55485,
-    55834,
-    56174,
-    56503,
-    56823,
-    57133,
-    57433,
-    57724,
-    58007,
-    58280,
-    58544,
-    58800,
-    59048,
-    59288,
-    59519,
-    59743,
-    59959,
-    60168,
-    60370,
-    60565,
-    60753,
-    60935,
-    61110,
-    61279,
-    61441,
-    61599,
-    61750,
-    61896,
-    62036,
-    62172,
-    62302,
-    62428,
-    62549,
-    62666,
-    62778,
-    62886,
-    62990,
-    63090,
-    63186,
-    63279,
-    63368,
-    63454,
-    63536,
-    63615,
-    63691,
-    63765,
-    63835,
-    63903,
-    63968,
-    64030,
-    64090,
-    64148,
-    64204,
-    64257,
-    64308,
-    64357,
-    64405,
-    64450,
-    64494,
-    64536,
-    64576,
-    64614,
-    64652,
-    64687,
-    64721,
-    64754,
-    64786,
-    64816,
-    64845,
-    64873,
-    64900,
-    64926,
-    64950,
-    64974,
-    64997,
-    65019,
-    65039,
-    65060,
-    65079,
-    65097,
-    65115,
-    65132,
-    65149,
-    65164,
-    65179,
-    65194,
-    65208,
-    65221,
-    65234,
-    65246,
-    65258,
-    65269,
-    65280,
-    65291,
-    65301,
-    65310,
-    65319,
-    65328,
-    65337,
-    65345,
-    65352,
-    65360,
-    65367,
-    65374,
-    65381,
-    65387,
-    65393,
-    65399,
-    65404,
-    65410,
-    65415,
-    65420,
-    65425,
-    65429,
-    65433,
-    65438,
-    65442,
-    65445,
-    65449,
-    65453,
-    65456,
-    65459,
-    65462,
-    65465,
-    65468,
-    65471,
-    65474,
-    65476,
-    65479,
-    65481,
-    65483,
-    65485,
-    65488,
-    65489,
-    65491,
-    65493,
-    65495,
-    65497,
-    65498,
-    65500,
-    65501,
-    65503,
-    65504,
-    65505,
-    65507,
-    65508,
-    65509,
-    65510,
-    65511,
-    65512,
-    65513,
-    65514,
-    65515,
-    65516,
-    65517,
-    65517,
-    65518,
-    65519,
-    65520,
-    65520,
-    65521,
-    65522,
-    65522,
-    65523,
-    65523,
-    65524,
-    65524,
-    65525,
-    65525,
-    65526,
-    65526,
-    65526,
-    65527,
-    65527,
-    65528,
-    65528,
-    65528,
-    65529,
-    65529,
-    65529,
-    65529,
-    65530,
-    65530,
-    65530,
-    65530,
-    65531,
-    65531,
-    65531,
-    65531,
-    65531,
-    65532,
-    65532,
-    65532,
-    65532,
-    65532,
-    65532,
-    65533,
-    65533,
-    65533,
-    65533,
-    65533,
-    65533,
-    65533,
-    65533,
-    65534,
-    65534,
-    65534,
-    65534,
-    65534,
-    65534,
-    65534,
-    65534,
-    65534,
-    65534,
-    65535,
-)
-
 
 # ---- compile-time arithmetic, mirroring TFLM's prepare step ------------------------------------
 
@@ -537,11 +287,11 @@ class Softmax(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int8":
-            return {"variant": "exp-table" if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else "gemmlowp-fixed-point"}
-        return {"variant": {"float32": "reference-float", "int16": "int16-lut"}[x.dtype]}
+            return KernelPlan(EXP_TABLE if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else FIXED_POINT)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int16": INT16_LUT}[x.dtype])
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
@@ -554,7 +304,7 @@ class Softmax(OpKernel):
         if x.dtype == "int8":
             out_bits = 8 if y.dtype == "int8" else 16
             if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
-                ctx.variant = {"variant": "exp-table", "scratch_bytes": 0}
+                ctx.plan = KernelPlan(EXP_TABLE, scratch_bytes=0)
                 exp_table = ctx.const(
                     "exp_table",
                     softmax_int8_exp_table(in_scale, beta),
@@ -634,9 +384,11 @@ class Logistic(OpKernel):
     def macs(self, op, graph):
         return graph.tensors[op.inputs[0]].size
 
-    def variant(self, op, graph):
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
-        return {"variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[x.dtype]}
+        if x.dtype == "int16" and piecewise_table("logistic", *logistic_int16_params(_scale_zp(x)[0])):
+            return KernelPlan(PIECEWISE_TABLE)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]
@@ -654,6 +406,10 @@ class Logistic(OpKernel):
         if x.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="logistic", **values)
         multiplier, shift = logistic_int16_params(in_scale)
+        lines = None if ctx.reference_only else piecewise_table("logistic", multiplier, shift)
+        if lines:
+            return render_piecewise_table(ctx, lines, what="logistic", **values)
+        ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(
             "logistic_int16.c.j2",

@@ -27,8 +27,11 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan, Variant
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 from microcompiler.templating import index_expr as _index
+
+SMLAD = Variant("smlad", ("kernel_simd.h",))  # both dot products two MACs per SMLAD
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
 INT32_MAX = 2**31 - 1
@@ -154,10 +157,7 @@ class Svdf(OpKernel):
         max_bias = int(np.max(np.abs(bias.data.astype(np.int64)))) if bias is not None else 0
         return rank * n_memory * max_wt * max_state + max_bias > INT32_MAX
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """smlad with the DSP extension where it is exact (see the module docstring), else reference."""
         state = graph.tensors[op.inputs[STATE]]
         if (
@@ -169,8 +169,8 @@ class Svdf(OpKernel):
             and not self._wide(op, graph)
         ):
             n_input = self._dims(op, graph)[1]
-            return {"variant": "smlad", "isa": "dsp", "scratch_bytes": 2 * (n_input - n_input % 4)}
-        return {"variant": "reference"}
+            return KernelPlan.of(SMLAD, ISA_DSP, scratch_bytes=2 * (n_input - n_input % 4))
+        return REFERENCE_PLAN
 
     def macs(self, op, graph):
         batch, n_input, n_filter, n_memory, _, _ = self._dims(op, graph)
@@ -225,16 +225,16 @@ class Svdf(OpKernel):
         m2 = quantize_multiplier(_effective_scale(state.quant.scale[0], wt.quant.scale[0], y.quant.scale[0]))
         # TFLM sums in int32 (wrapping); where the sum could leave int32, sum in int64 and wrap at the end.
         wide = self._wide(op, graph)
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
-        smlad = plan["variant"] == "smlad"
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
+        smlad = plan.variant == SMLAD
         values.update(
             smlad=smlad,
             quads=n_input // 4,
             input_tail=n_input % 4,
             pairs=n_memory // 2,
             memory_tail=n_memory % 2,
-            scratch=ctx.scratch(plan["scratch_bytes"]) if smlad and plan["scratch_bytes"] else None,
+            scratch=ctx.scratch(plan.scratch) if smlad and plan.scratch else None,
         )
         return ctx.render(
             "svdf.c.j2",

@@ -11,7 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import ElementwiseKernel, OpKernel, register
+from microcompiler.ops.plan import LUT, KernelPlan, Variant
 from microcompiler.ops.requantize import offset_term
+
+LUT_GATE = Variant("lut-gate")  # a table of per-channel gates
 
 TABLE_INT8 = "MC_TABLE_INT8"
 
@@ -27,8 +30,8 @@ class TableInt8(ElementwiseKernel):
     def int8_table(self, op, graph):
         return np.asarray(graph.tensors[op.inputs[1]].data, dtype=np.int8)
 
-    def variant(self, op, graph):
-        return {"variant": "lut", "scratch_bytes": 0}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT, scratch_bytes=0)
 
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
@@ -65,8 +68,8 @@ class ScaleChannelsInt8(OpKernel):
     def inplace_inputs(self, op, graph):
         return (0,)
 
-    def variant(self, op, graph):
-        return {"variant": "lut-gate", "scratch_bytes": 0}
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        return KernelPlan(LUT_GATE, scratch_bytes=0)
 
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])

@@ -5,7 +5,9 @@
   rounded to the output's 1/128 steps; inputs beyond the radius where the rescaling could overflow
   saturate. As in TFLM, the output is always tanh * 128 whatever the output tensor's quantization says.
 * int16: zero points 0 and an output scale of 2^-15; tanh(x) = 2 * sigmoid(2x) - 1 from TFLM's
-  256-entry sigmoid table (shared with the int16 LOGISTIC) with linear interpolation.
+  256-entry sigmoid table (shared with the int16 LOGISTIC) with linear interpolation, compiled to a
+  piecewise-linear table over the rescaled input (ops/lut16.py); TFLM's own loop where no exact fit
+  exists or the tuning asks for the reference.
 * float32: ``mc_tanhf``, the C library's fdlibm tanhf carried in the runtime (kernel_libm.h).
 """
 
@@ -16,6 +18,8 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
+from microcompiler.ops.lut16 import PIECEWISE_TABLE, SIGMOID_TABLE, piecewise_table, render_piecewise_table
+from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import (
     F32,
@@ -85,12 +89,11 @@ class Tanh(ElementwiseKernel):
             f"int16 input scale {x.quant.scale[0]} is too large: input * multiplier would overflow int32",
         )
 
-    def variant(self, op, graph):
-        return {
-            "variant": {"float32": "reference-float", "int8": "lut", "int16": "sigmoid-table"}[
-                graph.tensors[op.inputs[0]].dtype
-            ]
-        }
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        x = graph.tensors[op.inputs[0]]
+        if x.dtype == "int16" and piecewise_table("tanh", *tanh_int16_params(x.quant.scale[0])):
+            return KernelPlan(PIECEWISE_TABLE)
+        return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
         x = graph.tensors[op.inputs[0]]
@@ -105,6 +108,10 @@ class Tanh(ElementwiseKernel):
         if x.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="tanh", **values)
         multiplier, shift = tanh_int16_params(in_scale)
+        lines = None if ctx.reference_only else piecewise_table("tanh", multiplier, shift)
+        if lines:
+            return render_piecewise_table(ctx, lines, what="tanh", **values)
+        ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(
             "tanh_int16.c.j2",

@@ -31,6 +31,7 @@ from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
 from microcompiler.ops.fast import transpose_conv_phases as phases
 from microcompiler.ops.geometry import out_size, padding_before
+from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import activation_range, c_float, conv_multipliers, float_activation_range
 
 OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = range(4)
@@ -126,10 +127,7 @@ class TransposeConv(OpKernel):
         w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
         return x.size * w.shape[0] * w.shape[1] * w.shape[2]
 
-    def variant(self, op, graph):
-        return self.plan(op, graph)
-
-    def plan(self, op, graph, features=frozenset(), tuning=None) -> dict:
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """int8 with constant weights and bias: "phases" (ops/fast/transpose_conv_phases.py); otherwise
         the reference gather loop nest."""
         w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
@@ -138,11 +136,11 @@ class TransposeConv(OpKernel):
             return phases.plan(
                 x.shape[3], w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
             )
-        return {"variant": "reference"}
+        return REFERENCE_PLAN
 
     def emit(self, op, graph, ctx):
-        plan = {"variant": "reference"} if ctx.reference_only else self.plan(op, graph, ctx.features, ctx.tuning)
-        ctx.variant = plan
+        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+        ctx.plan = plan
         o = op.options
         w, x, y = ctx.tensor(op.inputs[WEIGHTS]), ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.outputs[0])
         bias = _bias(op, graph)
@@ -172,7 +170,7 @@ class TransposeConv(OpKernel):
                 f"kernel {k_h}x{k_w}, stride {stride_h}x{stride_w}, padding top {pad_h} left {pad_w}"
             ),
         )
-        if plan["variant"] == "phases":
+        if plan.variant == phases.PHASES:
             return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         values["weights"] = ctx.arg(op.inputs[WEIGHTS])
         bias_c = ctx.arg(op.inputs[BIAS]) if bias is not None else None

@@ -12,8 +12,8 @@ buffers are live inside the stage, so the arena shrinks to the stage output plus
 The rewrite is a plain graph of existing operators, so the memory planner counts the patch buffers
 and every executor runs it unchanged:
 
-* each (layer, patch) is an operator of the layer's kind on patch-sized tensors with the option
-  ``patch_padding`` (top, left): the padding that remains at the true image border, where the
+* each (layer, patch) is an operator of the layer's kind on patch-sized tensors with the
+  note ``patch_padding`` (top, left): the padding that remains at the true image border, where the
   kernel's usual bounds checks skip the taps outside the image (``ops/conv_common.geometry``); the
   bottom/right border needs none (taps past the patch buffer's end are outside the image);
 * ``MC_PATCH_COPY`` (ops/patch_copy.py) copies a rectangle between tensors: the stage input's window
@@ -110,7 +110,7 @@ def _patchable(op: Operator, g: Graph) -> bool:
     if any(t.dtype != "int8" or len(t.shape) != 4 or t.shape[0] != 1 or t.is_constant or t.persistent for t in ts):
         return False
     if op.kind in WINDOWED:
-        return "patch_padding" not in op.options and all(g.tensors[i].is_constant for i in op.inputs[1:] if i >= 0)
+        return op.notes.patch_padding is None and all(g.tensors[i].is_constant for i in op.inputs[1:] if i >= 0)
     return op.kind == "ADD" and len(op.inputs) == 2 and all(t.shape == ts[-1].shape for t in ts)
 
 
@@ -245,7 +245,9 @@ def apply_patches(graph: Graph, k: int, grid: tuple[int, int], copy: bool = True
             )
             if op.kind in WINDOWED:
                 _, s_h, _, p_h, _, s_w, _, p_w = _conv_padding(op, g)
-                options["patch_padding"] = (max(0, p_h - out_window.r0 * s_h), max(0, p_w - out_window.c0 * s_w))
+                notes = replace(
+                    notes, patch_padding=(max(0, p_h - out_window.r0 * s_h), max(0, p_w - out_window.c0 * s_w))
+                )
             b.op(op.kind, inputs, out, options, notes)
             held[op.outputs[0]] = (out, out_window)
         tensor, window = held[final]

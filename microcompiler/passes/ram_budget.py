@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 from microcompiler.errors import BoardError
 from microcompiler.ir import Graph, Operator
+from microcompiler.ops.fast.conv_2d_im2col import IM2COL
+from microcompiler.ops.plan import KernelPlan
 from microcompiler.passes.memory_plan import arena_buffers, lower_bound, peak_step, plan_memory, share_in_place
 from microcompiler.passes.patches import apply_patches, extra_macs, live_peak, patch_stage, patch_windows, stage_lengths
 
@@ -70,13 +72,13 @@ class NoPlanFits(BoardError):
         self.limit, self.smallest = limit, smallest
 
 
-def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> dict:
+def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> KernelPlan:
     from microcompiler.ops.base import kernel_for
 
     kernel = kernel_for(op)
     if op.kind in _PLANNED_KINDS:  # their plan(op, graph, features) is what emit() runs for the target
-        return kernel.plan(op, g, features)  # type: ignore[attr-defined]
-    return kernel.variant(op, g)
+        return kernel.kernel_plan(op, g, features)
+    return kernel.kernel_plan(op, g)
 
 
 def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
@@ -86,13 +88,13 @@ def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
 
     scratch, instructions = 0, 0.0
     for op in g.operators:
-        variant = _kernel_plan(op, g, features)
-        scratch = max(scratch, -(-int(variant.get("scratch_bytes", 0)) // 4) * 4)
+        plan = _kernel_plan(op, g, features)
+        scratch = max(scratch, -(-plan.scratch // 4) * 4)
         x = g.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
         entry = {
             "kind": op.kind,
             "macs": kernel_for(op).macs(op, g),
-            "kernel": variant,
+            "kernel": plan.as_json(),
             "inputs": [list(g.tensors[i].shape) for i in op.inputs if i >= 0],
             "outputs": [list(g.tensors[o].shape) for o in op.outputs],
         }
@@ -135,7 +137,7 @@ def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
             or t.nbytes < y.nbytes
         ):
             continue
-        if _kernel_plan(op, g, features).get("variant") != "im2col":
+        if _kernel_plan(op, g, features).variant != IM2COL:
             continue
         g.aliases[op.outputs[0]] = root
         last[root] = max(last.get(root, step), last.pop(op.outputs[0], step))

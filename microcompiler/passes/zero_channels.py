@@ -13,8 +13,8 @@ The pass rewrites such an operator into two:
 2. ``MC_CONSTANT_CHANNELS`` (ops/constant_channels.py), which spreads the computed channels to their
    places in the full output, last pixel first (in place), and writes the constants between them.
 
-A DEPTHWISE_CONV_2D keeps its whole input: its remaining output channels get the option
-``input_channels``, the input channel each reads (output channel // depth multiplier before the
+A DEPTHWISE_CONV_2D keeps its whole input: its remaining output channels get the note
+``input_channels`` (``Operator.notes``, not an option), the input channel each reads (output channel // depth multiplier before the
 pass), which its kernels follow (the planes kernel, one channel at a time, or the reference loops).
 
 It runs after ``remove_reshapes`` and before ``remove_dead_code`` (which then drops the full
@@ -67,7 +67,7 @@ def zero_channels(op: Operator, graph: Graph) -> np.ndarray | None:
         return None
     if y.quant is None or y.quant.per_channel or y.persistent or op.outputs[0] in graph.aliases:
         return None
-    if "input_channels" in op.options:  # a depthwise layer this pass made already
+    if op.notes.input_channels is not None:  # a depthwise layer this pass made already
         return None
     if y.shape[-1] != w.shape[axis]:
         return None
@@ -136,18 +136,11 @@ def drop_zero_channels(graph: Graph) -> Graph:
                 np.where(keep, 0, channel_constants(op, g)).astype(np.int8),
             )
         )
-        options = dict(op.options)
+        notes = replace(op.notes, dropped_channels=int(zero.sum()))
         if op.kind == "DEPTHWISE_CONV_2D":  # the input channel each remaining output channel reads
-            options["input_channels"] = (np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)).tolist()
-        operators.append(
-            replace(
-                op,
-                inputs=inputs,
-                outputs=[narrow],
-                options=options,
-                notes=replace(op.notes, dropped_channels=int(zero.sum())),
-            )
-        )
+            channels = np.flatnonzero(keep) // op.options.get("depth_multiplier", 1)
+            notes = replace(notes, input_channels=tuple(int(c) for c in channels))
+        operators.append(replace(op, inputs=inputs, outputs=[narrow], options=dict(op.options), notes=notes))
         operators.append(
             Operator(
                 CONSTANT_CHANNELS,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from html import escape
 
+from microcompiler.analysis.memory_plan import live_bytes
+
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
@@ -65,15 +67,6 @@ def _short(name: str, width_px: float, font_px: float = 10) -> str | None:
     if chars < 3:
         return None
     return name if len(name) <= chars else name[: chars - 1] + "\u2026"
-
-
-def live_bytes(plan: dict) -> list[int]:
-    """The bytes of arena buffers live at each operator step (the plan's own list when it has one)."""
-    if "live_bytes_per_step" in plan:
-        return list(plan["live_bytes_per_step"])
-    return [
-        sum(b["bytes"] for b in plan["buffers"] if b["first_step"] <= s <= b["last_step"]) for s in range(plan["steps"])
-    ]
 
 
 def memory_plan_chart(plan: dict, title: str) -> str:

@@ -106,7 +106,7 @@ def measure(job: MeasureJob) -> dict:
             "index": fn.op.index,
             "ticks": _per_run(timing),
             "exact": verdict,
-            "variant": fn.variant.get("variant") if isinstance(fn.variant, dict) else None,
+            "variant": fn.plan.variant.name,
         }
         for fn, timing, verdict in zip(library.functions, timings, verdicts)
     ]

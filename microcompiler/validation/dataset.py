@@ -1,17 +1,20 @@
-"""A real dataset for ``validate --dataset FILE [--labels FILE]`` (docs/validate.md).
+"""Real samples for ``validate --dataset FILE|DIR [--labels FILE]`` (docs/validate.md), and the labels'
+metrics: the one place the command and ``microcompiler.api.validate`` get them from.
 
 The samples come from an ``.npz`` archive (one array per model input, named after the input, or
 ``x`` / ``input0``, ``input1``, ... ; the first axis counts the samples; an optional ``y`` or
 ``labels`` array holds the classes), a ``.csv`` file (one-input models: a sample per row, its values
-flattened in the input's order) or a directory of ``.npy`` files (one per sample). Real-valued data
-for a quantized input is quantized with the input's scale and zero point, as the firmware's caller
-would. Labels come with the archive or from ``--labels`` (``.npy``, or text/CSV with one integer
-class per line).
+flattened in the input's order) or a directory of per-sample files (``.npy``, ``.npz``, images:
+``sample_files.py``). Real-valued data for a quantized input is quantized with the input's scale and
+zero point, as the firmware's caller would. Labels come with the archive or from ``--labels``
+(``.npy``, text with one integer class per line in the samples' order, or ``filename,label`` rows
+for a directory).
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,50 +23,78 @@ from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import check_input, quantize_input
 from microcompiler.ir import np_dtype
 from microcompiler.user_files import MAX_INPUT_BYTES, read_user_file
+from microcompiler.validation.metrics import label_metrics
 from microcompiler.validation.runner import Sample
+from microcompiler.validation.sample_files import input_array, load_directory, npz_arrays
 
 LABEL_KEYS = ("y", "labels")
+DEFAULT_PIXEL_RANGE = (0.0, 1.0)
 
 
-def load_dataset(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.ndarray | None]:
+def samples_and_labels(
+    inputs_meta: list[dict],
+    *,
+    dataset: str | Path | None = None,
+    labels: str | Path | None = None,
+    otherwise: Callable[[], list[Sample]],
+    pixel_range: tuple[float, float] = DEFAULT_PIXEL_RANGE,
+) -> tuple[list[Sample], np.ndarray | None]:
+    """The samples (from ``dataset``, else ``otherwise()``) and their labels (from ``labels``, else
+    the archive's own, else None), checked one per sample."""
+    found, files = None, None
+    if dataset is not None:
+        samples, found = load_dataset(str(dataset), inputs_meta, pixel_range)
+        files = [s.source for s in samples] if Path(dataset).is_dir() else None
+    else:
+        samples = otherwise()
+    if labels is not None:
+        return samples, load_labels(str(labels), len(samples), files)
+    if found is not None:
+        return samples, check_labels(found, len(samples), f"the labels in {dataset}")
+    return samples, None
+
+
+def add_label_metrics(report: dict, collected: dict, labels: np.ndarray | None) -> dict:
+    """``report["labels"]``: top-1 accuracy and confusion of every source (the device's modes, TFLite
+    Micro, the float model) against ``labels``; the report unchanged without labels."""
+    if labels is not None:
+        report["labels"] = {
+            source: label_metrics([outs[0] for outs in collected[source]], labels)
+            for source in [*report["modes"], "tflm", "float"]
+            if source in collected
+        }
+    return report
+
+
+def load_dataset(
+    path: str, inputs_meta: list[dict], pixel_range: tuple[float, float] = DEFAULT_PIXEL_RANGE, what: str = "--dataset"
+) -> tuple[list[Sample], np.ndarray | None]:
     """(samples, labels from the archive or None)."""
+    if Path(path).is_dir():
+        per_file = load_directory(Path(path), inputs_meta, _sample, pixel_range, what)
+        return [Sample(inputs, name) for name, inputs in per_file], None
     suffix = Path(path).suffix.lower()
     if suffix == ".npz":
         return _from_npz(path, inputs_meta)
     if suffix in (".csv", ".txt"):
         return _from_csv(path, inputs_meta), None
     raise MicrocompilerError(
-        f"--dataset {path}: give an .npz archive (one array per model input, the first axis "
-        "counting the samples) or a .csv file (one sample per row); a directory of .npy "
-        "files goes to --inputs DIR"
+        f"{what} {path}: give an .npz archive (one array per model input, the first axis "
+        "counting the samples), a .csv file (one sample per row) or a directory of per-sample "
+        ".npy, .npz or image files"
     )
 
 
 def _from_npz(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.ndarray | None]:
     data = read_user_file(path, "dataset", MAX_INPUT_BYTES)
-    try:
-        archive = np.load(io.BytesIO(data), allow_pickle=False)
-        arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError):
-        raise MicrocompilerError(
-            f"--dataset {path} is not a readable .npz archive; save it with numpy.savez('data.npz', x=inputs, y=labels)"
-        ) from None
+    arrays = npz_arrays(data, path, MAX_INPUT_BYTES, "save it with numpy.savez('data.npz', x=inputs, y=labels)")
     labels = next((arrays.pop(k) for k in LABEL_KEYS if k in arrays), None)
-    columns = []
-    for k, meta in enumerate(inputs_meta):
-        names = [meta["name"], f"input{k}"] + (["x", "inputs", "arr_0"] if len(inputs_meta) == 1 else [])
-        found = next((n for n in names if n in arrays), None)
-        if found is None:
-            raise MicrocompilerError(
-                f"--dataset {path} has no array for model input {k} ('{meta['name']}'); name "
-                f"it '{meta['name']}' or 'input{k}' (arrays there: {', '.join(arrays) or 'none'})"
-            )
-        columns.append((found, arrays[found], meta))
+    columns = [(*input_array(arrays, k, meta, len(inputs_meta), path), meta) for k, meta in enumerate(inputs_meta)]
     counts = {len(a) if a.ndim else 0 for _, a, _ in columns}
     if len(counts) != 1 or 0 in counts:
         raise MicrocompilerError(
             f"--dataset {path}: the input arrays hold different numbers of samples "
-            f"({', '.join(f'{n}: {len(a)}' for n, a, _ in columns)}); the first axis counts them"
+            f"({', '.join(f'{n}: {len(a) if a.ndim else 0}' for n, a, _ in columns)}); the first axis counts them"
         )
     n = counts.pop()
     samples = [
@@ -121,23 +152,62 @@ def _sample(array: np.ndarray, meta: dict, source: str) -> np.ndarray:
     return check_input(array, meta, source)
 
 
-def load_labels(path: str, count: int) -> np.ndarray:
-    """One integer class per sample, from .npy or a text/CSV file (one per line)."""
+def load_labels(path: str, count: int, files: list[str] | None = None) -> np.ndarray:
+    """One integer class per sample: from .npy, from text with one class per line (the first
+    comma-separated field) in the samples' order, or, for the ``files`` of a directory, from
+    ``filename,label`` rows in any order. A first line that is not a class is a header."""
     data = read_user_file(path, "labels", MAX_INPUT_BYTES)
     if Path(path).suffix.lower() == ".npy":
         try:
             labels = np.load(io.BytesIO(data), allow_pickle=False)
         except (OSError, ValueError, EOFError):
             raise MicrocompilerError(f"--labels {path} is not a .npy array; save it with numpy.save") from None
-    else:
-        lines = [line.split(",")[0].strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-        if lines and not lines[0].lstrip("-").isdigit():
-            lines = lines[1:]  # a header
-        try:
-            labels = np.array([int(v) for v in lines])
-        except ValueError:
-            raise MicrocompilerError(f"--labels {path}: give one integer class per line") from None
-    return check_labels(np.asarray(labels), count, f"--labels {path}")
+        if not isinstance(labels, np.ndarray):
+            raise MicrocompilerError(f"--labels {path} is an .npz archive; save the labels with numpy.save")
+        return check_labels(labels, count, f"--labels {path}")
+    rows = [[f.strip() for f in line.split(",")] for line in data.decode("utf-8", "replace").splitlines()]
+    rows = [r for r in rows if any(r)]
+    if rows and not _integer(rows[0][-1]):
+        rows = rows[1:]  # a header: "label", "filename,label"
+    if rows and len(rows[0]) >= 2 and not _integer(rows[0][0]):
+        return _labels_by_file(path, rows, files)
+    if not all(_integer(r[0]) for r in rows):
+        bad = next(k for k, r in enumerate(rows) if not _integer(r[0]))
+        raise MicrocompilerError(
+            f"--labels {path}: line {bad + 1} ('{','.join(rows[bad])[:40]}') is not an integer class; give one "
+            "integer class per line, or 'filename,label' rows for a directory of samples"
+        )
+    return check_labels(np.array([int(r[0]) for r in rows], dtype=np.int64), count, f"--labels {path}")
+
+
+def _integer(text: str) -> bool:
+    return text.lstrip("+-").isdigit()
+
+
+def _labels_by_file(path: str, rows: list[list[str]], files: list[str] | None) -> np.ndarray:
+    """The classes of ``files`` from ``filename,label`` rows (a file named with its folder matches too)."""
+    if files is None:
+        raise MicrocompilerError(
+            f"--labels {path} gives 'filename,label' rows, but the samples are not files of a directory; "
+            "give one integer class per line, in the samples' order"
+        )
+    by_name: dict[str, int] = {}
+    for k, row in enumerate(rows):
+        if len(row) != 2 or not _integer(row[1]):
+            raise MicrocompilerError(
+                f"--labels {path}: line {k + 1} ('{','.join(row)[:40]}') is not 'filename,label' with an integer class"
+            )
+        name = Path(row[0]).name
+        if name in by_name and by_name[name] != int(row[1]):
+            raise MicrocompilerError(f"--labels {path} gives {name} two classes ({by_name[name]} and {row[1]})")
+        by_name[name] = int(row[1])
+    missing = [f for f in files if f not in by_name]
+    if missing:
+        more = f" and {len(missing) - 1:,} more" if len(missing) > 1 else ""
+        raise MicrocompilerError(
+            f"--labels {path} has no label for {missing[0]}{more}; give one 'filename,label' row per sample file"
+        )
+    return np.array([by_name[f] for f in files], dtype=np.int64)
 
 
 def check_labels(labels: np.ndarray, count: int, what: str) -> np.ndarray:

@@ -219,6 +219,13 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
 #define MC_SSAT16(x) MC_CLAMP((x), INT16_MIN, INT16_MAX)
 #endif
 
+/* Saturate to the signed range of `bits` bits (a literal from 2 to 31): one SSAT. */
+#if MC_DSP_ASM
+#define MC_SSAT(x, bits) __ssat((x), (bits))
+#else
+#define MC_SSAT(x, bits) MC_CLAMP((x), -(INT32_C(1) << ((bits) - 1)), (INT32_C(1) << ((bits) - 1)) - 1)
+#endif
+
 /* y = x >> shift (arithmetic, shift a literal from 1 to 31) saturated to int8: one SSAT with a
  * shifted operand on the DSP cores (GCC does not fold the shift into SSAT by itself). */
 #if MC_DSP_ASM

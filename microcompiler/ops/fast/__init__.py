@@ -7,7 +7,7 @@ reference kernels):
 * ``<op>_<variant>.py`` + ``<op>_<variant>.c.j2``: one kernel's emitter and its C template.
 * ``mve.py`` + ``*_mve.c.j2``: the Helium (Cortex-M55) kernels' plans and emitters.
 
-The operator modules (``ops/conv_2d.py``, ...) choose the variant (``plan``) and call the emitter.
+The operator modules (``ops/conv_2d.py``, ...) choose the variant (``kernel_plan``, ops/plan.py) and call the emitter.
 ``from microcompiler.ops import fast; fast.requant_table(...)`` keeps working: the helpers are
 re-exported here.
 """

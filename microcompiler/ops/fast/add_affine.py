@@ -24,6 +24,9 @@ import functools
 
 import numpy as np
 
+from microcompiler.ops.plan import Variant
+
+AFFINE = Variant("affine")  # int8 ADD/SUB as one affine function of the two inputs (this module)
 INT32_LIMIT = 1 << 31
 _SHIFTS = range(26, 11, -1)  # tried from the most precise down
 _WEIGHT_RADIUS = 2  # weights tried around the effective slopes: +-2 each

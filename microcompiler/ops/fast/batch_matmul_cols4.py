@@ -19,8 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import INT_RANGES
+
+COLS4 = Variant("cols4", ("kernel_simd.h",))
 
 MAX_PACKED_BYTES = 16 * 1024  # the largest right-hand side the kernel packs into the scratch
 
@@ -37,17 +39,17 @@ def scratch_layout(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool) -> t
     return packed, start, row
 
 
-def plan(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> dict | None:
+def plan(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> KernelPlan | None:
     packed, start, row = scratch_layout(m, k, n, adj_x, constant_rhs)
     if packed > MAX_PACKED_BYTES:
         return None
-    return {
-        "variant": "cols4",
-        "isa": "dsp" if has_dsp(features) else "c",
-        "columns": 4,
-        "rhs": "flash" if constant_rhs else "scratch",
-        "scratch_bytes": packed + start + row,
-    }
+    return KernelPlan.of(
+        COLS4,
+        dsp_or_c(features),
+        scratch_bytes=packed + start + row,
+        columns=4,
+        rhs="flash" if constant_rhs else "scratch",
+    )
 
 
 def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs_zp: int):
@@ -67,7 +69,7 @@ def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs
 
 def emit_cols4(
     ctx,
-    plan_: dict,
+    plan_: KernelPlan,
     values: dict,
     rhs,
     m: int,
@@ -85,7 +87,7 @@ def emit_cols4(
     mult, shift = requant
     bound = k * (128 + abs(lhs_zp)) * (128 + abs(rhs_zp))
     is_fast, c, r = fast.requant_table(np.array([mult]), np.array([shift]), out_zp, np.array([bound]))
-    plan_["requant"] = "smmlar" if is_fast else "reference"
+    ctx.note(requant="smmlar" if is_fast else "reference")
     steps = steps_of(k)
     packed_bytes, start_bytes, row_bytes = scratch_layout(m, k, n, adj_x, rhs.is_constant)
     out = dict(
@@ -105,11 +107,11 @@ def emit_cols4(
         output_offset=out_zp,
         act_min=INT_RANGES[dtype][0],
         act_max=INT_RANGES[dtype][1],
-        isa=plan_["isa"],
+        isa=plan_.isa,
         constant=rhs.is_constant,
         row_bytes=row_bytes,
         k_tail=k % 4,
-        scratch=ctx.scratch(plan_["scratch_bytes"]) if plan_["scratch_bytes"] else None,
+        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
         pack_once=values["rhs_offset"] is None,
     )
     if rhs.is_constant:

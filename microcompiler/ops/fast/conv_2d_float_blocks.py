@@ -12,7 +12,7 @@ original weight rows.
 Every output is summed tap after tap in TFLM's order (kernel row, column, input channel; bias
 added last, then the clamp), so it rounds as TFLM's reference kernel: the tests still compare
 within harness.FLOAT_RTOL (1e-5 relative), which also covers compilers that contract a * b + c
-into a fused multiply-add. The plan is Conv2D.plan in ops/conv_2d.py.
+into a fused multiply-add. The plan is Conv2D.kernel_plan in ops/conv_2d.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ import numpy as np
 
 from microcompiler.ops.conv_common import float_values
 from microcompiler.ops.features import FPU, has_mve
+from microcompiler.ops.plan import KernelPlan, Variant
 
+FLOAT_HEADERS = ("kernel_float.h",)
+FLOAT_BLOCKS = Variant("float-blocks", FLOAT_HEADERS)
 BLOCK_CHANNELS = 4  # output channels per block (the interleave of the repacked weights)
 BLOCK_PIXELS = 4  # output pixels per block
 
@@ -32,14 +35,10 @@ def float_isa(features) -> str:
     return "mve-f" if has_mve(features) else FPU
 
 
-def plan(g, features) -> dict:
-    return {
-        "variant": "float-blocks",
-        "isa": float_isa(features),
-        "pixels": BLOCK_PIXELS,
-        "out_channels": BLOCK_CHANNELS,
-        "scratch_bytes": 0,
-    }
+def plan(g, features) -> KernelPlan:
+    return KernelPlan.of(
+        FLOAT_BLOCKS, float_isa(features), scratch_bytes=0, pixels=BLOCK_PIXELS, out_channels=BLOCK_CHANNELS
+    )
 
 
 def interleave_rows(rows: np.ndarray, block: int = BLOCK_CHANNELS) -> np.ndarray:
@@ -89,7 +88,7 @@ def clip_values(g) -> dict:
     )
 
 
-def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
+def emit_blocks(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     w = ctx.tensor(op.inputs[1])
     rows = w.data.astype(np.float32).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     k = rows.shape[1]
@@ -117,5 +116,5 @@ def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
         PX=BLOCK_PIXELS,
         **clip_values(g),
         **float_values(op),
-        isa=ctx.variant["isa"],
+        isa=plan_.isa,
     )

@@ -2,7 +2,7 @@
 x 1 output channel per inner loop over the im2col columns of 4 pixels (gathered into the scratch
 buffer, padding taps filled with the input zero point), the input zero point folded into the bias,
 weights as int8 words (SXTB16), in the "lanes" encoding (kernel_lanes.h: one SXTB16 per word for the
-4 pixels) or pre-extended int16 pairs (SMLAD). The plan (which kernel, its knobs) is Conv2D.plan in
+4 pixels) or pre-extended int16 pairs (SMLAD). The plan (which kernel, its knobs) is Conv2D.kernel_plan in
 ops/conv_2d.py.
 """
 
@@ -12,21 +12,24 @@ import numpy as np
 
 from microcompiler.ops.conv_common import bias_tensor, geometry
 from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range
+
+IM2COL = Variant("im2col", ("kernel_simd.h",))
 
 
 def emit_im2col(op, graph, ctx, plan) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     g = geometry(op, graph)
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
-    s16 = plan["weights"] == "s16"
+    s16 = plan.knob("weights") == "s16"
     zp = int(x.quant.zero_point[0])
     rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
     folded, mult, c, r, is_fast = rq.folded, rq.mult, rq.c, rq.r, rq.fast
     y_zp = int(y.quant.zero_point[0])
-    plan["requant"] = "smmlar" if is_fast else "reference"
+    ctx.note(requant="smmlar" if is_fast else "reference")
     scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
-    lanes = plan.get("extract") == "lanes"
+    lanes = plan.knob("extract") == "lanes"
     if s16:
         words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
         w_comment = (
@@ -48,7 +51,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         )
     row_words = words.shape[1]
     row_bytes = 4 * row_words  # a weight row's place in the weights
-    if not s16 and not lanes and plan["isa"] == "dsp" and w_rows.shape[1] % 4:
+    if not s16 and not lanes and plan.isa == "dsp" and w_rows.shape[1] % 4:
         # no padding in flash: the rows overlap (the column's padding taps are zero), read as
         # unaligned words, which every core with the DSP extension allows
         words, row_bytes = fast.overlapped_rows(w_rows), w_rows.shape[1]
@@ -80,7 +83,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             comment=f"per output channel [{g.out_c}] {{lanes accumulator start + right shift r, "
             "multiplier}: the accumulators end at 256 * acc + r, r in their low byte",
         )
-    elif is_fast and plan["isa"] == "dsp" and fast.fits_packed_bias(folded * scale):
+    elif is_fast and plan.isa == "dsp" and fast.fits_packed_bias(folded * scale):
         # 8 bytes: {bias << 8 | r, multiplier} (without the DSP extension the portable dot product needs
         # every register, and the extra value costs more than the byte saved: 9-byte records there)
         record = "bias_r"
@@ -117,11 +120,11 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         uniform=uniform,
         record=record,
         stride={"uniform": 1, "r9": fast.RECORD9, "reference": 4}.get(record, 2),
-        scratch=ctx.scratch(plan["scratch_bytes"]),
+        scratch=ctx.scratch(plan.scratch),
         steps=steps,
         words=row_words,
         s16=s16,
-        isa=plan["isa"],
+        isa=plan.isa,
         taps_mode=g.in_c % 4 == 0,
         zp=zp,
         zp_pair=_pair(zp),
@@ -143,7 +146,7 @@ def _pair(v: int) -> int:
 
 
 def lanes_ok(op, graph) -> bool:
-    """im2col_lanes_ok for the operator's constant weights and bias (Conv2D.plan)."""
+    """im2col_lanes_ok for the operator's constant weights and bias (Conv2D.kernel_plan)."""
     x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
     bias = bias_tensor(op, graph)
     w_rows = w.data.astype(np.int8).reshape(w.shape[0], -1)

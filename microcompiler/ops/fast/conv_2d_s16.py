@@ -5,7 +5,7 @@ kernel scratch, zero-padded to a multiple of 4; each block of 4 output channels 
 over the row (mc_dot4_s16: the row's pairs as they lie in memory, the weights stored as int16 pairs
 interleaved for the 4 channels: 2 loads + 8 SMLAD per 16 MACs), the output channels % 4 one by one
 (mc_dot1_s16). The 32-bit partial sums are proven exact and added into int64 (ops/fast/s16.py), so
-the result is TFLM's int64 accumulation bit for bit. The plan is Conv2D.plan in ops/conv_2d.py.
+the result is TFLM's int64 accumulation bit for bit. The plan is Conv2D.kernel_plan in ops/conv_2d.py.
 
 That kernel needs the weights as int16 pairs in flash, twice the model file's int8 weights. The
 default, "int16-blocks" (template conv_2d_s16_blocks.c.j2), keeps them int8 (4 bytes per 4 weights,
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
 
+INT16_PIXEL = Variant("int16-pixel")
 
 # Largest widened block (4 output channels' weights as int16 pairs, in the kernel scratch) the
 # int16-blocks kernel may use; above, int16-pixel (int16 pairs in flash, a row of 2 bytes per tap).
@@ -40,18 +41,21 @@ UNROLL_SEGMENTS = 4
 UNROLL_STEPS = 4
 
 
-def plan(g, features, w_rows: np.ndarray, weights: str | None = None) -> dict:
+INT16_BLOCKS = Variant("int16-blocks")
+
+
+def plan(g, features, w_rows: np.ndarray, weights: str | None = None) -> KernelPlan:
     """int16-blocks (int8 weights in flash) where it costs no more instructions (blocks_pay_off) or
     ``weights`` (the tuning knob) is "s8", unless the widened block would take more than
     MAX_WIDE_BYTES of scratch or a segment's 32-bit sum could overflow where TFLM sums in int64;
     int16-pixel otherwise, and for "s16". ``w_rows``: the weights [output channels, taps]."""
-    isa = "dsp" if has_dsp(features) else "c"
+    isa = dsp_or_c(features)
     s = Segments.of(g)
     chosen = weights == "s8" or (weights != "s16" and blocks_pay_off(g, s))
     if chosen and 16 * s.pairs <= MAX_WIDE_BYTES and s.runs_fit(w_rows):
         scratch = 16 * s.pairs + (2 * g.k_h * g.k_w * g.in_c if s.border_pixels(g) else 0)
-        return {"variant": "int16-blocks", "isa": isa, "out_channels": 4, "weights": "s8", "scratch_bytes": scratch}
-    return {"variant": "int16-pixel", "isa": isa, "out_channels": 4, "weights": "s16", "scratch_bytes": 4 * _words(g)}
+        return KernelPlan.of(INT16_BLOCKS, isa, scratch_bytes=scratch, out_channels=4, weights="s8")
+    return KernelPlan.of(INT16_PIXEL, isa, scratch_bytes=4 * _words(g), out_channels=4, weights="s16")
 
 
 # What the choice between the two kernels weighs (instructions, Cortex-M4): gathering one segment
@@ -129,7 +133,7 @@ def _words(g) -> int:
     return -(-g.k_h * g.k_w * g.in_c // 4) * 2
 
 
-def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
+def emit(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     words = _words(g)
@@ -137,7 +141,7 @@ def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
     lo, hi = activation_range(op.options["activation"], y)
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, words, e.wide)
-    plan_["chunk"] = 2 * chunk if chunk < words else 0
+    ctx.note(chunk=2 * chunk if chunk < words else 0)
     weights = ctx.const(
         "weights",
         s16.pack_rows(w_rows, words),
@@ -157,13 +161,13 @@ def emit(op, graph, ctx, plan_: dict, g, bias) -> str:
         words=words,
         chunk=chunk,
         k=g.k_h * g.k_w * g.in_c,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
-        isa=plan_["isa"],
+        scratch=ctx.scratch(plan_.scratch),
+        isa=plan_.isa,
         full=g.out_c // 4 * 4,
     )
 
 
-def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
+def emit_blocks(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     seg = Segments.of(g)
@@ -171,7 +175,7 @@ def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
     lo, hi = activation_range(op.options["activation"], y)
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     runs = s16.chunk_words(w_rows, seg.pairs, e.wide) < seg.pairs  # one int32 sum could overflow
-    plan_["chunk"] = seg.length if runs else 0
+    ctx.note(chunk=seg.length if runs else 0)
     block_words, row_words = s16.widened_words(g.out_c, seg.pairs)
     what = "kernel row (kernel_w x channels)" if seg.per_row == 1 else "tap (channels)"
     weights = ctx.const(
@@ -199,8 +203,8 @@ def emit_blocks(op, graph, ctx, plan_: dict, g, bias) -> str:
         interior=_interior(g),
         unroll_segments=UNROLL_SEGMENTS,
         unroll_steps=UNROLL_STEPS,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
-        isa=plan_["isa"],
+        scratch=ctx.scratch(plan_.scratch),
+        isa=plan_.isa,
         full=g.out_c // 4 * 4,
     )
 

@@ -1,7 +1,7 @@
 """DEPTHWISE_CONV_2D, int8, depth multiplier 1, channels % 4 == 0: the "channels4" fast kernel
 (template depthwise_conv_2d_channels4.c.j2): 4 channels per step with the taps unrolled, int16
 weight pairs (SXTB16 + SMLABB/SMLATT with the DSP extension), padding taps read a row of input
-zero points, the input zero point folded into the bias. The plan is DepthwiseConv2D.plan.
+zero points, the input zero point folded into the bias. The plan is DepthwiseConv2D.kernel_plan.
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import numpy as np
 
 from microcompiler.ops.conv_common import bias_tensor, geometry
 from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+CHANNELS4 = Variant("channels4", ("kernel_simd.h",))
 
 
 def emit_channels4(op, graph, ctx, plan) -> str:
@@ -24,7 +27,7 @@ def emit_channels4(op, graph, ctx, plan) -> str:
     mult, shift = conv_multipliers(x, w, y, g.out_c)
     y_zp = int(y.quant.zero_point[0])
     is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
-    plan["requant"] = "smmlar" if is_fast else "reference"
+    ctx.note(requant="smmlar" if is_fast else "reference")
     scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
     lo, hi = activation_range(op.options["activation"], y)
     zp_row = (
@@ -58,7 +61,7 @@ def emit_channels4(op, graph, ctx, plan) -> str:
             + (", bias doubled" if scale == 2 else ""),
         ),
         zp_row=zp_row,
-        isa=plan["isa"],
+        isa=plan.isa,
         fast=is_fast,
         act_min=lo,
         act_max=hi,

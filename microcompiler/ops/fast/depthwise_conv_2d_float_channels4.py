@@ -8,26 +8,35 @@ pixels in FPU registers over the taps of each kernel row (kernel_float.h mc_f32_
 [ky][kx][channel] are already 4 consecutive floats per tap); the channels beyond a multiple of 4,
 and every channel with a depth multiplier above 1 (input channel = output channel / multiplier), one
 at a time for 4 pixels. Every output is summed in TFLM's order (kernel row, column; bias last). The
-plan is DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
+plan is DepthwiseConv2D.kernel_plan in ops/depthwise_conv_2d.py.
 """
 
 from __future__ import annotations
 
 from microcompiler.ops.conv_common import float_values
-from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, BLOCK_PIXELS, clip_values, float_isa
+from microcompiler.ops.fast.conv_2d_float_blocks import (
+    BLOCK_CHANNELS,
+    BLOCK_PIXELS,
+    FLOAT_HEADERS,
+    clip_values,
+    float_isa,
+)
+from microcompiler.ops.plan import KernelPlan, Variant
+
+FLOAT_CHANNELS4 = Variant("float-channels4", FLOAT_HEADERS)
 
 
-def plan(multiplier: int, features) -> dict:
-    return {
-        "variant": "float-channels4",
-        "isa": float_isa(features),
-        "pixels": BLOCK_PIXELS,
-        "channels": BLOCK_CHANNELS if multiplier == 1 else 1,
-        "scratch_bytes": 0,
-    }
+def plan(multiplier: int, features) -> KernelPlan:
+    return KernelPlan.of(
+        FLOAT_CHANNELS4,
+        float_isa(features),
+        scratch_bytes=0,
+        pixels=BLOCK_PIXELS,
+        channels=BLOCK_CHANNELS if multiplier == 1 else 1,
+    )
 
 
-def emit_channels4(op, graph, ctx, plan_: dict, g, bias) -> str:
+def emit_channels4(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     mult = op.options.get("depth_multiplier", 1)
     nb = g.out_c // BLOCK_CHANNELS if mult == 1 else 0
     return ctx.render(
@@ -44,5 +53,5 @@ def emit_channels4(op, graph, ctx, plan_: dict, g, bias) -> str:
         PX=BLOCK_PIXELS,
         **clip_values(g),
         **float_values(op),
-        isa=ctx.variant["isa"],
+        isa=plan_.isa,
     )

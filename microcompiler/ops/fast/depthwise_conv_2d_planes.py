@@ -1,6 +1,6 @@
 """DEPTHWISE_CONV_2D, int8, the "planes" fast kernel (template depthwise_conv_2d_planes.c.j2) for
 every shape (any depth multiplier, channel count, kernel, stride and dilation). The plan is
-DepthwiseConv2D.plan in ops/depthwise_conv_2d.py.
+DepthwiseConv2D.kernel_plan in ops/depthwise_conv_2d.py.
 
 One input channel at a time is sign-extended into a plane of int16 (kernel scratch) with a border
 of the input zero point wide enough for every tap, so the loop over output pixels needs no bounds
@@ -22,7 +22,10 @@ import numpy as np
 
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range
+
+PLANES = Variant("planes", ("kernel_planes.h",))
 
 
 @dataclass
@@ -73,21 +76,21 @@ def row_words(g, pg: PlaneGeometry) -> int:
     return max(even, odd)
 
 
-def plan(g) -> dict:
+def plan(g, features) -> KernelPlan:
     pg = plane_geometry(g)
-    return {
-        "variant": "planes",
-        "isa": "dsp",
-        "pixels": g.out_w if row_words(g, pg) else 2 if pg.pixel_pairs else 1,
-        "weights": "s8",
-        "scratch_bytes": pg.nbytes,
-    }
+    return KernelPlan.of(
+        PLANES,
+        dsp_or_c(features),
+        scratch_bytes=pg.nbytes,
+        pixels=g.out_w if row_words(g, pg) else 2 if pg.pixel_pairs else 1,
+        weights="s8",
+    )
 
 
 def input_channel_table(op, ctx, g) -> str | None:
     """The C array of the input channel each output channel reads, for a layer whose all-zero output
-    channels passes/zero_channels.py dropped (option ``input_channels``), else None."""
-    table = op.options.get("input_channels")
+    channels passes/zero_channels.py dropped (the note ``input_channels``), else None."""
+    table = op.notes.input_channels
     if table is None:
         return None
     return ctx.const(
@@ -97,7 +100,7 @@ def input_channel_table(op, ctx, g) -> str | None:
     )
 
 
-def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
+def emit_planes(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     table = input_channel_table(op, ctx, g)  # dropped channels: each output channel names its input one
     mult = 1 if table else op.options.get("depth_multiplier", 1)
@@ -105,7 +108,7 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
     w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
     zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
     rq = fast.requant_setup(x, w, y, bias, w_taps.T)
-    plan_["requant"] = "smmlar" if rq.fast else "reference"
+    ctx.note(requant="smmlar" if rq.fast else "reference")
     is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
     lo, hi = activation_range(op.options["activation"], y)
     if is_fast:  # {bias, M} and the right shifts as int8 (read once per channel)
@@ -127,7 +130,7 @@ def emit_planes(op, graph, ctx, plan_: dict, g, bias) -> str:
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), len(idx)]
         r_groups = [(int(r[idx[a]]), a, b) for a, b in zip(starts, ends)]
-        plan_["shift_groups"] = len(r_groups)
+        ctx.note(shift_groups=len(r_groups))
         if packable and len(idx) <= 256:  # records and weights in run order, the channel in the record
             packed = "order"
             params = fast.channel_records_packed((rq.folded * scale)[idx], idx, rq.mult[idx])

@@ -30,8 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+INT16_PAIRS = Variant("int16-pairs")
+INT16_PAIR_PLANES = Variant("int16-pair-planes")
 
 UNROLL_MAX_TAPS = 16  # taps written out one per line up to this kernel size; above, a loop over the
 # kernel rows with a row's taps written out (up to this width), else a loop over the taps
@@ -46,19 +49,19 @@ def channel_rows(w) -> np.ndarray:
 MAX_PLANE_BYTES = 8 * 1024
 
 
-def plan(g, multiplier: int, w, features, weights: str | None = None) -> dict | None:
+def plan(g, multiplier: int, w, features, weights: str | None = None) -> KernelPlan | None:
     """int16-pair-planes (int8 weights in flash) unless ``weights`` is "s16" (the tuning knob) or its
     plane would exceed MAX_PLANE_BYTES, then int16-pairs; None where one int32 sum could overflow
     (the reference then)."""
     if int(np.abs(channel_rows(w).astype(np.int64)).sum(axis=1).max()) * s16.MAX_ABS_X > s16.INT32_MAX:
         return None
     pairs = "channels" if multiplier == 1 else ("multiplier" if multiplier % 2 == 0 else "none")
-    isa = "dsp" if has_dsp(features) else "c"
+    isa = dsp_or_c(features)
     plane = Plane.of(g, pairs)
     if weights != "s16" and plane.nbytes <= MAX_PLANE_BYTES:
         wide = 4 * max(_even(g.k_h * g.k_w), -(-g.k_h * g.k_w // 4) * 4)
-        return {"variant": "int16-pair-planes", "isa": isa, "pairs": pairs, "weights": "s8", "scratch_bytes": wide + plane.nbytes}
-    return {"variant": "int16-pairs", "isa": isa, "pairs": pairs, "weights": "s16", "scratch_bytes": 2 * g.k_h * g.k_w * g.in_c}
+        return KernelPlan.of(INT16_PAIR_PLANES, isa, scratch_bytes=wide + plane.nbytes, pairs=pairs, weights="s8")
+    return KernelPlan.of(INT16_PAIRS, isa, scratch_bytes=2 * g.k_h * g.k_w * g.in_c, pairs=pairs, weights="s16")
 
 
 def _even(n: int) -> int:
@@ -104,7 +107,7 @@ def pack(rows: np.ndarray, pairs: str) -> np.ndarray:
     return ((words + 2**31) % 2**32 - 2**31).astype(np.int32).reshape(-1)
 
 
-def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
+def emit(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     rows = channel_rows(w)
     mult, shift = conv_multipliers(x, w, y, g.out_c)
@@ -115,10 +118,10 @@ def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
         "channels": "per pair of channels (c, c + 1)",
         "multiplier": "per pair of output channels of one input",
         "none": "per output channel (high half 0)",
-    }[plan_["pairs"]]
+    }[plan_.knob("pairs")]
     weights = ctx.const(
         "weights",
-        pack(rows, plan_["pairs"]),
+        pack(rows, plan_.knob("pairs")),
         comment=(
             f"weights [{g.out_c} output channels][{taps} taps (ky, kx)] as int16 pairs {layout}, the taps of a pair "
             "consecutive"
@@ -134,11 +137,11 @@ def emit(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
         e=e,
         taps=taps,
         m=multiplier,
-        pairs=plan_["pairs"],
+        pairs=plan_.knob("pairs"),
         unroll=taps <= UNROLL_MAX_TAPS,
         row_unroll=1 < g.k_w <= UNROLL_MAX_TAPS,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
-        isa=plan_["isa"],
+        scratch=ctx.scratch(plan_.scratch),
+        isa=plan_.isa,
     )
 
 
@@ -162,14 +165,14 @@ def pack_s8(rows: np.ndarray, pairs: str) -> np.ndarray:
     return np.concatenate(parts).view("<i4").astype(np.int32)
 
 
-def emit_planes(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
+def emit_planes(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     rows = channel_rows(w)
     mult, shift = conv_multipliers(x, w, y, g.out_c)
     lo, hi = activation_range(op.options["activation"], y)
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, rows)
     taps = g.k_h * g.k_w
-    pairs = plan_["pairs"]
+    pairs = plan_.knob("pairs")
     weights = ctx.const(
         "weights",
         pack_s8(rows, pairs),
@@ -198,6 +201,6 @@ def emit_planes(op, ctx, plan_: dict, g, bias, multiplier: int) -> str:
         plane=Plane.of(g, pairs),
         unroll=taps <= UNROLL_MAX_TAPS,
         row_unroll=1 < g.k_w <= UNROLL_MAX_TAPS,
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
-        isa=plan_["isa"],
+        scratch=ctx.scratch(plan_.scratch),
+        isa=plan_.isa,
     )

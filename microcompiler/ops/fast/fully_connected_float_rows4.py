@@ -3,19 +3,22 @@ fully_connected_float_rows4.c.j2) for cores with an FPU: 4 output rows per inner
 weights interleaved input by input at compile time (kernel_float.h mc_f32_taps_1x4: one load of
 the input, four multiply-adds), the rows left over one at a time. Every output is summed in TFLM's
 order (input 0, 1, ...; bias last), as ops/fast/conv_2d_float_blocks.py. The plan is
-FullyConnected.plan.
+FullyConnected.kernel_plan.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, float_isa, interleave_rows
+from microcompiler.ops.fast.conv_2d_float_blocks import BLOCK_CHANNELS, FLOAT_HEADERS, float_isa, interleave_rows
+from microcompiler.ops.plan import KernelPlan, Variant
 from microcompiler.ops.quant import c_float, float_activation_range
 
+FLOAT_ROWS4 = Variant("float-rows4", FLOAT_HEADERS)
 
-def plan(features) -> dict:
-    return {"variant": "float-rows4", "isa": float_isa(features), "rows": BLOCK_CHANNELS, "scratch_bytes": 0}
+
+def plan(features) -> KernelPlan:
+    return KernelPlan.of(FLOAT_ROWS4, float_isa(features), scratch_bytes=0, rows=BLOCK_CHANNELS)
 
 
 def emit_float_rows4(op, graph, ctx, dims: tuple[int, int, int]) -> str:
@@ -47,5 +50,5 @@ def emit_float_rows4(op, graph, ctx, dims: tuple[int, int, int]) -> str:
         OB=BLOCK_CHANNELS,
         act_min=c_float(lo),
         act_max=c_float(hi),
-        isa=ctx.variant["isa"],
+        isa=ctx.plan.isa,
     )

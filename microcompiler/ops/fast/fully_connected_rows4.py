@@ -1,7 +1,7 @@
 """FULLY_CONNECTED, int8, symmetric weights: the "rows4" fast kernel (template
 fully_connected_rows4.c.j2): 4 output rows per inner loop, the input zero point folded into the
 bias; weights as int16 pairs (SMLAD), int8 words (SXTB16) or the "lanes" encoding (the input
-expanded once into the scratch, optionally in chunks). The plan is FullyConnected.plan.
+expanded once into the scratch, optionally in chunks). The plan is FullyConnected.kernel_plan.
 """
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range
+
+ROWS4 = Variant("rows4", ("kernel_simd.h",))
 
 
 def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) -> str:
@@ -26,11 +29,11 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     bounds = fast.acc_bounds(b, w_rows)
     per_channel = len(mult) > 1
     is_fast, c, r = fast.requant_table(mult, shift, y_zp, bounds if per_channel else bounds.max(keepdims=True))
-    plan["requant"] = "smmlar" if is_fast else "reference"
+    ctx.note(requant="smmlar" if is_fast else "reference")
     lo, hi = activation_range(op.options["activation"], y)
     steps, depth_tail = depth // 4, depth % 4
-    lanes = plan.get("extract") == "lanes"
-    chunk_steps = plan.get("chunk", 0) // 4 or steps
+    lanes = plan.knob("extract") == "lanes"
+    chunk_steps = plan.knob("chunk", 0) // 4 or steps
     if lanes:
         weights = ctx.const(
             "weights",
@@ -47,7 +50,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     else:
         weights = (
             ctx.const("weights", w_rows, comment=f"weights [{out_depth} rows][{depth} inputs], int8")
-            if plan["weights"] == "s8"
+            if plan.knob("weights") == "s8"
             else ctx.const(
                 "weights",
                 fast.pack_s16_rows4(w_rows),
@@ -74,9 +77,9 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         lanes=lanes,
         chunk_steps=chunk_steps,
         chunks=-(-steps // chunk_steps) if steps else 0,
-        scratch=ctx.scratch(plan["scratch_bytes"]) if lanes else None,
-        s16=plan["weights"] == "s16" or lanes,
-        sxtb16=plan.get("extract") == "sxtb16",
+        scratch=ctx.scratch(plan.scratch) if lanes else None,
+        s16=plan.knob("weights") == "s16" or lanes,
+        sxtb16=plan.knob("extract") == "sxtb16",
         weights=weights,
         tail_weights=(
             ctx.const(
@@ -84,7 +87,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
                 w_rows[:, steps * 4 :].copy(),
                 comment=f"the last {depth_tail} weights of each row [{out_depth}][{depth_tail}], int8",
             )
-            if depth_tail and (plan["weights"] == "s16" or lanes)
+            if depth_tail and (plan.knob("weights") == "s16" or lanes)
             else None
         ),
         fast=is_fast,
@@ -109,5 +112,5 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         )
     else:
         values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
-    plan["requant"] = "smmlar" if is_fast else "reference"
+    ctx.note(requant="smmlar" if is_fast else "reference")
     return ctx.render("fully_connected_rows4.c.j2", **values)

@@ -3,7 +3,7 @@ kernel (template fully_connected_s16.c.j2). The input row is read as int16 pairs
 memory; 4 output rows per pass (mc_dot4_s16: weights stored as int16 pairs interleaved for the 4
 rows, 2 loads + 8 SMLAD per 16 MACs), the depth % 4 taps after the loop, the output rows % 4 one
 by one. The 32-bit partial sums are proven exact and added into int64 (ops/fast/s16.py): TFLM's
-int64 accumulation bit for bit. The plan is FullyConnected.plan in ops/fully_connected.py.
+int64 accumulation bit for bit. The plan is FullyConnected.kernel_plan in ops/fully_connected.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import s16
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range
+
+INT16_ROWS4 = Variant("int16-rows4")
 
 
 def applies(x, w, y) -> bool:
@@ -28,11 +30,11 @@ def applies(x, w, y) -> bool:
     )
 
 
-def plan(features) -> dict:
-    return {"variant": "int16-rows4", "isa": "dsp" if has_dsp(features) else "c", "rows": 4, "scratch_bytes": 0}
+def plan(features) -> KernelPlan:
+    return KernelPlan.of(INT16_ROWS4, dsp_or_c(features), scratch_bytes=0, rows=4)
 
 
-def emit(op, ctx, plan_: dict, dims, multipliers, bias) -> str:
+def emit(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
     batches, out_depth, depth = dims
     y = ctx.tensor(op.outputs[0])
     w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(out_depth, depth)
@@ -41,7 +43,7 @@ def emit(op, ctx, plan_: dict, dims, multipliers, bias) -> str:
     mult, shift = multipliers
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, main, e.wide) if main else 0
-    plan_["chunk"] = 2 * chunk if chunk < main else 0
+    ctx.note(chunk=2 * chunk if chunk < main else 0)
     weights = ctx.const(
         "weights",
         s16.pack_rows(w_rows, -(-depth // 2)),
@@ -63,5 +65,5 @@ def emit(op, ctx, plan_: dict, dims, multipliers, bias) -> str:
         tail=depth % 4,
         chunk=chunk,
         full=out_depth // 4 * 4,
-        isa=plan_["isa"],
+        isa=plan_.isa,
     )

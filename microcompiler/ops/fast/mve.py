@@ -22,6 +22,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from microcompiler.ops.fast import wrap32
+from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
+
+HEADERS = ("kernel_mve.h",)
+MVE_DOT = Variant("mve-dot", HEADERS)  # CONV_2D and FULLY_CONNECTED
+MVE_CHANNELS16 = Variant("mve-channels16", HEADERS)  # DEPTHWISE_CONV_2D
+MVE_LANES = Variant("mve", HEADERS)  # ADD/SUB, 4 lanes
+MVE_CHANNELS8 = Variant("mve-channels8", HEADERS)  # AVERAGE_POOL_2D
+MVE_MAX16 = Variant("mve-max16", HEADERS)  # MAX_POOL_2D
 
 CHUNK = 16  # int8 lanes of a Q register: inputs per VMLADAVA.S8
 RECORD = 16  # int32 per block of 4 channels: bias[4], multiplier[4], left shift[4], -right shift[4]
@@ -57,7 +65,7 @@ def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.
     return cols.reshape(4, n4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
 
 
-def conv_plan(g, groups: int) -> dict | None:
+def conv_plan(g, groups: int) -> KernelPlan | None:
     """The "mve-dot" plan of an int8 CONV_2D with geometry g (one group), or None. "gather": none (1x1,
     stride 1, channels % 16 == 0: each pixel's inputs in place), rows (each kernel row's k_w x
     channels bytes are contiguous and a multiple of 16: read in place, the pixels whose window
@@ -71,26 +79,19 @@ def conv_plan(g, groups: int) -> dict | None:
         gather, scratch = "rows", 0 if g.always_inside else 2 * k
     else:
         gather, scratch = "all", 2 * steps_of(k) * CHUNK
-    return {
-        "variant": "mve-dot",
-        "isa": "mve",
-        "pixels": 2,
-        "out_channels": 4,
-        "gather": gather,
-        "scratch_bytes": scratch,
-    }
+    return KernelPlan.of(MVE_DOT, ISA_MVE, scratch_bytes=scratch, pixels=2, out_channels=4, gather=gather)
 
 
-def fc_plan(depth: int) -> dict:
+def fc_plan(depth: int) -> KernelPlan:
     direct = depth % CHUNK == 0
-    return {
-        "variant": "mve-dot",
-        "isa": "mve",
-        "pixels": 2,
-        "out_channels": 4,
-        "gather": "none" if direct else "all",
-        "scratch_bytes": 0 if direct else 2 * steps_of(depth) * CHUNK,
-    }
+    return KernelPlan.of(
+        MVE_DOT,
+        ISA_MVE,
+        scratch_bytes=0 if direct else 2 * steps_of(depth) * CHUNK,
+        pixels=2,
+        out_channels=4,
+        gather="none" if direct else "all",
+    )
 
 
 def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
@@ -117,7 +118,7 @@ def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
 
 def emit_dot(
     ctx,
-    plan: dict,
+    plan: KernelPlan,
     g,
     w_rows: np.ndarray,
     bias: np.ndarray,
@@ -135,8 +136,8 @@ def emit_dot(
     k = w_rows.shape[1]
     folded = bias.astype(np.int64) - x_zp * w_rows.astype(np.int64).sum(axis=1)
     shift = np.asarray(shift)
-    plan["requant"] = "vqrdmulh"
-    mode = {"none": "none", "rows": "rows", "all": "gather"}[plan["gather"]]
+    ctx.note(requant="vqrdmulh")
+    mode = {"none": "none", "rows": "rows", "all": "gather"}[plan.knob("gather")]
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render(
         "conv_2d_mve.c.j2",
@@ -154,7 +155,7 @@ def emit_dot(
         in_stride=g.dil_h * g.in_w * g.in_c if mode == "rows" else CHUNK * row_steps,
         variable_stride=mode == "rows" and not g.always_inside,
         npix=g.out_h * g.out_w,
-        scratch=ctx.scratch(plan["scratch_bytes"]) if plan["scratch_bytes"] else None,
+        scratch=ctx.scratch(plan.scratch) if plan.scratch else None,
         general=int(np.any(shift >= 0)),
         zp=x_zp,
         out_zp=y_zp,
@@ -163,11 +164,11 @@ def emit_dot(
     )
 
 
-def depthwise_plan(g, depth_multiplier: int) -> dict | None:
+def depthwise_plan(g, depth_multiplier: int) -> KernelPlan | None:
     """The "mve-channels16" plan of an int8 DEPTHWISE_CONV_2D (depth multiplier 1, channels % 16 == 0)."""
     if depth_multiplier != 1 or g.in_c % 16:
         return None
-    return {"variant": "mve-channels16", "isa": "mve", "channels": 16, "taps_unrolled": True, "scratch_bytes": 0}
+    return KernelPlan.of(MVE_CHANNELS16, ISA_MVE, scratch_bytes=0, channels=16, taps_unrolled=True)
 
 
 def dw16_order(channels: int) -> np.ndarray:
@@ -210,7 +211,7 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
 
 def emit_depthwise(
     ctx,
-    plan: dict,
+    plan: KernelPlan,
     g,
     w_taps: np.ndarray,
     bias: np.ndarray,
@@ -230,8 +231,7 @@ def emit_depthwise(
     mult = np.broadcast_to(np.asarray(mult), (n,))
     order = dw16_order(n)
     pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
-    plan["requant"] = "vqrdmulh"
-    plan["tap_pairs"] = pairs
+    ctx.note(requant="vqrdmulh", tap_pairs=pairs)
     zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, x_zp, np.int8))
     rows, taps = depthwise_rows(g)
     return ctx.render(
@@ -301,19 +301,19 @@ def division_magic(count: int, largest: int) -> tuple[int, int] | None:
     return None
 
 
-def avgpool_plan(depth: int, taps: int, unclipped: bool) -> dict | None:
+def avgpool_plan(depth: int, taps: int, unclipped: bool) -> KernelPlan | None:
     """The "mve-channels8" AVERAGE_POOL_2D plan: int8, unclipped windows, depth % 8 == 0, at most 255
     taps (int16 lane sums), and an exact division by multiplication."""
     if not unclipped or depth % 8 or taps > 255 or division_magic(taps, 128 * taps + taps // 2) is None:
         return None
-    return {"variant": "mve-channels8", "isa": "mve", "channels": 8, "clipped_windows": False, "scratch_bytes": 0}
+    return KernelPlan.of(MVE_CHANNELS8, ISA_MVE, scratch_bytes=0, channels=8, clipped_windows=False)
 
 
-def maxpool_plan(depth: int, unclipped: bool) -> dict | None:
+def maxpool_plan(depth: int, unclipped: bool) -> KernelPlan | None:
     """The "mve-max16" MAX_POOL_2D plan: int8, unclipped windows, depth % 16 == 0."""
     if not unclipped or depth % 16:
         return None
-    return {"variant": "mve-max16", "isa": "mve", "channels": 16, "clipped_windows": False, "scratch_bytes": 0}
+    return KernelPlan.of(MVE_MAX16, ISA_MVE, scratch_bytes=0, channels=16, clipped_windows=False)
 
 
 def avgpool_values(taps: int) -> dict:

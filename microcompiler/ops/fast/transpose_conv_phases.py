@@ -23,8 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.features import has_dsp
+from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range, conv_multipliers
+
+PHASES = Variant("phases", ("kernel_simd.h",))
 
 
 def phase_taps(r: int, k: int, stride: int) -> list[int]:
@@ -33,18 +35,12 @@ def phase_taps(r: int, k: int, stride: int) -> list[int]:
     return list(range(r, k, stride))[::-1]
 
 
-def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> dict:
+def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> KernelPlan:
     taps = -(-k_h // stride_h) * -(-k_w // stride_w) * in_c
-    return {
-        "variant": "phases",
-        "isa": "dsp" if has_dsp(features) else "c",
-        "rows": 4,
-        "weights": "s16",
-        "scratch_bytes": -(-taps // 4) * 4,
-    }
+    return KernelPlan.of(PHASES, dsp_or_c(features), scratch_bytes=-(-taps // 4) * 4, rows=4, weights="s16")
 
 
-def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) -> str:
+def emit_phases(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -> str:
     """``values``: the geometry of TransposeConv.emit (shapes, strides, padding, C names)."""
     v = values
     in_c, out_c, k_h, k_w, s_h, s_w = v["in_c"], v["out_c"], v["k_h"], v["k_w"], v["stride_h"], v["stride_w"]
@@ -72,7 +68,7 @@ def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) 
     bound = np.max(np.stack(bounds), axis=0)
     per_channel = len(set(zip(mult.tolist(), shift.tolist()))) > 1
     is_fast, c, r = fast.requant_table(mult, shift, y_zp, bound if per_channel else bound.max(keepdims=True))
-    plan_["requant"] = "smmlar" if is_fast else "reference"
+    ctx.note(requant="smmlar" if is_fast else "reference")
     lo, hi = activation_range(activation, y)
     phases = s_h * s_w
     weights = ctx.const(
@@ -85,7 +81,7 @@ def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) 
     )
     out = dict(
         v,
-        isa=plan_["isa"],
+        isa=plan_.isa,
         zp=zp,
         output_offset=y_zp,
         act_min=lo,
@@ -97,8 +93,8 @@ def emit_phases(ctx, plan_: dict, x, w, y, bias, values: dict, activation: str) 
         rows_tail=out_c % 4,
         direct=direct,
         phases=phases,
-        row_bytes=plan_["scratch_bytes"],
-        scratch=ctx.scratch(plan_["scratch_bytes"]),
+        row_bytes=plan_.scratch,
+        scratch=ctx.scratch(plan_.scratch),
         bias=ctx.const(
             "bias",
             fast.wrap32(np.concatenate(folded)),
