@@ -21,24 +21,6 @@ import keras_lookalikes as lookalikes  # noqa: E402
 NAMES = ("ds_cnn", "conv_autoencoder")
 
 
-def convert_16x8(model, kind) -> bytes:
-    import tensorflow as tf
-
-    shape = tuple(model.inputs[0].shape)
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-
-    def representative():
-        for sample in lookalikes.seeded_batch(shape, kind, lookalikes.SEED + 1, lookalikes.REPRESENTATIVE_SAMPLES):
-            yield [sample[None]]
-
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = representative
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
-    converter.inference_input_type = tf.int16
-    converter.inference_output_type = tf.int16
-    return converter.convert()
-
-
 def main() -> int:
     import keras
     import tensorflow as tf
@@ -49,8 +31,10 @@ def main() -> int:
         _, kind, _, _ = lookalikes.models()[name]
         keras.utils.set_random_seed(lookalikes.SEED)
         model = lookalikes.models()[name][0]()
-        lookalikes.set_batchnorm_statistics(keras, model, lookalikes.seeded_batch(tuple(model.inputs[0].shape), kind, lookalikes.SEED, 64))
-        data = convert_16x8(model, kind)
+        lookalikes.set_batchnorm_statistics(
+            keras, model, lookalikes.seeded_batch(tuple(model.inputs[0].shape), kind, lookalikes.SEED, 64)
+        )
+        data = lookalikes.convert(model, kind, True, int16x8=True)
         path = out / f"{name}_int16x8.tflite"
         path.write_bytes(data)
         print(f"{path.name}: {len(data)} bytes")

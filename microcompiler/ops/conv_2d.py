@@ -117,7 +117,9 @@ CHOICES = (
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
-    Choice(int16_pixel_fits, lambda r: conv_2d_s16.plan(geometry(r.op, r.graph), r.features, _rows(r), r.knob("weights"))),
+    Choice(
+        int16_pixel_fits, lambda r: conv_2d_s16.plan(geometry(r.op, r.graph), r.features, _rows(r), r.knob("weights"))
+    ),
 )
 
 

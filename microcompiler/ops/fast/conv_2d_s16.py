@@ -27,7 +27,6 @@ import numpy as np
 
 from microcompiler.ops.fast import s16
 from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
-from microcompiler.ops.quant import activation_range, conv_multipliers
 
 INT16_PIXEL = Variant("int16-pixel")
 
@@ -134,12 +133,9 @@ def _words(g) -> int:
 
 
 def emit(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
-    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-    w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
+    w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     words = _words(g)
-    mult, shift = conv_multipliers(x, w, y, g.out_c)
-    lo, hi = activation_range(op.options["activation"], y)
-    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
+    e = s16.conv_epilogue(op, ctx, w_rows, bias)
     chunk = s16.chunk_words(w_rows, words, e.wide)
     ctx.note(chunk=2 * chunk if chunk < words else 0)
     weights = ctx.const(
@@ -150,14 +146,13 @@ def emit(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
             "first), the channels in blocks of 4 interleaved per pair, then the channels % 4"
         ),
     )
-    return ctx.render(
+    return s16.render_conv(
+        ctx,
         "conv_2d_s16.c.j2",
-        g=g,
-        describe=g.describe(),
-        input=ctx.arg(op.inputs[0]),
-        output=ctx.arg(op.outputs[0]),
-        weights=weights,
-        e=e,
+        op,
+        g,
+        e,
+        weights,
         words=words,
         chunk=chunk,
         k=g.k_h * g.k_w * g.in_c,
@@ -168,12 +163,9 @@ def emit(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
 
 
 def emit_blocks(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
-    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-    w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
+    w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     seg = Segments.of(g)
-    mult, shift = conv_multipliers(x, w, y, g.out_c)
-    lo, hi = activation_range(op.options["activation"], y)
-    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
+    e = s16.conv_epilogue(op, ctx, w_rows, bias)
     runs = s16.chunk_words(w_rows, seg.pairs, e.wide) < seg.pairs  # one int32 sum could overflow
     ctx.note(chunk=seg.length if runs else 0)
     block_words, row_words = s16.widened_words(g.out_c, seg.pairs)
@@ -188,14 +180,13 @@ def emit_blocks(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
             " and pair of taps the channels (0, 1) then (2, 3), then the channels % 4 alone"
         ),
     )
-    return ctx.render(
+    return s16.render_conv(
+        ctx,
         "conv_2d_s16_blocks.c.j2",
-        g=g,
-        describe=g.describe(),
-        input=ctx.arg(op.inputs[0]),
-        output=ctx.arg(op.outputs[0]),
-        weights=weights,
-        e=e,
+        op,
+        g,
+        e,
+        weights,
         seg=seg,
         runs=runs,
         block_words=block_words,

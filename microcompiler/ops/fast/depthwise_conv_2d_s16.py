@@ -31,7 +31,6 @@ import numpy as np
 
 from microcompiler.ops.fast import s16
 from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
-from microcompiler.ops.quant import activation_range, conv_multipliers
 
 INT16_PAIRS = Variant("int16-pairs")
 INT16_PAIR_PLANES = Variant("int16-pair-planes")
@@ -108,11 +107,8 @@ def pack(rows: np.ndarray, pairs: str) -> np.ndarray:
 
 
 def emit(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
-    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-    rows = channel_rows(w)
-    mult, shift = conv_multipliers(x, w, y, g.out_c)
-    lo, hi = activation_range(op.options["activation"], y)
-    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, rows)
+    rows = channel_rows(ctx.tensor(op.inputs[1]))
+    e = s16.conv_epilogue(op, ctx, rows, bias)
     taps = g.k_h * g.k_w
     layout = {
         "channels": "per pair of channels (c, c + 1)",
@@ -127,14 +123,13 @@ def emit(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
             "consecutive"
         ),
     )
-    return ctx.render(
+    return s16.render_conv(
+        ctx,
         "depthwise_conv_2d_s16.c.j2",
-        g=g,
-        describe=g.describe(),
-        input=ctx.arg(op.inputs[0]),
-        output=ctx.arg(op.outputs[0]),
-        weights=weights,
-        e=e,
+        op,
+        g,
+        e,
+        weights,
         taps=taps,
         m=multiplier,
         pairs=plan_.knob("pairs"),
@@ -166,11 +161,8 @@ def pack_s8(rows: np.ndarray, pairs: str) -> np.ndarray:
 
 
 def emit_planes(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
-    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-    rows = channel_rows(w)
-    mult, shift = conv_multipliers(x, w, y, g.out_c)
-    lo, hi = activation_range(op.options["activation"], y)
-    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, rows)
+    rows = channel_rows(ctx.tensor(op.inputs[1]))
+    e = s16.conv_epilogue(op, ctx, rows, bias)
     taps = g.k_h * g.k_w
     pairs = plan_.knob("pairs")
     weights = ctx.const(
@@ -178,20 +170,22 @@ def emit_planes(op, ctx, plan_: KernelPlan, g, bias, multiplier: int) -> str:
         pack_s8(rows, pairs),
         comment=(
             f"weights [{g.out_c} output channels][{taps} taps (ky, kx)] int8, 4 per word in the order "
-            + ("the channel loop widens them: per pair of output channels per 2 taps (a[t], a[t + 1], b[t], b[t + 1])"
-               if pairs != "none" else "the channel loop widens them")
+            + (
+                "the channel loop widens them: per pair of output channels per 2 taps (a[t], a[t + 1], b[t], b[t + 1])"
+                if pairs != "none"
+                else "the channel loop widens them"
+            )
             + (", then " if pairs == "channels" and g.out_c % 2 else "")
             + ("each channel's taps zero-padded to 4" if pairs == "none" or g.out_c % 2 else "")
         ),
     )
-    return ctx.render(
+    return s16.render_conv(
+        ctx,
         "depthwise_conv_2d_s16_planes.c.j2",
-        g=g,
-        describe=g.describe(),
-        input=ctx.arg(op.inputs[0]),
-        output=ctx.arg(op.outputs[0]),
-        weights=weights,
-        e=e,
+        op,
+        g,
+        e,
+        weights,
         taps=taps,
         pair_words=_even(taps) // 2,
         single_words=-(-taps // 4),

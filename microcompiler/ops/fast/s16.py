@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from microcompiler.ops.quant import activation_range, conv_multipliers
+
 INT32_MAX = 2**31 - 1
 MAX_ABS_X = 2**15  # |int16| <= 2^15
 # Taps per 32-bit run whatever the weights: 2^15 * 128 * 503 < 2^31 (250 words + a 3-tap tail).
@@ -143,3 +145,26 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w
         ctype = "int64" if mode == "wide" else "int32"  # narrow, smmulr: |bias| < 2^31 is proven
         b = ctx.const("bias", b_data.astype(ctype), comment=f"bias per output channel [{b_data.size}] ({ctype})")
     return Epilogue(mode, b, m, s, not uniform, lo, hi)
+
+
+def conv_epilogue(op, ctx, w_rows: np.ndarray, bias) -> Epilogue:
+    """The Epilogue of an int16x8 CONV_2D or DEPTHWISE_CONV_2D: TFLM's multipliers per output channel,
+    the fused activation's range; ``w_rows``: the weights [output channels, taps]."""
+    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    mult, shift = conv_multipliers(x, w, y, len(w_rows))
+    lo, hi = activation_range(op.options["activation"], y)
+    return epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
+
+
+def render_conv(ctx, template: str, op, g, e: Epilogue, weights: str, **values) -> str:
+    """An int16x8 convolution's template with what every one of them reads."""
+    return ctx.render(
+        template,
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        e=e,
+        **values,
+    )
