@@ -420,3 +420,27 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
         lib, board, tmp_path / "seanet", input=[x.reshape(lib.metadata["inputs"][0]["shape"])], log=lambda _: None
     )
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), golden.reshape(-1))
+    # the int16x8 DS-CNN: int16-pixel, int16-pair-planes (widened weights, planes) and int16-blocks
+    path = KERAS / "ds_cnn_int16x8.tflite"
+    lib = compile_model(path, features=board.cpu.features)
+    inputs = random_inputs(lib.metadata["inputs"], seed=3)
+    _, _, result = run_on_board(lib, board, tmp_path / "ds_cnn", input=inputs, log=lambda _: None)
+    np.testing.assert_array_equal(result.outputs[0].reshape(-1), Oracle(path.read_bytes()).run(inputs)[0].reshape(-1))
+
+
+KERAS = Path(__file__).resolve().parent / "models" / "keras"
+
+
+@pytest.mark.parametrize("name", ["ds_cnn_int16x8", "conv_autoencoder_int16x8"])
+def test_int16x8_lookalikes_keep_the_model_file_weights(tmp_path, name):
+    """The 16x8 look-alikes made with the real converter (scripts/keras_int16x8.py), with the DSP
+    kernels: bit-exact with TFLM, and every convolution that takes int16-blocks or int16-pair-planes
+    stores its weights at the model file's int8 size (plus the per-segment padding to even)."""
+    model = (KERAS / f"{name}.tflite").read_bytes()
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
+    kernels = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"].endswith("CONV_2D")]
+    widened = {"int16-blocks", "int16-pair-planes"}
+    assert widened & set(kernels)
+    assert all(k in widened | {"int16-pixel", "reference"} for k in kernels)
+    if name == "ds_cnn_int16x8":  # the first layer (10 x 4 on 49 x 10 x 1, mostly border pixels): int16-pixel
+        assert kernels == ["int16-pixel"] + ["int16-pair-planes", "int16-blocks"] * 4
