@@ -18,6 +18,7 @@ import numpy as np
 from microcompiler import cleanup, resources
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.ir import np_dtype
 from microcompiler.standalone import StandaloneResult, parse_reports
@@ -42,33 +43,75 @@ def compiler() -> list[str]:
     return cc
 
 
+def crt_sources() -> list[str]:
+    """crt's portable sources and the POSIX platform hooks: every host program's runtime."""
+    crt = resources.crt_dir()
+    return [*(str(crt / s) for s in CRT_PORTABLE_SOURCES), str(crt / "platform/posix/platform.c")]
+
+
+def build_crt_objects(
+    work_dir: Path, sanitize: bool = False, opt: str = "-O2", sanitize_opt: str = "-O1"
+) -> list[Path]:
+    """crt_sources() compiled once into object files in ``work_dir``, for programs that build many
+    models with the same flags (``HostProgram(..., crt_objects=...)``; scripts/fuzz_models.py)."""
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    objects = []
+    for k, source in enumerate(crt_sources()):
+        obj = work_dir / f"{k}_{Path(source).stem}.o"
+        _compile(sanitize, opt, [f"-I{resources.crt_dir() / 'include'}", "-c", source, "-o", str(obj)], sanitize_opt)
+        objects.append(obj)
+    return objects
+
+
+def _compile(sanitize: bool, opt: str, arguments: list[str], sanitize_opt: str = "-O1") -> None:
+    """The host C compiler on ``arguments``: at ``opt``, or with the sanitizers at ``sanitize_opt``
+    (-O1 as the tests build; -O0 compiles about 4x faster, for the fuzzer's many small programs)."""
+    flags = STRICT_CFLAGS + ([sanitize_opt, *SANITIZE_CFLAGS[1:]] if sanitize else [opt])
+    proc = cleanup.run_bounded([*compiler(), *flags, *arguments], COMPILE_TIMEOUT, "the host C compiler", text=True)
+    if proc.returncode != 0:
+        raise ToolchainError(
+            "the host C compiler failed on the generated code (a microcompiler bug, "
+            f"please report it):\n{proc.stderr.strip()[:4000]}"
+        )
+
+
 class HostProgram:
     """A model library built into a host executable that runs inputs fed on stdin."""
 
     EXE = "model_host"  # the executable, in work_dir
 
     def __init__(
-        self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2", executor: str = "aot"
+        self,
+        library: ModelLibrary,
+        work_dir: Path,
+        sanitize: bool = False,
+        opt: str = "-O2",
+        executor: str = "aot",
+        crt_objects: list[Path] | None = None,
+        sanitize_opt: str = "-O1",
     ):
         self.library = library
         self.executor = executor
         self.meta = library.metadata
+        self.info = ModelInfo.from_json(self.meta)  # typed reads (codegen/model_info.py)
         if executor == "graph":
             check_graph_executor(self.meta)
         self.work_dir = Path(work_dir)
         self.exe = self.work_dir / self.EXE
-        self._build(sanitize, opt)
+        self._build(sanitize, opt, crt_objects, sanitize_opt)
 
     @classmethod
     def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> HostProgram:
         """The program an earlier HostProgram built in work_dir, to run again without recompiling."""
         program = cls.__new__(cls)
         program.library, program.executor, program.meta = None, executor, meta
+        program.info = ModelInfo.from_json(meta)
         program.work_dir = Path(work_dir)
         program.exe = program.work_dir / cls.EXE
         return program
 
-    def _build(self, sanitize: bool, opt: str) -> None:
+    def _build(self, sanitize: bool, opt: str, crt_objects: list[Path] | None, sanitize_opt: str) -> None:
         lib_dir = self.work_dir / "model"
         self.library.write(lib_dir)
         main = self.work_dir / "main.c"
@@ -77,7 +120,7 @@ class HostProgram:
                 resources.templates_dir() / "host",
                 "main.c.j2",
                 executor=self.executor,
-                NAME=self.meta["name"].upper(),
+                NAME=self.info.name.upper(),
                 **self.meta,
             )
         )
@@ -85,26 +128,10 @@ class HostProgram:
         sources = [
             str(main),
             *map(str, sorted((lib_dir / "src").glob("*.c"))),
-            *(str(crt / s) for s in CRT_PORTABLE_SOURCES),
-            str(crt / "platform/posix/platform.c"),
+            *(map(str, crt_objects) if crt_objects is not None else crt_sources()),
         ]
-        flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else [opt])
-        cmd = [
-            *compiler(),
-            *flags,
-            f"-I{lib_dir / 'include'}",
-            f"-I{crt / 'include'}",
-            *sources,
-            "-o",
-            str(self.exe),
-            "-lm",
-        ]
-        proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
-        if proc.returncode != 0:
-            raise ToolchainError(
-                "the host C compiler failed on the generated code (a microcompiler bug, "
-                f"please report it):\n{proc.stderr.strip()[:4000]}"
-            )
+        includes = [f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}"]
+        _compile(sanitize, opt, [*includes, *sources, "-o", str(self.exe), "-lm"], sanitize_opt)
 
     def run(self, inputs: list[list[np.ndarray]], timeout: float = 600, reset_every: int = 0) -> list[StandaloneResult]:
         """Run the model once per input set, in order, in one process (the model's state carries over
@@ -117,11 +144,11 @@ class HostProgram:
         timeout = check_timeout(timeout)
         blob = bytearray()
         for input_set in inputs:
-            for arr, meta in zip(input_set, self.meta["inputs"]):
-                blob += np.ascontiguousarray(arr, dtype=np_dtype(meta["dtype"])).tobytes()
+            for arr, tensor in zip(input_set, self.info.inputs):
+                blob += np.ascontiguousarray(arr, dtype=np_dtype(tensor.dtype)).tobytes()
         in_path, out_path, err_path = (self.work_dir / f"run.{s}" for s in ("in", "out", "err"))
         in_path.write_bytes(bytes(blob))
-        report_bytes = sum(2 * o["bytes"] + 64 for o in self.meta["outputs"]) + 256
+        report_bytes = sum(2 * o.bytes + 64 for o in self.info.outputs) + 256
         output_limit = (1 << 20) + 2 * len(inputs) * report_bytes
         with open(in_path, "rb") as stdin, open(out_path, "wb") as stdout, open(err_path, "wb") as stderr:
             argv = [str(self.exe)] + ([str(int(reset_every))] if reset_every else [])

@@ -24,8 +24,6 @@ import filecmp
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))  # ray_nodes: the local Ray nodes of tests/test_tuning_ray.py
 
 from microcompiler.timing import describe  # noqa: E402
 from microcompiler.version import __version__  # noqa: E402
@@ -342,52 +341,21 @@ TUNE_RAY = (
 )
 
 
-def _ray_env() -> dict:
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
-    env.pop("RAY_ADDRESS", None)
-    return env
+def _wait_for_boards(address: str, boards: int) -> None:
+    from ray_nodes import status
 
-
-def _start_node(ray: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [ray, "start", *args, "--block", "--disable-usage-stats"],
-        env=_ray_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _stop_node(node: subprocess.Popen) -> None:
-    for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(node.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            node.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _wait_for_boards(ray: str, address: str, boards: int) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        status = subprocess.run(
-            [ray, "status", "--address", address], env=_ray_env(), capture_output=True, text=True, timeout=60
-        )
-        if f"0.0/{boards}.0 {BOARD}" in status.stdout:
+        if f"0.0/{boards}.0 {BOARD}" in status(address):
             return
         time.sleep(1)
     raise SystemExit(f"the Ray cluster did not show {boards} free {BOARD} within 180 s")
 
 
 def measure_ray() -> dict:
-    ray = str(Path(sys.executable).parent / "ray")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from ray_nodes import free_port, start_node, stop_node
+
+    port = free_port()
     address = f"127.0.0.1:{port}"
     resources = json.dumps({BOARD: 1})
     temp = tempfile.mkdtemp(prefix="mcray-", dir="/tmp")  # Ray's socket paths must stay short
@@ -396,12 +364,12 @@ def measure_ray() -> dict:
     record = stamp()
     try:
         head = ["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", temp]
-        nodes.append(_start_node(ray, *head, "--num-cpus", "1", "--resources", resources))
-        _wait_for_boards(ray, address, 1)
+        nodes.append(start_node(*head, "--num-cpus", "1", "--resources", resources))
+        _wait_for_boards(address, 1)
         for jobs in (1, 2):
             if jobs == 2:
-                nodes.append(_start_node(ray, "--address", address, "--num-cpus", "1", "--resources", resources))
-                _wait_for_boards(ray, address, 2)
+                nodes.append(start_node("--address", address, "--num-cpus", "1", "--resources", resources))
+                _wait_for_boards(address, 2)
             (ROOT / OUT / f"ray{jobs}.tuning.json").unlink(missing_ok=True)
             command = TUNE_RAY.format(jobs=jobs).replace("ADDRESS", address)
             record[f"nodes{jobs}"] = _tune_summary(json.loads(run(command, f"ray: {jobs} node(s)").stdout))
@@ -410,7 +378,7 @@ def measure_ray() -> dict:
         )
     finally:
         for node in reversed(nodes):
-            _stop_node(node)
+            stop_node(node)
         shutil.rmtree(temp, ignore_errors=True)
     return record
 

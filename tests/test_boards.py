@@ -143,8 +143,8 @@ META = {
     "params_bytes": 300_000,
     "arena_bytes": 50_000,
     "operators": [{}] * 10,
-    "inputs": [{"bytes": 1000}],
-    "outputs": [{"bytes": 10}],
+    "inputs": [{"name": "x", "c_name": "input0", "shape": [1000], "dtype": "int8", "bytes": 1000}],
+    "outputs": [{"name": "y", "c_name": "output0", "shape": [10], "dtype": "int8", "bytes": 10}],
 }
 
 

@@ -27,23 +27,11 @@ import numpy as np
 import pytest
 from harness import cli
 from oracle import tflm_run
+from ray_nodes import free_port, ray_env, start_node, stop_node
+from ray_nodes import status as ray_status
 from test_tuning import BOARD, needs_qemu, small_model
 
 ray = pytest.importorskip("ray", reason="needs Ray: pip install 'microcompiler[ray]'")
-RAY = str(Path(sys.executable).parent / "ray")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ray_env() -> dict:
-    """The test cluster's environment: no usage statistics, and no auth token (nothing written to ~/.ray)."""
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
-    env.pop("RAY_ADDRESS", None)
-    return env
 
 
 def descendants(pid: int) -> set[int]:
@@ -69,30 +57,6 @@ def command_of(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def start_node(*args: str) -> subprocess.Popen:
-    """``ray start ARGS --block`` in a session of its own: killing the group stops the node whole."""
-    return subprocess.Popen(
-        [RAY, "start", *args, "--block", "--disable-usage-stats"],
-        env=ray_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def stop_node(node: subprocess.Popen) -> None:
-    for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(node.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            node.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @pytest.fixture()
@@ -122,14 +86,12 @@ def cluster():
         while time.monotonic() < deadline:
             if node is None and head_answers(address):
                 node = start_node("--address", address, "--num-cpus", "1", "--resources", resources)
-            status = subprocess.run(
-                [RAY, "status", "--address", address], env=ray_env(), capture_output=True, text=True, timeout=60
-            )
-            if f"0.0/2.0 {BOARD}" in status.stdout:
+            status = ray_status(address)
+            if f"0.0/2.0 {BOARD}" in status:
                 break
             time.sleep(1)
         else:
-            pytest.fail(f"the Ray cluster did not come up within 120 s:\n{status and status.stdout}")
+            pytest.fail(f"the Ray cluster did not come up within 120 s:\n{status}")
         yield address, node
     finally:
         if node is not None:

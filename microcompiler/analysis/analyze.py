@@ -8,6 +8,7 @@ from microcompiler.analysis import loops
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import compile_model
 from microcompiler.timing import estimated
 
@@ -38,8 +39,9 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
 
     meta, graph = library.metadata, library.graph
+    info = ModelInfo.from_json(meta)  # the typed fields (codegen/model_info.py)
     layers = []
-    for fn, op in zip(library.functions, meta["operators"]):
+    for fn, op in zip(library.functions, info.operators):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
         estimate, key = loops.operator_estimate(op, dtype, meta, graph, fn.op, graph.subgraphs)
         layers.append(
@@ -61,26 +63,26 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     need = estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)
     instructions = sum(layer["estimated_instructions"] for layer in layers)
     totals = {
-        "macs": meta["total_macs"],
-        "weights_bytes": meta["params_bytes"],
+        "macs": info.total_macs,
+        "weights_bytes": info.params_bytes,
         "code_bytes_estimate": need["code"],
         "flash_bytes": need["flash"],
-        "arena_bytes": meta["arena_bytes"],
-        "scratch_bytes": meta["scratch_bytes"],
+        "arena_bytes": info.arena_bytes,
+        "scratch_bytes": info.scratch_bytes,
         "stack_bytes_estimate": need["stack"],
-        "state_bytes": meta.get("state_bytes", 0),
+        "state_bytes": info.state_bytes,
         "ram_bytes": need["ram"],
         "estimated_instructions": instructions,
     }
     result = {
-        "model": meta["name"],
+        "model": info.name,
         "board": board.name if board else None,
         "core": board.cpu.core if board else None,
         "layers": layers,
         "totals": totals,
         "memory_plan": memory_plan(graph, meta),
-        "memory_peak": meta["memory_peak"],
-        "ram_budget": meta.get("ram_budget", {}),
+        "memory_peak": info.detail("memory_peak"),
+        "ram_budget": info.detail("ram_budget", {}),
         "fit": None,
         "estimated_time": estimated(instructions, board),
     }

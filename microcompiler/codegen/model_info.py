@@ -89,6 +89,22 @@ class ModelInfo:
     format_version: int = FORMAT_VERSION
     microcompiler_version: str = __version__
 
+    def detail(self, key: str, default: Any = None) -> Any:
+        """A field of metadata.json beyond the typed ones (``shared_bodies``, ``ram_budget``, ...)."""
+        return self.details.get(key, default)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(t.bytes for t in self.inputs)
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(t.bytes for t in self.outputs)
+
+    @property
+    def has_float_io(self) -> bool:
+        return any(t.dtype.startswith("float") for t in self.inputs + self.outputs)
+
     def to_json(self) -> dict:
         """The metadata.json object (keys in the order users read them)."""
         head = {

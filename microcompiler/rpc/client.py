@@ -205,7 +205,7 @@ class Session:
     def check_model(self, plan) -> None:
         """Refuse a device whose firmware does not hold the plan's compiled model: HELLO names the
         firmware's (first) model; a firmware with several answers MODEL with each one's fingerprint."""
-        expected = plan.metadata.get("fingerprint") if plan is not None else None
+        expected = plan.info.fingerprint or None if plan is not None else None
         if expected is None or self.device.model_fingerprint == int(expected, 16):
             return
         found = self.model_fingerprint(plan.name)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.inputs import same_shape
 from microcompiler.ir import np_dtype
@@ -55,7 +56,7 @@ class GraphExecutor:
     def __init__(self, session: RemoteSession, plan: ModelPlan):
         self.session = session
         self.plan = plan
-        self.meta = plan.metadata
+        self.info = plan.info  # the model's metadata (codegen/model_info.py)
         self.functions = [session.lookup(op.function) for op in plan.ops]
         self.pool = session.alloc(max(1, plan.pool_bytes))
         self._args = [[TensorArg(self.pool.handle, plan.slots[s][0]) for s in op.slots] for op in plan.ops]
@@ -63,8 +64,8 @@ class GraphExecutor:
 
     # ---- inputs and outputs ----
 
-    def _io(self, kind: str, index: int) -> tuple[dict, int, int]:
-        metas = self.meta[kind]
+    def _io(self, kind: str, index: int) -> tuple[TensorInfo, int, int]:
+        metas = self.info.inputs if kind == "inputs" else self.info.outputs
         slots = self.plan.input_slots if kind == "inputs" else self.plan.output_slots
         if not 0 <= index < len(metas):
             raise MicrocompilerError(f"the model has {len(metas)} {kind}; there is no {kind[:-1]} {index}")
@@ -73,16 +74,16 @@ class GraphExecutor:
 
     def set_input(self, index: int, value) -> None:
         meta, offset, nbytes = self._io("inputs", index)
-        want = np.dtype(np_dtype(meta["dtype"]))
+        want = np.dtype(np_dtype(meta.dtype))
         arr = np.asarray(value)
-        if not same_shape(arr.shape, meta["shape"]):
+        if not same_shape(arr.shape, list(meta.shape)):
             raise MicrocompilerError(
-                f"input {index} ('{meta['name']}') needs shape {meta['shape']} (only leading "
+                f"input {index} ('{meta.name}') needs shape {list(meta.shape)} (only leading "
                 f"1s may differ), got {list(arr.shape)}"
             )
         if arr.dtype != want:
             raise MicrocompilerError(
-                f"input {index} ('{meta['name']}') needs dtype {want}, got {arr.dtype}; "
+                f"input {index} ('{meta.name}') needs dtype {want}, got {arr.dtype}; "
                 f"convert it with x.astype(np.{want})"
             )
         raw = np.ascontiguousarray(arr).tobytes()
@@ -91,7 +92,7 @@ class GraphExecutor:
 
     def get_output(self, index: int) -> np.ndarray:
         meta, offset, nbytes = self._io("outputs", index)
-        return self.pool.read_array(np_dtype(meta["dtype"]), meta["shape"], offset)
+        return self.pool.read_array(np_dtype(meta.dtype), list(meta.shape), offset)
 
     # ---- running ----
 
@@ -112,12 +113,12 @@ class GraphExecutor:
         for k, x in enumerate(inputs):
             self.set_input(k, x)
         self.run()
-        return [self.get_output(k) for k in range(len(self.meta["outputs"]))]
+        return [self.get_output(k) for k in range(len(self.info.outputs))]
 
     def profile(self, number: int = 10, repeat: int = 1) -> list[dict]:
         """Device time of each operator: ``repeat`` measurements of ``number`` back-to-back runs."""
         rows = []
-        ops_meta = self.meta.get("operators", [])
+        ops_meta = self.info.operators
         for k, fn in enumerate(self.functions):
             result = self.time_operator(k, number, repeat)
             row = {
@@ -163,7 +164,7 @@ class GraphExecutor:
 
     def _restore_state(self) -> None:
         """Timing runs an operator many times, which moves a stateful model's state on: start again."""
-        if self.meta.get("state_bytes"):
+        if self.info.state_bytes:
             self.reset()
 
     def time_inference(self, number: int = 10, repeat: int = 3) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from microcompiler.codegen.graph_description import MAX_ARGS
+from microcompiler.codegen.model_info import ModelInfo, ModelInfoError
 from microcompiler.errors import MicrocompilerError
 
 PLAN_FILE = "host_driven.json"
@@ -32,6 +33,12 @@ class ModelPlan:
     description: bytes
 
     def __post_init__(self):
+        try:  # the fields every reader relies on, checked once (codegen/model_info.py)
+            self.info = ModelInfo.from_json(self.metadata, "the model's metadata")
+        except ModelInfoError as exc:
+            raise MicrocompilerError(
+                f"{str(exc).rpartition(';')[0]}; create the project with mode host-driven again"
+            ) from None
         self._parse()
 
     def _parse(self) -> None:
@@ -67,7 +74,7 @@ class ModelPlan:
 
     @property
     def name(self) -> str:
-        return self.metadata["name"]
+        return self.info.name
 
     @classmethod
     def from_library(cls, library) -> ModelPlan:

@@ -144,14 +144,19 @@ class Project:
     def saved_input_steps(self, model: str | None = None) -> list[list[np.ndarray]]:
         """Every input set the project was created with, in order (one unless it runs a sequence:
         then inputs/input<k>.npy hold the steps along a leading axis)."""
-        metadata, folder = self.metadata, self.dir / "inputs"
+        info, folder = self.info, self.dir / "inputs"
         if self.models:
-            metadata = self.model_metadata(model or self.model)
-            folder = folder / metadata["name"]
-        arrays = [np.load(folder / f"input{k}.npy") for k in range(len(metadata["inputs"]))]
+            info = ModelInfo.from_json(self.model_metadata(model or self.model))
+            folder = folder / info.name
+        arrays = [np.load(folder / f"input{k}.npy") for k in range(len(info.inputs))]
         if self.steps == 1:
             return [arrays]
         return [[arr[s] for arr in arrays] for s in range(self.steps)]
+
+    @property
+    def info(self) -> ModelInfo:
+        """The (first) model's metadata, typed (codegen/model_info.py)."""
+        return ModelInfo.from_json(self.metadata, str(self.dir / "model" / "metadata.json"))
 
     def model_metadata(self, model: str) -> dict:
         """The metadata of the model named ``model`` in this project (one-line error if absent)."""
@@ -166,17 +171,13 @@ _RECREATE = "recreate the project with 'microcompiler create-project'"
 
 
 def _read_metadata(library_dir: Path) -> dict:
-    """A model library's metadata.json inside a project, checked."""
+    """A model library's metadata.json inside a project, read through ModelInfo (the fields every
+    reader relies on, and the format version, checked) and handed on as its JSON object."""
     path = library_dir / "metadata.json"
     try:
-        metadata = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise MicrocompilerError(f"{path} is missing or damaged ({why(exc)}); {_RECREATE}") from None
-    try:
-        ModelInfo.from_json(metadata, str(path))  # the fields every reader relies on, and the format version
+        return ModelInfo.load(path).to_json()
     except ModelInfoError as exc:
         raise MicrocompilerError(f"{str(exc).rpartition(';')[0]}; {_RECREATE}") from None
-    return metadata
 
 
 # The fields of microcompiler-project.json, with their types.

@@ -6,6 +6,7 @@ metadata.json before anything is built (``estimate_footprint``), against the boa
 from __future__ import annotations
 
 from microcompiler.boards import Board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError
 
 DEFAULT_STACK_BYTES = 8 * 1024
@@ -28,30 +29,25 @@ def ram_for_models(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
 
 def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     """Flash and RAM the firmware will need, estimated from metadata.json before building."""
-    weights = metadata["params_bytes"]
-    input_bytes = sum(t["bytes"] for t in metadata["inputs"])
-    output_bytes = sum(t["bytes"] for t in metadata["outputs"])
-    shared = metadata.get("shared_bodies", [])
+    info = ModelInfo.from_json(metadata)
+    weights = info.params_bytes
+    input_bytes, output_bytes = info.input_bytes, info.output_bytes
+    shared = info.detail("shared_bodies", [])
     callers = sum(len(body["layers"]) for body in shared)
     code = (
         RUNTIME_CODE_BYTES
-        + OPERATOR_CODE_BYTES * (len(metadata["operators"]) - callers + len(shared))
+        + OPERATOR_CODE_BYTES * (len(info.operators) - callers + len(shared))
         + CALL_CODE_BYTES * callers
     )
     if executor == "graph":
         code += GRAPH_EXECUTOR_CODE_BYTES
         # the pool holds the arena, a copy of the inputs and the outputs
-        activations = (
-            metadata["arena_bytes"]
-            + input_bytes
-            + output_bytes
-            + 8 * (len(metadata["inputs"]) + len(metadata["outputs"]))
-        )
+        activations = info.arena_bytes + input_bytes + output_bytes + 8 * (len(info.inputs) + len(info.outputs))
     else:
-        activations = metadata["arena_bytes"]
-    activations += metadata.get("scratch_bytes", 0)  # the kernels' shared scratch buffer (.bss)
+        activations = info.arena_bytes
+    activations += info.scratch_bytes  # the kernels' shared scratch buffer (.bss)
     # state kept across inferences: its own static arrays, never shared (docs/state.md)
-    activations += metadata.get("state_bytes", 0)
+    activations += info.state_bytes
     return {
         "weights": weights,
         "code": code + input_bytes,

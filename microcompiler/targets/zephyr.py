@@ -33,6 +33,7 @@ from pathlib import Path
 
 from microcompiler import cleanup
 from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, Log, Project, RunResult, Target, register
@@ -125,9 +126,10 @@ def main_stack_bytes(metadata: dict, mode: str) -> int:
     one operator call, and for float models the libm calls (expf) and the FP context.
     """
     size = 3072 if mode == STANDALONE else 4096
-    if any(t["dtype"].startswith("float") for t in metadata["inputs"] + metadata["outputs"]):
+    info = ModelInfo.from_json(metadata)
+    if info.has_float_io:
         size += 1024
-    size += 64 * max((len(op["inputs"]) + len(op["outputs"]) for op in metadata["operators"]), default=0)
+    size += 64 * max((len(op["inputs"]) + len(op["outputs"]) for op in info.operators), default=0)
     return -(-size // 256) * 256
 
 

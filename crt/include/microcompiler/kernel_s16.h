@@ -160,6 +160,42 @@ static MC_ALWAYS_INLINE int32_t mc_requantize64_s32(int32_t x, int32_t reduced, 
   return (int32_t)(((int64_t)x * reduced + ((int64_t)1 << (total_shift - 1))) >> total_shift);
 }
 
+/* acc + a.lo * b.lo + a.hi * b.hi in 64 bits (SMLALD): exact for any int16 lanes (int16 x int16). */
+static MC_ALWAYS_INLINE int64_t mc_smlald(int32_t a, int32_t b, int64_t acc) {
+#if MC_DSP_ASM
+  return __smlald(a, b, acc);
+#else
+  return acc + (int64_t)(mc_lo16(a) * mc_lo16(b)) + (int64_t)(mc_hi16(a) * mc_hi16(b));
+#endif
+}
+
+/* Four columns of int16 at once: acc[j] += x . (column j) over `words` pairs of x, the columns stored
+ * interleaved per pair (w[4 * s + j] is pair s of column j), summed in 64 bits (SMLALD: TFLM's
+ * int64 sums of int16 x int16 products). Plain loads: w may be packed at run time. Returns w past
+ * the pairs read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16x16(const int16_t* x, const int32_t* w, int32_t words,
+                                                      int64_t acc[4]) {
+  int64_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  for (; words > 0; --words, x += 2, w += 4) {
+    const int32_t xp = mc_read_s16x2(x);
+    a0 = mc_smlald(xp, w[0], a0);
+    a1 = mc_smlald(xp, w[1], a1);
+    a2 = mc_smlald(xp, w[2], a2);
+    a3 = mc_smlald(xp, w[3], a3);
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+  return w;
+}
+
+/* One column: acc + x . w over `words` pairs, in 64 bits. */
+static MC_ALWAYS_INLINE int64_t mc_dot1_s16x16(const int16_t* x, const int32_t* w, int32_t words, int64_t acc) {
+  for (; words > 0; --words, x += 2, ++w) acc = mc_smlald(mc_read_s16x2(x), w[0], acc);
+  return acc;
+}
+
 /* x saturated to int16 (SSAT #16 on the DSP cores). */
 static MC_ALWAYS_INLINE int32_t mc_sat16(int32_t x) {
 #if MC_DSP_ASM
