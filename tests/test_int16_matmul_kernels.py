@@ -52,6 +52,7 @@ def test_transpose_conv_int16_phases_match_tflm(tmp_path, features):
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k["variant"] for k in kernels} == {"int16-phases"}
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+    assert "mc_dot4_s16(row" in lib.files["src/model_ops.c"]  # the kernel's C, not the reference loops
 
 
 def test_transpose_conv_int16_phases_extremes(tmp_path):
@@ -110,8 +111,12 @@ def test_transpose_conv_int16_phases_sanitized(tmp_path):
     assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=DSP)
 
 
+# the kernel's C is the same SMLAD code on both: the M55 run is a long one
+ON_BOARDS = ["mps2_an386", pytest.param("mps3_an547", marks=pytest.mark.long)]
+
+
 @needs_board_tools
-@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
+@pytest.mark.parametrize("board", ON_BOARDS)
 def test_transpose_conv_int16_phases_on_boards(tmp_path, board):
     assert_matches_oracle_on_board(merge_models(list(_models().values())), tmp_path, board=board)
 
@@ -138,7 +143,7 @@ def test_lstm_int16_rows4_sequence(tmp_path, name, features):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
+@pytest.mark.parametrize("board", ON_BOARDS)
 def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
     """Every step's input run by the firmware on the emulated Cortex-M4 and M55 (SMLAD), against TFLM."""
     from microcompiler.boards import load_board

@@ -161,7 +161,10 @@ def test_lstm_mve_sequence(tmp_path, name):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("name", ["two-layer-batch2", "tails", "chunks-40-in-place-input"])
+@pytest.mark.parametrize(
+    "name",
+    ["two-layer-batch2", pytest.param("tails", marks=pytest.mark.long), "chunks-40-in-place-input"],
+)
 def test_lstm_mve_sequence_on_m55(tmp_path, name):
     """The firmware runs every step's input on the emulated Cortex-M55 (Helium) and reports each."""
     from microcompiler.boards import load_board
