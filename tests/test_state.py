@@ -84,6 +84,7 @@ def test_svdf_int8_shapes_sequence(tmp_path, shape):
         lambda: single_svdf_int8(state_zp=11, n_filter=6, rank=3, n_memory=3),
         lambda: single_svdf_int8(state_dtype="int8", n_filter=5, rank=1, n_input=9, n_memory=2),
         lambda: single_svdf_int8(state_dtype="int8", state_zp=100, n_filter=12, rank=4, n_input=16, n_memory=7),
+        lambda: single_svdf_int8(n_memory=16),
     ],
     ids=[
         "stacked",
@@ -95,6 +96,7 @@ def test_svdf_int8_shapes_sequence(tmp_path, shape):
         "int16-state-zp-rank3",
         "int8-state-memory2",
         "int8-state-rank4-zp",
+        "time-sums-past-2^30",
     ],
 )
 def test_svdf_dsp_variant_sequence(tmp_path, make_model):
@@ -105,6 +107,17 @@ def test_svdf_dsp_variant_sequence(tmp_path, make_model):
     library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
     kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "SVDF"]
     assert kernels and all(k["variant"] == "rows4" and k["isa"] == "dsp" for k in kernels)
+
+
+def test_svdf_dsp_requantization_is_fast_only_where_proven(tmp_path):
+    """The rows4 kernel requantizes with SMMLAR where the accumulators provably stay below 2^30,
+    else with TFLM's double rounding (int16 state, 16 steps of memory: the time sums may pass it)."""
+    requants = [
+        op["kernel"]["requant"]
+        for model in (single_svdf_int8(), single_svdf_int8(n_memory=16))
+        for op in compile_bytes(model, tmp_path / str(len(model)), features={"dsp"}).metadata["operators"]
+    ]
+    assert requants == ["smmlar", "smmlar-feature"]
 
 
 def test_svdf_without_dsp_runs_the_reference_loop(tmp_path):

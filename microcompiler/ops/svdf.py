@@ -54,7 +54,10 @@ class Svdf(OpKernel):
         "inferences"
     )
     options = "rank, fused activation (float32; TFLM's int8 kernel ignores it)"
-    fast = {"dsp": "int8 (rows4: 4 filters per SMLAD step, one SMLAD dot product per unit over its time weights)"}
+    fast = {
+        "dsp": "int8, int16 or int8 state (rows4: the feature matmul 4 filters per SMLAD step, the state's "
+        "shift inside the SMLAD time loop)"
+    }
     input_roles = ("input", "weights_feature", "weights_time", "bias", "state")
 
     def _dims(self, op, graph):

@@ -14,7 +14,9 @@ arithmetic wraps alike in any order):
   (two MACs per SMLAD, on int16 pairs, or on int8 words sign-extended with SXTB16), and stores it one
   step to the left, the new activation last: one store per word instead of a memmove of the state;
 * the state zero point and the bias fold into a per-unit start value
-  ``bias - state_zp * sum(the unit's time weights)``.
+  ``bias - state_zp * sum(the unit's time weights)``;
+* both requantizations are ``mc_requant_fast`` (SMMLAR) where the accumulators provably stay below
+  2^30 (``packing.requant_table``), else ``mc_requantize`` (TFLM's double rounding).
 
 Without the DSP extension the same code runs on kernel_simd.h's portable emulation (the host tests
 run it so, under the sanitizers); the plan only picks it on DSP cores, the reference loop elsewhere.
@@ -75,6 +77,17 @@ def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], 
     )
     lo, hi = INT_RANGES[state.dtype]
     group = 2 if state.dtype == "int16" else 4  # elements per SMLAD pair (int16) or SXTB16 word (int8)
+    # mc_requant_fast (SMMLAR, 4 instructions) where the accumulators provably stay below 2^30:
+    # |sum w (x - input_zp)| <= 255 sum |w|, |bias + sum wt (s - state_zp)| <= |bias| + max|s - zp| sum |wt|
+    feature_bound = fast.acc_bounds(None, wf).max(keepdims=True)
+    time_bound = fast.acc_bounds(
+        bias_t.data.astype(np.int64).reshape(-1), wt, max(abs(lo - state_zp), abs(hi - state_zp))
+    ).max(keepdims=True)
+    fast1, c1, r1 = fast.requant_table(np.array([m1[0]]), np.array([m1[1]]), 0, feature_bound)
+    fast2, c2, r2 = fast.requant_table(np.array([m2[0]]), np.array([m2[1]]), int(y.quant.zero_point[0]), time_bound)
+    ctx.note(
+        requant="smmlar" if fast1 and fast2 else "smmlar-feature" if fast1 else "smmlar-time" if fast2 else "reference"
+    )
     return ctx.render(
         "svdf_rows4.c.j2",
         batch=batch,
@@ -96,6 +109,8 @@ def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], 
         output_zp=int(y.quant.zero_point[0]),
         m1=m1,
         m2=m2,
+        fast1=(int(c1[0]), int(r1[0])) if fast1 else None,
+        fast2=(int(c2[0]), int(r2[0])) if fast2 else None,
         input=ctx.arg(op.inputs[0]),
         weights_time=ctx.arg(op.inputs[2]),
         state=ctx.arg(op.inputs[4]),
