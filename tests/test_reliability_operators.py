@@ -257,3 +257,12 @@ def test_a_constant_listed_as_a_model_input_is_refused(tmp_path):
     bad = edited(model, lambda m: setattr(m.subgraphs[0], "inputs", list(m.subgraphs[0].inputs) + [1]))
     refused(bad, tmp_path / "bad", "model input tensor 1", "is a constant", error=ModelFormatError)
     assert_matches_oracle(model, tmp_path / "ok", n_inputs=2, sanitize=True)
+
+
+def test_a_softmax_without_options_has_tflms_beta_of_0(tmp_path):
+    """Found by the mutator: RELU's opcode turned into SOFTMAX (no SoftmaxOptions) ran with beta 1;
+    TFLM's parameters without an options table are zero (beta 0: every output 1/n)."""
+    model = elementwise_model("SOFTMAX", "float32", [[1, 7]])
+    x = [np.linspace(-2, 3, 7, dtype=np.float32).reshape(1, 7)]
+    assert np.allclose(Oracle(model).run(x)[0], 1 / 7)
+    assert_matches_oracle(model, tmp_path, inputs=[x], sanitize=True)

@@ -96,7 +96,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "FULLY_CONNECTED": dict(activation="NONE", keep_num_dims=False, weights_format=0),
     "ADD": dict(activation="NONE", pot_scale_int16=True),
     "MUL": dict(activation="NONE"),
-    "SOFTMAX": dict(beta=1.0),
+    "SOFTMAX": dict(beta=0.0),  # TFLM: no options table is zeroed parameters (the schema default is 0 too)
     "CONCATENATION": dict(axis=0, activation="NONE"),
     "MEAN": dict(keep_dims=False),
 }
