@@ -13,7 +13,7 @@ from microcompiler.codegen.naming import layer_names
 from microcompiler.errors import BoardError, MicrocompilerError, ModelFormatError, UnsupportedModelError
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.ir import Graph
-from microcompiler.ops.base import kernel_for
+from microcompiler.ops.base import kernel_for, operator_context
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE, budget_pipeline, pipeline, plan_for_budget
@@ -94,7 +94,8 @@ def check_operator(op, graph: Graph) -> None:
     which we report as an inconsistent operator rather than as a crash.
     """
     try:
-        kernel_for(op).check(op, graph)
+        with operator_context(op):
+            kernel_for(op).check(op, graph)
     except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError) as exc:
         raise UnsupportedModelError(
             f"operator {op.index} ({op.kind}) has inconsistent tensors or options ({type(exc).__name__}: "

@@ -43,13 +43,53 @@ def compiler() -> list[str]:
     return cc
 
 
+def crt_sources() -> list[str]:
+    """crt's portable sources and the POSIX platform hooks: every host program's runtime."""
+    crt = resources.crt_dir()
+    return [*(str(crt / s) for s in CRT_PORTABLE_SOURCES), str(crt / "platform/posix/platform.c")]
+
+
+def build_crt_objects(
+    work_dir: Path, sanitize: bool = False, opt: str = "-O2", sanitize_opt: str = "-O1"
+) -> list[Path]:
+    """crt_sources() compiled once into object files in ``work_dir``, for programs that build many
+    models with the same flags (``HostProgram(..., crt_objects=...)``; scripts/fuzz_models.py)."""
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    objects = []
+    for k, source in enumerate(crt_sources()):
+        obj = work_dir / f"{k}_{Path(source).stem}.o"
+        _compile(sanitize, opt, [f"-I{resources.crt_dir() / 'include'}", "-c", source, "-o", str(obj)], sanitize_opt)
+        objects.append(obj)
+    return objects
+
+
+def _compile(sanitize: bool, opt: str, arguments: list[str], sanitize_opt: str = "-O1") -> None:
+    """The host C compiler on ``arguments``: at ``opt``, or with the sanitizers at ``sanitize_opt``
+    (-O1 as the tests build; -O0 compiles about 4x faster, for the fuzzer's many small programs)."""
+    flags = STRICT_CFLAGS + ([sanitize_opt, *SANITIZE_CFLAGS[1:]] if sanitize else [opt])
+    proc = cleanup.run_bounded([*compiler(), *flags, *arguments], COMPILE_TIMEOUT, "the host C compiler", text=True)
+    if proc.returncode != 0:
+        raise ToolchainError(
+            "the host C compiler failed on the generated code (a microcompiler bug, "
+            f"please report it):\n{proc.stderr.strip()[:4000]}"
+        )
+
+
 class HostProgram:
     """A model library built into a host executable that runs inputs fed on stdin."""
 
     EXE = "model_host"  # the executable, in work_dir
 
     def __init__(
-        self, library: ModelLibrary, work_dir: Path, sanitize: bool = False, opt: str = "-O2", executor: str = "aot"
+        self,
+        library: ModelLibrary,
+        work_dir: Path,
+        sanitize: bool = False,
+        opt: str = "-O2",
+        executor: str = "aot",
+        crt_objects: list[Path] | None = None,
+        sanitize_opt: str = "-O1",
     ):
         self.library = library
         self.executor = executor
@@ -59,7 +99,7 @@ class HostProgram:
             check_graph_executor(self.meta)
         self.work_dir = Path(work_dir)
         self.exe = self.work_dir / self.EXE
-        self._build(sanitize, opt)
+        self._build(sanitize, opt, crt_objects, sanitize_opt)
 
     @classmethod
     def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> HostProgram:
@@ -71,7 +111,7 @@ class HostProgram:
         program.exe = program.work_dir / cls.EXE
         return program
 
-    def _build(self, sanitize: bool, opt: str) -> None:
+    def _build(self, sanitize: bool, opt: str, crt_objects: list[Path] | None, sanitize_opt: str) -> None:
         lib_dir = self.work_dir / "model"
         self.library.write(lib_dir)
         main = self.work_dir / "main.c"
@@ -88,26 +128,10 @@ class HostProgram:
         sources = [
             str(main),
             *map(str, sorted((lib_dir / "src").glob("*.c"))),
-            *(str(crt / s) for s in CRT_PORTABLE_SOURCES),
-            str(crt / "platform/posix/platform.c"),
+            *(map(str, crt_objects) if crt_objects is not None else crt_sources()),
         ]
-        flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else [opt])
-        cmd = [
-            *compiler(),
-            *flags,
-            f"-I{lib_dir / 'include'}",
-            f"-I{crt / 'include'}",
-            *sources,
-            "-o",
-            str(self.exe),
-            "-lm",
-        ]
-        proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
-        if proc.returncode != 0:
-            raise ToolchainError(
-                "the host C compiler failed on the generated code (a microcompiler bug, "
-                f"please report it):\n{proc.stderr.strip()[:4000]}"
-            )
+        includes = [f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}"]
+        _compile(sanitize, opt, [*includes, *sources, "-o", str(self.exe), "-lm"], sanitize_opt)
 
     def run(self, inputs: list[list[np.ndarray]], timeout: float = 600, reset_every: int = 0) -> list[StandaloneResult]:
         """Run the model once per input set, in order, in one process (the model's state carries over

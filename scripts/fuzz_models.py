@@ -10,7 +10,10 @@ shapes, types, tensor indices, quantization fields, operator codes, input/output
 ``--run`` also builds every mutant that compiles for the host with ASan and UBSan, runs it on a
 seeded input and compares it with TFLM (the interpreter in a child process, tests not needed):
 a sanitizer report, a hang, a build failure or an output that differs where TFLM runs the model
-is a failure. The run ends with the counts of each outcome.
+is a failure. The run ends with the counts of each outcome. Its seeds are small built models and
+the single-operator models of tests/fuzz/op_seeds.py; crt's objects are compiled once, each mutant's
+model C at -O0 with the sanitizers, and one long-lived TFLM child loads mutant after mutant
+(MutantRunner).
 
 Mutants are seeded (``--seed``), so a run reproduces exactly. Seeds: every model in ../shared/models
 and the small built models of tests/fuzz/model_mutations.py; mutations: one, two or many bit flips,
@@ -37,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "fuzz")]
 
-from model_mutations import CORPUS_DIR, apply_edits, materialize, random_edits, seed_bytes, seed_names  # noqa: E402
+from model_mutations import CORPUS_DIR, apply_edits, materialize, op_seed_names, random_edits, seed_bytes, seed_names  # noqa: E402
 from structure_mutations import mutate_structure, outputs_agree  # noqa: E402
 
 from microcompiler.compiler import compile_model  # noqa: E402
@@ -74,7 +77,8 @@ def check(model: str, edits: list[dict], work: Path) -> tuple[str, str] | None:
     return None
 
 
-# Small seeds for --run (each mutant that compiles is built with the sanitizers: seconds each).
+# Small seeds for --run (each mutant that compiles is built with the sanitizers), with the
+# single-operator models of tests/fuzz/op_seeds.py: one or more per operator family.
 RUN_SEEDS = (
     "built:fc_int8",
     "built:conv_add_float",
@@ -85,41 +89,74 @@ RUN_SEEDS = (
     "tflm/hello_world_float.tflite",
 )
 RUN_SECONDS = 20  # one mutant's program, and TFLM's run of it
+SANITIZE_OPT = "-O0"  # ASan/UBSan check the same at -O0, and it compiles about 4x faster than -O1
 
 
-def run_against_tflm(path: Path, library, work: Path) -> tuple[str, str]:
-    """Build the compiled mutant with ASan/UBSan, run it on one seeded input, compare with TFLM.
-    (outcome, detail): "agree", "tflm-refuses", or a failure: "sanitizer", "hang", "build", "differs"."""
-    import numpy as np
+class MutantRunner:
+    """Builds and runs compiled mutants against TFLM, paying the fixed costs once: crt's objects
+    are compiled with the sanitizers once (each mutant compiles only its model's C and the host
+    main), and one long-lived TFLM child (bounded: RUN_SECONDS per call) loads each mutant in turn;
+    a child that TFLM aborted or that timed out is replaced for the next mutant."""
 
-    from microcompiler.errors import DeviceError, ToolchainError
-    from microcompiler.host import HostProgram
-    from microcompiler.inputs import random_inputs
-    from microcompiler.validation.reference import Reference
+    def __init__(self, work: Path):
+        from microcompiler.host import build_crt_objects
 
-    meta = library.metadata
-    inputs = random_inputs(meta["inputs"], seed=0)
-    try:
-        with Reference(path.read_bytes(), len(meta["outputs"]), timeout=RUN_SECONDS) as reference:
-            expected = reference.run(inputs)
-    except MicrocompilerError as exc:
-        return "tflm-refuses", str(exc)[:200]
-    try:
-        program = HostProgram(library, work / "build", sanitize=True)
-    except ToolchainError as exc:
-        return "build", str(exc)[:600]
-    try:
-        ours = program.run([inputs], timeout=RUN_SECONDS)[0].outputs
-    except DeviceError as exc:
-        return "hang", str(exc)[:300]
-    except ToolchainError as exc:
-        text = str(exc)
-        kind = "sanitizer" if ("Sanitizer" in text or "runtime error" in text) else "crash"
-        return kind, text[-600:]
-    for k, (a, b) in enumerate(zip(ours, expected)):
-        if not outputs_agree(np.asarray(a), b):
-            return "differs", f"output {k}: ours {np.asarray(a).reshape(-1)[:6]}, TFLM {np.asarray(b).reshape(-1)[:6]}"
-    return "agree", ""
+        self.work = work
+        self.crt_objects = build_crt_objects(work / "crt", sanitize=True, sanitize_opt=SANITIZE_OPT)
+        self.process = None
+
+    def reference(self, data: bytes, n_outputs: int):
+        from microcompiler.validation.reference import Reference, ReferenceProcess
+
+        if self.process is None or not self.process.alive:
+            self.process = ReferenceProcess(RUN_SECONDS)
+        return Reference(data, n_outputs, what="the mutant", timeout=RUN_SECONDS, process=self.process)
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+
+    def run(self, path: Path, library) -> tuple[str, str]:
+        """Build the compiled mutant with ASan/UBSan, run it on one seeded input, compare with TFLM.
+        (outcome, detail): "agree", "tflm-refuses", or a failure: "sanitizer", "hang", "build", "differs"."""
+        import numpy as np
+
+        from microcompiler.errors import DeviceError, ToolchainError
+        from microcompiler.host import HostProgram
+        from microcompiler.inputs import random_inputs
+        from microcompiler.validation.reference import ReferenceTimeout
+
+        meta = library.metadata
+        inputs = random_inputs(meta["inputs"], seed=0)
+        try:
+            with self.reference(path.read_bytes(), len(meta["outputs"])) as reference:
+                expected = reference.run(inputs)
+        except ReferenceTimeout as exc:
+            return "tflm-hangs", str(exc)[:200]
+        except MicrocompilerError as exc:
+            return "tflm-refuses", str(exc)[:200]
+        build = self.work / "build"
+        try:
+            program = HostProgram(
+                library, build, sanitize=True, crt_objects=self.crt_objects, sanitize_opt=SANITIZE_OPT
+            )
+        except ToolchainError as exc:
+            return "build", str(exc)[:600]
+        try:
+            ours = program.run([inputs], timeout=RUN_SECONDS)[0].outputs
+        except DeviceError as exc:
+            return "hang", str(exc)[:300]
+        except ToolchainError as exc:
+            text = str(exc)
+            kind = "sanitizer" if ("Sanitizer" in text or "runtime error" in text) else "crash"
+            return kind, text[-600:]
+        for k, (a, b) in enumerate(zip(ours, expected)):
+            if not outputs_agree(np.asarray(a), b):
+                return (
+                    "differs",
+                    f"output {k}: ours {np.asarray(a).reshape(-1)[:6]}, TFLM {np.asarray(b).reshape(-1)[:6]}",
+                )
+        return "agree", ""
 
 
 def structured(args) -> int:
@@ -127,7 +164,7 @@ def structured(args) -> int:
     import shutil
 
     rng = random.Random(args.seed)
-    names = [n for n in seed_names() if n in RUN_SEEDS] if args.run else seed_names()
+    names = [n for n in seed_names() if n in RUN_SEEDS] + op_seed_names() if args.run else seed_names()
     counts: dict[str, int] = {}
     failures = {"traceback", "hang", "sanitizer", "differs", "build", "crash", "multi-line"}
     seen: dict[str, int] = {}
@@ -135,6 +172,7 @@ def structured(args) -> int:
     done = 0
     with tempfile.TemporaryDirectory(prefix="microcompiler-fuzz-") as tmp:
         work = Path(tmp)
+        runner = MutantRunner(work) if args.run else None
         for i in range(args.examples):
             if args.seconds and time.monotonic() - start > args.seconds:
                 break
@@ -160,8 +198,8 @@ def structured(args) -> int:
                 detail = f"{type(exc).__name__} at {Path(ours[-1].filename).name}:{ours[-1].lineno}: {str(exc)[:200]}"
             finally:
                 signal.alarm(0)
-            if outcome == "compiled" and args.run:
-                outcome, detail = run_against_tflm(path, library, work)
+            if outcome == "compiled" and runner is not None:
+                outcome, detail = runner.run(path, library)
                 shutil.rmtree(work / "build", ignore_errors=True)
             counts[outcome] = counts.get(outcome, 0) + 1
             done += 1
@@ -176,6 +214,8 @@ def structured(args) -> int:
                         (keep / f"{outcome}-{i}.tflite").write_bytes(data)
             if not args.quiet and done % 250 == 0:
                 print(f"{done} mutants, {time.monotonic() - start:.0f} s: {counts}", flush=True)
+        if runner is not None:
+            runner.close()
     failed = sum(n for k, n in counts.items() if k in failures)
     print(
         f"{done} structure-aware mutants in {time.monotonic() - start:.0f} s: "

@@ -266,7 +266,9 @@ def set_batchnorm_statistics(keras, model, batch) -> None:
         )
 
 
-def convert(model, kind, int8: bool) -> bytes:
+def convert(model, kind, int8: bool, int16x8: bool = False) -> bytes:
+    """int8: full-integer int8; int16x8 (with int8): 16x8 quantization instead (int16 activations,
+    inputs and outputs, int8 weights; scripts/keras_int16x8.py)."""
     import tensorflow as tf
 
     shape = tuple(model.inputs[0].shape)  # batch 1: every Input is declared with batch_size=1
@@ -279,9 +281,14 @@ def convert(model, kind, int8: bool) -> bytes:
 
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.representative_dataset = representative
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
+        if int16x8:
+            ops = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+            converter.target_spec.supported_ops = [ops]
+            converter.inference_input_type = converter.inference_output_type = tf.int16
+        else:
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            converter.inference_input_type = tf.int8
+            converter.inference_output_type = tf.int8
     return converter.convert()
 
 

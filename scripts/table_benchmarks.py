@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions per element of the int8 elementwise operators and SOFTMAX on an emulated board
 (issue 21), per operator kind, from ``microcompiler bench`` (QEMU -icount shift=0: instructions =
-ticks x 40 on the 25 MHz timer of mps2_an386):
+ticks x 1e9 / the timer frequency: 40 on the 25 MHz timer of mps2_an386, 31.25 on mps3_an547):
 
 * a merged model of one 32x32x16 int8 operator per kind (LOGISTIC, TANH, HARD_SWISH, ELU, ABS,
   LEAKY_RELU, RELU, RELU6, QUANTIZE) and a 64x64x4 SOFTMAX (the U-Net's shape), built here with
@@ -32,8 +32,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 KERAS = ROOT / "tests" / "models" / "keras"
 KERAS_MODELS = ("efficientnet_b0_block_int8", "mobilenet_v3_small_int8", "conv_autoencoder_int8", "unet_int8")
-TIMER_HZ = 25_000_000
-INSTRUCTIONS_PER_TICK = 1e9 / TIMER_HZ  # -icount shift=0: one instruction per virtual nanosecond
 SHAPE = [1, 32, 32, 16]
 ELEMENTS = 16384  # of every operator of the two elementwise models (the SOFTMAX's 64x64x4 too)
 
@@ -98,11 +96,12 @@ def bench(model: Path, board: str, tree: Path) -> dict:
 def per_kind(result: dict, elements: int | None = None) -> dict:
     """Instructions and elements per operator kind (elements: the operators' MAC counts, or the
     given count per operator where every operator has it)."""
+    per_tick = 1e9 / result["timer_hz"]  # -icount shift=0: one instruction per virtual nanosecond
     kinds = collections.defaultdict(lambda: [0.0, 0])
     for op in result["operators"]:
-        kinds[op["kind"]][0] += op["ticks"] * INSTRUCTIONS_PER_TICK
+        kinds[op["kind"]][0] += op["ticks"] * per_tick
         kinds[op["kind"]][1] += elements if elements else op["macs"]
-    return {"whole": result["inference"]["ticks"] * INSTRUCTIONS_PER_TICK, "kinds": dict(kinds)}
+    return {"whole": result["inference"]["ticks"] * per_tick, "kinds": dict(kinds)}
 
 
 def main() -> int:

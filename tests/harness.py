@@ -36,11 +36,14 @@ def compile_bytes(
     kernels: str = "fast",
     patches: str | None = None,
     ram_limit: int | None = None,
+    tuning: dict | None = None,
 ):
     Path(tmp_path).mkdir(parents=True, exist_ok=True)
     path = Path(tmp_path) / f"{name}.tflite"
     path.write_bytes(model_bytes)
-    return compile_model(path, features=frozenset(features), kernels=kernels, patches=patches, ram_limit=ram_limit)
+    return compile_model(
+        path, features=frozenset(features), kernels=kernels, patches=patches, ram_limit=ram_limit, tuning=tuning
+    )
 
 
 def assert_matches_oracle(
@@ -55,6 +58,7 @@ def assert_matches_oracle(
     kernels: str = "fast",
     patches: str | None = None,
     ram_limit: int | None = None,
+    tuning: dict | None = None,
 ):
     """Run n_inputs seeded random inputs through microcompiler (host build) and TFLM.
 
@@ -63,10 +67,10 @@ def assert_matches_oracle(
     the target's kernel variants (e.g. {"dsp"}: the SIMD kernels, with their portable C emulation of
     the DSP instructions on the host); ``kernels="reference"`` every layer's reference loop nest;
     ``patches``: the patch grid knob ("off": layer by layer, docs/memory.md); ``ram_limit``: the RAM budget
-    the plan must fit (passes/ram_budget.py).
+    the plan must fit (passes/ram_budget.py); ``tuning``: per-kind knobs (``{"CONV_2D": {"weights": "s16"}}``).
     """
     library = compile_bytes(
-        model_bytes, tmp_path, features=features, kernels=kernels, patches=patches, ram_limit=ram_limit
+        model_bytes, tmp_path, features=features, kernels=kernels, patches=patches, ram_limit=ram_limit, tuning=tuning
     )
     meta = library.metadata
     if inputs is None:

@@ -24,6 +24,7 @@ def _svdf_int8(
     out_zp: int,
     state_dtype: str = "int16",
     batch: int = 1,
+    state_zp: int = 0,
 ) -> tuple[int, float]:
     """Add one int8 SVDF layer reading x; returns its output tensor and scale. The scales are chosen
     from the weights' spread so that state and output use their range without saturating."""
@@ -53,7 +54,7 @@ def _svdf_int8(
         f"{name}/bias", rng.integers(-2000, 2000, n_unit).astype(np.int32), scale=bias_scale, zero_point=0
     )
     state = b.variable(
-        f"{name}/activation_state", [batch, n_memory * n_filter], state_dtype, scale=state_scale, zero_point=0
+        f"{name}/activation_state", [batch, n_memory * n_filter], state_dtype, scale=state_scale, zero_point=state_zp
     )
     y = b.activation(f"{name}/output", [batch, n_unit], "int8", scale=out_scale, zero_point=out_zp)
     b.op("SVDF", [x, wf, wt, bias, state], [y], svdf_options(rank))
@@ -61,25 +62,32 @@ def _svdf_int8(
 
 
 def single_svdf_int8(
-    seed: int = 0, state_dtype: str = "int16", batch: int = 1, n_filter: int = 8, rank: int = 2, n_input: int = 12
+    seed: int = 0,
+    state_dtype: str = "int16",
+    batch: int = 1,
+    n_filter: int = 8,
+    rank: int = 2,
+    n_input: int = 12,
+    n_memory: int = 5,
+    state_zp: int = 0,
 ) -> bytes:
     """One int8 SVDF: 12 inputs, 8 filters of rank 2 (4 units), a memory of 5 steps (by default)."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.activation("input", [batch, n_input], "int8", scale=0.05, zero_point=3)
-    y, _ = _svdf_int8(b, x, 0.05, n_input, n_filter, 5, rank, rng, "svdf", -4, state_dtype, batch)
+    y, _ = _svdf_int8(b, x, 0.05, n_input, n_filter, n_memory, rank, rng, "svdf", -4, state_dtype, batch, state_zp)
     return b.finish(inputs=[x], outputs=[y])
 
 
-def stacked_svdf_kws(seed: int = 1) -> bytes:
+def stacked_svdf_kws(seed: int = 1, state_dtype: str = "int16") -> bytes:
     """A keyword-spotting style stack: SVDF(40 features -> 16 units) -> SVDF(-> 16) -> SVDF(-> 8),
     FULLY_CONNECTED to 4 classes, SOFTMAX."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.activation("features", [1, 40], "int8", scale=0.1, zero_point=-10)
-    h, scale = _svdf_int8(b, x, 0.1, 40, 32, 8, 2, rng, "svdf_1", -2)
-    h, scale = _svdf_int8(b, h, scale, 16, 16, 6, 1, rng, "svdf_2", 1)
-    h, scale = _svdf_int8(b, h, scale, 16, 16, 4, 2, rng, "svdf_3", 0)
+    h, scale = _svdf_int8(b, x, 0.1, 40, 32, 8, 2, rng, "svdf_1", -2, state_dtype)
+    h, scale = _svdf_int8(b, h, scale, 16, 16, 6, 1, rng, "svdf_2", 1, state_dtype)
+    h, scale = _svdf_int8(b, h, scale, 16, 16, 4, 2, rng, "svdf_3", 0, state_dtype)
     logits_std = 1.5  # real units: the softmax then gives every class some probability
     w_scale = logits_std / (np.sqrt(8) * UNIFORM_INT8_STD * TARGET_OUTPUT_STD * scale)
     w = b.constant("dense/weights", rng.integers(-127, 128, (4, 8)).astype(np.int8), scale=w_scale, zero_point=0)

@@ -180,11 +180,11 @@ def test_batch_matmul_cols4_on_boards(tmp_path, board):
 # ---- the Keras look-alikes (tests/models/keras) on the boards ----------------------------------
 
 KERAS = Path(__file__).resolve().parent / "models" / "keras"
-KERAS_KERNELS = {
-    "conv_autoencoder_int8": ("TRANSPOSE_CONV", "phases"),
-    "unet_int8": ("TRANSPOSE_CONV", "phases"),
-    "transformer_block_int8": ("BATCH_MATMUL", "cols4"),
-    "lstm_int8": ("UNIDIRECTIONAL_SEQUENCE_LSTM", "rows4"),
+KERAS_KERNELS = {  # (kind, variant on the Cortex-M4, variant on the Cortex-M55: the Helium ones)
+    "conv_autoencoder_int8": ("TRANSPOSE_CONV", "phases", "mve-phases"),
+    "unet_int8": ("TRANSPOSE_CONV", "phases", "mve-phases"),
+    "transformer_block_int8": ("BATCH_MATMUL", "cols4", "mve-dot"),
+    "lstm_int8": ("UNIDIRECTIONAL_SEQUENCE_LSTM", "rows4", "mve-rows4"),
 }
 
 
@@ -196,7 +196,8 @@ def test_keras_lookalikes_run_the_new_kernels_on_boards(tmp_path, model, board):
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
 
-    kind, variant = KERAS_KERNELS[model]
+    kind, m4, m55 = KERAS_KERNELS[model]
+    variant = m55 if board == "mps3_an547" else m4
     lib = compile_model(KERAS / f"{model}.tflite", features=frozenset(load_board(board).cpu.features))
     assert {o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] == kind} == {variant}
     assert_matches_oracle_on_board((KERAS / f"{model}.tflite").read_bytes(), tmp_path, board=board)

@@ -13,12 +13,13 @@ of the seanet models are tests/test_seanet.py).
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import assert_matches_oracle
+from harness import assert_matches_oracle, compile_bytes
 from model_builder import ModelBuilder, conv2d_options, depthwise_options, fully_connected_options, reshape_options
 from oracle import Oracle
 from test_fully_connected import fc_model
@@ -46,31 +47,86 @@ CONV16_CASES = {
     "kernel_bigger_c1_oc1_relu_n1": dict(hwc=(2, 3, 1), kernel=(4, 5), out_c=1, activation="RELU_N1_TO_1"),
     "int32_bias_c6_oc9_batch2": dict(hwc=(4, 5, 6), out_c=9, bias="int32", batches=2),
     "dilation_w3_c1_oc4": dict(hwc=(6, 11, 1), kernel=(2, 3), out_c=4, dilation=(1, 3), stride=(2, 1)),
+    # int16-blocks' segments: 2 x 2 taps of a horizontal dilation written out, a 1x1 segment of 22 taps
+    # (5 steps in mc_dot4_s16's loop, 2 tail taps), of 7 (one step, 3 tail taps), of 48 (8-tap steps)
+    "2x2_dil2_same_c3_oc5": dict(hwc=(6, 7, 3), kernel=(2, 2), out_c=5, dilation=(2, 2)),
+    "1x1_c22_oc6_s2": dict(hwc=(5, 5, 22), kernel=(1, 1), out_c=6, stride=(2, 2)),
+    "1x1_c7_oc9": dict(hwc=(3, 4, 7), kernel=(1, 1), out_c=9),
+    "1x3_c16_oc12_valid": dict(hwc=(2, 6, 16), kernel=(1, 3), out_c=12, padding="VALID"),
 }
+S16 = {"CONV_2D": {"weights": "s16"}}  # the tuning knob that keeps int16 pairs in flash (int16-pixel)
+S8 = {"CONV_2D": {"weights": "s8"}}  # int16-blocks whatever the heuristic says
 
 
+@pytest.mark.parametrize("weights", ["s8", "s16"])
 @pytest.mark.parametrize("case", list(CONV16_CASES))
-def test_conv_int16_pixel_matches_tflm(tmp_path, case):
-    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES[case]), tmp_path, n_inputs=2, features=DSP)
-    assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["isa"] == "dsp"
+def test_conv_int16_matches_tflm(tmp_path, case, weights):
+    """int16-blocks (int8 weights in flash, widened per block of 4 output channels; these small
+    images are mostly border pixels, where the default picks int16-pixel, so the knob asks for it)
+    and int16-pixel (the "weights": "s16" knob)."""
+    lib = assert_matches_oracle(
+        conv_model(dtype="int16", **CONV16_CASES[case]),
+        tmp_path,
+        n_inputs=2,
+        features=DSP,
+        tuning=S16 if weights == "s16" else S8,
+    )
+    variant = "int16-pixel" if weights == "s16" else "int16-blocks"
+    assert kernel_of(lib)["variant"] == variant and kernel_of(lib)["isa"] == "dsp"
+    assert kernel_of(lib)["weights"] == weights
     assert kernel_of(lib)["chunk"] == 0  # these weights: one int32 run per channel
+
+
+def test_conv_int16_default_kernel_per_layer():
+    """The default: int16-blocks where it costs no more instructions than int16-pixel (seanet conv0,
+    a pointwise layer, a 3 x 3 layer on a large enough image), int16-pixel where the border pixels'
+    gathers per block would cost more (a keyword spotter's first layer: 10 x 4 on 49 x 10 x 1)."""
+    from microcompiler.ops.fast.conv_2d_s16 import Segments, blocks_pay_off
+    from microcompiler.ops.geometry import ConvGeometry
+
+    def pays(hwc, kernel, out_c, stride=1, pad=(0, 0), out_hw=None):
+        h, w, c = hwc
+        oh, ow = out_hw or ((h + 2 * pad[0] - kernel[0]) // stride + 1, (w + 2 * pad[1] - kernel[1]) // stride + 1)
+        g = ConvGeometry(1, h, w, c, oh, ow, out_c, kernel[0], kernel[1], stride, stride, 1, 1, pad[0], pad[1])
+        return blocks_pay_off(g, Segments.of(g))
+
+    assert pays((8, 166, 2), (7, 7), 8)  # seanet conv0
+    assert pays((25, 5, 32), (1, 1), 32)  # DS-CNN pointwise
+    assert pays((48, 48, 16), (3, 3), 16, pad=(1, 1))
+    assert not pays((49, 10, 1), (10, 4), 32, stride=2, pad=(4, 1), out_hw=(25, 5))  # DS-CNN first layer
+
+
+def test_conv_int16_blocks_keep_the_model_file_weights(tmp_path):
+    """int16-blocks stores 1 byte per weight (plus each segment's padding to an even tap count);
+    int16-pixel 2 per weight (K padded to a multiple of 4)."""
+    model = conv_model(dtype="int16", hwc=(8, 20, 2), kernel=(7, 7), out_c=8, padding="VALID")  # seanet conv0-like
+    blocks = compile_bytes(model, tmp_path / "s8", features=DSP).files["src/model_ops.c"]
+    pixel = compile_bytes(model, tmp_path / "s16", features=DSP, tuning=S16).files["src/model_ops.c"]
+    assert re.search(r"static const int32_t \w+_weights\[196\] = \{", blocks)  # 8 x 98 int8 in 196 words
+    assert re.search(r"static const int32_t \w+_weights\[400\] = \{", pixel)  # 8 x 100 int16 pairs
+    assert "mc_widen_s8(wide, w8, 98);" in blocks
 
 
 def test_conv_int16_runs_into_int64(tmp_path):
     """576 taps of weight +-127: one int32 sum could reach 576 * 127 * 2^15 > 2^31 with extreme
-    inputs, so the kernel sums runs of 500 taps in int32 and adds them into int64."""
+    inputs, so the kernel sums runs in int32 and adds them into int64: int16-blocks one segment (a
+    kernel row, 3 x 64 taps) per run, int16-pixel runs of 500 taps."""
     weights = np.full((5, 3, 3, 64), 127, np.int8)
     weights[1::2] = -127
     model = conv_model(dtype="int16", hwc=(4, 3, 64), out_c=5, padding="VALID", weights=weights)
     extremes = [[np.full((1, 4, 3, 64), v, np.int16)] for v in (32767, -32768)]
     extremes.append([np.random.default_rng(1).integers(-32768, 32768, (1, 4, 3, 64)).astype(np.int16)])
     lib = assert_matches_oracle(model, tmp_path, inputs=extremes, features=DSP)
-    assert kernel_of(lib)["chunk"] == 500
+    assert kernel_of(lib)["variant"] == "int16-blocks" and kernel_of(lib)["chunk"] == 192
+    lib = assert_matches_oracle(model, tmp_path / "s16", inputs=extremes, features=DSP, tuning=S16)
+    assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["chunk"] == 500
 
 
 def test_conv_int16_without_dsp_runs_the_same_loops(tmp_path):
-    lib = assert_matches_oracle(conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path, n_inputs=2)
-    assert kernel_of(lib)["variant"] == "int16-pixel" and kernel_of(lib)["isa"] == "c"
+    lib = assert_matches_oracle(
+        conv_model(dtype="int16", **CONV16_CASES["3x3_same_c3_oc5_pc"]), tmp_path, n_inputs=2, tuning=S8
+    )
+    assert kernel_of(lib)["variant"] == "int16-blocks" and kernel_of(lib)["isa"] == "c"
 
 
 def test_grouped_int16_conv_keeps_the_reference(tmp_path):
@@ -94,15 +150,39 @@ DW16_CASES = {
 }
 
 
+DW_S16 = {"DEPTHWISE_CONV_2D": {"weights": "s16"}}  # the tuning knob that keeps int16 pairs (int16-pairs)
+
+
+@pytest.mark.parametrize("weights", ["s8", "s16"])
 @pytest.mark.parametrize("case", list(DW16_CASES))
-def test_depthwise_int16_pairs_matches_tflm(tmp_path, case):
+def test_depthwise_int16_matches_tflm(tmp_path, case, weights):
+    """int16-pair-planes (the default: int8 weights widened per pair of channels, zero-padded planes)
+    and int16-pairs (the "weights": "s16" knob)."""
     params = DW16_CASES[case]
     lib = assert_matches_oracle(
-        conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params), tmp_path, n_inputs=2, features=DSP
+        conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params),
+        tmp_path,
+        n_inputs=2,
+        features=DSP,
+        tuning=DW_S16 if weights == "s16" else None,
     )
     m = params.get("depth_multiplier", 1)
-    assert kernel_of(lib)["variant"] == "int16-pairs"
+    assert kernel_of(lib)["variant"] == ("int16-pairs" if weights == "s16" else "int16-pair-planes")
+    assert kernel_of(lib)["weights"] == weights
     assert kernel_of(lib)["pairs"] == ("channels" if m == 1 else "multiplier" if m % 2 == 0 else "none")
+
+
+def test_depthwise_int16_pair_planes_keep_the_model_file_weights(tmp_path):
+    """int8 weights: 8 channels x 9 taps (zero-padded to 10 per pair of channels) in 40 bytes,
+    int16-pairs 144; without padding no plane (the input read as it lies)."""
+    model = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(5, 6, 8))
+    planes = compile_bytes(model, tmp_path / "s8", features=DSP).files["src/model_ops.c"]
+    pairs = compile_bytes(model, tmp_path / "s16", features=DSP, tuning=DW_S16).files["src/model_ops.c"]
+    assert re.search(r"static const int32_t \w+_weights\[20\] = \{", planes)
+    assert re.search(r"static const int32_t \w+_weights\[36\] = \{", pairs)
+    assert "memset(plane, 0, " in planes
+    valid = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(5, 6, 8), padding="VALID")
+    assert "memset(plane" not in compile_bytes(valid, tmp_path / "v", features=DSP).files["src/model_ops.c"]
 
 
 def test_depthwise_int16_extremes(tmp_path):
@@ -112,7 +192,7 @@ def test_depthwise_int16_extremes(tmp_path):
     model = conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", hwc=(4, 4, 3), depth_multiplier=2, weights=weights)
     inputs = [[np.full((1, 4, 4, 3), v, np.int16)] for v in (32767, -32768)]
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
-    assert kernel_of(lib)["variant"] == "int16-pairs"
+    assert kernel_of(lib)["variant"] == "int16-pair-planes"
 
 
 @pytest.mark.parametrize(
@@ -145,13 +225,30 @@ def test_fully_connected_int16_runs_into_int64(tmp_path):
 
 def test_int16_kernels_sanitized(tmp_path):
     """ASan + UBSan over the gather borders, the tails and the int64 runs."""
-    assert_matches_oracle(
-        conv_model(dtype="int16", **CONV16_CASES["5x3_s3_c2_oc7_pt_relu6"]),
-        tmp_path / "a",
-        n_inputs=1,
-        sanitize=True,
-        features=DSP,
-    )
+    for name, case, tuning in (
+        ("a", "5x3_s3_c2_oc7_pt_relu6", None),
+        ("a8", "5x3_s3_c2_oc7_pt_relu6", S8),  # int16-blocks: gathered border pixels, segments written out
+        ("d", "3x3_dil2_c5_oc3_nobias", S8),  # a segment per tap, in loops
+    ):
+        assert_matches_oracle(
+            conv_model(dtype="int16", **CONV16_CASES[case]),
+            tmp_path / name,
+            n_inputs=1,
+            sanitize=True,
+            features=DSP,
+            tuning=tuning,
+        )
+    for name, params in (
+        ("e", DW16_CASES["m3_c2_5x3_same_batch2"]),  # planes per batch, one channel per output
+        ("f", dict(hwc=(5, 6, 5))),  # pairs of channels and the odd last one, from a plane
+    ):
+        assert_matches_oracle(
+            conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **params),
+            tmp_path / name,
+            n_inputs=1,
+            sanitize=True,
+            features=DSP,
+        )
     assert_matches_oracle(_fc16(7, 39, 2, "int32"), tmp_path / "b", n_inputs=1, sanitize=True, features=DSP)
     assert_matches_oracle(
         conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **DW16_CASES["m1_c5_3x3_s2_valid_pt"]),
@@ -294,7 +391,7 @@ def int16_chain_model(seed=0):
 def test_int16_chain_on_host(tmp_path):
     lib = assert_matches_oracle(int16_chain_model(), tmp_path, n_inputs=2, features=DSP)
     variants = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] != "RESHAPE"]
-    assert variants == ["int16-pixel", "int16-pairs", "int16-pixel", "int16-rows4"]
+    assert variants == ["int16-pixel", "int16-pair-planes", "int16-blocks", "int16-rows4"]  # 6 x 7: mostly border
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
@@ -323,3 +420,27 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
         lib, board, tmp_path / "seanet", input=[x.reshape(lib.metadata["inputs"][0]["shape"])], log=lambda _: None
     )
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), golden.reshape(-1))
+    # the int16x8 DS-CNN: int16-pixel, int16-pair-planes (widened weights, planes) and int16-blocks
+    path = KERAS / "ds_cnn_int16x8.tflite"
+    lib = compile_model(path, features=board.cpu.features)
+    inputs = random_inputs(lib.metadata["inputs"], seed=3)
+    _, _, result = run_on_board(lib, board, tmp_path / "ds_cnn", input=inputs, log=lambda _: None)
+    np.testing.assert_array_equal(result.outputs[0].reshape(-1), Oracle(path.read_bytes()).run(inputs)[0].reshape(-1))
+
+
+KERAS = Path(__file__).resolve().parent / "models" / "keras"
+
+
+@pytest.mark.parametrize("name", ["ds_cnn_int16x8", "conv_autoencoder_int16x8"])
+def test_int16x8_lookalikes_keep_the_model_file_weights(tmp_path, name):
+    """The 16x8 look-alikes made with the real converter (scripts/keras_int16x8.py), with the DSP
+    kernels: bit-exact with TFLM, and every convolution that takes int16-blocks or int16-pair-planes
+    stores its weights at the model file's int8 size (plus the per-segment padding to even)."""
+    model = (KERAS / f"{name}.tflite").read_bytes()
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
+    kernels = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"].endswith("CONV_2D")]
+    widened = {"int16-blocks", "int16-pair-planes"}
+    assert widened & set(kernels)
+    assert all(k in widened | {"int16-pixel", "reference"} for k in kernels)
+    if name == "ds_cnn_int16x8":  # the first layer (10 x 4 on 49 x 10 x 1, mostly border pixels): int16-pixel
+        assert kernels == ["int16-pixel"] + ["int16-pair-planes", "int16-blocks"] * 4

@@ -178,13 +178,13 @@ def test_conv_2d_int16_accumulator_wraps_like_tflm(tmp_path):
     extremes = [np.full((1, 3, 3, 64), v, np.int16) for v in (32767, -32768, 1000)]
     assert 576 * 127 * 32767 > 2**31  # the first two inputs overflow int32
     lib = assert_matches_oracle(model, tmp_path, inputs=[[a] for a in extremes])
-    src = lib.files["src/model_ops.c"]  # the int16-pixel kernel: SMLAD's sums wrap like TFLM's int32 ones
-    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-pixel"
+    src = lib.files["src/model_ops.c"]  # the int16-blocks kernel: SMLAD's sums wrap like TFLM's int32 ones
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-blocks"
     assert "mc_requantize(mc_wrap_add(t, " in src  # 2 output channels: one by one
 
 
 def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
-    # the int16 kernel (int16-pixel)
+    # the int16 kernel (int16-blocks)
     lib = compile_bytes(conv_model(dtype="int16", per_channel=False, padding="VALID"), tmp_path)
     src = lib.files["src/model_ops.c"]
     assert "_multiplier" not in src and "mc_smmlar(t[0] + " in src

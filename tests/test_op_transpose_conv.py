@@ -155,8 +155,8 @@ def _cli_compile(model: bytes, tmp_path):
             dict(options=_opts("TransposeConvOptions", padding=0, strideH=1, strideW=1, fusedActivationFunction=4)),
             "fused activation TANH is not supported",
         ),
-        (dict(bias="int64"), "needs a int32 bias, not int64"),
-        (dict(dtype="int16", bias="int32"), "needs a int64 or int16 bias, not int32"),
+        (dict(bias="int64"), "int8 needs an int32 bias, not int64"),
+        (dict(dtype="int16", bias="int32"), "int16 needs an int64 or int16 bias, not int32"),
     ],
 )
 def test_transpose_conv_malformed_is_one_line(tmp_path, kwargs, message):

@@ -52,8 +52,9 @@ def conv(scales=1, bias_values=3, bias_dtype=np.int32):
     return b.finish([x], [y])
 
 
-def refused(model: bytes, tmp_path, *fragments):
-    with pytest.raises(MicrocompilerError) as info:
+def refused(model: bytes, tmp_path, *fragments, error=MicrocompilerError):
+    """The one-line error compiling ``model`` raises (an ``error``), with every fragment in it."""
+    with pytest.raises(error) as info:
         compile_bytes(model, tmp_path)
     message = str(info.value)
     assert "\n" not in message

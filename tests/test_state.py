@@ -76,22 +76,53 @@ def test_svdf_int8_shapes_sequence(tmp_path, shape):
     "make_model",
     [
         stacked_svdf_kws,
+        lambda: stacked_svdf_kws(state_dtype="int8"),
         lambda: single_svdf_int8(batch=2),
+        lambda: single_svdf_int8(batch=2, state_dtype="int8", state_zp=-7, n_memory=6),
         lambda: single_svdf_int8(n_filter=1, rank=1, n_input=7),
         lambda: single_svdf_int8(n_input=3),
+        lambda: single_svdf_int8(state_zp=11, n_filter=6, rank=3, n_memory=3),
+        lambda: single_svdf_int8(state_dtype="int8", n_filter=5, rank=1, n_input=9, n_memory=2),
+        lambda: single_svdf_int8(state_dtype="int8", state_zp=100, n_filter=12, rank=4, n_input=16, n_memory=7),
+        lambda: single_svdf_int8(n_memory=16),
     ],
-    ids=["stacked", "batch2", "one-filter-input-tail", "input-shorter-than-4"],
+    ids=[
+        "stacked",
+        "stacked-int8-state",
+        "batch2",
+        "batch2-int8-state-zp",
+        "one-filter-input-tail",
+        "input-shorter-than-4",
+        "int16-state-zp-rank3",
+        "int8-state-memory2",
+        "int8-state-rank4-zp",
+        "time-sums-past-2^30",
+    ],
 )
 def test_svdf_dsp_variant_sequence(tmp_path, make_model):
-    """The DSP (smlad) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under ASan/UBSan."""
+    """The DSP (rows4) variant, on kernel_simd.h's portable emulation of SXTB16/SMLAD, under
+    ASan/UBSan: int16 and int8 state, state zero points (TFLM adds them after the clamp, wrapping
+    around), filter counts that are and are not multiples of 4, input tails, short and odd
+    memories, batches."""
     library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp"})
     kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "SVDF"]
-    assert kernels and all(k["variant"] == "smlad" and k["isa"] == "dsp" for k in kernels)
+    assert kernels and all(k["variant"] == "rows4" and k["isa"] == "dsp" for k in kernels)
 
 
-def test_svdf_dsp_falls_back_where_not_exact(tmp_path):
-    """int8 state (or a time sum that could leave int32) keeps the reference loop on a DSP core."""
-    library = compile_bytes(single_svdf_int8(state_dtype="int8"), tmp_path, features={"dsp"})
+def test_svdf_dsp_requantization_is_fast_only_where_proven(tmp_path):
+    """The rows4 kernel requantizes with SMMLAR where the accumulators provably stay below 2^30,
+    else with TFLM's double rounding (int16 state, 16 steps of memory: the time sums may pass it)."""
+    requants = [
+        op["kernel"]["requant"]
+        for model in (single_svdf_int8(), single_svdf_int8(n_memory=16))
+        for op in compile_bytes(model, tmp_path / str(len(model)), features={"dsp"}).metadata["operators"]
+    ]
+    assert requants == ["smmlar", "smmlar-feature"]
+
+
+def test_svdf_without_dsp_runs_the_reference_loop(tmp_path):
+    """No DSP extension (Cortex-M3, the host): the plain C reference loop, exact too."""
+    library = check_sequence(single_svdf_int8(state_dtype="int8", state_zp=-3), tmp_path, executors=("aot",))
     assert [op["kernel"]["variant"] for op in library.metadata["operators"]] == ["reference"]
 
 

@@ -29,12 +29,19 @@ def _library(model: bytes, tmp_path):
 @needs_board_tools
 @pytest.mark.parametrize(
     "make_model,executor",
-    [(stacked_svdf_kws, "aot"), (single_svdf_int8, "graph"), (float_svdf, "aot")],
-    ids=["stacked-aot", "single-graph", "float-aot"],
+    [
+        (stacked_svdf_kws, "aot"),
+        (lambda: stacked_svdf_kws(state_dtype="int8"), "aot"),
+        (lambda: single_svdf_int8(state_dtype="int8", state_zp=-20, n_filter=6, rank=3, n_input=9), "aot"),
+        (single_svdf_int8, "graph"),
+        (float_svdf, "aot"),
+    ],
+    ids=["stacked-aot", "stacked-int8-state-aot", "int8-state-zp-aot", "single-graph", "float-aot"],
 )
 def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     """The firmware runs every step's input in order and reports each step; the Cortex-M4's DSP
-    extension runs SVDF's smlad variant (SXTB16/SMLAD inline assembly)."""
+    extension runs SVDF's rows4 variant (mc_dot_r4's SXTB16/SMLAD inline assembly), int16 and int8
+    state."""
     model = make_model()
     library = _library(model, tmp_path)
     seq = sequence(library.metadata)
@@ -43,7 +50,7 @@ def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     )
     assert len(run.step_outputs) == STEPS
     variants = {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"}
-    assert variants == ({"reference"} if make_model is float_svdf else {"smlad"})
+    assert variants == ({"reference"} if make_model is float_svdf else {"rows4"})
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 

@@ -22,7 +22,13 @@ from microcompiler.inputs import random_inputs
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.reference import Reference
 
-MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
+# KWS on the board in the default suite; IC and AD there too with the long tests (pytest -m long tests):
+# test_rpc_qemu and test_mlperf already run both on emulated boards against TFLM.
+MODELS = [
+    "mlperf_tiny/kws_ref_model",
+    pytest.param("mlperf_tiny/pretrainedResnet_quant", marks=pytest.mark.long),
+    pytest.param("mlperf_tiny/ad01_int8", marks=pytest.mark.long),
+]
 SAMPLES = 3
 
 

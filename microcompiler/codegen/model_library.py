@@ -34,7 +34,7 @@ from microcompiler.codegen.state import reset_body, state_arrays, state_definiti
 from microcompiler.codegen.subgraphs import subgraph_sources
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, Operator, c_type
-from microcompiler.ops.base import EmitContext, ParamSink, kernel_for
+from microcompiler.ops.base import EmitContext, ParamSink, kernel_for, operator_context
 from microcompiler.ops.plan import KernelPlan
 from microcompiler.templating import render
 
@@ -100,7 +100,8 @@ def _emit_function(
     layer: str | None = None,
 ) -> OpFunction:
     kernel = kernel_for(op)
-    kernel.check(op, graph)
+    with operator_context(op):
+        kernel.check(op, graph)
     name = f"{prefix}_{layer or f'{op.kind.lower()}_{op.index}'}"
     tuning = tuning or {}
     # "*" for every operator, then per kind, then per operator index (a patch: its layer's index, then its own)
@@ -113,7 +114,8 @@ def _emit_function(
     }
     ctx = EmitContext(graph, op, name, params, features, knobs)
     first_array = len(params.arrays)
-    body = kernel.emit(op, graph, ctx)
+    with operator_context(op):
+        body = kernel.emit(op, graph, ctx)
     own_arrays = params.arrays[first_array:]
     weights_bytes = sum(int(a.nbytes) for _, _, a, _ in own_arrays)
     fparams = []

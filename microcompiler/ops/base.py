@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-from microcompiler.errors import UnsupportedModelError
+from microcompiler.errors import ModelFormatError, UnsupportedModelError
 from microcompiler.ir import Graph, Operator, Tensor, c_type
 from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.templating import render
@@ -339,6 +341,30 @@ def require(cond: bool, op: Operator, what: str) -> None:
         raise UnsupportedModelError(f"operator {op.index} ({op.kind}): {what}")
 
 
+def require_consistent(cond: bool, op: Operator, what: str) -> None:
+    """Refuse a model whose tensors contradict each other or the operator (a count, a shape, a
+    length, an index or a type the operator's arithmetic relies on): a damaged or inconsistent file,
+    not something microcompiler lacks. ``what`` says what does not match (TFLM's reason where its
+    prepare step refuses the same)."""
+    if not cond:
+        raise ModelFormatError(
+            f"operator {op.index} ({op.kind}): {what}; the model is damaged or inconsistent: re-export it "
+            "with the TFLite converter"
+        )
+
+
+@contextmanager
+def operator_context(op: Operator) -> Iterator[None]:
+    """Name ``op`` in a ModelFormatError raised without it (the compile-time arithmetic of
+    ops/quant.py does not know which operator it serves)."""
+    try:
+        yield
+    except ModelFormatError as exc:
+        if str(exc).startswith("operator "):
+            raise
+        raise type(exc)(f"operator {op.index} ({op.kind}): {exc}") from None
+
+
 def require_like_tflm(cond: bool, op: Operator, what: str) -> None:
     """Refuse what TFLM's prepare step refuses (``what``: its reason), where no reference can
     confirm any answer: TFLM aborts or fails to allocate the model."""
@@ -358,8 +384,20 @@ def require_elementwise(op: Operator, graph: Graph) -> tuple[Tensor, Tensor]:
         "expects exactly one input and one output",
     )
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    require(x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size")
+    require_consistent(
+        x.size == y.size, op, f"input shape {list(x.shape)} and output shape {list(y.shape)} differ in size"
+    )
     return x, y
+
+
+def require_same_shape(op: Operator, x: Tensor, y: Tensor) -> None:
+    """Input and output of the same shape, dimension by dimension (TFLM's HaveSameShapes, which the
+    prepare steps of EXP, ROUND, LOG_SOFTMAX, CUMSUM, ... check)."""
+    require_consistent(
+        tuple(x.shape) == tuple(y.shape),
+        op,
+        f"input shape {list(x.shape)} and output shape {list(y.shape)} differ (TFLM requires the same shape)",
+    )
 
 
 def require_unary(op: Operator, graph: Graph, types: tuple[str, ...]) -> tuple[Tensor, Tensor]:

@@ -13,8 +13,9 @@ say so, as TFLM's ``batch_matmul.cc`` and ``reference/batch_matmul.h``:
 The batch loop is flattened: each output batch reads its lhs and rhs matrices at offsets resolved at
 compile time (a flash table only when a broadcast mixes the two sides' strides).
 
-The fast kernel (int8): "cols4" in ops/fast/batch_matmul_cols4.py (the rhs columns packed as int16
-pairs, 4 columns per SMLAD dot product).
+The fast kernels (int8): "cols4" in ops/fast/batch_matmul_cols4.py (the rhs columns packed as int16
+pairs, 4 columns per SMLAD dot product); on Helium cores "mve-dot" in ops/fast/batch_matmul_mve.py
+(the rhs columns as int8 blocks, 2 rows x 4 columns per VMLADAVA.S8 dot product).
 """
 
 from __future__ import annotations
@@ -23,10 +24,18 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import batch_matmul_cols4 as cols4
+from microcompiler.ops.fast import batch_matmul_mve, batch_matmul_s16
 from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
 INT32_MAX = 2**31 - 1
+# the fast kernels whose constant rhs is packed into flash at compile time (read by matrix index)
+PACKED_AT_COMPILE_TIME = (
+    cols4.COLS4,
+    batch_matmul_mve.MVE_DOT,
+    batch_matmul_mve.MVE_S16,
+    batch_matmul_s16.INT16_COLS4,
+)
 
 
 def _matmul_dims(op, graph):
@@ -59,7 +68,11 @@ class BatchMatMul(OpKernel):
     options = "adj_x, adj_y; batch dimensions broadcast (ranks 2 to 5)"
     fast = {
         "dsp": "int8 (cols4: the rhs columns packed as int16 pairs, per batch into the scratch or at compile "
-        "time when constant, 4 columns per SMLAD dot product); portable C of the same loops elsewhere"
+        "time when constant, 4 columns per SMLAD dot product); int16 (int16-cols4: the rhs columns as int16 "
+        "pairs, 4 columns per SMLALD pass, 64-bit sums); portable C of the same loops elsewhere",
+        "mve": "int8 (mve-dot: the rhs columns as int8 blocks of 4 columns x 16 k, 2 rows x 4 columns per "
+        "VMLADAVA.S8 dot product, the zero points as column and row sums); int16 (mve-s16: int16 blocks of 4 columns x "
+        "8 k, VMLALDAVA.S16 into 64-bit sums)",
     }
 
     def check(self, op, graph):
@@ -135,7 +148,18 @@ class BatchMatMul(OpKernel):
         lhs, rhs = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         if lhs.dtype == "int8":
             m, k, _, n = _matmul_dims(op, graph)
+            adj_x, adj_y = bool(op.options.get("adj_x", False)), bool(op.options.get("adj_y", False))
+            chosen = batch_matmul_mve.plan(m, k, n, adj_x, adj_y, rhs.is_constant, features)
+            if chosen:
+                return chosen
             chosen = cols4.plan(m, k, n, bool(op.options.get("adj_x", False)), rhs.is_constant, features)
+            if chosen:
+                return chosen
+        if lhs.dtype == "int16":
+            m, k, _, n = _matmul_dims(op, graph)
+            adj_x, adj_y = bool(op.options.get("adj_x", False)), bool(op.options.get("adj_y", False))
+            chosen = batch_matmul_mve.plan_s16(m, k, n, adj_x, adj_y, rhs.is_constant, features)
+            chosen = chosen or batch_matmul_s16.plan(k, n, adj_x, rhs.is_constant, features)
             if chosen:
                 return chosen
         return REFERENCE_PLAN
@@ -154,7 +178,7 @@ class BatchMatMul(OpKernel):
             n=n,
             batches=batches,
             lhs=ctx.arg(op.inputs[0]),
-            rhs=None if plan.variant == cols4.COLS4 and rhs.is_constant else ctx.arg(op.inputs[1]),
+            rhs=None if plan.variant in PACKED_AT_COMPILE_TIME and rhs.is_constant else ctx.arg(op.inputs[1]),
             output=ctx.arg(op.outputs[0]),
             lhs_index=f"k * {m} + i" if adj_x else f"i * {k} + k",
             rhs_index=f"j * {k} + k" if adj_y else f"k * {n} + j",
@@ -166,7 +190,7 @@ class BatchMatMul(OpKernel):
         for side, t in (("lhs", lhs), ("rhs", rhs)):
             offsets = _batch_offsets(t.shape, batch, m * k if side == "lhs" else k * n)
             own = t.size // (m * k if side == "lhs" else k * n)
-            if side == "rhs" and plan.variant == cols4.COLS4 and rhs.is_constant:  # packed: by matrix index
+            if side == "rhs" and plan.variant in PACKED_AT_COMPILE_TIME and rhs.is_constant:  # by matrix index
                 matrices = offsets // (k * n)
                 values["rhs_offset"] = None
                 values["rhs_matrix"] = (
@@ -187,6 +211,14 @@ class BatchMatMul(OpKernel):
         (_, lhs_zp), (_, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
+        if plan.variant == batch_matmul_s16.INT16_COLS4:
+            return batch_matmul_s16.emit(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (mult, shift))
+        if plan.variant == batch_matmul_mve.MVE_S16:
+            return batch_matmul_mve.emit_s16(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (mult, shift))
+        if plan.variant == batch_matmul_mve.MVE_DOT:
+            return batch_matmul_mve.emit(
+                ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift)
+            )
         if plan.variant == cols4.COLS4:
             return cols4.emit_cols4(
                 ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift), y.dtype

@@ -82,6 +82,12 @@ def int16_pixel_fits(r: PlanRequest) -> bool:
     return r.dtype == "int16" and _one_group(r) and _constant(r)
 
 
+def _rows(r: PlanRequest) -> np.ndarray:
+    """The weights [output channels, taps]."""
+    w = r.tensor(1)
+    return w.data.astype(np.int8).reshape(w.shape[0], -1)
+
+
 def _groups(r: PlanRequest) -> int:
     return r.tensor(0).shape[3] // r.tensor(1).shape[3]
 
@@ -111,7 +117,9 @@ CHOICES = (
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
-    Choice(int16_pixel_fits, lambda r: conv_2d_s16.plan(geometry(r.op, r.graph), r.features)),
+    Choice(
+        int16_pixel_fits, lambda r: conv_2d_s16.plan(geometry(r.op, r.graph), r.features, _rows(r), r.knob("weights"))
+    ),
 )
 
 
@@ -167,8 +175,11 @@ class Conv2D(OpKernel):
         s8 unless ``tuning`` asks for s16; "isa" says whether the target has the DSP extension (SIMD
         inline assembly) or runs the same loops in C. int8 grouped, or with a column buffer
         above 8 KB: pixel (ops/fast/conv_2d_pixel.py, one output pixel per dot product of int16 pairs).
-        int16x8 with one group: int16-pixel (ops/fast/conv_2d_s16.py, SMLAD on the int16 inputs as they
-        lie, 4 output channels per pass, 32-bit runs proven exact added into int64).
+        int16x8 with one group: int16-blocks (ops/fast/conv_2d_s16.py: int8 weights in flash, one block
+        of 4 output channels widened into int16 pairs in the scratch and run over every pixel, SMLAD on
+        the int16 inputs as they lie, 32-bit sums proven exact added into int64), or int16-pixel (int16
+        pairs in flash, 4 output channels per pass of a gathered row) when ``tuning`` asks for s16 or
+        the widened block would exceed 8 KB.
         float32 of one group with constant weights on a core with an FPU ("fpu" in the features):
         float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
@@ -188,6 +199,8 @@ class Conv2D(OpKernel):
             return pixel.emit_pixel(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan.variant == conv_2d_s16.INT16_PIXEL:
             return conv_2d_s16.emit(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
+        if plan.variant == conv_2d_s16.INT16_BLOCKS:
+            return conv_2d_s16.emit_blocks(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         x, w = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         group_c = w.shape[3]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import require
+from microcompiler.ops.base import require, require_consistent
 from microcompiler.ops.geometry import ConvGeometry, out_size, padding_before
 from microcompiler.ops.quant import (
     MAX_REQUANTIZE_SCALE,
@@ -105,42 +105,38 @@ def check_common(op, graph, weight_channel_axis: int) -> None:
 BIAS_TYPES = {"int8": ("int32",), "int16": ("int32", "int64"), "float32": ("float32",)}
 
 
-def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int) -> None:
+def check_weights_and_bias(op, x, w, bias, out_c: int, weight_channel_axis: int, bias_types=None) -> None:
     """What the generated C relies on, and TFLM checks, for the weights and bias of CONV_2D,
-    DEPTHWISE_CONV_2D and FULLY_CONNECTED: one bias value per output channel, of the type the
-    accumulator has (TFLM reads a float32 or int16 bias on an int8 layer as int32), and one weight scale
-    per output channel (or one in all) along the output-channel dimension (TFLM: "per_channel_quantization_size
-    != filter->dims->data[quantized_dimension]"): the per-channel
-    multiplier and shift arrays are indexed by output channel."""
+    DEPTHWISE_CONV_2D, FULLY_CONNECTED and TRANSPOSE_CONV: one bias value per output channel, of the
+    type the accumulator has (``bias_types``, default BIAS_TYPES: TFLM reads a float32 or int16 bias
+    on an int8 layer as int32), and one weight scale per output channel (or one in all) along the
+    output-channel dimension (TFLM: "per_channel_quantization_size != filter->dims->data[quantized_dimension]"):
+    the per-channel multiplier and shift arrays are indexed by output channel. A mismatch is a damaged
+    or inconsistent model (ModelFormatError)."""
     if bias is not None:
-        require(
+        require_consistent(
             bias.size == out_c,
             op,
-            f"bias has {bias.size} elements for {out_c} output channels; the file is "
-            "inconsistent (a kernel would read past the bias)",
+            f"bias has {bias.size} elements for {out_c} output channels (a kernel would read past the bias)",
         )
-        require(
-            len(bias.shape) == 1,
-            op,
-            f"bias has shape {list(bias.shape)}; it must be one-dimensional [{out_c}]: re-export the model",
+        require_consistent(
+            len(bias.shape) == 1, op, f"bias has shape {list(bias.shape)}; it must be one-dimensional [{out_c}]"
         )
-        allowed = BIAS_TYPES.get(x.dtype, ())
-        require(
+        allowed = (bias_types or BIAS_TYPES).get(x.dtype, ())
+        require_consistent(
             bias.dtype in allowed,
             op,
-            f"{x.dtype} needs {'an' if allowed[0].startswith('i') else 'a'} {' or '.join(allowed)} bias, not {bias.dtype} "
-            "(TFLM would read its bytes as another type); re-export the model",
+            f"{x.dtype} needs {'an' if allowed[0].startswith('i') else 'a'} {' or '.join(allowed)} bias, not "
+            f"{bias.dtype} (TFLM would read its bytes as another type)",
         )
     if w.quant is None or x.dtype == "float32":
         return
     scales = w.quant.file_scales or len(w.quant.scale)
-    require(
-        scales in (1, out_c),
-        op,
-        f"weights have {scales} scales for {out_c} output channels (TFLM refuses it too); the file is inconsistent",
+    require_consistent(
+        scales in (1, out_c), op, f"weights have {scales} scales for {out_c} output channels (TFLM refuses it too)"
     )
     if scales > 1:
-        require(
+        require_consistent(
             w.quant.axis == weight_channel_axis,
             op,
             f"weights must be quantized along dimension {weight_channel_axis}, not {w.quant.axis}",

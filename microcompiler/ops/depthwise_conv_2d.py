@@ -104,7 +104,7 @@ CHOICES = (
     Choice(float_channels4_fits, lambda r: float_channels4.plan(_multiplier(r), r.features)),
     Choice(
         int16_pairs_fits,
-        lambda r: dw_s16.plan(geometry(r.op, r.graph), _multiplier(r), r.tensor(1), r.features),
+        lambda r: dw_s16.plan(geometry(r.op, r.graph), _multiplier(r), r.tensor(1), r.features, r.knob("weights")),
     ),
     Choice(
         one_channel_at_a_time,
@@ -127,9 +127,11 @@ class DepthwiseConv2D(OpKernel):
         "constant or activations"
     )
     options = "padding, stride, dilation, depth multiplier, fused activation"
+    tuning_knobs = {"weights": ("s8", "s16")}  # int16x8: int8 weights widened per channel pair, or int16 pairs
     fast = {
         "dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
-        "int16-pairs (any depth multiplier, SMLABB/SMLATT on int16 pairs)",
+        "int16-pair-planes (any depth multiplier, int8 weights widened per pair of channels, SMLABB/SMLATT on "
+        "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights)",
         "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
         "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)",
     }
@@ -201,9 +203,11 @@ class DepthwiseConv2D(OpKernel):
         kernel (fast_mve.depthwise_plan). Written in place (``inplace_inputs``): always planes, which
         copies each input channel to its plane before writing that channel; with the
         note ``input_channels`` (output channels dropped by passes/zero_channels.py: the input channel
-        each remaining one reads) planes too. int16x8: int16-pairs (ops/fast/depthwise_conv_2d_s16.py,
-        any depth multiplier; the reference where one int32 sum of a channel could overflow, or with
-        ``input_channels``). float32 with constant weights on a core with an FPU (and no input_channels
+        each remaining one reads) planes too. int16x8: int16-pair-planes (ops/fast/depthwise_conv_2d_s16.py,
+        any depth multiplier, int8 weights in flash widened per pair of output channels, a zero-padded
+        plane of 8 KB at most) or int16-pairs (int16 pairs in flash; ``tuning`` {"weights": "s16"}, or
+        a larger plane); the reference where one int32 sum of a channel could overflow, or with
+        ``input_channels``. float32 with constant weights on a core with an FPU (and no input_channels
         table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
         return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
 
@@ -218,6 +222,10 @@ class DepthwiseConv2D(OpKernel):
             return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
         if plan.variant == planes_kernel.PLANES:
             return planes_kernel.emit_planes(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
+        if plan.variant == dw_s16.INT16_PAIR_PLANES:
+            return dw_s16.emit_planes(
+                op, ctx, plan, geometry(op, graph), bias_tensor(op, graph), op.options.get("depth_multiplier", 1)
+            )
         if plan.variant == dw_s16.INT16_PAIRS:
             return dw_s16.emit(
                 op, ctx, plan, geometry(op, graph), bias_tensor(op, graph), op.options.get("depth_multiplier", 1)

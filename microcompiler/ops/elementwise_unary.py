@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ir import np_dtype
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import OpKernel, register, require, require_elementwise, require_same_shape
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
@@ -92,6 +92,10 @@ def _fold_float(op, graph, fn) -> list[np.ndarray] | None:
     return [value.reshape(graph.tensors[op.outputs[0]].shape)]
 
 
+# TFLM's exp.cc and round.cc check HaveSameShapes; its other float kernels only the element count.
+SAME_SHAPE_KINDS = ("EXP", "ROUND")
+
+
 @register
 class FloatMath(OpKernel):
     """The operators TFLM runs on float32 only."""
@@ -114,6 +118,8 @@ class FloatMath(OpKernel):
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
         require_same_type(op, x, y, self.types)
+        if op.kind in SAME_SHAPE_KINDS:
+            require_same_shape(op, x, y)
 
     def fold(self, op, graph):
         fn = _EXACT_FLOAT.get(op.kind)

@@ -29,8 +29,9 @@ import numpy as np
 from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.features import has_dsp
-from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan, Variant
+from microcompiler.ops.fast import lstm_gates
+from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.plan import ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
 from microcompiler.templating import index_expr
@@ -102,7 +103,10 @@ class UnidirectionalSequenceLstm(OpKernel):
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
     fast = {
         "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
-        "dot product, int16 weight pairs, the zero points folded into the biases)"
+        "dot product, int16 weight pairs, the zero points folded into the biases); int16x8 (int16-rows4: 4 rows per "
+        "SMLAD pass over the int16 activations, int32 sums proven exact; portable C elsewhere)",
+        "mve": "int8 (mve-rows4: the same stacked gate matmuls as int8 blocks of 4 rows x 16 inputs, one "
+        "VMLADAVA.S8 per row and chunk, requantized 4 rows at a time with VQRDMULH)",
     }
     input_roles = _roles()
 
@@ -110,12 +114,21 @@ class UnidirectionalSequenceLstm(OpKernel):
         """rows4 on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32): the
         input FC and the recurrent FC of the four gates each one FULLY_CONNECTED of 4 x n_state rows, 4
         rows per mc_dot_r4 (SXTB16 of the activations, SMLAD with int16 weight pairs: 13 instructions
-        per 16 MACs), the input and hidden zero points folded into the biases at compile time."""
+        per 16 MACs), the input and hidden zero points folded into the biases at compile time; on
+        Helium cores mve-rows4 instead (ops/fast/lstm_gates.py). int16x8: int16-rows4 on every core
+        where the weights prove the int32 sums exact (ops/fast/lstm_gates.py)."""
         _, _, n_input, n_state, _ = self._dims(op, graph)
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
-        if has_dsp(features) and (tuning or {}).get("variant") != "reference" and int8 and exact:
-            return KernelPlan.of(LSTM_ROWS4, ISA_DSP, rows=4, weights="s16")
+        if (tuning or {}).get("variant") == "reference":
+            return REFERENCE_PLAN
+        if graph.tensors[op.inputs[INPUT]].dtype == "int16" and lstm_gates.s16_exact(self._sides(op, graph)):
+            return KernelPlan.of(lstm_gates.INT16_ROWS4, dsp_or_c(features), rows=4, weights="s16")
+        if int8 and exact:
+            if has_mve(features):
+                return KernelPlan.of(lstm_gates.MVE_ROWS4, ISA_MVE, rows=4, weights="s8", requant="vqrdmulh")
+            if has_dsp(features):
+                return KernelPlan.of(LSTM_ROWS4, ISA_DSP, rows=4, weights="s16")
         return REFERENCE_PLAN
 
     def _dims(self, op, graph):
@@ -261,18 +274,26 @@ class UnidirectionalSequenceLstm(OpKernel):
             hidden=ctx.arg(op.inputs[HIDDEN_STATE]),
             cell=ctx.arg(op.inputs[CELL_STATE]),
             rows4=None,
+            mve=None,
+            s16=None,
         )
         plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
         ctx.plan = plan
+        gate_bytes = 4 * n_state * (2 if integer else 4)
         if plan.variant == LSTM_ROWS4:
             values["rows4"] = self._rows4(op, graph, ctx, plan)
+        elif plan.variant == lstm_gates.MVE_ROWS4:
+            values["mve"] = lstm_gates.emit_mve(ctx, self._sides(op, graph), gate_bytes)
+        elif plan.variant == lstm_gates.INT16_ROWS4:
+            values["s16"] = lstm_gates.emit_s16(ctx, self._sides(op, graph), gate_bytes)
         else:
             values.update(
                 input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),
                 recurrent_weights=ctx.const("recurrent_weights", self._stacked(op, graph, RECURRENT_WEIGHTS)),
                 bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
             )
-        values["scratch"] = ctx.scratch(4 * n_state * (2 if integer else 4))
+        fast_rows = values["mve"] or values["s16"]
+        values["scratch"] = ctx.scratch(gate_bytes + (fast_rows["row_bytes"] if fast_rows else 0))
         if not integer:
             return ctx.render(
                 "lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values
@@ -286,8 +307,9 @@ class UnidirectionalSequenceLstm(OpKernel):
         # TFLM's int16 tanh reads Q3.12: the cell state (scale 2^power) is scaled by 3 * 2^(12 + power).
         left = 15 + power - TANH_INTEGER_BITS
         tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
+        fast_gates = values["rows4"] or values["mve"]
         quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
-        if values["rows4"] is None:  # the reference gate loop (rows4 has its own, per side)
+        if not (fast_gates or values["s16"]):  # the reference gate loop (the fast ones have their own, per side)
             values.update(
                 input_multiplier=ctx.const("input_multiplier", np.array([m for m, _ in input_m], np.int32)),
                 input_shift=ctx.const("input_shift", np.array([s for _, s in input_m], np.int32)),
@@ -303,12 +325,12 @@ class UnidirectionalSequenceLstm(OpKernel):
             requantize="mc_requantize" if x.dtype == "int8" else "mc_requantize64",
             input_offset=-int(x.quant.zero_point[0]),
             hidden_zp=int(hidden.quant.zero_point[0]),
-            forget_m=_product(_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale), 0, values["rows4"]),
-            input_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale), 0, values["rows4"]),
+            forget_m=_product(_multiplier(GATE_OUTPUT_SCALE, c_scale, c_scale), 0, fast_gates),
+            input_m=_product(_multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, c_scale), 0, fast_gates),
             hidden_m=_product(
                 _multiplier(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, h_scale),
                 int(hidden.quant.zero_point[0]),
-                values["rows4"],
+                fast_gates,
             ),
             tanh_m=tanh_m,
             tanh_shift=tanh_shift,
@@ -390,4 +412,29 @@ class UnidirectionalSequenceLstm(OpKernel):
             if sides["input"]["fast"] and sides["hidden"]["fast"]
             else ("reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
         )
+        return sides
+
+    def _sides(self, op, graph) -> dict:
+        """Per side (input, hidden) of the gate matmuls, for the fast gate kernels (ops/fast/lstm_gates.py):
+        the stacked weights [4 x n_state rows][depth] (int8), the bias per row (the hidden side: none,
+        zeros), the activation's zero point and the requantization to Q3.12 per gate (multiplier, shift)."""
+        x, hidden = graph.tensors[op.inputs[INPUT]], graph.tensors[op.inputs[HIDDEN_STATE]]
+        sides = {}
+        for side, table, act in (("input", INPUT_WEIGHTS, x), ("hidden", RECURRENT_WEIGHTS, hidden)):
+            w = self._stacked(op, graph, table).astype(np.int8)
+            rows = w.shape[0] * w.shape[1]
+            bias = (
+                self._stacked(op, graph, BIASES).reshape(-1).astype(np.int64)
+                if side == "input"
+                else np.zeros(rows, np.int64)
+            )
+            scale = act.quant.scale[0]
+            m = [_multiplier(scale, graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
+            sides[side] = lstm_gates.Side(
+                weights=w.reshape(rows, -1),
+                bias=bias,
+                zero_point=int(act.quant.zero_point[0]),
+                multiplier=np.array([q for q, _ in m], np.int64),
+                shift=np.array([e for _, e in m], np.int64),
+            )
         return sides

@@ -350,26 +350,27 @@ def _sigmoid_table() -> np.ndarray:
 # ---- TFLM's arithmetic, as functions of the rescaled input v ------------------------------------
 
 
-def logistic_int16_of_rescaled(v: np.ndarray) -> np.ndarray:
-    """reference_integer_ops::Logistic (int16) after the input rescaling: the 16-bit output for v."""
+def _interpolated(v: np.ndarray, bits: int, saturated: int) -> np.ndarray:
+    """TFLM's interpolation in its sigmoid table at |v| (segment |v| >> bits, the low bits the
+    weight), or ``saturated`` from segment 255 on: the value both kernels mirror and shift."""
     table = _sigmoid_table()
     magnitude = np.abs(v)
-    segment = magnitude >> 9
+    segment = magnitude >> bits
     inside = np.minimum(segment, 254)
     a, b = table[inside], table[inside + 1]
-    result = np.where(segment >= 255, 0x7FFF << 10, (a << 9) + (magnitude & 0x1FF) * (b - a))
+    return np.where(segment >= 255, saturated, (a << bits) + (magnitude & ((1 << bits) - 1)) * (b - a))
+
+
+def logistic_int16_of_rescaled(v: np.ndarray) -> np.ndarray:
+    """reference_integer_ops::Logistic (int16) after the input rescaling: the 16-bit output for v."""
+    result = _interpolated(v, 9, 0x7FFF << 10)
     result = np.where(v >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1)
     return (result >> 10).astype(np.int16)
 
 
 def tanh_int16_of_rescaled(v: np.ndarray) -> np.ndarray:
     """reference_integer_ops::Tanh (int16) after the input rescaling: the 16-bit output for v."""
-    table = _sigmoid_table()
-    magnitude = np.abs(v)
-    segment = magnitude >> 8
-    inside = np.minimum(segment, 254)
-    a, b = table[inside], table[inside + 1]
-    result = np.where(segment >= 255, 0xFFFF << 8, (a << 8) + (magnitude & 0xFF) * (b - a))
+    result = _interpolated(v, 8, 0xFFFF << 8)
     result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
     return (result >> 8).astype(np.int16)
 

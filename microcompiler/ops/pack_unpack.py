@@ -7,7 +7,7 @@ copied unchanged.
 
 from __future__ import annotations
 
-from microcompiler.ops.base import register, require
+from microcompiler.ops.base import register, require, require_consistent
 from microcompiler.ops.movement_common import (
     CopyKernel,
     StridedCopy,
@@ -36,10 +36,11 @@ class Pack(CopyKernel):
     def plan(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         n = len(op.inputs)
-        require(
-            op.options.get("values_count", n) in (0, n),
+        require_consistent(  # TFLM packs values_count inputs: 0 (or no options) writes nothing
+            op.options.get("values_count", 0) == n,
             op,
-            f"values_count {op.options.get('values_count')} differs from the {n} inputs",
+            f"values_count {op.options.get('values_count', 0)} differs from the {n} inputs (TFLM packs only "
+            "values_count inputs)",
         )
         rank = len(x.shape) + 1
         axis = op.options.get("axis", 0)
@@ -82,11 +83,11 @@ class Unpack(CopyKernel):
         require(rank >= 1 and -rank <= axis < rank, op, f"axis {axis} is out of range for rank {rank}")
         axis %= rank
         num = x.shape[axis]
-        require(
-            op.options.get("num", num) in (0, num) and len(op.outputs) == num,
+        require_consistent(  # TFLM writes num outputs: 0 (or no options) writes nothing
+            op.options.get("num", 0) == num and len(op.outputs) == num,
             op,
-            f"unpacking dimension {axis} of extent {num} needs {num} outputs "
-            f"(num {op.options.get('num')}, {len(op.outputs)} outputs)",
+            f"unpacking dimension {axis} of extent {num} needs {num} outputs and num {num} "
+            f"(num {op.options.get('num', 0)}, {len(op.outputs)} outputs; TFLM writes only num outputs)",
         )
         strides = row_strides(x.shape)
         shape = list(x.shape[:axis]) + list(x.shape[axis + 1 :])

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from microcompiler.errors import ModelFormatError
 from microcompiler.ir import Tensor
 
 INT_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1), "uint8": (0, 255)}
@@ -34,6 +35,12 @@ def q31_frexp(real: float) -> tuple[int, int]:
 MAX_REQUANTIZE_SCALE = 2.0**30
 
 
+class RequantizeRangeError(ModelFormatError):
+    """A requantization scale no int32 multiplier holds (see MAX_REQUANTIZE_SCALE): TFLM saturates
+    the multiplier and then overflows int32, so no reference confirms any answer. Raised from the
+    compile-time arithmetic; ``operator_context`` (ops/base.py) names the operator."""
+
+
 def quantize_multiplier(real: float, saturate: bool = True) -> tuple[int, int]:
     """A real multiplier as (Q31 fraction in [2^30, 2^31), power-of-two exponent): TFLM's
     QuantizeMultiplier. ``saturate``: exponents above 30 become the largest int32 multiplier, as the
@@ -47,8 +54,11 @@ def quantize_multiplier(real: float, saturate: bool = True) -> tuple[int, int]:
         shift += 1
     if shift < -31:
         shift, q = 0, 0
-    if saturate and shift > 30:  # the reference saturates what no int32 multiplier can hold
-        shift, q = 30, (1 << 31) - 1
+    if saturate and shift > 30:  # TFLM saturates the multiplier, then overflows int32 shifting by 30
+        raise RequantizeRangeError(
+            f"a requantization scale of {real:.3g} is beyond any int32 multiplier (2^30): TFLM would "
+            "overflow int32; the file's quantization scales are damaged"
+        )
     return q, shift
 
 

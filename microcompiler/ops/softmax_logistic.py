@@ -45,7 +45,7 @@ from microcompiler.ops.lut16 import (
     render_piecewise_table,
 )
 from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan, Variant
-from microcompiler.ops.quant import c_float, q31_frexp, quantize_multiplier, tflite_round
+from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, quantize_multiplier, tflite_round
 
 EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
 FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
@@ -65,8 +65,19 @@ SOFTMAX_EXP_TABLE_MIN_ELEMENTS = 1024
 # ---- compile-time arithmetic, mirroring TFLM's prepare step ------------------------------------
 
 
-def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
-    """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double)."""
+def calculate_input_radius(
+    integer_bits: int, left_shift: int, total_signed_bits: int = 31, max_left_shift: int = 62
+) -> int:
+    """The largest |input| whose rescaled value cannot overflow (CalculateInputRadius, in double).
+    A negative ``left_shift`` (an input scale below 2^-(31 - integer_bits + 1)) is a shift by a
+    negative count in TFLM, and one past ``max_left_shift`` overflows (1LL << 63 and up; the int8
+    TANH and LOGISTIC rescale the input by it too, so 30 there): both undefined in TFLM, refused as
+    damaged scales."""
+    if not 0 <= left_shift <= max_left_shift:
+        raise RequantizeRangeError(
+            f"the input scale is too {'small' if left_shift < 0 else 'large'} for TFLM's input rescaling "
+            f"(a shift by {left_shift} bits, undefined in TFLM); the file's quantization scales are damaged"
+        )
     radius = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_signed_bits - integer_bits)) / (1 << left_shift)
     return int(math.floor(radius))
 
@@ -166,7 +177,7 @@ def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, input_range_radius) of the int8 logistic."""
     real = float(F32(input_scale)) * float(1 << (31 - LOGISTIC_INT8_INTEGER_BITS))
     multiplier, shift = q31_frexp(real)
-    radius = calculate_input_radius(LOGISTIC_INT8_INTEGER_BITS, shift, 31)
+    radius = calculate_input_radius(LOGISTIC_INT8_INTEGER_BITS, shift, 31, max_left_shift=30)
     return multiplier, shift, radius
 
 

@@ -6,19 +6,19 @@ filter keeps its last ``memory_size`` feature activations, oldest first. One inf
 
 1. shifts the whole state one element to the left (the oldest activation of each filter drops out),
 2. writes each filter's new activation ``weights_feature . input`` into its newest slot (int8:
-   requantized by input_scale * feature_scale / state_scale, plus the state zero point, saturated
-   to the state type),
+   requantized by input_scale * feature_scale / state_scale, saturated to the state type, plus the
+   state zero point, wrapping around in the state type: the pinned TFLM adds the zero point after
+   the clamp),
 3. sums, per unit, ``rank`` filters' ``weights_time . memory`` and the bias, and requantizes by
    state_scale * time_scale / output_scale (int8; as in TFLM the fused activation is not applied) or
    applies the fused activation (float32).
 
 The state is updated in place in its static array (docs/state.md).
 
-With the DSP extension (int8 input, int16 state with zero point 0, sums that fit int32) the ``smlad``
-variant runs both dot products two MACs per SMLAD: each inference first expands the input (minus its
-zero point) into int16 pairs in lanes order in the kernel scratch, and the int8 feature weights are
-sign-extended four at a time with SXTB16 (no extra flash); the int16 time weights and memory are read
-as pairs directly. Without the DSP extension the same code runs on kernel_simd.h's portable emulation.
+With the DSP extension an int8 SVDF (int16 or int8 state, any zero points) runs the ``rows4`` fast
+kernel (ops/fast/svdf_rows4.py: FULLY_CONNECTED's 4-rows SMLAD loop for the feature matmul, one SMLAD
+dot product per unit for the time weights, zero points folded into start values); elsewhere, and
+for float32, the reference loops of svdf.c.j2.
 """
 
 from __future__ import annotations
@@ -26,12 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.fast.svdf_rows4 import ROWS4, emit_svdf_rows4
 from microcompiler.ops.features import has_dsp
-from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan, Variant
+from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 from microcompiler.templating import index_expr as _index
-
-SMLAD = Variant("smlad", ("kernel_simd.h",))  # both dot products two MACs per SMLAD
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
 INT32_MAX = 2**31 - 1
@@ -55,7 +54,10 @@ class Svdf(OpKernel):
         "inferences"
     )
     options = "rank, fused activation (float32; TFLM's int8 kernel ignores it)"
-    fast = {"dsp": "int8 with int16 state (smlad: SXTB16 + SMLAD feature and time dot products)"}
+    fast = {
+        "dsp": "int8, int16 or int8 state (rows4: the feature matmul 4 filters per SMLAD step, the state's "
+        "shift inside the SMLAD time loop)"
+    }
     input_roles = ("input", "weights_feature", "weights_time", "bias", "state")
 
     def _dims(self, op, graph):
@@ -157,19 +159,24 @@ class Svdf(OpKernel):
         max_bias = int(np.max(np.abs(bias.data.astype(np.int64)))) if bias is not None else 0
         return rank * n_memory * max_wt * max_state + max_bias > INT32_MAX
 
+    def _multipliers(self, op, graph) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The int8 kernel's feature (input x feature weights -> state) and output (state x time
+        weights -> output) requantizations."""
+        x, wf, wt, _, state = (graph.tensors[i] for i in op.inputs[:5])
+        y = graph.tensors[op.outputs[0]]
+        return (
+            quantize_multiplier(_effective_scale(x.quant.scale[0], wf.quant.scale[0], state.quant.scale[0])),
+            quantize_multiplier(_effective_scale(state.quant.scale[0], wt.quant.scale[0], y.quant.scale[0])),
+        )
+
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
-        """smlad with the DSP extension where it is exact (see the module docstring), else reference."""
-        state = graph.tensors[op.inputs[STATE]]
+        """rows4 for int8 on cores with the DSP extension (ops/fast/svdf_rows4.py), else reference."""
         if (
             has_dsp(features)
             and (tuning or {}).get("variant") != "reference"
             and graph.tensors[op.inputs[INPUT]].dtype == "int8"
-            and state.dtype == "int16"
-            and int(state.quant.zero_point[0]) == 0
-            and not self._wide(op, graph)
         ):
-            n_input = self._dims(op, graph)[1]
-            return KernelPlan.of(SMLAD, ISA_DSP, scratch_bytes=2 * (n_input - n_input % 4))
+            return KernelPlan.of(ROWS4, ISA_DSP, scratch_bytes=0)
         return REFERENCE_PLAN
 
     def macs(self, op, graph):
@@ -178,9 +185,15 @@ class Svdf(OpKernel):
 
     def emit(self, op, graph, ctx):
         batch, n_input, n_filter, n_memory, rank, n_unit = self._dims(op, graph)
-        x, wt = ctx.tensor(op.inputs[INPUT]), ctx.tensor(op.inputs[WEIGHTS_TIME])
+        x = ctx.tensor(op.inputs[INPUT])
         state, y = ctx.tensor(op.inputs[STATE]), ctx.tensor(op.outputs[0])
         has_bias = op.inputs[BIAS] >= 0
+        plan = REFERENCE_PLAN
+        if x.dtype != "float32":
+            plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
+            ctx.plan = plan
+        if plan.is_(ROWS4):  # before the reference's arrays are named (they would be emitted)
+            return emit_svdf_rows4(op, graph, ctx, self._dims(op, graph), *self._multipliers(op, graph))
         b, f, u = ("b", batch, n_filter * n_memory), ("f", n_filter, n_memory), ("u", n_unit, rank * n_memory)
         r = ("r", rank, n_memory)
         values = dict(
@@ -210,7 +223,6 @@ class Svdf(OpKernel):
             return ctx.render(
                 "svdf.c.j2",
                 integer=False,
-                smlad=False,
                 state_t="float",
                 acc_t="float",
                 zero="0.0f",
@@ -218,24 +230,11 @@ class Svdf(OpKernel):
                 act_max=c_float(hi),
                 **values,
             )
-        wf = ctx.tensor(op.inputs[WEIGHTS_FEATURE])
         state_zp = int(state.quant.zero_point[0])
         lo, hi = INT_RANGES[state.dtype]
-        m1 = quantize_multiplier(_effective_scale(x.quant.scale[0], wf.quant.scale[0], state.quant.scale[0]))
-        m2 = quantize_multiplier(_effective_scale(state.quant.scale[0], wt.quant.scale[0], y.quant.scale[0]))
+        m1, m2 = self._multipliers(op, graph)
         # TFLM sums in int32 (wrapping); where the sum could leave int32, sum in int64 and wrap at the end.
         wide = self._wide(op, graph)
-        plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
-        ctx.plan = plan
-        smlad = plan.variant == SMLAD
-        values.update(
-            smlad=smlad,
-            quads=n_input // 4,
-            input_tail=n_input % 4,
-            pairs=n_memory // 2,
-            memory_tail=n_memory % 2,
-            scratch=ctx.scratch(plan.scratch) if smlad and plan.scratch else None,
-        )
         return ctx.render(
             "svdf.c.j2",
             integer=True,

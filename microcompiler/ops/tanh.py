@@ -18,12 +18,17 @@ import numpy as np
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
-from microcompiler.ops.lut16 import PIECEWISE_TABLE, SIGMOID_TABLE, piecewise_table, render_piecewise_table
+from microcompiler.ops.lut16 import (
+    PIECEWISE_TABLE,
+    SIGMOID_TABLE,
+    SIGMOID_TABLE_UINT16,
+    piecewise_table,
+    render_piecewise_table,
+)
 from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
 from microcompiler.ops.softmax_logistic import (
     F32,
-    SIGMOID_TABLE_UINT16,
     calculate_input_radius,
     checked_log2,
     int16_input_multiplier,
@@ -37,7 +42,7 @@ def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
     """(input_multiplier, input_left_shift, input_range_radius) of the int8 tanh."""
     real = float(F32(input_scale)) * float(1 << (31 - TANH_INT8_INTEGER_BITS))
     multiplier, shift = q31_frexp(real)
-    return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31)
+    return multiplier, shift, calculate_input_radius(TANH_INT8_INTEGER_BITS, shift, 31, max_left_shift=30)
 
 
 def tanh_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:

@@ -19,8 +19,10 @@ TFLM:
   int64), the 64-bit requantization;
 * the fused activation clamps every type (checked against the pinned oracle).
 
-The fast kernel (int8, constant weights and bias): "phases" in ops/fast/transpose_conv_phases.py, the
-transposed convolution as one ordinary convolution of the input per output phase.
+The fast kernels (int8, constant weights and bias): "phases" in ops/fast/transpose_conv_phases.py, the
+transposed convolution as one ordinary convolution of the input per output phase; on Helium cores
+"mve-phases" in ops/fast/transpose_conv_mve.py, the same phases with VMLADAVA.S8 dot products; int16x8
+(constant weights and bias, zero points 0): "int16-phases" in ops/fast/transpose_conv_s16.py.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.conv_2d import ACTIVATIONS, INT32_MAX
+from microcompiler.ops.conv_common import check_weights_and_bias
+from microcompiler.ops.fast import transpose_conv_mve, transpose_conv_s16
 from microcompiler.ops.fast import transpose_conv_phases as phases
 from microcompiler.ops.geometry import out_size, padding_before
 from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
@@ -58,7 +62,11 @@ class TransposeConv(OpKernel):
     options = "padding (SAME/VALID), stride_h, stride_w, fused activation"
     fast = {
         "dsp": "int8 with constant weights (phases: one convolution per output phase, no zero-stuffing MACs, "
-        "4 output channels per SMLAD dot product); portable C of the same loops elsewhere"
+        "4 output channels per SMLAD dot product); int16x8 with constant weights, zero points 0 (int16-phases: the "
+        "phases with int16 pairs, 4 output channels per SMLAD pass, int32 sums proven exact); portable C of the same "
+        "loops elsewhere",
+        "mve": "int8 with constant weights, kernel >= stride (mve-phases: the phases with 2 pixels x 4 output "
+        "channels per VMLADAVA.S8 dot product)",
     }
 
     def check(self, op, graph):
@@ -94,27 +102,15 @@ class TransposeConv(OpKernel):
             f"type combination input/weights/output {combo} is not supported (int8, int16x8, float32; "
             "hybrid models are not supported by TFLM either)",
         )
-        bias = _bias(op, graph)
-        if bias is not None:
-            require(
-                bias.dtype in _BIAS_TYPES[x.dtype],
-                op,
-                f"a {x.dtype} TRANSPOSE_CONV needs a {' or '.join(_BIAS_TYPES[x.dtype])} bias, not {bias.dtype}",
-            )
-            require(bias.size == y.shape[3], op, f"bias has {bias.size} elements for {y.shape[3]} output channels")
-        if x.dtype == "float32":
-            return
         require(
-            x.quant is not None and y.quant is not None and w.quant is not None,
+            x.dtype == "float32" or (x.quant is not None and y.quant is not None and w.quant is not None),
             op,
             "quantized tensors need quantization parameters",
         )
+        check_weights_and_bias(op, x, w, _bias(op, graph), y.shape[3], 0, _BIAS_TYPES)
+        if x.dtype == "float32":
+            return
         out_c = y.shape[3]
-        require(
-            len(w.quant.scale) in (1, out_c),
-            op,
-            f"weights have {len(w.quant.scale)} scales for {out_c} output channels",
-        )
         if x.dtype == "int16":
             _, shift = conv_multipliers(x, w, y, out_c)
             require(
@@ -133,9 +129,21 @@ class TransposeConv(OpKernel):
         w, x = graph.tensors[op.inputs[WEIGHTS]], graph.tensors[op.inputs[INPUT]]
         bias = _bias(op, graph)
         if x.dtype == "int8" and w.is_constant and (bias is None or bias.is_constant):
+            chosen = transpose_conv_mve.plan(
+                x.shape[3], w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
+            )
+            if chosen:
+                return chosen
             return phases.plan(
                 x.shape[3], w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
             )
+        y = graph.tensors[op.outputs[0]]
+        if transpose_conv_s16.applies(x, w, y, bias):
+            chosen = transpose_conv_s16.plan(
+                w, w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
+            )
+            if chosen:
+                return chosen
         return REFERENCE_PLAN
 
     def emit(self, op, graph, ctx):
@@ -170,6 +178,10 @@ class TransposeConv(OpKernel):
                 f"kernel {k_h}x{k_w}, stride {stride_h}x{stride_w}, padding top {pad_h} left {pad_w}"
             ),
         )
+        if plan.variant == transpose_conv_mve.MVE_PHASES:
+            return transpose_conv_mve.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
+        if plan.variant == transpose_conv_s16.INT16_PHASES:
+            return transpose_conv_s16.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         if plan.variant == phases.PHASES:
             return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         values["weights"] = ctx.arg(op.inputs[WEIGHTS])

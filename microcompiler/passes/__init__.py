@@ -8,7 +8,7 @@ transforms each of them as well (``each_subgraph``); ``plan_memory`` plans them 
 import functools
 
 from microcompiler.ir import Graph
-from microcompiler.passes.dead_code import remove_dead_code
+from microcompiler.passes.dead_code import remove_dead_code, remove_uncalled_subgraphs
 from microcompiler.passes.fold_constants import fold_constants
 from microcompiler.passes.fuse_activations import fuse_activations
 from microcompiler.passes.fuse_tables import fuse_tables
@@ -32,18 +32,22 @@ def each_subgraph(graph_pass):
     return run
 
 
-PIPELINE = [
-    each_subgraph(p)
-    for p in (
-        add_operator_state,
-        fold_constants,
-        fuse_activations,
-        remove_reshapes,
-        fuse_tables,
-        drop_zero_channels,
-        remove_dead_code,
-    )
-] + [patch_stage, plan_memory]
+PIPELINE = (
+    [remove_uncalled_subgraphs]
+    + [
+        each_subgraph(p)
+        for p in (
+            add_operator_state,
+            fold_constants,
+            fuse_activations,
+            remove_reshapes,
+            fuse_tables,
+            drop_zero_channels,
+            remove_dead_code,
+        )
+    ]
+    + [patch_stage, plan_memory]
+)
 
 
 def pipeline(patches: tuple[int, int] | None = None) -> list:
@@ -73,6 +77,7 @@ __all__ = [
     "fuse_tables",
     "drop_zero_channels",
     "remove_dead_code",
+    "remove_uncalled_subgraphs",
     "patch_stage",
     "plan_memory",
 ]

@@ -1,5 +1,5 @@
-"""Remove operators whose outputs nobody reads (unless they touch persistent state), and constants
-nobody uses."""
+"""Remove operators whose outputs nobody reads (unless they touch persistent state), constants
+nobody uses, and subgraphs no control-flow operator of the model reaches."""
 
 from __future__ import annotations
 
@@ -24,4 +24,23 @@ def remove_dead_code(graph: Graph) -> Graph:
     for i, t in enumerate(g.tensors):
         if t.is_constant and i not in needed:
             t.data = None  # an unused constant costs no flash
+    return g
+
+
+def remove_uncalled_subgraphs(graph: Graph) -> Graph:
+    """Drop the subgraphs that no IF, WHILE or CALL_ONCE reachable from the main graph calls (TFLM
+    never runs them either; their C functions would be unused, which -Werror refuses). The importer
+    has checked every subgraph and every call already."""
+    g = graph.copy()
+    reached: set[int] = set()
+
+    def visit(sub: Graph) -> None:
+        for op in sub.operators:
+            for k in called_subgraphs(op):
+                if k not in reached and k in graph.subgraphs:
+                    reached.add(k)
+                    visit(graph.subgraphs[k])
+
+    visit(graph)
+    g.subgraphs = {k: s for k, s in graph.subgraphs.items() if k in reached}
     return g

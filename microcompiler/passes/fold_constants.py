@@ -56,9 +56,11 @@ def _fold(g: Graph, op) -> list[np.ndarray] | None:
         if value is not None:
             return [value]
     from microcompiler.ops import supported_operators
+    from microcompiler.ops.base import operator_context
 
     kernel = supported_operators().get(op.kind)
-    values = kernel.fold(op, g) if kernel is not None else None
+    with operator_context(op):
+        values = kernel.fold(op, g) if kernel is not None else None
     if values is None:
         return None
     for o, v in zip(op.outputs, values):

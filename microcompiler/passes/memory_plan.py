@@ -247,7 +247,11 @@ def _callees_first(g: Graph) -> list[int]:
                     order.append(k)
 
     visit(g)
-    return order + [k for k in sorted(g.subgraphs) if k not in order]  # never called: planned all the same
+    for k in sorted(g.subgraphs):  # never called: planned all the same, after the subgraphs they call
+        if k not in order:
+            visit(g.subgraphs[k])
+            order.append(k)
+    return order
 
 
 def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:

@@ -93,10 +93,23 @@ def seed_names() -> list[str]:
     return shared + sorted(_built_models())
 
 
+def op_seed_names() -> list[str]:
+    """The single-operator seeds of tests/fuzz/op_seeds.py (``op:<kind>_<dtype>``)."""
+    if not any(n.startswith("op:") for n in _CACHE):
+        if str(Path(__file__).parent) not in sys.path:
+            sys.path.insert(0, str(Path(__file__).parent))
+        from op_seeds import op_seeds
+
+        _CACHE.update(op_seeds())
+    return sorted(n for n in _CACHE if n.startswith("op:"))
+
+
 def seed_bytes(name: str) -> bytes:
     if name not in _CACHE:
         if name.startswith("built:"):
             _CACHE.update(_built_models())
+        elif name.startswith("op:"):
+            op_seed_names()
         else:
             _CACHE[name] = (SHARED_MODELS / name).read_bytes()
     return _CACHE[name]

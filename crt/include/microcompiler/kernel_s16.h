@@ -15,42 +15,65 @@
 #include "microcompiler/kernel_simd.h"
 
 /* LO_, HI_ = P_[0], P_[1] and P_ += 2: one post-indexed LDRD on the DSP cores (P_ word-aligned;
- * GCC splits such loads into two LDR). Only for constant weights: nothing the kernel writes
- * aliases them, so the asm needs no memory clobber. */
+ * GCC splits such loads into two LDR). The two words are a memory input of the asm, so the load
+ * stays after the stores that wrote them (the weights widened into the scratch, mc_widen_s8). */
 #if MC_DSP_ASM
-#define MC_LOAD_2WORDS(P_, LO_, HI_) __asm__("ldrd %0, %1, [%2], #8" : "=r"(LO_), "=r"(HI_), "+r"(P_))
+#define MC_LOAD_2WORDS(P_, LO_, HI_)                                                                    \
+  __asm__("ldrd %0, %1, [%2], #8" : "=r"(LO_), "=r"(HI_), "+r"(P_) : "m"(*(const int32_t(*)[2])(P_)))
 #else
 #define MC_LOAD_2WORDS(P_, LO_, HI_) ((LO_) = (P_)[0], (HI_) = (P_)[1], (P_) += 2)
 #endif
+
+/* One step of mc_dot4_s16: 4 taps x[0..3] of the four rows (8 pair words of w). Returns w past them. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_step(const int16_t* x, const int32_t* w, int32_t acc[4]) {
+  const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
+  int32_t w0, w1, w2, w3;
+  MC_LOAD_2WORDS(w, w0, w1);
+  MC_LOAD_2WORDS(w, w2, w3);
+  acc[0] = mc_smlad(x0, w0, acc[0]);
+  acc[1] = mc_smlad(x0, w1, acc[1]);
+  acc[2] = mc_smlad(x0, w2, acc[2]);
+  acc[3] = mc_smlad(x0, w3, acc[3]);
+  MC_LOAD_2WORDS(w, w0, w1);
+  MC_LOAD_2WORDS(w, w2, w3);
+  acc[0] = mc_smlad(x1, w0, acc[0]);
+  acc[1] = mc_smlad(x1, w1, acc[1]);
+  acc[2] = mc_smlad(x1, w2, acc[2]);
+  acc[3] = mc_smlad(x1, w3, acc[3]);
+  return w;
+}
 
 /* Four rows at once: acc[j] += x . (row j) over `words` pairs of x (words even), the rows stored
  * interleaved per pair (w[4 * s + j] is pair s of row j). x needs 2-byte alignment only, w word
  * alignment (the weights are read two words per load). Returns w past the pairs read. */
 static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32_t* w, int32_t words,
                                                    int32_t acc[4]) {
-  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  int32_t a[4];
   const int16_t* const end = x + 2 * words;
-  while (x < end) {
-    const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
-    int32_t w0, w1, w2, w3;
-    MC_LOAD_2WORDS(w, w0, w1);
-    MC_LOAD_2WORDS(w, w2, w3);
-    a0 = mc_smlad(x0, w0, a0);
-    a1 = mc_smlad(x0, w1, a1);
-    a2 = mc_smlad(x0, w2, a2);
-    a3 = mc_smlad(x0, w3, a3);
-    MC_LOAD_2WORDS(w, w0, w1);
-    MC_LOAD_2WORDS(w, w2, w3);
-    a0 = mc_smlad(x1, w0, a0);
-    a1 = mc_smlad(x1, w1, a1);
-    a2 = mc_smlad(x1, w2, a2);
-    a3 = mc_smlad(x1, w3, a3);
-    x += 4;
+  a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
+  for (; x < end; x += 4) w = mc_dot4_s16_step(x, w, a);
+  acc[0] = a[0];
+  acc[1] = a[1];
+  acc[2] = a[2];
+  acc[3] = a[3];
+  return w;
+}
+
+/* mc_dot4_s16 with two steps (8 taps) per iteration, `words` a multiple of 4: the loop control
+ * once per 16 SMLAD instead of once per 8. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_x2(const int16_t* x, const int32_t* w, int32_t words,
+                                                      int32_t acc[4]) {
+  int32_t a[4];
+  const int16_t* const end = x + 2 * words;
+  a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
+  for (; x < end; x += 8) {
+    w = mc_dot4_s16_step(x, w, a);
+    w = mc_dot4_s16_step(x + 4, w, a);
   }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
+  acc[0] = a[0];
+  acc[1] = a[1];
+  acc[2] = a[2];
+  acc[3] = a[3];
   return w;
 }
 
@@ -72,11 +95,105 @@ static MC_ALWAYS_INLINE int32_t mc_tap_s16(const int16_t* x, int32_t w, int32_t 
   return mc_smlabb((int32_t)x[0], w, acc);
 }
 
+/* The int8 weights of a block widened into the int16 pairs the dot products above read: each int8
+ * word (bytes b0 b1 b2 b3) becomes the pair words (b0, b2) and (b1, b3) (SXTB16, SXTB16 ROR #8).
+ * The code generator orders the bytes so that the pairs come out in the order the dot products read
+ * them (ops/fast/s16.py, pack_widened). d word-aligned, `words` int8 words from s. The kernels widen
+ * one block of output channels once and reuse it for every output pixel: the weights stay int8 in
+ * flash at the cost of two SXTB16 per 4 weights per layer, not per pixel. */
+static inline void mc_widen_s8(int32_t* d, const int32_t* s, int32_t words) {
+#if MC_DSP_ASM
+  for (; words >= 4; words -= 4, d += 8) { /* 2 LDRD, 8 SXTB16, 4 STRD: 16 instructions per 16 weights */
+    int32_t a, b, c, e;
+    MC_LOAD_2WORDS(s, a, b);
+    MC_LOAD_2WORDS(s, c, e);
+    mc_store_pair(d, mc_sxtb16(a), mc_sxtb16_ror8(a));
+    mc_store_pair(d + 2, mc_sxtb16(b), mc_sxtb16_ror8(b));
+    mc_store_pair(d + 4, mc_sxtb16(c), mc_sxtb16_ror8(c));
+    mc_store_pair(d + 6, mc_sxtb16(e), mc_sxtb16_ror8(e));
+  }
+#endif
+  for (; words > 0; --words, d += 2) {
+    const int32_t v = *s++;
+    d[0] = mc_sxtb16(v);
+    d[1] = mc_sxtb16_ror8(v);
+  }
+}
+
+/* SXTB16 of x rotated right by 16 or 24 bits: the low half is byte 2 or byte 3 of x, sign-extended. */
+#if MC_DSP_ASM
+static inline int32_t mc_sxtb16_ror16(int32_t x) {
+  int32_t r;
+  __asm__("sxtb16 %0, %1, ror #16" : "=r"(r) : "r"(x));
+  return r;
+}
+static inline int32_t mc_sxtb16_ror24(int32_t x) {
+  int32_t r;
+  __asm__("sxtb16 %0, %1, ror #24" : "=r"(r) : "r"(x));
+  return r;
+}
+#else
+static inline int32_t mc_sxtb16_ror16(int32_t x) {
+  return mc_sxtb16((int32_t)(((uint32_t)x >> 16) | ((uint32_t)x << 16)));
+}
+static inline int32_t mc_sxtb16_ror24(int32_t x) {
+  return mc_sxtb16((int32_t)(((uint32_t)x >> 24) | ((uint32_t)x << 8)));
+}
+#endif
+
+/* The int8 weights of one channel widened one tap per word for SMLABB (the weight in the low half):
+ * each int8 word (t0 t1 t2 t3) becomes 4 words whose low halves are t0, t1, t2, t3. */
+static inline void mc_widen_s8_taps(int32_t* d, const int32_t* s, int32_t words) {
+  for (; words > 0; --words, d += 4) {
+    const int32_t v = *s++;
+    d[0] = mc_sxtb16(v);
+    d[1] = mc_sxtb16_ror8(v);
+    d[2] = mc_sxtb16_ror16(v);
+    d[3] = mc_sxtb16_ror24(v);
+  }
+}
+
 /* mc_requantize64(x, multiplier, shift) for a sum x that fits int32 (the code generator proves
  * it from the weights and bias), with mc_requantize64's reduced multiplier (<= 2^15) and total
  * right shift 15 - shift (1..62) computed at compile time: the same arithmetic, one SMULL. */
 static MC_ALWAYS_INLINE int32_t mc_requantize64_s32(int32_t x, int32_t reduced, int total_shift) {
   return (int32_t)(((int64_t)x * reduced + ((int64_t)1 << (total_shift - 1))) >> total_shift);
+}
+
+/* acc + a.lo * b.lo + a.hi * b.hi in 64 bits (SMLALD): exact for any int16 lanes (int16 x int16). */
+static MC_ALWAYS_INLINE int64_t mc_smlald(int32_t a, int32_t b, int64_t acc) {
+#if MC_DSP_ASM
+  return __smlald(a, b, acc);
+#else
+  return acc + (int64_t)(mc_lo16(a) * mc_lo16(b)) + (int64_t)(mc_hi16(a) * mc_hi16(b));
+#endif
+}
+
+/* Four columns of int16 at once: acc[j] += x . (column j) over `words` pairs of x, the columns stored
+ * interleaved per pair (w[4 * s + j] is pair s of column j), summed in 64 bits (SMLALD: TFLM's
+ * int64 sums of int16 x int16 products). Plain loads: w may be packed at run time. Returns w past
+ * the pairs read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16x16(const int16_t* x, const int32_t* w, int32_t words,
+                                                      int64_t acc[4]) {
+  int64_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  for (; words > 0; --words, x += 2, w += 4) {
+    const int32_t xp = mc_read_s16x2(x);
+    a0 = mc_smlald(xp, w[0], a0);
+    a1 = mc_smlald(xp, w[1], a1);
+    a2 = mc_smlald(xp, w[2], a2);
+    a3 = mc_smlald(xp, w[3], a3);
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+  return w;
+}
+
+/* One column: acc + x . w over `words` pairs, in 64 bits. */
+static MC_ALWAYS_INLINE int64_t mc_dot1_s16x16(const int16_t* x, const int32_t* w, int32_t words, int64_t acc) {
+  for (; words > 0; --words, x += 2, ++w) acc = mc_smlald(mc_read_s16x2(x), w[0], acc);
+  return acc;
 }
 
 /* x saturated to int16 (SSAT #16 on the DSP cores). */

@@ -46,6 +46,10 @@ static inline int32_t mc_read_s16x2(const int16_t* p) {
   return v;
 }
 
+/* Stores of the two reads above (any alignment). */
+static inline void mc_write_s8x4(int8_t* p, int32_t v) { memcpy(p, &v, 4); }
+static inline void mc_write_s16x2(int16_t* p, int32_t v) { memcpy(p, &v, 4); }
+
 /* Two int16 lanes (lo, hi) as a pair. */
 static inline int32_t mc_pack16(int32_t lo, int32_t hi) {
   return (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xFFFFu));

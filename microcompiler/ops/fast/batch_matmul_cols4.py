@@ -52,12 +52,17 @@ def plan(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> K
     )
 
 
+def rhs_columns(rhs: np.ndarray, k: int, n: int, adj_y: bool) -> np.ndarray:
+    """A constant rhs [..., K, N] (adj_y: [..., N, K]) as its matrices' columns [matrix][column j][k]
+    (int64), what every BATCH_MATMUL kernel packs at compile time."""
+    data = rhs.astype(np.int64)
+    return data.reshape(-1, n, k) if adj_y else data.reshape(-1, k, n).transpose(0, 2, 1)
+
+
 def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs_zp: int):
     """A constant rhs [..., K, N] (adj_y: [..., N, K]) -> (words per rhs matrix, start values per rhs
     matrix), each matrix laid out as the kernel packs an activation."""
-    mats = (
-        rhs.astype(np.int64).reshape(-1, n, k) if adj_y else rhs.astype(np.int64).reshape(-1, k, n).transpose(0, 2, 1)
-    )  # [matrix][column j][k]
+    mats = rhs_columns(rhs, k, n, adj_y)
     words, starts = [], []
     for cols in mats - rhs_zp:
         padded = np.zeros((n, 4 * steps_of(k)), np.int64)

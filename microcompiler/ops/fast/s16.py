@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from microcompiler.ops.quant import activation_range, conv_multipliers
+
 INT32_MAX = 2**31 - 1
 MAX_ABS_X = 2**15  # |int16| <= 2^15
 # Taps per 32-bit run whatever the weights: 2^15 * 128 * 503 < 2^31 (250 words + a 3-tap tail).
@@ -31,6 +33,32 @@ def pack_rows(w_rows: np.ndarray, words: int) -> np.ndarray:
     full = rows // 4 * 4
     blocks = pair[:full].reshape(-1, 4, words).transpose(0, 2, 1).reshape(-1)
     return _wrap(np.concatenate([blocks, pair[full:].reshape(-1)]))
+
+
+def pack_widened(w_rows: np.ndarray) -> np.ndarray:
+    """int8 words of the rows [rows, 2 * pairs] that mc_widen_s8 turns into pack_rows' int16 pair
+    layout, 4 bytes per 4 weights: per block of 4 rows and pair s the words (r0[2s], r1[2s],
+    r0[2s + 1], r1[2s + 1]) and (r2[2s], r3[2s], r2[2s + 1], r3[2s + 1]) (SXTB16 gives pair s of
+    rows 0 and 2, SXTB16 ROR #8 of rows 1 and 3: the 4 pair words of index s); then each of the
+    rows % 4 per 2 pairs (r[2s], r[2s + 2], r[2s + 1], r[2s + 3]), an odd last pair with a zero pair."""
+    rows, k = w_rows.shape
+    w = np.asarray(w_rows, np.int64)
+    full = rows // 4 * 4
+    pairs = k // 2
+    blocks = w[:full].reshape(-1, 4, pairs, 2)  # [block][row][pair][tap]
+    # bytes per block and pair: rows (0, 1) then (2, 3), taps interleaved with rows
+    block_bytes = blocks.reshape(-1, 2, 2, pairs, 2).transpose(0, 3, 1, 4, 2).reshape(-1)
+    tail = w[full:]
+    if pairs % 2:
+        tail = np.concatenate([tail, np.zeros((rows - full, 2), np.int64)], axis=1)
+    tail_bytes = tail.reshape(rows - full, -1, 2, 2).transpose(0, 1, 3, 2).reshape(-1) if rows > full else tail
+    data = np.concatenate([block_bytes, tail_bytes.reshape(-1)]).astype(np.int8)
+    return data.view("<i4").astype(np.int32)
+
+
+def widened_words(rows: int, pairs: int) -> tuple[int, int]:
+    """int8 words pack_widened writes per block of 4 rows and per row of the rows % 4."""
+    return 2 * pairs, -(-pairs // 2)
 
 
 def _wrap(values: np.ndarray) -> np.ndarray:
@@ -117,3 +145,26 @@ def epilogue(ctx, bias, mult: np.ndarray, shift: np.ndarray, lo: int, hi: int, w
         ctype = "int64" if mode == "wide" else "int32"  # narrow, smmulr: |bias| < 2^31 is proven
         b = ctx.const("bias", b_data.astype(ctype), comment=f"bias per output channel [{b_data.size}] ({ctype})")
     return Epilogue(mode, b, m, s, not uniform, lo, hi)
+
+
+def conv_epilogue(op, ctx, w_rows: np.ndarray, bias) -> Epilogue:
+    """The Epilogue of an int16x8 CONV_2D or DEPTHWISE_CONV_2D: TFLM's multipliers per output channel,
+    the fused activation's range; ``w_rows``: the weights [output channels, taps]."""
+    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    mult, shift = conv_multipliers(x, w, y, len(w_rows))
+    lo, hi = activation_range(op.options["activation"], y)
+    return epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
+
+
+def render_conv(ctx, template: str, op, g, e: Epilogue, weights: str, **values) -> str:
+    """An int16x8 convolution's template with what every one of them reads."""
+    return ctx.render(
+        template,
+        g=g,
+        describe=g.describe(),
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        e=e,
+        **values,
+    )

@@ -35,6 +35,27 @@ def phase_taps(r: int, k: int, stride: int) -> list[int]:
     return list(range(r, k, stride))[::-1]
 
 
+def phase_tables(ctx, offsets: list[int], k_h: int, k_w: int, s_h: int, s_w: int, unit: str) -> dict:
+    """The flash tables of a phases kernel (None where one entry would do): the first weight (`unit`)
+    of each phase, the kernel rows per row phase and the kernel columns per column phase."""
+    phases = s_h * s_w
+    taps_h = [len(phase_taps(r, k_h, s_h)) for r in range(s_h)]
+    taps_w = [len(phase_taps(r, k_w, s_w)) for r in range(s_w)]
+    return dict(
+        offsets=ctx.const(
+            "phase_offsets", np.array(offsets, np.int32), comment=f"first {unit} of each phase [{phases}]"
+        )
+        if phases > 1
+        else None,
+        taps_h=ctx.const("taps_h", np.array(taps_h, np.int32), comment=f"kernel rows per row phase [{s_h}]")
+        if s_h > 1
+        else None,
+        taps_w=ctx.const("taps_w", np.array(taps_w, np.int32), comment=f"kernel columns per column phase [{s_w}]")
+        if s_w > 1
+        else None,
+    )
+
+
 def plan(in_c: int, k_h: int, k_w: int, stride_h: int, stride_w: int, features) -> KernelPlan:
     taps = -(-k_h // stride_h) * -(-k_w // stride_w) * in_c
     return KernelPlan.of(PHASES, dsp_or_c(features), scratch_bytes=-(-taps // 4) * 4, rows=4, weights="s16")

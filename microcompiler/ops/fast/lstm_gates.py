@@ -1,0 +1,133 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM: the fast gate matmuls beside "rows4" (ops/lstm.py), for the template
+lstm.c.j2. Each time step's gate pre-activations are two matrix-vector products, the input FC and
+the recurrent FC of the 4 gates stacked (4 x n_state rows), each requantized to Q3.12, saturated to
+int16 and added with saturation, as TFLM's integer LSTM.
+
+* "mve-rows4" (int8, Helium): the stacked weights as int8 blocks of 4 rows x 16 inputs (mve.pack_blocks),
+  one VLDRB + VMLADAVA.S8 per row and chunk (mc_mve_dot_1x4), per block of 4 rows the requantization
+  record {bias - zero point * sum(w), multiplier, left shift, -right shift} (mve.records), 4 rows
+  requantized at once (mc_v4_requant: VQRDMULH + VRSHL) and their gate sums stored together
+  (mc_v4_store_sum_s16). A side whose depth is not a multiple of 16 is copied into a zero-padded
+  row of the scratch after the gates (the bytes after it meet zero weights).
+* "int16-rows4" (int16x8: int16 activations with zero point 0, int8 weights, int64 biases): the
+  stacked weights as int16 pairs interleaved for 4 rows (s16.pack_rows), 4 rows per mc_dot4_s16
+  pass (SMLAD on the DSP cores, portable C elsewhere) over the int16 input and hidden state; TFLM
+  sums in int64, the kernel in int32 where the weights prove no sum can leave int32 (otherwise the
+  reference loops run), then the int64 bias and TFLM's 64-bit requantization. A side whose depth is
+  not a multiple of 4 is copied into a zero-padded int16 row of the scratch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from microcompiler.ops.fast import mve, s16
+from microcompiler.ops.plan import Variant
+
+MVE_ROWS4 = Variant("mve-rows4", ("kernel_mve_matmul.h",))
+INT16_ROWS4 = Variant("int16-rows4", ("kernel_s16.h",))
+
+
+@dataclass
+class Side:
+    """One side's (input or hidden) gate matmul: weights [4 x n_state rows][depth] int8, bias per row
+    (int64), the activation's zero point, the requantization per gate (multiplier, shift)[4]."""
+
+    weights: np.ndarray
+    bias: np.ndarray
+    zero_point: int
+    multiplier: np.ndarray
+    shift: np.ndarray
+
+
+def emit_mve(ctx, sides: dict[str, Side], gate_bytes: int) -> dict:
+    """The flash arrays and scratch rows of "mve-rows4" (template values ``mve``)."""
+    out: dict = {}
+    row_at = gate_bytes
+    for name, side in sides.items():
+        rows, depth = side.weights.shape
+        folded = side.bias - side.zero_point * side.weights.astype(np.int64).sum(axis=1)
+        mult = np.repeat(side.multiplier, rows // 4)
+        shift = np.repeat(side.shift, rows // 4)
+        steps = mve.steps_of(depth)
+        padded = depth % mve.CHUNK != 0
+        out[name] = dict(
+            depth=depth,
+            steps=steps,
+            general=int(np.any(shift >= 0)),
+            row=f"(int8_t*){ctx.scratch(row_at + 16 * steps)} + {row_at}" if padded else None,
+            weights=ctx.const(
+                f"{name}_weights",
+                mve.pack_blocks(side.weights),
+                comment=(
+                    f"{name} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}]: per "
+                    "block of 4 rows and chunk of 16 inputs the 16 int8 of rows 0, 1, 2, 3 (zero-padded)"
+                ),
+            ),
+            params=ctx.const(
+                f"{name}_params",
+                mve.records(folded, mult, shift),
+                comment=(
+                    f"per block of 4 rows [{rows // 4}] the record {{"
+                    + ("gate bias minus" if name == "input" else "minus")
+                    + f" the {name} zero point times the row's weights [4], multiplier to Q3.12 [4], left shift[4], "
+                    "-right shift[4]}"
+                ),
+            ),
+        )
+        if padded:
+            row_at += 16 * steps
+    out["row_bytes"] = row_at - gate_bytes
+    return out
+
+
+def words_of(depth: int) -> int:
+    """Pair words of a row of `depth` int16 inputs padded to a multiple of 4 (mc_dot4_s16 reads 2 at a time)."""
+    return -(-depth // 4) * 2
+
+
+def s16_exact(sides: dict[str, Side]) -> bool:
+    """Every int32 sum of "int16-rows4" is exact (|x| <= 2^15 times a row's |weights| below 2^31)."""
+    return all(
+        side.weights.shape[1] == 0
+        or s16.chunk_words(side.weights, words_of(side.weights.shape[1]), True) >= words_of(side.weights.shape[1])
+        for side in sides.values()
+    )
+
+
+def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int) -> dict:
+    """The flash arrays and scratch rows of "int16-rows4" (template values ``s16``)."""
+    out: dict = {}
+    row_at = gate_bytes
+    for name, side in sides.items():
+        rows, depth = side.weights.shape
+        words = words_of(depth)
+        padded = depth % 4 != 0
+        out[name] = dict(
+            depth=depth,
+            words=words,
+            row=f"(int16_t*)((int8_t*){ctx.scratch(row_at + 4 * words)} + {row_at})" if padded else None,
+            weights=ctx.const(
+                f"{name}_weights",
+                s16.pack_rows(side.weights, words),
+                comment=(
+                    f"{name} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}, zero-padded "
+                    "to a multiple of 4] as int16 pairs, the rows in blocks of 4 interleaved per pair"
+                ),
+            ),
+            bias=ctx.const(f"{name}_bias", side.bias, comment=f"gate bias per row [{rows}] (int64)")
+            if name == "input"
+            else None,
+            multiplier=ctx.const(
+                f"{name}_multiplier",
+                side.multiplier.astype(np.int32),
+                comment="requantization multiplier to Q3.12 per gate [4]",
+            ),
+            shift=ctx.const(f"{name}_shift", side.shift.astype(np.int32), comment="requantization shift per gate [4]"),
+        )
+        if padded:
+            row_at += 4 * words
+    out["row_bytes"] = row_at - gate_bytes
+    return out

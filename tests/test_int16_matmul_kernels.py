@@ -1,0 +1,228 @@
+"""The int16x8 versions of issue 21's fast kernels against the TFLM oracle, bit for bit: TRANSPOSE_CONV
+"int16-phases" (ops/fast/transpose_conv_s16.py) and the LSTM gate matmuls "int16-rows4"
+(ops/fast/lstm_gates.py), and BATCH_MATMUL "int16-cols4" (ops/fast/batch_matmul_s16.py; on Helium cores "mve-s16",
+ops/fast/batch_matmul_mve.py).
+
+Host sweeps (portable C, and the same with features={"dsp"}: the SMLAD emulation) over the branches
+of the int8 "phases" sweep (every border, phases of several sizes, channels % 4, stride 1, batch 2,
+per-tensor and per-channel weights) with int64, int16 and no bias, extreme inputs and weights,
+every requantization form (wide, narrow, smmulr); ASan + UBSan over the borders; on QEMU the sweep
+on the Cortex-M4 (DSP) and the Cortex-M55.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from board_oracle import assert_matches_oracle_on_board, needs_board_tools
+from harness import assert_matches_oracle, compile_bytes
+from lstm_models import lstm_int16
+from model_merge import assert_cases_match_oracle, merge_models
+from oracle import Oracle
+from test_fast_matmul_kernels import MATMUL_CASES, TRANSPOSE_CASES
+from test_op_batch_matmul import batch_matmul_model
+from test_op_transpose_conv import transpose_conv_model
+from test_state import assert_steps_match, check_sequence, sequence
+
+DSP = frozenset({"dsp"})
+
+
+def _int16(case: dict) -> dict:
+    out = {k: v for k, v in case.items() if k not in ("input_zp", "output_zp")}
+    out["dtype"] = "int16"
+    if out.get("bias", "default") == "default":
+        out["bias"] = "int64"
+    return out
+
+
+TRANSPOSE_S16_CASES = {
+    **{n: _int16(c) for n, c in TRANSPOSE_CASES.items()},
+    "int16_bias_k3_s1": dict(dtype="int16", bias="int16", stride=(1, 1), hwc=(5, 3, 4), out_c=6),
+    "large_scale_wide": dict(dtype="int16", hwc=(3, 3, 5), out_c=7, y_scale=1e-5),
+}
+
+
+def _models():
+    return {n: transpose_conv_model(**c) for n, c in TRANSPOSE_S16_CASES.items()}
+
+
+@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
+def test_transpose_conv_int16_phases_match_tflm(tmp_path, features):
+    lib = assert_cases_match_oracle(_models(), tmp_path, n_inputs=3, features=features)
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert {k["variant"] for k in kernels} == {"int16-phases"}
+    assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+    assert "mc_dot4_s16(row" in lib.files["src/model_ops.c"]  # the kernel's C, not the reference loops
+
+
+def test_transpose_conv_int16_phases_extremes(tmp_path):
+    """All-minimum and all-maximum inputs with the largest weights: the largest sums (still proven
+    inside int32 for 4x4 taps x 16 channels x 127 x 2^15 ... per phase)."""
+    model = transpose_conv_model(
+        dtype="int16", hwc=(4, 4, 16), out_c=6, kernel=(4, 4), bias=None, weights=np.full((6, 4, 4, 16), -127, np.int8)
+    )
+    inputs = [[np.full((1, 4, 4, 16), v, np.int16)] for v in (-32768, 32767, 0)]
+    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-phases"
+
+
+def _weights_summing_to(total: int, shape, seed=1) -> np.ndarray:
+    """int8 weights whose |values| sum to `total` per output channel (random signs)."""
+    per_channel = int(np.prod(shape[1:]))
+    row = np.zeros(per_channel, np.int64)
+    full, rest = divmod(total, 127)
+    row[:full], row[full] = 127, rest
+    signs = np.random.default_rng(seed).choice([-1, 1], (shape[0], per_channel))
+    return (signs * row).astype(np.int8).reshape(shape)
+
+
+def test_transpose_conv_int16_phases_wide_requantization(tmp_path):
+    """|weights| summing to 2^16 - 1 per channel (the int32 sums still exact) with a bias beyond what
+    int32 leaves: the int64 bias and mc_requantize64 ("wide"), at the extreme inputs."""
+    w = _weights_summing_to(2**16 - 1, (4, 3, 3, 58))
+    model = transpose_conv_model(dtype="int16", hwc=(3, 3, 58), out_c=4, stride=(1, 1), weights=w)
+    inputs = [[np.full((1, 3, 3, 58), v, np.int16)] for v in (-32768, 32767)]
+    inputs.append(
+        [np.where(w[0, 1, 1] < 0, -32768, 32767).astype(np.int16)[None, None, None].repeat(3, 1).repeat(3, 2)]
+    )
+    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
+    kernel = lib.metadata["operators"][0]["kernel"]
+    assert (kernel["variant"], kernel["requant"]) == ("int16-phases", "wide")
+
+
+def test_transpose_conv_int16_unprovable_sums_keep_the_reference(tmp_path):
+    """A phase whose |weights| sum past 2^16 per channel: an int32 sum could overflow, so the reference
+    loops (int64 sums) run, still bit-exact."""
+    model = transpose_conv_model(
+        dtype="int16",
+        hwc=(3, 3, 64),
+        out_c=2,
+        kernel=(3, 3),
+        stride=(1, 1),
+        weights=np.full((2, 3, 3, 64), 127, np.int8),
+    )
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "reference"
+
+
+def test_transpose_conv_int16_phases_sanitized(tmp_path):
+    names = ("c8_k2_s2_valid_oc5", "c5_k4x3_s3x2_valid_nobias_oc6", "c2_k1x2_s3_oc1", "c7_k5_s2_odd_out_oc3")
+    cases = {n: transpose_conv_model(**TRANSPOSE_S16_CASES[n]) for n in names}
+    assert_cases_match_oracle(cases, tmp_path, n_inputs=2, sanitize=True, features=DSP)
+
+
+# the kernel's C is the same SMLAD code on both: the M55 run is a long one
+ON_BOARDS = ["mps2_an386", pytest.param("mps3_an547", marks=pytest.mark.long)]
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ON_BOARDS)
+def test_transpose_conv_int16_phases_on_boards(tmp_path, board):
+    assert_matches_oracle_on_board(merge_models(list(_models().values())), tmp_path, board=board)
+
+
+# ---- LSTM int16-rows4 ------------------------------------------------------------------------------
+
+LSTM_S16_MODELS = {
+    "single": lambda: lstm_int16(),
+    "two-layer-batch2": lambda: lstm_int16(layers=2, batch=2, n_state=8, n_input=4),
+    "tails": lambda: lstm_int16(n_input=13, n_state=5),
+    "one-unit-one-input": lambda: lstm_int16(n_input=1, n_state=1),
+}
+
+
+@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
+@pytest.mark.parametrize("name", list(LSTM_S16_MODELS))
+def test_lstm_int16_rows4_sequence(tmp_path, name, features):
+    """Sequences (state across inferences, then reset) under ASan/UBSan, step by step against TFLM:
+    depths % 4 (zero-padded rows) and exact quads, gates straddling blocks of 4 rows."""
+    library = check_sequence(LSTM_S16_MODELS[name](), tmp_path, executors=("aot",), sanitize=True, features=features)
+    kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert kernels and all(k["variant"] == "int16-rows4" for k in kernels)
+    assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ON_BOARDS)
+def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
+    """Every step's input run by the firmware on the emulated Cortex-M4 and M55 (SMLAD), against TFLM."""
+    from microcompiler.boards import load_board
+    from microcompiler.project import run_on_board
+
+    model = LSTM_S16_MODELS["two-layer-batch2"]()
+    library = compile_bytes(model, tmp_path, features=frozenset(load_board(board).cpu.features))
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4"}
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(library, board, tmp_path / "project", input_steps=seq, log=lambda _: None)
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), board)
+
+
+# ---- BATCH_MATMUL int16 mve-s16 ------------------------------------------------------------------
+
+MVE = frozenset({"dsp", "mve"})
+MATMUL_S16_CASES = {
+    **MATMUL_CASES,
+    "k16_in_place_n5": ([2, 3, 16], [2, 16, 5], {}),
+    "k20_adj_y_three_chunks": ([1, 4, 20], [1, 6, 20], dict(adj_y=True)),
+}
+
+
+def _matmul_s16():
+    return {
+        n: batch_matmul_model("int16", lhs, rhs, seed=len(n), **options)
+        for n, (lhs, rhs, options) in MATMUL_S16_CASES.items()
+    }
+
+
+def test_batch_matmul_int16_mve_match_tflm(tmp_path):
+    """Columns % 4, depths % 8 (rows read in place or gathered), adj_x / adj_y, packed once or per
+    batch, broadcasts, constant rhs; on the host the portable C of kernel_mve_matmul.h."""
+    lib = assert_cases_match_oracle(_matmul_s16(), tmp_path, n_inputs=3, features=MVE)
+    assert {o["kernel"]["variant"] for o in lib.metadata["operators"]} == {"mve-s16"}
+
+
+def test_batch_matmul_int16_mve_extremes(tmp_path):
+    """The largest products (-32768 x -32768, 40 of them: past int32) summed in 64 bits."""
+    model = batch_matmul_model("int16", [2, 3, 40], [2, 40, 7])
+    inputs = [
+        [np.full((2, 3, 40), a, np.int16), np.full((2, 40, 7), b, np.int16)]
+        for a, b in ((-32768, -32768), (32767, -32768), (32767, 32767))
+    ]
+    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=MVE)
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "mve-s16"
+
+
+def test_batch_matmul_int16_mve_sanitized(tmp_path):
+    names = ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "const_per_batch_bcast_n8_k12", "k20_adj_y_three_chunks")
+    models = _matmul_s16()
+    assert_cases_match_oracle({n: models[n] for n in names}, tmp_path, n_inputs=2, sanitize=True, features=MVE)
+
+
+@needs_board_tools
+def test_batch_matmul_int16_mve_on_m55(tmp_path):
+    assert_matches_oracle_on_board(merge_models(list(_matmul_s16().values())), tmp_path, board="mps3_an547")
+
+
+@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
+def test_batch_matmul_int16_cols4_match_tflm(tmp_path, features):
+    """The same sweep on SMLALD (DSP) and its portable C: odd depths (zero-padded rows), columns % 4."""
+    lib = assert_cases_match_oracle(_matmul_s16(), tmp_path, n_inputs=3, features=features)
+    kernels = [o["kernel"] for o in lib.metadata["operators"]]
+    assert {(k["variant"], k["isa"]) for k in kernels} == {("int16-cols4", "dsp" if features else "c")}
+
+
+def test_batch_matmul_int16_cols4_extremes_sanitized(tmp_path):
+    model = batch_matmul_model("int16", [2, 3, 41], [2, 41, 7])
+    inputs = [
+        [np.full((2, 3, 41), a, np.int16), np.full((2, 41, 7), b, np.int16)]
+        for a, b in ((-32768, -32768), (32767, -32768), (32767, 32767))
+    ]
+    assert_matches_oracle(model, tmp_path / "e", inputs=inputs, features=DSP)
+    names = ("n9_k7_adj_x", "n3_k3_bcast_mixed_adj_y", "n13_k1", "const_per_batch_bcast_n8_k12")
+    models = _matmul_s16()
+    assert_cases_match_oracle({n: models[n] for n in names}, tmp_path / "s", n_inputs=2, sanitize=True, features=DSP)
+
+
+@needs_board_tools
+def test_batch_matmul_int16_cols4_on_m4(tmp_path):
+    assert_matches_oracle_on_board(merge_models(list(_matmul_s16().values())), tmp_path, board="mps2_an386")
