@@ -144,7 +144,9 @@ def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) ->
     )
     runtime_code = flash - weights - model_code - test_input
     arena = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_arena")
-    outputs = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_output"))
+    # The output buffers g_output0, g_output1, ... (not the runner's table of their addresses, g_outputs,
+    # nor g_output_bytes: those are const, in flash).
+    outputs = sum(s for n, t, s in syms if t == "OBJECT" and re.fullmatch(r"g_output\d+", n))
     data_bss = sections.get(".data", 0) + sections.get(".bss", 0)
     scratch = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_scratch")
     return dict(

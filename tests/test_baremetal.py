@@ -210,8 +210,10 @@ def _patched_project(tmp_path: Path, shared_models: Path, board: str, body: str)
     project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", board, tmp_path / board)
     main = project.dir / "src" / "main.c"
     text = main.read_text()
-    assert "static mc_status_t infer(void) {\n" in text
-    main.write_text(text.replace("static mc_status_t infer(void) {\n", "static mc_status_t infer(void) {\n" + body, 1))
+    assert "static mc_status_t infer(size_t step) {\n" in text
+    main.write_text(
+        text.replace("static mc_status_t infer(size_t step) {\n", "static mc_status_t infer(size_t step) {\n" + body, 1)
+    )
     return project.dir
 
 

@@ -33,13 +33,18 @@ class ModelPlan:
     description: bytes
 
     def __post_init__(self):
-        try:  # the fields every reader relies on, checked once (codegen/model_info.py)
-            self.info = ModelInfo.from_json(self.metadata, "the model's metadata")
+        _ = self.info  # the fields every reader relies on, checked before anything uses them
+        self._parse()
+
+    @property
+    def info(self) -> ModelInfo:
+        """The metadata, typed (codegen/model_info.py)."""
+        try:
+            return ModelInfo.from_json(self.metadata, "the model's metadata")
         except ModelInfoError as exc:
             raise MicrocompilerError(
                 f"{str(exc).rpartition(';')[0]}; create the project with mode host-driven again"
             ) from None
-        self._parse()
 
     def _parse(self) -> None:
         d = self.description
