@@ -13,7 +13,7 @@ import pytest
 from harness import assert_matches_oracle, compile_bytes
 from model_builder import ModelBuilder, conv2d_options, depthwise_options
 
-from microcompiler.errors import UnsupportedModelError
+from microcompiler.errors import ModelFormatError, UnsupportedModelError
 
 
 def out_size(padding, size, k, stride, dilation):
@@ -221,13 +221,15 @@ def test_conv_2d_dsp_records_pack_the_shift_with_the_bias(tmp_path, bias_range, 
 
 
 @pytest.mark.parametrize(
-    "kwargs,message",
+    "kwargs,error,message",
     [
-        (dict(activation="TANH"), "fused activation TANH is not supported"),
-        (dict(dtype="int8", bias="int64"), "int8 needs an int32 bias"),
+        # not supported yet: a valid model whose fused activation no kernel here computes
+        (dict(activation="TANH"), UnsupportedModelError, "fused activation TANH is not supported"),
+        # inconsistent: TFLM's int8 convolution reads the bias as int32 (issue 24)
+        (dict(dtype="int8", bias="int64"), ModelFormatError, "int8 needs an int32 bias"),
     ],
 )
-def test_conv_2d_rejects(tmp_path, kwargs, message):
-    with pytest.raises(UnsupportedModelError, match=message) as info:
+def test_conv_2d_rejects(tmp_path, kwargs, error, message):
+    with pytest.raises(error, match=message) as info:
         compile_bytes(conv_model(**kwargs), tmp_path)
     assert "CONV_2D" in str(info.value)
