@@ -126,7 +126,7 @@ class FullyConnected(OpKernel):
             return self._emit_rows4(op, graph, ctx, plan)
         if plan.variant == float_rows4.FLOAT_ROWS4:
             return float_rows4.emit_float_rows4(op, graph, ctx, self._dims(op, graph))
-        if plan.variant == fc_s16.INT16_ROWS4:
+        if plan.variant in (fc_s16.INT16_ROWS4, fc_s16.INT16_ROWS4_S8):
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             bias = ctx.tensor(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
             return fc_s16.emit(op, ctx, plan, self._dims(op, graph), fully_connected_multipliers(x, w, y), bias)
@@ -280,5 +280,5 @@ CHOICES = (
     Choice(helium_fits, lambda r: fast_mve.fc_plan(r.tensor(1).shape[-1])),
     Choice(lanes_fits, _lanes_plan),
     Choice(int8_symmetric, _rows4_plan),
-    Choice(int16_rows4_fits, lambda r: fc_s16.plan(r.features)),
+    Choice(int16_rows4_fits, lambda r: fc_s16.plan(r.features, r.knob("weights"))),
 )

@@ -15,6 +15,7 @@ from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range
 
 INT16_ROWS4 = Variant("int16-rows4")
+INT16_ROWS4_S8 = Variant("int16-rows4-s8")
 
 
 def applies(x, w, y) -> bool:
@@ -30,11 +31,17 @@ def applies(x, w, y) -> bool:
     )
 
 
-def plan(features) -> KernelPlan:
-    return KernelPlan.of(INT16_ROWS4, dsp_or_c(features), scratch_bytes=0, rows=4)
+def plan(features, weights: str | None = None) -> KernelPlan:
+    """int16-rows4-s8 (int8 weights in flash, widened in registers) unless ``weights`` (the tuning
+    knob) is "s16": int16-rows4 (int16 pairs in flash, twice the bytes, fewer instructions)."""
+    if weights == "s16":
+        return KernelPlan.of(INT16_ROWS4, dsp_or_c(features), scratch_bytes=0, rows=4, weights="s16")
+    return KernelPlan.of(INT16_ROWS4_S8, dsp_or_c(features), scratch_bytes=0, rows=4, weights="s8")
 
 
 def emit(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
+    if plan_.variant == INT16_ROWS4_S8:
+        return emit_s8(op, ctx, plan_, dims, multipliers, bias)
     batches, out_depth, depth = dims
     y = ctx.tensor(op.outputs[0])
     w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(out_depth, depth)
@@ -62,6 +69,43 @@ def emit(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
         out_depth=out_depth,
         depth=depth,
         main=main,
+        tail=depth % 4,
+        chunk=chunk,
+        full=out_depth // 4 * 4,
+        isa=plan_.isa,
+    )
+
+
+def emit_s8(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
+    """int16-rows4-s8 (template fully_connected_s16_s8.c.j2): the weights as int8 words
+    (s16.pack_rows_s8), 4 taps per step; the 32-bit runs of s16.chunk_words, in steps."""
+    batches, out_depth, depth = dims
+    y = ctx.tensor(op.outputs[0])
+    w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(out_depth, depth)
+    steps = depth // 4
+    lo, hi = activation_range(op.options["activation"], y)
+    mult, shift = multipliers
+    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
+    chunk = s16.chunk_words(w_rows, 2 * steps, e.wide) // 2 if steps else 0
+    ctx.note(chunk=4 * chunk if chunk < steps else 0)
+    weights = ctx.const(
+        "weights",
+        s16.pack_rows_s8(w_rows),
+        comment=(
+            f"weights [{out_depth} rows][{depth} inputs, zero-padded to a multiple of 4] as int8, 4 per word "
+            "stored (w0, w2, w1, w3) for SXTB16, the rows in blocks of 4 interleaved per word, then the rows % 4"
+        ),
+    )
+    return ctx.render(
+        "fully_connected_s16_s8.c.j2",
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+        weights=weights,
+        e=e,
+        batches=batches,
+        out_depth=out_depth,
+        depth=depth,
+        steps=steps,
         tail=depth % 4,
         chunk=chunk,
         full=out_depth // 4 * 4,
