@@ -228,6 +228,39 @@ def test_fully_connected_int16_rows4_s8_keeps_the_model_file_weights(tmp_path):
     assert re.search(r"static const int32_t \w+_weights\[209\] = \{", pairs)
 
 
+def test_fully_connected_int16_s8_without_dsp_sanitized(tmp_path):
+    """The portable C of int16-rows4-s8 (no DSP extension) under ASan/UBSan: 3 tail rows, 3 tail
+    inputs, batches, an int32 bias (TFLM's wrapping int32 sum)."""
+    for name, bias in (("a", "int64"), ("b", "int32"), ("c", None)):
+        lib = assert_matches_oracle(_fc16(7, 39, 2, bias), tmp_path / name, n_inputs=2, sanitize=True)
+        assert kernel_of(lib)["variant"] == "int16-rows4-s8" and kernel_of(lib)["isa"] == "c"
+
+
+@pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+def test_fully_connected_int16_s8_on_m4(tmp_path):
+    """int16-rows4-s8's SXTB16 / SMLAD inline assembly on the emulated Cortex-M4 against TFLM: 3 tail
+    rows, 1 tail input and 2 batches; 1003 inputs of +-127 at the int16 extremes (runs into int64)."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    from microcompiler.project import run_on_board
+
+    board = load_board("mps2_an386")
+    w = np.full((5, 1003), 127, np.int8)
+    w[1::2] = -127
+    w[:, :3] = -w[:, :3]
+    cases = (
+        ("tails", _fc16(11, 37, 2, "int64"), [np.random.default_rng(5).integers(-32768, 32768, (2, 37), np.int16)]),
+        ("int64", _fc16(5, 1003, 1, "int64", weights=w), [np.full((1, 1003), -32768, np.int16)]),
+    )
+    for name, model, inputs in cases:
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(model)
+        lib = compile_model(path, features=board.cpu.features)
+        assert kernel_of(lib)["variant"] == "int16-rows4-s8" and kernel_of(lib)["isa"] == "dsp"
+        _, _, result = run_on_board(lib, board, tmp_path / name, input=inputs, log=lambda _: None)
+        np.testing.assert_array_equal(result.outputs[0].reshape(-1), Oracle(model).run(inputs)[0].reshape(-1))
+
+
 def test_fully_connected_int16_runs_into_int64(tmp_path):
     """1003 inputs of weight +-127: runs of 500 inputs (and the 3 tail inputs) into int64; the extreme
     inputs' sums (about 2^32) would wrap in one int32 sum and flip the saturated outputs' sign."""

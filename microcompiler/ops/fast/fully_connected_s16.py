@@ -4,6 +4,16 @@ memory; 4 output rows per pass (mc_dot4_s16: weights stored as int16 pairs inter
 rows, 2 loads + 8 SMLAD per 16 MACs), the depth % 4 taps after the loop, the output rows % 4 one
 by one. The 32-bit partial sums are proven exact and added into int64 (ops/fast/s16.py): TFLM's
 int64 accumulation bit for bit. The plan is FullyConnected.kernel_plan in ops/fully_connected.py.
+
+That kernel needs the weights as int16 pairs in flash, twice the model file's int8 weights, and a
+fully connected layer uses each weight once per inference (no widened block to share, unlike
+CONV_2D's int16-blocks). The default, "int16-rows4-s8" (template fully_connected_s16_s8.c.j2), keeps
+them int8 and widens them in registers: each word holds 4 taps of a row stored (w0, w2, w1, w3) at
+compile time (s16.pack_rows_s8), so SXTB16 gives the pair (w0, w1) and SXTB16 ROR #8 (w2, w3), each
+SMLAD'd with an activation pair (mc_dot4_s16_s8: 2 loads of weights, 8 SXTB16 and 8 SMLAD per
+16 MACs; the reordering spares the PKHBT / PKHTB that CMSIS-NN's read_and_pad spends on the order).
+The depth % 4 taps are one more (zero-padded) word per row. The "weights": "s16" knob (tuning) keeps
+int16-rows4.
 """
 
 from __future__ import annotations
