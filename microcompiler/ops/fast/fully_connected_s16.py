@@ -50,8 +50,8 @@ def plan(features, weights: str | None = None) -> KernelPlan:
 
 
 def emit(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
-    if plan_.variant == INT16_ROWS4_S8:
-        return emit_s8(op, ctx, plan_, dims, multipliers, bias)
+    """int16-rows4 (the weights as int16 pairs, s16.pack_rows) or int16-rows4-s8 (int8 words,
+    s16.pack_rows_s8, 4 taps per step); the 32-bit runs of s16.chunk_words."""
     batches, out_depth, depth = dims
     y = ctx.tensor(op.outputs[0])
     w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(out_depth, depth)
@@ -61,16 +61,24 @@ def emit(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
     e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
     chunk = s16.chunk_words(w_rows, main, e.wide) if main else 0
     ctx.note(chunk=2 * chunk if chunk < main else 0)
+    if plan_.variant == INT16_ROWS4_S8:
+        template, packed, layout = (
+            "fully_connected_s16_s8.c.j2",
+            s16.pack_rows_s8(w_rows),
+            "zero-padded to a multiple of 4] as int8, 4 per word stored (w0, w2, w1, w3) for SXTB16, the rows in "
+            "blocks of 4 interleaved per word",
+        )
+    else:
+        template, packed, layout = (
+            "fully_connected_s16.c.j2",
+            s16.pack_rows(w_rows, -(-depth // 2)),
+            "zero-padded to even] as int16 pairs (low half first), the rows in blocks of 4 interleaved per pair",
+        )
     weights = ctx.const(
-        "weights",
-        s16.pack_rows(w_rows, -(-depth // 2)),
-        comment=(
-            f"weights [{out_depth} rows][{depth} inputs, zero-padded to even] as int16 pairs (low half first), the rows "
-            "in blocks of 4 interleaved per pair, then the rows % 4"
-        ),
+        "weights", packed, comment=f"weights [{out_depth} rows][{depth} inputs, {layout}, then the rows % 4"
     )
     return ctx.render(
-        "fully_connected_s16.c.j2",
+        template,
         input=ctx.arg(op.inputs[0]),
         output=ctx.arg(op.outputs[0]),
         weights=weights,
@@ -79,43 +87,6 @@ def emit(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
         out_depth=out_depth,
         depth=depth,
         main=main,
-        tail=depth % 4,
-        chunk=chunk,
-        full=out_depth // 4 * 4,
-        isa=plan_.isa,
-    )
-
-
-def emit_s8(op, ctx, plan_: KernelPlan, dims, multipliers, bias) -> str:
-    """int16-rows4-s8 (template fully_connected_s16_s8.c.j2): the weights as int8 words
-    (s16.pack_rows_s8), 4 taps per step; the 32-bit runs of s16.chunk_words, in steps."""
-    batches, out_depth, depth = dims
-    y = ctx.tensor(op.outputs[0])
-    w_rows = ctx.tensor(op.inputs[1]).data.astype(np.int8).reshape(out_depth, depth)
-    steps = depth // 4
-    lo, hi = activation_range(op.options["activation"], y)
-    mult, shift = multipliers
-    e = s16.epilogue(ctx, bias, mult, shift, lo, hi, w_rows)
-    chunk = s16.chunk_words(w_rows, 2 * steps, e.wide) // 2 if steps else 0
-    ctx.note(chunk=4 * chunk if chunk < steps else 0)
-    weights = ctx.const(
-        "weights",
-        s16.pack_rows_s8(w_rows),
-        comment=(
-            f"weights [{out_depth} rows][{depth} inputs, zero-padded to a multiple of 4] as int8, 4 per word "
-            "stored (w0, w2, w1, w3) for SXTB16, the rows in blocks of 4 interleaved per word, then the rows % 4"
-        ),
-    )
-    return ctx.render(
-        "fully_connected_s16_s8.c.j2",
-        input=ctx.arg(op.inputs[0]),
-        output=ctx.arg(op.outputs[0]),
-        weights=weights,
-        e=e,
-        batches=batches,
-        out_depth=out_depth,
-        depth=depth,
-        steps=steps,
         tail=depth % 4,
         chunk=chunk,
         full=out_depth // 4 * 4,
