@@ -199,6 +199,7 @@ def test_depthwise_int16_extremes(tmp_path):
     "units,depth,batches,bias",
     [
         (8, 36, 1, "int64"),  # rows % 4 == 0, depth % 4 == 0
+        (4, 40, 2, "int64"),  # an even number of steps of 4 inputs (int16-rows4-s8: two per iteration)
         (11, 37, 2, "int64"),  # 3 tail rows, 1 tail input
         (5, 38, 1, None),  # 2 tail inputs
         (3, 39, 3, "int32"),  # no 4-row block, 3 tail inputs, TFLM's int32 sum

@@ -99,24 +99,33 @@ static MC_ALWAYS_INLINE void mc_smlad_s8x4(int32_t x0, int32_t x1, int32_t w, in
   *acc = mc_smlad(x1, mc_sxtb16_ror8(w), mc_smlad(x0, mc_sxtb16(w), *acc));
 }
 
+/* One step of mc_dot4_s16_s8: 4 taps x[0..3] of the four rows (4 int8 words of w). Returns w past them. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_s8_step(const int16_t* x, const int32_t* w, int32_t a[4]) {
+  const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
+  int32_t w0, w1, w2, w3;
+  MC_LOAD_2WORDS(w, w0, w1);
+  MC_LOAD_2WORDS(w, w2, w3);
+  mc_smlad_s8x4(x0, x1, w0, &a[0]);
+  mc_smlad_s8x4(x0, x1, w1, &a[1]);
+  mc_smlad_s8x4(x0, x1, w2, &a[2]);
+  mc_smlad_s8x4(x0, x1, w3, &a[3]);
+  return w;
+}
+
 /* Four rows at once: acc[j] += x . (row j) over `steps` steps of 4 taps, the rows interleaved per
  * step (w[4 * s + j] holds taps 4s..4s+3 of row j). x needs 2-byte alignment, w word alignment.
+ * Two steps per iteration (the loop control once per 32 MACs), an odd last step after the loop.
  * Returns w past the words read. */
 static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_s8(const int16_t* x, const int32_t* w, int32_t steps,
                                                       int32_t acc[4]) {
   int32_t a[4];
-  const int16_t* const end = x + 4 * steps;
+  const int16_t* const end = x + 4 * (steps & ~1);
   a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
-  for (; x < end; x += 4) {
-    const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
-    int32_t w0, w1, w2, w3;
-    MC_LOAD_2WORDS(w, w0, w1);
-    MC_LOAD_2WORDS(w, w2, w3);
-    mc_smlad_s8x4(x0, x1, w0, &a[0]);
-    mc_smlad_s8x4(x0, x1, w1, &a[1]);
-    mc_smlad_s8x4(x0, x1, w2, &a[2]);
-    mc_smlad_s8x4(x0, x1, w3, &a[3]);
+  for (; x < end; x += 8) {
+    w = mc_dot4_s16_s8_step(x, w, a);
+    w = mc_dot4_s16_s8_step(x + 4, w, a);
   }
+  if (steps & 1) w = mc_dot4_s16_s8_step(x, w, a);
   acc[0] = a[0];
   acc[1] = a[1];
   acc[2] = a[2];
