@@ -205,10 +205,60 @@ def test_depthwise_int16_extremes(tmp_path):
         (6, 3, 1, "int64"),  # no pair loop at all
     ],
 )
-def test_fully_connected_int16_rows4_matches_tflm(tmp_path, units, depth, batches, bias):
+@pytest.mark.parametrize("weights", ["s8", "s16"])
+def test_fully_connected_int16_rows4_matches_tflm(tmp_path, units, depth, batches, bias, weights):
+    """int16-rows4-s8 (the default: int8 weights in flash, widened in registers) and int16-rows4
+    (the "weights": "s16" knob: int16 pairs in flash)."""
     model = _fc16(units, depth, batches, bias)
-    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP)
-    assert kernel_of(lib)["variant"] == "int16-rows4"
+    tuning = FC_S16 if weights == "s16" else None
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, features=DSP, tuning=tuning)
+    assert kernel_of(lib)["variant"] == ("int16-rows4" if weights == "s16" else "int16-rows4-s8")
+    assert kernel_of(lib)["weights"] == weights
+
+
+FC_S16 = {"FULLY_CONNECTED": {"weights": "s16"}}  # the tuning knob that keeps int16 pairs in flash
+
+
+def test_fully_connected_int16_rows4_s8_keeps_the_model_file_weights(tmp_path):
+    """11 rows x 37 inputs: int8 words, 10 per row (37 taps padded to 40); int16 pairs: 19 per row."""
+    model = _fc16(11, 37, 1, "int64")
+    s8 = compile_bytes(model, tmp_path / "s8", features=DSP).files["src/model_ops.c"]
+    pairs = compile_bytes(model, tmp_path / "s16", features=DSP, tuning=FC_S16).files["src/model_ops.c"]
+    assert re.search(r"static const int32_t \w+_weights\[110\] = \{", s8)
+    assert re.search(r"static const int32_t \w+_weights\[209\] = \{", pairs)
+
+
+def test_fully_connected_int16_s8_without_dsp_sanitized(tmp_path):
+    """The portable C of int16-rows4-s8 (no DSP extension) under ASan/UBSan: 3 tail rows, 3 tail
+    inputs, batches, an int32 bias (TFLM's wrapping int32 sum)."""
+    for name, bias in (("a", "int64"), ("b", "int32"), ("c", None)):
+        lib = assert_matches_oracle(_fc16(7, 39, 2, bias), tmp_path / name, n_inputs=2, sanitize=True)
+        assert kernel_of(lib)["variant"] == "int16-rows4-s8" and kernel_of(lib)["isa"] == "c"
+
+
+@pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+def test_fully_connected_int16_s8_on_m4(tmp_path):
+    """int16-rows4-s8's SXTB16 / SMLAD inline assembly on the emulated Cortex-M4 against TFLM: 3 tail
+    rows, 1 tail input and 2 batches; 1003 inputs of +-127 at the int16 extremes (runs into int64)."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+    from microcompiler.project import run_on_board
+
+    board = load_board("mps2_an386")
+    w = np.full((5, 1003), 127, np.int8)
+    w[1::2] = -127
+    w[:, :3] = -w[:, :3]
+    cases = (
+        ("tails", _fc16(11, 37, 2, "int64"), [np.random.default_rng(5).integers(-32768, 32768, (2, 37), np.int16)]),
+        ("int64", _fc16(5, 1003, 1, "int64", weights=w), [np.full((1, 1003), -32768, np.int16)]),
+    )
+    for name, model, inputs in cases:
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(model)
+        lib = compile_model(path, features=board.cpu.features)
+        assert kernel_of(lib)["variant"] == "int16-rows4-s8" and kernel_of(lib)["isa"] == "dsp"
+        _, _, result = run_on_board(lib, board, tmp_path / name, input=inputs, log=lambda _: None)
+        np.testing.assert_array_equal(result.outputs[0].reshape(-1), Oracle(model).run(inputs)[0].reshape(-1))
 
 
 def test_fully_connected_int16_runs_into_int64(tmp_path):
@@ -219,7 +269,9 @@ def test_fully_connected_int16_runs_into_int64(tmp_path):
     w[:, :3] = -w[:, :3]
     model = _fc16(5, 1003, 1, "int64", weights=w)
     inputs = [[np.full((1, 1003), v, np.int16)] for v in (32767, -32768)]
-    lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
+    lib = assert_matches_oracle(model, tmp_path / "s8", inputs=inputs, features=DSP)
+    assert kernel_of(lib)["chunk"] == 500
+    lib = assert_matches_oracle(model, tmp_path / "s16", inputs=inputs, features=DSP, tuning=FC_S16)
     assert kernel_of(lib)["chunk"] == 500
 
 
@@ -250,6 +302,7 @@ def test_int16_kernels_sanitized(tmp_path):
             features=DSP,
         )
     assert_matches_oracle(_fc16(7, 39, 2, "int32"), tmp_path / "b", n_inputs=1, sanitize=True, features=DSP)
+    assert_matches_oracle(_fc16(5, 1003, 1, "int64"), tmp_path / "b64", n_inputs=1, sanitize=True, features=DSP)
     assert_matches_oracle(
         conv_model(kind="DEPTHWISE_CONV_2D", dtype="int16", **DW16_CASES["m1_c5_3x3_s2_valid_pt"]),
         tmp_path / "c",
@@ -299,7 +352,7 @@ def _fc16(units, depth, batches, bias, weights=None, seed=0, bias_range=40000, y
 def test_fc_model_int16_takes_the_fast_kernel(tmp_path):
     """The shared FULLY_CONNECTED test model (its int16 variant) runs int16-rows4 too."""
     lib = assert_matches_oracle(fc_model("int16", 2, 37, 11, "RELU", False), tmp_path, n_inputs=1, features=DSP)
-    assert kernel_of(lib)["variant"] == "int16-rows4"
+    assert kernel_of(lib)["variant"] == "int16-rows4-s8"
 
 
 @pytest.mark.parametrize(
@@ -391,7 +444,7 @@ def int16_chain_model(seed=0):
 def test_int16_chain_on_host(tmp_path):
     lib = assert_matches_oracle(int16_chain_model(), tmp_path, n_inputs=2, features=DSP)
     variants = [o["kernel"]["variant"] for o in lib.metadata["operators"] if o["kind"] != "RESHAPE"]
-    assert variants == ["int16-pixel", "int16-pair-planes", "int16-blocks", "int16-rows4"]  # 6 x 7: mostly border
+    assert variants == ["int16-pixel", "int16-pair-planes", "int16-blocks", "int16-rows4-s8"]  # 6 x 7: mostly border
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")

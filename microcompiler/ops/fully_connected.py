@@ -37,8 +37,9 @@ class FullyConnected(OpKernel):
     )
     options = "fused activation, keep_num_dims"
     fast = {
-        "dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4, "
-        "SMLAD on int16 pairs, exact int64 sums)",
+        "dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4-s8: "
+        "int8 weights widened in registers by SXTB16, SMLAD on int16 pairs, exact int64 sums; int16-rows4: int16 "
+        "weight pairs in flash, knob weights s16)",
         "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
         "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)",
     }
@@ -103,7 +104,9 @@ class FullyConnected(OpKernel):
         Without the DSP extension int8 (LDRSB + MLA). With "mve" (Cortex-M55) the Helium kernel
         (fast_mve.fc_plan). int16x8 with zero points 0: int16-rows4 (ops/fast/fully_connected_s16.py,
         SMLAD on the int16 inputs as they lie, exact int64 sums), the portable C of it without the DSP
-        extension. float32 with constant weights on a core with an FPU: float-rows4
+        extension; by default its int8-weight form int16-rows4-s8 (the model file's weight bytes in flash,
+        widened in registers), int16-rows4 (int16 pairs, fewer instructions) with {"weights": "s16"}.
+        float32 with constant weights on a core with an FPU: float-rows4
         (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
         return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
 
@@ -126,7 +129,7 @@ class FullyConnected(OpKernel):
             return self._emit_rows4(op, graph, ctx, plan)
         if plan.variant == float_rows4.FLOAT_ROWS4:
             return float_rows4.emit_float_rows4(op, graph, ctx, self._dims(op, graph))
-        if plan.variant == fc_s16.INT16_ROWS4:
+        if plan.variant in (fc_s16.INT16_ROWS4, fc_s16.INT16_ROWS4_S8):
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             bias = ctx.tensor(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
             return fc_s16.emit(op, ctx, plan, self._dims(op, graph), fully_connected_multipliers(x, w, y), bias)
@@ -280,5 +283,5 @@ CHOICES = (
     Choice(helium_fits, lambda r: fast_mve.fc_plan(r.tensor(1).shape[-1])),
     Choice(lanes_fits, _lanes_plan),
     Choice(int8_symmetric, _rows4_plan),
-    Choice(int16_rows4_fits, lambda r: fc_s16.plan(r.features)),
+    Choice(int16_rows4_fits, lambda r: fc_s16.plan(r.features, r.knob("weights"))),
 )

@@ -90,6 +90,56 @@ static MC_ALWAYS_INLINE int32_t mc_dot1_s16(const int16_t* x, const int32_t* w, 
   return acc;
 }
 
+/* The int8-weight forms of mc_dot4_s16 / mc_dot1_s16 (FULLY_CONNECTED int16-rows4-s8): one int8
+ * word holds 4 taps of a row, its bytes stored (w0, w2, w1, w3) at compile time (ops/fast/s16.py,
+ * pack_rows_s8), so that SXTB16 gives the int16 pair (w0, w1) and SXTB16 ROR #8 the pair (w2, w3),
+ * each multiplied with the activation pair by SMLAD: the weights are widened in registers and stay
+ * at the model file's size in flash (two SXTB16 more per 4 taps than mc_dot4_s16). */
+static MC_ALWAYS_INLINE void mc_smlad_s8x4(int32_t x0, int32_t x1, int32_t w, int32_t* acc) {
+  *acc = mc_smlad(x1, mc_sxtb16_ror8(w), mc_smlad(x0, mc_sxtb16(w), *acc));
+}
+
+/* Four rows at once: acc[j] += x . (row j) over `steps` steps of 4 taps, the rows interleaved per
+ * step (w[4 * s + j] holds taps 4s..4s+3 of row j). x needs 2-byte alignment, w word alignment.
+ * Returns w past the words read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_s8(const int16_t* x, const int32_t* w, int32_t steps,
+                                                      int32_t acc[4]) {
+  int32_t a[4];
+  const int16_t* const end = x + 4 * steps;
+  a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
+  for (; x < end; x += 4) {
+    const int32_t x0 = mc_read_s16x2(x), x1 = mc_read_s16x2(x + 2);
+    int32_t w0, w1, w2, w3;
+    MC_LOAD_2WORDS(w, w0, w1);
+    MC_LOAD_2WORDS(w, w2, w3);
+    mc_smlad_s8x4(x0, x1, w0, &a[0]);
+    mc_smlad_s8x4(x0, x1, w1, &a[1]);
+    mc_smlad_s8x4(x0, x1, w2, &a[2]);
+    mc_smlad_s8x4(x0, x1, w3, &a[3]);
+  }
+  acc[0] = a[0];
+  acc[1] = a[1];
+  acc[2] = a[2];
+  acc[3] = a[3];
+  return w;
+}
+
+/* One row: acc + x . w over `steps` steps of 4 taps (one word each). */
+static MC_ALWAYS_INLINE int32_t mc_dot1_s16_s8(const int16_t* x, const int32_t* w, int32_t steps, int32_t acc) {
+  const int16_t* const end = x + 4 * steps;
+  for (; x < end; x += 4) mc_smlad_s8x4(mc_read_s16x2(x), mc_read_s16x2(x + 2), *w++, &acc);
+  return acc;
+}
+
+/* acc + x . (the first `taps` (1-3) taps of the int8 word w, stored as above): the row's last taps
+ * (x[taps..3] are not read). */
+static MC_ALWAYS_INLINE int32_t mc_tail_s16_s8(const int16_t* x, int32_t w, int taps, int32_t acc) {
+  if (taps >= 2) acc = mc_smlad(mc_read_s16x2(x), mc_sxtb16(w), acc);
+  if (taps == 1) acc = mc_smlabb((int32_t)x[0], mc_sxtb16(w), acc);
+  if (taps == 3) acc = mc_smlabb((int32_t)x[2], mc_sxtb16_ror8(w), acc);
+  return acc;
+}
+
 /* acc + x[0] * (low half of w): the last tap of an odd-length row (x[1] is not read). */
 static MC_ALWAYS_INLINE int32_t mc_tap_s16(const int16_t* x, int32_t w, int32_t acc) {
   return mc_smlabb((int32_t)x[0], w, acc);

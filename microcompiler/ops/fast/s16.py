@@ -35,6 +35,23 @@ def pack_rows(w_rows: np.ndarray, words: int) -> np.ndarray:
     return _wrap(np.concatenate([blocks, pair[full:].reshape(-1)]))
 
 
+def pack_rows_s8(w_rows: np.ndarray) -> np.ndarray:
+    """int8 words of the rows [rows, K] for mc_dot4_s16_s8 / mc_dot1_s16_s8: each row zero-padded to
+    a multiple of 4 taps, each word's 4 taps stored (w0, w2, w1, w3) so that SXTB16 gives the int16
+    pair (w0, w1) and SXTB16 ROR #8 (w2, w3); the rows in blocks of 4 interleaved per word (word
+    4 s + j of a block = word s of row j), then the rows % 4 one after the other. 4 bytes per 4
+    weights: the model file's size plus the padding of the last word."""
+    rows, k = w_rows.shape
+    words = -(-k // 4)
+    padded = np.zeros((rows, 4 * words), np.int8)
+    padded[:, :k] = w_rows
+    swapped = padded.reshape(rows, words, 4)[:, :, [0, 2, 1, 3]]
+    per_row = np.ascontiguousarray(swapped).reshape(rows, -1).view("<i4").astype(np.int32)  # [rows, words]
+    full = rows // 4 * 4
+    blocks = per_row[:full].reshape(-1, 4, words).transpose(0, 2, 1).reshape(-1)
+    return np.concatenate([blocks, per_row[full:].reshape(-1)])
+
+
 def pack_widened(w_rows: np.ndarray) -> np.ndarray:
     """int8 words of the rows [rows, 2 * pairs] that mc_widen_s8 turns into pack_rows' int16 pair
     layout, 4 bytes per 4 weights: per block of 4 rows and pair s the words (r0[2s], r1[2s],
