@@ -27,7 +27,7 @@ from microcompiler.transport.base import check_timeout
 
 STRICT_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE_CFLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
-CRT_PORTABLE_SOURCES = ["src/status.c", "src/report.c", "src/runner.c", "src/graph_executor.c"]
+CRT_PORTABLE_SOURCES = ["src/status.c", "src/report.c", "src/graph_executor.c"]
 COMPILE_TIMEOUT = 900.0  # seconds for the host C compiler on one model
 
 
