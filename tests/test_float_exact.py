@@ -12,8 +12,8 @@ so the generated code needs no libm and gives the host C library's bits on every
 3. the same models on an emulated Cortex-M4 (no double-precision FPU: the double arithmetic is
    software) and Cortex-M55, compared as bits with the host build;
 4. real converted float models (tests/models/keras: DS-CNN, Conv2DTranspose autoencoder, LSTM, GRU
-   as a WHILE loop, transformer block, unrolled GRU/LSTM) bit for bit TFLM's on the host, and three
-   of them on the M4 and M55 bit for bit the host's.
+   as a WHILE loop, transformer block, unrolled GRU/LSTM, Conv1D HAR CNN, MobileNetV1) bit for bit
+   TFLM's on the host, and five of them on the M4 and M55 bit for bit the host's.
 """
 
 from __future__ import annotations
@@ -226,6 +226,8 @@ FLOAT_MODELS = [
     "transformer_block_float32",
     "gru_unrolled_float32",
     "lstm_unrolled_float32",
+    "har_cnn_float32",
+    "mobilenet_v1_025_float32",
 ]
 
 
@@ -236,7 +238,8 @@ def keras_model(name: str) -> bytes:
 @pytest.mark.parametrize("name", FLOAT_MODELS)
 def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
     """Real converted float models (DS-CNN, a Conv2DTranspose autoencoder, an LSTM, a GRU as a
-    WHILE loop, a transformer block, unrolled GRU/LSTM): every output element, three inputs."""
+    WHILE loop, a transformer block, unrolled GRU/LSTM, a Conv1D HAR CNN, a MobileNetV1): every
+    output element, three inputs."""
     model = keras_model(name)
     lib = compile_bytes(model, tmp_path)
     inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(3)]
@@ -249,7 +252,13 @@ def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
 @needs_board_tools
 @pytest.mark.parametrize(
     "name,board",
-    [("ds_cnn_float32", "mps2_an386"), ("gru_float32", "mps2_an386"), ("conv_autoencoder_float32", "mps3_an547")],
+    [
+        ("ds_cnn_float32", "mps2_an386"),
+        ("gru_float32", "mps2_an386"),
+        ("conv_autoencoder_float32", "mps3_an547"),
+        ("har_cnn_float32", "mps2_an386"),
+        ("mobilenet_v1_025_float32", "mps3_an547"),
+    ],
 )
 def test_float_keras_model_on_board_equals_host(tmp_path, name, board):
     model = keras_model(name)
