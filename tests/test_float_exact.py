@@ -13,7 +13,8 @@ so the generated code needs no libm and gives the host C library's bits on every
    software) and Cortex-M55, compared as bits with the host build;
 4. real converted float models (tests/models/keras: DS-CNN, Conv2DTranspose autoencoder, LSTM, GRU
    as a WHILE loop, transformer block, unrolled GRU/LSTM, Conv1D HAR CNN, MobileNetV1) bit for bit
-   TFLM's on the host, and five of them on the M4 and M55 bit for bit the host's.
+   TFLM's on the host, and five of them on the M4 and M55 bit for bit the host's; for the four
+   convolutional ones every intermediate tensor too (validate's layer-by-layer comparison, bitwise).
 """
 
 from __future__ import annotations
@@ -270,3 +271,26 @@ def test_float_keras_model_on_board_equals_host(tmp_path, name, board):
     _, _, run = run_on_board(path, board, tmp_path / "project", input=inputs, log=lambda _: None)
     for k, (got, want) in enumerate(zip(run.outputs, host)):
         assert_same_bits(got, want, f"{name} output {k} on {board} vs the host")
+
+
+@pytest.mark.parametrize(
+    "name", ["ds_cnn_float32", "conv_autoencoder_float32", "har_cnn_float32", "mobilenet_v1_025_float32"]
+)
+def test_float_keras_model_every_layer_equals_tflm_bit_for_bit(tmp_path, name):
+    """Every intermediate tensor, not only the outputs (MobileNet's are two softmax values), bit for bit
+    TFLM's: validate's layer-by-layer comparison (host-driven) with ``bitwise``."""
+    from microcompiler.api import open_model
+    from microcompiler.compiler import compile_model
+    from microcompiler.frontend.tflite import load_tflite
+    from microcompiler.validation.layers import first_divergence
+    from microcompiler.validation.reference import Reference
+
+    path = KERAS / f"{name}.tflite"
+    library = compile_model(path)
+    inputs = random_inputs(library.metadata["inputs"], seed=2)
+    with open_model(library) as session, session.executor() as ex:
+        result = first_divergence(
+            ex, library, Reference(path.read_bytes(), 1, preserve=True), inputs, load_tflite(path), bitwise=True
+        )
+    assert not result["diverged"], result
+    assert result["checked_tensors"] >= 4

@@ -36,8 +36,11 @@ def original_intermediates(original_graph) -> set[int]:
     return {o for op in original_graph.operators for o in op.outputs if o >= 0} - set(original_graph.outputs)
 
 
-def first_divergence(executor, library, reference, inputs: list[np.ndarray], original_graph) -> dict:
-    """Run ``inputs`` operator by operator; the first operator whose output differs, and what was skipped."""
+def first_divergence(
+    executor, library, reference, inputs: list[np.ndarray], original_graph, bitwise: bool = False
+) -> dict:
+    """Run ``inputs`` operator by operator; the first operator whose output differs, and what was skipped.
+    Float outputs differ when outside validate's tolerance, or with ``bitwise`` in any bit (NaNs alike)."""
     graph = library.graph
     reference.run(inputs)
     for k, x in enumerate(inputs):
@@ -57,6 +60,8 @@ def first_divergence(executor, library, reference, inputs: list[np.ndarray], ori
             checked.add(t)
             if tensor.dtype in INTEGER_DTYPES:
                 same = np.array_equal(ours, theirs)
+            elif bitwise:
+                same = _same_bits(ours, theirs)
             else:
                 same = within_tolerance(ours, theirs)
             if not same:
@@ -82,6 +87,17 @@ def first_divergence(executor, library, reference, inputs: list[np.ndarray], ori
         "checked_tensors": len(checked),
         "skipped_tensors": _skipped(original_graph, checked, graph, last=None),
     }
+
+
+def _same_bits(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    ours, theirs = np.ascontiguousarray(ours), np.ascontiguousarray(theirs, dtype=ours.dtype)
+    both_nan = np.isnan(ours) & np.isnan(theirs)
+    return bool(
+        np.all(
+            (ours.view(np.uint8).reshape(ours.size, -1) == theirs.view(np.uint8).reshape(ours.size, -1)).all(axis=1)
+            | both_nan.ravel()
+        )
+    )
 
 
 def _skipped(original_graph, checked: set[int], graph, last: int | None) -> list[dict]:
