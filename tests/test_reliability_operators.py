@@ -266,3 +266,36 @@ def test_a_softmax_without_options_has_tflms_beta_of_0(tmp_path):
     x = [np.linspace(-2, 3, 7, dtype=np.float32).reshape(1, 7)]
     assert np.allclose(Oracle(model).run(x)[0], 1 / 7)
     assert_matches_oracle(model, tmp_path, inputs=[x], sanitize=True)
+
+
+# ---- an options table of another operator's type (found by the mutator: seed 31, mutant 7450) ----
+
+
+def test_another_operators_options_table_is_refused_as_damaged(tmp_path):
+    """A convolution whose operator code became DEPTHWISE_CONV_2D keeps the ADD's options table. TFLM
+    reads options only as the operator's own type, so its depthwise parameters stay zero (stride 0),
+    where the schema's defaults (stride 1) computed other outputs than TFLM's: refused as damaged."""
+    rng = np.random.default_rng(0)
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 4, 4, 2], "float32")
+    w = b.constant("w", rng.standard_normal((3, 3, 3, 2)).astype(np.float32))
+    bias = b.constant("bias", rng.standard_normal(3).astype(np.float32))
+    c = b.activation("c", [1, 4, 4, 3], "float32")
+    b.op("CONV_2D", [x, w, bias], [c], mb.conv2d_options(activation="RELU"))
+    k = b.constant("k", rng.standard_normal((1, 4, 4, 3)).astype(np.float32))
+    y = b.activation("y", [1, 4, 4, 3], "float32")
+    b.op("ADD", [c, k], [y], mb.add_options())
+    model = b.finish([x], [y])
+    add_code = next(
+        i
+        for i, c in enumerate(fb.ModelT.InitFromPackedBuf(model, 0).operatorCodes)
+        if c.builtinCode == fb.BuiltinOperator.ADD
+    )
+
+    def to_depthwise(m):
+        m.operatorCodes[add_code].builtinCode = fb.BuiltinOperator.DEPTHWISE_CONV_2D
+        m.operatorCodes[add_code].deprecatedBuiltinCode = fb.BuiltinOperator.DEPTHWISE_CONV_2D
+
+    refused(edited(model, to_depthwise), tmp_path, "DEPTHWISE_CONV_2D", "AddOptions", error=ModelFormatError)
+    # the unmutated model (each operator with its own options) still runs like TFLM
+    assert_matches_oracle(model, tmp_path / "good")

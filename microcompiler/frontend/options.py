@@ -131,9 +131,38 @@ _KEPT = {
 }
 
 
+def _letters(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+# Operators whose options table is not named after them.
+_OPTIONS_OF = {
+    **{kind: "Pool2DOptions" for kind in _POOLS},
+    **{kind: "ReducerOptions" for kind in ("MEAN", "SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_ANY")},
+}
+_BUILTIN_KINDS = {_letters(k) for k in vars(tflite.BuiltinOperator) if not k.startswith("_")}
+
+
+def _check_options_type(kind: str, op) -> None:
+    """TFLM reads an operator's options only as its own type (``builtin_options_as_<Type>()``); another
+    operator's table (a CONV_2D carrying AddOptions) leaves its parameters zeroed, strides of 0 and all,
+    where the schema's defaults would compute something else: refused as a damaged file."""
+    name = _OPTION_CLASSES.get(op.BuiltinOptionsType())
+    if op.BuiltinOptions() is None or name is None or name == "NONE":
+        return
+    table = _letters(name.removesuffix("Options"))
+    expected = _OPTIONS_OF.get(kind)
+    wrong = name != expected if expected else table in _BUILTIN_KINDS and table != _letters(kind)
+    if wrong:
+        raise ModelFormatError(
+            f"{kind} operator carries {name} (another operator's options); the file is corrupted: re-export the model"
+        )
+
+
 def operator_options(kind: str, op) -> dict:
     """The options of ``op`` (a tflite.Operator) of builtin ``kind``, with schema defaults filled in
     for the keys the convolution, pooling and elementwise kernels read."""
+    _check_options_type(kind, op)
     values = {**_DEFAULTS.get(kind, {}), **_read_table(op)}
     if kind in _POOLS and not all(k in values for k in _KEPT[kind]):
         raise ModelFormatError(f"{kind} operator has no pooling options; the file is corrupted")
