@@ -299,3 +299,15 @@ def test_another_operators_options_table_is_refused_as_damaged(tmp_path):
     refused(edited(model, to_depthwise), tmp_path, "DEPTHWISE_CONV_2D", "AddOptions", error=ModelFormatError)
     # the unmutated model (each operator with its own options) still runs like TFLM
     assert_matches_oracle(model, tmp_path / "good")
+
+
+def test_mirror_pad_without_an_options_table_pads_as_tflm_does(tmp_path):
+    """No options table: TFLM's mirror-pad parameters stay zeroed and it copies SYMMETRIC, where the
+    schema's REFLECT gave other outputs (found by the mutator: seed 31, mutant 8787, a PAD whose
+    operator code became MIRROR_PAD)."""
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 2, 3], "int8", scale=0.05, zero_point=-3)
+    pads = b.constant("paddings", np.array([[0, 0], [1, 1], [0, 2]], dtype=np.int32))
+    y = b.activation("y", [1, 4, 5], "int8", scale=0.05, zero_point=-3)
+    b.op("MIRROR_PAD", [x, pads], [y])
+    assert_matches_oracle(b.finish([x], [y]), tmp_path, n_inputs=3)

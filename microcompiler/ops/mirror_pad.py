@@ -29,6 +29,12 @@ def mirror_index(i: int, left: int, size: int, offset: int) -> int:
     return i
 
 
+# Without an options table TFLM's parameters stay zeroed (mode "unknown"), and its kernel pads with an
+# offset of 0 unless the mode is REFLECT: the SYMMETRIC copy (found by the structure-aware mutator, a PAD
+# whose operator code became MIRROR_PAD). A table whose mode field is absent reads REFLECT, the schema's.
+_NO_OPTIONS_MODE = 1
+
+
 @register
 class MirrorPad(OpKernel):
     kinds = ("MIRROR_PAD",)
@@ -40,7 +46,7 @@ class MirrorPad(OpKernel):
     def _plan(self, op, graph):
         x = graph.tensors[op.inputs[0]]
         pads = constant_ints(op, graph, 1, "paddings", ("int32", "int64"))
-        mode = op.options.get("mode", 0)
+        mode = op.options.get("mode", _NO_OPTIONS_MODE)
         require(mode in MODES, op, f"mirror padding mode {mode} is not supported (REFLECT, SYMMETRIC)")
         require(
             pads.shape == (len(x.shape), 2),
@@ -73,6 +79,6 @@ class MirrorPad(OpKernel):
         axes = []
         for idx, stride in zip(self._plan(op, graph), strides):
             axes.append(Axis(len(idx), int(stride), [k * int(stride) for k in idx]))
-        return f"  /* {MODES[op.options.get('mode', 0)]} */\n" + render_copy(
+        return f"  /* {MODES[op.options.get('mode', _NO_OPTIONS_MODE)]} */\n" + render_copy(
             ctx, x.dtype, ctx.arg(op.inputs[0]), ctx.arg(op.outputs[0]), axes
         )
