@@ -139,6 +139,7 @@ def _letters(name: str) -> str:
 _OPTIONS_OF = {
     **{kind: "Pool2DOptions" for kind in _POOLS},
     **{kind: "ReducerOptions" for kind in ("MEAN", "SUM", "REDUCE_PROD", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_ANY")},
+    "CONV_3D_TRANSPOSE": "Conv3DOptions",  # the schema shares CONV_3D's table
 }
 _BUILTIN_KINDS = {_letters(k) for k in vars(tflite.BuiltinOperator) if not k.startswith("_")}
 
