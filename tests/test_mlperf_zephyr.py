@@ -230,6 +230,9 @@ def _missing() -> str:
     return ", ".join(missing)
 
 
+# The official runner against Zephyr firmware in QEMU: with the long tests (pytest -m long tests); the default
+# suite drives the bare-metal MLPerf firmware with it (test_mlperf.py) and builds Zephyr on every board.
+@pytest.mark.long
 @pytest.mark.skipif(bool(_missing()), reason=f"needs {_missing()}; see docs/zephyr.md")
 def test_official_runner_against_zephyr_firmware_in_qemu(kws, tmp_path):
     from microcompiler.mlperf_runner import check_runner_dir, default_runner_dir, make_stand_in_datasets, run_runner

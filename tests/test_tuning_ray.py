@@ -125,6 +125,9 @@ def kill_node_once_its_job_runs(node: subprocess.Popen, timeout: float) -> bool:
     return False
 
 
+# A two-node cluster, a KWS tune and a killed node: about a minute of both cores, so with the long tests
+# (pytest -m long tests); the default suite runs the local cluster test below.
+@pytest.mark.long
 @needs_qemu
 def test_tune_on_a_ray_cluster_survives_a_killed_node_and_writes_the_local_log(cluster, tmp_path):
     address, node = cluster
