@@ -71,7 +71,7 @@ def test_pad_int64_paddings(tmp_path, dtype, q):
     ours = compile_bytes(pad_model(shape, dtype, paddings, q, paddings_dtype=np.int64), tmp_path)
     program = HostProgram(ours, Path(tmp_path) / "build")
     oracle = Oracle(pad_model(shape, dtype, paddings, q, paddings_dtype=np.int32))
-    inputs = [random_inputs(ours.metadata["inputs"], seed=s) for s in range(5)]
+    inputs = [random_inputs(ours.info.inputs, seed=s) for s in range(5)]
     for got, input_set in zip(program.run(inputs), inputs):
         np.testing.assert_array_equal(got.outputs[0], oracle.run(input_set)[0].reshape(got.outputs[0].shape))
 

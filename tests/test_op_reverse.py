@@ -45,7 +45,7 @@ def test_reverse_types_match_tflm(tmp_path):
 def test_reverse_non_contiguous_axes_matches_numpy(tmp_path):
     """TFLM refuses axes that are not adjacent; the copy plan handles any set: compare with numpy."""
     library = compile_bytes(reverse_model([2, 3, 4], [0, 2], "float32"), tmp_path)
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(2)]
+    inputs = [random_inputs(library.info.inputs, seed=s) for s in range(2)]
     for got, (x,) in zip(HostProgram(library, Path(tmp_path) / "build", sanitize=True).run(inputs), inputs):
         np.testing.assert_array_equal(got.outputs[0], np.flip(x, axis=(0, 2)))
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.codegen.model_info import TensorInfo
+
 # A float output passes when |ours - reference| <= FLOAT_TOLERANCE * max(1, max |reference|).
 FLOAT_TOLERANCE = 1e-4
 
@@ -91,11 +93,11 @@ def output_metrics(name: str, ours: list[np.ndarray], reference: list[np.ndarray
     return row
 
 
-def dequantize(array: np.ndarray, meta: dict) -> np.ndarray:
+def dequantize(array: np.ndarray, meta: TensorInfo) -> np.ndarray:
     """A model tensor's real values (metadata's scale and zero point; floats are returned as they are)."""
-    if np.issubdtype(array.dtype, np.floating) or "scale" not in meta:
+    if np.issubdtype(array.dtype, np.floating) or meta.scale is None or meta.zero_point is None:
         return array.astype(np.float32)
-    return ((array.astype(np.float64) - meta["zero_point"]) * meta["scale"]).astype(np.float32)
+    return ((array.astype(np.float64) - meta.zero_point) * meta.scale).astype(np.float32)
 
 
 def label_metrics(scores: list[np.ndarray], labels: np.ndarray) -> dict:
