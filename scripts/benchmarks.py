@@ -419,7 +419,7 @@ def seanet_table(names: list[str], boards: list[str], work: Path) -> tuple[str, 
             for kernels in ("reference", "fast"):
                 lib = compile_model(path, features=b.cpu.features, kernels=kernels)
                 x = np.loadtxt(folder / f"{name}_input0_int16.csv", delimiter=",", dtype=np.int64)
-                x = x.astype(np.int16).reshape(lib.info.inputs[0]["shape"])
+                x = x.astype(np.int16).reshape(lib.info.inputs[0].shape)
                 log(f"$ (python) compile_model({name}.tflite, kernels={kernels!r}) + run_on_board({board})")
                 _, _, r = run_on_board(lib, b, work / f"{name}-{board}-{kernels}", input=[x], log=lambda _: None)
                 got = np.asarray(r.outputs[0]).reshape(-1).astype(np.int64)

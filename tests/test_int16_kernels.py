@@ -471,7 +471,7 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
     path, x, golden = _seanet(shared_models, "conv3")
     lib = compile_model(path, features=board.cpu.features)
     _, _, result = run_on_board(
-        lib, board, tmp_path / "seanet", input=[x.reshape(lib.info.inputs[0]["shape"])], log=lambda _: None
+        lib, board, tmp_path / "seanet", input=[x.reshape(lib.info.inputs[0].shape)], log=lambda _: None
     )
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), golden.reshape(-1))
     # the int16x8 DS-CNN: int16-pixel, int16-pair-planes (widened weights, planes) and int16-blocks

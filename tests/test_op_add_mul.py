@@ -148,7 +148,7 @@ def _run_in_place(library, tmp_path: Path, alias: int, inputs, sanitize: bool):
     fn = library.functions[0]
     meta_in = library.info.inputs
     ctype = fn.params[0][0].replace("const ", "").rstrip("*")
-    sizes = [int(np.prod(m["shape"])) for m in meta_in]
+    sizes = [int(np.prod(m.shape)) for m in meta_in]
     decls = "\n".join(f"static {ctype} in{k}[{n}];" for k, n in enumerate(sizes))
     reads = "\n".join(f"  if (fread(in{k}, sizeof(in{k}), 1, stdin) != 1) return 1;" for k in range(len(sizes)))
     args = ", ".join([f"in{k}" for k in range(len(sizes))] + [f"in{alias}"])
