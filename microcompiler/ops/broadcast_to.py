@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ir import np_dtype
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.movement_common import CopyKernel, contiguous_copy, row_strides
 
 
@@ -27,6 +27,17 @@ class BroadcastTo(CopyKernel):
     def plan(self, op, graph):
         x, s, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
         require(s.dtype in ("int32", "int64"), op, f"the shape must be int32 or int64, not {s.dtype}")
+        require_consistent(
+            len(s.shape) == 1 and s.shape[0] == len(y.shape),
+            op,
+            f"the shape tensor is {list(s.shape)} for a {len(y.shape)}-D output; TFLM requires a one-dimensional "
+            f"[{len(y.shape)}]",
+        )
+        require(
+            max(len(x.shape), len(y.shape)) <= 5,
+            op,
+            f"{list(x.shape)} to {list(y.shape)}: TFLM's BROADCAST_TO takes 1-D to 5-D tensors only",
+        )
         if s.is_constant:
             require(
                 [int(v) for v in s.data.reshape(-1)] == list(y.shape),

@@ -93,7 +93,7 @@ def _fold_float(op, graph, fn) -> list[np.ndarray] | None:
 
 
 # TFLM's exp.cc and round.cc check HaveSameShapes; its other float kernels only the element count.
-SAME_SHAPE_KINDS = ("EXP", "ROUND")
+SAME_SHAPE_KINDS = ("EXP", "ROUND", "CEIL")  # TFLM's prepare checks the shapes of these
 
 
 @register

@@ -23,6 +23,7 @@ class Slice(CopyKernel):
         rank = len(x.shape)
         begin = constant_ints(graph, op, 1, "begin")
         size = constant_ints(graph, op, 2, "size")
+        require(rank <= 5, op, f"a {rank}-D input is not supported (TFLM's SLICE takes up to 5-D inputs)")
         require(
             len(begin) == rank and len(size) == rank,
             op,
