@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from harness import compile_bytes
-from test_reliability_models import refused, tflm_refuses
+from test_reliability_models import fully_connected, refused, tflm_refuses
 from test_reliability_operators import edited
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
@@ -27,6 +27,7 @@ def _seeds() -> dict[str, bytes]:
 
 
 SEEDS = _seeds()
+SEEDS["fully_connected_int8"] = fully_connected()  # per-tensor weights, bias scale = input * weight scale
 
 
 def tensor_named(m, name: str):
@@ -158,6 +159,14 @@ CASES = {
         ),
         ("bias has shape [1, 4]", "num_units"),
         ModelFormatError,
+    ),
+    "fully_connected_bias_scale": (
+        "fully_connected_int8",
+        lambda m: setattr(
+            m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[2]].quantization, "scale", [0.5]
+        ),
+        ("bias scale 0.5 is not input scale * weight scale", "prepare step"),
+        UnsupportedModelError,
     ),
     "squeeze_output_too_small": (
         "op:SQUEEZE_int8",

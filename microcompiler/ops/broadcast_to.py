@@ -22,6 +22,10 @@ class BroadcastTo(CopyKernel):
     kinds = ("BROADCAST_TO",)
     input_roles = ("input", "shape")
     inputs = (2, 2)
+    tflm_refusals = (
+        "a shape tensor that is not one-dimensional with one value per output dimension",
+        "input or output of more than 5 dimensions (\"BroadcastTo only supports 1-5D tensor\")",
+    )
     options = "shape from the model's output (the shape input may be computed at run time)"
 
     def plan(self, op, graph):

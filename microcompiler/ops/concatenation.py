@@ -23,6 +23,7 @@ class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
     inputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
+    tflm_refusals = ("a fused activation in the model (params->activation != kTfLiteActNone)",)
     options = (
         "axis (negative allowed), fused activation (int8, int16, float32); any number of inputs (TFLM's "
         "prepare refuses more than 10; a copy, checked against numpy)"

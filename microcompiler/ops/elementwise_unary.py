@@ -101,6 +101,10 @@ class FloatMath(OpKernel):
     """The operators TFLM runs on float32 only."""
 
     kinds = ("NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "CEIL", "FLOOR", "ROUND")
+    kind_refusals = {
+        k: ("an output shape other than the input's (the prepare step compares each dimension)",)
+        for k in ("EXP", "ROUND", "CEIL")
+    }
     types = ("float32",)
     quantized_io = False  # no integer types: check() names the type problem, not the quantization
 

@@ -59,6 +59,7 @@ def bilinear_integer(i: int, in_size: int, out_size: int, align_corners: bool, h
 @register
 class Resize(OpKernel):
     kinds = ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
+    tflm_refusals = ("a size tensor that is not one-dimensional (NumDimensions(size) != 1)",)
     input_roles = ("input", "size")
     inputs = (2, 2)
     types = ("int8", "int16", "float32")

@@ -15,6 +15,11 @@ class ReverseV2(CopyKernel):
     kinds = ("REVERSE_V2",)
     input_roles = ("input", "axis")
     inputs = (2, 2)
+    tflm_refusals = (
+        "an axis tensor that is not one-dimensional int32, or with more values than input dimensions",
+        "an input of more than 6 dimensions",
+        "axes that are not adjacent (its Eval: \"Non-contiguous `axes` not supported\")",
+    )
     options = "constant one-dimensional int32 axes (negative counts from the end), contiguous (as TFLM)"
 
     def plan(self, op, graph):

@@ -46,6 +46,7 @@ def _effective_scale(a: float, b: float, c: float) -> float:
 @register
 class Svdf(OpKernel):
     kinds = ("SVDF",)
+    tflm_refusals = ("a bias that is not one-dimensional [num_units] (bias->dims->data[0] != num_units)",)
     inputs = (5, 5)
     types = ("int8", "float32")
     type_notes = (
