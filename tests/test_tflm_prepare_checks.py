@@ -162,9 +162,7 @@ CASES = {
     ),
     "fully_connected_bias_scale": (
         "fully_connected_int8",
-        lambda m: setattr(
-            m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[2]].quantization, "scale", [0.5]
-        ),
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[2]].quantization, "scale", [0.5]),
         ("bias scale 0.5 is not input scale * weight scale", "prepare step"),
         UnsupportedModelError,
     ),

@@ -24,7 +24,7 @@ class BroadcastTo(CopyKernel):
     inputs = (2, 2)
     tflm_refusals = (
         "a shape tensor that is not one-dimensional with one value per output dimension",
-        "input or output of more than 5 dimensions (\"BroadcastTo only supports 1-5D tensor\")",
+        'input or output of more than 5 dimensions ("BroadcastTo only supports 1-5D tensor")',
     )
     options = "shape from the model's output (the shape input may be computed at run time)"
 

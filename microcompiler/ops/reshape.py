@@ -20,12 +20,10 @@ class Reshape(OpKernel):
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
     type_notes = "TFLM runs EXPAND_DIMS for int8, int16 and float32 only"
     kind_refusals = {
-        "SQUEEZE": (
-            "an input of more than 8 dimensions, or an output that does not keep the unsqueezed dimensions",
-        ),
+        "SQUEEZE": ("an input of more than 8 dimensions, or an output that does not keep the unsqueezed dimensions",),
         "EXPAND_DIMS": (
-            "an axis that is not a constant (\"Non-constant >axis< tensor is not supported\"), not int32, or in "
-            "a tensor of more than one dimension (\"Axis has only one element for Expand_Dims\")",
+            'an axis that is not a constant ("Non-constant >axis< tensor is not supported"), not int32, or in '
+            'a tensor of more than one dimension ("Axis has only one element for Expand_Dims")',
         ),
     }
     options = "no code: an alias in the arena (a copy only between two caller-owned buffers)"

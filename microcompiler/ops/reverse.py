@@ -18,7 +18,7 @@ class ReverseV2(CopyKernel):
     tflm_refusals = (
         "an axis tensor that is not one-dimensional int32, or with more values than input dimensions",
         "an input of more than 6 dimensions",
-        "axes that are not adjacent (its Eval: \"Non-contiguous `axes` not supported\")",
+        'axes that are not adjacent (its Eval: "Non-contiguous `axes` not supported")',
     )
     options = "constant one-dimensional int32 axes (negative counts from the end), contiguous (as TFLM)"
 

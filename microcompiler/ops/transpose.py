@@ -19,7 +19,7 @@ class Transpose(CopyKernel):
     types = ("int8", "int16", "float32")
     tflm_refusals = (
         "a permutation tensor that is not one-dimensional (NumDimensions(perm) != 1)",
-        "an input of more than 5 dimensions (\"Transpose op only supports 1D-5D input arrays\")",
+        'an input of more than 5 dimensions ("Transpose op only supports 1D-5D input arrays")',
     )
     options = "constant one-dimensional permutation (int32 or int64), 1-D to 5-D inputs (as TFLM)"
 
