@@ -197,6 +197,12 @@ def _elementwise(*args, **kwargs):
     return elementwise_model(*args, **kwargs)
 
 
+def _gather_options(axis):
+    import movement_models as mm
+
+    return mm.gather_options(axis)
+
+
 def _squeeze_options(dims):
     import movement_models as mm
 
@@ -211,6 +217,18 @@ BUILT = {
         None,
         ("differ (TFLM requires the same shape)",),
         ModelFormatError,
+    ),
+    "gather_int64_positions": (
+        _single("GATHER", [4, 3], [np.array([3, 0, 1], np.int64)], [[3, 3]], _gather_options(0)),
+        None,
+        ("indices of type int64 are not supported",),
+        UnsupportedModelError,
+    ),
+    "gather_nd_int64_indices": (
+        _single("GATHER_ND", [3, 4], [np.array([[2], [0]], np.int64)], [[2, 4]]),
+        None,
+        ("indices of type int64 are not supported",),
+        UnsupportedModelError,
     ),
     "transpose_6d": (
         _single("TRANSPOSE", [1, 1, 1, 1, 2, 3], [np.array([0, 1, 2, 3, 5, 4], np.int32)], [[1, 1, 1, 1, 3, 2]]),
