@@ -166,6 +166,12 @@ CASES = {
         ("bias scale 0.5 is not input scale * weight scale", "prepare step"),
         UnsupportedModelError,
     ),
+    "custom_operator_whose_code_names_a_builtin": (
+        "op:SignalDelay_int16",
+        lambda m: setattr(m.operatorCodes[0], "deprecatedBuiltinCode", 101),  # ABS: the larger code wins
+        ("(ABS) is a builtin operator carrying custom options",),
+        ModelFormatError,
+    ),
     "squeeze_output_too_small": (
         "op:SQUEEZE_int8",
         output_reshaped([4, 3]),
@@ -288,13 +294,20 @@ def test_a_rank_or_axis_layout_tflm_cannot_run_is_refused(tmp_path, case):
     refused(model, tmp_path, *fragments, error=error)
 
 
-def test_an_options_field_naming_no_tensor_type_is_refused(tmp_path):
-    """ARG_MAX's output_type 100: TFLM's parser prints "Unsupported data type 100 in tensor" and fails
-    to allocate the model, although its kernel reads the output tensor's type; the importer refused
-    nothing (found by the field mutator)."""
-    model = edited(SEEDS["op:ARG_MAX_int8"], option("outputType", 100))
+@pytest.mark.parametrize(
+    "seed, field, key",
+    [
+        ("op:ARG_MAX_int8", "outputType", "output_type"),
+        ("op:TRANSPOSE_CONV_int8", "quantizedBiasType", "quantized_bias_type"),
+    ],
+)
+def test_an_options_field_naming_no_tensor_type_is_refused(tmp_path, seed, field, key):
+    """ARG_MAX's output_type or TRANSPOSE_CONV's quantized_bias_type 100: TFLM's parser prints
+    "Unsupported data type 100 in tensor" and fails to allocate the model, although its kernels read
+    the tensors' own types; the importer refused nothing (found by the field mutator)."""
+    model = edited(SEEDS[seed], option(field, 100))
     assert tflm_refuses(model)
-    refused(model, tmp_path, "output_type is 100", "no tensor type", error=ModelFormatError)
+    refused(model, tmp_path, f"{key} is 100", "no tensor type", error=ModelFormatError)
 
 
 @pytest.mark.parametrize("shape, dtype", [([3], None), (None, 6)], ids=["three_handles", "bool_handle"])
