@@ -209,6 +209,18 @@ def _gather_options(axis):
     return mm.gather_options(axis)
 
 
+def _quantize_model(out_q):
+    """A float32 [1, 6] QUANTIZE to int8 with the output quantization ``out_q`` (scales, zero points):
+    six equal scales, which the importer keeps as one but TFLM counts as six."""
+    import model_builder as mb
+
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 6], "float32")
+    y = b.activation("y", [1, 6], "int8", scale=out_q[0], zero_point=out_q[1])
+    b.op("QUANTIZE", [x], [y])
+    return b.finish([x], [y])
+
+
 def _squeeze_options(dims):
     import movement_models as mm
 
@@ -235,6 +247,12 @@ BUILT = {
         None,
         ("indices of type int64 are not supported",),
         UnsupportedModelError,
+    ),
+    "quantize_output_with_per_channel_scales": (
+        lambda: _quantize_model(([0.05] * 6, [3] * 6)),
+        None,
+        ("the output has 6 scales",),
+        ModelFormatError,
     ),
     "transpose_6d": (
         _single("TRANSPOSE", [1, 1, 1, 1, 2, 3], [np.array([0, 1, 2, 3, 5, 4], np.int32)], [[1, 1, 1, 1, 3, 2]]),
