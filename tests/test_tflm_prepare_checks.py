@@ -221,6 +221,12 @@ def _quantize_model(out_q):
     return b.finish([x], [y])
 
 
+def _strided_slice_options():
+    import movement_models as mm
+
+    return mm.strided_slice_options()
+
+
 def _squeeze_options(dims):
     import movement_models as mm
 
@@ -253,6 +259,36 @@ BUILT = {
         None,
         ("the output has 6 scales",),
         ModelFormatError,
+    ),
+    "gather_nd_index_depth_6": (
+        _single("GATHER_ND", [1, 1, 1, 1, 1, 1, 2], [np.zeros((1, 6), np.int32)], [[1, 2]]),
+        None,
+        ("index depth 6 is not supported",),
+        UnsupportedModelError,
+    ),
+    "strided_slice_5d": (
+        _single(
+            "STRIDED_SLICE",
+            [1, 1, 1, 3, 6],
+            [np.array(v, np.int32) for v in ([0, 0, 0, 0, 1], [1, 1, 1, 3, 6], [1, 1, 1, 2, 2])],
+            [[1, 1, 1, 2, 3]],
+            _strided_slice_options(),
+        ),
+        None,
+        ("5-D input", "should not exceed 4"),
+        UnsupportedModelError,
+    ),
+    "strided_slice_int64_indices": (
+        _single(
+            "STRIDED_SLICE",
+            [3, 6],
+            [np.array(v, np.int64) for v in ([0, 1], [3, 6], [2, 2])],
+            [[2, 3]],
+            _strided_slice_options(),
+        ),
+        None,
+        ("begin must be int32",),
+        UnsupportedModelError,
     ),
     "transpose_6d": (
         _single("TRANSPOSE", [1, 1, 1, 1, 2, 3], [np.array([0, 1, 2, 3, 5, 4], np.int32)], [[1, 1, 1, 1, 3, 2]]),
