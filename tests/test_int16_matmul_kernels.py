@@ -131,15 +131,29 @@ LSTM_S16_MODELS = {
 }
 
 
+LSTM_S16 = {"UNIDIRECTIONAL_SEQUENCE_LSTM": {"weights": "s16"}}  # the knob that keeps int16 pairs in flash
+
+
 @pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
 @pytest.mark.parametrize("name", list(LSTM_S16_MODELS))
 def test_lstm_int16_rows4_sequence(tmp_path, name, features):
     """Sequences (state across inferences, then reset) under ASan/UBSan, step by step against TFLM:
-    depths % 4 (zero-padded rows) and exact quads, gates straddling blocks of 4 rows."""
+    depths % 4 (zero-padded rows) and exact quads, gates straddling blocks of 4 rows; the default
+    int16-rows4-s8 (int8 weights in flash, widened in registers)."""
     library = check_sequence(LSTM_S16_MODELS[name](), tmp_path, executors=("aot",), sanitize=True, features=features)
     kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
-    assert kernels and all(k["variant"] == "int16-rows4" for k in kernels)
+    assert kernels and all(k["variant"] == "int16-rows4-s8" and k["weights"] == "s8" for k in kernels)
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+
+
+def test_lstm_int16_rows4_s16_knob_sequence(tmp_path):
+    """The "weights": "s16" knob keeps int16-rows4 (int16 pairs in flash): the tails model (depths
+    % 4, gates straddling blocks of 4 rows) under ASan/UBSan against TFLM."""
+    library = check_sequence(
+        LSTM_S16_MODELS["tails"](), tmp_path, executors=("aot",), sanitize=True, features=DSP, tuning=LSTM_S16
+    )
+    (kernel,) = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert (kernel["variant"], kernel["weights"]) == ("int16-rows4", "s16")
 
 
 @needs_board_tools
@@ -151,7 +165,7 @@ def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
 
     model = LSTM_S16_MODELS["two-layer-batch2"]()
     library = compile_bytes(model, tmp_path, features=frozenset(load_board(board).cpu.features))
-    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4"}
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4-s8"}
     seq = sequence(library.metadata)
     _, _, run = run_on_board(library, board, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), board)
