@@ -46,13 +46,25 @@ def _models():
     return {n: transpose_conv_model(**c) for n, c in TRANSPOSE_S16_CASES.items()}
 
 
-@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
-def test_transpose_conv_int16_phases_match_tflm(tmp_path, features):
-    lib = assert_cases_match_oracle(_models(), tmp_path, n_inputs=3, features=features)
+TC_S16 = {"TRANSPOSE_CONV": {"weights": "s16"}}  # the knob that keeps int16 pairs in flash (int16-phases)
+
+
+@pytest.mark.parametrize(
+    "features,weights", [(frozenset(), "s8"), (DSP, "s8"), (DSP, "s16")], ids=["c", "dsp", "dsp-s16"]
+)
+def test_transpose_conv_int16_phases_match_tflm(tmp_path, features, weights):
+    """int16-phases-s8 (the default: int8 weights, each phase widened once into the scratch) and
+    int16-phases (the "weights": "s16" knob)."""
+    tuning = TC_S16 if weights == "s16" else None
+    lib = assert_cases_match_oracle(_models(), tmp_path, n_inputs=3, features=features, tuning=tuning)
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
-    assert {k["variant"] for k in kernels} == {"int16-phases"}
+    assert {(k["variant"], k["weights"]) for k in kernels} == {
+        ("int16-phases", "s16") if weights == "s16" else ("int16-phases-s8", "s8")
+    }
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
-    assert "mc_dot4_s16(row" in lib.files["src/model_ops.c"]  # the kernel's C, not the reference loops
+    c = lib.files["src/model_ops.c"]
+    assert "mc_dot4_s16(row" in c  # the kernel's C, not the reference loops
+    assert ("mc_widen_s8(wide" in c) == (weights == "s8")
 
 
 def test_transpose_conv_int16_phases_extremes(tmp_path):
@@ -63,7 +75,7 @@ def test_transpose_conv_int16_phases_extremes(tmp_path):
     )
     inputs = [[np.full((1, 4, 4, 16), v, np.int16)] for v in (-32768, 32767, 0)]
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
-    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-phases"
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-phases-s8"
 
 
 def _weights_summing_to(total: int, shape, seed=1) -> np.ndarray:
@@ -87,7 +99,7 @@ def test_transpose_conv_int16_phases_wide_requantization(tmp_path):
     )
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
     kernel = lib.metadata["operators"][0]["kernel"]
-    assert (kernel["variant"], kernel["requant"]) == ("int16-phases", "wide")
+    assert (kernel["variant"], kernel["requant"]) == ("int16-phases-s8", "wide")
 
 
 def test_transpose_conv_int16_unprovable_sums_keep_the_reference(tmp_path):
