@@ -172,6 +172,18 @@ CASES = {
         ("(ABS) is a builtin operator carrying custom options",),
         ModelFormatError,
     ),
+    "lstm_hidden_state_1d": (
+        "op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8",
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[18]], "shape", [6]),
+        ("the hidden state has shape [6]",),
+        ModelFormatError,
+    ),
+    "lstm_hidden_state_3d": (
+        "op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8",
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[18]], "shape", [1, 1, 6]),
+        ("the hidden state has shape [1, 1, 6]",),
+        ModelFormatError,
+    ),
     "squeeze_output_too_small": (
         "op:SQUEEZE_int8",
         output_reshaped([4, 3]),
