@@ -239,6 +239,12 @@ def _strided_slice_options():
     return mm.strided_slice_options()
 
 
+def _softmax_options():
+    import model_builder as mb
+
+    return mb.softmax_options(1.0)
+
+
 def _squeeze_options(dims):
     import movement_models as mm
 
@@ -301,6 +307,14 @@ BUILT = {
         None,
         ("begin must be int32",),
         UnsupportedModelError,
+    ),
+    "softmax_int16_input_zero_point": (
+        lambda: _elementwise(
+            "SOFTMAX", "int16", [[2, 6]], quant=[(0.001, -129), (1 / 32768, 0)], options=_softmax_options()
+        ),
+        None,
+        ("the int16 input has zero point -129",),
+        ModelFormatError,
     ),
     "transpose_6d": (
         _single("TRANSPOSE", [1, 1, 1, 1, 2, 3], [np.array([0, 1, 2, 3, 5, 4], np.int32)], [[1, 1, 1, 1, 3, 2]]),
