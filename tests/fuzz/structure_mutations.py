@@ -4,7 +4,8 @@ Each mutant is a seed model (tests/fuzz/model_mutations.py) with one to three ed
 structure (the flatbuffer object API of the pinned TFLM schema): a tensor's shape (a dimension
 changed, added or removed), its type, an operator's input or output index, quantization fields
 (the number of scales, a scale, a zero point, the quantized dimension), an operator code's two
-fields, the model's input and output lists, or a numeric builtin option. The model is packed
+fields, the input and output lists of the model or of another subgraph, a numeric builtin option,
+or a custom operator's option (a value of its flexbuffer map changed or removed). The model is packed
 again, so every mutant is a well-formed flatbuffer that says something else: what the importer and
 the kernels' checks must refuse or compute exactly as TFLM does.
 """
@@ -17,7 +18,7 @@ import flatbuffers
 import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
-STRUCTURE_KINDS = ("shape", "type", "index", "quant", "opcode", "io", "option")
+STRUCTURE_KINDS = ("shape", "type", "index", "quant", "opcode", "io", "option", "custom")
 TYPES = (
     fb.TensorType.FLOAT32,
     fb.TensorType.INT8,
@@ -155,7 +156,8 @@ def _opcode(rng, model):
 
 
 def _io(rng, model):
-    sub = model.subgraphs[0]
+    s = 0 if len(model.subgraphs) == 1 or rng.random() < 0.5 else rng.randrange(1, len(model.subgraphs))
+    sub = model.subgraphs[s]
     name = rng.choice(("inputs", "outputs"))
     values = list(getattr(sub, name) if getattr(sub, name) is not None else [])
     how = rng.choice(("repeat", "other", "drop"))
@@ -168,7 +170,7 @@ def _io(rng, model):
     else:
         return None
     setattr(sub, name, values)
-    return f"subgraph 0 {name} {values}"
+    return f"subgraph {s} {name} {values}"
 
 
 def _option(rng, model):
@@ -193,6 +195,39 @@ def _option(rng, model):
     return f"operator {o} option {name} {value} -> {new}"
 
 
+def _custom(rng, model):
+    """One value of a custom operator's flexbuffer options changed (an odd int, float or the other
+    bool) or removed."""
+    from flatbuffers import flexbuffers
+
+    sub = _subgraph(rng, model)
+    ops = [(o, op) for o, op in enumerate(sub.operators) if op.customOptions is not None and len(op.customOptions)]
+    if not ops:
+        return None
+    o, op = rng.choice(ops)
+    try:
+        options = flexbuffers.Loads(bytes(bytearray(op.customOptions)))
+    except Exception:  # noqa: BLE001 - not a flexbuffer map: nothing to edit
+        return None
+    if not isinstance(options, dict) or not options:
+        return None
+    key = rng.choice(sorted(options))
+    value = options[key]
+    if rng.random() < 0.15:
+        del options[key]
+        new = "removed"
+    elif isinstance(value, bool):
+        new = options[key] = not value
+    elif isinstance(value, int):
+        new = options[key] = rng.choice((-1, 0, 1, 2, 3, 7, 100, 2**31 - 1, -(2**31), value + 1, value - 1, 2 * value))
+    elif isinstance(value, float):
+        new = options[key] = rng.choice((0.0, -1.0, float("nan"), float("inf"), 1e-8, 1e30, value * 2))
+    else:
+        return None
+    op.customOptions = list(bytes(flexbuffers.Dumps(options)))
+    return f"operator {o} custom option {key} {value} -> {new}"
+
+
 _EDITS = {
     "shape": _shape,
     "type": _type,
@@ -201,6 +236,7 @@ _EDITS = {
     "opcode": _opcode,
     "io": _io,
     "option": _option,
+    "custom": _custom,
 }
 
 
