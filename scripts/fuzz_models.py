@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "fuzz")]
 
 from model_mutations import CORPUS_DIR, apply_edits, materialize, op_seed_names, random_edits, seed_bytes, seed_names  # noqa: E402
-from structure_mutations import mutate_structure, outputs_agree  # noqa: E402
+from structure_mutations import mutate_structure, outputs_agree, tflm_defined  # noqa: E402
 
 from microcompiler.compiler import compile_model  # noqa: E402
 from microcompiler.errors import MicrocompilerError  # noqa: E402
@@ -151,8 +151,9 @@ class MutantRunner:
             text = str(exc)
             kind = "sanitizer" if ("Sanitizer" in text or "runtime error" in text) else "crash"
             return kind, text[-600:]
+        defined = tflm_defined(path.read_bytes(), expected)
         for k, (a, b) in enumerate(zip(ours, expected)):
-            if not outputs_agree(np.asarray(a), b):
+            if not outputs_agree(np.asarray(a), b, defined[k] if k < len(defined) else None):
                 return (
                     "differs",
                     f"output {k}: ours {np.asarray(a).reshape(-1)[:6]}, TFLM {np.asarray(b).reshape(-1)[:6]}",

@@ -240,12 +240,65 @@ _EDITS = {
 }
 
 
-def outputs_agree(ours: np.ndarray, theirs: np.ndarray) -> bool:
-    """Integers bit-exact; floats bit-exact up to 1e-5 relative (NaN where TFLM has NaN)."""
+def outputs_agree(ours: np.ndarray, theirs: np.ndarray, defined: np.ndarray | None = None) -> bool:
+    """Integers bit-exact; floats bit-exact up to 1e-5 relative (NaN where TFLM has NaN); only the
+    elements ``defined`` marks (flat; all when None: see tflm_defined)."""
     theirs = np.asarray(theirs)
     if ours.size != theirs.size:
         return False
     ours, theirs = ours.reshape(-1), theirs.reshape(-1)
+    if defined is not None and defined.size == ours.size:
+        ours, theirs = ours[defined], theirs[defined]
     if ours.dtype.kind == "f":
         return bool(np.allclose(ours, theirs, rtol=1e-5, atol=1e-6, equal_nan=True))
     return bool(np.array_equal(ours, theirs))
+
+
+def tflm_defined(model: bytes, tflm_outputs: list[np.ndarray]) -> list[np.ndarray | None]:
+    """For each model output, the (flat) elements TFLM defines, or None for all of them. TFLM
+    leaves some outputs unwritten, so they hold whatever its arena held: a SignalFramer's or
+    SignalStacker's data when its valid flag is false (or not a model output), SignalEnergy's bins
+    outside [start_index, end_index), and the fast path of TFLite_Detection_PostProcess past its
+    detection count (or all of them when the count is not a model output)."""
+    from flatbuffers import flexbuffers
+
+    m = fb.ModelT.InitFromPackedBuf(model, 0)
+    main = m.subgraphs[0]
+    outputs = [int(t) for t in (main.outputs if main.outputs is not None else [])]
+    masks: list[np.ndarray | None] = [None] * len(outputs)
+
+    def restrict(tensor: int, keep) -> None:
+        for k, t in enumerate(outputs):
+            if t == tensor and k < len(tflm_outputs):
+                size = np.asarray(tflm_outputs[k]).size
+                mask = np.zeros(size, bool)
+                mask[keep(size)] = True
+                masks[k] = mask if masks[k] is None else masks[k] & mask
+
+    def value(tensor: int):
+        if tensor in outputs and outputs.index(tensor) < len(tflm_outputs):
+            return np.asarray(tflm_outputs[outputs.index(tensor)]).reshape(-1)
+        return None
+
+    for op in main.operators or []:
+        code = m.operatorCodes[op.opcodeIndex] if 0 <= op.opcodeIndex < len(m.operatorCodes) else None
+        name = code.customCode.decode(errors="replace") if code is not None and code.customCode else ""
+        outs = [int(t) for t in (op.outputs if op.outputs is not None else [])]
+        try:
+            options = flexbuffers.Loads(bytes(bytearray(op.customOptions))) if op.customOptions is not None else {}
+        except Exception:  # noqa: BLE001 - unreadable options: TFLM refuses the operator
+            options = {}
+        options = options if isinstance(options, dict) else {}
+        if name in ("SignalFramer", "SignalStacker") and len(outs) == 2:
+            valid = value(outs[1])
+            if valid is None or valid.size != 1 or not valid[0]:
+                restrict(outs[0], lambda n: slice(0, 0))
+        elif name == "SignalEnergy" and outs:
+            start, end = int(options.get("start_index", 0)), int(options.get("end_index", 0))
+            restrict(outs[0], lambda n, a=start, b=end: slice(max(0, a), max(0, b)))
+        elif name == "TFLite_Detection_PostProcess" and len(outs) == 4 and not options.get("use_regular_nms"):
+            count = value(outs[3])
+            n = int(count[0]) if count is not None and count.size and np.isfinite(count[0]) else 0
+            for t, per in zip(outs[:3], (4, 1, 1)):
+                restrict(t, lambda size, w=per: slice(0, max(0, w * n)))
+    return masks
