@@ -300,5 +300,5 @@ def tflm_defined(model: bytes, tflm_outputs: list[np.ndarray]) -> list[np.ndarra
             count = value(outs[3])
             n = int(count[0]) if count is not None and count.size and np.isfinite(count[0]) else 0
             for t, per in zip(outs[:3], (4, 1, 1)):
-                restrict(t, lambda size, w=per: slice(0, max(0, w * n)))
+                restrict(t, lambda size, w=per, n=n: slice(0, max(0, w * n)))
     return masks
