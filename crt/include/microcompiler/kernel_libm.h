@@ -240,4 +240,105 @@ static inline float mc_tanhf(float x) {
   return negative ? -z : z;
 }
 
+/* sinf and cosf: Arm optimized-routines' algorithm (glibc 2.36's sysdeps/ieee754/flt-32 s_sinf.c,
+ * s_cosf.c, s_sincosf.h and s_sincosf_data.c; newlib's libm/common/sf_sin.c, sf_cos.c), in double.
+ * x is reduced to r = x - n pi/2 with |r| <= pi/4 (three ways: none below pi/4, one fused
+ * multiply-subtract below 120, a 4/pi fixed-point product above), then sin(r) or cos(r) by n's
+ * parity, the sign by n's quadrant. Every multiply-add the FMA build fuses is mc_fma here, so the
+ * bits are glibc's FMA build's (x86-64 ifunc s_sinf-fma.c and s_cosf-fma.c, which the host's
+ * TFLM calls; docs/float.md). */
+
+/* The top 12 bits of |x| as a float: the comparisons of sinf and cosf (sign cleared, exponent and
+ * the 3 top mantissa bits). */
+static inline uint32_t mc_f32_abs_top12(float x) {
+  return (mc_f32_bits(x) >> 20) & 0x7ffu;
+}
+
+/* sin(x) (n even) or cos(x) (n odd) for |x| <= pi/4 and x2 = x * x: odd degree-7 and even degree-8
+ * polynomials, minimax on [-pi/4, pi/4] (optimized-routines' __sincosf_table coefficients). */
+static inline float mc_sincosf_poly(double x, double x2, int n) {
+  const double s1 = -0x1.555545995a603p-3, s2 = 0x1.1107605230bc4p-7, s3 = -0x1.994eb3774cf24p-13;
+  const double c0 = 1.0, c1 = -0x1.ffffffd0c621cp-2, c2 = 0x1.55553e1068f19p-5;
+  const double c3 = -0x1.6c087e89a359dp-10, c4 = 0x1.99343027bf8c3p-16;
+  double x3, x4;
+  if ((n & 1) == 0) { /* x + x^3 s1 + x^7 (s2 + x^2 s3) */
+    x3 = x * x2;
+    return (float)mc_fma(x3 * x2, mc_fma(x2, s3, s2), mc_fma(x3, s1, x));
+  }
+  x4 = x2 * x2; /* (c0 + x^2 c1) + x^4 c2 + x^6 (c3 + x^2 c4) */
+  return (float)mc_fma(x4 * x2, mc_fma(x2, c4, c3), mc_fma(x4, c2, mc_fma(x2, c1, c0)));
+}
+
+/* x - n pi/2 for pi/4 <= |x| < 120, n the nearest integer to x 2/pi (*quadrant): 2/pi scaled by
+ * 2^24 and truncated to int32, so that adding 2^23 and flooring by 2^24 rounds to nearest. Pi/2 in
+ * double is good to 55 bits, enough below 120. */
+static inline double mc_sincosf_reduce_fast(double x, int* quadrant) {
+  const double inv_half_pi_2p24 = 0x1.45f306dc9c883p+23, half_pi = 0x1.921fb54442d18p+0;
+  const int32_t scaled = (int32_t)(x * inv_half_pi_2p24) + 0x800000;
+  /* floor(scaled / 2^24), an arithmetic shift right written portably */
+  const int32_t n = (int32_t)(((uint32_t)scaled + 0x80000000u) >> 24) - 128;
+  *quadrant = (int)n;
+  return mc_fma(-(double)n, half_pi, x); /* fused in glibc's FMA build */
+}
+
+/* |x| - n pi/2 for |x| >= 120 (xi its bits; *quadrant = n mod 4): the 24-bit mantissa times 4/pi,
+ * of which a table holds 192 bits, taken from where the exponent puts the binary point, gives the
+ * fraction of x 4/pi exactly in 2.62 fixed point; n is its rounded top 2 bits, the rest times
+ * pi/2^63 the remainder (at least 33 bits right). */
+static inline double mc_sincosf_reduce_large(uint32_t xi, int* quadrant) {
+  /* 4/pi: each word the next 8 bits after the previous one's, so that the exponent's top 4 bits
+   * index the 32 bits that matter */
+  static const uint32_t inv_quarter_pi[24] = {
+      0xa2u,       0xa2f9u,     0xa2f983u,   0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u,
+      0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu, 0xf534ddc0u,
+      0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u, 0x993c4390u, 0x3c439041u};
+  const double pi_2p_neg_63 = 0x1.921fb54442d18p-62; /* 2 pi / 2^64 */
+  const uint32_t* words = &inv_quarter_pi[(xi >> 26) & 15u];
+  const uint32_t mantissa = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23) & 7u);
+  uint64_t frac, n;
+  int64_t remainder;
+  /* the 32x96-bit product's middle 64 bits (the low word of the first product only) */
+  frac = (((uint64_t)mantissa * words[0]) << 32) | (((uint64_t)mantissa * words[8]) >> 32);
+  frac += (uint64_t)mantissa * words[4];
+  n = (frac + ((uint64_t)1 << 61)) >> 62;
+  frac -= n << 62;
+  remainder = (frac >> 63) != 0u ? -(int64_t)(~frac + 1u) : (int64_t)frac; /* two's complement */
+  *quadrant = (int)n;
+  return (double)remainder * pi_2p_neg_63;
+}
+
+/* sinf (cosine 0) and cosf (cosine 1): they differ only in the small-argument results and in the
+ * polynomial's parity (cos(x) = sin(x + pi/2)). With q = n mod 4 (n plus the sign of x when the
+ * large reduction took |x|), sin(x) is sin(r), cos(r), -sin(r), -cos(r) by q: the odd polynomial
+ * takes the argument r times the quadrant's sign, the even one is negated, as optimized-routines
+ * does both (its sign table and negated cosine coefficients: the same bits, signed zeros too). */
+static inline float mc_sinf_or_cosf(float y, int cosine) {
+  const uint32_t top = mc_f32_abs_top12(y), xi = mc_f32_bits(y);
+  double x = (double)y;
+  int n;
+  unsigned quadrant;
+  if (top < mc_f32_abs_top12(0x1.921fb6p-1f)) { /* |y| < pi/4 (to 3 mantissa bits) */
+    if (top < mc_f32_abs_top12(0x1p-12f)) return cosine ? 1.0f : y;
+    return mc_sincosf_poly(x, x * x, cosine);
+  }
+  if (top < mc_f32_abs_top12(120.0f)) {
+    x = mc_sincosf_reduce_fast(x, &n);
+    quadrant = (unsigned)n & 3u;
+  } else if (top < mc_f32_abs_top12(mc_f32_from_bits(0x7f800000u))) {
+    x = mc_sincosf_reduce_large(xi, &n); /* of |y| */
+    quadrant = ((unsigned)n + (xi >> 31)) & 3u;
+  } else {
+    return y - y; /* NaN for infinities and NaN */
+  }
+  if (((unsigned)n + (unsigned)cosine) % 2u == 0u) /* sin(r) times the quadrant's sign */
+    return mc_sincosf_poly(((quadrant + 1u) & 2u) != 0u ? -x : x, x * x, 0);
+  return (quadrant & 2u) != 0u ? -mc_sincosf_poly(x, x * x, 1) : mc_sincosf_poly(x, x * x, 1);
+}
+
+/* sinf, bit for bit glibc 2.36's FMA build (optimized-routines' s_sinf.c). */
+static inline float mc_sinf(float x) { return mc_sinf_or_cosf(x, 0); }
+
+/* cosf, bit for bit glibc 2.36's FMA build (optimized-routines' s_cosf.c). */
+static inline float mc_cosf(float x) { return mc_sinf_or_cosf(x, 1); }
+
 #endif /* MICROCOMPILER_KERNEL_LIBM_H_ */
