@@ -126,34 +126,71 @@ def host_has_fma() -> bool:
         return False
 
 
-@pytest.mark.skipif(
+needs_fma = pytest.mark.skipif(
     not host_has_fma(),
     reason="the host CPU has no FMA: glibc's expf then takes its plain build, "
     "which differs from the runtime's (glibc's FMA build) at 2 inputs (sinf and cosf at 34)",
 )
-def test_runtime_libm_equals_the_host_c_library(tmp_path):
-    source, exe = tmp_path / "sweep.c", tmp_path / "sweep"
-    source.write_text(SWEEP.replace("TRIG_FMA_INPUTS", ", ".join(f"0x{u:08X}u" for u in TRIG_FMA_AND_PLAIN_DIFFER)))
+
+
+def run_sweep(tmp_path, source: str, timeout: float) -> list[int]:
+    """Compile a sweep program (C, against the runtime's headers and the host libm), run it, and
+    return the integers it prints."""
+    path, exe = tmp_path / "sweep.c", tmp_path / "sweep"
+    path.write_text(source)
     subprocess.run(
-        [
-            *compiler(),
-            *STRICT_CFLAGS,
-            "-O2",
-            f"-I{resources.crt_dir() / 'include'}",
-            str(source),
-            "-o",
-            str(exe),
-            "-lm",
-        ],
+        [*compiler(), *STRICT_CFLAGS, "-O2", f"-I{resources.crt_dir() / 'include'}", str(path), "-o", str(exe), "-lm"],
         check=True,
         timeout=120,
     )
-    n, *bad, n_trig, bad_sin, bad_cos = map(
-        int, subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=300).stdout.split()
-    )
+    return [
+        int(v)
+        for v in subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=timeout).stdout.split()
+    ]
+
+
+@needs_fma
+def test_runtime_libm_equals_the_host_c_library(tmp_path):
+    fma_inputs = ", ".join(f"0x{u:08X}u" for u in TRIG_FMA_AND_PLAIN_DIFFER)
+    n, *bad, n_trig, bad_sin, bad_cos = run_sweep(tmp_path, SWEEP.replace("TRIG_FMA_INPUTS", fma_inputs), 300)
     assert n > 1_000_000 and n_trig > 6_000_000
     assert bad == [0, 0, 0, 0], f"mismatches (expf, logf, tanhf, expm1f): {bad}"
     assert (bad_sin, bad_cos) == (0, 0), f"mismatches of {n_trig} inputs (sinf, cosf): {bad_sin}, {bad_cos}"
+
+
+EVERY_FLOAT = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include "microcompiler/kernel_libm.h"
+
+static float (*volatile libm_sinf)(float) = sinf;
+static float (*volatile libm_cosf)(float) = cosf;
+
+static uint32_t bits(float v) { uint32_t b; memcpy(&b, &v, 4); return b; }
+static int same(float a, float b) { return bits(a) == bits(b) || (a != a && b != b); }
+
+int main(void) {
+  long bad_sin = 0, bad_cos = 0;
+  uint32_t u = 0;
+  do {
+    float x;
+    memcpy(&x, &u, 4);
+    bad_sin += !same(libm_sinf(x), mc_sinf(x));
+    bad_cos += !same(libm_cosf(x), mc_cosf(x));
+  } while (++u != 0u);
+  printf("%ld %ld\n", bad_sin, bad_cos);
+  return 0;
+}
+"""
+
+
+@pytest.mark.long
+@needs_fma
+def test_runtime_sinf_cosf_equal_the_host_c_library_on_every_float(tmp_path):
+    """All 2^32 float bit patterns (about 7 CPU minutes; docs/float.md)."""
+    assert run_sweep(tmp_path, EVERY_FLOAT, 3600) == [0, 0]
 
 
 def sweep_values(n: int, low: float, high: float, seed: int) -> np.ndarray:
