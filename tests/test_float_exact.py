@@ -50,6 +50,7 @@ static float (*volatile libm_tanhf)(float) = tanhf;
 static float (*volatile libm_expm1f)(float) = expm1f;
 static float (*volatile libm_sinf)(float) = sinf;
 static float (*volatile libm_cosf)(float) = cosf;
+static double (*volatile libm_exp)(double) = exp;
 
 static uint32_t bits(float v) { uint32_t b; memcpy(&b, &v, 4); return b; }
 static float from_bits(uint32_t b) { float v; memcpy(&v, &b, 4); return v; }
@@ -69,6 +70,32 @@ static void check_trig_around(uint32_t u, uint32_t reach) {
     check_trig(d & 0x7fffffffu);
     check_trig(d | 0x80000000u);
   }
+}
+
+/* exp (double) on n arguments from a xorshift generator: any bit pattern, [-750, 750] (every
+ * path: overflow, underflow, subnormal results), [-20, 20], and a float over a float (as
+ * DETECTION_POSTPROCESS's box sizes) */
+static long bad_exp_of(long n) {
+  uint64_t state = 88172645463325252u;
+  long bad = 0, i;
+  for (i = 0; i < n; ++i) {
+    uint64_t u;
+    double x, want, got;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    u = state;
+    switch (i % 4) {
+      case 0: x = mc_f64_from_bits(u); break;
+      case 1: x = (double)(u >> 11) * 0x1p-53 * 1500.0 - 750.0; break;
+      case 2: x = (double)(u >> 11) * 0x1p-53 * 40.0 - 20.0; break;
+      default: x = (double)from_bits((uint32_t)u) / (double)from_bits(0x3f800000u + (uint32_t)(u >> 40)); break;
+    }
+    want = libm_exp(x);
+    got = mc_exp(x);
+    bad += mc_f64_bits(want) != mc_f64_bits(got) && !(want != want && got != got);
+  }
+  return bad;
 }
 
 int main(void) {
@@ -105,7 +132,8 @@ int main(void) {
   for (k = 1; k < 1u << 17; ++k) check_trig_around(bits((float)(k * 1.5707963267948966)), 4u);
   for (k = 0; k < sizeof trig_fma_and_plain_differ / sizeof trig_fma_and_plain_differ[0]; ++k)
     check_trig_around(trig_fma_and_plain_differ[k], 0u);
-  printf("%ld %ld %ld %ld %ld %ld %ld %ld\n", n, bad[0], bad[1], bad[2], bad[3], n_trig, bad_sin, bad_cos);
+  printf("%ld %ld %ld %ld %ld %ld %ld %ld %ld\n", n, bad[0], bad[1], bad[2], bad[3], n_trig, bad_sin, bad_cos,
+         bad_exp_of(4000000));
   return 0;
 }
 """
@@ -152,10 +180,11 @@ def run_sweep(tmp_path, source: str, timeout: float) -> list[int]:
 @needs_fma
 def test_runtime_libm_equals_the_host_c_library(tmp_path):
     fma_inputs = ", ".join(f"0x{u:08X}u" for u in TRIG_FMA_AND_PLAIN_DIFFER)
-    n, *bad, n_trig, bad_sin, bad_cos = run_sweep(tmp_path, SWEEP.replace("TRIG_FMA_INPUTS", fma_inputs), 300)
+    n, *bad, n_trig, bad_sin, bad_cos, bad_exp = run_sweep(tmp_path, SWEEP.replace("TRIG_FMA_INPUTS", fma_inputs), 300)
     assert n > 1_000_000 and n_trig > 6_000_000
     assert bad == [0, 0, 0, 0], f"mismatches (expf, logf, tanhf, expm1f): {bad}"
     assert (bad_sin, bad_cos) == (0, 0), f"mismatches of {n_trig} inputs (sinf, cosf): {bad_sin}, {bad_cos}"
+    assert bad_exp == 0, f"exp (double): {bad_exp} mismatches of 4,000,000"
 
 
 EVERY_FLOAT = r"""
@@ -307,10 +336,40 @@ def test_board_equals_host_and_tflm_bit_for_bit(tmp_path, board):
         assert_same_bits(run.outputs[k], host[k], f"output {k} on {board} vs the host")
 
 
+DETECTED_BOXES = 64
+
+
+def add_box_decoding(b: ModelBuilder) -> tuple[list, list]:
+    """A DETECTION_POSTPROCESS keeping every box (score threshold 0, no suppression: IoU above 1
+    never happens), so each box's decoded corners, two double exps each, reach the outputs."""
+    from test_op_detection_postprocess import anchors_grid, options
+
+    enc = b.activation("box_encodings", [1, DETECTED_BOXES, 4], "float32")
+    scores = b.activation("class_scores", [1, DETECTED_BOXES, 2], "float32")
+    anchors = b.constant("anchors", anchors_grid(DETECTED_BOXES))
+    d = DETECTED_BOXES
+    outs = [
+        b.activation(name, shape, "float32")
+        for name, shape in (("boxes", [1, d, 4]), ("classes", [1, d]), ("scores", [1, d]), ("count", [1]))
+    ]
+    opts = options(max_detections=d, num_classes=1, score=0.0, iou=1.0)
+    b.custom_op("TFLite_Detection_PostProcess", [enc, scores, anchors], outs, opts)
+    return [enc, scores], outs
+
+
+def box_decoding_inputs() -> list[np.ndarray]:
+    """Box size encodings over [-30, 30] (exp of [-6, 6]), distinct scores."""
+    rng = np.random.default_rng(7)
+    enc = rng.uniform(-30.0, 30.0, [1, DETECTED_BOXES, 4]).astype(np.float32)
+    scores = rng.permutation(np.linspace(0.05, 0.95, 2 * DETECTED_BOXES, dtype=np.float32))
+    return [enc, scores.reshape(1, DETECTED_BOXES, 2)]
+
+
 @needs_board_tools
 def test_libm_sweeps_on_board_equal_host(tmp_path):
     """EXP, LOG, SIN and COS over 4,096 values each on the M4 (software double arithmetic) equal the
-    host's (SIN and COS: every reduction path, huge arguments, the FMA-sensitive inputs)."""
+    host's and TFLM's (SIN and COS: every reduction path, huge arguments, the FMA-sensitive inputs),
+    and DETECTION_POSTPROCESS's boxes (the double exp) too."""
     b = ModelBuilder()
     kinds = {kind: FLOAT_KINDS.index(kind) for kind in ("EXP", "LOG", "SIN", "COS")}  # kind: its FLOAT_OPS case
     ins, outs = [], []
@@ -320,14 +379,18 @@ def test_libm_sweeps_on_board_equal_host(tmp_path):
         b.op(kind, [x], [y])
         ins.append(x)
         outs.append(y)
-    model = b.finish(ins, outs)
-    inputs = [model_inputs(case)[0] for case in kinds.values()]
+    box_ins, box_outs = add_box_decoding(b)
+    model = b.finish(ins + box_ins, outs + box_outs)
+    inputs = [model_inputs(case)[0] for case in kinds.values()] + box_decoding_inputs()
     path = tmp_path / "libm.tflite"
     path.write_bytes(model)
     host = HostProgram(compile_bytes(model, tmp_path / "host"), tmp_path / "host_build").run([inputs])[0].outputs
     _, _, run = run_on_board(path, "mps2_an386", tmp_path / "project", input=inputs, log=lambda _: None)
-    for k, kind in enumerate(kinds):
-        assert_same_bits(run.outputs[k], host[k], f"{kind} on mps2_an386 vs the host")
+    want = Oracle(model).run(inputs)
+    assert int(np.asarray(host[-1]).ravel()[0]) == DETECTED_BOXES  # every box decoded and output
+    for k, name in enumerate([*kinds, "DETECTION_POSTPROCESS boxes", "classes", "scores", "count"]):
+        assert_same_bits(host[k], want[k], f"{name} on the host vs TFLM")
+        assert_same_bits(run.outputs[k], host[k], f"{name} on mps2_an386 vs the host")
 
 
 KERAS = Path(__file__).resolve().parent / "models" / "keras"
