@@ -11,7 +11,9 @@
  * all give glibc's FMA build's bits (docs/float.md; tests/test_float_exact.py sweeps it against the
  * host expf and TFLM's EXP, SOFTMAX and LOGISTIC).
  *
- * mc_logf is optimized-routines' logf the same way (its FMA and plain builds agree on every input).
+ * mc_logf is optimized-routines' logf the same way (its FMA and plain builds agree on every input);
+ * mc_sinf and mc_cosf (SIN, COS) optimized-routines' sinf and cosf, and mc_exp its double exp
+ * (DETECTION_POSTPROCESS), each as glibc's FMA build computes it; mc_expm1f and mc_tanhf fdlibm's.
  *
  * Only C99 double arithmetic and integer bit operations: no libm, no FMA instruction. */
 #ifndef MICROCOMPILER_KERNEL_LIBM_H_
