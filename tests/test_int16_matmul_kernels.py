@@ -170,6 +170,19 @@ def test_lstm_int16_rows4_s16_knob_sequence(tmp_path):
     assert (kernel["variant"], kernel["weights"]) == ("int16-rows4", "s16")
 
 
+def test_lstm_and_transpose_conv_int16_offer_the_s16_knob_to_the_tuner(tmp_path):
+    """`microcompiler tune` tries the int16 pairs against the default int8 weights (the LSTM's state
+    tensors, variables without data, hash as names)."""
+    from microcompiler.compiler import run_passes
+    from microcompiler.frontend.tflite import parse_tflite
+    from microcompiler.tuning.candidates import operator_candidates
+
+    for model in (LSTM_S16_MODELS["tails"](), transpose_conv_model(dtype="int16")):
+        graph = run_passes(parse_tflite(model))
+        (op,) = graph.operators
+        assert operator_candidates(op, graph, DSP) == [{}, {"weights": "s16"}, {"variant": "reference"}]
+
+
 @needs_board_tools
 @pytest.mark.parametrize("board", ON_BOARDS)
 def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
