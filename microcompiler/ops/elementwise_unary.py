@@ -10,7 +10,8 @@ element at its offset is written). Types and arithmetic follow TFLite Micro's ke
   are exact IEEE operations; ROUND rounds half to even without depending on the rounding mode
   (``mc_round_half_to_even``); EXP and LOG use ``mc_expf`` and ``mc_logf``, the host C library's
   algorithms carried in the runtime (kernel_libm.h), bit for bit TFLM's on the host and the same on
-  every board; SIN and COS call the board's C library (within 1e-5 relative of TFLM's; docs/float.md).
+  every board; SIN and COS likewise use ``mc_sinf`` and ``mc_cosf`` (glibc's optimized-routines
+  sinf and cosf; docs/float.md).
   NaN and infinities propagate as in TFLM.
 * ABS int8 (quantized) and int16 (quantized with zero points of 0, or unquantized: a plain
   ``abs`` where -32768 stays -32768): ``|x - zp_in|``, rescaled by ``in_scale / out_scale`` only
@@ -53,8 +54,8 @@ FLOAT_EXPRESSIONS = {
     "RSQRT": "1.0f / sqrtf(x)",
     "EXP": "mc_expf(x)",
     "LOG": "mc_logf(x)",
-    "SIN": "sinf(x)",
-    "COS": "cosf(x)",
+    "SIN": "mc_sinf(x)",
+    "COS": "mc_cosf(x)",
     "CEIL": "ceilf(x)",
     "FLOOR": "floorf(x)",
     "ROUND": "mc_round_half_to_even(x)",
@@ -123,8 +124,8 @@ class FloatMath(OpKernel):
             "EXP": "the C library's expf algorithm (mc_expf), identical on every target",
             "ROUND": "half to even",
             "LOG": "the C library's logf algorithm (mc_logf)",
-            "SIN": "C library sinf",
-            "COS": "C library cosf",
+            "SIN": "the C library's sinf algorithm (mc_sinf), identical on every target",
+            "COS": "the C library's cosf algorithm (mc_cosf), identical on every target",
         }.get(kind, "")
         return info
 
