@@ -172,6 +172,18 @@ CASES = {
         ("(ABS) is a builtin operator carrying custom options",),
         ModelFormatError,
     ),
+    "lstm_hidden_state_1d": (
+        "op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8",
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[18]], "shape", [6]),
+        ("the hidden state has shape [6]",),
+        ModelFormatError,
+    ),
+    "lstm_hidden_state_3d": (
+        "op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8",
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[18]], "shape", [1, 1, 6]),
+        ("the hidden state has shape [1, 1, 6]",),
+        ModelFormatError,
+    ),
     "squeeze_output_too_small": (
         "op:SQUEEZE_int8",
         output_reshaped([4, 3]),
@@ -225,6 +237,12 @@ def _strided_slice_options():
     import movement_models as mm
 
     return mm.strided_slice_options()
+
+
+def _softmax_options():
+    import model_builder as mb
+
+    return mb.softmax_options(1.0)
 
 
 def _squeeze_options(dims):
@@ -289,6 +307,14 @@ BUILT = {
         None,
         ("begin must be int32",),
         UnsupportedModelError,
+    ),
+    "softmax_int16_input_zero_point": (
+        lambda: _elementwise(
+            "SOFTMAX", "int16", [[2, 6]], quant=[(0.001, -129), (1 / 32768, 0)], options=_softmax_options()
+        ),
+        None,
+        ("the int16 input has zero point -129",),
+        ModelFormatError,
     ),
     "transpose_6d": (
         _single("TRANSPOSE", [1, 1, 1, 1, 2, 3], [np.array([0, 1, 2, 3, 5, 4], np.int32)], [[1, 1, 1, 1, 3, 2]]),
