@@ -219,7 +219,7 @@ int main(void) {
 @pytest.mark.long
 @needs_fma
 def test_runtime_sinf_cosf_equal_the_host_c_library_on_every_float(tmp_path):
-    """All 2^32 float bit patterns (about 7 CPU minutes; docs/float.md)."""
+    """All 2^32 float bit patterns (about 40 CPU seconds; docs/float.md)."""
     assert run_sweep(tmp_path, EVERY_FLOAT, 3600) == [0, 0]
 
 

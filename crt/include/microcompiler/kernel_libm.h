@@ -246,9 +246,14 @@ static inline float mc_tanhf(float x) {
  * s_cosf.c, s_sincosf.h and s_sincosf_data.c; newlib's libm/common/sf_sin.c, sf_cos.c), in double.
  * x is reduced to r = x - n pi/2 with |r| <= pi/4 (three ways: none below pi/4, one fused
  * multiply-subtract below 120, a 4/pi fixed-point product above), then sin(r) or cos(r) by n's
- * parity, the sign by n's quadrant. Every multiply-add the FMA build fuses is mc_fma here, so the
- * bits are glibc's FMA build's (x86-64 ifunc s_sinf-fma.c and s_cosf-fma.c, which the host's
- * TFLM calls; docs/float.md). */
+ * parity, the sign by n's quadrant. The bits are glibc's FMA build's (x86-64 ifunc s_sinf-fma.c
+ * and s_cosf-fma.c, which the host's TFLM calls): the multiply-subtract of the reduction, where
+ * fusing changes 34 results, is computed exactly in integers and rounded once, as the fused
+ * instruction rounds; the polynomials' multiply-adds, fused there, are not here: on all 2^32
+ * inputs that gives the same float results (docs/float.md), and the soft double arithmetic of a
+ * Cortex-M4 takes a tenth of the time an emulated fused multiply-add would. A compiler that
+ * contracts them (-ffp-contract=fast with a double FMA instruction) computes exactly glibc's FMA
+ * build's polynomials: the same bits either way. */
 
 /* The top 12 bits of |x| as a float: the comparisons of sinf and cosf (sign cleared, exponent and
  * the 3 top mantissa bits). */
@@ -257,7 +262,8 @@ static inline uint32_t mc_f32_abs_top12(float x) {
 }
 
 /* sin(x) (n even) or cos(x) (n odd) for |x| <= pi/4 and x2 = x * x: odd degree-7 and even degree-8
- * polynomials, minimax on [-pi/4, pi/4] (optimized-routines' __sincosf_table coefficients). */
+ * polynomials, minimax on [-pi/4, pi/4] (optimized-routines' __sincosf_table coefficients),
+ * evaluated in its order. */
 static inline float mc_sincosf_poly(double x, double x2, int n) {
   const double s1 = -0x1.555545995a603p-3, s2 = 0x1.1107605230bc4p-7, s3 = -0x1.994eb3774cf24p-13;
   const double c0 = 1.0, c1 = -0x1.ffffffd0c621cp-2, c2 = 0x1.55553e1068f19p-5;
@@ -265,22 +271,26 @@ static inline float mc_sincosf_poly(double x, double x2, int n) {
   double x3, x4;
   if ((n & 1) == 0) { /* x + x^3 s1 + x^7 (s2 + x^2 s3) */
     x3 = x * x2;
-    return (float)mc_fma(x3 * x2, mc_fma(x2, s3, s2), mc_fma(x3, s1, x));
+    return (float)((x + x3 * s1) + (x3 * x2) * (s2 + x2 * s3));
   }
   x4 = x2 * x2; /* (c0 + x^2 c1) + x^4 c2 + x^6 (c3 + x^2 c4) */
-  return (float)mc_fma(x4 * x2, mc_fma(x2, c4, c3), mc_fma(x4, c2, mc_fma(x2, c1, c0)));
+  return (float)(((c0 + x2 * c1) + x4 * c2) + (x4 * x2) * (c3 + x2 * c4));
 }
 
 /* x - n pi/2 for pi/4 <= |x| < 120, n the nearest integer to x 2/pi (*quadrant): 2/pi scaled by
  * 2^24 and truncated to int32, so that adding 2^23 and flooring by 2^24 rounds to nearest. Pi/2 in
- * double is good to 55 bits, enough below 120. */
+ * double is good to 55 bits, enough below 120. The difference is glibc's fused x - n pi/2, rounded
+ * once: in units of 2^-52 x (a float of at least 0.75: its last bit is at least 2^-24) and n pi/2
+ * (|n| <= 76 times the 53-bit pi/2) are integers below 2^60, so their difference is exact in
+ * int64 and its conversion to double the one rounding. */
 static inline double mc_sincosf_reduce_fast(double x, int* quadrant) {
-  const double inv_half_pi_2p24 = 0x1.45f306dc9c883p+23, half_pi = 0x1.921fb54442d18p+0;
+  const double inv_half_pi_2p24 = 0x1.45f306dc9c883p+23;
+  const int64_t half_pi_2p52 = INT64_C(0x1921fb54442d18); /* 0x1.921fb54442d18p0, pi/2 in double */
   const int32_t scaled = (int32_t)(x * inv_half_pi_2p24) + 0x800000;
   /* floor(scaled / 2^24), an arithmetic shift right written portably */
   const int32_t n = (int32_t)(((uint32_t)scaled + 0x80000000u) >> 24) - 128;
   *quadrant = (int)n;
-  return mc_fma(-(double)n, half_pi, x); /* fused in glibc's FMA build */
+  return (double)((int64_t)(x * 0x1p52) - n * half_pi_2p52) * 0x1p-52;
 }
 
 /* |x| - n pi/2 for |x| >= 120 (xi its bits; *quadrant = n mod 4): the 24-bit mantissa times 4/pi,
