@@ -1,4 +1,4 @@
-"""GATHER_ND: int8 and float32 values (TFLM's types), int32 (or int64) indices.
+"""GATHER_ND: int8 and float32 values (TFLM's types), int32 indices (as TFLM).
 
 The last dimension of the indices (nd) addresses the first nd dimensions of the params; each index
 tuple copies one slice of the remaining dimensions (one memcpy). Run-time indices are clamped into
@@ -26,6 +26,9 @@ def _geometry(op, graph):
         op,
         f"index depth {nd} (the indices' last dimension) exceeds the params rank {len(x.shape)}",
     )
+    require(
+        nd <= 5, op, f'index depth {nd} is not supported (TFLM: "Index innermost dimension length must not exceed 5")'
+    )
     out_shape = list(idx.shape[:-1]) + list(x.shape[nd:])
     require(list(y.shape) == out_shape, op, f"output shape {list(y.shape)} does not match the expected {out_shape}")
     return int(np.prod(idx.shape[:-1], dtype=np.int64)), nd, int(np.prod(x.shape[nd:], dtype=np.int64))
@@ -37,7 +40,8 @@ class GatherNd(OpKernel):
     input_roles = ("params", "indices")
     inputs = (2, 2)
     types = ("int8", "float32")
-    type_notes = "indices int32 or int64; out-of-range run-time indices are clamped, where TFLM fails"
+    type_notes = "indices int32 (as TFLM); out-of-range run-time indices are clamped, where TFLM fails"
+    tflm_refusals = ("indices of another type than int32, or an index depth (their last dimension) over 5",)
     quantized_io = False
 
     def check(self, op, graph):
