@@ -110,6 +110,9 @@ class OperatorNotes:
     # left at the true image border, instead of the layer's own
     patch_padding: tuple[int, int] | None = None
     subgraph_arena: int = 0  # bytes of a control-flow operator's subgraph arena (its last output)
+    # the fused activation was a standalone RELU/RELU6 the ``fuse_activations`` pass folded in (the
+    # model's own may be refused: TFLM's CONCATENATION allows none)
+    activation_fused: bool = False
 
 
 @dataclass

@@ -60,9 +60,23 @@ MODELS += KERAS
 # float32 LOGISTIC, TANH, MUL, SUB, ADD of GRU-gate sizes in a main graph (the float GRU runs them only
 # inside its WHILE body, whose operators bench does not time one by one): built here, FLOAT_GATES
 FLOAT_GATES = "float_gates.tflite"
+# The int16x8 look-alike with int16 LOGISTIC (piecewise-table), TRANSPOSE_CONV and CONV_2D kernels, and
+# the SVDF example (a keyword-spotting stack with int16 state: SVDF rows4)
+EXTRA = [ROOT / "tests/models/keras/conv_autoencoder_int16x8.tflite", ROOT / "examples/svdf_kws/svdf_kws_int8.tflite"]
+MODELS += EXTRA
+# Built here (BUILT, file name: the builder's model): int16 LOGISTIC and TANH (piecewise-table,
+# scripts/table_benchmarks.py) and the SVDF models of scripts/svdf_benchmarks.py (rows4; the stack with
+# int8 state under a name of its own, the example's file name being taken)
+BUILT = {
+    "elementwise_int16": "elementwise_int16",
+    "svdf_kws_int8_state": "svdf_kws_int8",
+    "svdf_large_int16": "svdf_large_int16",
+    "svdf_large_int8": "svdf_large_int8",
+}
+M55_BUILT = ("elementwise_int16", "svdf_large_int8")
 # The Cortex-M55 (Helium kernels: their own variants, so their own keys)
 M55_BOARD = "mps3_an547"
-M55_MODELS = MODELS[:3] + KERAS[:4]
+M55_MODELS = MODELS[:3] + KERAS[:4] + EXTRA
 NOT_FITTED = ("WHILE",)  # costed from their subgraphs (analysis/loops.py)
 OUT = ROOT / "microcompiler/ops/cost_model_data.py"
 MEASUREMENTS = ROOT / "tests/data/cost_model_measurements.json"
@@ -72,6 +86,7 @@ def float_gates_model(directory: Path) -> Path:
     """x [1, 24] float32 -> sigmoid, tanh, products and sums as a GRU cell's gates compute them, and a
     sigmoid over [1, 72] (two sizes: a cost per element and per call)."""
     sys.path.insert(0, str(ROOT / "tests"))
+    from elementwise_models import activation_options
     from model_builder import ModelBuilder, add_options, mul_options
 
     b = ModelBuilder()
@@ -83,12 +98,26 @@ def float_gates_model(directory: Path) -> Path:
     b.op("LOGISTIC", [x], [z])
     b.op("TANH", [x], [h])
     b.op("MUL", [z, h], [zh], mul_options())
-    b.op("SUB", [x, zh], [r], add_options())
+    b.op("SUB", [x, zh], [r], activation_options("SUB"))
     b.op("ADD", [r, zh], [y], add_options())
     b.op("LOGISTIC", [wide], [wide_out])
     path = directory / FLOAT_GATES
     path.write_bytes(b.finish([x, wide], [y, wide_out]))
     return path
+
+
+def built_models(directory: Path) -> dict[str, Path]:
+    """The BUILT models, written to directory."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import svdf_benchmarks
+    import table_benchmarks
+
+    data = {**table_benchmarks.elementwise_models(), **svdf_benchmarks.models()}
+    paths = {}
+    for name, builder_name in BUILT.items():
+        paths[name] = directory / f"{name}.tflite"
+        paths[name].write_bytes(data[builder_name])
+    return paths
 
 
 def measure(model: Path, board: str) -> dict:
@@ -129,7 +158,11 @@ def main(argv=None) -> int:
     samples = defaultdict(list)
     measured = {}
     work = Path(tempfile.mkdtemp(prefix="fit_cost_model-"))
-    for board_name, models in ((BOARD, MODELS + [float_gates_model(work)]), (M55_BOARD, M55_MODELS)):
+    built = built_models(work)
+    for board_name, models in (
+        (BOARD, MODELS + [float_gates_model(work)] + [built[n] for n in BUILT]),
+        (M55_BOARD, M55_MODELS + [built[n] for n in M55_BUILT]),
+    ):
         board = load_board(board_name)
         instructions_per_tick = 1e9 / board.timer.get("hz")  # -icount shift=0: one instruction per ns
         for model in models:

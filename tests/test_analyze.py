@@ -120,12 +120,16 @@ def test_while_loops_count_their_body_times_the_trip_count():
         for b in ("mps2_an386", "mps3_an547")
         for m in ("conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")
     ]
-    + [("mps2_an386", "gru_float32"), ("mps2_an386", "lstm_float32")],
+    + [("mps2_an386", "gru_float32"), ("mps2_an386", "lstm_float32")]
+    + [(b, m) for b in ("mps2_an386", "mps3_an547") for m in ("conv_autoencoder_int16x8", "svdf_kws_int8")],
 )
 def test_keras_lookalike_estimates_within_20_percent(board, model):
     """Issue 21: analyze within 20% of bench on the look-alikes with the new kernels (and the float GRU,
-    whose time is all in its WHILE loop)."""
+    whose time is all in its WHILE loop; the int16x8 autoencoder's piecewise-table LOGISTIC; the SVDF
+    keyword-spotting example, SVDF rows4)."""
     path = KERAS / f"{model}.tflite"
+    if model == "svdf_kws_int8":
+        path = ROOT / "examples/svdf_kws/svdf_kws_int8.tflite"
     est = json.loads(cli("analyze", path, "--board", board, "--json").stdout)
     proc = cli("bench", path, "--board", board, "--json", "--number", "1", "--repeat", "1")
     assert proc.returncode == 0, proc.stderr

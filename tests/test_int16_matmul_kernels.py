@@ -12,6 +12,8 @@ on the Cortex-M4 (DSP) and the Cortex-M55.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from board_oracle import assert_matches_oracle_on_board, needs_board_tools
@@ -46,13 +48,25 @@ def _models():
     return {n: transpose_conv_model(**c) for n, c in TRANSPOSE_S16_CASES.items()}
 
 
-@pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
-def test_transpose_conv_int16_phases_match_tflm(tmp_path, features):
-    lib = assert_cases_match_oracle(_models(), tmp_path, n_inputs=3, features=features)
+TC_S16 = {"TRANSPOSE_CONV": {"weights": "s16"}}  # the knob that keeps int16 pairs in flash (int16-phases)
+
+
+@pytest.mark.parametrize(
+    "features,weights", [(frozenset(), "s8"), (DSP, "s8"), (DSP, "s16")], ids=["c", "dsp", "dsp-s16"]
+)
+def test_transpose_conv_int16_phases_match_tflm(tmp_path, features, weights):
+    """int16-phases-s8 (the default: int8 weights, each phase widened once into the scratch) and
+    int16-phases (the "weights": "s16" knob)."""
+    tuning = TC_S16 if weights == "s16" else None
+    lib = assert_cases_match_oracle(_models(), tmp_path, n_inputs=3, features=features, tuning=tuning)
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
-    assert {k["variant"] for k in kernels} == {"int16-phases"}
+    assert {(k["variant"], k["weights"]) for k in kernels} == {
+        ("int16-phases", "s16") if weights == "s16" else ("int16-phases-s8", "s8")
+    }
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
-    assert "mc_dot4_s16(row" in lib.files["src/model_ops.c"]  # the kernel's C, not the reference loops
+    c = lib.files["src/model_ops.c"]
+    assert "mc_dot4_s16(row" in c  # the kernel's C, not the reference loops
+    assert ("mc_widen_s8(wide" in c) == (weights == "s8")
 
 
 def test_transpose_conv_int16_phases_extremes(tmp_path):
@@ -63,7 +77,7 @@ def test_transpose_conv_int16_phases_extremes(tmp_path):
     )
     inputs = [[np.full((1, 4, 4, 16), v, np.int16)] for v in (-32768, 32767, 0)]
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
-    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-phases"
+    assert lib.metadata["operators"][0]["kernel"]["variant"] == "int16-phases-s8"
 
 
 def _weights_summing_to(total: int, shape, seed=1) -> np.ndarray:
@@ -87,7 +101,7 @@ def test_transpose_conv_int16_phases_wide_requantization(tmp_path):
     )
     lib = assert_matches_oracle(model, tmp_path, inputs=inputs, features=DSP)
     kernel = lib.metadata["operators"][0]["kernel"]
-    assert (kernel["variant"], kernel["requant"]) == ("int16-phases", "wide")
+    assert (kernel["variant"], kernel["requant"]) == ("int16-phases-s8", "wide")
 
 
 def test_transpose_conv_int16_unprovable_sums_keep_the_reference(tmp_path):
@@ -131,15 +145,42 @@ LSTM_S16_MODELS = {
 }
 
 
+LSTM_S16 = {"UNIDIRECTIONAL_SEQUENCE_LSTM": {"weights": "s16"}}  # the knob that keeps int16 pairs in flash
+
+
 @pytest.mark.parametrize("features", [frozenset(), DSP], ids=["c", "dsp"])
 @pytest.mark.parametrize("name", list(LSTM_S16_MODELS))
 def test_lstm_int16_rows4_sequence(tmp_path, name, features):
     """Sequences (state across inferences, then reset) under ASan/UBSan, step by step against TFLM:
-    depths % 4 (zero-padded rows) and exact quads, gates straddling blocks of 4 rows."""
+    depths % 4 (zero-padded rows) and exact quads, gates straddling blocks of 4 rows; the default
+    int16-rows4-s8 (int8 weights in flash, widened in registers)."""
     library = check_sequence(LSTM_S16_MODELS[name](), tmp_path, executors=("aot",), sanitize=True, features=features)
     kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
-    assert kernels and all(k["variant"] == "int16-rows4" for k in kernels)
+    assert kernels and all(k["variant"] == "int16-rows4-s8" and k["weights"] == "s8" for k in kernels)
     assert {k["isa"] for k in kernels} == {"dsp" if features else "c"}
+
+
+def test_lstm_int16_rows4_s16_knob_sequence(tmp_path):
+    """The "weights": "s16" knob keeps int16-rows4 (int16 pairs in flash): the tails model (depths
+    % 4, gates straddling blocks of 4 rows) under ASan/UBSan against TFLM."""
+    library = check_sequence(
+        LSTM_S16_MODELS["tails"](), tmp_path, executors=("aot",), sanitize=True, features=DSP, tuning=LSTM_S16
+    )
+    (kernel,) = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert (kernel["variant"], kernel["weights"]) == ("int16-rows4", "s16")
+
+
+def test_lstm_and_transpose_conv_int16_offer_the_s16_knob_to_the_tuner(tmp_path):
+    """`microcompiler tune` tries the int16 pairs against the default int8 weights (the LSTM's state
+    tensors, variables without data, hash as names)."""
+    from microcompiler.compiler import run_passes
+    from microcompiler.frontend.tflite import parse_tflite
+    from microcompiler.tuning.candidates import operator_candidates
+
+    for model in (LSTM_S16_MODELS["tails"](), transpose_conv_model(dtype="int16")):
+        graph = run_passes(parse_tflite(model))
+        (op,) = graph.operators
+        assert operator_candidates(op, graph, DSP) == [{}, {"weights": "s16"}, {"variant": "reference"}]
 
 
 @needs_board_tools
@@ -151,7 +192,7 @@ def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
 
     model = LSTM_S16_MODELS["two-layer-batch2"]()
     library = compile_bytes(model, tmp_path, features=frozenset(load_board(board).cpu.features))
-    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4"}
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4-s8"}
     seq = sequence(library.metadata)
     _, _, run = run_on_board(library, board, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), board)
@@ -226,3 +267,70 @@ def test_batch_matmul_int16_cols4_extremes_sanitized(tmp_path):
 @needs_board_tools
 def test_batch_matmul_int16_cols4_on_m4(tmp_path):
     assert_matches_oracle_on_board(merge_models(list(_matmul_s16().values())), tmp_path, board="mps2_an386")
+
+
+# ---- int16x8 weights at the model file's size (issue 22 item 6) --------------------------------------
+
+
+def _weight_arrays_bytes(c: str, names: tuple[str, ...]) -> int:
+    """Bytes of the flash arrays named ``<prefix>_<name>`` for each of ``names`` in the generated C."""
+    sizes = {"int8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "int64_t": 8}
+    total = 0
+    for name in names:
+        found = re.findall(rf"static const (u?int\d+_t) \w+_{name}\[(\d+)\] = \{{", c)
+        assert len(found) == 1, (name, found)
+        total += sizes[found[0][0]] * int(found[0][1])
+    return total
+
+
+def _constant_bytes(model: bytes, kind: str, roles: tuple[int, ...]) -> int:
+    """Bytes the .tflite stores for inputs ``roles`` of its one ``kind`` operator."""
+    from microcompiler.frontend.tflite import parse_tflite
+
+    graph = parse_tflite(model)
+    (op,) = [o for o in graph.operators if o.kind == kind]
+    return sum(graph.tensors[op.inputs[i]].data.nbytes for i in roles)
+
+
+def _flash_weights(model: bytes, tmp_path, kind: str, tuning=None) -> tuple[int, str]:
+    lib = compile_bytes(model, tmp_path, features=DSP, tuning=tuning)
+    (op,) = [o for o in lib.metadata["operators"] if o["kind"] == kind]
+    return op["weights_bytes"], lib.files["src/model_ops.c"]
+
+
+def test_int16x8_weights_in_flash_at_the_model_file_size(tmp_path):
+    """TRANSPOSE_CONV (int16-phases-s8) and UNIDIRECTIONAL_SEQUENCE_LSTM (int16-rows4-s8) store their
+    weights in flash as the model file's int8 bytes (shapes whose rows need no padding to 4 taps);
+    the "weights": "s16" knob twice as many. The rest of the layer's flash is the derived constants,
+    counted here: TRANSPOSE_CONV's bias as int32 plus an int32 multiplier per channel (the file's
+    int64 bias: 8 bytes per channel, the narrow requantization) and its phase tables; the LSTM's int64
+    gate biases as in the file, the requantization per gate and side, the sigmoid table. BATCH_MATMUL
+    has nothing to narrow: TFLM requires both operands of one type (int16 x int16), and a constant
+    int16 rhs (even depth) is stored as the file's int16 bytes, as pairs."""
+    # TRANSPOSE_CONV 3x3 stride 2 on 8 channels -> 16: phases of 4, 2, 2, 1 taps x 8 channels
+    tc = transpose_conv_model(dtype="int16", hwc=(5, 5, 8), out_c=16)
+    total, c = _flash_weights(tc, tmp_path / "tc", "TRANSPOSE_CONV")
+    weights, bias = _constant_bytes(tc, "TRANSPOSE_CONV", (1,)), _constant_bytes(tc, "TRANSPOSE_CONV", (3,))
+    assert _weight_arrays_bytes(c, ("weights",)) == weights == 16 * 9 * 8
+    phase_tables = _weight_arrays_bytes(c, ("phase_offsets", "taps_h", "taps_w"))
+    assert total == weights + bias + phase_tables
+    total_s16, c16 = _flash_weights(tc, tmp_path / "tc16", "TRANSPOSE_CONV", TC_S16)
+    assert _weight_arrays_bytes(c16, ("weights",)) == 2 * weights and total_s16 == total + weights
+    # LSTM: 8 inputs, 12 units (the 4 gates stacked: 48 rows of 8 and 12 taps)
+    lstm = lstm_int16(n_input=8, n_state=12)
+    kind = "UNIDIRECTIONAL_SEQUENCE_LSTM"
+    total, c = _flash_weights(lstm, tmp_path / "lstm", kind)
+    weights = _constant_bytes(lstm, kind, (1, 2, 3, 4, 5, 6, 7, 8))
+    biases = _constant_bytes(lstm, kind, (12, 13, 14, 15))
+    assert _weight_arrays_bytes(c, ("input_weights", "hidden_weights")) == weights == 4 * 12 * (8 + 12)
+    derived = _weight_arrays_bytes(
+        c, ("input_multiplier", "input_shift", "hidden_multiplier", "hidden_shift", "sigmoid_table")
+    )
+    assert total == weights + biases + derived
+    total_s16, c16 = _flash_weights(lstm, tmp_path / "lstm16", kind, LSTM_S16)
+    assert _weight_arrays_bytes(c16, ("input_weights", "hidden_weights")) == 2 * weights
+    assert total_s16 == total + weights
+    # BATCH_MATMUL int16 x constant int16 rhs
+    bmm = batch_matmul_model("int16", [2, 3, 16], [16, 5], constant_rhs=True)
+    total, c = _flash_weights(bmm, tmp_path / "bmm", "BATCH_MATMUL")
+    assert _weight_arrays_bytes(c, ("rhs_packed",)) == _constant_bytes(bmm, "BATCH_MATMUL", (1,)) == 16 * 5 * 2

@@ -5,7 +5,8 @@ sigmoid table, interpolation and mirror).
 Held against the TFLM interpreter on all 65,536 int16 inputs over ten input scales (power-of-two
 scales TFLM takes a shortcut for, tiny scales reaching a few segments, large ones that saturate):
 the compile-time table alone, the generated C on the host with sanitizers (and TFLM's own loop,
-``kernels="reference"``), and the generated C on an emulated Cortex-M4 (mps2_an386)."""
+``kernels="reference"``; and the Helium variant's portable fallback), and the generated C on an
+emulated Cortex-M4 (mps2_an386) and Cortex-M55 (mps3_an547: the Helium gathers)."""
 
 from __future__ import annotations
 
@@ -73,12 +74,26 @@ def test_generated_tables_match_tflm_on_every_input(tmp_path, kind):
     assert {op["kernel"]["variant"] for op in ref.metadata["operators"]} == {"sigmoid-table"}
 
 
-@needs_board_tools
-def test_tables_on_board_match_tflm(tmp_path):
-    """On the emulated Cortex-M4: both functions, every int16 input, a clamped and an unclamped
-    table each (one merged model, one run)."""
+def test_helium_variant_fallback_matches_tflm_on_every_input(tmp_path):
+    """The Helium variant's C (mc_piecewise_s16_run) compiled for the host, where its portable scalar
+    line runs (ASan/UBSan): both functions, a clamped and an unclamped table each."""
     from model_merge import merge_models
 
     scales = (2**-12, 4.0)
     model = merge_models([sweep_model(kind, scales) for kind in sorted(KINDS)])
-    assert_matches_oracle_on_board(model, tmp_path, inputs=[ALL_INT16] * (len(scales) * len(KINDS)))
+    inputs = [[ALL_INT16] * (len(scales) * len(KINDS))]
+    lib = assert_matches_oracle(model, tmp_path, sanitize=True, inputs=inputs, features=frozenset({"dsp", "mve"}))
+    assert {op["kernel"]["variant"] for op in lib.metadata["operators"]} == {"mve-piecewise-table"}
+
+
+@needs_board_tools
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])  # SMLAD core; Helium (mve-piecewise-table)
+def test_tables_on_board_match_tflm(tmp_path, board):
+    """On the emulated Cortex-M4 and Cortex-M55: both functions, every int16 input, an unclamped
+    (LOGISTIC at 2^-12) and clamped tables (one merged model, one run; the M55's flash holds two
+    inputs of 65,536 int16 beside the code)."""
+    from model_merge import merge_models
+
+    cases = [("LOGISTIC", 2**-12), ("TANH", 4.0)] + ([("LOGISTIC", 4.0)] if board == "mps2_an386" else [])
+    model = merge_models([sweep_model(kind, (scale,)) for kind, scale in cases])
+    assert_matches_oracle_on_board(model, tmp_path, board, inputs=[ALL_INT16] * len(cases))

@@ -143,8 +143,8 @@ def test_lstm_dsp_variant_sequence(tmp_path, make_model):
 
 
 def test_lstm_dsp_variants_of_int16_and_float(tmp_path):
-    """int16x8 takes int16-rows4 (tests/test_int16_matmul_kernels.py sweeps it); float keeps the reference."""
-    for model, variant in ((lstm_int16(), "int16-rows4"), (lstm_float(), "reference")):
+    """int16x8 takes int16-rows4-s8 (tests/test_int16_matmul_kernels.py sweeps it); float keeps the reference."""
+    for model, variant in ((lstm_int16(), "int16-rows4-s8"), (lstm_float(), "reference")):
         library = compile_bytes(model, tmp_path, features={"dsp"})
         assert [op["kernel"]["variant"] for op in library.metadata["operators"]] == [variant]
 

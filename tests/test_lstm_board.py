@@ -31,7 +31,9 @@ def test_lstm_sequence_standalone_on_board(tmp_path, name, executor):
     assert len(run.step_outputs) == STEPS
     variants = {op["kernel"]["variant"] for op in library.metadata["operators"]}
     # the M4's DSP extension
-    assert variants == {"single": {"rows4"}, "two-layer": {"rows4"}, "int16": {"int16-rows4"}}.get(name, {"reference"})
+    assert variants == {"single": {"rows4"}, "two-layer": {"rows4"}, "int16": {"int16-rows4-s8"}}.get(
+        name, {"reference"}
+    )
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
 
 

@@ -303,7 +303,7 @@ def test_zephyr_project_runs_every_model(models, tmp_path):
     main = (project.dir / "src" / "main.c").read_text()
     runner = (project.dir / "src" / "models.c").read_text()
     cmake = (project.dir / "CMakeLists.txt").read_text()
-    assert "run_models()" in main and "k_sleep" in main
+    assert "mc_runner_run_models(g_models, MODEL_COUNT, " in main and "k_sleep" in main
     assert "tiny_cnn_int8_run(" in runner and "ad01_int8_run(" in runner and f"int64_t {SHARED_ARENA}[" in runner
     assert "models/tiny_cnn_int8/include models/ad01_int8/include" in cmake and "src/models.c" in cmake
     served = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "zr", mode="host-driven")

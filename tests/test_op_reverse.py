@@ -1,15 +1,10 @@
 """REVERSE_V2 against the TFLM oracle: every type TFLM runs, one or several axes, negative axes,
 innermost and outer axes; malformed axes via the CLI."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from harness import assert_matches_oracle, compile_bytes
+from harness import assert_matches_oracle
 from movement_models import assert_clean_rejection, side_by_side, single_op
-
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
 
 
 def reverse_case(shape, axes, dtype="int8"):
@@ -42,14 +37,11 @@ def test_reverse_types_match_tflm(tmp_path):
     assert_matches_oracle(model, tmp_path, n_inputs=2)
 
 
-def test_reverse_non_contiguous_axes_matches_numpy(tmp_path):
-    """TFLM refuses axes that are not adjacent; the copy plan handles any set: compare with numpy."""
-    library = compile_bytes(reverse_model([2, 3, 4], [0, 2], "float32"), tmp_path)
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(2)]
-    for got, (x,) in zip(HostProgram(library, Path(tmp_path) / "build", sanitize=True).run(inputs), inputs):
-        np.testing.assert_array_equal(got.outputs[0], np.flip(x, axis=(0, 2)))
-
-
-@pytest.mark.parametrize("axes,match", [([2], "out of range"), ([0, -2], "twice")])
-def test_reverse_rejections(tmp_path, axes, match):
-    assert_clean_rejection(reverse_model([4, 5], axes), tmp_path, match)
+# axes [0, 2] of a 3-D input: TFLM's Eval refuses axes that are not adjacent ("Non-contiguous `axes` not
+# supported"), so no reference confirms an answer (tests/test_tflm_prepare_checks.py runs TFLM on it)
+@pytest.mark.parametrize(
+    "shape,axes,match",
+    [([4, 5], [2], "out of range"), ([4, 5], [0, -2], "twice"), ([2, 3, 4], [0, 2], "not contiguous")],
+)
+def test_reverse_rejections(tmp_path, shape, axes, match):
+    assert_clean_rejection(reverse_model(shape, axes), tmp_path, match)

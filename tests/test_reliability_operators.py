@@ -21,7 +21,7 @@ from oracle import Oracle, TFLMError
 from test_reliability_models import refused, tflm_refuses
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
-from microcompiler.errors import MicrocompilerError, ModelFormatError
+from microcompiler.errors import MicrocompilerError, ModelFormatError, UnsupportedModelError
 
 
 def edited(model: bytes, edit) -> bytes:
@@ -311,3 +311,65 @@ def test_mirror_pad_without_an_options_table_pads_as_tflm_does(tmp_path):
     y = b.activation("y", [1, 4, 5], "int8", scale=0.05, zero_point=-3)
     b.op("MIRROR_PAD", [x, pads], [y])
     assert_matches_oracle(b.finish([x], [y]), tmp_path, n_inputs=3)
+
+
+# ---- constants listed as a subgraph's inputs or outputs (issue 24) ----
+
+
+def _if_then_branch_reads_k_twice(m):
+    """if_int8's then-branch 'then_add' (x, k, y) takes its input in the constant k, and adds k to k."""
+    m.subgraphs[1].inputs = [1]
+    m.subgraphs[1].operators[0].inputs = [1, 1]
+
+
+def _while_body_takes_count_in_one(m):
+    """while_int8's body (i, count, acc, x, one, ...) takes the loop count in its constant 'one'."""
+    m.subgraphs[2].inputs = [0, 4, 2, 3]
+    m.subgraphs[2].outputs = [5, 4, 6, 3]
+
+
+def test_a_constant_listed_as_a_subgraphs_input_is_refused_as_damaged(tmp_path):
+    """TFLM copies the caller's values over the constant's bytes in the model (then k + k is x + x,
+    and the loop counter steps by the count), where microcompiler folded the constant: the outputs
+    differed. Refused as damaged, as a constant listed as a model input is."""
+    from flow_models import if_int8, while_int8
+
+    x = np.arange(6, dtype=np.int8).reshape(1, 6)
+    model = edited(if_int8(), _if_then_branch_reads_k_twice)
+    assert len(set(Oracle(model).run([np.array([True]), x])[0].ravel())) > 1  # TFLM: k + k follows x
+    refused(
+        model, tmp_path / "if", "subgraph 1 ('then_add') input tensor 1 ('k') is a constant", error=ModelFormatError
+    )
+    model = edited(while_int8(), _while_body_takes_count_in_one)
+    assert Oracle(model).run([np.array([3], np.int32), x])[0].tolist() == x.tolist()  # one turn: i = 0 + 3
+    refused(
+        model,
+        tmp_path / "while",
+        "subgraph 2 ('loop_body') input tensor 4 ('one') is a constant",
+        error=ModelFormatError,
+    )
+    assert_matches_oracle(if_int8(), tmp_path / "ok", inputs=[[np.array([f]), x] for f in (True, False)], sanitize=True)
+
+
+def test_a_constant_returned_by_a_subgraph_is_refused_not_left_unwritten(tmp_path):
+    """An IF branch returning its constant k printed 0s (nothing wrote the IF's output; TFLM copies
+    k), and a WHILE body returning the constant 'one' as the counter looped for ever (TFLM: one turn).
+    Refused in one line, as a constant model output is."""
+    from flow_models import if_int8, while_int8
+
+    def then_returns_k(m):
+        m.subgraphs[1].outputs = [1]
+        m.subgraphs[0].tensors[2].quantization = m.subgraphs[1].tensors[1].quantization
+
+    x = np.arange(6, dtype=np.int8).reshape(1, 6)
+    model = edited(if_int8(), then_returns_k)
+    assert Oracle(model).run([np.array([True]), x])[0].tolist() == [[9] * 6]
+    refused(model, tmp_path / "if", "subgraph 1 ('then_add') output 0 ('k') is a constant", error=UnsupportedModelError)
+    model = edited(while_int8(), lambda m: setattr(m.subgraphs[2], "outputs", [4, 1, 6, 3]))
+    assert Oracle(model).run([np.array([1], np.int32), x])[1].tolist() == [1]
+    refused(
+        model,
+        tmp_path / "while",
+        "subgraph 2 ('loop_body') output 0 ('one') is a constant",
+        error=UnsupportedModelError,
+    )

@@ -40,10 +40,12 @@ def assert_steps_match(ours, want, what: str):
                 assert np.array_equal(got, exp), f"{what}: step {step}, output {k}: {got.ravel()} vs TFLM {exp.ravel()}"
 
 
-def check_sequence(model: bytes, tmp_path, executors=("aot", "graph"), sanitize=False, features=frozenset()):
+def check_sequence(
+    model: bytes, tmp_path, executors=("aot", "graph"), sanitize=False, features=frozenset(), tuning=None
+):
     """Run STEPS inputs, reset, and the same STEPS again, on each executor; compare every step with
     TFLM (same inputs, same number of invocations, its own state) and the replay with the first pass."""
-    library = compile_bytes(model, tmp_path, features=features)
+    library = compile_bytes(model, tmp_path, features=features, tuning=tuning)
     seq = sequence(library.metadata)
     want = Oracle(model).run_sequence(seq)
     # the outputs must depend on the state: the same input at two steps gives different outputs

@@ -326,11 +326,13 @@ static void command_results(void) {
   put_line("]");
 }
 
-static int run_model(void) {
-  mc_status_t status = g_config->infer();
+static void put_failure(mc_status_t status) { put_error("Inference failed: ", mc_status_name(status)); }
+
+static int run_model(const mc_runner_t* runner) {
+  mc_status_t status = mc_runner_infer(runner, 0);
   (void)mc_mlperf_dut_now_us(); /* extend the clock between runs: no window can wrap the timer */
   if (status != MC_OK) {
-    put_error("Inference failed: ", mc_status_name(status));
+    put_failure(status);
     return 0;
   }
   return 1;
@@ -338,6 +340,7 @@ static int run_model(void) {
 
 static void command_infer(char* tokens[], size_t count) {
   uint32_t runs = 1u, warmups = DEFAULT_WARMUPS, i;
+  mc_status_t status;
   if (count > 3u) {
     put_error("Command 'infer' takes N and W only", "");
     return;
@@ -360,11 +363,16 @@ static void command_infer(char* tokens[], size_t count) {
   }
   load_input();
   g_have_results = 0;
+  status = mc_runner_prepare(g_config->runner, 0); /* the input is in place */
+  if (status != MC_OK) {
+    put_failure(status);
+    return;
+  }
   put("m-warmup-start-");
   put_uint(warmups);
   put("\r\n");
   for (i = 0; i < warmups; ++i) {
-    if (!run_model()) return;
+    if (!run_model(g_config->runner)) return;
   }
   put_line("m-warmup-done");
   put("m-infer-start-");
@@ -372,9 +380,14 @@ static void command_infer(char* tokens[], size_t count) {
   put("\r\n");
   put_timestamp();
   for (i = 0; i < runs; ++i) {
-    if (!run_model()) return;
+    if (!run_model(g_config->runner)) return;
   }
   put_timestamp();
+  status = mc_runner_finish(g_config->runner); /* the outputs in place */
+  if (status != MC_OK) {
+    put_failure(status);
+    return;
+  }
   put_line("m-infer-done");
   if (g_config->scores == MC_MLPERF_SCORES_RECONSTRUCTION) g_reconstruction_error = reconstruction_error();
   g_have_results = 1;
@@ -440,7 +453,7 @@ mc_status_t mc_mlperf_dut_init(const mc_mlperf_dut_config_t* config) {
   size_t needed;
   if (config == NULL || config->device_name == NULL || config->model_version == NULL ||
       config->load_buffer == NULL || config->input == NULL || config->output == NULL ||
-      config->infer == NULL || config->input_elements == 0u || config->output_elements == 0u) {
+      config->runner == NULL || config->input_elements == 0u || config->output_elements == 0u) {
     return MC_ERR_INVALID_ARGUMENT;
   }
   needed = config->input_elements * (config->input_format == MC_MLPERF_INPUT_FLOAT32 ? FLOAT_BYTES : 1u);

@@ -229,13 +229,16 @@ def _output_copies(graph: Graph) -> list[tuple[str, str, int, str]]:
 
 
 def _check_outputs(graph: Graph) -> None:
-    for k, tensor in enumerate(graph.outputs):
-        if graph.tensors[graph.storage(tensor)].data is not None:
-            raise UnsupportedModelError(
-                f"model output {k} ('{graph.tensors[tensor].name}') is a constant, not "
-                "computed by any operator; microcompiler does not support constant "
-                "outputs"
-            )
+    """Refuse constant outputs, of the model and of its subgraphs (an IF branch or WHILE body
+    returning a constant, which TFLM copies to the caller: no C would write it here)."""
+    for g, what in [(graph, "model")] + [(s, f"subgraph {k} ('{s.name}')") for k, s in graph.subgraphs.items()]:
+        for k, tensor in enumerate(g.outputs):
+            if g.tensors[g.storage(tensor)].data is not None:
+                raise UnsupportedModelError(
+                    f"{what} output {k} ('{g.tensors[tensor].name}') is a constant, not "
+                    "computed by any operator; microcompiler does not support constant "
+                    "outputs"
+                )
 
 
 def _patches_metadata(graph: Graph, layers: dict[int, str]) -> dict:

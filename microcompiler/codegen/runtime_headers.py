@@ -26,6 +26,7 @@ KERNEL_HEADERS = (
     "kernel_s16.h",
     "kernel_mve.h",
     "kernel_mve_matmul.h",
+    "kernel_mve_tables.h",
     "kernel_float.h",
     "kernel_elementwise.h",
     "kernel_activation.h",

@@ -33,6 +33,10 @@ _RENAMED = {
     "filter_width": "filter_w",
 }
 _POOLS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D")
+# Options fields that hold a TensorType (ARG_MAX/ARG_MIN output_type, SHAPE out_type, CAST's): TFLM's
+# parser refuses a value that names no type, whether or not the kernel reads it.
+_TENSOR_TYPE_FIELDS = ("output_type", "out_type", "in_data_type", "out_data_type")
+_TENSOR_TYPES = frozenset(v for k, v in vars(tflite.TensorType).items() if not k.startswith("_"))
 _NOT_FIELDS = ("GetRootAs", "Init", "BufferHasIdentifier")
 
 
@@ -77,6 +81,11 @@ def _read_table(op) -> dict:
             value = ACTIVATIONS.get(value, f"unknown ({value})")
         elif key == "padding":
             value = PADDINGS.get(value, f"unknown ({value})")
+        elif key in _TENSOR_TYPE_FIELDS and value not in _TENSOR_TYPES:
+            raise ModelFormatError(
+                f"the {name} table's {key} is {value}, which is no tensor type (TFLM: \"Unsupported data type "
+                f'{value} in tensor"); the model file is damaged'
+            )
         elif isinstance(value, (bool, np.bool_)):
             value = bool(value)
         elif isinstance(value, (np.integer,)):

@@ -149,6 +149,12 @@ def _resolve_variables(graphs: dict[int, Graph]) -> None:
         for op in g.operators:
             if op.kind in ("READ_VARIABLE", "ASSIGN_VARIABLE"):
                 key = handles[k].get(op.inputs[0])
+                handle_type = g.tensors[op.inputs[0]].dtype if op.inputs and op.inputs[0] >= 0 else None
+                if key is not None and (handle_type not in ("resource", "int32") or g.tensors[op.inputs[0]].size != 1):
+                    raise ModelFormatError(
+                        f"operator {op.index} ({op.kind}) of '{g.name}': its resource handle tensor is "
+                        f"{handle_type} {list(g.tensors[op.inputs[0]].shape)}, not one resource (TFLM refuses it too); the model is damaged: re-export it"
+                    )
                 if key is None:
                     raise UnsupportedModelError(
                         f"operator {op.index} ({op.kind}) of '{g.name}' reads a resource that no VAR_HANDLE of "

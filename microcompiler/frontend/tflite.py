@@ -130,10 +130,12 @@ class _Importer:
                         "with no elements; TFLite Micro cannot run zero-sized tensors either: export the "
                         "model with non-empty shapes"
                     )
-        for i in inputs if k == 0 else []:
-            if tensors[i].is_constant:  # TFLM would let the caller overwrite the constant; we fold it
+        for i in inputs:
+            # TFLM copies the caller's values (or a calling IF/WHILE's) over the constant's bytes in
+            # the model; we fold the constant: the file contradicts itself.
+            if tensors[i].is_constant:
                 raise ModelFormatError(
-                    f"model input tensor {i} ('{tensors[i].name}') is a constant (its values are in the "
+                    f"{what} input tensor {i} ('{tensors[i].name}') is a constant (its values are in the "
                     "file); the file is inconsistent: re-export the model"
                 )
         for i in inputs + outputs:

@@ -73,6 +73,7 @@ class OpKernel:
     # confirm an answer: check() refuses them with TFLM's reason (require_like_tflm); docs/operators.md
     # lists them.
     tflm_refusals: tuple[str, ...] = ()
+    kind_refusals: dict[str, tuple[str, ...]] = {}  # the same, for one of several kinds a kernel serves
     # Names of the operator's inputs by position, for constant arrays in the generated C
     # (e.g. ("input", "filter", "bias") makes conv1's weights "<model>_conv1_filter").
     input_roles: tuple[str, ...] = ()
@@ -102,7 +103,7 @@ class OpKernel:
             "type_notes": self.type_notes,
             "options": self.options,
             "fast_kernels": dict(self.fast),
-            "tflm_refusals": list(self.tflm_refusals),
+            "tflm_refusals": [*self.tflm_refusals, *self.kind_refusals.get(kind, ())],
         }
 
     def fold(self, op: Operator, graph: Graph) -> list[np.ndarray] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ir import np_dtype
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.movement_common import CopyKernel, contiguous_copy, row_strides
 
 
@@ -22,11 +22,26 @@ class BroadcastTo(CopyKernel):
     kinds = ("BROADCAST_TO",)
     input_roles = ("input", "shape")
     inputs = (2, 2)
+    tflm_refusals = (
+        "a shape tensor that is not one-dimensional with one value per output dimension",
+        'input or output of more than 5 dimensions ("BroadcastTo only supports 1-5D tensor")',
+    )
     options = "shape from the model's output (the shape input may be computed at run time)"
 
     def plan(self, op, graph):
         x, s, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
         require(s.dtype in ("int32", "int64"), op, f"the shape must be int32 or int64, not {s.dtype}")
+        require_consistent(
+            len(s.shape) == 1 and s.shape[0] == len(y.shape),
+            op,
+            f"the shape tensor is {list(s.shape)} for a {len(y.shape)}-D output; TFLM requires a one-dimensional "
+            f"[{len(y.shape)}]",
+        )
+        require(
+            max(len(x.shape), len(y.shape)) <= 5,
+            op,
+            f"{list(x.shape)} to {list(y.shape)}: TFLM's BROADCAST_TO takes 1-D to 5-D tensors only",
+        )
         if s.is_constant:
             require(
                 [int(v) for v in s.data.reshape(-1)] == list(y.shape),

@@ -1,10 +1,11 @@
 """CONCATENATION along any axis (negative counts from the end): int8, int16, int32, int64, float32, bool.
 
 TFLM copies the values unchanged (no requantization): int8 inputs must share the output's scale and
-zero point, and int16 zero points must be 0. TFLM itself rejects fused activations; the
-``fuse_activations`` pass may fold a following RELU/RELU6 into this operator, so a fused activation
-is applied here exactly as the standalone activation would (a clamp, since the pass only fuses
-when the quantization is unchanged).
+zero point, and int16 zero points must be 0. TFLM itself rejects fused activations, and so does the
+importer for one the model carries; the ``fuse_activations`` pass may fold a following RELU/RELU6
+into this operator (``notes.activation_fused``), so a fused activation is applied here exactly as
+the standalone activation would (a clamp, since the pass only fuses when the quantization is
+unchanged).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from microcompiler.ir import c_type
 from microcompiler.ops.activation import float_activation_expr
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.quant import activation_range
 
 
@@ -22,6 +23,7 @@ class Concatenation(OpKernel):
     kinds = ("CONCATENATION",)
     inputs = (1, 1 << 16)
     types = ("int8", "int16", "int32", "int64", "float32", "bool")
+    tflm_refusals = ("a fused activation in the model (params->activation != kTfLiteActNone)",)
     options = (
         "axis (negative allowed), fused activation (int8, int16, float32); any number of inputs (TFLM's "
         "prepare refuses more than 10; a copy, checked against numpy)"
@@ -42,6 +44,12 @@ class Concatenation(OpKernel):
             f"input types {[t.dtype for t in ins]} must all equal the output type {y.dtype}",
         )
         activation = op.options.get("activation", "NONE")
+        require_consistent(
+            activation == "NONE" or op.notes.activation_fused,
+            op,
+            f"the model fuses a {activation} activation into it (TFLM's CONCATENATION allows none: "
+            "params->activation != kTfLiteActNone)",
+        )
         require(
             activation in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"),
             op,

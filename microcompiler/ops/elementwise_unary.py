@@ -93,7 +93,7 @@ def _fold_float(op, graph, fn) -> list[np.ndarray] | None:
 
 
 # TFLM's exp.cc and round.cc check HaveSameShapes; its other float kernels only the element count.
-SAME_SHAPE_KINDS = ("EXP", "ROUND")
+SAME_SHAPE_KINDS = ("EXP", "ROUND", "CEIL")  # TFLM's prepare checks the shapes of these
 
 
 @register
@@ -101,6 +101,10 @@ class FloatMath(OpKernel):
     """The operators TFLM runs on float32 only."""
 
     kinds = ("NEG", "SQUARE", "SQRT", "EXP", "LOG", "SIN", "COS", "CEIL", "FLOOR", "ROUND")
+    kind_refusals = {
+        k: ("an output shape other than the input's (the prepare step compares each dimension)",)
+        for k in ("EXP", "ROUND", "CEIL")
+    }
     types = ("float32",)
     quantized_io = False  # no integer types: check() names the type problem, not the quantization
 

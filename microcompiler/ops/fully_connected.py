@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops import fast
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
 from microcompiler.ops.conv_common import RequantizedLayer, check_requantize_range, check_weights_and_bias
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
@@ -36,6 +36,10 @@ class FullyConnected(OpKernel):
         "weights and bias constant or activations"
     )
     options = "fused activation, keep_num_dims"
+    tflm_refusals = (
+        "int8/int16 with per-tensor weights: a bias scale that differs from input scale * weight scale by "
+        "more than 0.02 output steps (GetQuantizedConvolutionMultipler)",
+    )
     fast = {
         "dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4-s8: "
         "int8 weights widened in registers by SXTB16, SMLAD on int16 pairs, exact int64 sums; int16-rows4: int16 "
@@ -78,6 +82,17 @@ class FullyConnected(OpKernel):
         if x.dtype != "float32":
             require(all(t.quant is not None for t in (x, w, y)), op, "quantized tensors need quantization parameters")
             check_requantize_range(op, x, w, y)
+            if bias is not None and bias.quant is not None and len(w.quant.scale) == 1:
+                # TFLM's GetQuantizedConvolutionMultipler (per-tensor weights only): the bias scale must be
+                # input scale * weight scale, within 2% of the output scale
+                product = float(np.float32(x.quant.scale[0])) * float(np.float32(w.quant.scale[0]))
+                gap = abs(product - float(np.float32(bias.quant.scale[0]))) / float(np.float32(y.quant.scale[0]))
+                require_like_tflm(
+                    gap <= 0.02,
+                    op,
+                    f"the bias scale {bias.quant.scale[0]:.6g} is not input scale * weight scale ({product:.6g}): "
+                    f"they differ by {gap:.3g} output steps, more than TFLM's 0.02",
+                )
 
     def _dims(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]

@@ -1,4 +1,4 @@
-"""GATHER: int8 and float32 values (TFLM's types), int32 (or int64) indices, axis and batch_dims.
+"""GATHER: int8 and float32 values (TFLM's types), int32 indices (as TFLM), axis and batch_dims.
 
 The indices may be computed at run time. TFLM fails the whole inference on an index outside
 [0, axis extent); the generated code cannot fail, so it clamps each index into that range: it never
@@ -47,12 +47,13 @@ def gather_geometry(op, graph):
 
 
 def check_gather_types(op, graph, types: tuple[str, ...]):
-    """GATHER and GATHER_ND: params of one of ``types``, the output of the same type, int32 or int64
-    indices. Returns (params, indices, output)."""
+    """GATHER and GATHER_ND: params of one of ``types``, the output of the same type, int32 indices
+    (TFLM's prepare steps refuse any other: "Positions of type 'int64' are not supported by gather").
+    Returns (params, indices, output)."""
     x, idx, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
     require(x.dtype in types, op, f"type {x.dtype} is not supported ({', '.join(types)})")
     require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from params type {x.dtype}")
-    require(idx.dtype in ("int32", "int64"), op, f"indices of type {idx.dtype} are not supported (int32, int64)")
+    require(idx.dtype == "int32", op, f"indices of type {idx.dtype} are not supported (int32, as TFLM)")
     return x, idx, y
 
 
@@ -62,8 +63,9 @@ class Gather(OpKernel):
     input_roles = ("params", "indices")
     inputs = (2, 2)
     types = ("int8", "float32")
-    type_notes = "indices int32 or int64; out-of-range run-time indices are clamped, where TFLM fails"
+    type_notes = "indices int32 (as TFLM); out-of-range run-time indices are clamped, where TFLM fails"
     options = "axis (negative allowed), batch_dims (negative allowed)"
+    tflm_refusals = ("indices of another type than int32",)
     quantized_io = False
 
     def check(self, op, graph):

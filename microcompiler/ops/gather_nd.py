@@ -1,4 +1,4 @@
-"""GATHER_ND: int8 and float32 values (TFLM's types), int32 (or int64) indices.
+"""GATHER_ND: int8 and float32 values (TFLM's types), int32 indices (as TFLM).
 
 The last dimension of the indices (nd) addresses the first nd dimensions of the params; each index
 tuple copies one slice of the remaining dimensions (one memcpy). Run-time indices are clamped into
@@ -37,7 +37,8 @@ class GatherNd(OpKernel):
     input_roles = ("params", "indices")
     inputs = (2, 2)
     types = ("int8", "float32")
-    type_notes = "indices int32 or int64; out-of-range run-time indices are clamped, where TFLM fails"
+    type_notes = "indices int32 (as TFLM); out-of-range run-time indices are clamped, where TFLM fails"
+    tflm_refusals = ("indices of another type than int32",)
     quantized_io = False
 
     def check(self, op, graph):

@@ -103,27 +103,32 @@ class UnidirectionalSequenceLstm(OpKernel):
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
     fast = {
         "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
-        "dot product, int16 weight pairs, the zero points folded into the biases); int16x8 (int16-rows4: 4 rows per "
-        "SMLAD pass over the int16 activations, int32 sums proven exact; portable C elsewhere)",
+        "dot product, int16 weight pairs, the zero points folded into the biases); int16x8 (int16-rows4-s8: 4 rows "
+        "per SMLAD pass over the int16 activations, the int8 weights widened in registers by SXTB16; int16-rows4 "
+        'with {"weights": "s16"}: int16 pairs in flash; int32 sums proven exact); portable C elsewhere',
         "mve": "int8 (mve-rows4: the same stacked gate matmuls as int8 blocks of 4 rows x 16 inputs, one "
         "VMLADAVA.S8 per row and chunk, requantized 4 rows at a time with VQRDMULH)",
     }
     input_roles = _roles()
+    tuning_knobs = {"weights": ("s8", "s16")}  # int16x8: int8 weights widened in registers, or int16 pairs
 
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
         """rows4 on DSP cores for int8 (the int32 sums are exact: no dot product can leave int32): the
         input FC and the recurrent FC of the four gates each one FULLY_CONNECTED of 4 x n_state rows, 4
         rows per mc_dot_r4 (SXTB16 of the activations, SMLAD with int16 weight pairs: 13 instructions
         per 16 MACs), the input and hidden zero points folded into the biases at compile time; on
-        Helium cores mve-rows4 instead (ops/fast/lstm_gates.py). int16x8: int16-rows4 on every core
-        where the weights prove the int32 sums exact (ops/fast/lstm_gates.py)."""
+        Helium cores mve-rows4 instead (ops/fast/lstm_gates.py). int16x8: int16-rows4-s8 (int8 weights
+        in flash, widened in registers) on every core where the weights prove the int32 sums exact, or
+        int16-rows4 (int16 pairs in flash) with the tuning knob {"weights": "s16"} (ops/fast/lstm_gates.py)."""
         _, _, n_input, n_state, _ = self._dims(op, graph)
         int8 = graph.tensors[op.inputs[INPUT]].dtype == "int8"
         exact = max(n_input, n_state) * 127 * 255 < 2**31
         if (tuning or {}).get("variant") == "reference":
             return REFERENCE_PLAN
         if graph.tensors[op.inputs[INPUT]].dtype == "int16" and lstm_gates.s16_exact(self._sides(op, graph)):
-            return KernelPlan.of(lstm_gates.INT16_ROWS4, dsp_or_c(features), rows=4, weights="s16")
+            if (tuning or {}).get("weights") == "s16":
+                return KernelPlan.of(lstm_gates.INT16_ROWS4, dsp_or_c(features), rows=4, weights="s16")
+            return KernelPlan.of(lstm_gates.INT16_ROWS4_S8, dsp_or_c(features), rows=4, weights="s8")
         if int8 and exact:
             if has_mve(features):
                 return KernelPlan.of(lstm_gates.MVE_ROWS4, ISA_MVE, rows=4, weights="s8", requant="vqrdmulh")
@@ -284,8 +289,10 @@ class UnidirectionalSequenceLstm(OpKernel):
             values["rows4"] = self._rows4(op, graph, ctx, plan)
         elif plan.variant == lstm_gates.MVE_ROWS4:
             values["mve"] = lstm_gates.emit_mve(ctx, self._sides(op, graph), gate_bytes)
-        elif plan.variant == lstm_gates.INT16_ROWS4:
-            values["s16"] = lstm_gates.emit_s16(ctx, self._sides(op, graph), gate_bytes)
+        elif plan.variant in (lstm_gates.INT16_ROWS4, lstm_gates.INT16_ROWS4_S8):
+            values["s16"] = lstm_gates.emit_s16(
+                ctx, self._sides(op, graph), gate_bytes, s8=plan.variant == lstm_gates.INT16_ROWS4_S8
+            )
         else:
             values.update(
                 input_weights=ctx.const("input_weights", self._stacked(op, graph, INPUT_WEIGHTS)),

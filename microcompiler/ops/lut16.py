@@ -25,9 +25,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from microcompiler.ops.plan import KernelPlan, Variant
+from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 
 PIECEWISE_TABLE = Variant("piecewise-table")  # int16 LOGISTIC and TANH: this module's fitted lines
+# the same lines 4 elements at a time on Helium (gathers from the two tables)
+MVE_PIECEWISE_TABLE = Variant("mve-piecewise-table", headers=("kernel_mve_tables.h",))
 SIGMOID_TABLE = Variant("sigmoid-table")  # int16 LOGISTIC and TANH: TFLM's interpolated sigmoid table
 
 ALL_INT16 = np.arange(-(2**15), 2**15, dtype=np.int64)
@@ -441,8 +443,20 @@ def piecewise_table(function: str, multiplier: int, shift: int) -> PiecewiseTabl
     return table
 
 
-def render_piecewise_table(ctx, table: PiecewiseTable, size: int, input: str, output: str, what: str) -> str:
-    """The two arrays in flash and the loop over them (templates/piecewise_int16.c.j2)."""
+def piecewise_plan(mve: bool, scratch_bytes: int | None = None) -> KernelPlan:
+    """The lines' plan: on Helium cores (mve) 4 elements at a time."""
+    return (
+        KernelPlan(MVE_PIECEWISE_TABLE, ISA_MVE, scratch_bytes=scratch_bytes)
+        if mve
+        else KernelPlan(PIECEWISE_TABLE, scratch_bytes=scratch_bytes)
+    )
+
+
+def render_piecewise_table(
+    ctx, table: PiecewiseTable, size: int, input: str, output: str, what: str, mve: bool = False
+) -> str:
+    """The two arrays in flash and the loop over them (templates/piecewise_int16.c.j2; on Helium
+    cores mc_piecewise_s16_run of kernel_mve_tables.h: templates/piecewise_int16_mve.c.j2)."""
     n = table.base.size
     base = ctx.const(
         "segment_base",
@@ -456,9 +470,9 @@ def render_piecewise_table(ctx, table: PiecewiseTable, size: int, input: str, ou
         "int16_t",
         f"{ctx.op.kind} operator {ctx.op.index}: {what}, line slope of each of {n} input segments",
     )
-    ctx.plan = KernelPlan(PIECEWISE_TABLE, scratch_bytes=0)
+    ctx.plan = piecewise_plan(mve, scratch_bytes=0)
     return ctx.render(
-        "piecewise_int16.c.j2",
+        "piecewise_int16_mve.c.j2" if mve else "piecewise_int16.c.j2",
         size=size,
         input=input,
         output=output,
@@ -472,6 +486,7 @@ def render_piecewise_table(ctx, table: PiecewiseTable, size: int, input: str, ou
         first=table.first,
         segments=n,
         clamp_bits=table.clamp_bits,
+        clamp=table.clamp,
         base=base,
         slope=slope,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ir import Graph, Operator, Tensor, c_type, np_dtype
-from microcompiler.ops.base import OpKernel, require
+from microcompiler.ops.base import OpKernel, require, require_consistent
 
 # Tensor types whose values the movement kernels copy unchanged.
 RAW_TYPES = ("int8", "int16", "int32", "int64", "float32", "bool")
@@ -174,12 +174,22 @@ def bind(copies: list[StridedCopy], ctx) -> list[StridedCopy]:
     return out
 
 
-def constant_ints(graph: Graph, op: Operator, position: int, what: str) -> list[int]:
-    """The values of the constant integer input ``position`` (refusing activations)."""
+def constant_ints(
+    graph: Graph, op: Operator, position: int, what: str, vector: bool = False, dtypes=("int32", "int64")
+) -> list[int]:
+    """The values of the constant integer input ``position`` (refusing activations). ``vector``: the
+    tensor must be one-dimensional, as TFLM's prepare step checks (NumDimensions(...) == 1) for a
+    TRANSPOSE permutation, a REVERSE_V2 axis list and SLICE's begin and size."""
     require(position < len(op.inputs) and op.inputs[position] >= 0, op, f"the {what} input is missing")
     t = graph.tensors[op.inputs[position]]
-    require(t.dtype in ("int32", "int64"), op, f"the {what} must be int32 or int64, not {t.dtype}")
+    require(t.dtype in dtypes, op, f"the {what} must be {' or '.join(dtypes)}, not {t.dtype} (as in TFLM)")
     require(t.is_constant, op, f"a {what} computed at run time is not supported yet (it must be a constant tensor)")
+    if vector:
+        require_consistent(
+            len(t.shape) == 1,
+            op,
+            f"the {what} tensor has shape {list(t.shape)}; TFLM requires a one-dimensional tensor",
+        )
     return [int(v) for v in np.asarray(t.data).reshape(-1)]
 
 

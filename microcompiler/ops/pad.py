@@ -62,7 +62,8 @@ class Pad(OpKernel):
     input_roles = ("input", "paddings", "value")
     inputs = (2, 3)
     types = ("int8", "int16", "int32", "float32")
-    options = "constant paddings, optional padding value"
+    options = "constant int32 paddings, optional padding value; 1-D to 5-D inputs (as TFLM)"
+    tflm_refusals = ("paddings of another type than int32, or an input of more than 5 dimensions",)
 
     def check(self, op, graph):
         require(
@@ -74,8 +75,11 @@ class Pad(OpKernel):
         require(x.dtype in self.types, op, f"input type {x.dtype} is not supported ({', '.join(self.types)})")
         require(y.dtype == x.dtype, op, f"output type {y.dtype} differs from input type {x.dtype}")
         require(p.is_constant, op, "the paddings must be a constant tensor")
-        require(p.dtype in ("int32", "int64"), op, f"paddings of type {p.dtype} are not supported (int32, int64)")
+        # TFLM's PadPrepare reads the paddings as int32 (an int64 tensor's words give other paddings) and
+        # takes inputs of at most 5 dimensions (PadKernelMaxDimensionCount)
+        require(p.dtype == "int32", op, f"paddings of type {p.dtype} are not supported (int32, as TFLM)")
         require(len(x.shape) >= 1, op, "the input must have at least one dimension")
+        require(len(x.shape) <= 5, op, f"a {len(x.shape)}-D input is not supported (TFLM pads up to 5-D inputs)")
         require(
             p.size == 2 * len(x.shape),
             op,

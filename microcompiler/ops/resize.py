@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.spatial_common import CTYPES, Axis, constant_ints, render_copy, require_same_type
 
 F = np.float32
@@ -59,6 +59,7 @@ def bilinear_integer(i: int, in_size: int, out_size: int, align_corners: bool, h
 @register
 class Resize(OpKernel):
     kinds = ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
+    tflm_refusals = ("a size tensor that is not one-dimensional (NumDimensions(size) != 1)",)
     input_roles = ("input", "size")
     inputs = (2, 2)
     types = ("int8", "int16", "float32")
@@ -76,7 +77,11 @@ class Resize(OpKernel):
     def check(self, op, graph):
         x, y = require_same_type(op, graph, self._types(op))
         require(len(x.shape) == 4, op, f"the input must be 4D (NHWC), not {len(x.shape)}D")
-        size = constant_ints(op, graph, 1, "size").reshape(-1).tolist()
+        size_t = constant_ints(op, graph, 1, "size")
+        require_consistent(
+            size_t.ndim == 1, op, f"the size tensor has shape {list(size_t.shape)}; TFLM requires a one-dimensional [2]"
+        )
+        size = size_t.tolist()
         require(len(size) == 2, op, f"the size tensor holds {len(size)} values; it needs 2 (height, width)")
         require(min(size) >= 1, op, f"output size {size} must be positive")
         align, half = op.options.get("align_corners", False), op.options.get("half_pixel_centers", False)

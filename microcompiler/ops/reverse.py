@@ -6,7 +6,7 @@ dimensions inside the innermost reversed one are copied as contiguous runs (memc
 
 from __future__ import annotations
 
-from microcompiler.ops.base import register, require
+from microcompiler.ops.base import register, require, require_consistent
 from microcompiler.ops.movement_common import CopyKernel, constant_ints, contiguous_copy, require_shape, row_strides
 
 
@@ -15,16 +15,30 @@ class ReverseV2(CopyKernel):
     kinds = ("REVERSE_V2",)
     input_roles = ("input", "axis")
     inputs = (2, 2)
-    options = "constant axes (int32 or int64, negative counts from the end)"
+    tflm_refusals = (
+        "an axis tensor that is not one-dimensional int32, or with more values than input dimensions",
+        "an input of more than 6 dimensions",
+        'axes that are not adjacent (its Eval: "Non-contiguous `axes` not supported")',
+    )
+    options = "constant one-dimensional int32 axes (negative counts from the end), contiguous (as TFLM)"
 
     def plan(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
         rank = len(x.shape)
-        axes = constant_ints(graph, op, 1, "axis")
+        axes = constant_ints(graph, op, 1, "axis", vector=True, dtypes=("int32",))
         require(rank >= 1, op, "the input must have at least one dimension")
+        require(rank <= 6, op, f"a {rank}-D input is not supported (TFLM's REVERSE_V2 takes up to 6-D inputs)")
+        require_consistent(
+            len(axes) <= rank, op, f"{len(axes)} axes for a {rank}-D input (TFLM requires at most one per dimension)"
+        )
         require(all(-rank <= a < rank for a in axes), op, f"axis {axes} is out of range for rank {rank}")
         axes = [a % rank for a in axes]
         require(len(set(axes)) == len(axes), op, f"axis {axes} names a dimension twice")
+        require(
+            sorted(axes) == list(range(min(axes, default=0), min(axes, default=0) + len(axes))),
+            op,
+            f"axes {sorted(axes)} are not contiguous (TFLM reverses contiguous axes only)",
+        )
         require_shape(op, y, x.shape)
         strides = row_strides(x.shape)
         src_strides = [-s if k in axes else s for k, s in enumerate(strides)]

@@ -16,6 +16,7 @@ class Slice(CopyKernel):
     input_roles = ("input", "begin", "size")
     inputs = (3, 3)
     types = ("int8", "int16", "int32", "float32", "bool")
+    tflm_refusals = ("an input of more than 5 dimensions (TFLM aborts running it)",)
     options = "constant begin and size (int32 or int64; size -1: to the end)"
 
     def plan(self, op, graph):
@@ -23,6 +24,7 @@ class Slice(CopyKernel):
         rank = len(x.shape)
         begin = constant_ints(graph, op, 1, "begin")
         size = constant_ints(graph, op, 2, "size")
+        require(rank <= 5, op, f"a {rank}-D input is not supported (TFLM's SLICE takes up to 5-D inputs)")
         require(
             len(begin) == rank and len(size) == rank,
             op,

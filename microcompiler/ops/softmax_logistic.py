@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
+from microcompiler.ops.features import has_mve
 from microcompiler.ops.fixedpoint import (
     clamp,
     fp_exp_on_negative_values,
@@ -38,9 +39,9 @@ from microcompiler.ops.fixedpoint import (
 )
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.lut16 import (
-    PIECEWISE_TABLE,
     SIGMOID_TABLE,
     SIGMOID_TABLE_UINT16,
+    piecewise_plan,
     piecewise_table,
     render_piecewise_table,
 )
@@ -398,7 +399,7 @@ class Logistic(OpKernel):
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int16" and piecewise_table("logistic", *logistic_int16_params(_scale_zp(x)[0])):
-            return KernelPlan(PIECEWISE_TABLE)
+            return piecewise_plan(has_mve(features))
         return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
@@ -419,7 +420,7 @@ class Logistic(OpKernel):
         multiplier, shift = logistic_int16_params(in_scale)
         lines = None if ctx.reference_only else piecewise_table("logistic", multiplier, shift)
         if lines:
-            return render_piecewise_table(ctx, lines, what="logistic", **values)
+            return render_piecewise_table(ctx, lines, what="logistic", mve=has_mve(ctx.features), **values)
         ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.fast.svdf_rows4 import ROWS4, emit_svdf_rows4
 from microcompiler.ops.features import has_dsp
 from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan
@@ -46,6 +46,7 @@ def _effective_scale(a: float, b: float, c: float) -> float:
 @register
 class Svdf(OpKernel):
     kinds = ("SVDF",)
+    tflm_refusals = ("a bias that is not one-dimensional [num_units] (bias->dims->data[0] != num_units)",)
     inputs = (5, 5)
     types = ("int8", "float32")
     type_notes = (
@@ -107,10 +108,11 @@ class Svdf(OpKernel):
             f"state shape {list(state.shape)} is not [{batch}, {n_memory * n_filter}]",
         )
         require(y.shape == (batch, n_unit), op, f"output shape {list(y.shape)} is not [{batch}, {n_unit}]")
-        require(
-            bias is None or bias.size == n_unit,
+        require_consistent(
+            bias is None or tuple(bias.shape) == (n_unit,),
             op,
-            f"bias has {0 if bias is None else bias.size} elements, expected {n_unit}",
+            f"bias has shape {[] if bias is None else list(bias.shape)}, expected [{n_unit}] (TFLM: "
+            "bias->dims->data[0] != num_units)",
         )
         if x.dtype == "float32":
             require(

@@ -16,12 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
+from microcompiler.ops.features import has_mve
 from microcompiler.ops.fixedpoint import clamp, fp_tanh, requantize, rounding_divide_by_pot
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.lut16 import (
-    PIECEWISE_TABLE,
     SIGMOID_TABLE,
     SIGMOID_TABLE_UINT16,
+    piecewise_plan,
     piecewise_table,
     render_piecewise_table,
 )
@@ -97,7 +98,7 @@ class Tanh(ElementwiseKernel):
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int16" and piecewise_table("tanh", *tanh_int16_params(x.quant.scale[0])):
-            return KernelPlan(PIECEWISE_TABLE)
+            return piecewise_plan(has_mve(features))
         return KernelPlan({"float32": REFERENCE_FLOAT, "int8": LUT, "int16": SIGMOID_TABLE}[x.dtype])
 
     def int8_table(self, op, graph):
@@ -115,7 +116,7 @@ class Tanh(ElementwiseKernel):
         multiplier, shift = tanh_int16_params(in_scale)
         lines = None if ctx.reference_only else piecewise_table("tanh", multiplier, shift)
         if lines:
-            return render_piecewise_table(ctx, lines, what="tanh", **values)
+            return render_piecewise_table(ctx, lines, what="tanh", mve=has_mve(ctx.features), **values)
         ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
         table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
         return ctx.render(

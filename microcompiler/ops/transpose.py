@@ -17,12 +17,17 @@ class Transpose(CopyKernel):
     input_roles = ("input", "perm")
     inputs = (2, 2)
     types = ("int8", "int16", "float32")
-    options = "constant permutation (int32 or int64), any rank (TFLM: up to 5-D)"
+    tflm_refusals = (
+        "a permutation tensor that is not one-dimensional (NumDimensions(perm) != 1)",
+        'an input of more than 5 dimensions ("Transpose op only supports 1D-5D input arrays")',
+    )
+    options = "constant one-dimensional permutation (int32 or int64), 1-D to 5-D inputs (as TFLM)"
 
     def plan(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        perm = constant_ints(graph, op, 1, "permutation")
+        perm = constant_ints(graph, op, 1, "permutation", vector=True)
         rank = len(x.shape)
+        require(rank <= 5, op, f"a {rank}-D input is not supported (TFLM's TRANSPOSE takes 1-D to 5-D inputs)")
         require(
             sorted(perm) == list(range(rank)),
             op,

@@ -60,11 +60,13 @@ class TransposeConv(OpKernel):
     input_roles = ("output_shape", "filter", "input", "bias")
     type_notes = "int8 (per-tensor or per-channel weights, int32 bias), int16x8 (int64 or int16 bias), float32"
     options = "padding (SAME/VALID), stride_h, stride_w, fused activation"
+    tuning_knobs = {"weights": ("s8", "s16")}  # int16x8: int8 weights widened per phase, or int16 pairs
     fast = {
         "dsp": "int8 with constant weights (phases: one convolution per output phase, no zero-stuffing MACs, "
         "4 output channels per SMLAD dot product); int16x8 with constant weights, zero points 0 (int16-phases: the "
-        "phases with int16 pairs, 4 output channels per SMLAD pass, int32 sums proven exact); portable C of the same "
-        "loops elsewhere",
+        "phases with int16 pairs, 4 output channels per SMLAD pass, int32 sums proven exact; int16-phases-s8, the "
+        "default: the int8 weights in flash, each phase's widened once into the scratch by SXTB16); portable C of "
+        "the same loops elsewhere",
         "mve": "int8 with constant weights, kernel >= stride (mve-phases: the phases with 2 pixels x 4 output "
         "channels per VMLADAVA.S8 dot product)",
     }
@@ -140,7 +142,13 @@ class TransposeConv(OpKernel):
         y = graph.tensors[op.outputs[0]]
         if transpose_conv_s16.applies(x, w, y, bias):
             chosen = transpose_conv_s16.plan(
-                w, w.shape[1], w.shape[2], op.options["stride_h"], op.options["stride_w"], features
+                w,
+                w.shape[1],
+                w.shape[2],
+                op.options["stride_h"],
+                op.options["stride_w"],
+                features,
+                (tuning or {}).get("weights"),
             )
             if chosen:
                 return chosen
@@ -180,7 +188,7 @@ class TransposeConv(OpKernel):
         )
         if plan.variant == transpose_conv_mve.MVE_PHASES:
             return transpose_conv_mve.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
-        if plan.variant == transpose_conv_s16.INT16_PHASES:
+        if plan.variant in transpose_conv_s16.VARIANTS:
             return transpose_conv_s16.emit(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))
         if plan.variant == phases.PHASES:
             return phases.emit_phases(ctx, plan, x, w, y, bias, values, o.get("activation", "NONE"))

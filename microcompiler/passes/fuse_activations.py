@@ -7,6 +7,8 @@ whole operator).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from microcompiler.ir import Graph
 
 _FUSIBLE_PRODUCERS = {
@@ -41,6 +43,7 @@ def fuse_activations(graph: Graph) -> Graph:
         if a.dtype != b.dtype or a.shape != b.shape or a.quant != b.quant:
             continue
         producer.options["activation"] = _ACTIVATIONS[act.kind]
+        producer.notes = replace(producer.notes, activation_fused=True)
         producer.outputs = [dst if o == src else o for o in producer.outputs]
         producer_of.pop(src, None)
         producer_of[dst] = producer

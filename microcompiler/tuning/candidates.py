@@ -18,8 +18,8 @@ def _code_key(op: Operator, graph: Graph, features: frozenset[str], knobs: dict)
     ctx = EmitContext(graph, op, "tune", ParamSink("tune"), features, knobs)
     body = kernel_for(op).emit(op, graph, ctx)
     digest = hashlib.sha256(body.encode())
-    for entry in ctx.params.arrays:
-        digest.update(repr(entry[:2]).encode() + entry[2].tobytes())
+    for name, ctype, data, _ in ctx.params.arrays:  # a variable tensor (LSTM state) has no data
+        digest.update(repr((name, ctype)).encode() + (data.tobytes() if data is not None else b""))
     return digest.hexdigest()
 
 

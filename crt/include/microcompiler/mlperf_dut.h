@@ -14,8 +14,9 @@
  *   help                  the list of commands
  * Errors are lines "e-[...]" (and the device still answers "m-ready" and the next command).
  *
- * One implementation for every board: it uses only microcompiler/platform.h. No heap: the
- * caller gives every buffer in the configuration.
+ * One implementation for every board: it uses only microcompiler/platform.h, and runs the model
+ * through the one runner every template fills (microcompiler/runner.h). No heap: the caller gives
+ * every buffer in the configuration.
  */
 #ifndef MICROCOMPILER_MLPERF_DUT_H_
 #define MICROCOMPILER_MLPERF_DUT_H_
@@ -23,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "microcompiler/runner.h"
 #include "microcompiler/status.h"
 
 #ifdef __cplusplus
@@ -61,7 +63,10 @@ typedef struct {
   size_t output_elements;
   float output_scale;
   int32_t output_zero_point;
-  mc_status_t (*infer)(void); /* one inference from input to output */
+  /* The model (runner.h): prepare(0) once the loaded input is in `input` (EEMBC's th_load_tensor),
+   * infer(0) for every warm-up and timed run (th_infer), finish() before the scores are read from
+   * `output` (th_results). */
+  const mc_runner_t* runner;
 } mc_mlperf_dut_config_t;
 
 /* Check the configuration and get ready; prints the boot lines ("m-init-done", "m-ready"). */

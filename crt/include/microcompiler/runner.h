@@ -3,8 +3,13 @@
  * standalone report (report.h). Templates fill an mc_runner_t with their model's functions and
  * keep only boot and platform code (reading input sets, idling, sleeping between reports).
  *
- *   static const mc_runner_t g_runner = {prepare, infer, finish, 1, g_outputs, g_output_bytes, NULL};
+ *   static const mc_runner_t g_runner = {prepare, infer, finish, 1, g_outputs, g_output_bytes, NULL, NULL};
  *   mc_runner_run_steps(&g_runner, 1);
+ *
+ * Several models in one firmware: a table of runners, each named, run in order into one report
+ * (mc_runner_run_models). A protocol that drives the model itself (the MLPerf Tiny DUT,
+ * mlperf_dut.h) calls the model's prepare, infer and finish at its own times (mc_runner_prepare,
+ * mc_runner_infer, mc_runner_finish).
  */
 #ifndef MICROCOMPILER_RUNNER_H_
 #define MICROCOMPILER_RUNNER_H_
@@ -24,26 +29,53 @@ typedef struct {
   const void* const* outputs;    /* the output buffers the report prints, in order */
   const size_t* output_bytes;    /* their sizes */
   size_t (*stack_used)(void);    /* bytes of stack used so far, reported as stack_bytes; NULL: none */
+  const char* name;              /* several models: the model's name, its report keys' prefix; else NULL */
 } mc_runner_t;
 
 /* Inline, so that main() calls the template's prepare/infer/finish directly (the table is a constant):
  * the firmware's stack high-water and code stay what a hand-written main() would cost. */
 
-/* One run of input set `step` and its report (MC-BEGIN .. MC-END); returns its status. */
-static inline mc_status_t mc_runner_run(const mc_runner_t* runner, size_t step) {
-  uint64_t ticks = 0;
-  size_t k;
+/* The model's steps one by one, for a caller that times and reports by itself: place input set
+ * `step`; run the inference (again and again if the caller wants: the input stays placed); read
+ * the outputs back. */
+static inline mc_status_t mc_runner_prepare(const mc_runner_t* runner, size_t step) { return runner->prepare(step); }
+static inline mc_status_t mc_runner_infer(const mc_runner_t* runner, size_t step) { return runner->infer(step); }
+static inline mc_status_t mc_runner_finish(const mc_runner_t* runner) { return runner->finish(); }
+
+/* prepare, the inference alone timed (its timer ticks into *ticks), finish; no report. */
+static inline mc_status_t mc_runner_time(const mc_runner_t* runner, size_t step, uint64_t* ticks) {
   mc_status_t status;
-  mc_report_begin();
+  *ticks = 0;
   status = runner->prepare(step);
   if (status == MC_OK) status = mc_platform_timer_start();
   if (status == MC_OK) {
     /* Only the inference is timed. */
     status = runner->infer(step);
-    if (mc_platform_timer_stop(&ticks) != MC_OK && status == MC_OK) status = MC_ERR_TIMER;
+    if (mc_platform_timer_stop(ticks) != MC_OK && status == MC_OK) status = MC_ERR_TIMER;
   }
   if (status == MC_OK) status = runner->finish();
-  for (k = 0; k < runner->output_count; ++k) mc_report_tensor((int)k, runner->outputs[k], runner->output_bytes[k]);
+  return status;
+}
+
+/* The output buffers into the open report (output<k>, or <name>.output<k> for a named model). */
+static inline void mc_runner_report_outputs(const mc_runner_t* runner) {
+  size_t k;
+  for (k = 0; k < runner->output_count; ++k) {
+    if (runner->name != NULL) {
+      mc_report_text(runner->name);
+      mc_report_text(".");
+    }
+    mc_report_tensor((int)k, runner->outputs[k], runner->output_bytes[k]);
+  }
+}
+
+/* One run of input set `step` and its report (MC-BEGIN .. MC-END); returns its status. */
+static inline mc_status_t mc_runner_run(const mc_runner_t* runner, size_t step) {
+  uint64_t ticks;
+  mc_status_t status;
+  mc_report_begin();
+  status = mc_runner_time(runner, step, &ticks);
+  mc_runner_report_outputs(runner);
   mc_report_value("ticks", ticks);
   mc_report_value("hz", mc_platform_timer_hz());
   if (runner->stack_used != NULL) mc_report_value("stack_bytes", (uint64_t)runner->stack_used());
@@ -61,6 +93,34 @@ static inline mc_status_t mc_runner_run_steps(const mc_runner_t* runner, size_t 
     if (first_failure == MC_OK) first_failure = status;
   }
   if (steps > 1) mc_report_text("MC-STEPS-END\n");
+  return first_failure;
+}
+
+/* A key of a named model's report: <name>.<key> <value>. */
+static inline void mc_runner_report_value(const mc_runner_t* runner, const char* key, uint64_t value) {
+  mc_report_text(runner->name);
+  mc_report_text(".");
+  mc_report_value(key, value);
+}
+
+/* Several models in one firmware: each of runners[0 .. count - 1] (named) runs once on input set 0,
+ * in order, into one report: per model <name>.output<k>, <name>.ticks and <name>.status; then hz,
+ * and stack_bytes from stack_used (NULL: none). Returns the first failure, or MC_OK. */
+static inline mc_status_t mc_runner_run_models(const mc_runner_t* runners, size_t count, size_t (*stack_used)(void)) {
+  mc_status_t first_failure = MC_OK;
+  size_t m;
+  mc_report_begin();
+  for (m = 0; m < count; ++m) {
+    uint64_t ticks;
+    mc_status_t status = mc_runner_time(&runners[m], 0, &ticks);
+    mc_runner_report_outputs(&runners[m]);
+    mc_runner_report_value(&runners[m], "ticks", ticks);
+    mc_runner_report_value(&runners[m], "status", (uint64_t)status);
+    if (first_failure == MC_OK) first_failure = status;
+  }
+  mc_report_value("hz", mc_platform_timer_hz());
+  if (stack_used != NULL) mc_report_value("stack_bytes", (uint64_t)stack_used());
+  mc_report_end(first_failure);
   return first_failure;
 }
 

@@ -15,6 +15,11 @@ int16 and added with saturation, as TFLM's integer LSTM.
   sums in int64, the kernel in int32 where the weights prove no sum can leave int32 (otherwise the
   reference loops run), then the int64 bias and TFLM's 64-bit requantization. A side whose depth is
   not a multiple of 4 is copied into a zero-padded int16 row of the scratch.
+* "int16-rows4-s8" (the int16x8 default): int16-rows4 with the weights kept int8 in flash, the model
+  file's size (issue 22 item 6), widened in registers as FULLY_CONNECTED's int16-rows4-s8 does: 4 taps
+  of a row per word stored (w0, w2, w1, w3) (s16.pack_rows_s8), SXTB16 / SXTB16 ROR #8 to int16 pairs,
+  SMLAD (mc_dot4_s16_s8). Each weight is used once per time step, so there is no block to widen once
+  and share. The tuning knob {"weights": "s16"} keeps int16-rows4 (twice the flash, fewer instructions).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from microcompiler.ops.plan import Variant
 
 MVE_ROWS4 = Variant("mve-rows4", ("kernel_mve_matmul.h",))
 INT16_ROWS4 = Variant("int16-rows4", ("kernel_s16.h",))
+INT16_ROWS4_S8 = Variant("int16-rows4-s8", ("kernel_s16.h",))
 
 
 @dataclass
@@ -97,24 +103,31 @@ def s16_exact(sides: dict[str, Side]) -> bool:
     )
 
 
-def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int) -> dict:
-    """The flash arrays and scratch rows of "int16-rows4" (template values ``s16``)."""
+def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int, s8: bool) -> dict:
+    """The flash arrays and scratch rows of "int16-rows4" or, ``s8``, "int16-rows4-s8" (template values
+    ``s16``; ``s16.steps``: the steps of 4 taps of mc_dot4_s16_s8)."""
     out: dict = {}
     row_at = gate_bytes
     for name, side in sides.items():
         rows, depth = side.weights.shape
         words = words_of(depth)
         padded = depth % 4 != 0
+        layout = (
+            "as int8, 4 per word stored (w0, w2, w1, w3) for SXTB16, the rows in blocks of 4 interleaved per word"
+            if s8
+            else "as int16 pairs, the rows in blocks of 4 interleaved per pair"
+        )
         out[name] = dict(
             depth=depth,
             words=words,
+            s8=s8,
             row=f"(int16_t*)((int8_t*){ctx.scratch(row_at + 4 * words)} + {row_at})" if padded else None,
             weights=ctx.const(
                 f"{name}_weights",
-                s16.pack_rows(side.weights, words),
+                s16.pack_rows_s8(side.weights) if s8 else s16.pack_rows(side.weights, words),
                 comment=(
                     f"{name} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}, zero-padded "
-                    "to a multiple of 4] as int16 pairs, the rows in blocks of 4 interleaved per pair"
+                    f"to a multiple of 4] {layout}"
                 ),
             ),
             bias=ctx.const(f"{name}_bias", side.bias, comment=f"gate bias per row [{rows}] (int64)")
