@@ -373,3 +373,53 @@ def test_a_constant_returned_by_a_subgraph_is_refused_not_left_unwritten(tmp_pat
         "subgraph 2 ('loop_body') output 0 ('one') is a constant",
         error=UnsupportedModelError,
     )
+
+
+# ---- custom operators' options (found by the mutator's seeds for the signal operators) ----
+
+
+def test_a_state_buffer_no_microcontroller_holds_is_refused_at_once(tmp_path):
+    """Found by the mutator (seed 40, mutant 80): SignalDelay with delay_length 2^31-1 made the
+    compile build a [2, 2^31-1] int16 start value for over a minute; TFLM cannot allocate it (and
+    crashes). Refused in one line before anything is allocated; a real delay runs like TFLM."""
+    import time
+
+    from signal_state_models import delay_model
+
+    model = delay_model((([2, 5], 2**31 - 1),))[0]
+    assert tflm_refuses(model)
+    started = time.monotonic()
+    refused(
+        model, tmp_path / "bad", "(SignalDelay)", "state buffer 'delayed'", "[2, 2147483647]", error=ModelFormatError
+    )
+    assert time.monotonic() - started < 10
+    assert_matches_oracle(delay_model((([2, 5], 3),))[0], tmp_path / "ok", n_inputs=2, sanitize=True)
+
+
+def test_the_fuzzer_compares_only_what_tflm_writes():
+    """A SignalFramer's frames when its valid flag is false, SignalEnergy's bins outside its range
+    and the fast NMS's detections past their count are whatever TFLM's arena held: the fuzzer
+    (scripts/fuzz_models.py --run) compares the rest (seed 40, mutant 192: a framer without prefill)."""
+    import test_op_detection_postprocess as dp
+    from fuzz.structure_mutations import outputs_agree, tflm_defined
+    from signal_state_models import framer_model
+
+    framer = framer_model(((1, 1, 10, 4, False),))[0]
+    x = np.arange(4, dtype=np.int16).reshape(1, 4)
+    frames, valid = Oracle(framer).run([x])
+    assert not valid and tflm_defined(framer, [frames, valid])[0].sum() == 0
+    assert tflm_defined(framer, [frames, np.array(True)])[0] is None
+    b = mb.ModelBuilder()
+    s = b.activation("spectrum", [20], "int16")
+    e = b.activation("energy", [10], "uint32")
+    b.custom_op("SignalEnergy", [s], [e], {"start_index": 2, "end_index": 9})
+    energy = b.finish([s], [e])
+    (mask,) = tflm_defined(energy, Oracle(energy).run([np.ones(20, np.int16)]))
+    assert mask.tolist() == [False] * 2 + [True] * 7 + [False]
+    assert not outputs_agree(np.arange(10), np.arange(10) + 1, mask)
+    assert outputs_agree(np.arange(10), np.where(mask, np.arange(10), 99), mask)
+    ssd = dp.ssd_model(boxes=6, num_classes=2, opts=dp.options(max_detections=3, num_classes=2))
+    outs = Oracle(ssd).run(dp.inputs_for(6, 3, 1))
+    n = int(outs[3][0])
+    masks = tflm_defined(ssd, outs)
+    assert [int(m.sum()) for m in masks[:3]] == [4 * n, n, n] and masks[3] is None

@@ -166,6 +166,24 @@ CASES = {
         ("bias scale 0.5 is not input scale * weight scale", "prepare step"),
         UnsupportedModelError,
     ),
+    "custom_operator_whose_code_names_a_builtin": (
+        "op:SignalDelay_int16",
+        lambda m: setattr(m.operatorCodes[0], "deprecatedBuiltinCode", 101),  # ABS: the larger code wins
+        ("(ABS) is a builtin operator carrying custom options",),
+        ModelFormatError,
+    ),
+    "lstm_hidden_state_1d": (
+        "op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8",
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[18]], "shape", [6]),
+        ("the hidden state has shape [6]",),
+        ModelFormatError,
+    ),
+    "lstm_hidden_state_3d": (
+        "op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8",
+        lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[18]], "shape", [1, 1, 6]),
+        ("the hidden state has shape [1, 1, 6]",),
+        ModelFormatError,
+    ),
     "squeeze_output_too_small": (
         "op:SQUEEZE_int8",
         output_reshaped([4, 3]),
@@ -203,6 +221,30 @@ def _gather_options(axis):
     return mm.gather_options(axis)
 
 
+def _quantize_model(out_q):
+    """A float32 [1, 6] QUANTIZE to int8 with the output quantization ``out_q`` (scales, zero points):
+    six equal scales, which the importer keeps as one but TFLM counts as six."""
+    import model_builder as mb
+
+    b = mb.ModelBuilder()
+    x = b.activation("x", [1, 6], "float32")
+    y = b.activation("y", [1, 6], "int8", scale=out_q[0], zero_point=out_q[1])
+    b.op("QUANTIZE", [x], [y])
+    return b.finish([x], [y])
+
+
+def _strided_slice_options():
+    import movement_models as mm
+
+    return mm.strided_slice_options()
+
+
+def _softmax_options():
+    import model_builder as mb
+
+    return mb.softmax_options(1.0)
+
+
 def _squeeze_options(dims):
     import movement_models as mm
 
@@ -229,6 +271,50 @@ BUILT = {
         None,
         ("indices of type int64 are not supported",),
         UnsupportedModelError,
+    ),
+    "quantize_output_with_per_channel_scales": (
+        lambda: _quantize_model(([0.05] * 6, [3] * 6)),
+        None,
+        ("the output has 6 scales",),
+        ModelFormatError,
+    ),
+    "gather_nd_index_depth_6": (
+        _single("GATHER_ND", [1, 1, 1, 1, 1, 1, 2], [np.zeros((1, 6), np.int32)], [[1, 2]]),
+        None,
+        ("index depth 6 is not supported",),
+        UnsupportedModelError,
+    ),
+    "strided_slice_5d": (
+        _single(
+            "STRIDED_SLICE",
+            [1, 1, 1, 3, 6],
+            [np.array(v, np.int32) for v in ([0, 0, 0, 0, 1], [1, 1, 1, 3, 6], [1, 1, 1, 2, 2])],
+            [[1, 1, 1, 2, 3]],
+            _strided_slice_options(),
+        ),
+        None,
+        ("5-D input", "should not exceed 4"),
+        UnsupportedModelError,
+    ),
+    "strided_slice_int64_indices": (
+        _single(
+            "STRIDED_SLICE",
+            [3, 6],
+            [np.array(v, np.int64) for v in ([0, 1], [3, 6], [2, 2])],
+            [[2, 3]],
+            _strided_slice_options(),
+        ),
+        None,
+        ("begin must be int32",),
+        UnsupportedModelError,
+    ),
+    "softmax_int16_input_zero_point": (
+        lambda: _elementwise(
+            "SOFTMAX", "int16", [[2, 6]], quant=[(0.001, -129), (1 / 32768, 0)], options=_softmax_options()
+        ),
+        None,
+        ("the int16 input has zero point -129",),
+        ModelFormatError,
     ),
     "transpose_6d": (
         _single("TRANSPOSE", [1, 1, 1, 1, 2, 3], [np.array([0, 1, 2, 3, 5, 4], np.int32)], [[1, 1, 1, 1, 3, 2]]),
@@ -288,13 +374,20 @@ def test_a_rank_or_axis_layout_tflm_cannot_run_is_refused(tmp_path, case):
     refused(model, tmp_path, *fragments, error=error)
 
 
-def test_an_options_field_naming_no_tensor_type_is_refused(tmp_path):
-    """ARG_MAX's output_type 100: TFLM's parser prints "Unsupported data type 100 in tensor" and fails
-    to allocate the model, although its kernel reads the output tensor's type; the importer refused
-    nothing (found by the field mutator)."""
-    model = edited(SEEDS["op:ARG_MAX_int8"], option("outputType", 100))
+@pytest.mark.parametrize(
+    "seed, field, key",
+    [
+        ("op:ARG_MAX_int8", "outputType", "output_type"),
+        ("op:TRANSPOSE_CONV_int8", "quantizedBiasType", "quantized_bias_type"),
+    ],
+)
+def test_an_options_field_naming_no_tensor_type_is_refused(tmp_path, seed, field, key):
+    """ARG_MAX's output_type or TRANSPOSE_CONV's quantized_bias_type 100: TFLM's parser prints
+    "Unsupported data type 100 in tensor" and fails to allocate the model, although its kernels read
+    the tensors' own types; the importer refused nothing (found by the field mutator)."""
+    model = edited(SEEDS[seed], option(field, 100))
     assert tflm_refuses(model)
-    refused(model, tmp_path, "output_type is 100", "no tensor type", error=ModelFormatError)
+    refused(model, tmp_path, f"{key} is 100", "no tensor type", error=ModelFormatError)
 
 
 @pytest.mark.parametrize("shape, dtype", [([3], None), (None, 6)], ids=["three_handles", "bool_handle"])

@@ -33,9 +33,10 @@ _RENAMED = {
     "filter_width": "filter_w",
 }
 _POOLS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D")
-# Options fields that hold a TensorType (ARG_MAX/ARG_MIN output_type, SHAPE out_type, CAST's): TFLM's
-# parser refuses a value that names no type, whether or not the kernel reads it.
-_TENSOR_TYPE_FIELDS = ("output_type", "out_type", "in_data_type", "out_data_type")
+# Options fields that hold a TensorType (ARG_MAX/ARG_MIN output_type, SHAPE out_type, CAST's, the
+# convolutions' and FULLY_CONNECTED's quantized_bias_type): TFLM's parser refuses a value that names no
+# type, whether or not the kernel reads it.
+_TENSOR_TYPE_FIELDS = ("output_type", "out_type", "in_data_type", "out_data_type", "quantized_bias_type")
 _TENSOR_TYPES = frozenset(v for k, v in vars(tflite.TensorType).items() if not k.startswith("_"))
 _NOT_FIELDS = ("GetRootAs", "Init", "BufferHasIdentifier")
 

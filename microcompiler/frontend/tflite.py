@@ -328,6 +328,13 @@ class _Importer:
                     f"{list(self.tensors[o].shape)}, which has no elements; TFLite Micro cannot run "
                     "zero-sized tensors either: export the model with non-empty shapes"
                 )
+        if custom is None and op.CustomOptionsLength() > 0:
+            # TFLM: "Unsupported behavior: found builtin operator ABS with custom options." (a custom
+            # operator whose builtin code field names a builtin, or a builtin with stray options)
+            raise ModelFormatError(
+                f"operator {index} ({kind}) is a builtin operator carrying custom options (TFLM refuses it "
+                "too); the file is corrupted: re-export the model"
+            )
         options = custom_options(kind, op, index) if custom is not None else operator_options(kind, op)
         return Operator(kind, inputs, outputs, options, index)
 

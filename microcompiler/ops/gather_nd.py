@@ -26,6 +26,9 @@ def _geometry(op, graph):
         op,
         f"index depth {nd} (the indices' last dimension) exceeds the params rank {len(x.shape)}",
     )
+    require(
+        nd <= 5, op, f'index depth {nd} is not supported (TFLM: "Index innermost dimension length must not exceed 5")'
+    )
     out_shape = list(idx.shape[:-1]) + list(x.shape[nd:])
     require(list(y.shape) == out_shape, op, f"output shape {list(y.shape)} does not match the expected {out_shape}")
     return int(np.prod(idx.shape[:-1], dtype=np.int64)), nd, int(np.prod(x.shape[nd:], dtype=np.int64))
@@ -38,7 +41,7 @@ class GatherNd(OpKernel):
     inputs = (2, 2)
     types = ("int8", "float32")
     type_notes = "indices int32 (as TFLM); out-of-range run-time indices are clamped, where TFLM fails"
-    tflm_refusals = ("indices of another type than int32",)
+    tflm_refusals = ("indices of another type than int32, or an index depth (their last dimension) over 5",)
     quantized_io = False
 
     def check(self, op, graph):

@@ -24,7 +24,7 @@ TFLM semantics replicated:
 from __future__ import annotations
 
 from microcompiler.ops.activation import per_tensor
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import OpKernel, register, require, require_consistent, require_elementwise
 from microcompiler.ops.lut import render_int8_table
 from microcompiler.ops.quant import INT_RANGES, c_float
 from microcompiler.ops.requantize import offset_term, render_requantize, requantize_int8_table, scale_ratio_multiplier
@@ -50,6 +50,7 @@ _DEQUANTIZE_TYPES = ("int8", "int16", "uint8")
 class Quantize(OpKernel):
     kinds = ("QUANTIZE", "DEQUANTIZE")
     types = ("int8", "int16", "uint8", "int32", "float32")
+    kind_refusals = {"QUANTIZE": ("an output with more than one scale (scale->size == 1)",)}
 
     def describe(self, kind):
         info = super().describe(kind)
@@ -80,6 +81,13 @@ class Quantize(OpKernel):
             f"{x.dtype} -> {y.dtype} is not supported (TFLM's pairs: {pairs})",
         )
         require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
+        # TFLM's PrepareQuantizeReference: affine_quantization->scale->size == 1, even where the file's
+        # per-channel scales are all equal (the importer keeps those as one)
+        require_consistent(
+            y.quant.file_scales <= 1,
+            op,
+            f"the output has {y.quant.file_scales} scales; TFLM quantizes to one scale per tensor (scale->size == 1)",
+        )
         if x.dtype != "float32":
             require(x.quant is not None, op, "the input needs quantization parameters")
 

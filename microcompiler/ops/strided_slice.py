@@ -5,8 +5,9 @@ indices exactly as TFLM computes them (TFLM's ``StartForAxis``/``EndForAxis``: i
 then clamp). TFLM ignores ``ellipsis_mask``, ``new_axis_mask`` and ``offset``: a model whose output
 shape fits that reading is compiled as TFLM runs it. A model whose output shape only fits the full
 TensorFlow Lite meaning of those options (an ellipsis expanding over several dimensions, new
-dimensions of extent 1, ``end = begin + end`` with ``offset``; TFLM refuses such models) is compiled
-with that meaning. The values are copied unchanged, contiguous runs with memcpy.
+dimensions of extent 1, ``end = begin + end`` with ``offset``) is refused, as TFLM's prepare step
+refuses it; ``tensorflow_plan`` recognises it so that the error says so. The values are copied
+unchanged, contiguous runs with memcpy.
 """
 
 from __future__ import annotations
@@ -145,16 +146,25 @@ class StridedSlice(CopyKernel):
     inputs = (4, 4)
     types = ("int8", "int16", "int32", "float32", "bool")
     options = (
-        "constant begin/end/strides (int32 or int64); begin_mask, end_mask, shrink_axis_mask, "
-        "negative strides and indices; ellipsis_mask, new_axis_mask, offset: ignored as by TFLM when the "
-        "output shape fits that, else with TensorFlow's meaning"
+        "constant int32 begin/end/strides, 1-D to 4-D inputs (as TFLM); begin_mask, end_mask, "
+        "shrink_axis_mask, negative strides and indices; ellipsis_mask, new_axis_mask, offset: ignored as by TFLM"
+    )
+    tflm_refusals = (
+        "begin/end/strides of another type than int32, or an input of more than 4 dimensions",
+        "an output shape that only TensorFlow's meaning of ellipsis_mask, new_axis_mask or offset gives "
+        "(CheckOutputSize)",
     )
 
     def slice_plan(self, op, graph) -> SlicePlan:
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        begin = constant_ints(graph, op, 1, "begin")
-        end = constant_ints(graph, op, 2, "end")
-        strides = constant_ints(graph, op, 3, "strides")
+        # TFLM's StridedSlicePrepare reads begin/end/strides as int32 (an int64 tensor's words are other
+        # indices) and slices inputs of at most 4 dimensions ("input dim should not exceed 4")
+        begin = constant_ints(graph, op, 1, "begin", dtypes=("int32",))
+        end = constant_ints(graph, op, 2, "end", dtypes=("int32",))
+        strides = constant_ints(graph, op, 3, "strides", dtypes=("int32",))
+        require(
+            len(x.shape) <= 4, op, f"a {len(x.shape)}-D input is not supported (TFLM: input dim should not exceed 4)"
+        )
         require(
             len(begin) == len(end) == len(strides),
             op,
@@ -162,20 +172,23 @@ class StridedSlice(CopyKernel):
         )
         require(0 not in strides, op, f"strides {strides} contain 0")
         require(len(x.shape) >= 1, op, "the input must have at least one dimension")
-        candidates = [
-            tflm_plan(x.shape, begin, end, strides, op.options),
-            tensorflow_plan(x.shape, begin, end, strides, op.options),
-        ]
-        fitting = [p for p in candidates if p is not None and p.out_shape == list(y.shape)]
-        if not fitting:
-            expected = next((p.out_shape for p in candidates if p is not None), None)
+        plan = tflm_plan(x.shape, begin, end, strides, op.options)
+        if plan is None or plan.out_shape != list(y.shape):
+            full = tensorflow_plan(x.shape, begin, end, strides, op.options)
+            require(
+                full is None or full.out_shape != list(y.shape),
+                op,
+                f"output shape {list(y.shape)} is the slice of {list(x.shape)} with TensorFlow's meaning of "
+                "ellipsis_mask, new_axis_mask or offset, which TFLM ignores: its prepare step refuses the model "
+                "(CheckOutputSize), so no reference confirms an answer",
+            )
             require(
                 False,
                 op,
                 f"output shape {list(y.shape)} does not match the slice of {list(x.shape)} "
-                f"(begin {begin}, end {end}, strides {strides}: {expected})",
+                f"(begin {begin}, end {end}, strides {strides}: {plan.out_shape if plan else None})",
             )
-        plan = fitting[0]
+        assert plan is not None  # the require above raised otherwise
         require(not plan.problem, op, plan.problem)
         return plan
 

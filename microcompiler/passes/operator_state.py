@@ -9,7 +9,9 @@ import numpy as np
 
 from microcompiler.ir import Graph, Tensor, np_dtype
 from microcompiler.ops import load_kernels
-from microcompiler.ops.base import KERNELS
+from microcompiler.ops.base import KERNELS, require_consistent
+
+MAX_STATE_ELEMENTS = 1 << 28  # as for a tensor (frontend/tflite.py): no microcontroller holds more
 
 
 def add_operator_state(graph: Graph) -> Graph:
@@ -20,6 +22,13 @@ def add_operator_state(graph: Graph) -> Graph:
         if kernel is None or op.state:
             continue
         for buf in kernel.state(op, g):
+            elements = int(np.prod(buf.shape, dtype=np.float64))
+            require_consistent(
+                elements <= MAX_STATE_ELEMENTS,
+                op,
+                f"its options ask for a state buffer '{buf.role}' of {[int(d) for d in buf.shape]} {buf.dtype} "
+                f"values, more than {MAX_STATE_ELEMENTS} (TFLM cannot allocate it either)",
+            )
             initial = np.broadcast_to(np.asarray(buf.initial, np_dtype(buf.dtype)), buf.shape).copy()
             g.tensors.append(
                 Tensor(f"{op.name}/{buf.role}", tuple(buf.shape), buf.dtype, persistent=True, initial=initial)

@@ -264,4 +264,97 @@ def op_seeds() -> dict[str, bytes]:
     seeds["op:UNIDIRECTIONAL_SEQUENCE_LSTM_int8"] = lstm_models.lstm_int8()
     seeds["op:signal_front_end"] = signal_models.front_end_model()
     seeds["op:SignalDelay_int16"] = signal_state_models.delay_model()[0]
+    seeds.update(signal_seeds())
+    seeds.update(detection_and_lookup_seeds())
+    return seeds
+
+
+def signal_seeds() -> dict[str, bytes]:
+    """One model per signal operator (TFLM's custom audio front-end operators), each alone, so that
+    a mutant reaches that operator's checks instead of breaking a chain; the stateful ones in a
+    configuration whose first call is valid (the fuzzer runs one inference)."""
+    import model_builder as mb
+    import signal_models as sm
+    import signal_state_models as ssm
+
+    seeds: dict[str, bytes] = {}
+
+    def single(name, shapes_in, shapes_out, kind, options, consts=()):
+        """``kind`` on model inputs of ``shapes_in`` ((shape, dtype)) and constants ``consts``."""
+        b = mb.ModelBuilder()
+        xs = [b.activation(f"in{k}", shape, dtype) for k, (shape, dtype) in enumerate(shapes_in)]
+        cs = [b.constant(f"c{k}", v) for k, v in enumerate(consts)]
+        ys = [b.activation(f"out{k}", shape, dtype) for k, (shape, dtype) in enumerate(shapes_out)]
+        b.custom_op(kind, xs + cs, ys, options)
+        seeds[f"op:{name}"] = b.finish(xs, ys)
+        return b
+
+    window = np.random.default_rng(2).integers(0, 32768, 12).astype(np.int16)
+    single("SignalWindow_int16", [([2, 12], "int16")], [([2, 12], "int16")], "SignalWindow", {"shift": 12}, [window])
+    single(
+        "SignalEnergy_int16",
+        [([20], "int16")],
+        [([10], "uint32")],
+        "SignalEnergy",
+        {"start_index": 0, "end_index": 10},  # TFLM leaves bins outside the range unwritten
+    )
+    b = mb.ModelBuilder()
+    x = b.activation("frame", [12], "int16")
+    scaled, bits = b.activation("scaled", [12], "int16"), b.activation("scale_bits", [], "int32")
+    b.custom_op("SignalFftAutoScale", [x], [scaled, bits])
+    seeds["op:SignalFftAutoScale_int16"] = b.finish([x], [scaled, bits])
+    for dtype, n in (("int16", 16), ("float32", 8)):
+        t = {"int16": ssm.INT16, "float32": ssm.FLOAT32}[dtype]
+        single(f"SignalRfft_{dtype}", [([n], dtype)], [([n + 2], dtype)], "SignalRfft", {"T": t, "fft_length": n})
+        single(f"SignalIrfft_{dtype}", [([n + 2], dtype)], [([n], dtype)], "SignalIrfft", {"T": t, "fft_length": n})
+    channels, bins = 3, 9
+    b = mb.ModelBuilder()
+    x = b.activation("energy", [bins], "uint32")
+    seeds["op:SignalFilterBank_uint32"] = b.finish([x], [sm.add_filter_bank(b, x, channels, bins)])
+    b = mb.ModelBuilder()
+    x = b.activation("bank", [channels], "uint64")
+    seeds["op:SignalFilterBankSquareRoot_uint64"] = b.finish([x], [sm.add_square_root(b, x, channels)])
+    b = mb.ModelBuilder()
+    x = b.activation("bank", [channels], "uint32")
+    seeds["op:SignalFilterBankLog_uint32"] = b.finish([x], [sm.add_log(b, x, channels)])
+    b = mb.ModelBuilder()
+    x, noise = b.activation("bank", [channels], "uint32"), b.activation("noise", [channels], "uint32")
+    seeds["op:SignalPCAN_uint32"] = b.finish([x, noise], [sm.add_pcan(b, x, noise, channels)])
+    seeds["op:SignalFramer_int16"] = ssm.framer_model(((1, 1, 10, 4, True),))[0]
+    seeds["op:SignalStacker_int16"] = ssm.stacker_model(((3, 0, 0, 1),))[0]
+    seeds["op:SignalOverlapAdd_int16"] = ssm.overlap_add_model((("int16", [2, 8], 4),))[0]
+    seeds["op:SignalOverlapAdd_float32"] = ssm.overlap_add_model((("float32", [3, 6], 2),))[0]
+    seeds["op:SignalFilterBankSpectralSubtraction_uint32"] = ssm.spectral_subtraction_model(((4, {}),))[0]
+    return seeds
+
+
+def detection_and_lookup_seeds() -> dict[str, bytes]:
+    """TFLite_Detection_PostProcess (fast and regular NMS), CAST, FILL and EMBEDDING_LOOKUP."""
+    import model_builder as mb
+    import test_op_cast
+    from test_op_detection_postprocess import options, ssd_model
+
+    seeds: dict[str, bytes] = {}
+    for name, regular in (("fast", False), ("regular", True)):
+        seeds[f"op:TFLite_Detection_PostProcess_{name}"] = ssd_model(
+            boxes=6, num_classes=2, opts=options(max_detections=3, num_classes=2, regular=regular)
+        )
+    seeds["op:CAST_int16"] = test_op_cast.cast_model("int16", ["float32", "int8", "uint32"], [2, 3])
+    seeds["op:CAST_float32"] = test_op_cast.cast_model("float32", ["int32", "int16", "bool"], [2, 3])
+    for dtype in ("int8", "float32"):
+        b = mb.ModelBuilder()
+        dims = b.constant("dims", np.array([2, 3], np.int32))
+        quant = {"scale": 0.05, "zero_point": -3} if dtype == "int8" else {}
+        v = b.activation("value", [], dtype, **quant)
+        y = b.activation("y", [2, 3], dtype, **quant)
+        b.op("FILL", [dims, v], [y])
+        seeds[f"op:FILL_{dtype}"] = b.finish([v], [y])
+    for dtype in ("float32", "int8"):
+        b = mb.ModelBuilder()  # run-time table, constant ids (random run-time ids are out of range)
+        quant = {"scale": 0.02, "zero_point": 1} if dtype == "int8" else {}
+        ids = b.constant("ids", np.array([3, 0, 3], np.int32))
+        table = b.activation("table", [4, 2, 3], dtype, **quant)
+        y = b.activation("rows", [3, 2, 3], dtype, **quant)
+        b.op("EMBEDDING_LOOKUP", [ids, table], [y])
+        seeds[f"op:EMBEDDING_LOOKUP_{dtype}"] = b.finish([table], [y])
     return seeds

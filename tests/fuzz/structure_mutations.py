@@ -4,7 +4,8 @@ Each mutant is a seed model (tests/fuzz/model_mutations.py) with one to three ed
 structure (the flatbuffer object API of the pinned TFLM schema): a tensor's shape (a dimension
 changed, added or removed), its type, an operator's input or output index, quantization fields
 (the number of scales, a scale, a zero point, the quantized dimension), an operator code's two
-fields, the model's input and output lists, or a numeric builtin option. The model is packed
+fields, the input and output lists of the model or of another subgraph, a numeric builtin option,
+or a custom operator's option (a value of its flexbuffer map changed or removed). The model is packed
 again, so every mutant is a well-formed flatbuffer that says something else: what the importer and
 the kernels' checks must refuse or compute exactly as TFLM does.
 """
@@ -17,7 +18,7 @@ import flatbuffers
 import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
-STRUCTURE_KINDS = ("shape", "type", "index", "quant", "opcode", "io", "option")
+STRUCTURE_KINDS = ("shape", "type", "index", "quant", "opcode", "io", "option", "custom")
 TYPES = (
     fb.TensorType.FLOAT32,
     fb.TensorType.INT8,
@@ -155,7 +156,8 @@ def _opcode(rng, model):
 
 
 def _io(rng, model):
-    sub = model.subgraphs[0]
+    s = 0 if len(model.subgraphs) == 1 or rng.random() < 0.5 else rng.randrange(1, len(model.subgraphs))
+    sub = model.subgraphs[s]
     name = rng.choice(("inputs", "outputs"))
     values = list(getattr(sub, name) if getattr(sub, name) is not None else [])
     how = rng.choice(("repeat", "other", "drop"))
@@ -168,7 +170,7 @@ def _io(rng, model):
     else:
         return None
     setattr(sub, name, values)
-    return f"subgraph 0 {name} {values}"
+    return f"subgraph {s} {name} {values}"
 
 
 def _option(rng, model):
@@ -193,6 +195,39 @@ def _option(rng, model):
     return f"operator {o} option {name} {value} -> {new}"
 
 
+def _custom(rng, model):
+    """One value of a custom operator's flexbuffer options changed (an odd int, float or the other
+    bool) or removed."""
+    from flatbuffers import flexbuffers
+
+    sub = _subgraph(rng, model)
+    ops = [(o, op) for o, op in enumerate(sub.operators) if op.customOptions is not None and len(op.customOptions)]
+    if not ops:
+        return None
+    o, op = rng.choice(ops)
+    try:
+        options = flexbuffers.Loads(bytes(bytearray(op.customOptions)))
+    except Exception:  # noqa: BLE001 - not a flexbuffer map: nothing to edit
+        return None
+    if not isinstance(options, dict) or not options:
+        return None
+    key = rng.choice(sorted(options))
+    value = options[key]
+    if rng.random() < 0.15:
+        del options[key]
+        new = "removed"
+    elif isinstance(value, bool):
+        new = options[key] = not value
+    elif isinstance(value, int):
+        new = options[key] = rng.choice((-1, 0, 1, 2, 3, 7, 100, 2**31 - 1, -(2**31), value + 1, value - 1, 2 * value))
+    elif isinstance(value, float):
+        new = options[key] = rng.choice((0.0, -1.0, float("nan"), float("inf"), 1e-8, 1e30, value * 2))
+    else:
+        return None
+    op.customOptions = list(bytes(flexbuffers.Dumps(options)))
+    return f"operator {o} custom option {key} {value} -> {new}"
+
+
 _EDITS = {
     "shape": _shape,
     "type": _type,
@@ -201,15 +236,69 @@ _EDITS = {
     "opcode": _opcode,
     "io": _io,
     "option": _option,
+    "custom": _custom,
 }
 
 
-def outputs_agree(ours: np.ndarray, theirs: np.ndarray) -> bool:
-    """Integers bit-exact; floats bit-exact up to 1e-5 relative (NaN where TFLM has NaN)."""
+def outputs_agree(ours: np.ndarray, theirs: np.ndarray, defined: np.ndarray | None = None) -> bool:
+    """Integers bit-exact; floats bit-exact up to 1e-5 relative (NaN where TFLM has NaN); only the
+    elements ``defined`` marks (flat; all when None: see tflm_defined)."""
     theirs = np.asarray(theirs)
     if ours.size != theirs.size:
         return False
     ours, theirs = ours.reshape(-1), theirs.reshape(-1)
+    if defined is not None and defined.size == ours.size:
+        ours, theirs = ours[defined], theirs[defined]
     if ours.dtype.kind == "f":
         return bool(np.allclose(ours, theirs, rtol=1e-5, atol=1e-6, equal_nan=True))
     return bool(np.array_equal(ours, theirs))
+
+
+def tflm_defined(model: bytes, tflm_outputs: list[np.ndarray]) -> list[np.ndarray | None]:
+    """For each model output, the (flat) elements TFLM defines, or None for all of them. TFLM
+    leaves some outputs unwritten, so they hold whatever its arena held: a SignalFramer's or
+    SignalStacker's data when its valid flag is false (or not a model output), SignalEnergy's bins
+    outside [start_index, end_index), and the fast path of TFLite_Detection_PostProcess past its
+    detection count (or all of them when the count is not a model output)."""
+    from flatbuffers import flexbuffers
+
+    m = fb.ModelT.InitFromPackedBuf(model, 0)
+    main = m.subgraphs[0]
+    outputs = [int(t) for t in (main.outputs if main.outputs is not None else [])]
+    masks: list[np.ndarray | None] = [None] * len(outputs)
+
+    def restrict(tensor: int, keep) -> None:
+        for k, t in enumerate(outputs):
+            if t == tensor and k < len(tflm_outputs):
+                size = np.asarray(tflm_outputs[k]).size
+                mask = np.zeros(size, bool)
+                mask[keep(size)] = True
+                masks[k] = mask if masks[k] is None else masks[k] & mask
+
+    def value(tensor: int):
+        if tensor in outputs and outputs.index(tensor) < len(tflm_outputs):
+            return np.asarray(tflm_outputs[outputs.index(tensor)]).reshape(-1)
+        return None
+
+    for op in main.operators or []:
+        code = m.operatorCodes[op.opcodeIndex] if 0 <= op.opcodeIndex < len(m.operatorCodes) else None
+        name = code.customCode.decode(errors="replace") if code is not None and code.customCode else ""
+        outs = [int(t) for t in (op.outputs if op.outputs is not None else [])]
+        try:
+            options = flexbuffers.Loads(bytes(bytearray(op.customOptions))) if op.customOptions is not None else {}
+        except Exception:  # noqa: BLE001 - unreadable options: TFLM refuses the operator
+            options = {}
+        options = options if isinstance(options, dict) else {}
+        if name in ("SignalFramer", "SignalStacker") and len(outs) == 2:
+            valid = value(outs[1])
+            if valid is None or valid.size != 1 or not valid[0]:
+                restrict(outs[0], lambda n: slice(0, 0))
+        elif name == "SignalEnergy" and outs:
+            start, end = int(options.get("start_index", 0)), int(options.get("end_index", 0))
+            restrict(outs[0], lambda n, a=start, b=end: slice(max(0, a), max(0, b)))
+        elif name == "TFLite_Detection_PostProcess" and len(outs) == 4 and not options.get("use_regular_nms"):
+            count = value(outs[3])
+            n = int(count[0]) if count is not None and count.size and np.isfinite(count[0]) else 0
+            for t, per in zip(outs[:3], (4, 1, 1)):
+                restrict(t, lambda size, w=per, n=n: slice(0, max(0, w * n)))
+    return masks
