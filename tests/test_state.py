@@ -111,6 +111,23 @@ def test_svdf_dsp_variant_sequence(tmp_path, make_model):
     assert kernels and all(k["variant"] == "rows4" and k["isa"] == "dsp" for k in kernels)
 
 
+@pytest.mark.parametrize(
+    "make_model",
+    [
+        stacked_svdf_kws,  # 40 and 16 inputs (padded row, none), 32 and 16 filters
+        lambda: single_svdf_int8(batch=2, state_dtype="int8", state_zp=-7, n_memory=6),
+        lambda: single_svdf_int8(state_dtype="int8", n_filter=5, rank=1, n_input=9, n_memory=2),
+    ],
+    ids=["stacked", "batch2-int8-state-zp", "filters-tail"],
+)
+def test_svdf_helium_variant_sequence(tmp_path, make_model):
+    """The Helium variant (mve-rows4) on kernel_mve_matmul.h's portable C, under ASan/UBSan: the
+    padded input row, filter counts that are and are not multiples of 4, batches."""
+    library = check_sequence(make_model(), tmp_path, executors=("aot",), sanitize=True, features={"dsp", "mve"})
+    kernels = [op["kernel"] for op in library.metadata["operators"] if op["kind"] == "SVDF"]
+    assert kernels and all(k["variant"] == "mve-rows4" and k["isa"] == "mve" for k in kernels)
+
+
 def test_svdf_dsp_requantization_is_fast_only_where_proven(tmp_path):
     """The rows4 kernel requantizes with SMMLAR where the accumulators provably stay below 2^30,
     else with TFLM's double rounding (int16 state, 16 steps of memory: the time sums may pass it)."""

@@ -233,6 +233,7 @@ class Rsqrt(OpKernel):
     kinds = ("RSQRT",)
     types = ("float32", "int8", "int16")
     type_notes = "int8/int16 quantized, int16 zero points 0; inputs below the zero point give the maximum"
+    fast = {"fpu": "int16 (sqrt-guess: 1/sqrt from a float guess corrected exactly, no Newton iteration)"}
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)

@@ -251,7 +251,9 @@ static inline float mc_tanhf(float x) {
  * fusing changes 34 results, is computed exactly in integers and rounded once, as the fused
  * instruction rounds; the polynomials' multiply-adds, fused there, are not here: on all 2^32
  * inputs that gives the same float results (docs/float.md), and the soft double arithmetic of a
- * Cortex-M4 takes a tenth of the time an emulated fused multiply-add would. */
+ * Cortex-M4 takes a tenth of the time an emulated fused multiply-add would. A compiler that
+ * contracts them (-ffp-contract=fast with a double FMA instruction) computes exactly glibc's FMA
+ * build's polynomials: the same bits either way. */
 
 /* The top 12 bits of |x| as a float: the comparisons of sinf and cosf (sign cleared, exponent and
  * the 3 top mantissa bits). */
