@@ -142,9 +142,14 @@ def write_project_dir(out_dir: str | Path, fill: Callable[[Path], None], info: d
 
 
 def copy_runtime(project_dir: Path, family: str) -> None:
-    """crt's headers and portable sources, and one platform family, into DIR/crt."""
+    """crt's headers and portable sources, and one platform family, into DIR/crt. The kernel headers
+    (``kernel_*.h``) are not among them: each model library carries the ones its code uses."""
     crt = resources.crt_dir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(crt / "include", project_dir / "crt" / "include", ignore=ignore)
+    shutil.copytree(
+        crt / "include",
+        project_dir / "crt" / "include",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "kernel_*.h"),
+    )
     shutil.copytree(crt / "src", project_dir / "crt" / "src", ignore=ignore)
     shutil.copytree(crt / "platform" / family, project_dir / "crt" / "platform" / family, ignore=ignore)
