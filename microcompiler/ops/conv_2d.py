@@ -30,11 +30,11 @@ from microcompiler.ops.conv_common import (
     bias_tensor,
     check_common,
     constant_parameters,
+    conv_requantized_layer,
     float_values,
     folded_bias,
     geometry,
     quant_values,
-    requantized_layer,
 )
 from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
@@ -241,5 +241,5 @@ class Conv2D(OpKernel):
     def _emit_mve(self, op, graph, ctx, plan):
         w = ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
-        layer = requantized_layer(op, graph, ctx, g.out_c, g.describe())
+        layer = conv_requantized_layer(op, graph, ctx, g.out_c, g.describe())
         return fast_mve.emit_dot(ctx, plan, g, w.data.astype(np.int8).reshape(g.out_c, -1), layer)

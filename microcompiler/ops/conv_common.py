@@ -282,14 +282,13 @@ class RequantizedLayer:
     describe: str
 
 
-def requantized_layer(op, graph, ctx, out_c: int, describe: str) -> RequantizedLayer:
-    """The RequantizedLayer of an int8 CONV_2D or DEPTHWISE_CONV_2D: what its Helium
-    kernel takes besides the weights."""
-    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
-    bias = bias_tensor(op, graph)
-    mult, shift = conv_multipliers(x, w, y, out_c)
+def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> RequantizedLayer:
+    """The RequantizedLayer of an int8 CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED from its bias
+    (int64, per output channel) and its (multipliers, shifts)."""
+    x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+    mult, shift = multipliers
     return RequantizedLayer(
-        bias=bias.data.astype(np.int64) if bias is not None else np.zeros(out_c, np.int64),
+        bias=bias,
         x_zp=int(x.quant.zero_point[0]),
         mult=mult,
         shift=shift,
@@ -299,3 +298,12 @@ def requantized_layer(op, graph, ctx, out_c: int, describe: str) -> RequantizedL
         output_c=ctx.arg(op.outputs[0]),
         describe=describe,
     )
+
+
+def conv_requantized_layer(op, graph, ctx, out_c: int, describe: str) -> RequantizedLayer:
+    """requantized_layer of a CONV_2D or DEPTHWISE_CONV_2D: its bias (zero without one) and
+    conv_multipliers."""
+    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    bias = bias_tensor(op, graph)
+    bias64 = bias.data.astype(np.int64) if bias is not None else np.zeros(out_c, np.int64)
+    return requantized_layer(op, ctx, bias64, conv_multipliers(x, w, y, out_c), describe)

@@ -17,11 +17,11 @@ from microcompiler.ops.conv_common import (
     bias_tensor,
     check_common,
     constant_parameters,
+    conv_requantized_layer,
     float_values,
     folded_bias,
     geometry,
     quant_values,
-    requantized_layer,
 )
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
@@ -273,5 +273,5 @@ class DepthwiseConv2D(OpKernel):
     def _emit_mve(self, op, graph, ctx, plan):
         w = ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
-        layer = requantized_layer(op, graph, ctx, g.out_c, g.describe())
+        layer = conv_requantized_layer(op, graph, ctx, g.out_c, g.describe())
         return fast_mve.emit_depthwise(ctx, plan, g, w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c), layer)
