@@ -11,6 +11,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ BUILD_DIR = "build"  # written by 'microcompiler build' (CMake or west), replace
 # ---- Inputs ----
 
 
-def resolve_inputs(inputs, info: ModelInfo) -> list[np.ndarray]:
+def resolve_inputs(inputs: Any, info: ModelInfo) -> list[np.ndarray]:
     """The arrays for ``inputs``: None (a fixed seeded random input), .npy paths, or arrays."""
     if inputs is None:
         return random_inputs(info.inputs)
@@ -42,7 +43,7 @@ def resolve_inputs(inputs, info: ModelInfo) -> list[np.ndarray]:
     return [check_input(np.asarray(arr), meta, f"input for '{meta.name}'") for arr, meta in zip(inputs, info.inputs)]
 
 
-def resolve_input_steps(input, input_steps, info: ModelInfo) -> list[list[np.ndarray]]:
+def resolve_input_steps(input: Any, input_steps: Any, info: ModelInfo) -> list[list[np.ndarray]]:
     """The input sets of a project: ``input_steps`` (one set per inference, in order) or the one set
     ``input`` resolves to."""
     if input_steps is None:
