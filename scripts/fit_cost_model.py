@@ -64,16 +64,18 @@ FLOAT_GATES = "float_gates.tflite"
 # the SVDF example (a keyword-spotting stack with int16 state: SVDF rows4)
 EXTRA = [ROOT / "tests/models/keras/conv_autoencoder_int16x8.tflite", ROOT / "examples/svdf_kws/svdf_kws_int8.tflite"]
 MODELS += EXTRA
-# Built here (BUILT, file name: the builder's model): int16 LOGISTIC and TANH (piecewise-table,
-# scripts/table_benchmarks.py) and the SVDF models of scripts/svdf_benchmarks.py (rows4; the stack with
+# Built here (BUILT, file name: the builder's model): int16 LOGISTIC and TANH (piecewise-table) and
+# RSQRT (int8 lut, int16 sqrt-guess) of scripts/table_benchmarks.py and the SVDF models of scripts/svdf_benchmarks.py (rows4; the stack with
 # int8 state under a name of its own, the example's file name being taken)
 BUILT = {
     "elementwise_int16": "elementwise_int16",
+    "rsqrt_int8": "rsqrt_int8",
+    "rsqrt_int16": "rsqrt_int16",
     "svdf_kws_int8_state": "svdf_kws_int8",
     "svdf_large_int16": "svdf_large_int16",
     "svdf_large_int8": "svdf_large_int8",
 }
-M55_BUILT = ("elementwise_int16", "svdf_large_int8")
+M55_BUILT = ("elementwise_int16", "rsqrt_int16", "svdf_large_int8")
 # The Cortex-M55 (Helium kernels: their own variants, so their own keys)
 M55_BOARD = "mps3_an547"
 M55_MODELS = MODELS[:3] + KERAS[:4] + EXTRA

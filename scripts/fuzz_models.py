@@ -5,6 +5,7 @@
     python scripts/fuzz_models.py --examples 500 --seed 7 --save-corpus
     python scripts/fuzz_models.py --structured --run --examples 20000 --seed 1   # mutants run against TFLM
     python scripts/fuzz_models.py --structured --run --seeds Signal,CAST --examples 3000 --seed 40
+    python scripts/fuzz_models.py --structured --prepare-gaps --examples 60000 --seed 4   # docs/prepare_checks.md
 
 ``--structured`` mutates the model's fields instead of its bytes (tests/fuzz/structure_mutations.py:
 shapes, types, tensor indices, quantization fields, operator codes, input/output lists, options);
@@ -128,7 +129,7 @@ class MutantRunner:
         from microcompiler.validation.reference import ReferenceTimeout
 
         meta = library.metadata
-        inputs = random_inputs(meta["inputs"], seed=0)
+        inputs = random_inputs(library.info.inputs, seed=0)
         try:
             with self.reference(path.read_bytes(), len(meta["outputs"])) as reference:
                 expected = reference.run(inputs)
@@ -161,12 +162,48 @@ class MutantRunner:
         return "agree", ""
 
 
+class PrepareProbe:
+    """--prepare-gaps: loads each compiled mutant into TFLM (no build) and returns TFLM's own message
+    when its prepare step refuses the model: microcompiler compiled something TFLM refuses, a check of
+    docs/prepare_checks.md that is missing. One long-lived TFLM child; its stderr holds the message."""
+
+    def __init__(self):
+        self.process = None
+
+    def refusal(self, data: bytes, n_outputs: int) -> str | None:
+        from microcompiler.validation.reference import Reference, ReferenceProcess, ReferenceTimeout
+
+        if self.process is None or not self.process.alive:
+            self.process = ReferenceProcess(RUN_SECONDS)
+        log = self.process._log  # the child's stderr: TFLM prints which kernels/<op>.cc check failed
+        log.seek(0, 2)
+        start = log.tell()
+        try:
+            with Reference(data, n_outputs, what="the mutant", timeout=RUN_SECONDS, process=self.process):
+                return None
+        except ReferenceTimeout:
+            return None
+        except MicrocompilerError as exc:
+            try:
+                log.seek(start)
+                said = " | ".join(ln.strip() for ln in log.read().decode(errors="replace").splitlines() if ln.strip())
+            except (OSError, ValueError):  # the child died and its log was closed
+                said = ""
+            return said or str(exc)
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+
+
 def structured(args) -> int:
     """--structured: field-level mutants; with --run, built and compared with TFLM."""
     import shutil
 
     rng = random.Random(args.seed)
-    names = [n for n in seed_names() if n in RUN_SEEDS] + op_seed_names() if args.run else seed_names()
+    names = (
+        [n for n in seed_names() if n in RUN_SEEDS] + op_seed_names() if args.run or args.prepare_gaps else seed_names()
+    )
     if args.seeds:
         wanted = [w for w in args.seeds.split(",") if w]
         names = [n for n in names if any(w in n for w in wanted)]
@@ -174,13 +211,14 @@ def structured(args) -> int:
             print(f"no seed model's name contains any of {wanted}", file=sys.stderr)
             return 2
     counts: dict[str, int] = {}
-    failures = {"traceback", "hang", "sanitizer", "differs", "build", "crash", "multi-line"}
+    failures = {"traceback", "hang", "sanitizer", "differs", "build", "crash", "multi-line", "prepare-gap"}
     seen: dict[str, int] = {}
     start = time.monotonic()
     done = 0
     with tempfile.TemporaryDirectory(prefix="microcompiler-fuzz-") as tmp:
         work = Path(tmp)
         runner = MutantRunner(work) if args.run else None
+        probe = PrepareProbe() if args.prepare_gaps else None
         for i in range(args.examples):
             if args.seconds and time.monotonic() - start > args.seconds:
                 break
@@ -206,7 +244,10 @@ def structured(args) -> int:
                 detail = f"{type(exc).__name__} at {Path(ours[-1].filename).name}:{ours[-1].lineno}: {str(exc)[:200]}"
             finally:
                 signal.alarm(0)
-            if outcome == "compiled" and runner is not None:
+            if outcome == "compiled" and probe is not None:
+                said = probe.refusal(data, len(library.metadata["outputs"]))
+                outcome, detail = ("prepare-gap", said) if said else ("tflm-prepares", "")
+            elif outcome == "compiled" and runner is not None:
                 outcome, detail = runner.run(path, library)
                 shutil.rmtree(work / "build", ignore_errors=True)
             counts[outcome] = counts.get(outcome, 0) + 1
@@ -224,6 +265,8 @@ def structured(args) -> int:
                 print(f"{done} mutants, {time.monotonic() - start:.0f} s: {counts}", flush=True)
         if runner is not None:
             runner.close()
+        if probe is not None:
+            probe.close()
     failed = sum(n for k, n in counts.items() if k in failures)
     print(
         f"{done} structure-aware mutants in {time.monotonic() - start:.0f} s: "
@@ -244,6 +287,12 @@ def main(argv=None) -> int:
         "--run",
         action="store_true",
         help="with --structured: build each compiled mutant with ASan/UBSan, run it and compare with TFLM",
+    )
+    ap.add_argument(
+        "--prepare-gaps",
+        action="store_true",
+        help="with --structured: load each mutant that compiles into TFLM (no build); one that TFLM's prepare "
+        "step refuses is a failure (a check docs/prepare_checks.md lacks), printed with TFLM's message",
     )
     ap.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: no limit)")
     ap.add_argument("--save-failing", metavar="DIR", help="with --structured: keep each failing mutant's .tflite")

@@ -6,6 +6,7 @@ ticks x 1e9 / the timer frequency: 40 on the 25 MHz timer of mps2_an386, 31.25 o
 * a merged model of one 32x32x16 int8 operator per kind (LOGISTIC, TANH, HARD_SWISH, ELU, ABS,
   LEAKY_RELU, RELU, RELU6, QUANTIZE) and a 64x64x4 SOFTMAX (the U-Net's shape), built here with
   tests/model_builder.py;
+* RSQRT 32x32x16: int8, and int16 behind an ABS (every input valid: TFLM stops on negative ones);
 * a model of one 32x32x16 int16 LOGISTIC and TANH each (input scale 2^-12 and 0.001: TFLM's
   power-of-two shortcut and its general rescaling; the piecewise tables of ops/lut16.py);
 * the Keras look-alikes of tests/models/keras that have such operators.
@@ -28,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 KERAS = ROOT / "tests" / "models" / "keras"
@@ -66,7 +69,23 @@ def elementwise_models() -> dict[str, bytes]:
     y = b.activation("softmax_out", [1, 64, 64, 4], "int8", 1 / 256, -128)
     b.op("SOFTMAX", [x], [y], softmax_options(1.0))
     models.append(b.finish([x], [y]))
+    # RSQRT: int8 (input zero point -128: every input valid) and int16 behind an ABS (TFLM stops on
+    # negative int16 inputs; the ABS makes every one valid)
+    b = ModelBuilder()
+    x8 = b.activation("rsqrt_int8_in", SHAPE, "int8", 0.01, -128)
+    y8 = b.activation("rsqrt_int8_out", SHAPE, "int8", 0.05, -128)
+    b.op("RSQRT", [x8], [y8])
+    rsqrt_int8 = b.finish([x8], [y8])
+    b = ModelBuilder()
+    x16 = b.activation("rsqrt_int16_in", SHAPE, "int16", 0.01, 0)
+    a16 = b.activation("abs_int16", SHAPE, "int16", 0.01, 0)
+    y16 = b.activation("rsqrt_int16_out", SHAPE, "int16", 1 / (np.sqrt(0.01 * 16) * 32767), 0)
+    b.op("ABS", [x16], [a16])
+    b.op("RSQRT", [a16], [y16])
+    rsqrt_int16 = b.finish([x16], [y16])
     return {
+        "rsqrt_int8": rsqrt_int8,
+        "rsqrt_int16": rsqrt_int16,
         "elementwise_int8_a": merge_models(models[:5]),
         "elementwise_int8_b": merge_models(models[5:]),
         "elementwise_int16": merge_models(

@@ -194,6 +194,32 @@ def test_quantized_abs_and_rsqrt_on_every_input_value_match_tflm(tmp_path):
     assert_matches_oracle(side_by_side(cases), tmp_path, inputs=inputs)
 
 
+# int16 RSQRT scales as a converter gives them: the output scale puts 1/sqrt of the input below which
+# the output saturates (x_sat) at the int16 maximum (x_sat 256 and 1024: 8 and 13 exceptions).
+RSQRT_SQRT_GUESS_SCALES = [
+    (in_s, 1 / (np.sqrt(in_s * x_sat) * 32767)) for in_s, x_sat in ((0.001, 1), (2**-12, 16), (0.37, 256), (0.01, 1024))
+] + [(0.01, 0.001)]
+
+
+def rsqrt_sqrt_guess_model():
+    return side_by_side([("RSQRT", [32768], "int16", (i, 0), (o, 0)) for i, o in RSQRT_SQRT_GUESS_SCALES])
+
+
+def test_rsqrt_int16_sqrt_guess_on_every_input_matches_tflm(tmp_path):
+    """The int16 RSQRT without the Newton iteration (cores with an FPU, ops/rsqrt_int.py): every
+    valid int16 input (0..32767; TFLM stops below 0), scales with and without exceptions, on the
+    host with sanitizers."""
+    every = np.arange(32768, dtype=np.int16)
+    n = len(RSQRT_SQRT_GUESS_SCALES)
+    lib = assert_matches_oracle(
+        rsqrt_sqrt_guess_model(), tmp_path, inputs=[[every] * n], sanitize=True, features=frozenset({"fpu"})
+    )
+    assert {op["kernel"]["variant"] for op in lib.metadata["operators"]} == {"sqrt-guess"}
+    ops_c = next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
+    assert "mc_inv_sqrt_multiplier" not in ops_c and "mc_inv_sqrt_q20_nearest" in ops_c
+    assert re.search(r"_exception_input\[37\]", ops_c)  # x_sat 1024: 13 exceptions at x % 37
+
+
 def test_logical_not_matches_tflm(tmp_path):
     model = side_by_side([("LOGICAL_NOT", shape, "bool", NO_Q, NO_Q) for shape in SHAPES])
     assert_matches_oracle(model, tmp_path, n_inputs=2)
@@ -296,7 +322,8 @@ def test_malformed_models_give_one_line_error(tmp_path, model, fragment):
 
 @needs_board_tools
 def test_every_unary_operator_on_board(tmp_path):
-    # One instance of each operator in its first supported type (int8 where TFLM has it).
+    # One instance of each operator in its first supported type (int8 where TFLM has it), and the
+    # int16 RSQRT on every valid input.
     cases = [
         ("ABS", [9], "int8", (0.1, 5), (0.03, -100)),
         ("RSQRT", [9], "int8", (0.01, -128), (0.05, -128)),
@@ -316,4 +343,7 @@ def test_every_unary_operator_on_board(tmp_path):
         rng.integers(0, 2, size=[9]).astype(np.bool_),
     ]
     inputs += [np.concatenate([float_values(kind, [9], rng), finite]) for kind, *_ in cases[4:]]
+    # int16 RSQRT without the Newton iteration (the M4's FPU: sqrt-guess), with 13 exceptions
+    cases.append(("RSQRT", [32768], "int16", (0.01, 0), (RSQRT_SQRT_GUESS_SCALES[3][1], 0)))
+    inputs.append(np.arange(32768, dtype=np.int16))
     assert_matches_oracle_on_board(side_by_side(cases), tmp_path, inputs=inputs)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder
-from movement_models import assert_clean_rejection, q, run_ours, side_by_side
+from movement_models import assert_clean_rejection, q, side_by_side
 
 
 def fill_model(dims, dtype, out_shape=None, value=None, dims_dtype=np.int32, value_shape=()):
@@ -47,15 +47,21 @@ def test_fill_with_a_constant_value_matches_tflm(tmp_path, dtype, value):
     assert "memcpy" in library.files["src/model_ops.c"]  # a model output: the folded constant copied
 
 
-def test_fill_with_run_time_dims(tmp_path):
-    """TFLM refuses dims computed at run time; the static output shape alone decides here."""
+@pytest.mark.parametrize("value_shape, dims_at_run_time", [([], True), ([1], False)], ids=["run_time_dims", "value_1d"])
+def test_fill_refuses_what_tflm_refuses(tmp_path, value_shape, dims_at_run_time):
+    """TFLM's prepare step compares the dims with the output shape (so refuses dims computed at run
+    time) and needs a scalar value (a [1] value is refused); both used to compile."""
+    from oracle import Oracle, TFLMError
+
     b = ModelBuilder()
-    d = b.activation("dims", [2], "int32")
-    v = b.activation("v", [], "float32")
+    d = b.activation("dims", [2], "int32") if dims_at_run_time else b.constant("dims", np.array([2, 3], np.int32))
+    v = b.activation("v", value_shape, "float32")
     y = b.activation("y", [2, 3], "float32")
     b.op("FILL", [d, v], [y])
-    _, outs = run_ours(b.finish([d, v], [y]), tmp_path, inputs=[[np.int32([2, 3]), np.float32(-1.5)]])
-    np.testing.assert_array_equal(outs[0][0], np.full((2, 3), -1.5, np.float32))
+    model = b.finish([d, v] if dims_at_run_time else [v], [y])
+    with pytest.raises(TFLMError):
+        Oracle(model)
+    assert_clean_rejection(model, tmp_path, "computed at run time" if dims_at_run_time else "must be a scalar")
 
 
 @pytest.mark.parametrize(
@@ -63,6 +69,7 @@ def test_fill_with_run_time_dims(tmp_path):
     [
         (dict(dims=[2, 3], dtype="int8", out_shape=[3, 2]), "differ from the output shape"),
         (dict(dims=[2, 3], dtype="int8", value_shape=[2]), "must be a scalar"),
+        (dict(dims=[2, 3], dtype="int8", value_shape=[1]), "must be a scalar"),
         (dict(dims=[2, 3], dtype="int16"), "type int16 is not supported"),
     ],
 )

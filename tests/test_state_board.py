@@ -1,4 +1,4 @@
-"""Models that keep state, on an emulated Cortex-M4 (mps2_an386): a sequence of SVDF inferences
+"""Models that keep state, on an emulated Cortex-M4 (mps2_an386; one M55 run): a sequence of SVDF inferences
 standalone (the firmware runs every step and reports each) and host-driven (the state stays on the
 device between RPC runs; <model>_reset over RPC starts it again), each step compared bit-exact with
 TFLM invoked the same number of times on the same inputs."""
@@ -20,10 +20,10 @@ from microcompiler.targets.base import start_on_board
 BOARD = "mps2_an386"
 
 
-def _library(model: bytes, tmp_path):
+def _library(model: bytes, tmp_path, board: str = BOARD):
     path = tmp_path / "kws.tflite"
     path.write_bytes(model)
-    return compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
+    return compile_model(path, features=frozenset(load_board(board).cpu.features))
 
 
 @needs_board_tools
@@ -52,6 +52,20 @@ def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     variants = {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"}
     assert variants == ({"reference"} if make_model is float_svdf else {"rows4"})
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"{executor} executor on {BOARD}")
+
+
+@needs_board_tools
+def test_svdf_helium_sequence_on_board(tmp_path):
+    """The Cortex-M55 (mps3_an547) runs SVDF's mve-rows4 variant (the feature matmul on VMLADAVA.S8):
+    the keyword-spotting stack with int16 state (a padded input row of 40, an unpadded one of 16)."""
+    model = stacked_svdf_kws()
+    library = _library(model, tmp_path, "mps3_an547")
+    seq = sequence(library.metadata)
+    _, _, run = run_on_board(
+        library, "mps3_an547", tmp_path / "project", executor="aot", input_steps=seq, log=lambda _: None
+    )
+    assert {op["kernel"]["variant"] for op in library.metadata["operators"] if op["kind"] == "SVDF"} == {"mve-rows4"}
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), "aot executor on mps3_an547")
 
 
 def host_driven_twice(library, seq, tmp_path):

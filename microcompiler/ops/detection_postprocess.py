@@ -4,7 +4,8 @@ detection_postprocess.cc.
 Inputs: box encodings [1, boxes, >= 4] (y, x, h, w relative to the anchor), class scores
 [1, boxes, classes (+1 background)] and anchors [boxes, 4] (y, x, h, w), all float32 (TFLM runs no
 other type). Outputs: detection boxes [max_detections, 4] (ymin, xmin, ymax, xmax), classes, scores
-and the number of detections, all float32. Boxes are decoded in double precision as TFLM does;
+and the number of detections, all float32. Boxes are decoded in double precision as TFLM does (its
+double ``exp`` as ``mc_exp``, the host C library's algorithm carried in the runtime, kernel_libm.h);
 non-max suppression keeps, best score first (ties in box order), boxes scoring at least
 ``nms_score_threshold`` that overlap no better box by more than ``nms_iou_threshold``.
 

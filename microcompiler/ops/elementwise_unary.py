@@ -10,7 +10,8 @@ element at its offset is written). Types and arithmetic follow TFLite Micro's ke
   are exact IEEE operations; ROUND rounds half to even without depending on the rounding mode
   (``mc_round_half_to_even``); EXP and LOG use ``mc_expf`` and ``mc_logf``, the host C library's
   algorithms carried in the runtime (kernel_libm.h), bit for bit TFLM's on the host and the same on
-  every board; SIN and COS call the board's C library (within 1e-5 relative of TFLM's; docs/float.md).
+  every board; SIN and COS likewise use ``mc_sinf`` and ``mc_cosf`` (glibc's optimized-routines
+  sinf and cosf; docs/float.md).
   NaN and infinities propagate as in TFLM.
 * ABS int8 (quantized) and int16 (quantized with zero points of 0, or unquantized: a plain
   ``abs`` where -32768 stays -32768): ``|x - zp_in|``, rescaled by ``in_scale / out_scale`` only
@@ -18,7 +19,8 @@ element at its offset is written). Types and arithmetic follow TFLite Micro's ke
 * RSQRT int8 and int16 (int16 zero points 0): TFLM's fixed-point ``1/sqrt(x - zp_in)``
   (``mc_inv_sqrt_multiplier``) rescaled by ``1 / (sqrt(in_scale) * out_scale)``; ``x == zp_in``
   gives the type's maximum. TFLM fails the inference for ``x < zp_in``; the generated code
-  cannot fail and gives the maximum there too.
+  cannot fail and gives the maximum there too. int8 as a 256-entry table; int16 on cores with an
+  FPU without the Newton iteration (``sqrt-guess``, ops/rsqrt_int.py), else TFLM's loop.
 * LOGICAL_NOT on bool; ZEROS_LIKE on float32, int8, int32 and int64 (no code when its output is
   not a model output: the constant-folding pass replaces it by zeros in flash).
 """
@@ -29,11 +31,19 @@ import numpy as np
 
 from microcompiler.ir import np_dtype
 from microcompiler.ops.base import OpKernel, register, require, require_elementwise, require_same_shape
+from microcompiler.ops.features import has_fpu
 from microcompiler.ops.fixedpoint import clamp, requantize
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 from microcompiler.ops.requantize import offset_term
+from microcompiler.ops.rsqrt_int import (
+    SQRT_GUESS,
+    exception_slots,
+    render_sqrt_guess,
+    rsqrt_int8_table,
+    sqrt_guess_plan,
+)
 
 # C expression of each float32 operator, in terms of the input element x.
 FLOAT_EXPRESSIONS = {
@@ -44,8 +54,8 @@ FLOAT_EXPRESSIONS = {
     "RSQRT": "1.0f / sqrtf(x)",
     "EXP": "mc_expf(x)",
     "LOG": "mc_logf(x)",
-    "SIN": "sinf(x)",
-    "COS": "cosf(x)",
+    "SIN": "mc_sinf(x)",
+    "COS": "mc_cosf(x)",
     "CEIL": "ceilf(x)",
     "FLOOR": "floorf(x)",
     "ROUND": "mc_round_half_to_even(x)",
@@ -114,8 +124,8 @@ class FloatMath(OpKernel):
             "EXP": "the C library's expf algorithm (mc_expf), identical on every target",
             "ROUND": "half to even",
             "LOG": "the C library's logf algorithm (mc_logf)",
-            "SIN": "C library sinf",
-            "COS": "C library cosf",
+            "SIN": "the C library's sinf algorithm (mc_sinf), identical on every target",
+            "COS": "the C library's cosf algorithm (mc_cosf), identical on every target",
         }.get(kind, "")
         return info
 
@@ -223,6 +233,7 @@ class Rsqrt(OpKernel):
     kinds = ("RSQRT",)
     types = ("float32", "int8", "int16")
     type_notes = "int8/int16 quantized, int16 zero points 0; inputs below the zero point give the maximum"
+    fast = {"fpu": "int16 (sqrt-guess: 1/sqrt from a float guess corrected exactly, no Newton iteration)"}
 
     def check(self, op, graph):
         x, y = require_elementwise(op, graph)
@@ -237,21 +248,41 @@ class Rsqrt(OpKernel):
     def fold(self, op, graph):
         return _fold_float(op, graph, _EXACT_FLOAT["RSQRT"])
 
+    @staticmethod
+    def _rescaling(x, y) -> tuple[int, int]:
+        """TFLM's output rescaling 1 / (sqrt(input_scale) * output_scale), in double precision."""
+        real = 1.0 / (np.sqrt(float(np.float32(x.quant.scale[0]))) * float(np.float32(y.quant.scale[0])))
+        return quantize_multiplier(float(real))
+
+    def int8_table(self, op, graph):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if x.dtype != "int8":
+            return None
+        return rsqrt_int8_table(x.quant.zero_point[0], *self._rescaling(x, y), y.quant.zero_point[0])
+
+    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
+        x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+        if x.dtype == "int8":
+            return KernelPlan(LUT)
+        if x.dtype == "int16" and has_fpu(features) and exception_slots(*self._rescaling(x, y)) is not None:
+            return sqrt_guess_plan()
+        return KernelPlan(REFERENCE)
+
     def emit(self, op, graph, ctx):
         x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
         if x.dtype == "float32":
             return render_map(ctx, op, "float", FLOAT_EXPRESSIONS["RSQRT"])
-        (in_scale, in_zp), (out_scale, out_zp) = x.quant.single(), y.quant.single()
-        # TFLM: 1 / (sqrt(input_scale) * output_scale) in double precision.
-        real = 1.0 / (np.sqrt(float(np.float32(in_scale))) * float(np.float32(out_scale)))
-        multiplier, shift = quantize_multiplier(float(real))
+        values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "int8":
+            return render_int8_table(ctx, self.int8_table(op, graph), what="rsqrt", **values)
+        multiplier, shift = self._rescaling(x, y)
+        if not ctx.reference_only and self.kernel_plan(op, graph, ctx.features).is_(SQRT_GUESS):
+            return render_sqrt_guess(ctx, multiplier=multiplier, shift=shift, **values)
+        in_zp, out_zp = x.quant.zero_point[0], y.quant.zero_point[0]
         type_min, type_max = INT_RANGES[x.dtype]
         return ctx.render(
             "elementwise_unary_rsqrt_int.c.j2",
-            size=x.size,
             ctype=f"{x.dtype}_t",
-            input=ctx.arg(op.inputs[0]),
-            output=ctx.arg(op.outputs[0]),
             input_offset=offset_term(-in_zp),
             output_offset=offset_term(out_zp),
             multiplier=multiplier,
@@ -259,6 +290,7 @@ class Rsqrt(OpKernel):
             headroom=RSQRT_HEADROOM_SHIFT,
             type_min=type_min,
             type_max=type_max,
+            **values,
         )
 
     def inplace_inputs(self, op, graph):

@@ -1,5 +1,5 @@
-"""FILL: int8, int32 and float32 (TFLM's types). The output shape is static, so dims computed at run
-time (which TFLM refuses) are accepted: their values cannot change the result.
+"""FILL: int8, int32 and float32 (TFLM's types), constant dims equal to the output shape and a scalar
+value, as TFLM's prepare step requires (it refuses dims computed at run time and a value of shape [1]).
 
 Folded at compile time when the value is a constant too; otherwise the function writes the run-time
 value into every element (memset for int8). The value is copied unchanged (TFLM does not
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ir import c_type, np_dtype
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.movement_common import constant_ints
 
 
@@ -21,23 +21,31 @@ class Fill(OpKernel):
     input_roles = ("dims", "value")
     inputs = (2, 2)
     types = ("int8", "int32", "float32")
-    options = "dims int32 or int64 (the output shape decides); folded when the value is constant"
+    options = (
+        "constant dims int32 or int64 (equal to the output shape), a scalar value; folded when the value is constant"
+    )
+    tflm_refusals = ("dims computed at run time, or a value that is not a scalar (shape [1])",)
     quantized_io = False
 
     def check(self, op, graph):
         v, y = graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
         require(y.dtype in self.types, op, f"type {y.dtype} is not supported ({', '.join(self.types)})")
         require(v.dtype == y.dtype, op, f"value type {v.dtype} differs from the output type {y.dtype}")
-        require(v.size == 1 and len(v.shape) <= 1, op, f"the value must be a scalar, not of shape {list(v.shape)}")
+        require_consistent(
+            len(v.shape) == 0,
+            op,
+            f"the value must be a scalar, not of shape {list(v.shape)} (TFLM: NumDimensions(value) == 0)",
+        )
         d = graph.tensors[op.inputs[0]]
         require(
             d.dtype in ("int32", "int64") and len(d.shape) == 1 and d.size == len(y.shape),
             op,
             f"dims must be {len(y.shape)} int32 or int64 values, one per output dimension",
         )
-        if d.is_constant:  # otherwise only the output shape matters (TFLM refuses run-time dims)
-            dims = constant_ints(graph, op, 0, "dims")
-            require(dims == list(y.shape), op, f"dims {dims} differ from the output shape {list(y.shape)}")
+        # TFLM compares the dims with the output shape in its prepare step, which refuses dims computed
+        # at run time
+        dims = constant_ints(graph, op, 0, "dims")
+        require(dims == list(y.shape), op, f"dims {dims} differ from the output shape {list(y.shape)}")
 
     def fold(self, op, graph):
         v, y = graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]

@@ -28,7 +28,7 @@ import numpy as np
 
 from microcompiler.errors import ModelFormatError
 from microcompiler.ops import fast
-from microcompiler.ops.base import OpKernel, register, require
+from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.fast import lstm_gates
 from microcompiler.ops.features import has_dsp, has_mve
 from microcompiler.ops.plan import ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan, Variant, dsp_or_c
@@ -101,6 +101,7 @@ class UnidirectionalSequenceLstm(OpKernel):
         "layer norm (as TFLM); hidden and cell state are variable tensors kept across inferences"
     )
     options = "fused activation of the cell gate (TANH), cell_clip, time_major"
+    tflm_refusals = ("a hidden state whose second dimension is not the state size of the weights",)
     fast = {
         "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
         "dot product, int16 weight pairs, the zero points folded into the biases); int16x8 (int16-rows4-s8: 4 rows "
@@ -200,6 +201,14 @@ class UnidirectionalSequenceLstm(OpKernel):
             hidden.size == batch * n_state and cell.size == batch * n_state,
             op,
             f"hidden and cell state must have {batch} x {n_state} elements",
+        )
+        # TFLM's CreateLstmSizeInfo takes the state dimension from the hidden state's second dimension
+        # (hidden_state_tensor_shape->data[1]) and checks every weight and bias against it
+        require_consistent(
+            len(hidden.shape) >= 2 and hidden.shape[1] == n_state,
+            op,
+            f"the hidden state has shape {list(hidden.shape)}; TFLM reads the state size {n_state} of the "
+            "weights from its second dimension",
         )
         require(
             y.shape == (*x.shape[:2], n_state), op, f"output shape {list(y.shape)} is not {[*x.shape[:2], n_state]}"

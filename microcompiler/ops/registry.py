@@ -87,7 +87,9 @@ def markdown() -> str:
         "## Models TFLite Micro refuses in its prepare step",
         "",
         "TFLM aborts (a failed TFLITE_CHECK) or fails to allocate these, so no reference can confirm an",
-        "answer; microcompiler refuses them at compile time with TFLM's reason in one line:",
+        "answer; microcompiler refuses them at compile time with TFLM's reason in one line. The audit of",
+        "every check of TFLM's prepare steps against microcompiler's, with the tests, is",
+        "[prepare_checks.md](prepare_checks.md).",
         "",
     ]
     lines += [f"- {r['operator']}: {refusal}" for r in rows for refusal in r["tflm_refusals"]]

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
+from microcompiler.ops.base import OpKernel, register, require, require_consistent, require_like_tflm
 from microcompiler.ops.features import has_mve
 from microcompiler.ops.fixedpoint import (
     clamp,
@@ -244,6 +244,7 @@ class Softmax(OpKernel):
     tflm_refusals = (
         "int8 input: beta * input scale * 2^26 at most 1 (beta * scale below 1.49e-8): "
         "QuantizeMultiplierGreaterThanOne aborts",
+        "int16 input with a zero point other than 0",
     )
 
     def check(self, op, graph):
@@ -293,7 +294,11 @@ class Softmax(OpKernel):
                 op,
                 f"int16 output must have scale 1/32768 and zero point 0 (got {scale}, {zp})",
             )
-            _, shift = softmax_int16_params(_scale_zp(x)[0], op.options.get("beta", 1.0))
+            in_scale, in_zp = _scale_zp(x)
+            require_consistent(
+                in_zp == 0, op, f"the int16 input has zero point {in_zp}; TFLM requires 0 (its prepare step refuses it)"
+            )
+            _, shift = softmax_int16_params(in_scale, op.options.get("beta", 1.0))
             require(shift <= 30, op, "input scale * beta is too large for the int16 softmax")
 
     def macs(self, op, graph):
@@ -358,6 +363,7 @@ class Softmax(OpKernel):
 class Logistic(OpKernel):
     kinds = ("LOGISTIC",)
     type_notes = "int8 output zero point -128; int16 zero points 0, output scale 2^-15"
+    fast = {"mve": "int16 (mve-piecewise-table: the fitted lines 4 elements per step, gathers from the two tables)"}
 
     def check(self, op, graph):
         x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]

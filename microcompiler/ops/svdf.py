@@ -17,8 +17,9 @@ The state is updated in place in its static array (docs/state.md).
 
 With the DSP extension an int8 SVDF (int16 or int8 state, any zero points) runs the ``rows4`` fast
 kernel (ops/fast/svdf_rows4.py: FULLY_CONNECTED's 4-rows SMLAD loop for the feature matmul, one SMLAD
-dot product per unit for the time weights, zero points folded into start values); elsewhere, and
-for float32, the reference loops of svdf.c.j2.
+dot product per unit for the time weights, zero points folded into start values), on Helium cores
+``mve-rows4`` (the feature matmul on VMLADAVA.S8); elsewhere, and for float32, the reference loops of
+svdf.c.j2.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.base import OpKernel, register, require, require_consistent
-from microcompiler.ops.fast.svdf_rows4 import ROWS4, emit_svdf_rows4
-from microcompiler.ops.features import has_dsp
-from microcompiler.ops.plan import ISA_DSP, REFERENCE_PLAN, KernelPlan
+from microcompiler.ops.fast.svdf_rows4 import MVE_ROWS4, ROWS4, emit_svdf_rows4, mve_scratch_bytes
+from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.plan import ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, c_float, float_activation_range, quantize_multiplier
 from microcompiler.templating import index_expr as _index
 
@@ -57,7 +58,9 @@ class Svdf(OpKernel):
     options = "rank, fused activation (float32; TFLM's int8 kernel ignores it)"
     fast = {
         "dsp": "int8, int16 or int8 state (rows4: the feature matmul 4 filters per SMLAD step, the state's "
-        "shift inside the SMLAD time loop)"
+        "shift inside the SMLAD time loop)",
+        "mve": "int8 (mve-rows4: the feature matmul as int8 blocks of 4 filters x 16 inputs, one VMLADAVA.S8 "
+        "per filter and chunk; the time loop as rows4)",
     }
     input_roles = ("input", "weights_feature", "weights_time", "bias", "state")
 
@@ -172,12 +175,16 @@ class Svdf(OpKernel):
         )
 
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None) -> KernelPlan:
-        """rows4 for int8 on cores with the DSP extension (ops/fast/svdf_rows4.py), else reference."""
+        """rows4 for int8 on cores with the DSP extension (ops/fast/svdf_rows4.py; mve-rows4 on Helium
+        cores), else reference."""
         if (
             has_dsp(features)
             and (tuning or {}).get("variant") != "reference"
             and graph.tensors[op.inputs[INPUT]].dtype == "int8"
         ):
+            if has_mve(features):
+                n_input = self._dims(op, graph)[1]
+                return KernelPlan.of(MVE_ROWS4, ISA_MVE, scratch_bytes=mve_scratch_bytes(n_input))
             return KernelPlan.of(ROWS4, ISA_DSP, scratch_bytes=0)
         return REFERENCE_PLAN
 
@@ -194,8 +201,9 @@ class Svdf(OpKernel):
         if x.dtype != "float32":
             plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
             ctx.plan = plan
-        if plan.is_(ROWS4):  # before the reference's arrays are named (they would be emitted)
-            return emit_svdf_rows4(op, graph, ctx, self._dims(op, graph), *self._multipliers(op, graph))
+        if plan.is_(ROWS4) or plan.is_(MVE_ROWS4):  # before the reference's arrays are named (they would be emitted)
+            helium = plan.is_(MVE_ROWS4)
+            return emit_svdf_rows4(op, graph, ctx, self._dims(op, graph), *self._multipliers(op, graph), helium=helium)
         b, f, u = ("b", batch, n_filter * n_memory), ("f", n_filter, n_memory), ("u", n_unit, rank * n_memory)
         r = ("r", rank, n_memory)
         values = dict(

@@ -77,6 +77,7 @@ def tanh_int16_params(input_scale: float) -> tuple[int, int]:
 class Tanh(ElementwiseKernel):
     kinds = ("TANH",)
     type_notes = "int16: zero points 0, output scale 2^-15"
+    fast = {"mve": "int16 (mve-piecewise-table: the fitted lines 4 elements per step, gathers from the two tables)"}
 
     def check(self, op, graph):
         x, y = require_unary(op, graph, ("int8", "int16", "float32"))

@@ -60,6 +60,18 @@ static inline int32_t mc_inv_sqrt_multiplier(int32_t input, int* shift) {
   return result;
 }
 
+/* The integer nearest to 2^20 / sqrt(x) for 0 < x < 2^16 (never a tie): a float guess, within one of
+ * it (IEEE division and square root, each within half an ulp of 2^-24), corrected by the exact test
+ * (2q - 1)^2 x <= 2^42 < (2q + 1)^2 x in 64-bit integers. TFLM's Q20 1/sqrt equals it but for a few
+ * inputs (microcompiler/ops/rsqrt_int.py). */
+static inline int32_t mc_inv_sqrt_q20_nearest(int32_t x) {
+  const uint64_t limit = (uint64_t)1 << 42;
+  const int32_t q = (int32_t)(1048576.0f / sqrtf((float)x) + 0.5f); /* <= 2^20 */
+  const uint64_t above = (uint64_t)(2 * q + 1) * (uint64_t)(2 * q + 1) * (uint64_t)x; /* < 2^58 */
+  const uint64_t below = above - (uint64_t)(8 * q) * (uint64_t)x;                     /* (2q - 1)^2 x */
+  return above <= limit ? q + 1 : below > limit ? q - 1 : q;
+}
+
 /* float -> integer as TFLite Micro's CAST converts: toward zero, saturating at the type's limits,
  * NaN -> 0. lo/hi are the limits; lo_f/hi_f the floats at or beyond which the result saturates. */
 #define MC_CAST_FLOAT_TO_INT(T, x, lo, hi, lo_f, hi_f) \

@@ -64,6 +64,15 @@ static MC_MVE_INLINE mc_v4 mc_v4_add_n(mc_v4 a, int32_t n) {
 #endif
 }
 
+/* The 4 lanes to int32 dst[0..3]. */
+static MC_MVE_INLINE void mc_v4_store_s32(int32_t* dst, mc_v4 a) {
+#if MC_MVE
+  vstrwq_s32(dst, a);
+#else
+  memcpy(dst, a.v, sizeof a.v);
+#endif
+}
+
 /* acc + the sum of the 16 int8 at p (VADDVA.S8), modulo 2^32. */
 static MC_MVE_INLINE int32_t mc_mve_sum16_s8(const int8_t* p, int32_t acc) {
 #if MC_MVE

@@ -20,22 +20,36 @@ arithmetic wraps alike in any order):
 
 Without the DSP extension the same code runs on kernel_simd.h's portable emulation (the host tests
 run it so, under the sanitizers); the plan only picks it on DSP cores, the reference loop elsewhere.
+
+"mve-rows4" (Helium cores): the same kernel with the feature matmul on Helium, the LSTM's
+``mc_mve_dot_1x4`` (VLDRB + VMLADAVA.S8, 16 MACs per instruction and filter) over the weights as int8
+blocks of 4 filters x 16 inputs (``mve.pack_blocks``), the input copied into a zero-padded row of the
+kernel scratch when its length is not a multiple of 16; the time loop stays the SMLAD one.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from microcompiler.ops.fast import mve
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import INT_RANGES
 
 ROWS4 = Variant("rows4", ("kernel_simd.h",))  # the feature matmul 4 filters per SMLAD step
+MVE_ROWS4 = Variant("mve-rows4", ("kernel_simd.h", "kernel_mve_matmul.h"))  # ... per VMLADAVA.S8 chunk
 
 
-def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], m2: tuple[int, int]) -> str:
+def mve_scratch_bytes(n_input: int) -> int:
+    """The zero-padded input row of "mve-rows4" (none when the input length is a multiple of 16)."""
+    return mve.steps_of(n_input) * mve.CHUNK if n_input % mve.CHUNK else 0
+
+
+def emit_svdf_rows4(
+    op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], m2: tuple[int, int], helium: bool = False
+) -> str:
     """``dims``: (batch, n_input, n_filter, n_memory, rank, n_unit); ``m1``/``m2``: the feature and
-    output requantizations (multiplier, shift)."""
+    output requantizations (multiplier, shift); ``helium``: "mve-rows4"."""
     batch, n_input, n_filter, n_memory, rank, n_unit = dims
     x, wf_t, wt_t, bias_t, state = (ctx.tensor(i) for i in op.inputs[:5])
     y = ctx.tensor(op.outputs[0])
@@ -43,11 +57,12 @@ def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], 
     wt = wt_t.data.astype(np.int64).reshape(n_unit, rank * n_memory)
     input_zp, state_zp = int(x.quant.zero_point[0]), int(state.quant.zero_point[0])
     steps, input_tail = n_input // 4, n_input % 4
+    start = fast.wrap32(-input_zp * wf.astype(np.int64).sum(axis=1))
     feature_start = ctx.const(
         "feature_start",
-        fast.wrap32(-input_zp * wf.astype(np.int64).sum(axis=1)),
+        np.concatenate([start, np.zeros(-n_filter % 4 if helium else 0, start.dtype)]),
         comment=f"SVDF operator {op.index}: per filter, -input_zero_point * sum of its feature weights "
-        f"[{n_filter}] (the input zero point folded in)",
+        f"[{n_filter}] (the input zero point folded in)" + (", zero-padded to a multiple of 4" if helium else ""),
     )
     time_start = ctx.const(
         "time_start",
@@ -55,26 +70,39 @@ def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], 
         comment=f"SVDF operator {op.index}: per unit, bias - state_zero_point * sum of its {rank} filters' "
         f"time weights [{n_unit}]",
     )
-    packed = (
-        ctx.const(
-            "feature_pairs",
-            fast.pack_s16_rows4(wf),
-            comment=f"SVDF operator {op.index}: feature weights for mc_dot_r4: per block of 4 filters and group of "
-            "4 inputs k0..k3 the int16 pairs (k0,k2) (k1,k3) of filters 0..3, then the filters left over",
+    if helium:
+        steps, input_tail = mve.steps_of(n_input), 0
+        packed = ctx.const(
+            "feature_blocks",
+            mve.pack_blocks(wf),
+            comment=f"SVDF operator {op.index}: feature weights for mc_mve_dot_1x4: per block of 4 filters and "
+            "chunk of 16 inputs the 16 int8 of filters 0, 1, 2, 3 (zero-padded)",
         )
-        if steps
-        else None
-    )
-    tail = (
-        ctx.const(
-            "feature_tail",
-            np.ascontiguousarray(wf[:, 4 * steps :]),
-            comment=f"SVDF operator {op.index}: the last {input_tail} feature weights of each filter "
-            f"[{n_filter}][{input_tail}]",
+        tail = None
+        row = f"(int8_t*){ctx.scratch(mve_scratch_bytes(n_input))}" if mve_scratch_bytes(n_input) else None
+    else:
+        row = None
+        packed = (
+            ctx.const(
+                "feature_pairs",
+                fast.pack_s16_rows4(wf),
+                comment=f"SVDF operator {op.index}: feature weights for mc_dot_r4: per block of 4 filters and "
+                "group of 4 inputs k0..k3 the int16 pairs (k0,k2) (k1,k3) of filters 0..3, then the filters "
+                "left over",
+            )
+            if steps
+            else None
         )
-        if input_tail
-        else None
-    )
+        tail = (
+            ctx.const(
+                "feature_tail",
+                np.ascontiguousarray(wf[:, 4 * steps :]),
+                comment=f"SVDF operator {op.index}: the last {input_tail} feature weights of each filter "
+                f"[{n_filter}][{input_tail}]",
+            )
+            if input_tail
+            else None
+        )
     lo, hi = INT_RANGES[state.dtype]
     group = 2 if state.dtype == "int16" else 4  # elements per SMLAD pair (int16) or SXTB16 word (int8)
     # mc_requant_fast (SMMLAR, 4 instructions) where the accumulators provably stay below 2^30:
@@ -119,4 +147,6 @@ def emit_svdf_rows4(op, graph, ctx, dims: tuple[int, ...], m1: tuple[int, int], 
         tail_weights=tail,
         feature_start=feature_start,
         time_start=time_start,
+        helium=helium,
+        padded_row=row,
     )
