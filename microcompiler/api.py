@@ -70,7 +70,7 @@ def connect(
     if board is not None and not project.board.is_host and board != project.board.name:
         raise MicrocompilerError(f"{project.dir} was made for board {project.board.name}, not {board}")
     if model is not None and plan is None:
-        project.model_metadata(model)  # a one-line error when the project holds no such model
+        project.model_info(model)  # a one-line error when the project holds no such model
         plan = project.dir / "models" / model if project.models else project.dir
     return project.target.start(project, load=False, timeout=timeout, plan=_plan(plan, project.dir), **session_options)
 
@@ -196,8 +196,8 @@ def bench(
     library = compile_model(
         model, features=target.cpu.features, tuning=_tuning(tuning, None if target.is_host else target)
     )
-    meta = library.metadata
-    inputs = inputs if inputs is not None else random_inputs(meta["inputs"])
+    meta = library.info
+    inputs = inputs if inputs is not None else random_inputs(meta.inputs)
     with open_model(library, target, template=template) as session, session.executor() as ex:
         ex(*inputs)  # warm up, and leave real data in every tensor
         whole = ex.time_inference(number, repeat)
@@ -223,7 +223,7 @@ def validate(
     ``dataset``: an .npz archive, a .csv file or a directory of per-sample files (``validate.md``)."""
     target = resolve_board(board)
     library = compile_model(model, features=target.cpu.features)
-    meta = library.metadata["inputs"]
+    meta = library.info.inputs
     samples, found_labels = samples_and_labels(
         meta,
         dataset=dataset,

@@ -247,13 +247,13 @@ def _check_budget(library: ModelLibrary, graph: Graph, ram_limit: int | None) ->
     """The generated code's arena + scratch against the limit (the planner estimates the scratch
     from the kernels' plans; a forced patch grid is not planned for the limit at all)."""
     limit = graph.ram_plan.get("limit", ram_limit)
-    meta = library.metadata
-    used = meta["arena_bytes"] + meta["scratch_bytes"]
+    info = library.info
+    used = info.arena_bytes + info.scratch_bytes
     if limit is not None and used > limit:
         raise BoardError(
-            f"the model needs {used:,} B of arena + scratch ({meta['arena_bytes']:,} + "
-            f"{meta['scratch_bytes']:,}), over the RAM limit of {limit:,} B, its peak at layer "
-            f"{meta['memory_peak'].get('layer_name')}; raise the limit, or leave --patches to the planner"
+            f"the model needs {used:,} B of arena + scratch ({info.arena_bytes:,} + "
+            f"{info.scratch_bytes:,}), over the RAM limit of {limit:,} B, its peak at layer "
+            f"{info.memory_peak.get('layer_name')}; raise the limit, or leave --patches to the planner"
         )
 
 

@@ -93,20 +93,18 @@ class HostProgram:
     ):
         self.library = library
         self.executor = executor
-        self.meta = library.metadata
-        self.info = ModelInfo.from_json(self.meta)  # typed reads (codegen/model_info.py)
+        self.info = library.info  # the metadata, typed (codegen/model_info.py)
         if executor == "graph":
-            check_graph_executor(self.meta)
+            check_graph_executor(self.info)
         self.work_dir = Path(work_dir)
         self.exe = self.work_dir / self.EXE
         self._build(sanitize, opt, crt_objects, sanitize_opt)
 
     @classmethod
-    def built(cls, meta: dict, work_dir: str | Path, executor: str = "aot") -> HostProgram:
+    def built(cls, info: ModelInfo, work_dir: str | Path, executor: str = "aot") -> HostProgram:
         """The program an earlier HostProgram built in work_dir, to run again without recompiling."""
         program = cls.__new__(cls)
-        program.library, program.executor, program.meta = None, executor, meta
-        program.info = ModelInfo.from_json(meta)
+        program.library, program.executor, program.info = None, executor, info
         program.work_dir = Path(work_dir)
         program.exe = program.work_dir / cls.EXE
         return program
@@ -121,7 +119,7 @@ class HostProgram:
                 "main.c.j2",
                 executor=self.executor,
                 NAME=self.info.name.upper(),
-                **self.meta,
+                **self.info.to_json(),
             )
         )
         crt = resources.crt_dir()
@@ -176,7 +174,7 @@ class HostProgram:
         stderr_text = err_path.read_bytes()[-4000:].decode(errors="replace").strip()
         if proc.returncode != 0:
             raise ToolchainError(f"the host model program failed (exit {proc.returncode}): {stderr_text}")
-        results = parse_reports(out_path.read_bytes().decode(errors="replace"), self.meta["outputs"])
+        results = parse_reports(out_path.read_bytes().decode(errors="replace"), self.info.outputs)
         if len(results) != len(inputs):
             raise ToolchainError(f"the host model program reported {len(results)} runs for {len(inputs)} inputs")
         return results

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 import numpy as np
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.ir import np_dtype
 from microcompiler.user_files import MAX_INPUT_BYTES, read_user_file
@@ -13,29 +15,29 @@ from microcompiler.user_files import MAX_INPUT_BYTES, read_user_file
 DEFAULT_SEED = 0
 
 
-def random_inputs(inputs_meta: list[dict], seed: int = DEFAULT_SEED) -> list[np.ndarray]:
+def random_inputs(inputs: Sequence[TensorInfo], seed: int = DEFAULT_SEED) -> list[np.ndarray]:
     """One seeded random array per model input, covering the dtype's full range (floats in [-1, 1))."""
     rng = np.random.default_rng(seed)
     arrays = []
-    for meta in inputs_meta:
-        dtype = np.dtype(np_dtype(meta["dtype"]))
+    for meta in inputs:
+        dtype = np.dtype(np_dtype(meta.dtype))
         if dtype.kind == "f":
-            arrays.append(rng.uniform(-1.0, 1.0, size=meta["shape"]).astype(dtype))
+            arrays.append(rng.uniform(-1.0, 1.0, size=meta.shape).astype(dtype))
         elif dtype.kind == "b":
-            arrays.append(rng.integers(0, 2, size=meta["shape"]).astype(dtype))
+            arrays.append(rng.integers(0, 2, size=meta.shape).astype(dtype))
         else:
             info = np.iinfo(dtype)
-            arrays.append(rng.integers(info.min, info.max, size=meta["shape"], endpoint=True, dtype=dtype))
+            arrays.append(rng.integers(info.min, info.max, size=meta.shape, endpoint=True, dtype=dtype))
     return arrays
 
 
-def same_shape(given: tuple[int, ...] | list[int], wanted: list[int]) -> bool:
+def same_shape(given: Sequence[int], wanted: Sequence[int]) -> bool:
     """Whether an array of shape ``given`` is the model's ``wanted`` shape, up to leading 1s.
 
     ``[49, 10, 1]`` is ``[1, 49, 10, 1]``; ``[1, 10, 49, 1]`` is not, though it has as many elements.
     """
 
-    def core(shape):
+    def core(shape: Sequence[int]) -> list[int]:
         shape = [int(d) for d in shape]
         while shape and shape[0] == 1:
             shape = shape[1:]
@@ -44,41 +46,41 @@ def same_shape(given: tuple[int, ...] | list[int], wanted: list[int]) -> bool:
     return core(given) == core(wanted)
 
 
-def check_input(arr: np.ndarray, meta: dict, source: str) -> np.ndarray:
+def check_input(arr: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
     """The array in the model input's exact shape, or a one-line error naming what differs."""
-    want = np.dtype(np_dtype(meta["dtype"]))
-    if not same_shape(arr.shape, meta["shape"]):
+    want = np.dtype(np_dtype(meta.dtype))
+    if not same_shape(arr.shape, meta.shape):
         raise MicrocompilerError(
-            f"{source} has shape {list(arr.shape)} but the model input '{meta['name']}' "
-            f"needs {meta['shape']} (only leading 1s may differ); transpose or reshape "
+            f"{source} has shape {list(arr.shape)} but the model input '{meta.name}' "
+            f"needs {list(meta.shape)} (only leading 1s may differ); transpose or reshape "
             "it yourself if that is what you mean"
         )
     if arr.dtype != want:
-        if arr.dtype.kind == "f" and want.kind in "iu" and "scale" in meta:
+        if arr.dtype.kind == "f" and want.kind in "iu" and meta.scale is not None:
             info = np.iinfo(want)
             raise MicrocompilerError(
-                f"{source} holds real values ({arr.dtype}) but the model input '{meta['name']}' is quantized "
-                f"{want} (scale {meta['scale']:g}, zero point {meta['zero_point']}); quantize it: "
-                f"np.clip(np.round(x / {meta['scale']:g}) + {meta['zero_point']}, {info.min}, {info.max})"
+                f"{source} holds real values ({arr.dtype}) but the model input '{meta.name}' is quantized "
+                f"{want} (scale {meta.scale:g}, zero point {meta.zero_point}); quantize it: "
+                f"np.clip(np.round(x / {meta.scale:g}) + {meta.zero_point}, {info.min}, {info.max})"
                 f".astype(np.{want})"
             )
         raise MicrocompilerError(
-            f"{source} has dtype {arr.dtype} but the model input '{meta['name']}' "
+            f"{source} has dtype {arr.dtype} but the model input '{meta.name}' "
             f"needs {want}; convert it with arr.astype(np.{want})"
         )
-    return arr.reshape(meta["shape"])
+    return arr.reshape(meta.shape)
 
 
-def quantize_input(x: np.ndarray, meta: dict) -> np.ndarray:
+def quantize_input(x: np.ndarray, meta: TensorInfo) -> np.ndarray:
     """Real values for a quantized input: round(x / scale) + zero point, saturated to the input's type
     (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values)."""
-    want = np.dtype(np_dtype(meta["dtype"]))
-    if "scale" not in meta:
+    want = np.dtype(np_dtype(meta.dtype))
+    if meta.scale is None or meta.zero_point is None:
         raise MicrocompilerError(
-            f"the model input '{meta['name']}' is {want} without a scale: give it {want} values, not real ones"
+            f"the model input '{meta.name}' is {want} without a scale: give it {want} values, not real ones"
         )
     info = np.iinfo(want)
-    q = np.round(x.astype(np.float64) / float(meta["scale"])) + int(meta["zero_point"])
+    q = np.round(x.astype(np.float64) / float(meta.scale)) + int(meta.zero_point)
     return np.clip(q, info.min, info.max).astype(want)
 
 
@@ -110,7 +112,7 @@ def load_array(path: str) -> np.ndarray:
     return loaded
 
 
-def load_inputs(paths: list[str], inputs_meta: list[dict]) -> list[np.ndarray]:
+def load_inputs(paths: list[str], inputs_meta: Sequence[TensorInfo]) -> list[np.ndarray]:
     if len(paths) != len(inputs_meta):
         raise MicrocompilerError(
             f"the model has {len(inputs_meta)} input(s) but {len(paths)} --input file(s) "
@@ -122,12 +124,14 @@ def load_inputs(paths: list[str], inputs_meta: list[dict]) -> list[np.ndarray]:
 # ---- Sequences: one input set per inference, for models that keep state (docs/state.md) ----
 
 
-def random_input_steps(inputs_meta: list[dict], steps: int) -> list[list[np.ndarray]]:
+def random_input_steps(inputs_meta: Sequence[TensorInfo], steps: int) -> list[list[np.ndarray]]:
     """``steps`` seeded random input sets; the first is ``random_inputs``' default input."""
     return [random_inputs(inputs_meta, seed=DEFAULT_SEED + s) for s in range(steps)]
 
 
-def load_input_steps(paths: list[str], inputs_meta: list[dict], steps: int | None = None) -> list[list[np.ndarray]]:
+def load_input_steps(
+    paths: list[str], inputs_meta: Sequence[TensorInfo], steps: int | None = None
+) -> list[list[np.ndarray]]:
     """The input sets of a run of one or more inferences, from ``--input`` files.
 
     Without ``steps``: one .npy file per model input and step, in step order (step 0's inputs, then
@@ -153,7 +157,7 @@ def load_input_steps(paths: list[str], inputs_meta: list[dict], steps: int | Non
         if arr.ndim == 0 or arr.shape[0] != steps:
             raise MicrocompilerError(
                 f"input {path} has shape {list(arr.shape)}, but with --steps {steps} its first axis must be the "
-                f"{steps} steps (shape {[steps, *meta['shape']]}); save the sequence with numpy.save"
+                f"{steps} steps (shape {[steps, *meta.shape]}); save the sequence with numpy.save"
             )
         stacked.append([check_input(arr[s], meta, f"step {s} of input {path}") for s in range(steps)])
     return [[per_input[s] for per_input in stacked] for s in range(steps)]

@@ -8,9 +8,11 @@ gives the template its values. Running the official runner: microcompiler.mlperf
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from microcompiler.codegen.model_info import ModelInfo, TensorInfo
 from microcompiler.errors import MicrocompilerError
 
 
@@ -61,25 +63,25 @@ def _c_float(value: float) -> str:
     return f"{float(np.float32(value))!r}f"
 
 
-def template_values(metadata: dict, benchmark: Benchmark, board_name: str) -> dict:
+def template_values(info: ModelInfo, benchmark: Benchmark, board_name: str) -> dict:
     """The mlperf main.c.j2 values; a one-line error when the model does not suit the benchmark."""
-    name = metadata["name"]
-    if len(metadata["inputs"]) != 1 or len(metadata["outputs"]) != 1:
+    name = info.name
+    if len(info.inputs) != 1 or len(info.outputs) != 1:
         raise MicrocompilerError(
             f"model {name}: an MLPerf Tiny firmware needs one input and one output, not "
-            f"{len(metadata['inputs'])} and {len(metadata['outputs'])}"
+            f"{len(info.inputs)} and {len(info.outputs)}"
         )
-    tensors = {}
-    for role, meta in (("input", metadata["inputs"][0]), ("output", metadata["outputs"][0])):
-        if meta["dtype"] != "int8" or "scale" not in meta:
+    tensors: dict[str, dict[str, Any]] = {}
+    for role, meta in (("input", info.inputs[0]), ("output", info.outputs[0])):
+        if meta.dtype != "int8" or meta.scale is None or meta.zero_point is None:
             raise MicrocompilerError(
-                f"model {name}: its {role} {meta['name']!r} is {meta['dtype']}; the mlperf "
+                f"model {name}: its {role} {meta.name!r} is {meta.dtype}; the mlperf "
                 "template runs int8-quantized models (int8 input and output)"
             )
         tensors[role] = {
-            "elements": meta["bytes"],
-            "scale_c": _c_float(meta["scale"]),
-            "zero_point": int(meta["zero_point"]),
+            "elements": meta.bytes,
+            "scale_c": _c_float(meta.scale),
+            "zero_point": int(meta.zero_point),
         }
     per_element = benchmark.input_dtype.itemsize
     if tensors["input"]["elements"] * per_element != benchmark.load_bytes:
@@ -104,6 +106,16 @@ def template_values(metadata: dict, benchmark: Benchmark, board_name: str) -> di
     }
 
 
+def _scale(meta: TensorInfo) -> float:
+    if meta.scale is None:  # template_values refused the model
+        raise MicrocompilerError(f"the model's tensor {meta.name!r} is not quantized")
+    return meta.scale
+
+
+def _zero_point(meta: TensorInfo) -> int:
+    return int(meta.zero_point or 0)
+
+
 def quantize_window(window: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     """ad01's float32 window as the firmware quantizes it (round half away from zero, as TFLite)."""
     scaled = (np.asarray(window, np.float32) / np.float32(scale)).astype(np.float64)
@@ -111,24 +123,24 @@ def quantize_window(window: np.ndarray, scale: float, zero_point: int) -> np.nda
     return np.clip(rounded + zero_point, -128, 127).astype(np.int8)
 
 
-def model_input(benchmark: Benchmark, data: bytes, metadata: dict) -> np.ndarray:
+def model_input(benchmark: Benchmark, data: bytes, info: ModelInfo) -> np.ndarray:
     """The model's int8 input for the bytes the runner loads (what crt/src/mlperf_dut.c computes)."""
-    meta = metadata["inputs"][0]
+    meta = info.inputs[0]
     raw = np.frombuffer(data, benchmark.input_dtype)
     if benchmark.input_format == "MC_MLPERF_INPUT_INT8":
         values = raw.astype(np.int8)
     elif benchmark.input_format == "MC_MLPERF_INPUT_UINT8":
         values = (raw.astype(np.int16) - 128).astype(np.int8)
     else:
-        values = quantize_window(raw, meta["scale"], int(meta["zero_point"]))
-    return values.reshape(meta["shape"])
+        values = quantize_window(raw, _scale(meta), _zero_point(meta))
+    return values.reshape(meta.shape)
 
 
-def expected_scores(benchmark: Benchmark, data: bytes, output: np.ndarray, metadata: dict) -> np.ndarray:
+def expected_scores(benchmark: Benchmark, data: bytes, output: np.ndarray, info: ModelInfo) -> np.ndarray:
     """The scores the firmware reports for a model output (float32 arithmetic as in the C)."""
-    meta = metadata["outputs"][0]
-    dequantized = (output.reshape(-1).astype(np.int32) - int(meta["zero_point"])).astype(np.float32) * np.float32(
-        meta["scale"]
+    meta = info.outputs[0]
+    dequantized = (output.reshape(-1).astype(np.int32) - _zero_point(meta)).astype(np.float32) * np.float32(
+        _scale(meta)
     )
     if benchmark.scores == "MC_MLPERF_SCORES_OUTPUT":
         return dequantized

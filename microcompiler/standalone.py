@@ -5,10 +5,12 @@ The format is defined in crt/include/microcompiler/report.h.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import DeviceError
 from microcompiler.ir import np_dtype
 
@@ -21,7 +23,7 @@ class StandaloneResult:
     status: int
 
 
-def parse_reports(text: str, outputs_meta: list[dict]) -> list[StandaloneResult]:
+def parse_reports(text: str, outputs_meta: Sequence[TensorInfo]) -> list[StandaloneResult]:
     """Every complete MC-BEGIN..MC-END block in text, decoded with the model's output metadata."""
     results = []
     block: list[str] | None = None
@@ -37,7 +39,7 @@ def parse_reports(text: str, outputs_meta: list[dict]) -> list[StandaloneResult]
     return results
 
 
-def _decode(lines: list[str], end: str, outputs_meta: list[dict]) -> StandaloneResult:
+def _decode(lines: list[str], end: str, outputs_meta: Sequence[TensorInfo]) -> StandaloneResult:
     values: dict[str, str] = {}
     for line in lines:
         key, _, value = line.partition(" ")
@@ -57,9 +59,9 @@ def _decode(lines: list[str], end: str, outputs_meta: list[dict]) -> StandaloneR
             raw = bytes.fromhex(hexdata)
         except ValueError:
             raise DeviceError(f"the device report for output{k} is garbled; check the serial link") from None
-        if len(raw) != meta["bytes"]:
-            raise DeviceError(f"output{k} has {len(raw)} bytes, expected {meta['bytes']}; the link dropped data")
-        outputs.append(np.frombuffer(raw, dtype=np_dtype(meta["dtype"])).reshape(meta["shape"]).copy())
+        if len(raw) != meta.bytes:
+            raise DeviceError(f"output{k} has {len(raw)} bytes, expected {meta.bytes}; the link dropped data")
+        outputs.append(np.frombuffer(raw, dtype=np_dtype(meta.dtype)).reshape(meta.shape).copy())
     return StandaloneResult(outputs, int(values.get("ticks", "0")), int(values.get("hz", "0")), status)
 
 

@@ -186,8 +186,9 @@ def run_default(model: Path, board: str, work: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     report = json.loads(proc.stdout)
-    meta = compile_model(model, features=load_board(board).cpu.features).metadata
-    inputs = random_inputs(meta["inputs"])  # what `run` uses without --input
+    library = compile_model(model, features=load_board(board).cpu.features)
+    meta = library.metadata
+    inputs = random_inputs(library.info.inputs)  # what `run` uses without --input
     outputs = [np.asarray(o) for o in report["outputs"]]
     return dict(
         ticks=report["device_ticks"],
@@ -209,7 +210,7 @@ def run_tuned(model: Path, board: str, work: Path, tuning: dict) -> dict:
 
     b = load_board(board)
     lib = compile_model(model, features=b.cpu.features, tuning=tuning)
-    inputs = random_inputs(lib.metadata["inputs"])
+    inputs = random_inputs(lib.info.inputs)
     log(f"$ (python) compile_model({model.name}, tuning={tuning}) + run_on_board({board})")
     project, _, result = run_on_board(lib, b, work / f"{model.stem}-{board}-tuned", input=inputs, log=lambda _: None)
     return dict(
@@ -418,7 +419,7 @@ def seanet_table(names: list[str], boards: list[str], work: Path) -> tuple[str, 
             for kernels in ("reference", "fast"):
                 lib = compile_model(path, features=b.cpu.features, kernels=kernels)
                 x = np.loadtxt(folder / f"{name}_input0_int16.csv", delimiter=",", dtype=np.int64)
-                x = x.astype(np.int16).reshape(lib.metadata["inputs"][0]["shape"])
+                x = x.astype(np.int16).reshape(lib.info.inputs[0].shape)
                 log(f"$ (python) compile_model({name}.tflite, kernels={kernels!r}) + run_on_board({board})")
                 _, _, r = run_on_board(lib, b, work / f"{name}-{board}-{kernels}", input=[x], log=lambda _: None)
                 got = np.asarray(r.outputs[0]).reshape(-1).astype(np.int64)

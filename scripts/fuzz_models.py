@@ -129,7 +129,7 @@ class MutantRunner:
         from microcompiler.validation.reference import ReferenceTimeout
 
         meta = library.metadata
-        inputs = random_inputs(meta["inputs"], seed=0)
+        inputs = random_inputs(library.info.inputs, seed=0)
         try:
             with self.reference(path.read_bytes(), len(meta["outputs"])) as reference:
                 expected = reference.run(inputs)

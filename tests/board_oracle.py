@@ -42,7 +42,7 @@ def assert_matches_oracle_on_board(
     info = load_board(board)
     library = compile_model(model, features=frozenset(info.cpu.features), patches=patches, ram_limit=ram_limit)
     if inputs is None:
-        inputs = random_inputs(library.metadata["inputs"])
+        inputs = random_inputs(library.info.inputs)
     _, _, run = run_on_board(library, info, tmp_path / "project", input=list(inputs), log=lambda _: None)
     want = Oracle(model_bytes).run(list(inputs))
     assert len(run.outputs) == len(want)

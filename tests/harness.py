@@ -72,9 +72,8 @@ def assert_matches_oracle(
     library = compile_bytes(
         model_bytes, tmp_path, features=features, kernels=kernels, patches=patches, ram_limit=ram_limit, tuning=tuning
     )
-    meta = library.metadata
     if inputs is None:
-        inputs = [random_inputs(meta["inputs"], seed=s) for s in range(n_inputs)]
+        inputs = [random_inputs(library.info.inputs, seed=s) for s in range(n_inputs)]
     program = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize, executor=executor)
     ours = program.run(inputs)
     oracle = Oracle(model_bytes)

@@ -173,6 +173,6 @@ def run_ours(
 
     library = compile_bytes(model_bytes, tmp_path)
     if inputs is None:
-        inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(n_inputs)]
+        inputs = [random_inputs(library.info.inputs, seed=s) for s in range(n_inputs)]
     results = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize).run(inputs)
     return inputs, [r.outputs for r in results]

@@ -104,7 +104,7 @@ def test_in_place(tmp_path, kind, alias):
     model = model_of(kind, [1, 4, 5, 7], [1, 4, 5, 7], "NONE", [(0.05, -3), (0.1, 2), (0.08, 5)])
     library = compile_bytes(model, tmp_path)
     assert variant_of(library) == "affine"
-    inputs = random_inputs(library.metadata["inputs"], seed=9)
+    inputs = random_inputs(library.info.inputs, seed=9)
     want = Oracle(model).run(inputs)[0].reshape(-1)
     np.testing.assert_array_equal(_run_in_place(library, tmp_path, alias, inputs, sanitize=True), want)
 

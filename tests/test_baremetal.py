@@ -102,7 +102,7 @@ class FirmwareFarm:
     def _reference(self, model: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """(inputs, outputs) of the host build on the seeded input every firmware compiles in."""
         library = compile_model(self.model_path(model))
-        inputs = random_inputs(library.metadata["inputs"])
+        inputs = random_inputs(library.info.inputs)
         program = HostProgram(library, self.root / f"host-{model.replace('/', '_')}")
         return inputs, program.run([inputs])[0].outputs
 
@@ -285,7 +285,7 @@ def test_model_too_big_for_flash_is_refused_before_building(tmp_path, shared_mod
 
 def test_model_too_big_for_ram_is_refused(tmp_path, shared_models):
     board = load_board(str(_small_board(tmp_path, 4 * 1024 * 1024, 32 * 1024)))
-    meta = compile_model(shared_models / "mlperf_tiny/pretrainedResnet_quant.tflite").metadata
+    meta = compile_model(shared_models / "mlperf_tiny/pretrainedResnet_quant.tflite").info
     with pytest.raises(BoardError, match=r"needs about [\d,]+ B of RAM .* but board small_m3 has 32,768 B"):
         check_fits(meta, board)
     check_fits(meta, load_board("mps2_an385"))  # fits the real board

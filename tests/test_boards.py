@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from microcompiler.boards import Board, list_boards, load_board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, DeviceError, ToolchainError
 from microcompiler.project import check_fits, create_project, estimate_footprint
 from microcompiler.transport.base import Transport
@@ -138,19 +139,21 @@ def test_board_file_errors_are_board_errors(tmp_path):
 
 # ---- Does it fit ----
 
-META = {
-    "name": "m",
-    "params_bytes": 300_000,
-    "arena_bytes": 50_000,
-    "operators": [{}] * 10,
-    "inputs": [{"name": "x", "c_name": "input0", "shape": [1000], "dtype": "int8", "bytes": 1000}],
-    "outputs": [{"name": "y", "c_name": "output0", "shape": [10], "dtype": "int8", "bytes": 10}],
-}
+META = ModelInfo.from_json(
+    {
+        "name": "m",
+        "params_bytes": 300_000,
+        "arena_bytes": 50_000,
+        "operators": [{}] * 10,
+        "inputs": [{"name": "x", "c_name": "input0", "shape": [1000], "dtype": "int8", "bytes": 1000}],
+        "outputs": [{"name": "y", "c_name": "output0", "shape": [10], "dtype": "int8", "bytes": 10}],
+    }
+)
 
 
 def test_fit_estimate_adds_code_input_outputs_and_stack():
     aot = estimate_footprint(META, "aot", 8192)
-    assert aot["flash"] > META["params_bytes"] + 1000
+    assert aot["flash"] > META.params_bytes + 1000
     assert aot["ram"] >= 50_000 + 10 + 8192
     graph = estimate_footprint(META, "graph", 8192)
     assert graph["ram"] >= aot["ram"] + 1000, "the graph pool also holds a copy of the input"
@@ -158,7 +161,7 @@ def test_fit_estimate_adds_code_input_outputs_and_stack():
 
 def test_fit_check_names_both_numbers():
     small = load_board("mps3_an547")
-    big = dict(META, params_bytes=3_000_000)
+    big = dataclasses.replace(META, params_bytes=3_000_000)
     with pytest.raises(
         BoardError,
         match=r"^model m needs 3,000,000 B of flash for weights but board "
@@ -166,9 +169,9 @@ def test_fit_check_names_both_numbers():
     ):
         check_fits(big, small)
     # weights bigger than the ITCM go to the SRAM
-    check_fits(dict(META, params_bytes=600_000), small)
+    check_fits(dataclasses.replace(META, params_bytes=600_000), small)
     with pytest.raises(BoardError, match=r"needs about [\d,]+ B of RAM .* board nucleo_f746zg has 327,680 B"):
-        check_fits(dict(META, arena_bytes=400_000), load_board("nucleo_f746zg"))
+        check_fits(dataclasses.replace(META, arena_bytes=400_000), load_board("nucleo_f746zg"))
 
 
 def test_hardware_board_with_baremetal_template_is_refused(tmp_path, shared_models):

@@ -64,7 +64,7 @@ def test_reference_kernels_match_tflm(tmp_path, shared_models, model):
     path = shared_models / f"{model}.tflite"
     library = compile_model(path, kernels="reference")
     assert {op["kernel"]["variant"] for op in library.metadata["operators"]} <= {"reference"} | SINGLE_VARIANT
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(3)]
+    inputs = [random_inputs(library.info.inputs, seed=s) for s in range(3)]
     ours = HostProgram(library, tmp_path / "build").run(inputs)
     oracle = Oracle(path.read_bytes())
     for got, x in zip(ours, inputs):

@@ -178,4 +178,4 @@ def test_convolution_weights_as_activations(tmp_path, name, model, names):
     library = assert_matches_oracle(
         weights_as_inputs(model(), names), tmp_path, n_inputs=2, sanitize=name == "depthwise_i8_channels4_case"
     )
-    assert [i["name"] for i in library.metadata["inputs"]] == ["x", *names]
+    assert [i.name for i in library.info.inputs] == ["x", *names]

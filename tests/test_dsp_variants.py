@@ -155,7 +155,7 @@ def test_new_variants_on_cortex_m4(tmp_path, case):
     board = load_board("mps2_an386")
     lib = compile_model(path, features=board.cpu.features)
     assert lib.metadata["operators"][0]["kernel"]["variant"] in ("planes", "pixel")
-    inputs = random_inputs(lib.metadata["inputs"], seed=3)
+    inputs = random_inputs(lib.info.inputs, seed=3)
     _, _, result = run_on_board(lib, board, tmp_path / "project", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), want[0].reshape(-1))

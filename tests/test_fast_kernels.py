@@ -89,7 +89,7 @@ def _check_library(
     for k, v in (expect or {}).items():
         assert kernel_of(lib)[k] == v
     if inputs is None:
-        inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(n_inputs)]
+        inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(n_inputs)]
     got = HostProgram(lib, tmp_path / "build", sanitize=sanitize).run(inputs)
     oracle = Oracle(path.read_bytes())
     for run, input_set in zip(got, inputs):
@@ -387,7 +387,7 @@ def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
             32,
             0,
         ]
-    inputs = random_inputs(lib.metadata["inputs"], seed=7)
+    inputs = random_inputs(lib.info.inputs, seed=7)
     _, _, result = run_on_board(lib, b, tmp_path / "project", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)
     assert len(result.outputs) == len(want) == 9

@@ -419,7 +419,7 @@ def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
     output element, three inputs."""
     model = keras_model(name)
     lib = compile_bytes(model, tmp_path)
-    inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(3)]
+    inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(3)]
     oracle = Oracle(model)
     for k, (input_set, result) in enumerate(zip(inputs, HostProgram(lib, tmp_path / "build").run(inputs))):
         for j, (got, want) in enumerate(zip(result.outputs, oracle.run(input_set))):
@@ -440,7 +440,7 @@ def test_float_keras_model_equals_tflm_bit_for_bit(tmp_path, name):
 def test_float_keras_model_on_board_equals_host(tmp_path, name, board):
     model = keras_model(name)
     lib = compile_bytes(model, tmp_path / "host")
-    inputs = random_inputs(lib.metadata["inputs"], seed=1)
+    inputs = random_inputs(lib.info.inputs, seed=1)
     host = HostProgram(lib, tmp_path / "host_build").run([inputs])[0].outputs
     path = tmp_path / f"{name}.tflite"
     path.write_bytes(model)
@@ -463,7 +463,7 @@ def test_float_keras_model_every_layer_equals_tflm_bit_for_bit(tmp_path, name):
 
     path = KERAS / f"{name}.tflite"
     library = compile_model(path)
-    inputs = random_inputs(library.metadata["inputs"], seed=2)
+    inputs = random_inputs(library.info.inputs, seed=2)
     with open_model(library) as session, session.executor() as ex:
         result = first_divergence(
             ex, library, Reference(path.read_bytes(), 1, preserve=True), inputs, load_tflite(path), bitwise=True

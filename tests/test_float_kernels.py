@@ -80,7 +80,7 @@ def test_float_kernels_are_bit_exact_on_the_host(tmp_path, name):
 
     model = SWEEP[name]()
     lib = compile_bytes(model, tmp_path, features=FPU)
-    inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(2)]
+    inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(2)]
     ours = HostProgram(lib, tmp_path / "build").run(inputs)
     for k, input_set in enumerate(inputs):
         want = Oracle(model).run(input_set)[0]

@@ -462,7 +462,7 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
     path.write_bytes(int16_chain_model(seed=1))
     lib = compile_model(path, features=board.cpu.features)
     assert {o["kernel"].get("isa") for o in lib.metadata["operators"]} - {None} == {"dsp"}
-    inputs = random_inputs(lib.metadata["inputs"], seed=7)
+    inputs = random_inputs(lib.info.inputs, seed=7)
     _, _, result = run_on_board(lib, board, tmp_path / "chain", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)
     assert len(result.outputs) == len(want) == 4
@@ -471,13 +471,13 @@ def test_int16_chain_and_seanet_on_m4(tmp_path, shared_models):
     path, x, golden = _seanet(shared_models, "conv3")
     lib = compile_model(path, features=board.cpu.features)
     _, _, result = run_on_board(
-        lib, board, tmp_path / "seanet", input=[x.reshape(lib.metadata["inputs"][0]["shape"])], log=lambda _: None
+        lib, board, tmp_path / "seanet", input=[x.reshape(lib.info.inputs[0].shape)], log=lambda _: None
     )
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), golden.reshape(-1))
     # the int16x8 DS-CNN: int16-pixel, int16-pair-planes (widened weights, planes) and int16-blocks
     path = KERAS / "ds_cnn_int16x8.tflite"
     lib = compile_model(path, features=board.cpu.features)
-    inputs = random_inputs(lib.metadata["inputs"], seed=3)
+    inputs = random_inputs(lib.info.inputs, seed=3)
     _, _, result = run_on_board(lib, board, tmp_path / "ds_cnn", input=inputs, log=lambda _: None)
     np.testing.assert_array_equal(result.outputs[0].reshape(-1), Oracle(path.read_bytes()).run(inputs)[0].reshape(-1))
 

@@ -27,7 +27,7 @@ def test_unrolled_recurrent_model_matches_tflm(tmp_path, name):
     assert len(unpack) == 1 and unpack[0]["inputs"] == [[20, 1, 8]] and len(unpack[0]["outputs"]) == 20
     assert "UNPACK" in lib.metadata["graph_executor_refusal"]
     if name.endswith("float32"):  # not only within tolerance: the same bits
-        inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(3)]
+        inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(3)]
         oracle = Oracle((MODELS / f"{name}.tflite").read_bytes())
         for input_set, result in zip(inputs, HostProgram(lib, tmp_path / "bits").run(inputs)):
             assert_same_bits(result.outputs[0], oracle.run(input_set)[0], f"{name} vs TFLM")

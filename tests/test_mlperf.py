@@ -119,7 +119,7 @@ def _oracle_scores(project: Project, model: Path, benchmark: str, windows: list[
     bench = BENCHMARKS[benchmark]
     oracle = Oracle(model.read_bytes())
     return [
-        expected_scores(bench, data, oracle.run([model_input(bench, data, project.metadata)])[0], project.metadata)
+        expected_scores(bench, data, oracle.run([model_input(bench, data, project.info)])[0], project.info)
         for data in windows
     ]
 

@@ -145,7 +145,7 @@ def test_zephyr_application_answers_the_protocol_with_tflm_scores(board_name, kw
     scores = np.array([float(x) for x in results[0][len("m-results-[") : -1].split(",")], np.float32)
     bench = BENCHMARKS["kws01"]
     want = expected_scores(
-        bench, data, Oracle(kws.read_bytes()).run([model_input(bench, data, project.metadata)])[0], project.metadata
+        bench, data, Oracle(kws.read_bytes()).run([model_input(bench, data, project.info)])[0], project.info
     )
     assert np.array_equal(scores, want.astype(np.float32)), (scores, want)
 
@@ -257,7 +257,5 @@ def test_official_runner_against_zephyr_firmware_in_qemu(kws, tmp_path):
         oracle, bench = Oracle(kws.read_bytes()), BENCHMARKS["kws01"]
         for entry in (e for e in entries if "infer" in e and "file" in e):
             data = (datasets / "kws01" / entry["file"]).read_bytes()
-            want = expected_scores(
-                bench, data, oracle.run([model_input(bench, data, project.metadata)])[0], project.metadata
-            )
+            want = expected_scores(bench, data, oracle.run([model_input(bench, data, project.info)])[0], project.info)
             assert np.array_equal(np.array(entry["infer"]["results"], np.float32), want.astype(np.float32))

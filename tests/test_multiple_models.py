@@ -374,10 +374,10 @@ def test_zephyr_application_runs_and_serves_every_model_over_a_fake_zephyr(model
         proc.kill()
         proc.wait(timeout=30)
     text = "".join(lines)
-    for meta, path in zip(project.models, models):
-        got = decode_report(model_report(text, meta["name"]), meta).outputs[0]
-        want = Oracle(path.read_bytes()).run(project.saved_inputs(meta["name"]))[0]
-        assert np.array_equal(got, np.asarray(want).reshape(got.shape)), meta["name"]
+    for meta, path in zip(project.model_infos, models):
+        got = decode_report(model_report(text, meta.name), meta).outputs[0]
+        want = Oracle(path.read_bytes()).run(project.saved_inputs(meta.name))[0]
+        assert np.array_equal(got, np.asarray(want).reshape(got.shape)), meta.name
     served = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "zr", mode="host-driven")
     exe = _zephyr_program(served, tmp_path / "served")
     for meta, path in zip(served.models, models):

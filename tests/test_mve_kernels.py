@@ -238,7 +238,7 @@ def test_mve_dot_kernel_unoptimized_build_on_m55(tmp_path):
     path.write_bytes(merge_models(models))
     board = load_board("mps3_an547")
     lib = compile_model(path, features=board.cpu.features)
-    inputs = random_inputs(lib.metadata["inputs"], seed=5)
+    inputs = random_inputs(lib.info.inputs, seed=5)
     project = create_project(lib, "baremetal", board, tmp_path / "project", input=inputs)
     cmake = project.dir / "CMakeLists.txt"
     assert " -O2 " in cmake.read_text()

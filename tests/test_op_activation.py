@@ -11,6 +11,7 @@ from harness import FLOAT_RTOL, assert_matches_oracle, compile_bytes
 from model_builder import ModelBuilder
 from oracle import Oracle
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.host import SANITIZE_CFLAGS, STRICT_CFLAGS, HostProgram, compiler
 from microcompiler.inputs import random_inputs
@@ -29,13 +30,13 @@ def assert_in_place_matches_oracle(model_bytes, tmp_path: Path, seed: int = 0):
     tmp_path = Path(tmp_path)
     library = compile_bytes(model_bytes, tmp_path)
     (fn,) = library.functions
-    meta_in, meta_out = library.metadata["inputs"][0], library.metadata["outputs"][0]
+    meta_in, meta_out = library.info.inputs[0], library.info.outputs[0]
     x = random_inputs([meta_in], seed=seed)[0]
-    assert meta_in["dtype"] == meta_out["dtype"], "in place needs equal element sizes"
+    assert meta_in.dtype == meta_out.dtype, "in place needs equal element sizes"
     lib_dir = tmp_path / "lib"
     library.write(lib_dir)
-    ctype = {"int8": "int8_t", "int16": "int16_t", "float32": "float"}[meta_in["dtype"]]
-    is_float = meta_out["dtype"] == "float32"
+    ctype = {"int8": "int8_t", "int16": "int16_t", "float32": "float"}[meta_in.dtype]
+    is_float = meta_out.dtype == "float32"
     values = ", ".join(repr(float(v)) + "f" if is_float else str(int(v)) for v in x.ravel())
     fmt, cast = ('"%.9g\\n"', "(double)") if is_float else ('"%ld\\n"', "(long)")
     main = tmp_path / "in_place.c"
@@ -109,7 +110,7 @@ def test_float_activation_matches_tflm(tmp_path, kind):
     assert_matches_oracle(
         model,
         tmp_path,
-        inputs=[big] + [random_inputs([{"shape": [1, 3, 5, 2], "dtype": "float32"}], seed=s) for s in range(4)],
+        inputs=[big] + [random_inputs([TensorInfo("x", "x", (1, 3, 5, 2), "float32", 120)], seed=s) for s in range(4)],
     )
 
 

@@ -108,7 +108,7 @@ def test_constant_operand(tmp_path, kind, dtype, shape1, shape2, const_side):
     const = const_data(dtype, shape1 if const_side == 1 else shape2)
     kwargs = {"const1": const} if const_side == 1 else {"const2": const}
     lib = assert_matches_oracle(binary_model(kind, dtype, shape1, shape2, "RELU", **kwargs), tmp_path)
-    assert len(lib.metadata["inputs"]) == 1
+    assert len(lib.info.inputs) == 1
 
 
 @pytest.mark.parametrize("pot_scale_int16", [False, True])
@@ -146,9 +146,9 @@ def _run_in_place(library, tmp_path: Path, alias: int, inputs, sanitize: bool):
     lib_dir = tmp_path / "lib"
     library.write(lib_dir)
     fn = library.functions[0]
-    meta_in = library.metadata["inputs"]
+    meta_in = library.info.inputs
     ctype = fn.params[0][0].replace("const ", "").rstrip("*")
-    sizes = [int(np.prod(m["shape"])) for m in meta_in]
+    sizes = [int(np.prod(m.shape)) for m in meta_in]
     decls = "\n".join(f"static {ctype} in{k}[{n}];" for k, n in enumerate(sizes))
     reads = "\n".join(f"  if (fread(in{k}, sizeof(in{k}), 1, stdin) != 1) return 1;" for k in range(len(sizes)))
     args = ", ".join([f"in{k}" for k in range(len(sizes))] + [f"in{alias}"])
@@ -195,7 +195,7 @@ int main(void) {{
 def test_in_place(tmp_path, kind, dtype, shape1, shape2, alias):
     model = binary_model(kind, dtype, shape1, shape2, "RELU6")
     library = compile_bytes(model, tmp_path)
-    inputs = random_inputs(library.metadata["inputs"], seed=7)
+    inputs = random_inputs(library.info.inputs, seed=7)
     want = Oracle(model).run(inputs)[0].reshape(-1)
     got = _run_in_place(library, tmp_path, alias, inputs, sanitize=dtype == "int8" and alias == 0)
     if dtype == "float32":

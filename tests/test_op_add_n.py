@@ -37,7 +37,7 @@ def test_add_n_of_many_inputs_mostly_constant(tmp_path, dtype):
     quant = [(0.01, -128)] * 16 + [(0.05, 0)] if dtype == "int8" else None
     model = elementwise_model("ADD_N", dtype, [[3, 4]] * 16, quant=quant, consts=consts)
     lib = assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=dtype == "int8")
-    assert len(lib.metadata["inputs"]) == 16 - len(consts)
+    assert len(lib.info.inputs) == 16 - len(consts)
 
 
 MALFORMED = [

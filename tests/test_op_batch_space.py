@@ -94,7 +94,7 @@ def test_space_to_batch_matches_tflm_and_pads_with_zero(tmp_path, sanitize):
     cases = [c for c in CASES if c[0] == "SPACE_TO_BATCH_ND"]
     model = merge_models([batch_space_model(*c) for c in cases])
     library = compile_bytes(model, tmp_path)
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(3)]
+    inputs = [random_inputs(library.info.inputs, seed=s) for s in range(3)]
     ours = HostProgram(library, Path(tmp_path) / "build", sanitize=sanitize).run(inputs)
     oracle = Oracle(model)
     for run, input_set in zip(ours, inputs):

@@ -30,7 +30,7 @@ def test_in_place(tmp_path, kind, dtype, shapes, alias, extra):
     library = compile_bytes(model, tmp_path)
     graph = parse_tflite(model)
     assert alias in kernel_for(graph.operators[0]).inplace_inputs(graph.operators[0], graph)
-    inputs = random_inputs(library.metadata["inputs"], seed=5)
+    inputs = random_inputs(library.info.inputs, seed=5)
     want = Oracle(model).run(inputs)[0].reshape(-1)
     got = _run_in_place(library, tmp_path, alias, inputs, sanitize=True)
     if dtype == "float32":

@@ -41,7 +41,7 @@ def test_constant_divisor(tmp_path):
         elementwise_model("FLOOR_DIV", "float32", [[2, 4], [4]], consts={1: np.array([2, -3, 0.5, -0.25], np.float32)}),
         tmp_path,
     )
-    assert len(lib.metadata["inputs"]) == 1
+    assert len(lib.info.inputs) == 1
 
 
 def test_sanitized(tmp_path):

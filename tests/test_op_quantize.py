@@ -11,6 +11,7 @@ from model_builder import ModelBuilder, concatenation_options
 from model_merge import assert_cases_match_oracle
 from test_op_activation import assert_in_place_matches_oracle, unary_model
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.inputs import random_inputs
 
@@ -28,7 +29,7 @@ def quantize_inputs(scale, n, shape):
     edge = np.concatenate([edge, f32_ties])
     first = np.resize(edge, n).astype(np.float32)
     sets = [[first.reshape(shape)]]
-    sets += [random_inputs([{"shape": shape, "dtype": "float32"}], seed=s) for s in range(4)]
+    sets += [random_inputs([TensorInfo("x", "x", tuple(shape), "float32", 4 * n)], seed=s) for s in range(4)]
     return sets
 
 

@@ -27,7 +27,7 @@ def test_shape_int32_as_model_output_matches_tflm(tmp_path):
 def test_shape_int64_gives_the_static_shape(tmp_path):
     model = single_op("SHAPE", [4, 1, 3, 2], "int8", [], [[4]], shape_options("int64"), out_dtype="int64")
     library = compile_bytes(model, tmp_path)
-    inputs = [random_inputs(library.metadata["inputs"])]
+    inputs = [random_inputs(library.info.inputs)]
     got = HostProgram(library, Path(tmp_path) / "build").run(inputs)[0].outputs[0]
     assert got.dtype == np.int64 and got.tolist() == [4, 1, 3, 2]
 

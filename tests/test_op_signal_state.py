@@ -46,7 +46,7 @@ def check_signal_sequence(model, pairs, buffers, tmp_path, executors=("aot", "gr
     """STEPS seeded input sets, <model>_reset(), the same STEPS again, on each executor; each step
     compared with TFLM invoked the same number of times. Returns the library."""
     library = compile_bytes(model, tmp_path)
-    seq = [random_inputs(library.metadata["inputs"], seed=200 + s) for s in range(STEPS)]
+    seq = [random_inputs(library.info.inputs, seed=200 + s) for s in range(STEPS)]
     want = Oracle(model).run_sequence(seq)
     flags = [{bool(np.asarray(w[valid])) for w in want} for _, valid in pairs]
     assert not pairs or {False, True} in flags, flags  # some flag is both false and true in the sequence
@@ -85,7 +85,7 @@ def test_outputs_depend_on_the_state(tmp_path):
     """The same input twice gives different outputs: the state moves on (a delay of a constant frame)."""
     model, _, _ = MAKERS["SignalDelay"]()
     library = compile_bytes(model, tmp_path)
-    frame = random_inputs(library.metadata["inputs"], seed=1)
+    frame = random_inputs(library.info.inputs, seed=1)
     runs = HostProgram(library, tmp_path / "build").run([frame] * 2)
     assert not np.array_equal(runs[0].outputs[0], runs[1].outputs[0])
 
@@ -119,7 +119,7 @@ def test_circular_buffer_reset_starts_as_a_fresh_model(tmp_path):
     model, _, _ = MAKERS["CIRCULAR_BUFFER"]()
     oracle = Oracle(model)
     library = compile_bytes(model, tmp_path)
-    seq = [random_inputs(library.metadata["inputs"], seed=400 + s) for s in range(3)]
+    seq = [random_inputs(library.info.inputs, seed=400 + s) for s in range(3)]
     oracle.run_sequence(seq)
     oracle.reset()
     after_tflm_reset = np.asarray(oracle.run(seq[0])[0])

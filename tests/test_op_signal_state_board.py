@@ -45,7 +45,7 @@ def test_stateful_signal_operators_sequence_standalone_on_board(tmp_path):
     path.write_bytes(model)
     library = compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
     assert {op["kind"] for op in library.metadata["operators"]} == set(MAKERS)
-    seq = [random_inputs(library.metadata["inputs"], seed=300 + s) for s in range(STEPS)]
+    seq = [random_inputs(library.info.inputs, seed=300 + s) for s in range(STEPS)]
     want = Oracle(model).run_sequence(seq)
     _, _, run = run_on_board(library, BOARD, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert len(run.step_outputs) == STEPS
@@ -61,7 +61,7 @@ def test_stateful_signal_operators_host_driven_on_board_and_reset(tmp_path):
     path = tmp_path / "signal_state.tflite"
     path.write_bytes(model)
     library = compile_model(path, features=frozenset(load_board(BOARD).cpu.features))
-    seq = [random_inputs(library.metadata["inputs"], seed=500 + s) for s in range(STEPS)]
+    seq = [random_inputs(library.info.inputs, seed=500 + s) for s in range(STEPS)]
     want = Oracle(model).run_sequence(seq)
     first, again = host_driven_twice(library, seq, tmp_path)
     for step in range(STEPS):

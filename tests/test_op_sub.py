@@ -52,7 +52,7 @@ def test_sub_constant_operand(tmp_path):
         ),
         tmp_path,
     )
-    assert len(lib.metadata["inputs"]) == 1
+    assert len(lib.info.inputs) == 1
 
 
 def test_sanitized(tmp_path):

@@ -120,7 +120,7 @@ def _patched_library(model_bytes: bytes, tmp_path: Path, stage: int, grid, featu
 
 
 def _assert_bit_exact(model_bytes, library, tmp_path, sanitize=False, executor="aot"):
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(2)]
+    inputs = [random_inputs(library.info.inputs, seed=s) for s in range(2)]
     ours = HostProgram(library, tmp_path / "build", sanitize=sanitize, executor=executor).run(inputs)
     oracle = Oracle(model_bytes)
     for k, input_set in enumerate(inputs):
@@ -262,7 +262,7 @@ def test_layer_by_layer_validation_compares_the_stage_output_once_whole(tmp_path
 
     model_bytes, stage = _residual()
     library = _patched_library(model_bytes, tmp_path, stage, (2, 2))
-    inputs = random_inputs(library.metadata["inputs"], 3)
+    inputs = random_inputs(library.info.inputs, 3)
     with open_model(library) as session, session.executor() as ex:
         result = first_divergence(
             ex, library, Reference(model_bytes, 1, preserve=True), inputs, load_tflite(tmp_path / "model.tflite")

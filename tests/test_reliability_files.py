@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.compiler import C_KEYWORDS, MAX_NAME_LENGTH, compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs
@@ -385,7 +386,7 @@ def test_input_of_the_right_size_but_wrong_shape_is_refused(workdir, shared_mode
 
 
 def test_input_shapes_may_differ_only_in_leading_ones(tmp_path):
-    meta = [{"name": "x", "shape": [1, 49, 10, 1], "dtype": "int8"}]
+    meta = [TensorInfo("x", "x", (1, 49, 10, 1), "int8", 490)]
     data = np.arange(490, dtype=np.int8).reshape(49, 10, 1)
     for shape in [(49, 10, 1), (1, 49, 10, 1), (1, 1, 49, 10, 1)]:
         np.save(tmp_path / "x.npy", data.reshape(shape))

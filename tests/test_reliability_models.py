@@ -430,3 +430,22 @@ def test_a_mean_whose_rescale_saturates_is_refused(tmp_path):
     y = b.activation("y", [1, 1, 6], "int16", scale=1 / 2048, zero_point=0)
     b.op("MEAN", [x, axis], [y], mb.reducer_options(True))
     refused(b.finish([x], [y]), tmp_path, "MEAN", "2^30")
+
+
+@pytest.mark.parametrize("fault", [NameError("name 'kernels' is not defined"), IndexError("list index out of range")])
+def test_a_fault_in_microcompiler_itself_is_not_blamed_on_the_model_file(monkeypatch, fault):
+    """Only what the flatbuffer reader raises on a corrupt file becomes "truncated or corrupted"; a bug
+    elsewhere (here: the operator table raising) stays the bug it is, with its traceback to report."""
+    from microcompiler.errors import ModelFormatError
+    from microcompiler.frontend import tflite as frontend
+
+    buf = (ROOT / "examples/tiny_cnn/tiny_cnn_int8.tflite").read_bytes()
+
+    def broken_operator_table():
+        raise fault
+
+    monkeypatch.setattr(frontend, "supported_operators", broken_operator_table)
+    with pytest.raises(type(fault)):
+        frontend.parse_tflite(buf)
+    with pytest.raises(ModelFormatError, match="truncated or corrupted"):  # a corrupt file still is one
+        frontend.parse_tflite(buf[: len(buf) // 3])

@@ -423,3 +423,14 @@ def test_the_fuzzer_compares_only_what_tflm_writes():
     n = int(outs[3][0])
     masks = tflm_defined(ssd, outs)
     assert [int(m.sum()) for m in masks[:3]] == [4 * n, n, n] and masks[3] is None
+
+
+@pytest.mark.parametrize("kind", ["SUB", "SQUARED_DIFFERENCE"])
+def test_a_float32_scale_product_past_the_range_prints_no_python_warning(tmp_path, kind):
+    """Found by the mutator (seed 40): an output scale near the float32 limit made TFLM's float32
+    products inf (as in TFLM) and printed numpy's RuntimeWarning before the answer; the command's
+    output is its one line (or the compiled model), nothing from Python."""
+    model = elementwise_model(kind, "int8", [[1, 4], [1, 4]], quant=[(0.05, 0), (0.05, 0), (1e36, 0)])
+    proc = cli("compile", _write(tmp_path, model), "-o", tmp_path / "out")
+    assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 1, proc.stderr

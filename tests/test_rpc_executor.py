@@ -29,7 +29,7 @@ def test_host_driven_matches_standalone_bit_for_bit(model, shared_models, tmp_pa
             plan = ex.plan
             io_slots = [*plan.input_slots, *plan.output_slots]
             for seed in range(2):
-                x = random_inputs(meta["inputs"], seed=seed)
+                x = random_inputs(library.info.inputs, seed=seed)
                 got = ex(*x)
                 # the same inputs through <name>_run(), the standalone entry point, on the same tensors
                 for k, a in enumerate(x):
@@ -43,7 +43,7 @@ def test_host_driven_matches_standalone_bit_for_bit(model, shared_models, tmp_pa
 @pytest.mark.parametrize("model", ["tflm/hello_world_float.tflite", "mlperf_tiny/kws_ref_model.tflite"])
 def test_host_driven_matches_the_standalone_host_program(model, shared_models, tmp_path):
     library = compile_model(shared_models / model)
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(2)]
+    inputs = [random_inputs(library.info.inputs, seed=s) for s in range(2)]
     standalone = HostProgram(library, tmp_path / "standalone").run(inputs)
     with open_model(library, "host", project_dir=tmp_path / "rpc") as session, session.executor() as ex:
         for want, x in zip(standalone, inputs):

@@ -22,7 +22,7 @@ def ad01(tmp_path_factory, shared_models):
     library = compile_model(shared_models / "mlperf_tiny/ad01_int8.tflite")
     project = create_host_project(library, tmp_path_factory.mktemp("ad01") / "project")
     plan = ModelPlan.load(project)
-    inputs = [random_inputs(library.metadata["inputs"], seed=s) for s in range(4)]
+    inputs = [random_inputs(library.info.inputs, seed=s) for s in range(4)]
     with Session(SubprocessTransport([str(project / SERVER_EXE)]), plan=plan) as session, session.executor() as ex:
         expected = [ex(*x) for x in inputs]
     return project, plan, inputs, expected

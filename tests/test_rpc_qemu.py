@@ -37,7 +37,7 @@ CASES = [(b, m) for b in ("mps2_an386", "mps3_an547") for m in ALL]
 def test_host_driven_on_qemu_matches_standalone_on_qemu(board_name, model, tmp_path):
     board = load_board(board_name)
     library = compile_model(SHARED_MODELS / model, features=board.cpu.features)
-    x = random_inputs(library.metadata["inputs"], seed=1)
+    x = random_inputs(library.info.inputs, seed=1)
     _, _, standalone = run_on_board(library, board, tmp_path / "standalone", input=x, log=lambda _: None)
     with open_model(library, board, project_dir=tmp_path / "rpc") as session:
         assert session.device.timer_hz == board.timer.get("hz")
@@ -74,7 +74,7 @@ def test_cli_bench_on_qemu(capsys):
 def test_a_qemu_board_reset_mid_session_is_reported_and_a_new_session_works(tmp_path):
     board = load_board("mps2_an386")
     library = compile_model(SHARED_MODELS / "tflm/hello_world_int8.tflite", features=board.cpu.features)
-    x = random_inputs(library.metadata["inputs"], seed=2)
+    x = random_inputs(library.info.inputs, seed=2)
     with open_model(library, board, project_dir=tmp_path / "rpc", timeout=3.0) as session:
         with session.executor() as ex:
             want = ex(*x)

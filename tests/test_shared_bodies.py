@@ -4,6 +4,7 @@ with TFLM (host build under ASan/UBSan, with the DSP kernels' portable emulation
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -15,6 +16,7 @@ from harness import assert_matches_oracle
 from twin_models import twin_conv_model
 
 from microcompiler.boards import load_board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.codegen.shared_bodies import share_bodies
 from microcompiler.compiler import compile_model
 
@@ -95,10 +97,11 @@ def test_metadata_and_the_code_estimate_know_the_shared_bodies(shared_models):
     assert meta["shared_bodies"] == [{"function": name, "layers": [f"kws_ref_model_conv2d_{k}" for k in range(1, 5)]}]
     assert [op.get("shared_body") for op in meta["operators"] if op["kind"] == "CONV_2D"] == [None] + [name] * 4
     assert meta["weights_bytes"] == meta["params_bytes"]
-    unshared = dict(meta, shared_bodies=[])
+    info = ModelInfo.from_json(meta)
+    unshared = dataclasses.replace(info, details={**info.details, "shared_bodies": []})
     saved = (
         estimate_footprint(unshared, "aot", DEFAULT_STACK_BYTES)["code"]
-        - estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)["code"]
+        - estimate_footprint(info, "aot", DEFAULT_STACK_BYTES)["code"]
     )
     assert 0 < saved < 4 * 1024  # four bodies become one, plus four calls
 
@@ -119,10 +122,10 @@ def test_kws_on_the_m4_is_exact_and_reports_its_code_and_weights_apart(tmp_path,
     proc = cli("run", model, "--board", "mps2_an386", "--mode", "standalone", "--json", "--keep", tmp_path / "p")
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
-    meta = compile_model(model, features=load_board("mps2_an386").cpu.features).metadata
-    assert report["model_weights_bytes"] == meta["params_bytes"]
+    library = compile_model(model, features=load_board("mps2_an386").cpu.features)
+    assert report["model_weights_bytes"] == library.info.params_bytes
     assert 0 < report["model_code_bytes"] < report["flash_bytes"] - report["model_weights_bytes"]
-    want = Oracle(model.read_bytes()).run(random_inputs(meta["inputs"]))[0]  # what `run` feeds without --input
+    want = Oracle(model.read_bytes()).run(random_inputs(library.info.inputs))[0]  # what `run` feeds without --input
     assert np.array_equal(np.asarray(report["outputs"][0]).reshape(-1), want.reshape(-1))
     symbols = subprocess.run(
         ["arm-none-eabi-nm", "-S", str(tmp_path / "p" / "build" / "firmware.elf")],

@@ -7,6 +7,7 @@ TFLM's activation plan (figures from ../shared/baselines/README.md).
 import pytest
 from harness import assert_matches_oracle
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.inputs import random_inputs
 
 N_INPUTS = 50
@@ -60,7 +61,7 @@ def test_arena_not_larger_than_tflm_plan(shared_models, tmp_path, model, tflm_pl
 
 
 def test_random_inputs_are_seeded_and_cover_the_range():
-    meta = [{"name": "x", "shape": [1, 1000], "dtype": "int8"}]
+    meta = [TensorInfo("x", "x", (1, 1000), "int8", 1000)]
     a, b = random_inputs(meta, seed=3)[0], random_inputs(meta, seed=3)[0]
     assert (a == b).all()
     assert a.min() == -128 and a.max() == 127

@@ -4,6 +4,7 @@ the TFLM interpreter invoked the same number of times on the same inputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -14,6 +15,7 @@ from oracle import Oracle
 from svdf_models import float_svdf, single_svdf_int8, stacked_svdf_kws
 
 from microcompiler.codegen import generate_library
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.frontend.tflite import parse_tflite
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
@@ -23,8 +25,8 @@ STEPS = 12
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-5  # float SVDF: same operation order as TFLM, rounding may differ
 
 
-def sequence(meta: dict, steps: int = STEPS, seed: int = 100) -> list[list[np.ndarray]]:
-    return [random_inputs(meta["inputs"], seed=seed + s) for s in range(steps)]
+def sequence(meta: ModelInfo, steps: int = STEPS, seed: int = 100) -> list[list[np.ndarray]]:
+    return [random_inputs(meta.inputs, seed=seed + s) for s in range(steps)]
 
 
 def assert_steps_match(ours, want, what: str):
@@ -46,7 +48,7 @@ def check_sequence(
     """Run STEPS inputs, reset, and the same STEPS again, on each executor; compare every step with
     TFLM (same inputs, same number of invocations, its own state) and the replay with the first pass."""
     library = compile_bytes(model, tmp_path, features=features, tuning=tuning)
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     want = Oracle(model).run_sequence(seq)
     # the outputs must depend on the state: the same input at two steps gives different outputs
     repeated = Oracle(model).run_sequence([seq[0]] * 3)
@@ -241,7 +243,7 @@ def test_reset_restores_non_zero_initial_values(tmp_path):
         graph = p(graph)
     library = generate_library(graph)
     assert "model_svdf_state_initial" in library.files[f"src/{graph.name}_ops.c"]
-    seq = sequence(library.metadata, steps=3)
+    seq = sequence(library.info, steps=3)
     runs = HostProgram(library, tmp_path / "build").run(seq + seq, reset_every=3)
     zero_start = HostProgram(generate_library(_zero_initial(graph)), tmp_path / "zero").run(seq[:1])
     for a, b in zip(runs[:3], runs[3:]):
@@ -274,11 +276,11 @@ def test_analyze_counts_state_in_ram(tmp_path):
     library = compile_bytes(stacked_svdf_kws(), tmp_path)
     result = analyze_library(library, load_board("mps2_an386"))
     assert result["totals"]["state_bytes"] == library.graph.state_bytes > 0
-    stateless = dict(library.metadata, state_bytes=0)
+    stateless = dataclasses.replace(library.info, state_bytes=0)
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
 
     assert (
-        estimate_footprint(library.metadata, "aot", DEFAULT_STACK_BYTES)["ram"]
+        estimate_footprint(library.info, "aot", DEFAULT_STACK_BYTES)["ram"]
         - estimate_footprint(stateless, "aot", DEFAULT_STACK_BYTES)["ram"]
     ) == library.graph.state_bytes
     plan = result["memory_plan"]

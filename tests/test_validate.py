@@ -222,7 +222,7 @@ def test_layer_by_layer_comparison_skips_a_fused_activation(tmp_path):
     model.write_bytes(_two_layers("int8", relu_between=True))
     library = compile_model(model)
     assert [fn.op.kind for fn in library.functions] == ["FULLY_CONNECTED", "FULLY_CONNECTED"]  # RELU fused
-    inputs = random_inputs(library.metadata["inputs"], 5)
+    inputs = random_inputs(library.info.inputs, 5)
     with open_model(library) as session, session.executor() as ex:
         result = first_divergence(
             ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs, load_tflite(model)
@@ -261,7 +261,7 @@ def test_a_model_with_state_is_validated_as_one_sequence(tmp_path):
     assert all(o["exact_match_rate"] == 1.0 for c in report["comparisons"] for o in c["outputs"])
     # the state matters: the same inputs through fresh interpreters give other outputs after the first
     library = compile_model(model)
-    samples = [random_inputs(library.metadata["inputs"], seed=k) for k in range(4)]
+    samples = [random_inputs(library.info.inputs, seed=k) for k in range(4)]
     data = open(model, "rb").read()
     carried = Reference(data, 1)
     in_order = [carried.run(s)[0] for s in samples]

@@ -14,28 +14,23 @@ import numpy as np
 from harness import cli
 from oracle import tflm_run
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import quantize_input
 
 TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"
 
 
-def tiny_meta() -> dict:
+def tiny_meta() -> TensorInfo:
     graph = load_tflite(TINY)
     t = graph.tensors[graph.inputs[0]]
-    return {
-        "name": t.name,
-        "shape": list(t.shape),
-        "dtype": t.dtype,
-        "scale": float(t.quant.scale[0]),
-        "zero_point": int(t.quant.zero_point[0]),
-    }
+    return TensorInfo(t.name, "", t.shape, t.dtype, t.nbytes, float(t.quant.scale[0]), int(t.quant.zero_point[0]))
 
 
 def test_accuracy_against_labels_and_saved_outputs(tmp_path):
     meta = tiny_meta()
     rng = np.random.default_rng(3)
-    x = rng.uniform(-1, 1, size=(12, *meta["shape"][1:])).astype(np.float32)  # real values, 12 samples
+    x = rng.uniform(-1, 1, size=(12, *meta.shape[1:])).astype(np.float32)  # real values, 12 samples
     labels = rng.integers(0, 4, size=12)
     np.savez(tmp_path / "data.npz", x=x[:, None], y=labels)
     saved = tmp_path / "outputs.npz"
@@ -133,7 +128,7 @@ def test_a_csv_dataset_with_the_float_model_gives_rmse_and_labels_from_a_file(tm
 
 def test_a_float_array_for_an_int8_input_gets_the_quantization_formula(tmp_path):
     meta = tiny_meta()
-    np.save(tmp_path / "x.npy", np.zeros(meta["shape"], np.float32))
+    np.save(tmp_path / "x.npy", np.zeros(meta.shape, np.float32))
     r = cli("run", TINY, "--input", tmp_path / "x.npy")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
-    assert f"scale {meta['scale']:g}, zero point {meta['zero_point']}); quantize it: np.clip(np.round(x / " in r.stderr
+    assert f"scale {meta.scale:g}, zero point {meta.zero_point}); quantize it: np.clip(np.round(x / " in r.stderr

@@ -20,25 +20,20 @@ from oracle import Oracle
 from PIL import Image
 from test_op_add_mul import binary_model
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import quantize_input
 
 TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"  # input [1, 16, 16, 1] int8, 4 classes
 
 
-def input_meta(model) -> list[dict]:
+def input_meta(model) -> list[TensorInfo]:
     graph = load_tflite(model)
     metas = []
     for i in graph.inputs:
         t = graph.tensors[i]
         metas.append(
-            {
-                "name": t.name,
-                "shape": list(t.shape),
-                "dtype": t.dtype,
-                "scale": float(t.quant.scale[0]),
-                "zero_point": int(t.quant.zero_point[0]),
-            }
+            TensorInfo(t.name, "", t.shape, t.dtype, t.nbytes, float(t.quant.scale[0]), int(t.quant.zero_point[0]))
         )
     return metas
 

@@ -81,7 +81,7 @@ def test_wide_concatenation_copies_every_input(tmp_path, dtype, n):
     interpreter runs them): a concatenation only copies, so numpy's is the oracle."""
     lib = compile_bytes(concatenation_model(dtype, n), tmp_path)
     program = HostProgram(lib, tmp_path / "build", sanitize=True)
-    inputs = [random_inputs(lib.metadata["inputs"], seed=s) for s in range(2)]
+    inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(2)]
     for input_set, result in zip(inputs, program.run(inputs)):
         np.testing.assert_array_equal(result.outputs[0], np.concatenate(input_set, axis=-1))
 

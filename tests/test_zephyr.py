@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from microcompiler.boards import board_names, load_board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import compile_model
 from microcompiler.errors import BoardError, DeviceError
 from microcompiler.inputs import random_inputs
@@ -136,10 +137,10 @@ def test_stack_is_sized_from_the_model(hello):
     import copy
 
     meta = copy.deepcopy(hello.metadata)
-    small = zephyr.main_stack_bytes(meta, "standalone")
-    floats = copy.deepcopy(meta)
-    for output in floats["outputs"]:
+    small = zephyr.main_stack_bytes(ModelInfo.from_json(meta), "standalone")
+    for output in meta["outputs"]:
         output["dtype"] = "float32"
+    floats = ModelInfo.from_json(meta)
     assert small % 256 == 0 and small < zephyr.main_stack_bytes(floats, "standalone")
     assert zephyr.main_stack_bytes(floats, "standalone") < zephyr.main_stack_bytes(floats, "host-driven")
 
@@ -322,7 +323,7 @@ def test_zephyr_firmware_in_qemu_matches_the_host(board_name, mode, hello, tmp_p
     project's own board definition) and run in QEMU's matching machine, both modes."""
     from microcompiler.host import HostProgram
 
-    inputs = random_inputs(hello.metadata["inputs"])
+    inputs = random_inputs(hello.info.inputs)
     expected = HostProgram(hello, tmp_path / "host").run([inputs])[0].outputs
     _, built, result = zephyr.run_on_board(
         hello, board_name, tmp_path / "zephyr", mode=mode, input=inputs, log=lambda _: None, timeout=600

@@ -29,7 +29,7 @@ def test_kws_on_zephyr_is_bit_exact_with_tflm(board_name, mode, kws, tmp_path):
     zephyr.require_west()
     zephyr.zephyr_base()
     library = compile_model(kws)
-    inputs = random_inputs(library.metadata["inputs"], seed=7)
+    inputs = random_inputs(library.info.inputs, seed=7)
     want = Oracle(kws.read_bytes()).run(inputs)
     _, _, result = zephyr.run_on_board(
         library, board_name, tmp_path / "p", mode=mode, input=inputs, log=lambda _: None, timeout=900

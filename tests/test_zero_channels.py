@@ -221,7 +221,7 @@ def test_layer_by_layer_validation_compares_every_layer_of_the_model(tmp_path):
     model = tmp_path / "zero_channels.tflite"
     model.write_bytes(zero_channel_model())
     library = compile_model(model)
-    inputs = random_inputs(library.metadata["inputs"], 3)
+    inputs = random_inputs(library.info.inputs, 3)
     with open_model(library) as session, session.executor() as ex:
         result = first_divergence(
             ex, library, Reference(model.read_bytes(), 1, preserve=True), inputs, load_tflite(model)

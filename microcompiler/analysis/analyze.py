@@ -8,7 +8,6 @@ from microcompiler.analysis import loops
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import compile_model
 from microcompiler.timing import estimated
 
@@ -38,12 +37,11 @@ def analyze_model(
 def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
 
-    meta, graph = library.metadata, library.graph
-    info = ModelInfo.from_json(meta)  # the typed fields (codegen/model_info.py)
+    info, graph = library.info, library.graph  # the typed metadata (codegen/model_info.py)
     layers = []
     for fn, op in zip(library.functions, info.operators):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
-        estimate, key = loops.operator_estimate(op, dtype, meta, graph, fn.op, graph.subgraphs)
+        estimate, key = loops.operator_estimate(op, dtype, info, graph, fn.op, graph.subgraphs)
         layers.append(
             {
                 "index": op["index"],
@@ -60,7 +58,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
                 "cost_model": key,
             }
         )
-    need = estimate_footprint(meta, "aot", DEFAULT_STACK_BYTES)
+    need = estimate_footprint(info, "aot", DEFAULT_STACK_BYTES)
     instructions = sum(layer["estimated_instructions"] for layer in layers)
     totals = {
         "macs": info.total_macs,
@@ -80,7 +78,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
         "core": board.cpu.core if board else None,
         "layers": layers,
         "totals": totals,
-        "memory_plan": memory_plan(graph, meta),
+        "memory_plan": memory_plan(graph, info),
         "memory_peak": info.detail("memory_peak"),
         "ram_budget": info.detail("ram_budget", {}),
         "fit": None,

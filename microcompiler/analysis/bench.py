@@ -3,10 +3,13 @@ vocabulary (microcompiler/timing.py), beside analyze's estimate (``microcompiler
 
 from __future__ import annotations
 
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.timing import measured, relative_error
 
 
-def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict, number: int, repeat: int) -> dict:
+def bench_report(
+    meta: ModelInfo, board, whole, operators: list[dict], analysis: dict, number: int, repeat: int
+) -> dict:
     """What bench measured, in the shared time vocabulary (microcompiler/timing.py), each operator under
     its short layer name (the full tensor name kept as "layer") beside analyze's estimate."""
     hz = whole.timer_hz
@@ -32,7 +35,7 @@ def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict
         )
     total = sum(op["ticks"] for op in operators)
     return {
-        "model": meta["name"],
+        "model": meta.name,
         "board": board.name,
         "timer_hz": hz,
         "number": number,
@@ -41,6 +44,6 @@ def bench_report(meta: dict, board, whole, operators: list[dict], analysis: dict
         "operators": operators,
         "operator_ticks_total": total,
         "operator_time": measured(total, hz, board),
-        "total_macs": meta.get("total_macs"),
-        "memory_peak": meta["memory_peak"],
+        "total_macs": meta.total_macs,
+        "memory_peak": meta.memory_peak,
     }

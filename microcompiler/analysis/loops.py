@@ -20,6 +20,7 @@ import operator
 
 import numpy as np
 
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.ops import cost_model
 
 ASSUMED_TRIPS = 1  # the stated assumption for a loop whose trip count is not knowable at compile time
@@ -97,25 +98,25 @@ def trip_count(graph, op, subgraphs) -> int | None:
     return trips
 
 
-def subgraph_estimate(metadata: dict, index: int, graph, subgraphs) -> float:
+def subgraph_estimate(info: ModelInfo, index: int, graph, subgraphs) -> float:
     """Estimated instructions of one run of subgraph ``index`` (its operators from metadata.json)."""
-    entry = next(s for s in metadata["subgraphs"] if s["index"] == index)
+    entry = next(s for s in info.subgraphs if s["index"] == index)
     sub = subgraphs[index]
     total = 0.0
     for op_meta, op in zip(entry["operators"], sub.operators):
-        total += operator_estimate(op_meta, op_meta.get("dtype", "-"), metadata, sub, op, subgraphs)[0]
+        total += operator_estimate(op_meta, op_meta.get("dtype", "-"), info, sub, op, subgraphs)[0]
     return total
 
 
-def operator_estimate(op_meta: dict, dtype: str, metadata: dict, graph, op, subgraphs) -> tuple[float, str]:
+def operator_estimate(op_meta: dict, dtype: str, info: ModelInfo, graph, op, subgraphs) -> tuple[float, str]:
     """cost_model.estimate, with WHILE costed as its trip count times its subgraphs."""
     if op_meta["kind"] != "WHILE":
         return cost_model.estimate(op_meta, dtype)
     trips = trip_count(graph, op, subgraphs)
     counted = trips is not None
     trips = trips if counted else ASSUMED_TRIPS
-    cond = subgraph_estimate(metadata, int(op.options["cond_subgraph_index"]), graph, subgraphs)
-    body = subgraph_estimate(metadata, int(op.options["body_subgraph_index"]), graph, subgraphs)
+    cond = subgraph_estimate(info, int(op.options["cond_subgraph_index"]), graph, subgraphs)
+    body = subgraph_estimate(info, int(op.options["body_subgraph_index"]), graph, subgraphs)
     body_graph = subgraphs[int(op.options["body_subgraph_index"])]
     copies = sum(
         PER_LOOP_VALUE + cost_model.COPY_PER_ELEMENT * body_graph.tensors[t].nbytes for t in body_graph.outputs

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.ir import Graph
 from microcompiler.passes.memory_plan import arena_buffers, lower_bound
 
 
-def memory_plan(graph: Graph, meta: dict) -> dict:
+def memory_plan(graph: Graph, info: ModelInfo) -> dict:
     """Arena buffers (tensor, producing layer, offset, size, first and last step), the live bytes
     per step, the arena size and the layer-by-layer lower bound (the largest live set), and the state
     section (persistent tensors, never part of the arena)."""
     layer_of = {}
     for step, op in enumerate(graph.operators):
         for o in op.outputs:
-            layer_of[graph.storage(o)] = (step, meta["operators"][step]["layer_name"])
+            layer_of[graph.storage(o)] = (step, info.operators[step]["layer_name"])
     buffers = []
     for b in sorted(arena_buffers(graph), key=lambda b: (b.first, graph.offsets.get(b.tensor, 0))):
         t = graph.tensors[b.tensor]
@@ -34,7 +35,7 @@ def memory_plan(graph: Graph, meta: dict) -> dict:
     raw = arena_buffers(graph)
     return {
         "steps": steps,
-        "step_layers": [op["layer_name"] for op in meta["operators"]],
+        "step_layers": [op["layer_name"] for op in info.operators],
         "arena_bytes": graph.arena_bytes,
         "lower_bound_bytes": lower_bound(raw, steps),
         "live_bytes_per_step": live,

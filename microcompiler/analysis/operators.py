@@ -17,7 +17,13 @@ import tflite
 
 from microcompiler.compiler import check_operator
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
-from microcompiler.frontend.tflite import check_header, load_tflite, operator_kind, read_model_file
+from microcompiler.frontend.tflite import (
+    check_header,
+    load_tflite,
+    operator_kind,
+    raised_by_the_flatbuffer_reader,
+    read_model_file,
+)
 from microcompiler.ops import supported_operators
 from microcompiler.ops.tflm_operators import where_it_stands
 
@@ -68,7 +74,9 @@ def operator_needs(model: str | Path) -> list[OperatorNeed]:
                     need.reasons.append(where_it_stands(kind, custom))
     except (ModelFormatError, UnsupportedModelError):
         raise
-    except Exception:  # the flatbuffer reader tripped over corrupt offsets
+    except Exception as exc:
+        if not raised_by_the_flatbuffer_reader(exc):
+            raise  # microcompiler's own fault: a traceback to report, not the user's file
         raise ModelFormatError(
             "the model file is truncated or corrupted (its flatbuffer offsets point outside "
             "the file); re-export it from the TFLite converter"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.ir import Graph, c_type
 
@@ -55,10 +56,10 @@ def graph_executor_refusal(functions, graph: Graph | None = None) -> str | None:
     return None
 
 
-def check_graph_executor(metadata: dict) -> None:
+def check_graph_executor(info: ModelInfo) -> None:
     """Raise the refusal a compiled model's metadata records when the graph executor cannot run it."""
-    if metadata.get("graph_executor_refusal"):
-        raise UnsupportedModelError(f"model {metadata['name']}: {metadata['graph_executor_refusal']}")
+    if info.graph_executor_refusal:
+        raise UnsupportedModelError(f"model {info.name}: {info.graph_executor_refusal}")
 
 
 def build_description(graph: Graph, functions) -> tuple[bytes, int]:

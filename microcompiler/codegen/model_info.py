@@ -53,6 +53,11 @@ class TensorInfo:
             "zero_point": self.zero_point,
         }
 
+    @property
+    def quantized(self) -> bool:
+        """Whether the tensor carries a scale and zero point (int8, int16, ...)."""
+        return self.scale is not None and self.zero_point is not None
+
     @classmethod
     def from_json(cls, data: Any, where: str) -> TensorInfo:
         if not isinstance(data, dict) or not all(isinstance(data.get(k), t) for k, t in _TENSOR_FIELDS.items()):
@@ -92,6 +97,29 @@ class ModelInfo:
     def detail(self, key: str, default: Any = None) -> Any:
         """A field of metadata.json beyond the typed ones (``shared_bodies``, ``ram_budget``, ...)."""
         return self.details.get(key, default)
+
+    @property
+    def keeps_state(self) -> bool:
+        """Whether the model keeps state from one inference to the next (docs/state.md)."""
+        return self.state_bytes > 0
+
+    @property
+    def graph_executor_refusal(self) -> str | None:
+        """Why the graph executor cannot run this model (the AOT executor runs any), or None."""
+        refusal = self.details.get("graph_executor_refusal")
+        return str(refusal) if refusal else None
+
+    @property
+    def memory_peak(self) -> dict[str, Any]:
+        """Where the RAM peak sits (codegen/memory_peak.py); empty in libraries written before it."""
+        peak = self.details.get("memory_peak")
+        return peak if isinstance(peak, dict) else {}
+
+    @property
+    def subgraphs(self) -> list[dict[str, Any]]:
+        """The subgraphs of control-flow operators (codegen/subgraphs.py), each with its operators."""
+        subgraphs = self.details.get("subgraphs")
+        return subgraphs if isinstance(subgraphs, list) else []
 
     @property
     def input_bytes(self) -> int:

@@ -76,6 +76,11 @@ class ModelLibrary:
     files: dict[str, str] = field(default_factory=dict)  # relative path -> text
     metadata: dict = field(default_factory=dict)
 
+    @property
+    def info(self) -> ModelInfo:
+        """The metadata, typed (codegen/model_info.py)."""
+        return ModelInfo.from_json(self.metadata, "the model's metadata")
+
     def write(self, out_dir: Path) -> None:
         for rel, text in self.files.items():
             path = out_dir / rel

@@ -56,18 +56,18 @@ def run(args) -> int:
     with host_driven_session(job, args) as (built, session):
         with session.executor() as ex:
             ex(*job.inputs)  # warm up, and leave real data in every tensor
-            progress(f"timing {meta['name']}: {args.repeat} x {args.number} inferences, then each operator")
+            progress(f"timing {meta.name}: {args.repeat} x {args.number} inferences, then each operator")
             whole = ex.time_inference(args.number, args.repeat)
             operators = ex.profile(args.number, 1)
         # read while the project is there (a temporary one goes with the session)
-        split = model_flash_split(built, meta["name"])
+        split = model_flash_split(built, meta.name)
     analysis = analyze_library(job.library, None if job.board.is_host else job.board)
     report = bench_report(meta, job.board, whole, operators, analysis, args.number, args.repeat)
     if built is not None:  # the firmware's flash and RAM (its ELF); the model's code and weights apart
         report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes, **split)
     if args.html:
         write_report(
-            args.html, f"{meta['name']}: bench on {job.board.name}", inputs=given, analysis=analysis, bench=report
+            args.html, f"{meta.name}: bench on {job.board.name}", inputs=given, analysis=analysis, bench=report
         )
     print_bench(report, args.json)
     if args.html and not args.json:

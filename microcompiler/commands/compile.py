@@ -100,15 +100,15 @@ def run(args) -> int:
     if args.zephyr_module:
         from microcompiler.targets.zephyr_module import write_zephyr_module
 
-        extra = lambda stage: write_zephyr_module(stage, library.metadata["name"])  # noqa: E731
+        extra = lambda stage: write_zephyr_module(stage, library.info.name)  # noqa: E731
     out = write_atomically(library, args.output, extra)
-    meta = library.metadata
+    meta = library.info
     target = f" for {args.board}" if args.board else ""
     kernels = ", reference kernels" if args.kernels == "reference" else ""
     if tuning is not None:
         kernels += f", {len(tuning.applied)} operators tuned by {printable(args.tuning)}"
     print(
-        f"compiled {meta['name']}{target}{kernels}: {len(meta['operators'])} operators, arena "
-        f"{meta['arena_bytes']} B, weights {meta['params_bytes']} B -> {printable(str(out))}"
+        f"compiled {meta.name}{target}{kernels}: {len(meta.operators)} operators, arena "
+        f"{meta.arena_bytes} B, weights {meta.params_bytes} B -> {printable(str(out))}"
     )
     return 0

@@ -140,10 +140,10 @@ def run(args) -> int:
         mode=args.mode,
         **options,
     )
-    meta = project.metadata
+    meta = project.info
     print(
-        f"created {project.dir}: {meta['name']} on {project.board.name} ({project.executor} executor, "
-        f"weights {meta['params_bytes']:,} B, arena {meta['arena_bytes']:,} B); "
+        f"created {project.dir}: {meta.name} on {project.board.name} ({project.executor} executor, "
+        f"weights {meta.params_bytes:,} B, arena {meta.arena_bytes:,} B); "
         f"build it with: microcompiler build {shlex.quote(args.output)}"
     )
     return 0
@@ -182,10 +182,10 @@ def _run_models(args, models: list[str]) -> int:
         share_arena=args.share_arena,
         concurrent=args.concurrent,
     )
-    arenas = ", ".join(f"{m['name']} {m['arena_bytes']:,} B" for m in project.models)
+    arenas = ", ".join(f"{m.name} {m.arena_bytes:,} B" for m in project.model_infos)
     shared = "one shared arena" if project.share_arena else "one arena each"
     print(
-        f"created {project.dir}: models {', '.join(m['name'] for m in project.models)} on {project.board.name} "
+        f"created {project.dir}: models {', '.join(m.name for m in project.model_infos)} on {project.board.name} "
         f"({project.executor} executor, {shared}: {arenas}); build it with: "
         f"microcompiler build {shlex.quote(args.output)}"
     )

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 
 from microcompiler.boards import Board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.report.provenance import with_provenance
 from microcompiler.targets import HOST_DRIVEN, BuildResult, model_flash
 from microcompiler.timing import describe, format_duration, measured
 
 
 def run_report(
-    meta: dict,
+    meta: ModelInfo,
     board: Board,
     template: str,
     mode: str,
@@ -27,14 +29,20 @@ def run_report(
     rpc: dict | None = None,
 ) -> dict:
     """The result of one run, as --json prints it."""
-    report = {"model": meta["name"], "board": board.name, "template": template, "mode": mode, "executor": executor}
+    report: dict[str, Any] = {
+        "model": meta.name,
+        "board": board.name,
+        "template": template,
+        "mode": mode,
+        "executor": executor,
+    }
     if built is not None:
         report.update(flash_bytes=built.flash_bytes, ram_bytes=built.ram_bytes, stack_bytes=stack_bytes)
-        report.update(model_flash_split(built, meta["name"]))
+        report.update(model_flash_split(built, meta.name))
     report.update(
         {
             "outputs": [out.tolist() for out in outputs],
-            "output_dtypes": [o["dtype"] for o in meta["outputs"]],
+            "output_dtypes": [o.dtype for o in meta.outputs],
             "device_ticks": ticks,
             "timer_hz": hz,
             "time": measured(ticks, hz, board),
@@ -42,7 +50,7 @@ def run_report(
     )
     if operator_ticks is not None:
         report["operator_ticks"] = operator_ticks
-    report.update(arena_bytes=meta["arena_bytes"], params_bytes=meta["params_bytes"])
+    report.update(arena_bytes=meta.arena_bytes, params_bytes=meta.params_bytes)
     if rpc is not None:
         report["rpc"] = rpc
     return report

@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.boards import Board, resolve_board
 from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, ram_budget, tuning_for
 from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
@@ -97,8 +98,9 @@ class Job:
     steps: list[list[np.ndarray]]
 
     @property
-    def meta(self) -> dict:
-        return self.library.metadata
+    def meta(self) -> ModelInfo:
+        """The model's metadata, typed (codegen/model_info.py)."""
+        return self.library.info
 
     @property
     def inputs(self) -> list[np.ndarray]:
@@ -120,12 +122,12 @@ def prepare(args, mode: str) -> Job:
         patches=args.patches,
         **ram_budget(args, board),
     )
-    meta = library.metadata
+    meta = library.info
     count = getattr(args, "steps", None)
     if args.input:
-        steps = load_input_steps(args.input, meta["inputs"], count)
+        steps = load_input_steps(args.input, meta.inputs, count)
     else:
-        steps = random_input_steps(meta["inputs"], count or 1)
+        steps = random_input_steps(meta.inputs, count or 1)
         warn_if_random_inputs_drive_a_loop(library, steps[0])
     return Job(board, target, library, steps)
 
@@ -183,7 +185,7 @@ def run(args) -> int:
         with host_driven_session(job, args, call_timeout=args.timeout) as (built, session):
             step_outputs, step_ticks = [], []
             with session.executor() as ex:
-                if meta.get("state_bytes"):
+                if meta.keeps_state:
                     ex.reset()  # a board that was already running may hold an earlier run's state
                 for inputs in job.steps:  # the state stays on the device from one step to the next
                     step_outputs.append(ex(*inputs))

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from microcompiler.boards import resolve_board
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.commands.arguments import positive_int, positive_seconds
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
@@ -124,8 +125,8 @@ def run(args) -> int:
     out = _output_path(args)
     started = time.monotonic()
     graph, groups = plan_model(args.model, board, previous)
-    meta_inputs = [
-        {"name": graph.tensors[t].name, "shape": list(graph.tensors[t].shape), "dtype": graph.tensors[t].dtype}
+    meta_inputs = [  # the model's inputs before any library is compiled: what the inputs need of them
+        TensorInfo(graph.tensors[t].name, "", graph.tensors[t].shape, graph.tensors[t].dtype, graph.tensors[t].nbytes)
         for t in graph.inputs
     ]
     inputs = load_inputs(args.input, meta_inputs) if args.input else random_inputs(meta_inputs)

@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.commands.arguments import add_board_arguments, positive_seconds, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError, printable
@@ -110,7 +111,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def seeded_samples(spec: str, seed: int, inputs_meta: list[dict]) -> list[Sample]:
+def seeded_samples(spec: str, seed: int, inputs_meta: list[TensorInfo]) -> list[Sample]:
     """--inputs N: N seeded random inputs (sample k uses seed + k)."""
     n = int(spec)
     if not 1 <= n <= MAX_SAMPLES:
@@ -208,7 +209,7 @@ def run(args) -> int:
         patches=args.patches,
         **ram_budget(args, board),
     )
-    meta = library.metadata["inputs"]
+    meta = library.info.inputs
     samples, labels = samples_and_labels(
         meta,
         dataset=dataset,

@@ -65,11 +65,33 @@ def parse_tflite(buf: bytes, name: str = "model") -> Graph:
         return _Importer(buf, name).graph()
     except (ModelFormatError, UnsupportedModelError):
         raise
-    except Exception:  # the flatbuffer reader itself tripped over corrupt offsets
+    except Exception as exc:
+        if not raised_by_the_flatbuffer_reader(exc):
+            raise  # microcompiler's own fault: a traceback to report, not the user's file
         raise ModelFormatError(
             f"the model file is truncated or corrupted (its flatbuffer offsets point outside the "
             f"{len(buf)}-byte file or at garbage); re-export it from the TFLite converter"
         ) from None
+
+
+# What reading a corrupt flatbuffer raises (offsets past the end, lengths into garbage, strings that
+# are not UTF-8), and where: the flatbuffers runtime, the schema's generated readers (tflite), numpy's
+# views of its vectors, and the importer's own reading code (this package).
+READER_ERRORS = (struct.error, IndexError, ValueError, TypeError, OverflowError, MemoryError)
+READER_MODULES = ("flatbuffers", "tflite", "numpy", "struct")
+
+
+def raised_by_the_flatbuffer_reader(exc: BaseException) -> bool:
+    """Whether exc comes from reading a corrupt flatbuffer rather than from a fault in the rest of
+    microcompiler (an operator's checks, a missing import, a syntax error), which must not be blamed
+    on the model file."""
+    if not isinstance(exc, READER_ERRORS):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = str(tb.tb_frame.f_globals.get("__name__", "")) if tb is not None else ""
+    return module.split(".")[0] in READER_MODULES or module.startswith("microcompiler.frontend")
 
 
 def check_header(buf: bytes) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 from microcompiler.ops.base import OpKernel, register, require
 from microcompiler.ops.fast import batch_matmul_cols4 as cols4
 from microcompiler.ops.fast import batch_matmul_mve, batch_matmul_s16
+from microcompiler.ops.fast.batch_matmul_common import MatmulCall
 from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan
 from microcompiler.ops.quant import INT_RANGES, quantize_multiplier
 
@@ -211,18 +212,15 @@ class BatchMatMul(OpKernel):
         (_, lhs_zp), (_, rhs_zp), (_, out_zp) = lhs.quant.single(), rhs.quant.single(), y.quant.single()
         lo, hi = INT_RANGES[y.dtype]
         mult, shift = self._multiplier(lhs, rhs, y)
-        if plan.variant == batch_matmul_s16.INT16_COLS4:
-            return batch_matmul_s16.emit(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (mult, shift))
-        if plan.variant == batch_matmul_mve.MVE_S16:
-            return batch_matmul_mve.emit_s16(ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (mult, shift))
-        if plan.variant == batch_matmul_mve.MVE_DOT:
-            return batch_matmul_mve.emit(
-                ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift)
-            )
-        if plan.variant == cols4.COLS4:
-            return cols4.emit_cols4(
-                ctx, plan, values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift), y.dtype
-            )
+        call = MatmulCall(values, rhs, m, k, n, adj_x, adj_y, (lhs_zp, rhs_zp, out_zp), (mult, shift), y.dtype)
+        emitters = {
+            batch_matmul_s16.INT16_COLS4: batch_matmul_s16.emit,
+            batch_matmul_mve.MVE_S16: batch_matmul_mve.emit_s16,
+            batch_matmul_mve.MVE_DOT: batch_matmul_mve.emit,
+            cols4.COLS4: cols4.emit_cols4,
+        }
+        if plan.variant in emitters:
+            return emitters[plan.variant](ctx, plan, call)
         if lhs.dtype == "int16":
             acc_t, requant_fn, wrap = "int64_t", "mc_requantize64", False
         else:

@@ -6,6 +6,8 @@ with the input zero point folded in. The pure geometry (output size, padding) is
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from microcompiler.ops.base import require, require_consistent
@@ -261,3 +263,47 @@ def folded_bias(op, graph, ctx, weight_sums: np.ndarray) -> str:
         wrapped,
         comment=f"bias per output channel [{len(wrapped)}] with input zero point * sum(weights) folded in",
     )
+
+
+@dataclass(frozen=True)
+class RequantizedLayer:
+    """What the Helium kernels (ops/fast/mve.py) take of an int8 layer besides its weights: the bias (int64, before the
+    input zero point is folded in), the zero points, the per-channel multipliers and shifts, the
+    activation range, the C expressions of its input and output, and its one-line description."""
+
+    bias: np.ndarray
+    x_zp: int
+    mult: np.ndarray
+    shift: np.ndarray
+    y_zp: int
+    act: tuple[int, int]
+    input_c: str
+    output_c: str
+    describe: str
+
+
+def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> RequantizedLayer:
+    """The RequantizedLayer of an int8 CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED from its bias
+    (int64, per output channel) and its (multipliers, shifts)."""
+    x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
+    mult, shift = multipliers
+    return RequantizedLayer(
+        bias=bias,
+        x_zp=int(x.quant.zero_point[0]),
+        mult=mult,
+        shift=shift,
+        y_zp=int(y.quant.zero_point[0]),
+        act=activation_range(op.options["activation"], y),
+        input_c=ctx.arg(op.inputs[0]),
+        output_c=ctx.arg(op.outputs[0]),
+        describe=describe,
+    )
+
+
+def conv_requantized_layer(op, graph, ctx, out_c: int, describe: str) -> RequantizedLayer:
+    """requantized_layer of a CONV_2D or DEPTHWISE_CONV_2D: its bias (zero without one) and
+    conv_multipliers."""
+    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    bias = bias_tensor(op, graph)
+    bias64 = bias.data.astype(np.int64) if bias is not None else np.zeros(out_c, np.int64)
+    return requantized_layer(op, ctx, bias64, conv_multipliers(x, w, y, out_c), describe)

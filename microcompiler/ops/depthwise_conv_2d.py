@@ -17,6 +17,7 @@ from microcompiler.ops.conv_common import (
     bias_tensor,
     check_common,
     constant_parameters,
+    conv_requantized_layer,
     float_values,
     folded_bias,
     geometry,
@@ -28,7 +29,6 @@ from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
-from microcompiler.ops.quant import activation_range, conv_multipliers
 
 
 def _multiplier(r: PlanRequest) -> int:
@@ -271,22 +271,7 @@ class DepthwiseConv2D(OpKernel):
         return emit_channels4(op, graph, ctx, plan)
 
     def _emit_mve(self, op, graph, ctx, plan):
-        x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+        w = ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
-        bias = bias_tensor(op, graph)
-        mult, shift = conv_multipliers(x, w, y, g.out_c)
-        return fast_mve.emit_depthwise(
-            ctx,
-            plan,
-            g,
-            w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c),
-            bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64),
-            int(x.quant.zero_point[0]),
-            mult,
-            shift,
-            int(y.quant.zero_point[0]),
-            activation_range(op.options["activation"], y),
-            ctx.arg(op.inputs[0]),
-            ctx.arg(op.outputs[0]),
-            g.describe(),
-        )
+        layer = conv_requantized_layer(op, graph, ctx, g.out_c, g.describe())
+        return fast_mve.emit_depthwise(ctx, plan, g, w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c), layer)

@@ -10,7 +10,7 @@ import numpy as np
 
 from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require, require_like_tflm
-from microcompiler.ops.conv_common import check_requantize_range, check_weights_and_bias
+from microcompiler.ops.conv_common import check_requantize_range, check_weights_and_bias, requantized_layer
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
@@ -152,22 +152,9 @@ class FullyConnected(OpKernel):
             x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
             batches, out_depth, depth = self._dims(op, graph)
             w_rows, b, _ = self._folded(op, graph)
-            mult, shift = fully_connected_multipliers(x, w, y)
-            return fast_mve.emit_dot(
-                ctx,
-                plan,
-                fast_mve.fc_geometry(batches, depth, out_depth),
-                w_rows,
-                b,
-                int(x.quant.zero_point[0]),
-                mult,
-                shift,
-                int(y.quant.zero_point[0]),
-                activation_range(op.options["activation"], y),
-                ctx.arg(op.inputs[0]),
-                ctx.arg(op.outputs[0]),
-                f"{out_depth} outputs x {depth} inputs, {batches} batch(es)",
-            )
+            describe = f"{out_depth} outputs x {depth} inputs, {batches} batch(es)"
+            layer = requantized_layer(op, ctx, b, fully_connected_multipliers(x, w, y), describe)
+            return fast_mve.emit_dot(ctx, plan, fast_mve.fc_geometry(batches, depth, out_depth), w_rows, layer)
         x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
         batches, out_depth, depth = self._dims(op, graph)
         has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0

@@ -39,7 +39,8 @@ class SquaredDifference(BroadcastKernel):
         left_shift = 7 if y.dtype == "int8" else 0
         s1, s2, so = (np.float32(t.quant.scale[0]) for t in (a, b, y))
         twice_max = 2.0 * float(max(s1, s2))
-        real_out = twice_max * twice_max / float(np.float32(1 << (2 * left_shift)) * so)
+        with np.errstate(over="ignore"):  # a float32 product past the range is inf, as in TFLM; refused below
+            real_out = twice_max * twice_max / float(np.float32(1 << (2 * left_shift)) * so)
         return dict(
             left_shift=left_shift,
             input1_q=quantize_multiplier(float(s1) / twice_max),

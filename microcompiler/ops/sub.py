@@ -32,10 +32,11 @@ class Sub(Add):
             return Add._reals(a, b, y)
         left_shift = 20
         s1, s2, so = (np.float32(t.quant.scale[0]) for t in (a, b, y))
-        twice_max = np.float32(2) * max(s1, s2)
-        return (
-            float(s1 / twice_max),
-            float(s2 / twice_max),
-            float(twice_max / (np.float32(1 << left_shift) * so)),
-            left_shift,
-        )
+        with np.errstate(over="ignore"):  # float32 products past the range are inf, as in TFLM; refused later
+            twice_max = np.float32(2) * max(s1, s2)
+            return (
+                float(s1 / twice_max),
+                float(s2 / twice_max),
+                float(twice_max / (np.float32(1 << left_shift) * so)),
+                left_shift,
+            )

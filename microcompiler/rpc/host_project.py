@@ -33,12 +33,12 @@ DEFAULT_POOL_HEADROOM = 4096
 
 def rpc_template_values(library, pool_headroom: int = DEFAULT_POOL_HEADROOM) -> dict:
     """What rpc_main.c.j2 (host and baremetal) needs besides the board."""
-    meta = library.metadata
+    info = library.info
     return dict(
-        name=meta["name"],
-        NAME=meta["name"].upper(),
-        inputs=meta["inputs"],
-        outputs=meta["outputs"],
+        name=info.name,
+        NAME=info.name.upper(),
+        inputs=[t.to_json() for t in info.inputs],
+        outputs=[t.to_json() for t in info.outputs],
         pool_headroom=pool_headroom,
     )
 
@@ -86,7 +86,7 @@ def create_host_project(
         str(out / SERVER_EXE),
         "-lm",
     ]
-    log(f"building the host RPC server for {library.metadata['name']} ({cmd[0]})")
+    log(f"building the host RPC server for {library.info.name} ({cmd[0]})")
     proc = cleanup.run_bounded(cmd, COMPILE_TIMEOUT, "the host C compiler", text=True)
     if proc.returncode != 0:
         raise ToolchainError(

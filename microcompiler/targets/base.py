@@ -146,7 +146,7 @@ class Project:
         then inputs/input<k>.npy hold the steps along a leading axis)."""
         info, folder = self.info, self.dir / "inputs"
         if self.models:
-            info = ModelInfo.from_json(self.model_metadata(model or self.model))
+            info = self.model_info(model or self.model)
             folder = folder / info.name
         arrays = [np.load(folder / f"input{k}.npy") for k in range(len(info.inputs))]
         if self.steps == 1:
@@ -158,12 +158,19 @@ class Project:
         """The (first) model's metadata, typed (codegen/model_info.py)."""
         return ModelInfo.from_json(self.metadata, str(self.dir / "model" / "metadata.json"))
 
-    def model_metadata(self, model: str) -> dict:
-        """The metadata of the model named ``model`` in this project (one-line error if absent)."""
-        for metadata in self.models or [self.metadata]:
-            if metadata["name"] == model:
-                return metadata
-        known = ", ".join(m["name"] for m in self.models or [self.metadata])
+    @property
+    def model_infos(self) -> list[ModelInfo]:
+        """Every model's metadata, typed, in the order the firmware runs them (one unless several)."""
+        if not self.models:
+            return [self.info]
+        return [ModelInfo.from_json(m, str(self.dir / "models" / m["name"] / "metadata.json")) for m in self.models]
+
+    def model_info(self, model: str) -> ModelInfo:
+        """The metadata of the model named ``model`` in this project, typed (one-line error if absent)."""
+        for info in self.model_infos:
+            if info.name == model:
+                return info
+        known = ", ".join(info.name for info in self.model_infos)
         raise MicrocompilerError(f"{self.dir} holds no model named '{model}' (it holds: {known})")
 
 
@@ -231,11 +238,11 @@ class RunResult:
 # ---- The report ----
 
 
-def decode_report(text: str, metadata: dict) -> RunResult:
+def decode_report(text: str, info: ModelInfo) -> RunResult:
     for line in text.splitlines():
         if line.startswith("MC-FAULT") or line.startswith("MC-ABORT"):
             raise DeviceError(f"the firmware stopped: {line.strip()}")
-    results: list[StandaloneResult] = parse_reports(text, metadata["outputs"])
+    results: list[StandaloneResult] = parse_reports(text, info.outputs)
     if not results:
         raise DeviceError(f"the firmware printed no complete report; it printed: {text[-500:]!r}")
     stack = re.search(r"^stack_bytes (\d+)", text, re.MULTILINE)
@@ -260,12 +267,12 @@ SEQUENCE_DONE = re.compile(rb"^(MC-STEPS-END|MC-ABORT)[^\n]*\n", re.MULTILINE)
 # ---- Targets ----
 
 
-def check_executor(metadatas: list[dict], executor: str, mode: str) -> None:
+def check_executor(infos: list[ModelInfo], executor: str, mode: str) -> None:
     """Refuse the graph executor and host-driven mode for a model whose operators they cannot pass
     (an UNPACK of 21 outputs, metadata "graph_executor_refusal"); the AOT executor runs any model."""
     if executor == "graph" or mode == HOST_DRIVEN:
-        for meta in metadatas:
-            check_graph_executor(meta)
+        for info in infos:
+            check_graph_executor(info)
 
 
 class Target:
@@ -291,11 +298,11 @@ class Target:
     def check_run(self, *, mode: str, keep: str | Path | None, port: str | None) -> None:
         """Refuse a run's options that mean nothing for this target (before anything is compiled)."""
 
-    def default_stack_bytes(self, metadata: dict, mode: str) -> int:
+    def default_stack_bytes(self, info: ModelInfo, mode: str) -> int:
         return DEFAULT_STACK_BYTES
 
-    def check_fits(self, metadata: dict, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
-        check_fits(metadata, board, "graph" if mode == HOST_DRIVEN else executor, stack_bytes)
+    def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
+        check_fits(info, board, "graph" if mode == HOST_DRIVEN else executor, stack_bytes)
 
     def project_info(self, board: Board) -> dict:
         """What microcompiler-project.json records besides model, board, template, executor, stack, mode."""
@@ -321,15 +328,15 @@ class Target:
         self.check_board(board)
         check_project_dir(out_dir)  # fail before the compile
         library = compile_for(model, board)
-        metadata = library.metadata
-        stack = stack_bytes or self.default_stack_bytes(metadata, mode)
-        check_executor([metadata], executor, mode)
-        self.check_fits(metadata, board, executor, mode, stack)
-        steps = resolve_input_steps(input, input_steps, metadata)
+        model_info = library.info
+        stack = stack_bytes or self.default_stack_bytes(model_info, mode)
+        check_executor([model_info], executor, mode)
+        self.check_fits(model_info, board, executor, mode, stack)
+        steps = resolve_input_steps(input, input_steps, model_info)
         if len(steps) > 1:
             self.check_sequence(mode)
         info = {
-            "model": metadata["name"],
+            "model": model_info.name,
             "board": board.name,
             "template": self.name,
             "executor": executor,
@@ -344,13 +351,14 @@ class Target:
             library.write(stage / "model")
             shutil.copyfile(board.source, stage / "board.toml")
             values = dict(
-                name=metadata["name"],
-                NAME=metadata["name"].upper(),
+                name=model_info.name,
+                NAME=model_info.name.upper(),
+                model_info=model_info,
                 board=board,
                 executor=executor,
                 mode=mode,
-                inputs=save_inputs(stage, steps, metadata),
-                outputs=output_values(metadata),
+                inputs=save_inputs(stage, steps, model_info),
+                outputs=output_values(model_info),
                 steps=len(steps),
                 input_origin="given" if input is not None or input_steps is not None else "seeded random",
             )
@@ -463,14 +471,14 @@ class Target:
 
             results = {}
             with self.start(project, port=port, log=log, timeout=RPC_TIMEOUT, call_timeout=timeout) as session:
-                for meta in project.models or [project.metadata]:
-                    plan = ModelPlan.load(project.dir / "models" / meta["name"]) if project.models else None
+                for meta in project.model_infos:
+                    plan = ModelPlan.load(project.dir / "models" / meta.name) if project.models else None
                     step_outputs, step_ticks = [], []
                     with session.executor(plan) as ex:
-                        for inputs in project.saved_input_steps(meta["name"]):  # the device keeps the state
+                        for inputs in project.saved_input_steps(meta.name):  # the device keeps the state
                             step_outputs.append(ex(*inputs))
                             step_ticks.append(sum(ex.last_ticks))
-                    results[meta["name"]] = RunResult(
+                    results[meta.name] = RunResult(
                         step_outputs[-1], step_ticks[-1], session.device.timer_hz, None, "", step_outputs, step_ticks
                     )
                 logs = "\n".join(session.logs)
@@ -494,8 +502,8 @@ class Target:
         log(f"report received after {time.monotonic() - started:.1f} s")
         text = self.report_text(text)
         if not project.models:
-            return decode_report(text, project.metadata)
-        results = {m["name"]: decode_report(model_report(text, m["name"]), m) for m in project.models}
+            return decode_report(text, project.info)
+        results = {m.name: decode_report(model_report(text, m.name), m) for m in project.model_infos}
         first = results[project.model]
         return RunResult(first.outputs, first.ticks, first.hz, first.stack_bytes, text, models=results)
 

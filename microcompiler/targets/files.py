@@ -11,11 +11,13 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, c_initializer
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import check_input, load_inputs, random_inputs
 from microcompiler.ir import c_type, np_dtype
@@ -28,60 +30,57 @@ BUILD_DIR = "build"  # written by 'microcompiler build' (CMake or west), replace
 # ---- Inputs ----
 
 
-def resolve_inputs(inputs, metadata: dict) -> list[np.ndarray]:
+def resolve_inputs(inputs: Any, info: ModelInfo) -> list[np.ndarray]:
     """The arrays for ``inputs``: None (a fixed seeded random input), .npy paths, or arrays."""
     if inputs is None:
-        return random_inputs(metadata["inputs"])
+        return random_inputs(info.inputs)
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
     if all(isinstance(x, (str, Path)) for x in inputs):
-        return load_inputs([str(x) for x in inputs], metadata["inputs"])
-    if len(inputs) != len(metadata["inputs"]):
-        raise MicrocompilerError(f"the model has {len(metadata['inputs'])} input(s) but {len(inputs)} were given")
-    return [
-        check_input(np.asarray(arr), meta, f"input for '{meta['name']}'")
-        for arr, meta in zip(inputs, metadata["inputs"])
-    ]
+        return load_inputs([str(x) for x in inputs], info.inputs)
+    if len(inputs) != len(info.inputs):
+        raise MicrocompilerError(f"the model has {len(info.inputs)} input(s) but {len(inputs)} were given")
+    return [check_input(np.asarray(arr), meta, f"input for '{meta.name}'") for arr, meta in zip(inputs, info.inputs)]
 
 
-def resolve_input_steps(input, input_steps, metadata: dict) -> list[list[np.ndarray]]:
+def resolve_input_steps(input: Any, input_steps: Any, info: ModelInfo) -> list[list[np.ndarray]]:
     """The input sets of a project: ``input_steps`` (one set per inference, in order) or the one set
     ``input`` resolves to."""
     if input_steps is None:
-        return [resolve_inputs(input, metadata)]
+        return [resolve_inputs(input, info)]
     if input is not None:
         raise MicrocompilerError("pass either one input set or a sequence of them, not both")
     if not input_steps:
         raise MicrocompilerError("the sequence of input sets is empty; pass at least one")
-    return [resolve_inputs(step, metadata) for step in input_steps]
+    return [resolve_inputs(step, info) for step in input_steps]
 
 
 def save_inputs(
-    stage: Path, steps: list[list[np.ndarray]], metadata: dict, folder: str = "inputs", prefix: str = "g_"
+    stage: Path, steps: list[list[np.ndarray]], info: ModelInfo, folder: str = "inputs", prefix: str = "g_"
 ) -> list[dict]:
     """Write <folder>/input<k>.npy (with a leading axis over the steps of a sequence); returns what the
     templates need to compile each input in (the C array ``<prefix><c_name>``; ``elements``: per step)."""
     (stage / folder).mkdir(parents=True)
     values = []
-    for k, meta in enumerate(metadata["inputs"]):
+    for k, meta in enumerate(info.inputs):
         per_step = [step[k] for step in steps]
         arr = per_step[0] if len(steps) == 1 else np.stack(per_step)
         np.save(stage / folder / f"input{k}.npy", arr)
         values.append(
             {
-                **meta,
+                **meta.to_json(),
                 "elements": max(1, per_step[0].size),
                 "initializer": c_initializer(arr),
-                "definition": c_array(f"{prefix}{meta['c_name']}", c_type(meta["dtype"]), arr),
+                "definition": c_array(f"{prefix}{meta.c_name}", c_type(meta.dtype), arr),
             }
         )
     return values
 
 
-def output_values(metadata: dict) -> list[dict]:
+def output_values(info: ModelInfo) -> list[dict]:
     return [
-        {**meta, "elements": max(1, meta["bytes"] // np.dtype(np_dtype(meta["dtype"])).itemsize)}
-        for meta in metadata["outputs"]
+        {**meta.to_json(), "elements": max(1, meta.bytes // np.dtype(np_dtype(meta.dtype)).itemsize)}
+        for meta in info.outputs
     ]
 
 
@@ -144,9 +143,14 @@ def write_project_dir(out_dir: str | Path, fill: Callable[[Path], None], info: d
 
 
 def copy_runtime(project_dir: Path, family: str) -> None:
-    """crt's headers and portable sources, and one platform family, into DIR/crt."""
+    """crt's headers and portable sources, and one platform family, into DIR/crt. The kernel headers
+    (``kernel_*.h``) are not among them: each model library carries the ones its code uses."""
     crt = resources.crt_dir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(crt / "include", project_dir / "crt" / "include", ignore=ignore)
+    shutil.copytree(
+        crt / "include",
+        project_dir / "crt" / "include",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "kernel_*.h"),
+    )
     shutil.copytree(crt / "src", project_dir / "crt" / "src", ignore=ignore)
     shutil.copytree(crt / "platform" / family, project_dir / "crt" / "platform" / family, ignore=ignore)

@@ -27,9 +27,8 @@ def ram_for_models(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
     return board.ram.size - stack_bytes - RUNTIME_RAM_BYTES
 
 
-def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
+def estimate_footprint(info: ModelInfo, executor: str, stack_bytes: int) -> dict:
     """Flash and RAM the firmware will need, estimated from metadata.json before building."""
-    info = ModelInfo.from_json(metadata)
     weights = info.params_bytes
     input_bytes, output_bytes = info.input_bytes, info.output_bytes
     shared = info.detail("shared_bodies", [])
@@ -58,10 +57,10 @@ def estimate_footprint(metadata: dict, executor: str, stack_bytes: int) -> dict:
     }
 
 
-def check_fits(metadata: dict, board: Board, executor: str = "aot", stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
+def check_fits(info: ModelInfo, board: Board, executor: str = "aot", stack_bytes: int = DEFAULT_STACK_BYTES) -> dict:
     """Raise BoardError when the model cannot fit the board; returns the estimate."""
-    need = estimate_footprint(metadata, executor, stack_bytes)
-    name = metadata["name"]
+    need = estimate_footprint(info, executor, stack_bytes)
+    name = info.name
     flash, ram, weights = board.flash, board.ram, board.weights_region
     if need["weights"] > weights.size:
         raise BoardError(

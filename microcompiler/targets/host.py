@@ -66,7 +66,7 @@ class Host(Target):
         input_steps=None,
     ) -> Project:
         library = compile_for(model, board)
-        meta = library.metadata
+        meta = library.info
         steps = resolve_input_steps(input, input_steps, meta)
         if mode == HOST_DRIVEN:
             out = create_host_project(library, out_dir, log=log)
@@ -77,7 +77,7 @@ class Host(Target):
             out.mkdir(parents=True, exist_ok=True)
             program = HostProgram(library, out, executor=executor)
             (out / "inputs").mkdir()
-            for k in range(len(meta["inputs"])):
+            for k in range(len(meta.inputs)):
                 per_step = [step[k] for step in steps]
                 np.save(out / "inputs" / f"input{k}.npy", per_step[0] if len(steps) == 1 else np.stack(per_step))
         return Project(
@@ -85,8 +85,8 @@ class Host(Target):
             board,
             self.name,
             executor,
-            meta["name"],
-            meta,
+            meta.name,
+            library.metadata,
             0,
             mode,
             len(steps),
@@ -108,7 +108,7 @@ class Host(Target):
             raise MicrocompilerError("--port is for boards; --board host runs the model as a local process")
         if project.mode == HOST_DRIVEN:
             return super().flash(project, timeout=timeout, log=log)
-        program = project.program or HostProgram.built(project.metadata, project.dir, executor=project.executor)
+        program = project.program or HostProgram.built(project.info, project.dir, executor=project.executor)
         results = program.run(project.saved_input_steps(), timeout=timeout)
         return RunResult(
             results[-1].outputs,
@@ -141,5 +141,5 @@ def open_host_project(directory: str | Path, board: Board) -> Project | None:
         return None
     from microcompiler.rpc.plan import ModelPlan
 
-    meta = ModelPlan.load(directory).metadata
-    return Project(directory, board, Host.name, "graph", meta["name"], meta, 0, HOST_DRIVEN)
+    plan = ModelPlan.load(directory)
+    return Project(directory, board, Host.name, "graph", plan.info.name, plan.metadata, 0, HOST_DRIVEN)

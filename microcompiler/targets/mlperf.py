@@ -103,8 +103,7 @@ class MlperfFirmware(Target):
 
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         assert self._benchmark is not None, "fill outside create"
-        model = {"name": values["name"], "inputs": values["inputs"], "outputs": values["outputs"]}
-        dut = template_values(model, self._benchmark, values["board"].name)
+        dut = template_values(values["model_info"], self._benchmark, values["board"].name)
         super().fill(stage, values, stack_bytes)
         main = render_template(resources.templates_dir() / MAIN_TEMPLATE_FOLDER, "main.c.j2", **values, **dut)
         (stage / "src" / "main.c").write_text(main)

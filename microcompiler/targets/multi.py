@@ -24,6 +24,7 @@ from pathlib import Path
 from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.host import render_template
@@ -66,9 +67,7 @@ def check_model_names(names: list[str], sources: list[str]) -> None:
 
 def holds_state(library: ModelLibrary) -> bool:
     """Does the model keep state from one inference to the next (variable tensors, state_bytes)?"""
-    return bool(library.metadata.get("state_bytes")) or any(
-        getattr(t, "is_variable", False) for t in library.graph.tensors
-    )
+    return library.info.keeps_state or any(getattr(t, "is_variable", False) for t in library.graph.tensors)
 
 
 def check_can_share_arena(mode: str, concurrent: bool) -> None:
@@ -89,25 +88,28 @@ def check_no_state(libraries: list[ModelLibrary]) -> None:
     for library in libraries:
         if holds_state(library):
             raise MicrocompilerError(
-                f"model {library.metadata['name']} keeps state between inferences, which "
+                f"model {library.info.name} keeps state between inferences, which "
                 "another model would overwrite in a shared arena; drop --share-arena"
             )
 
 
-def combined_metadata(libraries: list[ModelLibrary], share_arena: bool) -> dict:
-    """One metadata for the fit check: every model's weights, code and I/O; the arenas add up, or
+def combined_info(libraries: list[ModelLibrary], share_arena: bool) -> ModelInfo:
+    """One model info for the fit check: every model's weights, code and I/O; the arenas add up, or
     the largest alone when shared."""
-    metas = [lib.metadata for lib in libraries]
-    arenas = [m["arena_bytes"] for m in metas]
-    return {
-        "name": " + ".join(m["name"] for m in metas),
-        "params_bytes": sum(m["params_bytes"] for m in metas),
-        "scratch_bytes": sum(m.get("scratch_bytes", 0) for m in metas),
-        "arena_bytes": max(arenas) if share_arena else sum(arenas),
-        "inputs": [t for m in metas for t in m["inputs"]],
-        "outputs": [t for m in metas for t in m["outputs"]],
-        "operators": [op for m in metas for op in m["operators"]],
-    }
+    infos = [lib.info for lib in libraries]
+    arenas = [m.arena_bytes for m in infos]
+    return ModelInfo(
+        name=" + ".join(m.name for m in infos),
+        inputs=[t for m in infos for t in m.inputs],
+        outputs=[t for m in infos for t in m.outputs],
+        arena_bytes=max(arenas) if share_arena else sum(arenas),
+        params_bytes=sum(m.params_bytes for m in infos),
+        scratch_bytes=sum(m.scratch_bytes for m in infos),
+        state_bytes=0,  # a shared arena holds no model with state (check_no_state)
+        total_macs=sum(m.total_macs for m in infos),
+        fingerprint="",
+        operators=[op for m in infos for op in m.operators],
+    )
 
 
 def compile_models(models: list, names: list[str] | None, board: Board, share_arena: bool) -> list[ModelLibrary]:
@@ -126,7 +128,7 @@ def compile_models(models: list, names: list[str] | None, board: Board, share_ar
         else compile_model(model, features=board.cpu.features, name=names[k] if names else None, shared_arena=arena)
         for k, model in enumerate(models)
     ]
-    check_model_names([lib.metadata["name"] for lib in libraries], [str(m) for m in models])
+    check_model_names([lib.info.name for lib in libraries], [str(m) for m in models])
     return libraries
 
 
@@ -162,19 +164,19 @@ def create_models_project(
     libraries = compile_models(models, names, board, share_arena)
     if share_arena:
         check_no_state(libraries)
-        if any(lib.metadata.get("shared_arena") != SHARED_ARENA for lib in libraries):
+        if any(lib.info.detail("shared_arena") != SHARED_ARENA for lib in libraries):
             raise MicrocompilerError(
                 f"--share-arena needs every library compiled with the shared arena "
                 f"'{SHARED_ARENA}'; pass .tflite files and let create-project compile them"
             )
-    combined = combined_metadata(libraries, share_arena)
-    stack = stack_bytes or max(target.default_stack_bytes(lib.metadata, mode) for lib in libraries)
-    check_executor([lib.metadata for lib in libraries], executor, mode)
+    combined = combined_info(libraries, share_arena)
+    infos = [lib.info for lib in libraries]
+    stack = stack_bytes or max(target.default_stack_bytes(m, mode) for m in infos)
+    check_executor(infos, executor, mode)
     target.check_fits(combined, board, executor, mode, stack)
-    metas = [lib.metadata for lib in libraries]
     info = {
-        "model": metas[0]["name"],
-        "models": [m["name"] for m in metas],
+        "model": infos[0].name,
+        "models": [m.name for m in infos],
         "board": board.name,
         "template": target.name,
         "executor": executor,
@@ -186,12 +188,11 @@ def create_models_project(
 
     def fill(stage: Path) -> None:
         models_values = []
-        for lib in libraries:
-            meta = lib.metadata
-            name = meta["name"]
+        for lib, meta in zip(libraries, infos):
+            name = meta.name
             lib.write(stage / "models" / name)
             inputs = save_inputs(
-                stage, [random_inputs(meta["inputs"])], meta, folder=f"inputs/{name}", prefix=f"g_{name}_"
+                stage, [random_inputs(meta.inputs)], meta, folder=f"inputs/{name}", prefix=f"g_{name}_"
             )
             models_values.append(dict(name=name, NAME=name.upper(), inputs=inputs, outputs=output_values(meta)))
             if mode == HOST_DRIVEN:
@@ -199,19 +200,19 @@ def create_models_project(
 
                 ModelPlan.from_library(lib).save(stage / "models" / name)
         if mode == HOST_DRIVEN:  # the default plan: the first model's
-            shutil.copyfile(stage / "models" / metas[0]["name"] / "host_driven.json", stage / "host_driven.json")
+            shutil.copyfile(stage / "models" / infos[0].name / "host_driven.json", stage / "host_driven.json")
         shutil.copyfile(board.source, stage / "board.toml")
         (stage / "src").mkdir()
         values = dict(
-            name=metas[0]["name"],
-            NAME=metas[0]["name"].upper(),
+            name=infos[0].name,
+            NAME=infos[0].name.upper(),
             board=board,
             executor=executor,
             mode=mode,
             models=models_values,
             share_arena=share_arena,
             shared_arena=SHARED_ARENA,
-            include_dirs=[f"models/{m['name']}/include" for m in metas],
+            include_dirs=[f"models/{m.name}/include" for m in infos],
             input_origin="seeded random",
             inputs=[],
             outputs=[],

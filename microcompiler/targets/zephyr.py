@@ -118,7 +118,7 @@ def uses_timing_api(board: Board) -> bool:
     return not board.emulated
 
 
-def main_stack_bytes(metadata: dict, mode: str) -> int:
+def main_stack_bytes(info: ModelInfo, mode: str) -> int:
     """CONFIG_MAIN_STACK_SIZE for a model.
 
     Tensors live in static buffers and the operator functions keep only scalars on the stack, so
@@ -126,7 +126,6 @@ def main_stack_bytes(metadata: dict, mode: str) -> int:
     one operator call, and for float models the libm calls (expf) and the FP context.
     """
     size = 3072 if mode == STANDALONE else 4096
-    info = ModelInfo.from_json(metadata)
     if info.has_float_io:
         size += 1024
     size += 64 * max((len(op["inputs"]) + len(op["outputs"]) for op in info.operators), default=0)
@@ -254,18 +253,16 @@ class Zephyr(Target):
     def check_board(self, board: Board) -> None:
         zephyr_target(board)
 
-    def default_stack_bytes(self, metadata: dict, mode: str) -> int:
-        return main_stack_bytes(metadata, mode)
+    def default_stack_bytes(self, info: ModelInfo, mode: str) -> int:
+        return main_stack_bytes(info, mode)
 
-    def check_fits(self, metadata: dict, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
+    def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
         # Zephyr links the weights with the code, into the devicetree's zephyr,flash region: a board
         # region that holds only the bare-metal project's weights (AN547's SRAM) does not count here.
         zephyr_layout = dataclasses.replace(
             board, memory=tuple(r for r in board.memory if getattr(r, "holds", None) != "weights")
         )
-        check_fits(
-            metadata, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor, stack_bytes + KERNEL_RAM_BYTES
-        )
+        check_fits(info, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor, stack_bytes + KERNEL_RAM_BYTES)
 
     def project_info(self, board: Board) -> dict:
         return {"zephyr_board": zephyr_target(board)}

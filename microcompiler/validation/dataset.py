@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import check_input, quantize_input
 from microcompiler.ir import np_dtype
@@ -32,7 +33,7 @@ DEFAULT_PIXEL_RANGE = (0.0, 1.0)
 
 
 def samples_and_labels(
-    inputs_meta: list[dict],
+    inputs_meta: list[TensorInfo],
     *,
     dataset: str | Path | None = None,
     labels: str | Path | None = None,
@@ -67,7 +68,10 @@ def add_label_metrics(report: dict, collected: dict, labels: np.ndarray | None) 
 
 
 def load_dataset(
-    path: str, inputs_meta: list[dict], pixel_range: tuple[float, float] = DEFAULT_PIXEL_RANGE, what: str = "--dataset"
+    path: str,
+    inputs_meta: list[TensorInfo],
+    pixel_range: tuple[float, float] = DEFAULT_PIXEL_RANGE,
+    what: str = "--dataset",
 ) -> tuple[list[Sample], np.ndarray | None]:
     """(samples, labels from the archive or None)."""
     if Path(path).is_dir():
@@ -85,7 +89,7 @@ def load_dataset(
     )
 
 
-def _from_npz(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.ndarray | None]:
+def _from_npz(path: str, inputs_meta: list[TensorInfo]) -> tuple[list[Sample], np.ndarray | None]:
     data = read_user_file(path, "dataset", MAX_INPUT_BYTES)
     arrays = npz_arrays(data, path, MAX_INPUT_BYTES, "save it with numpy.savez('data.npz', x=inputs, y=labels)")
     labels = next((arrays.pop(k) for k in LABEL_KEYS if k in arrays), None)
@@ -104,7 +108,7 @@ def _from_npz(path: str, inputs_meta: list[dict]) -> tuple[list[Sample], np.ndar
     return samples, labels
 
 
-def _from_csv(path: str, inputs_meta: list[dict]) -> list[Sample]:
+def _from_csv(path: str, inputs_meta: list[TensorInfo]) -> list[Sample]:
     if len(inputs_meta) != 1:
         raise MicrocompilerError(
             f"--dataset {path}: a CSV file holds one input per row, but the model has "
@@ -115,7 +119,7 @@ def _from_csv(path: str, inputs_meta: list[dict]) -> list[Sample]:
     rows = [line for line in text.splitlines() if line.strip()]
     if rows and not _numeric(rows[0]):
         rows = rows[1:]  # a header
-    size = int(np.prod(meta["shape"]))
+    size = int(np.prod(meta.shape))
     samples = []
     for k, line in enumerate(rows):
         try:
@@ -125,9 +129,9 @@ def _from_csv(path: str, inputs_meta: list[dict]) -> list[Sample]:
         if values.size != size:
             raise MicrocompilerError(
                 f"--dataset {path}: row {k + 1} has {values.size} values but the model input "
-                f"'{meta['name']}' has {size} ({meta['shape']})"
+                f"'{meta.name}' has {size} ({list(meta.shape)})"
             )
-        samples.append(Sample([_sample(values.reshape(meta["shape"]), meta, f"{path} row {k + 1}")], f"row {k + 1}"))
+        samples.append(Sample([_sample(values.reshape(meta.shape), meta, f"{path} row {k + 1}")], f"row {k + 1}"))
     if not samples:
         raise MicrocompilerError(f"--dataset {path} has no rows")
     return samples
@@ -141,8 +145,8 @@ def _numeric(line: str) -> bool:
     return True
 
 
-def _sample(array: np.ndarray, meta: dict, source: str) -> np.ndarray:
-    want = np.dtype(np_dtype(meta["dtype"]))
+def _sample(array: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
+    want = np.dtype(np_dtype(meta.dtype))
     if array.dtype.kind == "f" and want.kind in "iu":
         array = quantize_input(array, meta)  # real values for a quantized input
     elif array.dtype.kind in "iu" and want.kind == "f":

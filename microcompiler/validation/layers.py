@@ -46,7 +46,7 @@ def first_divergence(
     for k, x in enumerate(inputs):
         executor.set_input(k, x)
     checked: set[int] = set()
-    ops_meta = library.metadata.get("operators", [])
+    ops_meta = library.info.operators
     last_writer = last_writers(library.functions)
     for k, fn in enumerate(library.functions):
         executor.run_operator(k)

@@ -9,7 +9,11 @@ model, or ours dequantized against the float model) are judged within FLOAT_TOLE
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+
+from microcompiler.codegen.model_info import TensorInfo
 
 # A float output passes when |ours - reference| <= FLOAT_TOLERANCE * max(1, max |reference|).
 FLOAT_TOLERANCE = 1e-4
@@ -25,7 +29,7 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def is_classifier(shape) -> bool:
+def is_classifier(shape: Sequence[int]) -> bool:
     """A vector of class scores: 1-D, or [1, classes], with more than one class."""
     core = [int(d) for d in shape]
     while len(core) > 1 and core[0] == 1:
@@ -46,7 +50,7 @@ def ulp_distance(ours: np.ndarray, reference: np.ndarray) -> np.ndarray:
     bits_a = np.ascontiguousarray(a).view(np.int32).astype(np.int64)
     bits_b = np.ascontiguousarray(b).view(np.int32).astype(np.int64)
 
-    def ordered(bits):  # float order as integer order: negative floats count down from 0
+    def ordered(bits: np.ndarray) -> np.ndarray:  # float order as integer order: negative floats count down from 0
         return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
 
     distance = np.abs(ordered(bits_a) - ordered(bits_b))
@@ -91,11 +95,11 @@ def output_metrics(name: str, ours: list[np.ndarray], reference: list[np.ndarray
     return row
 
 
-def dequantize(array: np.ndarray, meta: dict) -> np.ndarray:
+def dequantize(array: np.ndarray, meta: TensorInfo) -> np.ndarray:
     """A model tensor's real values (metadata's scale and zero point; floats are returned as they are)."""
-    if np.issubdtype(array.dtype, np.floating) or "scale" not in meta:
+    if np.issubdtype(array.dtype, np.floating) or meta.scale is None or meta.zero_point is None:
         return array.astype(np.float32)
-    return ((array.astype(np.float64) - meta["zero_point"]) * meta["scale"]).astype(np.float32)
+    return ((array.astype(np.float64) - meta.zero_point) * meta.scale).astype(np.float32)
 
 
 def label_metrics(scores: list[np.ndarray], labels: np.ndarray) -> dict:

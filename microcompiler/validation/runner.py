@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from microcompiler.boards import Board
+from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.progress import Progress
 from microcompiler.targets import HOST_DRIVEN, STANDALONE, target_for
@@ -43,41 +44,44 @@ class DeviceOptions:
     keep: str | None = None  # keep the projects in DIR/standalone and DIR/host-driven
 
 
-def _compare(meta: dict, ours: list[list[np.ndarray]], theirs: list[list[np.ndarray]]) -> list[dict]:
+def _compare(meta: ModelInfo, ours: list[list[np.ndarray]], theirs: list[list[np.ndarray]]) -> list[dict]:
     return [
-        output_metrics(o["name"], [s[k] for s in ours], [s[k] for s in theirs], o["dtype"] in EXACT_DTYPES)
-        for k, o in enumerate(meta["outputs"])
+        output_metrics(o.name, [s[k] for s in ours], [s[k] for s in theirs], o.dtype in EXACT_DTYPES)
+        for k, o in enumerate(meta.outputs)
     ]
 
 
-def check_float_model(ref: Reference, meta: dict) -> None:
+def check_float_model(ref: Reference, meta: ModelInfo) -> None:
     """Refuse (before anything runs) a --reference model whose inputs or outputs are not the model's."""
-    for kind, details in (("input", ref.input_details), ("output", ref.output_details)):
-        for k, m in enumerate(meta[kind + "s"]):
+    for kind, details, tensors in (
+        ("input", ref.input_details, meta.inputs),
+        ("output", ref.output_details, meta.outputs),
+    ):
+        for k, m in enumerate(tensors):
             try:
                 shape = [int(d) for d in details(k)["shape"]]
             except IndexError:
                 raise MicrocompilerError(
                     f"the --reference model has fewer {kind}s than the model's "
-                    f"{len(meta[kind + 's'])}; pass the float model this one was quantized "
+                    f"{len(tensors)}; pass the float model this one was quantized "
                     "from"
                 ) from None
-            if int(np.prod(shape)) != int(np.prod(m["shape"])):
+            if int(np.prod(shape)) != int(np.prod(m.shape)):
                 raise MicrocompilerError(
                     f"the --reference model's {kind} {k} has shape {shape} but the model's has "
-                    f"{m['shape']}; pass the float model this one was quantized from"
+                    f"{list(m.shape)}; pass the float model this one was quantized from"
                 )
 
 
 def _float_comparison(
-    meta: dict, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference, collect: dict | None = None
+    meta: ModelInfo, samples: list[Sample], ours: list[list[np.ndarray]], ref: Reference, collect: dict | None = None
 ) -> list[dict]:
     """Our outputs dequantized against the float model run on the dequantized inputs."""
     theirs = []
     with Progress(len(samples), "float reference") as bar:
         for s in samples:
             feeds = []
-            for k, (x, m) in enumerate(zip(s.inputs, meta["inputs"])):
+            for k, (x, m) in enumerate(zip(s.inputs, meta.inputs)):
                 details = ref.input_details(k)
                 want = np.dtype(details["dtype"])
                 feeds.append((dequantize(x, m).astype(want) if want.kind == "f" else x).reshape(details["shape"]))
@@ -85,12 +89,12 @@ def _float_comparison(
             bar.step(s.source)
     if collect is not None:
         collect["float"] = theirs
-    deq = [[dequantize(y, m) for y, m in zip(outs, meta["outputs"])] for outs in ours]
+    deq = [[dequantize(y, m) for y, m in zip(outs, meta.outputs)] for outs in ours]
     return [
         output_metrics(
-            o["name"], [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)], [t[k] for t in theirs], exact=False
+            o.name, [s[k].reshape(t[k].shape) for s, t in zip(deq, theirs)], [t[k] for t in theirs], exact=False
         )
-        for k, o in enumerate(meta["outputs"])
+        for k, o in enumerate(meta.outputs)
     ]
 
 
@@ -103,7 +107,7 @@ def run_standalone(
 ) -> list[list[np.ndarray]]:
     target = target_for(board, options.template)
     project_dir = _project_dir(options, tmp, STANDALONE)
-    if keeps_state(library.metadata):  # one firmware runs the inputs in order, its state carried along
+    if library.info.keeps_state:  # one firmware runs the inputs in order, its state carried along
         with Progress(1, "standalone sequence") as bar:
             project = target.create(library, board, project_dir, input_steps=[s.inputs for s in samples])
             target.build(project, log=_quiet)
@@ -127,12 +131,6 @@ def _quiet(_: str) -> None:
     pass
 
 
-def keeps_state(meta: dict) -> bool:
-    """A model with state across inferences (docs/state.md): its inputs are validated as one sequence,
-    in order, against one TFLite Micro interpreter that keeps its own state the same way."""
-    return bool(meta.get("state_bytes"))
-
-
 def validate(
     library,
     board: Board,
@@ -150,11 +148,11 @@ def validate(
     ``collect``: filled with the outputs themselves, per sample: {mode: device outputs, "tflm": TFLite
     Micro's, "float": the float model's} (for labels and saved outputs)."""
     options = options or DeviceOptions()
-    meta = library.metadata
-    reference = Reference(model_bytes, len(meta["outputs"]), timeout=options.timeout)
+    meta = library.info
+    reference = Reference(model_bytes, len(meta.outputs), timeout=options.timeout)
     float_ref = None
     if float_bytes is not None:
-        float_ref = Reference(float_bytes, len(meta["outputs"]), what="the --reference model", timeout=options.timeout)
+        float_ref = Reference(float_bytes, len(meta.outputs), what="the --reference model", timeout=options.timeout)
         check_float_model(float_ref, meta)
     expected = []
     with Progress(len(samples), "TFLite Micro") as bar:
@@ -201,8 +199,8 @@ def validate(
                         mismatch = _first_mismatch(meta, outs, expected)
                 if mismatch is not None:
                     log(f"outputs differ on {samples[mismatch].source}: comparing every layer host-driven")
-                    preserved = Reference(model_bytes, len(meta["outputs"]), preserve=True, timeout=options.timeout)
-                    if keeps_state(meta):  # replay the sequence up to the mismatch on both sides
+                    preserved = Reference(model_bytes, len(meta.outputs), preserve=True, timeout=options.timeout)
+                    if meta.keeps_state:  # replay the sequence up to the mismatch on both sides
                         ex.reset()
                         for s in samples[:mismatch]:
                             ex(*s.inputs)
@@ -230,7 +228,7 @@ def validate(
         collect.update(device)
         collect["tflm"] = expected
     report = {
-        "model": meta["name"],
+        "model": meta.name,
         "board": board.name,
         "samples": [s.source for s in samples],
         "modes": list(device),
@@ -245,11 +243,11 @@ def validate(
     return report
 
 
-def _operator_times(meta: dict, board: Board, ticks: list[list[int]], timer_hz: int) -> dict | None:
+def _operator_times(meta: ModelInfo, board: Board, ticks: list[list[int]], timer_hz: int) -> dict | None:
     """The device time of each operator in the host-driven runs: the median over the samples."""
     if not ticks or not ticks[0]:
         return None
-    ops = meta.get("operators", [])
+    ops = meta.operators
     rows = []
     for k, column in enumerate(zip(*ticks)):
         median = int(np.median(column))
@@ -266,11 +264,13 @@ def _operator_times(meta: dict, board: Board, ticks: list[list[int]], timer_hz: 
     return {"board": board.name, "runs": len(ticks), "timer_hz": timer_hz, "operators": rows}
 
 
-def _first_mismatch(meta: dict, outputs: list[list[np.ndarray]] | None, expected: list[list[np.ndarray]]) -> int | None:
+def _first_mismatch(
+    meta: ModelInfo, outputs: list[list[np.ndarray]] | None, expected: list[list[np.ndarray]]
+) -> int | None:
     """The first sample whose outputs are not exact (integers) or not within tolerance (floats)."""
     for k, (ours, theirs) in enumerate(zip(outputs or [], expected)):
-        for a, b, m in zip(ours, theirs, meta["outputs"]):
+        for a, b, m in zip(ours, theirs, meta.outputs):
             a = np.asarray(a).reshape(np.shape(b))
-            if not (np.array_equal(a, b) if m["dtype"] in EXACT_DTYPES else within_tolerance(a, b)):
+            if not (np.array_equal(a, b) if m.dtype in EXACT_DTYPES else within_tolerance(a, b)):
                 return k
     return None

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.user_files import MiB, read_user_file
 
@@ -37,12 +38,12 @@ MAX_FILES = 100_000
 SLACK_BYTES = 1 * MiB
 
 # (array, input's metadata, where it came from) -> the model's array (quantized if need be)
-ToInput = Callable[[np.ndarray, dict, str], np.ndarray]
+ToInput = Callable[[np.ndarray, TensorInfo, str], np.ndarray]
 
 
-def sample_limit(inputs_meta: list[dict]) -> int:
+def sample_limit(inputs_meta: list[TensorInfo]) -> int:
     """The most bytes one sample's file may hold: every input element as float64, plus slack."""
-    return 8 * sum(int(np.prod(m["shape"])) for m in inputs_meta) + SLACK_BYTES
+    return 8 * sum(int(np.prod(m.shape)) for m in inputs_meta) + SLACK_BYTES
 
 
 def sample_files(directory: Path, what: str) -> list[Path]:
@@ -80,7 +81,7 @@ def sample_files(directory: Path, what: str) -> list[Path]:
 
 
 def load_directory(
-    directory: Path, inputs_meta: list[dict], to_input: ToInput, pixel_range: tuple[float, float], what: str
+    directory: Path, inputs_meta: list[TensorInfo], to_input: ToInput, pixel_range: tuple[float, float], what: str
 ) -> list[tuple[str, list[np.ndarray]]]:
     """(file name, model inputs) of every sample file in ``directory``, in the order of the names."""
     limit = sample_limit(inputs_meta)
@@ -104,11 +105,11 @@ def load_directory(
     return samples
 
 
-def _one_input(array: np.ndarray, inputs_meta: list[dict], to_input: ToInput, path: Path) -> list[np.ndarray]:
+def _one_input(array: np.ndarray, inputs_meta: list[TensorInfo], to_input: ToInput, path: Path) -> list[np.ndarray]:
     if len(inputs_meta) != 1:
         raise MicrocompilerError(
             f"{path}: the model has {len(inputs_meta)} inputs; give an .npz file per sample with one array "
-            f"per input (numpy.savez('x0.npz', {', '.join(m['name'] for m in inputs_meta[:2])}, ...))"
+            f"per input (numpy.savez('x0.npz', {', '.join(m.name for m in inputs_meta[:2])}, ...))"
         )
     return [to_input(array, inputs_meta[0], str(path))]
 
@@ -143,22 +144,24 @@ def npz_arrays(data: bytes, path: Path | str, limit: int, fix: str) -> dict[str,
 
 
 def input_array(
-    arrays: dict[str, np.ndarray], k: int, meta: dict, count: int, path: Path | str
+    arrays: dict[str, np.ndarray], k: int, meta: TensorInfo, count: int, path: Path | str
 ) -> tuple[str, np.ndarray]:
     """The array of an .npz archive for model input ``k``: named after the input, ``input<k>``, or
     for a one-input model ``x``, ``inputs`` or numpy's default ``arr_0``."""
-    names = [meta["name"], f"input{k}"] + (["x", "inputs", "arr_0"] if count == 1 else [])
+    names = [meta.name, f"input{k}"] + (["x", "inputs", "arr_0"] if count == 1 else [])
     found = next((n for n in names if n in arrays), None)
     if found is None:
         raise MicrocompilerError(
-            f"{path} has no array for model input {k} ('{meta['name']}'); name it '{meta['name']}' or "
+            f"{path} has no array for model input {k} ('{meta.name}'); name it '{meta.name}' or "
             f"'input{k}' (arrays there: {', '.join(arrays) or 'none'})"
         )
     return found, arrays[found]
 
 
-def _from_npz(data: bytes, path: Path, inputs_meta: list[dict], to_input: ToInput, limit: int) -> list[np.ndarray]:
-    names = ", ".join(f"{m['name']}=..." for m in inputs_meta[:2])
+def _from_npz(
+    data: bytes, path: Path, inputs_meta: list[TensorInfo], to_input: ToInput, limit: int
+) -> list[np.ndarray]:
+    names = ", ".join(f"{m.name}=..." for m in inputs_meta[:2])
     arrays = npz_arrays(data, path, limit, f"save one sample's inputs with numpy.savez('x0.npz', {names})")
     inputs = []
     for k, meta in enumerate(inputs_meta):
@@ -167,9 +170,9 @@ def _from_npz(data: bytes, path: Path, inputs_meta: list[dict], to_input: ToInpu
     return inputs
 
 
-def image_shape(meta: dict) -> tuple[int, int, int] | None:
+def image_shape(meta: TensorInfo) -> tuple[int, int, int] | None:
     """(height, width, channels) of an input an image can fill: [1,] H, W[, 1 or 3]."""
-    shape = [int(d) for d in meta["shape"]]
+    shape = [int(d) for d in meta.shape]
     while len(shape) > 2 and shape[0] == 1:
         shape = shape[1:]
     if len(shape) == 2:
@@ -179,14 +182,14 @@ def image_shape(meta: dict) -> tuple[int, int, int] | None:
     return None
 
 
-def _image(data: bytes, path: Path, inputs_meta: list[dict], pixel_range: tuple[float, float]) -> np.ndarray:
+def _image(data: bytes, path: Path, inputs_meta: list[TensorInfo], pixel_range: tuple[float, float]) -> np.ndarray:
     meta = inputs_meta[0]
     want = image_shape(meta)
     if len(inputs_meta) != 1 or want is None:
         raise MicrocompilerError(
             f"{path}: an image fills one input of height x width x 1 or 3 channels, but the model's "
             f"input{'s are' if len(inputs_meta) > 1 else ' is'} "
-            f"{', '.join(str(m['shape']) for m in inputs_meta)}; give .npy or .npz files"
+            f"{', '.join(str(list(m.shape)) for m in inputs_meta)}; give .npy or .npz files"
         )
     try:
         from PIL import Image, UnidentifiedImageError
@@ -208,7 +211,7 @@ def _image(data: bytes, path: Path, inputs_meta: list[dict], pixel_range: tuple[
         height, width, depth = want
         if (image.height, image.width, channels) != want:
             raise MicrocompilerError(
-                f"{path} is {image.height}x{image.width}x{channels} but the model input '{meta['name']}' needs "
+                f"{path} is {image.height}x{image.width}x{channels} but the model input '{meta.name}' needs "
                 f"{height}x{width}x{depth} (HxWxC); "
                 + (
                     "resize it first (validate never resizes)"
@@ -221,4 +224,4 @@ def _image(data: bytes, path: Path, inputs_meta: list[dict], pixel_range: tuple[
         raise MicrocompilerError(damaged) from None
     low, high = pixel_range
     real = low + pixels / 255.0 * (high - low)
-    return real.reshape(meta["shape"]).astype(np.float32)
+    return real.reshape(meta.shape).astype(np.float32)

@@ -10,6 +10,14 @@
 
 #include <stdint.h>
 
+/* A function of the generated model code that the compiler must not inline into its callers: a layer
+ * calling several shared helpers would otherwise nest an inlined copy's frame inside its own. */
+#if defined(__GNUC__)
+#define MC_NOINLINE __attribute__((noinline))
+#else
+#define MC_NOINLINE
+#endif
+
 #define MC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MC_CLAMP(x, lo, hi) MC_MIN(MC_MAX((x), (lo)), (hi))

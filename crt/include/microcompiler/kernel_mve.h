@@ -404,6 +404,40 @@ static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0,
 #endif
 }
 
+/* mc_mve_dot_2x4_rows for one pixel (the last of an odd count, or a layer's only one: a
+ * FULLY_CONNECTED's batch of one): *p0 = its sums against the block of 4 channels. 9 instructions per
+ * 64 MACs (VLDRB of x, then VLDRB + VMLADAVA.S8 per channel), where pairing the pixel with itself
+ * took 15. */
+static MC_MVE_INLINE void mc_mve_dot_1x4_rows(const int8_t* x0, int32_t stride0, const int8_t* w, int32_t rows,
+                                              int32_t row_steps, mc_v4* p0) {
+  int32_t r, k;
+#if MC_MVE
+  int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (r = 0; r < rows; ++r, x0 += stride0) {
+    const int8_t* x = x0;
+    for (k = 0; k < row_steps; ++k, x += 16, w += 64) {
+      const int8x16_t v = vldrbq_s8(x);
+      s0 = vmladavaq_s8(s0, v, vldrbq_s8(w));
+      s1 = vmladavaq_s8(s1, v, vldrbq_s8(w + 16));
+      s2 = vmladavaq_s8(s2, v, vldrbq_s8(w + 32));
+      s3 = vmladavaq_s8(s3, v, vldrbq_s8(w + 48));
+    }
+  }
+  *p0 = vsetq_lane_s32(s3, vsetq_lane_s32(s2, vsetq_lane_s32(s1, vdupq_n_s32(s0), 1), 2), 3);
+#else
+  int32_t c;
+  for (c = 0; c < 4; ++c) {
+    uint32_t s = 0;
+    for (r = 0; r < rows; ++r) {
+      for (k = 0; k < 16 * row_steps; ++k) {
+        s += (uint32_t)((int32_t)x0[r * stride0 + k] * w[(r * row_steps + k / 16) * 64 + c * 16 + k % 16]);
+      }
+    }
+    p0->v[c] = (int32_t)s;
+  }
+#endif
+}
+
 /* ---- AVERAGE_POOL_2D (8 channels) and MAX_POOL_2D (16 channels) ------------------------------------------------------------------ */
 
 /* dst[0..7] = TFLM's average of a rows x cols window of 8 int8 channels at src (pixels `pixel` bytes

@@ -19,12 +19,17 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.fast.batch_matmul_common import (
+    MAX_PACKED_BYTES,
+    MatmulCall,
+    rhs_columns,
+    template_values,
+    with_packed_rhs,
+)
 from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import INT_RANGES
 
 COLS4 = Variant("cols4", ("kernel_simd.h",))
-
-MAX_PACKED_BYTES = 16 * 1024  # the largest right-hand side the kernel packs into the scratch
 
 
 def steps_of(k: int) -> int:
@@ -52,13 +57,6 @@ def plan(m: int, k: int, n: int, adj_x: bool, constant_rhs: bool, features) -> K
     )
 
 
-def rhs_columns(rhs: np.ndarray, k: int, n: int, adj_y: bool) -> np.ndarray:
-    """A constant rhs [..., K, N] (adj_y: [..., N, K]) as its matrices' columns [matrix][column j][k]
-    (int64), what every BATCH_MATMUL kernel packs at compile time."""
-    data = rhs.astype(np.int64)
-    return data.reshape(-1, n, k) if adj_y else data.reshape(-1, k, n).transpose(0, 2, 1)
-
-
 def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs_zp: int):
     """A constant rhs [..., K, N] (adj_y: [..., N, K]) -> (words per rhs matrix, start values per rhs
     matrix), each matrix laid out as the kernel packs an activation."""
@@ -72,63 +70,43 @@ def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, rhs_zp: int, lhs
     return np.concatenate(words).astype(np.int32), np.concatenate(starts).astype(np.int32)
 
 
-def emit_cols4(
-    ctx,
-    plan_: KernelPlan,
-    values: dict,
-    rhs,
-    m: int,
-    k: int,
-    n: int,
-    adj_x: bool,
-    adj_y: bool,
-    zero_points: tuple[int, int, int],
-    requant: tuple[int, int],
-    dtype: str,
-) -> str:
-    """``values``: BatchMatMul.emit's (C names, batch offsets, index expressions); ``rhs``: the rhs
-    tensor (its data when constant)."""
-    lhs_zp, rhs_zp, out_zp = zero_points
-    mult, shift = requant
+def emit_cols4(ctx, plan_: KernelPlan, call: MatmulCall) -> str:
+    """C body of "cols4" for ``call`` (batch_matmul_common.MatmulCall)."""
+    m, k, n, rhs = call.m, call.k, call.n, call.rhs
+    lhs_zp, rhs_zp, out_zp = call.zero_points
+    mult, shift = call.requant
     bound = k * (128 + abs(lhs_zp)) * (128 + abs(rhs_zp))
     is_fast, c, r = fast.requant_table(np.array([mult]), np.array([shift]), out_zp, np.array([bound]))
     ctx.note(requant="smmlar" if is_fast else "reference")
     steps = steps_of(k)
-    packed_bytes, start_bytes, row_bytes = scratch_layout(m, k, n, adj_x, rhs.is_constant)
-    out = dict(
-        values,
-        m=m,
-        k=k,
-        n=n,
+    packed_bytes, start_bytes, row_bytes = scratch_layout(m, k, n, call.adj_x, rhs.is_constant)
+    out = template_values(
+        ctx,
+        plan_,
+        call,
         steps=steps,
         blocks=n // 4,
         cols_tail=n % 4,
-        adj_x=adj_x,
-        adj_y=adj_y,
         lhs_zp=lhs_zp,
         rhs_zp=rhs_zp,
         fast=is_fast,
         requant=(mult, int(c[0]), int(r[0])),
         output_offset=out_zp,
-        act_min=INT_RANGES[dtype][0],
-        act_max=INT_RANGES[dtype][1],
+        act_min=INT_RANGES[call.dtype][0],
+        act_max=INT_RANGES[call.dtype][1],
         isa=plan_.isa,
-        constant=rhs.is_constant,
         row_bytes=row_bytes,
         k_tail=k % 4,
-        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
-        pack_once=values["rhs_offset"] is None,
     )
     if rhs.is_constant:
-        words, starts = pack_constant(rhs.data, k, n, adj_y, rhs_zp, lhs_zp)
+        words, starts = pack_constant(rhs.data, k, n, call.adj_y, rhs_zp, lhs_zp)
         matrices = len(starts) // n
-        out["packed"] = ctx.const(
-            "rhs_packed",
+        out = with_packed_rhs(
+            ctx,
+            out,
             words,
-            comment=(
-                f"the rhs minus its zero point, per matrix [{matrices}]: per block of 4 columns and group of 4 k the "
-                "int16 pairs (k0,k2) (k1,k3) of columns 0..3, then the columns left over"
-            ),
+            f"the rhs minus its zero point, per matrix [{matrices}]: per block of 4 columns and group of 4 k the "
+            "int16 pairs (k0,k2) (k1,k3) of columns 0..3, then the columns left over",
         )
         out["start"] = ctx.const(
             "start",
@@ -137,5 +115,4 @@ def emit_cols4(
                 f"per matrix [{matrices}] and column [{n}]: -lhs zero point * sum of the column minus the rhs zero point"
             ),
         )
-        out["matrix"] = values["rhs_matrix"]  # the packed rhs matrix of batch b (None: one for all)
     return ctx.render("batch_matmul_cols4.c.j2", **out)

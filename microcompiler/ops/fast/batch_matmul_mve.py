@@ -22,7 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from microcompiler.ops.fast import wrap32
-from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES, rhs_columns
+from microcompiler.ops.fast.batch_matmul_common import (
+    MAX_PACKED_BYTES,
+    MatmulCall,
+    rhs_columns,
+    template_values,
+    with_packed_rhs,
+)
 from microcompiler.ops.fast.mve import CHUNK, pack_blocks, records, steps_of
 from microcompiler.ops.features import has_mve
 from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
@@ -75,45 +81,28 @@ def pack_constant(rhs: np.ndarray, k: int, n: int, adj_y: bool, lhs_zp: int, rhs
     return np.concatenate(packed), np.concatenate(starts).astype(np.int32)
 
 
-def emit(
-    ctx,
-    plan_: KernelPlan,
-    values: dict,
-    rhs,
-    m: int,
-    k: int,
-    n: int,
-    adj_x: bool,
-    adj_y: bool,
-    zero_points: tuple[int, int, int],
-    requant: tuple[int, int],
-) -> str:
-    """``values``: BatchMatMul.emit's (C names, batch offsets); ``rhs``: the rhs tensor (its data
-    when constant)."""
-    lhs_zp, rhs_zp, out_zp = zero_points
-    mult, shift = requant
+def emit(ctx, plan_: KernelPlan, call: MatmulCall) -> str:
+    """C body of "mve-dot" for ``call`` (batch_matmul_common.MatmulCall)."""
+    m, k, n, rhs = call.m, call.k, call.n, call.rhs
+    lhs_zp, rhs_zp, out_zp = call.zero_points
+    mult, shift = call.requant
     ctx.note(requant="vqrdmulh")
     steps = steps_of(k)
-    start_bytes, packed_bytes, rows_bytes = scratch_layout(m, k, n, adj_x, rhs.is_constant)
-    out = dict(
-        values,
-        m=m,
-        k=k,
-        n=n,
-        n4=-(-n // 4) * 4,
+    start_bytes, packed_bytes, rows_bytes = scratch_layout(m, k, n, call.adj_x, rhs.is_constant)
+    n4 = -(-n // 4) * 4
+    out = template_values(
+        ctx,
+        plan_,
+        call,
+        n4=n4,
         k16=steps * CHUNK,
         steps=steps,
-        adj_x=adj_x,
-        adj_y=adj_y,
         lhs_zp=lhs_zp,
         rhs_zp=rhs_zp,
         out_zp=out_zp,
-        constant=rhs.is_constant,
         rows_bytes=rows_bytes,
         packed_at=start_bytes,
         rows_at=start_bytes + packed_bytes,
-        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
-        pack_once=values["rhs_offset"] is None,
         general=int(shift >= 0),
         record=ctx.const(
             "requant",
@@ -122,29 +111,27 @@ def emit(
         ),
     )
     if rhs.is_constant:
-        packed, starts = pack_constant(rhs.data, k, n, adj_y, lhs_zp, rhs_zp)
-        matrices = len(starts) // out["n4"]
-        out["packed"] = ctx.const(
-            "rhs_packed",
+        packed, starts = pack_constant(rhs.data, k, n, call.adj_y, lhs_zp, rhs_zp)
+        matrices = len(starts) // n4
+        out = with_packed_rhs(
+            ctx,
+            out,
             packed,
-            comment=(
-                f"the rhs per matrix [{matrices}]: per block of 4 columns and chunk of 16 k the 16 int8 of columns "
-                "0, 1, 2, 3 (zero-padded)"
-            ),
+            f"the rhs per matrix [{matrices}]: per block of 4 columns and chunk of 16 k the 16 int8 of columns "
+            "0, 1, 2, 3 (zero-padded)",
         )
         out["start"] = (
             ctx.const(
                 "start",
                 starts,
                 comment=(
-                    f"per matrix [{matrices}] and column [{out['n4']}]: -lhs zero point * the column's sum "
+                    f"per matrix [{matrices}] and column [{n4}]: -lhs zero point * the column's sum "
                     "+ k * lhs zero point * rhs zero point"
                 ),
             )
             if lhs_zp
             else None
         )
-        out["matrix"] = values["rhs_matrix"]
     return ctx.render("batch_matmul_mve.c.j2", **out)
 
 
@@ -188,39 +175,30 @@ def pack_s16(cols: np.ndarray) -> np.ndarray:
     return padded.reshape(n4 // 4, 4, k8 // CHUNK_S16, CHUNK_S16).transpose(0, 2, 1, 3).reshape(-1).copy()
 
 
-def emit_s16(
-    ctx, plan_: KernelPlan, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant
-) -> str:
-    """``values``: BatchMatMul.emit's (C names, batch offsets); ``requant``: (multiplier, shift)."""
+def emit_s16(ctx, plan_: KernelPlan, call: MatmulCall) -> str:
+    """C body of "mve-s16" for ``call`` (batch_matmul_common.MatmulCall)."""
+    k, n, rhs = call.k, call.n, call.rhs
     steps = -(-k // CHUNK_S16)
-    packed_bytes, row_bytes = scratch_layout_s16(k, n, adj_x, rhs.is_constant)
-    out = dict(
-        values,
-        m=m,
-        k=k,
-        n=n,
+    packed_bytes, row_bytes = scratch_layout_s16(k, n, call.adj_x, rhs.is_constant)
+    out = template_values(
+        ctx,
+        plan_,
+        call,
         n4=-(-n // 4) * 4,
         k8=steps * CHUNK_S16,
         steps=steps,
-        adj_x=adj_x,
-        adj_y=adj_y,
-        constant=rhs.is_constant,
         row_bytes=row_bytes,
         packed_elements=packed_bytes // 2,
-        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
-        pack_once=values["rhs_offset"] is None,
-        multiplier=requant[0],
-        shift=requant[1],
+        multiplier=call.requant[0],
+        shift=call.requant[1],
     )
     if rhs.is_constant:
-        mats = rhs_columns(rhs.data, k, n, adj_y)
-        out["packed"] = ctx.const(
-            "rhs_packed",
+        mats = rhs_columns(rhs.data, k, n, call.adj_y)
+        out = with_packed_rhs(
+            ctx,
+            out,
             np.concatenate([pack_s16(c.astype(np.int16)) for c in mats]),
-            comment=(
-                f"the rhs per matrix [{len(mats)}]: per block of 4 columns and chunk of 8 k the 8 int16 of columns "
-                "0, 1, 2, 3 (zero-padded)"
-            ),
+            f"the rhs per matrix [{len(mats)}]: per block of 4 columns and chunk of 8 k the 8 int16 of columns "
+            "0, 1, 2, 3 (zero-padded)",
         )
-        out["matrix"] = values["rhs_matrix"]
     return ctx.render("batch_matmul_mve_s16.c.j2", **out)

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.fast.batch_matmul_cols4 import MAX_PACKED_BYTES, rhs_columns
+from microcompiler.ops.fast.batch_matmul_common import (
+    MAX_PACKED_BYTES,
+    MatmulCall,
+    rhs_columns,
+    template_values,
+    with_packed_rhs,
+)
 from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 
 INT16_COLS4 = Variant("int16-cols4", ("kernel_s16.h",))
@@ -57,37 +63,29 @@ def pack(cols: np.ndarray) -> np.ndarray:
     return ((flat + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
-def emit(ctx, plan_: KernelPlan, values: dict, rhs, m: int, k: int, n: int, adj_x: bool, adj_y: bool, requant) -> str:
-    """``values``: BatchMatMul.emit's (C names, batch offsets); ``requant``: (multiplier, shift)."""
-    words = words_of(k)
-    packed_bytes, row_bytes = scratch_layout(k, n, adj_x, rhs.is_constant)
-    out = dict(
-        values,
-        m=m,
-        k=k,
-        n=n,
-        words=words,
+def emit(ctx, plan_: KernelPlan, call: MatmulCall) -> str:
+    """C body of "int16-cols4" for ``call`` (batch_matmul_common.MatmulCall)."""
+    k, n, rhs = call.k, call.n, call.rhs
+    packed_bytes, row_bytes = scratch_layout(k, n, call.adj_x, rhs.is_constant)
+    out = template_values(
+        ctx,
+        plan_,
+        call,
+        words=words_of(k),
         full=n // 4 * 4,
-        adj_x=adj_x,
-        adj_y=adj_y,
-        constant=rhs.is_constant,
         row_bytes=row_bytes,
         packed_words=packed_bytes // 4,
         isa=plan_.isa,
-        scratch=ctx.scratch(plan_.scratch) if plan_.scratch else None,
-        pack_once=values["rhs_offset"] is None,
-        multiplier=requant[0],
-        shift=requant[1],
+        multiplier=call.requant[0],
+        shift=call.requant[1],
     )
     if rhs.is_constant:
-        mats = rhs_columns(rhs.data, k, n, adj_y)
-        out["packed"] = ctx.const(
-            "rhs_packed",
+        mats = rhs_columns(rhs.data, k, n, call.adj_y)
+        out = with_packed_rhs(
+            ctx,
+            out,
             np.concatenate([pack(c) for c in mats]),
-            comment=(
-                f"the rhs per matrix [{len(mats)}] as int16 pairs (k, k + 1): the columns in blocks of 4 interleaved "
-                "per pair, then the columns % 4"
-            ),
+            f"the rhs per matrix [{len(mats)}] as int16 pairs (k, k + 1): the columns in blocks of 4 interleaved "
+            "per pair, then the columns % 4",
         )
-        out["matrix"] = values["rhs_matrix"]
     return ctx.render("batch_matmul_s16.c.j2", **out)

@@ -133,6 +133,8 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
         full=npix // 4,
         tail=npix % 4,
+        # a tail of 1 or 2 pixels: dot products on those pixels only (kernel_lanes.h)
+        narrow_tail=lanes and npix % 4 in (1, 2) and row_bytes % 4 == 0,
         fast=is_fast,
         act_min=lo,
         act_max=hi,

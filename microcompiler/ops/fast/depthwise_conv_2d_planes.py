@@ -190,9 +190,10 @@ def emit_planes(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
 
 
 def _group_function(ctx, g, values: dict, r: int) -> str:
-    """The function that runs channels first..last (of the params' run order) whose right shift is r:
-    one per shift and layer shape, shared by the layers that have the same (the shift is a literal in
-    its code, the arrays and the channel range its parameters)."""
+    """The function that runs count channels whose right shift is r (a run of the params' order, from
+    the weights and params it is given): one per shift and layer shape, shared by the layers that have
+    the same (the shift is a literal in its code; the arrays, from the run's first channel, and the
+    count are its parameters)."""
     body = ctx.render(
         "depthwise_conv_2d_planes.c.j2", **{**values, "weights": "weights", "params": "params", "group_helper": r}
     )
@@ -201,12 +202,12 @@ def _group_function(ctx, g, values: dict, r: int) -> str:
         f"_right_shift_{r}"
     )
     comment = (
-        f"DEPTHWISE_CONV_2D planes, {g.describe()}: the channels first..last of the run order, whose "
-        f"requantization right shift is {r}"
+        f"DEPTHWISE_CONV_2D planes, {g.describe()}: a run of count channels whose requantization right "
+        f"shift is {r}, from the given weights and params on"
     )
     return ctx.helper(
         what,
-        "const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, int last",
+        "const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int count",
         body,
         comment,
     )

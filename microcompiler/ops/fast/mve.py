@@ -21,6 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from microcompiler.ops.conv_common import RequantizedLayer
 from microcompiler.ops.fast import wrap32
 from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 
@@ -116,37 +117,23 @@ def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
     )
 
 
-def emit_dot(
-    ctx,
-    plan: KernelPlan,
-    g,
-    w_rows: np.ndarray,
-    bias: np.ndarray,
-    x_zp: int,
-    mult,
-    shift,
-    y_zp: int,
-    act: tuple[int, int],
-    input_c: str,
-    output_c: str,
-    describe: str,
-) -> str:
+def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLayer) -> str:
     """C body of the "mve-dot" kernel: g a ConvGeometry (FULLY_CONNECTED: 1 x batches pixels, 1x1),
     w_rows int8 [out_c, k] in the order of the gathered row ([ky][kx][c])."""
     k = w_rows.shape[1]
-    folded = bias.astype(np.int64) - x_zp * w_rows.astype(np.int64).sum(axis=1)
-    shift = np.asarray(shift)
+    folded = layer.bias.astype(np.int64) - layer.x_zp * w_rows.astype(np.int64).sum(axis=1)
+    shift = np.asarray(layer.shift)
     ctx.note(requant="vqrdmulh")
     mode = {"none": "none", "rows": "rows", "all": "gather"}[plan.knob("gather")]
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render(
         "conv_2d_mve.c.j2",
         g=g,
-        describe=describe,
-        input=input_c,
-        output=output_c,
+        describe=layer.describe,
+        input=layer.input_c,
+        output=layer.output_c,
         weights=ctx.const("weights", pack_blocks(w_rows)),
-        params=ctx.const("params", records(folded, mult, shift)),
+        params=ctx.const("params", records(folded, layer.mult, shift)),
         steps=steps_of(k),
         k=k,
         mode=mode,
@@ -157,10 +144,10 @@ def emit_dot(
         npix=g.out_h * g.out_w,
         scratch=ctx.scratch(plan.scratch) if plan.scratch else None,
         general=int(np.any(shift >= 0)),
-        zp=x_zp,
-        out_zp=y_zp,
-        act_min=act[0],
-        act_max=act[1],
+        zp=layer.x_zp,
+        out_zp=layer.y_zp,
+        act_min=layer.act[0],
+        act_max=layer.act[1],
     )
 
 
@@ -209,47 +196,33 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     return w_taps.astype(np.int8).reshape(taps, channels // 16, 16).transpose(1, 0, 2).reshape(-1).copy()
 
 
-def emit_depthwise(
-    ctx,
-    plan: KernelPlan,
-    g,
-    w_taps: np.ndarray,
-    bias: np.ndarray,
-    x_zp: int,
-    mult,
-    shift,
-    y_zp: int,
-    act: tuple[int, int],
-    input_c: str,
-    output_c: str,
-    describe: str,
-) -> str:
+def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
     """C body of "mve-channels16": w_taps int8 [taps, channels]."""
-    folded = bias.astype(np.int64) - x_zp * w_taps.astype(np.int64).sum(axis=0)
+    folded = layer.bias.astype(np.int64) - layer.x_zp * w_taps.astype(np.int64).sum(axis=0)
     n = len(folded)
-    shift = np.broadcast_to(np.asarray(shift), (n,))
-    mult = np.broadcast_to(np.asarray(mult), (n,))
+    shift = np.broadcast_to(np.asarray(layer.shift), (n,))
+    mult = np.broadcast_to(np.asarray(layer.mult), (n,))
     order = dw16_order(n)
     pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
     ctx.note(requant="vqrdmulh", tap_pairs=pairs)
-    zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, x_zp, np.int8))
+    zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, layer.x_zp, np.int8))
     rows, taps = depthwise_rows(g)
     return ctx.render(
         "depthwise_conv_2d_mve.c.j2",
         rows=rows,
         taps=taps,
         g=g,
-        describe=describe,
-        input=input_c,
-        output=output_c,
+        describe=layer.describe,
+        input=layer.input_c,
+        output=layer.output_c,
         weights=ctx.const("weights", pack_depthwise(w_taps)),
         params=ctx.const("params", records(folded[order], mult[order], shift[order])),
         zp_row=zp_row,
         pairs=pairs,
         general=int(np.any(shift >= 0)),
-        out_zp=y_zp,
-        act_min=act[0],
-        act_max=act[1],
+        out_zp=layer.y_zp,
+        act_min=layer.act[0],
+        act_max=layer.act[1],
     )
 
 

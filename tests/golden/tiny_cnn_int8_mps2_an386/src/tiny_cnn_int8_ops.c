@@ -81,12 +81,12 @@ static int32_t tiny_cnn_int8_scratch[60];
 
 /* ---- Functions the operators call (shared by the layers that compute the same) ---- */
 
-/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: the channels first..last of the run order, whose requantization right shift is 5; called by tiny_cnn_int8_dwconv2 */
-static void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, int last) {
+/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: a run of count channels whose requantization right shift is 5, from the given weights and params on; called by tiny_cnn_int8_dwconv2 */
+static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int count) {
   enum { OUTPUT_ZERO_POINT = -128, RIGHT_SHIFT = 5 };
   int16_t* const plane = (int16_t*)(void*)tiny_cnn_int8_scratch;
   int n, oy;
-  for (n = first; n < last; ++n) {
+  for (n = 0; n < count; ++n) {
     const int32_t* q = params + n * 2;
     const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
       {
@@ -237,9 +237,9 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
           for (kx = 0; kx < 3; ++kx) {
             const int ix = ix0 + kx;
             if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
+              buf[ky * 3 + kx] = x_b[iy * 16 + ix];
             } else {
-              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
+              buf[ky * 3 + kx] = INPUT_ZERO_POINT;
             }
           }
         }
@@ -282,7 +282,7 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
     const int8_t* x_b = input0;
     int8_t* y_b = output0;
     /* the channels grouped by their right shift r (a literal in each group's loop), in the order of tiny_cnn_int8_dwconv2_params */
-    tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(x_b, y_b, tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 0, 8);
+    tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(x_b, y_b, tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 8);
   }
 }
 

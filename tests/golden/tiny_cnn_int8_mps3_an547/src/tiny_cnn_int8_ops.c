@@ -90,12 +90,12 @@ static int32_t tiny_cnn_int8_scratch[60];
 
 /* ---- Functions the operators call (shared by the layers that compute the same) ---- */
 
-/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: the channels first..last of the run order, whose requantization right shift is 5; called by tiny_cnn_int8_dwconv2 */
-static void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int first, int last) {
+/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: a run of count channels whose requantization right shift is 5, from the given weights and params on; called by tiny_cnn_int8_dwconv2 */
+static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int count) {
   enum { OUTPUT_ZERO_POINT = -128, RIGHT_SHIFT = 5 };
   int16_t* const plane = (int16_t*)(void*)tiny_cnn_int8_scratch;
   int n, oy;
-  for (n = first; n < last; ++n) {
+  for (n = 0; n < count; ++n) {
     const int32_t* q = params + n * 2;
     const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
       {
@@ -334,7 +334,7 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
     const int8_t* x_b = input0;
     int8_t* y_b = output0;
     /* the channels grouped by their right shift r (a literal in each group's loop), in the order of tiny_cnn_int8_dwconv2_params */
-    tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(x_b, y_b, tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 0, 8);
+    tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(x_b, y_b, tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 8);
   }
 }
 
@@ -431,8 +431,8 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
 /* FULLY_CONNECTED(activation=NONE, keep_num_dims=False, weights_format=0), operator 5: 'logits' */
 void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
   /* 4 outputs x 16 inputs, 1 batch(es).
-   * mve-dot: 2 output pixels x 4 output channels per inner loop (Helium: VLDRB + VMLADAVA.S8, 15
-   * instructions per 128 MACs), 1 chunk(s) of 16 inputs per pixel;
+   * mve-dot: 1 output pixel x 4 output channels per inner loop (Helium: VLDRB + VMLADAVA.S8, 9
+   * instructions per 64 MACs), 1 chunk(s) of 16 inputs;
    * each pixel's 16 inputs are read in place;
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_logits_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_logits_params), requantized 4 lanes at
@@ -442,15 +442,14 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
     const int8_t* x_b = input0;
     int8_t* out = output0;
     {
-      /* the only pixel (paired with itself) */
+      /* the only pixel */
       const int8_t* const x0 = x_b;
-      const int8_t* const x1 = x0;
       {
         const int8_t* w = tiny_cnn_int8_logits_weights;
         const int32_t* q = tiny_cnn_int8_logits_params;
         {
-          mc_v4 a0, a1;
-          mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
+          mc_v4 a0;
+          mc_mve_dot_1x4_rows(x0, 16, w, 1, 1, &a0);
           a0 = mc_v4_requant(a0, q, 0);
           mc_v4_store_s8(out, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
         }
