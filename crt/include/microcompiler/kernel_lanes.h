@@ -74,29 +74,4 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const i
   return w;
 }
 
-/* The last 1 or 2 pixels of a layer (npix % 4): mc_dot_p4_s8l on the first pixels' pairs only (the
- * column keeps its 8-word step per group of 4 inputs), so no multiply-accumulate runs on unused columns.
- * 6 instructions per 4 MACs of one pixel, against 12 for the 4-pixel step. */
-static MC_ALWAYS_INLINE const int32_t* mc_dot_p1_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0) {
-  int32_t s0 = *a0;
-  int32_t i;
-  for (i = 0; i < steps; ++i, col += 8, ++w) s0 = mc_smlad(col[1], mc_sxtb16(*w), mc_smlad(col[0], *w, s0));
-  *a0 = s0;
-  return w;
-}
-
-static MC_ALWAYS_INLINE const int32_t* mc_dot_p2_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
-                                                    int32_t* a1) {
-  int32_t s0 = *a0, s1 = *a1;
-  int32_t i;
-  for (i = 0; i < steps; ++i, col += 8, ++w) {
-    const int32_t we = mc_sxtb16(*w);
-    s0 = mc_smlad(col[1], we, mc_smlad(col[0], *w, s0));
-    s1 = mc_smlad(col[3], we, mc_smlad(col[2], *w, s1));
-  }
-  *a0 = s0;
-  *a1 = s1;
-  return w;
-}
-
 #endif /* MICROCOMPILER_KERNEL_LANES_H_ */

@@ -421,6 +421,41 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s16(const int32_t* col, const i
   return w;
 }
 
+/* The weight encodings of the 4-pixel im2col kernels: int8 words (mc_dot_p4), the lanes encoding
+ * (mc_dot_p4_s8l, kernel_lanes.h) and int16 pairs (mc_dot_p4_s16). */
+enum { MC_WEIGHTS_S8 = 0, MC_WEIGHTS_S8_LANES = 1, MC_WEIGHTS_S16 = 2 };
+
+/* The last 1 or 2 pixels of a layer (npix % 4), for any of those encodings (a constant, folded
+ * where this is inlined): the 4-pixel kernel on the first pixels' pairs of the column only, so that
+ * no multiply-accumulate runs on unused columns. *a0 += pixel 0's sum; *a1 += pixel 1's unless a1
+ * is NULL. Returns w past the weights read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_narrow(const int32_t* col, const int32_t* w, int32_t steps,
+                                                     int32_t encoding, int32_t* a0, int32_t* a1) {
+  int32_t s0 = *a0, s1 = a1 ? *a1 : 0;
+  int32_t i;
+  for (i = 0; i < steps; ++i, col += 8) {
+    int32_t wa, wb; /* the step's weight pairs against the column's pairs 0 and 1 of each pixel */
+    if (encoding == MC_WEIGHTS_S16) {
+      wa = w[0];
+      wb = w[1];
+      w += 2;
+    } else if (encoding == MC_WEIGHTS_S8_LANES) {
+      wa = w[0];
+      wb = mc_sxtb16(w[0]);
+      w += 1;
+    } else {
+      wa = mc_sxtb16(w[0]);
+      wb = mc_sxtb16_ror8(w[0]);
+      w += 1;
+    }
+    s0 = mc_smlad(col[1], wb, mc_smlad(col[0], wa, s0));
+    if (a1) s1 = mc_smlad(col[3], wb, mc_smlad(col[2], wa, s1));
+  }
+  *a0 = s0;
+  if (a1) *a1 = s1;
+  return w;
+}
+
 /* One input vector x four output rows (FULLY_CONNECTED "dsp-s16"):
  *   a[r] += sum_k x[k] * w_r[k]   for r = 0..3, k < 4 * steps.
  * x: int8 (any alignment); w: per group of 4 k, 8 pairs: row 0 (k0,k2) (k1,k3), row 1 ..., row 3.

@@ -127,9 +127,9 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
           for (kx = 0; kx < 3; ++kx) {
             const int ix = ix0 + kx;
             if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-              buf[ky * 3 + kx] = x_b[iy * 16 + ix];
+              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
             } else {
-              buf[ky * 3 + kx] = INPUT_ZERO_POINT;
+              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
             }
           }
         }
