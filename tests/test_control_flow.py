@@ -9,7 +9,7 @@ import pytest
 from flow_models import accumulator_int8, if_int8, nested_if_while_int8, while_int8
 from harness import compile_bytes
 from oracle import Oracle
-from test_state import STEPS, assert_steps_match, sequence
+from test_state import STEPS, assert_steps_match
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.tflite import parse_tflite
@@ -29,11 +29,17 @@ def run_both(model: bytes, tmp_path, seq, executors=("aot", "graph"), sanitize=F
     return library, want
 
 
+def int8_sequence(shape, steps: int, seed: int) -> list[list[np.ndarray]]:
+    """steps one-input sets of random int8 values."""
+    rng = np.random.default_rng(seed)
+    return [[rng.integers(-128, 128, shape, dtype=np.int8)] for _ in range(steps)]
+
+
 def test_accumulator_with_call_once_sequence(tmp_path):
     """var = var + x with a CALL_ONCE that sets var to a constant first: bit-exact with TFLM over 12
     inferences; the output depends on every earlier input (the same input gives different outputs)."""
     x = np.full((1, 8), 5, np.int8)
-    seq = [[x]] * 3 + sequence({"inputs": [{"shape": [1, 8], "dtype": "int8"}]}, STEPS - 3, seed=7)
+    seq = [[x]] * 3 + int8_sequence((1, 8), STEPS - 3, seed=7)
     library, want = run_both(accumulator_int8(), tmp_path, seq, sanitize=True)
     assert not np.array_equal(want[0][0], want[1][0])
     meta = library.metadata
@@ -210,7 +216,7 @@ def test_metadata_lists_the_subgraphs(tmp_path):
 
 def test_variables_in_a_single_subgraph_model_sequence(tmp_path):
     """No CALL_ONCE: the variable starts from TFLM's default (its zero point) and carries over."""
-    seq = sequence({"inputs": [{"shape": [1, 8], "dtype": "int8"}]}, STEPS, seed=21)
+    seq = int8_sequence((1, 8), STEPS, seed=21)
     library, want = run_both(accumulator_int8(call_once=False), tmp_path, seq, executors=("graph",))
     assert not library.graph.subgraphs and library.metadata["state_bytes"] == 8
     assert not all(np.array_equal(a[0], b[0]) for a, b in zip(want, want[1:]))
