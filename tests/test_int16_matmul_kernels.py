@@ -193,7 +193,7 @@ def test_lstm_int16_rows4_sequence_on_boards(tmp_path, board):
     model = LSTM_S16_MODELS["two-layer-batch2"]()
     library = compile_bytes(model, tmp_path, features=frozenset(load_board(board).cpu.features))
     assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"int16-rows4-s8"}
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     _, _, run = run_on_board(library, board, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), board)
 

@@ -6,6 +6,8 @@ expf/tanhf rounding may differ)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from harness import compile_bytes
@@ -14,6 +16,7 @@ from model_builder import ModelBuilder, lstm_options
 from oracle import Oracle
 from test_state import check_sequence, sequence
 
+from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.tflite import parse_tflite
 
@@ -117,8 +120,8 @@ def test_lstm_variants_tflm_does_not_run_are_refused(tmp_path, position):
 def test_sequence_helper_gives_distinct_steps():
     """The oracle side of the tests: distinct inputs per step, the outputs move with the state."""
     model = lstm_int8()
-    meta_inputs = [{"name": "input", "dtype": "int8", "shape": [1, 3, 8], "scale": 0.02, "zero_point": 3}]
-    seq = sequence({"inputs": meta_inputs}, steps=3)
+    info = SimpleNamespace(inputs=[TensorInfo("input", "input", (1, 3, 8), "int8", 24, 0.02, 3)])
+    seq = sequence(info, steps=3)
     assert not np.array_equal(seq[0][0], seq[1][0])
     outs = Oracle(model).run_sequence(seq)
     assert outs[0][0].shape == (1, 3, 6)

@@ -24,7 +24,7 @@ MODELS = {"single": lstm_int8, "two-layer": lambda: lstm_int8(layers=2), "float"
 def test_lstm_sequence_standalone_on_board(tmp_path, name, executor):
     model = MODELS[name]()
     library = _library(model, tmp_path)
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     _, _, run = run_on_board(
         library, BOARD, tmp_path / "project", executor=executor, input_steps=seq, log=lambda _: None
     )

@@ -173,6 +173,6 @@ def test_lstm_mve_sequence_on_m55(tmp_path, name):
     model = LSTM_MVE_MODELS[name]()
     library = compile_bytes(model, tmp_path, features=frozenset(load_board("mps3_an547").cpu.features))
     assert {op["kernel"]["variant"] for op in library.metadata["operators"]} == {"mve-rows4"}
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     _, _, run = run_on_board(library, "mps3_an547", tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), "mps3_an547")

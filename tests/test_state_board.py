@@ -44,7 +44,7 @@ def test_svdf_sequence_standalone_on_board(tmp_path, make_model, executor):
     state."""
     model = make_model()
     library = _library(model, tmp_path)
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     _, _, run = run_on_board(
         library, BOARD, tmp_path / "project", executor=executor, input_steps=seq, log=lambda _: None
     )
@@ -60,7 +60,7 @@ def test_svdf_helium_sequence_on_board(tmp_path):
     the keyword-spotting stack with int16 state (a padded input row of 40, an unpadded one of 16)."""
     model = stacked_svdf_kws()
     library = _library(model, tmp_path, "mps3_an547")
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     _, _, run = run_on_board(
         library, "mps3_an547", tmp_path / "project", executor="aot", input_steps=seq, log=lambda _: None
     )
@@ -93,7 +93,7 @@ def check_host_driven_sequence(model: bytes, tmp_path) -> None:
     """STEPS runs over RPC (the state stays on the device), <model>_reset over RPC, the same STEPS
     again: every step bit-exact (float within tolerance) with TFLM invoked the same number of times."""
     library = _library(model, tmp_path)
-    seq = sequence(library.metadata)
+    seq = sequence(library.info)
     want = Oracle(model).run_sequence(seq)
     first, again = host_driven_twice(library, seq, tmp_path)
     assert_steps_match(first, want, f"host-driven on {BOARD}")
