@@ -434,3 +434,18 @@ def test_a_float32_scale_product_past_the_range_prints_no_python_warning(tmp_pat
     proc = cli("compile", _write(tmp_path, model), "-o", tmp_path / "out")
     assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) <= 1, proc.stderr
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_a_relu6_input_scale_that_puts_6_beyond_int32_is_refused_as_damaged(tmp_path, dtype):
+    """Found by the mutator (seed 45, mutant 3981): RELU6 with an input scale of 1e-30. TFLM converts
+    6.0 / scale = 6e30 to int32 (undefined: its build printed -128 everywhere, we printed the clamp
+    at 127); no oracle can confirm an answer, so the scale is refused as damaged."""
+    zp = -3 if dtype == "int8" else 0
+    bad = elementwise_model("RELU6", dtype, [[1, 6]], quant=[(1e-30, zp), (0.05, zp)])
+    refused(bad, tmp_path / "bad", "(RELU6)", "beyond int32", "damaged", error=ModelFormatError)
+    proc = cli("compile", _write(tmp_path, bad), "-o", tmp_path / "out")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr
+    ok = elementwise_model("RELU6", dtype, [[1, 6]], quant=[(0.05, zp), (0.05, zp)])
+    assert_matches_oracle(ok, tmp_path / "ok", n_inputs=2, sanitize=True)

@@ -15,9 +15,11 @@ int8 compiles to a 256-entry table of that arithmetic (ops/lut.py): one load per
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require, require_elementwise
+from microcompiler.ops.base import OpKernel, register, require, require_consistent, require_elementwise
 from microcompiler.ops.fixedpoint import clamp
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.plan import LUT, REFERENCE, KernelPlan
@@ -63,6 +65,17 @@ class Activation(OpKernel):
         if x.dtype == "float32":
             return
         require(per_tensor(x), op, "the input needs per-tensor quantization parameters")
+        if op.kind == "RELU6":
+            in_scale, in_zp = x.quant.single()
+            with np.errstate(over="ignore", divide="ignore"):
+                six = float(np.float32(6.0) / np.float32(in_scale))  # TFLM's 6.0f / scale, in float32
+            require_consistent(
+                math.isfinite(six)
+                and all(-(2**31) <= v < 2**31 for v in (tflite_round(six), tflite_round(six) + in_zp)),
+                op,
+                f"the input scale {in_scale:.3g} puts 6.0 at {six:.3g}, beyond int32 (TFLM's conversion of it "
+                "is undefined)",
+            )
         if op.kind in ("RELU", "RELU_N1_TO_1"):
             require(per_tensor(y), op, "the output needs per-tensor quantization parameters")
             if x.dtype == "int16":
