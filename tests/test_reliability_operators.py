@@ -15,6 +15,7 @@ import model_builder as mb
 import numpy as np
 import pytest
 from elementwise_models import elementwise_model
+from fuzz.model_mutations import seed_bytes
 from fuzz.op_seeds import transpose_conv_int8
 from harness import assert_matches_oracle, cli, compile_bytes
 from oracle import Oracle, TFLMError
@@ -275,17 +276,7 @@ def test_another_operators_options_table_is_refused_as_damaged(tmp_path):
     """A convolution whose operator code became DEPTHWISE_CONV_2D keeps the ADD's options table. TFLM
     reads options only as the operator's own type, so its depthwise parameters stay zero (stride 0),
     where the schema's defaults (stride 1) computed other outputs than TFLM's: refused as damaged."""
-    rng = np.random.default_rng(0)
-    b = mb.ModelBuilder()
-    x = b.activation("x", [1, 4, 4, 2], "float32")
-    w = b.constant("w", rng.standard_normal((3, 3, 3, 2)).astype(np.float32))
-    bias = b.constant("bias", rng.standard_normal(3).astype(np.float32))
-    c = b.activation("c", [1, 4, 4, 3], "float32")
-    b.op("CONV_2D", [x, w, bias], [c], mb.conv2d_options(activation="RELU"))
-    k = b.constant("k", rng.standard_normal((1, 4, 4, 3)).astype(np.float32))
-    y = b.activation("y", [1, 4, 4, 3], "float32")
-    b.op("ADD", [c, k], [y], mb.add_options())
-    model = b.finish([x], [y])
+    model = seed_bytes("built:conv_add_float")  # the mutator's seed: a float CONV_2D, then an ADD
     add_code = next(
         i
         for i, c in enumerate(fb.ModelT.InitFromPackedBuf(model, 0).operatorCodes)

@@ -40,6 +40,13 @@ def float_activation_expr(value: str, activation: str) -> str:
     raise ValueError(activation)
 
 
+def six_over_scale(in_scale: float) -> float:
+    """RELU6's upper bound before rounding, as TFLM computes it: 6.0f / scale in float32 (inf past
+    float32's range; check refuses what does not fit int32)."""
+    with np.errstate(over="ignore", divide="ignore"):
+        return float(np.float32(6.0) / np.float32(in_scale))
+
+
 def per_tensor(t) -> bool:
     return t.quant is not None and not t.quant.per_channel
 
@@ -67,8 +74,7 @@ class Activation(OpKernel):
         require(per_tensor(x), op, "the input needs per-tensor quantization parameters")
         if op.kind == "RELU6":
             in_scale, in_zp = x.quant.single()
-            with np.errstate(over="ignore", divide="ignore"):
-                six = float(np.float32(6.0) / np.float32(in_scale))  # TFLM's 6.0f / scale, in float32
+            six = six_over_scale(in_scale)
             require_consistent(
                 math.isfinite(six)
                 and all(-(2**31) <= v < 2**31 for v in (tflite_round(six), tflite_round(six) + in_zp)),
@@ -90,7 +96,7 @@ class Activation(OpKernel):
         type_min, type_max = INT_RANGES[x.dtype]
         in_scale, in_zp = x.quant.single()
         if op.kind == "RELU6":
-            six = in_zp + int(tflite_round(float(np.float32(6.0) / np.float32(in_scale))))
+            six = in_zp + int(tflite_round(six_over_scale(in_scale)))
             return in_zp, min(max(six, type_min), type_max)
         if op.kind == "RELU":
             return max(type_min, y.quant.zero_point[0]), type_max
