@@ -13,11 +13,18 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
+from microcompiler import resources
 from microcompiler.ir import c_type, np_dtype
 
 _PACKAGE = Path(__file__).resolve().parent
-# Searched in this order for a bare template name ("conv_2d_int.c.j2").
-SEARCH_PATH = [_PACKAGE / "ops" / "templates", _PACKAGE / "ops" / "fast", _PACKAGE / "codegen" / "templates"]
+# Searched in this order for a bare template name ("conv_2d_int.c.j2"); a project template includes
+# another by its path under project_templates ("models/runners.c.j2").
+SEARCH_PATH = [
+    _PACKAGE / "ops" / "templates",
+    _PACKAGE / "ops" / "fast",
+    _PACKAGE / "codegen" / "templates",
+    resources.templates_dir(),
+]
 
 
 def comment_text(text: str) -> str:
