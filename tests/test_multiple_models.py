@@ -309,11 +309,11 @@ def test_zephyr_project_runs_every_model(models, tmp_path):
     assert "models/tiny_cnn_int8/include models/ad01_int8/include" in cmake and "src/models.c" not in cmake
     assert not (project.dir / "src" / "models.c").exists()
     served = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "zr", mode="host-driven")
-    main = (served.dir / "src" / "main.c").read_text()
-    server = (served.dir / "src" / "models.c").read_text()
-    assert "serve_models(" in main and "(Zephyr)" in main
+    server = (served.dir / "src" / "main.c").read_text()  # project_templates/models/rpc_server.c.j2
+    assert "serve_models(" in server and "(Zephyr)" in server and not (served.dir / "src" / "models.c").exists()
     assert all(
         f'mc_rpc_server_add_model(&g_server, "{m["name"]}", {m["name"].upper()}_FINGERPRINT)' in server
+        and f'{{"{m["name"]}_reset", {m["name"]}_reset_entry}}' in server
         for m in served.models
     )
     assert (served.dir / "models" / "ad01_int8" / "host_driven.json").is_file()

@@ -386,12 +386,10 @@ class Target:
 
     @staticmethod
     def main_template(values: dict, host_driven_main: str) -> str:
-        """The template of the project's src/main.c: main.c.j2 (one model or several: the table of
-        project_templates/models/runners.c.j2), or ``host_driven_main`` for a host-driven project,
-        its ``models_`` variant for several models (targets/multi.py)."""
-        if values["mode"] != HOST_DRIVEN:
-            return "main.c.j2"
-        return "models_" + host_driven_main if len(values["models"]) > 1 else host_driven_main
+        """The template of the project's src/main.c, for one model or several: main.c.j2 (which
+        includes project_templates/models/runners.c.j2), or ``host_driven_main`` for a host-driven
+        project (which includes project_templates/models/rpc_server.c.j2)."""
+        return host_driven_main if values["mode"] == HOST_DRIVEN else "main.c.j2"
 
     # ---- build ----
 

@@ -5,10 +5,10 @@
     DIR/models/<name>/              each model library (microcompiler compile), its metadata.json
     DIR/models/<name>/host_driven.json   host-driven mode: the plan the host walks for that model
     DIR/inputs/<name>/input<k>.npy  the input compiled in for each model
-    DIR/src/main.c                  standalone: every model's runner (project_templates/models/
-                                    runners.c.j2, as for one model) and the template's main(), which
-                                    runs each once into one report; host-driven: main() serves ...
-    DIR/src/models.c, src/models.h  ... the RPC server for every model, picked by name
+    DIR/src/main.c                  as for one model: standalone, every model's runner (project_templates/
+                                    models/runners.c.j2) and the template's main(), which runs each
+                                    once into one report; host-driven, one RPC server for every
+                                    model, picked by name (project_templates/models/rpc_server.c.j2)
 
 Every C symbol of a library starts with its model's name (``<name>_run``, ``<name>_<layer>``,
 ``<name>_registry``, ...; arenas, scratch and weights are static), so distinct names that are no
@@ -22,18 +22,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
 from microcompiler.errors import MicrocompilerError
-from microcompiler.host import render_template, runner_model
+from microcompiler.host import runner_model
 from microcompiler.inputs import random_inputs
 from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, check_executor, get_target, quiet, templates
 from microcompiler.targets.files import check_project_dir, save_inputs, write_project_dir
 
-MODELS_TEMPLATES = "models"  # project_templates/models: the models' runners; host-driven src/models.c and .h
 # The RPC server searches at most MC_RPC_MAX_REGISTRIES (4) registries: one per model plus the
 # registry of the models' <name>_run functions.
 MAX_HOST_DRIVEN_MODELS = 3
@@ -215,13 +213,10 @@ def create_models_project(
             input_origin="seeded random",
             steps=1,
         )
-        if mode == HOST_DRIVEN:  # src/models.c: one RPC server for every model
+        if mode == HOST_DRIVEN:
             from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
 
             values["pool_headroom"] = DEFAULT_POOL_HEADROOM
-            folder = resources.templates_dir() / MODELS_TEMPLATES
-            (stage / "src" / "models.h").write_text(render_template(folder, "models.h.j2", **values))
-            (stage / "src" / "models.c").write_text(render_template(folder, "models_rpc.c.j2", **values))
         target.fill(stage, values, stack)
 
     return Project.load(write_project_dir(out_dir, fill, info))
