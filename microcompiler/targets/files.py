@@ -19,8 +19,8 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import MicrocompilerError
-from microcompiler.inputs import check_input, load_inputs, random_inputs
 from microcompiler.host import input_prefix
+from microcompiler.inputs import check_input, load_inputs, random_inputs
 from microcompiler.ir import c_type
 from microcompiler.outdir import check_output_dir, check_path_is_safe, listed_files, read_manifest, replace_output_dir
 
