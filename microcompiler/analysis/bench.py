@@ -45,5 +45,5 @@ def bench_report(
         "operator_ticks_total": total,
         "operator_time": measured(total, hz, board),
         "total_macs": meta.total_macs,
-        "memory_peak": meta.memory_peak,
+        "memory_peak": meta.memory_peak.to_json() if meta.memory_peak else {},
     }

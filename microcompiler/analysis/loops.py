@@ -20,7 +20,7 @@ import operator
 
 import numpy as np
 
-from microcompiler.codegen.model_info import ModelInfo
+from microcompiler.codegen.model_info import ModelInfo, OperatorInfo
 from microcompiler.ops import cost_model
 
 ASSUMED_TRIPS = 1  # the stated assumption for a loop whose trip count is not knowable at compile time
@@ -100,17 +100,16 @@ def trip_count(graph, op, subgraphs) -> int | None:
 
 def subgraph_estimate(info: ModelInfo, index: int, graph, subgraphs) -> float:
     """Estimated instructions of one run of subgraph ``index`` (its operators from metadata.json)."""
-    entry = next(s for s in info.subgraphs if s["index"] == index)
     sub = subgraphs[index]
     total = 0.0
-    for op_meta, op in zip(entry["operators"], sub.operators):
-        total += operator_estimate(op_meta, op_meta.get("dtype", "-"), info, sub, op, subgraphs)[0]
+    for op_meta, op in zip(info.subgraph(index).operators, sub.operators):
+        total += operator_estimate(op_meta, op_meta.dtype or "-", info, sub, op, subgraphs)[0]
     return total
 
 
-def operator_estimate(op_meta: dict, dtype: str, info: ModelInfo, graph, op, subgraphs) -> tuple[float, str]:
+def operator_estimate(op_meta: OperatorInfo, dtype: str, info: ModelInfo, graph, op, subgraphs) -> tuple[float, str]:
     """cost_model.estimate, with WHILE costed as its trip count times its subgraphs."""
-    if op_meta["kind"] != "WHILE":
+    if op_meta.kind != "WHILE":
         return cost_model.estimate(op_meta, dtype)
     trips = trip_count(graph, op, subgraphs)
     counted = trips is not None

@@ -84,6 +84,7 @@ def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> KernelPlan
 def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
     """(kernel scratch bytes, estimated instructions) of a planned graph on a CPU with ``features``."""
     from microcompiler.ops.base import kernel_for
+    from microcompiler.ops.cost_model import OperatorWork
     from microcompiler.ops.cost_model import estimate as cost
 
     scratch, instructions = 0, 0.0
@@ -91,14 +92,14 @@ def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
         plan = _kernel_plan(op, g, features)
         scratch = max(scratch, -(-plan.scratch // 4) * 4)
         x = g.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
-        entry = {
-            "kind": op.kind,
-            "macs": kernel_for(op).macs(op, g),
-            "kernel": plan.as_json(),
-            "inputs": [list(g.tensors[i].shape) for i in op.inputs if i >= 0],
-            "outputs": [list(g.tensors[o].shape) for o in op.outputs],
-        }
-        instructions += cost(entry, x.dtype if x is not None else "-")[0]
+        work = OperatorWork(
+            kind=op.kind,
+            macs=kernel_for(op).macs(op, g),
+            inputs=[g.tensors[i].shape for i in op.inputs if i >= 0],
+            outputs=[g.tensors[o].shape for o in op.outputs],
+            kernel=plan.as_json(),
+        )
+        instructions += cost(work, x.dtype if x is not None else "-")[0]
     return scratch, int(round(instructions))
 
 
