@@ -9,12 +9,16 @@ from microcompiler.analysis import loops
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.compiler import compile_model
+from microcompiler.compiler import KnobSource, compile_model
 from microcompiler.timing import estimated
 
 
 def analyze_model(
-    model: str | Path, board: Board | None = None, ram_limit: int | None = None, tuning=None, patches: str | None = None
+    model: str | Path,
+    board: Board | None = None,
+    ram_limit: int | None = None,
+    tuning: dict | KnobSource | None = None,
+    patches: str | None = None,
 ) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without a board) under ``ram_limit`` (or the
     board's RAM, docs/memory.md), with compile_model's ``tuning`` and ``patches``, and analyze it."""

@@ -282,7 +282,7 @@ def generate_library(
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index]) for op in graph.operators]
     shared = share_bodies(graph, functions, name)
 
-    def emit_subgraph_op(sub, op, prefix, layer):
+    def emit_subgraph_op(sub: Graph, op: Operator, prefix: str, layer: str) -> OpFunction:
         params.state_names = state_names[id(sub)]
         return _emit_function(sub, op, prefix, params, features, tuning, layer)
 

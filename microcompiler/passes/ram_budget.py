@@ -145,7 +145,13 @@ def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
 
 
 def _planned(
-    name: str, g: Graph, features, in_place: bool, extra: int, settings: dict, pointwise: bool = False
+    name: str,
+    g: Graph,
+    features: frozenset[str],
+    in_place: bool,
+    extra: int,
+    settings: dict,
+    pointwise: bool = False,
 ) -> Plan:
     """``g`` planned: depthwise layers in place where that pays (``in_place``), pointwise ones where
     they can (``pointwise``, ``share_pointwise_in_place``)."""
@@ -218,7 +224,7 @@ def _patch_candidates(
     return front
 
 
-def _describe(g: Graph, k: int, grid: tuple[int, int], layer_name) -> str:
+def _describe(g: Graph, k: int, grid: tuple[int, int], layer_name: Callable[[Graph, Operator], str]) -> str:
     return f"patches {grid[0]}x{grid[1]}, {k} layers to {layer_name(g, g.operators[k - 1])}"
 
 
@@ -359,7 +365,7 @@ def _macs(op: Operator, g: Graph) -> int:
     return kernel_for(op).macs(op, g)
 
 
-def _record(p: Plan, chosen: bool, limit: int | None, layer_name) -> dict:
+def _record(p: Plan, chosen: bool, limit: int | None, layer_name: Callable[[Graph, Operator], str]) -> dict:
     return {
         "plan": p.name,
         "arena_bytes": p.arena_bytes,
