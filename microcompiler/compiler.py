@@ -253,7 +253,7 @@ def _check_budget(library: ModelLibrary, graph: Graph, ram_limit: int | None) ->
         raise BoardError(
             f"the model needs {used:,} B of arena + scratch ({info.arena_bytes:,} + "
             f"{info.scratch_bytes:,}), over the RAM limit of {limit:,} B, its peak at layer "
-            f"{info.memory_peak.get('layer_name')}; raise the limit, or leave --patches to the planner"
+            f"{info.memory_peak.layer_name if info.memory_peak else None}; raise the limit, or leave --patches to the planner"
         )
 
 

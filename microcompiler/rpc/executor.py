@@ -118,7 +118,7 @@ class GraphExecutor:
     def profile(self, number: int = 10, repeat: int = 1) -> list[dict]:
         """Device time of each operator: ``repeat`` measurements of ``number`` back-to-back runs."""
         rows = []
-        ops_meta = self.info.operators
+        operators = self.info.operators
         for k, fn in enumerate(self.functions):
             result = self.time_operator(k, number, repeat)
             row = {
@@ -127,15 +127,9 @@ class GraphExecutor:
                 "timer_hz": result.timer_hz,
                 "seconds": result.median_ticks / result.timer_hz,
             }
-            if k < len(ops_meta):
-                op = ops_meta[k]
-                row = {
-                    "index": op.get("index"),
-                    "kind": op.get("kind"),
-                    "layer": op.get("layer"),
-                    "macs": op.get("macs"),
-                    **row,
-                }
+            if k < len(operators):
+                op = operators[k]
+                row = {"index": op.index, "kind": op.kind, "layer": op.layer, "macs": op.macs, **row}
             rows.append(row)
         self._restore_state()
         return rows

@@ -46,7 +46,7 @@ def first_divergence(
     for k, x in enumerate(inputs):
         executor.set_input(k, x)
     checked: set[int] = set()
-    ops_meta = library.info.operators
+    operators = library.info.operators
     last_writer = last_writers(library.functions)
     for k, fn in enumerate(library.functions):
         executor.run_operator(k)
@@ -66,14 +66,14 @@ def first_divergence(
                 same = within_tolerance(ours, theirs)
             if not same:
                 diff = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
-                meta = ops_meta[k] if k < len(ops_meta) else {}
+                meta = operators[k] if k < len(operators) else None
                 return {
                     "diverged": True,
                     "index": fn.op.index,
                     "operator": fn.op.kind,
                     "function": fn.name,
-                    "layer": meta.get("layer_name", fn.name),
-                    "layer_full_name": meta.get("layer", ""),
+                    "layer": (meta.layer_name if meta else None) or fn.name,
+                    "layer_full_name": (meta.layer if meta else None) or "",
                     "tensor": tensor.name,
                     "tensor_index": t,
                     "max_abs_error": float(diff.max()),
