@@ -183,11 +183,11 @@ def main(argv=None) -> int:
                     ],
                 }
             total = measured[name]["inference_instructions"]
-            library_ops = {op["index"]: op for op in meta.metadata["operators"]}
+            library_ops = {op.index: op for op in meta.info.operators}
             graph = meta.graph
             for fn, row in zip(meta.functions, measured[name]["operators"]):
                 op = library_ops[row["index"]]
-                if op["kind"] in NOT_FITTED:
+                if op.kind in NOT_FITTED:
                     continue
                 dtype = graph.tensors[fn.op.inputs[0]].dtype
                 for key in cost_model.keys(op, dtype):

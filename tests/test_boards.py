@@ -144,7 +144,7 @@ META = ModelInfo.from_json(
         "name": "m",
         "params_bytes": 300_000,
         "arena_bytes": 50_000,
-        "operators": [{}] * 10,
+        "operators": [{"index": k, "kind": "ADD", "function": f"m_add_{k}", "macs": 0} for k in range(10)],
         "inputs": [{"name": "x", "c_name": "input0", "shape": [1000], "dtype": "int8", "bytes": 1000}],
         "outputs": [{"name": "y", "c_name": "output0", "shape": [10], "dtype": "int8", "bytes": 10}],
     }

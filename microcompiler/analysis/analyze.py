@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from microcompiler.analysis import loops
 from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
-from microcompiler.compiler import compile_model
+from microcompiler.compiler import KnobSource, compile_model
 from microcompiler.timing import estimated
 
 
 def analyze_model(
-    model: str | Path, board: Board | None = None, ram_limit: int | None = None, tuning=None, patches: str | None = None
+    model: str | Path,
+    board: Board | None = None,
+    ram_limit: int | None = None,
+    tuning: dict | KnobSource | None = None,
+    patches: str | None = None,
 ) -> dict:
     """Compile ``model`` for ``board``'s CPU (portable C without a board) under ``ram_limit`` (or the
     board's RAM, docs/memory.md), with compile_model's ``tuning`` and ``patches``, and analyze it."""
@@ -38,22 +43,22 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
 
     info, graph = library.info, library.graph  # the typed metadata (codegen/model_info.py)
-    layers = []
+    layers: list[dict[str, Any]] = []
     for fn, op in zip(library.functions, info.operators):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
         estimate, key = loops.operator_estimate(op, dtype, info, graph, fn.op, graph.subgraphs)
         layers.append(
             {
-                "index": op["index"],
-                "name": op["layer_name"],
-                "layer": op["layer"],
-                "kind": op["kind"],
+                "index": op.index,
+                "name": op.layer_name,
+                "layer": op.layer,
+                "kind": op.kind,
                 "dtype": dtype,
-                "inputs": op["inputs"],
-                "outputs": op["outputs"],
-                "macs": op["macs"],
-                "weights_bytes": op["weights_bytes"],
-                "kernel": op["kernel"],
+                "inputs": [list(s) for s in op.inputs],
+                "outputs": [list(s) for s in op.outputs],
+                "macs": op.macs,
+                "weights_bytes": op.weights_bytes,
+                "kernel": dict(op.kernel),
                 "estimated_instructions": int(round(estimate)),
                 "cost_model": key,
             }
@@ -79,7 +84,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
         "layers": layers,
         "totals": totals,
         "memory_plan": memory_plan(graph, info),
-        "memory_peak": info.detail("memory_peak"),
+        "memory_peak": info.memory_peak.to_json() if info.memory_peak else None,
         "ram_budget": info.detail("ram_budget", {}),
         "fit": None,
         "estimated_time": estimated(instructions, board),

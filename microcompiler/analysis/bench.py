@@ -3,12 +3,20 @@ vocabulary (microcompiler/timing.py), beside analyze's estimate (``microcompiler
 
 from __future__ import annotations
 
+from microcompiler.boards import Board
 from microcompiler.codegen.model_info import ModelInfo
+from microcompiler.rpc.client import TimeResult
 from microcompiler.timing import measured, relative_error
 
 
 def bench_report(
-    meta: ModelInfo, board, whole, operators: list[dict], analysis: dict, number: int, repeat: int
+    meta: ModelInfo,
+    board: Board,
+    whole: TimeResult,
+    operators: list[dict],
+    analysis: dict,
+    number: int,
+    repeat: int,
 ) -> dict:
     """What bench measured, in the shared time vocabulary (microcompiler/timing.py), each operator under
     its short layer name (the full tensor name kept as "layer") beside analyze's estimate."""
@@ -45,5 +53,5 @@ def bench_report(
         "operator_ticks_total": total,
         "operator_time": measured(total, hz, board),
         "total_macs": meta.total_macs,
-        "memory_peak": meta.memory_peak,
+        "memory_peak": meta.memory_peak.to_json() if meta.memory_peak else {},
     }

@@ -17,10 +17,12 @@ costed as running its body ASSUMED_TRIPS times, and the estimate says so (its co
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 
 import numpy as np
 
-from microcompiler.codegen.model_info import ModelInfo
+from microcompiler.codegen.model_info import ModelInfo, OperatorInfo
+from microcompiler.ir import Graph, Operator
 from microcompiler.ops import cost_model
 
 ASSUMED_TRIPS = 1  # the stated assumption for a loop whose trip count is not knowable at compile time
@@ -38,14 +40,14 @@ PER_TRIP = 60.0
 PER_LOOP_VALUE = 20.0
 
 
-def _scalar(graph, tensor: int) -> int | None:
+def _scalar(graph: Graph, tensor: int) -> int | None:
     t = graph.tensors[tensor]
     if t.is_constant and t.data is not None and t.size == 1 and np.issubdtype(np.asarray(t.data).dtype, np.integer):
         return int(np.asarray(t.data).reshape(-1)[0])
     return None
 
 
-def _step(body, position: int) -> int | None:
+def _step(body: Graph, position: int) -> int | None:
     """The constant the body adds to loop value ``position`` each turn, or None."""
     out, into = body.outputs[position], body.inputs[position]
     for op in body.operators:
@@ -53,15 +55,16 @@ def _step(body, position: int) -> int | None:
             continue
         if op.kind in ("ADD", "SUB") and len(op.inputs) == 2 and op.options.get("activation", "NONE") == "NONE":
             a, b = op.inputs
-            if a == into and _scalar(body, b) is not None:
-                return _scalar(body, b) * (1 if op.kind == "ADD" else -1)
-            if op.kind == "ADD" and b == into and _scalar(body, a) is not None:
-                return _scalar(body, a)
+            step_b, step_a = _scalar(body, b), _scalar(body, a)
+            if a == into and step_b is not None:
+                return step_b * (1 if op.kind == "ADD" else -1)
+            if op.kind == "ADD" and b == into and step_a is not None:
+                return step_a
         return None
     return None
 
 
-def trip_count(graph, op, subgraphs) -> int | None:
+def trip_count(graph: Graph, op: Operator, subgraphs: Mapping[int, Graph]) -> int | None:
     """The number of times the WHILE ``op`` of ``graph`` runs its body, when the compiler can know it."""
     cond, body = subgraphs[int(op.options["cond_subgraph_index"])], subgraphs[int(op.options["body_subgraph_index"])]
     if len(cond.operators) != 1 or cond.operators[0].kind not in COMPARISONS:
@@ -70,7 +73,7 @@ def trip_count(graph, op, subgraphs) -> int | None:
     if list(compare.outputs) != list(cond.outputs) or len(compare.inputs) != 2:
         return None
 
-    def side(tensor: int):
+    def side(tensor: int) -> tuple[str | None, int | None]:
         """("counter", position) for a loop value, ("limit", value) for a known constant."""
         if tensor in cond.inputs:
             position = cond.inputs.index(tensor)
@@ -86,6 +89,8 @@ def trip_count(graph, op, subgraphs) -> int | None:
         return None
     position = a if kind_a == "counter" else b
     limit = b if kind_a == "counter" else a
+    if position is None or limit is None:
+        return None
     start, step = _scalar(graph, op.inputs[position]), _step(body, position)
     if start is None or not step:
         return None
@@ -98,23 +103,24 @@ def trip_count(graph, op, subgraphs) -> int | None:
     return trips
 
 
-def subgraph_estimate(info: ModelInfo, index: int, graph, subgraphs) -> float:
+def subgraph_estimate(info: ModelInfo, index: int, graph: Graph, subgraphs: Mapping[int, Graph]) -> float:
     """Estimated instructions of one run of subgraph ``index`` (its operators from metadata.json)."""
-    entry = next(s for s in info.subgraphs if s["index"] == index)
     sub = subgraphs[index]
     total = 0.0
-    for op_meta, op in zip(entry["operators"], sub.operators):
-        total += operator_estimate(op_meta, op_meta.get("dtype", "-"), info, sub, op, subgraphs)[0]
+    for op_meta, op in zip(info.subgraph(index).operators, sub.operators):
+        total += operator_estimate(op_meta, op_meta.dtype or "-", info, sub, op, subgraphs)[0]
     return total
 
 
-def operator_estimate(op_meta: dict, dtype: str, info: ModelInfo, graph, op, subgraphs) -> tuple[float, str]:
+def operator_estimate(
+    op_meta: OperatorInfo, dtype: str, info: ModelInfo, graph: Graph, op: Operator, subgraphs: Mapping[int, Graph]
+) -> tuple[float, str]:
     """cost_model.estimate, with WHILE costed as its trip count times its subgraphs."""
-    if op_meta["kind"] != "WHILE":
+    if op_meta.kind != "WHILE":
         return cost_model.estimate(op_meta, dtype)
-    trips = trip_count(graph, op, subgraphs)
-    counted = trips is not None
-    trips = trips if counted else ASSUMED_TRIPS
+    counted_trips = trip_count(graph, op, subgraphs)
+    counted = counted_trips is not None
+    trips = counted_trips if counted_trips is not None else ASSUMED_TRIPS
     cond = subgraph_estimate(info, int(op.options["cond_subgraph_index"]), graph, subgraphs)
     body = subgraph_estimate(info, int(op.options["body_subgraph_index"]), graph, subgraphs)
     body_graph = subgraphs[int(op.options["body_subgraph_index"])]

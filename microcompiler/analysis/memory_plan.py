@@ -14,7 +14,7 @@ def memory_plan(graph: Graph, info: ModelInfo) -> dict:
     layer_of = {}
     for step, op in enumerate(graph.operators):
         for o in op.outputs:
-            layer_of[graph.storage(o)] = (step, info.operators[step]["layer_name"])
+            layer_of[graph.storage(o)] = (step, info.operators[step].name)
     buffers = []
     for b in sorted(arena_buffers(graph), key=lambda b: (b.first, graph.offsets.get(b.tensor, 0))):
         t = graph.tensors[b.tensor]
@@ -35,7 +35,7 @@ def memory_plan(graph: Graph, info: ModelInfo) -> dict:
     raw = arena_buffers(graph)
     return {
         "steps": steps,
-        "step_layers": [op["layer_name"] for op in info.operators],
+        "step_layers": [op.name for op in info.operators],
         "arena_bytes": graph.arena_bytes,
         "lower_bound_bytes": lower_bound(raw, steps),
         "live_bytes_per_step": live,

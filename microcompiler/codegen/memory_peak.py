@@ -7,34 +7,22 @@ operator running at that step and the tensors live there, so a reader sees which
 
 from __future__ import annotations
 
+from microcompiler.codegen.model_info import MemoryPeak, PeakTensor
 from microcompiler.ir import Graph
 from microcompiler.passes.memory_plan import arena_buffers, peak_step
 
 
-def memory_peak(graph: Graph, layers: dict[int, str]) -> dict:
-    """{"bytes", "arena_bytes", "step", "operator", "kind", "layer_name", "tensors": [{"name",
-    "layer_name", "bytes", "offset"}]}: the step with the largest live set (the first if several tie)."""
+def memory_peak(graph: Graph, layers: dict[int, str]) -> MemoryPeak:
+    """The step with the largest live set (the first if several tie), the operator there and the
+    tensors live there (codegen/model_info.py's MemoryPeak)."""
     producer = {graph.storage(o): layers[op.index] for op in graph.operators for o in op.outputs}
     step, live = peak_step(arena_buffers(graph), len(graph.operators))
-    peak = {
-        "bytes": sum(b.size for b in live),
-        "arena_bytes": graph.arena_bytes,
-        "step": None,
-        "operator": None,
-        "kind": None,
-        "layer_name": None,
-        "tensors": [],
-    }
-    if step >= 0:
-        op = graph.operators[step]
-        peak.update(step=step, operator=op.index, kind=op.kind, layer_name=layers[op.index])
-        peak["tensors"] = [
-            {
-                "name": graph.tensors[b.tensor].name,
-                "layer_name": producer.get(b.tensor),
-                "bytes": b.size,
-                "offset": graph.offsets.get(b.tensor),
-            }
-            for b in live
-        ]
-    return peak
+    total = sum(b.size for b in live)
+    if step < 0:
+        return MemoryPeak(total, graph.arena_bytes)
+    op = graph.operators[step]
+    tensors = tuple(
+        PeakTensor(graph.tensors[b.tensor].name, producer.get(b.tensor), b.size, graph.offsets.get(b.tensor))
+        for b in live
+    )
+    return MemoryPeak(total, graph.arena_bytes, step, op.index, op.kind, layers[op.index], tensors)

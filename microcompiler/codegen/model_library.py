@@ -26,7 +26,7 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, comment_text
 from microcompiler.codegen.graph_description import graph_executor_refusal, graph_sources
 from microcompiler.codegen.memory_peak import memory_peak
-from microcompiler.codegen.model_info import ModelInfo, TensorInfo
+from microcompiler.codegen.model_info import ModelInfo, OperatorInfo, SharedBodyInfo, SubgraphInfo, TensorInfo
 from microcompiler.codegen.naming import full_layer_name, layer_names
 from microcompiler.codegen.runtime_headers import HEADER_DIR, library_headers, used_headers
 from microcompiler.codegen.shared_bodies import share_bodies
@@ -52,20 +52,20 @@ class OpFunction:
     arrays: list[tuple[str, str]] = field(default_factory=list)  # (name, C type) of those arrays
 
 
-def _subgraph_operator(sub: Graph, fn: OpFunction) -> dict:
+def _subgraph_operator(sub: Graph, fn: OpFunction) -> OperatorInfo:
     """A subgraph operator's metadata: what the main graph's operators record that analyze's cost model
     reads (shapes, MACs, kernel variant), and its input type."""
     first = fn.op.inputs[0] if fn.op.inputs else -1
-    return {
-        "index": fn.op.index,
-        "kind": fn.op.kind,
-        "function": fn.name,
-        "macs": fn.macs,
-        "inputs": [list(sub.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-        "outputs": [list(sub.tensors[o].shape) for o in fn.op.outputs],
-        "kernel": fn.plan.as_json(),
-        "dtype": sub.tensors[first].dtype if first >= 0 else "-",
-    }
+    return OperatorInfo(
+        index=fn.op.index,
+        kind=fn.op.kind,
+        function=fn.name,
+        macs=fn.macs,
+        inputs=tuple(sub.tensors[i].shape for i in fn.op.inputs if i >= 0),
+        outputs=tuple(sub.tensors[o].shape for o in fn.op.outputs),
+        kernel=fn.plan.as_json(),
+        dtype=sub.tensors[first].dtype if first >= 0 else "-",
+    )
 
 
 @dataclass
@@ -282,7 +282,7 @@ def generate_library(
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index]) for op in graph.operators]
     shared = share_bodies(graph, functions, name)
 
-    def emit_subgraph_op(sub, op, prefix, layer):
+    def emit_subgraph_op(sub: Graph, op: Operator, prefix: str, layer: str) -> OpFunction:
         params.state_names = state_names[id(sub)]
         return _emit_function(sub, op, prefix, params, features, tuning, layer)
 
@@ -330,25 +330,24 @@ def generate_library(
         lib.files[f"{HEADER_DIR}/{header}"] = resources.crt_file(f"{HEADER_DIR}/{header}").read_text()
     body_of = {caller: sb.name for sb in shared for caller in sb.callers}
     operators = [
-        {
-            "index": fn.op.index,
-            "kind": fn.op.kind,
-            "function": fn.name,
-            "layer": full_layer_name(graph, fn.op),
-            "layer_name": layers[fn.op.index],
-            "inputs": [list(graph.tensors[i].shape) for i in fn.op.inputs if i >= 0],
-            "outputs": [list(graph.tensors[o].shape) for o in fn.op.outputs],
-            "macs": fn.macs,
-            "weights_bytes": fn.weights_bytes,
-            "kernel": fn.plan.as_json(),
-            **({"shared_body": body_of[fn.name]} if fn.name in body_of else {}),
+        OperatorInfo(
+            index=fn.op.index,
+            kind=fn.op.kind,
+            function=fn.name,
+            layer=full_layer_name(graph, fn.op),
+            layer_name=layers[fn.op.index],
+            inputs=tuple(graph.tensors[i].shape for i in fn.op.inputs if i >= 0),
+            outputs=tuple(graph.tensors[o].shape for o in fn.op.outputs),
+            macs=fn.macs,
+            weights_bytes=fn.weights_bytes,
+            kernel=fn.plan.as_json(),
+            shared_body=body_of.get(fn.name),
             # all-zero output channels the drop_zero_channels pass removed (passes/zero_channels.py)
-            **({"dropped_channels": fn.op.notes.dropped_channels} if fn.op.notes.dropped_channels else {}),
-        }
+            dropped_channels=fn.op.notes.dropped_channels,
+        )
         for fn in functions
     ]
     details = {
-        "memory_peak": memory_peak(graph, layers),
         **({"shared_arena": shared_arena} if shared_arena else {}),
         "weights_bytes": params.nbytes,  # the flash arrays (weights and derived constants), code apart
         "state": state_metadata(states),
@@ -359,22 +358,23 @@ def generate_library(
         if "plans" in graph.ram_plan
         else {},
         "dropped_channels": sum(fn.op.notes.dropped_channels for fn in functions + subgraph_functions),
-        # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
-        "subgraphs": [
-            {
-                "index": k,
-                "name": sub.name,
-                "function": f"{name}_{sub.name}",
-                "arena_bytes": sub.arena_bytes,
-                "operators": [
-                    _subgraph_operator(sub, fn) for fn in subgraph_functions if any(fn.op is op for op in sub.operators)
-                ],
-            }
-            for k, sub in sorted(graph.subgraphs.items())
-        ],
-        # bodies emitted once for several identical layers (codegen/shared_bodies.py)
-        "shared_bodies": [{"function": sb.name, "layers": sb.callers} for sb in shared],
     }
+    refusal = graph_executor_refusal(functions, graph)
+    if refusal:  # no <name>_graph.c: only the AOT executor runs this model
+        details["graph_executor_refusal"] = refusal
+    # the other subgraphs (IF, WHILE, CALL_ONCE), each a C function called by its control-flow operator
+    subgraphs = [
+        SubgraphInfo(
+            index=k,
+            name=sub.name,
+            function=f"{name}_{sub.name}",
+            arena_bytes=sub.arena_bytes,
+            operators=tuple(
+                _subgraph_operator(sub, fn) for fn in subgraph_functions if any(fn.op is op for op in sub.operators)
+            ),
+        )
+        for k, sub in sorted(graph.subgraphs.items())
+    ]
     lib.metadata = ModelInfo(
         name=name,
         inputs=[TensorInfo.from_json(t, "the inputs") for t in inputs],
@@ -386,9 +386,10 @@ def generate_library(
         total_macs=sum(fn.macs for fn in functions + subgraph_functions),
         fingerprint=fingerprint,
         operators=operators,
+        subgraphs=subgraphs,
+        # bodies emitted once for several identical layers (codegen/shared_bodies.py)
+        shared_bodies=[SharedBodyInfo(sb.name, tuple(sb.callers)) for sb in shared],
+        memory_peak=memory_peak(graph, layers),
         details=details,
     ).to_json()
-    refusal = graph_executor_refusal(functions, graph)
-    if refusal:  # no <name>_graph.c: only the AOT executor runs this model
-        lib.metadata["graph_executor_refusal"] = refusal
     return lib

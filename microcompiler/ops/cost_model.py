@@ -11,6 +11,10 @@ keys (operator and type, then operator), and finally to a per-MAC and per-elemen
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
 import numpy as np
 
 from microcompiler.ops import cost_model_data
@@ -27,30 +31,57 @@ COPY_PER_ELEMENT = 0.65
 COPY_PER_CALL = 150.0
 
 
-def features(op: dict, dtype: str) -> dict:
+class CostedOperator(Protocol):
+    """What the cost model reads of an operator: metadata.json's operator record
+    (codegen/model_info.py's OperatorInfo) has it, and so has :class:`OperatorWork`."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def macs(self) -> int: ...
+    @property
+    def inputs(self) -> Sequence[Sequence[int]]: ...
+    @property
+    def outputs(self) -> Sequence[Sequence[int]]: ...
+    @property
+    def kernel(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class OperatorWork:
+    """An operator not yet compiled, described for the cost model (the RAM-budget planner's plans)."""
+
+    kind: str
+    macs: int
+    inputs: Sequence[Sequence[int]]
+    outputs: Sequence[Sequence[int]]
+    kernel: Mapping[str, Any]  # KernelPlan.as_json()
+
+
+def features(op: CostedOperator, dtype: str) -> dict[str, float]:
     """The work counts of one operator from its metadata.json entry."""
-    out = int(sum(np.prod(s) for s in op["outputs"]))
-    ins = int(np.prod(op["inputs"][0])) if op["inputs"] else 0
-    channels = op["outputs"][0][-1] if op["outputs"] and op["outputs"][0] else 1
-    return {"macs": op["macs"], "outputs": out, "inputs": ins, "window": op["macs"] / max(1, channels), "one": 1}
+    out = int(sum(np.prod(s) for s in op.outputs))
+    ins = int(np.prod(op.inputs[0])) if op.inputs else 0
+    channels = op.outputs[0][-1] if op.outputs and op.outputs[0] else 1
+    return {"macs": op.macs, "outputs": out, "inputs": ins, "window": op.macs / max(1, channels), "one": 1}
 
 
-def keys(op: dict, dtype: str) -> list[str]:
+def keys(op: CostedOperator, dtype: str) -> list[str]:
     """From the most to the least specific cost-model key of an operator."""
-    k = op["kernel"]
+    k = op.kernel
     knobs = ",".join(f"{n}={k[n]}" for n in KEY_KNOBS if n in k)
     return [
-        f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
-        f"{op['kind']}|{dtype}|{k.get('variant', 'reference')}",
-        f"{op['kind']}|{dtype}",
-        op["kind"],
+        f"{op.kind}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
+        f"{op.kind}|{dtype}|{k.get('variant', 'reference')}",
+        f"{op.kind}|{dtype}",
+        op.kind,
     ]
 
 
-def estimate(op: dict, dtype: str) -> tuple[float, str]:
+def estimate(op: CostedOperator, dtype: str) -> tuple[float, str]:
     """(estimated instructions, the key of the coefficients used)."""
-    if op["kernel"].get("variant") == "memcpy":
-        return COPY_PER_CALL + COPY_PER_ELEMENT * op["kernel"]["elements"], "memcpy"
+    if op.kernel.get("variant") == "memcpy":
+        return COPY_PER_CALL + COPY_PER_ELEMENT * op.kernel["elements"], "memcpy"
     f = features(op, dtype)
     for key in keys(op, dtype):
         coeffs = cost_model_data.COEFFICIENTS.get(key)

@@ -84,6 +84,7 @@ def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> KernelPlan
 def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
     """(kernel scratch bytes, estimated instructions) of a planned graph on a CPU with ``features``."""
     from microcompiler.ops.base import kernel_for
+    from microcompiler.ops.cost_model import OperatorWork
     from microcompiler.ops.cost_model import estimate as cost
 
     scratch, instructions = 0, 0.0
@@ -91,14 +92,14 @@ def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
         plan = _kernel_plan(op, g, features)
         scratch = max(scratch, -(-plan.scratch // 4) * 4)
         x = g.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
-        entry = {
-            "kind": op.kind,
-            "macs": kernel_for(op).macs(op, g),
-            "kernel": plan.as_json(),
-            "inputs": [list(g.tensors[i].shape) for i in op.inputs if i >= 0],
-            "outputs": [list(g.tensors[o].shape) for o in op.outputs],
-        }
-        instructions += cost(entry, x.dtype if x is not None else "-")[0]
+        work = OperatorWork(
+            kind=op.kind,
+            macs=kernel_for(op).macs(op, g),
+            inputs=[g.tensors[i].shape for i in op.inputs if i >= 0],
+            outputs=[g.tensors[o].shape for o in op.outputs],
+            kernel=plan.as_json(),
+        )
+        instructions += cost(work, x.dtype if x is not None else "-")[0]
     return scratch, int(round(instructions))
 
 
@@ -144,7 +145,13 @@ def share_pointwise_in_place(g: Graph, features: frozenset[str]) -> None:
 
 
 def _planned(
-    name: str, g: Graph, features, in_place: bool, extra: int, settings: dict, pointwise: bool = False
+    name: str,
+    g: Graph,
+    features: frozenset[str],
+    in_place: bool,
+    extra: int,
+    settings: dict,
+    pointwise: bool = False,
 ) -> Plan:
     """``g`` planned: depthwise layers in place where that pays (``in_place``), pointwise ones where
     they can (``pointwise``, ``share_pointwise_in_place``)."""
@@ -217,7 +224,7 @@ def _patch_candidates(
     return front
 
 
-def _describe(g: Graph, k: int, grid: tuple[int, int], layer_name) -> str:
+def _describe(g: Graph, k: int, grid: tuple[int, int], layer_name: Callable[[Graph, Operator], str]) -> str:
     return f"patches {grid[0]}x{grid[1]}, {k} layers to {layer_name(g, g.operators[k - 1])}"
 
 
@@ -358,7 +365,7 @@ def _macs(op: Operator, g: Graph) -> int:
     return kernel_for(op).macs(op, g)
 
 
-def _record(p: Plan, chosen: bool, limit: int | None, layer_name) -> dict:
+def _record(p: Plan, chosen: bool, limit: int | None, layer_name: Callable[[Graph, Operator], str]) -> dict:
     return {
         "plan": p.name,
         "arena_bytes": p.arena_bytes,

@@ -72,7 +72,7 @@ class GraphExecutor:
         offset, nbytes = self.plan.slots[slots[index]]
         return metas[index], offset, nbytes
 
-    def set_input(self, index: int, value) -> None:
+    def set_input(self, index: int, value: Any) -> None:
         meta, offset, nbytes = self._io("inputs", index)
         want = np.dtype(np_dtype(meta.dtype))
         arr = np.asarray(value)
@@ -104,12 +104,12 @@ class GraphExecutor:
         """Run operator k alone (the ones before it must have run); returns its device ticks."""
         return self.session.call(self.functions[k], *self._args[k])
 
-    def read_argument(self, k: int, position: int, dtype: str, shape) -> np.ndarray:
+    def read_argument(self, k: int, position: int, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
         """The tensor that is operator k's tensor argument ``position``, read from the device now."""
         offset, _ = self.plan.slots[self.plan.ops[k].slots[position]]
         return self.pool.read_array(np_dtype(dtype), shape, offset)
 
-    def __call__(self, *inputs) -> list[np.ndarray]:
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
         for k, x in enumerate(inputs):
             self.set_input(k, x)
         self.run()
@@ -118,7 +118,7 @@ class GraphExecutor:
     def profile(self, number: int = 10, repeat: int = 1) -> list[dict]:
         """Device time of each operator: ``repeat`` measurements of ``number`` back-to-back runs."""
         rows = []
-        ops_meta = self.info.operators
+        operators = self.info.operators
         for k, fn in enumerate(self.functions):
             result = self.time_operator(k, number, repeat)
             row = {
@@ -127,15 +127,9 @@ class GraphExecutor:
                 "timer_hz": result.timer_hz,
                 "seconds": result.median_ticks / result.timer_hz,
             }
-            if k < len(ops_meta):
-                op = ops_meta[k]
-                row = {
-                    "index": op.get("index"),
-                    "kind": op.get("kind"),
-                    "layer": op.get("layer"),
-                    "macs": op.get("macs"),
-                    **row,
-                }
+            if k < len(operators):
+                op = operators[k]
+                row = {"index": op.index, "kind": op.kind, "layer": op.layer, "macs": op.macs, **row}
             rows.append(row)
         self._restore_state()
         return rows
@@ -185,5 +179,5 @@ class GraphExecutor:
     def __enter__(self) -> GraphExecutor:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -31,8 +31,8 @@ def estimate_footprint(info: ModelInfo, executor: str, stack_bytes: int) -> dict
     """Flash and RAM the firmware will need, estimated from metadata.json before building."""
     weights = info.params_bytes
     input_bytes, output_bytes = info.input_bytes, info.output_bytes
-    shared = info.detail("shared_bodies", [])
-    callers = sum(len(body["layers"]) for body in shared)
+    shared = info.shared_bodies
+    callers = sum(len(body.layers) for body in shared)
     code = (
         RUNTIME_CODE_BYTES
         + OPERATOR_CODE_BYTES * (len(info.operators) - callers + len(shared))

@@ -128,7 +128,7 @@ def main_stack_bytes(info: ModelInfo, mode: str) -> int:
     size = 3072 if mode == STANDALONE else 4096
     if info.has_float_io:
         size += 1024
-    size += 64 * max((len(op["inputs"]) + len(op["outputs"]) for op in info.operators), default=0)
+    size += 64 * max((len(op.inputs) + len(op.outputs) for op in info.operators), default=0)
     return -(-size // 256) * 256
 
 

@@ -251,12 +251,12 @@ def _operator_times(meta: ModelInfo, board: Board, ticks: list[list[int]], timer
     rows = []
     for k, column in enumerate(zip(*ticks)):
         median = int(np.median(column))
-        op = ops[k] if k < len(ops) else {}
+        op = ops[k] if k < len(ops) else None
         rows.append(
             {
-                "index": op.get("index", k),
-                "layer": op.get("layer_name", op.get("layer", "")),
-                "kind": op.get("kind", ""),
+                "index": op.index if op else k,
+                "layer": (op.layer_name or op.layer or "") if op else "",
+                "kind": op.kind if op else "",
                 "ticks": median,
                 "time": measured(median, timer_hz, board),
             }
