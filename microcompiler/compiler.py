@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -12,7 +13,7 @@ from microcompiler.codegen import ModelLibrary, generate_library
 from microcompiler.codegen.naming import layer_names
 from microcompiler.errors import BoardError, MicrocompilerError, ModelFormatError, UnsupportedModelError
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.ir import Graph
+from microcompiler.ir import Graph, Operator
 from microcompiler.ops.base import kernel_for, operator_context
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
@@ -87,7 +88,7 @@ def safe_model_name(name: str) -> str:
     return check_model_name(name[:MAX_NAME_LENGTH].rstrip("_"))
 
 
-def check_operator(op, graph: Graph) -> None:
+def check_operator(op: Operator, graph: Graph) -> None:
     """Let the operator's kernel reject what it cannot run.
 
     Kernels index tensors and shapes freely; on a damaged model that can fail in plain Python ways,
@@ -117,7 +118,7 @@ def check_quantization(graph: Graph) -> None:
             )
 
 
-def run_passes(graph: Graph, passes=None) -> Graph:
+def run_passes(graph: Graph, passes: Sequence[Callable[[Graph], Graph]] | None = None) -> Graph:
     check_quantization(graph)
     for op in graph.operators:  # reject unsupported configurations before any work
         check_operator(op, graph)
@@ -239,7 +240,7 @@ def _passes(
     )
 
 
-def _layer_name(graph: Graph, op) -> str:
+def _layer_name(graph: Graph, op: Operator) -> str:
     return layer_names(graph)[op.index]
 
 
@@ -257,7 +258,7 @@ def _check_budget(library: ModelLibrary, graph: Graph, ram_limit: int | None) ->
         )
 
 
-def write_atomically(library: ModelLibrary, out_dir: str | Path, extra=None) -> Path:
+def write_atomically(library: ModelLibrary, out_dir: str | Path, extra: Callable[[Path], None] | None = None) -> Path:
     """Write the library to out_dir: complete or not at all, replacing only what a previous compile wrote.
 
     ``out_dir`` must be new, empty, or a model library written before (its metadata.json lists the

@@ -58,9 +58,19 @@ def test_analyze_table_and_a_board_that_is_too_small(tmp_path, shared_models):
     assert fit["available"] == 32768 and not fit["fits"] and fit["margin"] < 0
 
 
+# Every model on the Cortex-M4 (DSP) and the M55 (Helium kernels); IC's 20 layers on the M55 (the
+# longest bench of the six) with the long tests.
+ESTIMATE_CASES = [
+    pytest.param(model, board, marks=pytest.mark.long)
+    if (model, board) == ("mlperf_tiny/pretrainedResnet_quant", "mps3_an547")
+    else (model, board)
+    for board in ("mps2_an386", "mps3_an547")
+    for model in MODELS
+]
+
+
 @needs_board_tools
-@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])  # Cortex-M4 (DSP) and M55 (Helium kernels)
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model,board", ESTIMATE_CASES)
 def test_estimates_are_close_to_the_measured_instructions(shared_models, model, board):
     path = shared_models / f"{model}.tflite"
     est = json.loads(cli("analyze", path, "--board", board, "--json").stdout)

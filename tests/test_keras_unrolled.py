@@ -4,6 +4,7 @@ tensors, wider than the graph executor's records; the AOT executor runs both, bi
 in int8 on the host and on an emulated Cortex-M4 and M55, and in float32 bit for bit on the host
 (their LOGISTIC and TANH: the runtime's expf and tanhf, docs/float.md)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ def test_unrolled_recurrent_model_matches_tflm(tmp_path, name):
     lib = assert_matches_oracle((MODELS / f"{name}.tflite").read_bytes(), tmp_path, n_inputs=3)
     unpack = [op for op in lib.metadata["operators"] if op["kind"] == "UNPACK"]
     assert len(unpack) == 1 and unpack[0]["inputs"] == [[20, 1, 8]] and len(unpack[0]["outputs"]) == 20
-    assert "UNPACK" in lib.metadata["graph_executor_refusal"]
+    assert "UNPACK" in lib.metadata["graph_executor_refusal"] and "UNPACK" in lib.info.graph_executor_refusal
+    assert json.dumps(lib.info.to_json()) == json.dumps(lib.metadata)  # the refusal stays the last key
     if name.endswith("float32"):  # not only within tolerance: the same bits
         inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(3)]
         oracle = Oracle((MODELS / f"{name}.tflite").read_bytes())

@@ -17,8 +17,9 @@ from twin_models import twin_conv_model
 
 from microcompiler.boards import load_board
 from microcompiler.codegen.model_info import ModelInfo
-from microcompiler.codegen.shared_bodies import share_bodies
+from microcompiler.codegen.shared_bodies import REGISTER_ARGUMENTS, share_bodies
 from microcompiler.compiler import compile_model
+from microcompiler.ops.plan import REFERENCE_PLAN, KernelPlan, Variant
 
 
 def ops_c(library) -> str:
@@ -26,7 +27,7 @@ def ops_c(library) -> str:
 
 
 def function_body(source: str, name: str) -> str:
-    m = re.search(rf"^(?:static )?void {name}\(.*?\) {{\n(.*?)^}}", source, re.S | re.M)
+    m = re.search(rf"^(?:static )?(?:MC_NOINLINE )?void {name}\(.*?\) {{\n(.*?)^}}", source, re.S | re.M)
     assert m, f"no function {name}"
     return m.group(1)
 
@@ -66,10 +67,10 @@ def test_kws_four_pointwise_convolutions_share_one_body(shared_models):
 
 
 class Fn:
-    def __init__(self, name, body, arrays):
+    def __init__(self, name, body, arrays, plan=REFERENCE_PLAN):
         self.name, self.body, self.arrays = name, body, arrays
         self.params = [("const int8_t*", "input0", 0), ("int8_t*", "output0", 1)]
-        self.op, self.plan = None, None
+        self.op, self.plan = None, plan
 
 
 def test_bodies_differing_in_more_than_their_arrays_are_not_shared(monkeypatch):
@@ -87,6 +88,48 @@ def test_bodies_differing_in_more_than_their_arrays_are_not_shared(monkeypatch):
     assert a.body == "  m_layer(input0, output0, m_a_w, m_a_b);\n" and c.body.endswith("4);\n")
 
 
+def test_bodies_needing_more_than_the_argument_registers_or_refused_by_their_variant_are_not_shared(monkeypatch):
+    """A fifth parameter would go on the stack (the call no tail call, the layer's frame under the
+    body's); a variant whose shared body needs a larger frame says so (Variant.shared_body)."""
+    import microcompiler.codegen.shared_bodies as sb
+
+    monkeypatch.setattr(sb, "describe", lambda graph, op, plan: "layer")
+    arrays = ("w", "b", "z")
+    three = [
+        Fn(f"m_{k}", f"  use(m_{k}_w, m_{k}_b, m_{k}_z);\n", [(f"m_{k}_{a}", "int8_t") for a in arrays]) for k in "ab"
+    ]
+    assert share_bodies(None, three, "m") == []
+    assert three[0].body == "  use(m_a_w, m_a_b, m_a_z);\n"
+    # two arrays and a model-wide one (EmitContext.model_const, not among the layers' arrays): shared
+    two = [
+        Fn(f"m_{k}", f"  use(m_{k}_w, m_{k}_b, m_zero_point_row_8);\n", [(f"m_{k}_{a}", "int8_t") for a in "wb"])
+        for k in "ab"
+    ]
+    [shared] = share_bodies(None, two, "m")
+    assert shared.body == "  use(w, b, m_zero_point_row_8);\n" and len(shared.params) == REGISTER_ARGUMENTS
+    unshareable = KernelPlan(Variant("inline-only", shared_body=False))
+    refused = [Fn(f"m_{k}", f"  use(m_{k}_w);\n", [(f"m_{k}_w", "int8_t")], unshareable) for k in "ab"]
+    assert share_bodies(None, refused, "m") == []
+
+
+def test_depthwise_layers_share_one_zero_point_row_and_their_body(shared_models):
+    """KWS's four depthwise layers on the M3 (channels4) read one model-wide row of their input zero
+    point, so their bodies take four parameters (no fifth on the stack) and are shared."""
+    library = compile_model(
+        shared_models / "mlperf_tiny/kws_ref_model.tflite", features=load_board("mps2_an385").cpu.features
+    )
+    source = ops_c(library)
+    assert re.findall(r"static const int8_t (\w*zero_point_row\w*)\[", source) == ["kws_ref_model_zero_point_row_64"]
+    [name] = re.findall(r"^static void (kws_ref_model_depthwise_conv_2d_3x3_channels4_\w+)\(([^)]*)\)", source, re.M)
+    assert name[1].count(",") == REGISTER_ARGUMENTS - 1
+    for k in ("", "_1", "_2", "_3"):
+        assert (
+            function_body(source, f"kws_ref_model_depthwise_conv2d{k}")
+            .strip()
+            .startswith(f"{name[0]}(input0, output0, ")
+        )
+
+
 def test_metadata_and_the_code_estimate_know_the_shared_bodies(shared_models):
     from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
 
@@ -98,6 +141,8 @@ def test_metadata_and_the_code_estimate_know_the_shared_bodies(shared_models):
     assert [op.get("shared_body") for op in meta["operators"] if op["kind"] == "CONV_2D"] == [None] + [name] * 4
     assert meta["weights_bytes"] == meta["params_bytes"]
     info = ModelInfo.from_json(meta)
+    assert json.dumps(info.to_json()) == json.dumps(meta)  # the typed records write the same bytes
+    assert [op.shared_body for op in info.operators if op.kind == "CONV_2D"] == [None] + [name] * 4
     unshared = dataclasses.replace(info, shared_bodies=[])
     saved = (
         estimate_footprint(unshared, "aot", DEFAULT_STACK_BYTES)["code"]
@@ -134,3 +179,42 @@ def test_kws_on_the_m4_is_exact_and_reports_its_code_and_weights_apart(tmp_path,
         check=True,
     ).stdout
     assert "kws_ref_model_conv_2d_1x1_im2col_25x5x64_to_25x5x64" in symbols
+
+
+def test_kws_depthwise_layers_run_their_channel_runs_in_one_function(shared_models):
+    """The "planes" layers of one shape share one function with a case per right shift, the union of
+    the shifts they use; each layer passes its runs (ended by a run of no channels) in a tail call."""
+    library = compile_model(
+        shared_models / "mlperf_tiny/kws_ref_model.tflite", features=load_board("mps2_an386").cpu.features
+    )
+    source = ops_c(library)
+    [name] = re.findall(r"^static MC_NOINLINE void (\w+_planes_\w+)\(", source, re.M)
+    body = function_body(source, name)
+    cases = [int(c) for c in re.findall(r"^    case (\d+): \{", body, re.M)]
+    assert cases == sorted(set(cases)) and len(cases) >= 3
+    callers = re.search(rf"called by ([\w, ]+) \*/\nstatic MC_NOINLINE void {name}\(", source).group(1).split(", ")
+    assert len(callers) >= 2
+    for layer in callers:
+        layer_body = function_body(source, layer)
+        shifts = [
+            int(r) for r in re.findall(r"^      \{\w+(?: \+ \d+)?, \w+(?: \+ \d+)?, \d+, (\d+)\},$", layer_body, re.M)
+        ]
+        assert shifts and set(shifts) <= set(cases) and "{NULL, NULL, 0, 0}" in layer_body
+        assert layer_body.rstrip().endswith(f"{name}(input0, output0, RUNS);")
+
+
+def test_helpers_merge_their_cases_unless_a_case_differs():
+    from microcompiler.ops.base import ParamSink
+
+    sink = ParamSink("m")
+
+    def render(helper):
+        return "".join(helper.cases.values())
+
+    a = sink.helper("f", "int x", {5: "five;", 6: "six;"}, render, "cases {cases}", "m_a")
+    b = sink.helper("f", "int x", {6: "six;", 7: "seven;"}, render, "cases {cases}", "m_b")
+    c = sink.helper("f", "int x", {5: "FIVE;"}, render, "cases {cases}", "m_c")
+    assert a == b == "m_f" and c == "m_f_2"
+    merged, other = sink.helpers
+    assert merged.body == "five;six;seven;" and merged.description == "cases 5, 6, 7"
+    assert merged.callers == ["m_a", "m_b"] and other.callers == ["m_c"]

@@ -143,7 +143,7 @@ def _emit_function(
         kernel.macs(op, graph),
         plan,
         weights_bytes,
-        [(n, ctype) for n, ctype, _, _ in own_arrays],
+        [(n, ctype) for n, ctype, _, _ in own_arrays if n not in params.model_arrays],
     )
 
 

@@ -5,6 +5,14 @@ body apart from the names of their weight arrays. Each such body becomes one ``s
 named for what it computes (``<model>_conv_2d_1x1_im2col_25x5x64_to_25x5x64``) and taking the
 arrays as parameters; each layer's function (still named after the layer, still what the executors
 call) calls it with its own arrays. Flash holds the body once.
+
+Only bodies whose tensors and arrays fit in the argument registers (the Arm procedure call standard
+passes four) are shared. With a fifth the call is not a tail call: the layer's frame sits under the
+body's and the stack high-water rises (the VWW look-alike's depthwise layers: +8 B on the M3 and the
+M55). Passing the arrays as one pointer to a record of them keeps the call a tail call but costs the
+body a register: on the M3 its frame grew by 8 B and it ran 25,000 more instructions per layer,
+where the layer's own function reads the arrays at addresses the linker fixes. For the same reason
+a kernel variant can say that its bodies are not to be shared (``Variant.shared_body``).
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from functools import partial
 
 from microcompiler.ir import Graph, Operator
 from microcompiler.ops.plan import KernelPlan
+
+REGISTER_ARGUMENTS = 4  # the Arm procedure call standard passes the first four arguments in r0-r3
 
 
 @dataclass
@@ -95,10 +105,11 @@ def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]
     shared: list[SharedBody] = []
     taken_names: set[str] = {fn.name for fn in functions}
     for members in groups.values():
-        if len(members) < 2:
-            continue
         first = members[0]
         text, used = templates[id(first)]
+        too_many = len(first.params) + len(used) > REGISTER_ARGUMENTS
+        if len(members) < 2 or too_many or not first.plan.variant.shared_body:
+            continue
         # a parameter must not take the name of an identifier of the body (a local `c = c[o]`)
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         taken = {p for _, p, _ in first.params} | set(re.findall(r"[A-Za-z_]\w*", code))

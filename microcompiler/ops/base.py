@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -234,6 +234,16 @@ class EmitContext:
             share=(patch.of, suffix) if patch else None,
         )
 
+    def model_const(self, name: str, array: np.ndarray, comment: str) -> str:
+        """A constant array in flash that is not the layer's own (``<model>_<name>``): every operator
+        asking for the same contents under the same name reads one array. Layers whose code is the
+        same apart from such arrays then share their body with fewer parameters
+        (codegen/shared_bodies.py)."""
+        data = np.asarray(array)
+        array_name = self.params.add(f"{self.params.model}_{name}", data, None, comment, share=("model", name))
+        self.params.model_arrays.add(array_name)
+        return array_name
+
     def tensor(self, i: int) -> Tensor:
         return self.graph.tensors[i]
 
@@ -245,11 +255,37 @@ class EmitContext:
         every operator of the model (one runs at a time); it lives in .bss, not on the stack."""
         return self.params.scratch(nbytes)
 
-    def helper(self, what: str, params: str, body: str, comment: str) -> str:
+    def helper(
+        self, what: str, params: str, cases: dict[int, str], render: Callable[[Helper], str], comment: str
+    ) -> str:
         """A ``static void`` function of the model (C name ``<model>_<what>``) with this parameter
-        list and body, defined before the operators; the operator calls it. Layers asking for the
-        same one (same parameters and body, so it names none of their arrays) share it."""
-        return self.params.helper(what, params, body, comment, self.prefix)
+        list, defined before the operators; the operator calls it. Its body is ``render(helper)``
+        over the cases every caller asked for (a switch over them, say): layers asking for the same
+        ``what`` and parameters share one function, its cases the union of theirs, as long as the
+        cases they both ask for have the same code (else a function of their own). ``comment`` says
+        what it computes, ``{cases}`` in it standing for its cases."""
+        return self.params.helper(what, params, cases, render, comment, self.prefix)
+
+
+@dataclass
+class Helper:
+    """A static function of the model that operators call (EmitContext.helper)."""
+
+    name: str
+    what: str  # what it computes: the C name without the model's prefix and without a _2 of its own
+    params: str
+    cases: dict[int, str]  # case -> its code, the union over the callers
+    render: Callable[[Helper], str]  # the body from the cases
+    comment: str  # what it computes; "{cases}" in it stands for the list of its cases
+    callers: list[str] = field(default_factory=list)
+
+    @property
+    def body(self) -> str:
+        return self.render(self)
+
+    @property
+    def description(self) -> str:
+        return self.comment.format(cases=", ".join(str(k) for k in self.cases))
 
 
 class ParamSink:
@@ -272,8 +308,8 @@ class ParamSink:
         self._by_content: dict[tuple, str] = {}  # constants shared between subgraphs
         self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
         self._shared: dict = {}  # ParamSink.add's share key -> array name
-        # static functions the operators call (EmitContext.helper): (name, params, body, comment, callers)
-        self.helpers: list[tuple[str, str, str, str, list[str]]] = []
+        self.model_arrays: set[str] = set()  # arrays of no one layer (EmitContext.model_const)
+        self.helpers: list[Helper] = []  # static functions the operators call (EmitContext.helper)
         # persistent tensor -> its static state array (codegen/state.py), set before emitting
         self.state_names: dict[int, str] = {}
         # the model's other subgraphs (planned), for the control-flow kernels (ops/control_flow.py)
@@ -318,17 +354,20 @@ class ParamSink:
             self._shared[key] = name
         return name
 
-    def helper(self, what: str, params: str, body: str, comment: str, caller: str) -> str:
-        for name, p, b, _, callers in self.helpers:
-            if (p, b) == (params, body):
-                if caller not in callers:
-                    callers.append(caller)
-                return name
-        taken = {h[0] for h in self.helpers}
+    def helper(
+        self, what: str, params: str, cases: dict[int, str], render: Callable[[Helper], str], comment: str, caller: str
+    ) -> str:
+        for h in self.helpers:
+            if (h.what, h.params) == (what, params) and all(h.cases.get(k, c) == c for k, c in cases.items()):
+                h.cases = dict(sorted({**h.cases, **cases}.items()))
+                if caller not in h.callers:
+                    h.callers.append(caller)
+                return h.name
+        taken = {h.name for h in self.helpers}
         name, n = f"{self.model}_{what}", 2
         while name in taken:
             name, n = f"{self.model}_{what}_{n}", n + 1
-        self.helpers.append((name, params, body, comment, [caller]))
+        self.helpers.append(Helper(name, what, params, dict(sorted(cases.items())), render, comment, [caller]))
         return name
 
     @property

@@ -46,10 +46,14 @@ ISAS = (ISA_C, ISA_DSP, ISA_MVE, ISA_FPU, ISA_MVE_F)
 class Variant:
     """One implementation an operator kernel may generate: its name (metadata.json's "variant", the
     tuning knob ``{"variant": name}``) and the runtime headers (crt/include/microcompiler/) its C
-    always uses."""
+    always uses. ``shared_body``: whether layers that generate the same C apart from their arrays
+    may share one body (codegen/shared_bodies.py); False for a variant whose body, given its arrays
+    as parameters instead of at addresses the linker fixes, needs a larger stack frame than the
+    layer's own function (the registers the arrays take), which would raise the stack high-water."""
 
     name: str
     headers: tuple[str, ...] = ()
+    shared_body: bool = True
 
 
 REFERENCE = Variant("reference")  # the portable reference loop nest, every kernel's

@@ -72,7 +72,7 @@ class GraphExecutor:
         offset, nbytes = self.plan.slots[slots[index]]
         return metas[index], offset, nbytes
 
-    def set_input(self, index: int, value) -> None:
+    def set_input(self, index: int, value: Any) -> None:
         meta, offset, nbytes = self._io("inputs", index)
         want = np.dtype(np_dtype(meta.dtype))
         arr = np.asarray(value)
@@ -104,12 +104,12 @@ class GraphExecutor:
         """Run operator k alone (the ones before it must have run); returns its device ticks."""
         return self.session.call(self.functions[k], *self._args[k])
 
-    def read_argument(self, k: int, position: int, dtype: str, shape) -> np.ndarray:
+    def read_argument(self, k: int, position: int, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
         """The tensor that is operator k's tensor argument ``position``, read from the device now."""
         offset, _ = self.plan.slots[self.plan.ops[k].slots[position]]
         return self.pool.read_array(np_dtype(dtype), shape, offset)
 
-    def __call__(self, *inputs) -> list[np.ndarray]:
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
         for k, x in enumerate(inputs):
             self.set_input(k, x)
         self.run()
@@ -179,5 +179,5 @@ class GraphExecutor:
     def __enter__(self) -> GraphExecutor:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

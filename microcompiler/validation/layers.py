@@ -10,34 +10,47 @@ on the device: they are listed as skipped.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from microcompiler.validation.metrics import within_tolerance
 
+if TYPE_CHECKING:
+    from microcompiler.codegen.model_library import ModelLibrary, OpFunction
+    from microcompiler.ir import Graph
+    from microcompiler.rpc.executor import GraphExecutor
+    from microcompiler.validation.reference import Reference
+
 INTEGER_DTYPES = ("int8", "uint8", "int16", "int32", "int64", "bool", "uint32")
 
 
-def _param_position(fn, tensor: int, graph) -> int | None:
+def _param_position(fn: OpFunction, tensor: int, graph: Graph) -> int | None:
     for position, (_, _, t) in enumerate(fn.params):
         if t == tensor or graph.storage(t) == graph.storage(tensor):
             return position
     return None
 
 
-def last_writers(functions) -> dict[int, int]:
+def last_writers(functions: list[OpFunction]) -> dict[int, int]:
     """tensor -> the position of the last operator function that writes it. A tensor several operators
     write in parts (the stage output of patch-based execution, one patch per operator,
     passes/patches.py) is whole, and comparable with TFLM's, only after the last of them."""
     return {t: k for k, fn in enumerate(functions) for t in fn.op.outputs}
 
 
-def original_intermediates(original_graph) -> set[int]:
+def original_intermediates(original_graph: Graph) -> set[int]:
     """Every tensor an operator of the model as given writes (not the model's outputs)."""
     return {o for op in original_graph.operators for o in op.outputs if o >= 0} - set(original_graph.outputs)
 
 
 def first_divergence(
-    executor, library, reference, inputs: list[np.ndarray], original_graph, bitwise: bool = False
+    executor: GraphExecutor,
+    library: ModelLibrary,
+    reference: Reference,
+    inputs: list[np.ndarray],
+    original_graph: Graph,
+    bitwise: bool = False,
 ) -> dict:
     """Run ``inputs`` operator by operator; the first operator whose output differs, and what was skipped.
     Float outputs differ when outside validate's tolerance, or with ``bitwise`` in any bit (NaNs alike)."""
@@ -100,7 +113,7 @@ def _same_bits(ours: np.ndarray, theirs: np.ndarray) -> bool:
     )
 
 
-def _skipped(original_graph, checked: set[int], graph, last: int | None) -> list[dict]:
+def _skipped(original_graph: Graph, checked: set[int], graph: Graph, last: int | None) -> list[dict]:
     """Intermediate tensors of the original model (up to operator ``last``) not compared: the passes removed them."""
     if last is not None:  # only those up to the diverging operator matter
         wanted = {o for op in original_graph.operators if op.index <= last for o in op.outputs}

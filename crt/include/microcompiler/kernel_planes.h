@@ -53,6 +53,16 @@ static inline void mc_plane_load(int16_t* d, const int8_t* s, int32_t rows, int3
   }
 }
 
+/* A run of a layer's channels whose requantization right shift is the same (channels grouped by
+ * shift, the shift a literal in the code that runs them): their weights and records from the run's
+ * first channel on, how many channels, and the shift. */
+typedef struct {
+  const int8_t* weights;
+  const int32_t* params;
+  int16_t count;
+  int16_t right_shift;
+} mc_planes_run_t;
+
 /* n words of the same pair (the zero-point border of a plane). */
 static inline void mc_plane_fill(int32_t* d, int32_t pair, int32_t n) {
   for (; n > 0; --n) *d++ = pair;

@@ -324,6 +324,14 @@ static MC_ALWAYS_INLINE int32_t mc_lanes_dot(const int32_t* pairs, int32_t g, in
     s3 = mc_mla(s3, 1, mc_lanes_dot((pairs), 3, k0, k1, k2, k3)); \
   } while (0)
 
+/* The four int8 of a weight word, sign-extended: byte 0 (the lowest) into *k0 .. byte 3 into *k3. */
+static MC_ALWAYS_INLINE void mc_word_bytes(int32_t word, int32_t* k0, int32_t* k1, int32_t* k2, int32_t* k3) {
+  *k0 = (int8_t)(uint8_t)((uint32_t)word & 0xFFu);
+  *k1 = (int8_t)(uint8_t)(((uint32_t)word >> 8) & 0xFFu);
+  *k2 = (int8_t)(uint8_t)(((uint32_t)word >> 16) & 0xFFu);
+  *k3 = (int8_t)(uint8_t)((uint32_t)word >> 24);
+}
+
 /* Four pixels x one output channel (CONV_2D "dsp-im2col"):
  *   a[p] += sum_k col_p[k] * w[k]   for p = 0..3, k < 4 * steps.
  * col: per group of 4 k, 8 pairs: pixel 0 (k0,k2) (k1,k3), pixel 1 ..., pixel 3 (int16 lanes);
@@ -355,9 +363,8 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4(const int32_t* col, const int32
   /* Without the DSP extension: halfword loads and multiply-accumulates (LDRSH + MLA on Armv7-M). */
   int32_t i;
   for (i = 0; i < steps; ++i, col += 8) {
-    const int32_t wr = *w++;
-    const int32_t w0 = (int8_t)(uint8_t)((uint32_t)wr & 0xFFu), w1 = (int8_t)(uint8_t)(((uint32_t)wr >> 8) & 0xFFu);
-    const int32_t w2 = (int8_t)(uint8_t)(((uint32_t)wr >> 16) & 0xFFu), w3 = (int8_t)(uint8_t)((uint32_t)wr >> 24);
+    int32_t w0, w1, w2, w3;
+    mc_word_bytes(*w++, &w0, &w1, &w2, &w3);
     MC_LANES_DOT4(col, w0, w1, w2, w3);
   }
 #endif
@@ -433,6 +440,29 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_narrow(const int32_t* col, const i
                                                      int32_t encoding, int32_t* a0, int32_t* a1) {
   int32_t s0 = *a0, s1 = a1 ? *a1 : 0;
   int32_t i;
+#if !MC_DSP_ASM
+  if (encoding != MC_WEIGHTS_S8_LANES) {
+    /* Without the DSP extension: the halfword arithmetic of mc_dot_p4's portable path, on the tail's
+     * pixels only (the lanes encoding's pairs below are cheaper there). */
+    for (i = 0; i < steps; ++i, col += 8) {
+      int32_t k0, k1, k2, k3;
+      if (encoding == MC_WEIGHTS_S16) {
+        k0 = mc_lane(w, 0);
+        k2 = mc_lane(w, 1);
+        k1 = mc_lane(w, 2);
+        k3 = mc_lane(w, 3);
+        w += 2;
+      } else {
+        mc_word_bytes(*w++, &k0, &k1, &k2, &k3);
+      }
+      s0 = mc_mla(s0, 1, mc_lanes_dot(col, 0, k0, k1, k2, k3));
+      if (a1) s1 = mc_mla(s1, 1, mc_lanes_dot(col, 1, k0, k1, k2, k3));
+    }
+    *a0 = s0;
+    if (a1) *a1 = s1;
+    return w;
+  }
+#endif
   for (i = 0; i < steps; ++i, col += 8) {
     int32_t wa, wb; /* the step's weight pairs against the column's pairs 0 and 1 of each pixel */
     if (encoding == MC_WEIGHTS_S16) {

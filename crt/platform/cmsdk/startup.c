@@ -103,10 +103,10 @@ void Reset_Handler(void) {
   for (dst = __bss_start; dst < __bss_end;) *dst++ = 0u;
   paint_stack();
   SCB_SHCSR |= SHCSR_FAULTS_ENABLE; /* report these faults as themselves, not as HardFault */
+  /* The last statement, so a tail call: main runs on the whole stack instead of under this
+   * function's frame (8 bytes of every firmware's stack high-water). main never returns: every
+   * project's main ends in its idle loop. */
   (void)main();
-  for (;;) {
-    __asm volatile("wfi");
-  }
 }
 
 size_t mc_stack_size_bytes(void) { return (size_t)((uintptr_t)__stack_end - (uintptr_t)__stack_start); }

@@ -134,8 +134,8 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         full=npix // 4,
         tail=npix % 4,
         # a tail of 1 or 2 pixels: dot products on those pixels only (mc_dot_narrow, kernel_simd.h); in
-        # portable C the 4-pixel loop's byte arithmetic is cheaper than the pairs' (KWS on the M3 +0.1%)
-        narrow_tail=plan.isa == "dsp" and npix % 4 in (1, 2) and row_bytes % 4 == 0,
+        # portable C the lanes encoding's 4-pixel loop is cheaper than its pairs (KWS on the M3 +0.1%)
+        narrow_tail=(plan.isa == "dsp" or not lanes) and npix % 4 in (1, 2) and row_bytes % 4 == 0,
         fast=is_fast,
         act_min=lo,
         act_max=hi,

@@ -33,10 +33,10 @@ def emit_channels4(op, graph, ctx, plan) -> str:
     zp_row = (
         None
         if g.always_inside
-        else ctx.const(
-            "zero_point_row",
+        else ctx.model_const(
+            f"zero_point_row_{g.in_c}",
             np.full(g.in_c, zp, np.int8),
-            comment=f"a pixel of input zero points ({zp}): what padding taps read",
+            comment=f"a pixel of {g.in_c} input zero points ({zp}): what padding taps read",
         )
     )
     return ctx.render(

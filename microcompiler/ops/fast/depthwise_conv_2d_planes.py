@@ -179,35 +179,34 @@ def emit_planes(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
         act_min=lo,
         act_max=hi,
         output_offset=y_zp,
-        group_helper=None,
-        group_functions=None,
+        runs_case=None,
+        runs_cases=None,
+        runs_function=None,
     )
-    # the whole-row mode's shift groups as shared functions (KWS on the M4: 2.4 KB less code, 440 fewer
-    # instructions); the pixel-pairs loops stay inline (as functions: VWW +6.7% instructions on the M4)
-    if r_groups and packed == "order" and table is None and values["row_words"]:
-        values["group_functions"] = [_group_function(ctx, g, values, r) for r, _, _ in r_groups]
+    # the whole-row mode's shift groups as the cases of one function per layer shape, shared by the
+    # layers of that shape (KWS on the M4: 2.4 KB less code, 440 fewer instructions); the layer passes
+    # its runs and tail-calls it, so its frame is gone while the runs function works. The pixel-pairs
+    # loops stay inline (as functions: VWW +6.7% instructions on the M4)
+    if r_groups and packed == "order" and table is None and values["row_words"] and g.batches == 1:
+        values["runs_function"] = _runs_function(ctx, g, values, [r for r, _, _ in r_groups])
     return ctx.render("depthwise_conv_2d_planes.c.j2", **values)
 
 
-def _group_function(ctx, g, values: dict, r: int) -> str:
-    """The function that runs count channels whose right shift is r (a run of the params' order, from
-    the weights and params it is given): one per shift and layer shape, shared by the layers that have
-    the same (the shift is a literal in its code; the arrays, from the run's first channel, and the
-    count are its parameters)."""
-    body = ctx.render(
-        "depthwise_conv_2d_planes.c.j2", **{**values, "weights": "weights", "params": "params", "group_helper": r}
-    )
-    what = (
-        f"depthwise_conv_2d_{g.k_h}x{g.k_w}_planes_{g.in_h}x{g.in_w}x{g.in_c}_to_{g.out_h}x{g.out_w}x{g.out_c}"
-        f"_right_shift_{r}"
-    )
+def _runs_function(ctx, g, values: dict, shifts: list[int]) -> str:
+    """The function that runs a layer's channels run by run (mc_planes_run_t: a run's channels share
+    their right shift, and the run gives their weights and params from its first channel on and
+    their count), with a case per right shift where the shift is a literal. One per layer shape,
+    shared by the layers of that shape: its cases are the union of the shifts they use."""
+    arrays = {"weights": "weights", "params": "run->params"}  # each case walks the run's weights
+    template = "depthwise_conv_2d_planes.c.j2"
+    cases = {r: ctx.render(template, **{**values, **arrays, "runs_case": r}) for r in shifts}
+    what = f"depthwise_conv_2d_{g.k_h}x{g.k_w}_planes_{g.in_h}x{g.in_w}x{g.in_c}_to_{g.out_h}x{g.out_w}x{g.out_c}"
     comment = (
-        f"DEPTHWISE_CONV_2D planes, {g.describe()}: a run of count channels whose requantization right "
-        f"shift is {r}, from the given weights and params on"
+        f"DEPTHWISE_CONV_2D planes, {g.describe()}: the runs of a layer's channels, one after the "
+        "other; a run's channels have the same requantization right shift, one of {cases}"
     )
-    return ctx.helper(
-        what,
-        "const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int count",
-        body,
-        comment,
-    )
+
+    def render(helper) -> str:
+        return ctx.render(template, **{**values, **arrays, "runs_cases": helper.cases})
+
+    return ctx.helper(what, "const int8_t* x_b, int8_t* y_b, const mc_planes_run_t* run", cases, render, comment)

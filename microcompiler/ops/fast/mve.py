@@ -27,7 +27,8 @@ from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 
 HEADERS = ("kernel_mve.h",)
 MVE_DOT = Variant("mve-dot", HEADERS)  # CONV_2D and FULLY_CONNECTED
-MVE_CHANNELS16 = Variant("mve-channels16", HEADERS)  # DEPTHWISE_CONV_2D
+# DEPTHWISE_CONV_2D; its body as a shared function: a 24 B larger frame (KWS on the M55: 280 vs 256)
+MVE_CHANNELS16 = Variant("mve-channels16", HEADERS, shared_body=False)
 MVE_LANES = Variant("mve", HEADERS)  # ADD/SUB, 4 lanes
 MVE_CHANNELS8 = Variant("mve-channels8", HEADERS)  # AVERAGE_POOL_2D
 MVE_MAX16 = Variant("mve-max16", HEADERS)  # MAX_POOL_2D
@@ -205,7 +206,15 @@ def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: Requanti
     order = dw16_order(n)
     pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
     ctx.note(requant="vqrdmulh", tap_pairs=pairs)
-    zp_row = None if g.always_inside else ctx.const("zero_point_row", np.full(g.in_c, layer.x_zp, np.int8))
+    zp_row = (
+        None
+        if g.always_inside
+        else ctx.model_const(
+            f"zero_point_row_{g.in_c}",
+            np.full(g.in_c, layer.x_zp, np.int8),
+            comment=f"a pixel of {g.in_c} input zero points ({layer.x_zp}): what padding taps read",
+        )
+    )
     rows, taps = depthwise_rows(g)
     return ctx.render(
         "depthwise_conv_2d_mve.c.j2",

@@ -25,8 +25,8 @@ static const int32_t tiny_cnn_int8_conv1_weights[24] = {
     -450805377, 40, 484703956, -1650472577, 161, -715211368, -2129877229, 205
 };
 
-/* a pixel of input zero points (-128): what padding taps read */
-static const int8_t tiny_cnn_int8_dwconv2_zero_point_row[8] = {
+/* a pixel of 8 input zero points (-128): what padding taps read */
+static const int8_t tiny_cnn_int8_zero_point_row_8[8] = {
     -128, -128, -128, -128, -128, -128, -128, -128
 };
 
@@ -206,7 +206,7 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
           for (kx = 0; kx < 3; ++kx) {
             const int ix = ix0 + kx;
             taps[ky * 3 + kx] = (iy >= 0 && iy < 8 && ix >= 0 && ix < 8)
-                ? x_b + (iy * 8 + ix) * 8 : tiny_cnn_int8_dwconv2_zero_point_row;
+                ? x_b + (iy * 8 + ix) * 8 : tiny_cnn_int8_zero_point_row_8;
           }
         }
         for (c = 0; c < 8; c += 4, q += 12) {

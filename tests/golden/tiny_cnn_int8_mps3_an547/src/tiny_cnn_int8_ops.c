@@ -90,125 +90,133 @@ static int32_t tiny_cnn_int8_scratch[60];
 
 /* ---- Functions the operators call (shared by the layers that compute the same) ---- */
 
-/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: a run of count channels whose requantization right shift is 5, from the given weights and params on; called by tiny_cnn_int8_dwconv2 */
-static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(const int8_t* x_b, int8_t* y_b, const int8_t* weights, const int32_t* params, int count) {
-  enum { OUTPUT_ZERO_POINT = -128, RIGHT_SHIFT = 5 };
+/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: the runs of a layer's channels, one after the other; a run's channels have the same requantization right shift, one of 5; called by tiny_cnn_int8_dwconv2 */
+static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8(const int8_t* x_b, int8_t* y_b, const mc_planes_run_t* run) {
+  enum { OUTPUT_ZERO_POINT = -128 };
   int16_t* const plane = (int16_t*)(void*)tiny_cnn_int8_scratch;
   int n, oy;
-  for (n = 0; n < count; ++n) {
-    const int32_t* q = params + n * 2;
-    const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
-      {
-        /* the channel into the plane, 8 columns per row unrolled */
-        const int8_t* s = x_b + ic;
-        int16_t* d = plane + 13;
-        int iy;
-        for (iy = 0; iy < 8; ++iy, s += 64, d += 12) {
-          mc_plane_set(d, s[0]);
-          mc_plane_set(d + 1, s[8]);
-          mc_plane_set(d + 2, s[16]);
-          mc_plane_set(d + 3, s[24]);
-          mc_plane_set(d + 4, s[32]);
-          mc_plane_set(d + 5, s[40]);
-          mc_plane_set(d + 6, s[48]);
-          mc_plane_set(d + 7, s[56]);
+  for (; run->count > 0; ++run) { /* up to the run of no channels that ends the list */
+    switch (run->right_shift) {
+    case 5: {
+      enum { RIGHT_SHIFT = 5 };
+      const int32_t* q = run->params;
+      const int8_t* weights = run->weights;
+      for (n = run->count; n > 0; --n, q += 2, weights += 9) {
+        const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
+        {
+          /* the channel into the plane, 8 columns per row unrolled */
+          const int8_t* s = x_b + ic;
+          int16_t* d = plane + 13;
+          int iy;
+          for (iy = 0; iy < 8; ++iy, s += 64, d += 12) {
+            mc_plane_set(d, s[0]);
+            mc_plane_set(d + 1, s[8]);
+            mc_plane_set(d + 2, s[16]);
+            mc_plane_set(d + 3, s[24]);
+            mc_plane_set(d + 4, s[32]);
+            mc_plane_set(d + 5, s[40]);
+            mc_plane_set(d + 6, s[48]);
+            mc_plane_set(d + 7, s[56]);
+          }
+        }
+        {
+          const int oc = ic;
+          const int8_t* wk = weights;
+          const int32_t bias = q[0] >> 8, mq = q[1];
+          int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << RIGHT_SHIFT) >> 1;
+          MC_IN_REGISTER(cq);
+          const int32_t w0_0 = mc_pack16(2 * wk[0], 2 * wk[1]), w0_1 = mc_pack16(2 * wk[2], 0);
+          const int32_t w1_0 = mc_pack16(2 * wk[3], 2 * wk[4]), w1_1 = mc_pack16(2 * wk[5], 0);
+          const int32_t w2_0 = mc_pack16(2 * wk[6], 2 * wk[7]), w2_1 = mc_pack16(2 * wk[8], 0);
+          int8_t* yo = y_b + oc;
+          for (oy = 0; oy < 8; ++oy) {
+            const int16_t* p = plane + oy * 12;
+            /* the whole output row at once: each plane word loaded once per kernel row */
+            int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias, a7 = bias;
+            {
+              const int32_t v0 = mc_plane_pair(p), v1 = mc_plane_pair(p + 2), v2 = mc_plane_pair(p + 4), v3 = mc_plane_pair(p + 6), v4 = mc_plane_pair(p + 8);
+              a0 = mc_smlad(v0, w0_0, a0);
+              a0 = mc_smlad(v1, w0_1, a0);
+              a1 = mc_smlatb(v0, w0_0, a1);
+              a1 = mc_smlabt(v1, w0_0, a1);
+              a1 = mc_smlatb(v1, w0_1, a1);
+              a2 = mc_smlad(v1, w0_0, a2);
+              a2 = mc_smlad(v2, w0_1, a2);
+              a3 = mc_smlatb(v1, w0_0, a3);
+              a3 = mc_smlabt(v2, w0_0, a3);
+              a3 = mc_smlatb(v2, w0_1, a3);
+              a4 = mc_smlad(v2, w0_0, a4);
+              a4 = mc_smlad(v3, w0_1, a4);
+              a5 = mc_smlatb(v2, w0_0, a5);
+              a5 = mc_smlabt(v3, w0_0, a5);
+              a5 = mc_smlatb(v3, w0_1, a5);
+              a6 = mc_smlad(v3, w0_0, a6);
+              a6 = mc_smlad(v4, w0_1, a6);
+              a7 = mc_smlatb(v3, w0_0, a7);
+              a7 = mc_smlabt(v4, w0_0, a7);
+              a7 = mc_smlatb(v4, w0_1, a7);
+            }
+            {
+              const int32_t v0 = mc_plane_pair(p + 12), v1 = mc_plane_pair(p + 14), v2 = mc_plane_pair(p + 16), v3 = mc_plane_pair(p + 18), v4 = mc_plane_pair(p + 20);
+              a0 = mc_smlad(v0, w1_0, a0);
+              a0 = mc_smlad(v1, w1_1, a0);
+              a1 = mc_smlatb(v0, w1_0, a1);
+              a1 = mc_smlabt(v1, w1_0, a1);
+              a1 = mc_smlatb(v1, w1_1, a1);
+              a2 = mc_smlad(v1, w1_0, a2);
+              a2 = mc_smlad(v2, w1_1, a2);
+              a3 = mc_smlatb(v1, w1_0, a3);
+              a3 = mc_smlabt(v2, w1_0, a3);
+              a3 = mc_smlatb(v2, w1_1, a3);
+              a4 = mc_smlad(v2, w1_0, a4);
+              a4 = mc_smlad(v3, w1_1, a4);
+              a5 = mc_smlatb(v2, w1_0, a5);
+              a5 = mc_smlabt(v3, w1_0, a5);
+              a5 = mc_smlatb(v3, w1_1, a5);
+              a6 = mc_smlad(v3, w1_0, a6);
+              a6 = mc_smlad(v4, w1_1, a6);
+              a7 = mc_smlatb(v3, w1_0, a7);
+              a7 = mc_smlabt(v4, w1_0, a7);
+              a7 = mc_smlatb(v4, w1_1, a7);
+            }
+            {
+              const int32_t v0 = mc_plane_pair(p + 24), v1 = mc_plane_pair(p + 26), v2 = mc_plane_pair(p + 28), v3 = mc_plane_pair(p + 30), v4 = mc_plane_pair(p + 32);
+              a0 = mc_smlad(v0, w2_0, a0);
+              a0 = mc_smlad(v1, w2_1, a0);
+              a1 = mc_smlatb(v0, w2_0, a1);
+              a1 = mc_smlabt(v1, w2_0, a1);
+              a1 = mc_smlatb(v1, w2_1, a1);
+              a2 = mc_smlad(v1, w2_0, a2);
+              a2 = mc_smlad(v2, w2_1, a2);
+              a3 = mc_smlatb(v1, w2_0, a3);
+              a3 = mc_smlabt(v2, w2_0, a3);
+              a3 = mc_smlatb(v2, w2_1, a3);
+              a4 = mc_smlad(v2, w2_0, a4);
+              a4 = mc_smlad(v3, w2_1, a4);
+              a5 = mc_smlatb(v2, w2_0, a5);
+              a5 = mc_smlabt(v3, w2_0, a5);
+              a5 = mc_smlatb(v3, w2_1, a5);
+              a6 = mc_smlad(v3, w2_0, a6);
+              a6 = mc_smlad(v4, w2_1, a6);
+              a7 = mc_smlatb(v3, w2_0, a7);
+              a7 = mc_smlabt(v4, w2_0, a7);
+              a7 = mc_smlatb(v4, w2_1, a7);
+            }
+            yo[0] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, mq, cq, RIGHT_SHIFT));
+            yo[8] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, mq, cq, RIGHT_SHIFT));
+            yo[16] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, mq, cq, RIGHT_SHIFT));
+            yo[24] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, mq, cq, RIGHT_SHIFT));
+            yo[32] = (int8_t)MC_SSAT8(mc_requant_fast2(a4, mq, cq, RIGHT_SHIFT));
+            yo[40] = (int8_t)MC_SSAT8(mc_requant_fast2(a5, mq, cq, RIGHT_SHIFT));
+            yo[48] = (int8_t)MC_SSAT8(mc_requant_fast2(a6, mq, cq, RIGHT_SHIFT));
+            yo[56] = (int8_t)MC_SSAT8(mc_requant_fast2(a7, mq, cq, RIGHT_SHIFT));
+            yo += 64;
+          }
         }
       }
-      {
-        const int oc = ic;
-        const int8_t* wk = weights + n * 9;
-        const int32_t bias = q[0] >> 8, mq = q[1];
-        int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << RIGHT_SHIFT) >> 1;
-        MC_IN_REGISTER(cq);
-        const int32_t w0_0 = mc_pack16(2 * wk[0], 2 * wk[1]), w0_1 = mc_pack16(2 * wk[2], 0);
-        const int32_t w1_0 = mc_pack16(2 * wk[3], 2 * wk[4]), w1_1 = mc_pack16(2 * wk[5], 0);
-        const int32_t w2_0 = mc_pack16(2 * wk[6], 2 * wk[7]), w2_1 = mc_pack16(2 * wk[8], 0);
-        int8_t* yo = y_b + oc;
-        for (oy = 0; oy < 8; ++oy) {
-          const int16_t* p = plane + oy * 12;
-          /* the whole output row at once: each plane word loaded once per kernel row */
-          int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias, a7 = bias;
-          {
-            const int32_t v0 = mc_plane_pair(p), v1 = mc_plane_pair(p + 2), v2 = mc_plane_pair(p + 4), v3 = mc_plane_pair(p + 6), v4 = mc_plane_pair(p + 8);
-            a0 = mc_smlad(v0, w0_0, a0);
-            a0 = mc_smlad(v1, w0_1, a0);
-            a1 = mc_smlatb(v0, w0_0, a1);
-            a1 = mc_smlabt(v1, w0_0, a1);
-            a1 = mc_smlatb(v1, w0_1, a1);
-            a2 = mc_smlad(v1, w0_0, a2);
-            a2 = mc_smlad(v2, w0_1, a2);
-            a3 = mc_smlatb(v1, w0_0, a3);
-            a3 = mc_smlabt(v2, w0_0, a3);
-            a3 = mc_smlatb(v2, w0_1, a3);
-            a4 = mc_smlad(v2, w0_0, a4);
-            a4 = mc_smlad(v3, w0_1, a4);
-            a5 = mc_smlatb(v2, w0_0, a5);
-            a5 = mc_smlabt(v3, w0_0, a5);
-            a5 = mc_smlatb(v3, w0_1, a5);
-            a6 = mc_smlad(v3, w0_0, a6);
-            a6 = mc_smlad(v4, w0_1, a6);
-            a7 = mc_smlatb(v3, w0_0, a7);
-            a7 = mc_smlabt(v4, w0_0, a7);
-            a7 = mc_smlatb(v4, w0_1, a7);
-          }
-          {
-            const int32_t v0 = mc_plane_pair(p + 12), v1 = mc_plane_pair(p + 14), v2 = mc_plane_pair(p + 16), v3 = mc_plane_pair(p + 18), v4 = mc_plane_pair(p + 20);
-            a0 = mc_smlad(v0, w1_0, a0);
-            a0 = mc_smlad(v1, w1_1, a0);
-            a1 = mc_smlatb(v0, w1_0, a1);
-            a1 = mc_smlabt(v1, w1_0, a1);
-            a1 = mc_smlatb(v1, w1_1, a1);
-            a2 = mc_smlad(v1, w1_0, a2);
-            a2 = mc_smlad(v2, w1_1, a2);
-            a3 = mc_smlatb(v1, w1_0, a3);
-            a3 = mc_smlabt(v2, w1_0, a3);
-            a3 = mc_smlatb(v2, w1_1, a3);
-            a4 = mc_smlad(v2, w1_0, a4);
-            a4 = mc_smlad(v3, w1_1, a4);
-            a5 = mc_smlatb(v2, w1_0, a5);
-            a5 = mc_smlabt(v3, w1_0, a5);
-            a5 = mc_smlatb(v3, w1_1, a5);
-            a6 = mc_smlad(v3, w1_0, a6);
-            a6 = mc_smlad(v4, w1_1, a6);
-            a7 = mc_smlatb(v3, w1_0, a7);
-            a7 = mc_smlabt(v4, w1_0, a7);
-            a7 = mc_smlatb(v4, w1_1, a7);
-          }
-          {
-            const int32_t v0 = mc_plane_pair(p + 24), v1 = mc_plane_pair(p + 26), v2 = mc_plane_pair(p + 28), v3 = mc_plane_pair(p + 30), v4 = mc_plane_pair(p + 32);
-            a0 = mc_smlad(v0, w2_0, a0);
-            a0 = mc_smlad(v1, w2_1, a0);
-            a1 = mc_smlatb(v0, w2_0, a1);
-            a1 = mc_smlabt(v1, w2_0, a1);
-            a1 = mc_smlatb(v1, w2_1, a1);
-            a2 = mc_smlad(v1, w2_0, a2);
-            a2 = mc_smlad(v2, w2_1, a2);
-            a3 = mc_smlatb(v1, w2_0, a3);
-            a3 = mc_smlabt(v2, w2_0, a3);
-            a3 = mc_smlatb(v2, w2_1, a3);
-            a4 = mc_smlad(v2, w2_0, a4);
-            a4 = mc_smlad(v3, w2_1, a4);
-            a5 = mc_smlatb(v2, w2_0, a5);
-            a5 = mc_smlabt(v3, w2_0, a5);
-            a5 = mc_smlatb(v3, w2_1, a5);
-            a6 = mc_smlad(v3, w2_0, a6);
-            a6 = mc_smlad(v4, w2_1, a6);
-            a7 = mc_smlatb(v3, w2_0, a7);
-            a7 = mc_smlabt(v4, w2_0, a7);
-            a7 = mc_smlatb(v4, w2_1, a7);
-          }
-          yo[0] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, mq, cq, RIGHT_SHIFT));
-          yo[8] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, mq, cq, RIGHT_SHIFT));
-          yo[16] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, mq, cq, RIGHT_SHIFT));
-          yo[24] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, mq, cq, RIGHT_SHIFT));
-          yo[32] = (int8_t)MC_SSAT8(mc_requant_fast2(a4, mq, cq, RIGHT_SHIFT));
-          yo[40] = (int8_t)MC_SSAT8(mc_requant_fast2(a5, mq, cq, RIGHT_SHIFT));
-          yo[48] = (int8_t)MC_SSAT8(mc_requant_fast2(a6, mq, cq, RIGHT_SHIFT));
-          yo[56] = (int8_t)MC_SSAT8(mc_requant_fast2(a7, mq, cq, RIGHT_SHIFT));
-          yo += 64;
-        }
-      }
-
+      break;
+    }
+    }
   }
 }
 
@@ -329,13 +337,14 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
    * DSP extension). Weights: int8, 9 per output channel in tiny_cnn_int8_dwconv2_weights, paired doubled like the bias (the accumulators hold 2 * acc);
    * per channel {bias << 8 | channel, multiplier} in tiny_cnn_int8_dwconv2_params; the shift r a literal per group of channels (c = ((2 zp + 1) << r) >> 1). */
   const int32_t INPUT_ZERO_POINT_PAIR = -8323200; /* the input zero point -128 in both int16 halves */
+  /* the channels in runs of one right shift r each (a literal in the runs function's code for r), in the
+   * order of tiny_cnn_int8_dwconv2_params: per run its weights, its records, its channel count and r; a run of no channels ends them */
+  static const mc_planes_run_t RUNS[] = {
+      {tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 8, 5},
+      {NULL, NULL, 0, 0}
+  };
   mc_plane_fill(tiny_cnn_int8_scratch, INPUT_ZERO_POINT_PAIR, 60); /* the zero-point border */
-  {
-    const int8_t* x_b = input0;
-    int8_t* y_b = output0;
-    /* the channels grouped by their right shift r (a literal in each group's loop), in the order of tiny_cnn_int8_dwconv2_params */
-    tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8_right_shift_5(x_b, y_b, tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 8);
-  }
+  tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8(input0, output0, RUNS);
 }
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
