@@ -233,7 +233,8 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv1_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv1_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
-  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
+  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
   int ky, kx;
   int oy, ox;
@@ -316,10 +317,10 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         for (oc = 0; oc < 8; oc += 4, w += 64, q += MC_MVE_RECORD) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
-          a0 = mc_v4_requant(a0, q, 0);
-          a1 = mc_v4_requant(a1, q, 0);
-          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
-          mc_v4_store_s8(out + 8 + oc, 4, a1, OUTPUT_ZERO_POINT, -128, 127);
+          a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
+          a1 = mc_v4_requant(a1, q, ANY_LEFT_SHIFT);
+          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
+          mc_v4_store_s8(out + 8 + oc, 4, a1, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
         }
       }
 
@@ -358,7 +359,8 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv3_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv3_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
-  enum { OUTPUT_ZERO_POINT = -128 };
+  enum { OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
   int oy, ox;
   int n, oc;
@@ -408,10 +410,10 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
         for (oc = 0; oc < 16; oc += 4, w += 64, q += MC_MVE_RECORD) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
-          a0 = mc_v4_requant(a0, q, 0);
-          a1 = mc_v4_requant(a1, q, 0);
-          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
-          mc_v4_store_s8(out + 16 + oc, 4, a1, OUTPUT_ZERO_POINT, -128, 127);
+          a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
+          a1 = mc_v4_requant(a1, q, ANY_LEFT_SHIFT);
+          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
+          mc_v4_store_s8(out + 16 + oc, 4, a1, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
         }
       }
 
@@ -424,6 +426,8 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
   /* mve-channels8: 8x8 windows, never clipped; 8 channels per step summed in int16 lanes
    * (Helium VLDRB.S16 + VADD.I16), divided by 64 rounding half away from zero (the division as a
    * multiplication by 67108864 and a right shift by 32 + 0, exact for every reachable sum). */
+  const int32_t WINDOW_SIZE = 64, DIVISION_MULTIPLIER = 67108864, DIVISION_SHIFT = 0;
+  enum { ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
   int c;
   {
     const int8_t* in = input0;
@@ -431,7 +435,7 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
     const int8_t* window = in;
     for (c = 0; c < 16; c += 8) {
       mc_mve_avgpool8(out + c, window + c, 8, 8, 16, 0,
-                      64, 67108864, 0, -128, 127);
+                      WINDOW_SIZE, DIVISION_MULTIPLIER, DIVISION_SHIFT, ACTIVATION_MIN, ACTIVATION_MAX);
 
     }
   }
@@ -446,7 +450,8 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_logits_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_logits_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
-  enum { OUTPUT_ZERO_POINT = 12 };
+  enum { OUTPUT_ZERO_POINT = 12, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   {
     const int8_t* x_b = input0;
     int8_t* out = output0;
@@ -459,8 +464,8 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
         {
           mc_v4 a0;
           mc_mve_dot_1x4_rows(x0, 16, w, 1, 1, &a0);
-          a0 = mc_v4_requant(a0, q, 0);
-          mc_v4_store_s8(out, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
+          a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
+          mc_v4_store_s8(out, 4, a0, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
         }
       }
 
