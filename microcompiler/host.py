@@ -18,7 +18,7 @@ import numpy as np
 from microcompiler import cleanup, resources
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
-from microcompiler.codegen.model_info import ModelInfo
+from microcompiler.codegen.model_info import ModelInfo, TensorInfo
 from microcompiler.errors import DeviceError, ToolchainError
 from microcompiler.ir import np_dtype
 from microcompiler.standalone import StandaloneResult, parse_reports
@@ -34,6 +34,31 @@ COMPILE_TIMEOUT = 900.0  # seconds for the host C compiler on one model
 def render_template(template_dir: Path, template: str, **values) -> str:
     """A project template's file (the package's one jinja environment, microcompiler/templating.py)."""
     return render_file(template_dir, template, **values)
+
+
+def _tensor_values(tensor: TensorInfo, prefix: str) -> dict:
+    """A tensor as the templates name it: its C array ``<prefix><c_name>`` and its elements (at least one)."""
+    return {
+        **tensor.to_json(),
+        "array": f"{prefix}{tensor.c_name}",
+        "elements": max(1, tensor.bytes // np.dtype(np_dtype(tensor.dtype)).itemsize),
+    }
+
+
+def runner_model(info: ModelInfo, inputs: list[dict] | None = None) -> dict:
+    """One model as project_templates/models/runners.c.j2 takes it (the one C runner's table): its
+    name, its output buffers ``g_<model>_<tensor>``, and its inputs: ``inputs`` compiled in (each
+    with its C ``definition``, targets/files.save_inputs), else buffers main() fills."""
+    prefix = input_prefix(info.name)
+    if inputs is None:
+        inputs = [{**_tensor_values(t, prefix), "definition": None} for t in info.inputs]
+    outputs = [_tensor_values(t, prefix) for t in info.outputs]
+    return dict(name=info.name, NAME=info.name.upper(), inputs=inputs, outputs=outputs)
+
+
+def input_prefix(model: str) -> str:
+    """The prefix of the C arrays that hold a model's inputs and outputs in main.c."""
+    return f"g_{model}_"
 
 
 def compiler() -> list[str]:
@@ -117,9 +142,11 @@ class HostProgram:
             render_template(
                 resources.templates_dir() / "host",
                 "main.c.j2",
+                name=self.info.name,
                 executor=self.executor,
-                NAME=self.info.name.upper(),
-                **self.info.to_json(),
+                models=[runner_model(self.info)],
+                steps=1,  # main() reads each input set into the model's input buffers
+                share_arena=False,
             )
         )
         crt = resources.crt_dir()

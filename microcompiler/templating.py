@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
+from microcompiler import resources
 from microcompiler.ir import c_type, np_dtype
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -26,16 +27,20 @@ def comment_text(text: str) -> str:
 
 
 class _Loader(jinja2.FileSystemLoader):
-    """The package's template folders, and absolute paths (a project template's folder)."""
+    """The package's template folders, absolute paths (a project template's folder), and paths under
+    project_templates (how a project template includes another: "models/runners.c.j2")."""
 
     def get_source(self, environment, template):
         path = Path(template)
-        if path.is_absolute():
-            if not path.is_file():
-                raise jinja2.TemplateNotFound(template)
-            mtime = path.stat().st_mtime
-            return path.read_text(), str(path), lambda: path.stat().st_mtime == mtime
-        return super().get_source(environment, template)
+        if not path.is_absolute():
+            try:
+                return super().get_source(environment, template)
+            except jinja2.TemplateNotFound:
+                path = resources.templates_dir() / template
+        if not path.is_file():
+            raise jinja2.TemplateNotFound(template)
+        mtime = path.stat().st_mtime
+        return path.read_text(), str(path), lambda: path.stat().st_mtime == mtime
 
 
 def times(expr: str, k: int) -> str:

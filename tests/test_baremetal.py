@@ -210,10 +210,9 @@ def _patched_project(tmp_path: Path, shared_models: Path, board: str, body: str)
     project = create_project(shared_models / "tflm/hello_world_int8.tflite", "baremetal", board, tmp_path / board)
     main = project.dir / "src" / "main.c"
     text = main.read_text()
-    assert "static mc_status_t infer(size_t step) {\n" in text
-    main.write_text(
-        text.replace("static mc_status_t infer(size_t step) {\n", "static mc_status_t infer(size_t step) {\n" + body, 1)
-    )
+    infer = "static mc_status_t infer_hello_world_int8(size_t step) {\n"  # project_templates/models/runners.c.j2
+    assert infer in text
+    main.write_text(text.replace(infer, infer + body, 1))
     return project.dir
 
 

@@ -301,17 +301,19 @@ def test_zephyr_project_runs_every_model(models, tmp_path):
     """Zephyr projects are written from Zephyr's sources; west is not installable here to build them."""
     project = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "z", share_arena=True)
     main = (project.dir / "src" / "main.c").read_text()
-    runner = (project.dir / "src" / "models.c").read_text()
     cmake = (project.dir / "CMakeLists.txt").read_text()
-    assert "mc_runner_run_models(g_models, MODEL_COUNT, " in main and "k_sleep" in main
-    assert "tiny_cnn_int8_run(" in runner and "ad01_int8_run(" in runner and f"int64_t {SHARED_ARENA}[" in runner
-    assert "models/tiny_cnn_int8/include models/ad01_int8/include" in cmake and "src/models.c" in cmake
+    # every model's runner in main.c (project_templates/models/runners.c.j2), as for one model
+    assert "mc_runner_run_all(g_models, MODEL_COUNT, MODEL_STEPS, " in main and "k_sleep" in main
+    assert "#define MODEL_COUNT 2u" in main and '"tiny_cnn_int8"}' in main and '"ad01_int8"}' in main
+    assert "tiny_cnn_int8_run(" in main and "ad01_int8_run(" in main and f"int64_t {SHARED_ARENA}[" in main
+    assert "models/tiny_cnn_int8/include models/ad01_int8/include" in cmake and "src/models.c" not in cmake
+    assert not (project.dir / "src" / "models.c").exists()
     served = create_models_project(models, "zephyr", "mps2_an385", tmp_path / "zr", mode="host-driven")
-    main = (served.dir / "src" / "main.c").read_text()
-    server = (served.dir / "src" / "models.c").read_text()
-    assert "serve_models(" in main and "(Zephyr)" in main
+    server = (served.dir / "src" / "main.c").read_text()  # project_templates/models/rpc_server.c.j2
+    assert "serve_models(" in server and "(Zephyr)" in server and not (served.dir / "src" / "models.c").exists()
     assert all(
         f'mc_rpc_server_add_model(&g_server, "{m["name"]}", {m["name"].upper()}_FINGERPRINT)' in server
+        and f'{{"{m["name"]}_reset", {m["name"]}_reset_entry}}' in server
         for m in served.models
     )
     assert (served.dir / "models" / "ad01_int8" / "host_driven.json").is_file()

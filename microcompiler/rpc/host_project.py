@@ -21,6 +21,7 @@ from microcompiler.host import (
     STRICT_CFLAGS,
     compiler,
     render_template,
+    runner_model,
 )
 from microcompiler.outdir import OutputDirError, check_output_dir
 from microcompiler.rpc.plan import ModelPlan
@@ -32,15 +33,9 @@ DEFAULT_POOL_HEADROOM = 4096
 
 
 def rpc_template_values(library, pool_headroom: int = DEFAULT_POOL_HEADROOM) -> dict:
-    """What rpc_main.c.j2 (host and baremetal) needs besides the board."""
+    """What the host-driven mains (project_templates/models/rpc_server.c.j2) need besides the board."""
     info = library.info
-    return dict(
-        name=info.name,
-        NAME=info.name.upper(),
-        inputs=[t.to_json() for t in info.inputs],
-        outputs=[t.to_json() for t in info.outputs],
-        pool_headroom=pool_headroom,
-    )
+    return dict(name=info.name, NAME=info.name.upper(), models=[runner_model(info)], pool_headroom=pool_headroom)
 
 
 def create_host_project(

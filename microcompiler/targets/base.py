@@ -42,12 +42,11 @@ from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.codegen.model_info import ModelInfo, ModelInfoError
 from microcompiler.compiler import compile_model
 from microcompiler.errors import DeviceError, MicrocompilerError
-from microcompiler.host import HostProgram
+from microcompiler.host import HostProgram, runner_model
 from microcompiler.standalone import StandaloneResult, model_report, parse_reports
 from microcompiler.targets.files import (
     PROJECT_FILE,
     check_project_dir,
-    output_values,
     resolve_input_steps,
     save_inputs,
     write_project_dir,
@@ -357,9 +356,9 @@ class Target:
                 board=board,
                 executor=executor,
                 mode=mode,
-                inputs=save_inputs(stage, steps, model_info),
-                outputs=output_values(model_info),
+                models=[runner_model(model_info, save_inputs(stage, steps, model_info))],  # a table of one
                 steps=len(steps),
+                share_arena=False,
                 input_origin="given" if input is not None or input_steps is not None else "seeded random",
             )
             if mode == HOST_DRIVEN:
@@ -387,10 +386,10 @@ class Target:
 
     @staticmethod
     def main_template(values: dict, host_driven_main: str) -> str:
-        """The template of the project's src/main.c: main.c.j2, or ``host_driven_main`` for a
-        host-driven project; their ``models_`` variant for several models (targets/multi.py)."""
-        name = host_driven_main if values["mode"] == HOST_DRIVEN else "main.c.j2"
-        return "models_" + name if "models" in values else name
+        """The template of the project's src/main.c, for one model or several: main.c.j2 (which
+        includes project_templates/models/runners.c.j2), or ``host_driven_main`` for a host-driven
+        project (which includes project_templates/models/rpc_server.c.j2)."""
+        return host_driven_main if values["mode"] == HOST_DRIVEN else "main.c.j2"
 
     # ---- build ----
 

@@ -19,8 +19,9 @@ from microcompiler import resources
 from microcompiler.codegen.c_arrays import c_array, c_initializer
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import MicrocompilerError
+from microcompiler.host import input_prefix
 from microcompiler.inputs import check_input, load_inputs, random_inputs
-from microcompiler.ir import c_type, np_dtype
+from microcompiler.ir import c_type
 from microcompiler.outdir import check_output_dir, check_path_is_safe, listed_files, read_manifest, replace_output_dir
 
 PROJECT_FILE = "microcompiler-project.json"
@@ -55,11 +56,11 @@ def resolve_input_steps(input: Any, input_steps: Any, info: ModelInfo) -> list[l
     return [resolve_inputs(step, info) for step in input_steps]
 
 
-def save_inputs(
-    stage: Path, steps: list[list[np.ndarray]], info: ModelInfo, folder: str = "inputs", prefix: str = "g_"
-) -> list[dict]:
+def save_inputs(stage: Path, steps: list[list[np.ndarray]], info: ModelInfo, folder: str = "inputs") -> list[dict]:
     """Write <folder>/input<k>.npy (with a leading axis over the steps of a sequence); returns what the
-    templates need to compile each input in (the C array ``<prefix><c_name>``; ``elements``: per step)."""
+    templates need to compile each input in (the C array ``g_<model>_<c_name>`` and its ``definition``;
+    ``elements``: per step), as host.runner_model takes them."""
+    prefix = input_prefix(info.name)
     (stage / folder).mkdir(parents=True)
     values = []
     for k, meta in enumerate(info.inputs):
@@ -69,19 +70,13 @@ def save_inputs(
         values.append(
             {
                 **meta.to_json(),
+                "array": f"{prefix}{meta.c_name}",
                 "elements": max(1, per_step[0].size),
                 "initializer": c_initializer(arr),
                 "definition": c_array(f"{prefix}{meta.c_name}", c_type(meta.dtype), arr),
             }
         )
     return values
-
-
-def output_values(info: ModelInfo) -> list[dict]:
-    return [
-        {**meta.to_json(), "elements": max(1, meta.bytes // np.dtype(np_dtype(meta.dtype)).itemsize)}
-        for meta in info.outputs
-    ]
 
 
 # ---- The output directory ----

@@ -22,7 +22,7 @@ from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.errors import MicrocompilerError
-from microcompiler.host import render_template
+from microcompiler.host import render_template, runner_model
 from microcompiler.mlperf import Benchmark, get_benchmark, template_values
 from microcompiler.targets.baremetal import BareMetal
 from microcompiler.targets.base import STANDALONE, Log, Project, RunResult, Target, quiet, read_project_info, register
@@ -104,6 +104,7 @@ class MlperfFirmware(Target):
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         assert self._benchmark is not None, "fill outside create"
         dut = template_values(values["model_info"], self._benchmark, values["board"].name)
+        values = dict(values, models=[runner_model(values["model_info"])])  # the input: a buffer the protocol fills
         super().fill(stage, values, stack_bytes)
         main = render_template(resources.templates_dir() / MAIN_TEMPLATE_FOLDER, "main.c.j2", **values, **dut)
         (stage / "src" / "main.c").write_text(main)

@@ -5,14 +5,15 @@
     DIR/models/<name>/              each model library (microcompiler compile), its metadata.json
     DIR/models/<name>/host_driven.json   host-driven mode: the plan the host walks for that model
     DIR/inputs/<name>/input<k>.npy  the input compiled in for each model
-    DIR/src/models.c, src/models.h  runs every model once and reports each (standalone mode)
-    DIR/src/main.c                  the template's main: the report around run_models(), or the RPC
-                                    server that serves every model, picked by name
+    DIR/src/main.c                  as for one model: standalone, every model's runner (project_templates/
+                                    models/runners.c.j2) and the template's main(), which runs each
+                                    once into one report; host-driven, one RPC server for every
+                                    model, picked by name (project_templates/models/rpc_server.c.j2)
 
 Every C symbol of a library starts with its model's name (``<name>_run``, ``<name>_<layer>``,
 ``<name>_registry``, ...; arenas, scratch and weights are static), so distinct names that are no
 prefix of one another never clash. ``share_arena`` gives every model the one arena
-``mc_shared_arena`` defined in main.c, as large as the largest model's, instead of one each:
+``mc_shared_arena`` defined in src/main.c, as large as the largest model's, instead of one each:
 allowed only when the models never run at the same time (see :func:`check_can_share_arena`).
 """
 
@@ -21,18 +22,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from microcompiler import resources
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
 from microcompiler.errors import MicrocompilerError
-from microcompiler.host import render_template
+from microcompiler.host import runner_model
 from microcompiler.inputs import random_inputs
 from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, check_executor, get_target, quiet, templates
-from microcompiler.targets.files import check_project_dir, output_values, save_inputs, write_project_dir
+from microcompiler.targets.files import check_project_dir, save_inputs, write_project_dir
 
-MODELS_TEMPLATES = "models"  # project_templates/models: src/models.c and src/models.h
 # The RPC server searches at most MC_RPC_MAX_REGISTRIES (4) registries: one per model plus the
 # registry of the models' <name>_run functions.
 MAX_HOST_DRIVEN_MODELS = 3
@@ -191,10 +190,8 @@ def create_models_project(
         for lib, meta in zip(libraries, infos):
             name = meta.name
             lib.write(stage / "models" / name)
-            inputs = save_inputs(
-                stage, [random_inputs(meta.inputs)], meta, folder=f"inputs/{name}", prefix=f"g_{name}_"
-            )
-            models_values.append(dict(name=name, NAME=name.upper(), inputs=inputs, outputs=output_values(meta)))
+            inputs = save_inputs(stage, [random_inputs(meta.inputs)], meta, folder=f"inputs/{name}")
+            models_values.append(runner_model(meta, inputs))
             if mode == HOST_DRIVEN:
                 from microcompiler.rpc.plan import ModelPlan
 
@@ -214,18 +211,12 @@ def create_models_project(
             shared_arena=SHARED_ARENA,
             include_dirs=[f"models/{m.name}/include" for m in infos],
             input_origin="seeded random",
-            inputs=[],
-            outputs=[],
+            steps=1,
         )
-        source = "models.c.j2"
         if mode == HOST_DRIVEN:
             from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
 
             values["pool_headroom"] = DEFAULT_POOL_HEADROOM
-            source = "models_rpc.c.j2"
-        folder = resources.templates_dir() / MODELS_TEMPLATES
-        (stage / "src" / "models.h").write_text(render_template(folder, "models.h.j2", **values))
-        (stage / "src" / "models.c").write_text(render_template(folder, source, **values))
         target.fill(stage, values, stack)
 
     return Project.load(write_project_dir(out_dir, fill, info))

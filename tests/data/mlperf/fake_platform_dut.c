@@ -94,7 +94,9 @@ static mc_status_t fake_finish(void) {
 
 static const void* const g_outputs[] = {g_output};
 static const size_t g_output_bytes[] = {sizeof(g_output)};
-static const mc_runner_t g_runner = {fake_prepare, fake_infer, fake_finish, 1u, g_outputs, g_output_bytes, NULL, NULL};
+static void fake_reset(void) {}
+
+static const mc_runner_t g_runner = {fake_prepare, fake_infer, fake_finish, fake_reset, 1u, g_outputs, g_output_bytes, NULL};
 
 static const mc_mlperf_dut_config_t g_config = {
     "fake", "kws01", FORMAT, SCORES, g_load, sizeof(g_load), g_input, ELEMENTS, 0.5f, 3, g_output, OUTPUTS,
