@@ -409,6 +409,16 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
 /* SOFTMAX(beta=1.0), operator 6: 'probabilities' */
 void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
   /* exp(beta * scale * (x - max)) in gemmlowp fixed point: differences in Q5.26 (multiplier 2029189376, left shift 20); below -1984: 0 */
+  enum {
+    DIFF_MIN = -1984, /* x - max below this: exp rounds to 0 */
+    INPUT_LEFT_SHIFT = 20, /* with INPUT_MULTIPLIER: x - max into Q5.26 */
+    EXP_INTEGER_BITS = 5, /* the differences in Q5.26 */
+    SUM_INTEGER_BITS = 12, /* the sum of the exponentials in Q12.19 */
+    OUTPUT_BITS = 8,
+    OUTPUT_MIN = -128, /* the output zero point: probability 0 */
+    OUTPUT_MAX = 127
+  };
+  const int32_t INPUT_MULTIPLIER = 2029189376;
   int c;
   const int8_t* x = input0;
   int8_t* y = output0;
@@ -422,22 +432,22 @@ void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
   }
   for (c = 0; c < 4; ++c) {
     const int32_t diff = (int32_t)x[c] - max;
-    if (diff >= -1984) {
-      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
-      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, 5), 0, 12));
+    if (diff >= DIFF_MIN) {
+      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << INPUT_LEFT_SHIFT), INPUT_MULTIPLIER);
+      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS), 0, SUM_INTEGER_BITS));
     }
   }
-  reciprocal = mc_fp_reciprocal(sum_of_exps, 12, &num_bits_over_unit);
-  exponent = num_bits_over_unit + 23;
+  reciprocal = mc_fp_reciprocal(sum_of_exps, SUM_INTEGER_BITS, &num_bits_over_unit);
+  exponent = num_bits_over_unit + 31 - OUTPUT_BITS;
   for (c = 0; c < 4; ++c) {
     const int32_t diff = (int32_t)x[c] - max;
-    if (diff >= -1984) {
-      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
-      const int32_t e = mc_fp_exp_on_negative_values(scaled, 5);
-      const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + (-128);
-      y[c] = (int8_t)MC_CLAMP(out, -128, 127);
+    if (diff >= DIFF_MIN) {
+      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << INPUT_LEFT_SHIFT), INPUT_MULTIPLIER);
+      const int32_t e = mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS);
+      const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + OUTPUT_MIN;
+      y[c] = (int8_t)MC_CLAMP(out, OUTPUT_MIN, OUTPUT_MAX);
     } else {
-      y[c] = -128;
+      y[c] = OUTPUT_MIN;
     }
   }
 }

@@ -233,7 +233,8 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv1_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv1_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
-  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
+  enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
   int ky, kx;
   int oy, ox;
@@ -316,10 +317,10 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         for (oc = 0; oc < 8; oc += 4, w += 64, q += MC_MVE_RECORD) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
-          a0 = mc_v4_requant(a0, q, 0);
-          a1 = mc_v4_requant(a1, q, 0);
-          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
-          mc_v4_store_s8(out + 8 + oc, 4, a1, OUTPUT_ZERO_POINT, -128, 127);
+          a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
+          a1 = mc_v4_requant(a1, q, ANY_LEFT_SHIFT);
+          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
+          mc_v4_store_s8(out + 8 + oc, 4, a1, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
         }
       }
 
@@ -358,7 +359,8 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv3_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv3_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
-  enum { OUTPUT_ZERO_POINT = -128 };
+  enum { OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
   int oy, ox;
   int n, oc;
@@ -408,10 +410,10 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
         for (oc = 0; oc < 16; oc += 4, w += 64, q += MC_MVE_RECORD) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
-          a0 = mc_v4_requant(a0, q, 0);
-          a1 = mc_v4_requant(a1, q, 0);
-          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
-          mc_v4_store_s8(out + 16 + oc, 4, a1, OUTPUT_ZERO_POINT, -128, 127);
+          a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
+          a1 = mc_v4_requant(a1, q, ANY_LEFT_SHIFT);
+          mc_v4_store_s8(out + oc, 4, a0, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
+          mc_v4_store_s8(out + 16 + oc, 4, a1, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
         }
       }
 
@@ -424,6 +426,8 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
   /* mve-channels8: 8x8 windows, never clipped; 8 channels per step summed in int16 lanes
    * (Helium VLDRB.S16 + VADD.I16), divided by 64 rounding half away from zero (the division as a
    * multiplication by 67108864 and a right shift by 32 + 0, exact for every reachable sum). */
+  const int32_t WINDOW_SIZE = 64, DIVISION_MULTIPLIER = 67108864, DIVISION_SHIFT = 0;
+  enum { ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
   int c;
   {
     const int8_t* in = input0;
@@ -431,7 +435,7 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
     const int8_t* window = in;
     for (c = 0; c < 16; c += 8) {
       mc_mve_avgpool8(out + c, window + c, 8, 8, 16, 0,
-                      64, 67108864, 0, -128, 127);
+                      WINDOW_SIZE, DIVISION_MULTIPLIER, DIVISION_SHIFT, ACTIVATION_MIN, ACTIVATION_MAX);
 
     }
   }
@@ -446,7 +450,8 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_logits_weights); per block of 4 channels the
    * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_logits_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
-  enum { OUTPUT_ZERO_POINT = 12 };
+  enum { OUTPUT_ZERO_POINT = 12, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   {
     const int8_t* x_b = input0;
     int8_t* out = output0;
@@ -459,8 +464,8 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
         {
           mc_v4 a0;
           mc_mve_dot_1x4_rows(x0, 16, w, 1, 1, &a0);
-          a0 = mc_v4_requant(a0, q, 0);
-          mc_v4_store_s8(out, 4, a0, OUTPUT_ZERO_POINT, -128, 127);
+          a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
+          mc_v4_store_s8(out, 4, a0, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
         }
       }
 
@@ -471,6 +476,16 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
 /* SOFTMAX(beta=1.0), operator 6: 'probabilities' */
 void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
   /* exp(beta * scale * (x - max)) in gemmlowp fixed point: differences in Q5.26 (multiplier 2029189376, left shift 20); below -1984: 0 */
+  enum {
+    DIFF_MIN = -1984, /* x - max below this: exp rounds to 0 */
+    INPUT_LEFT_SHIFT = 20, /* with INPUT_MULTIPLIER: x - max into Q5.26 */
+    EXP_INTEGER_BITS = 5, /* the differences in Q5.26 */
+    SUM_INTEGER_BITS = 12, /* the sum of the exponentials in Q12.19 */
+    OUTPUT_BITS = 8,
+    OUTPUT_MIN = -128, /* the output zero point: probability 0 */
+    OUTPUT_MAX = 127
+  };
+  const int32_t INPUT_MULTIPLIER = 2029189376;
   int c;
   const int8_t* x = input0;
   int8_t* y = output0;
@@ -484,22 +499,22 @@ void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
   }
   for (c = 0; c < 4; ++c) {
     const int32_t diff = (int32_t)x[c] - max;
-    if (diff >= -1984) {
-      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
-      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, 5), 0, 12));
+    if (diff >= DIFF_MIN) {
+      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << INPUT_LEFT_SHIFT), INPUT_MULTIPLIER);
+      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS), 0, SUM_INTEGER_BITS));
     }
   }
-  reciprocal = mc_fp_reciprocal(sum_of_exps, 12, &num_bits_over_unit);
-  exponent = num_bits_over_unit + 23;
+  reciprocal = mc_fp_reciprocal(sum_of_exps, SUM_INTEGER_BITS, &num_bits_over_unit);
+  exponent = num_bits_over_unit + 31 - OUTPUT_BITS;
   for (c = 0; c < 4; ++c) {
     const int32_t diff = (int32_t)x[c] - max;
-    if (diff >= -1984) {
-      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << 20), 2029189376);
-      const int32_t e = mc_fp_exp_on_negative_values(scaled, 5);
-      const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + (-128);
-      y[c] = (int8_t)MC_CLAMP(out, -128, 127);
+    if (diff >= DIFF_MIN) {
+      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << INPUT_LEFT_SHIFT), INPUT_MULTIPLIER);
+      const int32_t e = mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS);
+      const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + OUTPUT_MIN;
+      y[c] = (int8_t)MC_CLAMP(out, OUTPUT_MIN, OUTPUT_MAX);
     } else {
-      y[c] = -128;
+      y[c] = OUTPUT_MIN;
     }
   }
 }
