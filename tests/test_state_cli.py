@@ -95,10 +95,17 @@ def test_bench_refuses_a_sequence(model, tmp_path):
     )
 
 
-def test_zephyr_standalone_refuses_a_sequence(model, tmp_path):
-    """Zephyr's standalone firmware runs one input set: a sequence is refused in one line."""
-    proc = cli("run", model, "--board", "mps2_an386", "--template", "zephyr", "--steps", 2, "--keep", tmp_path / "p")
-    assert_one_line_error(proc, "runs one input set", "--mode host-driven")
+def test_zephyr_standalone_takes_a_sequence_but_its_mlperf_variant_does_not():
+    """Zephyr's standalone firmware runs a sequence as bare metal's does (tests/test_zephyr.py); the
+    MLPerf DUT on Zephyr runs the protocol's inputs and refuses one."""
+    from microcompiler.errors import MicrocompilerError
+    from microcompiler.targets import get_target
+
+    for template in ("baremetal", "zephyr"):
+        for mode in ("standalone", "host-driven"):
+            get_target(template).check_sequence(mode)
+    with pytest.raises(MicrocompilerError, match="not a sequence"):
+        get_target("mlperf-zephyr").check_sequence("standalone")
 
 
 def test_mlperf_template_refuses_a_sequence():

@@ -120,6 +120,33 @@ def test_graph_executor_project_uses_the_graph_executor(hello, tmp_path):
     assert "mc_graph_run(&g_graph)" in main and "HELLO_WORLD_INT8_GRAPH_POOL_BYTES" in main
 
 
+def test_standalone_firmware_runs_a_sequence_and_reports_each_round_whole(hello, tmp_path):
+    """Zephyr's standalone firmware runs a sequence of input sets as bare metal does (the one model
+    template, project_templates/models/runners.c.j2), then resets the state and reports the whole
+    sequence again every second: the host reads one round whole, even after a torn one."""
+    from microcompiler.targets.base import decode_report, get_target
+
+    target = get_target("zephyr")
+    steps = [[np.array([[k]], dtype=np.int8)] for k in (5, -7, 9)]
+    project = target.create(hello, load_board("mps2_an385"), tmp_path / "p", input_steps=steps)
+    main = (project.dir / "src" / "main.c").read_text()
+    assert project.steps == 3 and "#define MODEL_STEPS 3u" in main and "g_hello_world_int8_input0 + step * 1u" in main
+    assert "mc_runner_run_all(g_models, MODEL_COUNT, MODEL_STEPS, " in main and "mc_runner_reset_all(" in main
+
+    def report(value: int) -> str:
+        return f"MC-BEGIN\r\noutput0 {value & 0xFF:02x}\r\nticks {100 + value}\r\nhz 1000\r\nMC-END 0\r\n"
+
+    rounds = [report(1) + report(2) + report(3) + "MC-STEPS-END\r\n"] * 2
+    torn = rounds[0][rounds[0].index("hz 1000") :]  # a late reader: the tail of the first step, then two whole steps
+    text = torn + rounds[1]
+    pattern = target.report_pattern(3)
+    assert pattern.search(torn.encode()) is None and pattern.search(text.encode()).group(0).decode() == rounds[1]
+    result = decode_report(target.report_text(text, 3), hello.info)
+    assert [int(step[0].ravel()[0]) for step in result.step_outputs] == [1, 2, 3]
+    assert result.step_ticks == [101, 102, 103]
+    assert target.report_text(report(4) + report(5), 1) == report(4)  # one input set: one whole report
+
+
 def test_boards_zephyr_knows_are_the_boards_in_boards_dir():
     targets = {load_board(name).zephyr_board for name in board_names()} - {None}
     assert targets <= set(zephyr.KNOWN_BOARDS), "add the board's Zephyr facts (checked in Zephyr's source)"

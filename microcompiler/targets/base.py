@@ -280,7 +280,6 @@ class Target:
     name: ClassVar[str]
     label: ClassVar[str | None] = None  # how run's summary names the target ("Zephyr"); None: no mention
     firmware_project: ClassVar[bool] = True  # create-project writes it (listed by templates())
-    report_pattern: ClassVar[re.Pattern] = _REPORT_DONE  # read the link until this matches
     template_folder: ClassVar[str | None] = None  # project_templates/<this> (default: the name)
     options: ClassVar[tuple[str, ...]] = ()  # create-project options of this template only (mlperf: benchmark)
     several_models: ClassVar[bool] = False  # its mains run several models (docs/multiple_models.md)
@@ -495,19 +494,23 @@ class Target:
         if port is None:
             self.load(project, log)
         started = time.monotonic()
-        pattern = self.report_pattern if project.steps == 1 else SEQUENCE_DONE
         with self.open_link(project, port=port, log=log) as link:
-            text = link.read_until(pattern, timeout).decode(errors="replace")
+            text = link.read_until(self.report_pattern(project.steps), timeout).decode(errors="replace")
         log(f"report received after {time.monotonic() - started:.1f} s")
-        text = self.report_text(text)
+        text = self.report_text(text, project.steps)
         if not project.models:
             return decode_report(text, project.info)
         results = {m.name: decode_report(model_report(text, m.name), m) for m in project.model_infos}
         first = results[project.model]
         return RunResult(first.outputs, first.ticks, first.hz, first.stack_bytes, text, models=results)
 
-    def report_text(self, text: str) -> str:
-        """The part of what the firmware printed that holds its report."""
+    def report_pattern(self, steps: int) -> re.Pattern:
+        """Read the link until this matches: the report, or a sequence's ``steps`` reports and
+        MC-STEPS-END (or an abort)."""
+        return _REPORT_DONE if steps == 1 else SEQUENCE_DONE
+
+    def report_text(self, text: str, steps: int) -> str:
+        """The part of what the firmware printed that holds its report (``steps`` of them)."""
         return text
 
 

@@ -238,14 +238,22 @@ def copy_own_board(dest: Path, name: str, source: Path) -> None:
 
 
 # A whole report: its start, its end, nothing torn (a late reader may see the tail of one first).
-_WHOLE_REPORT = re.compile(rb"MC-BEGIN\r?\n(?:(?!MC-BEGIN).)*?MC-END[^\n]*\n|MC-ABORT[^\n]*\n", re.S)
+_WHOLE_REPORT = rb"MC-BEGIN\r?\n(?:(?!MC-BEGIN).)*?MC-END[^\n]*\n"
+
+
+def whole_reports(steps: int) -> re.Pattern:
+    """One whole round of the standalone firmware's reports (it reports again and again): one report,
+    or a sequence's ``steps`` reports in a row and MC-STEPS-END; or an abort. Nothing torn: a late
+    reader may see the tail of an earlier round first."""
+    if steps == 1:
+        return re.compile(_WHOLE_REPORT + rb"|MC-ABORT[^\n]*\n", re.S)
+    return re.compile(rb"(?:" + _WHOLE_REPORT + rb"){%d}MC-STEPS-END[^\n]*\n|MC-ABORT[^\n]*\n" % steps, re.S)
 
 
 @register
 class Zephyr(Target):
     name = TEMPLATE
     label = "Zephyr"
-    report_pattern = _WHOLE_REPORT
     several_models = True
 
     # ---- create ----
@@ -306,6 +314,10 @@ class Zephyr(Target):
             (stage / "boards" / f"{stem}.conf").write_text(fragment)
         if target in OWN_BOARDS:
             copy_own_board(stage / OWN_BOARDS_DIR, OWN_BOARDS[target], template_dir / "own_boards")
+
+    def check_sequence(self, mode: str) -> None:
+        """Both modes run a sequence: standalone firmware runs its input sets in order (and, after a
+        reset, again every REPORT_PERIOD_MS), as bare metal does."""
 
     def console_use(self, mode: str) -> str:
         """What the console UART carries (prj.conf's comments)."""
@@ -369,8 +381,11 @@ class Zephyr(Target):
     def device_name(self, project: Project, port: str | None) -> str:
         return f"{project.board.name} (Zephyr)"
 
-    def report_text(self, text: str) -> str:
-        match = _WHOLE_REPORT.search(text.encode())
+    def report_pattern(self, steps: int) -> re.Pattern:
+        return whole_reports(steps)
+
+    def report_text(self, text: str, steps: int) -> str:
+        match = whole_reports(steps).search(text.encode())
         return match.group(0).decode(errors="replace") if match else text
 
 
