@@ -43,15 +43,27 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_step(const int16_t* x, const 
   return w;
 }
 
-/* Four rows at once: acc[j] += x . (row j) over `words` pairs of x (words even), the rows stored
- * interleaved per pair (w[4 * s + j] is pair s of row j). x needs 2-byte alignment only, w word
- * alignment (the weights are read two words per load). Returns w past the pairs read. */
-static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32_t* w, int32_t words,
-                                                   int32_t acc[4]) {
+/* The weights of the four-row dot products: int16 pairs (mc_dot4_s16_step) or int8 words widened
+ * in registers (mc_dot4_s16_s8_step, below). */
+enum { MC_ROWS_S16 = 0, MC_ROWS_S8 = 1 };
+
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_s8_step(const int16_t* x, const int32_t* w, int32_t a[4]);
+
+/* The loop of the four-row dot products over the first `taps` int16 of x (x at 2-byte alignment;
+ * taps a multiple of 4, of 8 with two steps per iteration), then one more step of 4 if odd_step:
+ * the sums in locals (registers) rather than through acc, one step of 4 taps per iteration or two
+ * (the loop control once per 16 or 32 SMLAD). weights and two_per_iteration are constants, folded
+ * where this is inlined. Returns w past the words read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_rows(const int16_t* x, const int32_t* w, int32_t taps, int32_t odd_step,
+                                                    int32_t weights, int32_t two_per_iteration, int32_t acc[4]) {
   int32_t a[4];
-  const int16_t* const end = x + 2 * words;
+  const int16_t* const end = x + taps;
   a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
-  for (; x < end; x += 4) w = mc_dot4_s16_step(x, w, a);
+  for (; x < end; x += two_per_iteration ? 8 : 4) {
+    w = weights == MC_ROWS_S8 ? mc_dot4_s16_s8_step(x, w, a) : mc_dot4_s16_step(x, w, a);
+    if (two_per_iteration) w = weights == MC_ROWS_S8 ? mc_dot4_s16_s8_step(x + 4, w, a) : mc_dot4_s16_step(x + 4, w, a);
+  }
+  if (odd_step) w = weights == MC_ROWS_S8 ? mc_dot4_s16_s8_step(x, w, a) : mc_dot4_s16_step(x, w, a);
   acc[0] = a[0];
   acc[1] = a[1];
   acc[2] = a[2];
@@ -59,22 +71,19 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32
   return w;
 }
 
+/* Four rows at once: acc[j] += x . (row j) over `words` pairs of x (words even), the rows stored
+ * interleaved per pair (w[4 * s + j] is pair s of row j). x needs 2-byte alignment only, w word
+ * alignment (the weights are read two words per load). Returns w past the pairs read. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16(const int16_t* x, const int32_t* w, int32_t words,
+                                                   int32_t acc[4]) {
+  return mc_dot4_rows(x, w, 2 * words, 0, MC_ROWS_S16, 0, acc);
+}
+
 /* mc_dot4_s16 with two steps (8 taps) per iteration, `words` a multiple of 4: the loop control
  * once per 16 SMLAD instead of once per 8. */
 static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_x2(const int16_t* x, const int32_t* w, int32_t words,
                                                       int32_t acc[4]) {
-  int32_t a[4];
-  const int16_t* const end = x + 2 * words;
-  a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
-  for (; x < end; x += 8) {
-    w = mc_dot4_s16_step(x, w, a);
-    w = mc_dot4_s16_step(x + 4, w, a);
-  }
-  acc[0] = a[0];
-  acc[1] = a[1];
-  acc[2] = a[2];
-  acc[3] = a[3];
-  return w;
+  return mc_dot4_rows(x, w, 2 * words, 0, MC_ROWS_S16, 1, acc);
 }
 
 /* One row: acc + x . w over `words` pairs (words even; w word-aligned). */
@@ -118,19 +127,7 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_s8_step(const int16_t* x, con
  * Returns w past the words read. */
 static MC_ALWAYS_INLINE const int32_t* mc_dot4_s16_s8(const int16_t* x, const int32_t* w, int32_t steps,
                                                       int32_t acc[4]) {
-  int32_t a[4];
-  const int16_t* const end = x + 4 * (steps & ~1);
-  a[0] = acc[0], a[1] = acc[1], a[2] = acc[2], a[3] = acc[3];
-  for (; x < end; x += 8) {
-    w = mc_dot4_s16_s8_step(x, w, a);
-    w = mc_dot4_s16_s8_step(x + 4, w, a);
-  }
-  if (steps & 1) w = mc_dot4_s16_s8_step(x, w, a);
-  acc[0] = a[0];
-  acc[1] = a[1];
-  acc[2] = a[2];
-  acc[3] = a[3];
-  return w;
+  return mc_dot4_rows(x, w, 4 * (steps & ~1), steps & 1, MC_ROWS_S8, 1, acc);
 }
 
 /* One row: acc + x . w over `steps` steps of 4 taps (one word each). */
