@@ -280,7 +280,7 @@ def generate_library(
     states, state_names = state_arrays(graph, layers, {id(s): layer_names(s) for s in graph.subgraphs.values()})
     params.state_names = state_names[id(graph)]
     functions = [_emit_function(graph, op, name, params, features, tuning, layers[op.index]) for op in graph.operators]
-    shared = share_bodies(graph, functions, name)
+    shared = share_bodies(graph, functions, name, frozenset(h.name for h in params.helpers))
 
     def emit_subgraph_op(sub: Graph, op: Operator, prefix: str, layer: str) -> OpFunction:
         params.state_names = state_names[id(sub)]

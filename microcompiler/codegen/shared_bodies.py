@@ -25,6 +25,7 @@ from microcompiler.ir import Graph, Operator
 from microcompiler.ops.plan import KernelPlan
 
 REGISTER_ARGUMENTS = 4  # the Arm procedure call standard passes the first four arguments in r0-r3
+STATIC_LOCAL = re.compile(r"^\s*static\b", re.M)
 
 
 @dataclass
@@ -90,20 +91,26 @@ def _param_name(array: str, owner: str, taken: set[str], k: int) -> str:
     return name
 
 
-def share_bodies(graph: Graph, functions: list, prefix: str) -> list[SharedBody]:
+def share_bodies(
+    graph: Graph, functions: list, prefix: str, reserved: frozenset[str] = frozenset()
+) -> list[SharedBody]:
     """Group ``functions`` (codegen's OpFunction: ``name``, ``params``, ``body``, ``arrays``, ``op``,
     ``variant``) by their body with their own arrays abstracted; every group of two or more gets one
-    SharedBody and its members' bodies become a call to it. Returns the shared bodies, in the order
-    of their first caller."""
+    SharedBody and its members' bodies become a call to it. A body with a ``static`` local is not
+    shared (its initializer names the layer's arrays, which in a shared body would be parameters).
+    ``reserved``: other C names of the model the shared bodies' names must not take (the kernels'
+    helpers). Returns the shared bodies, in the order of their first caller."""
     groups: dict[tuple, list] = {}
     templates = {}
     for fn in functions:
+        if STATIC_LOCAL.search(fn.body):
+            continue
         text, used = _template(fn.body, fn.arrays)
         key = (text, tuple(c for c, _, _ in fn.params), tuple(p for _, p, _ in fn.params), tuple(c for _, c in used))
         templates[id(fn)] = (text, used)
         groups.setdefault(key, []).append(fn)
     shared: list[SharedBody] = []
-    taken_names: set[str] = {fn.name for fn in functions}
+    taken_names: set[str] = {fn.name for fn in functions} | set(reserved)
     for members in groups.values():
         first = members[0]
         text, used = templates[id(first)]
