@@ -135,7 +135,13 @@ def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) ->
     ram_objects = (f"{name}_arena", f"{name}_scratch")
     weights = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith(model_prefix) and n not in ram_objects)
     model_code = sum(s for n, t, s in syms if t == "FUNC" and n.startswith(model_prefix))
-    test_input = sum(s for n, t, s in syms if t == "OBJECT" and n.startswith("g_input"))
+    from microcompiler.host import input_prefix
+
+    # main.c's arrays of the model's inputs and outputs: g_<model>_input0, g_<model>_output0, ...
+    # (host.input_prefix; not the runner's tables of their addresses and sizes, g_<model>_outputs and
+    # g_<model>_output_bytes: those are const, in flash)
+    prefix = re.escape(input_prefix(name))
+    test_input = sum(s for n, t, s in syms if t == "OBJECT" and re.fullmatch(rf"{prefix}input\d+", n))
     flash = (
         sections.get(".text", 0)
         + sections.get(".ARM.exidx", 0)
@@ -144,9 +150,7 @@ def footprint(elf: Path, name: str, stack_high_water: int | None, meta: dict) ->
     )
     runtime_code = flash - weights - model_code - test_input
     arena = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_arena")
-    # The output buffers g_output0, g_output1, ... (not the runner's table of their addresses, g_outputs,
-    # nor g_output_bytes: those are const, in flash).
-    outputs = sum(s for n, t, s in syms if t == "OBJECT" and re.fullmatch(r"g_output\d+", n))
+    outputs = sum(s for n, t, s in syms if t == "OBJECT" and re.fullmatch(rf"{prefix}output\d+", n))
     data_bss = sections.get(".data", 0) + sections.get(".bss", 0)
     scratch = sum(s for n, t, s in syms if t == "OBJECT" and n == f"{name}_scratch")
     return dict(
