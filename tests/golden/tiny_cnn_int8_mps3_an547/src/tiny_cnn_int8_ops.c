@@ -123,8 +123,7 @@ static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x
           const int oc = ic;
           const int8_t* wk = weights;
           const int32_t bias = q[0] >> 8, mq = q[1];
-          int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << RIGHT_SHIFT) >> 1;
-          MC_IN_REGISTER(cq);
+          const int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << RIGHT_SHIFT) >> 1;
           const int32_t w0_0 = mc_pack16(2 * wk[0], 2 * wk[1]), w0_1 = mc_pack16(2 * wk[2], 0);
           const int32_t w1_0 = mc_pack16(2 * wk[3], 2 * wk[4]), w1_1 = mc_pack16(2 * wk[5], 0);
           const int32_t w2_0 = mc_pack16(2 * wk[6], 2 * wk[7]), w2_1 = mc_pack16(2 * wk[8], 0);
