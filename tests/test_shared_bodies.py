@@ -208,8 +208,8 @@ def test_helpers_merge_their_cases_unless_a_case_differs():
 
     sink = ParamSink("m")
 
-    def render(helper):
-        return "".join(helper.cases.values())
+    def render(cases):
+        return "".join(cases.values())
 
     a = sink.helper("f", "int x", {5: "five;", 6: "six;"}, render, "cases {cases}", "m_a")
     b = sink.helper("f", "int x", {6: "six;", 7: "seven;"}, render, "cases {cases}", "m_b")
@@ -218,3 +218,23 @@ def test_helpers_merge_their_cases_unless_a_case_differs():
     merged, other = sink.helpers
     assert merged.body == "five;six;seven;" and merged.description == "cases 5, 6, 7"
     assert merged.callers == ["m_a", "m_b"] and other.callers == ["m_c"]
+
+
+def test_helpers_with_the_same_cases_but_another_body_are_not_merged():
+    """Two planes layers of one shape whose output zero points differ have the same case code (it
+    names OUTPUT_ZERO_POINT) but not the same enum around it: one function each."""
+    from microcompiler.ops.base import ParamSink
+
+    sink = ParamSink("m")
+
+    def head(zero_point):
+        return lambda cases: f"enum {{ OUTPUT_ZERO_POINT = {zero_point} }};" + "".join(cases.values())
+
+    a = sink.helper("f", "int x", {5: "five;"}, head(-128), "cases {cases}", "m_a")
+    b = sink.helper("f", "int x", {5: "five;"}, head(3), "cases {cases}", "m_b")
+    c = sink.helper("f", "int x", {6: "six;"}, head(-128), "cases {cases}", "m_c")
+    assert (a, b, c) == ("m_f", "m_f_2", "m_f")
+    assert [h.body for h in sink.helpers] == [
+        "enum { OUTPUT_ZERO_POINT = -128 };five;six;",
+        "enum { OUTPUT_ZERO_POINT = 3 };five;",
+    ]

@@ -256,13 +256,14 @@ class EmitContext:
         return self.params.scratch(nbytes)
 
     def helper(
-        self, what: str, params: str, cases: dict[int, str], render: Callable[[Helper], str], comment: str
+        self, what: str, params: str, cases: dict[int, str], render: Callable[[dict[int, str]], str], comment: str
     ) -> str:
         """A ``static void`` function of the model (C name ``<model>_<what>``) with this parameter
-        list, defined before the operators; the operator calls it. Its body is ``render(helper)``
+        list, defined before the operators; the operator calls it. Its body is ``render(cases)``
         over the cases every caller asked for (a switch over them, say): layers asking for the same
         ``what`` and parameters share one function, its cases the union of theirs, as long as the
-        cases they both ask for have the same code (else a function of their own). ``comment`` says
+        cases they both ask for have the same code and their ``render`` gives the same body for the
+        union (else a function of their own). ``comment`` says
         what it computes, ``{cases}`` in it standing for its cases."""
         return self.params.helper(what, params, cases, render, comment, self.prefix)
 
@@ -275,13 +276,13 @@ class Helper:
     what: str  # what it computes: the C name without the model's prefix and without a _2 of its own
     params: str
     cases: dict[int, str]  # case -> its code, the union over the callers
-    render: Callable[[Helper], str]  # the body from the cases
+    render: Callable[[dict[int, str]], str]  # the body from the cases
     comment: str  # what it computes; "{cases}" in it stands for the list of its cases
     callers: list[str] = field(default_factory=list)
 
     @property
     def body(self) -> str:
-        return self.render(self)
+        return self.render(self.cases)
 
     @property
     def description(self) -> str:
@@ -355,11 +356,22 @@ class ParamSink:
         return name
 
     def helper(
-        self, what: str, params: str, cases: dict[int, str], render: Callable[[Helper], str], comment: str, caller: str
+        self,
+        what: str,
+        params: str,
+        cases: dict[int, str],
+        render: Callable[[dict[int, str]], str],
+        comment: str,
+        caller: str,
     ) -> str:
         for h in self.helpers:
-            if (h.what, h.params) == (what, params) and all(h.cases.get(k, c) == c for k, c in cases.items()):
-                h.cases = dict(sorted({**h.cases, **cases}.items()))
+            if (h.what, h.params) != (what, params) or any(h.cases.get(k, c) != c for k, c in cases.items()):
+                continue
+            merged = dict(sorted({**h.cases, **cases}.items()))
+            # the same body for both callers: what lies outside the cases (an output zero point in an
+            # enum, say) must agree too
+            if h.render(merged) == render(merged):
+                h.cases = merged
                 if caller not in h.callers:
                     h.callers.append(caller)
                 return h.name

@@ -206,7 +206,7 @@ def _runs_function(ctx, g, values: dict, shifts: list[int]) -> str:
         "other; a run's channels have the same requantization right shift, one of {cases}"
     )
 
-    def render(helper) -> str:
-        return ctx.render(template, **{**values, **arrays, "runs_cases": helper.cases})
+    def render(runs_cases: dict[int, str]) -> str:
+        return ctx.render(template, **{**values, **arrays, "runs_cases": runs_cases})
 
     return ctx.helper(what, "const int8_t* x_b, int8_t* y_b, const mc_planes_run_t* run", cases, render, comment)
