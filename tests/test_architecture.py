@@ -29,7 +29,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
     # a .tflite file to a model library: the IR, importer, kernels, passes, C generation, the pipeline
     "compile": ("ir", "templating", "inputs", "frontend", "ops", "passes", "codegen", "compiler"),
     # boards and what runs on them: transports, firmware reports, host programs, RPC client, projects
-    "device": ("boards", "timing", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
+    "device": ("zephyr", "boards", "timing", "transport", "standalone", "host", "mlperf", "rpc", "targets"),
     # firmware projects made, kept and reopened: create_project, estimate_footprint
     "projects": ("project",),
     # work made of compiling and running: tuning, validation against the oracle, analysis, reports
