@@ -78,6 +78,7 @@ class Board:
     uart: Peripheral | None = None
     timer: Peripheral | None = None
     qemu_machine: str | None = None  # set when the board is emulated
+    qemu_args: tuple[str, ...] = ()  # more qemu-system-arm arguments the machine needs ([qemu] args)
     zephyr_board: str | None = None
     zephyr_facts: ZephyrBoardFacts | None = None  # None: not checked against Zephyr's source
     usb_ids: tuple[str, ...] = ()  # "VID:PID" of the USB serial adapter, hardware boards
@@ -173,6 +174,15 @@ def _peripheral(table: dict | None, where: str) -> Peripheral | None:
 _ZEPHYR_FACTS = {"fpu": bool, "entropy": bool, "source": str}
 
 
+def _qemu_args(table: dict, where: str) -> tuple[str, ...]:
+    args = table.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise BoardError(
+            f"{where} [qemu]: 'args' must be a list of strings (qemu-system-arm arguments), got {args!r}"
+        )
+    return tuple(args)
+
+
 def _zephyr_facts(table: dict, where: str) -> ZephyrBoardFacts | None:
     given = [key for key in _ZEPHYR_FACTS if key in table]
     if not given:
@@ -226,6 +236,7 @@ def load_board_file(path: str | Path) -> Board:
         uart=_peripheral(data.get("uart"), f"{where} [uart]"),
         timer=_peripheral(data.get("timer"), f"{where} [timer]"),
         qemu_machine=data.get("qemu", {}).get("machine"),
+        qemu_args=_qemu_args(data.get("qemu", {}), where),
         zephyr_board=data.get("zephyr", {}).get("board"),
         zephyr_facts=_zephyr_facts(data.get("zephyr", {}), where),
         usb_ids=tuple(hardware.get("usb_ids", [])),

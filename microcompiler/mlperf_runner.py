@@ -33,6 +33,7 @@ from pathlib import Path
 
 from microcompiler.cleanup import Interrupted
 from microcompiler.errors import DeviceError, MicrocompilerError, ToolchainError
+from microcompiler.transport.qemu import qemu_run_args
 
 RUNNER_ENV = "MLPERF_TINY_RUNNER"  # the folder with runner/, run_official_runner.py, devices_pty.yaml
 RUNNER_PACKAGES = ("serial", "yaml", "numpy", "sklearn", "matplotlib", "usb")
@@ -269,6 +270,7 @@ def run_runner(
     dataset: str | Path,
     elf: str | Path | None = None,
     qemu_machine: str | None = None,
+    qemu_args: tuple[str, ...] = (),
     port: str | None = None,
     tests: str | Path | None = None,
     timeout: float = 1800.0,
@@ -276,7 +278,8 @@ def run_runner(
     window_seconds: float = WINDOW_HOST_SECONDS,
 ) -> RunnerResult:
     """Run the official runner in ``mode`` ("p" performance, "a" accuracy) against ``elf`` in QEMU
-    (``qemu_machine``) or against a board on ``port``. Sessions go to work_dir/runner/sessions/."""
+    (``qemu_machine``, with the board file's ``[qemu] args``) or against a board on ``port``. Sessions go
+    to work_dir/runner/sessions/."""
     if mode not in ("p", "a"):
         raise MicrocompilerError(f"unknown runner mode {mode!r}: use p (performance) or a (accuracy)")
     if (port is None) == (qemu_machine is None):
@@ -298,20 +301,7 @@ def run_runner(
             qemu_log = Path(tmp) / "qemu.log"
             with open(qemu_log, "wb") as out:
                 qemu = children.start(
-                    [
-                        QEMU,
-                        "-M",
-                        qemu_machine,
-                        "-nographic",
-                        "-monitor",
-                        "none",
-                        "-serial",
-                        "pty",
-                        "-icount",
-                        "shift=0",
-                        "-kernel",
-                        str(elf),
-                    ],
+                    [QEMU, *qemu_run_args(qemu_machine, str(elf), qemu_args)],
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,

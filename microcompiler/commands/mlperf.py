@@ -102,6 +102,7 @@ def run(args) -> int:
         dataset=dataset,
         elf=built.elf,
         qemu_machine=None if args.port else board.qemu_machine,
+        qemu_args=board.qemu_args,
         port=args.port,
         tests=args.tests,
         timeout=args.timeout,

@@ -419,7 +419,7 @@ class Target:
 
             elf = self.require_elf(project)
             log(f"starting QEMU ({board.qemu_machine}) with {elf.name}")
-            return QemuTransport(board.qemu_machine, elf)
+            return QemuTransport.for_board(board, elf)
         from microcompiler.transport.serial import SerialTransport
 
         if port is None and not board.usb_ids:

@@ -29,13 +29,13 @@ EXIT_WAIT_SECONDS = 5.0
 _PTY_LINE = re.compile(r"char device redirected to (\S+) \(label serial0\)")
 
 
-def qemu_command(
-    machine: str, kernel: str | Path, qmp_socket: str | Path, qemu: str = QEMU, extra_args: tuple[str, ...] = ()
-) -> list[str]:
+def qemu_run_args(machine: str, kernel: str | Path, machine_args: tuple[str, ...] = ()) -> list[str]:
+    """What every QEMU microcompiler starts is told: the machine (and the arguments the board file's
+    ``[qemu] args`` adds to it), no display or monitor, UART0 on a pty, ``-icount shift=0``, the ELF."""
     return [
-        qemu,
         "-M",
         machine,
+        *machine_args,
         "-nographic",
         "-monitor",
         "none",
@@ -45,6 +45,21 @@ def qemu_command(
         "shift=0",
         "-kernel",
         str(kernel),
+    ]
+
+
+def qemu_command(
+    machine: str,
+    kernel: str | Path,
+    qmp_socket: str | Path,
+    qemu: str = QEMU,
+    extra_args: tuple[str, ...] = (),
+    machine_args: tuple[str, ...] = (),
+) -> list[str]:
+    """QemuTransport's command: started paused (-S), resumed over QMP; ``extra_args`` go last."""
+    return [
+        qemu,
+        *qemu_run_args(machine, kernel, machine_args),
         "-S",
         "-qmp",
         f"unix:{qmp_socket},server=on,wait=off",
@@ -63,14 +78,14 @@ class QemuTransport(Transport):
     """Start ``qemu -M machine -kernel elf``; the transport is the guest's first UART.
 
     Closing the transport stops QEMU. ``QemuTransport.for_board(board, elf)`` takes the machine
-    from a board description.
+    and its arguments (``[qemu] machine`` and ``args``) from a board description.
     """
 
     @classmethod
     def for_board(cls, board, kernel: str | Path, **options) -> QemuTransport:
         if not board.emulated:
             raise DeviceError(f"board {board.name} is not emulated (no [qemu] machine in its board file)")
-        return cls(board.qemu_machine, kernel, **options)
+        return cls(board.qemu_machine, kernel, machine_args=board.qemu_args, **options)
 
     def __init__(
         self,
@@ -79,6 +94,7 @@ class QemuTransport(Transport):
         *,
         qemu: str = QEMU,
         extra_args: tuple[str, ...] = (),
+        machine_args: tuple[str, ...] = (),
         start_timeout: float = 15.0,
     ):
         if shutil.which(qemu) is None:
@@ -97,7 +113,7 @@ class QemuTransport(Transport):
             qmp_path = self._dir / QMP_SOCKET
             with open(self._log_path, "wb") as log:
                 self._proc = cleanup.spawn(
-                    qemu_command(machine, kernel, qmp_path, qemu, extra_args),
+                    qemu_command(machine, kernel, qmp_path, qemu, extra_args, machine_args),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
