@@ -177,9 +177,7 @@ _ZEPHYR_FACTS = {"fpu": bool, "entropy": bool, "source": str}
 def _qemu_args(table: dict, where: str) -> tuple[str, ...]:
     args = table.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise BoardError(
-            f"{where} [qemu]: 'args' must be a list of strings (qemu-system-arm arguments), got {args!r}"
-        )
+        raise BoardError(f"{where} [qemu]: 'args' must be a list of strings (qemu-system-arm arguments), got {args!r}")
     return tuple(args)
 
 

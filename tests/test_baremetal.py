@@ -33,6 +33,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps3_an547"]
+# Boards whose share of the matrix (the aot executor) is a long test: tests/test_mps2_an521.py runs
+# KWS on the Cortex-M33 in the default suite.
+LONG_BOARDS = ["mps2_an521"]
 MODELS = [
     "tflm/hello_world_int8",
     "tflm/hello_world_float",
@@ -142,7 +145,9 @@ def _assert_same(got: list[np.ndarray], want: list[np.ndarray], what: str) -> No
         )
 
 
-MATRIX = [(m, b, e) for m in MODELS for b, e in _combos(m)]
+MATRIX = [(m, b, e) for m in MODELS for b, e in _combos(m)] + [
+    pytest.param(m, b, "aot", marks=pytest.mark.long) for m in MODELS for b in LONG_BOARDS
+]
 
 
 @pytest.mark.parametrize("model,board,executor", MATRIX)
@@ -216,7 +221,7 @@ def _patched_project(tmp_path: Path, shared_models: Path, board: str, body: str)
     return project.dir
 
 
-@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("board", BOARDS + LONG_BOARDS)
 def test_timer_counts_instructions_at_the_board_rate(tmp_path, shared_models, board):
     """Under -icount shift=0 one instruction is one virtual ns: a known loop checks timer_hz."""
     loop = (

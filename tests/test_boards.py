@@ -16,13 +16,19 @@ from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, DeviceError, ToolchainError
 from microcompiler.project import check_fits, create_project, estimate_footprint
 from microcompiler.transport.base import Transport
+from microcompiler.transport.qemu import qemu_command
 
 EMULATED = {
     "mps2_an385": ("cortex-m3", "mps2-an385"),
     "mps2_an386": ("cortex-m4", "mps2-an386"),
     "mps2_an500": ("cortex-m7", "mps2-an500"),
     "mps3_an547": ("cortex-m55", "mps3-an547"),
+    "mps2_an521": ("cortex-m33", "mps2-an521"),
 }
+# Emulated boards without a Zephyr board in their file, and the (flash, RAM) origins of the boards
+# that boot Secure on an ARMv8-M SSE and use the Secure aliases.
+BAREMETAL_ONLY = {"mps2_an521"}
+SECURE_ORIGINS = {"mps2_an521": (0x10000000, 0x38000000)}
 HARDWARE = {
     "nucleo_f746zg": ("nucleo_f746zg", "0483:374b", "openocd", 1024 * 1024, 320 * 1024),
     "nucleo_l4r5zi": ("nucleo_l4r5zi", "0483:374b", "stm32cubeprogrammer", 2048 * 1024, 640 * 1024),
@@ -45,8 +51,8 @@ def test_emulated_board(name):
     assert board.cpu.core == core and f"-mcpu={core}" in board.cpu.cflags and "-mthumb" in board.cpu.cflags
     assert board.platform == "cmsdk" and board.uart.kind == "cmsdk"
     assert board.timer.kind in ("cmsdk", "sse_system_timer") and board.timer.get("hz") > 0
-    assert board.zephyr_board and not board.usb_ids and board.runner is None
-    assert board.flash.origin == 0 and board.ram.origin == 0x20000000
+    assert bool(board.zephyr_board) == (name not in BAREMETAL_ONLY) and not board.usb_ids and board.runner is None
+    assert (board.flash.origin, board.ram.origin) == SECURE_ORIGINS.get(name, (0, 0x20000000))
     # Cortex-M3 has neither DSP instructions nor an FPU; the others have both.
     assert ("dsp" in board.cpu.features) == (core != "cortex-m3")
     assert board.cpu.has_fpu == (core != "cortex-m3")
@@ -59,6 +65,17 @@ def test_mps2_peripherals_are_the_qemu_ones():
     an547 = load_board("mps3_an547")
     assert an547.uart.base == 0x49303000 and an547.weights_region.name == "SRAM"
     assert "mve" in an547.cpu.features
+
+
+def test_mps2_an521_is_the_m33_with_qemus_cpu0_given_fpu_and_dsp():
+    board = load_board("mps2_an521")
+    assert board.cpu.fpu == "fpv5-sp-d16" and board.cpu.features == {"dsp", "fpu"}
+    assert (board.uart.base, board.timer.base, board.timer.get("hz")) == (0x50200000, 0x50000000, 20_000_000)
+    assert board.qemu_args == ("-global", "sse-200.CPU0_FPU=on", "-global", "sse-200.CPU0_DSP=on")
+    command = qemu_command(board.qemu_machine, "fw.elf", "q.sock", machine_args=board.qemu_args)
+    assert command[:7] == ["qemu-system-arm", "-M", "mps2-an521", *board.qemu_args]
+    assert command[command.index("-icount") + 1] == "shift=0" and "-S" in command
+    assert load_board("mps2_an386").qemu_args == ()
 
 
 @pytest.mark.parametrize("name", sorted(HARDWARE))
@@ -133,6 +150,10 @@ def test_board_file_errors_are_board_errors(tmp_path):
         load_board(_write_board(tmp_path, 'name = "x"\n'))
     with pytest.raises(BoardError, match="cannot read board file"):
         load_board(_write_board(tmp_path, "name = \n"))
+    with pytest.raises(BoardError, match=r"\[qemu\]: 'args' must be a list of strings .*got '-global x'"):
+        load_board(
+            _write_board(tmp_path, BASE.format(ram_kind='"ram"') + '[qemu]\nmachine = "m"\nargs = "-global x"\n')
+        )
     with pytest.raises(BoardError, match="has no flash region"):
         load_board(_write_board(tmp_path, BASE.format(ram_kind='"ram"').replace('kind = "flash"', 'kind = "ram"')))
 
