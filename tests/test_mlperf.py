@@ -240,7 +240,7 @@ def _errors(lines: list[str]) -> list[str]:
 def test_bad_input_gets_error_lines_and_the_device_keeps_answering(firmware, model_file):
     project = firmware("kws01")
     data = np.random.default_rng(7).integers(-128, 128, 490, dtype=np.int8).tobytes()
-    with QemuTransport(project.board.qemu_machine, project.elf) as link:
+    with QemuTransport.for_board(project.board, project.elf) as link:
         dut = Dut(link)
         assert dut("name") == [f"m-name-dut-[microcompiler kws_ref_model on {BOARD}]"]
         assert "m-model-[kws01]" in dut("profile")
@@ -274,13 +274,15 @@ def test_bad_input_gets_error_lines_and_the_device_keeps_answering(firmware, mod
         assert len(stamp) == 1 and int(stamp[0][len("m-lap-us-") :]) >= laps[1]
 
 
-@pytest.mark.parametrize("board", ["mps2_an385", "mps2_an500", "mps3_an547"])
+@pytest.mark.parametrize(
+    "board", ["mps2_an385", "mps2_an500", "mps3_an547", pytest.param("mps2_an521", marks=pytest.mark.long)]
+)
 def test_mlperf_firmware_on_every_emulated_board(board, firmware, model_file):
     """The same protocol on the other emulated boards (other cores, the SSE-300 system timer)."""
     assert load_board(board).emulated
     project = firmware("kws01", board)
     data = np.random.default_rng(3).integers(-128, 128, 490, dtype=np.int8).tobytes()
-    with QemuTransport(project.board.qemu_machine, project.elf) as link:
+    with QemuTransport.for_board(project.board, project.elf) as link:
         dut = Dut(link)
         assert dut.load(data) == ["m-load-done"]
         lines = dut("infer 2 0")
