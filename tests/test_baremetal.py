@@ -33,8 +33,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps3_an547"]
-# Boards whose share of the matrix (the aot executor) is a long test: tests/test_mps2_an521.py runs
-# KWS on the Cortex-M33 in the default suite.
+# Boards whose share of the matrix (the aot executor) is a long test (tests/test_mps2_an521.py runs
+# KWS on the Cortex-M33 in the default suite); the timer check runs on them in the default suite too.
 LONG_BOARDS = ["mps2_an521"]
 MODELS = [
     "tflm/hello_world_int8",
