@@ -146,8 +146,8 @@ def graph_sources(graph: Graph, functions) -> dict[str, str]:
 #include "microcompiler/graph_executor.h"
 
 /* Bytes of the pool the graph executor needs: activations, inputs and outputs, then the pointer
- * table of one operator call. The state the model
- * keeps across inferences is not in it: {name}_reset() (in {name}.h) restores it. */
+ * table of one operator call. The state the model keeps across inferences is not in it:
+ * {name}_reset() (in {name}.h) restores it. */
 #define {name.upper()}_GRAPH_POOL_BYTES {pool_bytes}
 /* The most tensor arguments one operator function takes ({name}_registry.max_args). */
 #define {name.upper()}_GRAPH_MAX_ARGS {max_args(functions)}
