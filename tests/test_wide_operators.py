@@ -10,7 +10,6 @@ import pytest
 from harness import assert_matches_oracle, cli, compile_bytes
 from model_builder import ModelBuilder, concatenation_options
 from movement_models import pack_options, side_by_side, split_options, split_v_options, unpack_options
-
 from oracle import Oracle
 
 from microcompiler.api import open_model

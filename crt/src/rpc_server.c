@@ -332,7 +332,6 @@ static void send_busy(const mc_rpc_server_t* server, uint16_t seq) {
 
 static void handle_call(mc_rpc_server_t* server, reader_t* body, uint16_t seq) {
   mc_op_fn fn = NULL;
-  void* const* args = server->call_args;
   uint64_t ticks = 0;
   mc_status_t status = prepare_call(server, body, NULL, &fn);
   if (status != MC_OK) {
@@ -341,9 +340,9 @@ static void handle_call(mc_rpc_server_t* server, reader_t* body, uint16_t seq) {
   }
   send_busy(server, seq);
   if (mc_platform_timer_start() != MC_OK) {
-    fn(args);
+    fn(server->call_args);
   } else {
-    fn(args);
+    fn(server->call_args);
     if (mc_platform_timer_stop(&ticks) != MC_OK) ticks = 0;
   }
   reply_put(server, ticks, 8);
@@ -524,10 +523,7 @@ mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* 
   /* The call table: the pool's last bytes (8-aligned, like the pool), pointers first. */
   server->max_args = MC_RPC_CALL_ARGS(widest);
   table_bytes = MC_RPC_CALL_TABLE_BYTES(widest);
-  if (pool_bytes < table_bytes) {
-    memset(server, 0, sizeof(*server));
-    return MC_ERR_OUT_OF_MEMORY;
-  }
+  if (pool_bytes < table_bytes) return MC_ERR_OUT_OF_MEMORY;
   server->pool = pool;
   server->pool_bytes = (uint32_t)((pool_bytes - table_bytes) & ~(size_t)(MC_RPC_POOL_ALIGN - 1u));
   server->call_args = (void**)(void*)(pool + server->pool_bytes);
