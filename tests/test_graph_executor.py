@@ -1,4 +1,6 @@
-"""The on-device graph executor refuses damaged descriptions and bad calls (C, built with ASan+UBSan)."""
+"""The on-device graph executor refuses damaged descriptions and bad calls (C, built with ASan+UBSan):
+every byte of the description set to several values, the variable-length operator records grown,
+shrunk and cut, the pointer table (the pool's end) misaligned."""
 
 import subprocess
 
@@ -12,7 +14,7 @@ CHECKS = r"""
 #include "hello_world_int8_graph.h"
 #include "microcompiler/status.h"
 
-static union { uint8_t bytes[HELLO_WORLD_INT8_GRAPH_POOL_BYTES]; int64_t align; } pool;
+static union { uint8_t bytes[HELLO_WORLD_INT8_GRAPH_POOL_BYTES + 8]; int64_t align; } pool;
 static uint8_t damaged[4096];
 static int failures;
 
@@ -36,18 +38,51 @@ int main(void) {
   expect(mc_graph_init(&g, hello_world_int8_graph, n - 1, &hello_world_int8_registry, pool.bytes,
                        sizeof(pool.bytes)) == MC_ERR_BAD_GRAPH, "a truncated description");
   expect(mc_graph_init(&g, hello_world_int8_graph, n, &hello_world_int8_registry, pool.bytes,
-                       sizeof(pool.bytes) - 1) == MC_ERR_OUT_OF_MEMORY, "a pool one byte too small");
-  /* Every single-byte corruption is either refused or still runs within the pool (ASan checks). */
+                       HELLO_WORLD_INT8_GRAPH_POOL_BYTES - 1) == MC_ERR_OUT_OF_MEMORY, "a pool one byte too small");
+  /* Every byte set to other values is either refused or still runs within the pool (ASan checks). */
   for (i = 0; i < n && n <= sizeof(damaged); ++i) {
-    memcpy(damaged, hello_world_int8_graph, n);
-    damaged[i] ^= 0xFF;
-    if (mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) == MC_OK)
-      (void)mc_graph_run(&g);
+    static const uint8_t values[] = {0x00, 0x01, 0x02, 0x7F, 0x80, 0xFF};
+    size_t v;
+    for (v = 0; v <= sizeof(values); ++v) {
+      memcpy(damaged, hello_world_int8_graph, n);
+      damaged[i] = v == sizeof(values) ? (uint8_t)(damaged[i] ^ 0xFF) : values[v];
+      if (mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) == MC_OK)
+        (void)mc_graph_run(&g);
+      else
+        expect(mc_graph_run(&g) == MC_ERR_INVALID_ARGUMENT, "a refused description does not run");
+    }
   }
   memcpy(damaged, hello_world_int8_graph, n);
   damaged[0] = 'X';
   expect(mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) ==
          MC_ERR_BAD_GRAPH, "a wrong magic");
+  {
+    /* The first operator record: after the header, the slots and the input and output lists. */
+    size_t first = 20u + 8u * (hello_world_int8_graph[4] | (hello_world_int8_graph[5] << 8)) +
+                   2u * (hello_world_int8_graph[8] + hello_world_int8_graph[9]);
+    size_t argc = hello_world_int8_graph[first + 2];
+    expect(argc >= 1 && hello_world_int8_graph[10] == HELLO_WORLD_INT8_GRAPH_MAX_ARGS, "the record's count");
+    memcpy(damaged, hello_world_int8_graph, n);
+    damaged[first + 2] = (uint8_t)(argc + 1u); /* one slot more: the records no longer end at the names */
+    damaged[10] = (uint8_t)(argc + 1u);
+    expect(mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) ==
+           MC_ERR_BAD_GRAPH, "a record one slot longer");
+    memcpy(damaged, hello_world_int8_graph, n);
+    damaged[first + 2] = (uint8_t)(argc - 1u);
+    expect(mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) ==
+           MC_ERR_BAD_GRAPH, "a record one slot shorter");
+    memcpy(damaged, hello_world_int8_graph, n);
+    damaged[10] = (uint8_t)(argc - 1u); /* max_args below a record's count */
+    expect(mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) ==
+           MC_ERR_BAD_GRAPH, "a record wider than max_args");
+    memcpy(damaged, hello_world_int8_graph, n);
+    damaged[first + 3] = 0x01; /* 256 more slots than there are bytes */
+    expect(mc_graph_init(&g, damaged, n, &hello_world_int8_registry, pool.bytes, sizeof(pool.bytes)) ==
+           MC_ERR_BAD_GRAPH, "a record past the end");
+  }
+  expect(mc_graph_init(&g, hello_world_int8_graph, n, &hello_world_int8_registry, pool.bytes + 1,
+                       sizeof(pool.bytes) - 1) == MC_ERR_INVALID_ARGUMENT, "a pool not aligned for pointers");
+  expect(mc_graph_run(&g) == MC_ERR_INVALID_ARGUMENT, "nor does it run after a refused init");
   printf("%d failures\n", failures);
   return failures != 0;
 }

@@ -16,7 +16,6 @@ import pytest
 
 from microcompiler.codegen import graph_description
 from microcompiler.rpc import framing
-from microcompiler.rpc import plan as rpc_plan
 from microcompiler.rpc import protocol as P
 from microcompiler.targets import multi
 
@@ -54,17 +53,17 @@ TWINS: dict[str, int] = {
     **_MC_STATUS,
     "MC_STATUS_COUNT": len(_MC_STATUS),
     "MC_RPC_MAX_REGISTRIES": multi.MAX_HOST_DRIVEN_MODELS + 1,  # one per model + the models' run registry
-    "MC_GRAPH_MAX_ARGS": graph_description.MAX_ARGS,
-    "HEADER_BYTES": rpc_plan._HEADER.size,
+    "MC_GRAPH_ARG_BYTES": graph_description.ARG_BYTES,
+    "HEADER_BYTES": graph_description.HEADER.size,
     "SLOT_BYTES": struct.calcsize("<II"),
-    "OP_BYTES": struct.calcsize("<HBB") + 2 * graph_description.MAX_ARGS,
+    "OP_HEADER_BYTES": graph_description.OP_HEADER.size,
 }
 
 # Device limits the host reads at run time (HELLO and BOOT report them) or never needs
 DEVICE_ONLY = {
     "MC_RPC_MAX_PAYLOAD",
     "MC_RPC_MAX_ALLOCATIONS",
-    "MC_RPC_MAX_ARGS",  # HELLO's reply carries them
+    "MC_RPC_MAX_ARGS",  # HELLO's reply carries them (max_args: MC_RPC_CALL_ARGS of the registries)
     "MC_RPC_MAX_MODELS",
     "MC_RPC_MAX_TIMED_RUNS",
     "MC_RPC_POOL_ALIGN",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import time
@@ -45,6 +46,24 @@ def test_typed_arguments_reach_the_function(session):
     dst2 = session.alloc(8)
     session.call("add_scale", src.at(4 * 10), -1, 2.0, dst2, 2)
     np.testing.assert_array_equal(dst2.read_array(np.float32, (2,)), [(x[10] - 1) * 2.0, (x[11] - 1) * 2.0])
+
+
+def test_a_call_the_device_cannot_take_is_refused_before_sending(session):
+    """HELLO's max_args: MC_RPC_MAX_ARGS for a registry that does not say (max_args 0); a wider
+    call, or one whose frame exceeds MC_RPC_MAX_PAYLOAD, is refused on the host in one line."""
+    assert session.device.max_args == 16
+    buf = session.alloc(64)
+    buf.write(bytes(64))
+    session.call("increment", *([buf] * 16))
+    assert buf.read(1) == bytes([16])
+    sent = session.stats["requests"]
+    with pytest.raises(DeviceError, match=r"^CALL increment passes 17 arguments; .* at most 16 per call"):
+        session.call("increment", *([buf] * 17))
+    # a device that took 200 arguments still could not receive 150 of them in one 1024-byte message
+    session.device = dataclasses.replace(session.device, max_args=200)
+    with pytest.raises(DeviceError, match=r"1062-byte message, more than the device's MC_RPC_MAX_PAYLOAD \(1024\)"):
+        session.time("increment", 1, *([buf] * 150))
+    assert session.stats["requests"] == sent
 
 
 def test_memory_copies_are_chunked_to_the_packet_size(session):

@@ -286,41 +286,37 @@ typedef union {
   float as_float32;
 } scalar_slot_t;
 
-typedef struct {
-  mc_op_fn fn;
-  void* args[MC_RPC_MAX_ARGS];
-  scalar_slot_t scalars[MC_RPC_MAX_ARGS];
-} prepared_call_t;
-
-/* Parse "function_id:u16 [number:u32] argc:u8 args" (number only for TIME). */
-static mc_status_t prepare_call(mc_rpc_server_t* server, reader_t* body, uint32_t* number,
-                                prepared_call_t* call) {
+/* Parse "function_id:u16 [number:u32] argc:u8 args" (number only for TIME) into the call table;
+ * the entries past argc are NULL. */
+static mc_status_t prepare_call(mc_rpc_server_t* server, reader_t* body, uint32_t* number, mc_op_fn* fn) {
   uint32_t id = take(body, 2), argc, i;
   const mc_op_entry_t* entry;
+  void** args = server->call_args;
+  scalar_slot_t* scalars = (scalar_slot_t*)server->call_scalars;
   if (number != NULL) *number = take(body, 4);
   argc = take(body, 1);
   if (!body->ok) return MC_ERR_PROTOCOL;
   entry = function_entry(server, id);
   if (entry == NULL || entry->fn == NULL) return MC_ERR_NOT_FOUND;
-  if (argc > MC_RPC_MAX_ARGS) return MC_ERR_INVALID_ARGUMENT;
-  call->fn = entry->fn;
-  for (i = 0; i < MC_RPC_MAX_ARGS; ++i) call->args[i] = NULL;
+  if (argc > server->max_args) return MC_ERR_INVALID_ARGUMENT;
+  *fn = entry->fn;
+  for (i = 0; i < server->max_args; ++i) args[i] = NULL;
   for (i = 0; i < argc; ++i) {
     uint32_t tag = take(body, 1);
     if (tag == MC_RPC_ARG_INT32) {
-      call->scalars[i].as_int32 = (int32_t)take(body, 4);
-      call->args[i] = &call->scalars[i];
+      scalars[i].as_int32 = (int32_t)take(body, 4);
+      args[i] = &scalars[i];
     } else if (tag == MC_RPC_ARG_FLOAT32) {
       uint32_t bits = take(body, 4);
-      memcpy(&call->scalars[i].as_float32, &bits, sizeof(bits));
-      call->args[i] = &call->scalars[i];
+      memcpy(&scalars[i].as_float32, &bits, sizeof(bits));
+      args[i] = &scalars[i];
     } else if (tag == MC_RPC_ARG_TENSOR) {
       uint32_t handle = take(body, 2), offset = take(body, 4);
       mc_rpc_block_t* block = find_block(server, handle);
       if (!body->ok) return MC_ERR_PROTOCOL;
       /* The pointer must land inside the block (at least one byte of it). */
       if (block == NULL || offset >= block->bytes) return MC_ERR_INVALID_ARGUMENT;
-      call->args[i] = server->pool + block->offset + offset;
+      args[i] = server->pool + block->offset + offset;
     } else {
       return MC_ERR_PROTOCOL;
     }
@@ -335,28 +331,29 @@ static void send_busy(const mc_rpc_server_t* server, uint16_t seq) {
 }
 
 static void handle_call(mc_rpc_server_t* server, reader_t* body, uint16_t seq) {
-  prepared_call_t call;
+  mc_op_fn fn = NULL;
   uint64_t ticks = 0;
-  mc_status_t status = prepare_call(server, body, NULL, &call);
+  mc_status_t status = prepare_call(server, body, NULL, &fn);
   if (status != MC_OK) {
     reply_fail(server, status);
     return;
   }
   send_busy(server, seq);
   if (mc_platform_timer_start() != MC_OK) {
-    call.fn(call.args);
+    fn(server->call_args);
   } else {
-    call.fn(call.args);
+    fn(server->call_args);
     if (mc_platform_timer_stop(&ticks) != MC_OK) ticks = 0;
   }
   reply_put(server, ticks, 8);
 }
 
 static void handle_time(mc_rpc_server_t* server, reader_t* body, uint16_t seq) {
-  prepared_call_t call;
+  mc_op_fn fn = NULL;
+  void* const* args = server->call_args;
   uint32_t number = 0, run;
   uint64_t ticks = 0;
-  mc_status_t status = prepare_call(server, body, &number, &call);
+  mc_status_t status = prepare_call(server, body, &number, &fn);
   if (status == MC_OK && (number == 0 || number > MC_RPC_MAX_TIMED_RUNS)) status = MC_ERR_INVALID_ARGUMENT;
   if (status != MC_OK) {
     reply_fail(server, status);
@@ -367,7 +364,7 @@ static void handle_time(mc_rpc_server_t* server, reader_t* body, uint16_t seq) {
     reply_fail(server, MC_ERR_TIMER);
     return;
   }
-  for (run = 0; run < number; ++run) call.fn(call.args);
+  for (run = 0; run < number; ++run) fn(args);
   if (mc_platform_timer_stop(&ticks) != MC_OK) {
     reply_fail(server, MC_ERR_TIMER);
     return;
@@ -413,7 +410,7 @@ static void handle_hello(mc_rpc_server_t* server, uint16_t session, uint16_t seq
   reply_put(server, server->pool_bytes, 4);
   reply_put(server, mc_platform_timer_hz(), 4);
   reply_put(server, server->function_count, 2);
-  reply_put(server, MC_RPC_MAX_ARGS, 1);
+  reply_put(server, server->max_args, 1);
   reply_put(server, MC_RPC_MAX_ALLOCATIONS, 1);
   reply_put(server, server->model_fingerprint, 8);
   send_reply(server);
@@ -507,7 +504,7 @@ static void handle_request(mc_rpc_server_t* server, const uint8_t* payload, size
 
 mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* const* registries,
                                uint32_t registry_count, uint8_t* pool, size_t pool_bytes) {
-  uint32_t r;
+  uint32_t r, widest = 0, table_bytes;
   uint8_t nonce[4] = {0, 0, 0, 0};
   if (server == NULL || registry_count > MC_RPC_MAX_REGISTRIES || (registries == NULL && registry_count > 0))
     return MC_ERR_INVALID_ARGUMENT;
@@ -520,10 +517,17 @@ mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* 
       return MC_ERR_INVALID_ARGUMENT;
     server->registries[r] = registries[r];
     server->function_count += registries[r]->count;
+    if (registries[r]->max_args > widest) widest = registries[r]->max_args;
   }
   server->registry_count = registry_count;
+  /* The call table: the pool's last bytes (8-aligned, like the pool), pointers first. */
+  server->max_args = MC_RPC_CALL_ARGS(widest);
+  table_bytes = MC_RPC_CALL_TABLE_BYTES(widest);
+  if (pool_bytes < table_bytes) return MC_ERR_OUT_OF_MEMORY;
   server->pool = pool;
-  server->pool_bytes = (uint32_t)pool_bytes;
+  server->pool_bytes = (uint32_t)((pool_bytes - table_bytes) & ~(size_t)(MC_RPC_POOL_ALIGN - 1u));
+  server->call_args = (void**)(void*)(pool + server->pool_bytes);
+  server->call_scalars = (void*)(pool + server->pool_bytes + server->max_args * sizeof(void*));
   mc_rpc_decoder_init(&server->decoder, server->rx_buffer, sizeof(server->rx_buffer));
   (void)mc_platform_random(nonce, sizeof(nonce));
   server->boot_nonce = (uint32_t)nonce[0] | ((uint32_t)nonce[1] << 8) | ((uint32_t)nonce[2] << 16) |

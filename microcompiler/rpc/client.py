@@ -519,19 +519,36 @@ class Session:
     def _function(self, function) -> RemoteFunction:
         return function if isinstance(function, RemoteFunction) else self.lookup(function)
 
+    def _call_body(self, head: bytes, args, what: str) -> bytes:
+        """A CALL or TIME body, refused here (one line, nothing sent) when the device cannot take it."""
+        if self.device is not None and len(args) > self.device.max_args:
+            raise DeviceError(
+                f"{what} passes {len(args)} arguments; the device's firmware takes at most "
+                f"{self.device.max_args} per call: rebuild it from this model (create the project again)"
+            )
+        body = head + P.encode_args(args)
+        size = P.REQUEST_HEADER.size + len(body)
+        if size > self.max_payload:
+            raise DeviceError(
+                f"{what} with {len(args)} arguments is a {size}-byte message, more than the device's "
+                f"MC_RPC_MAX_PAYLOAD ({self.max_payload}): build the firmware with -DMC_RPC_MAX_PAYLOAD={size} "
+                "or more (at most 4000)"
+            )
+        return body
+
     def call(self, function, *args) -> int:
         """Run a device function once with args; returns the timer ticks it took on the device."""
         fn = self._function(function)
-        reply = self._check(self._request(P.CALL, struct.pack("<H", fn.id) + P.encode_args(args)), f"CALL {fn.name}")
+        what = f"CALL {fn.name}"
+        reply = self._check(self._request(P.CALL, self._call_body(struct.pack("<H", fn.id), args, what)), what)
         return P.CALL_REPLY.unpack(reply.body)[0]
 
     def time(self, function, number: int, *args) -> tuple[int, int]:
         """Run a function number times back to back on the device: (total ticks, timer hz)."""
         fn = self._function(function)
-        reply = self._check(
-            self._request(P.TIME, struct.pack("<HI", fn.id, number) + P.encode_args(args)), f"TIME {fn.name} x{number}"
-        )
-        return P.TIME_REPLY.unpack(reply.body)
+        what = f"TIME {fn.name} x{number}"
+        body = self._call_body(struct.pack("<HI", fn.id, number), args, what)
+        return P.TIME_REPLY.unpack(self._check(self._request(P.TIME, body), what).body)
 
     def time_evaluator(self, function, number: int = 10, repeat: int = 3):
         """A callable f(*args) -> TimeResult: ``repeat`` measurements of ``number`` runs each, on device."""

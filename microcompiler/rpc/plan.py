@@ -13,12 +13,11 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from microcompiler.codegen.graph_description import MAX_ARGS
+from microcompiler.codegen.graph_description import ARG_BYTES, HEADER, MAGIC, OP_HEADER
 from microcompiler.codegen.model_info import ModelInfo, ModelInfoError
 from microcompiler.errors import MicrocompilerError
 
 PLAN_FILE = "host_driven.json"
-_HEADER = struct.Struct("<4sHHBBHII")
 
 
 @dataclass(frozen=True)
@@ -49,27 +48,39 @@ class ModelPlan:
     def _parse(self) -> None:
         d = self.description
         try:
-            magic, n_slots, n_ops, n_in, n_out, _, pool, n_strings = _HEADER.unpack_from(d)
-            if magic != b"MCG1":
-                raise ValueError("bad magic")
-            pos = _HEADER.size
+            magic, n_slots, n_ops, n_in, n_out, max_args, pool, n_strings = HEADER.unpack_from(d)
+            if magic == b"MCG1":
+                raise MicrocompilerError(
+                    "the host-driven plan was written by an older microcompiler (graph description MCG1); "
+                    "create the project with mode host-driven again"
+                )
+            if magic != MAGIC:
+                raise ValueError(f"magic {magic!r}, not {MAGIC!r}")
+            pos = HEADER.size
             self.slots = [struct.unpack_from("<II", d, pos + 8 * i) for i in range(n_slots)]
             pos += 8 * n_slots
             self.input_slots = list(struct.unpack_from(f"<{n_in}H", d, pos))
             pos += 2 * n_in
             self.output_slots = list(struct.unpack_from(f"<{n_out}H", d, pos))
             pos += 2 * n_out
-            op_bytes = 4 + 2 * MAX_ARGS
-            strings = d[pos + n_ops * op_bytes :]
-            if len(strings) != n_strings:
+            if n_strings > len(d) - pos:
                 raise ValueError("string table size")
+            strings = d[len(d) - n_strings :]
             self.ops = []
-            for i in range(n_ops):
-                name_offset, argc, _ = struct.unpack_from("<HBB", d, pos + i * op_bytes)
-                slots = struct.unpack_from(f"<{argc}H", d, pos + i * op_bytes + 4)
+            for _ in range(n_ops):
+                name_offset, argc = OP_HEADER.unpack_from(d, pos)
+                slots = struct.unpack_from(f"<{argc}H", d, pos + OP_HEADER.size)
+                pos += OP_HEADER.size + 2 * argc
+                if argc > max_args or pos > len(d) - n_strings:
+                    raise ValueError("operator records")
                 name = strings[name_offset : strings.index(b"\0", name_offset)].decode()
                 self.ops.append(PlannedOp(name, tuple(slots)))
-            self.pool_bytes = pool
+            if pos != len(d) - n_strings or ARG_BYTES * max_args > pool:
+                raise ValueError("operator records")
+            # the host allocates the tensors' part: the pointer table at the end is the on-device
+            # graph executor's (the RPC server keeps its own)
+            self.pool_bytes = pool - ARG_BYTES * max_args
+            self.max_args = max_args
         except (struct.error, ValueError, UnicodeDecodeError) as exc:
             raise MicrocompilerError(
                 f"the model's graph description is damaged ({exc}); compile the model again"

@@ -66,6 +66,8 @@ mc_status_t mc_platform_random(uint8_t* buf, size_t len) {
   return MC_OK;
 }
 
+static mc_rpc_server_t g_server;
+
 /* ---- Functions the fuzzer may call: each touches only the first byte of its arguments, which
  * the server guarantees lie inside an allocation (or a scalar slot). ---- */
 
@@ -77,16 +79,16 @@ static void fn_copy_first_byte(void* const* args) {
 
 static void fn_increment_all(void* const* args) {
   size_t i;
-  for (i = 0; i < MC_RPC_MAX_ARGS && args[i] != NULL; ++i) *(uint8_t*)args[i] += 1u;
+  for (i = 0; i < g_server.max_args && args[i] != NULL; ++i) *(uint8_t*)args[i] += 1u;
 }
 
 static const mc_op_entry_t g_entries[] = {
     {"noop", fn_noop}, {"copy_first_byte", fn_copy_first_byte}, {"increment_all", fn_increment_all}};
-static const mc_op_registry_t g_registry = {g_entries, 3u};
-static const mc_op_entry_t g_more_entries[] = {{"model_run", fn_noop}};
-static const mc_op_registry_t g_more_registry = {g_more_entries, 1u};
-
-static mc_rpc_server_t g_server;
+static const mc_op_registry_t g_registry = {g_entries, 3u, 2u};
+/* Wider than MC_RPC_MAX_ARGS: the server's call table (at the pool's end) grows to WIDE_ARGS. */
+#define WIDE_ARGS 9u
+static const mc_op_entry_t g_more_entries[] = {{"model_run", fn_increment_all}};
+static const mc_op_registry_t g_more_registry = {g_more_entries, 1u, WIDE_ARGS};
 static union {
   uint8_t bytes[2048];
   int64_t align;
@@ -121,6 +123,9 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const mc_op_registry_t* registries[2] = {&g_registry, &g_more_registry};
   mc_rpc_decoder_init(&g_checker, g_check_buffer, sizeof(g_check_buffer));
   if (mc_rpc_server_init(&g_server, registries, 2u, g_pool.bytes, sizeof(g_pool.bytes)) != MC_OK) abort();
+  /* ALLOC's memory ends where the call table of WIDE_ARGS arguments begins. */
+  if (g_server.max_args != WIDE_ARGS || g_server.pool_bytes + MC_RPC_CALL_TABLE_BYTES(WIDE_ARGS) > sizeof(g_pool.bytes))
+    abort();
   if (mc_rpc_server_announce(&g_server) != MC_OK) abort();
   if (size == 0) return 0;
   if ((data[0] & 1u) == 0) {

@@ -42,11 +42,14 @@ def session_requests() -> list[bytes]:
         ),
         P.request(P.TIME, s, 9, struct.pack("<HIB", 0, 3, 1) + tensor(2, 15)),
         P.request(P.CALL, s, 9, struct.pack("<HB", 0, 0)),  # a retry: answered from the cache
-        P.request(P.FREE, s, 10, struct.pack("<H", 2)),
-        P.request(P.READ, s, 11, P.READ_BODY.pack(2, 0, 1)),  # stale handle
-        P.request(0x20, s, 12, b""),  # unknown request type
-        P.request(P.BYE, s, 13, b""),
-        P.request(P.ALLOC, s, 14, struct.pack("<I", 8)),  # after BYE: no session
+        # the wide function: as many arguments as its registry's max_args (WIDE_ARGS), then one more
+        P.request(P.CALL, s, 10, struct.pack("<HB", 3, 9) + b"".join(tensor(1, k) for k in range(9))),
+        P.request(P.CALL, s, 11, struct.pack("<HB", 3, 10) + b"".join(tensor(1, k) for k in range(10))),
+        P.request(P.FREE, s, 12, struct.pack("<H", 2)),
+        P.request(P.READ, s, 13, P.READ_BODY.pack(2, 0, 1)),  # stale handle
+        P.request(0x20, s, 14, b""),  # unknown request type
+        P.request(P.BYE, s, 15, b""),
+        P.request(P.ALLOC, s, 16, struct.pack("<I", 8)),  # after BYE: no session
     ]
 
 

@@ -11,7 +11,7 @@
 
 static mc_rpc_server_t g_server;
 static union {
-  uint8_t bytes[16384];
+  uint8_t bytes[16384 + MC_RPC_CALL_TABLE_BYTES(0u)]; /* 16 KB for ALLOC, then the call table */
   int64_t align;
 } g_pool;
 
@@ -61,7 +61,7 @@ static void crash(void* const* args) {
 static const mc_op_entry_t g_entries[] = {
     {"add_scale", add_scale}, {"increment", increment}, {"spin", spin},
     {"sleep_ms", sleep_ms},   {"say_hello", say_hello}, {"crash", crash}};
-static const mc_op_registry_t g_registry = {g_entries, sizeof(g_entries) / sizeof(g_entries[0])};
+static const mc_op_registry_t g_registry = {g_entries, sizeof(g_entries) / sizeof(g_entries[0]), 0u};
 
 int main(void) {
   const mc_op_registry_t* registries[1];

@@ -37,7 +37,8 @@ extern "C" {
 #ifndef MC_RPC_MAX_ALLOCATIONS
 #define MC_RPC_MAX_ALLOCATIONS 32
 #endif
-/* Arguments of one call. */
+/* Arguments every call may pass at least: a registry whose functions take more (its max_args)
+ * raises the server's count, up to 255 (CALL's count is a u8). HELLO advertises the count. */
 #ifndef MC_RPC_MAX_ARGS
 #define MC_RPC_MAX_ARGS 16
 #endif
@@ -65,6 +66,13 @@ extern "C" {
 #if MC_RPC_MAX_ARGS < 1 || MC_RPC_MAX_ARGS > 255
 #error "MC_RPC_MAX_ARGS must be between 1 and 255"
 #endif
+
+/* The arguments one call of a server may pass, for registries whose largest max_args is n. */
+#define MC_RPC_CALL_ARGS(n) ((n) > MC_RPC_MAX_ARGS ? ((n) > 255u ? 255u : (n)) : MC_RPC_MAX_ARGS)
+/* Bytes the server keeps at the end of its pool for the argument table of a call (a pointer and a
+ * 4-byte scalar per argument; 8 >= sizeof(void*)): size the pool with it, HELLO's pool_bytes is
+ * what is left. */
+#define MC_RPC_CALL_TABLE_BYTES(n) ((MC_RPC_CALL_ARGS(n) * 12u + 7u) & ~7u)
 
 /* ---- Protocol constants (docs/rpc.md) ---- */
 
@@ -122,7 +130,10 @@ typedef struct {
   uint32_t registry_count;
   uint32_t function_count;
   uint8_t* pool;
-  uint32_t pool_bytes;
+  uint32_t pool_bytes;  /* for ALLOC: the pool without the call table */
+  uint32_t max_args;    /* of one call: MC_RPC_CALL_ARGS of the registries' largest max_args */
+  void** call_args;     /* the call table at the pool's end: max_args pointers, */
+  void* call_scalars;   /* then max_args 4-byte int32/float32 values */
   mc_rpc_block_t blocks[MC_RPC_MAX_ALLOCATIONS];
 
   mc_rpc_decoder_t decoder;
@@ -143,7 +154,9 @@ typedef struct {
 
 /* Set up the server. registries: registry_count operator registries whose
  * functions become callable (function ids number them in order). pool: device
- * memory for ALLOC, aligned to MC_RPC_POOL_ALIGN. */
+ * memory for ALLOC, aligned to MC_RPC_POOL_ALIGN; its last
+ * MC_RPC_CALL_TABLE_BYTES(largest max_args of the registries) bytes hold the
+ * arguments of a call (MC_ERR_OUT_OF_MEMORY when the pool is smaller). */
 mc_status_t mc_rpc_server_init(mc_rpc_server_t* server, const mc_op_registry_t* const* registries,
                                uint32_t registry_count, uint8_t* pool, size_t pool_bytes);
 

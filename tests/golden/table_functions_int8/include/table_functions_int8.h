@@ -16,7 +16,7 @@ extern "C" {
 
 /* This compiled model's fingerprint: a hash of its constants, kernels, graph and I/O (metadata.json
  * "fingerprint"). Host-driven firmware reports it, so a host never drives another model's firmware. */
-#define TABLE_FUNCTIONS_INT8_FINGERPRINT UINT64_C(0xee7c25a9344b41d1)
+#define TABLE_FUNCTIONS_INT8_FINGERPRINT UINT64_C(0x17da7e9ae55adb43)
 
 /* Bytes of the static activation arena inside table_functions_int8_run(). */
 #define TABLE_FUNCTIONS_INT8_ARENA_BYTES 1024
