@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from microcompiler.errors import ToolchainError
@@ -27,8 +28,15 @@ DOCS = "docs/zephyr.md"
 MIN_ZEPHYR = (3, 7)  # hardware model v2 board targets (mps2/an385, nrf5340dk/nrf5340/cpuapp, ...)
 CONFIG_DIR_VARIABLE = "MICROCOMPILER_CONFIG_DIR"
 RECORD_NAME = "zephyr-base"
-SDK_GLOBS = ("~/zephyr-sdk-*", "~/.local/zephyr-sdk-*", "~/.local/opt/zephyr-sdk-*", "~/bin/zephyr-sdk-*",
-             "/opt/zephyr-sdk-*", "/usr/zephyr-sdk-*", "/usr/local/zephyr-sdk-*")
+SDK_GLOBS = (
+    "~/zephyr-sdk-*",
+    "~/.local/zephyr-sdk-*",
+    "~/.local/opt/zephyr-sdk-*",
+    "~/bin/zephyr-sdk-*",
+    "/opt/zephyr-sdk-*",
+    "/usr/zephyr-sdk-*",
+    "/usr/local/zephyr-sdk-*",
+)
 GNU_ARM_COMPILER = "arm-none-eabi-gcc"
 
 
@@ -40,7 +48,7 @@ class WestNotFoundError(ToolchainError):
     """west is not installed."""
 
 
-def config_dir(environ: dict[str, str] | None = None) -> Path:
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get(CONFIG_DIR_VARIABLE):
         return Path(env[CONFIG_DIR_VARIABLE]).expanduser()
@@ -48,11 +56,11 @@ def config_dir(environ: dict[str, str] | None = None) -> Path:
     return Path(xdg) / "microcompiler"
 
 
-def record_file(environ: dict[str, str] | None = None) -> Path:
+def record_file(environ: Mapping[str, str] | None = None) -> Path:
     return config_dir(environ) / RECORD_NAME
 
 
-def recorded_base(environ: dict[str, str] | None = None) -> Path | None:
+def recorded_base(environ: Mapping[str, str] | None = None) -> Path | None:
     """The workspace the set-up recorded, or None (no record, or an unreadable one)."""
     try:
         text = record_file(environ).read_text(encoding="utf-8", errors="replace").strip()
@@ -61,7 +69,7 @@ def recorded_base(environ: dict[str, str] | None = None) -> Path | None:
     return Path(text).expanduser() if text and "\n" not in text else None
 
 
-def record_base(base: str | Path, environ: dict[str, str] | None = None) -> Path:
+def record_base(base: str | Path, environ: Mapping[str, str] | None = None) -> Path:
     """Remember ``base`` (a Zephyr tree) as the workspace to use when nothing else names one."""
     tree = check_tree(Path(base).expanduser().resolve(), "the workspace to record")
     path = record_file(environ)
@@ -81,7 +89,7 @@ def check_tree(base: Path, where: str) -> Path:
     return base
 
 
-def zephyr_base(explicit: str | Path | None = None, environ: dict[str, str] | None = None) -> Path:
+def zephyr_base(explicit: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
     """The Zephyr tree to build with (the module docstring says where it is looked for)."""
     env = os.environ if environ is None else environ
     if explicit:
@@ -134,7 +142,7 @@ def require_build_tools() -> None:
         )
 
 
-def find_sdk(environ: dict[str, str] | None = None) -> Path | None:
+def find_sdk(environ: Mapping[str, str] | None = None) -> Path | None:
     env = os.environ if environ is None else environ
     if env.get("ZEPHYR_SDK_INSTALL_DIR"):
         return Path(env["ZEPHYR_SDK_INSTALL_DIR"]).expanduser()
@@ -146,7 +154,7 @@ def find_sdk(environ: dict[str, str] | None = None) -> Path | None:
     return None
 
 
-def toolchain_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+def toolchain_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The toolchain variables for a Zephyr build, added to a copy of ``environ``: what the user set
     wins; else the Zephyr SDK if installed; else Debian's arm-none-eabi-gcc as ``gnuarmemb``."""
     env = dict(os.environ if environ is None else environ)
@@ -164,7 +172,7 @@ def toolchain_environment(environ: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
-def gnu_arm_prefix(environ: dict[str, str]) -> str:
+def gnu_arm_prefix(environ: Mapping[str, str]) -> str:
     """The install prefix of arm-none-eabi-gcc (``/usr`` for Debian's): GNUARMEMB_TOOLCHAIN_PATH."""
     compiler = shutil.which(GNU_ARM_COMPILER, path=environ.get("PATH"))
     if compiler is None:
@@ -175,8 +183,36 @@ def gnu_arm_prefix(environ: dict[str, str]) -> str:
     return str(Path(compiler).resolve().parent.parent)
 
 
-def build_environment(base: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+def build_environment(base: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Everything a ``west build`` in this workspace needs: ZEPHYR_BASE and the toolchain."""
     env = toolchain_environment(environ)
     env["ZEPHYR_BASE"] = str(base)
     return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m microcompiler.zephyr.workspace --record DIR``: remember DIR (scripts/setup-debian.sh);
+    ``--show``: print the workspace a build would use."""
+    import argparse
+    import sys
+
+    from microcompiler.errors import MicrocompilerError, printable
+
+    parser = argparse.ArgumentParser(prog="python -m microcompiler.zephyr.workspace", description=main.__doc__)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--record", metavar="DIR", help="the zephyr folder of a west workspace to remember")
+    group.add_argument("--show", action="store_true", help="print the workspace a build would use")
+    args = parser.parse_args(argv)
+    try:
+        if args.record:
+            print(f"recorded {record_base(args.record)}: {Path(args.record).expanduser().resolve()}")
+        else:
+            print(zephyr_base())
+    except MicrocompilerError as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
