@@ -127,7 +127,9 @@ def check_version(base: Path) -> tuple[int, int]:
 def require_west() -> str:
     west = shutil.which("west")
     if west is None:
-        raise WestNotFoundError(f"'west' is not on PATH; install it with: pip install west (see {DOCS})")
+        raise WestNotFoundError(
+            f"'west' is not on PATH; install west: pip install west, and set up a workspace: see {DOCS}"
+        )
     return west
 
 
