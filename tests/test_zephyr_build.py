@@ -322,3 +322,23 @@ def test_the_port_is_found_by_usb_id_in_one_line_when_not_exactly_one(monkeypatc
     ) as info:
         find_port(ids)
     assert "\n" not in str(info.value)
+
+
+def test_port_auto_finds_a_hardware_board_already_running_its_firmware(tmp_path, shared_models, monkeypatch):
+    """run/bench/validate --port auto: nothing is flashed; the port is the one with the board's USB id."""
+    import serial.tools.list_ports
+
+    from microcompiler.compiler import compile_model
+    from microcompiler.errors import MicrocompilerError
+    from microcompiler.project import create_project
+
+    hello = compile_model(shared_models / "tflm" / "hello_world_int8.tflite")
+    project = create_project(hello, "zephyr", "nucleo_l4r5zi", tmp_path / "p")
+    with StandInBoard(b"MC-BEGIN\r\n") as board:
+        monkeypatch.setattr(serial.tools.list_ports, "comports", ports((board.path, 0x0483, 0x374E)))
+        with project.target.open_link(project, port="auto") as link:
+            assert link.port == board.path
+            assert b"MC-BEGIN" in link.read(10, timeout=5.0)
+    emulated = create_project(hello, "zephyr", "mps2_an385", tmp_path / "q")
+    with pytest.raises(MicrocompilerError, match="--port auto finds a hardware board's serial port .* is emulated"):
+        emulated.target.open_link(emulated, port="auto")
