@@ -2,7 +2,7 @@
 
 Each subcommand lives in ``microcompiler/commands/<name>.py`` with ``add_parser(subparsers)`` and a
 ``run(args)`` that returns an exit code. User errors (:class:`MicrocompilerError`) are printed as one
-line on stderr with exit code 2; nothing else is caught, so real bugs keep their tracebacks. SIGINT,
+line on stderr (then their ``details``, one indented line each: a build's first error) with exit code 2; nothing else is caught, so real bugs keep their tracebacks. SIGINT,
 SIGTERM and SIGHUP stop the command cleanly (microcompiler/cleanup.py): exit status 128 + signal.
 """
 
@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
     except MicrocompilerError as exc:
         print(f"microcompiler: error: {printable(str(exc))}", file=sys.stderr)
+        for line in exc.details:  # each its own line, each terminal-safe
+            print(f"  {printable(line)}", file=sys.stderr)
         return 2
     except cleanup.Interrupted as exc:  # SIGINT, SIGTERM, SIGHUP: the stack unwound, closing what it opened
         cleanup.sweep()

@@ -2,12 +2,25 @@
 
 Every error a user can cause (a bad model, an unsupported operator, a board that is too small,
 a silent serial port) is a subclass of :class:`MicrocompilerError`. The CLI prints its message as
-one line and exits non-zero; anything else escaping is a bug in microcompiler.
+one line and exits non-zero; anything else escaping is a bug in microcompiler. An error may carry
+``details``: a few lines that show the problem (a build's first error and its context), printed
+after the message one per line.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterable
 
 
 class MicrocompilerError(Exception):
-    """A problem with the user's input or environment, with a message that says how to fix it."""
+    """A problem with the user's input or environment, with a message that says how to fix it.
+
+    ``details``: lines shown after the message (each its own line, made terminal-safe by the CLI),
+    e.g. the first error of a build log; the message itself stays one line."""
+
+    def __init__(self, *args: object, details: Iterable[str] = ()) -> None:
+        super().__init__(*args)
+        self.details: list[str] = list(details)
 
 
 class ModelFormatError(MicrocompilerError):

@@ -27,7 +27,13 @@ echo "setup: installing microcompiler into .venv" >&2
 
 # The Zephyr workspace (docs/zephyr.md): unpacked once, into $HOME/.cache/zephyr-3.7.1; the tests
 # (tests/conftest.py) take ZEPHYR_BASE and the toolchain variables from the same script.
+# The workspace is recorded (in ~/.config/microcompiler/zephyr-base), so that `microcompiler build`
+# finds it without ZEPHYR_BASE exported; rerunning records the same path again.
 if [ -f ../shared/zephyr/setup-workspace.sh ]; then
   echo "setup: preparing the Zephyr workspace from ../shared/zephyr" >&2
-  PATH="$PWD/.venv/bin:$PATH" bash ../shared/zephyr/setup-workspace.sh >/dev/null
+  exports=$(PATH="$PWD/.venv/bin:$PATH" bash ../shared/zephyr/setup-workspace.sh)
+  zephyr_base=$(printf '%s\n' "$exports" | sed -n 's/.*ZEPHYR_BASE=\([^ ]*\).*/\1/p' | tail -n 1)
+  if [ -n "$zephyr_base" ]; then
+    .venv/bin/python -m microcompiler.zephyr.workspace --record "$zephyr_base" >&2
+  fi
 fi

@@ -286,7 +286,11 @@ def test_missing_zephyr_base_is_one_line_with_the_fix(zephyr_project, tmp_path):
     fake_west = bin_dir / "west"  # found on PATH; never reached
     fake_west.write_text("#!/bin/sh\necho 'this west must not run' >&2\nexit 99\n")
     fake_west.chmod(0o755)
-    env = {**_environment_without_zephyr(), "PATH": str(bin_dir)}
+    info_path = zephyr_project / "microcompiler-project.json"  # a project made where there was no workspace
+    info = json.loads(info_path.read_text())
+    info.pop("zephyr_base", None)
+    info_path.write_text(json.dumps(info))
+    env = {**_environment_without_zephyr(), "PATH": str(bin_dir), "MICROCOMPILER_CONFIG_DIR": str(tmp_path / "cfg")}
     _assert_one_line_error(_cli(["build", str(zephyr_project)], env), "ZEPHYR_BASE is not set", "docs/zephyr.md")
     not_a_tree = tmp_path / "not-zephyr"
     not_a_tree.mkdir()

@@ -82,6 +82,19 @@ def ram_budget(args, board, stack_bytes: int | None = None) -> dict:
     return {"ram_limit": getattr(args, "ram_limit", None), "ram_available": available}
 
 
+def add_zephyr_base_argument(p) -> None:
+    """--zephyr-base DIR: the Zephyr workspace to use (docs/zephyr.md, "Where microcompiler finds Zephyr")."""
+    if any("--zephyr-base" in action.option_strings for action in p._actions):
+        return  # the board arguments have it already
+    p.add_argument(
+        "--zephyr-base",
+        metavar="DIR",
+        default=None,
+        help="Zephyr projects: the zephyr folder of the west workspace to use (default: the one the "
+        "project was created with, else $ZEPHYR_BASE, else the one scripts/setup-debian.sh recorded)",
+    )
+
+
 def add_board_arguments(p, board_required: bool = False) -> None:
     """The options of the commands that run a model on a board (run, bench, validate): the model,
     where it runs (--board, --template, --port, --rpc-timeout), --json and --tuning."""
@@ -99,7 +112,9 @@ def add_board_arguments(p, board_required: bool = False) -> None:
     p.add_argument(
         "--port",
         help="serial port of a real board already running the model's firmware (nothing "
-        "is flashed; emulated boards need none)",
+        "is flashed; emulated boards need none); 'auto': the port whose USB VID:PID is the board's "
+        "debug probe. Without --port, a Zephyr project on a hardware board is built, flashed "
+        "(west flash) and found by its USB id (docs/boards.md)",
     )
     p.add_argument(
         "--rpc-timeout",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from microcompiler.boards import load_board
-from microcompiler.commands.arguments import add_tuning_argument, ram_budget, tuning_for
+from microcompiler.commands.arguments import add_tuning_argument, add_zephyr_base_argument, ram_budget, tuning_for
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.targets import (
@@ -104,6 +104,7 @@ def add_parser(sub) -> None:
         help="with --template mlperf or mlperf-zephyr: the MLPerf Tiny benchmark the firmware serves (docs/mlperf.md)",
     )
     add_tuning_argument(p)
+    add_zephyr_base_argument(p)
     p.set_defaults(func=run)
 
 
@@ -118,6 +119,8 @@ def run(args) -> int:
     if args.names and len(args.names) > 1:
         raise MicrocompilerError(f"one model but {len(args.names)} --name options; give one --name per model")
     options = {"benchmark": args.benchmark} if args.benchmark is not None else {}
+    if args.zephyr_base is not None:  # recorded in the project: build and flash use it
+        options["zephyr_base"] = args.zephyr_base
     board = load_board(args.board)
     model = models[0]
     # compiled here: under its given C name, with the tuning log, the patch grid and the board's RAM budget

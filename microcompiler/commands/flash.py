@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from microcompiler.commands.arguments import positive_seconds
+from microcompiler.commands.arguments import add_zephyr_base_argument, positive_seconds
 from microcompiler.commands.output import print_flash
-from microcompiler.targets import Project
+from microcompiler.targets import load_project
 from microcompiler.timing import measured
 
 
@@ -13,8 +13,9 @@ def add_parser(sub) -> None:
         "flash",
         help="load a built firmware on its board (QEMU for emulated boards) and print what it reports",
         description="Run the firmware built in DIR on its board: emulated boards start QEMU "
-        "(-icount shift=0, so times are exact instruction counts). Prints the "
-        "outputs and the inference time the firmware reports.",
+        "(-icount shift=0, so times are exact instruction counts); Zephyr projects on a hardware "
+        "board are flashed with 'west flash' and read on the board's serial port (found by its USB "
+        "id unless --port names it). Prints the outputs and the inference time the firmware reports.",
     )
     p.add_argument("project", metavar="DIR", help="a built project directory")
     p.add_argument(
@@ -23,13 +24,33 @@ def add_parser(sub) -> None:
         default=300.0,
         help="seconds to wait for the report (default: 300)",
     )
+    p.add_argument(
+        "--runner",
+        metavar="NAME",
+        default=None,
+        help="Zephyr projects on a hardware board: the west flash runner (default: the board's, e.g. "
+        "stm32cubeprogrammer, nrfjprog, openocd, jlink)",
+    )
+    p.add_argument(
+        "--port",
+        default=None,
+        help="hardware boards: the serial port the firmware reports on (default, or 'auto': the port "
+        "whose USB VID:PID is the board's debug probe)",
+    )
+    add_zephyr_base_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    project = Project.load(args.project)
-    result = project.target.flash(project, timeout=args.timeout, log=print if not args.json else lambda _: None)
+    project = load_project(args.project, args.zephyr_base)
+    project.runner = args.runner
+    port = None if args.port == "auto" else args.port
+    log = print if not args.json else lambda _: None
+    if port is not None and not project.board.emulated and not project.board.is_host:
+        project.target.require_elf(project)
+        project.target.load(project, log)  # flash it, then read it on the port given
+    result = project.target.flash(project, timeout=args.timeout, log=log, port=port)
     each = result.models or {project.model: result}
     reports = {
         name: {

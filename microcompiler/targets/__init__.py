@@ -64,7 +64,7 @@ def create_project(
     target = get_target(template)
     for option in options:  # a template's own options (mlperf: benchmark)
         if option not in target.options:
-            raise MicrocompilerError(f"--{option} does not go with --template {template}")
+            raise MicrocompilerError(f"--{option.replace('_', '-')} does not go with --template {template}")
     return target.create(
         model, board, out_dir, executor=executor, mode=mode, input=input, stack_bytes=stack_bytes, **options
     )
@@ -121,16 +121,37 @@ def create_models_project(
     )
 
 
-def build(project_dir: str | Path, log: Log = print) -> BuildResult | None:
-    """Build the project with its template's tools; returns the firmware sizes."""
-    project = Project.load(project_dir)
+def build(project_dir: str | Path, log: Log = print, zephyr_base: str | Path | None = None) -> BuildResult | None:
+    """Build the project with its template's tools; returns the firmware sizes. ``zephyr_base``: the
+    Zephyr workspace to build with instead of the one the project was created with (Zephyr projects)."""
+    project = load_project(project_dir, zephyr_base)
     return project.target.build(project, log=log)
 
 
-def flash(project_dir: str | Path, timeout: float = 300.0, log: Log = print, port: str | None = None) -> RunResult:
-    """Load the built firmware on the board, run the model once and decode what it reports."""
-    project = Project.load(project_dir)
+def flash(
+    project_dir: str | Path,
+    timeout: float = 300.0,
+    log: Log = print,
+    port: str | None = None,
+    zephyr_base: str | Path | None = None,
+    runner: str | None = None,
+) -> RunResult:
+    """Load the built firmware on the board, run the model once and decode what it reports.
+    ``runner``: the flash runner instead of the board's (``west flash --runner``, Zephyr projects)."""
+    project = load_project(project_dir, zephyr_base)
+    project.runner = runner
     return project.target.flash(project, timeout=timeout, log=log, port=port)
+
+
+def load_project(project_dir: str | Path, zephyr_base: str | Path | None = None) -> Project:
+    """The project in ``project_dir``; ``zephyr_base`` (checked to be a Zephyr tree) replaces the
+    workspace it records."""
+    project = Project.load(project_dir)
+    if zephyr_base is not None:
+        from microcompiler.zephyr.workspace import zephyr_base as find_base
+
+        project.zephyr_base = str(find_base(zephyr_base))
+    return project
 
 
 def open_project(project_dir: str | Path) -> Project:
@@ -142,6 +163,7 @@ def open_project(project_dir: str | Path) -> Project:
 
 __all__ = [
     "open_project",
+    "load_project",
     "Project",
     "BuildResult",
     "RunResult",

@@ -30,6 +30,7 @@ from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet, register, why
 from microcompiler.targets.files import BUILD_DIR, copy_runtime
 from microcompiler.targets.toolchain import (
+    BUILD_LOG,
     BuildResult,
     check_can_build,
     measured_build,
@@ -176,7 +177,9 @@ class BareMetal(Target):
         )
         build_dir = project.dir / BUILD_DIR
         _check_build_dir(project, build_dir, log)
-        if not (build_dir / "build.ninja").is_file():
+        build_log = build_dir / BUILD_LOG  # the whole output of this build's steps
+        configured = not (build_dir / "build.ninja").is_file()
+        if configured:
             log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
             run_logged(
                 [cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)],
@@ -184,10 +187,17 @@ class BareMetal(Target):
                 "cmake",
                 tool_timeout(TIMEOUT_VARIABLE, CONFIGURE_TIMEOUT),
                 TIMEOUT_HINT,
+                log_file=build_log,
             )
         log(f"building {project.dir.name} (ninja)")
         run_logged(
-            ["ninja", "-C", str(build_dir)], log, "ninja", tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT), TIMEOUT_HINT
+            ["ninja", "-C", str(build_dir)],
+            log,
+            "ninja",
+            tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT),
+            TIMEOUT_HINT,
+            log_file=build_log,
+            append=configured,
         )
         return measured_build(project.board, project.elf, log)
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 EXECUTORS = ("aot", "graph")
 STANDALONE, HOST_DRIVEN = "standalone", "host-driven"
 MODES = (STANDALONE, HOST_DRIVEN)  # host-driven: an RPC server main (docs/rpc.md)
+AUTO_PORT = "auto"  # --port auto: the board's serial port, found by its USB VID:PID (transport/serial.py)
 RPC_TIMEOUT = 10.0  # seconds to wait for each device reply (run --rpc-timeout)
 
 
@@ -85,6 +86,9 @@ class Project:
     # Every model's metadata when the firmware holds several (docs/multiple_models.md); else empty.
     models: list[dict] = field(default_factory=list)
     share_arena: bool = False
+    # The Zephyr workspace the project was created with (or --zephyr-base names), for build and flash.
+    zephyr_base: str | None = None
+    runner: str | None = None  # the flash runner to use instead of the board's (flash --runner)
     # What the target keeps of a project it made in this process (the host's built program), or None.
     program: HostProgram | None = field(default=None, repr=False, compare=False)
 
@@ -133,6 +137,7 @@ class Project:
             info.get("steps", 1),
             models,
             bool(info.get("share_arena", False)),
+            info["zephyr_base"] if isinstance(info.get("zephyr_base"), str) else None,
         )
 
     def saved_inputs(self, model: str | None = None) -> list[np.ndarray]:
@@ -414,6 +419,13 @@ class Target:
     def open_link(self, project: Project, *, port: str | None = None, log: Log = quiet) -> Transport:
         """A transport to the running firmware: QEMU for emulated boards, else the board's serial port."""
         board = project.board
+        if port == AUTO_PORT:  # the board already runs the firmware: its port by USB id
+            if board.emulated:
+                raise MicrocompilerError(
+                    f"--port {AUTO_PORT} finds a hardware board's serial port by its USB id; "
+                    f"{board.name} is emulated (drop --port: it runs in QEMU)"
+                )
+            port = None
         if port is None and board.emulated:
             from microcompiler.transport.qemu import QemuTransport
 
@@ -424,7 +436,7 @@ class Target:
 
         if port is None and not board.usb_ids:
             raise MicrocompilerError(
-                f"board {board.name} has no USB id in {board.source}; pass the serial port (--port)"
+                f"board {board.name} has no USB id in {board.source}; pass the serial port (--port /dev/ttyACM0)"
             )
         return SerialTransport(port, usb_ids=board.usb_ids)
 
@@ -433,7 +445,7 @@ class Target:
         board = project.board
         if port is None and board.emulated:
             return f"{board.name} (QEMU)"
-        return f"{board.name} ({port or 'USB'})"
+        return f"{board.name} ({port if port not in (None, AUTO_PORT) else 'USB'})"
 
     def start(
         self, project: Project, *, port: str | None = None, log: Log = quiet, load: bool = True, **session_options

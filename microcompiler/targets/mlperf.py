@@ -17,6 +17,7 @@ it: microcompiler.mlperf_runner, ``microcompiler mlperf``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from microcompiler import resources
 from microcompiler.boards import Board
@@ -34,7 +35,7 @@ MAIN_TEMPLATE_FOLDER = "mlperf"  # project_templates/mlperf/main.c.j2, for every
 class MlperfFirmware(Target):
     """What the MLPerf variants add to their base target: the benchmark option and the DUT main()."""
 
-    options = ("benchmark",)
+    options: ClassVar[tuple[str, ...]] = ("benchmark",)
     several_models = False  # the EEMBC protocol serves one model
     _benchmark: Benchmark | None = None  # the benchmark of the project being created
 
@@ -51,6 +52,7 @@ class MlperfFirmware(Target):
         log: Log = quiet,
         benchmark: str | None = None,
         input_steps=None,
+        **options,
     ) -> Project:
         chosen = get_benchmark(benchmark)
         if mode != STANDALONE or executor != "aot":
@@ -70,6 +72,7 @@ class MlperfFirmware(Target):
                 stack_bytes=stack_bytes,
                 log=log,
                 input_steps=input_steps,
+                **options,  # the base target's own (mlperf-zephyr: zephyr_base)
             )
         finally:
             self._benchmark = None
@@ -119,4 +122,5 @@ class MlperfTarget(MlperfFirmware, BareMetal):
 @register
 class MlperfZephyrTarget(MlperfFirmware, Zephyr):
     name = "mlperf-zephyr"
+    options = ("benchmark", "zephyr_base")
     template_folder = "zephyr"  # the Zephyr application files; main.c.j2 comes from project_templates/mlperf

@@ -58,14 +58,27 @@ def tool_timeout(variable: str, default: float) -> float:
     return value
 
 
+BUILD_LOG = "microcompiler-build.log"  # in the project's build folder: the last build's whole output
+_EXCERPT_LINE_CHARS = 300  # a line of the excerpt longer than this (a compile command) is cut
+
+
 def run_logged(
-    cmd: list[str], log: Log, what: str, timeout: float, hint: str = "", env: dict[str, str] | None = None
+    cmd: list[str],
+    log: Log,
+    what: str,
+    timeout: float,
+    hint: str = "",
+    env: dict[str, str] | None = None,
+    log_file: Path | None = None,
+    append: bool = False,
 ) -> None:
-    """Run a build tool for at most ``timeout`` seconds; its progress lines go to log, its failure
-    becomes a one-line-headed error. On timeout the tool and everything it started are stopped and
-    the error is one line (``hint``: how to give it longer)."""
+    """Run a build tool for at most ``timeout`` seconds; its progress lines go to log. Its whole
+    output is saved in ``log_file`` (after the previous step's when ``append``). A failure is an
+    error whose message names what failed and the saved log, with the first error of the output
+    and a few lines around it as its ``details``. On timeout the tool and everything it started are
+    stopped and the error is one line (``hint``: how to give it longer)."""
     # its own process group: an interrupted build stops every compiler it started (microcompiler/cleanup.py)
-    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = cleanup.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, errors="replace")
     lines = []
     expired = threading.Event()
 
@@ -87,10 +100,14 @@ def run_logged(
     finally:
         watchdog.cancel()
         cleanup.stop(proc, grace=2.0)
+        # written when the tool is done: west's pristine step empties the build folder as it starts
+        saved = save_log(log_file, cmd, lines, append) if log_file is not None else None
+    where = f"; the whole output is in {saved}" if saved else ""
     if expired.is_set():
         raise ToolchainError(
             f"{what} did not finish within {timeout:g} s; stopped it and everything it started"
             + (f" ({hint})" if hint else "")
+            + where
         )
     if proc.returncode != 0:
         text = "\n".join(lines)
@@ -98,10 +115,62 @@ def run_logged(
         if overflow:
             raise BoardError(
                 f"the firmware does not fit: memory region {overflow.group(1)} overflowed by "
-                f"{int(overflow.group(2)):,} B"
+                f"{int(overflow.group(2)):,} B" + where
             )
-        tail = "\n".join(lines[-40:])
-        raise ToolchainError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+        if saved is None:
+            where = " (its last lines below)"
+        raise ToolchainError(f"{what} failed (exit {proc.returncode}){where}:", details=error_excerpt(lines))
+
+
+def save_log(path: Path, cmd: list[str], lines: list[str], append: bool) -> Path | None:
+    """Write a tool's output to ``path`` (after what is there when ``append``); None if it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a" if append else "w", encoding="utf-8", errors="replace") as out:
+            out.write("$ " + " ".join(cmd) + "\n")
+            out.writelines(line + "\n" for line in lines)
+    except OSError:
+        return None
+    return path
+
+
+# Where a build's output says what went wrong, most telling first: the compiler's or linker's error
+# (and the lines before it: "In function", Kconfig's warning), CMake's, ninja's failed step, west's.
+_NOISE = re.compile(r"^(\[\d+/\d+\]|-- |FAILED: |ninja: |FATAL ERROR)")
+_EXCERPTS = (
+    (re.compile(r"(^|:\s*|\s)(fatal )?error:|undefined reference to|multiple definition of"), 2, 4),
+    (re.compile(r"CMake Error"), 0, 6),
+    (re.compile(r"^FAILED: "), 0, 3),
+    (re.compile(r"FATAL ERROR|^ERROR: |Error:"), 2, 2),
+)
+
+
+def error_excerpt(lines: list[str], most: int = 10) -> list[str]:
+    """The first error in a build tool's output and a few lines around it (blank lines, progress
+    lines and overlong command lines left out); the last lines when no error line is recognised."""
+    for pattern, before, after in _EXCERPTS:
+        for i, line in enumerate(lines):
+            if not pattern.search(line):
+                continue
+            head: list[str] = []
+            for prev in reversed(lines[max(0, i - 2 * before - 2) : i]):
+                if len(head) == before or _NOISE.match(prev) or len(prev) > _EXCERPT_LINE_CHARS:
+                    break
+                if prev.strip():
+                    head.insert(0, prev)
+            tail: list[str] = []
+            for nxt in lines[i + 1 :]:
+                if len(tail) == after or _NOISE.match(nxt):
+                    break
+                if nxt.strip():
+                    tail.append(nxt)
+            return [_cut(x) for x in [*head, line, *tail][:most]]
+    return [_cut(x) for x in lines if x.strip()][-5:]
+
+
+def _cut(line: str) -> str:
+    line = line.rstrip()
+    return line if len(line) <= _EXCERPT_LINE_CHARS else line[: _EXCERPT_LINE_CHARS - 3] + "..."
 
 
 def firmware_size(elf: str | Path) -> tuple[int, int]:

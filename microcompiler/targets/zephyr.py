@@ -30,8 +30,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
-from microcompiler import cleanup
 from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, ToolchainError
@@ -40,11 +40,28 @@ from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, Log, Project, Ru
 from microcompiler.targets.base import run_on_board as run_flow
 from microcompiler.targets.files import BUILD_DIR, copy_runtime
 from microcompiler.targets.footprint import check_fits
-from microcompiler.targets.toolchain import BuildResult, check_can_build, measured_build, run_logged, tool_timeout
+from microcompiler.targets.toolchain import (
+    BUILD_LOG,
+    BuildResult,
+    check_can_build,
+    measured_build,
+    run_logged,
+    tool_timeout,
+)
+from microcompiler.zephyr import workspace
+from microcompiler.zephyr.workspace import (
+    MIN_ZEPHYR,
+    WestNotFoundError,
+    ZephyrBaseError,
+    build_environment,
+    check_version,
+    require_build_tools,
+    require_west,
+    zephyr_version,
+)
 
 TEMPLATE = "zephyr"
 DOCS = "docs/zephyr.md"
-MIN_ZEPHYR = (3, 7)  # hardware model v2 board targets (mps2/an385, nrf5340dk/nrf5340/cpuapp, ...)
 # Board targets renamed in a Zephyr release: (target before that release, first release with the name).
 RENAMED_TARGETS = {"mps3/corstone300/an547": ("mps3/an547", (4, 0))}  # 4.0 migration guide
 # Board targets Zephyr added after 3.7 LTS -> the name of the definition the project carries for
@@ -52,6 +69,7 @@ RENAMED_TARGETS = {"mps3/corstone300/an547": ("mps3/an547", (4, 0))}  # 4.0 migr
 # BOARD_ROOT and SOC_ROOT).
 OWN_BOARDS = {"mps2/an386": "mps2_an386", "mps2/an500": "mps2_an500"}
 OWN_BOARDS_DIR = "zephyr_boards"
+FLASH_LOG = "microcompiler-flash.log"  # in the build folder: the last west flash's output
 REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late reader still gets one
 RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
 # RAM Zephyr needs besides the model (kernel, idle and ISR stacks, drivers), for the fit check.
@@ -65,14 +83,6 @@ WEST_TIMEOUT_HINT = f"set {WEST_TIMEOUT_VARIABLE}=SECONDS to allow longer"
 
 class ZephyrBoardError(BoardError):
     """The board has no Zephyr board target, or the Zephyr tree does not have it."""
-
-
-class WestNotFoundError(ToolchainError):
-    """west is not installed."""
-
-
-class ZephyrBaseError(ToolchainError):
-    """ZEPHYR_BASE is not set or is not a Zephyr tree."""
 
 
 # ---- Boards ----
@@ -135,37 +145,31 @@ def main_stack_bytes(info: ModelInfo, mode: str) -> int:
 # ---- Zephyr workspace ----
 
 
-def require_west() -> str:
-    west = shutil.which("west")
-    if west is None:
-        raise WestNotFoundError(
-            f"'west' is not on PATH; install west: pip install west, and set up a workspace: see {DOCS}"
-        )
-    return west
+def zephyr_base(explicit: str | Path | None = None, environ: dict[str, str] | None = None) -> Path:
+    """The Zephyr tree to build with (microcompiler/zephyr/workspace.py says where it is looked for)."""
+    return workspace.zephyr_base(explicit, environ)
 
 
-def zephyr_base() -> Path:
-    value = os.environ.get("ZEPHYR_BASE")
-    if not value:
-        raise ZephyrBaseError(
-            f"ZEPHYR_BASE is not set; export ZEPHYR_BASE=<west workspace>/zephyr (or source "
-            f"zephyr/zephyr-env.sh in your workspace): see {DOCS}"
-        )
-    base = Path(value).expanduser()
-    if not (base / "VERSION").is_file():
-        raise ZephyrBaseError(
-            f"ZEPHYR_BASE={value} is not a Zephyr tree (it has no VERSION file); point it at "
-            f"the zephyr directory of your west workspace: see {DOCS}"
-        )
-    return base
+def project_base(project: Project, explicit: str | Path | None = None) -> Path:
+    """The workspace to build (or flash) ``project`` with: ``explicit`` (--zephyr-base), else the one
+    the project was created with while it is still there, else the usual search."""
+    if explicit:
+        return workspace.zephyr_base(explicit)
+    recorded = project.zephyr_base
+    if recorded and (Path(recorded) / "VERSION").is_file():
+        return workspace.check_tree(Path(recorded), f"the workspace {project.dir.name} was created with")
+    return workspace.zephyr_base()
 
 
-def zephyr_version(base: Path) -> tuple[int, int]:
-    text = (base / "VERSION").read_text()
-    fields = dict(re.findall(r"^\s*(VERSION_MAJOR|VERSION_MINOR)\s*=\s*(\d+)", text, re.M))
-    if len(fields) != 2:
-        raise ZephyrBaseError(f"cannot read the Zephyr version from {base / 'VERSION'}: see {DOCS}")
-    return int(fields["VERSION_MAJOR"]), int(fields["VERSION_MINOR"])
+def found_base(explicit: str | Path | None = None) -> Path | None:
+    """The workspace a new project records (create-project): ``explicit``, else the usual search;
+    None when there is none yet (a project can be written without Zephyr; build will say so)."""
+    if explicit:
+        return workspace.zephyr_base(explicit)
+    try:
+        return workspace.zephyr_base()
+    except ZephyrBaseError:
+        return None
 
 
 _BOARD_YML_NAME = re.compile(r"^\s*-?\s*name:\s*['\"]?([A-Za-z0-9_.+-]+)", re.M)
@@ -193,13 +197,7 @@ def tree_has_target(base: Path, target: str) -> bool:
 def west_board_target(board: Board, base: Path) -> str:
     """The board target to pass to ``west build -b`` for this Zephyr tree."""
     target = zephyr_target(board)
-    version = zephyr_version(base)
-    if version < MIN_ZEPHYR:
-        raise ZephyrBaseError(
-            f"Zephyr {version[0]}.{version[1]} at {base} is too old; microcompiler needs Zephyr "
-            f"{MIN_ZEPHYR[0]}.{MIN_ZEPHYR[1]} LTS or newer (hardware model v2 board names): "
-            f"see {DOCS}"
-        )
+    version = check_version(base)
     if target in RENAMED_TARGETS and version < RENAMED_TARGETS[target][1]:
         target = RENAMED_TARGETS[target][0]
     if target in OWN_BOARDS and not tree_has_target(base, target):
@@ -212,6 +210,23 @@ def west_board_target(board: Board, base: Path) -> str:
             f"see {DOCS}"
         )
     return target
+
+
+# Zephyr 3.7's CMake splits the list of Kconfig fragments at spaces ("File not found: /tmp/my"),
+# so an application in a folder whose path holds one does not configure (checked by hand:
+# tests/test_zephyr_build.py builds the other characters microcompiler allows).
+ZEPHYR_PATH_REFUSED = " "
+
+
+def check_zephyr_path(path: Path, what: str) -> None:
+    """Refuse, in one line, a project path that Zephyr's build cannot take (a space)."""
+    bad = sorted({c for c in str(path) if c in ZEPHYR_PATH_REFUSED})
+    if bad:
+        shown = ", ".join("a space" if c == " " else repr(c) for c in bad)
+        raise ToolchainError(
+            f"{what} {str(path)!r} contains {shown}, which Zephyr's build cannot take (its CMake splits "
+            f"the Kconfig file list there); choose a directory without spaces, e.g. {str(path).replace(' ', '_')!r}"
+        )
 
 
 def ccache_environment(project_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -255,8 +270,22 @@ class Zephyr(Target):
     name = TEMPLATE
     label = "Zephyr"
     several_models = True
+    options: ClassVar[tuple[str, ...]] = (
+        "zephyr_base",
+    )  # create-project --zephyr-base: the workspace the project records
+    _zephyr_base: str | Path | None = None  # of the project being created
 
     # ---- create ----
+
+    def create(self, model, board: Board, out_dir: str | Path, *, zephyr_base: str | Path | None = None, **kwargs):
+        """Target.create, refusing a directory Zephyr's build cannot take and recording the Zephyr
+        workspace (``zephyr_base``, else the one found) in microcompiler-project.json."""
+        check_zephyr_path(Path(os.path.abspath(Path(out_dir).expanduser())), "the project directory")
+        self._zephyr_base = zephyr_base
+        try:
+            return super().create(model, board, out_dir, **kwargs)
+        finally:
+            self._zephyr_base = None
 
     def check_board(self, board: Board) -> None:
         zephyr_target(board)
@@ -273,7 +302,8 @@ class Zephyr(Target):
         check_fits(info, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor, stack_bytes + KERNEL_RAM_BYTES)
 
     def project_info(self, board: Board) -> dict:
-        return {"zephyr_board": zephyr_target(board)}
+        base = found_base(self._zephyr_base)
+        return {"zephyr_board": zephyr_target(board), **({"zephyr_base": str(base)} if base else {})}
 
     def fill(self, stage: Path, values: dict, stack_bytes: int) -> None:
         board = values["board"]
@@ -333,50 +363,65 @@ class Zephyr(Target):
         return project.dir / BUILD_DIR / "zephyr" / "zephyr.elf"  # west build's output
 
     def build(self, project: Project, log: Log = print) -> BuildResult:
-        """``west build`` the project; returns the firmware sizes."""
+        """``west build`` the project; returns the firmware sizes. The workspace is the project's
+        (project_base) and the toolchain the one workspace.build_environment picks, so nothing
+        needs to be exported; the whole output goes to build/microcompiler-build.log."""
         check_can_build(project.dir)
+        check_zephyr_path(project.dir, "the project directory")  # a project moved under such a path
         west = require_west()
-        base = zephyr_base()
+        base = project_base(project)
+        require_build_tools()
+        env = ccache_environment(project.dir, build_environment(base))
         target = west_board_target(project.board, base)
         build_dir = project.dir / BUILD_DIR
-        log(f"building {project.dir.name} for {target} with west (Zephyr at {base})")
+        toolchain = env["ZEPHYR_TOOLCHAIN_VARIANT"]
+        log(f"building {project.dir.name} for {target} with west (Zephyr at {base}, toolchain {toolchain})")
         run_logged(
             [west, "build", "-p", "auto", "-b", target, "-d", str(build_dir), str(project.dir)],
             log,
             "west build",
             tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_BUILD_TIMEOUT),
             WEST_TIMEOUT_HINT,
-            env=ccache_environment(project.dir),
+            env=env,
+            log_file=build_dir / BUILD_LOG,
         )
         elf = self.elf(project)
         if not elf.is_file():
-            raise ToolchainError(f"west build finished but {elf} is missing; see the build output above")
+            raise ToolchainError(f"west build finished but {elf} is missing; see {build_dir / BUILD_LOG}")
         return measured_build(project.board, elf, log)
 
     # ---- run ----
 
     def load(self, project: Project, log: Log = print) -> None:
-        """``west flash`` a hardware board (emulated boards load the firmware when QEMU starts)."""
+        """``west flash`` a hardware board with its runner (emulated boards load the firmware when
+        QEMU starts); the output goes to build/microcompiler-flash.log."""
         board = project.board
         if board.emulated:
             return
         west = require_west()
-        zephyr_base()
-        cmd = [west, "flash", "-d", str(project.dir / BUILD_DIR)]
-        if board.runner:
-            cmd += ["-r", board.runner]
-        log(f"flashing {board.name} with west flash" + (f" ({board.runner})" if board.runner else ""))
-        timeout = tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_FLASH_TIMEOUT)
+        base = project_base(project)
+        runner = project.runner or board.runner
+        build_dir = project.dir / BUILD_DIR
+        cmd = [west, "flash", "-d", str(build_dir)] + (["-r", runner] if runner else [])
+        log(f"flashing {board.name} with west flash" + (f" ({runner})" if runner else ""))
         try:
-            proc = cleanup.run_bounded(cmd, timeout, "west flash", text=True)
-        except ToolchainError as exc:  # the timeout: one line, with how to allow longer
-            raise ToolchainError(f"{exc}; is the board plugged in? ({WEST_TIMEOUT_HINT})") from None
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
-            raise ToolchainError(
-                f"west flash failed (exit {proc.returncode}); is the board plugged in and its "
-                f"runner ({board.runner or 'the board default'}) installed?\n{tail}"
+            run_logged(
+                cmd,
+                log,
+                "west flash",
+                tool_timeout(WEST_TIMEOUT_VARIABLE, WEST_FLASH_TIMEOUT),
+                f"is the board plugged in? {WEST_TIMEOUT_HINT}",
+                env=build_environment(base),
+                log_file=build_dir / FLASH_LOG,
             )
+        except ToolchainError as exc:
+            if not exc.details:  # the timeout: one line that says it already
+                raise
+            raise ToolchainError(
+                f"{str(exc).rstrip(':')}; is the board plugged in and its runner "
+                f"({runner or 'the board default'}) installed?",
+                details=exc.details,
+            ) from None
 
     def device_name(self, project: Project, port: str | None) -> str:
         return f"{project.board.name} (Zephyr)"
@@ -427,4 +472,9 @@ __all__ = [
     "WestNotFoundError",
     "ZephyrBaseError",
     "ZephyrBoardFacts",
+    "MIN_ZEPHYR",
+    "zephyr_base",
+    "zephyr_version",
+    "require_west",
+    "check_zephyr_path",
 ]

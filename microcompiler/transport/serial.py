@@ -25,14 +25,23 @@ def _parse_usb_id(usb_id: str) -> tuple[int, int]:
         raise DeviceError(f"bad USB id '{usb_id}'; write it as VID:PID in hex, e.g. 0483:374b") from None
 
 
+AUTO = "auto"  # --port auto: the port whose USB VID:PID is the board's
+
+
 def find_port(usb_ids: list[str] | tuple[str, ...]) -> str:
-    """The device path of the first serial port whose USB VID:PID is one of usb_ids."""
+    """The device path of the one serial port whose USB VID:PID is one of usb_ids (one-line errors
+    when there is none, or several: then the user names it)."""
     serial = _pyserial()
     wanted = [_parse_usb_id(u) for u in usb_ids]
     ports = list(serial.tools.list_ports.comports())
-    for port in ports:
-        if (port.vid, port.pid) in wanted:
-            return port.device
+    found = sorted({port.device for port in ports if (port.vid, port.pid) in wanted})
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise DeviceError(
+            f"{len(found)} serial ports have the board's USB id ({' or '.join(usb_ids)}): {', '.join(found)}; "
+            f"unplug the others or name one with --port, e.g. --port {found[0]}"
+        )
     seen = (
         ", ".join(f"{p.device} ({p.vid:04x}:{p.pid:04x})" if p.vid is not None else p.device for p in ports) or "none"
     )

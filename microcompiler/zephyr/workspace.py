@@ -127,7 +127,9 @@ def check_version(base: Path) -> tuple[int, int]:
 def require_west() -> str:
     west = shutil.which("west")
     if west is None:
-        raise WestNotFoundError(f"'west' is not on PATH; install it with: pip install west (see {DOCS})")
+        raise WestNotFoundError(
+            f"'west' is not on PATH; install west: pip install west, and set up a workspace: see {DOCS}"
+        )
     return west
 
 
@@ -188,3 +190,31 @@ def build_environment(base: Path, environ: Mapping[str, str] | None = None) -> d
     env = toolchain_environment(environ)
     env["ZEPHYR_BASE"] = str(base)
     return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m microcompiler.zephyr.workspace --record DIR``: remember DIR (scripts/setup-debian.sh);
+    ``--show``: print the workspace a build would use."""
+    import argparse
+    import sys
+
+    from microcompiler.errors import MicrocompilerError, printable
+
+    parser = argparse.ArgumentParser(prog="python -m microcompiler.zephyr.workspace", description=main.__doc__)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--record", metavar="DIR", help="the zephyr folder of a west workspace to remember")
+    group.add_argument("--show", action="store_true", help="print the workspace a build would use")
+    args = parser.parse_args(argv)
+    try:
+        if args.record:
+            print(f"recorded {record_base(args.record)}: {Path(args.record).expanduser().resolve()}")
+        else:
+            print(zephyr_base())
+    except MicrocompilerError as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
