@@ -27,8 +27,15 @@ DOCS = "docs/zephyr.md"
 MIN_ZEPHYR = (3, 7)  # hardware model v2 board targets (mps2/an385, nrf5340dk/nrf5340/cpuapp, ...)
 CONFIG_DIR_VARIABLE = "MICROCOMPILER_CONFIG_DIR"
 RECORD_NAME = "zephyr-base"
-SDK_GLOBS = ("~/zephyr-sdk-*", "~/.local/zephyr-sdk-*", "~/.local/opt/zephyr-sdk-*", "~/bin/zephyr-sdk-*",
-             "/opt/zephyr-sdk-*", "/usr/zephyr-sdk-*", "/usr/local/zephyr-sdk-*")
+SDK_GLOBS = (
+    "~/zephyr-sdk-*",
+    "~/.local/zephyr-sdk-*",
+    "~/.local/opt/zephyr-sdk-*",
+    "~/bin/zephyr-sdk-*",
+    "/opt/zephyr-sdk-*",
+    "/usr/zephyr-sdk-*",
+    "/usr/local/zephyr-sdk-*",
+)
 GNU_ARM_COMPILER = "arm-none-eabi-gcc"
 
 
