@@ -175,7 +175,12 @@ def load_board(name: str, zephyr_base: str | Path | None = None) -> Board:
             f"workspace (none found: {str(exc).split('; ', 1)[0].removeprefix('no Zephyr workspace found: ')}; "
             "give --zephyr-base <workspace>/zephyr)"
         ) from None
-    return zephyr_board(name, base)
+    from microcompiler.zephyr import board_facts
+
+    try:
+        return zephyr_board(name, base)
+    except board_facts.UnknownZephyrBoardError as exc:
+        raise BoardError(f"unknown board '{name}'; known boards: {known}; nor is it a Zephyr board: {exc}") from None
 
 
 def zephyr_board(target: str, zephyr_base: str | Path) -> Board:

@@ -82,6 +82,21 @@ def ram_budget(args, board, stack_bytes: int | None = None) -> dict:
     return {"ram_limit": getattr(args, "ram_limit", None), "ram_available": available}
 
 
+def add_zephyr_base_argument(p) -> None:
+    """--zephyr-base DIR: the Zephyr workspace whose boards --board may name (docs/zephyr.md)."""
+    p.add_argument(
+        "--zephyr-base",
+        metavar="DIR",
+        help="the zephyr folder of the Zephyr workspace: --board may then name any of its Cortex-M "
+        "board targets (default: $ZEPHYR_BASE, else the recorded workspace; docs/zephyr.md)",
+    )
+
+
+def zephyr_base_of(args):
+    """The --zephyr-base of ``args`` (None when the command has no such option or it was not given)."""
+    return getattr(args, "zephyr_base", None)
+
+
 def add_board_arguments(p, board_required: bool = False) -> None:
     """The options of the commands that run a model on a board (run, bench, validate): the model,
     where it runs (--board, --template, --port, --rpc-timeout), --json and --tuning."""
@@ -90,6 +105,7 @@ def add_board_arguments(p, board_required: bool = False) -> None:
         p.add_argument("--board", required=True, help="board name (see 'microcompiler boards'; host: this computer)")
     else:
         p.add_argument("--board", default=HOST, help="board name (default: host; see 'microcompiler boards')")
+    add_zephyr_base_argument(p)
     p.add_argument(
         "--template",
         choices=templates(),

@@ -85,6 +85,18 @@ class ZephyrBoardDescriptionError(BoardError):
     """A Zephyr board target that cannot be described: unknown, not a Cortex-M, or a missing HAL."""
 
 
+class UnknownZephyrBoardError(ZephyrBoardDescriptionError):
+    """The workspace has no board of that name."""
+
+
+def unknown_board(target: str, base: Path) -> UnknownZephyrBoardError:
+    return UnknownZephyrBoardError(
+        f"Zephyr {version_text(base)} at {base} has no board '{target}'; `microcompiler boards --zephyr "
+        f"{target.split('/')[0][:6]}` lists its Cortex-M board targets (as 'west boards' names them, "
+        "e.g. nrf5340dk/nrf5340/cpuapp)"
+    )
+
+
 @dataclass(frozen=True)
 class ZephyrBoardDescription:
     """A Zephyr board target as its Kconfig and devicetree define it."""
@@ -222,6 +234,8 @@ def describe(target: str, base: str | Path, environ: dict[str, str] | None = Non
             return cached
     except (OSError, ValueError):  # none yet, or damaged: configure again
         pass
+    if not hardware.has_board(base, target):  # a quick look at the board.yml files spares a configure
+        raise unknown_board(target, base)
     description = configure(target, base, environ)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -258,11 +272,7 @@ def read_build(target: str, base: Path, build: Path, returncode: int, log: str) 
     config_path = build / "zephyr" / ".config"
     if not config_path.is_file():
         if re.search(r"Invalid BOARD|No board named", log):
-            raise ZephyrBoardDescriptionError(
-                f"Zephyr {version} at {base} has no board '{target}'; `microcompiler boards --zephyr "
-                f"{target.split('/')[0][:6]}` lists its Cortex-M boards (board targets as in "
-                "'west boards', e.g. nrf5340dk/nrf5340/cpuapp)"
-            )
+            raise unknown_board(target, base)
         missing = _missing_include(log)
         vendor = _board_vendor(target, base)
         module = missing_hal(base, vendor)

@@ -24,7 +24,7 @@ from microcompiler import cleanup
 from microcompiler.errors import ToolchainError
 from microcompiler.zephyr import board_facts, hardware, workspace
 
-CATALOG_FORMAT = 1
+CATALOG_FORMAT = 2
 CPP_TIMEOUT = 30.0  # seconds, one board's devicetree
 
 
@@ -46,24 +46,29 @@ class CatalogEntry:
     note: str | None = None  # why the memory is unknown
 
 
-def catalog(base: str | Path, environ: dict[str, str] | None = None) -> list[CatalogEntry]:
-    """Every Cortex-M board target of the workspace ``base`` (its zephyr folder), sorted by target."""
+def catalog(base: str | Path, pattern: str = "", environ: dict[str, str] | None = None) -> list[CatalogEntry]:
+    """The Cortex-M board targets of the workspace ``base`` (its zephyr folder) whose name contains
+    ``pattern``, sorted by target. Each target's devicetree is read once and cached."""
     base = Path(base).resolve()
     workspace.check_tree(base, "the Zephyr workspace")
     path = board_facts.cache_dir(base, environ) / "catalog.json"
+    cached: dict[str, CatalogEntry] = {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") == CATALOG_FORMAT:
-            return [CatalogEntry(**entry) for entry in data["boards"]]
+            cached = {e["target"]: CatalogEntry(**e) for e in data["boards"]}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none yet, or damaged
-        pass
-    entries = build_catalog(base)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    payload = {"format": CATALOG_FORMAT, "boards": [dataclasses.asdict(e) for e in entries]}
-    tmp.write_text(json.dumps(payload, indent=0) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return entries
+        cached = {}
+    wanted = [c for c in cortex_m_targets(base) if pattern.lower() in c[0].target.lower()]
+    missing = [c for c in wanted if c[0].target not in cached]
+    if missing:
+        cached.update((e.target, e) for e in build_entries(base, missing))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        payload = {"format": CATALOG_FORMAT, "boards": [dataclasses.asdict(e) for e in cached.values()]}
+        tmp.write_text(json.dumps(payload, indent=0) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return sorted((cached[c[0].target] for c in wanted), key=lambda e: e.target)
 
 
 def find(entries: list[CatalogEntry], target: str) -> CatalogEntry | None:
@@ -78,15 +83,19 @@ def find(entries: list[CatalogEntry], target: str) -> CatalogEntry | None:
     return None
 
 
-def build_catalog(base: Path) -> list[CatalogEntry]:
-    known = hardware.socs(base)
-    candidates = []
+def cortex_m_targets(base: Path) -> list[tuple[hardware.BoardTarget, set[str], str]]:
+    """(target, its Kconfig symbols, core) of every board target whose Kconfig selects a Cortex-M core."""
+    found = []
     for target in hardware.board_targets(base):
         enabled = hardware.enabled_symbols(base, target)
         core = next((c for s, c in board_facts.CORE_SYMBOLS.items() if s in enabled), None)
-        if core is None or "ARM" not in enabled:
-            continue
-        candidates.append((target, enabled, core))
+        if core is not None and "ARM" in enabled:
+            found.append((target, enabled, core))
+    return found
+
+
+def build_entries(base: Path, candidates: list[tuple[hardware.BoardTarget, set[str], str]]) -> list[CatalogEntry]:
+    known = hardware.socs(base)
     cpp = _preprocessor()
     hal_missing = {}
     for target, _, _ in candidates:
@@ -119,10 +128,18 @@ def build_catalog(base: Path) -> list[CatalogEntry]:
                 ram_size=memory.get("ram", (None, None))[1],
                 emulated=bool(re.search(r"SUPPORTED_EMU_PLATFORMS[^)]*\bqemu\b", board_cmake)),
                 hal_missing=hal_missing[vendor],
-                note=note,
+                note=_hal_note(vendor, note) if not hal_missing[vendor] else note,
             )
         )
     return sorted(entries, key=lambda e: e.target)
+
+
+def _hal_note(vendor: str, note: str | None) -> str | None:
+    """A devicetree include that is missing from a HAL the workspace has: the HAL lacks that family."""
+    module = board_facts.VENDOR_HALS.get(vendor)
+    if note and module and note.endswith(" not found"):
+        return f"{module} lacks {note.removesuffix(' not found')} (west update {module})"
+    return note
 
 
 def _preprocessor() -> list[str]:

@@ -85,25 +85,18 @@ def socs(base: Path) -> dict[str, SocInfo]:
         if not isinstance(data, dict):
             continue
         vendor = path.relative_to(base / "soc").parts[0]
-
-        def add(soc: dict, series: str, family: str) -> None:
-            if isinstance(soc, dict) and isinstance(soc.get("name"), str):
-                clusters = tuple(c["name"] for c in soc.get("cpuclusters") or [] if isinstance(c, dict))
-                found[soc["name"]] = SocInfo(soc["name"], vendor, series, family, clusters)
-
-        def add_series(series: dict, family: str) -> None:
-            for soc in series.get("socs") or []:
-                add(soc, series.get("name", ""), family)
-
+        entries = []  # (soc, series, family)
         for family in data.get("family") or []:
             for series in family.get("series") or []:
-                add_series(series, family.get("name", ""))
-            for soc in family.get("socs") or []:
-                add(soc, "", family.get("name", ""))
+                entries += [(soc, series.get("name", ""), family.get("name", "")) for soc in series.get("socs") or []]
+            entries += [(soc, "", family.get("name", "")) for soc in family.get("socs") or []]
         for series in data.get("series") or []:
-            add_series(series, "")
-        for soc in data.get("socs") or []:
-            add(soc, "", "")
+            entries += [(soc, series.get("name", ""), "") for soc in series.get("socs") or []]
+        entries += [(soc, "", "") for soc in data.get("socs") or []]
+        for soc, series_name, family_name in entries:
+            if isinstance(soc, dict) and isinstance(soc.get("name"), str):
+                clusters = tuple(c["name"] for c in soc.get("cpuclusters") or [] if isinstance(c, dict))
+                found[soc["name"]] = SocInfo(soc["name"], vendor, series_name, family_name, clusters)
     return found
 
 
@@ -126,17 +119,26 @@ def board_targets(base: Path) -> tuple[BoardTarget, ...]:
                 clusters = info.clusters if info else ()
                 variants = [v for v in soc.get("variants") or [] if isinstance(v, dict) and v.get("name")]
 
-                def add(cluster: str | None, variant: str | None) -> None:
-                    parts = [q for q in (cluster, variant) if q]
-                    name = board["name"] if single and not parts else "/".join([board["name"], soc["name"], *parts])
-                    targets.append(BoardTarget(name, board["name"], path.parent, soc["name"], cluster, variant, single))
-
                 for cluster in clusters or (None,):
-                    add(cluster, None)
-                    for v in variants:
-                        if v.get("cpucluster") in (None, cluster) or not clusters:
-                            add(cluster, v["name"])
+                    for variant in [
+                        None,
+                        *(v["name"] for v in variants if v.get("cpucluster") in (None, cluster) or not clusters),
+                    ]:
+                        parts = [q for q in (cluster, variant) if q]
+                        name = board["name"] if single and not parts else "/".join([board["name"], soc["name"], *parts])
+                        targets.append(
+                            BoardTarget(name, board["name"], path.parent, soc["name"], cluster, variant, single)
+                        )
     return tuple(targets)
+
+
+def has_board(base: Path, target: str) -> bool:
+    """Whether the workspace has a board of the target's name (its qualifiers are Zephyr's to check);
+    boards of other board roots (a module's) are not indexed here, so those count as present."""
+    name = target.split("/")[0].split("@")[0]
+    if any(t.board == name for t in board_targets(base)):
+        return True
+    return any((base.parent / "modules").glob(f"**/boards/**/{name}/board.yml"))
 
 
 def target_soc_vendor(base: Path, target: str) -> str | None:
