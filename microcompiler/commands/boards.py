@@ -3,6 +3,8 @@ board targets of the Zephyr workspace, any of which ``--board`` takes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from microcompiler.boards import list_boards
 from microcompiler.commands.arguments import add_zephyr_base_argument
 
@@ -32,7 +34,7 @@ def _size(n: int | None) -> str:
     return f"{n // (1024 * 1024)} MiB" if n % (1024 * 1024) == 0 else f"{n // 1024} KiB"
 
 
-def _print(rows: list[tuple[str, ...]]) -> None:
+def _print(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from microcompiler.errors import ToolchainError
@@ -47,7 +48,7 @@ class WestNotFoundError(ToolchainError):
     """west is not installed."""
 
 
-def config_dir(environ: dict[str, str] | None = None) -> Path:
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get(CONFIG_DIR_VARIABLE):
         return Path(env[CONFIG_DIR_VARIABLE]).expanduser()
@@ -55,11 +56,11 @@ def config_dir(environ: dict[str, str] | None = None) -> Path:
     return Path(xdg) / "microcompiler"
 
 
-def record_file(environ: dict[str, str] | None = None) -> Path:
+def record_file(environ: Mapping[str, str] | None = None) -> Path:
     return config_dir(environ) / RECORD_NAME
 
 
-def recorded_base(environ: dict[str, str] | None = None) -> Path | None:
+def recorded_base(environ: Mapping[str, str] | None = None) -> Path | None:
     """The workspace the set-up recorded, or None (no record, or an unreadable one)."""
     try:
         text = record_file(environ).read_text(encoding="utf-8", errors="replace").strip()
