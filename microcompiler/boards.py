@@ -1,4 +1,6 @@
-"""Board descriptions: one TOML file per board in boards/ (see docs/porting.md for the format).
+"""Board descriptions: one TOML file per board in boards/ (see docs/porting.md for the format), or
+any Cortex-M board target of the Zephyr workspace, described from Zephyr's own Kconfig and
+devicetree (microcompiler.zephyr.board_facts; docs/zephyr.md, "Any Zephyr board").
 
 A board says which CPU it has (compiler flags and features the kernels may use), where its flash
 and RAM are, which console UART and timer the bare-metal platform drives, and how to reach it:
@@ -7,6 +9,9 @@ a QEMU machine when it is emulated, a USB VID:PID and a flash runner when it is 
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,15 +136,20 @@ def board_names() -> list[str]:
     return list(_board_files())
 
 
-def resolve_board(name: str | Board) -> Board:
+def resolve_board(name: str | Board, zephyr_base: str | Path | None = None) -> Board:
     """The board a command line names: ``host`` (this computer) or a board as in load_board."""
     if isinstance(name, Board):
         return name
-    return HOST_BOARD if name == HOST else load_board(name)
+    return HOST_BOARD if name == HOST else load_board(name, zephyr_base)
 
 
-def load_board(name: str) -> Board:
-    """The board called ``name`` (a file name in boards/ without .toml, or a path to a TOML file)."""
+ZEPHYR_TARGET = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@/-]*")
+
+
+def load_board(name: str, zephyr_base: str | Path | None = None) -> Board:
+    """The board called ``name``: a file name in boards/ without .toml, a path to a TOML file, or
+    else a Zephyr board target (``nucleo_l4r5zi``, ``nrf5340dk/nrf5340/cpuapp``) of the Zephyr
+    workspace (``zephyr_base``, else $ZEPHYR_BASE or the recorded one: microcompiler.zephyr.workspace)."""
     if name == HOST:
         raise BoardError(
             "'host' is this computer, not a board with a firmware project; "
@@ -149,10 +159,178 @@ def load_board(name: str) -> Board:
     if path.suffix == ".toml" and path.is_file():
         return load_board_file(path)
     files = _board_files()
-    if name not in files:
-        known = ", ".join([HOST, *files])
+    if name in files:
+        return load_board_file(files[name])
+    known = ", ".join([HOST, *files])
+    if not ZEPHYR_TARGET.fullmatch(name) or path.suffix == ".toml":
         raise BoardError(f"unknown board '{name}'; known boards: {known}")
-    return load_board_file(files[name])
+    from microcompiler.zephyr import workspace
+
+    try:
+        base = workspace.zephyr_base(zephyr_base)
+    except workspace.ZephyrBaseError as exc:
+        if zephyr_base:
+            raise
+        raise BoardError(
+            f"unknown board '{name}'; known boards: {known}, or any Cortex-M board of a Zephyr "
+            f"workspace (none found: {str(exc).split('; ', 1)[0].removeprefix('no Zephyr workspace found: ')}; "
+            "give --zephyr-base <workspace>/zephyr)"
+        ) from None
+    from microcompiler.zephyr import board_facts
+
+    try:
+        return zephyr_board(name, base)
+    except board_facts.UnknownZephyrBoardError as exc:
+        raise BoardError(f"unknown board '{name}'; known boards: {known}; nor is it a Zephyr board: {exc}") from None
+
+
+def zephyr_board(target: str, zephyr_base: str | Path) -> Board:
+    """The Zephyr board ``target`` of the workspace ``zephyr_base`` as a Board (Zephyr projects only)."""
+    from microcompiler.zephyr import board_facts
+
+    return board_from_description(board_facts.describe(target, Path(zephyr_base)))
+
+
+# -mfpu= for each core with an FPU, by precision ("auto": the -mcpu's own FPU, as for Armv8.1-M)
+FPU_FLAGS = {
+    ("cortex-m4", "single"): "fpv4-sp-d16",
+    ("cortex-m7", "single"): "fpv5-sp-d16",
+    ("cortex-m7", "double"): "fpv5-d16",
+    ("cortex-m33", "single"): "fpv5-sp-d16",
+    ("cortex-m35p", "single"): "fpv5-sp-d16",
+}
+
+# Debug probes' USB VID:PIDs (their virtual COM port carries the console), by probe
+PROBE_USB_IDS = {
+    "st-link": ("0483:3748", "0483:374b", "0483:374e", "0483:374f", "0483:3752", "0483:3753"),
+    "j-link": ("1366:0101", "1366:0105", "1366:1008", "1366:1015", "1366:1051", "1366:1055", "1366:1061"),
+    "cmsis-dap": ("0d28:0204",),  # Arm DAPLink (mbed interface)
+    "mcu-link": ("1fc9:0143", "1fc9:0090"),  # NXP MCU-Link, LPC-Link2 (linkserver)
+    "black-magic": ("1d50:6018",),
+}
+# The probe each flash runner talks to (openocd and friends serve several: the board's other runners decide)
+RUNNER_PROBES = {
+    "stm32cubeprogrammer": "st-link",
+    "stlink": "st-link",
+    "nrfjprog": "j-link",
+    "nrfutil": "j-link",
+    "jlink": "j-link",
+    "pyocd": "cmsis-dap",
+    "linkserver": "mcu-link",
+    "blackmagicprobe": "black-magic",
+}
+
+
+def probe_usb_ids(runners: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The USB ids of the debug probe the board's runners (the default first) talk to."""
+    for runner in runners:
+        if runner in RUNNER_PROBES:
+            return PROBE_USB_IDS[RUNNER_PROBES[runner]]
+    return ()
+
+
+def board_from_description(d) -> Board:
+    """A Board of a ``microcompiler.zephyr.board_facts.ZephyrBoardDescription``: its CPU flags and
+    the features the kernels use ("dsp", "fpu", "fpu_dp", "mve"), the chosen flash and RAM."""
+    fpu = None if d.fpu == "none" else FPU_FLAGS.get((d.core, d.fpu), "auto")
+    mcpu = d.core
+    if d.core in ("cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85", "cortex-m52"):
+        # GCC's -mcpu for these has the DSP extension, an FPU (and Helium) unless told otherwise
+        mcpu += "" if d.dsp else "+nodsp"
+        if d.core in ("cortex-m55", "cortex-m85", "cortex-m52"):
+            mcpu += {"none": "+nomve", "int": "+nomve.fp", "float": ""}[d.mve]
+        mcpu += "" if fpu else "+nofp"
+    features = set()
+    if d.dsp:
+        features.add("dsp")
+    if fpu:
+        features.add("fpu")
+        if d.fpu == "double":
+            features.add("fpu_dp")
+    if d.mve == "float" or (d.mve == "int" and not fpu):  # the float kernels' Helium is MVE-F
+        features.add("mve")
+    fpu_name = {"none": "", "single": "F", "double": "F (double)"}[d.fpu]
+    clock = f" at {d.clock_hz / 1e6:g} MHz" if d.clock_hz else ""
+    runners = (d.runner, *d.runners) if d.runner else d.runners
+    return Board(
+        name=d.target,
+        description=f"Zephyr board {d.target} ({d.soc}), {d.core.capitalize()}{fpu_name}{clock}",
+        cpu=Cpu(
+            core=d.core,
+            mcpu=mcpu,
+            fpu=fpu,
+            float_abi="hard" if fpu else "soft",
+            features=frozenset(features),
+            clock_hz=d.clock_hz or 0,
+        ),
+        memory=(
+            MemoryRegion("FLASH", "flash", d.flash_origin, d.flash_size),
+            MemoryRegion("RAM", "ram", d.ram_origin, d.ram_size),
+        ),
+        platform=None,
+        qemu_machine=d.qemu_machine,
+        zephyr_board=d.target,
+        zephyr_facts=ZephyrBoardFacts(d.fpu != "none", d.entropy, d.source),
+        usb_ids=() if d.qemu_machine else probe_usb_ids(runners),
+        runner=None if d.qemu_machine else d.runner,
+        source=None,
+    )
+
+
+def board_toml(board: Board) -> str:
+    """A board file (the format load_board_file reads) that describes ``board``: what a project keeps
+    as its board.toml when the board was described from Zephyr rather than read from a file."""
+
+    def q(text: str) -> str:
+        return json.dumps(text)  # a TOML basic string is a JSON string
+
+    cpu = board.cpu
+    lines = [f"name = {q(board.name)}", f"description = {q(board.description)}"]
+    if board.platform:
+        lines.append(f"platform = {q(board.platform)}")
+    lines += ["", "[cpu]", f"core = {q(cpu.core)}", f"mcpu = {q(cpu.mcpu)}"]
+    if cpu.fpu:
+        lines.append(f"fpu = {q(cpu.fpu)}")
+    lines += [
+        f"float_abi = {q(cpu.float_abi)}",
+        f"features = [{', '.join(q(f) for f in sorted(cpu.features))}]",
+        f"clock_hz = {cpu.clock_hz}",
+    ]
+    for r in board.memory:
+        lines += [
+            "",
+            "[[memory]]",
+            f"name = {q(r.name)}",
+            f"kind = {q(r.kind)}",
+            f"origin = 0x{r.origin:08x}",
+            f"size = 0x{r.size:08x}",
+        ]
+        if r.holds:
+            lines.append(f"holds = {q(r.holds)}")
+    if board.qemu_machine:
+        lines += ["", "[qemu]", f"machine = {q(board.qemu_machine)}"]
+    if board.zephyr_board:
+        lines += ["", "[zephyr]", f"board = {q(board.zephyr_board)}"]
+        if board.zephyr_facts:
+            facts = board.zephyr_facts
+            lines += [
+                f"fpu = {str(facts.fpu).lower()}",
+                f"entropy = {str(facts.entropy).lower()}",
+                f"source = {q(facts.source)}",
+            ]
+    if board.usb_ids or board.runner:
+        lines += ["", "[hardware]", f"usb_ids = [{', '.join(q(u) for u in board.usb_ids)}]"]
+        if board.runner:
+            lines.append(f"runner = {q(board.runner)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_board_file(board: Board, path: str | Path) -> None:
+    """Keep ``board`` as a board file at ``path``: a copy of its TOML, else one made by board_toml."""
+    if board.source is not None:
+        shutil.copyfile(board.source, path)
+    else:
+        Path(path).write_text(board_toml(board), encoding="utf-8")
 
 
 def _int(table: dict, key: str, where: str) -> int:

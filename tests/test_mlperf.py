@@ -434,7 +434,7 @@ def test_uint8_pixels_become_x_minus_128_on_host(tmp_path):
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--board", "nucleo_f746zg"], "is not emulated: give --port"),
+        (["--board", "nucleo_l4r5zi"], "is not emulated: give --port"),  # a Zephyr-described board
         (["--board", BOARD, "--runner-dir", "/nonexistent-runner"], "is not an MLPerf Tiny runner folder"),
     ],
 )

@@ -486,7 +486,7 @@ def _hanging_west(tmp_path: Path) -> tuple[dict, Path]:
         (4, 1),
         {
             "boards/arm/mps2/board.yml": "board:\n  name: mps2\n",
-            "boards/st/nucleo_f746zg/board.yml": "board:\n  name: nucleo_f746zg\n",
+            "boards/st/nucleo_l4r5zi/board.yml": "board:\n  name: nucleo_l4r5zi\n",
         },
     )
     env = {
@@ -524,7 +524,7 @@ def test_west_build_that_hangs_is_stopped_after_the_timeout(zephyr_project, tmp_
 
 
 def test_west_flash_that_hangs_is_stopped_after_the_timeout(hello, tmp_path):
-    project = create_project(hello, "zephyr", "nucleo_f746zg", tmp_path / "p")
+    project = create_project(hello, "zephyr", "nucleo_l4r5zi", tmp_path / "p")  # described from Zephyr
     project.elf.parent.mkdir(parents=True)
     project.elf.write_bytes(b"\x7fELF")  # 'built': flash goes on to west flash
     env, pid_file = _hanging_west(tmp_path)

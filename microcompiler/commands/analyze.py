@@ -6,7 +6,7 @@ import json
 
 from microcompiler.analysis import analyze_model
 from microcompiler.boards import HOST, load_board
-from microcompiler.commands.arguments import add_ram_limit_argument
+from microcompiler.commands.arguments import add_ram_limit_argument, add_zephyr_base_argument, zephyr_base_of
 from microcompiler.commands.compile import check_operators
 from microcompiler.commands.output import peak_line
 from microcompiler.errors import UnsupportedModelError, printable
@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", help="board to analyze for (default: portable C, no fit check)")
+    add_zephyr_base_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
     add_ram_limit_argument(p)
@@ -35,7 +36,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     if args.html:
         check_report_path(args.html, [args.model])
-    board = load_board(args.board) if args.board not in (None, HOST) else None
+    board = load_board(args.board, zephyr_base_of(args)) if args.board not in (None, HOST) else None
     try:
         result = analyze_model(args.model, board, ram_limit=args.ram_limit)
     except UnsupportedModelError:

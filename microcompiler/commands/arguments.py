@@ -90,9 +90,15 @@ def add_zephyr_base_argument(p) -> None:
         "--zephyr-base",
         metavar="DIR",
         default=None,
-        help="Zephyr projects: the zephyr folder of the west workspace to use (default: the one the "
-        "project was created with, else $ZEPHYR_BASE, else the one scripts/setup-debian.sh recorded)",
+        help="the zephyr folder of the west workspace: --board may name any of its Cortex-M board targets, "
+        "and Zephyr projects build with it (default: the one the project was created with, else "
+        "$ZEPHYR_BASE, else the one scripts/setup-debian.sh recorded; docs/zephyr.md)",
     )
+
+
+def zephyr_base_of(args):
+    """The --zephyr-base of ``args`` (None when the command has no such option or it was not given)."""
+    return getattr(args, "zephyr_base", None)
 
 
 def add_board_arguments(p, board_required: bool = False) -> None:
@@ -103,6 +109,7 @@ def add_board_arguments(p, board_required: bool = False) -> None:
         p.add_argument("--board", required=True, help="board name (see 'microcompiler boards'; host: this computer)")
     else:
         p.add_argument("--board", default=HOST, help="board name (default: host; see 'microcompiler boards')")
+    add_zephyr_base_argument(p)
     p.add_argument(
         "--template",
         choices=templates(),

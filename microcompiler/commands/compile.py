@@ -6,7 +6,13 @@ from pathlib import Path
 
 from microcompiler.analysis.operators import missing, missing_error, needs_lines, operator_needs
 from microcompiler.boards import HOST, load_board
-from microcompiler.commands.arguments import add_tuning_argument, ram_budget, tuning_for
+from microcompiler.commands.arguments import (
+    add_tuning_argument,
+    add_zephyr_base_argument,
+    ram_budget,
+    tuning_for,
+    zephyr_base_of,
+)
 from microcompiler.compiler import KERNEL_CHOICES, MAX_NAME_LENGTH, SHARED_ARENA, compile_model, write_atomically
 from microcompiler.errors import MicrocompilerError, printable
 
@@ -44,8 +50,10 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--board",
         help="compile for this board's CPU (its fast kernels, e.g. the DSP extension's "
-        "SIMD on mps2_an386); default: portable C for any target ('microcompiler boards' lists them)",
+        "SIMD on mps2_an386); default: portable C for any target ('microcompiler boards' lists them; "
+        "any Zephyr board target too: 'microcompiler boards --zephyr')",
     )
+    add_zephyr_base_argument(p)
     p.add_argument(
         "--kernels",
         choices=KERNEL_CHOICES,
@@ -81,7 +89,7 @@ def run(args) -> int:
         return 0
     if args.output is None:
         raise MicrocompilerError("compile needs -o DIR (where to write the model library), or --check")
-    board = load_board(args.board) if args.board not in (None, HOST) else None
+    board = load_board(args.board, zephyr_base_of(args)) if args.board not in (None, HOST) else None
     cpu = board.cpu if board else None
     if args.tuning and cpu is None:
         raise MicrocompilerError("--tuning needs --board: a tuning log holds timings per CPU")

@@ -5,7 +5,13 @@ from __future__ import annotations
 import shlex
 
 from microcompiler.boards import load_board
-from microcompiler.commands.arguments import add_tuning_argument, add_zephyr_base_argument, ram_budget, tuning_for
+from microcompiler.commands.arguments import (
+    add_tuning_argument,
+    add_zephyr_base_argument,
+    ram_budget,
+    tuning_for,
+    zephyr_base_of,
+)
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError
 from microcompiler.targets import (
@@ -62,6 +68,7 @@ def add_parser(sub) -> None:
         "--template", default="baremetal", help=f"project template: {', '.join(templates())} (default: baremetal)"
     )
     p.add_argument("--board", required=True, help="board name (see 'microcompiler boards')")
+    add_zephyr_base_argument(p)
     p.add_argument(
         "-o",
         "--output",
@@ -121,7 +128,7 @@ def run(args) -> int:
     options = {"benchmark": args.benchmark} if args.benchmark is not None else {}
     if args.zephyr_base is not None:  # recorded in the project: build and flash use it
         options["zephyr_base"] = args.zephyr_base
-    board = load_board(args.board)
+    board = load_board(args.board, zephyr_base_of(args))
     model = models[0]
     # compiled here: under its given C name, with the tuning log, the patch grid and the board's RAM budget
     model = compile_model(
@@ -176,7 +183,7 @@ def _run_models(args, models: list[str]) -> int:
     project = create_models_project(
         models,
         args.template,
-        load_board(args.board),
+        load_board(args.board, zephyr_base_of(args)),
         args.output,
         names=args.names or None,
         executor=args.executor,

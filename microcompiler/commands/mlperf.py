@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from microcompiler.commands.arguments import add_zephyr_base_argument
 from microcompiler.errors import MicrocompilerError
 from microcompiler.mlperf import BENCHMARKS
 from microcompiler.targets import get_target, templates
@@ -28,6 +29,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (see 'microcompiler boards')")
+    add_zephyr_base_argument(p)
     p.add_argument("--benchmark", required=True, choices=tuple(BENCHMARKS), help="the MLPerf Tiny benchmark")
     p.add_argument(
         "--template",
@@ -72,6 +74,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from microcompiler.boards import load_board
+    from microcompiler.commands.arguments import zephyr_base_of
     from microcompiler.mlperf_runner import (
         check_runner_dir,
         check_runner_packages,
@@ -81,7 +84,7 @@ def run(args) -> int:
     )
     from microcompiler.project import build, create_project
 
-    board = load_board(args.board)
+    board = load_board(args.board, zephyr_base_of(args))
     if args.port is None and not board.emulated:
         raise MicrocompilerError(
             f"board {board.name} is not emulated: give --port (the board's serial port, with the firmware flashed)"

@@ -20,7 +20,14 @@ import numpy as np
 from microcompiler.boards import Board, resolve_board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.model_info import ModelInfo
-from microcompiler.commands.arguments import add_board_arguments, positive_int, positive_seconds, ram_budget, tuning_for
+from microcompiler.commands.arguments import (
+    add_board_arguments,
+    positive_int,
+    positive_seconds,
+    ram_budget,
+    tuning_for,
+    zephyr_base_of,
+)
 from microcompiler.commands.output import add_steps, print_run, run_report
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_input_steps, random_input_steps
@@ -110,7 +117,7 @@ class Job:
 
 def prepare(args, mode: str) -> Job:
     """Resolve the board and its target, refuse what cannot work, then compile and load the inputs."""
-    board = resolve_board(args.board)  # an unknown board fails before compiling
+    board = resolve_board(args.board, zephyr_base_of(args))  # an unknown board fails before compiling
     target = target_for(board, args.template)
     target.check_run(mode=mode, keep=args.keep, port=args.port)
     target.check_board(board)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from microcompiler.boards import resolve_board
 from microcompiler.codegen.model_info import TensorInfo
-from microcompiler.commands.arguments import positive_int, positive_seconds
+from microcompiler.commands.arguments import add_zephyr_base_argument, positive_int, positive_seconds, zephyr_base_of
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import load_inputs, random_inputs
 from microcompiler.progress import Progress, log_line
@@ -38,6 +38,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("model", help="the .tflite file")
     p.add_argument("--board", required=True, help="board name (emulated boards: 'microcompiler boards')")
+    add_zephyr_base_argument(p)
     p.add_argument("--port", help="serial port of a real board (not supported yet: each round loads new firmware)")
     p.add_argument(
         "--template",
@@ -116,7 +117,7 @@ def _output_path(args) -> Path:
 def run(args) -> int:
     if args.address is not None and args.runner != "ray":
         raise MicrocompilerError("--address names a Ray cluster; add --runner ray, or leave --address out")
-    board = resolve_board(args.board)
+    board = resolve_board(args.board, zephyr_base_of(args))
     require_tunable(board, args.port)
     target = target_for(board, args.template)
     target.check_run(mode=HOST_DRIVEN, keep=None, port=args.port)

@@ -20,7 +20,13 @@ import numpy as np
 from microcompiler.analysis.analyze import analyze_library
 from microcompiler.boards import resolve_board
 from microcompiler.codegen.model_info import TensorInfo
-from microcompiler.commands.arguments import add_board_arguments, positive_seconds, ram_budget, tuning_for
+from microcompiler.commands.arguments import (
+    add_board_arguments,
+    positive_seconds,
+    ram_budget,
+    tuning_for,
+    zephyr_base_of,
+)
 from microcompiler.compiler import compile_model
 from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.frontend.tflite import load_tflite
@@ -189,7 +195,7 @@ def run(args) -> int:
     if args.dataset and args.inputs != str(DEFAULT_SAMPLES):
         raise MicrocompilerError("--dataset and --inputs both give the samples; pass one of them")
     dataset = dataset_of(args)
-    board = resolve_board(args.board)
+    board = resolve_board(args.board, zephyr_base_of(args))
     target = target_for(board, args.template)
     target.check_board(board)
     modes = (args.mode,) if args.mode else MODES

@@ -27,7 +27,6 @@ import json
 import pkgutil
 import re
 import shlex
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from microcompiler import resources
-from microcompiler.boards import Board, load_board_file, resolve_board
+from microcompiler.boards import Board, load_board_file, resolve_board, write_board_file
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.codegen.model_info import ModelInfo, ModelInfoError
@@ -352,7 +351,7 @@ class Target:
 
         def fill(stage: Path) -> None:
             library.write(stage / "model")
-            shutil.copyfile(board.source, stage / "board.toml")
+            write_board_file(board, stage / "board.toml")
             values = dict(
                 name=model_info.name,
                 NAME=model_info.name.upper(),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from microcompiler.boards import Board
+from microcompiler.boards import Board, write_board_file
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.compiler import SHARED_ARENA, check_model_name, compile_model
@@ -198,7 +198,7 @@ def create_models_project(
                 ModelPlan.from_library(lib).save(stage / "models" / name)
         if mode == HOST_DRIVEN:  # the default plan: the first model's
             shutil.copyfile(stage / "models" / infos[0].name / "host_driven.json", stage / "host_driven.json")
-        shutil.copyfile(board.source, stage / "board.toml")
+        write_board_file(board, stage / "board.toml")
         (stage / "src").mkdir()
         values = dict(
             name=infos[0].name,
