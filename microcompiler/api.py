@@ -230,6 +230,7 @@ def validate(
         labels=labels,
         otherwise=lambda: [Sample(random_inputs(meta, k), f"seed {k}") for k in range(inputs)],
         pixel_range=pixel_range,
+        outputs_meta=library.info.outputs,
     )
     collected: dict = {}
     report = run_validation(

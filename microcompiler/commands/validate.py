@@ -31,10 +31,9 @@ from microcompiler.report.provenance import with_provenance
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample, validate
-from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, add_label_metrics, samples_and_labels
+from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, MAX_SAMPLES, add_label_metrics, samples_and_labels
 
 DEFAULT_SAMPLES = 10
-MAX_SAMPLES = 100_000
 
 
 def add_parser(sub) -> None:
@@ -216,6 +215,7 @@ def run(args) -> int:
         labels=args.labels,
         otherwise=lambda: seeded_samples(args.inputs, args.seed, meta),
         pixel_range=args.pixel_range,
+        outputs_meta=library.info.outputs,
     )
     options = DeviceOptions(
         template=args.template, port=args.port, rpc_timeout=args.rpc_timeout, timeout=args.timeout, keep=args.keep
