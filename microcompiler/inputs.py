@@ -70,13 +70,23 @@ def check_input(arr: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
     return arr.reshape(meta.shape)
 
 
-def quantize_input(x: np.ndarray, meta: TensorInfo) -> np.ndarray:
+def quantize_input(x: np.ndarray, meta: TensorInfo, source: str = "the real values") -> np.ndarray:
     """Real values for a quantized input: round(x / scale) + zero point, saturated to the input's type
-    (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values)."""
+    (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values). NaN and
+    infinities have no quantized value: refused in one line naming the first."""
     want = np.dtype(np_dtype(meta.dtype))
     if meta.scale is None or meta.zero_point is None:
         raise MicrocompilerError(
             f"the model input '{meta.name}' is {want} without a scale: give it {want} values, not real ones"
+        )
+    finite = np.isfinite(x)
+    if not finite.all():
+        at = np.unravel_index(int(np.argmin(finite)), x.shape) if x.ndim else ()
+        value = x[at] if x.ndim else x
+        raise MicrocompilerError(
+            f"{source} holds {value} at {list(map(int, at))} ({int(finite.size - finite.sum()):,} value(s) NaN or "
+            f"infinite) for the quantized model input '{meta.name}'; a quantized input takes finite real values: "
+            "clean the data (e.g. np.nan_to_num) first"
         )
     info = np.iinfo(want)
     q = np.round(x.astype(np.float64) / float(meta.scale)) + int(meta.zero_point)

@@ -147,6 +147,13 @@ def cases(tmp: Path) -> dict[str, tuple[list, str]]:
     png_bomb(d / "a.png")
     out["dataset_png_12000"] = (["dataset", str(d)], "a.png is 12000x12000 but the model input")
 
+    x = np.zeros((3, 16, 16, 1), np.float32)
+    x[1, 2, 3, 0] = np.nan
+    np.savez(tmp / "nan.npz", x=x)
+    out["dataset_nan"] = (["dataset", str(tmp / "nan.npz")], "nan.npz:x[1] holds nan at [2, 3, 0] (1 value(s) NaN")
+    (tmp / "inf.csv").write_text("\n".join(",".join(["0"] * 255 + [v]) for v in ("0", "inf", "-inf")) + "\n")
+    out["dataset_inf_csv"] = (["dataset", str(tmp / "inf.csv")], "inf.csv row 2 holds inf at [0, 15, 15, 0]")
+
     def report(name: str, value, fragment: str) -> None:
         (tmp / f"{name}.json").write_text(value if isinstance(value, str) else json.dumps(value))
         out[name] = (["report", str(tmp / f"{name}.json")], fragment)
@@ -234,3 +241,25 @@ def test_compare_refuses_a_device_and_a_damaged_report(tmp_path, other):
     saved.write_text("{}")
     proc = limited("-m", "microcompiler.cli", "compare", other, str(saved))
     assert_one_line(proc, "is a device or socket" if other == "/dev/zero" else "is not an object")
+
+
+# ---- refuse early (item 6): before anything is built or run ----
+
+
+def test_validate_refuses_one_path_for_the_report_and_the_saved_outputs(tmp_path):
+    both = tmp_path / "out.npz"
+    proc = limited(
+        "-m", "microcompiler.cli", "validate", TINY, "--board", "host", "--html", str(both),
+        "--save-outputs", str(both),
+    )  # fmt: skip
+    assert_one_line(proc, "--html and --save-outputs both name", "give each its own file")
+    assert proc.stdout == "" and not both.exists()
+
+
+def test_validate_refuses_nan_samples_for_a_quantized_input_before_the_run(tmp_path):
+    x = np.zeros((2, 16, 16, 1), np.float32)
+    x[0, 0, 0, 0] = np.inf
+    np.savez(tmp_path / "d.npz", x=x)
+    proc = limited("-m", "microcompiler.cli", "validate", TINY, "--board", "host", "--dataset", str(tmp_path / "d.npz"))
+    assert_one_line(proc, "d.npz:x[0] holds inf at [0, 0, 0]", "quantized model input")
+    assert proc.stdout == ""  # refused before a run; and no numpy warning on stderr (one line)

@@ -179,12 +179,27 @@ def check_outputs_path(path: str, given: list) -> None:
         raise MicrocompilerError(f"--save-outputs {path}: the folder {out.parent} does not exist")
 
 
+def check_distinct_outputs(outputs: dict[str, str | None]) -> None:
+    """Two options never name one path (a report over the saved outputs): refused before the run."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise MicrocompilerError(
+                f"{seen[resolved]} and {option} both name {path}; one would overwrite the other: give each its own file"
+            )
+        seen[resolved] = option
+
+
 def run(args) -> int:
     given = [args.model, args.reference, getattr(args, "tuning", None), args.dataset, args.labels]
     if args.html:
         check_report_path(args.html, given)
     if args.save_outputs:
         check_outputs_path(args.save_outputs, given)
+    check_distinct_outputs({"--html": args.html, "--save-outputs": args.save_outputs, "--keep": args.keep})
     if args.dataset and args.inputs != str(DEFAULT_SAMPLES):
         raise MicrocompilerError("--dataset and --inputs both give the samples; pass one of them")
     dataset = dataset_of(args)

@@ -160,7 +160,7 @@ def _numeric(line: str) -> bool:
 def _sample(array: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
     want = np.dtype(np_dtype(meta.dtype))
     if array.dtype.kind == "f" and want.kind in "iu":
-        array = quantize_input(array, meta)  # real values for a quantized input
+        array = quantize_input(array, meta, source)  # real values for a quantized input
     elif array.dtype.kind in "iu" and want.kind == "f":
         array = array.astype(want)
     elif array.dtype.kind == "f" and want.kind == "f":
