@@ -156,7 +156,7 @@ def load_input_steps(
         )
     stacked = []
     for path, meta in zip(paths, inputs_meta):
-        arr = load_array(path, _size(meta) * steps)
+        arr = load_array(path)  # its header bounded by the file; the time axis is checked below
         if arr.ndim == 0 or arr.shape[0] != steps:
             raise MicrocompilerError(
                 f"input {path} has shape {list(arr.shape)}, but with --steps {steps} its first axis must be the "
