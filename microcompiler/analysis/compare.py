@@ -75,7 +75,7 @@ def side_from_report(report, label: str) -> Side:
     if "inference" in report and "operators" in report:  # bench
         inference = r.obj(report["inference"], "inference")
         time = r.obj(inference.get("time") or {}, "inference.time")
-        if "time" not in inference or inference["time"] is None:
+        if not inference.get("time"):
             time = {"instructions": None, "seconds": r.num(inference, "seconds", "inference")}
         layers = []
         for k, op in enumerate(r.items(report["operators"], "operators")):
