@@ -260,7 +260,7 @@ def test_a_peer_that_is_no_ray_head_costs_a_bounded_wait(monkeypatch):
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     silent = f"127.0.0.1:{listener.getsockname()[1]}"
-    monkeypatch.setattr(ray_runner, "JOIN_TIMEOUT", 4.0)
+    monkeypatch.setattr(ray_runner, "JOIN_TIMEOUT", 2.0)
     start = time.monotonic()
     try:
         with pytest.raises(ray_runner.RayRunnerError) as caught:
