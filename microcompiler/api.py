@@ -14,32 +14,37 @@ RPC client knows nothing of projects, the targets start firmware and hand back a
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from microcompiler.analysis import analyze_model
 from microcompiler.analysis.analyze import analyze_library
-from microcompiler.analysis.bench import bench_report
+from microcompiler.analysis.bench import bench_report, check_timed_runs
 from microcompiler.analysis.compare import Side, side_from_report
 from microcompiler.analysis.compare import compare as compare_sides
 from microcompiler.boards import HOST, Board, resolve_board
 from microcompiler.compiler import compile_model, write_atomically
 from microcompiler.errors import MicrocompilerError
 from microcompiler.frontend.tflite import load_tflite
-from microcompiler.inputs import random_inputs
+from microcompiler.inputs import check_input, random_inputs
 from microcompiler.rpc.client import Session
 from microcompiler.rpc.plan import ModelPlan
-from microcompiler.targets import HOST_DRIVEN, STANDALONE, open_project
+from microcompiler.targets import HOST_DRIVEN, MODES, STANDALONE, open_project
 from microcompiler.targets.base import start_on_board
 from microcompiler.targets.footprint import ram_for_models
 from microcompiler.transport.base import Transport
 from microcompiler.transport.serial import SerialTransport
 from microcompiler.tuning.log import TuningLog
+from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample
 from microcompiler.validation import validate as run_validation
-from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, add_label_metrics, samples_and_labels
+from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, MAX_SAMPLES, add_label_metrics, samples_and_labels
 
 
 def connect(
@@ -120,7 +125,8 @@ def open_model(
             shutil.rmtree(temp, ignore_errors=True)
         raise
     if temp:
-        session.cleanup.append(lambda: shutil.rmtree(temp, ignore_errors=True))
+        # removed by close(), else when the session is collected or the interpreter exits
+        session.cleanup.append(weakref.finalize(session, shutil.rmtree, temp, ignore_errors=True))
     return session
 
 
@@ -192,18 +198,53 @@ def bench(
 ) -> dict:
     """What ``microcompiler bench --json`` prints: the whole inference and each operator timed on the
     device (host-driven firmware built and started for ``board``, stopped afterwards)."""
+    check_timed_runs(number, repeat, spell=lambda name: f"{name}=")
     target = resolve_board(board)
     library = compile_model(
         model, features=target.cpu.features, tuning=_tuning(tuning, None if target.is_host else target)
     )
     meta = library.info
-    inputs = inputs if inputs is not None else random_inputs(meta.inputs)
+    inputs = _inputs(inputs, meta.inputs) if inputs is not None else random_inputs(meta.inputs)
     with open_model(library, target, template=template) as session, session.executor() as ex:
         ex(*inputs)  # warm up, and leave real data in every tensor
         whole = ex.time_inference(number, repeat)
         operators = ex.profile(number, 1)
     analysis = analyze_library(library, None if target.is_host else target)
     return bench_report(meta, target, whole, operators, analysis, number, repeat)
+
+
+def _inputs(given, inputs_meta) -> list:
+    """bench's inputs=: one array per model input, each checked as ``run --input`` checks a file."""
+    if not isinstance(given, (list, tuple)) or len(given) != len(inputs_meta):
+        count = len(given) if isinstance(given, (list, tuple)) else type(given).__name__
+        raise MicrocompilerError(
+            f"inputs= gives {count} array(s) but the model has {len(inputs_meta)} input(s); pass a list with "
+            "one numpy array per input"
+        )
+    return [check_input(np.asarray(x), meta, f"inputs[{k}]") for k, (x, meta) in enumerate(zip(given, inputs_meta))]
+
+
+def _check_validate(modes, inputs, dataset, pixel_range) -> tuple[str, ...]:
+    """validate's arguments, checked as the command checks its options (one line each)."""
+    if isinstance(modes, str) or not isinstance(modes, (list, tuple)) or not modes:
+        raise MicrocompilerError(
+            f"modes={modes!r}: give a tuple of one or both of {', '.join(MODES)}, e.g. modes=('standalone',)"
+        )
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or len(set(modes)) != len(modes):
+        raise MicrocompilerError(
+            f"modes={tuple(modes)!r}: {'unknown mode ' + repr(unknown[0]) if unknown else 'a mode given twice'}; "
+            f"give one or both of {', '.join(MODES)}"
+        )
+    if dataset is None and (isinstance(inputs, bool) or not isinstance(inputs, int) or not 1 <= inputs <= MAX_SAMPLES):
+        raise MicrocompilerError(f"inputs={inputs!r}: give between 1 and {MAX_SAMPLES:,} seeded inputs, e.g. inputs=10")
+    try:
+        low, high = (float(v) for v in pixel_range)
+    except (TypeError, ValueError):
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high)) or low == high:
+        raise MicrocompilerError(f"pixel_range={pixel_range!r}: give two different finite numbers, e.g. (0, 1)")
+    return tuple(modes)
 
 
 def validate(
@@ -221,7 +262,10 @@ def validate(
     """What ``microcompiler validate --json`` prints: every output against TFLite Micro (and the float
     ``reference`` model), with accuracy against ``labels`` when the dataset or a labels file gives them.
     ``dataset``: an .npz archive, a .csv file or a directory of per-sample files (``validate.md``)."""
+    modes = _check_validate(modes, inputs, dataset, pixel_range)
     target = resolve_board(board)
+    model_bytes = read_user_file(model, "model file", MAX_MODEL_BYTES)
+    float_bytes = read_user_file(reference, "reference model", MAX_MODEL_BYTES) if reference is not None else None
     library = compile_model(model, features=target.cpu.features)
     meta = library.info.inputs
     samples, found_labels = samples_and_labels(
@@ -230,16 +274,17 @@ def validate(
         labels=labels,
         otherwise=lambda: [Sample(random_inputs(meta, k), f"seed {k}") for k in range(inputs)],
         pixel_range=pixel_range,
+        outputs_meta=library.info.outputs,
     )
     collected: dict = {}
     report = run_validation(
         library,
         target,
         samples,
-        Path(model).read_bytes(),
+        model_bytes,
         load_tflite(model),
         modes=modes,
-        float_bytes=Path(reference).read_bytes() if reference is not None else None,
+        float_bytes=float_bytes,
         options=DeviceOptions(template=template),
         collect=collected,
     )

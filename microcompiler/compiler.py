@@ -104,7 +104,7 @@ def check_operator(op: Operator, graph: Graph) -> None:
         ) from None
 
 
-def check_quantization(graph: Graph) -> None:
+def check_quantization(graph: Graph, where: str = "") -> None:
     """Zero points must fit their tensor's type (TFLite's rule; kernels build int8 tables from them)."""
     for index, t in enumerate(graph.tensors):
         if t.quant is None or t.dtype not in INT_RANGES:
@@ -113,15 +113,28 @@ def check_quantization(graph: Graph) -> None:
         outside = [int(z) for z in t.quant.zero_point if not lo <= int(z) <= hi]
         if outside:
             raise ModelFormatError(
-                f"tensor {index} ('{t.name}') has zero point {outside[0]}, outside {t.dtype}'s "
+                f"tensor {index} ('{t.name}'){where} has zero point {outside[0]}, outside {t.dtype}'s "
                 f"range [{lo}, {hi}]; the model file is damaged"
             )
 
 
+def check_graphs(graph: Graph) -> None:
+    """Every check of the main graph, on each subgraph too (WHILE bodies and conditions, IF branches,
+    CALL_ONCE's): zero points, then each operator's kernel checks, before any work."""
+    for g in graph.all_graphs():
+        where = "" if g is graph else f" of subgraph '{g.name}'"
+        check_quantization(g, where)
+        for op in g.operators:
+            try:
+                check_operator(op, g)
+            except MicrocompilerError as exc:
+                if g is graph:
+                    raise
+                raise type(exc)(f"subgraph '{g.name}': {exc}") from None
+
+
 def run_passes(graph: Graph, passes: Sequence[Callable[[Graph], Graph]] | None = None) -> Graph:
-    check_quantization(graph)
-    for op in graph.operators:  # reject unsupported configurations before any work
-        check_operator(op, graph)
+    check_graphs(graph)  # reject unsupported configurations before any work
     for p in PIPELINE if passes is None else passes:
         graph = p(graph)
     return graph

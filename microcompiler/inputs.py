@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,7 +9,7 @@ import numpy as np
 from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.ir import np_dtype
-from microcompiler.user_files import MAX_INPUT_BYTES, read_user_file
+from microcompiler.user_files import MAX_INPUT_BYTES, load_npy, load_npz, read_user_file
 
 DEFAULT_SEED = 0
 
@@ -71,45 +70,45 @@ def check_input(arr: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
     return arr.reshape(meta.shape)
 
 
-def quantize_input(x: np.ndarray, meta: TensorInfo) -> np.ndarray:
+def quantize_input(x: np.ndarray, meta: TensorInfo, source: str = "the real values") -> np.ndarray:
     """Real values for a quantized input: round(x / scale) + zero point, saturated to the input's type
-    (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values)."""
+    (what TFLM's QUANTIZE computes, and what a firmware's caller does with a sensor's values). NaN and
+    infinities have no quantized value: refused in one line naming the first."""
     want = np.dtype(np_dtype(meta.dtype))
     if meta.scale is None or meta.zero_point is None:
         raise MicrocompilerError(
             f"the model input '{meta.name}' is {want} without a scale: give it {want} values, not real ones"
+        )
+    finite = np.isfinite(x)
+    if not finite.all():
+        at = np.unravel_index(int(np.argmin(finite)), x.shape) if x.ndim else ()
+        value = x[at] if x.ndim else x
+        raise MicrocompilerError(
+            f"{source} holds {value} at {list(map(int, at))} ({int(finite.size - finite.sum()):,} value(s) NaN or "
+            f"infinite) for the quantized model input '{meta.name}'; a quantized input takes finite real values: "
+            "clean the data (e.g. np.nan_to_num) first"
         )
     info = np.iinfo(want)
     q = np.round(x.astype(np.float64) / float(meta.scale)) + int(meta.zero_point)
     return np.clip(q, info.min, info.max).astype(want)
 
 
-def load_array(path: str) -> np.ndarray:
-    """One array from a .npy file, or a one-line error that says what the file is instead."""
+def load_array(path: str, max_elements: int | None = None) -> np.ndarray:
+    """One array from a .npy file, or a one-line error that says what the file is instead. The
+    header is checked before anything is allocated: its data must be in the file and hold at most
+    ``max_elements`` values (the model input's size)."""
+    fix = "save the array with numpy.save('x.npy', array)"
     data = read_user_file(path, "input", MAX_INPUT_BYTES)
-    try:
-        loaded = np.load(io.BytesIO(data), allow_pickle=False)
-    except OSError as exc:
-        raise MicrocompilerError(f"cannot read input {path}: {exc.strerror or exc}") from None
-    except EOFError:
-        raise MicrocompilerError(
-            f"input {path} is empty or truncated; save the array with numpy.save('x.npy', array)"
-        ) from None
-    except ValueError:
-        raise MicrocompilerError(
-            f"input {path} is not a valid .npy array file (or it holds Python objects); "
-            "save the array with numpy.save('x.npy', array)"
-        ) from None
-    if not isinstance(loaded, np.ndarray):  # an .npz archive holds several arrays
-        names = list(getattr(loaded, "files", []))
-        if hasattr(loaded, "close"):
-            loaded.close()
+    if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):  # an .npz archive holds several arrays
+        names = list(load_npz(data, f"input {path}", MAX_INPUT_BYTES, fix, max_elements))
         raise MicrocompilerError(
             f"input {path} is an .npz archive ({len(names)} arrays: "
             f"{', '.join(names[:4])}{', ...' if len(names) > 4 else ''}); pass one .npy file "
             "per model input: numpy.save('x.npy', array)"
         )
-    return loaded
+    if not data:
+        raise MicrocompilerError(f"input {path} is empty or truncated; {fix}")
+    return load_npy(data, f"input {path}", fix, max_elements)
 
 
 def load_inputs(paths: list[str], inputs_meta: Sequence[TensorInfo]) -> list[np.ndarray]:
@@ -118,7 +117,11 @@ def load_inputs(paths: list[str], inputs_meta: Sequence[TensorInfo]) -> list[np.
             f"the model has {len(inputs_meta)} input(s) but {len(paths)} --input file(s) "
             "were given; pass one .npy file per input"
         )
-    return [check_input(load_array(path), meta, f"input {path}") for path, meta in zip(paths, inputs_meta)]
+    return [check_input(load_array(path, _size(meta)), meta, f"input {path}") for path, meta in zip(paths, inputs_meta)]
+
+
+def _size(meta: TensorInfo) -> int:
+    return int(np.prod([int(d) for d in meta.shape], dtype=np.int64))
 
 
 # ---- Sequences: one input set per inference, for models that keep state (docs/state.md) ----
@@ -153,7 +156,7 @@ def load_input_steps(
         )
     stacked = []
     for path, meta in zip(paths, inputs_meta):
-        arr = load_array(path)
+        arr = load_array(path)  # its header bounded by the file; the time axis is checked below
         if arr.ndim == 0 or arr.shape[0] != steps:
             raise MicrocompilerError(
                 f"input {path} has shape {list(arr.shape)}, but with --steps {steps} its first axis must be the "

@@ -58,7 +58,7 @@ def test_bench_reports_inference_and_operator_times(capsys):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["bench", HELLO, "--number", "0"], "--number and --repeat must be at least 1"),
+        (["bench", HELLO, "--number", "0"], "--number 0: give a whole number of at least 1"),
         (["bench", HELLO, "--board", "no_such_board"], "unknown board 'no_such_board'"),
         (["run", HELLO, "--mode", "host-driven", "--port", "/dev/ttyUSB9"], "--port is for boards"),
     ],

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import struct
+import threading
 import time
 
 import numpy as np
@@ -12,7 +14,7 @@ import pytest
 from rpc_support import RawLink, build_test_server, start_server
 
 from microcompiler.errors import DeviceError
-from microcompiler.rpc import RemoteError, Session
+from microcompiler.rpc import RemoteError, RequestError, Session
 from microcompiler.rpc import protocol as P
 from microcompiler.rpc.framing import encode_frame
 
@@ -57,11 +59,11 @@ def test_a_call_the_device_cannot_take_is_refused_before_sending(session):
     session.call("increment", *([buf] * 16))
     assert buf.read(1) == bytes([16])
     sent = session.stats["requests"]
-    with pytest.raises(DeviceError, match=r"^CALL increment passes 17 arguments; .* at most 16 per call"):
+    with pytest.raises(RequestError, match=r"^CALL increment passes 17 arguments; .* at most 16 per call"):
         session.call("increment", *([buf] * 17))
     # a device that took 200 arguments still could not receive 150 of them in one 1024-byte message
     session.device = dataclasses.replace(session.device, max_args=200)
-    with pytest.raises(DeviceError, match=r"1062-byte message, more than the device's MC_RPC_MAX_PAYLOAD \(1024\)"):
+    with pytest.raises(RequestError, match=r"1062-byte message, more than the device's MC_RPC_MAX_PAYLOAD \(1024\)"):
         session.time("increment", 1, *([buf] * 150))
     assert session.stats["requests"] == sent
 
@@ -183,3 +185,116 @@ def test_another_program_taking_over_the_device_is_named(server_exe):
             with pytest.raises(DeviceError, match="now serves another session .* another program connected"):
                 first.alloc(8)
             assert second.ping(b"x") == b"x"
+
+
+# ---- issue 35 item 4: requests the protocol cannot carry, and a session shared between threads ----
+
+
+@pytest.mark.parametrize("length", [3_000, 70_000])
+def test_a_name_too_long_for_a_packet_is_refused_locally_and_the_session_stays_in_step(session, length):
+    start = time.monotonic()
+    with pytest.raises(RequestError) as caught:
+        session.lookup("f" * length)
+    message = str(caught.value)
+    assert "\n" not in message and f"{length:,} bytes" in message and "nothing was sent" in message, message
+    assert time.monotonic() - start < 1.0  # refused here, not after the reply timeout
+    assert session.is_open and session.stats["requests"] == 1 + 0  # HELLO only: nothing went out
+    assert session.lookup("increment").name == "increment"  # the next request is answered: in step
+    x = session.upload(np.arange(4, dtype=np.int32))
+    session.call("add_scale", x, 1, 1.0, x, 4)  # in place: x + 1 as float32 bits
+    assert np.array_equal(x.read_array(np.float32, (4,)), [1, 2, 3, 4])
+
+
+def test_other_requests_past_the_protocol_are_refused_before_sending(session):
+    buf = session.alloc(16)
+    for call, fragment in [
+        (lambda: session.ping(b"x" * 5000), "a PING request of 5,009 bytes does not fit"),
+        (lambda: session.time("increment", 10**12, buf), "TIME runs a function 1 to 1,000,000 times"),
+        (lambda: session.time("increment", 0, buf), "TIME runs a function 1 to 1,000,000 times"),
+        (lambda: session.call("increment", *([1] * 300)), "passes 300 arguments; the device's firmware takes at most 16 per call"),
+        (lambda: session.call("increment", 2**40), "integer argument 1099511627776 does not fit int32"),
+        (lambda: session.model_fingerprint("m" * 2000), "a MODEL request of 2,005 bytes does not fit"),
+    ]:
+        with pytest.raises(RequestError, match=re.escape(fragment)):
+            call()
+        assert session.is_open
+    session.call("increment", buf)  # still in step
+    assert session.is_open
+
+
+def test_a_request_that_fails_before_its_frame_leaves_uses_no_number(session, monkeypatch):
+    """A frame that could not be written (here: the transport raises before writing) leaves the
+    request number unused: the device, which executes only the next number, still answers."""
+    real_write = session.transport.write
+    calls = {"n": 0}
+
+    def failing_write(data):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt  # e.g. Ctrl-C as the request was about to go out
+        return real_write(data)
+
+    monkeypatch.setattr(session.transport, "write", failing_write)
+    with pytest.raises(KeyboardInterrupt):
+        session.lookup("increment")
+    assert session.lookup("increment").name == "increment" and session.is_open
+
+
+def test_one_session_shared_by_four_threads_gives_every_result(session):
+    """Each thread works on its own buffers through the one session; the lock keeps the requests of
+    an operation together and the stream in step: every result is exact."""
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            rng = np.random.default_rng(t)
+            for _ in range(25):
+                x = rng.integers(-1000, 1000, size=64, dtype=np.int32)
+                src, dst = session.upload(x), session.alloc(x.nbytes)
+                session.call("add_scale", src, t, 0.5, dst, x.size)
+                want = ((x + t) * np.float32(0.5)).astype(np.float32)
+                assert np.array_equal(dst.read_array(np.float32, x.shape), want)
+                src.free()
+                dst.free()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads) and errors == [], errors
+    assert session.is_open
+
+
+def test_four_threads_share_one_model_session_and_every_output_is_tflms():
+    """4 threads x 100 inferences through one executor of one host-driven session (issue 35's
+    acceptance): every output equals the TFLite Micro interpreter's for that thread's input."""
+    from oracle import tflm_run
+
+    from microcompiler import api
+
+    model = "examples/tiny_cnn/tiny_cnn_int8.tflite"
+    rng = np.random.default_rng(35)
+    xs = [rng.integers(-128, 128, size=(1, 16, 16, 1), dtype=np.int8) for _ in range(4)]
+    want = [tflm_run(open(model, "rb").read(), [x])[0] for x in xs]
+    assert len({w.tobytes() for w in want}) == 4  # a mix-up between threads would show
+    errors: list[BaseException] = []
+    with api.open_model(model) as session, session.executor() as ex:
+
+        def work(t: int) -> None:
+            try:
+                for _ in range(100):
+                    (y,) = ex(xs[t])
+                    assert np.array_equal(y.reshape(want[t].shape), want[t])
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=300)
+        assert not any(th.is_alive() for th in threads) and errors == [], errors[:1]
+        assert session.is_open

@@ -231,3 +231,42 @@ def test_a_local_ray_cluster_runs_jobs_and_hands_over_what_a_job_raised(tmp_path
 
     r = cli("tune", tmp_path / "none.tflite", "--board", BOARD, "--address", "auto")
     assert r.returncode == 2 and "--address names a Ray cluster; add --runner ray" in r.stderr
+
+
+# ---- issue 35 item 5: joining a cluster is bounded and says which address failed ----
+
+
+def test_a_bad_or_unreachable_cluster_address_is_one_line_at_once(tmp_path):
+    model = tmp_path / "m.tflite"
+    model.write_bytes(small_model())
+    closed = f"127.0.0.1:{free_port()}"
+    for address, fragment in [
+        ("127.0.0.1:99999", "--address 127.0.0.1:99999: give the head node's HOST:PORT (a port 1 to 65535"),
+        (closed, f"cannot reach the Ray cluster at {closed} (Connection refused)"),
+    ]:
+        start = time.monotonic()
+        r = cli("tune", model, "--board", BOARD, "--runner", "ray", "--address", address, timeout=60)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1 and fragment in r.stderr, r.stderr
+        assert time.monotonic() - start < 20
+
+
+def test_a_peer_that_is_no_ray_head_costs_a_bounded_wait(monkeypatch):
+    """A port that accepts connections and says nothing: Ray would wait (then end the process);
+    the trial join in a child process is stopped at JOIN_TIMEOUT, with one line naming the address."""
+    from microcompiler.tuning import ray_runner
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    silent = f"127.0.0.1:{listener.getsockname()[1]}"
+    monkeypatch.setattr(ray_runner, "JOIN_TIMEOUT", 2.0)
+    start = time.monotonic()
+    try:
+        with pytest.raises(ray_runner.RayRunnerError) as caught:
+            ray_runner.RayRunner(BOARD, address=silent)
+    finally:
+        listener.close()
+    assert time.monotonic() - start < 15 and not ray.is_initialized()
+    message = str(caught.value)
+    assert f"the Ray cluster at {silent}" in message and "\n" not in message, message

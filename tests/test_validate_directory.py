@@ -179,7 +179,7 @@ def hostile(tmp_path, case):
     np.save(d / "a.npy", np.zeros((1, 16, 16, 1), np.int8))
     if case == "wrong size":
         Image.fromarray(np.zeros((20, 16), np.uint8)).save(d / "b.png")
-        return d, "b.png is 20x16x1 but the model input 'input' needs 16x16x1 (HxWxC)"
+        return d, "b.png is 20x16 but the model input 'input' needs 16x16x1 (HxWxC)"
     if case == "colour for grey":
         Image.fromarray(np.zeros((16, 16, 3), np.uint8), "RGB").save(d / "b.png")
         return d, "b.png is 16x16x3 but the model input 'input' needs 16x16x1 (HxWxC); convert it to grey first"

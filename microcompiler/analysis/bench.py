@@ -3,10 +3,31 @@ vocabulary (microcompiler/timing.py), beside analyze's estimate (``microcompiler
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from microcompiler.boards import Board
 from microcompiler.codegen.model_info import ModelInfo
+from microcompiler.errors import MicrocompilerError
 from microcompiler.rpc.client import TimeResult
 from microcompiler.timing import measured, relative_error
+
+# The most runs one TIME request may ask of the device: MC_RPC_MAX_TIMED_RUNS in
+# crt/include/microcompiler/rpc_server.h (the firmware microcompiler builds uses the default).
+DEVICE_MAX_TIMED_RUNS = 1_000_000
+
+
+def check_timed_runs(number: int, repeat: int, spell: Callable[[str], str] = lambda name: f"--{name}") -> None:
+    """``bench``'s --number and --repeat (the API's number= and repeat=): whole numbers of at least
+    1, --number within what the device runs in one TIME request. One line naming the option."""
+    for name, value in (("number", number), ("repeat", repeat)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise MicrocompilerError(f"{spell(name)} {value!r}: give a whole number of at least 1")
+    if number > DEVICE_MAX_TIMED_RUNS:
+        raise MicrocompilerError(
+            f"{spell('number')} {number} is more than the device runs in one measurement: its "
+            f"limit is {DEVICE_MAX_TIMED_RUNS:,} (MC_RPC_MAX_TIMED_RUNS); use {spell('number')} "
+            f"{DEVICE_MAX_TIMED_RUNS} or less and raise {spell('repeat')} instead"
+        )
 
 
 def bench_report(

@@ -10,12 +10,13 @@ sides) or, for two different models, by position. Times are in the shared vocabu
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from microcompiler.errors import MicrocompilerError
 from microcompiler.timing import format_duration
+from microcompiler.user_files import read_user_json
 
 
 @dataclass
@@ -26,79 +27,129 @@ class Side:
     model: str
     board: str | None
     source: str  # "estimate" (analyze) or "measured" (bench)
-    instructions: int | None
+    instructions: float | None
     seconds: float | None
     layers: list[dict] = field(default_factory=list)  # index, name, kind, instructions, seconds, kernel
-    arena_bytes: int | None = None
-    ram_bytes: int | None = None
-    weights_bytes: int | None = None
-    flash_bytes: int | None = None
+    arena_bytes: float | None = None
+    ram_bytes: float | None = None
+    weights_bytes: float | None = None
+    flash_bytes: float | None = None
 
 
-def side_from_report(report: dict, label: str) -> Side:
-    """A saved ``analyze --json`` or ``bench --json`` object."""
+FIX = "give the JSON that 'microcompiler analyze --json' or 'microcompiler bench --json' printed, or a .tflite model"
+
+
+def side_from_report(report, label: str) -> Side:
+    """A saved ``analyze --json`` or ``bench --json`` object; every field compare uses is checked
+    (a damaged or hand-edited report is one line naming the field, never a traceback)."""
+    r = _Reader(label)
+    report = r.obj(report, "the report")
     if "layers" in report and "totals" in report:  # analyze
-        t = report["totals"]
-        time = report.get("estimated_time") or {}
-        layers = [
-            {
-                "index": layer["index"],
-                "name": layer["name"],
-                "kind": layer["kind"],
-                "instructions": layer["estimated_instructions"],
-                "seconds": _seconds(layer, time),
-                "kernel": _kernel(layer.get("kernel")),
-            }
-            for layer in report["layers"]
-        ]
+        t = r.obj(report["totals"], "totals")
+        time = r.obj(report.get("estimated_time") or {}, "estimated_time")
+        per_second = (r.num(time, "seconds", "estimated_time"), r.num(time, "instructions", "estimated_time"))
+        layers = []
+        for k, layer in enumerate(r.items(report["layers"], "layers")):
+            where = f"layers[{k}]"
+            instructions = r.num(layer, "estimated_instructions", where)
+            layers.append(
+                {
+                    "index": r.whole(layer, "index", where),
+                    "name": r.text(layer, "name", where),
+                    "kind": r.text(layer, "kind", where),
+                    "instructions": instructions,
+                    "seconds": _seconds(instructions, *per_second),
+                    "kernel": _kernel(layer.get("kernel")),
+                }
+            )
         return Side(
             label,
-            report["model"],
-            report.get("board"),
+            r.text(report, "model", "the report", required=True),
+            r.text(report, "board", "the report"),
             "estimate",
-            t["estimated_instructions"],
-            time.get("seconds"),
+            r.num(t, "estimated_instructions", "totals"),
+            per_second[0],
             layers,
-            t.get("arena_bytes"),
-            t.get("ram_bytes"),
-            t.get("weights_bytes"),
-            t.get("flash_bytes"),
+            *(r.num(t, name, "totals") for name in ("arena_bytes", "ram_bytes", "weights_bytes", "flash_bytes")),
         )
     if "inference" in report and "operators" in report:  # bench
-        inference = report["inference"]
-        time = inference.get("time") or {"instructions": None, "seconds": inference.get("seconds")}
-        layers = [
-            {
-                "index": op.get("index"),
-                "name": op.get("layer_name") or op.get("function"),
-                "kind": op.get("kind"),
-                "instructions": (op.get("time") or {}).get("instructions"),
-                "seconds": (op.get("time") or {}).get("seconds", op.get("seconds")),
-                "kernel": None,
-            }
-            for op in report["operators"]
-        ]
-        peak = report.get("memory_peak") or {}
+        inference = r.obj(report["inference"], "inference")
+        time = r.obj(inference.get("time") or {}, "inference.time")
+        if not inference.get("time"):
+            time = {"instructions": None, "seconds": r.num(inference, "seconds", "inference")}
+        layers = []
+        for k, op in enumerate(r.items(report["operators"], "operators")):
+            where = f"operators[{k}]"
+            op_time = r.obj(op.get("time") or {}, f"{where}.time")
+            seconds = r.num(op_time, "seconds", f"{where}.time")
+            layers.append(
+                {
+                    "index": r.whole(op, "index", where),
+                    "name": r.text(op, "layer_name", where) or r.text(op, "function", where),
+                    "kind": r.text(op, "kind", where),
+                    "instructions": r.num(op_time, "instructions", f"{where}.time"),
+                    "seconds": seconds if "seconds" in op_time else r.num(op, "seconds", where),
+                    "kernel": None,
+                }
+            )
+        peak = r.obj(report.get("memory_peak") or {}, "memory_peak")
         return Side(
             label,
-            report["model"],
-            report.get("board"),
+            r.text(report, "model", "the report", required=True),
+            r.text(report, "board", "the report"),
             "measured",
-            time.get("instructions"),
-            time.get("seconds"),
+            r.num(time, "instructions", "inference.time"),
+            r.num(time, "seconds", "inference.time"),
             layers,
-            peak.get("arena_bytes"),
+            r.num(peak, "arena_bytes", "memory_peak"),
         )
-    raise MicrocompilerError(
-        f"{label} is not a report compare reads; give the JSON that 'microcompiler analyze "
-        "--json' or 'microcompiler bench --json' printed, or a .tflite model"
-    )
+    raise MicrocompilerError(f"{label} is not a report compare reads; {FIX}")
 
 
-def _seconds(layer: dict, time: dict) -> float | None:
-    if not time.get("seconds") or not time.get("instructions"):
+class _Reader:
+    """Typed fields of a saved report; a wrong one is a one-line error naming it."""
+
+    def __init__(self, label: str):
+        self.label = label
+
+    def _bad(self, where: str, kind: str):
+        return MicrocompilerError(f"{self.label} is a damaged report: {where} is not {kind}; {FIX}")
+
+    def obj(self, value, where: str) -> dict:
+        if not isinstance(value, dict):
+            raise self._bad(where, "an object")
+        return value
+
+    def items(self, value, where: str) -> list[dict]:
+        if not isinstance(value, list):
+            raise self._bad(where, "a list")
+        return [self.obj(v, f"{where}[{k}]") for k, v in enumerate(value)]
+
+    def num(self, d: dict, key: str, where: str) -> int | float | None:
+        value = d.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise self._bad(f"{where}.{key}", "a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self._bad(f"{where}.{key}", "a finite number")
+        return value
+
+    def whole(self, d: dict, key: str, where: str) -> int | None:
+        value = d.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise self._bad(f"{where}.{key}", "a whole number")
+        return value
+
+    def text(self, d: dict, key: str, where: str, required: bool = False) -> str | None:
+        value = d.get(key)
+        if (value is None and required) or (value is not None and not isinstance(value, str)):
+            raise self._bad(f"{where}.{key}", "text")
+        return value
+
+
+def _seconds(instructions, seconds, total) -> float | None:
+    if not seconds or not total or instructions is None:
         return None
-    return layer["estimated_instructions"] * time["seconds"] / time["instructions"]
+    return instructions * seconds / total
 
 
 def _kernel(kernel) -> str | None:
@@ -107,18 +158,13 @@ def _kernel(kernel) -> str | None:
     return "/".join(str(kernel[k]) for k in ("variant", "isa") if kernel.get(k))
 
 
-def load_report(path: str | Path) -> dict:
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MicrocompilerError(f"cannot read the report {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise MicrocompilerError(
-            f"{path} is not JSON; give the output of 'microcompiler analyze --json' or "
-            "'microcompiler bench --json' saved to a file"
-        ) from None
+def load_report(path: str | Path):
+    """A saved report's JSON, read like every user file (bounded; a device or directory refused)."""
+    return read_user_json(
+        path,
+        "the report",
+        "give the output of 'microcompiler analyze --json' or 'microcompiler bench --json' saved to a file",
+    )
 
 
 def compare(a: Side, b: Side) -> dict:

@@ -6,16 +6,14 @@ It takes the same path to the device as ``run --mode host-driven`` (commands/run
 from __future__ import annotations
 
 from microcompiler.analysis.analyze import analyze_library
-from microcompiler.analysis.bench import bench_report
+from microcompiler.analysis.bench import DEVICE_MAX_TIMED_RUNS, bench_report, check_timed_runs
 from microcompiler.commands.output import model_flash_split, print_bench
 from microcompiler.commands.run import add_device_arguments, host_driven_session, prepare, progress
 from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.report import check_report_path, write_report
 from microcompiler.targets import HOST_DRIVEN
 
-# The most runs one TIME request may ask of the device: MC_RPC_MAX_TIMED_RUNS in
-# crt/include/microcompiler/rpc_server.h (the firmware microcompiler builds uses the default).
-DEVICE_MAX_TIMED_RUNS = 1_000_000
+__all__ = ["DEVICE_MAX_TIMED_RUNS", "add_parser", "run"]  # the device's limit, read by the tests
 
 
 def add_parser(sub) -> None:
@@ -35,14 +33,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    if args.number > DEVICE_MAX_TIMED_RUNS:
-        raise MicrocompilerError(
-            f"--number {args.number} is more than the device runs in one measurement: its "
-            f"limit is {DEVICE_MAX_TIMED_RUNS:,} (MC_RPC_MAX_TIMED_RUNS); use --number "
-            f"{DEVICE_MAX_TIMED_RUNS} or less and raise --repeat instead"
-        )
-    if args.number < 1 or args.repeat < 1:
-        raise MicrocompilerError("--number and --repeat must be at least 1")
+    check_timed_runs(args.number, args.repeat)
     given = [args.model, *args.input, getattr(args, "tuning", None)]
     if args.html:
         check_report_path(args.html, given)

@@ -37,10 +37,9 @@ from microcompiler.report.provenance import with_provenance
 from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample, validate
-from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, add_label_metrics, samples_and_labels
+from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, MAX_SAMPLES, add_label_metrics, samples_and_labels
 
 DEFAULT_SAMPLES = 10
-MAX_SAMPLES = 100_000
 
 
 def add_parser(sub) -> None:
@@ -186,12 +185,27 @@ def check_outputs_path(path: str, given: list) -> None:
         raise MicrocompilerError(f"--save-outputs {path}: the folder {out.parent} does not exist")
 
 
+def check_distinct_outputs(outputs: dict[str, str | None]) -> None:
+    """Two options never name one path (a report over the saved outputs): refused before the run."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise MicrocompilerError(
+                f"{seen[resolved]} and {option} both name {path}; one would overwrite the other: give each its own file"
+            )
+        seen[resolved] = option
+
+
 def run(args) -> int:
     given = [args.model, args.reference, getattr(args, "tuning", None), args.dataset, args.labels]
     if args.html:
         check_report_path(args.html, given)
     if args.save_outputs:
         check_outputs_path(args.save_outputs, given)
+    check_distinct_outputs({"--html": args.html, "--save-outputs": args.save_outputs, "--keep": args.keep})
     if args.dataset and args.inputs != str(DEFAULT_SAMPLES):
         raise MicrocompilerError("--dataset and --inputs both give the samples; pass one of them")
     dataset = dataset_of(args)
@@ -222,6 +236,7 @@ def run(args) -> int:
         labels=args.labels,
         otherwise=lambda: seeded_samples(args.inputs, args.seed, meta),
         pixel_range=args.pixel_range,
+        outputs_meta=library.info.outputs,
     )
     options = DeviceOptions(
         template=args.template, port=args.port, rpc_timeout=args.rpc_timeout, timeout=args.timeout, keep=args.keep

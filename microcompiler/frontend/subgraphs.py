@@ -84,6 +84,11 @@ def _check_call(op: Operator, g: Graph, graphs: dict[int, Graph], k: int) -> Non
     if not called:
         return
     where = f"operator {op.index} ({op.kind})"
+    if any(t < 0 for t in [*op.inputs, *op.outputs]):
+        raise ModelFormatError(
+            f"{where} of '{g.name}' has an omitted (-1) input or output, but {op.kind} hands every one to its "
+            "subgraphs (TFLM reads each); the file is corrupted"
+        )
     for s in called:
         if s == 0 or s not in graphs:
             raise ModelFormatError(

@@ -13,6 +13,7 @@ from microcompiler.rpc.client import (
     DeviceResetError,
     RemoteError,
     RemoteFunction,
+    RequestError,
     Session,
     SessionClosedError,
     TimeResult,
@@ -28,4 +29,5 @@ __all__ = [
     "DeviceResetError",
     "RemoteError",
     "SessionClosedError",
+    "RequestError",
 ]

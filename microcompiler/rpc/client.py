@@ -10,18 +10,20 @@ from __future__ import annotations
 import logging
 import random
 import struct
+import threading
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from microcompiler.errors import DeviceError
+from microcompiler.errors import DeviceError, MicrocompilerError
 from microcompiler.rpc import protocol as P
 from microcompiler.rpc.executor import GraphExecutor
 from microcompiler.rpc.framing import Damaged, FrameDecoder, encode_frame
+from microcompiler.rpc.handles import DeviceBuffer, RemoteFunction, TimeResult
 from microcompiler.transport.base import Transport, check_timeout
 
 DEVICE_LOG = logging.getLogger("microcompiler.device")
+__all__ = ["DeviceBuffer", "RemoteFunction", "TimeResult", "Session", "RequestError"]
 
 
 class DeviceResetError(DeviceError):
@@ -40,82 +42,13 @@ class SessionClosedError(DeviceError):
     """A request on a session that was closed or broken by an earlier error."""
 
 
-@dataclass(frozen=True)
-class TimeResult:
-    """Device time of ``number`` back-to-back runs, measured ``repeat`` times."""
-
-    ticks: tuple[int, ...]  # total timer ticks of each repeat
-    number: int
-    timer_hz: int
-
-    @property
-    def results(self) -> list[float]:
-        """Seconds per run, one value per repeat."""
-        return [t / self.number / self.timer_hz for t in self.ticks]
-
-    @property
-    def mean(self) -> float:
-        return sum(self.results) / len(self.results)
-
-    @property
-    def median_ticks(self) -> int:
-        """Ticks per run, median over the repeats."""
-        per_run = sorted(t // self.number for t in self.ticks)
-        return per_run[len(per_run) // 2]
+class RequestError(MicrocompilerError):
+    """A request the protocol cannot carry (too large, too many arguments, a count past the device's
+    limit): refused before anything is sent, so the session stays open and in step."""
 
 
-class RemoteFunction:
-    """A device function found by name; calling it runs it once on the device."""
-
-    def __init__(self, session: Session, function_id: int, name: str):
-        self.session, self.id, self.name = session, function_id, name
-
-    def __call__(self, *args) -> int:
-        """Run once; returns the device timer ticks the call took."""
-        return self.session.call(self, *args)
-
-    def __repr__(self) -> str:
-        return f"RemoteFunction({self.name!r}, id={self.id})"
-
-
-class DeviceBuffer:
-    """A block of device memory from the server's static pool."""
-
-    def __init__(self, session: Session, handle: int, nbytes: int):
-        self.session, self.handle, self.nbytes = session, handle, nbytes
-        self.freed = False
-
-    def write(self, data, offset: int = 0) -> None:
-        raw = np.ascontiguousarray(data).tobytes() if isinstance(data, np.ndarray) else bytes(data)
-        if offset < 0 or offset + len(raw) > self.nbytes:
-            raise ValueError(f"writing {len(raw)} bytes at offset {offset} overflows a {self.nbytes}-byte buffer")
-        self.session.write_memory(self.handle, offset, raw)
-
-    def read(self, nbytes: int | None = None, offset: int = 0) -> bytes:
-        nbytes = self.nbytes - offset if nbytes is None else nbytes
-        if offset < 0 or nbytes < 0 or offset + nbytes > self.nbytes:
-            raise ValueError(f"reading {nbytes} bytes at offset {offset} overflows a {self.nbytes}-byte buffer")
-        return self.session.read_memory(self.handle, offset, nbytes)
-
-    def read_array(self, dtype, shape, offset: int = 0) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        return np.frombuffer(self.read(count * dtype.itemsize, offset), dtype=dtype).reshape(shape).copy()
-
-    def at(self, offset: int) -> P.TensorArg:
-        """A pointer argument to byte ``offset`` of this buffer."""
-        return P.TensorArg(self.handle, offset)
-
-    def tensor_arg(self) -> P.TensorArg:
-        return P.TensorArg(self.handle, 0)
-
-    def free(self) -> None:
-        if not self.freed:
-            self.freed = True
-            self.session.free(self.handle)
-
-    def __repr__(self) -> str:
-        return f"DeviceBuffer(handle=0x{self.handle:04x}, {self.nbytes} bytes)"
+# The most runs one TIME request may ask: MC_RPC_MAX_TIMED_RUNS in crt/include/microcompiler/rpc_server.h
+MAX_TIMED_RUNS = 1_000_000
 
 
 class Session:
@@ -163,6 +96,8 @@ class Session:
         self._seq = 0
         self._functions: dict[str, RemoteFunction] = {}
         self._broken: str | None = None
+        self._sent = False  # whether the frame of the request under way went out
+        self.lock = threading.RLock()  # one request (or one multi-request operation) at a time
         self.device: P.HelloReply | None = None
         try:
             self.start()
@@ -175,6 +110,10 @@ class Session:
 
     def start(self) -> P.HelloReply:
         """Open a (new) session: the device frees everything the previous session allocated."""
+        with self.lock:
+            return self._start()
+
+    def _start(self) -> P.HelloReply:
         previous = self._session_id
         while self._session_id in (0, previous):
             self._session_id = self._rng.randrange(1, 0x10000)
@@ -235,6 +174,10 @@ class Session:
 
     def close(self) -> None:
         """End the session (the device frees its memory) and close the transport if we own it."""
+        with self.lock:
+            self._close()
+
+    def _close(self) -> None:
         try:
             if self._broken is None and self.device is not None:
                 try:
@@ -254,16 +197,33 @@ class Session:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _check_size(self, type_: int, body: bytes) -> None:
+        """Refuse, before sending, a request larger than the device takes (its max payload, HELLO)."""
+        most = self.device.max_payload if self.device is not None else 0xFFFF
+        size = P.REQUEST_HEADER.size + len(body)
+        if size > most:
+            name = P.REQUEST_NAMES.get(type_, f"0x{type_:02x}")
+            raise RequestError(
+                f"a {name} request of {size:,} bytes does not fit the {self.name}'s packets ({most:,} bytes, "
+                f"MC_RPC_MAX_PAYLOAD); nothing was sent and the session stays open"
+            )
+
     def _request(self, type_: int, body: bytes = b"") -> P.Reply:
-        if self._broken is not None:
-            raise SessionClosedError(f"{self._broken}; open a new session (session.reconnect())")
-        self._seq = (self._seq + 1) & 0xFFFF
-        try:
-            return self._exchange(type_, self._seq, body)
-        except DeviceError as exc:  # the device may or may not have executed it: out of step
-            if self._broken is None:
-                self._broken = f"the session broke on an earlier error ({exc})"
-            raise
+        with self.lock:
+            if self._broken is not None:
+                raise SessionClosedError(f"{self._broken}; open a new session (session.reconnect())")
+            self._check_size(type_, body)
+            seq = (self._seq + 1) & 0xFFFF
+            self._sent = False
+            try:
+                return self._exchange(type_, seq, body)
+            except DeviceError as exc:  # the device may or may not have executed it: out of step
+                if self._broken is None:
+                    self._broken = f"the session broke on an earlier error ({exc})"
+                raise
+            finally:
+                if self._sent:  # the device saw this number: the next request takes the one after it
+                    self._seq = seq
 
     def _exchange(self, type_: int, seq: int, body: bytes, handshake_nonce: int | None = None) -> P.Reply:
         frame = encode_frame(P.request(type_, self._session_id, seq, body))
@@ -274,6 +234,7 @@ class Session:
         busy = False
         damaged_here = 0
         self.transport.write(frame)
+        self._sent = True
         last_send = start
         interval = base_interval = self._initial_retry_interval()
         resends = 0
@@ -421,14 +382,16 @@ class Session:
 
     def ping(self, data: bytes = b"") -> bytes:
         """Echo data through the device (no session state changes; data up to max_payload - 10 bytes)."""
-        if self._broken is not None:
-            raise SessionClosedError(self._broken)
-        tag = struct.pack("<I", self._rng.getrandbits(32))  # PING is not sequenced: match by tag
-        while True:
-            reply = self._check(self._exchange(P.PING, self._seq, tag + bytes(data)), "PING")
-            if reply.body[:4] == tag:
-                return reply.body[4:]
-            self.stats["stale_replies"] += 1
+        with self.lock:
+            if self._broken is not None:
+                raise SessionClosedError(self._broken)
+            tag = struct.pack("<I", self._rng.getrandbits(32))  # PING is not sequenced: match by tag
+            self._check_size(P.PING, tag + bytes(data))
+            while True:
+                reply = self._check(self._exchange(P.PING, self._seq, tag + bytes(data)), "PING")
+                if reply.body[:4] == tag:
+                    return reply.body[4:]
+                self.stats["stale_replies"] += 1
 
     @property
     def is_open(self) -> bool:
@@ -437,8 +400,20 @@ class Session:
 
     def lookup(self, name: str) -> RemoteFunction:
         """The device function called ``name`` (DeviceError if it has none)."""
+        with self.lock:
+            return self._lookup(name)
+
+    def _lookup(self, name: str) -> RemoteFunction:
+        if not isinstance(name, str) or not name:
+            raise RequestError(f"a device function's name is a non-empty string, not {name!r}"[:200])
         if name not in self._functions:
-            reply = self._request(P.LOOKUP, name.encode())
+            encoded = name.encode()
+            if self.device is not None and P.REQUEST_HEADER.size + len(encoded) > self.device.max_payload:
+                raise RequestError(
+                    f"no device function has a name of {len(encoded):,} bytes ('{name[:30]}...'): the {self.name}'s "
+                    f"packets hold {self.device.max_payload:,} bytes; nothing was sent and the session stays open"
+                )
+            reply = self._request(P.LOOKUP, encoded)
             if reply.status == 2:
                 raise RemoteError(
                     f"the {self.name} has no function '{name}'; was the firmware built from this model?", reply.status
@@ -450,11 +425,13 @@ class Session:
     __getitem__ = lookup
 
     def function_names(self) -> list[str]:
-        names = []
-        for function_id in range(self.device.function_count):
-            reply = self._check(self._request(P.FUNCTION_NAME, struct.pack("<H", function_id)), "FUNCTION_NAME")
-            names.append(reply.body.decode(errors="replace"))
-        return names
+        with self.lock:
+            return [
+                self._check(self._request(P.FUNCTION_NAME, struct.pack("<H", k)), "FUNCTION_NAME").body.decode(
+                    errors="replace"
+                )
+                for k in range(self.device.function_count)
+            ]
 
     def alloc(self, nbytes: int) -> DeviceBuffer:
         if not 0 < nbytes < 2**32:
@@ -490,6 +467,10 @@ class Session:
         self._chunk_limit = max(64, current // 2) if self.last_resends else min(most, current + 64)
 
     def write_memory(self, handle: int, offset: int, data: bytes) -> None:
+        with self.lock:  # the chunks in a row, and the chunk size, are this copy's
+            self._write_memory(handle, offset, data)
+
+    def _write_memory(self, handle: int, offset: int, data: bytes) -> None:
         most = self.max_payload - P.REQUEST_HEADER.size - P.WRITE_HEADER.size
         start = 0
         while start < len(data):
@@ -502,6 +483,10 @@ class Session:
             start += len(part)
 
     def read_memory(self, handle: int, offset: int, nbytes: int) -> bytes:
+        with self.lock:
+            return self._read_memory(handle, offset, nbytes)
+
+    def _read_memory(self, handle: int, offset: int, nbytes: int) -> bytes:
         most = self.max_payload - P.REPLY_HEADER.size
         out = bytearray()
         while len(out) < nbytes:
@@ -522,14 +507,17 @@ class Session:
     def _call_body(self, head: bytes, args, what: str) -> bytes:
         """A CALL or TIME body, refused here (one line, nothing sent) when the device cannot take it."""
         if self.device is not None and len(args) > self.device.max_args:
-            raise DeviceError(
+            raise RequestError(
                 f"{what} passes {len(args)} arguments; the device's firmware takes at most "
                 f"{self.device.max_args} per call: rebuild it from this model (create the project again)"
             )
-        body = head + P.encode_args(args)
+        try:
+            body = head + P.encode_args(args)
+        except (TypeError, ValueError, struct.error) as exc:
+            raise RequestError(f"{what}: {exc}; nothing was sent") from None
         size = P.REQUEST_HEADER.size + len(body)
         if size > self.max_payload:
-            raise DeviceError(
+            raise RequestError(
                 f"{what} with {len(args)} arguments is a {size}-byte message, more than the device's "
                 f"MC_RPC_MAX_PAYLOAD ({self.max_payload}): build the firmware with -DMC_RPC_MAX_PAYLOAD={size} "
                 "or more (at most 4000)"
@@ -545,6 +533,11 @@ class Session:
 
     def time(self, function, number: int, *args) -> tuple[int, int]:
         """Run a function number times back to back on the device: (total ticks, timer hz)."""
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_TIMED_RUNS:
+            raise RequestError(
+                f"TIME runs a function 1 to {MAX_TIMED_RUNS:,} times (MC_RPC_MAX_TIMED_RUNS), not {number!r}; "
+                "nothing was sent"
+            )
         fn = self._function(function)
         what = f"TIME {fn.name} x{number}"
         body = self._call_body(struct.pack("<HI", fn.id, number), args, what)
@@ -558,9 +551,10 @@ class Session:
 
         def evaluate(*args) -> TimeResult:
             ticks, hz = [], 0
-            for _ in range(repeat):
-                total, hz = self.time(fn, number, *args)
-                ticks.append(total)
+            with self.lock:  # the repeats in a row
+                for _ in range(repeat):
+                    total, hz = self.time(fn, number, *args)
+                    ticks.append(total)
             return TimeResult(tuple(ticks), number, hz)
 
         return evaluate

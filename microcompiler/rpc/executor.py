@@ -8,6 +8,7 @@ standalone runs bit for bit), then calls each operator's function over RPC in gr
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -61,6 +62,8 @@ class GraphExecutor:
         self.pool = session.alloc(max(1, plan.pool_bytes))
         self._args = [[TensorArg(self.pool.handle, plan.slots[s][0]) for s in op.slots] for op in plan.ops]
         self.last_ticks: list[int] = []  # device ticks of each operator in the last run()
+        # a session shared between threads: one inference (inputs, operators, outputs) at a time
+        self.lock = getattr(session, "lock", None) or nullcontext()
 
     # ---- inputs and outputs ----
 
@@ -110,13 +113,18 @@ class GraphExecutor:
         return self.pool.read_array(np_dtype(dtype), shape, offset)
 
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
-        for k, x in enumerate(inputs):
-            self.set_input(k, x)
-        self.run()
-        return [self.get_output(k) for k in range(len(self.info.outputs))]
+        with self.lock:
+            for k, x in enumerate(inputs):
+                self.set_input(k, x)
+            self.run()
+            return [self.get_output(k) for k in range(len(self.info.outputs))]
 
     def profile(self, number: int = 10, repeat: int = 1) -> list[dict]:
         """Device time of each operator: ``repeat`` measurements of ``number`` back-to-back runs."""
+        with self.lock:
+            return self._profile(number, repeat)
+
+    def _profile(self, number: int, repeat: int) -> list[dict]:
         rows = []
         operators = self.info.operators
         for k, fn in enumerate(self.functions):
@@ -163,6 +171,10 @@ class GraphExecutor:
 
     def time_inference(self, number: int = 10, repeat: int = 3) -> Any:
         """Device time of the whole model (its standalone <name>_run) on the current inputs."""
+        with self.lock:
+            return self._time_inference(number, repeat)
+
+    def _time_inference(self, number: int, repeat: int) -> Any:
         fn = self.session.lookup(self.model_function_name())
         args = [
             TensorArg(self.pool.handle, self.plan.slots[s][0])

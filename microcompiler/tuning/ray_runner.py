@@ -17,8 +17,13 @@ Ray is an optional dependency: ``pip install 'microcompiler[ray]'``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 from microcompiler import cleanup
@@ -29,6 +34,15 @@ from microcompiler.tuning.runner import JOB_TIMEOUT, JobRunner
 RETRIES = 3
 # The longest temporary directory Ray's session sockets fit under (AF_UNIX paths: 107 bytes)
 SHORT_PATH = 40
+# Seconds to wait for a cluster's head node to accept a connection, and then for a trial join of it
+# (in a child process, which a silent or foreign peer cannot hold up, nor Ray's core end), before
+# this process joins
+CONNECT_TIMEOUT = 10.0
+JOIN_TIMEOUT = 60.0
+_TRIAL_JOIN = (
+    "import logging, sys, ray; ray.init(address=sys.argv[1], log_to_driver=False, logging_level=logging.ERROR, "
+    "configure_logging=False); ray.shutdown()"
+)
 
 
 class RayRunnerError(MicrocompilerError):
@@ -49,6 +63,82 @@ def _use_token_if_there_is_one() -> None:
         or (Path.home() / ".ray" / "auth_token").is_file()
     ):
         os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def check_address(address: str, timeout: float | None = None) -> None:
+    """Refuse, in one line and within ``timeout`` seconds, a cluster address that is not HOST:PORT
+    (or "auto", or ray://HOST:PORT) or whose head node does not accept a connection: Ray itself
+    would wait, retrying, with a log line of its own."""
+    if address == "auto":
+        return
+    match = re.fullmatch(r"(?:ray://)?(\[[0-9A-Fa-f:.]+\]|[^:/\s]+):(\d{1,5})", address)
+    if match is None or not 1 <= int(match.group(2)) <= 65535:
+        raise RayRunnerError(
+            f"--address {address}: give the head node's HOST:PORT (a port 1 to 65535, e.g. 192.168.1.10:6379), "
+            "or 'auto' for the cluster 'ray start' started on this computer"
+        )
+    host, port = match.group(1).strip("[]"), int(match.group(2))
+    wait = CONNECT_TIMEOUT if timeout is None else timeout
+    try:
+        with socket.create_connection((host, port), timeout=wait):
+            pass
+    except TimeoutError:
+        raise RayRunnerError(
+            f"the Ray cluster at {address} did not answer within {wait:g} s; check that its head node runs "
+            "('ray status --address ADDR') and that this computer reaches it"
+        ) from None
+    except OSError as exc:
+        raise RayRunnerError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); check that its head node runs "
+            "('ray status --address ADDR') and the address, or leave out --address to start a local one"
+        ) from None
+    _trial_join(address)
+
+
+def _trial_join(address: str) -> None:
+    """Join and leave the cluster in a child process, within JOIN_TIMEOUT: a peer that accepts
+    connections but is no Ray head (or a hung one) costs a bounded wait and one line, not a hang
+    (or Ray's core ending this process)."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env.setdefault("RAY_NUM_REDIS_GET_RETRIES", str(int(CONNECT_TIMEOUT)))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _TRIAL_JOIN, address],
+            capture_output=True,
+            text=True,
+            timeout=JOIN_TIMEOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise RayRunnerError(
+            f"the Ray cluster at {address} did not let this computer join within {JOIN_TIMEOUT:g} s (something "
+            "answers there, but not as a Ray head node); check the address with 'ray status --address ADDR'"
+        ) from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("[")]
+        why = lines[-1][:200] if lines else f"exit status {proc.returncode}"
+        raise RayRunnerError(
+            f"cannot join the Ray cluster at {address} ({why}); check the address with 'ray status --address ADDR'"
+        )
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 to /dev/null for a while (Ray's C++ core writes there, past Python's logging)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _import_ray():
@@ -77,6 +167,9 @@ class RayRunner(JobRunner):
         timeout: float = JOB_TIMEOUT,
         retries: int = RETRIES,
     ):
+        if address is not None:
+            _use_token_if_there_is_one()
+            check_address(address)  # before this process joins: Ray would wait without a bound
         self.ray = _import_ray()
         self.board, self.slots, self.timeout, self.retries = board, max(1, int(jobs)), timeout, retries
         self._temp: Path | None = None
@@ -96,9 +189,10 @@ class RayRunner(JobRunner):
                 )
             else:
                 _use_token_if_there_is_one()
-                self.ray.init(
-                    address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False
-                )
+                with _quiet_stderr():  # Ray's core prints a line per retry: the error below says it once
+                    self.ray.init(
+                        address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False
+                    )
         except (ConnectionError, RuntimeError, ValueError, self.ray.exceptions.AuthenticationError) as exc:
             where = "a local Ray cluster" if address is None else f"the Ray cluster at {address}"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

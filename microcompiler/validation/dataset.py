@@ -13,7 +13,6 @@ for a directory).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,12 +22,14 @@ from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.inputs import check_input, quantize_input
 from microcompiler.ir import np_dtype
-from microcompiler.user_files import MAX_INPUT_BYTES, read_user_file
+from microcompiler.user_files import MAX_INPUT_BYTES, load_npy, read_user_file
 from microcompiler.validation.metrics import label_metrics
 from microcompiler.validation.runner import Sample
 from microcompiler.validation.sample_files import input_array, load_directory, npz_arrays
 
 LABEL_KEYS = ("y", "labels")
+MAX_SAMPLES = 100_000  # samples in one validation
+MAX_CLASSES = 4096  # the confusion matrix is classes x classes
 DEFAULT_PIXEL_RANGE = (0.0, 1.0)
 
 
@@ -39,9 +40,12 @@ def samples_and_labels(
     labels: str | Path | None = None,
     otherwise: Callable[[], list[Sample]],
     pixel_range: tuple[float, float] = DEFAULT_PIXEL_RANGE,
+    outputs_meta: list[TensorInfo] | None = None,
 ) -> tuple[list[Sample], np.ndarray | None]:
     """The samples (from ``dataset``, else ``otherwise()``) and their labels (from ``labels``, else
-    the archive's own, else None), checked one per sample."""
+    the archive's own, else None), checked one per sample and, with ``outputs_meta``, each a class
+    of the model's first output (0 to its size - 1): before anything runs."""
+    classes = class_count(outputs_meta) if labels is not None or dataset is not None else None
     found, files = None, None
     if dataset is not None:
         samples, found = load_dataset(str(dataset), inputs_meta, pixel_range)
@@ -49,10 +53,17 @@ def samples_and_labels(
     else:
         samples = otherwise()
     if labels is not None:
-        return samples, load_labels(str(labels), len(samples), files)
+        return samples, load_labels(str(labels), len(samples), files, classes)
     if found is not None:
-        return samples, check_labels(found, len(samples), f"the labels in {dataset}")
+        return samples, check_labels(found, len(samples), f"the labels in {dataset}", classes)
     return samples, None
+
+
+def class_count(outputs_meta: list[TensorInfo] | None) -> int | None:
+    """The classes labels may name: the size of the model's first output (its class scores)."""
+    if not outputs_meta:
+        return None
+    return int(np.prod([int(d) for d in outputs_meta[0].shape], dtype=np.int64))
 
 
 def add_label_metrics(report: dict, collected: dict, labels: np.ndarray | None) -> dict:
@@ -91,7 +102,8 @@ def load_dataset(
 
 def _from_npz(path: str, inputs_meta: list[TensorInfo]) -> tuple[list[Sample], np.ndarray | None]:
     data = read_user_file(path, "dataset", MAX_INPUT_BYTES)
-    arrays = npz_arrays(data, path, MAX_INPUT_BYTES, "save it with numpy.savez('data.npz', x=inputs, y=labels)")
+    most = MAX_SAMPLES * max(int(np.prod(m.shape)) for m in inputs_meta)  # the samples of the largest input
+    arrays = npz_arrays(data, path, MAX_INPUT_BYTES, "save it with numpy.savez('data.npz', x=inputs, y=labels)", most)
     labels = next((arrays.pop(k) for k in LABEL_KEYS if k in arrays), None)
     columns = [(*input_array(arrays, k, meta, len(inputs_meta), path), meta) for k, meta in enumerate(inputs_meta)]
     counts = {len(a) if a.ndim else 0 for _, a, _ in columns}
@@ -148,7 +160,7 @@ def _numeric(line: str) -> bool:
 def _sample(array: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
     want = np.dtype(np_dtype(meta.dtype))
     if array.dtype.kind == "f" and want.kind in "iu":
-        array = quantize_input(array, meta)  # real values for a quantized input
+        array = quantize_input(array, meta, source)  # real values for a quantized input
     elif array.dtype.kind in "iu" and want.kind == "f":
         array = array.astype(want)
     elif array.dtype.kind == "f" and want.kind == "f":
@@ -156,36 +168,46 @@ def _sample(array: np.ndarray, meta: TensorInfo, source: str) -> np.ndarray:
     return check_input(array, meta, source)
 
 
-def load_labels(path: str, count: int, files: list[str] | None = None) -> np.ndarray:
+def load_labels(path: str, count: int, files: list[str] | None = None, classes: int | None = None) -> np.ndarray:
     """One integer class per sample: from .npy, from text with one class per line (the first
     comma-separated field) in the samples' order, or, for the ``files`` of a directory, from
     ``filename,label`` rows in any order. A first line that is not a class is a header."""
     data = read_user_file(path, "labels", MAX_INPUT_BYTES)
     if Path(path).suffix.lower() == ".npy":
-        try:
-            labels = np.load(io.BytesIO(data), allow_pickle=False)
-        except (OSError, ValueError, EOFError):
-            raise MicrocompilerError(f"--labels {path} is not a .npy array; save it with numpy.save") from None
-        if not isinstance(labels, np.ndarray):
+        if data[:4] == b"PK\x03\x04":
             raise MicrocompilerError(f"--labels {path} is an .npz archive; save the labels with numpy.save")
-        return check_labels(labels, count, f"--labels {path}")
+        labels = load_npy(data, f"--labels {path}", "save the labels with numpy.save", count)
+        return check_labels(labels, count, f"--labels {path}", classes)
     rows = [[f.strip() for f in line.split(",")] for line in data.decode("utf-8", "replace").splitlines()]
     rows = [r for r in rows if any(r)]
     if rows and not _integer(rows[0][-1]):
         rows = rows[1:]  # a header: "label", "filename,label"
     if rows and len(rows[0]) >= 2 and not _integer(rows[0][0]):
-        return _labels_by_file(path, rows, files)
+        return check_labels(_labels_by_file(path, rows, files), count, f"--labels {path}", classes)
     if not all(_integer(r[0]) for r in rows):
         bad = next(k for k, r in enumerate(rows) if not _integer(r[0]))
         raise MicrocompilerError(
             f"--labels {path}: line {bad + 1} ('{','.join(rows[bad])[:40]}') is not an integer class; give one "
             "integer class per line, or 'filename,label' rows for a directory of samples"
         )
-    return check_labels(np.array([int(r[0]) for r in rows], dtype=np.int64), count, f"--labels {path}")
+    values = [_class(r[0], classes, f"--labels {path}: line {k + 1}") for k, r in enumerate(rows)]
+    return check_labels(np.array(values, dtype=np.int64), count, f"--labels {path}", classes)
 
 
 def _integer(text: str) -> bool:
     return text.lstrip("+-").isdigit()
+
+
+def _class(text: str, classes: int | None, where: str) -> int:
+    """A class number from text, refused in one line before it becomes a number numpy cannot hold."""
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 18 or (classes is not None and not 0 <= int(text) < classes):
+        raise MicrocompilerError(f"{where}: class {text[:30]} is not one of the model's {_range(classes)}")
+    return int(text)
+
+
+def _range(classes: int | None) -> str:
+    return "classes" if classes is None else f"{classes:,} classes (0 to {classes - 1:,})"
 
 
 def _labels_by_file(path: str, rows: list[list[str]], files: list[str] | None) -> np.ndarray:
@@ -204,7 +226,7 @@ def _labels_by_file(path: str, rows: list[list[str]], files: list[str] | None) -
         name = Path(row[0]).name
         if name in by_name and by_name[name] != int(row[1]):
             raise MicrocompilerError(f"--labels {path} gives {name} two classes ({by_name[name]} and {row[1]})")
-        by_name[name] = int(row[1])
+        by_name[name] = _class(row[1], None, f"--labels {path}: line {k + 1}")
     missing = [f for f in files if f not in by_name]
     if missing:
         more = f" and {len(missing) - 1:,} more" if len(missing) > 1 else ""
@@ -214,7 +236,8 @@ def _labels_by_file(path: str, rows: list[list[str]], files: list[str] | None) -
     return np.array([by_name[f] for f in files], dtype=np.int64)
 
 
-def check_labels(labels: np.ndarray, count: int, what: str) -> np.ndarray:
+def check_labels(labels: np.ndarray, count: int, what: str, classes: int | None = None) -> np.ndarray:
+    """One integer class per sample, each 0 to ``classes`` - 1 (the model's first output's size)."""
     labels = labels.reshape(-1) if labels.ndim <= 1 or labels.shape[1:] == (1,) * (labels.ndim - 1) else labels
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
         raise MicrocompilerError(
@@ -222,4 +245,15 @@ def check_labels(labels: np.ndarray, count: int, what: str) -> np.ndarray:
         )
     if len(labels) != count:
         raise MicrocompilerError(f"{what} has {len(labels)} labels for {count} samples; give one per sample")
+    if classes is not None and classes > MAX_CLASSES:
+        raise MicrocompilerError(
+            f"{what}: labels need the model's first output to be class scores, but it has {classes:,} values "
+            f"(more than {MAX_CLASSES:,} classes); leave out the labels"
+        )
+    if len(labels):
+        low, high = int(labels.min()), int(labels.max())  # Python ints: a uint64 does not wrap
+        limit = classes if classes is not None else MAX_CLASSES
+        bad = low if low < 0 else high if high >= limit else None
+        if bad is not None:
+            raise MicrocompilerError(f"{what}: class {bad} is not one of the model's {_range(limit)}")
     return labels.astype(np.int64)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import os
 import stat
-import zipfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from microcompiler.codegen.model_info import TensorInfo
 from microcompiler.errors import MicrocompilerError
-from microcompiler.user_files import MiB, read_user_file
+from microcompiler.user_files import MiB, load_npy, load_npz, read_user_file
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -85,6 +85,7 @@ def load_directory(
 ) -> list[tuple[str, list[np.ndarray]]]:
     """(file name, model inputs) of every sample file in ``directory``, in the order of the names."""
     limit = sample_limit(inputs_meta)
+    most = max(int(np.prod(m.shape)) for m in inputs_meta)  # the values one array of a sample may hold
     samples = []
     for path in sample_files(directory, what):
         size = path.stat().st_size
@@ -96,9 +97,9 @@ def load_directory(
         data = read_user_file(path, f"{what} file", limit)
         suffix = path.suffix.lower()
         if suffix == ".npy":
-            inputs = _one_input(_npy(data, path), inputs_meta, to_input, path)
+            inputs = _one_input(_npy(data, path, most), inputs_meta, to_input, path)
         elif suffix == ".npz":
-            inputs = _from_npz(data, path, inputs_meta, to_input, limit)
+            inputs = _from_npz(data, path, inputs_meta, to_input, limit, most)
         else:
             inputs = _one_input(_image(data, path, inputs_meta, pixel_range), inputs_meta, to_input, path)
         samples.append((path.name, inputs))
@@ -114,33 +115,18 @@ def _one_input(array: np.ndarray, inputs_meta: list[TensorInfo], to_input: ToInp
     return [to_input(array, inputs_meta[0], str(path))]
 
 
-def _npy(data: bytes, path: Path) -> np.ndarray:
-    try:
-        array = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, EOFError):
-        raise MicrocompilerError(
-            f"{path} is not a readable .npy array (damaged, or it holds Python objects); save it with numpy.save"
-        ) from None
-    if not isinstance(array, np.ndarray):
+def _npy(data: bytes, path: Path, max_elements: int) -> np.ndarray:
+    if data[:4] == b"PK\x03\x04":
         raise MicrocompilerError(f"{path} is an .npz archive named .npy; rename it to .npz")
-    return array
+    return load_npy(data, str(path), "save it with numpy.save", max_elements)
 
 
-def npz_arrays(data: bytes, path: Path | str, limit: int, fix: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz archive, refused in one line when damaged or when its members would
-    unpack to more than ``limit`` bytes (checked in the zip directory, before anything is unpacked)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            unpacked = sum(info.file_size for info in archive.infolist())
-        if unpacked > limit:
-            raise MicrocompilerError(
-                f"{path} unpacks to {unpacked:,} bytes, more than microcompiler reads for it ({limit:,}); "
-                "check that the path names the right file"
-            )
-        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError):
-        raise MicrocompilerError(f"{path} is not a readable .npz archive (damaged?); {fix}") from None
+def npz_arrays(
+    data: bytes, path: Path | str, limit: int, fix: str, max_elements: int | None = None
+) -> dict[str, np.ndarray]:
+    """The arrays of an .npz archive, every number in it checked before anything is unpacked
+    (``user_files.load_npz``)."""
+    return load_npz(data, str(path), limit, fix, max_elements)
 
 
 def input_array(
@@ -159,10 +145,10 @@ def input_array(
 
 
 def _from_npz(
-    data: bytes, path: Path, inputs_meta: list[TensorInfo], to_input: ToInput, limit: int
+    data: bytes, path: Path, inputs_meta: list[TensorInfo], to_input: ToInput, limit: int, most: int
 ) -> list[np.ndarray]:
     names = ", ".join(f"{m.name}=..." for m in inputs_meta[:2])
-    arrays = npz_arrays(data, path, limit, f"save one sample's inputs with numpy.savez('x0.npz', {names})")
+    arrays = npz_arrays(data, path, limit, f"save one sample's inputs with numpy.savez('x0.npz', {names})", most)
     inputs = []
     for k, meta in enumerate(inputs_meta):
         name, array = input_array(arrays, k, meta, len(inputs_meta), path)
@@ -199,7 +185,15 @@ def _image(data: bytes, path: Path, inputs_meta: list[TensorInfo], pixel_range: 
         ) from None
     damaged = f"{path} is not a readable PNG, JPEG or BMP image (damaged?); save it again or give .npy files"
     try:
-        image: Image.Image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
+        with warnings.catch_warnings():  # a large image is refused by its size below, not by a warning
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image: Image.Image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)  # reads the header only
+        height, width, depth = want
+        if (image.height, image.width) != (height, width):  # before a pixel is decoded
+            raise MicrocompilerError(
+                f"{path} is {image.height}x{image.width} but the model input '{meta.name}' needs "
+                f"{height}x{width}x{depth} (HxWxC); resize it first (validate never resizes)"
+            )
         if image.mode == "P":
             image = image.convert("RGBA" if "transparency" in image.info else "RGB")
         channels = {"1": 1, "L": 1, "RGB": 3}.get(image.mode)
@@ -208,16 +202,10 @@ def _image(data: bytes, path: Path, inputs_meta: list[TensorInfo], pixel_range: 
                 f"{path}: {image.mode} images are not supported yet (8-bit grey or RGB are); convert it, "
                 "or give .npy files"
             )
-        height, width, depth = want
-        if (image.height, image.width, channels) != want:
+        if channels != depth:
             raise MicrocompilerError(
                 f"{path} is {image.height}x{image.width}x{channels} but the model input '{meta.name}' needs "
-                f"{height}x{width}x{depth} (HxWxC); "
-                + (
-                    "resize it first (validate never resizes)"
-                    if (image.height, image.width) != (height, width)
-                    else f"convert it to {'grey' if depth == 1 else 'RGB'} first"
-                )
+                f"{height}x{width}x{depth} (HxWxC); convert it to {'grey' if depth == 1 else 'RGB'} first"
             )
         pixels = np.asarray(image.convert("L" if depth == 1 else "RGB"), dtype=np.float64)
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError):
