@@ -211,7 +211,10 @@ def test_other_requests_past_the_protocol_are_refused_before_sending(session):
         (lambda: session.ping(b"x" * 5000), "a PING request of 5,009 bytes does not fit"),
         (lambda: session.time("increment", 10**12, buf), "TIME runs a function 1 to 1,000,000 times"),
         (lambda: session.time("increment", 0, buf), "TIME runs a function 1 to 1,000,000 times"),
-        (lambda: session.call("increment", *([1] * 300)), "passes 300 arguments; the device's firmware takes at most 16 per call"),
+        (
+            lambda: session.call("increment", *([1] * 300)),
+            "passes 300 arguments; the device's firmware takes at most 16 per call",
+        ),
         (lambda: session.call("increment", 2**40), "integer argument 1099511627776 does not fit int32"),
         (lambda: session.model_fingerprint("m" * 2000), "a MODEL request of 2,005 bytes does not fit"),
     ]:
