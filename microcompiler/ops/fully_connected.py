@@ -262,9 +262,18 @@ def _lanes_plan(r: PlanRequest) -> KernelPlan:
     )
 
 
+def _int32_partial_sums(r: PlanRequest) -> bool:
+    """No partial sum of a row leaves int32: |folded bias| + 128 sum|w| < 2^31 (mc_dot_r4_s8i's signed
+    arithmetic)."""
+    w_rows, _, folded = FullyConnected()._folded(r.op, r.graph)
+    bound = np.abs(folded) + 128 * np.abs(w_rows.astype(np.int64)).sum(axis=1)
+    return bool(np.all(bound < 2**31))
+
+
 def _rows4_plan(r: PlanRequest) -> KernelPlan:
     """s16 pairs with the DSP extension (unless tuned to s8), int8 weights with SXTB16 where the row
-    offsets fit LDR's 12-bit immediate, else int8 in C."""
+    offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input (mc_dot_r4_s8i, 2.4
+    instructions per MAC on the Cortex-M3) where the partial sums fit int32, else row by row."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
     sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
@@ -276,7 +285,11 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
         unroll=4 if s16 else 1,
         weights="s16" if s16 else "s8",
     )
-    return plan.with_knobs(extract="sxtb16") if sxtb16 else plan
+    if sxtb16:
+        return plan.with_knobs(extract="sxtb16")
+    if not s16 and _int32_partial_sums(r):
+        return plan.with_knobs(extract="interleaved", unroll=8)
+    return plan
 
 
 # The variants FULLY_CONNECTED takes, in order of preference (FullyConnected.kernel_plan).

@@ -209,9 +209,17 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
 #define MC_IN_REGISTER(v) ((void)0)
 #endif
 
-/* Saturate to int8. */
+/* Saturate to int8. Cores without the DSP extension that have SSAT (Armv7-M: the Cortex-M3) use it
+ * too: one instruction where the clamp takes two compares and branches. */
 #if MC_DSP_ASM
 #define MC_SSAT8(x) __ssat((x), 8)
+#elif defined(__GNUC__) && defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT && !defined(MC_NO_DSP_ASM)
+static inline int32_t mc_ssat8(int32_t x) {
+  int32_t y;
+  __asm__("ssat %0, #8, %1" : "=r"(y) : "r"(x));
+  return y;
+}
+#define MC_SSAT8(x) mc_ssat8(x)
 #else
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
 #endif
@@ -712,6 +720,79 @@ static MC_ALWAYS_INLINE void mc_dot_r4_s8l(const int32_t* xs, const int32_t* w, 
     (W_) += 4 * (STEPS_);                                                                           \
   } while (0)
 #endif
+
+/* FULLY_CONNECTED rows4 in portable C (no DSP extension): four output rows against one input vector,
+ * the rows' int8 weights interleaved per input (w[4 k + r]: the 4 rows' weights of input k together,
+ * so one pointer with small immediate offsets reaches them): acc[r] += sum_k x[k] w[4 k + r], k < n
+ * (n >= 0; acc holds the bias on entry). Signed arithmetic, so that the compiler keeps the four MLA
+ * chains (with wrapping arithmetic GCC reassociates them into spills): the caller guarantees that no
+ * partial sum leaves int32 (|bias| + 128 sum|w| < 2^31, fully_connected.py). The n mod 8 inputs first,
+ * then 8 per iteration: per input one LDRSB of x, 4 LDRSB + 4 MLA, and the loop's 5 instructions per
+ * 8 inputs (Cortex-M3: 2.4 instructions per MAC; 8 registers saved, no spills). One copy per file
+ * (not inlined): every layer calls it. */
+#if defined(__GNUC__)
+#define MC_HELPER_FN static __attribute__((noinline, unused))
+#else
+#define MC_HELPER_FN static
+#endif
+MC_HELPER_FN void mc_dot_r4_s8i(const int8_t* x, const int8_t* w, int32_t n, int32_t* acc) {
+  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const int8_t* end;
+  for (; n & 7; --n, ++x, w += 4) {
+    const int32_t v = x[0];
+    a0 += v * w[0];
+    a1 += v * w[1];
+    a2 += v * w[2];
+    a3 += v * w[3];
+  }
+  for (end = x + n; x != end; x += 8, w += 32) {
+    int32_t v;
+    v = x[0];
+    a0 += v * w[0];
+    a1 += v * w[1];
+    a2 += v * w[2];
+    a3 += v * w[3];
+    v = x[1];
+    a0 += v * w[4];
+    a1 += v * w[5];
+    a2 += v * w[6];
+    a3 += v * w[7];
+    v = x[2];
+    a0 += v * w[8];
+    a1 += v * w[9];
+    a2 += v * w[10];
+    a3 += v * w[11];
+    v = x[3];
+    a0 += v * w[12];
+    a1 += v * w[13];
+    a2 += v * w[14];
+    a3 += v * w[15];
+    v = x[4];
+    a0 += v * w[16];
+    a1 += v * w[17];
+    a2 += v * w[18];
+    a3 += v * w[19];
+    v = x[5];
+    a0 += v * w[20];
+    a1 += v * w[21];
+    a2 += v * w[22];
+    a3 += v * w[23];
+    v = x[6];
+    a0 += v * w[24];
+    a1 += v * w[25];
+    a2 += v * w[26];
+    a3 += v * w[27];
+    v = x[7];
+    a0 += v * w[28];
+    a1 += v * w[29];
+    a2 += v * w[30];
+    a3 += v * w[31];
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+}
 
 /* ---- Depthwise: one tap of 4 channels ------------------------------------------------------------
  * v = the 4 int8 input channels at p + off; w: the tap's pairs (c0,c2) (c1,c3), advanced by 2 words.

@@ -48,8 +48,16 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
             comment=f"accumulator start per row [{out_depth}]: 256 * folded bias - 127 * sum(w0 + w2)",
         )
     else:
+        interleaved = plan.knob("extract") == "interleaved"
         weights = (
-            ctx.const("weights", w_rows, comment=f"weights [{out_depth} rows][{depth} inputs], int8")
+            ctx.const(
+                "weights",
+                fast.interleave_rows4(w_rows),
+                comment=f"weights, int8: per block of 4 rows [{depth} inputs][4 rows], then the "
+                f"{out_depth % 4} rows left over [{depth} inputs]",
+            )
+            if interleaved
+            else ctx.const("weights", w_rows, comment=f"weights [{out_depth} rows][{depth} inputs], int8")
             if plan.knob("weights") == "s8"
             else ctx.const(
                 "weights",
@@ -80,6 +88,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         scratch=ctx.scratch(plan.scratch) if lanes else None,
         s16=plan.knob("weights") == "s16" or lanes,
         sxtb16=plan.knob("extract") == "sxtb16",
+        interleaved=plan.knob("extract") == "interleaved",
         weights=weights,
         tail_weights=(
             ctx.const(

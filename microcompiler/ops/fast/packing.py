@@ -107,6 +107,15 @@ def pack_s16_rows4(w_rows: np.ndarray) -> np.ndarray:
     return np.concatenate(out).astype(np.int32) if out else np.zeros(0, np.int32)
 
 
+def interleave_rows4(w_rows: np.ndarray) -> np.ndarray:
+    """FULLY_CONNECTED int8 weights [rows, depth] for mc_dot_r4_s8i (portable C): per block of 4 rows,
+    input by input the 4 rows' weights ([depth][4]); the rows left over (rows % 4) follow as they are."""
+    rows, depth = w_rows.shape
+    blocks = rows // 4
+    head = w_rows[: blocks * 4].reshape(blocks, 4, depth).transpose(0, 2, 1).reshape(-1)
+    return np.concatenate([head, w_rows[blocks * 4 :].reshape(-1)]).astype(np.int8)
+
+
 def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     """DEPTHWISE_CONV_2D weights [taps, channels] (channels % 4 == 0) for the 4-channel kernel: per
     group of 4 channels c0..c3 and per tap, the pairs (c0,c2) (c1,c3)."""
