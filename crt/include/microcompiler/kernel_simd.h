@@ -201,6 +201,24 @@ static inline int32_t mc_requant_fast_low8(int32_t acc, int32_t multiplier, int3
   return mc_asr_low8(mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c + (acc >> 31)), s);
 }
 
+/* The four above without the correction for negative accumulators ("_nn"), for a layer whose clamp
+ * starts at or above the output zero point (RELU, RELU6, RELU_N1_TO_1 with the zero point at -1 or
+ * below...): for acc < 0 (M > 0, r >= 1) SMMLAR gives c + f with f <= 0, so (c + f) >> r is at most
+ * the zero point, and so is TFLM's result; the clamp makes both the lower bound. One instruction
+ * (the sign) and one add fewer per output. */
+static inline int32_t mc_requant_fast_nn(int32_t acc, int32_t multiplier, int32_t c, int r) {
+  return mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c) >> r;
+}
+static inline int32_t mc_requant_fast2_nn(int32_t acc2, int32_t multiplier, int32_t c, int r) {
+  return mc_smmlar(acc2, multiplier, c) >> r;
+}
+static inline int32_t mc_requant_fast2_low8_nn(int32_t acc2, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar(acc2, multiplier, c), s);
+}
+static inline int32_t mc_requant_fast_low8_nn(int32_t acc, int32_t multiplier, int32_t c, int32_t s) {
+  return mc_asr_low8(mc_smmlar((int32_t)((uint32_t)acc << 1), multiplier, c), s);
+}
+
 /* Keep v (a constant the compiler knows) in a register: without it the compiler may rebuild the
  * constant at every use inside the loop that follows. */
 #if MC_DSP_ASM
