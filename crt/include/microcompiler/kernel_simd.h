@@ -340,14 +340,37 @@ static MC_ALWAYS_INLINE int32_t mc_lanes_dot(const int32_t* pairs, int32_t g, in
          mc_lane(pairs, 4 * g + 3) * k3;
 }
 
+/* Keep the multiply-accumulate chain of a sum as written: with the wrapping arithmetic of mc_mla a
+ * compiler may reassociate a chain into separate products and adds (GCC does: MUL + MLA into a
+ * temporary, an ADD, and spills of the sums on the Cortex-M3). An empty asm on the sum orders it. */
+#if defined(__GNUC__)
+#define MC_CHAIN(v) __asm__("" : "+r"(v))
+#else
+#define MC_CHAIN(v) ((void)0)
+#endif
+
+/* One group g of pairs (lanes 4g .. 4g+3: k0, k2, k1, k3) times k0..k3 into s, as one MLA chain. */
+#define MC_LANES_MLA4(s, pairs, g, k0, k1, k2, k3)         \
+  do {                                                     \
+    (s) = mc_mla((s), mc_lane((pairs), 4 * (g)), (k0));     \
+    MC_CHAIN(s);                                           \
+    (s) = mc_mla((s), mc_lane((pairs), 4 * (g) + 1), (k2)); \
+    MC_CHAIN(s);                                           \
+    (s) = mc_mla((s), mc_lane((pairs), 4 * (g) + 2), (k1)); \
+    MC_CHAIN(s);                                           \
+    (s) = mc_mla((s), mc_lane((pairs), 4 * (g) + 3), (k3)); \
+    MC_CHAIN(s);                                           \
+  } while (0)
+
 /* The portable 4x4 step of the dot kernels below: the sums s0..s3 += groups 0..3 of pairs against
- * k0..k3 (their variables s0..s3 are named so in every kernel that uses it). */
-#define MC_LANES_DOT4(pairs, k0, k1, k2, k3)                     \
-  do {                                                            \
-    s0 = mc_mla(s0, 1, mc_lanes_dot((pairs), 0, k0, k1, k2, k3)); \
-    s1 = mc_mla(s1, 1, mc_lanes_dot((pairs), 1, k0, k1, k2, k3)); \
-    s2 = mc_mla(s2, 1, mc_lanes_dot((pairs), 2, k0, k1, k2, k3)); \
-    s3 = mc_mla(s3, 1, mc_lanes_dot((pairs), 3, k0, k1, k2, k3)); \
+ * k0..k3 (their variables s0..s3 are named so in every kernel that uses it); one LDRSH + MLA per MAC
+ * on the Cortex-M3. */
+#define MC_LANES_DOT4(pairs, k0, k1, k2, k3)        \
+  do {                                               \
+    MC_LANES_MLA4(s0, (pairs), 0, k0, k1, k2, k3); \
+    MC_LANES_MLA4(s1, (pairs), 1, k0, k1, k2, k3); \
+    MC_LANES_MLA4(s2, (pairs), 2, k0, k1, k2, k3); \
+    MC_LANES_MLA4(s3, (pairs), 3, k0, k1, k2, k3); \
   } while (0)
 
 /* The four int8 of a weight word, sign-extended: byte 0 (the lowest) into *k0 .. byte 3 into *k3. */

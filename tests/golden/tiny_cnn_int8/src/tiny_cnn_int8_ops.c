@@ -62,12 +62,12 @@ static const int32_t tiny_cnn_int8_conv3_weights[32] = {
     751307851, 134709606, -1501442614, -724382078, -926420707, 2146431399, -1216587684, 2132553000, -937348737, -1107549240, -194631694, -2129460765, -1406173392, 647404037, -1283336699, 1563034122
 };
 
-/* weights [4 rows][16 inputs], int8 */
+/* weights, int8: per block of 4 rows [16 inputs][4 rows], then the 0 rows left over [16 inputs] */
 static const int8_t tiny_cnn_int8_logits_weights[64] = {
-    -18, 25, -7, -27, -13, 52, -55, 61, 79, 2, 14, -76, 127, 53, 9, 3,
-    19, -28, 12, -40, 21, -29, 38, -5, 12, 127, 34, 11, 2, -45, 47, 69,
-    5, 120, -8, -127, -47, -76, -20, 45, -67, -6, 14, -53, -65, 6, 62, -43,
-    -60, -11, 23, -44, -27, -19, -87, -14, -45, 127, -41, 37, 30, -90, -100, -36
+    -18, 19, 5, -60, 25, -28, 120, -11, -7, 12, -8, 23, -27, -40, -127, -44,
+    -13, 21, -47, -27, 52, -29, -76, -19, -55, 38, -20, -87, 61, -5, 45, -14,
+    79, 12, -67, -45, 2, 127, -6, 127, 14, 34, 14, -41, -76, 11, -53, 37,
+    127, 2, -65, 30, 53, -45, 6, -90, 9, 47, 62, -100, 3, 69, -43, -36
 };
 
 /* bias per row [4] with the input zero point folded in */
@@ -148,10 +148,10 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
       w = mc_dot_p4(col, w, 3, &a0, &a1, &a2, &a3);
       {
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
-        o[8] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
-        o[24] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, c, r));
+        o[8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, c, r));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, c, r));
+        o[24] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, c, r));
       }
     }
   }
@@ -169,10 +169,10 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
     const int32_t c1 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r1) >> 1; \
     const int32_t c2 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r2) >> 1; \
     const int32_t c3 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r3) >> 1; \
-    o[c] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, m0, c0, r0)); \
-    o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, m1, c1, r1)); \
-    o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, m2, c2, r2)); \
-    o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, m3, c3, r3)); \
+    o[c] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a0, m0, c0, r0)); \
+    o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a1, m1, c1, r1)); \
+    o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a2, m2, c2, r2)); \
+    o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a3, m3, c3, r3)); \
   }
   int oy, ox, c;
   int ky, kx;
@@ -261,10 +261,10 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
       w = mc_dot_p4(col, w, 2, &a0, &a1, &a2, &a3);
       {
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast(a0, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast(a1, m, c, r));
-        o[32] = (int8_t)MC_SSAT8(mc_requant_fast(a2, m, c, r));
-        o[48] = (int8_t)MC_SSAT8(mc_requant_fast(a3, m, c, r));
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, c, r));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, c, r));
+        o[32] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, c, r));
+        o[48] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, c, r));
       }
     }
   }
@@ -293,39 +293,21 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
 
 /* FULLY_CONNECTED(activation=NONE, keep_num_dims=False, weights_format=0), operator 5: 'logits' */
 void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
-  /* rows4: 4 output rows per step, int8 weights (portable C); 4 outputs x 16 inputs */
-  int o, k;
+  /* rows4: 4 output rows per step, int8 weights interleaved per input (portable C, mc_dot_r4_s8i); 4 outputs x 16 inputs */
+  int o, j;
   const int8_t* x = input0;
   int8_t* y = output0;
   o = 0;
   {
-    const int8_t* w0 = tiny_cnn_int8_logits_weights + o * 16;
-    const int8_t* w1 = w0 + 16;
-    const int8_t* w2 = w1 + 16;
-    const int8_t* w3 = w2 + 16;
-    int32_t a0 = tiny_cnn_int8_logits_bias[o], a1 = tiny_cnn_int8_logits_bias[o + 1], a2 = tiny_cnn_int8_logits_bias[o + 2], a3 = tiny_cnn_int8_logits_bias[o + 3];
-    for (k = 0; k < 16; ++k) {
-      const int32_t v = x[k];
-      a0 = mc_mla(a0, v, w0[k]);
-      a1 = mc_mla(a1, v, w1[k]);
-      a2 = mc_mla(a2, v, w2[k]);
-      a3 = mc_mla(a3, v, w3[k]);
-    }
-    {
-      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o], row_c = tiny_cnn_int8_logits_c[o], row_r = tiny_cnn_int8_logits_r[o];
-      y[o] = (int8_t)MC_SSAT8(mc_requant_fast(a0, row_m, row_c, row_r));
-    }
-    {
-      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 1], row_c = tiny_cnn_int8_logits_c[o + 1], row_r = tiny_cnn_int8_logits_r[o + 1];
-      y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast(a1, row_m, row_c, row_r));
-    }
-    {
-      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 2], row_c = tiny_cnn_int8_logits_c[o + 2], row_r = tiny_cnn_int8_logits_r[o + 2];
-      y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast(a2, row_m, row_c, row_r));
-    }
-    {
-      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 3], row_c = tiny_cnn_int8_logits_c[o + 3], row_r = tiny_cnn_int8_logits_r[o + 3];
-      y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast(a3, row_m, row_c, row_r));
+    int32_t acc[4];
+    memcpy(acc, tiny_cnn_int8_logits_bias + o, sizeof acc);
+    mc_dot_r4_s8i(x, tiny_cnn_int8_logits_weights + o * 16, 16, acc);
+    for (j = 0; j < 4; ++j) {
+      const int32_t a0 = acc[j];
+      {
+        const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + j], row_c = tiny_cnn_int8_logits_c[o + j], row_r = tiny_cnn_int8_logits_r[o + j];
+        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast(a0, row_m, row_c, row_r));
+      }
     }
   }
 }
