@@ -69,6 +69,39 @@ def test_conv_im2col_matches_tflm(tmp_path, case):
     assert kernel_of(lib)["gather"] == ("taps" if case.startswith("taps") else "bytes")
 
 
+# CONV_2D 1x1, stride 1, no padding, output channels in blocks of 4, without the DSP extension: the
+# "pointwise" kernel (2 pixels x 4 output channels; an odd last pixel; depth % 4 inputs first).
+POINTWISE_CASES = {
+    "odd_pixels_relu": dict(hwc=(3, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", activation="RELU", input_zp=-128),
+    "batch2_per_tensor": dict(hwc=(2, 3, 12), kernel=(1, 1), out_c=4, batches=2, per_channel=False, output_zp=-100),
+    "depth7_relu6": dict(hwc=(1, 5, 7), kernel=(1, 1), out_c=12, padding="SAME", activation="RELU6", input_zp=17),
+}
+
+
+@pytest.mark.parametrize("case", list(POINTWISE_CASES))
+def test_conv_pointwise_matches_tflm(tmp_path, case):
+    lib = assert_matches_oracle(
+        conv_model(**POINTWISE_CASES[case]), tmp_path, n_inputs=3, sanitize=case == "depth7_relu6"
+    )
+    assert kernel_of(lib)["variant"] == "pointwise"
+    assert kernel_of(lib)["isa"] == "c"
+
+
+def test_conv_pointwise_only_where_it_applies(tmp_path):
+    """A stride of 2, output channels not in blocks of 4 or the DSP extension: im2col."""
+
+    def variant(features=frozenset(), **kw):
+        model = conv_model(**{"hwc": (4, 4, 8), "kernel": (1, 1), "padding": "VALID", **kw})
+        return kernel_of(compile_bytes(model, tmp_path / str(len(list(tmp_path.iterdir()))), features=features))[
+            "variant"
+        ]
+
+    assert variant(out_c=8) == "pointwise"
+    assert variant(out_c=8, stride=(2, 2)) == "im2col"
+    assert variant(out_c=6) == "im2col"
+    assert variant(features=DSP, out_c=8) == "im2col"
+
+
 @pytest.mark.parametrize("case", ["taps_3x3_same_border", "bytes_3x3_c3", "taps_1x1_px3_k3"])
 def test_conv_im2col_int16_weights(tmp_path, case):
     """The "weights": "s16" knob (tuning override): int16 pairs, doubled with the bias."""

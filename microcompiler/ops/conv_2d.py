@@ -38,6 +38,7 @@ from microcompiler.ops.conv_common import (
 )
 from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
+from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.fast import mve as fast_mve
@@ -70,6 +71,19 @@ def _im2col_column_bytes(r: PlanRequest) -> int:
 def im2col_fits(r: PlanRequest) -> bool:
     """int8, one group, constant weights, a column buffer of at most fast.MAX_COL_BYTES."""
     return r.dtype == "int8" and _one_group(r) and _constant(r) and _im2col_column_bytes(r) <= fast.MAX_COL_BYTES
+
+
+def pointwise_fits(r: PlanRequest) -> bool:
+    """int8, one group, constant weights, no DSP extension nor Helium, 1x1 with stride 1 and no
+    padding (conv_2d_pointwise.fits)."""
+    return (
+        r.dtype == "int8"
+        and not r.dsp
+        and not r.mve
+        and _one_group(r)
+        and _constant(r)
+        and pointwise.fits(r.op, r.graph)
+    )
 
 
 def pixel_fits(r: PlanRequest) -> bool:
@@ -115,6 +129,7 @@ def _im2col_plan(r: PlanRequest) -> KernelPlan:
 CHOICES = (
     Choice(float_blocks_fits, lambda r: float_blocks.plan(geometry(r.op, r.graph), r.features)),
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
+    Choice(pointwise_fits, lambda r: pointwise.plan()),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
     Choice(
@@ -182,6 +197,8 @@ class Conv2D(OpKernel):
         the widened block would exceed 8 KB.
         float32 of one group with constant weights on a core with an FPU ("fpu" in the features):
         float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
+        int8 1x1 convolutions with stride 1 and no padding without the DSP extension: pointwise
+        (ops/fast/conv_2d_pointwise.py, 2 pixels x 4 output channels per inner loop in portable C).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
@@ -191,6 +208,8 @@ class Conv2D(OpKernel):
         ctx.plan = plan
         if plan.variant == im2col.IM2COL:
             return self._emit_im2col(op, graph, ctx, plan)
+        if plan.variant == pointwise.POINTWISE:
+            return pointwise.emit(op, graph, ctx)
         if plan.variant == fast_mve.MVE_DOT:
             return self._emit_mve(op, graph, ctx, plan)
         if plan.variant == float_blocks.FLOAT_BLOCKS:

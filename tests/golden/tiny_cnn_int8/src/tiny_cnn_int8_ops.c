@@ -43,6 +43,18 @@ static const int32_t tiny_cnn_int8_dwconv2_params[24] = {
     1275373569, 5, 42240, 1120389171, 5, 48640, 1991986006, 5
 };
 
+/* weights, int8: per block of 4 output channels [8 inputs][4 channels] */
+static const int8_t tiny_cnn_int8_conv3_weights[128] = {
+    -78, -6, 27, -63, 127, -48, 127, 100, 127, 48, 41, 25, 45, -80, -41, 41,
+    -2, -26, 116, -48, 16, -127, -40, 93, -90, 28, 34, -61, -20, 42, 32, -127,
+    94, 26, 67, 23, -28, 38, 23, 56, 3, 26, 17, 5, 127, -7, -127, 22,
+    75, -127, -125, 35, 42, 19, 32, 127, 71, 4, 7, -70, -48, -13, 12, 107,
+    75, -54, 29, 92, 12, -51, -15, 88, -56, -127, -57, 124, 44, -90, -56, -73,
+    102, -126, -89, 40, -127, -50, -15, 45, 7, -46, -17, 28, 8, -44, 127, 127,
+    127, -14, 48, 5, 49, 39, 127, -42, 33, 102, 47, -127, -56, -12, -84, -77,
+    -56, -29, 5, 10, 35, 1, -102, 2, -4, 19, -106, 42, -67, -127, 38, 93
+};
+
 /* per output channel [16] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
 static const uint8_t tiny_cnn_int8_conv3_params[144] = {
     128, 62, 0, 0, 45, 230, 12, 77, 8, 128, 171, 255, 255, 149, 235, 204,
@@ -54,12 +66,6 @@ static const uint8_t tiny_cnn_int8_conv3_params[144] = {
     138, 80, 8, 128, 235, 0, 0, 121, 146, 137, 105, 8, 128, 30, 0, 0,
     230, 146, 241, 125, 8, 128, 245, 255, 255, 39, 67, 113, 115, 9, 128, 242,
     255, 255, 133, 65, 178, 108, 8, 0, 209, 255, 255, 54, 67, 151, 103, 8
-};
-
-/* weights [16 output channels][2 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
-static const int32_t tiny_cnn_int8_conv3_weights[32] = {
-    763330482, -324660994, -1338978054, 706511334, -685146341, 539154548, 689530049, -2117902896, 2130961502, -800642485, -115726822, -217836671, -2129586365, 201793667, 369440791, 1807384355,
-    751307851, 134709606, -1501442614, -724382078, -926420707, 2146431399, -1216587684, 2132553000, -937348737, -1107549240, -194631694, -2129460765, -1406173392, 647404037, -1283336699, 1563034122
 };
 
 /* weights, int8: per block of 4 rows [16 inputs][4 rows], then the 0 rows left over [16 inputs] */
@@ -230,41 +236,21 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
 void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
-  /* im2col: 4 output pixels x 1 output channel per step (portable C); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
+  /* pointwise: 2 pixels x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
   enum { OUTPUT_ZERO_POINT = -128 };
-  int32_t* const col = tiny_cnn_int8_scratch; /* 16 words */
-  int n, p, oc, oy, ox;
-  const int8_t* x_b = input0;
-  int8_t* out = output0;
-  oy = 0;
-  ox = 0;
-  for (n = 0; n < 16; ++n, out += 64) {
-    for (p = 0; p < 4; ++p) {
-      const int iy0 = oy;
-      const int ix0 = ox;
-      int32_t* d_ = col + 2 * p;
-      {
-        /* every tap inside the image */
-        const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
-        d_ = mc_im2col_s8(d_, s_, 2);
-      }
-      if (++ox == 8) {
-        ox = 0;
-        ++oy;
-      }
-    }
-    const int32_t* w = tiny_cnn_int8_conv3_weights; /* the output channel's weights; each dot product returns the next row */
-    for (oc = 0; oc < 16; ++oc) {
-      const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * oc;
-      int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
-      int8_t* o = out + oc;
-      w = mc_dot_p4(col, w, 2, &a0, &a1, &a2, &a3);
-      {
+  int p, o, j;
+  const int8_t* x = input0;
+  int8_t* y = output0;
+  for (p = 0; p < 32; ++p, x += 16, y += 32) {
+    for (o = 0; o < 16; o += 4) {
+      int32_t acc[8];
+      const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * o;
+      for (j = 0; j < 4; ++j) acc[j] = acc[4 + j] = mc_load_s32le(q + 9 * j);
+      mc_dot_p2r4_s8i(x, 8, tiny_cnn_int8_conv3_weights + o * 8, 8, acc);
+      for (j = 0; j < 4; ++j, q += 9) {
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, c, r));
-        o[32] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, c, r));
-        o[48] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, c, r));
+        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(acc[j], m, c, r));
+        y[16 + o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(acc[4 + j], m, c, r));
       }
     }
   }

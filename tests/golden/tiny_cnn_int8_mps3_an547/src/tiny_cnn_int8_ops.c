@@ -201,14 +201,14 @@ static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x
               a7 = mc_smlabt(v4, w2_0, a7);
               a7 = mc_smlatb(v4, w2_1, a7);
             }
-            yo[0] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a0, mq, cq, RIGHT_SHIFT));
-            yo[8] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a1, mq, cq, RIGHT_SHIFT));
-            yo[16] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a2, mq, cq, RIGHT_SHIFT));
-            yo[24] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a3, mq, cq, RIGHT_SHIFT));
-            yo[32] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a4, mq, cq, RIGHT_SHIFT));
-            yo[40] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a5, mq, cq, RIGHT_SHIFT));
-            yo[48] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a6, mq, cq, RIGHT_SHIFT));
-            yo[56] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a7, mq, cq, RIGHT_SHIFT));
+            yo[0] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, mq, cq, RIGHT_SHIFT));
+            yo[8] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, mq, cq, RIGHT_SHIFT));
+            yo[16] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, mq, cq, RIGHT_SHIFT));
+            yo[24] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, mq, cq, RIGHT_SHIFT));
+            yo[32] = (int8_t)MC_SSAT8(mc_requant_fast2(a4, mq, cq, RIGHT_SHIFT));
+            yo[40] = (int8_t)MC_SSAT8(mc_requant_fast2(a5, mq, cq, RIGHT_SHIFT));
+            yo[48] = (int8_t)MC_SSAT8(mc_requant_fast2(a6, mq, cq, RIGHT_SHIFT));
+            yo[56] = (int8_t)MC_SSAT8(mc_requant_fast2(a7, mq, cq, RIGHT_SHIFT));
             yo += 64;
           }
         }
