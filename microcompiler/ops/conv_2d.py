@@ -38,8 +38,8 @@ from microcompiler.ops.conv_common import (
 )
 from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
-from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_pixel as pixel
+from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.plan import REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
