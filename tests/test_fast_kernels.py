@@ -69,6 +69,19 @@ def test_conv_im2col_matches_tflm(tmp_path, case):
     assert kernel_of(lib)["gather"] == ("taps" if case.startswith("taps") else "bytes")
 
 
+@pytest.mark.parametrize("case", ["taps_3x3_same_border", "bytes_3x3_c5_valid", "taps_5x3_s3_batch2"])
+def test_conv_im2col_channel_pairs_sanitized(tmp_path, case):
+    """Portable C, columns of at least 9 groups: 2 output channels per pass (mc_dot_p4x2_s8, signed
+    sums) on the full groups of 4 pixels, an odd last channel and the pixel tail with mc_dot_p4;
+    under ASan + UBSan."""
+    from microcompiler.ops.fast.conv_2d_im2col import PAIRS_MIN_STEPS
+
+    lib = assert_matches_oracle(conv_model(**CONV_CASES[case]), tmp_path, n_inputs=3, sanitize=True)
+    assert kernel_of(lib)["variant"] == "im2col" and kernel_of(lib)["isa"] == "c"
+    source = "".join(text for rel, text in lib.files.items() if rel.endswith(".c"))
+    assert "mc_dot_p4x2_s8(" in source and PAIRS_MIN_STEPS <= 9
+
+
 # CONV_2D 1x1, stride 1, no padding, output channels in blocks of 4, without the DSP extension: the
 # "pointwise" kernel (2 pixels x 4 output channels; an odd last pixel; depth % 4 inputs first).
 POINTWISE_CASES = {
@@ -225,8 +238,18 @@ def test_fully_connected_rows4_tails(tmp_path, features, units, depth):
     )
     assert kernel_of(lib)["variant"] == "rows4"
     assert kernel_of(lib)["weights"] == "s8"
-    # without the lanes encoding: int8 weights interleaved per input (mc_dot_r4_s8i)
-    assert kernel_of(lib).get("extract") == ("lanes" if features and depth >= 4 else "interleaved")
+    # without the lanes encoding: row by row (layers this small do not take mc_dot_r4_s8i)
+    assert kernel_of(lib).get("extract") == ("lanes" if features and depth >= 4 else None)
+
+
+@pytest.mark.parametrize("units,depth", [(8, 128), (9, 131), (6, 203)])
+def test_fully_connected_interleaved_portable(tmp_path, units, depth):
+    """Portable C, at least 1,024 weights: interleaved per input (mc_dot_r4_s8i: depth % 8 inputs
+    first, 8 per iteration; rows % 4 row by row), under ASan + UBSan (its signed sums)."""
+    lib = assert_matches_oracle(
+        fc_model("int8", 2, depth, units, "RELU", units % 2 == 1, input_zp=-128), tmp_path, n_inputs=3, sanitize=True
+    )
+    assert kernel_of(lib)["extract"] == "interleaved" and kernel_of(lib)["isa"] == "c"
 
 
 @pytest.mark.parametrize("units,depth", [(5, 17), (8, 4), (3, 9)])

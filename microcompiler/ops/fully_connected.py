@@ -262,6 +262,11 @@ def _lanes_plan(r: PlanRequest) -> KernelPlan:
     )
 
 
+# mc_dot_r4_s8i is one function per model (about 260 B of flash on the Cortex-M3): a layer with fewer
+# weights than this (IC's and KWS's last layers) keeps its own row loop, which costs less flash there.
+INTERLEAVED_MIN_WEIGHTS = 1024
+
+
 def _int32_partial_sums(r: PlanRequest) -> bool:
     """No partial sum of a row leaves int32: |folded bias| + 128 sum|w| < 2^31 (mc_dot_r4_s8i's signed
     arithmetic)."""
@@ -273,7 +278,8 @@ def _int32_partial_sums(r: PlanRequest) -> bool:
 def _rows4_plan(r: PlanRequest) -> KernelPlan:
     """s16 pairs with the DSP extension (unless tuned to s8), int8 weights with SXTB16 where the row
     offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input (mc_dot_r4_s8i, 2.4
-    instructions per MAC on the Cortex-M3) where the partial sums fit int32, else row by row."""
+    instructions per MAC on the Cortex-M3) where the partial sums fit int32 and the layer has at least
+    INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
     sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
@@ -287,7 +293,7 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     )
     if sxtb16:
         return plan.with_knobs(extract="sxtb16")
-    if not s16 and _int32_partial_sums(r):
+    if not s16 and r.tensor(1).size >= INTERLEAVED_MIN_WEIGHTS and _int32_partial_sums(r):
         return plan.with_knobs(extract="interleaved", unroll=8)
     return plan
 

@@ -16,6 +16,8 @@ from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range
 
 IM2COL = Variant("im2col", ("kernel_simd.h",))
+# portable C: 2 output channels per pass over a column of at least this many groups of 4 inputs
+PAIRS_MIN_STEPS = 9
 
 
 def emit_im2col(op, graph, ctx, plan) -> str:
@@ -136,6 +138,16 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         # a tail of 1 or 2 pixels: dot products on those pixels only (mc_dot_narrow, kernel_simd.h); in
         # portable C the lanes encoding's 4-pixel loop is cheaper than its pairs (KWS on the M3 +0.1%)
         narrow_tail=(plan.isa == "dsp" or not lanes) and npix % 4 in (1, 2) and row_bytes % 4 == 0,
+        # portable C: full groups of 4 pixels run 2 output channels per pass (mc_dot_p4x2_s8, signed
+        # sums: r9 records need |acc| < 2^30), where the column is long enough to pay for its code
+        # (PAIRS_MIN_STEPS: IC's first layer (7 groups) and 1x1 shortcuts (4, 8) keep mc_dot_p4: less flash)
+        pairs_of_channels=plan.isa == "c"
+        and record == "r9"
+        and not s16
+        and not lanes
+        and row_bytes % 4 == 0
+        and g.out_c >= 2
+        and steps >= PAIRS_MIN_STEPS,
         fast=is_fast,
         act_min=lo,
         act_max=hi,

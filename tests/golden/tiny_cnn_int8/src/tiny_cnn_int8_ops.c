@@ -68,12 +68,12 @@ static const uint8_t tiny_cnn_int8_conv3_params[144] = {
     255, 255, 133, 65, 178, 108, 8, 0, 209, 255, 255, 54, 67, 151, 103, 8
 };
 
-/* weights, int8: per block of 4 rows [16 inputs][4 rows], then the 0 rows left over [16 inputs] */
+/* weights [4 rows][16 inputs], int8 */
 static const int8_t tiny_cnn_int8_logits_weights[64] = {
-    -18, 19, 5, -60, 25, -28, 120, -11, -7, 12, -8, 23, -27, -40, -127, -44,
-    -13, 21, -47, -27, 52, -29, -76, -19, -55, 38, -20, -87, 61, -5, 45, -14,
-    79, 12, -67, -45, 2, 127, -6, 127, 14, 34, 14, -41, -76, 11, -53, 37,
-    127, 2, -65, 30, 53, -45, 6, -90, 9, 47, 62, -100, 3, 69, -43, -36
+    -18, 25, -7, -27, -13, 52, -55, 61, 79, 2, 14, -76, 127, 53, 9, 3,
+    19, -28, 12, -40, 21, -29, 38, -5, 12, 127, 34, 11, 2, -45, 47, 69,
+    5, 120, -8, -127, -47, -76, -20, 45, -67, -6, 14, -53, -65, 6, 62, -43,
+    -60, -11, 23, -44, -27, -19, -87, -14, -45, 127, -41, 37, 30, -90, -100, -36
 };
 
 /* bias per row [4] with the input zero point folded in */
@@ -279,21 +279,39 @@ void tiny_cnn_int8_pool(const int8_t* input0, int8_t* output0) {
 
 /* FULLY_CONNECTED(activation=NONE, keep_num_dims=False, weights_format=0), operator 5: 'logits' */
 void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
-  /* rows4: 4 output rows per step, int8 weights interleaved per input (portable C, mc_dot_r4_s8i); 4 outputs x 16 inputs */
-  int o, j;
+  /* rows4: 4 output rows per step, int8 weights (portable C); 4 outputs x 16 inputs */
+  int o, k;
   const int8_t* x = input0;
   int8_t* y = output0;
   o = 0;
   {
-    int32_t acc[4];
-    memcpy(acc, tiny_cnn_int8_logits_bias + o, sizeof acc);
-    mc_dot_r4_s8i(x, tiny_cnn_int8_logits_weights + o * 16, 16, acc);
-    for (j = 0; j < 4; ++j) {
-      const int32_t a0 = acc[j];
-      {
-        const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + j], row_c = tiny_cnn_int8_logits_c[o + j], row_r = tiny_cnn_int8_logits_r[o + j];
-        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast(a0, row_m, row_c, row_r));
-      }
+    const int8_t* w0 = tiny_cnn_int8_logits_weights + o * 16;
+    const int8_t* w1 = w0 + 16;
+    const int8_t* w2 = w1 + 16;
+    const int8_t* w3 = w2 + 16;
+    int32_t a0 = tiny_cnn_int8_logits_bias[o], a1 = tiny_cnn_int8_logits_bias[o + 1], a2 = tiny_cnn_int8_logits_bias[o + 2], a3 = tiny_cnn_int8_logits_bias[o + 3];
+    for (k = 0; k < 16; ++k) {
+      const int32_t v = x[k];
+      a0 = mc_mla(a0, v, w0[k]);
+      a1 = mc_mla(a1, v, w1[k]);
+      a2 = mc_mla(a2, v, w2[k]);
+      a3 = mc_mla(a3, v, w3[k]);
+    }
+    {
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o], row_c = tiny_cnn_int8_logits_c[o], row_r = tiny_cnn_int8_logits_r[o];
+      y[o] = (int8_t)MC_SSAT8(mc_requant_fast(a0, row_m, row_c, row_r));
+    }
+    {
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 1], row_c = tiny_cnn_int8_logits_c[o + 1], row_r = tiny_cnn_int8_logits_r[o + 1];
+      y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast(a1, row_m, row_c, row_r));
+    }
+    {
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 2], row_c = tiny_cnn_int8_logits_c[o + 2], row_r = tiny_cnn_int8_logits_r[o + 2];
+      y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast(a2, row_m, row_c, row_r));
+    }
+    {
+      const int32_t row_m = tiny_cnn_int8_logits_multiplier[o + 3], row_c = tiny_cnn_int8_logits_c[o + 3], row_r = tiny_cnn_int8_logits_r[o + 3];
+      y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast(a3, row_m, row_c, row_r));
     }
   }
 }
