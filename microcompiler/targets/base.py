@@ -300,7 +300,7 @@ class Target:
     def check_run(self, *, mode: str, keep: str | Path | None, port: str | None) -> None:
         """Refuse a run's options that mean nothing for this target (before anything is compiled)."""
 
-    def default_stack_bytes(self, info: ModelInfo, mode: str) -> int:
+    def default_stack_bytes(self, info: ModelInfo, mode: str, board: Board | None = None) -> int:
         return DEFAULT_STACK_BYTES
 
     def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
@@ -331,7 +331,7 @@ class Target:
         check_project_dir(out_dir)  # fail before the compile
         library = compile_for(model, board)
         model_info = library.info
-        stack = stack_bytes or self.default_stack_bytes(model_info, mode)
+        stack = stack_bytes or self.default_stack_bytes(model_info, mode, board)
         check_executor([model_info], executor, mode)
         self.check_fits(model_info, board, executor, mode, stack)
         steps = resolve_input_steps(input, input_steps, model_info)

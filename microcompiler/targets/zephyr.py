@@ -72,8 +72,26 @@ OWN_BOARDS_DIR = "zephyr_boards"
 FLASH_LOG = "microcompiler-flash.log"  # in the build folder: the last west flash's output
 REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late reader still gets one
 RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
-# RAM Zephyr needs besides the model (kernel, idle and ISR stacks, drivers), for the fit check.
+RX_BUFFER_PER_PAYLOAD = RX_BUFFER_BYTES // 1024  # ... of MC_RPC_MAX_PAYLOAD (1024 by default)
+STANDALONE_RX_BUFFER_BYTES = 64  # the standalone firmware only writes its reports
+# A board with less RAM than this is small (qemu_cortex_m0: 16 KB): main() gets a smaller stack
+# (the standalone firmware's high-water mark on the Cortex-M0 is ~270 B) and the RPC server smaller
+# frames, so a model still has room (docs/zephyr.md, "Small boards").
+SMALL_BOARD_RAM_BYTES = 64 * 1024
+SMALL_BOARD_RPC_MAX_PAYLOAD = 256  # MC_RPC_MAX_PAYLOAD: the host splits its writes and reads to it
+# RPC server's own static buffers besides the pool (mc_rpc_server_t): about 2.5 KB with 1024-byte
+# payloads (docs/rpc.md); scaled with the payload
+RPC_SERVER_BYTES_PER_PAYLOAD = 3
+RPC_SERVER_FIXED_BYTES = 512
+# RAM Zephyr needs besides the model and main()'s stack (kernel objects, the idle and ISR stacks,
+# drivers, the C library), for the fit check before building: 16 KB on a board with 128 KB or more;
+# on a smaller board an eighth of its RAM, but at least SMALL_KERNEL_RAM_BYTES. The figure for small
+# boards is measured: Zephyr 3.7.1's hello_world on qemu_cortex_m0 (Cortex-M0, 16 KB) links 4,056 B
+# of RAM, 1,024 of them main()'s stack (2 KB ISR stack, 256 B idle stack, ~730 B kernel and driver
+# data); a margin rounds it up. The final link is the judge: a firmware that does not fit gives
+# "the firmware does not fit: memory region RAM overflowed by N B".
 KERNEL_RAM_BYTES = 16 * 1024
+SMALL_KERNEL_RAM_BYTES = 3584
 # Every west call is bounded: a first Zephyr build (the kernel too) on a slow machine, a flash.
 WEST_BUILD_TIMEOUT = 3600.0
 WEST_FLASH_TIMEOUT = 300.0
@@ -123,19 +141,61 @@ def board_facts(board: Board) -> ZephyrBoardFacts:
     )
 
 
+def small_board(board: Board) -> bool:
+    """Whether ``board`` has so little RAM that its stacks and buffers are cut to fit (SMALL_BOARD_RAM_BYTES)."""
+    return board.ram.size < SMALL_BOARD_RAM_BYTES
+
+
+def rpc_max_payload(board: Board) -> int | None:
+    """MC_RPC_MAX_PAYLOAD for the host-driven firmware on ``board``: None for the server's default (1024)."""
+    return SMALL_BOARD_RPC_MAX_PAYLOAD if small_board(board) else None
+
+
+def system_ram_bytes(board: Board) -> int:
+    """RAM a standalone Zephyr firmware takes on ``board`` besides the model and the runtime: main()'s
+    stack for a small model, the kernel, the receive buffer (footprint.system_ram_bytes)."""
+    return base_stack_bytes(STANDALONE, board) + kernel_ram_bytes(board) + STANDALONE_RX_BUFFER_BYTES
+
+
+def kernel_ram_bytes(board: Board) -> int:
+    """RAM the Zephyr kernel takes besides main()'s stack on ``board`` (KERNEL_RAM_BYTES says how)."""
+    return min(KERNEL_RAM_BYTES, max(SMALL_KERNEL_RAM_BYTES, board.ram.size // 8))
+
+
+# QEMU machines whose Zephyr board ticks with the SysTick at SYS_CLOCK_HW_CYCLES_PER_SEC, which
+# Zephyr's mps2 and mps3 SoCs set to 25 MHz; QEMU's SysTick counts at the machine's CPU clock
+# (the board's clock_hz: 20 MHz on mps2-an521, 32 MHz on mps3-an547), so the board fragment says so,
+# or k_cycle_get would count QEMU's cycles at Zephyr's rate and the times would be off.
+QEMU_SYSTICK_MACHINES = frozenset({"mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps2-an521", "mps3-an547"})
+
+
+def qemu_systick_hz(board: Board) -> int | None:
+    """CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC for an emulated board whose SysTick runs at QEMU's clock, else None."""
+    if board.qemu_machine in QEMU_SYSTICK_MACHINES and board.cpu.clock_hz:
+        return board.cpu.clock_hz
+    return None
+
+
 def uses_timing_api(board: Board) -> bool:
     """Hardware boards time with Zephyr's timing API (the DWT cycle counter on Cortex-M); QEMU has no DWT."""
     return not board.emulated
 
 
-def main_stack_bytes(info: ModelInfo, mode: str) -> int:
+def base_stack_bytes(mode: str, board: Board | None = None) -> int:
+    """main()'s stack before the model's share: less on a small board (small_board)."""
+    if board is not None and small_board(board):
+        return 1024 if mode == STANDALONE else 2048
+    return 3072 if mode == STANDALONE else 4096
+
+
+def main_stack_bytes(info: ModelInfo, mode: str, board: Board | None = None) -> int:
     """CONFIG_MAIN_STACK_SIZE for a model.
 
     Tensors live in static buffers and the operator functions keep only scalars on the stack, so
     the stack holds Zephyr's own frames, the report or the RPC server (whose buffers are static),
     one operator call, and for float models the libm calls (expf) and the FP context.
     """
-    size = 3072 if mode == STANDALONE else 4096
+    size = base_stack_bytes(mode, board)
     if info.has_float_io:
         size += 1024
     size += 64 * max((len(op.inputs) + len(op.outputs) for op in info.operators), default=0)
@@ -290,8 +350,25 @@ class Zephyr(Target):
     def check_board(self, board: Board) -> None:
         zephyr_target(board)
 
-    def default_stack_bytes(self, info: ModelInfo, mode: str) -> int:
-        return main_stack_bytes(info, mode)
+    def default_stack_bytes(self, info: ModelInfo, mode: str, board: Board | None = None) -> int:
+        return main_stack_bytes(info, mode, board)
+
+    def receives(self, mode: str) -> bool:
+        """Whether the firmware reads the console UART (all but the standalone report)."""
+        return self.console_use(mode) != "standalone report"
+
+    def rx_buffer_bytes(self, mode: str, board: Board) -> int:
+        """MC_ZEPHYR_RX_BUFFER_BYTES: a few bytes where nothing is read, else RX_BUFFER_PER_PAYLOAD frames."""
+        if not self.receives(mode):
+            return STANDALONE_RX_BUFFER_BYTES
+        return RX_BUFFER_PER_PAYLOAD * (rpc_max_payload(board) or 1024)
+
+    def buffers_bytes(self, mode: str, board: Board) -> int:
+        """The receive buffer and, host-driven, the RPC server's static buffers (for the fit check)."""
+        size = self.rx_buffer_bytes(mode, board)
+        if mode == HOST_DRIVEN:
+            size += RPC_SERVER_FIXED_BYTES + RPC_SERVER_BYTES_PER_PAYLOAD * (rpc_max_payload(board) or 1024)
+        return size
 
     def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
         # Zephyr links the weights with the code, into the devicetree's zephyr,flash region: a board
@@ -299,7 +376,12 @@ class Zephyr(Target):
         zephyr_layout = dataclasses.replace(
             board, memory=tuple(r for r in board.memory if getattr(r, "holds", None) != "weights")
         )
-        check_fits(info, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor, stack_bytes + KERNEL_RAM_BYTES)
+        check_fits(
+            info,
+            zephyr_layout,
+            "graph" if mode == HOST_DRIVEN else executor,
+            stack_bytes + kernel_ram_bytes(board) + self.buffers_bytes(mode, board),
+        )
 
     def project_info(self, board: Board) -> dict:
         base = found_base(self._zephyr_base)
@@ -323,7 +405,9 @@ class Zephyr(Target):
             facts=board_facts(board),
             timing_api=uses_timing_api(board),
             portable_sources=portable,
-            rx_buffer_bytes=RX_BUFFER_BYTES,
+            rx_buffer_bytes=self.rx_buffer_bytes(values["mode"], board),
+            rpc_max_payload=rpc_max_payload(board) if values["mode"] == HOST_DRIVEN else None,
+            qemu_timer_hz=qemu_systick_hz(board),
             report_period_ms=REPORT_PERIOD_MS,
             console_use=self.console_use(values["mode"]),
             reports_stack=self.reports_stack(values["mode"]),
