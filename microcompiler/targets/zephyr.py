@@ -83,6 +83,9 @@ SMALL_BOARD_RPC_MAX_PAYLOAD = 256  # MC_RPC_MAX_PAYLOAD: the host splits its wri
 # payloads (docs/rpc.md); scaled with the payload
 RPC_SERVER_BYTES_PER_PAYLOAD = 3
 RPC_SERVER_FIXED_BYTES = 512
+# The host-driven pool's room for the user's own buffers beyond the model's tensors (DEFAULT_POOL_HEADROOM
+# elsewhere): less on a small board
+SMALL_BOARD_POOL_HEADROOM = 512
 # RAM Zephyr needs besides the model and main()'s stack (kernel objects, the idle and ISR stacks,
 # drivers, the C library), for the fit check before building: 16 KB on a board with 128 KB or more;
 # on a smaller board an eighth of its RAM, but at least SMALL_KERNEL_RAM_BYTES. The figure for small
@@ -149,6 +152,13 @@ def small_board(board: Board) -> bool:
 def rpc_max_payload(board: Board) -> int | None:
     """MC_RPC_MAX_PAYLOAD for the host-driven firmware on ``board``: None for the server's default (1024)."""
     return SMALL_BOARD_RPC_MAX_PAYLOAD if small_board(board) else None
+
+
+def pool_headroom(board: Board) -> int:
+    """The host-driven RPC pool's headroom on ``board`` (rpc_template_values' pool_headroom)."""
+    from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
+
+    return SMALL_BOARD_POOL_HEADROOM if small_board(board) else DEFAULT_POOL_HEADROOM
 
 
 def system_ram_bytes(board: Board) -> int:
@@ -368,6 +378,7 @@ class Zephyr(Target):
         size = self.rx_buffer_bytes(mode, board)
         if mode == HOST_DRIVEN:
             size += RPC_SERVER_FIXED_BYTES + RPC_SERVER_BYTES_PER_PAYLOAD * (rpc_max_payload(board) or 1024)
+            size += pool_headroom(board)
         return size
 
     def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
@@ -408,6 +419,7 @@ class Zephyr(Target):
             rx_buffer_bytes=self.rx_buffer_bytes(values["mode"], board),
             rpc_max_payload=rpc_max_payload(board) if values["mode"] == HOST_DRIVEN else None,
             qemu_timer_hz=qemu_systick_hz(board),
+            **({"pool_headroom": pool_headroom(board)} if values["mode"] == HOST_DRIVEN else {}),
             report_period_ms=REPORT_PERIOD_MS,
             console_use=self.console_use(values["mode"]),
             reports_stack=self.reports_stack(values["mode"]),
