@@ -558,6 +558,12 @@ def run_on_board(
     return project, built, target.flash(project, timeout=timeout, log=log, port=port)
 
 
+def create_options(target: Target, zephyr_base: str | Path | None = None) -> dict:
+    """create()'s keywords for a command's --zephyr-base: given to the targets that take it (the
+    Zephyr ones record it in the project, so build and flash use that workspace)."""
+    return {"zephyr_base": zephyr_base} if zephyr_base and "zephyr_base" in target.options else {}
+
+
 def start_on_board(
     model: str | Path | ModelLibrary,
     board: Board,
@@ -566,13 +572,17 @@ def start_on_board(
     template: str = "baremetal",
     port: str | None = None,
     log: Log = quiet,
+    zephyr_base: str | Path | None = None,
     **session_options,
 ) -> tuple[Project, BuildResult | None, Session]:
-    """create + build + start host-driven firmware: (project, BuildResult, open RPC Session)."""
+    """create + build + start host-driven firmware: (project, BuildResult, open RPC Session);
+    ``zephyr_base``: the workspace a Zephyr project records (create_options)."""
     target = target_for(board, template)
     target.check_board(board)
     library = compile_for(model, board)
-    project = target.create(library, board, project_dir, mode=HOST_DRIVEN, log=log)
+    project = target.create(
+        library, board, project_dir, mode=HOST_DRIVEN, log=log, **create_options(target, zephyr_base)
+    )
     built = target.build(project, log=log)
     return project, built, target.start(project, port=port, log=log, **session_options)
 

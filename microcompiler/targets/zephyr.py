@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 from typing import ClassVar
 
-from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
+from microcompiler.boards import Board, ZephyrBoardFacts, board_from_description, list_boards, resolve_board
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
@@ -48,6 +48,7 @@ from microcompiler.targets.toolchain import (
     run_logged,
     tool_timeout,
 )
+from microcompiler.zephyr import board_facts as board_facts_module
 from microcompiler.zephyr import workspace
 from microcompiler.zephyr.workspace import (
     MIN_ZEPHYR,
@@ -110,8 +111,18 @@ class ZephyrBoardError(BoardError):
 
 
 def known_boards() -> dict[str, ZephyrBoardFacts]:
-    """Zephyr board target -> its facts, for every board file that gives them."""
-    return {b.zephyr_board: b.zephyr_facts for b in list_boards() if b.zephyr_board and b.zephyr_facts}
+    """Zephyr board target -> its facts: of every board the workspace has described so far (read from
+    its devicetree and Kconfig, microcompiler/zephyr/board_facts.py), and of every board file that
+    gives them (those win: checked in Zephyr's source)."""
+    described: dict[str, ZephyrBoardFacts] = {}
+    base = found_base()
+    if base is not None:
+        for d in board_facts_module.cached(base):
+            facts = board_from_description(d).zephyr_facts
+            if facts is not None:
+                described[d.target] = facts
+    files = {b.zephyr_board: b.zephyr_facts for b in list_boards() if b.zephyr_board and b.zephyr_facts}
+    return {**described, **files}
 
 
 def __getattr__(name: str):
@@ -136,9 +147,20 @@ def board_file_stem(target: str) -> str:
 
 
 def board_facts(board: Board) -> ZephyrBoardFacts:
-    zephyr_target(board)
+    """What Zephyr's Kconfig needs of ``board``: its own (a board file's [zephyr] table, or a board
+    described from the workspace), else the workspace's description of its Zephyr board target, else
+    derived from its CPU (not checked)."""
+    target = zephyr_target(board)
     if board.zephyr_facts is not None:
         return board.zephyr_facts
+    base = found_base()
+    if base is not None:
+        try:
+            described = board_from_description(board_facts_module.describe(target, base)).zephyr_facts
+        except BoardError:  # not a board of this workspace, or not describable: derive
+            described = None
+        if described is not None:
+            return described
     return ZephyrBoardFacts(
         board.cpu.has_fpu, False, f"derived from {board.source} (not a board microcompiler has checked against Zephyr)"
     )
@@ -373,6 +395,11 @@ class Zephyr(Target):
             return STANDALONE_RX_BUFFER_BYTES
         return RX_BUFFER_PER_PAYLOAD * (rpc_max_payload(board) or 1024)
 
+    def aot_arena_bytes(self, info: ModelInfo, mode: str) -> int:
+        """Host-driven firmware also serves the model's own run (the MODEL request), whose static arena
+        is linked beside the RPC pool."""
+        return info.arena_bytes if mode == HOST_DRIVEN else 0
+
     def buffers_bytes(self, mode: str, board: Board) -> int:
         """The receive buffer and, host-driven, the RPC server's static buffers (for the fit check)."""
         size = self.rx_buffer_bytes(mode, board)
@@ -391,7 +418,7 @@ class Zephyr(Target):
             info,
             zephyr_layout,
             "graph" if mode == HOST_DRIVEN else executor,
-            stack_bytes + kernel_ram_bytes(board) + self.buffers_bytes(mode, board),
+            stack_bytes + kernel_ram_bytes(board) + self.buffers_bytes(mode, board) + self.aot_arena_bytes(info, mode),
         )
 
     def project_info(self, board: Board) -> dict:

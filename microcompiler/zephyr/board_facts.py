@@ -263,6 +263,17 @@ def describe(target: str, base: str | Path, environ: dict[str, str] | None = Non
     return description
 
 
+def cached(base: str | Path, environ: dict[str, str] | None = None) -> list[ZephyrBoardDescription]:
+    """The descriptions of the workspace's boards described so far (its cache), damaged entries left out."""
+    found = []
+    for path in sorted(cache_dir(Path(base), environ).glob("*.json")):
+        try:
+            found.append(ZephyrBoardDescription.from_json(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):  # the catalog, or a damaged entry
+            continue
+    return found
+
+
 def configure(target: str, base: Path, environ: dict[str, str] | None = None) -> ZephyrBoardDescription:
     """Run Zephyr's CMake configure for ``target`` in a temporary folder and read what it made."""
     workspace.require_build_tools()
