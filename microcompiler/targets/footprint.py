@@ -8,6 +8,7 @@ from __future__ import annotations
 from microcompiler.boards import Board
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError
+from microcompiler.targets import zephyr_memory
 
 DEFAULT_STACK_BYTES = 8 * 1024
 MIN_STACK_BYTES = 1024
@@ -32,10 +33,8 @@ def system_ram_bytes(board: Board | None) -> int:
     on a Zephyr-only board main()'s stack, the kernel and its buffers (targets/zephyr.py system_ram_bytes),
     so that analyze and the default --ram-limit count what a 16 KB board really has left."""
     if zephyr_only(board):
-        from microcompiler.targets import zephyr
-
         assert board is not None
-        return zephyr.system_ram_bytes(board)
+        return zephyr_memory.system_ram_bytes(board)
     return DEFAULT_STACK_BYTES
 
 

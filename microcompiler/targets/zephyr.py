@@ -48,6 +48,16 @@ from microcompiler.targets.toolchain import (
     run_logged,
     tool_timeout,
 )
+from microcompiler.targets.zephyr_memory import (
+    KERNEL_RAM_BYTES,
+    SMALL_BOARD_RAM_BYTES,
+    SMALL_KERNEL_RAM_BYTES,
+    STANDALONE_RX_BUFFER_BYTES,
+    base_stack_bytes,
+    kernel_ram_bytes,
+    small_board,
+    system_ram_bytes,
+)
 from microcompiler.zephyr import board_facts as board_facts_module
 from microcompiler.zephyr import workspace
 from microcompiler.zephyr.workspace import (
@@ -74,11 +84,6 @@ FLASH_LOG = "microcompiler-flash.log"  # in the build folder: the last west flas
 REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late reader still gets one
 RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
 RX_BUFFER_PER_PAYLOAD = RX_BUFFER_BYTES // 1024  # ... of MC_RPC_MAX_PAYLOAD (1024 by default)
-STANDALONE_RX_BUFFER_BYTES = 64  # the standalone firmware only writes its reports
-# A board with less RAM than this is small (qemu_cortex_m0: 16 KB): main() gets a smaller stack
-# (the standalone firmware's high-water mark on the Cortex-M0 is ~270 B) and the RPC server smaller
-# frames, so a model still has room (docs/zephyr.md, "Small boards").
-SMALL_BOARD_RAM_BYTES = 64 * 1024
 SMALL_BOARD_RPC_MAX_PAYLOAD = 256  # MC_RPC_MAX_PAYLOAD: the host splits its writes and reads to it
 # RPC server's own static buffers besides the pool (mc_rpc_server_t): about 2.5 KB with 1024-byte
 # payloads (docs/rpc.md); scaled with the payload
@@ -87,15 +92,6 @@ RPC_SERVER_FIXED_BYTES = 512
 # The host-driven pool's room for the user's own buffers beyond the model's tensors (DEFAULT_POOL_HEADROOM
 # elsewhere): less on a small board
 SMALL_BOARD_POOL_HEADROOM = 512
-# RAM Zephyr needs besides the model and main()'s stack (kernel objects, the idle and ISR stacks,
-# drivers, the C library), for the fit check before building: 16 KB on a board with 128 KB or more;
-# on a smaller board an eighth of its RAM, but at least SMALL_KERNEL_RAM_BYTES. The figure for small
-# boards is measured: Zephyr 3.7.1's hello_world on qemu_cortex_m0 (Cortex-M0, 16 KB) links 4,056 B
-# of RAM, 1,024 of them main()'s stack (2 KB ISR stack, 256 B idle stack, ~730 B kernel and driver
-# data); a margin rounds it up. The final link is the judge: a firmware that does not fit gives
-# "the firmware does not fit: memory region RAM overflowed by N B".
-KERNEL_RAM_BYTES = 16 * 1024
-SMALL_KERNEL_RAM_BYTES = 3584
 # Every west call is bounded: a first Zephyr build (the kernel too) on a slow machine, a flash.
 WEST_BUILD_TIMEOUT = 3600.0
 WEST_FLASH_TIMEOUT = 300.0
@@ -166,11 +162,6 @@ def board_facts(board: Board) -> ZephyrBoardFacts:
     )
 
 
-def small_board(board: Board) -> bool:
-    """Whether ``board`` has so little RAM that its stacks and buffers are cut to fit (SMALL_BOARD_RAM_BYTES)."""
-    return board.ram.size < SMALL_BOARD_RAM_BYTES
-
-
 def rpc_max_payload(board: Board) -> int | None:
     """MC_RPC_MAX_PAYLOAD for the host-driven firmware on ``board``: None for the server's default (1024)."""
     return SMALL_BOARD_RPC_MAX_PAYLOAD if small_board(board) else None
@@ -181,17 +172,6 @@ def pool_headroom(board: Board) -> int:
     from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
 
     return SMALL_BOARD_POOL_HEADROOM if small_board(board) else DEFAULT_POOL_HEADROOM
-
-
-def system_ram_bytes(board: Board) -> int:
-    """RAM a standalone Zephyr firmware takes on ``board`` besides the model and the runtime: main()'s
-    stack for a small model, the kernel, the receive buffer (footprint.system_ram_bytes)."""
-    return base_stack_bytes(STANDALONE, board) + kernel_ram_bytes(board) + STANDALONE_RX_BUFFER_BYTES
-
-
-def kernel_ram_bytes(board: Board) -> int:
-    """RAM the Zephyr kernel takes besides main()'s stack on ``board`` (KERNEL_RAM_BYTES says how)."""
-    return min(KERNEL_RAM_BYTES, max(SMALL_KERNEL_RAM_BYTES, board.ram.size // 8))
 
 
 # QEMU machines whose Zephyr board ticks with the SysTick at SYS_CLOCK_HW_CYCLES_PER_SEC, which
@@ -211,13 +191,6 @@ def qemu_systick_hz(board: Board) -> int | None:
 def uses_timing_api(board: Board) -> bool:
     """Hardware boards time with Zephyr's timing API (the DWT cycle counter on Cortex-M); QEMU has no DWT."""
     return not board.emulated
-
-
-def base_stack_bytes(mode: str, board: Board | None = None) -> int:
-    """main()'s stack before the model's share: less on a small board (small_board)."""
-    if board is not None and small_board(board):
-        return 1024 if mode == STANDALONE else 2048
-    return 3072 if mode == STANDALONE else 4096
 
 
 def main_stack_bytes(info: ModelInfo, mode: str, board: Board | None = None) -> int:
@@ -600,4 +573,12 @@ __all__ = [
     "zephyr_version",
     "require_west",
     "check_zephyr_path",
+    "KERNEL_RAM_BYTES",
+    "SMALL_BOARD_RAM_BYTES",
+    "SMALL_KERNEL_RAM_BYTES",
+    "STANDALONE_RX_BUFFER_BYTES",
+    "kernel_ram_bytes",
+    "small_board",
+    "system_ram_bytes",
+    "rpc_max_payload",
 ]
