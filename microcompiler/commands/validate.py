@@ -239,7 +239,12 @@ def run(args) -> int:
         outputs_meta=library.info.outputs,
     )
     options = DeviceOptions(
-        template=args.template, port=args.port, rpc_timeout=args.rpc_timeout, timeout=args.timeout, keep=args.keep
+        template=args.template,
+        port=args.port,
+        rpc_timeout=args.rpc_timeout,
+        timeout=args.timeout,
+        keep=args.keep,
+        zephyr_base=zephyr_base_of(args),
     )
     collected: dict = {}
     report = validate(

@@ -26,7 +26,7 @@ from microcompiler import cleanup
 from microcompiler.errors import BoardError
 from microcompiler.zephyr import hardware, workspace
 
-CACHE_FORMAT = 1  # bump when the description's fields or their meaning change
+CACHE_FORMAT = 2  # bump when the description's fields or their meaning change (2: QEMU's clocks)
 CONFIGURE_TIMEOUT = 300.0  # seconds; a configure takes ~5-20 s
 CORES = (
     "cortex-m0",
@@ -46,6 +46,23 @@ CORES = (
 CORE_SYMBOLS = {f"CPU_CORTEX_M{c[len('cortex-m') :].upper()}": c for c in CORES}
 DSP_CORES = ("cortex-m4", "cortex-m7")  # Armv7E-M: the DSP extension is part of the core
 ARCH_SYMBOLS = ("ARM64", "RISCV", "XTENSA", "X86", "ARC", "NIOS2", "SPARC", "MIPS", "POSIX", "ARM")
+
+# The CPU clock QEMU 7.2 gives each machine Zephyr emulates a board with: an emulated board runs at
+# QEMU's clock, not at its devicetree's or Kconfig's (qemu_cortex_m0's devicetree gives none, and its
+# SYS_CLOCK_HW_CYCLES_PER_SEC is the 1 MHz of the nRF TIMER it ticks with; Zephyr's mps2/an521 says
+# 25 MHz, QEMU's SSE-200 runs at 20 MHz). From QEMU's hw/arm sources: nrf51_soc.c HCLK_FRQ,
+# mps2.c and mps2-tz.c sysclk_frq.
+QEMU_CPU_CLOCKS = {
+    "microbit": 16_000_000,  # the nRF51822's 16 MHz HCLK
+    "mps2-an385": 25_000_000,
+    "mps2-an386": 25_000_000,
+    "mps2-an500": 25_000_000,
+    "mps2-an511": 25_000_000,
+    "mps2-an505": 20_000_000,
+    "mps2-an521": 20_000_000,
+    "mps3-an524": 32_000_000,
+    "mps3-an547": 32_000_000,
+}
 
 # The vendor HAL module each SoC vendor folder (soc/<vendor>/) needs, as west.yml names it.
 VENDOR_HALS = {
@@ -112,7 +129,9 @@ class ZephyrBoardDescription:
     flash_size: int  # bytes, CONFIG_FLASH_SIZE (KiB) * 1024
     ram_origin: int  # CONFIG_SRAM_BASE_ADDRESS (the zephyr,sram chosen node)
     ram_size: int  # bytes, CONFIG_SRAM_SIZE (KiB) * 1024
-    clock_hz: int | None  # the CPU node's clock-frequency, else the SysTick rate; None if unknown
+    # the CPU node's clock-frequency, else the SysTick rate; QEMU's clock (QEMU_CPU_CLOCKS) for an
+    # emulated board; None if unknown
+    clock_hz: int | None
     entropy: bool  # the devicetree's zephyr,entropy chosen node exists and is enabled
     qemu_machine: str | None  # QEMU's -machine when Zephyr emulates the board
     runner: str | None  # the default flash runner (runners.yaml: flash-runner)
@@ -244,6 +263,17 @@ def describe(target: str, base: str | Path, environ: dict[str, str] | None = Non
     return description
 
 
+def cached(base: str | Path, environ: dict[str, str] | None = None) -> list[ZephyrBoardDescription]:
+    """The descriptions of the workspace's boards described so far (its cache), damaged entries left out."""
+    found = []
+    for path in sorted(cache_dir(Path(base), environ).glob("*.json")):
+        try:
+            found.append(ZephyrBoardDescription.from_json(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):  # the catalog, or a damaged entry
+            continue
+    return found
+
+
 def configure(target: str, base: Path, environ: dict[str, str] | None = None) -> ZephyrBoardDescription:
     """Run Zephyr's CMake configure for ``target`` in a temporary folder and read what it made."""
     workspace.require_build_tools()
@@ -322,6 +352,8 @@ def read_build(target: str, base: Path, build: Path, returncode: int, log: str) 
             if m:
                 machine = m.group(1)
                 break
+    if machine in QEMU_CPU_CLOCKS:  # what runs an emulated board is QEMU
+        clock = QEMU_CPU_CLOCKS[machine]
     return ZephyrBoardDescription(
         target=target,
         board_target=config.get("BOARD_TARGET", target),
