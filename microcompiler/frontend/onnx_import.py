@@ -12,7 +12,6 @@ the way ONNX Runtime's ConvBNFusion folds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError, printable
 from microcompiler.frontend import onnx_layers
+from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import (
     check_operators,
     initializer_array,
@@ -31,14 +31,6 @@ from microcompiler.frontend.onnx_read import (
 from microcompiler.ir import Graph, Operator, Tensor
 
 _FOLD_LIMIT = 1 << 22  # elements of a value computed at import from constants
-
-
-@dataclass
-class _Value:
-    shape: tuple[int, ...]  # ONNX's (NCHW) shape
-    const: np.ndarray | None = None
-    tensor: int = -1  # the IR tensor holding it (-1: a constant not yet made a tensor)
-    nhwc: bool = False  # the IR tensor is the NHWC transpose of this 4-D value
 
 
 def load_onnx(path: Path, name: str) -> Graph:
@@ -58,6 +50,7 @@ class _Importer:
         self.layouts: dict[tuple[int, bool], int] = {}  # (tensor, to NHWC) -> converted tensor
         self.readers: dict[str, int] = {}
         self.node_index = 0
+        self.biasless: dict[str, Operator] = {}  # MatMul output -> its FULLY_CONNECTED, for a following Add
 
     # --- the graph --------------------------------------------------------------------------------
     def graph(self) -> Graph:

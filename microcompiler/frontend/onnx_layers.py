@@ -8,11 +8,24 @@ tensors; elementwise ones keep whatever layout their input has; the rest see ONN
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from microcompiler.errors import UnsupportedModelError
+from microcompiler.errors import UnsupportedModelError, printable
+
+# MLAS (ONNX Runtime's GEMM) sums the depth in blocks of this many inputs (MLAS_SGEMM_STRIDEK)
+MLAS_STRIDE_K = 256
+
+
+@dataclass
+class _Value:
+    shape: tuple[int, ...]  # ONNX's (NCHW) shape
+    const: np.ndarray | None = None
+    tensor: int = -1  # the IR tensor holding it (-1: a constant not yet made a tensor)
+    nhwc: bool = False  # the IR tensor is the NHWC transpose of this 4-D value
+
 
 IDENTITY = frozenset({"Identity", "Dropout"})
 # folded at import when every input is a constant (shape arithmetic); refused on computed values
@@ -23,7 +36,6 @@ FOLD_ONLY = frozenset(
 
 
 def _out(imp: Any, kind: str, inputs: list[int], shape: tuple[int, ...], options: dict, node: Any, nhwc: bool):
-    from microcompiler.frontend.onnx_import import _Value
 
     ir_shape = (shape[0], shape[2], shape[3], shape[1]) if nhwc else shape
     return _Value(shape, tensor=imp.emit(kind, inputs, ir_shape, options, node.output[0]), nhwc=nhwc)
@@ -166,7 +178,7 @@ def gemm(imp, node, ins, attrs):
         if c.size != n or c.shape not in ((n,), (1, n)):
             raise UnsupportedModelError(f"{imp.where(node)}: C of shape {list(c.shape)} is not a per-output bias")
         bias = imp.const(c.reshape(n), "bias")
-    options = dict(activation="NONE", keep_num_dims=False, weights_format=0)
+    options = dict(activation="NONE", keep_num_dims=False, weights_format=0, fma_block=MLAS_STRIDE_K)
     w = imp.const(np.ascontiguousarray(weights), "weights")
     return [_out(imp, "FULLY_CONNECTED", [imp.plain(a), w, bias], (a.shape[0], n), options, node, False)]
 
@@ -181,9 +193,12 @@ def matmul(imp, node, ins, attrs):
         if a.shape[-1] != k:
             raise UnsupportedModelError(f"{imp.where(node)}: {list(a.shape)} @ {list(b.shape)} do not fit")
         w = imp.const(np.ascontiguousarray(b.const.astype(np.float32).T), "weights")
-        options = dict(activation="NONE", keep_num_dims=len(a.shape) > 2, weights_format=0)
+        options = dict(activation="NONE", keep_num_dims=len(a.shape) > 2, weights_format=0, fma_block=MLAS_STRIDE_K)
         shape = (*a.shape[:-1], n)
-        return [_out(imp, "FULLY_CONNECTED", [imp.plain(a), w, -1], shape, options, node, False)]
+        value = _out(imp, "FULLY_CONNECTED", [imp.plain(a), w, -1], shape, options, node, False)
+        if imp.readers.get(node.output[0], 0) == 1:
+            imp.biasless[node.output[0]] = imp.operators[-1]
+        return [value]
     if len(a.shape) != len(b.shape) or len(a.shape) < 3 or a.shape[-1] != b.shape[-2]:
         raise UnsupportedModelError(f"{imp.where(node)}: {list(a.shape)} @ {list(b.shape)} is not supported")
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -199,6 +214,13 @@ def binary(imp, node, ins, attrs):
     a, b = ins
     for v in (a, b):
         imp.float_input(v, node)
+    fc = imp.biasless.pop(node.input[0], None) if node.op_type == "Add" else None
+    if fc is not None and b.const is not None and b.const.shape in ((a.shape[-1],), (1, a.shape[-1])):
+        # MatMul + Add of a per-output constant: one FULLY_CONNECTED with a bias, as ONNX Runtime
+        # fuses them into a Gemm (MatMulAddFusion) whose sum starts at the bias
+        fc.inputs[2] = imp.const(b.const.reshape(-1), "bias")
+        imp.tensors[fc.outputs[0]].name = printable(node.output[0])
+        return [_Value(a.shape, tensor=a.tensor)]
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
     nhwc = len(shape) == 4 and any(v.nhwc for v in (a, b))
     nhwc = nhwc and all(v.const is not None or len(v.shape) == 4 for v in (a, b))
@@ -240,7 +262,6 @@ def clip(imp, node, ins, attrs):
         if np.isfinite(bound):
             limit = imp.const(np.array(bound, dtype=np.float32), "clip")
             source = imp.emit(op, [source, limit], ir_shape, {}, f"{node.output[0]}_{op.lower()}")
-    from microcompiler.frontend.onnx_import import _Value
 
     return [_Value(x.shape, tensor=source, nhwc=x.nhwc)]
 
@@ -277,8 +298,6 @@ def reshape(imp, node, ins, attrs):
     if min(shape, default=1) < 1 or int(np.prod(shape, dtype=np.int64)) != size:
         raise UnsupportedModelError(f"{imp.where(node)}: {list(x.shape)} cannot become {list(shape)}")
     if x.const is not None:
-        from microcompiler.frontend.onnx_import import _Value
-
         return [_Value(tuple(shape), x.const.reshape(shape))]
     return [_out(imp, "RESHAPE", [imp.plain(x), imp.shape_const(tuple(shape))], tuple(shape), {}, node, False)]
 
@@ -296,7 +315,6 @@ def _squeeze(shape, axes, unsqueeze: bool) -> tuple[int, ...]:
 
 
 def transpose(imp, node, ins, attrs):
-    from microcompiler.frontend.onnx_import import _Value
 
     x = ins[0]
     perm = [int(p) for p in attrs.get("perm", list(range(len(x.shape)))[::-1])]
@@ -374,7 +392,6 @@ def fold_batch_norms(imp) -> None:
             weights[1].const = (((b - mean).astype(np.float32) * scale).astype(np.float32) + beta).astype(np.float32)
         else:
             bias_name = conv.output[0] + "_folded_bias"
-            from microcompiler.frontend.onnx_import import _Value
 
             imp.values[bias_name] = _Value(beta.shape, (beta - (mean * scale).astype(np.float32)).astype(np.float32))
             del conv.input[2:]
