@@ -157,9 +157,10 @@ def test_conv_models_match_onnxruntime(tmp_path, name):
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547"])
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547", "mps2_an385"])
 def test_on_boards_equal_to_host_and_onnxruntime(tmp_path, board):
-    """The M4 and M55 (their FPU's VFMA.F32) compute the same bits as the host and ONNX Runtime."""
+    """The M4 and M55 (their FPU's VFMA.F32) and the M3 (newlib's software fmaf) compute the same bits
+    as the host and ONNX Runtime."""
     path = _save(dense_model(np.random.default_rng(7)), tmp_path, "dense")
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=1)
     inputs = [np.random.default_rng(0).standard_normal((1, 520)).astype(np.float32)]
