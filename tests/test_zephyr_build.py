@@ -138,6 +138,31 @@ def test_the_set_up_record_is_found_and_rewritten(tmp_path):
 
 
 @needs_zephyr
+def test_a_cmake_error_in_a_zephyr_build_is_readable_lines_and_a_saved_log(tmp_path, shared_models):
+    """CMake stops at the project's CMakeLists.txt (a user's edit) before Zephyr's configure starts,
+    which keeps this check of west build's failure output cheap; the Kconfig failure below is the
+    long one (it needs the devicetree and Kconfig run)."""
+    project = tmp_path / "p"
+    model = shared_models / "tflm" / "hello_world_int8.tflite"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert (
+        mc(["create-project", model, "--template", "zephyr", "--board", "nucleo_l4r5zi", "-o", project], env).returncode
+        == 0
+    )
+    cmake_lists = project / "CMakeLists.txt"
+    first, rest = cmake_lists.read_text().split("\n", 1)
+    assert first.startswith("#")
+    cmake_lists.write_text(f"{first}\nmicrocompiler_no_such_command(oops)\n{rest}")
+    proc = mc(["build", project], env)
+    log = project / "build" / "microcompiler-build.log"
+    lines = assert_readable_failure(proc, log, "microcompiler_no_such_command")
+    assert "west build failed" in lines[0]
+    text = log.read_text()
+    assert "west build" in text.splitlines()[0] and 'Unknown CMake command "microcompiler_no_such_command"' in text
+
+
+@pytest.mark.long
+@needs_zephyr
 def test_a_zephyr_configure_failure_is_readable_lines_and_a_saved_log(tmp_path, shared_models):
     project = tmp_path / "p"
     model = shared_models / "tflm" / "hello_world_int8.tflite"
