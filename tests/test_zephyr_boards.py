@@ -308,3 +308,14 @@ def test_listing_agrees_with_the_configure_long(target):
 def test_boards_that_cannot_be_described_are_one_line(target, message, tmp_path):
     with pytest.raises(BoardError, match=message):
         board_facts.describe(target, BASE, {**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+
+
+@needs_workspace
+@pytest.mark.long
+def test_the_describe_configure_with_the_minimal_libc_reads_the_same_facts(monkeypatch):
+    """describe() configures with Zephyr's minimal C library (board_facts.FAST_LIBC: the picolibc
+    module's CMake is most of a configure); the facts are those of a configure with the default one."""
+    fast = board_facts.configure("nucleo_l4r5zi", BASE)
+    monkeypatch.setattr(board_facts, "FAST_LIBC", "-DMICROCOMPILER_UNUSED=1")  # Zephyr's default C library
+    full = board_facts.configure("nucleo_l4r5zi", BASE)
+    assert fast == full and fast.core == "cortex-m4" and fast.runner == "stm32cubeprogrammer"

@@ -28,6 +28,7 @@ from microcompiler.zephyr import hardware, workspace
 
 CACHE_FORMAT = 1  # bump when the description's fields or their meaning change
 CONFIGURE_TIMEOUT = 300.0  # seconds; a configure takes ~5-20 s
+FAST_LIBC = "-DCONFIG_MINIMAL_LIBC=y"  # for the describe configure only (configure())
 CORES = (
     "cortex-m0",
     "cortex-m0plus",
@@ -257,9 +258,14 @@ def configure(target: str, base: Path, environ: dict[str, str] | None = None) ->
         (app / "src" / "main.c").write_text("int main(void)\n{\n\treturn 0;\n}\n")
         argv = ["cmake", "-GNinja", "-S", str(app), "-B", str(build), f"-DBOARD={target}"]
         argv.append(f"-DPython3_EXECUTABLE={sys.executable}")  # the Python with west and Zephyr's packages
-        proc = cleanup.run_bounded(
-            argv, CONFIGURE_TIMEOUT, f"Zephyr's CMake configure for board {target}", text=True, env=env, cwd=tmp
-        )
+        what = f"Zephyr's CMake configure for board {target}"
+        # Zephyr's minimal C library: the default (picolibc built from source when the toolchain has
+        # none, as with gnuarmemb) adds some 900 source files whose CMake processing is most of a
+        # configure; the C library changes none of the CPU, memory, clock or runner facts read here.
+        proc = cleanup.run_bounded([*argv, FAST_LIBC], CONFIGURE_TIMEOUT, what, text=True, env=env, cwd=tmp)
+        if proc.returncode != 0 and "MINIMAL_LIBC" in proc.stdout + proc.stderr:  # a board that refuses it
+            cleanup.remove_dir(build)
+            proc = cleanup.run_bounded(argv, CONFIGURE_TIMEOUT, what, text=True, env=env, cwd=tmp)
         return read_build(target, base, build, proc.returncode, proc.stdout + proc.stderr)
     finally:
         cleanup.remove_dir(tmp)
