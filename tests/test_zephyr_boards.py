@@ -9,15 +9,17 @@ the other boards are long tests."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from microcompiler import cli
 from microcompiler.boards import board_toml, load_board, load_board_file, write_board_file
 from microcompiler.errors import BoardError
 from microcompiler.zephyr import board_facts, catalog, hardware
@@ -42,15 +44,16 @@ LONG_BOARDS = [
 ]
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "microcompiler.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-    )
+def _cli(*args: str) -> SimpleNamespace:
+    """The command line run in this process (a subprocess would import microcompiler and read the
+    workspace's board files again, some seconds each): its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(list(args))
+        except SystemExit as exc:  # argparse's own refusals
+            status = exc.code if isinstance(exc.code, int) else 2
+    return SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _kconfig_features(target: str) -> tuple[str, str, bool, str]:
