@@ -3,7 +3,7 @@ exported, from the workspace scripts/setup-debian.sh recorded; build failures sh
 lines with the saved log's path; a project path Zephyr cannot take refused at create-project; and
 flashing a real board through a real `west flash` with a stand-in runner, read on a pty found by
 its USB VID:PID. The one real board build of the default suite is KWS on nucleo_l4r5zi (standalone);
-tests/test_zephyr_boards.py builds the other boards (long).
+tests/test_zephyr_hardware_builds.py builds the other boards and modes (long).
 """
 
 from __future__ import annotations
