@@ -275,6 +275,25 @@ def test_a_configured_non_arm_board_is_one_line(tmp_path):
         board_facts.read_build("esp32c3_devkitm", base, build, 1, "")
 
 
+def test_a_target_another_zephyr_release_names_is_one_line_with_the_valid_ones(tmp_path):
+    """mps3/corstone300/an547 is Zephyr 4.0's name; 3.7's configure stops in boards.cmake and lists
+    the board's targets (this is its message), which the error passes on."""
+    base = _fake_tree(tmp_path)
+    log = (
+        "CMake Error at /ws/zephyr/cmake/modules/boards.cmake:320 (message):\n"
+        "  Board qualifiers `/corstone300/an547` for board `mps3` not found.  Please\n"
+        "  specify a valid board target.\n\n  Valid board targets for mps3 are:\n\n  mps3/an547\n\n"
+        "  mps3/an547/ns\n\nCall Stack (most recent call first):\n  CMakeLists.txt:2 (find_package)\n"
+        "-- Configuring incomplete, errors occurred!\n"
+    )
+    with pytest.raises(board_facts.UnknownZephyrBoardError) as info:
+        board_facts.read_build("mps3/corstone300/an547", base, tmp_path / "build", 1, log)
+    assert str(info.value) == (
+        f"Zephyr 3.7.1 at {base} has no board target 'mps3/corstone300/an547': its targets of board mps3 "
+        "are mps3/an547, mps3/an547/ns"
+    )
+
+
 def test_features_follow_the_kernels_use_of_them():
     """DSP kernels on an M33 with the DSP extension, none on an M0; an M55's Helium and FPU flags."""
     from microcompiler.boards import board_from_description

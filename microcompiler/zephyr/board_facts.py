@@ -279,6 +279,14 @@ def read_build(target: str, base: Path, build: Path, returncode: int, log: str) 
     if not config_path.is_file():
         if re.search(r"Invalid BOARD|No board named", log):
             raise unknown_board(target, base)
+        qualifiers = re.search(r"Board qualifiers `([^`]*)` for board `([^`]*)` not found", log)
+        if qualifiers:  # the board exists, the target does not (e.g. a name from another Zephyr release)
+            board = qualifiers.group(2)
+            valid = re.findall(rf"^\s*({re.escape(board)}(?:/[\w.-]+)*)\s*$", log, re.M)
+            raise UnknownZephyrBoardError(
+                f"Zephyr {version} at {base} has no board target '{target}': its targets of board {board} "
+                f"are {', '.join(dict.fromkeys(valid)) or '(none listed)'}"
+            )
         missing = _missing_include(log)
         vendor = _board_vendor(target, base)
         module = missing_hal(base, vendor)
