@@ -28,6 +28,7 @@ from microcompiler.zephyr import hardware, workspace
 
 CACHE_FORMAT = 2  # bump when the description's fields or their meaning change (2: QEMU's clocks)
 CONFIGURE_TIMEOUT = 300.0  # seconds; a configure takes ~5-20 s
+FAST_LIBC = "-DCONFIG_MINIMAL_LIBC=y"  # for the describe configure only (configure())
 CORES = (
     "cortex-m0",
     "cortex-m0plus",
@@ -287,9 +288,14 @@ def configure(target: str, base: Path, environ: dict[str, str] | None = None) ->
         (app / "src" / "main.c").write_text("int main(void)\n{\n\treturn 0;\n}\n")
         argv = ["cmake", "-GNinja", "-S", str(app), "-B", str(build), f"-DBOARD={target}"]
         argv.append(f"-DPython3_EXECUTABLE={sys.executable}")  # the Python with west and Zephyr's packages
-        proc = cleanup.run_bounded(
-            argv, CONFIGURE_TIMEOUT, f"Zephyr's CMake configure for board {target}", text=True, env=env, cwd=tmp
-        )
+        what = f"Zephyr's CMake configure for board {target}"
+        # Zephyr's minimal C library: the default (picolibc built from source when the toolchain has
+        # none, as with gnuarmemb) adds some 900 source files whose CMake processing is most of a
+        # configure; the C library changes none of the CPU, memory, clock or runner facts read here.
+        proc = cleanup.run_bounded([*argv, FAST_LIBC], CONFIGURE_TIMEOUT, what, text=True, env=env, cwd=tmp)
+        if proc.returncode != 0 and "MINIMAL_LIBC" in proc.stdout + proc.stderr:  # a board that refuses it
+            cleanup.remove_dir(build)
+            proc = cleanup.run_bounded(argv, CONFIGURE_TIMEOUT, what, text=True, env=env, cwd=tmp)
         return read_build(target, base, build, proc.returncode, proc.stdout + proc.stderr)
     finally:
         cleanup.remove_dir(tmp)
@@ -303,6 +309,14 @@ def read_build(target: str, base: Path, build: Path, returncode: int, log: str) 
     if not config_path.is_file():
         if re.search(r"Invalid BOARD|No board named", log):
             raise unknown_board(target, base)
+        qualifiers = re.search(r"Board qualifiers `([^`]*)` for board `([^`]*)` not found", log)
+        if qualifiers:  # the board exists, the target does not (e.g. a name from another Zephyr release)
+            board = qualifiers.group(2)
+            valid = re.findall(rf"^\s*({re.escape(board)}(?:/[\w.-]+)*)\s*$", log, re.M)
+            raise UnknownZephyrBoardError(
+                f"Zephyr {version} at {base} has no board target '{target}': its targets of board {board} "
+                f"are {', '.join(dict.fromkeys(valid)) or '(none listed)'}"
+            )
         missing = _missing_include(log)
         vendor = _board_vendor(target, base)
         module = missing_hal(base, vendor)
