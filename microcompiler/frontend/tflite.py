@@ -336,6 +336,12 @@ class _Importer:
                 f"operator {index} ({kind}) has {len(inputs)} inputs, expected "
                 f"{fewest}{'' if fewest == most else f' to {most}'}; the file is corrupted"
             )
+        repeated = next((o for k, o in enumerate(outputs) if o in outputs[:k]), None)
+        if repeated is not None:  # TFLM writes it twice, in an order of its own (a WHILE's body outputs)
+            raise ModelFormatError(
+                f"operator {index} ({kind}) lists tensor {repeated} ('{self.tensors[repeated].name}') more "
+                "than once among its outputs; the file is corrupted"
+            )
         for o in outputs:
             if self.tensors[o].size == 0:
                 raise UnsupportedModelError(
