@@ -193,22 +193,25 @@ GOALS = {"M4": 0.40, "M7": 0.40, "M55": 0.45, "M33": 0.45, "M3": 0.45}
 def side_by_side_table(rows: list[dict]) -> list[str]:
     lines = [
         "| model | variant | MACs | instructions | TFLM + CMSIS-NN | ratio | goal | per MAC (ours / TFLM) "
-        "| arena (ours / TFLM) | stack (ours / TFLM) | flash (ours / TFLM) | RAM (ours / TFLM) | outputs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| arena (ours / TFLM) | stack (ours / TFLM) | flash (ours / TFLM) | RAM (ours / TFLM) | outputs "
+        "| analyze's estimate |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
             message = r["error"].replace("|", "/").replace("\n", " ")
-            lines.append(f"| {display(r['key'])} | {r['variant']} | | **error**: {message} | | | | | | | | | |")
+            lines.append(f"| {display(r['key'])} | {r['variant']} | | **error**: {message} | | | | | | | | | | |")
             continue
         goal = GOALS[BOARDS[r["board"]]]
         met = "met" if r["ratio"] <= goal else "**missed**"
         per_mac = f"{r['per_mac']:.2f} / {r['tflm_per_mac']:.2f}" if r["macs"] else "—"
+        estimate = "—" if r.get("estimate") is None else f"{fmt(r['estimate'])} ({r['estimate_error'] * 100:+.1f}%)"
         lines.append(
             f"| {display(r['key'])} | {r['variant']} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
             f"| {fmt(r['tflm_instructions'])} | {r['ratio']:.3f}x | ≤ {goal:.2f}x: {met} | {per_mac} "
             f"| {fmt(r['arena'] + r['scratch'])} / {fmt(r['tflm_arena'])} | {fmt(r['stack'])} / {fmt(r['tflm_stack'])} "
-            f"| {fmt(r['flash'])} / {fmt(r['tflm_flash'])} | {fmt(r['ram'])} / {fmt(r['tflm_ram'])} | {r['check']} |"
+            f"| {fmt(r['flash'])} / {fmt(r['tflm_flash'])} | {fmt(r['ram'])} / {fmt(r['tflm_ram'])} | {r['check']} "
+            f"| {estimate} |"
         )
     return lines
 
@@ -262,12 +265,15 @@ def board_block(board: str, rows: list[dict], ops: dict, command: str) -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
     where = commit.stdout.strip() + (" with local changes" if dirty.stdout.strip() else "")
     exact = sum(1 for r in rows if "error" not in r)
+    estimated = [r for r in rows if r.get("estimate") is not None]
+    within = sum(1 for r in estimated if abs(r["estimate_error"]) <= 0.10)
     lines = [
         f"### {CORE_NAMES[core]} (`{board}`)",
         "",
         f"Measured {datetime.now(UTC):%Y-%m-%d} on commit {where} by `{command}`: every figure of this "
         f"block, TFLM's too, from that run; {exact} of {len(rows)} rows ran on both sides with outputs equal to "
-        "the TFLM interpreter's.",
+        f"the TFLM interpreter's; `microcompiler analyze`'s estimate is within 10% of the measured count on "
+        f"{within} of {len(estimated)}.",
         "",
         *side_by_side_table(rows),
         "",

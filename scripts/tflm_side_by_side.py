@@ -12,7 +12,8 @@ runs
 then given to tflm-bench), checks that both outputs equal the TFLM Python interpreter's (tests/oracle.py)
 on that input -- bit for bit for integer outputs, within 1e-5 relative for float ones (TFLM's firmware
 is built with fused multiply-add, the interpreter without) -- and returns one row: MACs, instructions
-(ours, TFLM + CMSIS-NN, ratio), instructions per MAC, arena, stack, flash, RAM. Instructions are exact
+(ours, TFLM + CMSIS-NN, ratio), instructions per MAC, arena, stack, flash, RAM, and ``microcompiler
+analyze``'s estimate of our instructions next to the measured count. Instructions are exact
 counts: QEMU -icount shift=0 advances the virtual clock 1 ns per instruction, and both firmwares read a
 timer around the inference only. A failure on either side or any output that differs raises
 SideBySideError: a row has a figure only when both sides ran and agree with the oracle.
@@ -152,6 +153,27 @@ def run_ours(model: Path, board: str, work: Path, inputs: list[Path], cli_args: 
     )
 
 
+def analyze_estimate(model: Path, board: str, cli_args: tuple[str, ...] = ()) -> int:
+    """``microcompiler analyze MODEL --board BOARD --json``'s estimated instructions per inference (issue 34,
+    item 4: within 10% of what the firmware measures)."""
+    cmd = ["analyze", str(model), "--board", board, "--json", *cli_args]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "microcompiler.cli", *cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=RUN_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise SideBySideError(f"microcompiler analyze {model.name} took more than {RUN_TIMEOUT:.0f} s") from None
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SideBySideError(f"microcompiler analyze {model.name} --board {board} failed: {why}")
+    return int(json.loads(proc.stdout)["totals"]["estimated_instructions"])
+
+
 def run_ours_tuned(model: Path, board: str, work: Path, inputs: list[np.ndarray], tuning: dict) -> dict:
     """The Python API with kernel knob overrides (compile_model(tuning=...) + run_on_board): knobs the
     CLI has no option for (e.g. int16 weights)."""
@@ -248,6 +270,7 @@ def side_by_side(
     check_tflm = compare(f"{model.name} on {board} (TFLM + CMSIS-NN)", tflm.outputs, want)
     meta = ours["meta"]
     fp = footprint(ours["elf"], meta["name"], ours["stack"])
+    estimate = None if tuning else analyze_estimate(model, board, cli_args)
     t = tflm.report
     macs = int(meta["total_macs"])
     ratio = ours["instructions"] / tflm.instructions
@@ -262,6 +285,8 @@ def side_by_side(
         ratio=ratio,
         per_mac=ours["instructions"] / macs if macs else None,
         tflm_per_mac=tflm.instructions / macs if macs else None,
+        estimate=estimate,  # analyze's instructions (None for knob variants: analyze has no --tuning dict)
+        estimate_error=None if estimate is None else estimate / ours["instructions"] - 1,
         tflm_arena=int(t["arena_used_bytes"]),
         tflm_stack=int(t["stack_bytes"]),
         tflm_flash=tflm.flash,

@@ -93,6 +93,7 @@ def test_row_puts_our_figures_next_to_tflms(hello, stub, tmp_path):
     assert row["instructions"] > 0 and row["ratio"] == row["instructions"] / 2000
     assert row["macs"] == 16 + 16 * 16 + 16  # hello_world: FC 1->16, 16->16, 16->1
     assert row["per_mac"] == row["instructions"] / row["macs"]
+    assert row["estimate"] > 0 and row["estimate_error"] == row["estimate"] / row["instructions"] - 1
     assert row["flash"] > row["weights"] > 0 and row["stack"] > 0 and row["ram"] > row["arena"] > 0
     # the stand-in got the input our firmware ran on
     assert np.array_equal(np.load(tmp_path / "w" / "tflm" / "input_0.npy"), np.load(row["input_files"][0]))
@@ -140,6 +141,8 @@ def test_an_error_row_is_printed_as_an_error_without_figures():
         ram=20,
         tflm_ram=49,
         check="bit-exact",
+        estimate=44,
+        estimate_error=0.1,
         weights=5,
         model_code=6,
         runtime_code=7,
@@ -148,9 +151,12 @@ def test_an_error_row_is_printed_as_an_error_without_figures():
     )
     bad = dict(key="KWS", board=BOARD, variant="default", error="tflm-bench kws: QEMU timeout")
     text = benchmarks.board_block(BOARD, [good, bad], {}, "python scripts/benchmarks.py")
-    assert "| AD | default | 100 | 40 | 100 | 0.400x | ≤ 0.40x: met | 0.40 / 1.00 | 12 / 30 | 8 / 9 | 50 / 60 " in text
+    assert (
+        "| AD | default | 100 | 40 | 100 | 0.400x | ≤ 0.40x: met | 0.40 / 1.00 | 12 / 30 | 8 / 9 | 50 / 60 | 20 / 49 | bit-exact | 44 (+10.0%) |"
+        in text
+    )
     assert "| KWS | default | | **error**: tflm-bench kws: QEMU timeout |" in text
-    assert "1 of 2 rows ran on both sides" in text
+    assert "1 of 2 rows ran on both sides" in text and "within 10% of the measured count on 1 of 1" in text
     # a board's block is replaced in place; the rest of the page stays
     begin, end = benchmarks.markers(BOARD)
     doc = benchmarks.write_block("intro\n", BOARD, text) + "outro\n"
