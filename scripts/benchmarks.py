@@ -158,7 +158,7 @@ def measure(key: str, board: str, work: Path, variants: bool) -> list[dict]:
         rows = [dict(side_by_side(model, board, folder, inputs), key=key)]
     except (SideBySideError, OSError) as exc:
         log(f"{key} {board}: ERROR {exc}")
-        return [dict(key=key, board=board, variant="default", error=str(exc))]
+        return [dict(key=key, board=board, variant="default", error=str(exc), ours=getattr(exc, "ours", None))]
     log(f"{key} {board}: {rows[0]['instructions']:,} vs {rows[0]['tflm_instructions']:,} ({rows[0]['ratio']:.3f}x)")
     for i, (label, tuning) in enumerate(VARIANTS.get(key, []) if variants and BOARDS[board] in ("M4", "M7") else []):
         try:
@@ -200,7 +200,14 @@ def side_by_side_table(rows: list[dict]) -> list[str]:
     for r in rows:
         if "error" in r:
             message = r["error"].replace("|", "/").replace("\n", " ")
-            lines.append(f"| {display(r['key'])} | {r['variant']} | | **error**: {message} | | | | | | | | | | |")
+            ours = r.get("ours")  # our side ran and equals the interpreter; TFLM's failed
+            if ours:
+                lines.append(
+                    f"| {display(r['key'])} | {r['variant']} | {fmt(ours['macs'])} | {fmt(ours['instructions'])} "
+                    f"| **error**: {message} | | | | | | | | ours {ours['check']}, TFLM's none | |"
+                )
+            else:
+                lines.append(f"| {display(r['key'])} | {r['variant']} | | **error**: {message} | | | | | | | | | | |")
             continue
         goal = GOALS[BOARDS[r["board"]]]
         met = "met" if r["ratio"] <= goal else "**missed**"

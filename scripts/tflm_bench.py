@@ -101,7 +101,8 @@ def run_tflm(
         errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
         why = (errors or proc.stderr.strip().splitlines() or ["no message"])[-1]
         kind = EXIT.get(proc.returncode, f"exit status {proc.returncode}")
-        raise TflmBenchError(f"tflm-bench {model.name} --board {board}: {kind}: {why.strip()}")
+        why = why.strip().removeprefix("tflm-bench: error: ")
+        raise TflmBenchError(f"tflm-bench {model.name} --board {board}: {kind}: {why}")
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:

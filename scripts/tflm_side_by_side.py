@@ -42,7 +42,12 @@ RUN_TIMEOUT = 1800.0  # seconds our `run` may take (compile, build, QEMU)
 
 
 class SideBySideError(RuntimeError):
-    """One side failed, or its outputs differ from the TFLM interpreter's."""
+    """One side failed, or its outputs differ from the TFLM interpreter's. ``ours``: our instructions and
+    MACs when our side ran and its outputs equal the interpreter's (TFLM's side failed), else None."""
+
+    def __init__(self, message: str, ours: dict | None = None):
+        super().__init__(message)
+        self.ours = ours
 
 
 def symbol_sizes(elf: Path) -> list[tuple[str, str, int]]:
@@ -257,16 +262,17 @@ def side_by_side(
     else:
         ours = run_ours(model, board, work, inputs or [], cli_args)
     used = save_inputs(ours["inputs"], work / "inputs")  # exactly what our firmware ran on
+    want = oracle(model, ours["inputs"])
+    check_ours = compare(f"{model.name} on {board} (ours)", ours["outputs"], want)
     if tflm is None:
         try:
             tflm = run_tflm(model, board, used, work / "tflm")
-        except TflmBenchError as exc:
-            raise SideBySideError(str(exc)) from None
+        except TflmBenchError as exc:  # ours ran and is right: its figures go with the error
+            ours_only = dict(instructions=ours["instructions"], macs=int(ours["meta"]["total_macs"]), check=check_ours)
+            raise SideBySideError(str(exc), ours_only) from None
     for k, (a, b) in enumerate(zip(ours["inputs"], tflm.inputs)):
         if a.tobytes() != b.tobytes():
             raise SideBySideError(f"{model.name}: TFLM ran on another input {k} than ours")
-    want = oracle(model, ours["inputs"])
-    check_ours = compare(f"{model.name} on {board} (ours)", ours["outputs"], want)
     check_tflm = compare(f"{model.name} on {board} (TFLM + CMSIS-NN)", tflm.outputs, want)
     meta = ours["meta"]
     fp = footprint(ours["elf"], meta["name"], ours["stack"])

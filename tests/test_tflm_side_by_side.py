@@ -116,7 +116,7 @@ def test_an_output_that_differs_from_the_interpreters_is_an_error_not_a_figure()
 
 def test_a_failing_tflm_bench_is_an_error_with_its_message(hello, stub, tmp_path):
     stub(fail="Invoke failed")
-    with pytest.raises(tflm_bench.TflmBenchError, match="firmware or TFLM error: .*Invoke failed"):
+    with pytest.raises(tflm_bench.TflmBenchError, match="firmware or TFLM error: firmware reported .*Invoke failed"):
         tflm_bench.run_tflm(hello, BOARD, [], tmp_path / "out")
 
 
@@ -150,13 +150,21 @@ def test_an_error_row_is_printed_as_an_error_without_figures():
         runtime_data=0,
     )
     bad = dict(key="KWS", board=BOARD, variant="default", error="tflm-bench kws: QEMU timeout")
-    text = benchmarks.board_block(BOARD, [good, bad], {}, "python scripts/benchmarks.py")
+    half = dict(
+        key="IC",
+        board=BOARD,
+        variant="default",
+        error="tflm-bench ic: no GELU",
+        ours=dict(macs=9, instructions=8, check="bit-exact"),
+    )
+    text = benchmarks.board_block(BOARD, [good, bad, half], {}, "python scripts/benchmarks.py")
     assert (
         "| AD | default | 100 | 40 | 100 | 0.400x | ≤ 0.40x: met | 0.40 / 1.00 | 12 / 30 | 8 / 9 | 50 / 60 | 20 / 49 | bit-exact | 44 (+10.0%) |"
         in text
     )
     assert "| KWS | default | | **error**: tflm-bench kws: QEMU timeout |" in text
-    assert "1 of 2 rows ran on both sides" in text and "within 10% of the measured count on 1 of 1" in text
+    assert "| IC | default | 9 | 8 | **error**: tflm-bench ic: no GELU |" in text  # TFLM failed, ours is right
+    assert "1 of 3 rows ran on both sides" in text and "within 10% of the measured count on 1 of 1" in text
     # a board's block is replaced in place; the rest of the page stays
     begin, end = benchmarks.markers(BOARD)
     doc = benchmarks.write_block("intro\n", BOARD, text) + "outro\n"
