@@ -286,6 +286,7 @@ def side_by_side(
         core=CORES.get(board, board),
         variant=label,
         macs=macs,
+        dtype=meta["inputs"][0]["dtype"] if meta["inputs"] else "",  # the activations' type
         instructions=ours["instructions"],
         tflm_instructions=tflm.instructions,
         ratio=ratio,
