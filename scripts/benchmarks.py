@@ -266,7 +266,7 @@ def operator_table(key: str, board: str, operators: list[dict], meta: dict) -> l
     return lines
 
 
-def board_block(board: str, rows: list[dict], ops: dict, command: str) -> str:
+def board_block(board: str, rows: list[dict], ops: dict, command: str, note: str = "") -> str:
     """The markdown between the board's markers: provenance, the side-by-side table, our footprint,
     the per-operator tables."""
     core = BOARDS[board]
@@ -279,7 +279,7 @@ def board_block(board: str, rows: list[dict], ops: dict, command: str) -> str:
     lines = [
         f"### {CORE_NAMES[core]} (`{board}`)",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on commit {where} by `{command}`: every figure of this "
+        f"Measured {datetime.now(UTC):%Y-%m-%d} on commit {where} by `{command}`{note}: every figure of this "
         f"block, TFLM's too, from that run; {exact} of {len(rows)} rows ran on both sides with outputs equal to "
         f"the TFLM interpreter's; `microcompiler analyze`'s estimate is within 10% of the measured count on "
         f"{within} of {len(estimated)}.",
@@ -435,12 +435,14 @@ def main(argv=None) -> int:
         work = Path(tmp)
         for board in args.boards:  # one board at a time: tflm-bench builds its library once per board
             board_rows, ops = [], {}
-            for key in args.models:
+            for n, key in enumerate(args.models, 1):
                 board_rows += measure(key, board, work, not args.no_variants)
                 if not args.no_bench and board in BREAKDOWN_BOARDS and "error" not in board_rows[-1]:
                     ops[(key, board)] = per_operator(model_path(key, work), board)
-            doc = out.read_text() if out.exists() else ""
-            out.write_text(write_block(doc, board, board_block(board, board_rows, ops, command)))
+                # after every model, so a run stopped half-way leaves what it measured (marked partial)
+                partial = "" if n == len(args.models) else f" (partial: {n} of {len(args.models)} models so far)"
+                doc = out.read_text() if out.exists() else ""
+                out.write_text(write_block(doc, board, board_block(board, board_rows, ops, command, partial)))
             log(f"wrote {out} ({board})")
             rows += board_rows
     if args.json:
