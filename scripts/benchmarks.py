@@ -266,12 +266,20 @@ def operator_table(key: str, board: str, operators: list[dict], meta: dict) -> l
     return lines
 
 
-def board_block(board: str, rows: list[dict], ops: dict, command: str, note: str = "") -> str:
+def board_block(
+    board: str, rows: list[dict], ops: dict, command: str, note: str = "", output: Path | None = None
+) -> str:
     """The markdown between the board's markers: provenance, the side-by-side table, our footprint,
     the per-operator tables."""
     core = BOARDS[board]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
+    # local changes other than the page this script writes
+    pathspec = (
+        [".", f":!{output.resolve().relative_to(ROOT)}"] if output and output.resolve().is_relative_to(ROOT) else []
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", *pathspec], cwd=ROOT, capture_output=True
+    )
     where = commit.stdout.strip() + (" with local changes" if dirty.stdout.strip() else "")
     exact = sum(1 for r in rows if "error" not in r)
     estimated = [r for r in rows if r.get("estimate") is not None]
@@ -442,7 +450,7 @@ def main(argv=None) -> int:
                 # after every model, so a run stopped half-way leaves what it measured (marked partial)
                 partial = "" if n == len(args.models) else f" (partial: {n} of {len(args.models)} models so far)"
                 doc = out.read_text() if out.exists() else ""
-                out.write_text(write_block(doc, board, board_block(board, board_rows, ops, command, partial)))
+                out.write_text(write_block(doc, board, board_block(board, board_rows, ops, command, partial, out)))
             log(f"wrote {out} ({board})")
             rows += board_rows
     if args.json:
