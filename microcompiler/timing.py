@@ -49,13 +49,22 @@ def measured(ticks: float, timer_hz: int, board) -> dict:
         return {"ticks": ticks, "timer_hz": timer_hz, "instructions": None, "seconds": seconds, "basis": "host clock"}
     if board.emulated:
         instructions = int(round(ticks * QEMU_INSTRUCTIONS_PER_SECOND / timer_hz)) if timer_hz else None
-        seconds = instructions / board.cpu.clock_hz if instructions is not None else float("nan")
+        clock = board.cpu.clock_hz
+        if not clock:  # a board whose clock nothing gives: its instructions, and no time made up
+            return {
+                "ticks": ticks,
+                "timer_hz": timer_hz,
+                "instructions": instructions,
+                "seconds": float("nan"),
+                "basis": "QEMU -icount instructions (the board's clock is unknown)",
+            }
+        seconds = instructions / clock if instructions is not None else float("nan")
         return {
             "ticks": ticks,
             "timer_hz": timer_hz,
             "instructions": instructions,
             "seconds": seconds,
-            "basis": f"QEMU -icount instructions at {format_hz(board.cpu.clock_hz)}, one per cycle",
+            "basis": f"QEMU -icount instructions at {format_hz(clock)}, one per cycle",
         }
     seconds = ticks / timer_hz if timer_hz else float("nan")
     return {
@@ -82,7 +91,8 @@ def estimated(instructions: int, board) -> dict:
 def describe(time: dict) -> str:
     """``3,115,880 instructions (125 ms at 25 MHz, one per cycle)`` or ``19.9 µs (host clock)``."""
     if time.get("instructions") is not None:
-        if time.get("seconds") is None:
+        seconds = time.get("seconds")
+        if seconds is None or seconds != seconds:  # none, or NaN: no clock to give a time at
             return f"{time['instructions']:,} instructions"
         basis = time["basis"].split(" at ", 1)[-1]
         return f"{time['instructions']:,} instructions ({format_duration(time['seconds'])} at {basis})"

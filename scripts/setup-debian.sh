@@ -2,12 +2,14 @@
 # Install everything microcompiler needs on a fresh Debian (12+) machine:
 # the C toolchains, QEMU, and microcompiler itself with its test and Zephyr extras in ./.venv; with
 # ../shared/zephyr beside the checkout, also the Zephyr 3.7.1 workspace the tests build with.
+# MC_TFLM_BENCH_BOARDS="mps2_an386 ..." (optional): also build ../shared/tflm's TFLM + CMSIS-NN library
+# for those boards (6-26 minutes each), which scripts/benchmarks.py and the long side-by-side test use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-PACKAGES="gcc clang libclang-rt-14-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake ninja-build device-tree-compiler ccache python3-venv python3-pip chromium"
+PACKAGES="${MC_TFLM_BENCH_BOARDS:+libstdc++-arm-none-eabi-newlib xz-utils make }gcc clang libclang-rt-14-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake ninja-build device-tree-compiler ccache python3-venv python3-pip chromium"
 missing=""
 for p in $PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -37,3 +39,10 @@ if [ -f ../shared/zephyr/setup-workspace.sh ]; then
     .venv/bin/python -m microcompiler.zephyr.workspace --record "$zephyr_base" >&2
   fi
 fi
+
+# TFLM + CMSIS-NN side by side (docs/benchmarks.md): tflm-bench builds its library on its first call per
+# board, into ~/.cache/tflm-bench/<board>-cmsis-nn; one board at a time (each build takes every core).
+for board in ${MC_TFLM_BENCH_BOARDS:-}; do
+  echo "setup: building TFLM + CMSIS-NN for $board (../shared/tflm/tflm-bench; minutes)" >&2
+  .venv/bin/python ../shared/tflm/tflm-bench ../shared/models/tflm/hello_world_int8.tflite --board "$board" --json >/dev/null
+done

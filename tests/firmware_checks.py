@@ -1,4 +1,4 @@
-"""What a firmware built for a real board must show (tests/test_zephyr_build.py, test_zephyr_boards.py):
+"""What a firmware built for a real board must show (test_zephyr_build.py, test_zephyr_hardware_builds.py):
 it fits the board's memory, it holds the DSP kernels on a core with the DSP extension (SMLAD in the
 disassembly), its FPU build attributes match the board's Cpu, and microcompiler's reports of it agree
 with the ELF."""

@@ -17,7 +17,7 @@ SCALE, ZP = 0.05, -3
 FAR = -(2**40)
 
 
-def while_model(body_zp=ZP, cond_zp=ZP, body_activation="NONE", omit=False) -> bytes:
+def while_model(body_zp=ZP, cond_zp=ZP, body_activation="NONE", omit=False, repeat_output=False) -> bytes:
     """acc = x added ``count`` times: WHILE over (i, count, acc, x) (tests/flow_models.py's loop),
     with one of its subgraph tensors damaged."""
     n = 6
@@ -53,6 +53,8 @@ def while_model(body_zp=ZP, cond_zp=ZP, body_activation="NONE", omit=False) -> b
         b.activation("acc_out", [1, n], "int8", scale=SCALE, zero_point=ZP),
         b.activation("x_out", [1, n], "int8", scale=SCALE, zero_point=ZP),
     ]
+    if repeat_output:  # structure-aware fuzz seed 61: outputs [4, 4, 6, 7] ran, unlike TFLM
+        outs[1] = outs[0]
     b.op("WHILE", [i0, -1 if omit else count, acc0, x], outs, while_options(cond.index, body.index))
     return b.finish(inputs=[count, x], outputs=[outs[2]])
 
@@ -99,6 +101,10 @@ CASES = {
     "call_once zero point": (lambda: call_once_model(init_zp=FAR), ["zero point -1099511627776", "'sg_init'"]),
     "while body operator": (lambda: while_model(body_activation="TANH"), ["subgraph 'loop_body'", "operator 1 (ADD)"]),
     "while omitted input": (lambda: while_model(omit=True), ["operator 0 (WHILE)", "omitted (-1) input"]),
+    "while repeated output": (
+        lambda: while_model(repeat_output=True),
+        ["operator 0 (WHILE)", "more than once among its outputs", "corrupted"],
+    ),
 }
 
 

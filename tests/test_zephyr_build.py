@@ -3,11 +3,13 @@ exported, from the workspace scripts/setup-debian.sh recorded; build failures sh
 lines with the saved log's path; a project path Zephyr cannot take refused at create-project; and
 flashing a real board through a real `west flash` with a stand-in runner, read on a pty found by
 its USB VID:PID. The one real board build of the default suite is KWS on nucleo_l4r5zi (standalone);
-tests/test_zephyr_boards.py builds the other boards (long).
+tests/test_zephyr_hardware_builds.py builds the other boards and modes (long).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -50,6 +52,25 @@ def mc(args: list, env: dict[str, str], timeout: float = 1800) -> subprocess.Com
         text=True,
         timeout=timeout,
     )
+
+
+def mc_here(args: list, env: dict[str, str]) -> SimpleNamespace:
+    """``mc`` run in this process with ``env`` as its environment for the call (quick commands: a
+    subprocess would spend a second or more importing microcompiler); the same exit status and output."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = cli_module.main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's own refusals
+                status = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return SimpleNamespace(returncode=status, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def assert_readable_failure(proc: subprocess.CompletedProcess, log: Path, *shown: str) -> list[str]:
@@ -106,15 +127,17 @@ def test_no_workspace_is_one_line(tmp_path, shared_models):
     project = tmp_path / "p"
     model = shared_models / "tflm" / "hello_world_int8.tflite"
     assert (
-        mc(["create-project", model, "--template", "zephyr", "--board", "mps2_an385", "-o", project], env).returncode
+        mc_here(
+            ["create-project", model, "--template", "zephyr", "--board", "mps2_an385", "-o", project], env
+        ).returncode
         == 0
     )
     assert "zephyr_base" not in json.loads((project / "microcompiler-project.json").read_text())
-    proc = mc(["build", project], env)
+    proc = mc_here(["build", project], env)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Zephyr workspace found" in lines[0] and "--zephyr-base" in lines[0], proc.stderr
-    proc = mc(["build", project, "--zephyr-base", tmp_path], env)  # not a Zephyr tree
+    proc = mc_here(["build", project, "--zephyr-base", tmp_path], env)  # not a Zephyr tree
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "is not a Zephyr tree" in proc.stderr
 
@@ -137,6 +160,33 @@ def test_the_set_up_record_is_found_and_rewritten(tmp_path):
 # ---- Readable failures ----
 
 
+@needs_zephyr
+def test_a_cmake_error_in_a_zephyr_build_is_readable_lines_and_a_saved_log(tmp_path, shared_models):
+    """CMake stops at the project's CMakeLists.txt (a user's edit) before Zephyr's configure starts,
+    which keeps this check of west build's failure output cheap; the Kconfig failure below is the
+    long one (it needs the devicetree and Kconfig run)."""
+    project = tmp_path / "p"
+    model = shared_models / "tflm" / "hello_world_int8.tflite"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert (
+        mc_here(
+            ["create-project", model, "--template", "zephyr", "--board", "nucleo_l4r5zi", "-o", project], env
+        ).returncode
+        == 0
+    )
+    cmake_lists = project / "CMakeLists.txt"
+    first, rest = cmake_lists.read_text().split("\n", 1)
+    assert first.startswith("#")
+    cmake_lists.write_text(f"{first}\nmicrocompiler_no_such_command(oops)\n{rest}")
+    proc = mc_here(["build", project], env)
+    log = project / "build" / "microcompiler-build.log"
+    lines = assert_readable_failure(proc, log, "microcompiler_no_such_command")
+    assert "west build failed" in lines[0]
+    text = log.read_text()
+    assert "west build" in text.splitlines()[0] and 'Unknown CMake command "microcompiler_no_such_command"' in text
+
+
+@pytest.mark.long
 @needs_zephyr
 def test_a_zephyr_configure_failure_is_readable_lines_and_a_saved_log(tmp_path, shared_models):
     project = tmp_path / "p"
@@ -164,10 +214,10 @@ def test_a_compile_error_in_a_bare_metal_build_is_readable_lines_and_a_saved_log
     project = tmp_path / "p"
     model = shared_models / "tflm" / "hello_world_int8.tflite"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    assert mc(["create-project", model, "--board", "mps2_an385", "-o", project], env).returncode == 0
+    assert mc_here(["create-project", model, "--board", "mps2_an385", "-o", project], env).returncode == 0
     with open(project / "src" / "main.c", "a") as main:
         main.write("\nint microcompiler_broken(void) { return no_such_variable; }\n")
-    proc = mc(["build", project], env)
+    proc = mc_here(["build", project], env)
     log = project / "build" / "microcompiler-build.log"
     lines = assert_readable_failure(proc, log, "error:", "no_such_variable")
     assert "ninja failed" in lines[0]
@@ -184,13 +234,13 @@ def test_a_path_with_a_space_is_refused_for_zephyr(tmp_path, shared_models):
     model = shared_models / "tflm" / "hello_world_int8.tflite"
     out = tmp_path / "with space" / "p"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = mc(["create-project", model, "--template", "zephyr", "--board", "nucleo_l4r5zi", "-o", out], env)
+    proc = mc_here(["create-project", model, "--template", "zephyr", "--board", "nucleo_l4r5zi", "-o", out], env)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "contains a space" in lines[0] and "with_space" in lines[0], proc.stderr
     assert not out.exists()
     # bare metal takes it (CMake + Ninja quote it)
-    assert mc(["create-project", model, "--board", "mps2_an385", "-o", out], env).returncode == 0
+    assert mc_here(["create-project", model, "--board", "mps2_an385", "-o", out], env).returncode == 0
 
 
 @pytest.mark.long

@@ -4,7 +4,7 @@ standalone and host-driven, and the MLPerf Tiny DUT (mlperf-zephyr) for nucleo_l
 reference board. They cannot run here; each build is checked for what would make it wrong on the
 board (tests/firmware_checks.py): it fits the board's memory, it holds the DSP kernels (SMLAD) on the
 M4, M7 and M33, its FPU build attributes match the board's core, and the sizes microcompiler reports
-are the ELF's. Long (a Zephyr build each, 1-4 min): `pytest -m long tests/test_zephyr_boards.py`;
+are the ELF's. Long (a Zephyr build each, 1-5 min): `pytest -m long tests/test_zephyr_hardware_builds.py`;
 the default suite builds KWS for nucleo_l4r5zi standalone once (tests/test_zephyr_build.py).
 """
 

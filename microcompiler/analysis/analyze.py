@@ -40,7 +40,8 @@ def analyze_model(
 
 
 def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
-    from microcompiler.project import DEFAULT_STACK_BYTES, estimate_footprint
+    from microcompiler.project import estimate_footprint
+    from microcompiler.targets.footprint import system_ram_bytes, zephyr_only
 
     info, graph = library.info, library.graph  # the typed metadata (codegen/model_info.py)
     layers: list[dict[str, Any]] = []
@@ -63,7 +64,7 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
                 "cost_model": key,
             }
         )
-    need = estimate_footprint(info, "aot", DEFAULT_STACK_BYTES)
+    need = estimate_footprint(info, "aot", system_ram_bytes(board))
     instructions = sum(layer["estimated_instructions"] for layer in layers)
     totals = {
         "macs": info.total_macs,
@@ -73,6 +74,8 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
         "arena_bytes": info.arena_bytes,
         "scratch_bytes": info.scratch_bytes,
         "stack_bytes_estimate": need["stack"],
+        # what the stack figure holds: a Zephyr-only board's also has the kernel and its buffers
+        "stack_includes": "zephyr kernel" if zephyr_only(board) else "stack",
         "state_bytes": info.state_bytes,
         "ram_bytes": need["ram"],
         "estimated_instructions": instructions,

@@ -16,7 +16,8 @@ from pathlib import Path
 import tflite
 
 from microcompiler.compiler import check_operator
-from microcompiler.errors import ModelFormatError, UnsupportedModelError
+from microcompiler.errors import ModelFormatError, UnsupportedModelError, printable
+from microcompiler.frontend.onnx_read import looks_like_onnx
 from microcompiler.frontend.tflite import (
     check_header,
     load_tflite,
@@ -53,6 +54,8 @@ class OperatorNeed:
 def operator_needs(model: str | Path) -> list[OperatorNeed]:
     """The operator kinds ``model`` uses, in order of first use, each with its reasons if unsupported."""
     buf = read_model_file(model)
+    if looks_like_onnx(Path(model), buf[:8]):
+        return _onnx_needs(model)
     check_header(buf)
     needs: dict[str, OperatorNeed] = {}
     kernels = supported_operators()
@@ -81,6 +84,25 @@ def operator_needs(model: str | Path) -> list[OperatorNeed]:
             "the model file is truncated or corrupted (its flatbuffer offsets point outside "
             "the file); re-export it from the TFLite converter"
         ) from None
+    if all(n.supported for n in needs.values()):
+        _check_each_operator(model, needs)
+    return list(needs.values())
+
+
+def _onnx_needs(model: str | Path) -> list[OperatorNeed]:
+    """An ONNX model's operator types, in order of first use, with the reason for each unsupported one."""
+    from microcompiler.frontend import onnx_layers
+    from microcompiler.frontend.onnx_read import QDQ_OPERATORS, read_onnx
+
+    needs: dict[str, OperatorNeed] = {}
+    for k, node in enumerate(read_onnx(Path(model)).graph.node):
+        kind = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        need = needs.setdefault(printable(kind), OperatorNeed(printable(kind)))
+        need.operators.append(k)
+        if kind not in onnx_layers.SUPPORTED and not need.reasons:
+            need.reasons.append(
+                "quantized ONNX (QDQ) is not supported yet" if kind in QDQ_OPERATORS else "no ONNX importer for it"
+            )
     if all(n.supported for n in needs.values()):
         _check_each_operator(model, needs)
     return list(needs.values())

@@ -85,7 +85,8 @@ def print_analysis(result: dict) -> None:
     )
     print(
         f"RAM: arena {t['arena_bytes']:,} B + scratch {t['scratch_bytes']:,} B + state {t['state_bytes']:,} B + "
-        f"stack {t['stack_bytes_estimate']:,} B + runtime = {t['ram_bytes']:,} B"
+        f"{'stack' if t.get('stack_includes', 'stack') == 'stack' else 'Zephyr stack, kernel and buffers'} "
+        f"{t['stack_bytes_estimate']:,} B + runtime = {t['ram_bytes']:,} B"
     )
     plan = result["memory_plan"]
     print(

@@ -33,7 +33,7 @@ from microcompiler.compiler import compile_model
 from microcompiler.inputs import load_input_steps, random_input_steps
 from microcompiler.progress import log_line as progress
 from microcompiler.targets import EXECUTORS, HOST_DRIVEN, MODES, STANDALONE, Target, target_for
-from microcompiler.targets.base import start_on_board
+from microcompiler.targets.base import create_options, start_on_board
 
 
 def add_device_arguments(p) -> None:
@@ -176,6 +176,7 @@ def host_driven_session(job: Job, args, call_timeout: float | None = None):
             port=args.port,
             log=progress,
             timeout=args.rpc_timeout,
+            zephyr_base=zephyr_base_of(args),
             **options,
         )
         with session:
@@ -217,6 +218,7 @@ def run(args) -> int:
     else:
         with project_directory(args.keep) as project_dir:
             given = dict(input_steps=job.steps) if sequence else dict(input=job.inputs)
+            given.update(create_options(target, zephyr_base_of(args)))
             project = target.create(job.library, job.board, project_dir, executor=args.executor, log=progress, **given)
             built = target.build(project, log=progress)
             result = target.flash(project, timeout=args.timeout, log=progress, port=args.port)

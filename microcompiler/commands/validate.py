@@ -28,7 +28,7 @@ from microcompiler.commands.arguments import (
     zephyr_base_of,
 )
 from microcompiler.compiler import compile_model
-from microcompiler.errors import MicrocompilerError, printable
+from microcompiler.errors import MicrocompilerError, UnsupportedModelError, printable
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, random_inputs
 from microcompiler.progress import log_line
@@ -220,6 +220,12 @@ def run(args) -> int:
         )
     for mode in modes:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
+    if Path(args.model).suffix.lower() == ".onnx":
+        raise UnsupportedModelError(
+            "validate compares the device with the TFLite Micro interpreter, which does not read .onnx models; "
+            "validating against ONNX Runtime is not supported yet: compare 'microcompiler run --json' with "
+            "ONNX Runtime (docs/onnx.md)"
+        )
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
     library = compile_model(
@@ -239,7 +245,12 @@ def run(args) -> int:
         outputs_meta=library.info.outputs,
     )
     options = DeviceOptions(
-        template=args.template, port=args.port, rpc_timeout=args.rpc_timeout, timeout=args.timeout, keep=args.keep
+        template=args.template,
+        port=args.port,
+        rpc_timeout=args.rpc_timeout,
+        timeout=args.timeout,
+        keep=args.keep,
+        zephyr_base=zephyr_base_of(args),
     )
     collected: dict = {}
     report = validate(

@@ -19,6 +19,7 @@ from tflite.BuiltinOperator import BuiltinOperator
 from tflite.TensorType import TensorType
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError
+from microcompiler.frontend.onnx_read import looks_like_onnx
 from microcompiler.frontend.options import custom_options, operator_options
 from microcompiler.frontend.subgraphs import link_subgraphs, subgraph_name
 from microcompiler.ir import Graph, Operator, Quantization, Tensor
@@ -43,9 +44,21 @@ _MAX_ELEMENTS = 1 << 28  # no microcontroller tensor is larger; guards against a
 
 
 def load_tflite(path: str | Path) -> Graph:
-    """Read and validate a ``.tflite`` file; the graph is named after the file."""
+    """Read and validate a ``.tflite`` file (or an ``.onnx`` one: frontend/onnx_import.py); the graph is
+    named after the file."""
     path = Path(path)
-    return parse_tflite(read_model_file(path), model_name(path))
+    if path.suffix.lower() == ".onnx":
+        return _load_onnx(path)
+    buf = read_model_file(path)
+    if looks_like_onnx(path, buf[:8]):
+        return _load_onnx(path)
+    return parse_tflite(buf, model_name(path))
+
+
+def _load_onnx(path: Path) -> Graph:
+    from microcompiler.frontend.onnx_import import load_onnx
+
+    return load_onnx(path, model_name(path))
 
 
 def read_model_file(path: str | Path) -> bytes:
@@ -97,11 +110,13 @@ def raised_by_the_flatbuffer_reader(exc: BaseException) -> bool:
 def check_header(buf: bytes) -> None:
     if len(buf) < 16:
         raise ModelFormatError(
-            f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter"
+            f"not a TFLite model: the file is only {len(buf)} bytes; re-export it from the TFLite converter "
+            "(or pass an .onnx model)"
         )
     if buf[4:8] != b"TFL3":
         raise ModelFormatError(
-            "not a TFLite model: missing the 'TFL3' file identifier; pass a .tflite file made by the TFLite converter"
+            "not a TFLite model: missing the 'TFL3' file identifier; pass a .tflite file made by the TFLite converter "
+            "or an .onnx model"
         )
     (root,) = struct.unpack_from("<I", buf, 0)
     if root + 4 > len(buf):
@@ -320,6 +335,12 @@ class _Importer:
             raise ModelFormatError(
                 f"operator {index} ({kind}) has {len(inputs)} inputs, expected "
                 f"{fewest}{'' if fewest == most else f' to {most}'}; the file is corrupted"
+            )
+        repeated = next((o for k, o in enumerate(outputs) if o in outputs[:k]), None)
+        if repeated is not None:  # TFLM writes it twice, in an order of its own (a WHILE's body outputs)
+            raise ModelFormatError(
+                f"operator {index} ({kind}) lists tensor {repeated} ('{self.tensors[repeated].name}') more "
+                "than once among its outputs; the file is corrupted"
             )
         for o in outputs:
             if self.tensors[o].size == 0:

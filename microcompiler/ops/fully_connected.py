@@ -170,7 +170,10 @@ class FullyConnected(OpKernel):
         )
         if x.dtype == "float32":
             lo, hi = float_activation_range(op.options["activation"])
-            return ctx.render("fully_connected_float.c.j2", act_min=c_float(lo), act_max=c_float(hi), **values)
+            block = int(op.options.get("fma_block", 0))
+            return ctx.render(
+                "fully_connected_float.c.j2", act_min=c_float(lo), act_max=c_float(hi), fma_block=block, **values
+            )
         lo, hi = activation_range(op.options["activation"], y)
         if w.quant.per_channel:
             mult, shift = quantize_multipliers(
@@ -222,8 +225,10 @@ def _constant(r: PlanRequest) -> bool:
 
 
 def float_rows4_fits(r: PlanRequest) -> bool:
-    """float32 input and weights, constant, an FPU."""
-    return r.dtype == "float32" and r.tensor(1).dtype == "float32" and _constant(r) and r.fpu
+    """float32 input and weights, constant, an FPU; not ONNX Runtime's fused multiply-add order
+    (``fma_block``, set by the ONNX importer: the reference loop computes it)."""
+    fma = r.op.options.get("fma_block", 0)
+    return r.dtype == "float32" and r.tensor(1).dtype == "float32" and _constant(r) and r.fpu and not fma
 
 
 def int8_symmetric(r: PlanRequest) -> bool:

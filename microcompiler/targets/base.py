@@ -300,7 +300,7 @@ class Target:
     def check_run(self, *, mode: str, keep: str | Path | None, port: str | None) -> None:
         """Refuse a run's options that mean nothing for this target (before anything is compiled)."""
 
-    def default_stack_bytes(self, info: ModelInfo, mode: str) -> int:
+    def default_stack_bytes(self, info: ModelInfo, mode: str, board: Board | None = None) -> int:
         return DEFAULT_STACK_BYTES
 
     def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
@@ -331,7 +331,7 @@ class Target:
         check_project_dir(out_dir)  # fail before the compile
         library = compile_for(model, board)
         model_info = library.info
-        stack = stack_bytes or self.default_stack_bytes(model_info, mode)
+        stack = stack_bytes or self.default_stack_bytes(model_info, mode, board)
         check_executor([model_info], executor, mode)
         self.check_fits(model_info, board, executor, mode, stack)
         steps = resolve_input_steps(input, input_steps, model_info)
@@ -558,6 +558,12 @@ def run_on_board(
     return project, built, target.flash(project, timeout=timeout, log=log, port=port)
 
 
+def create_options(target: Target, zephyr_base: str | Path | None = None) -> dict:
+    """create()'s keywords for a command's --zephyr-base: given to the targets that take it (the
+    Zephyr ones record it in the project, so build and flash use that workspace)."""
+    return {"zephyr_base": zephyr_base} if zephyr_base and "zephyr_base" in target.options else {}
+
+
 def start_on_board(
     model: str | Path | ModelLibrary,
     board: Board,
@@ -566,13 +572,17 @@ def start_on_board(
     template: str = "baremetal",
     port: str | None = None,
     log: Log = quiet,
+    zephyr_base: str | Path | None = None,
     **session_options,
 ) -> tuple[Project, BuildResult | None, Session]:
-    """create + build + start host-driven firmware: (project, BuildResult, open RPC Session)."""
+    """create + build + start host-driven firmware: (project, BuildResult, open RPC Session);
+    ``zephyr_base``: the workspace a Zephyr project records (create_options)."""
     target = target_for(board, template)
     target.check_board(board)
     library = compile_for(model, board)
-    project = target.create(library, board, project_dir, mode=HOST_DRIVEN, log=log)
+    project = target.create(
+        library, board, project_dir, mode=HOST_DRIVEN, log=log, **create_options(target, zephyr_base)
+    )
     built = target.build(project, log=log)
     return project, built, target.start(project, port=port, log=log, **session_options)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from microcompiler.boards import Board
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError
+from microcompiler.targets import zephyr_memory
 
 DEFAULT_STACK_BYTES = 8 * 1024
 MIN_STACK_BYTES = 1024
@@ -21,10 +22,27 @@ GRAPH_EXECUTOR_CODE_BYTES = 2 * 1024
 RUNTIME_RAM_BYTES = 1024  # libc's state, the executor's bookkeeping
 
 
-def ram_for_models(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
+def zephyr_only(board: Board | None) -> bool:
+    """A board only Zephyr firmware runs on: a Zephyr board target described from the workspace, or
+    a board file with a Zephyr board and no bare-metal platform."""
+    return board is not None and not board.is_host and board.platform is None and bool(board.zephyr_board)
+
+
+def system_ram_bytes(board: Board | None) -> int:
+    """RAM a firmware for ``board`` takes besides the model and the runtime: the stack (DEFAULT_STACK_BYTES);
+    on a Zephyr-only board main()'s stack, the kernel and its buffers (targets/zephyr.py system_ram_bytes),
+    so that analyze and the default --ram-limit count what a 16 KB board really has left."""
+    if zephyr_only(board):
+        assert board is not None
+        return zephyr_memory.system_ram_bytes(board)
+    return DEFAULT_STACK_BYTES
+
+
+def ram_for_models(board: Board, stack_bytes: int | None = None) -> int:
     """The board's RAM left for models after the runtime and the stack (``estimate_footprint``'s
-    overheads): a model's inputs, outputs, state, arena and scratch must fit in it."""
-    return board.ram.size - stack_bytes - RUNTIME_RAM_BYTES
+    overheads; ``stack_bytes`` default: system_ram_bytes): a model's inputs, outputs, state, arena and
+    scratch must fit in it."""
+    return board.ram.size - (system_ram_bytes(board) if stack_bytes is None else stack_bytes) - RUNTIME_RAM_BYTES
 
 
 def estimate_footprint(info: ModelInfo, executor: str, stack_bytes: int) -> dict:

@@ -170,7 +170,7 @@ def create_models_project(
             )
     combined = combined_info(libraries, share_arena)
     infos = [lib.info for lib in libraries]
-    stack = stack_bytes or max(target.default_stack_bytes(m, mode) for m in infos)
+    stack = stack_bytes or max(target.default_stack_bytes(m, mode, board) for m in infos)
     check_executor(infos, executor, mode)
     target.check_fits(combined, board, executor, mode, stack)
     info = {

@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 from typing import ClassVar
 
-from microcompiler.boards import Board, ZephyrBoardFacts, list_boards, resolve_board
+from microcompiler.boards import Board, ZephyrBoardFacts, board_from_description, list_boards, resolve_board
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
@@ -48,6 +48,17 @@ from microcompiler.targets.toolchain import (
     run_logged,
     tool_timeout,
 )
+from microcompiler.targets.zephyr_memory import (
+    KERNEL_RAM_BYTES,
+    SMALL_BOARD_RAM_BYTES,
+    SMALL_KERNEL_RAM_BYTES,
+    STANDALONE_RX_BUFFER_BYTES,
+    base_stack_bytes,
+    kernel_ram_bytes,
+    small_board,
+    system_ram_bytes,
+)
+from microcompiler.zephyr import board_facts as board_facts_module
 from microcompiler.zephyr import workspace
 from microcompiler.zephyr.workspace import (
     MIN_ZEPHYR,
@@ -72,8 +83,15 @@ OWN_BOARDS_DIR = "zephyr_boards"
 FLASH_LOG = "microcompiler-flash.log"  # in the build folder: the last west flash's output
 REPORT_PERIOD_MS = 1000  # standalone firmware repeats its report, so a late reader still gets one
 RX_BUFFER_BYTES = 4096  # receive ring buffer: more than two maximal request frames (docs/rpc.md)
-# RAM Zephyr needs besides the model (kernel, idle and ISR stacks, drivers), for the fit check.
-KERNEL_RAM_BYTES = 16 * 1024
+RX_BUFFER_PER_PAYLOAD = RX_BUFFER_BYTES // 1024  # ... of MC_RPC_MAX_PAYLOAD (1024 by default)
+SMALL_BOARD_RPC_MAX_PAYLOAD = 256  # MC_RPC_MAX_PAYLOAD: the host splits its writes and reads to it
+# RPC server's own static buffers besides the pool (mc_rpc_server_t): about 2.5 KB with 1024-byte
+# payloads (docs/rpc.md); scaled with the payload
+RPC_SERVER_BYTES_PER_PAYLOAD = 3
+RPC_SERVER_FIXED_BYTES = 512
+# The host-driven pool's room for the user's own buffers beyond the model's tensors (DEFAULT_POOL_HEADROOM
+# elsewhere): less on a small board
+SMALL_BOARD_POOL_HEADROOM = 512
 # Every west call is bounded: a first Zephyr build (the kernel too) on a slow machine, a flash.
 WEST_BUILD_TIMEOUT = 3600.0
 WEST_FLASH_TIMEOUT = 300.0
@@ -89,8 +107,18 @@ class ZephyrBoardError(BoardError):
 
 
 def known_boards() -> dict[str, ZephyrBoardFacts]:
-    """Zephyr board target -> its facts, for every board file that gives them."""
-    return {b.zephyr_board: b.zephyr_facts for b in list_boards() if b.zephyr_board and b.zephyr_facts}
+    """Zephyr board target -> its facts: of every board the workspace has described so far (read from
+    its devicetree and Kconfig, microcompiler/zephyr/board_facts.py), and of every board file that
+    gives them (those win: checked in Zephyr's source)."""
+    described: dict[str, ZephyrBoardFacts] = {}
+    base = found_base()
+    if base is not None:
+        for d in board_facts_module.cached(base):
+            facts = board_from_description(d).zephyr_facts
+            if facts is not None:
+                described[d.target] = facts
+    files = {b.zephyr_board: b.zephyr_facts for b in list_boards() if b.zephyr_board and b.zephyr_facts}
+    return {**described, **files}
 
 
 def __getattr__(name: str):
@@ -115,12 +143,49 @@ def board_file_stem(target: str) -> str:
 
 
 def board_facts(board: Board) -> ZephyrBoardFacts:
-    zephyr_target(board)
+    """What Zephyr's Kconfig needs of ``board``: its own (a board file's [zephyr] table, or a board
+    described from the workspace), else the workspace's description of its Zephyr board target, else
+    derived from its CPU (not checked)."""
+    target = zephyr_target(board)
     if board.zephyr_facts is not None:
         return board.zephyr_facts
+    base = found_base()
+    if base is not None:
+        try:
+            described = board_from_description(board_facts_module.describe(target, base)).zephyr_facts
+        except BoardError:  # not a board of this workspace, or not describable: derive
+            described = None
+        if described is not None:
+            return described
     return ZephyrBoardFacts(
         board.cpu.has_fpu, False, f"derived from {board.source} (not a board microcompiler has checked against Zephyr)"
     )
+
+
+def rpc_max_payload(board: Board) -> int | None:
+    """MC_RPC_MAX_PAYLOAD for the host-driven firmware on ``board``: None for the server's default (1024)."""
+    return SMALL_BOARD_RPC_MAX_PAYLOAD if small_board(board) else None
+
+
+def pool_headroom(board: Board) -> int:
+    """The host-driven RPC pool's headroom on ``board`` (rpc_template_values' pool_headroom)."""
+    from microcompiler.rpc.host_project import DEFAULT_POOL_HEADROOM
+
+    return SMALL_BOARD_POOL_HEADROOM if small_board(board) else DEFAULT_POOL_HEADROOM
+
+
+# QEMU machines whose Zephyr board ticks with the SysTick at SYS_CLOCK_HW_CYCLES_PER_SEC, which
+# Zephyr's mps2 and mps3 SoCs set to 25 MHz; QEMU's SysTick counts at the machine's CPU clock
+# (the board's clock_hz: 20 MHz on mps2-an521, 32 MHz on mps3-an547), so the board fragment says so,
+# or k_cycle_get would count QEMU's cycles at Zephyr's rate and the times would be off.
+QEMU_SYSTICK_MACHINES = frozenset({"mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps2-an521", "mps3-an547"})
+
+
+def qemu_systick_hz(board: Board) -> int | None:
+    """CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC for an emulated board whose SysTick runs at QEMU's clock, else None."""
+    if board.qemu_machine in QEMU_SYSTICK_MACHINES and board.cpu.clock_hz:
+        return board.cpu.clock_hz
+    return None
 
 
 def uses_timing_api(board: Board) -> bool:
@@ -128,14 +193,14 @@ def uses_timing_api(board: Board) -> bool:
     return not board.emulated
 
 
-def main_stack_bytes(info: ModelInfo, mode: str) -> int:
+def main_stack_bytes(info: ModelInfo, mode: str, board: Board | None = None) -> int:
     """CONFIG_MAIN_STACK_SIZE for a model.
 
     Tensors live in static buffers and the operator functions keep only scalars on the stack, so
     the stack holds Zephyr's own frames, the report or the RPC server (whose buffers are static),
     one operator call, and for float models the libm calls (expf) and the FP context.
     """
-    size = 3072 if mode == STANDALONE else 4096
+    size = base_stack_bytes(mode, board)
     if info.has_float_io:
         size += 1024
     size += 64 * max((len(op.inputs) + len(op.outputs) for op in info.operators), default=0)
@@ -290,8 +355,31 @@ class Zephyr(Target):
     def check_board(self, board: Board) -> None:
         zephyr_target(board)
 
-    def default_stack_bytes(self, info: ModelInfo, mode: str) -> int:
-        return main_stack_bytes(info, mode)
+    def default_stack_bytes(self, info: ModelInfo, mode: str, board: Board | None = None) -> int:
+        return main_stack_bytes(info, mode, board)
+
+    def receives(self, mode: str) -> bool:
+        """Whether the firmware reads the console UART (all but the standalone report)."""
+        return self.console_use(mode) != "standalone report"
+
+    def rx_buffer_bytes(self, mode: str, board: Board) -> int:
+        """MC_ZEPHYR_RX_BUFFER_BYTES: a few bytes where nothing is read, else RX_BUFFER_PER_PAYLOAD frames."""
+        if not self.receives(mode):
+            return STANDALONE_RX_BUFFER_BYTES
+        return RX_BUFFER_PER_PAYLOAD * (rpc_max_payload(board) or 1024)
+
+    def aot_arena_bytes(self, info: ModelInfo, mode: str) -> int:
+        """Host-driven firmware also serves the model's own run (the MODEL request), whose static arena
+        is linked beside the RPC pool."""
+        return info.arena_bytes if mode == HOST_DRIVEN else 0
+
+    def buffers_bytes(self, mode: str, board: Board) -> int:
+        """The receive buffer and, host-driven, the RPC server's static buffers (for the fit check)."""
+        size = self.rx_buffer_bytes(mode, board)
+        if mode == HOST_DRIVEN:
+            size += RPC_SERVER_FIXED_BYTES + RPC_SERVER_BYTES_PER_PAYLOAD * (rpc_max_payload(board) or 1024)
+            size += pool_headroom(board)
+        return size
 
     def check_fits(self, info: ModelInfo, board: Board, executor: str, mode: str, stack_bytes: int) -> None:
         # Zephyr links the weights with the code, into the devicetree's zephyr,flash region: a board
@@ -299,7 +387,12 @@ class Zephyr(Target):
         zephyr_layout = dataclasses.replace(
             board, memory=tuple(r for r in board.memory if getattr(r, "holds", None) != "weights")
         )
-        check_fits(info, zephyr_layout, "graph" if mode == HOST_DRIVEN else executor, stack_bytes + KERNEL_RAM_BYTES)
+        check_fits(
+            info,
+            zephyr_layout,
+            "graph" if mode == HOST_DRIVEN else executor,
+            stack_bytes + kernel_ram_bytes(board) + self.buffers_bytes(mode, board) + self.aot_arena_bytes(info, mode),
+        )
 
     def project_info(self, board: Board) -> dict:
         base = found_base(self._zephyr_base)
@@ -323,7 +416,10 @@ class Zephyr(Target):
             facts=board_facts(board),
             timing_api=uses_timing_api(board),
             portable_sources=portable,
-            rx_buffer_bytes=RX_BUFFER_BYTES,
+            rx_buffer_bytes=self.rx_buffer_bytes(values["mode"], board),
+            rpc_max_payload=rpc_max_payload(board) if values["mode"] == HOST_DRIVEN else None,
+            qemu_timer_hz=qemu_systick_hz(board),
+            **({"pool_headroom": pool_headroom(board)} if values["mode"] == HOST_DRIVEN else {}),
             report_period_ms=REPORT_PERIOD_MS,
             console_use=self.console_use(values["mode"]),
             reports_stack=self.reports_stack(values["mode"]),
@@ -477,4 +573,12 @@ __all__ = [
     "zephyr_version",
     "require_west",
     "check_zephyr_path",
+    "KERNEL_RAM_BYTES",
+    "SMALL_BOARD_RAM_BYTES",
+    "SMALL_KERNEL_RAM_BYTES",
+    "STANDALONE_RX_BUFFER_BYTES",
+    "kernel_ram_bytes",
+    "small_board",
+    "system_ram_bytes",
+    "rpc_max_payload",
 ]

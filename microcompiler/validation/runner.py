@@ -20,7 +20,7 @@ from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import MicrocompilerError
 from microcompiler.progress import Progress
 from microcompiler.targets import HOST_DRIVEN, STANDALONE, target_for
-from microcompiler.targets.base import start_on_board
+from microcompiler.targets.base import create_options, start_on_board
 from microcompiler.timing import measured
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.metrics import dequantize, output_metrics, within_tolerance
@@ -42,6 +42,7 @@ class DeviceOptions:
     rpc_timeout: float = 10.0
     timeout: float = 300.0
     keep: str | None = None  # keep the projects in DIR/standalone and DIR/host-driven
+    zephyr_base: str | None = None  # --zephyr-base: the workspace Zephyr projects record
 
 
 def _compare(meta: ModelInfo, ours: list[list[np.ndarray]], theirs: list[list[np.ndarray]]) -> list[dict]:
@@ -109,7 +110,13 @@ def run_standalone(
     project_dir = _project_dir(options, tmp, STANDALONE)
     if library.info.keeps_state:  # one firmware runs the inputs in order, its state carried along
         with Progress(1, "standalone sequence") as bar:
-            project = target.create(library, board, project_dir, input_steps=[s.inputs for s in samples])
+            project = target.create(
+                library,
+                board,
+                project_dir,
+                input_steps=[s.inputs for s in samples],
+                **create_options(target, options.zephyr_base),
+            )
             target.build(project, log=_quiet)
             result = target.flash(project, timeout=options.timeout, log=_quiet, port=options.port)
             bar.step(f"{len(samples)} inputs")
@@ -119,7 +126,9 @@ def run_standalone(
         for k, s in enumerate(samples):
             # a board's project is rewritten in place (only the input is rebuilt); the host builds anew
             where = project_dir / f"input{k}" if board.is_host else project_dir
-            project = target.create(library, board, where, input=s.inputs)
+            project = target.create(
+                library, board, where, input=s.inputs, **create_options(target, options.zephyr_base)
+            )
             target.build(project, log=_quiet)
             result = target.flash(project, timeout=options.timeout, log=_quiet, port=options.port)
             outputs.append(result.outputs)
@@ -181,6 +190,7 @@ def validate(
                 log=_quiet,
                 timeout=options.rpc_timeout,
                 call_timeout=options.timeout,
+                zephyr_base=options.zephyr_base,
             )
             with session, session.executor() as ex:
                 if HOST_DRIVEN in modes:

@@ -26,8 +26,9 @@ from microcompiler import cleanup
 from microcompiler.errors import BoardError
 from microcompiler.zephyr import hardware, workspace
 
-CACHE_FORMAT = 1  # bump when the description's fields or their meaning change
+CACHE_FORMAT = 2  # bump when the description's fields or their meaning change (2: QEMU's clocks)
 CONFIGURE_TIMEOUT = 300.0  # seconds; a configure takes ~5-20 s
+FAST_LIBC = "-DCONFIG_MINIMAL_LIBC=y"  # for the describe configure only (configure())
 CORES = (
     "cortex-m0",
     "cortex-m0plus",
@@ -46,6 +47,23 @@ CORES = (
 CORE_SYMBOLS = {f"CPU_CORTEX_M{c[len('cortex-m') :].upper()}": c for c in CORES}
 DSP_CORES = ("cortex-m4", "cortex-m7")  # Armv7E-M: the DSP extension is part of the core
 ARCH_SYMBOLS = ("ARM64", "RISCV", "XTENSA", "X86", "ARC", "NIOS2", "SPARC", "MIPS", "POSIX", "ARM")
+
+# The CPU clock QEMU 7.2 gives each machine Zephyr emulates a board with: an emulated board runs at
+# QEMU's clock, not at its devicetree's or Kconfig's (qemu_cortex_m0's devicetree gives none, and its
+# SYS_CLOCK_HW_CYCLES_PER_SEC is the 1 MHz of the nRF TIMER it ticks with; Zephyr's mps2/an521 says
+# 25 MHz, QEMU's SSE-200 runs at 20 MHz). From QEMU's hw/arm sources: nrf51_soc.c HCLK_FRQ,
+# mps2.c and mps2-tz.c sysclk_frq.
+QEMU_CPU_CLOCKS = {
+    "microbit": 16_000_000,  # the nRF51822's 16 MHz HCLK
+    "mps2-an385": 25_000_000,
+    "mps2-an386": 25_000_000,
+    "mps2-an500": 25_000_000,
+    "mps2-an511": 25_000_000,
+    "mps2-an505": 20_000_000,
+    "mps2-an521": 20_000_000,
+    "mps3-an524": 32_000_000,
+    "mps3-an547": 32_000_000,
+}
 
 # The vendor HAL module each SoC vendor folder (soc/<vendor>/) needs, as west.yml names it.
 VENDOR_HALS = {
@@ -112,7 +130,9 @@ class ZephyrBoardDescription:
     flash_size: int  # bytes, CONFIG_FLASH_SIZE (KiB) * 1024
     ram_origin: int  # CONFIG_SRAM_BASE_ADDRESS (the zephyr,sram chosen node)
     ram_size: int  # bytes, CONFIG_SRAM_SIZE (KiB) * 1024
-    clock_hz: int | None  # the CPU node's clock-frequency, else the SysTick rate; None if unknown
+    # the CPU node's clock-frequency, else the SysTick rate; QEMU's clock (QEMU_CPU_CLOCKS) for an
+    # emulated board; None if unknown
+    clock_hz: int | None
     entropy: bool  # the devicetree's zephyr,entropy chosen node exists and is enabled
     qemu_machine: str | None  # QEMU's -machine when Zephyr emulates the board
     runner: str | None  # the default flash runner (runners.yaml: flash-runner)
@@ -244,6 +264,17 @@ def describe(target: str, base: str | Path, environ: dict[str, str] | None = Non
     return description
 
 
+def cached(base: str | Path, environ: dict[str, str] | None = None) -> list[ZephyrBoardDescription]:
+    """The descriptions of the workspace's boards described so far (its cache), damaged entries left out."""
+    found = []
+    for path in sorted(cache_dir(Path(base), environ).glob("*.json")):
+        try:
+            found.append(ZephyrBoardDescription.from_json(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):  # the catalog, or a damaged entry
+            continue
+    return found
+
+
 def configure(target: str, base: Path, environ: dict[str, str] | None = None) -> ZephyrBoardDescription:
     """Run Zephyr's CMake configure for ``target`` in a temporary folder and read what it made."""
     workspace.require_build_tools()
@@ -257,9 +288,14 @@ def configure(target: str, base: Path, environ: dict[str, str] | None = None) ->
         (app / "src" / "main.c").write_text("int main(void)\n{\n\treturn 0;\n}\n")
         argv = ["cmake", "-GNinja", "-S", str(app), "-B", str(build), f"-DBOARD={target}"]
         argv.append(f"-DPython3_EXECUTABLE={sys.executable}")  # the Python with west and Zephyr's packages
-        proc = cleanup.run_bounded(
-            argv, CONFIGURE_TIMEOUT, f"Zephyr's CMake configure for board {target}", text=True, env=env, cwd=tmp
-        )
+        what = f"Zephyr's CMake configure for board {target}"
+        # Zephyr's minimal C library: the default (picolibc built from source when the toolchain has
+        # none, as with gnuarmemb) adds some 900 source files whose CMake processing is most of a
+        # configure; the C library changes none of the CPU, memory, clock or runner facts read here.
+        proc = cleanup.run_bounded([*argv, FAST_LIBC], CONFIGURE_TIMEOUT, what, text=True, env=env, cwd=tmp)
+        if proc.returncode != 0 and "MINIMAL_LIBC" in proc.stdout + proc.stderr:  # a board that refuses it
+            cleanup.remove_dir(build)
+            proc = cleanup.run_bounded(argv, CONFIGURE_TIMEOUT, what, text=True, env=env, cwd=tmp)
         return read_build(target, base, build, proc.returncode, proc.stdout + proc.stderr)
     finally:
         cleanup.remove_dir(tmp)
@@ -273,6 +309,14 @@ def read_build(target: str, base: Path, build: Path, returncode: int, log: str) 
     if not config_path.is_file():
         if re.search(r"Invalid BOARD|No board named", log):
             raise unknown_board(target, base)
+        qualifiers = re.search(r"Board qualifiers `([^`]*)` for board `([^`]*)` not found", log)
+        if qualifiers:  # the board exists, the target does not (e.g. a name from another Zephyr release)
+            board = qualifiers.group(2)
+            valid = re.findall(rf"^\s*({re.escape(board)}(?:/[\w.-]+)*)\s*$", log, re.M)
+            raise UnknownZephyrBoardError(
+                f"Zephyr {version} at {base} has no board target '{target}': its targets of board {board} "
+                f"are {', '.join(dict.fromkeys(valid)) or '(none listed)'}"
+            )
         missing = _missing_include(log)
         vendor = _board_vendor(target, base)
         module = missing_hal(base, vendor)
@@ -322,6 +366,8 @@ def read_build(target: str, base: Path, build: Path, returncode: int, log: str) 
             if m:
                 machine = m.group(1)
                 break
+    if machine in QEMU_CPU_CLOCKS:  # what runs an emulated board is QEMU
+        clock = QEMU_CPU_CLOCKS[machine]
     return ZephyrBoardDescription(
         target=target,
         board_target=config.get("BOARD_TARGET", target),

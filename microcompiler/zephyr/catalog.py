@@ -24,7 +24,7 @@ from microcompiler import cleanup
 from microcompiler.errors import ToolchainError
 from microcompiler.zephyr import board_facts, hardware, workspace
 
-CATALOG_FORMAT = 2
+CATALOG_FORMAT = 3  # 3: the default revision's devicetree overlay
 CPP_TIMEOUT = 30.0  # seconds, one board's devicetree
 
 
@@ -162,6 +162,9 @@ def _devicetree(base: Path, cpp: list[str], target: hardware.BoardTarget) -> tup
     if dts is None:
         return None, {}, "no devicetree file"
     argv = [*cpp, "-x", "assembler-with-cpp", "-nostdinc", "-undef", "-D__DTS__", "-E", "-include", str(dts)]
+    overlay = target.revision_overlay()  # e.g. a board whose pinctrl nodes are per revision
+    if overlay is not None:
+        argv += ["-include", str(overlay)]
     for d in hardware.dts_include_dirs(base, target.board_dir):
         argv += ["-I", str(d)]
     argv.append(str(base / "misc" / "empty_file.c"))

@@ -36,6 +36,7 @@ class BoardTarget:
     cluster: str | None
     variant: str | None
     single_soc: bool  # the board has one SoC (its targets may leave it out)
+    revision: str | None = None  # the board.yml's default revision (revision: default:), if any
 
     @property
     def qualifiers(self) -> str:
@@ -46,12 +47,26 @@ class BoardTarget:
     def kconfig_symbols(self) -> set[str]:
         return {f"BOARD_{symbol(self.board)}", f"BOARD_{symbol(self.board)}_{symbol(self.qualifiers)}"}
 
-    def dts_candidates(self) -> list[Path]:
+    def _file_stems(self) -> list[str]:
+        """Zephyr's names for the target's files in its board folder: <board>_<soc>[_<cluster>][_<variant>],
+        and for a board of one SoC also the shortened <board>[_<cluster>][_<variant>]."""
         rest = [q for q in (self.cluster, self.variant) if q]
         names = ["_".join([self.board, self.soc, *rest])]
         if self.single_soc:
             names.append("_".join([self.board, *rest]))
-        return [self.board_dir / f"{n}.dts" for n in names]
+        return names
+
+    def dts_candidates(self) -> list[Path]:
+        return [self.board_dir / f"{n}.dts" for n in self._file_stems()]
+
+    def revision_overlay(self) -> Path | None:
+        """The devicetree overlay of the board's default revision (<stem>_<revision>.overlay, dots as
+        underscores), which Zephyr's dts.cmake appends to the board's devicetree; None if none."""
+        if not self.revision:
+            return None
+        suffix = self.revision.replace(".", "_")
+        found = (self.board_dir / f"{n}_{suffix}.overlay" for n in self._file_stems())
+        return next((p for p in found if p.is_file()), None)
 
 
 def symbol(text: str) -> str:
@@ -114,6 +129,9 @@ def board_targets(base: Path) -> tuple[BoardTarget, ...]:
                 continue
             board_socs = [s for s in board.get("socs") or [] if isinstance(s, dict) and s.get("name")]
             single = len(board_socs) == 1
+            revision = board.get("revision") if isinstance(board.get("revision"), dict) else {}
+            default_revision = revision.get("default")
+            default_revision = str(default_revision) if default_revision is not None else None
             for soc in board_socs:
                 info = known.get(soc["name"])
                 clusters = info.clusters if info else ()
@@ -127,7 +145,16 @@ def board_targets(base: Path) -> tuple[BoardTarget, ...]:
                         parts = [q for q in (cluster, variant) if q]
                         name = board["name"] if single and not parts else "/".join([board["name"], soc["name"], *parts])
                         targets.append(
-                            BoardTarget(name, board["name"], path.parent, soc["name"], cluster, variant, single)
+                            BoardTarget(
+                                name,
+                                board["name"],
+                                path.parent,
+                                soc["name"],
+                                cluster,
+                                variant,
+                                single,
+                                default_revision,
+                            )
                         )
     return tuple(targets)
 

@@ -1,0 +1,145 @@
+"""Build the ONNX test models of tests/models/onnx the way users make them (issue 36).
+
+    python3 scripts/onnx_models.py [--venv DIR] [--out tests/models/onnx]
+
+Small Keras models (fixed seeds, batch size 1) -> ``tf2onnx.convert.from_keras`` (opset 17) -> float32
+``.onnx``; then ONNX Runtime's ``quantize_static`` (QDQ format, int8 activations and per-channel int8
+weights, a calibration reader of 32 seeded samples) -> ``*_qdq_int8.onnx``. Run with a Python that has
+no TensorFlow, the script creates a virtual environment of its own (by default
+~/.cache/microcompiler/onnx-tools-venv), installs the pinned ``tensorflow-cpu``, ``tf2onnx``, ``onnx``
+and ``onnxruntime`` from the package registry into it, and runs itself there. tf2onnx and TensorFlow
+are not test dependencies: the tests read the committed files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+REQUIREMENTS = ["tensorflow-cpu==2.21.0", "tf2onnx==1.17.0", "onnx==1.23.2", "onnxruntime==1.32.0"]
+DEFAULT_VENV = Path.home() / ".cache" / "microcompiler" / "onnx-tools-venv"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "models" / "onnx"
+
+
+def ensure_tools(venv_dir: Path) -> None:
+    """Re-run this script under a Python that has TensorFlow and tf2onnx, creating the venv if needed."""
+    try:
+        import tensorflow  # noqa: F401
+        import tf2onnx  # noqa: F401
+
+        return
+    except ImportError:
+        pass
+    python = venv_dir / "bin" / "python"
+    if not python.exists():
+        print(f"creating {venv_dir} with {' '.join(REQUIREMENTS)} (a few minutes)", file=sys.stderr)
+        venv.create(venv_dir, with_pip=True)
+    probe = subprocess.run([str(python), "-c", "import tensorflow, tf2onnx, onnxruntime"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    sys.exit(subprocess.run([str(python), str(Path(__file__).resolve()), *sys.argv[1:]], env=env).returncode)
+
+
+def models():
+    """name -> (Keras model, input shape without the batch, input kind)."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(36)
+
+    def ds_cnn():
+        x = inp = keras.Input((49, 10, 1), batch_size=1)
+        x = layers.Conv2D(16, (10, 4), strides=2, padding="same")(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.ReLU()(x)
+        for _ in range(2):
+            x = layers.DepthwiseConv2D(3, padding="same")(x)
+            x = layers.BatchNormalization()(x)
+            x = layers.ReLU()(x)
+            x = layers.Conv2D(16, 1)(x)
+            x = layers.BatchNormalization()(x)
+            x = layers.ReLU()(x)
+        x = layers.GlobalAveragePooling2D()(x)
+        return keras.Model(inp, layers.Dense(12, activation="softmax")(x))
+
+    def small_cnn():
+        x = inp = keras.Input((16, 16, 3), batch_size=1)
+        x = layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+        x = layers.MaxPooling2D(2)(x)
+        y = layers.Conv2D(8, 3, padding="same", activation="relu6")(x)
+        x = layers.Add()([x, y])
+        x = layers.AveragePooling2D(2)(x)
+        x = layers.Flatten()(x)
+        return keras.Model(inp, layers.Dense(5)(x))
+
+    def dense_autoencoder():
+        x = inp = keras.Input((64,), batch_size=1)
+        for width in (32, 8, 32):
+            x = layers.Dense(width, activation="relu")(x)
+        return keras.Model(inp, layers.Dense(64)(x))
+
+    return {
+        "ds_cnn": (ds_cnn(), (49, 10, 1)),
+        "small_cnn": (small_cnn(), (16, 16, 3)),
+        "dense_autoencoder": (dense_autoencoder(), (64,)),
+    }
+
+
+def build(out: Path) -> None:
+    import numpy as np
+    import onnx
+    import tensorflow as tf
+    import tf2onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (model, shape) in models().items():
+        rng = np.random.default_rng(36)
+        # BatchNorm statistics that are not the identity, so that folding them is exercised
+        for layer in model.layers:
+            if isinstance(layer, tf.keras.layers.BatchNormalization):
+                n = layer.gamma.shape[0]
+                layer.set_weights(
+                    [rng.uniform(0.5, 1.5, n), rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), rng.uniform(0.5, 2, n)]
+                )
+        spec = (tf.TensorSpec((1, *shape), tf.float32, name="input"),)
+        proto, _ = tf2onnx.convert.from_keras(model, input_signature=spec, opset=17)
+        float_path = out / f"{name}_float32.onnx"
+        onnx.save(proto, float_path)
+
+        class Calibration(CalibrationDataReader):
+            def __init__(self, data):
+                self.samples = iter([{"input": d} for d in data])
+
+            def get_next(self):
+                return next(self.samples, None)
+
+        quantize_static(
+            str(float_path),
+            str(out / f"{name}_qdq_int8.onnx"),
+            Calibration(rng.standard_normal((32, 1, *shape)).astype(np.float32)),
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+        )
+        print(f"wrote {float_path.name} and {name}_qdq_int8.onnx", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="where to create the TensorFlow venv")
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
+    args = parser.parse_args(argv)
+    ensure_tools(args.venv)
+    build(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
