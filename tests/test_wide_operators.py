@@ -13,9 +13,9 @@ from movement_models import pack_options, side_by_side, split_options, split_v_o
 from oracle import Oracle
 
 from microcompiler.api import open_model
-from microcompiler.errors import DeviceError
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
+from microcompiler.rpc.client import RequestError
 
 TFLM_MAX_CONCATENATION = 10
 OLD_RECORD_ARGS = 16  # what the graph description's fixed-size records held (MCG1)
@@ -127,7 +127,7 @@ def test_wide_operators_host_driven_match_tflm_and_time_each_operator(tmp_path):
         assert len(rows) == len(lib.info.operators) and all(row["ticks"] > 0 for row in rows)
         # a call wider than the firmware takes is refused on the host, before anything is sent
         sent = session.stats["requests"]
-        with pytest.raises(DeviceError, match=f"passes {widest + 1} arguments.*at most {widest} per call"):
+        with pytest.raises(RequestError, match=f"passes {widest + 1} arguments.*at most {widest} per call"):
             session.call(ex.functions[0], *([ex.pool] * (widest + 1)))
         assert session.stats["requests"] == sent
 

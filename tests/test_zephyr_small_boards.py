@@ -143,6 +143,7 @@ def test_zephyr_base_is_passed_only_to_the_targets_that_record_it(tmp_path):
 # ---- builds and runs ----
 
 
+@pytest.mark.long  # a whole Zephyr build (kernel + picolibc) for the M0: 30-80 s; the suite is at its budget
 @needs_zephyr
 def test_hello_world_on_qemu_cortex_m0_is_bit_exact(shared_models, tmp_path):
     board, _, result = _run_bit_exact(shared_models / "tflm" / "hello_world_int8.tflite", M0, STANDALONE, tmp_path)
