@@ -124,12 +124,9 @@ def oracle(model: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
         raise SideBySideError(f"the TFLM interpreter failed on {model.name}: {exc}") from None
 
 
-def run_ours(model: Path, board: str, work: Path, inputs: list[Path], cli_args: tuple[str, ...] = ()) -> dict:
-    """``microcompiler run ... --mode standalone --json --keep DIR`` with this checkout's code."""
-    keep = work / "ours"
-    cmd = ["run", str(model), "--board", board, "--mode", "standalone", "--json", "--keep", str(keep), *cli_args]
-    for path in inputs:
-        cmd += ["--input", str(path)]
+def microcompiler(cmd: list[str], what: str) -> str:
+    """Run ``microcompiler CMD`` from this checkout (bounded by RUN_TIMEOUT); its stdout, or a
+    SideBySideError naming ``what`` with the command's last line of stderr."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     try:
         proc = subprocess.run(
@@ -140,11 +137,20 @@ def run_ours(model: Path, board: str, work: Path, inputs: list[Path], cli_args: 
             timeout=RUN_TIMEOUT,
         )
     except subprocess.TimeoutExpired:
-        raise SideBySideError(f"microcompiler {' '.join(cmd[:4])} took more than {RUN_TIMEOUT:.0f} s") from None
+        raise SideBySideError(f"microcompiler {what} took more than {RUN_TIMEOUT:.0f} s") from None
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        raise SideBySideError(f"microcompiler run {model.name} --board {board} failed: {why}")
-    report = json.loads(proc.stdout)
+        raise SideBySideError(f"microcompiler {what} failed: {why}")
+    return proc.stdout
+
+
+def run_ours(model: Path, board: str, work: Path, inputs: list[Path], cli_args: tuple[str, ...] = ()) -> dict:
+    """``microcompiler run ... --mode standalone --json --keep DIR`` with this checkout's code."""
+    keep = work / "ours"
+    cmd = ["run", str(model), "--board", board, "--mode", "standalone", "--json", "--keep", str(keep), *cli_args]
+    for path in inputs:
+        cmd += ["--input", str(path)]
+    report = json.loads(microcompiler(cmd, f"run {model.name} --board {board}"))
     meta = json.loads((keep / "model" / "metadata.json").read_text())
     used = [np.load(keep / "inputs" / f"input{k}.npy") for k in range(len(meta["inputs"]))]
     outputs = [np.asarray(o, dtype=d) for o, d in zip(report["outputs"], report["output_dtypes"])]
@@ -162,21 +168,8 @@ def analyze_estimate(model: Path, board: str, cli_args: tuple[str, ...] = ()) ->
     """``microcompiler analyze MODEL --board BOARD --json``'s estimated instructions per inference (issue 34,
     item 4: within 10% of what the firmware measures)."""
     cmd = ["analyze", str(model), "--board", board, "--json", *cli_args]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "microcompiler.cli", *cmd],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=RUN_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        raise SideBySideError(f"microcompiler analyze {model.name} took more than {RUN_TIMEOUT:.0f} s") from None
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        raise SideBySideError(f"microcompiler analyze {model.name} --board {board} failed: {why}")
-    return int(json.loads(proc.stdout)["totals"]["estimated_instructions"])
+    report = json.loads(microcompiler(cmd, f"analyze {model.name} --board {board}"))
+    return int(report["totals"]["estimated_instructions"])
 
 
 def run_ours_tuned(model: Path, board: str, work: Path, inputs: list[np.ndarray], tuning: dict) -> dict:
