@@ -3,6 +3,8 @@ tests (tests/test_control_flow.py, tests/test_board_control_flow.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from model_builder import ModelBuilder, add_options, call_once_options, if_options, var_handle_options, while_options
 
@@ -59,31 +61,46 @@ def if_int8(n: int = 6) -> bytes:
     return b.finish(inputs=[flag, x], outputs=[y])
 
 
-def while_int8(n: int = 6) -> bytes:
+def while_int8(n: int = 6, damage: LoopDamage | None = None) -> bytes:
     """acc = x added to itself `count` times (int8 ADD, saturating), as a WHILE loop over
     (i, count, acc, x): the condition subgraph is i < count, the body i + 1 and acc + x (count and x
-    pass through the body unchanged). `count` is a model input, so the trip count varies (0 too)."""
+    pass through the body unchanged). `count` is a model input, so the trip count varies (0 too).
+    ``damage`` breaks one thing of it (tests/test_subgraph_checks.py); only ``acc`` is an output then."""
     b = ModelBuilder()
     count = b.activation("count", [1], "int32")
     x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
-    acc, i = _add_loop(b, b, count, x, n)
-    return b.finish(inputs=[count, x], outputs=[acc, i])
+    acc, i = _add_loop(b, b, count, x, n, damage or LoopDamage())
+    return b.finish(inputs=[count, x], outputs=[acc] if damage else [acc, i])
 
 
-def _add_loop(b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int) -> tuple[int, int]:
+@dataclass(frozen=True)
+class LoopDamage:
+    """One broken detail of ``while_int8``'s loop: a zero point of the body's or the condition's
+    accumulator, the body's activation, an omitted (-1) WHILE input, a WHILE output listed twice."""
+
+    body_zp: int = ZP
+    cond_zp: int = ZP
+    body_activation: str = "NONE"
+    omit_count: bool = False
+    repeat_output: bool = False
+
+
+def _add_loop(
+    b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int, damage: LoopDamage = LoopDamage()
+) -> tuple[int, int]:
     """Adds the WHILE loop of ``while_int8`` to subgraph ``caller`` (its condition and body become
     subgraphs of ``b``); returns its (acc, i) outputs."""
     cond, body = b.subgraph("loop_cond"), b.subgraph("loop_body")
 
-    def loop_values(s):
+    def loop_values(s, acc_zp=ZP):
         return (
             s.activation("i", [1], "int32"),
             s.activation("count", [1], "int32"),
-            s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=ZP),
+            s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=acc_zp),
             s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP),
         )
 
-    i, cnt, acc, xx = loop_values(cond)
+    i, cnt, acc, xx = loop_values(cond, damage.cond_zp)
     more = cond.activation("more", [1], "bool")
     cond.op("LESS", [i, cnt], [more])
     cond.set_io([i, cnt, acc, xx], [more])
@@ -91,9 +108,9 @@ def _add_loop(b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int)
     i, cnt, acc, xx = loop_values(body)
     one = body.constant("one", np.ones(1, np.int32))
     i2 = body.activation("i_next", [1], "int32")
-    acc2 = body.activation("acc_next", [1, n], "int8", scale=SCALE, zero_point=ZP)
+    acc2 = body.activation("acc_next", [1, n], "int8", scale=SCALE, zero_point=damage.body_zp)
     body.op("ADD", [i, one], [i2], add_options())
-    body.op("ADD", [acc, xx], [acc2], add_options())
+    body.op("ADD", [acc, xx], [acc2], add_options(activation=damage.body_activation))
     body.set_io([i, cnt, acc, xx], [i2, cnt, acc2, xx])
 
     i0 = caller.constant("i0", np.zeros(1, np.int32))
@@ -107,7 +124,10 @@ def _add_loop(b: ModelBuilder, caller: ModelBuilder, count: int, x: int, n: int)
             ("x", [1, n], "int8", SCALE, ZP),
         )
     ]
-    caller.op("WHILE", [i0, count, acc0, x], outs, while_options(cond.index, body.index))
+    if damage.repeat_output:  # structure-aware fuzz seed 61: outputs [4, 4, 6, 7] ran, unlike TFLM
+        outs[1] = outs[0]
+    inputs = [i0, -1 if damage.omit_count else count, acc0, x]
+    caller.op("WHILE", inputs, outs, while_options(cond.index, body.index))
     return outs[2], outs[0]
 
 

@@ -3,6 +3,9 @@
 Fenced ```bash blocks run line by line with bash -e, and ```python blocks run with this Python,
 both from the repository root. ```text blocks are illustrations and are not run. A block that needs
 an external tool we cannot install here (west, for Zephyr) is skipped only when that tool is missing.
+A block fenced as ```bash long (several firmware builds, minutes) is one of the long tests
+(`pytest -m long tests`). Each document's blocks run in order on one xdist worker (they may use what
+an earlier block of the same document made); different documents run in parallel.
 """
 
 import os
@@ -16,18 +19,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.S | re.M)
 SETUP = "bash scripts/setup-debian.sh && "
 
 
 def blocks():
     for doc in DOCS:
         for n, m in enumerate(FENCE.finditer(doc.read_text())):
-            lang, body = m.group(1), m.group(2)
+            lang, info, body = m.group(1), m.group(2).split(), m.group(3)
             if lang == "bash" and body.startswith(SETUP) and "pytest" in body:
                 continue  # the test command itself: CI runs it via .ci/run (checked below)
             if lang in ("bash", "python"):
-                yield pytest.param(doc, lang, body, id=f"{doc.name}-{n}-{lang}")
+                marks = [pytest.mark.xdist_group(f"docs/{doc.name}")]
+                if "long" in info:
+                    marks.append(pytest.mark.long)
+                yield pytest.param(doc, lang, body, id=f"{doc.name}-{n}-{lang}", marks=marks)
 
 
 def env():
@@ -54,7 +60,7 @@ def test_doc_example_runs(doc, lang, body):
 
 def test_readme_starts_with_the_two_setup_commands_and_ci_runs_the_test_one():
     readme = (ROOT / "README.md").read_text()
-    commands = [m.group(2).strip() for m in FENCE.finditer(readme) if m.group(1) == "bash"][:2]
+    commands = [m.group(3).strip() for m in FENCE.finditer(readme) if m.group(1) == "bash"][:2]
     assert commands[0].startswith(SETUP) and "microcompiler run" in commands[0]
     assert commands[1].startswith(SETUP) and "pytest" in commands[1]
     assert commands[1] in (ROOT / ".ci/run").read_text()

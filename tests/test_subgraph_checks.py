@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from model_builder import ModelBuilder, add_options, call_once_options, if_options, while_options
+from flow_models import LoopDamage, while_int8
+from model_builder import ModelBuilder, add_options, call_once_options, if_options
 from test_errors import assert_one_line_error, cli
 
 from microcompiler.compiler import compile_model
@@ -15,48 +16,6 @@ from microcompiler.errors import MicrocompilerError
 
 SCALE, ZP = 0.05, -3
 FAR = -(2**40)
-
-
-def while_model(body_zp=ZP, cond_zp=ZP, body_activation="NONE", omit=False, repeat_output=False) -> bytes:
-    """acc = x added ``count`` times: WHILE over (i, count, acc, x) (tests/flow_models.py's loop),
-    with one of its subgraph tensors damaged."""
-    n = 6
-    b = ModelBuilder()
-    cond, body = b.subgraph("loop_cond"), b.subgraph("loop_body")
-
-    def values(s, acc_zp=ZP):
-        return (
-            s.activation("i", [1], "int32"),
-            s.activation("count", [1], "int32"),
-            s.activation("acc", [1, n], "int8", scale=SCALE, zero_point=acc_zp),
-            s.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP),
-        )
-
-    i, cnt, acc, xx = values(cond, cond_zp)
-    more = cond.activation("more", [1], "bool")
-    cond.op("LESS", [i, cnt], [more])
-    cond.set_io([i, cnt, acc, xx], [more])
-    i, cnt, acc, xx = values(body)
-    one = body.constant("one", np.ones(1, np.int32))
-    i2 = body.activation("i_next", [1], "int32")
-    acc2 = body.activation("acc_next", [1, n], "int8", scale=SCALE, zero_point=body_zp)
-    body.op("ADD", [i, one], [i2], add_options())
-    body.op("ADD", [acc, xx], [acc2], add_options(activation=body_activation))
-    body.set_io([i, cnt, acc, xx], [i2, cnt, acc2, xx])
-    count = b.activation("count", [1], "int32")
-    x = b.activation("x", [1, n], "int8", scale=SCALE, zero_point=ZP)
-    i0 = b.constant("i0", np.zeros(1, np.int32))
-    acc0 = b.constant("acc0", np.full((1, n), ZP, np.int8), scale=SCALE, zero_point=ZP)
-    outs = [
-        b.activation("i_out", [1], "int32"),
-        b.activation("count_out", [1], "int32"),
-        b.activation("acc_out", [1, n], "int8", scale=SCALE, zero_point=ZP),
-        b.activation("x_out", [1, n], "int8", scale=SCALE, zero_point=ZP),
-    ]
-    if repeat_output:  # structure-aware fuzz seed 61: outputs [4, 4, 6, 7] ran, unlike TFLM
-        outs[1] = outs[0]
-    b.op("WHILE", [i0, -1 if omit else count, acc0, x], outs, while_options(cond.index, body.index))
-    return b.finish(inputs=[count, x], outputs=[outs[2]])
 
 
 def if_model(branch_zp=ZP) -> bytes:
@@ -95,14 +54,26 @@ def call_once_model(init_zp=ZP) -> bytes:
 
 
 CASES = {
-    "while body zero point": (lambda: while_model(body_zp=FAR), ["zero point -1099511627776", "'loop_body'"]),
-    "while cond zero point": (lambda: while_model(cond_zp=2**40), ["zero point 1099511627776", "'loop_cond'"]),
+    "while body zero point": (
+        lambda: while_int8(damage=LoopDamage(body_zp=FAR)),
+        ["zero point -1099511627776", "'loop_body'"],
+    ),
+    "while cond zero point": (
+        lambda: while_int8(damage=LoopDamage(cond_zp=2**40)),
+        ["zero point 1099511627776", "'loop_cond'"],
+    ),
     "if branch zero point": (lambda: if_model(branch_zp=300), ["zero point 300", "'then_add'"]),
     "call_once zero point": (lambda: call_once_model(init_zp=FAR), ["zero point -1099511627776", "'sg_init'"]),
-    "while body operator": (lambda: while_model(body_activation="TANH"), ["subgraph 'loop_body'", "operator 1 (ADD)"]),
-    "while omitted input": (lambda: while_model(omit=True), ["operator 0 (WHILE)", "omitted (-1) input"]),
+    "while body operator": (
+        lambda: while_int8(damage=LoopDamage(body_activation="TANH")),
+        ["subgraph 'loop_body'", "operator 1 (ADD)"],
+    ),
+    "while omitted input": (
+        lambda: while_int8(damage=LoopDamage(omit_count=True)),
+        ["operator 0 (WHILE)", "omitted (-1) input"],
+    ),
     "while repeated output": (
-        lambda: while_model(repeat_output=True),
+        lambda: while_int8(damage=LoopDamage(repeat_output=True)),
         ["operator 0 (WHILE)", "more than once among its outputs", "corrupted"],
     ),
 }
@@ -121,15 +92,15 @@ def test_damage_in_a_subgraph_is_refused_like_the_main_graphs(tmp_path, case):
 
 def test_the_command_line_refuses_a_damaged_while_body_in_one_line(tmp_path):
     model = tmp_path / "m.tflite"
-    model.write_bytes(while_model(body_zp=FAR))
+    model.write_bytes(while_int8(damage=LoopDamage(body_zp=FAR)))
     assert_one_line_error(cli("compile", model, "-o", tmp_path / "out"), "zero point -1099511627776", "damaged")
-    model.write_bytes(while_model(omit=True))
+    model.write_bytes(while_int8(damage=LoopDamage(omit_count=True)))
     assert_one_line_error(cli("compile", model, "-o", tmp_path / "out"), "omitted (-1) input")
 
 
 def test_the_undamaged_models_still_compile(tmp_path):
     """The checks refuse the damage, not the models: each builder's undamaged model compiles."""
-    for k, build in enumerate((while_model, if_model, call_once_model)):
+    for k, build in enumerate((while_int8, if_model, call_once_model)):
         model = tmp_path / f"m{k}.tflite"
         model.write_bytes(build())
         assert compile_model(model).info.outputs

@@ -25,6 +25,7 @@ from microcompiler.errors import BoardError, DeviceError
 from microcompiler.inputs import random_inputs
 from microcompiler.project import Project, create_project
 from microcompiler.targets import zephyr
+from microcompiler.zephyr import workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 SYMBOLS = ROOT / "tests" / "data" / "zephyr_kconfig_symbols.txt"
@@ -232,7 +233,7 @@ def test_a_tree_without_the_board_or_too_old_is_refused(tmp_path):
         zephyr.west_board_target(
             load_board("nucleo_l4r5zi"), _tree(tmp_path, (4, 1), {"boards/arm/mps3/board.yml": MPS3_YML})
         )
-    with pytest.raises(zephyr.ZephyrBaseError, match="too old"):
+    with pytest.raises(workspace.ZephyrBaseError, match="too old"):
         zephyr.west_board_target(load_board("mps2_an385"), _tree(tmp_path, (3, 6), {}))
 
 

@@ -13,6 +13,7 @@ from oracle import Oracle
 from microcompiler.compiler import compile_model
 from microcompiler.inputs import random_inputs
 from microcompiler.targets import zephyr
+from microcompiler.zephyr import workspace
 
 BOARDS = ["mps2_an385", "mps2_an386", "mps2_an500", "mps3_an547"]
 
@@ -26,7 +27,7 @@ def kws(shared_models):
 @pytest.mark.parametrize("mode", ["standalone", "host-driven"])
 @pytest.mark.parametrize("board_name", BOARDS)
 def test_kws_on_zephyr_is_bit_exact_with_tflm(board_name, mode, kws, tmp_path):
-    zephyr.require_west()
+    workspace.require_west()
     zephyr.zephyr_base()
     library = compile_model(kws)
     inputs = random_inputs(library.info.inputs, seed=7)

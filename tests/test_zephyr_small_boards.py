@@ -23,11 +23,11 @@ from microcompiler.boards import load_board
 from microcompiler.compiler import compile_model
 from microcompiler.errors import BoardError
 from microcompiler.inputs import random_inputs
-from microcompiler.targets import zephyr
+from microcompiler.targets import zephyr, zephyr_memory
 from microcompiler.targets.base import HOST_DRIVEN, STANDALONE, create_options, get_target
 from microcompiler.targets.footprint import ram_for_models
 from microcompiler.timing import describe, measured
-from microcompiler.zephyr import board_facts
+from microcompiler.zephyr import board_facts, workspace
 
 M0 = "qemu_cortex_m0"
 M33 = "mps2/an521/cpu0"
@@ -36,7 +36,7 @@ M33 = "mps2/an521/cpu0"
 def _workspace():
     try:
         return zephyr.zephyr_base()
-    except zephyr.ZephyrBaseError:
+    except workspace.ZephyrBaseError:
         return None
 
 
@@ -74,10 +74,10 @@ def test_qemu_cortex_m0_is_described_with_qemus_clock_and_no_dsp():
     assert board.cpu.core == "cortex-m0" and not board.cpu.features and board.ram.size == 16 * 1024
     # the devicetree gives no CPU clock and Zephyr's 1 MHz is the nRF TIMER's: QEMU runs the nRF51 at 16 MHz
     assert board.cpu.clock_hz == board_facts.QEMU_CPU_CLOCKS["microbit"] == 16_000_000
-    assert zephyr.small_board(board) and zephyr.kernel_ram_bytes(board) < 4096
+    assert zephyr_memory.small_board(board) and zephyr_memory.kernel_ram_bytes(board) < 4096
     m33 = load_board(M33)
     assert m33.cpu.core == "cortex-m33" and "dsp" not in m33.cpu.features and not m33.cpu.has_fpu
-    assert m33.cpu.clock_hz == 20_000_000 and zephyr.kernel_ram_bytes(m33) == zephyr.KERNEL_RAM_BYTES
+    assert m33.cpu.clock_hz == 20_000_000 and zephyr_memory.kernel_ram_bytes(m33) == zephyr_memory.KERNEL_RAM_BYTES
 
 
 def test_an_emulated_board_without_a_clock_shows_instructions_not_a_made_up_time():
@@ -100,7 +100,7 @@ def test_small_board_project_has_small_stack_and_buffers(mode, shared_models, tm
     stack = zephyr.main_stack_bytes(hello.info, mode, small)
     assert f"CONFIG_MAIN_STACK_SIZE={stack}\n" in prj and stack < zephyr.main_stack_bytes(hello.info, mode, big)
     if mode == STANDALONE:  # it only writes: no receive buffer to speak of
-        assert f"MC_ZEPHYR_RX_BUFFER_BYTES={zephyr.STANDALONE_RX_BUFFER_BYTES})" in cmake
+        assert f"MC_ZEPHYR_RX_BUFFER_BYTES={zephyr_memory.STANDALONE_RX_BUFFER_BYTES})" in cmake
         assert "MC_RPC_MAX_PAYLOAD" not in cmake
     else:
         assert "MC_ZEPHYR_RX_BUFFER_BYTES=1024)" in cmake and "MC_RPC_MAX_PAYLOAD=256)" in cmake
@@ -124,7 +124,7 @@ def test_an521_fragment_sets_the_systick_rate_qemu_runs_at(shared_models, tmp_pa
 def test_what_fits_in_16_kb_is_said_before_building(tmp_path):
     board = load_board(M0)
     # analyze and the default --ram-limit count Zephyr's kernel, main stack and buffers
-    assert ram_for_models(board) == board.ram.size - zephyr.system_ram_bytes(board) - 1024
+    assert ram_for_models(board) == board.ram.size - zephyr_memory.system_ram_bytes(board) - 1024
     model = tmp_path / "ms.tflite"
     model.write_bytes(micro_speech_like())
     library = compile_model(model, ram_available=ram_for_models(board))

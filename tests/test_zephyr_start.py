@@ -15,6 +15,7 @@ import pytest
 from microcompiler.boards import board_names, load_board
 from microcompiler.project import create_project
 from microcompiler.targets import zephyr
+from microcompiler.zephyr import workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = int(os.environ.get("MICROCOMPILER_FLASH_RUNS", "50"))
@@ -26,7 +27,7 @@ EMULATED_ZEPHYR_BOARDS = [name for name in board_names() if load_board(name).emu
 def test_host_driven_flash_answers_every_time(board_name, shared_models, tmp_path):
     from microcompiler.project import build
 
-    zephyr.require_west()
+    workspace.require_west()
     zephyr.zephyr_base()
     project = create_project(
         shared_models / "tflm" / "hello_world_int8.tflite", "zephyr", board_name, tmp_path / "p", mode="host-driven"

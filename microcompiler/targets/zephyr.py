@@ -49,26 +49,19 @@ from microcompiler.targets.toolchain import (
     tool_timeout,
 )
 from microcompiler.targets.zephyr_memory import (
-    KERNEL_RAM_BYTES,
-    SMALL_BOARD_RAM_BYTES,
-    SMALL_KERNEL_RAM_BYTES,
     STANDALONE_RX_BUFFER_BYTES,
     base_stack_bytes,
     kernel_ram_bytes,
     small_board,
-    system_ram_bytes,
 )
 from microcompiler.zephyr import board_facts as board_facts_module
 from microcompiler.zephyr import workspace
 from microcompiler.zephyr.workspace import (
-    MIN_ZEPHYR,
-    WestNotFoundError,
     ZephyrBaseError,
     build_environment,
     check_version,
     require_build_tools,
     require_west,
-    zephyr_version,
 )
 
 TEMPLATE = "zephyr"
@@ -565,20 +558,7 @@ __all__ = [
     "known_boards",
     "main_stack_bytes",
     "ZephyrBoardError",
-    "WestNotFoundError",
-    "ZephyrBaseError",
-    "ZephyrBoardFacts",
-    "MIN_ZEPHYR",
     "zephyr_base",
-    "zephyr_version",
-    "require_west",
     "check_zephyr_path",
-    "KERNEL_RAM_BYTES",
-    "SMALL_BOARD_RAM_BYTES",
-    "SMALL_KERNEL_RAM_BYTES",
-    "STANDALONE_RX_BUFFER_BYTES",
-    "kernel_ram_bytes",
-    "small_board",
-    "system_ram_bytes",
     "rpc_max_payload",
 ]
