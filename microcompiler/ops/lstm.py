@@ -31,9 +31,10 @@ from microcompiler.ops import fast
 from microcompiler.ops.base import OpKernel, register, require, require_consistent
 from microcompiler.ops.fast import lstm_gates
 from microcompiler.ops.features import has_dsp, has_mve
+from microcompiler.ops.lut16 import SIGMOID_TABLE_UINT16
 from microcompiler.ops.plan import ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import c_float, quantize_multiplier
-from microcompiler.ops.softmax_logistic import SIGMOID_TABLE_UINT16, checked_log2
+from microcompiler.ops.softmax_logistic import checked_log2
 from microcompiler.templating import index_expr
 
 # the four gates' matmuls, 4 rows per SMLAD dot product (mc_dot_r4)

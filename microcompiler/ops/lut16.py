@@ -25,6 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from microcompiler.ops.features import has_mve
 from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 
 PIECEWISE_TABLE = Variant("piecewise-table")  # int16 LOGISTIC and TANH: this module's fitted lines
@@ -490,3 +491,15 @@ def render_piecewise_table(
         base=base,
         slope=slope,
     )
+
+
+def render_sigmoid_family_int16(ctx, what: str, multiplier: int, shift: int, template: str, **values) -> str:
+    """int16 LOGISTIC and TANH: the exact piecewise-linear table where one fits (unless the tuning
+    asks for the reference), else TFLM's own loop over its interpolated sigmoid table (``template``)."""
+    lines = None if ctx.reference_only else piecewise_table(what, multiplier, shift)
+    if lines:
+        return render_piecewise_table(ctx, lines, what=what, mve=has_mve(ctx.features), **values)
+    ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
+    table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
+    rounding = (1 << (shift - 1)) if shift > 0 else 0
+    return ctx.render(template, multiplier=multiplier, shift=shift, table=table, rounding=rounding, **values)

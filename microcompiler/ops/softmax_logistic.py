@@ -40,10 +40,9 @@ from microcompiler.ops.fixedpoint import (
 from microcompiler.ops.lut import int8_table_from_integer, render_int8_table
 from microcompiler.ops.lut16 import (
     SIGMOID_TABLE,
-    SIGMOID_TABLE_UINT16,
     piecewise_plan,
     piecewise_table,
-    render_piecewise_table,
+    render_sigmoid_family_int16,
 )
 from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, quantize_multiplier, tflite_round
@@ -424,16 +423,4 @@ class Logistic(OpKernel):
         if x.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="logistic", **values)
         multiplier, shift = logistic_int16_params(in_scale)
-        lines = None if ctx.reference_only else piecewise_table("logistic", multiplier, shift)
-        if lines:
-            return render_piecewise_table(ctx, lines, what="logistic", mve=has_mve(ctx.features), **values)
-        ctx.plan = KernelPlan(SIGMOID_TABLE, scratch_bytes=0)  # TFLM's own loop
-        table = ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t")
-        return ctx.render(
-            "logistic_int16.c.j2",
-            multiplier=multiplier,
-            shift=shift,
-            table=table,
-            rounding=(1 << (shift - 1)) if shift > 0 else 0,
-            **values,
-        )
+        return render_sigmoid_family_int16(ctx, "logistic", multiplier, shift, "logistic_int16.c.j2", **values)
