@@ -204,6 +204,8 @@ COEFFICIENTS: dict[str, dict[str, float]] = {
     "SOFTMAX|int8": {"macs": 118.13553476317969, "one": 1499.3656859023536},
     "SOFTMAX|int8|exp-table": {"macs": 102.45860739929469},
     "SOFTMAX|int8|exp-table|": {"macs": 102.45860739929469},
+    "SOFTMAX|int8|gemmlowp-exps-cached": {"macs": 271.6, "one": 113.6},
+    "SOFTMAX|int8|gemmlowp-exps-cached|": {"macs": 271.6, "one": 113.6},
     "SOFTMAX|int8|gemmlowp-fixed-point": {"macs": 485.73623780678906},
     "SOFTMAX|int8|gemmlowp-fixed-point|": {"macs": 485.73623780678906},
     "SQUARED_DIFFERENCE": {"macs": 65.38814631784906},
