@@ -27,6 +27,7 @@ KERNEL_HEADERS = (
     "kernel_mve.h",
     "kernel_mve_matmul.h",
     "kernel_mve_tables.h",
+    "kernel_mve_lstm.h",
     "kernel_float.h",
     "kernel_elementwise.h",
     "kernel_activation.h",

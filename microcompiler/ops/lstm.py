@@ -364,6 +364,7 @@ class UnidirectionalSequenceLstm(OpKernel):
         allow it, as for the convolutions)."""
         x, hidden = graph.tensors[op.inputs[INPUT]], graph.tensors[op.inputs[HIDDEN_STATE]]
         sides = {}
+        parts = {}
         for side, table, act in (("input", INPUT_WEIGHTS, x), ("hidden", RECURRENT_WEIGHTS, hidden)):
             w = self._stacked(op, graph, table).astype(np.int8)
             rows, depth = w.shape[0] * w.shape[1], w.shape[2]
@@ -378,18 +379,34 @@ class UnidirectionalSequenceLstm(OpKernel):
             m = [_multiplier(scale, graph.tensors[op.inputs[table[g]]].quant.scale[0], GATE_SCALE) for g in GATES]
             mult, shift = np.array([q for q, _ in m], np.int64), np.array([e for _, e in m], np.int64)
             bound = fast.acc_bounds(bias, w).reshape(4, -1).max(axis=1)
-            is_fast, c, r = fast.requant_table(mult, shift, 0, bound)
+            parts[side] = (w, start, mult, fast.requant_table(mult, shift, 0, bound))
+        # The gate blocks' sides in turn (lstm.c.j2): every requantization mc_requant_fast, whole groups
+        # of 4 inputs and 4 units. There the int16 weight pairs and the start values are stored doubled
+        # (|2 acc| < 2^31: the |acc| < 2^30 of mc_requant_fast), so mc_requant_fast2 takes the sums as
+        # they are (one instruction fewer per requantization).
+        doubled = (
+            all(p[3][0] and p[0].shape[1] % 4 == 0 for p in parts.values()) and parts["hidden"][0].shape[1] % 4 == 0
+        )
+        for side in ("input", "hidden"):
+            w, start, mult, (is_fast, c, r) = parts[side]
+            rows, depth = w.shape
             steps, tail = depth // 4, depth % 4
+            scale2 = 2 if doubled else 1
+            # the gate blocks with the same right shift and rounding constant for the 4 gates: literals
+            # (the shift folds into the SSAT)
+            uniform = (int(c[0]), int(r[0])) if doubled and len(set(c.tolist())) == len(set(r.tolist())) == 1 else None
             sides[side] = dict(
                 steps=steps,
                 tail=tail,
                 fast=is_fast,
+                doubled=doubled,
                 weights=ctx.const(
                     f"{side}_weights",
-                    fast.pack_s16_rows4(w),
+                    fast.pack_s16_rows4(w.astype(np.int32) * scale2),
                     comment=(
                         f"{side} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}]: per block of 4 "
                         "rows and group of 4 inputs k0..k3 the int16 pairs (k0,k2) (k1,k3) of rows 0..3"
+                        + (", doubled" if doubled else "")
                     ),
                 )
                 if steps
@@ -403,11 +420,12 @@ class UnidirectionalSequenceLstm(OpKernel):
                 else None,
                 start=ctx.const(
                     f"{side}_start",
-                    fast.wrap32(start),
+                    fast.wrap32(start * scale2),
                     comment=(
                         f"accumulator start per row [{rows}]: "
                         + ("the gate bias minus" if side == "input" else "minus")
                         + f" the {side} zero point times the row's weights"
+                        + (", doubled" if doubled else "")
                     ),
                 ),
                 multiplier=ctx.const(
@@ -415,17 +433,20 @@ class UnidirectionalSequenceLstm(OpKernel):
                     mult.astype(np.int32),
                     comment="requantization multiplier to Q3.12 per gate [4]",
                 ),
-                shift=ctx.const(
+                shift=None
+                if uniform
+                else ctx.const(
                     f"{side}_{'c' if is_fast else 'shift'}",
                     c,
                     comment=(
                         "rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]"
                     ),
                 ),
-                r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast else None,
+                r=ctx.const(f"{side}_r", r, comment="right shift per gate [4]") if is_fast and not uniform else None,
+                uniform=uniform,
             )
         ctx.note(
-            requant="smmlar"
+            requant=("smmlar-doubled" if sides["input"]["doubled"] else "smmlar")
             if sides["input"]["fast"] and sides["hidden"]["fast"]
             else ("reference" if not (sides["input"]["fast"] or sides["hidden"]["fast"]) else "mixed")
         )

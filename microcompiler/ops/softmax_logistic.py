@@ -49,6 +49,8 @@ from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, qu
 
 EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
 FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
+# int8 SOFTMAX: gemmlowp's fixed-point exp once per element, kept in the scratch for the second pass
+FIXED_POINT_CACHED = Variant("gemmlowp-exps-cached")
 INT16_LUT = Variant("int16-lut")  # int16 SOFTMAX: TFLM's interpolated exp and reciprocal tables
 
 F32 = np.float32
@@ -61,6 +63,9 @@ INT16_LUT_SIZE = 513
 # The int8 softmax takes its exponentials from a 1 KB table (256 int32) for tensors of at least as many
 # elements as the table has bytes; smaller ones (a classifier's last layer) compute them, saving flash.
 SOFTMAX_EXP_TABLE_MIN_ELEMENTS = 1024
+# Below that, rows of at most this many elements keep their exponentials in the kernels' shared
+# scratch (4 bytes each) between the row sum and the outputs: one exp per element instead of two.
+SOFTMAX_EXP_CACHE_MAX_DEPTH = 64
 
 # ---- compile-time arithmetic, mirroring TFLM's prepare step ------------------------------------
 
@@ -229,6 +234,11 @@ def _outer_and_depth(shape) -> tuple[int, int]:
     return (size // depth if depth else 0), depth
 
 
+def _cached(x) -> bool:
+    """Whether the int8 softmax of x (computed exponentials) keeps a row's exponentials in the scratch."""
+    return _outer_and_depth(x.shape)[1] <= SOFTMAX_EXP_CACHE_MAX_DEPTH
+
+
 def _scale_zp(t) -> tuple[float, int]:
     return float(t.quant.scale[0]), int(t.quant.zero_point[0])
 
@@ -306,7 +316,9 @@ class Softmax(OpKernel):
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
         if x.dtype == "int8":
-            return KernelPlan(EXP_TABLE if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS else FIXED_POINT)
+            if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
+                return KernelPlan(EXP_TABLE)
+            return KernelPlan(FIXED_POINT_CACHED if _cached(x) else FIXED_POINT)
         return KernelPlan({"float32": REFERENCE_FLOAT, "int16": INT16_LUT}[x.dtype])
 
     def emit(self, op, graph, ctx):
@@ -338,8 +350,13 @@ class Softmax(OpKernel):
                     **values,
                 )
             multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
+            cache = None
+            if _cached(x):
+                ctx.plan = KernelPlan(FIXED_POINT_CACHED, scratch_bytes=4 * depth)
+                cache = ctx.scratch(4 * depth)
             return ctx.render(
                 "softmax_int8.c.j2",
+                cache=cache,
                 multiplier=multiplier,
                 shift=shift,
                 diff_min=diff_min,

@@ -110,6 +110,9 @@ static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
   return r;
 }
 
+/* Lane-wise saturating add of two int16 pairs (QADD16). */
+static inline int32_t mc_qadd16(int32_t a, int32_t b) { return (int32_t)__qadd16(a, b); }
+
 /* d[0] = lo, d[1] = hi as one STRD: GCC's Cortex-M7 tuning would split the stores into two STR,
  * and with them scheduled apart both tunings spend more instructions in the gather loops. */
 static inline void mc_store_pair(int32_t* d, int32_t lo, int32_t hi) {
@@ -123,6 +126,11 @@ static inline int32_t mc_hi16(int32_t x) { return (int32_t)(int16_t)(uint16_t)((
 static inline int32_t mc_byte(int32_t x, int k) { return (int32_t)(int8_t)(uint8_t)((uint32_t)x >> (8 * k)); }
 
 static inline int32_t mc_sxtb16(int32_t x) { return mc_pack16(mc_byte(x, 0), mc_byte(x, 2)); }
+static inline int32_t mc_qadd16(int32_t a, int32_t b) {
+  const int32_t lo = mc_lo16(a) + mc_lo16(b), hi = mc_hi16(a) + mc_hi16(b);
+  return mc_pack16(MC_CLAMP(lo, -32768, 32767), MC_CLAMP(hi, -32768, 32767));
+}
+
 static inline int32_t mc_sxtb16_ror8(int32_t x) { return mc_pack16(mc_byte(x, 1), mc_byte(x, 3)); }
 
 static inline int32_t mc_smlad(int32_t a, int32_t b, int32_t acc) {

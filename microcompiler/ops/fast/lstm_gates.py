@@ -31,7 +31,7 @@ import numpy as np
 from microcompiler.ops.fast import mve, s16
 from microcompiler.ops.plan import Variant
 
-MVE_ROWS4 = Variant("mve-rows4", ("kernel_mve_matmul.h",))
+MVE_ROWS4 = Variant("mve-rows4", ("kernel_mve_matmul.h", "kernel_mve_lstm.h"))
 INT16_ROWS4 = Variant("int16-rows4", ("kernel_s16.h",))
 INT16_ROWS4_S8 = Variant("int16-rows4-s8", ("kernel_s16.h",))
 

@@ -485,6 +485,7 @@ void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
     OUTPUT_MAX = 127
   };
   const int32_t INPUT_MULTIPLIER = 2029189376;
+  int32_t* const exps = tiny_cnn_int8_scratch; /* a row's exponentials (Q0.31), computed once */
   int c;
   const int8_t* x = input0;
   int8_t* y = output0;
@@ -498,23 +499,21 @@ void tiny_cnn_int8_probabilities(const int8_t* input0, int8_t* output0) {
   }
   for (c = 0; c < 4; ++c) {
     const int32_t diff = (int32_t)x[c] - max;
+    int32_t e = 0;
     if (diff >= DIFF_MIN) {
       const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << INPUT_LEFT_SHIFT), INPUT_MULTIPLIER);
-      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS), 0, SUM_INTEGER_BITS));
+      e = mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS);
+      sum_of_exps = mc_wrap_add(sum_of_exps, mc_fp_rescale(e, 0, SUM_INTEGER_BITS));
     }
+    exps[c] = e;
   }
   reciprocal = mc_fp_reciprocal(sum_of_exps, SUM_INTEGER_BITS, &num_bits_over_unit);
   exponent = num_bits_over_unit + 31 - OUTPUT_BITS;
+  /* the exponentials of the first pass, from the scratch (0 where TFLM skips the element) */
   for (c = 0; c < 4; ++c) {
-    const int32_t diff = (int32_t)x[c] - max;
-    if (diff >= DIFF_MIN) {
-      const int32_t scaled = mc_fp_mul((int32_t)((uint32_t)diff << INPUT_LEFT_SHIFT), INPUT_MULTIPLIER);
-      const int32_t e = mc_fp_exp_on_negative_values(scaled, EXP_INTEGER_BITS);
-      const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + OUTPUT_MIN;
-      y[c] = (int8_t)MC_CLAMP(out, OUTPUT_MIN, OUTPUT_MAX);
-    } else {
-      y[c] = OUTPUT_MIN;
-    }
+    const int32_t e = exps[c];
+    const int32_t out = mc_rounding_divide_by_pot(mc_fp_mul(reciprocal, e), exponent) + OUTPUT_MIN;
+    y[c] = (int8_t)MC_CLAMP(out, OUTPUT_MIN, OUTPUT_MAX);
   }
 }
 
