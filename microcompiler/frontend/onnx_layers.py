@@ -253,7 +253,7 @@ def clip(imp, node, ins, attrs):
         v = ins[k] if len(ins) > k else None
         bounds.append(float(_const_input(imp, node, v, "min/max")) if v is not None else default)
     source = imp.nhwc(x) if x.nhwc else imp.plain(x)
-    named = {(0.0, 6.0): "RELU6", (0.0, np.inf): "RELU", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, 1.0): "RELU_0_TO_1"}
+    named = {(0.0, 6.0): "RELU6", (0.0, np.inf): "RELU", (-1.0, 1.0): "RELU_N1_TO_1"}  # RELU_0_TO_1 has no kernel
     kind = named.get((bounds[0], bounds[1]))
     if kind:
         return [_out(imp, kind, [source], x.shape, {}, node, x.nhwc)]
@@ -424,4 +424,8 @@ CONVERTERS: dict[str, Callable] = {
     "Concat": concat,
     "BatchNormalization": batch_norm,
 }
+# the second group of converters uses this module's helpers: imported once they exist
+from microcompiler.frontend import onnx_more  # noqa: E402
+
+CONVERTERS.update(onnx_more.CONVERTERS)
 SUPPORTED = frozenset(CONVERTERS) | IDENTITY | FOLD_ONLY
