@@ -28,7 +28,7 @@ from microcompiler.commands.arguments import (
     zephyr_base_of,
 )
 from microcompiler.compiler import compile_model
-from microcompiler.errors import MicrocompilerError, UnsupportedModelError, printable
+from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, random_inputs
 from microcompiler.progress import log_line
@@ -38,6 +38,7 @@ from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample, validate
 from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, MAX_SAMPLES, add_label_metrics, samples_and_labels
+from microcompiler.validation.onnx_reference import onnx_model
 
 DEFAULT_SAMPLES = 10
 
@@ -220,11 +221,12 @@ def run(args) -> int:
         )
     for mode in modes:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
-    if Path(args.model).suffix.lower() == ".onnx":
-        raise UnsupportedModelError(
-            "validate compares the device with the TFLite Micro interpreter, which does not read .onnx models; "
-            "validating against ONNX Runtime is not supported yet: compare 'microcompiler run --json' with "
-            "ONNX Runtime (docs/onnx.md)"
+    model_bytes = _read(args.model, "the model")
+    onnx_path = onnx_model(args.model, model_bytes)
+    if onnx_path is not None and args.reference:
+        raise MicrocompilerError(
+            "--reference gives the float .tflite model of a quantized one; an ONNX model is compared with "
+            "ONNX Runtime running the model itself: drop --reference"
         )
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
@@ -257,13 +259,14 @@ def run(args) -> int:
         library,
         board,
         samples,
-        _read(args.model, "the model"),
+        model_bytes,
         original,
         modes=modes,
         float_bytes=float_bytes,
         options=options,
         log=log_line,
         collect=collected,
+        onnx_path=onnx_path,
     )
     add_label_metrics(report, collected, labels)
     if args.save_outputs:
