@@ -203,3 +203,16 @@ def test_unsupported_variants_one_line(tmp_path):
         onnx.save(m, path)
         with pytest.raises(UnsupportedModelError, match=message):
             load_tflite(path)
+
+
+def test_pytorch_exported_model(tmp_path):
+    """scripts/torch_models.py's network, exported by torch.onnx.export (opset 20): its operators all import,
+    and the outputs are ONNX Runtime's within the Conv tolerance (docs/onnx.md)."""
+    from onnx_models import MODELS
+
+    lib, ours, theirs = ours_and_onnxruntime(MODELS / "torch_cnn_float32.onnx", tmp_path, n=2)
+    kinds = [op.kind for op in lib.graph.operators]
+    assert {"TRANSPOSE_CONV", "LEAKY_RELU", "GATHER", "MEAN", "FULLY_CONNECTED"} <= set(kinds), kinds
+    assert kinds.count("TRANSPOSE") <= 1, kinds  # NCHW -> NHWC once
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6, err_msg=f"set {k}")
