@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
+from microcompiler.frontend import onnx_conv
 
 # MLAS (ONNX Runtime's GEMM) sums the depth in blocks of this many inputs (MLAS_SGEMM_STRIDEK)
 MLAS_STRIDE_K = 256
@@ -112,6 +113,11 @@ def conv(imp, node, ins, attrs):
     if group < 1 or c != cg * group or m % group or (bias is not None and bias.shape != (m,)):
         raise UnsupportedModelError(f"{imp.where(node)}: weights {list(w.shape)} do not fit input {list(x.shape)}")
     in_hw, strides, dilations, pads, out = _window(imp, node, attrs, x, [kh, kw])
+    if group == 1:  # ONNX Runtime's summation order (onnx_conv.py), unless the patches are too large
+        geometry = dict(strides=strides, dilations=dilations, pads=pads, out=out)
+        exact = onnx_conv.exact_conv(imp, node, x, w, bias, geometry)
+        if exact is not None:
+            return [exact]
     padding = _tflite_padding(in_hw, [kh, kw], strides, dilations, pads, out)
     source = imp.nhwc(x)
     if padding is None:  # asymmetric or larger padding: an explicit zero PAD, then VALID
