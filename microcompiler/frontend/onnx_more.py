@@ -203,12 +203,17 @@ def pad(imp, node, ins, attrs):
 
 
 def conv_transpose(imp, node, ins, attrs):
-    """A transposed convolution with no padding (TFLite's VALID: the full output), then the pads cut off."""
+    """ONNX Runtime's ConvTranspose: a GEMM (MLAS: fused multiply-add chains over the input channels in blocks
+    of 256) into columns [pixel, (row, column, channel)], then col2im: each output adds its kernel taps in
+    (row, column) order to 0, then the bias. Here: FULLY_CONNECTED with ``fma_block``, one GATHER of the
+    columns per tap (a zero where the tap does not reach), ADDs in that order."""
+    from microcompiler.frontend.onnx_layers import MLAS_STRIDE_K
+
     x = ins[0]
     imp.float_input(x, node)
     w = _const_input(imp, node, ins[1], "weights").astype(F)
     bias = _const_input(imp, node, ins[2], "bias").astype(F) if len(ins) > 2 and ins[2] else None
-    if w.ndim != 4 or len(x.shape) != 4 or w.shape[0] != x.shape[1]:
+    if w.ndim != 4 or len(x.shape) != 4 or w.shape[0] != x.shape[1] or x.shape[0] != 1:
         raise UnsupportedModelError(f"{imp.where(node)}: weights {list(w.shape)} do not fit input {list(x.shape)}")
     c, m, kh, kw = w.shape
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
@@ -222,27 +227,44 @@ def conv_transpose(imp, node, ins, attrs):
     extra = [int(p) for p in attrs.get("output_padding", [0, 0])]
     if bias is not None and bias.shape != (m,):
         raise UnsupportedModelError(f"{imp.where(node)}: bias {list(bias.shape)} does not fit {m} output channels")
-    full = [(x.shape[2] - 1) * strides[0] + kh, (x.shape[3] - 1) * strides[1] + kw]
-    out = [full[k] + extra[k] - pads[k] - pads[k + 2] for k in range(2)]
-    if min(pads) < 0 or any(extra[k] > pads[k + 2] for k in range(2)) or min(out) < 1:
-        raise UnsupportedModelError(
-            f"{imp.where(node)}: pads {pads} with output_padding {extra} are not supported (output_padding must not "
-            "exceed the end pads)"
-        )
-    weights = imp.const(np.transpose(w, (1, 2, 3, 0)), "weights")  # [C, M, kh, kw] -> [M, kh, kw, C]
-    n = x.shape[0]
-    inputs = [imp.const(np.array([n, full[0], full[1], m], dtype=np.int32), "output_shape", "int32"), weights]
-    inputs += [imp.nhwc(x), imp.const(bias, "bias") if bias is not None else -1]
-    options = dict(padding="VALID", stride_h=strides[0], stride_w=strides[1], activation="NONE")
-    shape = (n, m, out[0], out[1])
-    if out == full:
-        return [_out(imp, "TRANSPOSE_CONV", inputs, shape, options, node, True)]
-    whole = imp.emit("TRANSPOSE_CONV", inputs, (n, full[0], full[1], m), options, node.output[0] + "_full")
-    begin = imp.const(np.array([0, pads[0], pads[1], 0], dtype=np.int32), "begin", "int32")
-    end = imp.const(np.array([n, pads[0] + out[0], pads[1] + out[1], m], dtype=np.int32), "end", "int32")
-    ones = imp.const(np.ones(4, dtype=np.int32), "strides", "int32")
-    options = dict(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, offset=False)
-    return [_out(imp, "STRIDED_SLICE", [whole, begin, end, ones], shape, options, node, True)]
+    h, wd = x.shape[2], x.shape[3]
+    out = [
+        (h - 1) * strides[0] + kh + extra[0] - pads[0] - pads[2],
+        (wd - 1) * strides[1] + kw + extra[1] - pads[1] - pads[3],
+    ]
+    if min(pads) < 0 or min(extra) < 0 or min(out) < 1 or len(pads) != 4:
+        raise UnsupportedModelError(f"{imp.where(node)}: pads {pads} with output_padding {extra} are not supported")
+    name = node.output[0]
+    taps = kh * kw * m
+    rows = imp.emit("RESHAPE", [imp.nhwc(x), imp.shape_const((h * wd, c))], (h * wd, c), {}, name + "_rows")
+    weights = np.ascontiguousarray(np.transpose(w, (2, 3, 1, 0)).reshape(taps, c))  # [(row, column, M), C]
+    options = dict(activation="NONE", keep_num_dims=False, weights_format=0, fma_block=MLAS_STRIDE_K)
+    cols = imp.emit(
+        "FULLY_CONNECTED", [rows, imp.const(weights, "weights"), -1], (h * wd, taps), options, name + "_cols"
+    )
+    flat = imp.emit("RESHAPE", [cols, imp.shape_const((h * wd * taps,))], (h * wd * taps,), {}, name + "_flat")
+    zero = h * wd * taps  # one zero after the columns: the taps that do not reach an output
+    paddings = imp.const(np.array([[0, 1]], dtype=np.int32), "paddings", "int32")
+    flat = imp.emit("PAD", [flat, paddings], (zero + 1,), {}, name + "_zero")
+    oy = np.arange(out[0])[:, None] + pads[0]
+    ox = np.arange(out[1])[None, :] + pads[1]
+    ir_shape = (1, out[0], out[1], m)
+    add = {"activation": "NONE", "pot_scale_int16": True}
+    total = -1
+    for i in range(kh):
+        for j in range(kw):
+            y, rem_y = np.divmod(oy - i, strides[0])
+            xx, rem_x = np.divmod(ox - j, strides[1])
+            hit = (rem_y == 0) & (rem_x == 0) & (y >= 0) & (y < h) & (xx >= 0) & (xx < wd)
+            base = ((y * wd + xx) * taps + (i * kw + j) * m) * hit + zero * ~hit
+            index = base[:, :, None] + np.arange(m)[None, None, :] * hit[:, :, None]
+            indices = imp.const(index.reshape(ir_shape).astype(np.int32), "taps", "int32")
+            tap = imp.emit("GATHER", [flat, indices], ir_shape, {"axis": 0, "batch_dims": 0}, f"{name}_tap{i}_{j}")
+            total = tap if total < 0 else imp.emit("ADD", [total, tap], ir_shape, add, f"{name}_sum{i}_{j}")
+    shape = (1, m, out[0], out[1])
+    if bias is None:
+        return [_Value(shape, tensor=total, nhwc=True)]
+    return [_out(imp, "ADD", [total, imp.const(bias, "bias")], shape, add, node, True)]
 
 
 CONVERTERS: dict[str, Callable] = {
