@@ -17,33 +17,15 @@ test dependency: the tests read the committed file.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import venv
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tool_venv import ensure_venv  # noqa: E402
 
 REQUIREMENTS = ["torch==2.13.0+cpu", "onnx==1.23.2", "onnxscript==0.7.2"]
 DEFAULT_VENV = Path.home() / ".cache" / "microcompiler" / "torch-venv"
 OUT = Path(__file__).resolve().parents[1] / "tests" / "models" / "onnx"
-
-
-def ensure_tools(venv_dir: Path) -> None:
-    """Re-run this script under a Python that has torch, creating the venv if needed."""
-    try:
-        import onnxscript  # noqa: F401
-        import torch  # noqa: F401
-
-        return
-    except ImportError:
-        pass
-    python = venv_dir / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv_dir} with {' '.join(REQUIREMENTS)} (a few minutes)", file=sys.stderr)
-        venv.create(venv_dir, with_pip=True)
-    probe = subprocess.run([str(python), "-c", "import torch, onnx, onnxscript"], capture_output=True)
-    if probe.returncode != 0:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True)
-    sys.exit(subprocess.run([str(python), str(Path(__file__).resolve()), *sys.argv[1:]]).returncode)
 
 
 def network():
@@ -84,7 +66,7 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    ensure_tools(args.venv)
+    ensure_venv(args.venv, REQUIREMENTS, ["torch", "onnx", "onnxscript"], __file__)
     import onnx
     import torch
 
