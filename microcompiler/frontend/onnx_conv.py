@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from microcompiler.frontend.onnx_values import _out
+
 NCHWC_BLOCK = 16  # MLAS's NCHWc block on AVX-512 (MlasNchwcGetBlockSize)
 POINTWISE_CHAIN = 128  # input channels per pointwise kernel call
 PATCH_LIMIT = 1 << 16  # elements of the im2col tensor: above, the CONV_2D kernel (docs/onnx.md)
@@ -47,8 +49,6 @@ def mlas_order(c: int, kh: int, kw: int) -> tuple[list[tuple[int, int, int]], in
 
 def exact_conv(imp: Any, node: Any, x: Any, w: np.ndarray, bias: np.ndarray | None, geometry: dict) -> Any:
     """The Conv as im2col + FULLY_CONNECTED (+ ADD of the bias); None when the patches would be too large."""
-    from microcompiler.frontend.onnx_layers import _out
-
     m, c, kh, kw = w.shape
     (sh, sw), (dh, dw), (t, left, b, r), (oh, ow) = (geometry[k] for k in ("strides", "dilations", "pads", "out"))
     terms, chain = mlas_order(c, kh, kw)

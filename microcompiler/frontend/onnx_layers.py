@@ -8,25 +8,12 @@ tensors; elementwise ones keep whatever layout their input has; the rest see ONN
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
-from microcompiler.frontend import onnx_conv
-
-# MLAS (ONNX Runtime's GEMM) sums the depth in blocks of this many inputs (MLAS_SGEMM_STRIDEK)
-MLAS_STRIDE_K = 256
-
-
-@dataclass
-class _Value:
-    shape: tuple[int, ...]  # ONNX's (NCHW) shape
-    const: np.ndarray | None = None
-    tensor: int = -1  # the IR tensor holding it (-1: a constant not yet made a tensor)
-    nhwc: bool = False  # the IR tensor is the NHWC transpose of this 4-D value
-
+from microcompiler.frontend import onnx_conv, onnx_more
+from microcompiler.frontend.onnx_values import MLAS_STRIDE_K, _const_input, _out, _Value  # noqa: F401
 
 IDENTITY = frozenset({"Identity", "Dropout"})
 # folded at import when every input is a constant (shape arithmetic); refused on computed values
@@ -34,18 +21,6 @@ FOLD_ONLY = frozenset(
     "Constant Shape Gather Cast Slice Squeeze Unsqueeze ConstantOfShape Range Equal Where Expand ReduceProd "
     "Floor Ceil Sqrt Pow Neg Min Max Size".split()
 )
-
-
-def _out(imp: Any, kind: str, inputs: list[int], shape: tuple[int, ...], options: dict, node: Any, nhwc: bool):
-
-    ir_shape = (shape[0], shape[2], shape[3], shape[1]) if nhwc else shape
-    return _Value(shape, tensor=imp.emit(kind, inputs, ir_shape, options, node.output[0]), nhwc=nhwc)
-
-
-def _const_input(imp: Any, node: Any, v: Any, what: str) -> np.ndarray:
-    if v is None or v.const is None:
-        raise UnsupportedModelError(f"{imp.where(node)}: its {what} must be a constant (an initializer)")
-    return v.const
 
 
 def _spatial_pads(imp, node, attrs, in_hw, kernel, strides, dilations) -> tuple[list[int], list[int]]:
@@ -430,8 +405,5 @@ CONVERTERS: dict[str, Callable] = {
     "Concat": concat,
     "BatchNormalization": batch_norm,
 }
-# the second group of converters uses this module's helpers: imported once they exist
-from microcompiler.frontend import onnx_more  # noqa: E402
-
 CONVERTERS.update(onnx_more.CONVERTERS)
 SUPPORTED = frozenset(CONVERTERS) | IDENTITY | FOLD_ONLY

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
-from microcompiler.frontend.onnx_layers import _const_input, _out, _Value
 from microcompiler.frontend.onnx_resize import resize
+from microcompiler.frontend.onnx_values import _const_input, _out, _Value
 from microcompiler.ir import Operator
 
 F = np.float32
@@ -207,7 +207,7 @@ def conv_transpose(imp, node, ins, attrs):
     of 256) into columns [pixel, (row, column, channel)], then col2im: each output adds its kernel taps in
     (row, column) order to 0, then the bias. Here: FULLY_CONNECTED with ``fma_block``, one GATHER of the
     columns per tap (a zero where the tap does not reach), ADDs in that order."""
-    from microcompiler.frontend.onnx_layers import MLAS_STRIDE_K
+    from microcompiler.frontend.onnx_values import MLAS_STRIDE_K
 
     x = ins[0]
     imp.float_input(x, node)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
-from microcompiler.frontend.onnx_layers import _const_input, _out
+from microcompiler.frontend.onnx_values import _const_input, _out
 
 F = np.float32
 MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
