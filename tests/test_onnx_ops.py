@@ -166,7 +166,6 @@ def test_operators_against_onnxruntime(tmp_path):
 def test_unsupported_variants_one_line(tmp_path):
     import onnx
 
-    rng = np.random.default_rng(3)
     bad = {
         "edge": (
             [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
@@ -180,25 +179,10 @@ def test_unsupported_variants_one_line(tmp_path):
             [1, 3, 12, 16],
             "Resize mode 'cubic'",
         ),
-        "lstm": (
-            [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=2)],
-            [const(rng, "w", (1, 8, 8)), const(rng, "r", (1, 8, 2))],
-            [1, 3, 6, 8],
-            "unsupported ONNX operators: LSTM",
-        ),
     }
     for name, (nodes, inits, shape, message) in bad.items():
         path = tmp_path / f"{name}.onnx"
-        m = model(nodes, {"x": [1, 3, 6, 8]}, {"y": shape}, inits) if name != "lstm" else None
-        if m is None:
-            graph = helper.make_graph(
-                nodes,
-                "t",
-                [helper.make_tensor_value_info("x", 1, [1, 3, 6, 8])],
-                [helper.make_tensor_value_info("y", 1, None)],
-                inits,
-            )
-            m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        m = model(nodes, {"x": [1, 3, 6, 8]}, {"y": shape}, inits)
         onnx.save(m, path)
         with pytest.raises(UnsupportedModelError, match=message):
             load_tflite(path)
@@ -215,3 +199,36 @@ def test_pytorch_exported_model(tmp_path):
     assert kinds.count("TRANSPOSE") <= 1, kinds  # NCHW -> NHWC once
     for k, (got, want) in enumerate(zip(ours, theirs)):
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6, err_msg=f"set {k}")
+
+
+def rnn_model(rng, kind: str, layout: int = 0, **attrs):
+    """An LSTM or GRU over 6 steps of 5 features, hidden size 4, biases, an initial state for the GRU."""
+    gates = 4 if kind == "LSTM" else 3
+    steps, width, hidden = 6, 5, 4
+    names = ["x", "w", "r", "b"] + (["", "h0"] if kind == "GRU" else [])
+    inits = [const(rng, "w", (1, gates * hidden, width)), const(rng, "r", (1, gates * hidden, hidden))]
+    inits.append(const(rng, "b", (1, 2 * gates * hidden)))
+    if kind == "GRU":
+        inits.append(const(rng, "h0", (1, 1, hidden)))
+    outputs = {"y": [steps, 1, 1, hidden] if layout == 0 else [1, steps, 1, hidden], "yh": [1, 1, hidden]}
+    out_names = ["y", "yh"] + (["yc"] if kind == "LSTM" else [])
+    if kind == "LSTM":
+        outputs["yc"] = [1, 1, hidden]
+    node = helper.make_node(kind, names, out_names, hidden_size=hidden, layout=layout, **attrs)
+    shape = [steps, 1, width] if layout == 0 else [1, steps, width]
+    return model([node], {"x": shape}, outputs, inits, opset=18)
+
+
+@pytest.mark.parametrize("kind,layout,attrs", [("LSTM", 0, {}), ("GRU", 0, {}), ("GRU", 0, {"linear_before_reset": 1})])
+def test_recurrent_unrolled_against_onnxruntime(tmp_path, kind, layout, attrs):
+    """ONNX's LSTM/GRU unrolled (onnx_rnn.py): ONNX Runtime's outputs within 1e-5 (its recurrent kernels use
+    MLAS's approximations of the logistic function and tanh)."""
+    import onnx
+
+    path = tmp_path / f"{kind}.onnx"
+    onnx.save(rnn_model(np.random.default_rng(8), kind, layout, **attrs), path)
+    lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=2)
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in {op.kind for op in lib.graph.operators}
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        for g, t in zip(got, want):
+            np.testing.assert_allclose(g, t.reshape(g.shape), rtol=1e-5, atol=1e-6, err_msg=f"{kind} set {k}")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
-from microcompiler.frontend import onnx_conv, onnx_more
+from microcompiler.frontend import onnx_conv, onnx_more, onnx_rnn
 from microcompiler.frontend.onnx_values import MLAS_STRIDE_K, _const_input, _out, _Value  # noqa: F401
 
 IDENTITY = frozenset({"Identity", "Dropout"})
@@ -406,4 +406,5 @@ CONVERTERS: dict[str, Callable] = {
     "BatchNormalization": batch_norm,
 }
 CONVERTERS.update(onnx_more.CONVERTERS)
+CONVERTERS.update(onnx_rnn.CONVERTERS)
 SUPPORTED = frozenset(CONVERTERS) | IDENTITY | FOLD_ONLY
