@@ -172,7 +172,7 @@ def gru(imp: Any, node: Any, ins: list, attrs: dict):
                 if before
                 else None
             )
-        if before:
+        if hh is not None:  # linear_before_reset
             gated = e.op("MUL", [reset, hh], (1, hidden), _MUL)
         elif h is None:
             gated = None
