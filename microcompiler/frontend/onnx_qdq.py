@@ -33,7 +33,16 @@ from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Quantization
 
 # ONNX Runtime's quantized operators the importer converts (after its graph optimizer)
-QDQ_SUPPORTED = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"})
+QDQ_SUPPORTED = frozenset(
+    {
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "QLinearConv",
+        "QLinearMatMul",
+        "com.microsoft.QLinearGlobalAveragePool",
+        "com.microsoft.QLinearSoftmax",
+    }
+)
 
 
 def is_qdq(model: Any) -> bool:
@@ -232,7 +241,42 @@ def qlinear_matmul(imp, node, ins, attrs):
     return [_Value(shape, tensor=out)]
 
 
+def qlinear_global_average_pool(imp, node, ins, attrs):
+    """ONNX Runtime's QLinearGlobalAveragePool: sum(x - x_zp) over the image, times x_scale / (y_scale *
+    pixels) in float32, rounded half to even: an int8 DEPTHWISE_CONV_2D of ones over the whole image with
+    that scale (``requant_scales``)."""
+    x, xs, xzp, ys, yzp = ins[:5]
+    _int8_activation(imp, node, x, "input")
+    if len(x.shape) != 4 or not int(attrs.get("channels_last", 0)) == 0:
+        raise UnsupportedModelError(f"{imp.where(node)}: a 2-D NCHW input only")
+    n, c, h, w = x.shape
+    x_q, y_q = _quant(imp, node, xs, xzp, "input"), _quant(imp, node, ys, yzp, "output")
+    scale = np.float32(x_q.scale[0]) / (np.float32(y_q.scale[0]) * np.float32(h * w))
+    ones = Quantization([1.0], [0], 3, 1)
+    weights = _int8_tensor(imp, f"ones_{len(imp.tensors)}", (1, h, w, c), ones, np.ones((1, h, w, c), np.int8))
+    options = dict(padding="VALID", stride_h=1, stride_w=1, activation="NONE", depth_multiplier=1)
+    options.update(dilation_h=1, dilation_w=1, requant="float", requant_scales=[float(scale)])
+    out = _emit_int8(imp, "DEPTHWISE_CONV_2D", [imp.nhwc(x), weights, -1], (n, 1, 1, c), options, node.output[0], y_q)
+    return [_Value((n, c, 1, 1), tensor=out, nhwc=True)]
+
+
+def qlinear_softmax(imp, node, ins, attrs):
+    """ONNX Runtime's QLinearSoftmax (com.microsoft, opset 13 semantics): SOFTMAX with ``ort_softmax``."""
+    x, xs, xzp, ys, yzp = ins[:5]
+    _int8_activation(imp, node, x, "input")
+    axis = int(attrs.get("axis", -1)) % len(x.shape)
+    if int(attrs.get("opset", 13)) < 13 or axis != len(x.shape) - 1 or x.nhwc:
+        raise UnsupportedModelError(f"{imp.where(node)}: QLinearSoftmax over the last axis (opset 13) only")
+    x_q, y_q = _quant(imp, node, xs, xzp, "input"), _quant(imp, node, ys, yzp, "output")
+    imp.tensors[x.tensor].quant = x_q
+    options = {"beta": 1.0, "ort_softmax": True}
+    out = _emit_int8(imp, "SOFTMAX", [x.tensor], imp.tensors[x.tensor].shape, options, node.output[0], y_q)
+    return [_Value(x.shape, tensor=out)]
+
+
 CONVERTERS = {
+    "QLinearGlobalAveragePool": qlinear_global_average_pool,
+    "QLinearSoftmax": qlinear_softmax,
     "QuantizeLinear": quantize,
     "DequantizeLinear": dequantize,
     "QLinearConv": qlinear_conv,

@@ -22,9 +22,12 @@ def float_requant(op) -> bool:
     return op.options.get("requant") == FLOAT_REQUANT
 
 
-def float_scales(x, w, y, channels: int) -> np.ndarray:
+def float_scales(x, w, y, channels: int, op=None) -> np.ndarray:
     """Per output channel, (input scale * weight scale) / output scale in float32 (ONNX Runtime's
-    ComputeOutputScale), the one weight scale repeated when it is per tensor."""
+    ComputeOutputScale), the one weight scale repeated when it is per tensor; or the operator's
+    ``requant_scales`` where the importer computed them in another order (QLinearGlobalAveragePool)."""
+    if op is not None and op.options.get("requant_scales"):
+        return np.broadcast_to(np.asarray(op.options["requant_scales"], dtype=np.float32), (channels,)).copy()
     xs, ys = np.float32(x.quant.scale[0]), np.float32(y.quant.scale[0])
     ws = np.asarray(w.quant.scale, dtype=np.float32)
     if ws.size == 1:
@@ -35,7 +38,7 @@ def float_scales(x, w, y, channels: int) -> np.ndarray:
 def scale_expr(ctx, x, w, y, channels: int, index: str) -> str:
     """The C expression of channel ``index``'s float scale: a literal when every channel has the same
     one, else a named const array ``..._scale`` indexed by it."""
-    scales = float_scales(x, w, y, channels)
+    scales = float_scales(x, w, y, channels, ctx.op)
     if np.all(scales == scales[0]):
         return c_float(float(scales[0]))
     name = ctx.const(
@@ -45,3 +48,41 @@ def scale_expr(ctx, x, w, y, channels: int, index: str) -> str:
         "input scale * weight scale / output scale in float32",
     )
     return f"{name}[{index}]"
+
+
+ORT_SOFTMAX = "ort_softmax"  # SOFTMAX option: ONNX Runtime's QLinearSoftmax (the importer sets it)
+
+
+def ort_softmax_table(x_scale: float, depth: int) -> np.ndarray:
+    """ONNX Runtime's QLinearSoftmax lookup table for uint8 inputs (QlinearBuildLookupTableUint32, what
+    it runs on x86, whose optimizer makes int8 activations uint8): table[i] = float(exp((i - 255 +
+    shift) * x_scale)) in double, shift = max(0, log(FLT_MAX / depth) - 5) / x_scale, FLT_MAX / depth
+    divided in float32. ``math.exp`` is the C library's exp, as ONNX Runtime's ``std::exp`` on the host."""
+    import math
+
+    xs = float(np.float32(x_scale))
+    ratio = float(np.float32(np.finfo(np.float32).max) / np.float32(depth))
+    shift = max(0.0, math.log(ratio) - 5.0) / xs
+    return np.array([np.float32(math.exp((float(i) - 255.0 + shift) * xs)) for i in range(256)], dtype=np.float32)
+
+
+def render_ort_softmax(op, ctx, x, y, outer: int, depth: int) -> str:
+    """ONNX Runtime's QLinearSoftmax (uint8 path) on the IR's int8 values (uint8 - 128): per row, the
+    table entries at 255 - max + x summed in order in float32, then each output
+    nearbyintf(entry * floor(1 / y_scale) / sum) + zero point, at most 255 (as uint8)."""
+    table = ctx.const(
+        "exp_table",
+        ort_softmax_table(x.quant.scale[0], depth),
+        comment=f"SOFTMAX operator {op.index}: ONNX Runtime's QLinearSoftmax table, exp((i - 255 + shift) * x_scale)",
+    )
+    y_scale = np.floor(np.float32(1.0) / np.float32(y.quant.scale[0])).astype(np.float32)
+    return ctx.render(
+        "softmax_ort_int8.c.j2",
+        outer=outer,
+        depth=depth,
+        table=table,
+        y_scale=c_float(float(y_scale)),
+        zero_point_u8=int(y.quant.zero_point[0]) + 128,
+        input=ctx.arg(op.inputs[0]),
+        output=ctx.arg(op.outputs[0]),
+    )
