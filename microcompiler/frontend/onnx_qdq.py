@@ -28,7 +28,7 @@ import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
 from microcompiler.frontend import onnx_layers
-from microcompiler.frontend.onnx_layers import _Value, _tflite_padding, _window
+from microcompiler.frontend.onnx_layers import _tflite_padding, _Value, _window
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Quantization
 
@@ -152,16 +152,25 @@ def quantize(imp, node, ins, attrs):
     imp.float_input(x, node)
     quant = _quant(imp, node, ins[1], ins[2] if len(ins) > 2 else None, "output")
     if len(quant.scale) > 1:
-        raise UnsupportedModelError(f"{imp.where(node)} quantizes per axis; activations per tensor only (not supported yet)")
+        raise UnsupportedModelError(
+            f"{imp.where(node)} quantizes per axis; activations per tensor only (not supported yet)"
+        )
     source = imp.nhwc(x) if x.nhwc else imp.plain(x)
     ir_shape = imp.tensors[source].shape
     out = _emit_int8(imp, "QUANTIZE", [source], ir_shape, {"rounding": "half_even"}, node.output[0], quant)
     return [_Value(x.shape, tensor=out, nhwc=x.nhwc)]
 
 
-def _int8_activation(imp, node, v: _Value, what: str) -> None:
+def _int8_activation(imp, node, v: _Value, what: str, quant: Quantization | None = None) -> None:
+    """``v`` is an int8 activation (and, given ``quant``, quantized as the operator reads it)."""
     if v.const is not None or imp.tensors[v.tensor].dtype != "int8":
         raise UnsupportedModelError(f"{imp.where(node)}: its {what} must be an int8 activation")
+    have = imp.tensors[v.tensor].quant
+    if quant is not None and (have.scale, have.zero_point) != (quant.scale, quant.zero_point):
+        raise UnsupportedModelError(
+            f"{imp.where(node)} reads its {what} with another scale or zero point than it was written with; "
+            "not supported yet"
+        )
 
 
 def _bias(imp, node, v: _Value | None, channels: int, x_q: Quantization, w_q: Quantization) -> int:
@@ -179,7 +188,6 @@ def _bias(imp, node, v: _Value | None, channels: int, x_q: Quantization, w_q: Qu
 
 def qlinear_conv(imp, node, ins, attrs):
     x, xs, xzp, wv, ws, wzp, ys, yzp = ins[:8]
-    _int8_activation(imp, node, x, "input")
     w = _param(imp, node, wv, "weights")
     if w.dtype != np.int8 or w.ndim != 4 or len(x.shape) != 4:
         raise UnsupportedModelError(f"{imp.where(node)}: int8 2-D convolutions only (uint8 not supported yet)")
@@ -187,6 +195,7 @@ def qlinear_conv(imp, node, ins, attrs):
     c = x.shape[1]
     group = int(attrs.get("group", 1))
     x_q = _quant(imp, node, xs, xzp, "input")
+    _int8_activation(imp, node, x, "input", x_q)
     w_q = _quant(imp, node, ws, wzp, "weights", channels=m)
     y_q = _quant(imp, node, ys, yzp, "output")
     if any(w_q.zero_point):
@@ -224,12 +233,11 @@ def qlinear_conv(imp, node, ins, attrs):
 
 def qlinear_matmul(imp, node, ins, attrs):
     a, a_s, a_zp, bv, b_s, b_zp, ys, yzp = ins[:8]
-    _int8_activation(imp, node, a, "first operand")
     b = _param(imp, node, bv, "second operand (weights)")
     if b.dtype != np.int8 or b.ndim != 2 or a.shape[-1] != b.shape[0]:
         raise UnsupportedModelError(f"{imp.where(node)}: int8 activations times constant 2-D int8 weights only")
     k, n = b.shape
-    x_q = _quant(imp, node, a_s, a_zp, "input")
+    _int8_activation(imp, node, a, "first operand", _quant(imp, node, a_s, a_zp, "input"))
     w_q = _quant(imp, node, b_s, b_zp, "weights", channels=n)
     y_q = _quant(imp, node, ys, yzp, "output")
     if any(w_q.zero_point):
@@ -246,7 +254,7 @@ def qlinear_global_average_pool(imp, node, ins, attrs):
     pixels) in float32, rounded half to even: an int8 DEPTHWISE_CONV_2D of ones over the whole image with
     that scale (``requant_scales``)."""
     x, xs, xzp, ys, yzp = ins[:5]
-    _int8_activation(imp, node, x, "input")
+    _int8_activation(imp, node, x, "input", _quant(imp, node, xs, xzp, "input"))
     if len(x.shape) != 4 or not int(attrs.get("channels_last", 0)) == 0:
         raise UnsupportedModelError(f"{imp.where(node)}: a 2-D NCHW input only")
     n, c, h, w = x.shape
@@ -263,12 +271,11 @@ def qlinear_global_average_pool(imp, node, ins, attrs):
 def qlinear_softmax(imp, node, ins, attrs):
     """ONNX Runtime's QLinearSoftmax (com.microsoft, opset 13 semantics): SOFTMAX with ``ort_softmax``."""
     x, xs, xzp, ys, yzp = ins[:5]
-    _int8_activation(imp, node, x, "input")
+    _int8_activation(imp, node, x, "input", _quant(imp, node, xs, xzp, "input"))
     axis = int(attrs.get("axis", -1)) % len(x.shape)
     if int(attrs.get("opset", 13)) < 13 or axis != len(x.shape) - 1 or x.nhwc:
         raise UnsupportedModelError(f"{imp.where(node)}: QLinearSoftmax over the last axis (opset 13) only")
-    x_q, y_q = _quant(imp, node, xs, xzp, "input"), _quant(imp, node, ys, yzp, "output")
-    imp.tensors[x.tensor].quant = x_q
+    y_q = _quant(imp, node, ys, yzp, "output")
     options = {"beta": 1.0, "ort_softmax": True}
     out = _emit_int8(imp, "SOFTMAX", [x.tensor], imp.tensors[x.tensor].shape, options, node.output[0], y_q)
     return [_Value(x.shape, tensor=out)]

@@ -42,8 +42,8 @@ from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.fast import mve as fast_mve
-from microcompiler.ops.requant_float import float_requant
 from microcompiler.ops.plan import REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
+from microcompiler.ops.requant_float import float_requant
 
 
 def _one_group(r: PlanRequest) -> bool:

@@ -28,8 +28,8 @@ from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
-from microcompiler.ops.requant_float import float_requant
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
+from microcompiler.ops.requant_float import float_requant
 
 
 def _multiplier(r: PlanRequest) -> int:

@@ -15,7 +15,6 @@ from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.fully_connected_rows4 import ROWS4, emit_rows4
-from microcompiler.ops.requant_float import float_requant, scale_expr
 from microcompiler.ops.plan import ISA_C, ISA_DSP, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose
 from microcompiler.ops.quant import (
     activation_range,
@@ -25,6 +24,7 @@ from microcompiler.ops.quant import (
     quantize_multiplier,
     quantize_multipliers,
 )
+from microcompiler.ops.requant_float import float_requant, scale_expr
 
 
 @register

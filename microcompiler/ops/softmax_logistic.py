@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 
-from microcompiler.ops.requant_float import ORT_SOFTMAX, render_ort_softmax
 from microcompiler.ops.base import OpKernel, register, require, require_consistent, require_like_tflm
 from microcompiler.ops.features import has_mve
 from microcompiler.ops.fixedpoint import (
@@ -48,6 +47,7 @@ from microcompiler.ops.lut16 import (
 )
 from microcompiler.ops.plan import LUT, REFERENCE, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, quantize_multiplier, tflite_round
+from microcompiler.ops.requant_float import ORT_SOFTMAX, render_ort_softmax
 
 EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
 FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
