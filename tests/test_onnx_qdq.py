@@ -112,12 +112,13 @@ def test_unfused_patterns_listed_at_once():
 
 @pytest.mark.long
 def test_boards_equal_the_host(tmp_path):
-    """ds_cnn_qdq_int8 on the Cortex-M4 (FPU) and the Cortex-M55 (FPU, Helium): the host's bits."""
+    """ds_cnn_qdq_int8 on the Cortex-M4 (FPU; im2col, channels4, planes and rows4 with the DSP extension),
+    the Cortex-M55 (FPU, Helium; the same DSP kernels) and the Cortex-M3 (no FPU: soft-float): the host's bits."""
     path = MODELS / "ds_cnn_qdq_int8.onnx"
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=1)
     inputs = [(np.random.default_rng(0).standard_normal((1, 49, 10, 1)) * 3).astype(np.float32)]
     host = HostProgram(lib, tmp_path / "again").run([inputs])[0].outputs
     assert_same_bits(host[0], session(path).run(None, {"input": inputs[0]})[0], "host vs ONNX Runtime")
-    for board in ("mps2_an386", "mps3_an547"):
+    for board in ("mps2_an386", "mps3_an547", "mps2_an385"):
         _, _, run = run_on_board(path, board, tmp_path / board, input=inputs, log=lambda _: None)
         assert_same_bits(run.outputs[0], host[0], f"{board} vs the host")

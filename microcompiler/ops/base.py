@@ -248,6 +248,7 @@ class EmitContext:
         return self.graph.tensors[i]
 
     def render(self, template: str, **values) -> str:
+        values.setdefault("ort_requant", self.op.options.get("requant") == "float")  # _requant.j2
         return render(template, **values)
 
     def scratch(self, nbytes: int) -> str:

@@ -24,7 +24,7 @@ from microcompiler.ops.quant import (
     quantize_multiplier,
     quantize_multipliers,
 )
-from microcompiler.ops.requant_float import float_requant, scale_expr
+from microcompiler.ops.requant_float import float_requant, is_mve, scale_expr
 
 
 @register
@@ -124,9 +124,10 @@ class FullyConnected(OpKernel):
         widened in registers), int16-rows4 (int16 pairs, fewer instructions) with {"weights": "s16"}.
         float32 with constant weights on a core with an FPU: float-rows4
         (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
-        if float_requant(op):  # ONNX Runtime's requantization: the reference loop (ops/requant_float.py)
-            return REFERENCE_PLAN
-        return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
+        plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
+        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
+            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
+        return plan
 
     def _folded(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]

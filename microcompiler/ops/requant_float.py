@@ -50,6 +50,27 @@ def scale_expr(ctx, x, w, y, channels: int, index: str) -> str:
     return f"{name}[{index}]"
 
 
+def scale_bits(op, x, w, y, channels: int) -> np.ndarray:
+    """float_scales as their int32 bit patterns: the multiplier field of the fast kernels' records
+    (``mc_f32_from_bits`` in the epilogue, _requant.j2's ``ort_requant``)."""
+    return float_scales(x, w, y, channels, op).view(np.int32)
+
+
+def ort_requant_table(op, x, w, y, channels: int):
+    """For the fast kernels: (False, scale bits, zeros, zeros) in place of packing.requant_table's
+    (fast, c, r) and the TFLM multipliers when ``op`` requantizes as ONNX Runtime does, else None.
+    The kernels then take their "reference" epilogue, which _requant.j2 turns into mc_requant_float."""
+    if op is None or not float_requant(op):
+        return None
+    zeros = np.zeros(channels, np.int32)
+    return False, scale_bits(op, x, w, y, channels), zeros, zeros.copy()
+
+
+def is_mve(plan) -> bool:
+    """A Helium (Cortex-M55) kernel: its vector epilogue has no ONNX Runtime requantization yet."""
+    return plan.variant.name.startswith("mve")
+
+
 ORT_SOFTMAX = "ort_softmax"  # SOFTMAX option: ONNX Runtime's QLinearSoftmax (the importer sets it)
 
 
