@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError, printable
-from microcompiler.frontend import onnx_layers, onnx_qdq
+from microcompiler.frontend import onnx_layers, onnx_qdq, onnx_qdq_tables
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import (
     check_operators,
@@ -39,6 +39,7 @@ def load_onnx(path: Path, name: str) -> Graph:
     model = read_onnx(path)
     if onnx_qdq.is_qdq(model):  # quantized: import what ONNX Runtime's optimizer makes of it
         model = onnx_qdq.ort_optimized(model)
+        onnx_qdq_tables.fuse_tables(model)  # its float Mul/Add between DQ and Q: per-channel int8 tables
         check_operators(model, onnx_qdq.SUPPORTED)
         return _Importer(model, name, {**onnx_layers.CONVERTERS, **onnx_qdq.CONVERTERS}).graph()
     check_operators(model, onnx_layers.SUPPORTED)
