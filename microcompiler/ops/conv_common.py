@@ -19,7 +19,7 @@ from microcompiler.ops.quant import (
     conv_multipliers,
     float_activation_range,
 )
-from microcompiler.ops.requant_float import float_requant, scale_expr
+from microcompiler.ops.requant_float import float_requant, requant_function, scale_expr
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 INT32_MAX = 2**31 - 1
@@ -234,7 +234,7 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
             ("int32_t", "mc_requantize", False) if bound <= INT32_MAX else ("int64_t", "mc_requantize", True)
         )
     if float_requant(op):
-        requant_fn = "mc_requant_float"
+        requant_fn = requant_function(op, ctx.tensor)
     return dict(
         io_t="int16_t" if x.dtype == "int16" else "int8_t",
         acc_t=acc_t,

@@ -24,7 +24,7 @@ from microcompiler.ops.quant import (
     quantize_multiplier,
     quantize_multipliers,
 )
-from microcompiler.ops.requant_float import float_requant, is_mve, scale_expr
+from microcompiler.ops.requant_float import float_requant, is_mve, requant_function, scale_expr
 
 
 @register
@@ -181,7 +181,7 @@ class FullyConnected(OpKernel):
         lo, hi = activation_range(op.options["activation"], y)
         requant_fn = None
         if float_requant(op):  # ONNX Runtime's requantization (ops/requant_float.py)
-            requant_fn = "mc_requant_float"
+            requant_fn = requant_function(op, ctx.tensor)
             per_channel, scalar = None, (scale_expr(ctx, x, w, y, out_depth, "o"), str(int(y.quant.zero_point[0])))
         elif w.quant.per_channel:
             mult, shift = quantize_multipliers(

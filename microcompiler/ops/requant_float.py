@@ -50,6 +50,32 @@ def scale_expr(ctx, x, w, y, channels: int, index: str) -> str:
     return f"{name}[{index}]"
 
 
+UNCLAMPED_LIMIT = 2.0**21  # |acc * scale| below this: mc_requant_float_nc (no float clamp) is exact
+
+
+def requant_function(op, tensor) -> str | None:
+    """The C function requantizing ``op``'s sums as ONNX Runtime does (None: TFLM's arithmetic):
+    ``mc_requant_float_nc`` where |acc * scale| provably stays below UNCLAMPED_LIMIT (the bound of
+    |acc| from the constant weights and bias, any int8 input), else ``mc_requant_float``. ``tensor``
+    maps a tensor index to the Tensor (the OpContext's or the graph's)."""
+    if not float_requant(op):
+        return None
+    x, w, y = tensor(op.inputs[0]), tensor(op.inputs[1]), tensor(op.outputs[0])
+    if w.data is None:
+        return "mc_requant_float"
+    weights = np.abs(w.data.astype(np.float64))
+    channel_axis = len(w.shape) - 1 if op.kind == "DEPTHWISE_CONV_2D" else 0
+    sums = np.moveaxis(weights, channel_axis, 0).reshape(weights.shape[channel_axis], -1).sum(axis=1)
+    bound = 255.0 * sums
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        bias = tensor(op.inputs[2])
+        if bias.data is None:
+            return "mc_requant_float"
+        bound = bound + np.abs(bias.data.astype(np.float64)).reshape(-1)
+    scales = float_scales(x, w, y, len(bound), op).astype(np.float64)
+    return "mc_requant_float_nc" if float(np.max(bound * scales)) < UNCLAMPED_LIMIT else "mc_requant_float"
+
+
 def scale_bits(op, x, w, y, channels: int) -> np.ndarray:
     """float_scales as their int32 bit patterns: the multiplier field of the fast kernels' records
     (``mc_f32_from_bits`` in the epilogue, _requant.j2's ``ort_requant``)."""
