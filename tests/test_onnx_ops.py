@@ -54,6 +54,11 @@ def _cases(rng):
     )
     nodes = [conv, helper.make_node("ReduceMean", ["h", "ax"], ["y"], keepdims=0)]
     yield "reduce_mean_nhwc", nodes, x, {"y": [1, 4]}, [wc, _ints("ax", [2, 3])]
+    conv16, w16 = helper.make_node("Conv", ["x", "w16"], ["h16"]), const(rng, "w16", (16, 3, 1, 1))
+    nodes = [conv16, helper.make_node("GlobalAveragePool", ["h16"], ["y"])]
+    yield "global_average_pool_nchwc", nodes, x, {"y": [1, 16, 1, 1]}, [w16]
+    nodes = [conv16, helper.make_node("AveragePool", ["h16"], ["y"], kernel_shape=[2, 3], strides=[2, 2])]
+    yield "average_pool_nchwc", nodes, x, {"y": [1, 16, 3, 3]}, [w16]
     nodes = [conv, helper.make_node("Split", ["h", "sp"], ["a", "b"], axis=1)]
     yield "split_channels", nodes, x, {"a": [1, 1, 6, 8], "b": [1, 3, 6, 8]}, [wc, _ints("sp", [1, 3])]
     yield (
