@@ -1,10 +1,11 @@
 """ONNX models (issue 36, docs/onnx.md): imported into the IR, compiled, and checked against ONNX Runtime.
 
 What is held bit for bit against ONNX Runtime's default CPU session on this host (x86-64 with FMA):
-Gemm/MatMul (MLAS's fused multiply-add chain per 256 inputs, bias first), the elementwise and
-movement operators, ReLU/Clip and MaxPool. Conv, AveragePool, GlobalAveragePool, Sigmoid, Tanh and
-Softmax are held to 1e-5 relative: ONNX Runtime's kernels there sum in an order of their own (NCHWc
-blocks, vector lanes) or use approximations of exp and tanh (docs/onnx.md says which).
+Gemm/MatMul (MLAS's fused multiply-add chain per 256 inputs, bias first), group-1 Conv (MLAS's NCHWc
+order, frontend/onnx_conv.py), the elementwise and movement operators, ReLU/Clip and MaxPool. Depthwise
+Conv, the pools over other than multiples of 16 channels, Sigmoid, Tanh and Softmax are held to 1e-5
+relative: ONNX Runtime's kernels there sum in an order of their own (vector lanes) or use
+approximations of exp and tanh (docs/onnx.md says which).
 """
 
 from __future__ import annotations
