@@ -206,37 +206,39 @@ def test_pytorch_exported_model(tmp_path):
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6, err_msg=f"set {k}")
 
 
-def rnn_model(rng, kind: str, layout: int = 0, **attrs):
-    """An LSTM or GRU over 6 steps of 5 features, hidden size 4, biases, an initial state for the GRU."""
-    gates = 4 if kind == "LSTM" else 3
-    steps, width, hidden = 6, 5, 4
-    names = ["x", "w", "r", "b"] + (["", "h0"] if kind == "GRU" else [])
-    inits = [const(rng, "w", (1, gates * hidden, width)), const(rng, "r", (1, gates * hidden, hidden))]
-    inits.append(const(rng, "b", (1, 2 * gates * hidden)))
+def rnn_nodes(rng, kind: str, tag: str, **attrs):
+    """An LSTM or GRU over the 6 steps of 5 features of "x", hidden size 4, biases; the GRU from an initial
+    state. (nodes, outputs, initializers), every name but "x" tagged."""
+    gates, steps, width, hidden = (4 if kind == "LSTM" else 3), 6, 5, 4
+    names = ["x", f"{tag}w", f"{tag}r", f"{tag}b"] + (["", f"{tag}h0"] if kind == "GRU" else [])
+    inits = [const(rng, f"{tag}w", (1, gates * hidden, width)), const(rng, f"{tag}r", (1, gates * hidden, hidden))]
+    inits.append(const(rng, f"{tag}b", (1, 2 * gates * hidden)))
     if kind == "GRU":
-        inits.append(const(rng, "h0", (1, 1, hidden)))
-    outputs = {"y": [steps, 1, 1, hidden] if layout == 0 else [1, steps, 1, hidden], "yh": [1, 1, hidden]}
-    out_names = ["y", "yh"] + (["yc"] if kind == "LSTM" else [])
+        inits.append(const(rng, f"{tag}h0", (1, 1, hidden)))
+    outputs = {f"{tag}y": [steps, 1, 1, hidden], f"{tag}yh": [1, 1, hidden]}
     if kind == "LSTM":
-        outputs["yc"] = [1, 1, hidden]
-    node = helper.make_node(kind, names, out_names, hidden_size=hidden, layout=layout, **attrs)
-    shape = [steps, 1, width] if layout == 0 else [1, steps, width]
-    return model([node], {"x": shape}, outputs, inits, opset=18)
+        outputs[f"{tag}yc"] = [1, 1, hidden]
+    return [helper.make_node(kind, names, list(outputs), hidden_size=hidden, **attrs)], outputs, inits
 
 
-@pytest.mark.parametrize("kind,layout,attrs", [("LSTM", 0, {}), ("GRU", 0, {}), ("GRU", 0, {"linear_before_reset": 1})])
-def test_recurrent_unrolled_against_onnxruntime(tmp_path, kind, layout, attrs):
-    """ONNX's LSTM/GRU unrolled (onnx_rnn.py): ONNX Runtime's outputs within 1e-5 (its recurrent kernels use
-    MLAS's approximations of the logistic function and tanh)."""
+def test_recurrent_unrolled_against_onnxruntime(tmp_path):
+    """ONNX's LSTM and GRU (both reset modes) unrolled (onnx_rnn.py): ONNX Runtime's outputs within 1e-5 (its
+    recurrent kernels use MLAS's approximations of the logistic function and tanh)."""
     import onnx
 
-    path = tmp_path / f"{kind}.onnx"
-    onnx.save(rnn_model(np.random.default_rng(8), kind, layout, **attrs), path)
+    rng = np.random.default_rng(8)
+    nodes, outputs, inits = [], {}, []
+    for kind, tag, attrs in (("LSTM", "l", {}), ("GRU", "g", {}), ("GRU", "b", {"linear_before_reset": 1})):
+        n, o, i = rnn_nodes(rng, kind, tag, **attrs)
+        nodes, inits = nodes + n, inits + i
+        outputs.update(o)
+    path = tmp_path / "recurrent.onnx"
+    onnx.save(model(nodes, {"x": [6, 1, 5]}, outputs, inits, opset=18), path)
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=2)
     assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in {op.kind for op in lib.graph.operators}
     for k, (got, want) in enumerate(zip(ours, theirs)):
-        for g, t in zip(got, want):
-            np.testing.assert_allclose(g, t.reshape(g.shape), rtol=1e-5, atol=1e-6, err_msg=f"{kind} set {k}")
+        for name, g, t in zip(outputs, got, want):
+            np.testing.assert_allclose(g, t.reshape(g.shape), rtol=1e-5, atol=1e-6, err_msg=f"{name} set {k}")
 
 
 @pytest.mark.long
