@@ -46,7 +46,7 @@ DEFAULT_SAMPLES = 10
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "validate",
-        help="run inputs on a board and compare every output with TFLite Micro",
+        help="run inputs on a board and compare every output with TFLite Micro (ONNX Runtime for .onnx)",
         description="Compile MODEL for BOARD, run N seeded inputs (or a dataset's samples) on the "
         "device, standalone and host-driven, and compare every output with the TFLite "
         "Micro interpreter (and the float model with --reference): exact-match rate, "
@@ -54,7 +54,8 @@ def add_parser(sub) -> None:
         "mismatch, every layer is compared host-driven and the first that diverges "
         "is named. Prints 'exact' only when every output is bit for bit TFLM's (else "
         "the largest float error in ulp). Exit status 1 when an integer output is not "
-        "exact or a float output is outside the tolerance.",
+        "exact or a float output is outside the tolerance. An .onnx model is compared with "
+        "ONNX Runtime's default CPU session instead (outputs only; docs/onnx.md).",
     )
     # "--pixel-range -1,1": a negative LOW is a value, not an option (argparse's own test takes only
     # plain negative numbers; this parser has no option that looks like one)
