@@ -253,3 +253,30 @@ def test_mlperf_sized_float_models(tmp_path, name):
     for k, (got, want) in enumerate(zip(ours, theirs)):
         np.testing.assert_allclose(got[0], want[0].reshape(got[0].shape), rtol=1e-6, atol=1e-7, err_msg=f"set {k}")
     assert "GATHER" in {op.kind for op in lib.graph.operators}  # some convolutions took ONNX Runtime's order
+
+
+def test_absurd_shapes_refused_before_any_table(tmp_path):
+    """Pads, Resize sizes or ConvTranspose strides that multiply out to billions of elements: one line,
+    before the index tables (as large as the output) are made."""
+    import onnx
+
+    weights = numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w")
+    cases = {
+        "pad": ([helper.make_node("Pad", ["x", "p"], ["y"])], [_ints("p", [0, 0, 0, 0, 0, 0, 10**9, 10**9])]),
+        "resize": (
+            [helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode="linear")],
+            [_ints("s", [1, 3, 10**5, 10**5])],
+        ),
+        "deconv": ([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[10**5, 10**5])], [weights]),
+    }
+    for name, (nodes, inits) in cases.items():
+        graph = helper.make_graph(
+            nodes,
+            name,
+            [helper.make_tensor_value_info("x", 1, [1, 3, 6, 8])],
+            [helper.make_tensor_value_info("y", 1, None)],
+            inits,
+        )
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / f"{name}.onnx")
+        with pytest.raises(UnsupportedModelError, match="far too large for a microcontroller"):
+            load_tflite(tmp_path / f"{name}.onnx")

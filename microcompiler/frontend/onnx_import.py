@@ -28,6 +28,7 @@ from microcompiler.frontend.onnx_read import (
     value_dtype,
     value_shape,
 )
+from microcompiler.frontend.onnx_values import check_elements
 from microcompiler.ir import Graph, Operator, Tensor
 
 _MOVES = frozenset({"RESHAPE", "TRANSPOSE", "MAX_POOL_2D", "CONCATENATION"})  # keep an int8 value's quantization
@@ -175,6 +176,7 @@ class _Importer:
                 f"value '{printable(name)}' has shape {list(shape)} with no elements; microcompiler cannot run "
                 "zero-sized tensors: export the model with non-empty shapes"
             )
+        check_elements(name, shape)
         self.tensors.append(Tensor(printable(name) or f"tensor_{len(self.tensors)}", tuple(shape), dtype, None, data))
         return len(self.tensors) - 1
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.onnx_resize import resize
-from microcompiler.frontend.onnx_values import _const_input, _out, _Value
+from microcompiler.frontend.onnx_values import MLAS_STRIDE_K, _const_input, _out, _Value, check_elements
 from microcompiler.ir import Operator
 
 F = np.float32
@@ -207,8 +207,6 @@ def conv_transpose(imp, node, ins, attrs):
     of 256) into columns [pixel, (row, column, channel)], then col2im: each output adds its kernel taps in
     (row, column) order to 0, then the bias. Here: FULLY_CONNECTED with ``fma_block``, one GATHER of the
     columns per tap (a zero where the tap does not reach), ADDs in that order."""
-    from microcompiler.frontend.onnx_values import MLAS_STRIDE_K
-
     x = ins[0]
     imp.float_input(x, node)
     w = _const_input(imp, node, ins[1], "weights").astype(F)
@@ -235,6 +233,8 @@ def conv_transpose(imp, node, ins, attrs):
     if min(pads) < 0 or min(extra) < 0 or min(out) < 1 or len(pads) != 4:
         raise UnsupportedModelError(f"{imp.where(node)}: pads {pads} with output_padding {extra} are not supported")
     name = node.output[0]
+    check_elements(name, (1, m, *out))  # before the tap tables, which are as large
+    check_elements(name, (h * wd, kh * kw * m))
     taps = kh * kw * m
     rows = imp.emit("RESHAPE", [imp.nhwc(x), imp.shape_const((h * wd, c))], (h * wd, c), {}, name + "_rows")
     weights = np.ascontiguousarray(np.transpose(w, (2, 3, 1, 0)).reshape(taps, c))  # [(row, column, M), C]

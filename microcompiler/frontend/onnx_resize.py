@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
-from microcompiler.frontend.onnx_values import _const_input, _out
+from microcompiler.frontend.onnx_values import _const_input, _out, check_elements
 
 F = np.float32
 MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
@@ -123,6 +123,7 @@ def resize(imp: Any, node: Any, ins: list, attrs: dict):
     if out[:2] != list(x.shape[:2]) or min(out) < 1:
         raise UnsupportedModelError(f"{imp.where(node)}: Resize of {list(x.shape)} to {out}; only H and W may change")
     (h, w), (oh, ow) = x.shape[2:], out[2:]
+    check_elements(node.output[0], out)  # before the tables, which are as large
     shape = (x.shape[0], x.shape[1], oh, ow)
     source = imp.nhwc(x)
     name = node.output[0]

@@ -4,12 +4,15 @@ output in ONNX's or the NHWC layout."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from microcompiler.errors import UnsupportedModelError
+from microcompiler.errors import UnsupportedModelError, printable
+
+MAX_ELEMENTS = 1 << 24  # of one value: 64 MB of float32, far more than any microcontroller holds
 
 # MLAS (ONNX Runtime's GEMM) sums the depth in blocks of this many inputs (MLAS_SGEMM_STRIDEK)
 MLAS_STRIDE_K = 256
@@ -33,3 +36,13 @@ def _const_input(imp: Any, node: Any, v: Any, what: str) -> np.ndarray:
     if v is None or v.const is None:
         raise UnsupportedModelError(f"{imp.where(node)}: its {what} must be a constant (an initializer)")
     return v.const
+
+
+def check_elements(name: str, shape: tuple[int, ...] | list[int]) -> None:
+    """Refuse a value too large for a microcontroller (a damaged file, or shapes that multiply out)."""
+    count = math.prod(int(d) for d in shape)
+    if count > MAX_ELEMENTS:
+        raise UnsupportedModelError(
+            f"value '{printable(name)}' has shape {list(shape)}: {count:,} elements, more than {MAX_ELEMENTS:,}; "
+            "the model is inconsistent or far too large for a microcontroller"
+        )
