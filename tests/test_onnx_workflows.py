@@ -29,13 +29,16 @@ def _one_line_exit_2(result, *needles: str) -> None:
 
 
 def test_api_validate_and_analyze_against_onnxruntime():
-    """api.validate on the host: the dense autoencoder equals ONNX Runtime bit for bit, the CNN (a Conv:
-    ONNX Runtime's NCHWc order, docs/onnx.md) within the tolerance; api.analyze takes the .onnx file."""
+    """api.validate on the host: the dense autoencoder and the QDQ DS-CNN equal ONNX Runtime bit for bit,
+    the CNN (its AveragePool over 8 channels: docs/onnx.md) within the tolerance; api.analyze takes the
+    .onnx file."""
     report = api.validate(DENSE, "host", inputs=2, modes=("host-driven",))
     assert report["passed"] and report["bit_exact"], report["comparisons"]
     assert {c["against"] for c in report["comparisons"]} == {"ort"}
     report = api.validate(CNN, "host", inputs=2, modes=("standalone",))
     assert report["passed"], report["comparisons"]  # within validate's float tolerance
+    report = api.validate(MODELS / "ds_cnn_qdq_int8.onnx", "host", inputs=2, modes=("standalone",))
+    assert report["passed"] and report["bit_exact"], report["comparisons"]  # QDQ int8: ONNX Runtime's bits
     analysis = api.analyze(CNN, "mps2_an386")
     assert analysis["model"] == "small_cnn_float32" and analysis["totals"]["macs"] > 0
 
