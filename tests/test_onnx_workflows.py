@@ -29,14 +29,12 @@ def _one_line_exit_2(result, *needles: str) -> None:
 
 
 def test_api_validate_and_analyze_against_onnxruntime():
-    """api.validate on the host: the dense autoencoder and the QDQ DS-CNN equal ONNX Runtime bit for bit,
-    the CNN (its AveragePool over 8 channels: docs/onnx.md) within the tolerance; api.analyze takes the
-    .onnx file."""
+    """api.validate on the host: the dense autoencoder and the QDQ DS-CNN equal ONNX Runtime bit for bit (a
+    model within the float tolerance: docs/onnx.md's validate of the PyTorch model, run by test_docs);
+    api.analyze takes the .onnx file."""
     report = api.validate(DENSE, "host", inputs=2, modes=("host-driven",))
     assert report["passed"] and report["bit_exact"], report["comparisons"]
     assert {c["against"] for c in report["comparisons"]} == {"ort"}
-    report = api.validate(CNN, "host", inputs=2, modes=("standalone",))
-    assert report["passed"], report["comparisons"]  # within validate's float tolerance
     report = api.validate(MODELS / "ds_cnn_qdq_int8.onnx", "host", inputs=2, modes=("standalone",))
     assert report["passed"] and report["bit_exact"], report["comparisons"]  # QDQ int8: ONNX Runtime's bits
     analysis = api.analyze(CNN, "mps2_an386")
@@ -83,6 +81,7 @@ def test_bench_and_run_equal_onnxruntime(tmp_path):
     assert_same_bits(ours, session(DENSE).run(None, {"input": x})[0], "run --json vs ONNX Runtime")
 
 
+@pytest.mark.long
 def test_create_project_renders_every_template(tmp_path):
     for template in ("baremetal", "zephyr"):
         out = tmp_path / template
