@@ -45,6 +45,7 @@ from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample
 from microcompiler.validation import validate as run_validation
 from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, MAX_SAMPLES, add_label_metrics, samples_and_labels
+from microcompiler.validation.onnx_reference import onnx_model
 
 
 def connect(
@@ -287,6 +288,7 @@ def validate(
         float_bytes=float_bytes,
         options=DeviceOptions(template=template),
         collect=collected,
+        onnx_path=onnx_model(model, model_bytes),
     )
     return add_label_metrics(report, collected, found_labels)
 

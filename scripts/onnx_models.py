@@ -83,14 +83,42 @@ def models():
             x = layers.Dense(width, activation="relu")(x)
         return keras.Model(inp, layers.Dense(64)(x))
 
+    def resnet8():
+        """MLPerf Tiny's image-classification ResNet-8 (CIFAR-10, 32x32x3)."""
+
+        def conv_bn(x, filters, kernel, strides=1, relu=True):
+            x = layers.Conv2D(filters, kernel, strides=strides, padding="same")(x)
+            x = layers.BatchNormalization()(x)
+            return layers.Activation("relu")(x) if relu else x
+
+        x = inp = keras.Input((32, 32, 3), batch_size=1)
+        x = conv_bn(x, 16, 3)
+        for filters, strides in ((16, 1), (32, 2), (64, 2)):
+            y = conv_bn(x, filters, 3, strides)
+            y = conv_bn(y, filters, 3, relu=False)
+            if strides > 1:
+                x = layers.Conv2D(filters, 1, strides=strides, padding="same")(x)
+            x = layers.Activation("relu")(layers.Add()([x, y]))
+        x = layers.AveragePooling2D(8)(x)
+        x = layers.Flatten()(x)
+        return keras.Model(inp, layers.Dense(10, activation="softmax")(x))
+
+    def mobilenet_v2():
+        """Keras's MobileNetV2, alpha 0.35, 96x96x3, 2 classes (random weights): ~400K parameters."""
+        return keras.applications.MobileNetV2(
+            input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=2, classifier_activation="softmax"
+        )
+
     return {
         "ds_cnn": (ds_cnn(), (49, 10, 1)),
         "small_cnn": (small_cnn(), (16, 16, 3)),
         "dense_autoencoder": (dense_autoencoder(), (64,)),
+        "resnet8": (resnet8(), (32, 32, 3)),
+        "mobilenet_v2_035_96": (mobilenet_v2(), (96, 96, 3)),
     }
 
 
-def build(out: Path) -> None:
+def build(out: Path, only: list[str] | None = None) -> None:
     import numpy as np
     import onnx
     import tensorflow as tf
@@ -99,6 +127,8 @@ def build(out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     for name, (model, shape) in models().items():
+        if only and name not in only:
+            continue
         rng = np.random.default_rng(36)
         # BatchNorm statistics that are not the identity, so that folding them is exercised
         for layer in model.layers:
@@ -135,9 +165,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="where to create the TensorFlow venv")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="build only these models (default: all)")
     args = parser.parse_args(argv)
     ensure_tools(args.venv)
-    build(args.out)
+    build(args.out, args.only)
     return 0
 
 

@@ -91,17 +91,24 @@ def operator_needs(model: str | Path) -> list[OperatorNeed]:
 
 def _onnx_needs(model: str | Path) -> list[OperatorNeed]:
     """An ONNX model's operator types, in order of first use, with the reason for each unsupported one."""
-    from microcompiler.frontend import onnx_layers
+    from microcompiler.frontend import onnx_layers, onnx_qdq
     from microcompiler.frontend.onnx_read import QDQ_OPERATORS, read_onnx
 
     needs: dict[str, OperatorNeed] = {}
-    for k, node in enumerate(read_onnx(Path(model)).graph.node):
+    proto = read_onnx(Path(model))
+    supported = onnx_layers.SUPPORTED
+    if onnx_qdq.is_qdq(proto):  # a quantized model: the operators ONNX Runtime's optimizer makes of it
+        proto, supported = onnx_qdq.ort_optimized(proto), onnx_qdq.SUPPORTED
+    for k, node in enumerate(proto.graph.node):
         kind = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
         need = needs.setdefault(printable(kind), OperatorNeed(printable(kind)))
         need.operators.append(k)
-        if kind not in onnx_layers.SUPPORTED and not need.reasons:
+        if kind not in supported and not need.reasons:
+            quantized = node.op_type in QDQ_OPERATORS or node.op_type.startswith("QLinear")
             need.reasons.append(
-                "quantized ONNX (QDQ) is not supported yet" if kind in QDQ_OPERATORS else "no ONNX importer for it"
+                "quantized ONNX operator (as ONNX Runtime fuses the QDQ model): not supported yet"
+                if quantized
+                else "no ONNX importer for it"
             )
     if all(n.supported for n in needs.values()):
         _check_each_operator(model, needs)

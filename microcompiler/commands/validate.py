@@ -28,7 +28,7 @@ from microcompiler.commands.arguments import (
     zephyr_base_of,
 )
 from microcompiler.compiler import compile_model
-from microcompiler.errors import MicrocompilerError, UnsupportedModelError, printable
+from microcompiler.errors import MicrocompilerError, printable
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.inputs import DEFAULT_SEED, random_inputs
 from microcompiler.progress import log_line
@@ -38,6 +38,7 @@ from microcompiler.targets import MODES, STANDALONE, target_for
 from microcompiler.user_files import MAX_MODEL_BYTES, read_user_file
 from microcompiler.validation import DeviceOptions, Sample, validate
 from microcompiler.validation.dataset import DEFAULT_PIXEL_RANGE, MAX_SAMPLES, add_label_metrics, samples_and_labels
+from microcompiler.validation.onnx_reference import onnx_model
 
 DEFAULT_SAMPLES = 10
 
@@ -45,7 +46,7 @@ DEFAULT_SAMPLES = 10
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "validate",
-        help="run inputs on a board and compare every output with TFLite Micro",
+        help="run inputs on a board and compare every output with TFLite Micro (ONNX Runtime for .onnx)",
         description="Compile MODEL for BOARD, run N seeded inputs (or a dataset's samples) on the "
         "device, standalone and host-driven, and compare every output with the TFLite "
         "Micro interpreter (and the float model with --reference): exact-match rate, "
@@ -53,7 +54,8 @@ def add_parser(sub) -> None:
         "mismatch, every layer is compared host-driven and the first that diverges "
         "is named. Prints 'exact' only when every output is bit for bit TFLM's (else "
         "the largest float error in ulp). Exit status 1 when an integer output is not "
-        "exact or a float output is outside the tolerance.",
+        "exact or a float output is outside the tolerance. An .onnx model is compared with "
+        "ONNX Runtime's default CPU session instead (outputs only; docs/onnx.md).",
     )
     # "--pixel-range -1,1": a negative LOW is a value, not an option (argparse's own test takes only
     # plain negative numbers; this parser has no option that looks like one)
@@ -220,11 +222,12 @@ def run(args) -> int:
         )
     for mode in modes:
         target.check_run(mode=mode, keep=args.keep, port=args.port)
-    if Path(args.model).suffix.lower() == ".onnx":
-        raise UnsupportedModelError(
-            "validate compares the device with the TFLite Micro interpreter, which does not read .onnx models; "
-            "validating against ONNX Runtime is not supported yet: compare 'microcompiler run --json' with "
-            "ONNX Runtime (docs/onnx.md)"
+    model_bytes = _read(args.model, "the model")
+    onnx_path = onnx_model(args.model, model_bytes)
+    if onnx_path is not None and args.reference:
+        raise MicrocompilerError(
+            "--reference gives the float .tflite model of a quantized one; an ONNX model is compared with "
+            "ONNX Runtime running the model itself: drop --reference"
         )
     float_bytes = _read(args.reference, "--reference") if args.reference else None
     original = load_tflite(args.model)
@@ -257,13 +260,14 @@ def run(args) -> int:
         library,
         board,
         samples,
-        _read(args.model, "the model"),
+        model_bytes,
         original,
         modes=modes,
         float_bytes=float_bytes,
         options=options,
         log=log_line,
         collect=collected,
+        onnx_path=onnx_path,
     )
     add_label_metrics(report, collected, labels)
     if args.save_outputs:

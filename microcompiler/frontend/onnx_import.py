@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError, printable
-from microcompiler.frontend import onnx_layers
+from microcompiler.frontend import onnx_layers, onnx_qdq, onnx_qdq_tables
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import (
     check_operators,
@@ -28,21 +28,29 @@ from microcompiler.frontend.onnx_read import (
     value_dtype,
     value_shape,
 )
+from microcompiler.frontend.onnx_values import check_elements
 from microcompiler.ir import Graph, Operator, Tensor
 
+_MOVES = frozenset({"RESHAPE", "TRANSPOSE", "MAX_POOL_2D", "CONCATENATION"})  # keep an int8 value's quantization
 _FOLD_LIMIT = 1 << 22  # elements of a value computed at import from constants
 
 
 def load_onnx(path: Path, name: str) -> Graph:
     """Read, check and convert an ``.onnx`` file; the graph is named ``name``."""
     model = read_onnx(path)
+    if onnx_qdq.is_qdq(model):  # quantized: import what ONNX Runtime's optimizer makes of it
+        model = onnx_qdq.ort_optimized(model)
+        onnx_qdq_tables.fuse_tables(model)  # its float Mul/Add between DQ and Q: per-channel int8 tables
+        check_operators(model, onnx_qdq.SUPPORTED)
+        return _Importer(model, name, {**onnx_layers.CONVERTERS, **onnx_qdq.CONVERTERS}).graph()
     check_operators(model, onnx_layers.SUPPORTED)
     return _Importer(model, name).graph()
 
 
 class _Importer:
-    def __init__(self, model: Any, name: str):
+    def __init__(self, model: Any, name: str, converters: dict | None = None):
         self.model = model
+        self.converters = converters or onnx_layers.CONVERTERS
         self.name = name
         self.tensors: list[Tensor] = []
         self.operators: list[Operator] = []
@@ -104,18 +112,19 @@ class _Importer:
         if node.op_type in onnx_layers.IDENTITY:
             self.values[node.output[0]] = ins[0]  # type: ignore[assignment]
             return
-        if all(v is None or v.const is not None for v in ins) or node.op_type == "Shape":
+        exact = node.op_type == "DequantizeLinear"  # of a constant: as ONNX Runtime computes it, not folded
+        if not exact and (all(v is None or v.const is not None for v in ins) or node.op_type == "Shape"):
             folded = self.fold(node, ins)
             if folded is not None:
                 for o, arr in zip(node.output, folded):
                     self.values[o] = _Value(arr.shape, arr)
                 return
-        if node.op_type not in onnx_layers.CONVERTERS:
+        if node.op_type not in self.converters:
             raise UnsupportedModelError(
                 f"{self.where(node)} computes on values that are not constants; microcompiler folds "
                 f"{node.op_type} only when its inputs are constants (shape arithmetic)"
             )
-        results = onnx_layers.CONVERTERS[node.op_type](self, node, ins, attributes(node))
+        results = self.converters[node.op_type](self, node, ins, attributes(node))
         for o, v in zip(node.output, results):
             self.values[o] = v
 
@@ -167,6 +176,7 @@ class _Importer:
                 f"value '{printable(name)}' has shape {list(shape)} with no elements; microcompiler cannot run "
                 "zero-sized tensors: export the model with non-empty shapes"
             )
+        check_elements(name, shape)
         self.tensors.append(Tensor(printable(name) or f"tensor_{len(self.tensors)}", tuple(shape), dtype, None, data))
         return len(self.tensors) - 1
 
@@ -180,7 +190,12 @@ class _Importer:
         return self.const(np.array(shape, dtype=np.int32), "shape", "int32")
 
     def emit(self, kind: str, inputs: list[int], shape: tuple[int, ...], options: dict, name: str) -> int:
-        out = self.add_tensor(name, shape, "float32")
+        source = self.tensors[inputs[0]] if inputs and inputs[0] >= 0 else None
+        if kind in _MOVES and source is not None and source.dtype == "int8":  # an int8 value moved: int8 too
+            out = self.add_tensor(name, shape, "int8")
+            self.tensors[out].quant = source.quant
+        else:
+            out = self.add_tensor(name, shape, "float32")
         self.operators.append(Operator(kind, inputs, [out], dict(options), len(self.operators)))
         return out
 

@@ -8,24 +8,12 @@ tensors; elementwise ones keep whatever layout their input has; the rest see ONN
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
-
-# MLAS (ONNX Runtime's GEMM) sums the depth in blocks of this many inputs (MLAS_SGEMM_STRIDEK)
-MLAS_STRIDE_K = 256
-
-
-@dataclass
-class _Value:
-    shape: tuple[int, ...]  # ONNX's (NCHW) shape
-    const: np.ndarray | None = None
-    tensor: int = -1  # the IR tensor holding it (-1: a constant not yet made a tensor)
-    nhwc: bool = False  # the IR tensor is the NHWC transpose of this 4-D value
-
+from microcompiler.frontend import onnx_conv, onnx_more, onnx_rnn
+from microcompiler.frontend.onnx_values import MLAS_STRIDE_K, _const_input, _out, _Value  # noqa: F401
 
 IDENTITY = frozenset({"Identity", "Dropout"})
 # folded at import when every input is a constant (shape arithmetic); refused on computed values
@@ -33,18 +21,6 @@ FOLD_ONLY = frozenset(
     "Constant Shape Gather Cast Slice Squeeze Unsqueeze ConstantOfShape Range Equal Where Expand ReduceProd "
     "Floor Ceil Sqrt Pow Neg Min Max Size".split()
 )
-
-
-def _out(imp: Any, kind: str, inputs: list[int], shape: tuple[int, ...], options: dict, node: Any, nhwc: bool):
-
-    ir_shape = (shape[0], shape[2], shape[3], shape[1]) if nhwc else shape
-    return _Value(shape, tensor=imp.emit(kind, inputs, ir_shape, options, node.output[0]), nhwc=nhwc)
-
-
-def _const_input(imp: Any, node: Any, v: Any, what: str) -> np.ndarray:
-    if v is None or v.const is None:
-        raise UnsupportedModelError(f"{imp.where(node)}: its {what} must be a constant (an initializer)")
-    return v.const
 
 
 def _spatial_pads(imp, node, attrs, in_hw, kernel, strides, dilations) -> tuple[list[int], list[int]]:
@@ -112,6 +88,11 @@ def conv(imp, node, ins, attrs):
     if group < 1 or c != cg * group or m % group or (bias is not None and bias.shape != (m,)):
         raise UnsupportedModelError(f"{imp.where(node)}: weights {list(w.shape)} do not fit input {list(x.shape)}")
     in_hw, strides, dilations, pads, out = _window(imp, node, attrs, x, [kh, kw])
+    if group == 1:  # ONNX Runtime's summation order (onnx_conv.py), unless the patches are too large
+        geometry = dict(strides=strides, dilations=dilations, pads=pads, out=out)
+        exact = onnx_conv.exact_conv(imp, node, x, w, bias, geometry)
+        if exact is not None:
+            return [exact]
     padding = _tflite_padding(in_hw, [kh, kw], strides, dilations, pads, out)
     source = imp.nhwc(x)
     if padding is None:  # asymmetric or larger padding: an explicit zero PAD, then VALID
@@ -253,7 +234,7 @@ def clip(imp, node, ins, attrs):
         v = ins[k] if len(ins) > k else None
         bounds.append(float(_const_input(imp, node, v, "min/max")) if v is not None else default)
     source = imp.nhwc(x) if x.nhwc else imp.plain(x)
-    named = {(0.0, 6.0): "RELU6", (0.0, np.inf): "RELU", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, 1.0): "RELU_0_TO_1"}
+    named = {(0.0, 6.0): "RELU6", (0.0, np.inf): "RELU", (-1.0, 1.0): "RELU_N1_TO_1"}  # RELU_0_TO_1 has no kernel
     kind = named.get((bounds[0], bounds[1]))
     if kind:
         return [_out(imp, kind, [source], x.shape, {}, node, x.nhwc)]
@@ -424,4 +405,6 @@ CONVERTERS: dict[str, Callable] = {
     "Concat": concat,
     "BatchNormalization": batch_norm,
 }
+CONVERTERS.update(onnx_more.CONVERTERS)
+CONVERTERS.update(onnx_rnn.CONVERTERS)
 SUPPORTED = frozenset(CONVERTERS) | IDENTITY | FOLD_ONLY

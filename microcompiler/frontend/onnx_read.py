@@ -182,10 +182,10 @@ def check_operators(model: Any, supported: frozenset[str]) -> None:
     if not missing:
         return
     listed = ", ".join(f"{printable(k)} (x{n})" if n > 1 else printable(k) for k, n in sorted(missing.items()))
-    qdq = sorted(k for k in missing if k in QDQ_OPERATORS)
+    qdq = sorted(k for k in missing if k.split(".")[-1] in QDQ_OPERATORS or k.split(".")[-1].startswith("QLinear"))
     hint = (
-        "; quantized ONNX models (QDQ from quantize_static, QOperator) are not supported yet: compile the float32 "
-        "model, or quantize it with the TFLite converter"
+        "; these quantized operators (as ONNX Runtime's graph optimizer fuses the QDQ model) are not supported yet: "
+        "docs/onnx.md lists the QDQ int8 patterns that are; or compile the float32 model"
         if qdq
         else "; docs/onnx.md lists the supported ONNX operators"
     )

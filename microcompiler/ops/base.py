@@ -248,6 +248,10 @@ class EmitContext:
         return self.graph.tensors[i]
 
     def render(self, template: str, **values) -> str:
+        if "ort_requant" not in values:  # _requant.j2: ONNX Runtime's requantization (ops/requant_float.py)
+            from microcompiler.ops.requant_float import requant_function
+
+            values["ort_requant"] = requant_function(self.op, self.tensor)
         return render(template, **values)
 
     def scratch(self, nbytes: int) -> str:

@@ -19,6 +19,7 @@ from microcompiler.ops.quant import (
     conv_multipliers,
     float_activation_range,
 )
+from microcompiler.ops.requant_float import float_requant, requant_function, scale_expr
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 INT32_MAX = 2**31 - 1
@@ -206,7 +207,9 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
     bias = bias_tensor(op, graph)
     out_c = y.shape[3]
     mult, shift = conv_multipliers(x, w, y, out_c)
-    if len(set(zip(mult.tolist(), shift.tolist()))) == 1:
+    if float_requant(op):  # ONNX Runtime's requantization: the zero point is added inside mc_requant_float
+        requant = (scale_expr(ctx, x, w, y, out_c, "oc"), str(int(y.quant.zero_point[0])))
+    elif len(set(zip(mult.tolist(), shift.tolist()))) == 1:
         requant = (str(int(mult[0])), str(int(shift[0])))
     else:
         requant = (
@@ -230,6 +233,8 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
         acc_t, requant_fn, wrap = (
             ("int32_t", "mc_requantize", False) if bound <= INT32_MAX else ("int64_t", "mc_requantize", True)
         )
+    if float_requant(op):
+        requant_fn = requant_function(op, ctx.tensor)
     return dict(
         io_t="int16_t" if x.dtype == "int16" else "int8_t",
         acc_t=acc_t,
@@ -239,7 +244,7 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
         act_min=lo,
         act_max=hi,
         input_offset=-x.quant.zero_point[0],
-        output_offset=y.quant.zero_point[0],
+        output_offset=0 if float_requant(op) else y.quant.zero_point[0],
         bias=bias_c,
     )
 

@@ -29,6 +29,7 @@ from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
+from microcompiler.ops.requant_float import float_requant, is_mve
 
 
 def _multiplier(r: PlanRequest) -> int:
@@ -209,7 +210,10 @@ class DepthwiseConv2D(OpKernel):
         a larger plane); the reference where one int32 sum of a channel could overflow, or with
         ``input_channels``. float32 with constant weights on a core with an FPU (and no input_channels
         table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
-        return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
+        plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
+        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
+            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
+        return plan
 
     def emit(self, op, graph, ctx):
         plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)

@@ -24,6 +24,7 @@ from microcompiler.ops.quant import (
     quantize_multiplier,
     quantize_multipliers,
 )
+from microcompiler.ops.requant_float import float_requant, is_mve, requant_function, scale_expr
 
 
 @register
@@ -123,7 +124,10 @@ class FullyConnected(OpKernel):
         widened in registers), int16-rows4 (int16 pairs, fewer instructions) with {"weights": "s16"}.
         float32 with constant weights on a core with an FPU: float-rows4
         (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
-        return choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
+        plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
+        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
+            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
+        return plan
 
     def _folded(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -175,7 +179,11 @@ class FullyConnected(OpKernel):
                 "fully_connected_float.c.j2", act_min=c_float(lo), act_max=c_float(hi), fma_block=block, **values
             )
         lo, hi = activation_range(op.options["activation"], y)
-        if w.quant.per_channel:
+        requant_fn = None
+        if float_requant(op):  # ONNX Runtime's requantization (ops/requant_float.py)
+            requant_fn = requant_function(op, ctx.tensor)
+            per_channel, scalar = None, (scale_expr(ctx, x, w, y, out_depth, "o"), str(int(y.quant.zero_point[0])))
+        elif w.quant.per_channel:
             mult, shift = quantize_multipliers(
                 float(np.float32(x.quant.scale[0])) * float(np.float32(s)) / float(np.float32(y.quant.scale[0]))
                 for s in w.quant.scale
@@ -205,7 +213,8 @@ class FullyConnected(OpKernel):
             act_max=hi,
             input_offset=-x.quant.zero_point[0],
             weights_offset=-w.quant.zero_point[0],
-            output_offset=y.quant.zero_point[0],
+            output_offset=0 if requant_fn else y.quant.zero_point[0],
+            requant_fn=requant_fn,
             scalar=scalar,
             per_channel=per_channel,
             wide=wide,

@@ -99,6 +99,16 @@ class Quantize(OpKernel):
             return ctx.render("dequantize.c.j2", scale=c_float(scale), offset=offset_term(-zp), **values)
         out_scale, out_zp = y.quant.single()
         type_min, type_max = INT_RANGES[y.dtype]
+        if x.dtype == "float32" and op.options.get("rounding") == "half_even":  # ONNX Runtime's (frontend/onnx_qdq.py)
+            return ctx.render(
+                "quantize_float_even.c.j2",
+                ctype=f"{y.dtype}_t",
+                scale=c_float(out_scale),
+                lo=c_float(type_min - out_zp),
+                hi=c_float(type_max - out_zp),
+                offset=offset_term(out_zp),
+                **values,
+            )
         if x.dtype == "float32":
             return ctx.render(
                 "quantize_float.c.j2",

@@ -44,8 +44,9 @@ from microcompiler.ops.lut16 import (
     piecewise_table,
     render_sigmoid_family_int16,
 )
-from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan, Variant
+from microcompiler.ops.plan import LUT, REFERENCE, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, quantize_multiplier, tflite_round
+from microcompiler.ops.requant_float import ORT_SOFTMAX, render_ort_softmax
 
 EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
 FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
@@ -274,6 +275,9 @@ class Softmax(OpKernel):
             op,
             "quantized softmax needs per-tensor quantization",
         )
+        if op.options.get(ORT_SOFTMAX):  # ONNX Runtime's QLinearSoftmax (ops/requant_float.py): any scales
+            require(combo == ("int8", "int8"), op, "ONNX Runtime's QLinearSoftmax is int8 -> int8")
+            return
         beta = float(F32(op.options.get("beta", 1.0)))
         require(math.isfinite(beta), op, f"beta {beta} is not a finite number; the file is damaged")
         scale, zp = _scale_zp(y)
@@ -315,6 +319,8 @@ class Softmax(OpKernel):
 
     def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
         x = graph.tensors[op.inputs[0]]
+        if x.dtype == "int8" and op.options.get(ORT_SOFTMAX):
+            return KernelPlan(REFERENCE)
         if x.dtype == "int8":
             if x.size >= SOFTMAX_EXP_TABLE_MIN_ELEMENTS:
                 return KernelPlan(EXP_TABLE)
@@ -328,6 +334,8 @@ class Softmax(OpKernel):
         values = dict(outer=outer, depth=depth, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             return ctx.render("softmax_float.c.j2", beta=c_float(beta), **values)
+        if op.options.get(ORT_SOFTMAX):
+            return render_ort_softmax(op, ctx, x, y, outer, depth)
         in_scale = _scale_zp(x)[0]
         if x.dtype == "int8":
             out_bits = 8 if y.dtype == "int8" else 16

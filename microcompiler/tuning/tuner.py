@@ -56,8 +56,15 @@ class TuneResult:
 
 
 def oracle_tensors(model: str | Path, graph, inputs) -> dict:
-    """The TFLite Micro interpreter's tensors after ``inputs``, for every operator output of ``graph``."""
+    """The TFLite Micro interpreter's tensors after ``inputs``, for every operator output of ``graph``.
+    An ONNX model's oracle is ONNX Runtime, whose intermediate values have no counterpart in the IR: its
+    outputs only (the operators before them are checked through them)."""
+    from microcompiler.validation.onnx_reference import OnnxReference, onnx_model
     from microcompiler.validation.reference import Reference
+
+    if onnx_model(model, Path(model).read_bytes()[:8]) is not None:
+        results = OnnxReference(model, len(graph.outputs)).run(inputs)
+        return {t: r.reshape(graph.tensors[t].shape) for t, r in zip(graph.outputs, results)}
 
     with Reference(Path(model).read_bytes(), len(graph.outputs), what=str(model), preserve=True) as reference:
         reference.run(inputs)

@@ -72,7 +72,7 @@ def add_label_metrics(report: dict, collected: dict, labels: np.ndarray | None) 
     if labels is not None:
         report["labels"] = {
             source: label_metrics([outs[0] for outs in collected[source]], labels)
-            for source in [*report["modes"], "tflm", "float"]
+            for source in [*report["modes"], "tflm", "ort", "float"]
             if source in collected
         }
     return report

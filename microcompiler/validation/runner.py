@@ -24,6 +24,7 @@ from microcompiler.targets.base import create_options, start_on_board
 from microcompiler.timing import measured
 from microcompiler.validation.layers import first_divergence
 from microcompiler.validation.metrics import dequantize, output_metrics, within_tolerance
+from microcompiler.validation.onnx_reference import OnnxReference
 from microcompiler.validation.reference import Reference
 
 EXACT_DTYPES = ("int8", "uint8", "int16", "int32", "bool")  # outputs that must match TFLM bit for bit
@@ -152,19 +153,29 @@ def validate(
     options: DeviceOptions | None = None,
     log: Callable[[str], None] = _quiet,
     collect: dict | None = None,
+    onnx_path: str | Path | None = None,
 ) -> dict:
     """The validation report (see docs/validate.md); report["passed"] is False on any mismatch.
     ``collect``: filled with the outputs themselves, per sample: {mode: device outputs, "tflm": TFLite
-    Micro's, "float": the float model's} (for labels and saved outputs)."""
+    Micro's, "float": the float model's} (for labels and saved outputs).
+    ``onnx_path``: the model is an ONNX model, and ONNX Runtime is the reference ("ort" in the report and
+    in ``collect``); outputs only, no layer-by-layer search."""
     options = options or DeviceOptions()
     meta = library.info
-    reference = Reference(model_bytes, len(meta.outputs), timeout=options.timeout)
+    reference: Reference | OnnxReference
+    against = "ort" if onnx_path is not None else "tflm"
+    if onnx_path is not None:
+        if float_bytes is not None:
+            raise MicrocompilerError("--reference is the float TFLite model of a quantized one; not for ONNX models")
+        reference = OnnxReference(onnx_path, len(meta.outputs))
+    else:
+        reference = Reference(model_bytes, len(meta.outputs), timeout=options.timeout)
     float_ref = None
     if float_bytes is not None:
         float_ref = Reference(float_bytes, len(meta.outputs), what="the --reference model", timeout=options.timeout)
         check_float_model(float_ref, meta)
     expected = []
-    with Progress(len(samples), "TFLite Micro") as bar:
+    with Progress(len(samples), "ONNX Runtime" if onnx_path is not None else "TFLite Micro") as bar:
         for s in samples:
             expected.append(reference.run(s.inputs))
             bar.step(s.source)
@@ -176,9 +187,11 @@ def validate(
         if STANDALONE in modes:
             device[STANDALONE] = run_standalone(library, board, samples, options, tmp, log)
             comparisons.append(
-                {"mode": STANDALONE, "against": "tflm", "outputs": _compare(meta, device[STANDALONE], expected)}
+                {"mode": STANDALONE, "against": against, "outputs": _compare(meta, device[STANDALONE], expected)}
             )
         mismatch = _first_mismatch(meta, device.get(STANDALONE), expected)
+        if onnx_path is not None and HOST_DRIVEN not in modes:
+            mismatch = None  # no layer-by-layer search against ONNX Runtime: the outputs say it
         if HOST_DRIVEN in modes or mismatch is not None:
             log(f"starting host-driven firmware on {board.name}")
             _, _, session = start_on_board(
@@ -203,11 +216,11 @@ def validate(
                     device[HOST_DRIVEN] = outs
                     operator_times = _operator_times(meta, board, ticks, session.device.timer_hz)
                     comparisons.append(
-                        {"mode": HOST_DRIVEN, "against": "tflm", "outputs": _compare(meta, outs, expected)}
+                        {"mode": HOST_DRIVEN, "against": against, "outputs": _compare(meta, outs, expected)}
                     )
                     if mismatch is None:
                         mismatch = _first_mismatch(meta, outs, expected)
-                if mismatch is not None:
+                if mismatch is not None and onnx_path is None:
                     log(f"outputs differ on {samples[mismatch].source}: comparing every layer host-driven")
                     preserved = Reference(model_bytes, len(meta.outputs), preserve=True, timeout=options.timeout)
                     if meta.keeps_state:  # replay the sequence up to the mismatch on both sides
@@ -236,7 +249,7 @@ def validate(
             ref.close()
     if collect is not None:
         collect.update(device)
-        collect["tflm"] = expected
+        collect[against] = expected
     report = {
         "model": meta.name,
         "board": board.name,

@@ -64,6 +64,46 @@ static inline int32_t mc_requantize(int32_t x, int32_t multiplier, int shift) {
       mc_sat_rounding_doubling_high_mul((int32_t)((uint32_t)x << left), multiplier), right);
 }
 
+/* ONNX Runtime's rounding (MLAS's QuantizeLinear and MlasRequantizeOutput): v clamped to [lo, hi]
+   (integers of magnitude below 2^22) in float32, then rounded to the nearest integer, ties to even, by
+   adding and subtracting 1.5 * 2^23 (IEEE single precision rounds the sum; no FPU instruction needed). */
+static inline int32_t mc_round_even_clamped(float v, float lo, float hi) {
+  v = v >= lo ? v : lo; /* a NaN becomes lo */
+  v = v <= hi ? v : hi;
+  return (int32_t)((v + 12582912.0f) - 12582912.0f);
+}
+
+/* ONNX Runtime's int8 requantization (QLinearConv, QLinearMatMul; docs/onnx.md): the int32 sum
+   converted to float32, times the float32 scale (input scale * weight scale / output scale),
+   clamped to the int8 range less the zero point, rounded half to even, plus the zero point. */
+static inline int32_t mc_requant_float(int32_t acc, float scale, int32_t zero_point) {
+  return mc_round_even_clamped((float)acc * scale, (float)(-128 - zero_point), (float)(127 - zero_point)) +
+         zero_point;
+}
+
+/* The product rounded on its own, never contracted with the next addition into a fused multiply-add
+   (GCC contracts under -std=gnu*, e.g. in Zephyr builds, on cores with VFMA): an empty asm that
+   claims to change the value in its FPU register. Without an FPU there is no fused multiply-add. */
+#if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && !defined(__aarch64__)
+#define MC_F32_ROUNDED(v) __asm__("" : "+t"(v))
+#elif defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE__)
+#define MC_F32_ROUNDED(v) __asm__("" : "+x"(v))
+#else
+#define MC_F32_ROUNDED(v) ((void)0)
+#endif
+
+/* mc_requant_float without the float clamp, where the compiler proved |acc * scale| < 2^21 (the
+   accumulator's bound from the weights and bias, ops/requant_float.py): the product plus 1.5 * 2^23
+   has the rounded integer in its low mantissa bits (MLAS's own trick), the zero point folded into the
+   bias subtracted; the caller saturates to int8 as ONNX Runtime's clamp does. */
+static inline int32_t mc_requant_float_nc(int32_t acc, float scale, int32_t zero_point) {
+  union { float f; uint32_t u; } v;
+  float product = (float)acc * scale;
+  MC_F32_ROUNDED(product);
+  v.f = product + 12582912.0f;
+  return (int32_t)(v.u - (0x4B400000u - (uint32_t)zero_point));
+}
+
 /* The 64-bit accumulator variant used by int16 activations (16x8 kernels). */
 static inline int32_t mc_requantize64(int64_t x, int32_t multiplier, int shift) {
   const int32_t reduced = multiplier < 0x7FFF0000 ? ((multiplier + (1 << 15)) >> 16) : 0x7FFF;

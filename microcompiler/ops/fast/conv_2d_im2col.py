@@ -26,7 +26,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
     s16 = plan.knob("weights") == "s16"
     zp = int(x.quant.zero_point[0])
-    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
+    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows, op)
     folded, mult, c, r, is_fast = rq.folded, rq.mult, rq.c, rq.r, rq.fast
     y_zp = int(y.quant.zero_point[0])
     ctx.note(requant="smmlar" if is_fast else "reference")

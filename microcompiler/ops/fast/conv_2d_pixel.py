@@ -31,7 +31,7 @@ def emit_pixel(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     cg = g.in_c // groups
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c of the group]
     zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
-    rq = fast.requant_setup(x, w, y, bias, w_rows)
+    rq = fast.requant_setup(x, w, y, bias, w_rows, op)
     ctx.note(requant="smmlar" if rq.fast else "reference")
     is_fast, scale = rq.fast, rq.scale
     words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)

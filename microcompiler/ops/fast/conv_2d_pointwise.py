@@ -30,7 +30,7 @@ def fits(op, graph) -> bool:
     if g.out_c % 4 or w.quant is None or any(int(z) != 0 for z in w.quant.zero_point):
         return False
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)
-    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
+    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows, op)
     bound = np.abs(rq.folded) + 128 * np.abs(w_rows.astype(np.int64)).sum(axis=1)
     return bool(rq.fast and np.all(bound < 2**31))
 
@@ -45,7 +45,7 @@ def emit(op, graph, ctx) -> str:
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     g = geometry(op, graph)
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)
-    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
+    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows, op)
     ctx.note(requant="smmlar")
     lo, hi = activation_range(op.options["activation"], y)
     pixels = g.batches * g.out_h * g.out_w

@@ -12,6 +12,7 @@ from microcompiler.ops.conv_common import bias_tensor, geometry
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range, conv_multipliers
+from microcompiler.ops.requant_float import ort_requant_table
 
 CHANNELS4 = Variant("channels4", ("kernel_simd.h",))
 
@@ -27,6 +28,9 @@ def emit_channels4(op, graph, ctx, plan) -> str:
     mult, shift = conv_multipliers(x, w, y, g.out_c)
     y_zp = int(y.quant.zero_point[0])
     is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
+    ort = ort_requant_table(op, x, w, y, g.out_c)
+    if ort is not None:  # ONNX Runtime's requantization: the reference epilogue, float scales as bits
+        is_fast, mult, c, r = ort
     ctx.note(requant="smmlar" if is_fast else "reference")
     scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
     lo, hi = activation_range(op.options["activation"], y)

@@ -107,7 +107,7 @@ def emit_planes(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     pg = plane_geometry(g)
     w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
     zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
-    rq = fast.requant_setup(x, w, y, bias, w_taps.T)
+    rq = fast.requant_setup(x, w, y, bias, w_taps.T, op)
     ctx.note(requant="smmlar" if rq.fast else "reference")
     is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
     lo, hi = activation_range(op.options["activation"], y)

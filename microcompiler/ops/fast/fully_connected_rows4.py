@@ -11,6 +11,7 @@ import numpy as np
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range
+from microcompiler.ops.requant_float import ort_requant_table
 
 ROWS4 = Variant("rows4", ("kernel_simd.h",))
 
@@ -29,6 +30,10 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     bounds = fast.acc_bounds(b, w_rows)
     per_channel = len(mult) > 1
     is_fast, c, r = fast.requant_table(mult, shift, y_zp, bounds if per_channel else bounds.max(keepdims=True))
+    ort = ort_requant_table(op, x, w, y, out_depth)
+    if ort is not None:  # ONNX Runtime's requantization: the reference epilogue, float scales as bits
+        is_fast, mult, c, r = ort
+        per_channel = len(set(mult.tolist())) > 1
     ctx.note(requant="smmlar" if is_fast else "reference")
     lo, hi = activation_range(op.options["activation"], y)
     steps, depth_tail = depth // 4, depth % 4
@@ -109,8 +114,15 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     )
     if per_channel:
         values.update(
-            multipliers=ctx.const("multiplier", mult, comment=f"requantization multiplier per row [{out_depth}]"),
-            cs=ctx.const(
+            multipliers=ctx.const(
+                "multiplier",
+                mult,
+                comment=f"requantization multiplier per row [{out_depth}]"
+                + (" (ONNX Runtime's float32 scale, as its bits)" if ort is not None else ""),
+            ),
+            cs=None
+            if ort is not None  # ONNX Runtime's requantization reads the scale alone
+            else ctx.const(
                 "c" if is_fast else "shift",
                 c,
                 comment=f"per row [{out_depth}]: "

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops.quant import conv_multipliers
+from microcompiler.ops.requant_float import ort_requant_table
 
 INT32_MAX = 2**31 - 1
 FAST_ACC_LIMIT = 2**30  # |acc| below this: 2 * acc fits int32 (mc_requant_fast)
@@ -311,12 +312,16 @@ class Requant:
         return channel_params(self.folded * self.scale, self.mult, self.c, self.r)
 
 
-def requant_setup(x, w, y, bias, w_rows: np.ndarray) -> Requant:
+def requant_setup(x, w, y, bias, w_rows: np.ndarray, op=None) -> Requant:
     """The Requant of a convolution with int8 weights w_rows [channels, taps] (TFLM's multipliers,
-    the bound on |acc| from the weights and bias)."""
+    the bound on |acc| from the weights and bias; ONNX Runtime's float scales, as bits, when ``op``
+    requantizes as it does: ops/requant_float.py)."""
     channels = len(w_rows)
     b = bias.data.astype(np.int64) if bias is not None else np.zeros(channels, np.int64)
     folded = b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+    ort = ort_requant_table(op, x, w, y, channels)
+    if ort is not None:
+        return Requant(folded, ort[1], ort[2], ort[3], False)
     mult, shift = conv_multipliers(x, w, y, channels)
     is_fast, c, r = requant_table(mult, shift, int(y.quant.zero_point[0]), acc_bounds(b, w_rows))
     return Requant(folded, mult, c, r, is_fast)

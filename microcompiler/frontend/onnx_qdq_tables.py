@@ -1,0 +1,149 @@
+"""ONNX Runtime's float leftovers of a QDQ model as per-channel int8 tables (onnx_qdq.py).
+
+Where ONNX Runtime does not fuse an operator (tf2onnx's BatchNormalization after a depthwise Conv is a
+Mul and an Add by per-channel constants), it runs ``QuantizeLinear(Mul(DequantizeLinear(x), c))`` in
+float32. Each int8 output is then a function of the int8 input and its channel alone, so the importer
+computes that function at compile time with ONNX Runtime's float32 arithmetic (dequantize, multiply or
+add, divide by the output scale, clamp, round half to even, add the zero point) for the 256 inputs of
+each channel: one MC_TABLE_CHANNELS_INT8 (ops/table_channels.py), one load per element. Two such tables
+in a row (the Mul, then the Add) become one.
+
+``fuse_tables`` rewrites the optimized graph: DequantizeLinear -> Mul/Add (the other input a constant)
+-> QuantizeLinear, each value read once, becomes one node ``MicrocompilerQTable`` (inputs: x, its scale
+and zero point, the constant, the output scale and zero point; attribute ``function``). Its converter
+falls back to the three operators when the constant is not per channel or per tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from microcompiler.frontend.onnx_layers import _Value
+from microcompiler.frontend.onnx_read import onnx_module
+from microcompiler.ir import Operator
+from microcompiler.ops.table_channels import TABLE_CHANNELS_INT8
+
+QTABLE = "MicrocompilerQTable"
+_FUNCTIONS = ("Mul", "Add")
+_BYTES = np.arange(256).astype(np.uint8).view(np.int8).astype(np.int32)  # table index (unsigned byte) -> int8
+
+
+def fuse_tables(model: Any) -> None:
+    """Rewrite DQ -> Mul/Add(constant) -> Q chains of the optimized model into QTABLE nodes, in place."""
+    onnx = onnx_module()
+    g = model.graph
+    nodes = list(g.node)
+    producer = {o: n for n in nodes for o in n.output}
+    readers: dict[str, list] = {}
+    for n in nodes:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    outputs = {o.name for o in g.output}
+    initializers = {t.name for t in g.initializer}
+
+    def constant(name: str) -> bool:
+        p = producer.get(name)
+        return name in initializers or (
+            p is not None and p.op_type == "DequantizeLinear" and p.input[0] in initializers
+        )
+
+    def single(name: str) -> Any:
+        r = readers.get(name, [])
+        return r[0] if len(r) == 1 and name not in outputs else None
+
+    replaced: dict[int, Any] = {}  # id of the QuantizeLinear -> the new node
+    dropped: set[int] = set()
+    for op in nodes:
+        if op.op_type not in _FUNCTIONS or op.domain not in ("", "ai.onnx") or len(op.input) != 2:
+            continue
+        for k in (0, 1):
+            dq, other = producer.get(op.input[k]), op.input[1 - k]
+            if dq is None or dq.op_type != "DequantizeLinear" or constant(op.input[k]) or not constant(other):
+                continue
+            q = single(op.output[0])
+            if single(op.input[k]) is not op or q is None or q.op_type != "QuantizeLinear" or id(dq) in dropped:
+                continue
+            zp_x = dq.input[2] if len(dq.input) > 2 else ""
+            zp_y = q.input[2] if len(q.input) > 2 else ""
+            node = onnx.helper.make_node(
+                QTABLE,
+                [dq.input[0], dq.input[1], zp_x, other, q.input[1], zp_y],
+                [q.output[0]],
+                name=f"{op.name or op.output[0]}_table",
+                function=op.op_type,
+            )
+            replaced[id(q)] = node
+            dropped.update({id(dq), id(op)})
+            break
+    if not replaced:
+        return
+    kept = [replaced.get(id(n), n) for n in nodes if id(n) not in dropped]
+    del g.node[:]
+    g.node.extend(kept)
+
+
+def table_values(function: str, x_q, y_q, constants: np.ndarray) -> np.ndarray:
+    """int8 tables [channels, 256]: QuantizeLinear(function(DequantizeLinear(x), constants[c])) for each
+    int8 x (indexed as an unsigned byte), in float32 as ONNX Runtime computes it."""
+    xs, xz = np.float32(x_q.scale[0]), x_q.zero_point[0]
+    ys, yz = np.float32(y_q.scale[0]), y_q.zero_point[0]
+    real = ((_BYTES - xz).astype(np.float32) * xs).astype(np.float32)[None, :]
+    c = constants.astype(np.float32).reshape(-1, 1)
+    with np.errstate(all="ignore"):
+        f = (real * c if function == "Mul" else real + c).astype(np.float32)
+        scaled = (f / ys).astype(np.float32)
+    clamped = np.clip(scaled, np.float32(-128 - yz), np.float32(127 - yz))
+    return (np.rint(clamped).astype(np.int32) + yz).astype(np.int8)
+
+
+def qtable(imp, node, ins, attrs):
+    """A QTABLE node: MC_TABLE_CHANNELS_INT8 (composed with the table before it where that is its only
+    reader), or the three operators when the constant is neither per tensor nor per channel."""
+    from microcompiler.frontend import onnx_layers, onnx_qdq
+
+    x, xs, xzp, cv, ys, yzp = ins
+    function = str(attrs.get("function", ""))
+    x_q, y_q = onnx_qdq._quant(imp, node, xs, xzp, "input"), onnx_qdq._quant(imp, node, ys, yzp, "output")
+    onnx_qdq._int8_activation(imp, node, x, "input", x_q)
+    c = cv.const.astype(np.float32) if cv is not None and cv.const is not None else None
+    rank = len(x.shape)
+    per_channel = (
+        c is not None and rank == 4 and c.size == x.shape[1] and c.size > 1 and c.shape[-2:] == (1, 1) and c.ndim >= 3
+    )
+    if c is None or not np.all(np.isfinite(c)) or len(y_q.scale) > 1 or not (c.size == 1 or per_channel):
+        onnx = onnx_module()
+        mid, out = f"{node.output[0]}_dq", f"{node.output[0]}_f"
+        dq = onnx.helper.make_node("DequantizeLinear", node.input[:3], [mid], name=f"{node.name}_dq")
+        fn = onnx.helper.make_node(function, [mid, node.input[3]], [out], name=f"{node.name}_{function}")
+        q = onnx.helper.make_node("QuantizeLinear", [out, *node.input[4:]], list(node.output), name=node.name)
+        v = onnx_qdq.dequantize(imp, dq, [x, xs, xzp], {})[0]
+        v = onnx_layers.binary(imp, fn, [v, cv], {})[0]
+        return onnx_qdq.quantize(imp, q, [v, ys, yzp], {})
+    tables = table_values(function, x_q, y_q, c.reshape(-1))
+    source = imp.nhwc(x) if per_channel else (imp.nhwc(x) if x.nhwc else imp.plain(x))
+    nhwc = per_channel or x.nhwc
+    what = f"QuantizeLinear({function}(DequantizeLinear(x), c))"
+    before = imp.operators[-1] if imp.operators else None
+    if (
+        before is not None
+        and before.kind == TABLE_CHANNELS_INT8
+        and before.outputs[0] == source
+        and imp.readers.get(node.input[0], 0) == 1
+    ):
+        first = imp.tensors[before.inputs[1]].data
+        if first.shape[0] in (1, tables.shape[0]) or tables.shape[0] == 1:
+            channels = max(first.shape[0], tables.shape[0])
+            a = np.broadcast_to(first, (channels, 256)).astype(np.uint8).astype(np.int64)
+            b = np.broadcast_to(tables, (channels, 256))
+            composed = np.take_along_axis(b, a, axis=1).astype(np.int8)
+            imp.tensors[before.inputs[1]].data = np.ascontiguousarray(composed)
+            imp.tensors[before.inputs[1]].shape = composed.shape
+            imp.tensors[source].quant = y_q
+            before.options["functions"] = f"{before.options['functions']} then {what}"
+            return [_Value(x.shape, tensor=source, nhwc=nhwc)]
+    lut = imp.add_tensor(f"tables_{len(imp.tensors)}", tables.shape, "int8", np.ascontiguousarray(tables))
+    out = onnx_qdq._int8_tensor(imp, node.output[0], imp.tensors[source].shape, y_q)
+    imp.operators.append(Operator(TABLE_CHANNELS_INT8, [source, lut], [out], {"functions": what}, len(imp.operators)))
+    return [_Value(x.shape, tensor=out, nhwc=nhwc)]

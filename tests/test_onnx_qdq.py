@@ -1,0 +1,129 @@
+"""QDQ int8 ONNX models (issue 36, docs/onnx.md "QDQ int8"): ONNX Runtime's quantize_static models
+compiled to int8 C that computes ONNX Runtime's bits (its fused QLinearConv/QLinearMatMul with the
+float-scale requantization, QuantizeLinear's round half to even, QLinearGlobalAveragePool,
+QLinearSoftmax), on the host and on the boards."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from onnx_models import MODELS, assert_same_bits, const, model, ours_and_onnxruntime, session
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.frontend.tflite import load_tflite
+from microcompiler.host import HostProgram
+from microcompiler.project import run_on_board
+
+
+def _check_bits(lib, ours, theirs, what: str) -> None:
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        assert_same_bits(got[0], want[0], f"{what}, input set {k}")
+    assert len({np.asarray(o[0]).tobytes() for o in ours}) > 1, "the outputs do not depend on the input"
+    kinds = {op.kind for op in lib.graph.operators}
+    assert "QUANTIZE" in kinds and "DEQUANTIZE" in kinds, kinds
+    assert any(op.options.get("requant") == "float" for op in lib.graph.operators)
+
+
+@pytest.mark.parametrize("name", ["dense_autoencoder", "ds_cnn"])
+def test_quantize_static_models_bit_for_bit(tmp_path, name):
+    """tf2onnx + quantize_static (per-channel int8 weights): every output bit equals ONNX Runtime's."""
+    from microcompiler.compiler import compile_model
+
+    path = MODELS / f"{name}_qdq_int8.onnx"
+    lib = compile_model(path)
+    s = session(path)
+    x = s.get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in x.shape]
+    rng = np.random.default_rng(0)  # wide inputs too: the random-weight DS-CNN's softmax barely moves otherwise
+    sets = [[(rng.standard_normal(shape) * scale).astype(np.float32)] for scale in (0.5, 1, 3, 10)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    theirs = [s.run(None, {x.name: inputs[0]}) for inputs in sets]
+    _check_bits(lib, ours, theirs, name)
+    if name == "ds_cnn":
+        kinds = [op.kind for op in lib.graph.operators]
+        assert "CONV_2D" in kinds and "DEPTHWISE_CONV_2D" in kinds and "SOFTMAX" in kinds
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self, samples):
+        self.samples = iter([{"x": s} for s in samples])
+
+    def get_next(self):
+        return next(self.samples, None)
+
+
+def _edge_model(rng) -> onnx.ModelProto:
+    """Conv (asymmetric pads, a bias), a per-channel Mul and Add (a BatchNorm as tf2onnx writes it: ONNX
+    Runtime runs them in float between DQ and Q), depthwise Conv (stride 2), GlobalAveragePool, MatMul,
+    Softmax."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[0, 1, 2, 1]),
+        helper.make_node("Mul", ["c1", "gamma"], ["bn1"]),
+        helper.make_node("Add", ["bn1", "beta"], ["bn2"]),
+        helper.make_node("Conv", ["bn2", "w2"], ["c2"], group=6, strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("MatMul", ["f", "w3"], ["m"]),
+        helper.make_node("Softmax", ["m"], ["y"]),
+    ]
+    w1 = rng.standard_normal((6, 3, 3, 3)).astype(np.float32) * np.float32([0.05, 0.2, 1, 3, 0.5, 8]).reshape(
+        6, 1, 1, 1
+    )
+    inits = [onnx.numpy_helper.from_array(w1, "w1"), const(rng, "b1", (6,), 2.0), const(rng, "w2", (6, 1, 3, 3))]
+    inits += [const(rng, "w3", (6, 5), 3.0), const(rng, "gamma", (6, 1, 1), 1.0), const(rng, "beta", (6, 1, 1), 0.5)]
+    return model(nodes, {"x": [1, 3, 9, 8]}, {"y": [1, 5]}, inits)
+
+
+def test_edge_cases_zero_points_per_channel_saturation(tmp_path):
+    """Per-channel scales over 2 decades, zero points far from 0 (inputs calibrated on a shifted range),
+    inputs beyond the calibration range (saturation at both ends), padding with the zero point."""
+    rng = np.random.default_rng(36)
+    float_path = tmp_path / "edge.onnx"
+    onnx.save(_edge_model(rng), float_path)
+    calibration = (rng.standard_normal((16, 1, 3, 9, 8)) + 1.5).astype(np.float32)
+    qdq = tmp_path / "edge_qdq.onnx"
+    quantize_static(
+        str(float_path),
+        str(qdq),
+        _Reader(calibration),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+    from microcompiler.compiler import compile_model
+
+    lib = compile_model(qdq)
+    sets = [[(rng.standard_normal((1, 3, 9, 8)) * s + 1.5).astype(np.float32)] for s in (0.5, 1, 4, 20)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    theirs = [session(qdq).run(None, {"x": s[0]}) for s in sets]
+    _check_bits(lib, ours, theirs, "edge model")
+    tensors = lib.graph.tensors
+    zero_points = {
+        op.kind: tensors[op.inputs[0]].quant.zero_point[0] for op in lib.graph.operators if tensors[op.inputs[0]].quant
+    }
+    assert zero_points["CONV_2D"] != 0, zero_points  # the edge case asked for
+    assert "PAD" in zero_points  # asymmetric pads: an explicit PAD with the input zero point
+    assert "MC_TABLE_CHANNELS_INT8" in zero_points  # the float Mul and Add: one per-channel table
+
+
+def test_unfused_patterns_listed_at_once():
+    with pytest.raises(UnsupportedModelError, match=r"QLinearAdd, com.microsoft.QLinearAveragePool.*not supported yet"):
+        load_tflite(MODELS / "resnet8_qdq_int8.onnx")
+
+
+@pytest.mark.long
+def test_boards_equal_the_host(tmp_path):
+    """ds_cnn_qdq_int8 on the Cortex-M4 (FPU; im2col, channels4, planes and rows4 with the DSP extension),
+    the Cortex-M55 (FPU, Helium; the same DSP kernels) and the Cortex-M3 (no FPU: soft-float): the host's bits."""
+    path = MODELS / "ds_cnn_qdq_int8.onnx"
+    lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=1)
+    inputs = [(np.random.default_rng(0).standard_normal((1, 49, 10, 1)) * 3).astype(np.float32)]
+    host = HostProgram(lib, tmp_path / "again").run([inputs])[0].outputs
+    assert_same_bits(host[0], session(path).run(None, {"input": inputs[0]})[0], "host vs ONNX Runtime")
+    for board in ("mps2_an386", "mps3_an547", "mps2_an385"):
+        _, _, run = run_on_board(path, board, tmp_path / board, input=inputs, log=lambda _: None)
+        assert_same_bits(run.outputs[0], host[0], f"{board} vs the host")
