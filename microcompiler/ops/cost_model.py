@@ -3,10 +3,13 @@
 Each operator is described by a few work counts (``features``): its MACs, output and input
 elements, and ``window`` (MACs per output channel: the im2col or depth work). A kernel's cost is
 a non-negative linear combination of them plus a constant, fitted per kernel key (operator, type,
-variant and the knobs that change the inner loop) by ``scripts/fit_cost_model.py`` from
-``microcompiler bench`` runs in QEMU with ``-icount shift=0`` (exact instruction counts); the
-coefficients live in ``cost_model_data.py``. Kernels without measurements fall back to coarser
-keys (operator and type, then operator), and finally to a per-MAC and per-element rate.
+variant and the knobs that change the inner loop) and per core family (``core_family``: the
+portable C of cores without DSP, the M4, M7 and M33 with DSP, the M55 with Helium: the same kernel
+does not take the same instructions on each) by ``scripts/fit_cost_model.py`` from ``microcompiler
+bench`` runs in QEMU with ``-icount shift=0`` (exact instruction counts) on one board of each
+family; the coefficients live in ``cost_model_data.py``. Kernels without measurements fall back to
+coarser keys (operator and type, then operator), then to the next family of ``FAMILY_FALLBACK``,
+and finally to a per-MAC and per-element rate.
 """
 
 from __future__ import annotations
@@ -29,6 +32,27 @@ FALLBACK_PER_ELEMENT = 6.0
 # 2,520 for 4,096 B in 16 rows).
 COPY_PER_ELEMENT = 0.65
 COPY_PER_CALL = 150.0
+# Core families with measured coefficients: "m3" is every core without DSP (Cortex-M0/M0+/M3: the
+# portable C kernels, measured on the M3), "m4", "m7" and "m33" the DSP kernels, "m55" Helium.
+DSP_FAMILIES = {"cortex-m7": "m7", "cortex-m33": "m33", "cortex-m35p": "m33"}
+FAMILY_FALLBACK = {
+    "m3": ("m3", "m4"),
+    "m4": ("m4", "m7", "m33"),
+    "m7": ("m7", "m4"),
+    "m33": ("m33", "m4"),
+    "m55": ("m55", "m4"),
+}
+
+
+def core_family(core: str | None, features: frozenset[str] | set[str] | None = None) -> str:
+    """The cost-model family of a CPU: its kernels follow its features (compiler/targets), the
+    family's coefficients its core."""
+    features = features or frozenset()
+    if "mve" in features:
+        return "m55"
+    if "dsp" not in features:
+        return "m3"
+    return DSP_FAMILIES.get(core or "", "m4")
 
 
 class CostedOperator(Protocol):
@@ -78,15 +102,18 @@ def keys(op: CostedOperator, dtype: str) -> list[str]:
     ]
 
 
-def estimate(op: CostedOperator, dtype: str) -> tuple[float, str]:
-    """(estimated instructions, the key of the coefficients used)."""
+def estimate(op: CostedOperator, dtype: str, family: str = "m4") -> tuple[float, str]:
+    """(estimated instructions, the key of the coefficients used: FAMILY:KEY) on a core of ``family``
+    (core_family)."""
     if op.kernel.get("variant") == "memcpy":
         return COPY_PER_CALL + COPY_PER_ELEMENT * op.kernel["elements"], "memcpy"
     f = features(op, dtype)
-    for key in keys(op, dtype):
-        coeffs = cost_model_data.COEFFICIENTS.get(key)
-        if coeffs is not None:
-            return sum(coeffs.get(n, 0.0) * f[n] for n in FEATURES), key
+    for fam in FAMILY_FALLBACK.get(family, (family, "m4")):
+        table = cost_model_data.COEFFICIENTS.get(fam, {})
+        for key in keys(op, dtype):
+            coeffs = table.get(key)
+            if coeffs is not None:
+                return sum(coeffs.get(n, 0.0) * f[n] for n in FEATURES), f"{fam}:{key}"
     return FALLBACK_PER_MAC * f["macs"] + FALLBACK_PER_ELEMENT * (f["outputs"] + f["inputs"]), "fallback"
 
 
