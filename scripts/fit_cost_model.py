@@ -142,10 +142,26 @@ def measure(model: Path, board: str) -> dict:
     }
 
 
+def timing_overhead(measured: dict) -> dict[str, float]:
+    """Per board, the instructions bench's timing of one operator adds to what the operator takes in
+    the whole-model run (the sum of the operators' counts less the inference's, per operator, over
+    the models of at least 10 operators): about 28 on mps3_an547 (its system timer's read), 0 on
+    the CMSDK timer boards. The samples are fitted without it, since the estimate is of the
+    standalone run."""
+    spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for m in measured.values():
+        if len(m["operators"]) >= 10:
+            spent[m["board"]][0] += sum(r["instructions"] for r in m["operators"]) - m["inference_instructions"]
+            spent[m["board"]][1] += len(m["operators"])
+    return {board: max(0.0, total / count) for board, (total, count) in spent.items()}
+
+
 def samples_of(measured: dict, paths: dict[str, Path], compiled: dict) -> dict[tuple[str, str], list]:
     """(core family, key) -> fitting samples, from every saved measurement whose model is at hand
     (``compiled``: (model, features) -> its library, filled here)."""
     samples: dict[tuple[str, str], list] = defaultdict(list)
+    overhead = timing_overhead(measured)
+    print("bench's timing overhead per operator: " + ", ".join(f"{b} {v:.1f}" for b, v in sorted(overhead.items())))
     for name, m in measured.items():
         model = paths.get(name.split("@")[0])
         if model is None:
@@ -162,9 +178,13 @@ def samples_of(measured: dict, paths: dict[str, Path], compiled: dict) -> dict[t
                 continue
             fn = functions[row["index"]]
             dtype = meta.graph.tensors[fn.op.inputs[0]].dtype
-            for key in cost_model.keys(op, dtype):
+            for key in cost_model.keys(op, dtype, cost_model.after_relu(meta.graph, fn.op)):
                 samples[(family, key)].append(
-                    (cost_model.features(op, dtype), row["instructions"], SIGNIFICANT_SHARE * total)
+                    (
+                        cost_model.features(op, dtype),
+                        max(0.0, row["instructions"] - overhead.get(m["board"], 0.0)),
+                        SIGNIFICANT_SHARE * total,
+                    )
                 )
     return samples
 
@@ -211,12 +231,26 @@ def estimate_rows(measured: dict, paths: dict[str, Path], compiled: dict | None 
     return rows
 
 
+def resolution(board: str) -> float:
+    """Instructions per timer tick: what one measurement can be off by at each end (40 on the CMSDK
+    timer boards, 31.25 on mps3_an547, 50 on mps2_an521)."""
+    return 1e9 / load_board(board).timer.get("hz")
+
+
+def within(row: dict, share: float = 0.10) -> bool:
+    """analyze's estimate within ``share`` of the measurement, or within the measurement's own
+    resolution (two timer ticks: hello_world's 640 instructions on the M4 are 16 ticks)."""
+    return abs(row["estimated"] - row["measured"]) <= max(share * row["measured"], 2 * resolution(row["board"]))
+
+
 def report(rows: list[dict]) -> None:
     """analyze's whole-model estimates against the measurements, worst first per board."""
     for r in sorted(rows, key=lambda r: (r["board"], -abs(r["estimated"] / r["measured"] - 1))):
         print(f"{r['board']}  {100 * (r['estimated'] / r['measured'] - 1):+6.1f}%  {r['model']}")
-    within = sum(abs(r["estimated"] - r["measured"]) <= 0.10 * r["measured"] for r in rows)
-    print(f"analyze within 10% of the measured instructions on {within} of {len(rows)} (model, board) pairs")
+    print(
+        f"analyze within 10% (or 2 timer ticks) of the measured instructions on {sum(map(within, rows))} "
+        f"of {len(rows)} (model, board) pairs"
+    )
 
 
 def main(argv=None) -> int:

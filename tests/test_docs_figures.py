@@ -39,9 +39,12 @@ def test_the_cost_model_table_is_what_analyze_and_the_measurements_give_now():
     assert docs_figures.block(page, "cost-model") == docs_figures.render_cost_model(rows), (
         "the estimates or the measurements changed: run python scripts/docs_figures.py cost-model"
     )
-    # issue 34: analyze within 10% of bench on every measured model, on every core
+    # issue 34: analyze within 10% of bench on every measured model, on every core (or within the
+    # measurement's resolution, two timer ticks, on the tiny ones)
+    import fit_cost_model
+
     for r in rows:
-        assert abs(r["estimated"] - r["measured"]) <= 0.1 * r["measured"], r
+        assert fit_cost_model.within(r, 0.10), r
 
 
 @pytest.mark.parametrize("name", ["tuning", "ray", *docs_figures.SCREENSHOTS])
