@@ -4,9 +4,12 @@
     python scripts/fit_cost_model.py --boards mps2_an385 mps2_an386   # measure these again, keep the rest
     python scripts/fit_cost_model.py --refit    # no QEMU: fit again to tests/data/cost_model_measurements.json
 
-The one command to rerun after a kernel changes is the first (about 60 min on 2 free cores: 38 models x
-5 boards, ~10-80 s each); ``--boards`` measures only the boards named (the others' saved measurements
-stay), ``--models`` only the models whose file name contains one of the words given.
+The one command to rerun after a kernel changes is the first: 37 models x 5 boards, 6-120 s each
+(the unrolled LSTM and GRU, timed operator by operator, are the longest), about 70 minutes on the
+2-core machine shared with other work (2026-11-29), then the fit (``--refit`` alone: about 4 minutes,
+compiling each model once per CPU feature set). ``--boards`` measures only the boards named (the
+others' saved measurements stay), ``--models`` only the models whose file name contains one of the
+words given. It ends with analyze's whole-model error on every (model, board) pair.
 
 Runs ``microcompiler bench --json`` (QEMU with -icount shift=0: the timer's ticks x 1e9 / its rate are
 instructions; the whole-model count is the standalone firmware's, ``run --mode standalone``) for each

@@ -25,7 +25,7 @@ import numpy as np
 
 from microcompiler.ops import cost_model_data
 
-FEATURES = ("macs", "outputs", "inputs", "window", "pixels", "channels", "edges", "one")
+FEATURES = ("macs", "outputs", "inputs", "window", "blocks", "pixels", "channels", "edges", "one")
 # Knobs that change the inner loop (others, such as scratch sizes, do not).
 KEY_KNOBS = ("isa", "gather", "weights", "extract", "requant", "chunk")
 FALLBACK_PER_MAC = 2.0
@@ -103,6 +103,9 @@ def features(op: CostedOperator, dtype: str) -> dict[str, float]:
         "outputs": out,
         "inputs": ins,
         "window": op.macs / max(1, channels),
+        # the window's work rounded up to blocks of 4 output channels (kernels that work on 4 rows
+        # or channels at a time spend a whole block on a tail of 1-3)
+        "blocks": -(-channels // 4) * 4 * op.macs / max(1, channels),
         "pixels": pixels,
         "channels": channels,
         "edges": edges,
@@ -176,6 +179,15 @@ def fit(samples: list[tuple]) -> dict:
     (features, instructions) or (features, instructions, floor): its error counts relative to
     max(instructions, floor), so that a layer too short to matter for its model's total (floor: a
     share of that total) does not outweigh one that does."""
+    # one sample per distinct operator shape (an unrolled LSTM repeats the same 20 layers: they
+    # would outweigh every other shape of the key), its instructions their mean
+    same: dict[tuple, list] = {}
+    for s in samples:
+        same.setdefault(tuple(s[0][n] for n in FEATURES), []).append(s)
+    samples = [
+        (group[0][0], sum(s[1] for s in group) / len(group), max(s[2] if len(s) > 2 else 1.0 for s in group))
+        for group in same.values()
+    ]
     names = [n for n in FEATURES if any(s[0][n] for s in samples)]
     x = np.array([[s[0][n] for n in names] for s in samples], dtype=np.float64)
     y = np.array([s[1] for s in samples], dtype=np.float64)
