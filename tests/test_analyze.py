@@ -1,9 +1,10 @@
 """`microcompiler analyze`: per-layer table, totals, fit and memory plan, no build; and its estimates
-against measured `bench` runs on the emulated Cortex-M4 and Cortex-M55."""
+against measured `bench` runs on the five emulated cores (saved, and live in the long tests)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,11 @@ from board_oracle import needs_board_tools
 from harness import cli
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import fit_cost_model  # noqa: E402
+import lookalikes  # noqa: E402
+
 MODELS = ["mlperf_tiny/kws_ref_model", "mlperf_tiny/pretrainedResnet_quant", "mlperf_tiny/ad01_int8"]
 # Layers under this share of the model's instructions are too short for a per-layer claim: the
 # device timer ticks every 40 instructions and SOFTMAX's cost depends on the input values.
@@ -58,21 +64,69 @@ def test_analyze_table_and_a_board_that_is_too_small(tmp_path, shared_models):
     assert fit["available"] == 32768 and not fit["fits"] and fit["margin"] < 0
 
 
-# Every model on the Cortex-M4 (DSP) and the M55 (Helium kernels); IC's 20 layers on the M55 (the
-# longest bench of the six) with the long tests.
-ESTIMATE_CASES = [
+# Issue 34 item 4: analyze within 10% of the measured instructions on every model of
+# docs/benchmarks.md's tables, on every core. scripts/fit_cost_model.py saved what bench measured
+# (tests/data/cost_model_measurements.json), so the default suite checks analyze as it is now against
+# those counts without QEMU; the unrolled LSTM and GRU (20-30 s a compile) and the models the
+# tables do not hold wait for the long test, and live bench runs check that the counts still hold.
+MEASURED = json.loads((ROOT / "tests/data/cost_model_measurements.json").read_text())
+BOARDS = fit_cost_model.BOARDS
+SLOW_TO_COMPILE = ("lstm_unrolled_int8.tflite", "gru_unrolled_int8.tflite")
+_compiled: dict = {}  # (model, features) -> library, shared by the boards of one feature set
+
+
+@pytest.fixture(scope="module")
+def measured_models(tmp_path_factory):
+    return {p.name: p for p in fit_cost_model.models(tmp_path_factory.mktemp("models"))}
+
+
+@pytest.fixture(scope="module")
+def table_models(tmp_path_factory):
+    """docs/benchmarks.md's models (scripts/benchmarks.py's ALL_MODELS) by file name."""
+    return {p.name: p for p in fit_cost_model.table_models(tmp_path_factory.mktemp("table"))}
+
+
+def _estimates_against_the_measurements(board, paths, only):
+    rows = fit_cost_model.estimate_rows(
+        {k: m for k, m in MEASURED.items() if m["board"] == board}, paths, _compiled, only=only
+    )
+    assert rows, f"no saved measurement on {board}: run python scripts/fit_cost_model.py --boards {board}"
+    off = [r for r in rows if not fit_cost_model.within(r, 0.10)]  # 10%, or 2 timer ticks on tiny models
+    assert not off, off
+    return rows
+
+
+@pytest.mark.parametrize("board", BOARDS)
+def test_estimates_within_10_percent_of_the_saved_measurements(board, table_models):
+    rows = _estimates_against_the_measurements(board, table_models, lambda name, _: name not in SLOW_TO_COMPILE)
+    assert len(rows) == len(table_models) - len(SLOW_TO_COMPILE)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("board", BOARDS)
+def test_every_measured_model_within_10_percent(board, measured_models):
+    rows = _estimates_against_the_measurements(board, measured_models, None)
+    assert len(rows) >= len(measured_models) - 1
+
+
+# Live bench runs: KWS on the M4 in the default suite, more models and cores with the long tests.
+ESTIMATE_CASES = [("mlperf_tiny/kws_ref_model", "mps2_an386")] + [
     pytest.param(model, board, marks=pytest.mark.long)
-    if (model, board) == ("mlperf_tiny/pretrainedResnet_quant", "mps3_an547")
-    else (model, board)
-    for board in ("mps2_an386", "mps3_an547")
-    for model in MODELS
+    for board in BOARDS
+    for model in (*MODELS, "micro_speech", "lstm_unrolled_int8", "mobilenet_v3_small_int8")
+    if (model, board) != ("mlperf_tiny/kws_ref_model", "mps2_an386")
 ]
 
 
 @needs_board_tools
 @pytest.mark.parametrize("model,board", ESTIMATE_CASES)
-def test_estimates_are_close_to_the_measured_instructions(shared_models, model, board):
-    path = shared_models / f"{model}.tflite"
+def test_estimates_are_close_to_the_measured_instructions(tmp_path, shared_models, model, board):
+    if model == "micro_speech":
+        path = lookalikes.write("micro_speech", tmp_path)
+    elif "/" in model:
+        path = shared_models / f"{model}.tflite"
+    else:
+        path = KERAS / f"{model}.tflite"
     est = json.loads(cli("analyze", path, "--board", board, "--json").stdout)
     proc = cli("bench", path, "--board", board, "--json", "--number", "1", "--repeat", "1")
     assert proc.returncode == 0, proc.stderr
@@ -80,7 +134,7 @@ def test_estimates_are_close_to_the_measured_instructions(shared_models, model, 
     per_tick = 1e9 / bench["timer_hz"]  # QEMU -icount shift=0: one instruction per nanosecond
     measured_total = bench["inference"]["ticks"] * per_tick
     estimated_total = est["totals"]["estimated_instructions"]
-    assert abs(estimated_total - measured_total) <= 0.15 * measured_total, (estimated_total, measured_total)
+    assert abs(estimated_total - measured_total) <= 0.10 * measured_total, (estimated_total, measured_total)
     layers = {layer["index"]: layer for layer in est["layers"]}
     for op in bench["operators"]:
         measured = op["ticks"] * per_tick
@@ -125,11 +179,13 @@ def test_while_loops_count_their_body_times_the_trip_count():
 @needs_board_tools
 @pytest.mark.parametrize(
     "board,model",
-    [("mps2_an386", m) for m in ("conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")]
-    + [("mps2_an386", "gru_float32"), ("mps2_an386", "lstm_float32")]
-    # the int8 models on the M55, the int16x8 autoencoder (piecewise-table LOGISTIC) and the SVDF
-    # example (rows4): long, since test_docs_figures holds analyze within 20% of fit_cost_model.py's
-    # measurements of them
+    # long: test_estimates_within_10_percent_of_the_saved_measurements holds analyze within 10% of
+    # fit_cost_model.py's measurements of them (the float GRU and LSTM: the long one)
+    [
+        pytest.param("mps2_an386", m, marks=pytest.mark.long)
+        for m in ("conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")
+    ]
+    + [pytest.param("mps2_an386", m, marks=pytest.mark.long) for m in ("gru_float32", "lstm_float32")]
     + [
         pytest.param("mps3_an547", m, marks=pytest.mark.long)
         for m in ("conv_autoencoder_int8", "unet_int8", "transformer_block_int8", "lstm_int8")
@@ -140,8 +196,8 @@ def test_while_loops_count_their_body_times_the_trip_count():
         for m in ("conv_autoencoder_int16x8", "svdf_kws_int8")
     ],
 )
-def test_keras_lookalike_estimates_within_20_percent(board, model):
-    """Issue 21: analyze within 20% of bench on the look-alikes with the new kernels (and the float GRU,
+def test_keras_lookalike_estimates_within_10_percent(board, model):
+    """Issues 21 and 34: analyze within 10% of bench on the look-alikes with the new kernels (and the float GRU,
     whose time is all in its WHILE loop; the int16x8 autoencoder's piecewise-table LOGISTIC; the SVDF
     keyword-spotting example, SVDF rows4)."""
     path = KERAS / f"{model}.tflite"
@@ -153,4 +209,4 @@ def test_keras_lookalike_estimates_within_20_percent(board, model):
     bench = json.loads(proc.stdout)
     measured = bench["inference"]["ticks"] * 1e9 / bench["timer_hz"]
     estimated = est["totals"]["estimated_instructions"]
-    assert abs(estimated - measured) <= 0.20 * measured, (estimated, measured)
+    assert abs(estimated - measured) <= 0.10 * measured, (estimated, measured)

@@ -2,7 +2,7 @@
 scripts/docs_figures.py, not from a hand (issue 27 item 8): they cannot drift.
 
 - The cost-model table is recomputed here in full (analyze now, against the measurements
-  scripts/fit_cost_model.py saved) and must equal the page's block.
+  scripts/fit_cost_model.py saved) and must equal the page's block (a long test).
 - The tuning and Ray blocks must be what the script renders from its record
   (tests/data/docs_figures.json); the long test measures KWS's tuning again and finds the same
   ticks (exact under QEMU's -icount shift=0).
@@ -30,17 +30,21 @@ import docs_figures  # noqa: E402
 RECORD = json.loads(docs_figures.RECORD.read_text()) if docs_figures.RECORD.exists() else {}
 
 
+@pytest.mark.long  # every measured model on five boards (the unrolled LSTM and GRU take 20-30 s a compile);
+# tests/test_analyze.py checks the cheap ones against the same measurements in the default suite
 def test_the_cost_model_table_is_what_analyze_and_the_measurements_give_now():
     rows = docs_figures.cost_model_rows()
-    assert len(rows) >= 20 and {r["board"] for r in rows} == {"mps2_an386", "mps3_an547"}
+    assert len(rows) >= 100 and {r["board"] for r in rows} == set(docs_figures.COST_MODEL_BOARDS)
     page = docs_figures.REPORT_MD.read_text()
     assert docs_figures.block(page, "cost-model") == docs_figures.render_cost_model(rows), (
         "the estimates or the measurements changed: run python scripts/docs_figures.py cost-model"
     )
-    # issue 21: analyze within 20% of bench on every measured model (the int16x8 autoencoder and the
-    # SVDF example included, on both boards; test_analyze.py benches some of them again)
+    # issue 34: analyze within 10% of bench on every measured model, on every core (or within the
+    # measurement's resolution, two timer ticks, on the tiny ones)
+    import fit_cost_model
+
     for r in rows:
-        assert abs(r["estimated"] - r["measured"]) <= 0.2 * r["measured"], r
+        assert fit_cost_model.within(r, 0.10), r
 
 
 @pytest.mark.parametrize("name", ["tuning", "ray", *docs_figures.SCREENSHOTS])

@@ -10,6 +10,7 @@ from microcompiler.analysis.memory_plan import memory_plan
 from microcompiler.boards import Board
 from microcompiler.codegen import ModelLibrary
 from microcompiler.compiler import KnobSource, compile_model
+from microcompiler.ops import cost_model
 from microcompiler.timing import estimated
 
 
@@ -45,9 +46,10 @@ def analyze_library(library: ModelLibrary, board: Board | None = None) -> dict:
 
     info, graph = library.info, library.graph  # the typed metadata (codegen/model_info.py)
     layers: list[dict[str, Any]] = []
+    family = cost_model.core_family(board.cpu.core, board.cpu.features) if board is not None else "m3"
     for fn, op in zip(library.functions, info.operators):
         dtype = graph.tensors[fn.op.inputs[0]].dtype if fn.op.inputs and fn.op.inputs[0] >= 0 else "-"
-        estimate, key = loops.operator_estimate(op, dtype, info, graph, fn.op, graph.subgraphs)
+        estimate, key = loops.operator_estimate(op, dtype, info, graph, fn.op, graph.subgraphs, family)
         layers.append(
             {
                 "index": op.index,

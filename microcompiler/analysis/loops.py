@@ -103,26 +103,34 @@ def trip_count(graph: Graph, op: Operator, subgraphs: Mapping[int, Graph]) -> in
     return trips
 
 
-def subgraph_estimate(info: ModelInfo, index: int, graph: Graph, subgraphs: Mapping[int, Graph]) -> float:
+def subgraph_estimate(
+    info: ModelInfo, index: int, graph: Graph, subgraphs: Mapping[int, Graph], family: str = "m4"
+) -> float:
     """Estimated instructions of one run of subgraph ``index`` (its operators from metadata.json)."""
     sub = subgraphs[index]
     total = 0.0
     for op_meta, op in zip(info.subgraph(index).operators, sub.operators):
-        total += operator_estimate(op_meta, op_meta.dtype or "-", info, sub, op, subgraphs)[0]
+        total += operator_estimate(op_meta, op_meta.dtype or "-", info, sub, op, subgraphs, family)[0]
     return total
 
 
 def operator_estimate(
-    op_meta: OperatorInfo, dtype: str, info: ModelInfo, graph: Graph, op: Operator, subgraphs: Mapping[int, Graph]
+    op_meta: OperatorInfo,
+    dtype: str,
+    info: ModelInfo,
+    graph: Graph,
+    op: Operator,
+    subgraphs: Mapping[int, Graph],
+    family: str = "m4",
 ) -> tuple[float, str]:
-    """cost_model.estimate, with WHILE costed as its trip count times its subgraphs."""
+    """cost_model.estimate on a core of ``family``, with WHILE costed as its trip count times its subgraphs."""
     if op_meta.kind != "WHILE":
-        return cost_model.estimate(op_meta, dtype)
+        return cost_model.estimate(op_meta, dtype, family, cost_model.after_relu(graph, op))
     counted_trips = trip_count(graph, op, subgraphs)
     counted = counted_trips is not None
     trips = counted_trips if counted_trips is not None else ASSUMED_TRIPS
-    cond = subgraph_estimate(info, int(op.options["cond_subgraph_index"]), graph, subgraphs)
-    body = subgraph_estimate(info, int(op.options["body_subgraph_index"]), graph, subgraphs)
+    cond = subgraph_estimate(info, int(op.options["cond_subgraph_index"]), graph, subgraphs, family)
+    body = subgraph_estimate(info, int(op.options["body_subgraph_index"]), graph, subgraphs, family)
     body_graph = subgraphs[int(op.options["body_subgraph_index"])]
     copies = sum(
         PER_LOOP_VALUE + cost_model.COPY_PER_ELEMENT * body_graph.tensors[t].nbytes for t in body_graph.outputs

@@ -1,12 +1,18 @@
 """Estimated instructions per layer: a linear model per kernel, fitted to measured ``bench`` data.
 
 Each operator is described by a few work counts (``features``): its MACs, output and input
-elements, and ``window`` (MACs per output channel: the im2col or depth work). A kernel's cost is
+elements, ``window`` (MACs per output channel: the im2col or depth work), ``pixels`` (output
+positions: the per-pixel loop overhead), ``channels`` (output channels: per-channel set-up and
+tails) and ``edges`` (a padded convolution's output elements on the image border, where the kernel
+checks the padding: DS-CNN's 25 x 5 maps have half their pixels there). A kernel's cost is
 a non-negative linear combination of them plus a constant, fitted per kernel key (operator, type,
-variant and the knobs that change the inner loop) by ``scripts/fit_cost_model.py`` from
-``microcompiler bench`` runs in QEMU with ``-icount shift=0`` (exact instruction counts); the
-coefficients live in ``cost_model_data.py``. Kernels without measurements fall back to coarser
-keys (operator and type, then operator), and finally to a per-MAC and per-element rate.
+variant and the knobs that change the inner loop) and per core family (``core_family``: the
+portable C of cores without DSP, the M4, M7 and M33 with DSP, the M55 with Helium: the same kernel
+does not take the same instructions on each) by ``scripts/fit_cost_model.py`` from ``microcompiler
+bench`` runs in QEMU with ``-icount shift=0`` (exact instruction counts) on one board of each
+family; the coefficients live in ``cost_model_data.py``. Kernels without measurements fall back to
+coarser keys (operator and type, then operator), then to the next family of ``FAMILY_FALLBACK``,
+and finally to a per-MAC and per-element rate.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ import numpy as np
 
 from microcompiler.ops import cost_model_data
 
-FEATURES = ("macs", "outputs", "inputs", "window", "one")
+FEATURES = ("macs", "outputs", "inputs", "window", "blocks", "pixels", "channels", "edges", "one")
 # Knobs that change the inner loop (others, such as scratch sizes, do not).
-KEY_KNOBS = ("isa", "gather", "weights", "extract", "requant")
+KEY_KNOBS = ("isa", "gather", "weights", "extract", "requant", "chunk")
 FALLBACK_PER_MAC = 2.0
 FALLBACK_PER_ELEMENT = 6.0
 # A kernel that copies part of its tensors with memcpy (MC_PATCH_COPY: {"variant": "memcpy", "elements": n})
@@ -29,6 +35,27 @@ FALLBACK_PER_ELEMENT = 6.0
 # 2,520 for 4,096 B in 16 rows).
 COPY_PER_ELEMENT = 0.65
 COPY_PER_CALL = 150.0
+# Core families with measured coefficients: "m3" is every core without DSP (Cortex-M0/M0+/M3: the
+# portable C kernels, measured on the M3), "m4", "m7" and "m33" the DSP kernels, "m55" Helium.
+DSP_FAMILIES = {"cortex-m7": "m7", "cortex-m33": "m33", "cortex-m35p": "m33"}
+FAMILY_FALLBACK = {
+    "m3": ("m3", "m4"),
+    "m4": ("m4", "m7", "m33"),
+    "m7": ("m7", "m4"),
+    "m33": ("m33", "m4"),
+    "m55": ("m55", "m4"),
+}
+
+
+def core_family(core: str | None, features: frozenset[str] | set[str] | None = None) -> str:
+    """The cost-model family of a CPU: its kernels follow its features (compiler/targets), the
+    family's coefficients its core."""
+    features = features or frozenset()
+    if "mve" in features:
+        return "m55"
+    if "dsp" not in features:
+        return "m3"
+    return DSP_FAMILIES.get(core or "", "m4")
 
 
 class CostedOperator(Protocol):
@@ -63,14 +90,63 @@ def features(op: CostedOperator, dtype: str) -> dict[str, float]:
     out = int(sum(np.prod(s) for s in op.outputs))
     ins = int(np.prod(op.inputs[0])) if op.inputs else 0
     channels = op.outputs[0][-1] if op.outputs and op.outputs[0] else 1
-    return {"macs": op.macs, "outputs": out, "inputs": ins, "window": op.macs / max(1, channels), "one": 1}
+    pixels = int(np.prod(op.outputs[0][:-1])) if op.outputs and op.outputs[0] else 1
+    shape = op.outputs[0] if op.outputs else ()
+    edges = 0
+    x = op.inputs[0] if op.inputs else ()
+    if op.kind in CONVOLUTIONS and len(shape) == 4 and len(x) == 4 and x[1] in (shape[1], 2 * shape[1]):
+        # padded (SAME: input rows = stride x output rows, not a patch with its halo): the output
+        # elements on the border ring, where the kernel checks the padding
+        edges = (shape[1] * shape[2] - max(0, shape[1] - 2) * max(0, shape[2] - 2)) * shape[3]
+    return {
+        "macs": op.macs,
+        "outputs": out,
+        "inputs": ins,
+        "window": op.macs / max(1, channels),
+        # the window's work rounded up to blocks of 4 output channels (kernels that work on 4 rows
+        # or channels at a time spend a whole block on a tail of 1-3)
+        "blocks": -(-channels // 4) * 4 * op.macs / max(1, channels),
+        "pixels": pixels,
+        "channels": channels,
+        "edges": edges,
+        "one": 1,
+    }
 
 
-def keys(op: CostedOperator, dtype: str) -> list[str]:
-    """From the most to the least specific cost-model key of an operator."""
+# Convolutions whose output rows are at most 1/STRIDED of their input rows (stride 2 and more) take
+# fewer instructions per MAC than stride 1 (measured: DEPTHWISE_CONV_2D mve-channels16, 1.09 against
+# 1.27 per MAC): their own key, with "stride=2".
+STRIDED = 1.5
+CONVOLUTIONS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+# A float32 operator whose input a RELU wrote (fused or not) reads many zeros: software floating
+# point (cores without FPU) multiplies them in a few instructions, so it has its own key.
+RELUS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")
+
+
+def after_relu(graph: Any, op: Any) -> bool:
+    """Whether float32 input 0 of ``op`` (an ir.Operator of ``graph``) comes out of a RELU."""
+    t = op.inputs[0] if op.inputs else -1
+    if t < 0 or graph.tensors[t].dtype != "float32":
+        return False
+    producer = next((p for p in graph.operators if t in p.outputs), None)
+    return producer is not None and (producer.kind in RELUS or producer.options.get("activation") in RELUS)
+
+
+def keys(op: CostedOperator, dtype: str, relu_input: bool = False) -> list[str]:
+    """From the most to the least specific cost-model key of an operator (``relu_input``: after_relu)."""
     k = op.kernel
     knobs = ",".join(f"{n}={k[n]}" for n in KEY_KNOBS if n in k)
+    first = f"{op.kind}|{dtype}|{k.get('variant', 'reference')}|{knobs}"
+    rows_in = op.inputs[0][1] if op.inputs and len(op.inputs[0]) == 4 else 0
+    rows_out = op.outputs[0][1] if op.outputs and len(op.outputs[0]) == 4 else 0
+    if op.kind in CONVOLUTIONS and rows_out:
+        first += ",stride=2" if rows_in >= STRIDED * rows_out else ",stride=1"
+    if relu_input and dtype == "float32":
+        first += ",input=relu"
     return [
+        first,
         f"{op.kind}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
         f"{op.kind}|{dtype}|{k.get('variant', 'reference')}",
         f"{op.kind}|{dtype}",
@@ -78,16 +154,23 @@ def keys(op: CostedOperator, dtype: str) -> list[str]:
     ]
 
 
-def estimate(op: CostedOperator, dtype: str) -> tuple[float, str]:
-    """(estimated instructions, the key of the coefficients used)."""
+def estimate(op: CostedOperator, dtype: str, family: str = "m4", relu_input: bool = False) -> tuple[float, str]:
+    """(estimated instructions, the key of the coefficients used: FAMILY:KEY) on a core of ``family``
+    (core_family)."""
     if op.kernel.get("variant") == "memcpy":
         return COPY_PER_CALL + COPY_PER_ELEMENT * op.kernel["elements"], "memcpy"
     f = features(op, dtype)
-    for key in keys(op, dtype):
-        coeffs = cost_model_data.COEFFICIENTS.get(key)
-        if coeffs is not None:
-            return sum(coeffs.get(n, 0.0) * f[n] for n in FEATURES), key
+    for fam in FAMILY_FALLBACK.get(family, (family, "m4")):
+        table = cost_model_data.COEFFICIENTS.get(fam, {})
+        for key in keys(op, dtype, relu_input):
+            coeffs = table.get(key)
+            if coeffs is not None:
+                return sum(coeffs.get(n, 0.0) * f[n] for n in FEATURES), f"{fam}:{key}"
     return FALLBACK_PER_MAC * f["macs"] + FALLBACK_PER_ELEMENT * (f["outputs"] + f["inputs"]), "fallback"
+
+
+# fit: the fewest terms whose error is within this much of the best subset's
+SIMPLER_WITHIN = 0.01
 
 
 def fit(samples: list[tuple]) -> dict:
@@ -96,6 +179,15 @@ def fit(samples: list[tuple]) -> dict:
     (features, instructions) or (features, instructions, floor): its error counts relative to
     max(instructions, floor), so that a layer too short to matter for its model's total (floor: a
     share of that total) does not outweigh one that does."""
+    # one sample per distinct operator shape (an unrolled LSTM repeats the same 20 layers: they
+    # would outweigh every other shape of the key), its instructions their mean
+    same: dict[tuple, list] = {}
+    for s in samples:
+        same.setdefault(tuple(s[0][n] for n in FEATURES), []).append(s)
+    samples = [
+        (group[0][0], sum(s[1] for s in group) / len(group), max(s[2] if len(s) > 2 else 1.0 for s in group))
+        for group in same.values()
+    ]
     names = [n for n in FEATURES if any(s[0][n] for s in samples)]
     x = np.array([[s[0][n] for n in names] for s in samples], dtype=np.float64)
     y = np.array([s[1] for s in samples], dtype=np.float64)
@@ -114,4 +206,4 @@ def fit(samples: list[tuple]) -> dict:
     if not candidates:
         return {}
     best_err = min(c[0] for c in candidates)
-    return min((c for c in candidates if c[0] <= best_err + 0.01), key=lambda c: (c[1], c[0]))[2]
+    return min((c for c in candidates if c[0] <= best_err + SIMPLER_WITHIN), key=lambda c: (c[1], c[0]))[2]

@@ -84,7 +84,7 @@ def _kernel_plan(op: Operator, g: Graph, features: frozenset[str]) -> KernelPlan
 def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
     """(kernel scratch bytes, estimated instructions) of a planned graph on a CPU with ``features``."""
     from microcompiler.ops.base import kernel_for
-    from microcompiler.ops.cost_model import OperatorWork
+    from microcompiler.ops.cost_model import OperatorWork, core_family
     from microcompiler.ops.cost_model import estimate as cost
 
     scratch, instructions = 0, 0.0
@@ -99,7 +99,7 @@ def estimate(g: Graph, features: frozenset[str]) -> tuple[int, int]:
             outputs=[g.tensors[o].shape for o in op.outputs],
             kernel=plan.as_json(),
         )
-        instructions += cost(work, x.dtype if x is not None else "-")[0]
+        instructions += cost(work, x.dtype if x is not None else "-", core_family(None, features))[0]
     return scratch, int(round(instructions))
 
 
