@@ -122,7 +122,9 @@ def _im2col_plan(r: PlanRequest) -> KernelPlan:
         gather="taps" if g.in_c % 4 == 0 else "bytes",
         weights=weights,
     )
-    return plan.with_knobs(extract="lanes").with_headers("kernel_lanes.h") if lanes else plan
+    if lanes:
+        return plan.with_knobs(extract="lanes").with_headers("kernel_lanes.h")
+    return plan if r.dsp else plan.with_headers("kernel_portable.h")  # mc_dot_p4x2_s8
 
 
 # The variants CONV_2D takes, in order of preference (Conv2D.kernel_plan).

@@ -1,6 +1,6 @@
 """CONV_2D 1x1 with stride 1 and no padding, int8, in portable C (no DSP extension): the "pointwise"
 kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTED over the pixels:
-2 pixels x 4 output channels per inner loop (mc_dot_p2r4_s8i, kernel_simd.h), each weight loaded
+2 pixels x 4 output channels per inner loop (mc_dot_p2r4_s8i, kernel_portable.h), each weight loaded
 once for both pixels, the weights interleaved per input as FULLY_CONNECTED's portable rows4 lays
 them out, the input zero point folded into the bias, TFLM's requantization with SMMLAR's C
 equivalent (mc_requant_fast). An odd last pixel runs mc_dot_r4_s8i. Cortex-M3: about 2 instructions
@@ -16,7 +16,7 @@ from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import ISA_C, KernelPlan, Variant
 from microcompiler.ops.quant import activation_range
 
-POINTWISE = Variant("pointwise", ("kernel_simd.h",))
+POINTWISE = Variant("pointwise", ("kernel_simd.h", "kernel_portable.h"))
 
 
 def fits(op, graph) -> bool:

@@ -8,6 +8,7 @@
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_fixedpoint.h"
 #include "microcompiler/kernel_simd.h"
+#include "microcompiler/kernel_portable.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 /* per output channel [8] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
