@@ -225,4 +225,56 @@ MC_HELPER_FN void mc_dot_p2r4_s8i(const int8_t* x, int32_t stride, const int8_t*
   acc[7] = b3;
 }
 
+/* ---- Two pixels per multiply: lanes in a 64-bit sum ---------------------------------------------
+ * Where the core has a 32 x 32 -> 64 multiply-accumulate (SMLAL: Armv7-M and up, and the host),
+ * two pixels' int8 inputs x0, x1 of input k are packed into one word X = 2 x0 + 2 x1 * 2^L (doubled:
+ * mc_requant_fast2 takes the sums as they come), and one SMLAL per (input, output channel) adds
+ * w * X = 2 w x0 + 2 w x1 * 2^L to a 64-bit sum: two MACs per instruction. The low L bits then
+ * hold S0 = 2 sum w x0 and the bits above it S1 = 2 sum w x1, exactly, while S0 fits L bits
+ * signed: the code generator chooses L from the weights (256 sum|w| < 2^(L - 1), L <= 22 so that X
+ * fits int32). Cores without the long multiply (Armv6-M: Cortex-M0/M0+, and Armv8-M Baseline) run
+ * the int32 kernels above instead (MC_LONG_MULTIPLY = 0): the same weight layout, the same results. */
+#ifndef MC_LONG_MULTIPLY /* a build may set it to 0 (the tests run both paths on the host) */
+#if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__)
+#define MC_LONG_MULTIPLY 0
+#else
+#define MC_LONG_MULTIPLY 1
+#endif
+#endif
+
+#if MC_LONG_MULTIPLY
+/* d[k] = 2 x0[k] + 2 x1[k] * 2^L for k < n (n >= 1; L a literal where this is inlined). */
+static MC_ALWAYS_INLINE void mc_pack2_s8(int32_t* d, const int8_t* x0, const int8_t* x1, int32_t n, int L) {
+  const int32_t* const end = d + n;
+  do {
+    *d++ = (int32_t)(((uint32_t)(int32_t)*x0++ << 1) + ((uint32_t)(int32_t)*x1++ << (L + 1)));
+  } while (d != end);
+}
+
+/* S0 (the low L bits, sign-extended) and S1 (the rest) of a two-lane sum. */
+#define MC_LANE0(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) << (32 - (L_))) >> (32 - (L_)))
+#define MC_LANE1(S_, LANE0_, L_) ((int32_t)(((S_) - (int64_t)(LANE0_)) >> (L_)))
+
+/* Four output channels against a packed column X (n words, n >= 1) with the weights interleaved per
+ * input as for mc_dot_r4_s8i (w[4 k + r]): acc[r] = sum_k X[k] w[4 k + r]. Per input one LDR of X,
+ * 4 LDRSB of w and 4 SMLAL, and the loop's 3: 12 instructions per 8 MACs. No overflow: |acc| < 2^31 * 128 n. */
+MC_HELPER_FN void mc_dot_x2r4_s8i(const int32_t* X, const int8_t* w, int32_t n, int64_t* acc) {
+  /* one input per iteration: unrolled, GCC moves the 64-bit sums between registers (Cortex-M3) */
+  int64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  const int32_t* const end = X + n;
+  do {
+    const int32_t v = *X++;
+    a0 += (int64_t)v * w[0];
+    a1 += (int64_t)v * w[1];
+    a2 += (int64_t)v * w[2];
+    a3 += (int64_t)v * w[3];
+    w += 4;
+  } while (X != end);
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+}
+#endif
+
 #endif /* MICROCOMPILER_KERNEL_PORTABLE_H_ */

@@ -35,9 +35,33 @@ def fits(op, graph) -> bool:
     return bool(rq.fast and np.all(bound < 2**31))
 
 
-def plan() -> KernelPlan:
+# The widest lane a packed word 2 x0 + 2 x1 * 2^L holds within int32 (>= -2^31 for int8 x0, x1).
+MAX_LANE_BITS = 22
+
+
+def lane_bits(w_rows: np.ndarray) -> int:
+    """The bits L of the low lane of mc_dot_x2r4_s8i's sums: 256 sum|w| < 2^(L - 1) for every row
+    (S0 = 2 sum w x0 with int8 x fits L bits signed); 0 where no L <= MAX_LANE_BITS holds."""
+    bound = int(256 * np.abs(w_rows.astype(np.int64)).sum(axis=1).max(initial=0))
+    bits = bound.bit_length() + 1
+    return bits if bits <= MAX_LANE_BITS else 0
+
+
+def plan(op, graph) -> KernelPlan:
+    """2 pixels x 4 output channels; with the long multiply (Armv7-M, the host) both pixels packed
+    per input into the scratch (C words) where lane_bits finds a lane width ("lane")."""
+    g = geometry(op, graph)
+    pixels = g.batches * g.out_h * g.out_w
+    lane = lane_bits(graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1))
     return KernelPlan.of(
-        POINTWISE, ISA_C, scratch_bytes=0, pixels=2, out_channels=4, weights="s8", extract="interleaved"
+        POINTWISE,
+        ISA_C,
+        scratch_bytes=4 * g.in_c + (g.out_c if pixels % 2 else 0) if lane else 0,
+        pixels=2,
+        out_channels=4,
+        weights="s8",
+        extract="interleaved",
+        lane=lane,
     )
 
 
@@ -49,6 +73,7 @@ def emit(op, graph, ctx) -> str:
     ctx.note(requant="smmlar")
     lo, hi = activation_range(op.options["activation"], y)
     pixels = g.batches * g.out_h * g.out_w
+    lane = ctx.plan.knob("lane", 0)
     return ctx.render(
         "conv_2d_pointwise.c.j2",
         describe=g.describe(),
@@ -73,4 +98,6 @@ def emit(op, graph, ctx) -> str:
         act_min=lo,
         act_max=hi,
         output_offset=int(y.quant.zero_point[0]),
+        lane=lane,
+        scratch=ctx.scratch(ctx.plan.scratch) if lane else "",
     )
