@@ -227,13 +227,13 @@ MC_HELPER_FN void mc_dot_p2r4_s8i(const int8_t* x, int32_t stride, const int8_t*
 
 /* ---- Two pixels per multiply: lanes in a 64-bit sum ---------------------------------------------
  * Where the core has a 32 x 32 -> 64 multiply-accumulate (SMLAL: Armv7-M and up, and the host),
- * two pixels' int8 inputs x0, x1 of input k are packed into one word X = 2 x0 + 2 x1 * 2^L (doubled:
- * mc_requant_fast2 takes the sums as they come), and one SMLAL per (input, output channel) adds
- * w * X = 2 w x0 + 2 w x1 * 2^L to a 64-bit sum: two MACs per instruction. The low L bits then
- * hold S0 = 2 sum w x0 and the bits above it S1 = 2 sum w x1, exactly, while S0 fits L bits
- * signed: the code generator chooses L from the weights (256 sum|w| < 2^(L - 1), L <= 22 so that X
- * fits int32). Cores without the long multiply (Armv6-M: Cortex-M0/M0+, and Armv8-M Baseline) run
- * the int32 kernels above instead (MC_LONG_MULTIPLY = 0): the same weight layout, the same results. */
+ * two pixels' int8 inputs x0, x1 of input k are packed into one word X = x0 + x1 * 2^L, and one SMLAL
+ * per (input, output channel) adds w * X = w x0 + w x1 * 2^L to a 64-bit sum: two MACs per
+ * instruction. The low L bits then hold S0 = sum w x0 and the bits above them S1 = sum w x1,
+ * exactly, while S0 fits L bits signed: the code generator chooses L from the weights
+ * (128 sum|w| < 2^(L - 1), L <= 23 so that X fits int32). Cores without the long multiply (Armv6-M:
+ * Cortex-M0/M0+, and Armv8-M Baseline) run the int32 kernels above instead (MC_LONG_MULTIPLY = 0):
+ * the same weight layout, the same results. */
 #ifndef MC_LONG_MULTIPLY /* a build may set it to 0 (the tests run both paths on the host) */
 #if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__)
 #define MC_LONG_MULTIPLY 0
@@ -243,11 +243,11 @@ MC_HELPER_FN void mc_dot_p2r4_s8i(const int8_t* x, int32_t stride, const int8_t*
 #endif
 
 #if MC_LONG_MULTIPLY
-/* d[k] = 2 x0[k] + 2 x1[k] * 2^L for k < n (n >= 1; L a literal where this is inlined). */
+/* d[k] = x0[k] + x1[k] * 2^L for k < n (n >= 1; L a literal where this is inlined). */
 static MC_ALWAYS_INLINE void mc_pack2_s8(int32_t* d, const int8_t* x0, const int8_t* x1, int32_t n, int L) {
   const int32_t* const end = d + n;
   do {
-    *d++ = (int32_t)(((uint32_t)(int32_t)*x0++ << 1) + ((uint32_t)(int32_t)*x1++ << (L + 1)));
+    *d++ = (int32_t)((uint32_t)(int32_t)*x0++ + ((uint32_t)(int32_t)*x1++ << L));
   } while (d != end);
 }
 

@@ -35,14 +35,14 @@ def fits(op, graph) -> bool:
     return bool(rq.fast and np.all(bound < 2**31))
 
 
-# The widest lane a packed word 2 x0 + 2 x1 * 2^L holds within int32 (>= -2^31 for int8 x0, x1).
-MAX_LANE_BITS = 22
+# The widest lane a packed word x0 + x1 * 2^L holds within int32 (>= -2^31 for int8 x0, x1).
+MAX_LANE_BITS = 23
 
 
 def lane_bits(w_rows: np.ndarray) -> int:
-    """The bits L of the low lane of mc_dot_x2r4_s8i's sums: 256 sum|w| < 2^(L - 1) for every row
-    (S0 = 2 sum w x0 with int8 x fits L bits signed); 0 where no L <= MAX_LANE_BITS holds."""
-    bound = int(256 * np.abs(w_rows.astype(np.int64)).sum(axis=1).max(initial=0))
+    """The bits L of the low lane of mc_dot_x2r4_s8i's sums: 128 sum|w| < 2^(L - 1) for every row
+    (S0 = sum w x0 with int8 x fits L bits signed); 0 where no L <= MAX_LANE_BITS holds."""
+    bound = int(128 * np.abs(w_rows.astype(np.int64)).sum(axis=1).max(initial=0))
     bits = bound.bit_length() + 1
     return bits if bits <= MAX_LANE_BITS else 0
 

@@ -11,6 +11,15 @@
 #include "microcompiler/kernel_portable.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
+/* weights, int8: per block of 4 output channels [9 taps (ky, kx, c)][4 channels] */
+static const int8_t tiny_cnn_int8_conv1_weights[72] = {
+    -53, -40, -9, 127, 16, 127, -96, -116, -127, 91, -33, 16, 93, -11, 46, -110,
+    43, -15, -16, 127, -20, 28, -10, 78, -21, -108, 45, 107, 20, -71, 127, -83,
+    -18, 97, -50, 64, -46, 29, -44, -104, -40, 88, -2, -67, 45, -33, -29, 94,
+    77, 103, 28, -43, 18, 127, 127, 19, -55, 65, -55, -89, -73, 33, -97, 12,
+    127, -27, -99, -127, 52, 40, -95, -51
+};
+
 /* per output channel [8] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
 static const uint8_t tiny_cnn_int8_conv1_params[72] = {
     98, 253, 255, 255, 7, 191, 100, 103, 8, 212, 3, 0, 0, 94, 71, 133,
@@ -18,12 +27,6 @@ static const uint8_t tiny_cnn_int8_conv1_params[72] = {
     134, 175, 73, 8, 26, 4, 0, 0, 255, 163, 191, 78, 8, 154, 16, 0,
     0, 103, 10, 230, 85, 7, 156, 245, 255, 255, 12, 222, 58, 70, 8, 24,
     242, 255, 255, 120, 170, 233, 94, 8
-};
-
-/* weights [8 output channels][3 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
-static const int32_t tiny_cnn_int8_conv1_weights[24] = {
-    1568739531, 351005739, 238, -178552872, -1181475599, 97, 786407671, 2133718768, 206, -1844409217, -1385476481, 64, 1294850258, 2142750994, 52, 1742690333,
-    -450805377, 40, 484703956, -1650472577, 161, -715211368, -2129877229, 205
 };
 
 /* a pixel of 8 input zero points (-128): what padding taps read */
@@ -98,69 +101,98 @@ static const int32_t tiny_cnn_int8_logits_r[4] = {
 };
 
 /* Kernel scratch (im2col columns), shared by the operators: one runs at a time. */
-static int32_t tiny_cnn_int8_scratch[27];
+static int32_t tiny_cnn_int8_scratch[16];
 
 /* ---- Operators ---- */
 
 /* CONV_2D(padding=SAME, stride_h=2, stride_w=2, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'conv1' */
 void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
-  /* im2col: 4 output pixels x 1 output channel per step (portable C); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
+  /* packed: 2 pixels x 4 output channels per step, their patches gathered as int8, int8 weights interleaved per input (portable C: mc_dot_x2r4_s8i with the long multiply, else mc_dot_r4_s8i); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
   enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
-  int32_t* const col = tiny_cnn_int8_scratch; /* 24 words */
-  int8_t* const buf = (int8_t*)(tiny_cnn_int8_scratch + 24); /* 12 bytes */
-  int n, p, oc, ky, oy, ox;
-  int kx;
-  memset(buf + 9, 0, 3); /* K padding (zero weights) */
+  int32_t* const packed = tiny_cnn_int8_scratch; /* 9 words (with the long multiply) */
+  int8_t* const patch = (int8_t*)(tiny_cnn_int8_scratch + 9); /* 2 x 9 bytes (the zero point row with the long multiply), then 8 bytes */
+  int p, o, j, t, ky, kx, k;
+  int oy = 0, ox = 0;
   const int8_t* x_b = input0;
-  int8_t* out = output0;
-  oy = 0;
-  ox = 0;
-  for (n = 0; n < 16; ++n, out += 32) {
-    for (p = 0; p < 4; ++p) {
-      const int iy0 = oy * 2;
-      const int ix0 = ox * 2;
-      int32_t* d_ = col + 2 * p;
-      if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
-        /* every tap inside the image */
-        const int8_t* s_ = x_b + iy0 * 16 + ix0;
-        for (ky = 0; ky < 3; ++ky, s_ += 16) {
-          memcpy(buf + ky * 3, s_, 3);
-        }
-        d_ = mc_im2col_s8(d_, buf, 3);
-      } else {
-        /* taps outside the image read the input zero point (folded into the bias) */
-        for (ky = 0; ky < 3; ++ky) {
-          const int iy = iy0 + ky;
-          for (kx = 0; kx < 3; ++kx) {
-            const int ix = ix0 + kx;
-            if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
-            } else {
-              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
-            }
-          }
-        }
-        d_ = mc_im2col_s8(d_, buf, 3);
-      }
+  int8_t* y = output0;
+  for (p = 0; p < 32; ++p, y += 16) {
+    int8_t* const y1 = y + 8;
+    const int8_t* pb[2]; /* the two pixels: batch base, output row and column */
+    int py[2], px[2];
+    for (t = 0; t < 2; ++t) {
+      pb[t] = x_b;
+      py[t] = oy;
+      px[t] = ox;
       if (++ox == 8) {
         ox = 0;
-        ++oy;
+        if (++oy == 8) {
+          oy = 0;
+          x_b += 256;
+        }
       }
     }
-    const int32_t* w = tiny_cnn_int8_conv1_weights; /* the output channel's weights; each dot product returns the next row */
-    for (oc = 0; oc < 8; ++oc) {
-      const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * oc;
-      int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
-      int8_t* o = out + oc;
-      w = mc_dot_p4(col, w, 3, &a0, &a1, &a2, &a3);
-      {
+#if MC_LONG_MULTIPLY
+    for (t = 0; t < 2; ++t) {
+      int8_t* d = patch + t * 9;
+      for (ky = 0; ky < 3; ++ky) {
+        for (kx = 0; kx < 3; ++kx, d += 1) {
+          const int iy = py[t] * 2 - 0 + ky * 1, ix = px[t] * 2 - 0 + kx * 1;
+          if (iy >= 16 || ix >= 16) {
+            for (k = 0; k < 1; ++k) d[k] = INPUT_ZERO_POINT;
+          } else
+          {
+            const int8_t* src = pb[t] + (iy * 16 + ix) * 1;
+            for (k = 0; k < 1; ++k) d[k] = src[k];
+          }
+        }
+      }
+    }
+    mc_pack2_s8(packed, patch, patch + 9, 9, 18);
+#else
+    for (t = 0; t < 2; ++t) {
+      int8_t* d = patch + t * 9;
+      for (ky = 0; ky < 3; ++ky) {
+        for (kx = 0; kx < 3; ++kx, d += 1) {
+          const int iy = py[t] * 2 - 0 + ky * 1, ix = px[t] * 2 - 0 + kx * 1;
+          if (iy >= 16 || ix >= 16) {
+            for (k = 0; k < 1; ++k) d[k] = INPUT_ZERO_POINT;
+          } else
+          {
+            const int8_t* src = pb[t] + (iy * 16 + ix) * 1;
+            for (k = 0; k < 1; ++k) d[k] = src[k];
+          }
+        }
+      }
+    }
+#endif
+#if MC_LONG_MULTIPLY
+    for (o = 0; o < 8; o += 4) {
+      int64_t acc[4];
+      const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * o;
+      mc_dot_x2r4_s8i(packed, tiny_cnn_int8_conv1_weights + o * 9, 9, acc);
+      for (j = 0; j < 4; ++j, q += 9) {
+        const int32_t b = mc_load_s32le(q), s0 = MC_LANE0(acc[j], 18), s1 = MC_LANE1(acc[j], s0, 18);
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, c, r));
-        o[8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, c, r));
-        o[24] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, c, r));
+        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s0, m, c, r));
+        y1[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
       }
     }
+#else
+    (void)packed;
+    for (t = 0; t < 2; ++t) {
+      int8_t* const yt = t ? y1 : y;
+      for (o = 0; o < 8; o += 4) {
+        int32_t acc[4];
+        const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * o;
+        for (j = 0; j < 4; ++j) acc[j] = mc_load_s32le(q + 9 * j);
+        mc_dot_r4_s8i(patch + t * 9, tiny_cnn_int8_conv1_weights + o * 9, 9, acc);
+        for (j = 0; j < 4; ++j, q += 9) {
+          const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+          yt[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(acc[j], m, c, r));
+        }
+      }
+    }
+#endif
   }
 }
 
@@ -237,11 +269,31 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
 void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
-  /* pointwise: 2 pixels x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
+  /* pointwise: 2 pixels x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_x2r4_s8i with the long multiply, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
   enum { OUTPUT_ZERO_POINT = -128 };
   int p, o, j;
   const int8_t* x = input0;
   int8_t* y = output0;
+#if MC_LONG_MULTIPLY
+  /* both pixels' inputs packed per input (x0 + x1 * 2^18, tiny_cnn_int8_scratch), one SMLAL per 2 MACs */
+  int32_t* const packed = tiny_cnn_int8_scratch; /* 8 words */
+  for (p = 0; p < 32; ++p, x += 16, y += 32) {
+    int8_t* const y1 = y + 16;
+    mc_pack2_s8(packed, x, x + 8, 8, 18);
+    for (o = 0; o < 16; o += 4) {
+      int64_t acc[4];
+      const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * o;
+      mc_dot_x2r4_s8i(packed, tiny_cnn_int8_conv3_weights + o * 8, 8, acc);
+      for (j = 0; j < 4; ++j, q += 9) {
+        const int32_t b = mc_load_s32le(q), s0 = MC_LANE0(acc[j], 18), s1 = MC_LANE1(acc[j], s0, 18);
+        const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s0, m, c, r));
+        y1[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
+      }
+    }
+  }
+#else
+  (void)tiny_cnn_int8_scratch; /* without the long multiply: the int32 kernels below */
   for (p = 0; p < 32; ++p, x += 16, y += 32) {
     for (o = 0; o < 16; o += 4) {
       int32_t acc[8];
@@ -255,6 +307,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
       }
     }
   }
+#endif
 }
 
 /* AVERAGE_POOL_2D(filter_h=8, filter_w=8, activation=NONE, padding=VALID, stride_h=8, stride_w=8), operator 3: 'pool' */
