@@ -216,16 +216,25 @@ DW_CASES = {
 }
 
 
+CHANNELS4_TUNING = {"DEPTHWISE_CONV_2D": {"variant": "channels4"}}
+
+
 @pytest.mark.parametrize("case", list(DW_CASES))
 def test_depthwise_channels4_matches_tflm(tmp_path, case):
-    lib = assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", **DW_CASES[case]), tmp_path, n_inputs=3)
+    # portable C takes "rows" where it applies (tests/test_portable_kernels.py): channels4 when tuned so
+    lib = assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", **DW_CASES[case]), tmp_path, n_inputs=3, tuning=CHANNELS4_TUNING
+    )
     assert kernel_of(lib)["variant"] == "channels4"
 
 
 def test_depthwise_large_offsets(tmp_path):
     """Tap offsets beyond the 4095-byte immediate of LDR (wide rows)."""
     lib = assert_matches_oracle(
-        conv_model(kind="DEPTHWISE_CONV_2D", hwc=(3, 40, 64), input_zp=-128), tmp_path, n_inputs=2
+        conv_model(kind="DEPTHWISE_CONV_2D", hwc=(3, 40, 64), input_zp=-128),
+        tmp_path,
+        n_inputs=2,
+        tuning=CHANNELS4_TUNING,
     )
     assert kernel_of(lib)["variant"] == "channels4"
 

@@ -84,3 +84,40 @@ def test_wide_layer_without_lane_keeps_int32_kernels(tmp_path):
     lib = assert_matches_oracle(model, tmp_path, n_inputs=2)
     assert kernel_of(lib)["variant"] == "pointwise" and kernel_of(lib)["lane"] == 0
     assert "mc_dot_x2r4_s8i(" not in lib.files["src/model_ops.c"]
+
+
+DW_ROWS_CASES = {
+    "kws_like_5_wide": dict(hwc=(6, 5, 8), input_zp=-128, activation="RELU"),
+    "wide_rows_loop": dict(hwc=(5, 19, 4), input_zp=50, per_channel=False, output_zp=-100),
+    "5x5_pad2_c3": dict(hwc=(7, 11, 3), kernel=(5, 5), activation="RELU6"),
+    "valid_batch2": dict(hwc=(6, 12, 8), padding="VALID", batches=2, bias=None),
+    "kernel_bigger": dict(hwc=(2, 3, 8), kernel=(4, 5), activation="RELU_N1_TO_1", input_zp=127),
+    "1x3_c5": dict(hwc=(3, 10, 5), kernel=(1, 3), input_zp=0),
+}
+
+
+@pytest.mark.parametrize("case", list(DW_ROWS_CASES))
+def test_depthwise_rows_matches_tflm(tmp_path, case):
+    lib = assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", **DW_ROWS_CASES[case]),
+        tmp_path,
+        n_inputs=3,
+        sanitize=case in ("wide_rows_loop", "5x5_pad2_c3"),
+    )
+    assert kernel_of(lib)["variant"] == "rows" and kernel_of(lib)["isa"] == "c"
+
+
+def test_depthwise_rows_only_where_it_applies(tmp_path):
+    """A stride of 2, a dilation, a depth multiplier or the DSP extension: not rows."""
+
+    def variant(features=frozenset(), **kw):
+        model = conv_model(kind="DEPTHWISE_CONV_2D", **{"hwc": (6, 6, 8), **kw})
+        return kernel_of(compile_bytes(model, tmp_path / str(len(list(tmp_path.iterdir()))), features=features))[
+            "variant"
+        ]
+
+    assert variant() == "rows"
+    assert variant(stride=(2, 2)) != "rows"
+    assert variant(dilation=(2, 2)) != "rows"
+    assert variant(depth_multiplier=2) != "rows"
+    assert variant(features=frozenset({"dsp"})) != "rows"

@@ -141,8 +141,10 @@ static inline int32_t mc_sxtab16_ror8(int32_t acc, int32_t x) {
   return mc_pack16(mc_lo16(acc) + mc_byte(x, 1), mc_hi16(acc) + mc_byte(x, 3));
 }
 static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
-  const int64_t p = (int64_t)a * (int64_t)b + ((int64_t)1 << 31);
-  return (int32_t)((uint32_t)acc + (uint32_t)(int32_t)(p >> 32));
+  /* acc in the high word and the rounding bit in the low one, then one 64-bit multiply-accumulate
+   * (SMLAL on Armv7-M): the high word is acc + ((a * b + 2^31) >> 32) modulo 2^32 */
+  const uint64_t p = ((uint64_t)(uint32_t)acc << 32 | 0x80000000u) + (uint64_t)((int64_t)a * (int64_t)b);
+  return (int32_t)(uint32_t)(p >> 32);
 }
 
 #endif
