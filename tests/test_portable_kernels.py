@@ -24,6 +24,7 @@ PACKED_CASES = {
     "dilated_c2": dict(hwc=(9, 9, 2), kernel=(3, 2), out_c=12, dilation=(2, 3), stride=(1, 2)),
     "10x4_s2_c1": dict(hwc=(13, 10, 1), kernel=(10, 4), out_c=8, stride=(2, 2), input_zp=83, activation="RELU"),
     "5x3_s3_batch2": dict(hwc=(8, 7, 4), kernel=(5, 3), out_c=4, stride=(3, 2), batches=2, output_zp=-100),
+    "3x3_c3_k27": dict(hwc=(6, 5, 3), out_c=16, input_zp=-128, activation="RELU"),  # K % 4 = 3: the head loop
 }
 POINTWISE_CASES = {
     "odd_pixels": dict(hwc=(3, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", activation="RELU", input_zp=-128),
