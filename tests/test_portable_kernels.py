@@ -94,6 +94,10 @@ DW_ROWS_CASES = {
     "valid_batch2": dict(hwc=(6, 12, 8), padding="VALID", batches=2, bias=None),
     "kernel_bigger": dict(hwc=(2, 3, 8), kernel=(4, 5), activation="RELU_N1_TO_1", input_zp=127),
     "1x3_c5": dict(hwc=(3, 10, 5), kernel=(1, 3), input_zp=0),
+    "s2_same": dict(hwc=(9, 8, 4), stride=(2, 2), input_zp=-128, activation="RELU"),
+    "s2_wide_rows_loop": dict(hwc=(6, 31, 4), stride=(2, 2), input_zp=3),
+    "s3x2_5x3": dict(hwc=(8, 9, 12), kernel=(5, 3), stride=(3, 2), activation="RELU6"),
+    "dilation_batch2": dict(hwc=(8, 20, 4), dilation=(2, 2), batches=2, bias=None),
 }
 
 
@@ -109,7 +113,7 @@ def test_depthwise_rows_matches_tflm(tmp_path, case):
 
 
 def test_depthwise_rows_only_where_it_applies(tmp_path):
-    """A stride of 2, a dilation, a depth multiplier or the DSP extension: not rows."""
+    """A depth multiplier or the DSP extension: not rows."""
 
     def variant(features=frozenset(), **kw):
         model = conv_model(kind="DEPTHWISE_CONV_2D", **{"hwc": (6, 6, 8), **kw})
@@ -118,7 +122,6 @@ def test_depthwise_rows_only_where_it_applies(tmp_path):
         ]
 
     assert variant() == "rows"
-    assert variant(stride=(2, 2)) != "rows"
-    assert variant(dilation=(2, 2)) != "rows"
+    assert variant(stride=(2, 2)) == variant(dilation=(2, 2)) == "rows"
     assert variant(depth_multiplier=2) != "rows"
     assert variant(features=frozenset({"dsp"})) != "rows"

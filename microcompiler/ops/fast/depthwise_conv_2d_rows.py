@@ -1,8 +1,8 @@
-"""DEPTHWISE_CONV_2D, int8, depth multiplier 1, stride 1, no dilation, in portable C (no DSP
+"""DEPTHWISE_CONV_2D, int8, depth multiplier 1, any stride and dilation, in portable C (no DSP
 extension): the "rows" kernel (template depthwise_conv_2d_rows.c.j2). One channel at a time, the
 output rows in blocks of up to 4 pixels: per kernel row each input of the block is loaded once for
 every tap that reads it and each weight once for the block (Cortex-M3: 4 pixels of a 3x3 kernel take
-6 LDRSB of inputs, 3 of weights and 12 MLA per kernel row, 1.75 instructions per MAC). Padding
+6 LDRSB of inputs, 3 of weights and 12 MLA per kernel row with stride 1, 1.75 instructions per MAC). Padding
 columns are known when generating (the blocks at the borders are written out), padding rows add the
 input zero point times the kernel row's weights; the input zero point is folded into the bias. Weights
 stay int8 in flash, [channel][ky][kx]. Not for a layer written in place (planes).
@@ -42,12 +42,10 @@ def _requant(op, graph):
 
 
 def fits(op, graph) -> bool:
-    """Depth multiplier 1, stride 1, no dilation, TFLM's requantization exact with SMMLAR and every
-    partial sum within int32 (|folded bias| + 128 sum|w| < 2^31)."""
+    """Depth multiplier 1, TFLM's requantization exact with SMMLAR and every partial sum within int32
+    (|folded bias| + 128 sum|w| < 2^31)."""
     g = geometry(op, graph)
     if op.options.get("depth_multiplier", 1) != 1 or g.out_c != g.in_c:
-        return False
-    if (g.stride_h, g.stride_w, g.dil_h, g.dil_w) != (1, 1, 1, 1):
         return False
     return _requant(op, graph)[0]
 
@@ -60,12 +58,15 @@ def blocks(g) -> list[dict]:
     """The blocks of an output row: {"ox": first column (None: the loop over the interior), "n":
     pixels, "cols": per input column of the block, its offset from the block's first input column
     (None: a padding column)}; the loop's block comes with "count" (blocks it runs)."""
-    lo = g.pad_w  # first column whose taps are all inside
-    hi = g.in_w - g.k_w + g.pad_w  # last one
+    lo = -(-g.pad_w // g.stride_w)  # first column whose taps are all inside
+    hi = (g.in_w - 1 - (g.k_w - 1) * g.dil_w + g.pad_w) // g.stride_w  # last one
     out: list[dict] = []
 
+    def span(n: int) -> int:  # input columns of a block of n pixels
+        return (n - 1) * g.stride_w + (g.k_w - 1) * g.dil_w + 1
+
     def static(ox0: int, n: int) -> None:
-        cols = [ox0 - g.pad_w + i for i in range(n + g.k_w - 1)]
+        cols = [ox0 * g.stride_w - g.pad_w + i for i in range(span(n))]
         out.append({"ox": ox0, "n": n, "cols": [c if 0 <= c < g.in_w else None for c in cols]})
 
     ox = 0
@@ -78,7 +79,7 @@ def blocks(g) -> list[dict]:
             ox += BLOCK
         count = max(0, (hi - ox + 1) // BLOCK)
         if count:
-            out.append({"ox": None, "start": ox, "n": BLOCK, "count": count, "cols": list(range(BLOCK + g.k_w - 1))})
+            out.append({"ox": None, "start": ox, "n": BLOCK, "count": count, "cols": list(range(span(BLOCK)))})
             ox += BLOCK * count
     while ox < g.out_w:
         static(ox, min(BLOCK, g.out_w - ox))
@@ -111,7 +112,10 @@ def emit(op, graph, ctx, plan) -> str:
         ),
         record=fast.RECORD9,
         blocks=blocks(g),
-        rows_inside=[max(0, g.pad_h), min(g.out_h - 1, g.in_h - g.k_h + g.pad_h)],
+        rows_inside=[
+            max(0, -(-g.pad_h // g.stride_h)),
+            min(g.out_h - 1, (g.in_h - 1 - (g.k_h - 1) * g.dil_h + g.pad_h) // g.stride_h),
+        ],
         loop_blocks=any(b["ox"] is None for b in blocks(g)),
         input_offset=int(x.quant.zero_point[0]),
         act_min=lo,
