@@ -13,9 +13,8 @@ import numpy as np
 
 from microcompiler.ops.conv_common import bias_tensor, geometry
 from microcompiler.ops.fast import packing as fast
-from microcompiler.ops.fast.conv_2d_pointwise import lane_bits
+from microcompiler.ops.fast.conv_2d_pointwise import lane_bits, layer_values
 from microcompiler.ops.plan import ISA_C, KernelPlan, Variant
-from microcompiler.ops.quant import activation_range
 
 PACKED = Variant("packed", ("kernel_simd.h", "kernel_portable.h"))
 # From this many input channels the two pixels' taps are packed straight from the input (per tap two
@@ -66,44 +65,20 @@ def plan(op, graph) -> KernelPlan:
 
 
 def emit(op, graph, ctx) -> str:
-    x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
+    x = ctx.tensor(op.inputs[0])
     g = geometry(op, graph)
-    w_rows = _rows(op, graph)
-    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
-    ctx.note(requant="smmlar")
-    lo, hi = activation_range(op.options["activation"], y)
-    pixels = g.batches * g.out_h * g.out_w
-    packed_words, _ = _scratch_layout(g)
+    k = g.k_h * g.k_w * g.in_c
+    values = layer_values(op, graph, ctx, f"{k} taps (ky, kx, c)")
     return ctx.render(
         "conv_2d_packed.c.j2",
-        input=ctx.arg(op.inputs[0]),
-        output=ctx.arg(op.outputs[0]),
-        weights=ctx.const(
-            "weights",
-            fast.interleave_rows4(w_rows),
-            comment=f"weights, int8: per block of 4 output channels [{w_rows.shape[1]} taps (ky, kx, c)][4 channels]",
-        ),
-        params=ctx.const(
-            "params",
-            fast.channel_records9(rq.folded, rq.mult, rq.r),
-            comment=f"per output channel [{g.out_c}] {{folded bias, multiplier}} (int32, little-endian) "
-            "and the right shift (int8): 9 bytes",
-        ),
-        record=fast.RECORD9,
         scratch=ctx.scratch(ctx.plan.scratch),
-        packed_words=packed_words,
-        K=w_rows.shape[1],
-        OC=g.out_c,
-        pairs=pixels // 2,
-        odd=pixels % 2,
-        lane=ctx.plan.knob("lane"),
+        packed_words=_scratch_layout(g)[0],
+        K=k,
         input_offset=int(x.quant.zero_point[0]),
-        act_min=lo,
-        act_max=hi,
-        output_offset=int(y.quant.zero_point[0]),
         batch_bytes=g.in_h * g.in_w * g.in_c,
         fused=g.in_c >= FUSED_MIN_CHANNELS,
         tap_y=f"py[t] * {g.stride_h} - {g.pad_h} + ky * {g.dil_h}",
         tap_x=f"px[t] * {g.stride_w} - {g.pad_w} + kx * {g.dil_w}",
         **g.values(),
+        **values,
     )

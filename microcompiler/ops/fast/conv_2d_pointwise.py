@@ -65,7 +65,10 @@ def plan(op, graph) -> KernelPlan:
     )
 
 
-def emit(op, graph, ctx) -> str:
+def layer_values(op, graph, ctx, taps: str) -> dict:
+    """What the pointwise and packed templates share: the interleaved weights (``taps`` names a
+    row's inputs in their comment), the 9-byte records, the pixel pairs, the activation range, the
+    output zero point and the lane width."""
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     g = geometry(op, graph)
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)
@@ -73,16 +76,13 @@ def emit(op, graph, ctx) -> str:
     ctx.note(requant="smmlar")
     lo, hi = activation_range(op.options["activation"], y)
     pixels = g.batches * g.out_h * g.out_w
-    lane = ctx.plan.knob("lane", 0)
-    return ctx.render(
-        "conv_2d_pointwise.c.j2",
-        describe=g.describe(),
+    return dict(
         input=ctx.arg(op.inputs[0]),
         output=ctx.arg(op.outputs[0]),
         weights=ctx.const(
             "weights",
             fast.interleave_rows4(w_rows),
-            comment=f"weights, int8: per block of 4 output channels [{g.in_c} inputs][4 channels]",
+            comment=f"weights, int8: per block of 4 output channels [{taps}][4 channels]",
         ),
         params=ctx.const(
             "params",
@@ -91,13 +91,23 @@ def emit(op, graph, ctx) -> str:
             "and the right shift (int8): 9 bytes",
         ),
         record=fast.RECORD9,
-        C=g.in_c,
         OC=g.out_c,
         pairs=pixels // 2,
         odd=pixels % 2,
         act_min=lo,
         act_max=hi,
         output_offset=int(y.quant.zero_point[0]),
-        lane=lane,
-        scratch=ctx.scratch(ctx.plan.scratch) if lane else "",
+        lane=ctx.plan.knob("lane", 0),
+    )
+
+
+def emit(op, graph, ctx) -> str:
+    g = geometry(op, graph)
+    values = layer_values(op, graph, ctx, f"{g.in_c} inputs")
+    return ctx.render(
+        "conv_2d_pointwise.c.j2",
+        describe=g.describe(),
+        C=g.in_c,
+        scratch=ctx.scratch(ctx.plan.scratch) if values["lane"] else "",
+        **values,
     )
