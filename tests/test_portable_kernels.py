@@ -98,6 +98,8 @@ DW_ROWS_CASES = {
     "s2_wide_rows_loop": dict(hwc=(6, 31, 4), stride=(2, 2), input_zp=3),
     "s3x2_5x3": dict(hwc=(8, 9, 12), kernel=(5, 3), stride=(3, 2), activation="RELU6"),
     "dilation_batch2": dict(hwc=(8, 20, 4), dilation=(2, 2), batches=2, bias=None),
+    "multiplier8_10x8_s2": dict(hwc=(13, 12, 1), kernel=(10, 8), stride=(2, 2), depth_multiplier=8, input_zp=-128),
+    "multiplier2_c3": dict(hwc=(5, 7, 3), depth_multiplier=2, activation="RELU"),
 }
 
 
@@ -113,7 +115,7 @@ def test_depthwise_rows_matches_tflm(tmp_path, case):
 
 
 def test_depthwise_rows_only_where_it_applies(tmp_path):
-    """A depth multiplier or the DSP extension: not rows."""
+    """The DSP extension: not rows (any stride, dilation and depth multiplier are)."""
 
     def variant(features=frozenset(), **kw):
         model = conv_model(kind="DEPTHWISE_CONV_2D", **{"hwc": (6, 6, 8), **kw})
@@ -123,5 +125,5 @@ def test_depthwise_rows_only_where_it_applies(tmp_path):
 
     assert variant() == "rows"
     assert variant(stride=(2, 2)) == variant(dilation=(2, 2)) == "rows"
-    assert variant(depth_multiplier=2) != "rows"
+    assert variant(depth_multiplier=2) == "rows"
     assert variant(features=frozenset({"dsp"})) != "rows"

@@ -71,8 +71,7 @@ def helium_fits(r: PlanRequest) -> bool:
 
 
 def rows_fits(r: PlanRequest) -> bool:
-    """int8 without the DSP extension nor Helium, not tuned to another variant (rows_kernel.fits:
-    depth multiplier 1, stride 1, no dilation)."""
+    """int8 without the DSP extension nor Helium, not tuned to another variant (rows_kernel.fits)."""
     return (
         _int8_constant(r)
         and not r.dsp

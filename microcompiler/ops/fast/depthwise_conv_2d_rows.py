@@ -1,11 +1,12 @@
-"""DEPTHWISE_CONV_2D, int8, depth multiplier 1, any stride and dilation, in portable C (no DSP
+"""DEPTHWISE_CONV_2D, int8, any depth multiplier, stride and dilation, in portable C (no DSP
 extension): the "rows" kernel (template depthwise_conv_2d_rows.c.j2). One channel at a time, the
 output rows in blocks of up to 4 pixels: per kernel row each input of the block is loaded once for
 every tap that reads it and each weight once for the block (Cortex-M3: 4 pixels of a 3x3 kernel take
 6 LDRSB of inputs, 3 of weights and 12 MLA per kernel row with stride 1, 1.75 instructions per MAC). Padding
 columns are known when generating (the blocks at the borders are written out), padding rows add the
 input zero point times the kernel row's weights; the input zero point is folded into the bias. Weights
-stay int8 in flash, [channel][ky][kx]. Not for a layer written in place (planes).
+stay int8 in flash, [output channel][ky][kx]. Not for a layer written in place or reading a channel
+table (planes).
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ def _requant(op, graph):
 
 
 def fits(op, graph) -> bool:
-    """Depth multiplier 1, TFLM's requantization exact with SMMLAR and every partial sum within int32
-    (|folded bias| + 128 sum|w| < 2^31)."""
+    """TFLM's requantization exact with SMMLAR and every partial sum within int32 (|folded bias| +
+    128 sum|w| < 2^31); output channel c reads input channel c / depth_multiplier."""
     g = geometry(op, graph)
-    if op.options.get("depth_multiplier", 1) != 1 or g.out_c != g.in_c:
+    if g.out_c != g.in_c * op.options.get("depth_multiplier", 1):
         return False
     return _requant(op, graph)[0]
 
@@ -111,6 +112,7 @@ def emit(op, graph, ctx, plan) -> str:
             "right shift (int8): 9 bytes",
         ),
         record=fast.RECORD9,
+        mult=g.out_c // g.in_c,
         blocks=blocks(g),
         rows_inside=[
             max(0, -(-g.pad_h // g.stride_h)),
