@@ -1,10 +1,11 @@
 """CONV_2D, int8, one group, in portable C (no DSP extension): the "packed" kernel (template
 conv_2d_packed.c.j2) for any kernel, stride, dilation and padding. Per pair of output pixels (raster
-order) both pixels' patches are gathered as int8 into the scratch (padding taps: the input zero
-point, folded into the bias), then with the long multiply (Armv7-M, the host) packed per input
-(x0 + x1 * 2^L, conv_2d_pointwise.lane_bits) and run 4 output channels at a time with one SMLAL
-per 2 MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel runs mc_dot_r4_s8i. The weights are
-interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
+order), with the long multiply (Armv7-M, the host) both pixels' taps are packed per input word
+(x0 + x1 * 2^L, conv_2d_pointwise.lane_bits) into the scratch -- straight from the input from
+FUSED_MIN_CHANNELS input channels, else from the two patches gathered first; padding taps read the
+input zero point, folded into the bias -- and run 4 output channels at a time with one SMLAL per 2
+MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
+weights are interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
 """
 
 from __future__ import annotations
@@ -43,10 +44,9 @@ def fits(op, graph) -> bool:
 
 
 def _scratch_layout(g) -> tuple[int, int]:
-    """(packed words, patch words): the packed column (K words), the two patches (2K bytes) and the
-    odd last pixel's unused second outputs (out_c bytes)."""
+    """(packed words, patch words): the packed column (K words) and the two patches (2K bytes)."""
     k = g.k_h * g.k_w * g.in_c
-    return k, -(-(2 * k + g.out_c) // 4)
+    return k, -(-2 * k // 4)
 
 
 def plan(op, graph) -> KernelPlan:

@@ -1,10 +1,12 @@
 """CONV_2D 1x1 with stride 1 and no padding, int8, in portable C (no DSP extension): the "pointwise"
-kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTED over the pixels:
-2 pixels x 4 output channels per inner loop (mc_dot_p2r4_s8i, kernel_portable.h), each weight loaded
-once for both pixels, the weights interleaved per input as FULLY_CONNECTED's portable rows4 lays
-them out, the input zero point folded into the bias, TFLM's requantization with SMMLAR's C
-equivalent (mc_requant_fast). An odd last pixel runs mc_dot_r4_s8i. Cortex-M3: about 2 instructions
-per MAC where im2col's 4-pixel loop takes 2.6 (every column value loaded once per output channel).
+kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTED over the pixels,
+2 pixels x 4 output channels per inner loop, the weights interleaved per input as FULLY_CONNECTED's
+portable rows4 lays them out, the input zero point folded into the bias, TFLM's requantization with
+SMMLAR's C equivalent (mc_requant_fast). With the long multiply (Armv7-M, the host: MC_LONG_MULTIPLY)
+both pixels' inputs are packed per input word (x0 + x1 * 2^L, lane_bits) and mc_dot_x2r4_s8i
+(kernel_portable.h) does two MACs per SMLAL (Cortex-M3: 1.28 instructions per MAC in its loop, 1.63
+with the requantization on KWS); without it (Armv6-M) mc_dot_p2r4_s8i on int32 sums, an odd last
+pixel with mc_dot_r4_s8i. An odd last pixel is packed twice (both lanes its sums).
 """
 
 from __future__ import annotations
@@ -51,12 +53,11 @@ def plan(op, graph) -> KernelPlan:
     """2 pixels x 4 output channels; with the long multiply (Armv7-M, the host) both pixels packed
     per input into the scratch (C words) where lane_bits finds a lane width ("lane")."""
     g = geometry(op, graph)
-    pixels = g.batches * g.out_h * g.out_w
     lane = lane_bits(graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1))
     return KernelPlan.of(
         POINTWISE,
         ISA_C,
-        scratch_bytes=4 * g.in_c + (g.out_c if pixels % 2 else 0) if lane else 0,
+        scratch_bytes=4 * g.in_c if lane else 0,
         pixels=2,
         out_channels=4,
         weights="s8",

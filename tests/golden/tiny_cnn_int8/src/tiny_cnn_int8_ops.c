@@ -101,7 +101,7 @@ static const int32_t tiny_cnn_int8_logits_r[4] = {
 };
 
 /* Kernel scratch (im2col columns), shared by the operators: one runs at a time. */
-static int32_t tiny_cnn_int8_scratch[16];
+static int32_t tiny_cnn_int8_scratch[14];
 
 /* ---- Operators ---- */
 
@@ -110,13 +110,13 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
   /* packed: 2 pixels x 4 output channels per step, their patches gathered as int8, int8 weights interleaved per input (portable C: mc_dot_x2r4_s8i with the long multiply, else mc_dot_r4_s8i); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
   enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
   int32_t* const packed = tiny_cnn_int8_scratch; /* 9 words (with the long multiply) */
-  int8_t* const patch = (int8_t*)(tiny_cnn_int8_scratch + 9); /* 2 x 9 bytes (the zero point row with the long multiply), then 8 bytes */
+  int8_t* const patch = (int8_t*)(tiny_cnn_int8_scratch + 9); /* 2 x 9 bytes (the zero point row with the long multiply) */
   int p, o, j, t, ky, kx, k;
   int oy = 0, ox = 0;
   const int8_t* x_b = input0;
   int8_t* y = output0;
   for (p = 0; p < 32; ++p, y += 16) {
-    int8_t* const y1 = y + 8;
+    int8_t* const y1 = y + 8; /* the odd last pixel: twice, the same outputs */
     const int8_t* pb[2]; /* the two pixels: batch base, output row and column */
     int py[2], px[2];
     for (t = 0; t < 2; ++t) {
