@@ -22,6 +22,9 @@ ROWS = Variant("rows", ("kernel_simd.h",))
 BLOCK = 4  # output pixels per block
 MAX_BLOCK = 6  # a row up to this wide is one block (KWS: 5)
 STATIC_ROW_PIXELS = 8  # rows up to this wide are written out block by block (no loop over blocks)
+# Kernels up to this tall have their rows written out for the output rows whose taps are all inside
+# (no test); taller ones keep the loop over kernel rows (micro_speech's 10x8: 7 KB of flash otherwise).
+MAX_UNROLLED_ROWS = 3
 
 
 def _taps(op, graph) -> np.ndarray:
@@ -119,6 +122,7 @@ def emit(op, graph, ctx, plan) -> str:
             min(g.out_h - 1, (g.in_h - 1 - (g.k_h - 1) * g.dil_h + g.pad_h) // g.stride_h),
         ],
         loop_blocks=any(b["ox"] is None for b in blocks(g)),
+        unroll_rows=g.k_h <= MAX_UNROLLED_ROWS,
         input_offset=int(x.quant.zero_point[0]),
         act_min=lo,
         act_max=hi,
