@@ -62,9 +62,13 @@ CONV_CASES = {
 }
 
 
+IM2COL_TUNING = {"CONV_2D": {"variant": "im2col"}}
+
+
 @pytest.mark.parametrize("case", list(CONV_CASES))
 def test_conv_im2col_matches_tflm(tmp_path, case):
-    lib = assert_matches_oracle(conv_model(**CONV_CASES[case]), tmp_path, n_inputs=3)
+    # portable C takes "packed" where it applies (tests/test_portable_kernels.py): im2col when tuned so
+    lib = assert_matches_oracle(conv_model(**CONV_CASES[case]), tmp_path, n_inputs=3, tuning=IM2COL_TUNING)
     assert kernel_of(lib)["variant"] == "im2col"
     assert kernel_of(lib)["gather"] == ("taps" if case.startswith("taps") else "bytes")
 
@@ -76,7 +80,9 @@ def test_conv_im2col_channel_pairs_sanitized(tmp_path, case):
     under ASan + UBSan."""
     from microcompiler.ops.fast.conv_2d_im2col import PAIRS_MIN_STEPS
 
-    lib = assert_matches_oracle(conv_model(**CONV_CASES[case]), tmp_path, n_inputs=3, sanitize=True)
+    lib = assert_matches_oracle(
+        conv_model(**CONV_CASES[case]), tmp_path, n_inputs=3, sanitize=True, tuning=IM2COL_TUNING
+    )
     assert kernel_of(lib)["variant"] == "im2col" and kernel_of(lib)["isa"] == "c"
     source = "".join(text for rel, text in lib.files.items() if rel.endswith(".c"))
     assert "mc_dot_p4x2_s8(" in source and PAIRS_MIN_STEPS <= 9
@@ -101,7 +107,7 @@ def test_conv_pointwise_matches_tflm(tmp_path, case):
 
 
 def test_conv_pointwise_only_where_it_applies(tmp_path):
-    """A stride of 2, output channels not in blocks of 4 or the DSP extension: im2col."""
+    """A stride of 2: packed; output channels not in blocks of 4 or the DSP extension: im2col."""
 
     def variant(features=frozenset(), **kw):
         model = conv_model(**{"hwc": (4, 4, 8), "kernel": (1, 1), "padding": "VALID", **kw})
@@ -110,7 +116,7 @@ def test_conv_pointwise_only_where_it_applies(tmp_path):
         ]
 
     assert variant(out_c=8) == "pointwise"
-    assert variant(out_c=8, stride=(2, 2)) == "im2col"
+    assert variant(out_c=8, stride=(2, 2)) == "packed"
     assert variant(out_c=6) == "im2col"
     assert variant(features=DSP, out_c=8) == "im2col"
 
@@ -210,16 +216,25 @@ DW_CASES = {
 }
 
 
+CHANNELS4_TUNING = {"DEPTHWISE_CONV_2D": {"variant": "channels4"}}
+
+
 @pytest.mark.parametrize("case", list(DW_CASES))
 def test_depthwise_channels4_matches_tflm(tmp_path, case):
-    lib = assert_matches_oracle(conv_model(kind="DEPTHWISE_CONV_2D", **DW_CASES[case]), tmp_path, n_inputs=3)
+    # portable C takes "rows" where it applies (tests/test_portable_kernels.py): channels4 when tuned so
+    lib = assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", **DW_CASES[case]), tmp_path, n_inputs=3, tuning=CHANNELS4_TUNING
+    )
     assert kernel_of(lib)["variant"] == "channels4"
 
 
 def test_depthwise_large_offsets(tmp_path):
     """Tap offsets beyond the 4095-byte immediate of LDR (wide rows)."""
     lib = assert_matches_oracle(
-        conv_model(kind="DEPTHWISE_CONV_2D", hwc=(3, 40, 64), input_zp=-128), tmp_path, n_inputs=2
+        conv_model(kind="DEPTHWISE_CONV_2D", hwc=(3, 40, 64), input_zp=-128),
+        tmp_path,
+        n_inputs=2,
+        tuning=CHANNELS4_TUNING,
     )
     assert kernel_of(lib)["variant"] == "channels4"
 
@@ -408,7 +423,8 @@ def test_chain_model_on_host(tmp_path):
             chain_model(), tmp_path / "-".join(features or ["c"]), n_inputs=3, features=features
         )
         kinds = {o["kind"]: o["kernel"]["variant"] for o in lib.metadata["operators"]}
-        assert kinds["CONV_2D"] == "im2col" and kinds["DEPTHWISE_CONV_2D"] == "channels4"
+        # portable C: DEPTHWISE_CONV_2D rows (tests/test_portable_kernels.py)
+        assert kinds["CONV_2D"] == "im2col" and kinds["DEPTHWISE_CONV_2D"] == ("channels4" if features else "rows")
 
 
 QEMU_TOOLS = all(shutil.which(t) for t in ("arm-none-eabi-gcc", "cmake", "ninja", "qemu-system-arm"))

@@ -190,11 +190,13 @@ def test_conv_2d_per_tensor_constants_are_literals(tmp_path):
     assert "_multiplier" not in src and "mc_smmlar(t[0] + " in src
     lib = compile_bytes(conv_model(dtype="int16", per_channel=True), tmp_path / "pc")
     assert "_multiplier[o + 1]" in lib.files["src/model_ops.c"]
-    # the int8 im2col kernel: per-tensor multipliers are literals, per-channel ones a params table
-    lib = compile_bytes(conv_model(per_channel=False, padding="VALID"), tmp_path / "i8")
+    # the int8 im2col kernel (portable C takes "packed" unless tuned so): per-tensor multipliers are
+    # literals, per-channel ones a params table
+    im2col = {"CONV_2D": {"variant": "im2col"}}
+    lib = compile_bytes(conv_model(per_channel=False, padding="VALID"), tmp_path / "i8", tuning=im2col)
     src = lib.files["src/model_ops.c"]
     assert "_params" not in src and "const int32_t m = " in src
-    lib = compile_bytes(conv_model(per_channel=True), tmp_path / "i8pc")
+    lib = compile_bytes(conv_model(per_channel=True), tmp_path / "i8pc", tuning=im2col)
     src = lib.files["src/model_ops.c"]
     assert "_params + 9 * oc" in src and "(int8_t)q[8]" in src  # {bias, M, r} in 9 bytes per channel
     assert re.search(r"static const uint8_t \w+_params\[36\]", src)  # 4 channels

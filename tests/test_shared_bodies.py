@@ -113,10 +113,13 @@ def test_bodies_needing_more_than_the_argument_registers_or_refused_by_their_var
 
 
 def test_depthwise_layers_share_one_zero_point_row_and_their_body(shared_models):
-    """KWS's four depthwise layers on the M3 (channels4) read one model-wide row of their input zero
-    point, so their bodies take four parameters (no fifth on the stack) and are shared."""
+    """KWS's four depthwise layers on the M3 tuned to channels4 (the default there is rows) read one
+    model-wide row of their input zero point, so their bodies take four parameters (no fifth on the
+    stack) and are shared."""
     library = compile_model(
-        shared_models / "mlperf_tiny/kws_ref_model.tflite", features=load_board("mps2_an385").cpu.features
+        shared_models / "mlperf_tiny/kws_ref_model.tflite",
+        features=load_board("mps2_an385").cpu.features,
+        tuning={"DEPTHWISE_CONV_2D": {"variant": "channels4"}},
     )
     source = ops_c(library)
     assert re.findall(r"static const int8_t (\w*zero_point_row\w*)\[", source) == ["kws_ref_model_zero_point_row_64"]

@@ -23,6 +23,7 @@ KERNEL_HEADERS = (
     "kernel_simd.h",
     "kernel_planes.h",
     "kernel_lanes.h",
+    "kernel_portable.h",
     "kernel_s16.h",
     "kernel_mve.h",
     "kernel_mve_matmul.h",

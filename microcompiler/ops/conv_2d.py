@@ -38,6 +38,7 @@ from microcompiler.ops.conv_common import (
 )
 from microcompiler.ops.fast import conv_2d_float_blocks as float_blocks
 from microcompiler.ops.fast import conv_2d_im2col as im2col
+from microcompiler.ops.fast import conv_2d_packed as packed
 from microcompiler.ops.fast import conv_2d_pixel as pixel
 from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_s16
@@ -87,6 +88,20 @@ def pointwise_fits(r: PlanRequest) -> bool:
     )
 
 
+def packed_fits(r: PlanRequest) -> bool:
+    """int8, one group, constant weights, no DSP extension nor Helium (conv_2d_packed.fits), unless
+    tuned to im2col."""
+    return (
+        r.knob("variant") != "im2col"
+        and r.dtype == "int8"
+        and not r.dsp
+        and not r.mve
+        and _one_group(r)
+        and _constant(r)
+        and packed.fits(r.op, r.graph)
+    )
+
+
 def pixel_fits(r: PlanRequest) -> bool:
     """int8 with constant weights (grouped, or a column buffer too large for im2col)."""
     return r.dtype == "int8" and _constant(r)
@@ -123,14 +138,17 @@ def _im2col_plan(r: PlanRequest) -> KernelPlan:
         gather="taps" if g.in_c % 4 == 0 else "bytes",
         weights=weights,
     )
-    return plan.with_knobs(extract="lanes").with_headers("kernel_lanes.h") if lanes else plan
+    if lanes:
+        return plan.with_knobs(extract="lanes").with_headers("kernel_lanes.h")
+    return plan if r.dsp else plan.with_headers("kernel_portable.h")  # mc_dot_p4x2_s8
 
 
 # The variants CONV_2D takes, in order of preference (Conv2D.kernel_plan).
 CHOICES = (
     Choice(float_blocks_fits, lambda r: float_blocks.plan(geometry(r.op, r.graph), r.features)),
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
-    Choice(pointwise_fits, lambda r: pointwise.plan()),
+    Choice(pointwise_fits, lambda r: pointwise.plan(r.op, r.graph)),
+    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph)),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
     Choice(
@@ -199,7 +217,9 @@ class Conv2D(OpKernel):
         float32 of one group with constant weights on a core with an FPU ("fpu" in the features):
         float-blocks (ops/fast/conv_2d_float_blocks.py, 4 pixels x 4 output channels per inner loop).
         int8 1x1 convolutions with stride 1 and no padding without the DSP extension: pointwise
-        (ops/fast/conv_2d_pointwise.py, 2 pixels x 4 output channels per inner loop in portable C).
+        (ops/fast/conv_2d_pointwise.py, 2 pixels x 4 output channels per inner loop in portable C);
+        other int8 convolutions of one group without it: packed (ops/fast/conv_2d_packed.py, the same
+        loop on the gathered patches of 2 pixels).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
@@ -214,6 +234,8 @@ class Conv2D(OpKernel):
             return self._emit_im2col(op, graph, ctx, plan)
         if plan.variant == pointwise.POINTWISE:
             return pointwise.emit(op, graph, ctx)
+        if plan.variant == packed.PACKED:
+            return packed.emit(op, graph, ctx)
         if plan.variant == fast_mve.MVE_DOT:
             return self._emit_mve(op, graph, ctx, plan)
         if plan.variant == float_blocks.FLOAT_BLOCKS:

@@ -25,6 +25,7 @@ from microcompiler.ops.conv_common import (
 )
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
+from microcompiler.ops.fast import depthwise_conv_2d_rows as rows_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
@@ -70,6 +71,17 @@ def helium_fits(r: PlanRequest) -> bool:
     return _int8_constant(r) and r.mve
 
 
+def rows_fits(r: PlanRequest) -> bool:
+    """int8 without the DSP extension nor Helium, not tuned to another variant (rows_kernel.fits)."""
+    return (
+        _int8_constant(r)
+        and not r.dsp
+        and not r.mve
+        and r.knob("variant") in (None, "rows")
+        and rows_kernel.fits(r.op, r.graph)
+    )
+
+
 def only_planes_fits(r: PlanRequest) -> bool:
     """int8 with a depth multiplier other than 1 or channels not a multiple of 4 (no channels4)."""
     return _int8_constant(r) and (_multiplier(r) != 1 or r.tensor(0).shape[3] % 4 != 0)
@@ -112,6 +124,7 @@ CHOICES = (
         lambda r: _planes_plan(r).with_knobs(in_place=True) if written_in_place(r) else _planes_plan(r),
     ),
     Choice(helium_fits, lambda r: fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))),
+    Choice(rows_fits, lambda r: rows_kernel.plan()),
     Choice(only_planes_fits, _planes_plan),
     Choice(planes_preferred, _planes_plan),
     Choice(_int8_constant, _channels4_plan),
@@ -218,6 +231,8 @@ class DepthwiseConv2D(OpKernel):
     def emit(self, op, graph, ctx):
         plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
         ctx.plan = plan
+        if plan.variant == rows_kernel.ROWS:
+            return rows_kernel.emit(op, graph, ctx, plan)
         if plan.variant == CHANNELS4:
             return self._emit_channels4(op, graph, ctx, plan)
         if plan.variant == fast_mve.MVE_CHANNELS16:

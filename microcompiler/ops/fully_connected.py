@@ -308,7 +308,7 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     if sxtb16:
         return plan.with_knobs(extract="sxtb16")
     if not s16 and r.tensor(1).size >= INTERLEAVED_MIN_WEIGHTS and _int32_partial_sums(r):
-        return plan.with_knobs(extract="interleaved", unroll=8)
+        return plan.with_knobs(extract="interleaved", unroll=8).with_headers("kernel_portable.h")
     return plan
 
 

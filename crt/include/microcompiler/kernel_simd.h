@@ -149,8 +149,10 @@ static inline int32_t mc_sxtab16_ror8(int32_t acc, int32_t x) {
   return mc_pack16(mc_lo16(acc) + mc_byte(x, 1), mc_hi16(acc) + mc_byte(x, 3));
 }
 static inline int32_t mc_smmlar(int32_t a, int32_t b, int32_t acc) {
-  const int64_t p = (int64_t)a * (int64_t)b + ((int64_t)1 << 31);
-  return (int32_t)((uint32_t)acc + (uint32_t)(int32_t)(p >> 32));
+  /* acc in the high word and the rounding bit in the low one, then one 64-bit multiply-accumulate
+   * (SMLAL on Armv7-M): the high word is acc + ((a * b + 2^31) >> 32) modulo 2^32 */
+  const uint64_t p = ((uint64_t)(uint32_t)acc << 32 | 0x80000000u) + (uint64_t)((int64_t)a * (int64_t)b);
+  return (int32_t)(uint32_t)(p >> 32);
 }
 
 #endif
@@ -431,53 +433,6 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4(const int32_t* col, const int32
   *a3 = s3;
   return w;
 }
-
-/* Four pixels x two output channels in portable C (CONV_2D im2col without the DSP extension): the
- * column as mc_dot_p4 reads it, the int8 weight rows of channels c and c + 1 (row_bytes apart, a
- * literal where this is inlined): acc[p] += sum_k col_p[k] * w[k], acc[4 + p] += sum_k col_p[k] *
- * w[row_bytes + k], k < 4 * steps (steps >= 1). Each column value is loaded once for both channels:
- * per input 2 LDRSB of weights, 4 LDRSH of the column, 8 MLA (Cortex-M3: about 1.9 instructions per
- * MAC where mc_dot_p4's 2.6). Signed arithmetic (separate MLA chains): the caller proves the partial
- * sums stay within int32 (full groups of valid pixels, |bias| + 255 sum|w| < 2^30). Returns w past
- * the two rows. */
-#define MC_P4X2_K(J, L)                \
-  u = w[(J)];                          \
-  v = w[row_bytes + (J)];              \
-  t = mc_lane(col, (L));               \
-  a0 += t * u;                         \
-  b0 += t * v;                         \
-  t = mc_lane(col, 4 + (L));           \
-  a1 += t * u;                         \
-  b1 += t * v;                         \
-  t = mc_lane(col, 8 + (L));           \
-  a2 += t * u;                         \
-  b2 += t * v;                         \
-  t = mc_lane(col, 12 + (L));          \
-  a3 += t * u;                         \
-  b3 += t * v
-static MC_ALWAYS_INLINE const int8_t* mc_dot_p4x2_s8(const int32_t* col, const int8_t* w, int32_t row_bytes,
-                                                     int32_t steps, int32_t* acc) {
-  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  int32_t b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
-  const int32_t* const end = col + 8 * steps;
-  for (; col != end; col += 8, w += 4) {
-    int32_t u, v, t;
-    MC_P4X2_K(0, 0); /* the lanes of pixel p: 4p k0, 4p + 1 k2, 4p + 2 k1, 4p + 3 k3 */
-    MC_P4X2_K(1, 2);
-    MC_P4X2_K(2, 1);
-    MC_P4X2_K(3, 3);
-  }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
-  acc[4] = b0;
-  acc[5] = b1;
-  acc[6] = b2;
-  acc[7] = b3;
-  return w + row_bytes;
-}
-#undef MC_P4X2_K
 
 /* mc_dot_p4 with the weights at any byte alignment: the rows of a layer whose K is not a multiple of
  * 4 follow each other without padding, each read as steps words whose last one reaches into the next
@@ -816,174 +771,6 @@ static MC_ALWAYS_INLINE void mc_dot_r4_s8l(const int32_t* xs, const int32_t* w, 
     (W_) += 4 * (STEPS_);                                                                           \
   } while (0)
 #endif
-
-/* FULLY_CONNECTED rows4 in portable C (no DSP extension): four output rows against one input vector,
- * the rows' int8 weights interleaved per input (w[4 k + r]: the 4 rows' weights of input k together,
- * so one pointer with small immediate offsets reaches them): acc[r] += sum_k x[k] w[4 k + r], k < n
- * (n >= 0; acc holds the bias on entry). Signed arithmetic, so that the compiler keeps the four MLA
- * chains (with wrapping arithmetic GCC reassociates them into spills): the caller guarantees that no
- * partial sum leaves int32 (|bias| + 128 sum|w| < 2^31, fully_connected.py). The n mod 8 inputs first,
- * then 8 per iteration: per input one LDRSB of x, 4 LDRSB + 4 MLA, and the loop's 5 instructions per
- * 8 inputs (Cortex-M3: 2.4 instructions per MAC; 8 registers saved, no spills). One copy per file
- * (not inlined): every layer calls it. */
-#if defined(__GNUC__)
-#define MC_HELPER_FN static __attribute__((noinline, unused))
-#else
-#define MC_HELPER_FN static
-#endif
-MC_HELPER_FN void mc_dot_r4_s8i(const int8_t* x, const int8_t* w, int32_t n, int32_t* acc) {
-  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  const int8_t* end;
-  for (; n & 7; --n, ++x, w += 4) {
-    const int32_t v = x[0];
-    a0 += v * w[0];
-    a1 += v * w[1];
-    a2 += v * w[2];
-    a3 += v * w[3];
-  }
-  for (end = x + n; x != end; x += 8, w += 32) {
-    int32_t v;
-    v = x[0];
-    a0 += v * w[0];
-    a1 += v * w[1];
-    a2 += v * w[2];
-    a3 += v * w[3];
-    v = x[1];
-    a0 += v * w[4];
-    a1 += v * w[5];
-    a2 += v * w[6];
-    a3 += v * w[7];
-    v = x[2];
-    a0 += v * w[8];
-    a1 += v * w[9];
-    a2 += v * w[10];
-    a3 += v * w[11];
-    v = x[3];
-    a0 += v * w[12];
-    a1 += v * w[13];
-    a2 += v * w[14];
-    a3 += v * w[15];
-    v = x[4];
-    a0 += v * w[16];
-    a1 += v * w[17];
-    a2 += v * w[18];
-    a3 += v * w[19];
-    v = x[5];
-    a0 += v * w[20];
-    a1 += v * w[21];
-    a2 += v * w[22];
-    a3 += v * w[23];
-    v = x[6];
-    a0 += v * w[24];
-    a1 += v * w[25];
-    a2 += v * w[26];
-    a3 += v * w[27];
-    v = x[7];
-    a0 += v * w[28];
-    a1 += v * w[29];
-    a2 += v * w[30];
-    a3 += v * w[31];
-  }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
-}
-
-/* CONV_2D 1x1 ("pointwise") in portable C: two pixels (x and x + stride) x four output channels, the
- * weights interleaved per input as for mc_dot_r4_s8i (w[4 k + r]); each weight is loaded once for
- * both pixels: acc[r] += sum_k x[k] w[4 k + r], acc[4 + r] += sum_k x[stride + k] w[4 k + r], k < n
- * (n >= 0; acc holds the biases on entry). Signed arithmetic as in mc_dot_r4_s8i (the caller proves
- * the partial sums stay within int32). The n mod 4 inputs first, then 4 per iteration: per input 2
- * LDRSB of x, 4 LDRSB of w, 8 MLA (Cortex-M3: 1.9 instructions per MAC with the loop). */
-MC_HELPER_FN void mc_dot_p2r4_s8i(const int8_t* x, int32_t stride, const int8_t* w, int32_t n, int32_t* acc) {
-  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  int32_t b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
-  const int8_t* end;
-  int32_t u, v, t;
-  for (; n & 3; --n, ++x, w += 4) {
-    u = x[0];
-    v = x[stride];
-    t = w[0];
-    a0 += u * t;
-    b0 += v * t;
-    t = w[1];
-    a1 += u * t;
-    b1 += v * t;
-    t = w[2];
-    a2 += u * t;
-    b2 += v * t;
-    t = w[3];
-    a3 += u * t;
-    b3 += v * t;
-  }
-  for (end = x + n; x != end; x += 4, w += 16) {
-    u = x[0];
-    v = x[0 + stride];
-    t = w[0];
-    a0 += u * t;
-    b0 += v * t;
-    t = w[1];
-    a1 += u * t;
-    b1 += v * t;
-    t = w[2];
-    a2 += u * t;
-    b2 += v * t;
-    t = w[3];
-    a3 += u * t;
-    b3 += v * t;
-    u = x[1];
-    v = x[1 + stride];
-    t = w[4];
-    a0 += u * t;
-    b0 += v * t;
-    t = w[5];
-    a1 += u * t;
-    b1 += v * t;
-    t = w[6];
-    a2 += u * t;
-    b2 += v * t;
-    t = w[7];
-    a3 += u * t;
-    b3 += v * t;
-    u = x[2];
-    v = x[2 + stride];
-    t = w[8];
-    a0 += u * t;
-    b0 += v * t;
-    t = w[9];
-    a1 += u * t;
-    b1 += v * t;
-    t = w[10];
-    a2 += u * t;
-    b2 += v * t;
-    t = w[11];
-    a3 += u * t;
-    b3 += v * t;
-    u = x[3];
-    v = x[3 + stride];
-    t = w[12];
-    a0 += u * t;
-    b0 += v * t;
-    t = w[13];
-    a1 += u * t;
-    b1 += v * t;
-    t = w[14];
-    a2 += u * t;
-    b2 += v * t;
-    t = w[15];
-    a3 += u * t;
-    b3 += v * t;
-  }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
-  acc[4] = b0;
-  acc[5] = b1;
-  acc[6] = b2;
-  acc[7] = b3;
-}
 
 /* ---- Depthwise: one tap of 4 channels ------------------------------------------------------------
  * v = the 4 int8 input channels at p + off; w: the tap's pairs (c0,c2) (c1,c3), advanced by 2 words.

@@ -1,10 +1,12 @@
 """CONV_2D 1x1 with stride 1 and no padding, int8, in portable C (no DSP extension): the "pointwise"
-kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTED over the pixels:
-2 pixels x 4 output channels per inner loop (mc_dot_p2r4_s8i, kernel_simd.h), each weight loaded
-once for both pixels, the weights interleaved per input as FULLY_CONNECTED's portable rows4 lays
-them out, the input zero point folded into the bias, TFLM's requantization with SMMLAR's C
-equivalent (mc_requant_fast). An odd last pixel runs mc_dot_r4_s8i. Cortex-M3: about 2 instructions
-per MAC where im2col's 4-pixel loop takes 2.6 (every column value loaded once per output channel).
+kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTED over the pixels,
+2 pixels x 4 output channels per inner loop, the weights interleaved per input as FULLY_CONNECTED's
+portable rows4 lays them out, the input zero point folded into the bias, TFLM's requantization with
+SMMLAR's C equivalent (mc_requant_fast). With the long multiply (Armv7-M, the host: MC_LONG_MULTIPLY)
+both pixels' inputs are packed per input word (x0 + x1 * 2^L, lane_bits) and mc_dot_x2r4_s8i
+(kernel_portable.h) does two MACs per SMLAL (Cortex-M3: 1.28 instructions per MAC in its loop, 1.63
+with the requantization on KWS); without it (Armv6-M) mc_dot_p2r4_s8i on int32 sums, an odd last
+pixel with mc_dot_r4_s8i. An odd last pixel is packed twice (both lanes its sums).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import ISA_C, KernelPlan, Variant
 from microcompiler.ops.quant import activation_range
 
-POINTWISE = Variant("pointwise", ("kernel_simd.h",))
+POINTWISE = Variant("pointwise", ("kernel_simd.h", "kernel_portable.h"))
 
 
 def fits(op, graph) -> bool:
@@ -35,13 +37,39 @@ def fits(op, graph) -> bool:
     return bool(rq.fast and np.all(bound < 2**31))
 
 
-def plan() -> KernelPlan:
+# The widest lane a packed word x0 + x1 * 2^L holds within int32 (>= -2^31 for int8 x0, x1).
+MAX_LANE_BITS = 23
+
+
+def lane_bits(w_rows: np.ndarray) -> int:
+    """The bits L of the low lane of mc_dot_x2r4_s8i's sums: 128 sum|w| < 2^(L - 1) for every row
+    (S0 = sum w x0 with int8 x fits L bits signed); 0 where no L <= MAX_LANE_BITS holds."""
+    bound = int(128 * np.abs(w_rows.astype(np.int64)).sum(axis=1).max(initial=0))
+    bits = bound.bit_length() + 1
+    return bits if bits <= MAX_LANE_BITS else 0
+
+
+def plan(op, graph) -> KernelPlan:
+    """2 pixels x 4 output channels; with the long multiply (Armv7-M, the host) both pixels packed
+    per input into the scratch (C words) where lane_bits finds a lane width ("lane")."""
+    g = geometry(op, graph)
+    lane = lane_bits(graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1))
     return KernelPlan.of(
-        POINTWISE, ISA_C, scratch_bytes=0, pixels=2, out_channels=4, weights="s8", extract="interleaved"
+        POINTWISE,
+        ISA_C,
+        scratch_bytes=4 * g.in_c if lane else 0,
+        pixels=2,
+        out_channels=4,
+        weights="s8",
+        extract="interleaved",
+        lane=lane,
     )
 
 
-def emit(op, graph, ctx) -> str:
+def layer_values(op, graph, ctx, taps: str) -> dict:
+    """What the pointwise and packed templates share: the interleaved weights (``taps`` names a
+    row's inputs in their comment), the 9-byte records, the pixel pairs, the activation range, the
+    output zero point and the lane width."""
     x, w, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.inputs[1]), ctx.tensor(op.outputs[0])
     g = geometry(op, graph)
     w_rows = w.data.astype(np.int8).reshape(g.out_c, -1)
@@ -49,15 +77,13 @@ def emit(op, graph, ctx) -> str:
     ctx.note(requant="smmlar")
     lo, hi = activation_range(op.options["activation"], y)
     pixels = g.batches * g.out_h * g.out_w
-    return ctx.render(
-        "conv_2d_pointwise.c.j2",
-        describe=g.describe(),
+    return dict(
         input=ctx.arg(op.inputs[0]),
         output=ctx.arg(op.outputs[0]),
         weights=ctx.const(
             "weights",
             fast.interleave_rows4(w_rows),
-            comment=f"weights, int8: per block of 4 output channels [{g.in_c} inputs][4 channels]",
+            comment=f"weights, int8: per block of 4 output channels [{taps}][4 channels]",
         ),
         params=ctx.const(
             "params",
@@ -66,11 +92,23 @@ def emit(op, graph, ctx) -> str:
             "and the right shift (int8): 9 bytes",
         ),
         record=fast.RECORD9,
-        C=g.in_c,
         OC=g.out_c,
         pairs=pixels // 2,
         odd=pixels % 2,
         act_min=lo,
         act_max=hi,
         output_offset=int(y.quant.zero_point[0]),
+        lane=ctx.plan.knob("lane", 0),
+    )
+
+
+def emit(op, graph, ctx) -> str:
+    g = geometry(op, graph)
+    values = layer_values(op, graph, ctx, f"{g.in_c} inputs")
+    return ctx.render(
+        "conv_2d_pointwise.c.j2",
+        describe=g.describe(),
+        C=g.in_c,
+        scratch=ctx.scratch(ctx.plan.scratch) if values["lane"] else "",
+        **values,
     )

@@ -8,8 +8,18 @@
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_fixedpoint.h"
 #include "microcompiler/kernel_simd.h"
+#include "microcompiler/kernel_portable.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
+/* weights, int8: per block of 4 output channels [9 taps (ky, kx, c)][4 channels] */
+static const int8_t tiny_cnn_int8_conv1_weights[72] = {
+    -53, -40, -9, 127, 16, 127, -96, -116, -127, 91, -33, 16, 93, -11, 46, -110,
+    43, -15, -16, 127, -20, 28, -10, 78, -21, -108, 45, 107, 20, -71, 127, -83,
+    -18, 97, -50, 64, -46, 29, -44, -104, -40, 88, -2, -67, 45, -33, -29, 94,
+    77, 103, 28, -43, 18, 127, 127, 19, -55, 65, -55, -89, -73, 33, -97, 12,
+    127, -27, -99, -127, 52, 40, -95, -51
+};
+
 /* per output channel [8] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
 static const uint8_t tiny_cnn_int8_conv1_params[72] = {
     98, 253, 255, 255, 7, 191, 100, 103, 8, 212, 3, 0, 0, 94, 71, 133,
@@ -19,28 +29,22 @@ static const uint8_t tiny_cnn_int8_conv1_params[72] = {
     242, 255, 255, 120, 170, 233, 94, 8
 };
 
-/* weights [8 output channels][3 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
-static const int32_t tiny_cnn_int8_conv1_weights[24] = {
-    1568739531, 351005739, 238, -178552872, -1181475599, 97, 786407671, 2133718768, 206, -1844409217, -1385476481, 64, 1294850258, 2142750994, 52, 1742690333,
-    -450805377, 40, 484703956, -1650472577, 161, -715211368, -2129877229, 205
+/* weights, int8: per channel [8] the taps (3x3) */
+static const int8_t tiny_cnn_int8_dwconv2_weights[72] = {
+    127, 86, -48, -22, 79, 6, 63, -16, 48, -41, -51, 48, 18, 14, -43, -33,
+    -75, 127, 70, 4, 37, -66, -2, -2, -42, -127, -62, 23, 24, -101, -54, 27,
+    86, 54, -57, -127, -10, 24, -117, -127, 32, -72, 47, 53, 98, -57, -107, -111,
+    -2, 100, 66, 121, -127, -123, 127, -66, 12, 93, -79, 93, 21, -45, 9, -10,
+    -11, 113, -20, -127, 26, 90, 117, 12
 };
 
-/* a pixel of 8 input zero points (-128): what padding taps read */
-static const int8_t tiny_cnn_int8_zero_point_row_8[8] = {
-    -128, -128, -128, -128, -128, -128, -128, -128
-};
-
-/* weights: per group of 4 channels and per tap (3x3) the int16 pairs (c0,c2) (c1,c3), doubled */
-static const int32_t tiny_cnn_int8_dwconv2_weights[36] = {
-    9175294, 3080110, 524460, 3211162, 4915104, -13238176, -8585260, -7077852, -261986, 3538972, -262132, 11337642, -5504898, 7143358, -16580640, -7405718,
-    -8126368, -16645890, 16711660, -1245298, -8650704, -1376470, 1638166, 14876450, 12254978, -2555908, -10354624, -16645944, 12255088, 3408004, 2752606, 11796722,
-    -5898134, 15400706, 1179844, 1638154
-};
-
-/* per channel [8] {folded bias, multiplier, right shift}, bias doubled */
-static const int32_t tiny_cnn_int8_dwconv2_params[24] = {
-    82688, 1962811986, 5, -9216, 1559239396, 5, -48640, 1773499109, 5, -32000, 2141665475, 5, -18432, 1703971512, 5, -61440,
-    1275373569, 5, 42240, 1120389171, 5, 48640, 1991986006, 5
+/* per channel [8] {folded bias, multiplier} (int32, little-endian) and the right shift (int8): 9 bytes */
+static const uint8_t tiny_cnn_int8_dwconv2_params[72] = {
+    128, 161, 0, 0, 82, 34, 254, 116, 5, 0, 238, 255, 255, 228, 26, 240,
+    92, 5, 0, 161, 255, 255, 229, 114, 181, 105, 5, 128, 193, 255, 255, 195,
+    56, 167, 127, 5, 0, 220, 255, 255, 184, 138, 144, 101, 5, 0, 136, 255,
+    255, 1, 168, 4, 76, 5, 128, 82, 0, 0, 51, 200, 199, 66, 5, 0,
+    95, 0, 0, 86, 75, 187, 118, 5
 };
 
 /* weights, int8: per block of 4 output channels [8 inputs][4 channels] */
@@ -97,150 +101,400 @@ static const int32_t tiny_cnn_int8_logits_r[4] = {
 };
 
 /* Kernel scratch (im2col columns), shared by the operators: one runs at a time. */
-static int32_t tiny_cnn_int8_scratch[27];
+static int32_t tiny_cnn_int8_scratch[14];
 
 /* ---- Operators ---- */
 
 /* CONV_2D(padding=SAME, stride_h=2, stride_w=2, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'conv1' */
 void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
-  /* im2col: 4 output pixels x 1 output channel per step (portable C); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
+  /* packed: 2 pixels x 4 output channels per step, their patches gathered as int8, int8 weights interleaved per input (portable C: mc_dot_x2r4_s8i with the long multiply, else mc_dot_r4_s8i); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
   enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
-  int32_t* const col = tiny_cnn_int8_scratch; /* 24 words */
-  int8_t* const buf = (int8_t*)(tiny_cnn_int8_scratch + 24); /* 12 bytes */
-  int n, p, oc, ky, oy, ox;
-  int kx;
-  memset(buf + 9, 0, 3); /* K padding (zero weights) */
+  int32_t* const packed = tiny_cnn_int8_scratch; /* 9 words (with the long multiply) */
+  int8_t* const patch = (int8_t*)(tiny_cnn_int8_scratch + 9); /* 2 x 9 bytes (the zero point row with the long multiply) */
+  int p, o, j, t, ky, kx, k;
+  int oy = 0, ox = 0;
   const int8_t* x_b = input0;
-  int8_t* out = output0;
-  oy = 0;
-  ox = 0;
-  for (n = 0; n < 16; ++n, out += 32) {
-    for (p = 0; p < 4; ++p) {
-      const int iy0 = oy * 2;
-      const int ix0 = ox * 2;
-      int32_t* d_ = col + 2 * p;
-      if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
-        /* every tap inside the image */
-        const int8_t* s_ = x_b + iy0 * 16 + ix0;
-        for (ky = 0; ky < 3; ++ky, s_ += 16) {
-          memcpy(buf + ky * 3, s_, 3);
-        }
-        d_ = mc_im2col_s8(d_, buf, 3);
-      } else {
-        /* taps outside the image read the input zero point (folded into the bias) */
-        for (ky = 0; ky < 3; ++ky) {
-          const int iy = iy0 + ky;
-          for (kx = 0; kx < 3; ++kx) {
-            const int ix = ix0 + kx;
-            if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-              memcpy(buf + ky * 3 + kx, x_b + iy * 16 + ix, 1);
-            } else {
-              memset(buf + ky * 3 + kx, INPUT_ZERO_POINT, 1);
-            }
-          }
-        }
-        d_ = mc_im2col_s8(d_, buf, 3);
-      }
+  int8_t* y = output0;
+  for (p = 0; p < 32; ++p, y += 16) {
+    int8_t* const y1 = y + 8; /* the odd last pixel: twice, the same outputs */
+    const int8_t* pb[2]; /* the two pixels: batch base, output row and column */
+    int py[2], px[2];
+    for (t = 0; t < 2; ++t) {
+      pb[t] = x_b;
+      py[t] = oy;
+      px[t] = ox;
       if (++ox == 8) {
         ox = 0;
-        ++oy;
+        if (++oy == 8) {
+          oy = 0;
+          x_b += 256;
+        }
       }
     }
-    const int32_t* w = tiny_cnn_int8_conv1_weights; /* the output channel's weights; each dot product returns the next row */
-    for (oc = 0; oc < 8; ++oc) {
-      const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * oc;
-      int32_t a0 = mc_load_s32le(q), a1 = a0, a2 = a0, a3 = a0;
-      int8_t* o = out + oc;
-      w = mc_dot_p4(col, w, 3, &a0, &a1, &a2, &a3);
-      {
+#if MC_LONG_MULTIPLY
+    for (t = 0; t < 2; ++t) {
+      int8_t* d = patch + t * 9;
+      for (ky = 0; ky < 3; ++ky) {
+        for (kx = 0; kx < 3; ++kx, d += 1) {
+          const int iy = py[t] * 2 - 0 + ky * 1, ix = px[t] * 2 - 0 + kx * 1;
+          if (iy >= 16 || ix >= 16) {
+            for (k = 0; k < 1; ++k) d[k] = INPUT_ZERO_POINT;
+          } else
+          {
+            const int8_t* src = pb[t] + (iy * 16 + ix) * 1;
+            for (k = 0; k < 1; ++k) d[k] = src[k];
+          }
+        }
+      }
+    }
+    mc_pack2_s8(packed, patch, patch + 9, 9, 18);
+#else
+    for (t = 0; t < 2; ++t) {
+      int8_t* d = patch + t * 9;
+      for (ky = 0; ky < 3; ++ky) {
+        for (kx = 0; kx < 3; ++kx, d += 1) {
+          const int iy = py[t] * 2 - 0 + ky * 1, ix = px[t] * 2 - 0 + kx * 1;
+          if (iy >= 16 || ix >= 16) {
+            for (k = 0; k < 1; ++k) d[k] = INPUT_ZERO_POINT;
+          } else
+          {
+            const int8_t* src = pb[t] + (iy * 16 + ix) * 1;
+            for (k = 0; k < 1; ++k) d[k] = src[k];
+          }
+        }
+      }
+    }
+#endif
+#if MC_LONG_MULTIPLY
+    for (o = 0; o < 8; o += 4) {
+      int64_t acc[4];
+      const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * o;
+      mc_dot_x2r4_s8i(packed, tiny_cnn_int8_conv1_weights + o * 9, 9, acc);
+      for (j = 0; j < 4; ++j, q += 9) {
+        const int32_t b = mc_load_s32le(q), s0 = MC_LANE0(acc[j], 18), s1 = MC_LANE1(acc[j], s0, 18);
         const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, c, r));
-        o[8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, c, r));
-        o[24] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, c, r));
+        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s0, m, c, r));
+        y1[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
       }
     }
+#else
+    (void)packed;
+    for (t = 0; t < 2; ++t) {
+      int8_t* const yt = t ? y1 : y;
+      for (o = 0; o < 8; o += 4) {
+        int32_t acc[4];
+        const uint8_t* q = tiny_cnn_int8_conv1_params + 9 * o;
+        for (j = 0; j < 4; ++j) acc[j] = mc_load_s32le(q + 9 * j);
+        mc_dot_r4_s8i(patch + t * 9, tiny_cnn_int8_conv1_weights + o * 9, 9, acc);
+        for (j = 0; j < 4; ++j, q += 9) {
+          const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+          yt[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(acc[j], m, c, r));
+        }
+      }
+    }
+#endif
   }
 }
 
 /* DEPTHWISE_CONV_2D(padding=SAME, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, depth_multiplier=1, activation=RELU6), operator 1: 'dwconv2' */
 void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
-  /* channels4: 4 channels per step, the 9 taps unrolled (portable C); 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1 */
-  enum { OUTPUT_ZERO_POINT = -128 };
-  /* requantize the accumulators a0..a3 of channels c..c+3 (records q) and store them to o */
-#define REQUANTIZE_STORE4() { \
-    const int32_t m0 = q[1], m1 = q[4], m2 = q[7], m3 = q[10]; \
-    const int32_t r0 = q[2], r1 = q[5], r2 = q[8], r3 = q[11]; \
-    const int32_t c0 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r0) >> 1; \
-    const int32_t c1 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r1) >> 1; \
-    const int32_t c2 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r2) >> 1; \
-    const int32_t c3 = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r3) >> 1; \
-    o[c] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a0, m0, c0, r0)); \
-    o[c + 1] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a1, m1, c1, r1)); \
-    o[c + 2] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a2, m2, c2, r2)); \
-    o[c + 3] = (int8_t)MC_SSAT8(mc_requant_fast2_nn(a3, m3, c3, r3)); \
-  }
-  int oy, ox, c;
-  int ky, kx;
-  const int8_t* x_b = input0;
-  int8_t* o = output0;
-  for (oy = 0; oy < 8; ++oy) {
-    const int iy0 = oy - 1;
-    for (ox = 0; ox < 8; ++ox, o += 8) {
-      const int ix0 = ox - 1;
-      const int32_t* w = tiny_cnn_int8_dwconv2_weights;
-      const int32_t* q = tiny_cnn_int8_dwconv2_params;
-      if (iy0 >= 0 && iy0 <= 5 && ix0 >= 0 && ix0 <= 5) {
-        const int8_t* xp = x_b + (iy0 * 8 + ix0) * 8;
-        for (c = 0; c < 8; c += 4, q += 12) {
-          int32_t a0 = q[0], a1 = q[3], a2 = q[6], a3 = q[9];
-          MC_DW4_TAP(xp + c, 0, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 8, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 16, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 64, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 72, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 80, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 128, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 136, w, a0, a1, a2, a3);
-          MC_DW4_TAP(xp + c, 144, w, a0, a1, a2, a3);
-          REQUANTIZE_STORE4();
-        }
-      } else {
-        const int8_t* taps[9];
-        for (ky = 0; ky < 3; ++ky) {
-          const int iy = iy0 + ky;
-          for (kx = 0; kx < 3; ++kx) {
-            const int ix = ix0 + kx;
-            taps[ky * 3 + kx] = (iy >= 0 && iy < 8 && ix >= 0 && ix < 8)
-                ? x_b + (iy * 8 + ix) * 8 : tiny_cnn_int8_zero_point_row_8;
+  /* rows: one channel at a time, blocks of up to 4 output pixels of a row, each input and weight loaded once per kernel row of a block (portable C); 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1 */
+  enum { INPUT_ZERO_POINT = -128, OUTPUT_ZERO_POINT = -128 };
+  int b, c, oy, ky;
+  for (b = 0; b < 1; ++b) {
+    for (c = 0; c < 8; ++c) {
+      const int8_t* const wc = tiny_cnn_int8_dwconv2_weights + c * 9;
+      const uint8_t* const q = tiny_cnn_int8_dwconv2_params + 9 * c;
+      const int32_t bias = mc_load_s32le(q), m = mc_load_s32le(q + 4), r = (int8_t)q[8];
+      const int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+      const int8_t* const xc = input0 + b * 512 + c;
+      for (oy = 0; oy < 8; ++oy) {
+        int8_t* const yr = output0 + b * 512 + oy * 64 + c;
+        if (oy >= 1 && oy <= 6) { /* every kernel row inside */
+        {
+          int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+          {
+            const int8_t* const wk = wc + 0;
+            const int iy = oy - 1 + 0;
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = INPUT_ZERO_POINT;
+              a0 += v * w0;
+              v = xr[0];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[8];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[16];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[24];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = xr[32];
+              a3 += v * w2;
           }
+          {
+            const int8_t* const wk = wc + 3;
+            const int iy = oy - 1 + 1;
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = INPUT_ZERO_POINT;
+              a0 += v * w0;
+              v = xr[0];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[8];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[16];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[24];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = xr[32];
+              a3 += v * w2;
+          }
+          {
+            const int8_t* const wk = wc + 6;
+            const int iy = oy - 1 + 2;
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = INPUT_ZERO_POINT;
+              a0 += v * w0;
+              v = xr[0];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[8];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[16];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[24];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = xr[32];
+              a3 += v * w2;
+          }
+          yr[(0 + 0) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, cq, r));
+          yr[(0 + 1) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, cq, r));
+          yr[(0 + 2) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, cq, r));
+          yr[(0 + 3) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, cq, r));
         }
-        for (c = 0; c < 8; c += 4, q += 12) {
-          int32_t a0 = q[0], a1 = q[3], a2 = q[6], a3 = q[9];
-          MC_DW4_TAP_RO(taps[0], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[1], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[2], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[3], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[4], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[5], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[6], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[7], c, w, a0, a1, a2, a3);
-          MC_DW4_TAP_RO(taps[8], c, w, a0, a1, a2, a3);
-          REQUANTIZE_STORE4();
+
+        {
+          int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+          {
+            const int8_t* const wk = wc + 0;
+            const int iy = oy - 1 + 0;
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = xr[24];
+              a0 += v * w0;
+              v = xr[32];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[40];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[48];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[56];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = INPUT_ZERO_POINT;
+              a3 += v * w2;
+          }
+          {
+            const int8_t* const wk = wc + 3;
+            const int iy = oy - 1 + 1;
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = xr[24];
+              a0 += v * w0;
+              v = xr[32];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[40];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[48];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[56];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = INPUT_ZERO_POINT;
+              a3 += v * w2;
+          }
+          {
+            const int8_t* const wk = wc + 6;
+            const int iy = oy - 1 + 2;
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = xr[24];
+              a0 += v * w0;
+              v = xr[32];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[40];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[48];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[56];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = INPUT_ZERO_POINT;
+              a3 += v * w2;
+          }
+          yr[(4 + 0) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, cq, r));
+          yr[(4 + 1) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, cq, r));
+          yr[(4 + 2) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, cq, r));
+          yr[(4 + 3) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, cq, r));
+        }
+
+
+        } else {
+        {
+          int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+          const int8_t* wk = wc;
+          for (ky = 0; ky < 3; ++ky, wk += 3) {
+            const int iy = oy - 1 + ky;
+            if (iy >= 0 && iy < 8) {
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = INPUT_ZERO_POINT;
+              a0 += v * w0;
+              v = xr[0];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[8];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[16];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[24];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = xr[32];
+              a3 += v * w2;
+            } else {
+              const int32_t s = INPUT_ZERO_POINT * (wk[0] + wk[1] + wk[2]);
+              a0 += s;
+              a1 += s;
+              a2 += s;
+              a3 += s;
+            }
+          }
+          yr[(0 + 0) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, cq, r));
+          yr[(0 + 1) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, cq, r));
+          yr[(0 + 2) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, cq, r));
+          yr[(0 + 3) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, cq, r));
+        }
+
+        {
+          int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+          const int8_t* wk = wc;
+          for (ky = 0; ky < 3; ++ky, wk += 3) {
+            const int iy = oy - 1 + ky;
+            if (iy >= 0 && iy < 8) {
+              const int8_t* const xr = xc + iy * 64;
+              const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
+              int32_t v;
+              v = xr[24];
+              a0 += v * w0;
+              v = xr[32];
+              a1 += v * w0;
+              a0 += v * w1;
+              v = xr[40];
+              a2 += v * w0;
+              a1 += v * w1;
+              a0 += v * w2;
+              v = xr[48];
+              a3 += v * w0;
+              a2 += v * w1;
+              a1 += v * w2;
+              v = xr[56];
+              a3 += v * w1;
+              a2 += v * w2;
+              v = INPUT_ZERO_POINT;
+              a3 += v * w2;
+            } else {
+              const int32_t s = INPUT_ZERO_POINT * (wk[0] + wk[1] + wk[2]);
+              a0 += s;
+              a1 += s;
+              a2 += s;
+              a3 += s;
+            }
+          }
+          yr[(4 + 0) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a0, m, cq, r));
+          yr[(4 + 1) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a1, m, cq, r));
+          yr[(4 + 2) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a2, m, cq, r));
+          yr[(4 + 3) * 8] = (int8_t)MC_SSAT8(mc_requant_fast_nn(a3, m, cq, r));
+        }
+
+
         }
       }
     }
   }
-#undef REQUANTIZE_STORE4
 }
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
 void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
-  /* pointwise: 2 pixels x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
+  /* pointwise: 2 pixels x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_x2r4_s8i with the long multiply, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
   enum { OUTPUT_ZERO_POINT = -128 };
   int p, o, j;
   const int8_t* x = input0;
   int8_t* y = output0;
+#if MC_LONG_MULTIPLY
+  /* both pixels' inputs packed per input (x0 + x1 * 2^18, tiny_cnn_int8_scratch), one SMLAL per 2 MACs */
+  int32_t* const packed = tiny_cnn_int8_scratch; /* 8 words */
+  for (p = 0; p < 32; ++p, x += 16, y += 32) {
+    int8_t* const y1 = y + 16;
+    mc_pack2_s8(packed, x, x + 8, 8, 18);
+    for (o = 0; o < 16; o += 4) {
+      int64_t acc[4];
+      const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * o;
+      mc_dot_x2r4_s8i(packed, tiny_cnn_int8_conv3_weights + o * 8, 8, acc);
+      for (j = 0; j < 4; ++j, q += 9) {
+        const int32_t b = mc_load_s32le(q), s0 = MC_LANE0(acc[j], 18), s1 = MC_LANE1(acc[j], s0, 18);
+        const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s0, m, c, r));
+        y1[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
+      }
+    }
+  }
+#else
+  (void)tiny_cnn_int8_scratch; /* without the long multiply: the int32 kernels below */
   for (p = 0; p < 32; ++p, x += 16, y += 32) {
     for (o = 0; o < 16; o += 4) {
       int32_t acc[8];
@@ -254,6 +508,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
       }
     }
   }
+#endif
 }
 
 /* AVERAGE_POOL_2D(filter_h=8, filter_w=8, activation=NONE, padding=VALID, stride_h=8, stride_w=8), operator 3: 'pool' */

@@ -1,0 +1,297 @@
+/* The portable C dot kernels of the int8 CONV_2D and FULLY_CONNECTED variants on cores without the
+ * DSP extension (Cortex-M0/M0+/M3, and the host build): plain C99, no intrinsics nor inline assembly
+ * (the same C serves the Cortex-M0, which has no long multiply and only 8 low registers). Built on
+ * kernel_simd.h's helpers (mc_lane, MC_ALWAYS_INLINE). Each kernel states the bound its caller proves
+ * for its signed arithmetic. */
+#ifndef MICROCOMPILER_KERNEL_PORTABLE_H_
+#define MICROCOMPILER_KERNEL_PORTABLE_H_
+
+#include <stdint.h>
+
+#include "microcompiler/kernel_simd.h"
+
+/* Four pixels x two output channels in portable C (CONV_2D im2col without the DSP extension): the
+ * column as mc_dot_p4 reads it, the int8 weight rows of channels c and c + 1 (row_bytes apart, a
+ * literal where this is inlined): acc[p] += sum_k col_p[k] * w[k], acc[4 + p] += sum_k col_p[k] *
+ * w[row_bytes + k], k < 4 * steps (steps >= 1). Each column value is loaded once for both channels:
+ * per input 2 LDRSB of weights, 4 LDRSH of the column, 8 MLA (Cortex-M3: about 1.9 instructions per
+ * MAC where mc_dot_p4's 2.6). Signed arithmetic (separate MLA chains): the caller proves the partial
+ * sums stay within int32 (full groups of valid pixels, |bias| + 255 sum|w| < 2^30). Returns w past
+ * the two rows. */
+#define MC_P4X2_K(J, L)                \
+  u = w[(J)];                          \
+  v = w[row_bytes + (J)];              \
+  t = mc_lane(col, (L));               \
+  a0 += t * u;                         \
+  b0 += t * v;                         \
+  t = mc_lane(col, 4 + (L));           \
+  a1 += t * u;                         \
+  b1 += t * v;                         \
+  t = mc_lane(col, 8 + (L));           \
+  a2 += t * u;                         \
+  b2 += t * v;                         \
+  t = mc_lane(col, 12 + (L));          \
+  a3 += t * u;                         \
+  b3 += t * v
+static MC_ALWAYS_INLINE const int8_t* mc_dot_p4x2_s8(const int32_t* col, const int8_t* w, int32_t row_bytes,
+                                                     int32_t steps, int32_t* acc) {
+  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  int32_t b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
+  const int32_t* const end = col + 8 * steps;
+  for (; col != end; col += 8, w += 4) {
+    int32_t u, v, t;
+    MC_P4X2_K(0, 0); /* the lanes of pixel p: 4p k0, 4p + 1 k2, 4p + 2 k1, 4p + 3 k3 */
+    MC_P4X2_K(1, 2);
+    MC_P4X2_K(2, 1);
+    MC_P4X2_K(3, 3);
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+  acc[4] = b0;
+  acc[5] = b1;
+  acc[6] = b2;
+  acc[7] = b3;
+  return w + row_bytes;
+}
+#undef MC_P4X2_K
+
+/* FULLY_CONNECTED rows4 in portable C (no DSP extension): four output rows against one input vector,
+ * the rows' int8 weights interleaved per input (w[4 k + r]: the 4 rows' weights of input k together,
+ * so one pointer with small immediate offsets reaches them): acc[r] += sum_k x[k] w[4 k + r], k < n
+ * (n >= 0; acc holds the bias on entry). Signed arithmetic, so that the compiler keeps the four MLA
+ * chains (with wrapping arithmetic GCC reassociates them into spills): the caller guarantees that no
+ * partial sum leaves int32 (|bias| + 128 sum|w| < 2^31, fully_connected.py). The n mod 8 inputs first,
+ * then 8 per iteration: per input one LDRSB of x, 4 LDRSB + 4 MLA, and the loop's 5 instructions per
+ * 8 inputs (Cortex-M3: 2.4 instructions per MAC; 8 registers saved, no spills). One copy per file
+ * (not inlined): every layer calls it. */
+#if defined(__GNUC__)
+#define MC_HELPER_FN static __attribute__((noinline, unused))
+#else
+#define MC_HELPER_FN static
+#endif
+MC_HELPER_FN void mc_dot_r4_s8i(const int8_t* x, const int8_t* w, int32_t n, int32_t* acc) {
+  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const int8_t* end;
+  for (; n & 7; --n, ++x, w += 4) {
+    const int32_t v = x[0];
+    a0 += v * w[0];
+    a1 += v * w[1];
+    a2 += v * w[2];
+    a3 += v * w[3];
+  }
+  for (end = x + n; x != end; x += 8, w += 32) {
+    int32_t v;
+    v = x[0];
+    a0 += v * w[0];
+    a1 += v * w[1];
+    a2 += v * w[2];
+    a3 += v * w[3];
+    v = x[1];
+    a0 += v * w[4];
+    a1 += v * w[5];
+    a2 += v * w[6];
+    a3 += v * w[7];
+    v = x[2];
+    a0 += v * w[8];
+    a1 += v * w[9];
+    a2 += v * w[10];
+    a3 += v * w[11];
+    v = x[3];
+    a0 += v * w[12];
+    a1 += v * w[13];
+    a2 += v * w[14];
+    a3 += v * w[15];
+    v = x[4];
+    a0 += v * w[16];
+    a1 += v * w[17];
+    a2 += v * w[18];
+    a3 += v * w[19];
+    v = x[5];
+    a0 += v * w[20];
+    a1 += v * w[21];
+    a2 += v * w[22];
+    a3 += v * w[23];
+    v = x[6];
+    a0 += v * w[24];
+    a1 += v * w[25];
+    a2 += v * w[26];
+    a3 += v * w[27];
+    v = x[7];
+    a0 += v * w[28];
+    a1 += v * w[29];
+    a2 += v * w[30];
+    a3 += v * w[31];
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+}
+
+/* CONV_2D 1x1 ("pointwise") in portable C: two pixels (x and x + stride) x four output channels, the
+ * weights interleaved per input as for mc_dot_r4_s8i (w[4 k + r]); each weight is loaded once for
+ * both pixels: acc[r] += sum_k x[k] w[4 k + r], acc[4 + r] += sum_k x[stride + k] w[4 k + r], k < n
+ * (n >= 0; acc holds the biases on entry). Signed arithmetic as in mc_dot_r4_s8i (the caller proves
+ * the partial sums stay within int32). The n mod 4 inputs first, then 4 per iteration: per input 2
+ * LDRSB of x, 4 LDRSB of w, 8 MLA (Cortex-M3: 1.9 instructions per MAC with the loop). */
+MC_HELPER_FN void mc_dot_p2r4_s8i(const int8_t* x, int32_t stride, const int8_t* w, int32_t n, int32_t* acc) {
+  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  int32_t b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
+  const int8_t* end;
+  int32_t u, v, t;
+  for (; n & 3; --n, ++x, w += 4) {
+    u = x[0];
+    v = x[stride];
+    t = w[0];
+    a0 += u * t;
+    b0 += v * t;
+    t = w[1];
+    a1 += u * t;
+    b1 += v * t;
+    t = w[2];
+    a2 += u * t;
+    b2 += v * t;
+    t = w[3];
+    a3 += u * t;
+    b3 += v * t;
+  }
+  for (end = x + n; x != end; x += 4, w += 16) {
+    u = x[0];
+    v = x[0 + stride];
+    t = w[0];
+    a0 += u * t;
+    b0 += v * t;
+    t = w[1];
+    a1 += u * t;
+    b1 += v * t;
+    t = w[2];
+    a2 += u * t;
+    b2 += v * t;
+    t = w[3];
+    a3 += u * t;
+    b3 += v * t;
+    u = x[1];
+    v = x[1 + stride];
+    t = w[4];
+    a0 += u * t;
+    b0 += v * t;
+    t = w[5];
+    a1 += u * t;
+    b1 += v * t;
+    t = w[6];
+    a2 += u * t;
+    b2 += v * t;
+    t = w[7];
+    a3 += u * t;
+    b3 += v * t;
+    u = x[2];
+    v = x[2 + stride];
+    t = w[8];
+    a0 += u * t;
+    b0 += v * t;
+    t = w[9];
+    a1 += u * t;
+    b1 += v * t;
+    t = w[10];
+    a2 += u * t;
+    b2 += v * t;
+    t = w[11];
+    a3 += u * t;
+    b3 += v * t;
+    u = x[3];
+    v = x[3 + stride];
+    t = w[12];
+    a0 += u * t;
+    b0 += v * t;
+    t = w[13];
+    a1 += u * t;
+    b1 += v * t;
+    t = w[14];
+    a2 += u * t;
+    b2 += v * t;
+    t = w[15];
+    a3 += u * t;
+    b3 += v * t;
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+  acc[4] = b0;
+  acc[5] = b1;
+  acc[6] = b2;
+  acc[7] = b3;
+}
+
+/* ---- Two pixels per multiply: lanes in a 64-bit sum ---------------------------------------------
+ * Where the core has a 32 x 32 -> 64 multiply-accumulate (SMLAL: Armv7-M and up, and the host),
+ * two pixels' int8 inputs x0, x1 of input k are packed into one word X = x0 + x1 * 2^L, and one SMLAL
+ * per (input, output channel) adds w * X = w x0 + w x1 * 2^L to a 64-bit sum: two MACs per
+ * instruction. The low L bits then hold S0 = sum w x0 and the bits above them S1 = sum w x1,
+ * exactly, while S0 fits L bits signed: the code generator chooses L from the weights
+ * (128 sum|w| < 2^(L - 1), L <= 23 so that X fits int32). Cores without the long multiply (Armv6-M:
+ * Cortex-M0/M0+, and Armv8-M Baseline) run the int32 kernels above instead (MC_LONG_MULTIPLY = 0):
+ * the same weight layout, the same results. */
+#ifndef MC_LONG_MULTIPLY /* a build may set it to 0 (the tests run both paths on the host) */
+#if defined(__ARM_ARCH_6M__) || defined(__ARM_ARCH_8M_BASE__)
+#define MC_LONG_MULTIPLY 0
+#else
+#define MC_LONG_MULTIPLY 1
+#endif
+#endif
+
+#if MC_LONG_MULTIPLY
+/* d[k] = x0[k] + x1[k] * 2^L for k < n (n >= 1; L a literal where this is inlined). */
+static MC_ALWAYS_INLINE void mc_pack2_s8(int32_t* d, const int8_t* x0, const int8_t* x1, int32_t n, int L) {
+  const int32_t* const end = d + n;
+  do {
+    *d++ = (int32_t)((uint32_t)(int32_t)*x0++ + ((uint32_t)(int32_t)*x1++ << L));
+  } while (d != end);
+}
+
+/* S0 (the low L bits, sign-extended) and S1 (the rest) of a two-lane sum. */
+#define MC_LANE0(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) << (32 - (L_))) >> (32 - (L_)))
+#define MC_LANE1(S_, LANE0_, L_) ((int32_t)(((S_) - (int64_t)(LANE0_)) >> (L_)))
+
+/* Four output channels against a packed column X (n words, n >= 1) with the weights interleaved per
+ * input as for mc_dot_r4_s8i (w[4 k + r]): acc[r] = sum_k X[k] w[4 k + r]. Per input one LDR of X,
+ * 4 LDRSB of w and 4 SMLAL; 4 inputs per iteration (Cortex-M3: about 40 instructions per 32 MACs). No overflow: |acc| < 2^31 * 128 n. */
+/* (the products of even inputs in the order 0..3, of odd ones 3..0: written in one order, GCC moves
+ * the 64-bit sums between registers in the unrolled loop on the Cortex-M3) */
+#define MC_X2R4_UP(v)                \
+  a0 += (int64_t)(v) * w[0];          \
+  a1 += (int64_t)(v) * w[1];          \
+  a2 += (int64_t)(v) * w[2];          \
+  a3 += (int64_t)(v) * w[3];          \
+  w += 4
+#define MC_X2R4_DOWN(v)              \
+  a3 += (int64_t)(v) * w[3];          \
+  a2 += (int64_t)(v) * w[2];          \
+  a1 += (int64_t)(v) * w[1];          \
+  a0 += (int64_t)(v) * w[0];          \
+  w += 4
+MC_HELPER_FN void mc_dot_x2r4_s8i(const int32_t* X, const int8_t* w, int32_t n, int64_t* acc) {
+  int64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  const int32_t* end;
+  for (; n & 3; --n) {
+    const int32_t v = *X++;
+    MC_X2R4_UP(v);
+  }
+  for (end = X + n; X != end; X += 4) {
+    MC_X2R4_UP(X[0]);
+    MC_X2R4_DOWN(X[1]);
+    MC_X2R4_UP(X[2]);
+    MC_X2R4_DOWN(X[3]);
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+}
+#undef MC_X2R4_UP
+#undef MC_X2R4_DOWN
+#endif
+
+#endif /* MICROCOMPILER_KERNEL_PORTABLE_H_ */

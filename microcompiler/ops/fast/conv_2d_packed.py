@@ -1,0 +1,84 @@
+"""CONV_2D, int8, one group, in portable C (no DSP extension): the "packed" kernel (template
+conv_2d_packed.c.j2) for any kernel, stride, dilation and padding. Per pair of output pixels (raster
+order), with the long multiply (Armv7-M, the host) both pixels' taps are packed per input word
+(x0 + x1 * 2^L, conv_2d_pointwise.lane_bits) into the scratch -- straight from the input from
+FUSED_MIN_CHANNELS input channels, else from the two patches gathered first; padding taps read the
+input zero point, folded into the bias -- and run 4 output channels at a time with one SMLAL per 2
+MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
+weights are interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from microcompiler.ops.conv_common import bias_tensor, geometry
+from microcompiler.ops.fast import packing as fast
+from microcompiler.ops.fast.conv_2d_pointwise import lane_bits, layer_values
+from microcompiler.ops.plan import ISA_C, KernelPlan, Variant
+
+PACKED = Variant("packed", ("kernel_simd.h", "kernel_portable.h"))
+# From this many input channels the two pixels' taps are packed straight from the input (per tap two
+# pointers); below it (KWS's and IC's first layers: 1 and 3) the patches are gathered first, then
+# packed in one pass (the per-tap work would outweigh a tap's few inputs).
+FUSED_MIN_CHANNELS = 4
+
+
+def _rows(op, graph) -> np.ndarray:
+    g = geometry(op, graph)
+    return graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1)  # [oc][ky][kx][c]
+
+
+def fits(op, graph) -> bool:
+    """Output channels in blocks of 4, symmetric weights, TFLM's requantization exact with SMMLAR,
+    every partial sum within int32 (mc_dot_r4_s8i: |folded bias| + 128 sum|w| < 2^31) and a lane
+    width for the packed sums."""
+    g = geometry(op, graph)
+    x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    if g.out_c % 4 or w.quant is None or any(int(z) != 0 for z in w.quant.zero_point):
+        return False
+    w_rows = _rows(op, graph)
+    rq = fast.requant_setup(x, w, y, bias_tensor(op, graph), w_rows)
+    bound = np.abs(rq.folded) + 128 * np.abs(w_rows.astype(np.int64)).sum(axis=1)
+    return bool(rq.fast and np.all(bound < 2**31) and lane_bits(w_rows))
+
+
+def _scratch_layout(g) -> tuple[int, int]:
+    """(packed words, patch words): the packed column (K words) and the two patches (2K bytes)."""
+    k = g.k_h * g.k_w * g.in_c
+    return k, -(-2 * k // 4)
+
+
+def plan(op, graph) -> KernelPlan:
+    g = geometry(op, graph)
+    packed, patch = _scratch_layout(g)
+    return KernelPlan.of(
+        PACKED,
+        ISA_C,
+        scratch_bytes=4 * (packed + patch),
+        pixels=2,
+        out_channels=4,
+        weights="s8",
+        extract="interleaved",
+        lane=lane_bits(_rows(op, graph)),
+    )
+
+
+def emit(op, graph, ctx) -> str:
+    x = ctx.tensor(op.inputs[0])
+    g = geometry(op, graph)
+    k = g.k_h * g.k_w * g.in_c
+    values = layer_values(op, graph, ctx, f"{k} taps (ky, kx, c)")
+    return ctx.render(
+        "conv_2d_packed.c.j2",
+        scratch=ctx.scratch(ctx.plan.scratch),
+        packed_words=_scratch_layout(g)[0],
+        K=k,
+        input_offset=int(x.quant.zero_point[0]),
+        batch_bytes=g.in_h * g.in_w * g.in_c,
+        fused=g.in_c >= FUSED_MIN_CHANNELS,
+        tap_y=f"py[t] * {g.stride_h} - {g.pad_h} + ky * {g.dil_h}",
+        tap_x=f"px[t] * {g.stride_w} - {g.pad_w} + kx * {g.dil_w}",
+        **g.values(),
+        **values,
+    )

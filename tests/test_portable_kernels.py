@@ -1,0 +1,129 @@
+"""The portable C kernels of cores without the DSP extension (kernel_portable.h) against the TFLM
+oracle, bit for bit, on both of their paths: with the long multiply (the host, the Cortex-M3: two
+pixels packed per input word, one SMLAL per 2 MACs) and without it (MC_LONG_MULTIPLY=0, what the
+Cortex-M0/M0+ compile: int32 multiply-accumulates on the same weights and records).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from harness import assert_matches_oracle, compile_bytes
+from oracle import Oracle
+from test_op_conv_2d import conv_model
+
+from microcompiler.host import HostProgram
+from microcompiler.inputs import random_inputs
+from microcompiler.ops.fast.conv_2d_pointwise import MAX_LANE_BITS, lane_bits
+
+PACKED_CASES = {
+    "3x3_same_border_odd": dict(hwc=(5, 3, 4), out_c=8, input_zp=100, activation="RELU6"),
+    "3x3_s2_relu": dict(hwc=(7, 9, 8), out_c=4, stride=(2, 2), input_zp=-128, activation="RELU"),
+    "dilated_c2": dict(hwc=(9, 9, 2), kernel=(3, 2), out_c=12, dilation=(2, 3), stride=(1, 2)),
+    "10x4_s2_c1": dict(hwc=(13, 10, 1), kernel=(10, 4), out_c=8, stride=(2, 2), input_zp=83, activation="RELU"),
+    "5x3_s3_batch2": dict(hwc=(8, 7, 4), kernel=(5, 3), out_c=4, stride=(3, 2), batches=2, output_zp=-100),
+    "3x3_c3_k27": dict(hwc=(6, 5, 3), out_c=16, input_zp=-128, activation="RELU"),  # K % 4 = 3: the head loop
+}
+POINTWISE_CASES = {
+    "odd_pixels": dict(hwc=(3, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", activation="RELU", input_zp=-128),
+    "depth7": dict(hwc=(1, 5, 7), kernel=(1, 1), out_c=12, padding="SAME", activation="RELU6", input_zp=17),
+}
+
+
+def kernel_of(lib):
+    return lib.metadata["operators"][0]["kernel"]
+
+
+@pytest.mark.parametrize("case", list(PACKED_CASES))
+def test_conv_packed_matches_tflm(tmp_path, case):
+    lib = assert_matches_oracle(
+        conv_model(**PACKED_CASES[case]), tmp_path, n_inputs=3, sanitize=case == "3x3_same_border_odd"
+    )
+    kernel = kernel_of(lib)
+    assert kernel["variant"] == "packed" and kernel["isa"] == "c" and 0 < kernel["lane"] <= MAX_LANE_BITS
+    assert "mc_dot_x2r4_s8i(" in lib.files["src/model_ops.c"]
+
+
+def _without_long_multiply(model: bytes, tmp_path: Path, variant: str) -> None:
+    """The MC_LONG_MULTIPLY=0 path (Armv6-M) built on the host, against the oracle."""
+    lib = compile_bytes(model, tmp_path)
+    assert kernel_of(lib)["variant"] == variant
+    inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(3)]
+    ours = HostProgram(lib, tmp_path / "build", opt="-DMC_LONG_MULTIPLY=0").run(inputs)
+    oracle = Oracle(model)
+    for got, input_set in zip(ours, inputs):
+        want = oracle.run(input_set)
+        assert np.array_equal(got.outputs[0], want[0].reshape(got.outputs[0].shape))
+
+
+@pytest.mark.parametrize("case", ["3x3_same_border_odd", "10x4_s2_c1"])
+def test_conv_packed_without_long_multiply(tmp_path, case):
+    _without_long_multiply(conv_model(**PACKED_CASES[case]), tmp_path, "packed")
+
+
+@pytest.mark.parametrize("case", list(POINTWISE_CASES))
+def test_pointwise_both_paths(tmp_path, case):
+    model = conv_model(**POINTWISE_CASES[case])
+    lib = assert_matches_oracle(model, tmp_path / "long", n_inputs=3)
+    assert kernel_of(lib)["variant"] == "pointwise" and kernel_of(lib)["lane"] > 0
+    _without_long_multiply(model, tmp_path / "int32", "pointwise")
+
+
+def test_lane_bits_bound():
+    """128 sum|w| < 2^(L - 1): S0 = sum w x0 fits L signed bits for every int8 x0; none above 23."""
+    assert lane_bits(np.full((1, 256), 64, np.int8)) == (128 * 256 * 64).bit_length() + 1 == MAX_LANE_BITS
+    assert lane_bits(np.full((2, 256), -128, np.int8)) == 0  # 128 * 32,768 = 2^22 needs 24 bits
+    assert lane_bits(np.ones((1, 3), np.int8)) == (128 * 3).bit_length() + 1
+
+
+def test_wide_layer_without_lane_keeps_int32_kernels(tmp_path):
+    """No lane width fits (sum|w| too large): pointwise keeps mc_dot_p2r4_s8i, bit-exact."""
+    weights = np.where(np.arange(4 * 300).reshape(4, 1, 1, 300) % 3, 127, -127).astype(np.int8)
+    model = conv_model(hwc=(3, 1, 300), kernel=(1, 1), out_c=4, padding="VALID", input_zp=-128, weights=weights)
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2)
+    assert kernel_of(lib)["variant"] == "pointwise" and kernel_of(lib)["lane"] == 0
+    assert "mc_dot_x2r4_s8i(" not in lib.files["src/model_ops.c"]
+
+
+DW_ROWS_CASES = {
+    "kws_like_5_wide": dict(hwc=(6, 5, 8), input_zp=-128, activation="RELU"),
+    "wide_rows_loop": dict(hwc=(5, 19, 4), input_zp=50, per_channel=False, output_zp=-100),
+    "5x5_pad2_c3": dict(hwc=(7, 11, 3), kernel=(5, 5), activation="RELU6"),
+    "valid_batch2": dict(hwc=(6, 12, 8), padding="VALID", batches=2, bias=None),
+    "kernel_bigger": dict(hwc=(2, 3, 8), kernel=(4, 5), activation="RELU_N1_TO_1", input_zp=127),
+    "1x3_c5": dict(hwc=(3, 10, 5), kernel=(1, 3), input_zp=0),
+    "s2_same": dict(hwc=(9, 8, 4), stride=(2, 2), input_zp=-128, activation="RELU"),
+    "s2_wide_rows_loop": dict(hwc=(6, 31, 4), stride=(2, 2), input_zp=3),
+    "s3x2_5x3": dict(hwc=(8, 9, 12), kernel=(5, 3), stride=(3, 2), activation="RELU6"),
+    "dilation_batch2": dict(hwc=(8, 20, 4), dilation=(2, 2), batches=2, bias=None),
+    "multiplier8_10x8_s2": dict(hwc=(13, 12, 1), kernel=(10, 8), stride=(2, 2), depth_multiplier=8, input_zp=-128),
+    "multiplier2_c3": dict(hwc=(5, 7, 3), depth_multiplier=2, activation="RELU"),
+}
+
+
+@pytest.mark.parametrize("case", list(DW_ROWS_CASES))
+def test_depthwise_rows_matches_tflm(tmp_path, case):
+    lib = assert_matches_oracle(
+        conv_model(kind="DEPTHWISE_CONV_2D", **DW_ROWS_CASES[case]),
+        tmp_path,
+        n_inputs=3,
+        sanitize=case in ("wide_rows_loop", "5x5_pad2_c3"),
+    )
+    assert kernel_of(lib)["variant"] == "rows" and kernel_of(lib)["isa"] == "c"
+
+
+def test_depthwise_rows_only_where_it_applies(tmp_path):
+    """The DSP extension: not rows (any stride, dilation and depth multiplier are)."""
+
+    def variant(features=frozenset(), **kw):
+        model = conv_model(kind="DEPTHWISE_CONV_2D", **{"hwc": (6, 6, 8), **kw})
+        return kernel_of(compile_bytes(model, tmp_path / str(len(list(tmp_path.iterdir()))), features=features))[
+            "variant"
+        ]
+
+    assert variant() == "rows"
+    assert variant(stride=(2, 2)) == variant(dilation=(2, 2)) == "rows"
+    assert variant(depth_multiplier=2) == "rows"
+    assert variant(features=frozenset({"dsp"})) != "rows"
