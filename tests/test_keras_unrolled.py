@@ -40,7 +40,10 @@ def test_unrolled_recurrent_model_matches_tflm(tmp_path, name):
 
 
 @needs_board_tools
-@pytest.mark.parametrize("name,board", [("gru_unrolled_int8", "mps2_an386"), ("lstm_unrolled_int8", "mps3_an547")])
+@pytest.mark.parametrize(
+    "name,board",
+    [("gru_unrolled_int8", "mps2_an386"), pytest.param("lstm_unrolled_int8", "mps3_an547", marks=pytest.mark.long)],
+)
 def test_unrolled_recurrent_model_on_board_matches_tflm(tmp_path, name, board):
     assert_matches_oracle_on_board((MODELS / f"{name}.tflite").read_bytes(), tmp_path, board=board)
 

@@ -273,6 +273,14 @@ def _wait_for_qemu(root: int, proc: subprocess.Popen, seconds: float = 180) -> i
     raise AssertionError("QEMU did not start")
 
 
+def _default_signal_handling() -> None:
+    """The command starts as from a terminal: SIGINT and SIGHUP at their defaults. A test run
+    started in the background (`pytest ... &` in a script, `nohup`) hands its children these signals
+    ignored, and the tool rightly keeps a signal its parent ignores (docs/reliability.md)."""
+    for signo in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signo, signal.SIG_DFL)
+
+
 @needs_qemu
 @pytest.mark.parametrize(
     "how", ["bench-SIGINT", "bench-SIGTERM", "bench-SIGHUP", "run-SIGTERM", "timeout-bench-SIGTERM", "tune-SIGTERM"]
@@ -302,7 +310,15 @@ def test_a_signal_stops_everything_and_leaves_no_temporary_directory(tmp_path, h
         argv = cli_command("bench", HELLO, "--board", "mps2_an386", "--number", "1000000", "--repeat", "3")
     if command == "timeout-bench":  # the issue's `timeout 10 microcompiler bench ...`, stopped early
         argv = ["timeout", "300", *argv]
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signal_handling,
+    )
     try:
         qemu = _wait_for_qemu(proc.pid, proc)  # (a host-driven run lasts about a second after this)
         proc.send_signal(signo)

@@ -69,6 +69,7 @@ def _missing() -> str:
     )
 
 
+@pytest.mark.long  # a Zephyr build (minutes on a cold cache); the module's files are checked in the default suite
 @pytest.mark.skipif(bool(_missing()), reason=f"needs {_missing()}; see docs/zephyr.md")
 def test_an_application_of_its_own_runs_the_module_model_in_qemu(hello_model, tmp_path):
     from microcompiler.transport.qemu import QemuTransport
