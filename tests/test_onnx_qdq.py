@@ -63,7 +63,8 @@ def _edge_model(rng) -> onnx.ModelProto:
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[0, 1, 2, 1]),
         helper.make_node("Mul", ["c1", "gamma"], ["bn1"]),
         helper.make_node("Add", ["bn1", "beta"], ["bn2"]),
-        helper.make_node("Conv", ["bn2", "w2"], ["c2"], group=6, strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["bn2", "rows"], ["bn3"]),  # per row: no table, float32 as ONNX Runtime
+        helper.make_node("Conv", ["bn3", "w2"], ["c2"], group=6, strides=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("GlobalAveragePool", ["c2"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("MatMul", ["f", "w3"], ["m"]),
@@ -74,6 +75,7 @@ def _edge_model(rng) -> onnx.ModelProto:
     )
     inits = [onnx.numpy_helper.from_array(w1, "w1"), const(rng, "b1", (6,), 2.0), const(rng, "w2", (6, 1, 3, 3))]
     inits += [const(rng, "w3", (6, 5), 3.0), const(rng, "gamma", (6, 1, 1), 1.0), const(rng, "beta", (6, 1, 1), 0.5)]
+    inits.append(const(rng, "rows", (1, 1, 9, 1), 1.0))
     return model(nodes, {"x": [1, 3, 9, 8]}, {"y": [1, 5]}, inits)
 
 
@@ -108,6 +110,7 @@ def test_edge_cases_zero_points_per_channel_saturation(tmp_path):
     assert zero_points["CONV_2D"] != 0, zero_points  # the edge case asked for
     assert "PAD" in zero_points  # asymmetric pads: an explicit PAD with the input zero point
     assert "MC_TABLE_CHANNELS_INT8" in zero_points  # the float Mul and Add: one per-channel table
+    assert "MUL" in {op.kind for op in lib.graph.operators}  # the per-row Mul: DEQUANTIZE, MUL, QUANTIZE
 
 
 def test_unfused_patterns_listed_at_once():

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
-from microcompiler.frontend import onnx_layers, onnx_qdq_tables
+from microcompiler.frontend import onnx_layers
 from microcompiler.frontend.onnx_layers import _tflite_padding, _Value, _window
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Quantization
@@ -41,7 +41,6 @@ QDQ_SUPPORTED = frozenset(
         "QLinearMatMul",
         "com.microsoft.QLinearGlobalAveragePool",
         "com.microsoft.QLinearSoftmax",
-        onnx_qdq_tables.QTABLE,
     }
 )
 
@@ -283,7 +282,6 @@ def qlinear_softmax(imp, node, ins, attrs):
 
 
 CONVERTERS = {
-    onnx_qdq_tables.QTABLE: onnx_qdq_tables.qtable,
     "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearSoftmax": qlinear_softmax,
     "QuantizeLinear": quantize,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from microcompiler.frontend import onnx_layers, onnx_qdq
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Operator
@@ -101,8 +102,6 @@ def table_values(function: str, x_q, y_q, constants: np.ndarray) -> np.ndarray:
 def qtable(imp, node, ins, attrs):
     """A QTABLE node: MC_TABLE_CHANNELS_INT8 (composed with the table before it where that is its only
     reader), or the three operators when the constant is neither per tensor nor per channel."""
-    from microcompiler.frontend import onnx_layers, onnx_qdq
-
     x, xs, xzp, cv, ys, yzp = ins
     function = str(attrs.get("function", ""))
     x_q, y_q = onnx_qdq._quant(imp, node, xs, xzp, "input"), onnx_qdq._quant(imp, node, ys, yzp, "output")
@@ -114,10 +113,10 @@ def qtable(imp, node, ins, attrs):
     )
     if c is None or not np.all(np.isfinite(c)) or len(y_q.scale) > 1 or not (c.size == 1 or per_channel):
         onnx = onnx_module()
-        mid, out = f"{node.output[0]}_dq", f"{node.output[0]}_f"
+        mid, real = f"{node.output[0]}_dq", f"{node.output[0]}_f"
         dq = onnx.helper.make_node("DequantizeLinear", node.input[:3], [mid], name=f"{node.name}_dq")
-        fn = onnx.helper.make_node(function, [mid, node.input[3]], [out], name=f"{node.name}_{function}")
-        q = onnx.helper.make_node("QuantizeLinear", [out, *node.input[4:]], list(node.output), name=node.name)
+        fn = onnx.helper.make_node(function, [mid, node.input[3]], [real], name=f"{node.name}_{function}")
+        q = onnx.helper.make_node("QuantizeLinear", [real, *node.input[4:]], list(node.output), name=node.name)
         v = onnx_qdq.dequantize(imp, dq, [x, xs, xzp], {})[0]
         v = onnx_layers.binary(imp, fn, [v, cv], {})[0]
         return onnx_qdq.quantize(imp, q, [v, ys, yzp], {})
@@ -147,3 +146,8 @@ def qtable(imp, node, ins, attrs):
     out = onnx_qdq._int8_tensor(imp, node.output[0], imp.tensors[source].shape, y_q)
     imp.operators.append(Operator(TABLE_CHANNELS_INT8, [source, lut], [out], {"functions": what}, len(imp.operators)))
     return [_Value(x.shape, tensor=out, nhwc=nhwc)]
+
+
+# the QDQ importer's converters, the tables' included (onnx_import.py)
+CONVERTERS = {**onnx_qdq.CONVERTERS, QTABLE: qtable}
+SUPPORTED = onnx_qdq.SUPPORTED | {QTABLE}
