@@ -27,9 +27,11 @@ def _check_bits(lib, ours, theirs, what: str) -> None:
     assert any(op.options.get("requant") == "float" for op in lib.graph.operators)
 
 
-@pytest.mark.parametrize("name", ["dense_autoencoder", "ds_cnn"])
+@pytest.mark.parametrize("name", ["dense_autoencoder", "ds_cnn", "small_cnn", "resnet8"])
 def test_quantize_static_models_bit_for_bit(tmp_path, name):
-    """tf2onnx + quantize_static (per-channel int8 weights): every output bit equals ONNX Runtime's."""
+    """tf2onnx + quantize_static (per-channel int8 weights): every output bit equals ONNX Runtime's.
+    small_cnn and resnet8 also have Convs ONNX Runtime leaves in float32 between DQ and Q (docs/onnx.md):
+    equal on these inputs, not guaranteed for every input."""
     from microcompiler.compiler import compile_model
 
     path = MODELS / f"{name}_qdq_int8.onnx"
@@ -42,9 +44,11 @@ def test_quantize_static_models_bit_for_bit(tmp_path, name):
     ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
     theirs = [s.run(None, {x.name: inputs[0]}) for inputs in sets]
     _check_bits(lib, ours, theirs, name)
+    kinds = [op.kind for op in lib.graph.operators]
     if name == "ds_cnn":
-        kinds = [op.kind for op in lib.graph.operators]
         assert "CONV_2D" in kinds and "DEPTHWISE_CONV_2D" in kinds and "SOFTMAX" in kinds
+    if name == "resnet8":  # QLinearAdd and QLinearAveragePool
+        assert "MC_QLINEAR_ADD_INT8" in kinds and "MC_QLINEAR_AVG_POOL_INT8" in kinds
 
 
 class _Reader(CalibrationDataReader):
@@ -113,18 +117,41 @@ def test_edge_cases_zero_points_per_channel_saturation(tmp_path):
     assert "MUL" in {op.kind for op in lib.graph.operators}  # the per-row Mul: DEQUANTIZE, MUL, QUANTIZE
 
 
-def test_unfused_patterns_listed_at_once():
-    with pytest.raises(UnsupportedModelError, match=r"QLinearAdd, com.microsoft.QLinearAveragePool.*not supported yet"):
-        load_tflite(MODELS / "resnet8_qdq_int8.onnx")
+def test_unsupported_listed_at_once(tmp_path):
+    """A Concat of two Convs (ONNX Runtime fuses it into QLinearConcat) and an Erf: one line naming both."""
+    rng = np.random.default_rng(9)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("Conv", ["x", "w2"], ["c2"]),
+        helper.make_node("Concat", ["c", "c2"], ["cc"], axis=1),
+        helper.make_node("Erf", ["cc"], ["y"]),
+    ]
+    inits = [const(rng, "w", (3, 2, 1, 1)), const(rng, "w2", (3, 2, 1, 1))]
+    float_path, qdq = tmp_path / "concat.onnx", tmp_path / "concat_qdq.onnx"
+    onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 6, 4, 4]}, inits), float_path)
+    calibration = rng.standard_normal((4, 1, 2, 4, 4)).astype(np.float32)
+    quantize_static(
+        str(float_path),
+        str(qdq),
+        _Reader(calibration),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+    with pytest.raises(UnsupportedModelError, match=r"Erf, com.microsoft.QLinearConcat;.*not supported yet"):
+        load_tflite(qdq)
 
 
 @pytest.mark.long
-def test_boards_equal_the_host(tmp_path):
-    """ds_cnn_qdq_int8 on the Cortex-M4 (FPU; im2col, channels4, planes and rows4 with the DSP extension),
+@pytest.mark.parametrize("name", ["ds_cnn", "resnet8"])
+def test_boards_equal_the_host(tmp_path, name):
+    """ds_cnn_qdq_int8 and resnet8_qdq_int8 (QLinearAdd's fused multiply-adds) on the Cortex-M4 (FPU; im2col, channels4, planes and rows4 with the DSP extension),
     the Cortex-M55 (FPU, Helium; the same DSP kernels) and the Cortex-M3 (no FPU: soft-float): the host's bits."""
-    path = MODELS / "ds_cnn_qdq_int8.onnx"
+    path = MODELS / f"{name}_qdq_int8.onnx"
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=1)
-    inputs = [(np.random.default_rng(0).standard_normal((1, 49, 10, 1)) * 3).astype(np.float32)]
+    shape = (1, 49, 10, 1) if name == "ds_cnn" else (1, 32, 32, 3)
+    inputs = [(np.random.default_rng(0).standard_normal(shape) * 3).astype(np.float32)]
     host = HostProgram(lib, tmp_path / "again").run([inputs])[0].outputs
     assert_same_bits(host[0], session(path).run(None, {"input": inputs[0]})[0], "host vs ONNX Runtime")
     for board in ("mps2_an386", "mps3_an547", "mps2_an385"):
