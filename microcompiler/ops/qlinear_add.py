@@ -48,7 +48,7 @@ def qlinear_add_constants(a_quant, b_quant, c_quant) -> tuple[np.float32, np.flo
     sb, zb = np.float32(b_quant.scale[0]), b_quant.zero_point[0] + 128
     sc, zc = np.float32(c_quant.scale[0]), c_quant.zero_point[0] + 128
     ra, rb = np.float32(sa / sc), np.float32(sb / sc)
-    fixed = np.float32(np.float32(zc) - f32_fma(ra, np.float32(za), np.float32(rb * np.float32(zb))))
+    fixed = np.float32(np.float32(zc) - f32_fma(float(ra), float(za), float(np.float32(rb * np.float32(zb)))))
     return ra, rb, fixed
 
 
