@@ -157,3 +157,23 @@ def test_boards_equal_the_host(tmp_path, name):
     for board in ("mps2_an386", "mps3_an547", "mps2_an385"):
         _, _, run = run_on_board(path, board, tmp_path / board, input=inputs, log=lambda _: None)
         assert_same_bits(run.outputs[0], host[0], f"{board} vs the host")
+
+
+@pytest.mark.long
+def test_mobilenet_v2_features_bit_for_bit(tmp_path):
+    """MobileNetV2-0.35 (96x96) up to its pooled features (its 2-class softmax of random weights hardly
+    moves): QLinearConv, the BatchNorm tables, QLinearAdd, the Pads, float Convs ONNX Runtime leaves."""
+    from microcompiler.compiler import compile_model
+
+    full = onnx.load(MODELS / "mobilenet_v2_035_96_qdq_int8.onnx")
+    last = [n for n in full.graph.node if n.op_type == "MatMul"][-1].input[0]  # the dequantized features
+    path = tmp_path / "features.onnx"
+    onnx.utils.extract_model(str(MODELS / "mobilenet_v2_035_96_qdq_int8.onnx"), str(path), ["input"], [last])
+    lib = compile_model(path)
+    rng = np.random.default_rng(1)
+    sets = [[(rng.standard_normal((1, 96, 96, 3)) * s).astype(np.float32)] for s in (0.5, 2)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    theirs = [session(path).run(None, {"input": s[0]}) for s in sets]
+    _check_bits(lib, ours, theirs, "mobilenet_v2_035_96 features")
+    kinds = {op.kind for op in lib.graph.operators}
+    assert {"PAD", "MC_TABLE_CHANNELS_INT8", "MC_QLINEAR_ADD_INT8", "DEPTHWISE_CONV_2D"} <= kinds, kinds
