@@ -59,6 +59,19 @@ class _Reader(CalibrationDataReader):
         return next(self.samples, None)
 
 
+def _quantize(float_path, qdq, calibration) -> None:
+    """quantize_static as the issue's users run it: QDQ, int8 activations, per-channel int8 weights."""
+    quantize_static(
+        str(float_path),
+        str(qdq),
+        _Reader(calibration),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+
+
 def _edge_model(rng) -> onnx.ModelProto:
     """Conv (asymmetric pads, a bias), a per-channel Mul and Add (a BatchNorm as tf2onnx writes it: ONNX
     Runtime runs them in float between DQ and Q), depthwise Conv (stride 2), GlobalAveragePool, MatMul,
@@ -91,15 +104,7 @@ def test_edge_cases_zero_points_per_channel_saturation(tmp_path):
     onnx.save(_edge_model(rng), float_path)
     calibration = (rng.standard_normal((16, 1, 3, 9, 8)) + 1.5).astype(np.float32)
     qdq = tmp_path / "edge_qdq.onnx"
-    quantize_static(
-        str(float_path),
-        str(qdq),
-        _Reader(calibration),
-        quant_format=QuantFormat.QDQ,
-        activation_type=QuantType.QInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-    )
+    _quantize(float_path, qdq, calibration)
     from microcompiler.compiler import compile_model
 
     lib = compile_model(qdq)
@@ -130,15 +135,7 @@ def test_unsupported_listed_at_once(tmp_path):
     float_path, qdq = tmp_path / "concat.onnx", tmp_path / "concat_qdq.onnx"
     onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 6, 4, 4]}, inits), float_path)
     calibration = rng.standard_normal((4, 1, 2, 4, 4)).astype(np.float32)
-    quantize_static(
-        str(float_path),
-        str(qdq),
-        _Reader(calibration),
-        quant_format=QuantFormat.QDQ,
-        activation_type=QuantType.QInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-    )
+    _quantize(float_path, qdq, calibration)
     with pytest.raises(UnsupportedModelError, match=r"Erf, com.microsoft.QLinearConcat;.*not supported yet"):
         load_tflite(qdq)
 
