@@ -6,7 +6,8 @@ float32. Each int8 output is then a function of the int8 input and its channel a
 computes that function at compile time with ONNX Runtime's float32 arithmetic (dequantize, multiply or
 add, divide by the output scale, clamp, round half to even, add the zero point) for the 256 inputs of
 each channel: one MC_TABLE_CHANNELS_INT8 (ops/table_channels.py), one load per element. Two such tables
-in a row (the Mul, then the Add) become one.
+in a row (the Mul, then the Add) become one. Tables are made up to TABLE_BUDGET bytes per operator (16
+channels); a wider layer keeps the three operators (as exact, slower), or its tables would fill the flash.
 
 ``fuse_tables`` rewrites the optimized graph: DequantizeLinear -> Mul/Add (the other input a constant)
 -> QuantizeLinear, each value read once, becomes one node ``MicrocompilerQTable`` (inputs: x, its scale
@@ -30,6 +31,7 @@ from microcompiler.ops.table_channels import TABLE_CHANNELS_INT8
 QTABLE = "MicrocompilerQTable"
 QPAD = "MicrocompilerQPad"  # DequantizeLinear -> Pad (zeros) -> QuantizeLinear of one quantization: an int8 PAD
 _FUNCTIONS = ("Mul", "Add")
+TABLE_BUDGET = 4096  # bytes of tables per operator (16 channels); wider layers keep the float operators
 _BYTES = np.arange(256).astype(np.uint8).view(np.int8).astype(np.int32)  # table index (unsigned byte) -> int8
 
 
@@ -147,7 +149,8 @@ def qtable(imp, node, ins, attrs):
     per_channel = (
         c is not None and rank == 4 and c.size == x.shape[1] and c.size > 1 and c.shape[-2:] == (1, 1) and c.ndim >= 3
     )
-    if c is None or not np.all(np.isfinite(c)) or len(y_q.scale) > 1 or not (c.size == 1 or per_channel):
+    fits = c is not None and c.size * 256 <= TABLE_BUDGET
+    if c is None or not fits or not np.all(np.isfinite(c)) or len(y_q.scale) > 1 or not (c.size == 1 or per_channel):
         onnx = onnx_module()
         mid, real = f"{node.output[0]}_dq", f"{node.output[0]}_f"
         dq = onnx.helper.make_node("DequantizeLinear", node.input[:3], [mid], name=f"{node.name}_dq")
