@@ -164,7 +164,7 @@ def test_mobilenet_v2_features_bit_for_bit(tmp_path):
 
     full = onnx.load(MODELS / "mobilenet_v2_035_96_qdq_int8.onnx")
     last = [n for n in full.graph.node if n.op_type == "MatMul"][-1].input[0]  # the dequantized features
-    path = tmp_path / "features.onnx"
+    path = tmp_path / "mobilenet_features.onnx"  # not "features": its header would hide libc's <features.h>
     onnx.utils.extract_model(str(MODELS / "mobilenet_v2_035_96_qdq_int8.onnx"), str(path), ["input"], [last])
     lib = compile_model(path)
     rng = np.random.default_rng(1)
