@@ -41,8 +41,8 @@ def load_onnx(path: Path, name: str) -> Graph:
     if onnx_qdq.is_qdq(model):  # quantized: import what ONNX Runtime's optimizer makes of it
         model = onnx_qdq.ort_optimized(model)
         onnx_qdq_tables.fuse_tables(model)  # its float Mul/Add between DQ and Q: per-channel int8 tables
-        check_operators(model, onnx_qdq.SUPPORTED)
-        return _Importer(model, name, {**onnx_layers.CONVERTERS, **onnx_qdq.CONVERTERS}).graph()
+        check_operators(model, onnx_qdq_tables.SUPPORTED)
+        return _Importer(model, name, {**onnx_layers.CONVERTERS, **onnx_qdq_tables.CONVERTERS}).graph()
     check_operators(model, onnx_layers.SUPPORTED)
     return _Importer(model, name).graph()
 

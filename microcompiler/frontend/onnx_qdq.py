@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError, printable
-from microcompiler.frontend import onnx_layers, onnx_qdq_tables
+from microcompiler.frontend import onnx_layers
 from microcompiler.frontend.onnx_layers import _tflite_padding, _Value, _window
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Quantization
@@ -41,7 +41,8 @@ QDQ_SUPPORTED = frozenset(
         "QLinearMatMul",
         "com.microsoft.QLinearGlobalAveragePool",
         "com.microsoft.QLinearSoftmax",
-        onnx_qdq_tables.QTABLE,
+        "com.microsoft.QLinearAdd",
+        "com.microsoft.QLinearAveragePool",
     }
 )
 
@@ -282,8 +283,45 @@ def qlinear_softmax(imp, node, ins, attrs):
     return [_Value(x.shape, tensor=out)]
 
 
+def qlinear_add(imp, node, ins, attrs):
+    """ONNX Runtime's QLinearAdd of two int8 activations of one shape: MC_QLINEAR_ADD_INT8
+    (ops/qlinear_add.py, its x86 arithmetic)."""
+    a, a_s, a_zp, b, b_s, b_zp, c_s, c_zp = (list(ins) + [None] * 8)[:8]
+    if a is None or b is None or a.const is not None or b.const is not None or a.shape != b.shape:
+        raise UnsupportedModelError(
+            f"{imp.where(node)}: QLinearAdd of two activations of one shape only (not supported yet)"
+        )
+    _int8_activation(imp, node, a, "first input", _quant(imp, node, a_s, a_zp, "first input"))
+    _int8_activation(imp, node, b, "second input", _quant(imp, node, b_s, b_zp, "second input"))
+    y_q = _quant(imp, node, c_s, c_zp, "output")
+    nhwc = len(a.shape) == 4 and (a.nhwc or b.nhwc)
+    sources = [imp.nhwc(v) if nhwc else imp.plain(v) for v in (a, b)]
+    shape = imp.tensors[sources[0]].shape
+    out = _emit_int8(imp, "MC_QLINEAR_ADD_INT8", sources, shape, {}, node.output[0], y_q)
+    return [_Value(a.shape, tensor=out, nhwc=nhwc)]
+
+
+def qlinear_average_pool(imp, node, ins, attrs):
+    """ONNX Runtime's QLinearAveragePool (2-D, NCHW): MC_QLINEAR_AVG_POOL_INT8 (ops/qlinear_avg_pool.py)."""
+    x, xs, xzp, ys, yzp = (list(ins) + [None] * 5)[:5]
+    if x is None or x.const is not None or len(x.shape) != 4 or int(attrs.get("channels_last", 0)):
+        raise UnsupportedModelError(f"{imp.where(node)}: QLinearAveragePool of a 4-D NCHW activation only")
+    _int8_activation(imp, node, x, "input", _quant(imp, node, xs, xzp, "input"))
+    y_q = _quant(imp, node, ys, yzp, "output")
+    kernel = [int(k) for k in attrs.get("kernel_shape", [])]
+    in_hw, strides, dilations, pads, out = _window(imp, node, attrs, x, kernel)
+    if dilations != [1, 1] or int(attrs.get("ceil_mode", 0)):
+        raise UnsupportedModelError(f"{imp.where(node)}: dilations and ceil_mode are not supported yet")
+    options = dict(filter_h=kernel[0], filter_w=kernel[1], stride_h=strides[0], stride_w=strides[1])
+    options.update(pad_top=pads[0], pad_left=pads[1], count_include_pad=int(attrs.get("count_include_pad", 0)))
+    shape = (x.shape[0], out[0], out[1], x.shape[1])
+    t = _emit_int8(imp, "MC_QLINEAR_AVG_POOL_INT8", [imp.nhwc(x)], shape, options, node.output[0], y_q)
+    return [_Value((x.shape[0], x.shape[1], out[0], out[1]), tensor=t, nhwc=True)]
+
+
 CONVERTERS = {
-    onnx_qdq_tables.QTABLE: onnx_qdq_tables.qtable,
+    "QLinearAveragePool": qlinear_average_pool,
+    "QLinearAdd": qlinear_add,
     "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearSoftmax": qlinear_softmax,
     "QuantizeLinear": quantize,

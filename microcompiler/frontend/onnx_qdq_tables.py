@@ -6,7 +6,8 @@ float32. Each int8 output is then a function of the int8 input and its channel a
 computes that function at compile time with ONNX Runtime's float32 arithmetic (dequantize, multiply or
 add, divide by the output scale, clamp, round half to even, add the zero point) for the 256 inputs of
 each channel: one MC_TABLE_CHANNELS_INT8 (ops/table_channels.py), one load per element. Two such tables
-in a row (the Mul, then the Add) become one.
+in a row (the Mul, then the Add) become one. Tables are made up to TABLE_BUDGET bytes per operator (16
+channels); a wider layer keeps the three operators (as exact, slower), or its tables would fill the flash.
 
 ``fuse_tables`` rewrites the optimized graph: DequantizeLinear -> Mul/Add (the other input a constant)
 -> QuantizeLinear, each value read once, becomes one node ``MicrocompilerQTable`` (inputs: x, its scale
@@ -20,13 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from microcompiler.errors import UnsupportedModelError
+from microcompiler.frontend import onnx_layers, onnx_qdq
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Operator
 from microcompiler.ops.table_channels import TABLE_CHANNELS_INT8
 
 QTABLE = "MicrocompilerQTable"
+QPAD = "MicrocompilerQPad"  # DequantizeLinear -> Pad (zeros) -> QuantizeLinear of one quantization: an int8 PAD
 _FUNCTIONS = ("Mul", "Add")
+TABLE_BUDGET = 4096  # bytes of tables per operator (16 channels); wider layers keep the float operators
 _BYTES = np.arange(256).astype(np.uint8).view(np.int8).astype(np.int32)  # table index (unsigned byte) -> int8
 
 
@@ -56,6 +61,17 @@ def fuse_tables(model: Any) -> None:
     replaced: dict[int, Any] = {}  # id of the QuantizeLinear -> the new node
     dropped: set[int] = set()
     for op in nodes:
+        if op.op_type == "Pad" and op.domain in ("", "ai.onnx") and len(op.input) >= 2:
+            dq, q = producer.get(op.input[0]), single(op.output[0])
+            zero_value = len(op.input) < 3 or not op.input[2] or op.input[2] in initializers
+            mode = next((a.s for a in op.attribute if a.name == "mode"), b"constant")
+            if dq is None or dq.op_type != "DequantizeLinear" or q is None or q.op_type != "QuantizeLinear":
+                continue
+            if single(op.input[0]) is not op or mode != b"constant" or not zero_value or id(dq) in dropped:
+                continue
+            inputs = [dq.input[0], *dq.input[1:3], *q.input[1:3], op.input[1], op.input[2] if len(op.input) > 2 else ""]
+            replaced[id(q)] = onnx.helper.make_node(QPAD, inputs, [q.output[0]], name=f"{op.name or op.output[0]}_pad")
+            dropped.update({id(dq), id(op)})
         if op.op_type not in _FUNCTIONS or op.domain not in ("", "ai.onnx") or len(op.input) != 2:
             continue
         for k in (0, 1):
@@ -84,6 +100,29 @@ def fuse_tables(model: Any) -> None:
     g.node.extend(kept)
 
 
+def qpad(imp, node, ins, attrs):
+    """A QPAD node: an int8 PAD with the zero point (ONNX Runtime's float Pad of zeros between a
+    DequantizeLinear and a QuantizeLinear of one scale and zero point gives back every int8 input and
+    the zero point around them)."""
+    x, xs, xzp, ys, yzp, pads_v, value_v = (list(ins) + [None] * 7)[:7]
+    x_q, y_q = onnx_qdq._quant(imp, node, xs, xzp, "input"), onnx_qdq._quant(imp, node, ys, yzp, "output")
+    onnx_qdq._int8_activation(imp, node, x, "input", x_q)
+    pads = onnx_qdq._param(imp, node, pads_v, "pads").astype(np.int64).reshape(-1)
+    value = value_v.const if value_v is not None and value_v.const is not None else np.zeros(1)
+    same = (x_q.scale, x_q.zero_point) == (y_q.scale, y_q.zero_point)
+    if len(x.shape) != 4 or pads.size != 8 or pads[[0, 1, 4, 5]].any() or pads.min() < 0 or np.any(value) or not same:
+        raise UnsupportedModelError(
+            f"{imp.where(node)}: a Pad between DequantizeLinear and QuantizeLinear is imported for zeros around "
+            "the height and width of an NCHW value, quantized alike on both sides; this one is not supported yet"
+        )
+    t, left, b, r = (int(p) for p in pads[[2, 3, 6, 7]])
+    n, c, h, w = x.shape
+    paddings = imp.const(np.array([[0, 0], [t, b], [left, r], [0, 0]], dtype=np.int32), "paddings", "int32")
+    shape = (n, h + t + b, w + left + r, c)
+    out = onnx_qdq._emit_int8(imp, "PAD", [imp.nhwc(x), paddings], shape, {}, node.output[0], y_q)
+    return [_Value((n, c, shape[1], shape[2]), tensor=out, nhwc=True)]
+
+
 def table_values(function: str, x_q, y_q, constants: np.ndarray) -> np.ndarray:
     """int8 tables [channels, 256]: QuantizeLinear(function(DequantizeLinear(x), constants[c])) for each
     int8 x (indexed as an unsigned byte), in float32 as ONNX Runtime computes it."""
@@ -101,8 +140,6 @@ def table_values(function: str, x_q, y_q, constants: np.ndarray) -> np.ndarray:
 def qtable(imp, node, ins, attrs):
     """A QTABLE node: MC_TABLE_CHANNELS_INT8 (composed with the table before it where that is its only
     reader), or the three operators when the constant is neither per tensor nor per channel."""
-    from microcompiler.frontend import onnx_layers, onnx_qdq
-
     x, xs, xzp, cv, ys, yzp = ins
     function = str(attrs.get("function", ""))
     x_q, y_q = onnx_qdq._quant(imp, node, xs, xzp, "input"), onnx_qdq._quant(imp, node, ys, yzp, "output")
@@ -112,12 +149,13 @@ def qtable(imp, node, ins, attrs):
     per_channel = (
         c is not None and rank == 4 and c.size == x.shape[1] and c.size > 1 and c.shape[-2:] == (1, 1) and c.ndim >= 3
     )
-    if c is None or not np.all(np.isfinite(c)) or len(y_q.scale) > 1 or not (c.size == 1 or per_channel):
+    fits = c is not None and c.size * 256 <= TABLE_BUDGET
+    if c is None or not fits or not np.all(np.isfinite(c)) or len(y_q.scale) > 1 or not (c.size == 1 or per_channel):
         onnx = onnx_module()
-        mid, out = f"{node.output[0]}_dq", f"{node.output[0]}_f"
+        mid, real = f"{node.output[0]}_dq", f"{node.output[0]}_f"
         dq = onnx.helper.make_node("DequantizeLinear", node.input[:3], [mid], name=f"{node.name}_dq")
-        fn = onnx.helper.make_node(function, [mid, node.input[3]], [out], name=f"{node.name}_{function}")
-        q = onnx.helper.make_node("QuantizeLinear", [out, *node.input[4:]], list(node.output), name=node.name)
+        fn = onnx.helper.make_node(function, [mid, node.input[3]], [real], name=f"{node.name}_{function}")
+        q = onnx.helper.make_node("QuantizeLinear", [real, *node.input[4:]], list(node.output), name=node.name)
         v = onnx_qdq.dequantize(imp, dq, [x, xs, xzp], {})[0]
         v = onnx_layers.binary(imp, fn, [v, cv], {})[0]
         return onnx_qdq.quantize(imp, q, [v, ys, yzp], {})
@@ -147,3 +185,8 @@ def qtable(imp, node, ins, attrs):
     out = onnx_qdq._int8_tensor(imp, node.output[0], imp.tensors[source].shape, y_q)
     imp.operators.append(Operator(TABLE_CHANNELS_INT8, [source, lut], [out], {"functions": what}, len(imp.operators)))
     return [_Value(x.shape, tensor=out, nhwc=nhwc)]
+
+
+# the QDQ importer's converters, the tables' included (onnx_import.py)
+CONVERTERS = {**onnx_qdq.CONVERTERS, QTABLE: qtable, QPAD: qpad}
+SUPPORTED = onnx_qdq.SUPPORTED | {QTABLE, QPAD}
