@@ -29,12 +29,16 @@ C_KEYWORDS = frozenset(
     void volatile while _Bool _Complex _Imaginary""".split()
 )
 # The generated <name>.h and <name>.c sit next to the user's and the runtime's sources: a name that is a
-# C99/C11, POSIX or newlib header would hide that header (#include <math.h> finds the model's math.h).
+# C99/C11, POSIX, glibc, newlib, picolibc or CMSIS header would hide that header (#include <math.h> finds the
+# model's math.h; glibc's own headers include <features.h> and <endian.h>).
 SYSTEM_HEADERS = frozenset(
     """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp
     signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string strings tgmath threads
     time uchar wchar wctype unistd fcntl pthread sched alloca malloc memory dirent poll termios syslog sys
-    reent newlib stdint_h main models""".split()
+    reent newlib stdint_h main models features endian byteswap ieeefp picolibc xlocale libintl langinfo
+    nl_types iconv getopt libgen regex search spawn utime elf link dlfcn grp pwd netdb paths err error
+    sysexits ftw glob fnmatch wordexp aio mqueue semaphore utmpx monetary obstack execinfo alloca_h
+    printf values envz argz cmsis_compiler cmsis_gcc arm_acle arm_math arm_mve core_cm4""".split()
 )
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

@@ -41,8 +41,10 @@ import argparse
 import os
 import subprocess
 import sys
-import venv
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tool_venv import ensure_venv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "models" / "keras"
@@ -60,23 +62,6 @@ NAMES = (
     "conv_autoencoder",
     "ds_cnn",
 )
-
-
-def ensure_tensorflow(venv_dir: Path) -> None:
-    """Re-run this script under a Python that has TensorFlow, creating the venv if needed."""
-    import importlib.util
-
-    if importlib.util.find_spec("tensorflow") and importlib.util.find_spec("tf_keras"):
-        return
-    python = venv_dir / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv_dir} with {' '.join(TF_REQUIREMENTS)} (a few minutes)", file=sys.stderr)
-        venv.create(venv_dir, with_pip=True)
-    probe = subprocess.run([str(python), "-c", "import tensorflow, tf_keras"], capture_output=True)
-    if probe.returncode != 0:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *TF_REQUIREMENTS], check=True)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED="0")
-    sys.exit(subprocess.run([str(python), str(Path(__file__).resolve()), *sys.argv[1:]], env=env).returncode)
 
 
 # ---- the models (imported only once TensorFlow is there) ----------------------------------------
@@ -358,7 +343,13 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: the child that builds one model
     args = parser.parse_args(argv)
-    ensure_tensorflow(args.venv)
+    ensure_venv(
+        args.venv,
+        TF_REQUIREMENTS,
+        ["tensorflow", "tf_keras"],
+        __file__,
+        env={"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0"},
+    )
     if args.one:
         return build_one(args.one, args.out)
     return build(set(args.only), args.out)

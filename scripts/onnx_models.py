@@ -14,35 +14,15 @@ are not test dependencies: the tests read the committed files.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import venv
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tool_venv import ensure_venv  # noqa: E402
 
 REQUIREMENTS = ["tensorflow-cpu==2.21.0", "tf2onnx==1.17.0", "onnx==1.23.2", "onnxruntime==1.32.0"]
 DEFAULT_VENV = Path.home() / ".cache" / "microcompiler" / "onnx-tools-venv"
 OUT = Path(__file__).resolve().parents[1] / "tests" / "models" / "onnx"
-
-
-def ensure_tools(venv_dir: Path) -> None:
-    """Re-run this script under a Python that has TensorFlow and tf2onnx, creating the venv if needed."""
-    try:
-        import tensorflow  # noqa: F401
-        import tf2onnx  # noqa: F401
-
-        return
-    except ImportError:
-        pass
-    python = venv_dir / "bin" / "python"
-    if not python.exists():
-        print(f"creating {venv_dir} with {' '.join(REQUIREMENTS)} (a few minutes)", file=sys.stderr)
-        venv.create(venv_dir, with_pip=True)
-    probe = subprocess.run([str(python), "-c", "import tensorflow, tf2onnx, onnxruntime"], capture_output=True)
-    if probe.returncode != 0:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    sys.exit(subprocess.run([str(python), str(Path(__file__).resolve()), *sys.argv[1:]], env=env).returncode)
 
 
 def models():
@@ -167,7 +147,13 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build only these models (default: all)")
     args = parser.parse_args(argv)
-    ensure_tools(args.venv)
+    ensure_venv(
+        args.venv,
+        REQUIREMENTS,
+        ["tensorflow", "tf2onnx", "onnxruntime"],
+        __file__,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""},
+    )
     build(args.out, args.only)
     return 0
 

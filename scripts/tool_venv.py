@@ -1,8 +1,7 @@
 """Run a model-making script under a virtual environment of its own (the tools it needs are not test
 dependencies): ``ensure_venv`` returns at once when ``modules`` import here, otherwise it creates the venv
 (if needed), installs ``requirements`` from the package registry into it and re-runs the script there,
-exiting with its exit code. scripts/torch_models.py uses it; onnx_models.py and keras_lookalikes.py do
-the same by hand."""
+exiting with its exit code. scripts/keras_lookalikes.py, onnx_models.py and torch_models.py use it."""
 
 from __future__ import annotations
 

@@ -129,7 +129,9 @@ def test_the_reports_json_island_is_safe_for_any_tensor_name(tmp_path, hostile):
 # ---- names that would hide a system header ----
 
 
-@pytest.mark.parametrize("stem", ["math", "string", "stdint", "stdio", "stdlib", "time", "unistd", "errno"])
+@pytest.mark.parametrize(
+    "stem", ["math", "string", "stdint", "stdio", "stdlib", "time", "unistd", "errno", "features", "endian"]
+)
 def test_a_model_named_like_a_system_header_is_prefixed_and_runs(workdir, stem):
     shutil.copyfile(workdir / "model.tflite", workdir / f"{stem}.tflite")
     proc = cli("run", f"{stem}.tflite", "--board", "host", cwd=workdir)
