@@ -90,9 +90,10 @@ def pointwise_fits(r: PlanRequest) -> bool:
 
 def packed_fits(r: PlanRequest) -> bool:
     """int8, one group, constant weights, no DSP extension nor Helium (conv_2d_packed.fits), unless
-    tuned to im2col."""
+    tuned to im2col; TFLM's requantization only (ONNX Runtime's float epilogue is not in it yet)."""
     return (
         r.knob("variant") != "im2col"
+        and not float_requant(r.op)
         and r.dtype == "int8"
         and not r.dsp
         and not r.mve

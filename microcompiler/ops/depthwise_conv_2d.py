@@ -72,9 +72,11 @@ def helium_fits(r: PlanRequest) -> bool:
 
 
 def rows_fits(r: PlanRequest) -> bool:
-    """int8 without the DSP extension nor Helium, not tuned to another variant (rows_kernel.fits)."""
+    """int8 without the DSP extension nor Helium, not tuned to another variant (rows_kernel.fits);
+    TFLM's requantization only (ONNX Runtime's float epilogue is not in it yet)."""
     return (
         _int8_constant(r)
+        and not float_requant(r.op)
         and not r.dsp
         and not r.mve
         and r.knob("variant") in (None, "rows")
