@@ -47,12 +47,3 @@ def shared_models() -> Path:
     if not SHARED_MODELS.is_dir():
         pytest.fail(f"the shared models are missing: expected {SHARED_MODELS} (a checkout of ../shared)")
     return SHARED_MODELS
-
-
-def pytest_collection_modifyitems(config, items):
-    """With `--dist loadgroup` (README, .ci/run) a test file's tests stay on one xdist worker, so its
-    module fixtures (built firmware, compiled models) are made once; a test that names its own
-    `xdist_group` (test_docs.py: one group per document) is placed by that instead."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

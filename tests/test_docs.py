@@ -4,8 +4,8 @@ Fenced ```bash blocks run line by line with bash -e, and ```python blocks run wi
 both from the repository root. ```text blocks are illustrations and are not run. A block that needs
 an external tool we cannot install here (west, for Zephyr) is skipped only when that tool is missing.
 A block fenced as ```bash long (several firmware builds, minutes) is one of the long tests
-(`pytest -m long tests`). Each document's blocks run in order on one xdist worker (they may use what
-an earlier block of the same document made); different documents run in parallel.
+(`pytest -m long tests`). The blocks run in order in one process (`--dist loadfile`): a block may use
+what an earlier block of its document made.
 """
 
 import os
@@ -30,9 +30,7 @@ def blocks():
             if lang == "bash" and body.startswith(SETUP) and "pytest" in body:
                 continue  # the test command itself: CI runs it via .ci/run (checked below)
             if lang in ("bash", "python"):
-                marks = [pytest.mark.xdist_group(f"docs/{doc.name}")]
-                if "long" in info:
-                    marks.append(pytest.mark.long)
+                marks = [pytest.mark.long] if "long" in info else []
                 yield pytest.param(doc, lang, body, id=f"{doc.name}-{n}-{lang}", marks=marks)
 
 
