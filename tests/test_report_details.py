@@ -15,8 +15,8 @@ TINY = "examples/tiny_cnn/tiny_cnn_int8.tflite"
 
 def test_analyze_prints_kernel_names_whole():
     out = cli("analyze", TINY, "--board", "mps2_an386").stdout
-    assert "gemmlowp-fixed-point" in out and "im2col/dsp" in out
-    assert "gemmlowp-fixed-p " not in out
+    assert "gemmlowp-exps-cached" in out and "im2col/dsp" in out
+    assert "gemmlowp-exps-c " not in out
 
 
 def test_flash_of_mlperf_firmware_points_to_the_mlperf_command(tmp_path, shared_models):

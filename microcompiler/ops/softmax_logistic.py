@@ -359,9 +359,11 @@ class Softmax(OpKernel):
                 )
             multiplier, shift, diff_min = softmax_int8_params(in_scale, beta)
             cache = None
-            if _cached(x):
+            if _cached(x) and not ctx.reference_only:
                 ctx.plan = KernelPlan(FIXED_POINT_CACHED, scratch_bytes=4 * depth)
                 cache = ctx.scratch(4 * depth)
+            else:  # TFLM's loop as it is: each exponential computed twice
+                ctx.plan = KernelPlan(FIXED_POINT, scratch_bytes=0)
             return ctx.render(
                 "softmax_int8.c.j2",
                 cache=cache,
