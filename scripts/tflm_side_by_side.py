@@ -52,14 +52,19 @@ class SideBySideError(RuntimeError):
 
 def symbol_sizes(elf: Path) -> list[tuple[str, str, int]]:
     """(name, "FUNC" or "OBJECT", size) of every sized symbol (readelf: the linker script puts
-    constants in .text, so nm's section letters cannot tell code from data)."""
+    constants in .text, so nm's section letters cannot tell code from data). Symbols that alias
+    another at the same address (gcc's identical-code folding makes the later copies aliases of the
+    first) are counted once, under the first name, so the sizes add up to the image's."""
     text = subprocess.run(["arm-none-eabi-readelf", "-sW", str(elf)], capture_output=True, text=True, check=True).stdout
     out = []
+    seen: set[tuple[int, int]] = set()
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 8 and parts[3] in ("FUNC", "OBJECT"):
             size = int(parts[2], 0)  # readelf prints large sizes in hex
-            if size:
+            where = (int(parts[1], 16), size)
+            if size and where not in seen:
+                seen.add(where)
                 out.append((parts[7], parts[3], size))
     return out
 

@@ -182,3 +182,27 @@ def test_hello_world_side_by_side_with_the_real_tflm_bench(hello, tmp_path):
     assert row["tflm_arena"] == report["arena_used_bytes"] > 0 and row["tflm_stack"] == report["stack_bytes"] > 0
     assert row["tflm_flash"] == report["text_bytes"] + report["data_bytes"] > row["flash"] > 0
     assert row["instructions"] > 0 and row["arena"] > 0 and row["stack"] > 0
+
+
+def test_symbols_folded_into_one_body_are_counted_once(monkeypatch, tmp_path):
+    """gcc's identical-code folding leaves several names at one address (the unrolled LSTM's 20
+    steps share one body): the flash split counts the bytes once, so runtime code never goes below 0."""
+    readelf = """\
+Symbol table '.symtab' contains 5 entries:
+   Num:    Value  Size Type    Bind   Vis      Ndx Name
+     1: 00001001   516 FUNC    LOCAL  DEFAULT    1 net_lstm_1_8
+     2: 00001001   516 FUNC    LOCAL  DEFAULT    1 net_lstm_1_29
+     3: 00002000  1024 OBJECT  LOCAL  DEFAULT    1 net_lstm_1_8_weights
+     4: 00002000  1024 OBJECT  LOCAL  DEFAULT    1 net_lstm_1_29_weights
+     5: 00003000  0x800 OBJECT  LOCAL  DEFAULT    1 net_other_weights
+"""
+
+    class Done:
+        stdout = readelf
+
+    monkeypatch.setattr(sbs.subprocess, "run", lambda *a, **k: Done())
+    assert sbs.symbol_sizes(tmp_path / "firmware.elf") == [
+        ("net_lstm_1_8", "FUNC", 516),
+        ("net_lstm_1_8_weights", "OBJECT", 1024),
+        ("net_other_weights", "OBJECT", 2048),
+    ]
