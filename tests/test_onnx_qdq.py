@@ -174,3 +174,56 @@ def test_mobilenet_v2_features_bit_for_bit(tmp_path):
     _check_bits(lib, ours, theirs, "mobilenet_v2_035_96 features")
     kinds = {op.kind for op in lib.graph.operators}
     assert {"PAD", "MC_TABLE_CHANNELS_INT8", "MC_QLINEAR_ADD_INT8", "DEPTHWISE_CONV_2D"} <= kinds, kinds
+
+
+def _depthwise_bn_model(rng, channels: int, multiplier: int, stride: int) -> onnx.ModelProto:
+    """A depthwise Conv, then a BatchNorm as tf2onnx writes it (a per-channel Mul and Add, which ONNX
+    Runtime runs in float between DQ and Q), then a 1x1 Conv reading it."""
+    out_c = channels * multiplier
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["d"], group=channels, strides=[stride, stride], pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["d", "gamma"], ["m"]),
+        helper.make_node("Add", ["m", "beta"], ["a"]),
+        helper.make_node("Conv", ["a", "w2"], ["y"]),
+    ]
+    gamma = (rng.uniform(0.3, 2.0, (out_c, 1, 1)) * rng.choice([-1.0, 1.0], (out_c, 1, 1))).astype(np.float32)
+    inits = [const(rng, "w", (out_c, 1, 3, 3)), const(rng, "b", (out_c,), 0.5), const(rng, "w2", (5, out_c, 1, 1))]
+    inits += [onnx.numpy_helper.from_array(gamma, "gamma"), const(rng, "beta", (out_c, 1, 1), 0.5)]
+    size = (9 - 1) // stride + 1
+    return model(nodes, {"x": [1, channels, 9, 7]}, {"y": [1, 5, size, (7 - 1) // stride + 1]}, inits)
+
+
+@pytest.mark.parametrize(
+    "channels, multiplier, stride, features, variant, kernels",
+    [
+        (8, 1, 1, frozenset({"dsp"}), "planes", "fast"),
+        (8, 1, 2, frozenset({"dsp"}), "channels4", "fast"),
+        (8, 1, 1, frozenset(), "channels4", "fast"),
+        (3, 2, 1, frozenset({"dsp"}), None, "fast"),
+        (8, 1, 2, frozenset(), None, "reference"),
+    ],
+)
+def test_batchnorm_table_in_the_depthwise_epilogue(tmp_path, channels, multiplier, stride, features, variant, kernels):
+    """The per-channel table of a BatchNorm after a depthwise QLinearConv is looked up in the depthwise
+    layer's epilogue (its post table, ops/requant_float.py), not by a layer of its own: ONNX Runtime's
+    bits with the planes and channels4 kernels (with and without the DSP extension), a depth
+    multiplier, and the reference loops; gamma of both signs (decreasing tables)."""
+    from microcompiler.compiler import compile_model
+
+    rng = np.random.default_rng(channels * 10 + stride)
+    float_path, qdq = tmp_path / "dwbn.onnx", tmp_path / "dwbn_qdq.onnx"
+    onnx.save(_depthwise_bn_model(rng, channels, multiplier, stride), float_path)
+    _quantize(float_path, qdq, (rng.standard_normal((16, 1, channels, 9, 7)) * 2).astype(np.float32))
+    tuning = {"DEPTHWISE_CONV_2D": {"variant": variant}} if variant else None
+    lib = compile_model(qdq, features=features, tuning=tuning, kernels=kernels)
+    depthwise = [op for op in lib.graph.operators if op.kind == "DEPTHWISE_CONV_2D"]
+    assert len(depthwise) == 1 and len(depthwise[0].inputs) == 4, [op.kind for op in lib.graph.operators]
+    assert "MC_TABLE_CHANNELS_INT8" not in {op.kind for op in lib.graph.operators}
+    kernel = next(o["kernel"] for o in lib.metadata["operators"] if o["kind"] == "DEPTHWISE_CONV_2D")
+    assert kernel["variant"] == (variant or kernel["variant"]) and (kernels == "fast") == (
+        kernel["variant"] != "reference"
+    )
+    sets = [[(rng.standard_normal((1, channels, 9, 7)) * s).astype(np.float32)] for s in (0.5, 2, 8)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    theirs = [session(qdq).run(None, {"x": s[0]}) for s in sets]
+    _check_bits(lib, ours, theirs, f"depthwise + BatchNorm table ({kernel['variant']})")

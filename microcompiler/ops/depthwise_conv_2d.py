@@ -136,8 +136,8 @@ CHOICES = (
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
-    input_roles = ("input", "filter", "bias")
-    inputs = (2, 3)
+    input_roles = ("input", "filter", "bias", "post_table")  # post_table: ops/requant_float.py (ONNX QDQ)
+    inputs = (2, 4)
     type_notes = (
         "int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
         "constant or activations"
