@@ -227,3 +227,27 @@ def test_batchnorm_table_in_the_depthwise_epilogue(tmp_path, channels, multiplie
     ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
     theirs = [session(qdq).run(None, {"x": s[0]}) for s in sets]
     _check_bits(lib, ours, theirs, f"depthwise + BatchNorm table ({kernel['variant']})")
+
+
+@pytest.mark.parametrize("name", ["ds_cnn", "dense_autoencoder"])
+def test_helium_kernels_with_onnx_runtime_requantization(tmp_path, name):
+    """With Helium (features "mve") the QLinearConv/QLinearMatMul layers take the Helium kernels with
+    ONNX Runtime's epilogue (kernel_mve_ort.h; here its portable C, the device runs VCVTN: the long
+    test_boards_equal_the_host) and give ONNX Runtime's bits; a depthwise layer with a post table keeps
+    the DSP kernels."""
+    from microcompiler.compiler import compile_model
+
+    path = MODELS / f"{name}_qdq_int8.onnx"
+    lib = compile_model(path, features=frozenset({"dsp", "mve"}))
+    variants = {op.index: o["kernel"]["variant"] for op, o in zip(lib.graph.operators, lib.metadata["operators"])}
+    float_ops = [op for op in lib.graph.operators if op.options.get("requant") == "float"]
+    helium = [op for op in float_ops if variants[op.index].startswith("mve")]
+    assert len(helium) >= 4, variants
+    assert all(not variants[op.index].startswith("mve") for op in float_ops if len(op.inputs) > 3)
+    s = session(path)
+    x = s.get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in x.shape]
+    rng = np.random.default_rng(5)
+    sets = [[(rng.standard_normal(shape) * scale).astype(np.float32)] for scale in (0.5, 3, 10)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    _check_bits(lib, ours, [s.run(None, {x.name: i[0]}) for i in sets], f"{name} (Helium kernels)")

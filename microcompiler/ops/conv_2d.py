@@ -44,7 +44,7 @@ from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.plan import REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
-from microcompiler.ops.requant_float import float_requant, is_mve
+from microcompiler.ops.requant_float import float_requant
 
 
 def _one_group(r: PlanRequest) -> bool:
@@ -224,8 +224,6 @@ class Conv2D(OpKernel):
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
-        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
-            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
         return plan
 
     def emit(self, op, graph, ctx):

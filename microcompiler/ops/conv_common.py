@@ -19,7 +19,14 @@ from microcompiler.ops.quant import (
     conv_multipliers,
     float_activation_range,
 )
-from microcompiler.ops.requant_float import float_requant, has_post_table, requant_function, requant_output, scale_expr
+from microcompiler.ops.requant_float import (
+    float_requant,
+    has_post_table,
+    requant_function,
+    requant_output,
+    scale_bits,
+    scale_expr,
+)
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 INT32_MAX = 2**31 - 1
@@ -300,6 +307,7 @@ class RequantizedLayer:
     input_c: str
     output_c: str
     describe: str
+    ort: bool = False  # ONNX Runtime's requantization: mult holds the float32 scales' bits, shift zeros
 
 
 def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> RequantizedLayer:
@@ -307,6 +315,10 @@ def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> 
     (int64, per output channel) and its (multipliers, shifts)."""
     x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
     mult, shift = multipliers
+    ort = float_requant(op)
+    if ort:  # ONNX Runtime's requantization (ops/requant_float.py; kernel_mve_ort.h)
+        mult = scale_bits(op, x, ctx.tensor(op.inputs[1]), y, len(bias))
+        shift = np.zeros(len(bias), np.int32)
     return RequantizedLayer(
         bias=bias,
         x_zp=int(x.quant.zero_point[0]),
@@ -317,6 +329,7 @@ def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> 
         input_c=ctx.arg(op.inputs[0]),
         output_c=ctx.arg(op.outputs[0]),
         describe=describe,
+        ort=ort,
     )
 
 

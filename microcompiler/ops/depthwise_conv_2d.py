@@ -30,7 +30,7 @@ from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
-from microcompiler.ops.requant_float import float_requant, is_mve
+from microcompiler.ops.requant_float import float_requant, has_post_table, is_mve
 
 
 def _multiplier(r: PlanRequest) -> int:
@@ -226,8 +226,8 @@ class DepthwiseConv2D(OpKernel):
         ``input_channels``. float32 with constant weights on a core with an FPU (and no input_channels
         table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
-        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
-            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
+        if has_post_table(op) and is_mve(plan):  # no post table in the Helium epilogue: the DSP kernels
+            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))
         return plan
 
     def emit(self, op, graph, ctx):

@@ -140,7 +140,8 @@ def post_table_const(ctx) -> str | None:
 
 
 def is_mve(plan) -> bool:
-    """A Helium (Cortex-M55) kernel: its vector epilogue has no ONNX Runtime requantization yet."""
+    """A Helium (Cortex-M55) kernel: its epilogue has ONNX Runtime's requantization (kernel_mve_ort.h) but
+    no post table."""
     return plan.variant.name.startswith("mve")
 
 
