@@ -176,6 +176,26 @@ def test_mobilenet_v2_features_bit_for_bit(tmp_path):
     assert {"PAD", "MC_TABLE_CHANNELS_INT8", "MC_QLINEAR_ADD_INT8", "DEPTHWISE_CONV_2D"} <= kinds, kinds
 
 
+@pytest.mark.long
+def test_mobilenet_v2_end_to_end_and_boards(tmp_path):
+    """The whole MobileNetV2-0.35 (96x96) QDQ model, its QLinearSoftmax included: ONNX Runtime's bits on
+    the host for six input sets (its random 2-class head moves little, so several sets), and on
+    mps2_an386 (Cortex-M4, DSP kernels) and mps3_an547 (Cortex-M55, Helium kernels with ONNX Runtime's
+    epilogue) the host's bits."""
+    from microcompiler.compiler import compile_model
+
+    path = MODELS / "mobilenet_v2_035_96_qdq_int8.onnx"
+    lib = compile_model(path)
+    rng = np.random.default_rng(1)
+    sets = [[(rng.standard_normal((1, 96, 96, 3)) * s).astype(np.float32)] for s in (0.5, 1, 2, 4, 8, 0.25)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    theirs = [session(path).run(None, {"input": s[0]}) for s in sets]
+    _check_bits(lib, ours, theirs, "mobilenet_v2_035_96")
+    for board in ("mps2_an386", "mps3_an547"):
+        _, _, run = run_on_board(path, board, tmp_path / board, input=sets[1], log=lambda _: None)
+        assert_same_bits(run.outputs[0], ours[1][0], f"{board} vs the host")
+
+
 def _depthwise_bn_model(rng, channels: int, multiplier: int, stride: int) -> onnx.ModelProto:
     """A depthwise Conv, then a BatchNorm as tf2onnx writes it (a per-channel Mul and Add, which ONNX
     Runtime runs in float between DQ and Q), then a 1x1 Conv reading it."""

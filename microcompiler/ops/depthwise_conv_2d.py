@@ -52,8 +52,15 @@ def written_in_place(r: PlanRequest) -> bool:
 
 
 def float_channels4_fits(r: PlanRequest) -> bool:
-    """float32, constant weights, an FPU, no channel table."""
-    return r.dtype == "float32" and r.fpu and constant_parameters(r.op, r.graph) and not reads_channel_table(r)
+    """float32, constant weights, an FPU, no channel table; not ONNX Runtime's fused multiply-add chain
+    (``fma_chain``, set by the ONNX importer: the reference loop computes it)."""
+    return (
+        r.dtype == "float32"
+        and r.fpu
+        and constant_parameters(r.op, r.graph)
+        and not reads_channel_table(r)
+        and not r.op.options.get("fma_chain")
+    )
 
 
 def int16_pairs_fits(r: PlanRequest) -> bool:
@@ -267,6 +274,7 @@ class DepthwiseConv2D(OpKernel):
         if x.dtype == "float32":
             return ctx.render(
                 "depthwise_conv_2d_float.c.j2",
+                fma_chain=bool(op.options.get("fma_chain")),
                 bias=ctx.arg(op.inputs[2]) if bias is not None else None,
                 **float_values(op),
                 **values,
