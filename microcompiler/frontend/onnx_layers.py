@@ -110,9 +110,10 @@ def conv(imp, node, ins, attrs):
         return [_out(imp, "CONV_2D", [source, weights, b], shape, options, node, True)]
     if group == c:  # depthwise: [C*M, 1, kh, kw] -> [1, kh, kw, C*M]
         weights = imp.const(np.transpose(w, (1, 2, 3, 0)), "weights")
-        # ONNX Runtime's order (MLAS's depthwise kernels, docs/onnx.md): per output a fused multiply-add
-        # chain over the kernel rows and columns from 0, then the bias
-        options = dict(options, depth_multiplier=m // c, fma_chain=1)
+        options = dict(options, depth_multiplier=m // c)
+        if m > c or c % 4 == 0 or c == 1:  # ONNX Runtime's order where it is known (docs/onnx.md): per
+            # output a fused multiply-add chain over the kernel rows and columns from 0, then the bias
+            options["fma_chain"] = 1
         return [_out(imp, "DEPTHWISE_CONV_2D", [source, weights, b], shape, options, node, True)]
     raise UnsupportedModelError(
         f"{imp.where(node)} is a grouped convolution (group={group}, {c} input channels); microcompiler imports "
