@@ -19,6 +19,7 @@ HEADER_DIR = "include/microcompiler"
 EXECUTOR_HEADERS = ("status.h", "graph_executor.h")
 KERNEL_HEADERS = (
     "kernel_math.h",
+    "kernel_ort.h",
     "kernel_fixedpoint.h",
     "kernel_simd.h",
     "kernel_planes.h",

@@ -56,8 +56,9 @@ def _constant(r: PlanRequest) -> bool:
 
 
 def float_blocks_fits(r: PlanRequest) -> bool:
-    """float32, one group, constant weights, on a core with an FPU."""
-    return r.dtype == "float32" and r.fpu and _one_group(r) and _constant(r)
+    """float32, one group, constant weights, on a core with an FPU; not ONNX Runtime's fused
+    multiply-add order (``fma_blocks``, set by the ONNX importer: the reference loop computes it)."""
+    return r.dtype == "float32" and r.fpu and _one_group(r) and _constant(r) and not r.op.options.get("fma_blocks")
 
 
 def helium_fits(r: PlanRequest) -> bool:
@@ -263,6 +264,7 @@ class Conv2D(OpKernel):
         if x.dtype == "float32":
             return ctx.render(
                 "conv_2d_float.c.j2",
+                fma_blocks=int(op.options.get("fma_blocks", 0)) if groups == 1 else 0,
                 bias=ctx.arg(op.inputs[2]) if bias is not None else None,
                 **float_values(op),
                 **values,
