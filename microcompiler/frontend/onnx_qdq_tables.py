@@ -166,8 +166,8 @@ def qtable(imp, node, ins, attrs):
     what = f"QuantizeLinear({function}(DequantizeLinear(x), c))"
     before = imp.operators[-1] if imp.operators else None
     alone = before is not None and before.outputs[0] == source and imp.readers.get(node.input[0], 0) == 1
-    earlier = _earlier_table(before) if alone else None
-    if earlier is not None:  # compose with the table before (a Mul's, then this Add's)
+    earlier = _earlier_table(before) if alone and before is not None else None
+    if earlier is not None and before is not None:  # compose with the table before (a Mul's, then this Add's)
         first = imp.tensors[earlier].data
         if first.shape[0] in (1, tables.shape[0]) or tables.shape[0] == 1:
             channels = max(first.shape[0], tables.shape[0])
@@ -180,7 +180,7 @@ def qtable(imp, node, ins, attrs):
             if before.kind == TABLE_CHANNELS_INT8:
                 before.options["functions"] = f"{before.options['functions']} then {what}"
             return [_Value(x.shape, tensor=source, nhwc=nhwc)]
-    if alone and per_channel or (alone and c.size == 1 and x.nhwc):
+    if before is not None and alone and (per_channel or (c.size == 1 and x.nhwc)):
         channels = imp.tensors[source].shape[-1]
         if _post_table_fits(before, channels):  # the layer's epilogue looks the table up (ops/requant_float.py)
             full = np.ascontiguousarray(np.broadcast_to(tables, (channels, 256)))
