@@ -123,21 +123,49 @@ def test_edge_cases_zero_points_per_channel_saturation(tmp_path):
 
 
 def test_unsupported_listed_at_once(tmp_path):
-    """A Concat of two Convs (ONNX Runtime fuses it into QLinearConcat) and an Erf: one line naming both."""
+    """A Mul of two Convs (ONNX Runtime fuses it into QLinearMul) and an Erf: one line naming both."""
+    rng = np.random.default_rng(9)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("Conv", ["x", "w2"], ["c2"]),
+        helper.make_node("Mul", ["c", "c2"], ["cc"]),
+        helper.make_node("Erf", ["cc"], ["y"]),
+    ]
+    inits = [const(rng, "w", (3, 2, 1, 1)), const(rng, "w2", (3, 2, 1, 1))]
+    float_path, qdq = tmp_path / "mul.onnx", tmp_path / "mul_qdq.onnx"
+    onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 3, 4, 4]}, inits), float_path)
+    calibration = rng.standard_normal((4, 1, 2, 4, 4)).astype(np.float32)
+    _quantize(float_path, qdq, calibration)
+    with pytest.raises(UnsupportedModelError, match=r"Erf, com.microsoft.QLinearMul;.*not supported yet"):
+        load_tflite(qdq)
+
+
+def test_qlinear_concat_sigmoid_leaky_relu(tmp_path):
+    """Concat of two Convs quantized apart, Sigmoid, LeakyRelu: ONNX Runtime's QLinearConcat,
+    QLinearSigmoid and QLinearLeakyRelu, their tables computed by ONNX Runtime itself (onnx_qdq_more.py):
+    its bits, saturation included."""
+    from microcompiler.compiler import compile_model
+
     rng = np.random.default_rng(9)
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"]),
         helper.make_node("Conv", ["x", "w2"], ["c2"]),
         helper.make_node("Concat", ["c", "c2"], ["cc"], axis=1),
-        helper.make_node("Erf", ["cc"], ["y"]),
+        helper.make_node("Sigmoid", ["cc"], ["s"]),
+        helper.make_node("LeakyRelu", ["s"], ["l"], alpha=0.1),
+        helper.make_node("Conv", ["l", "w3"], ["y"]),
     ]
-    inits = [const(rng, "w", (3, 2, 1, 1)), const(rng, "w2", (3, 2, 1, 1))]
+    inits = [const(rng, "w", (3, 2, 1, 1)), const(rng, "w2", (3, 2, 1, 1), 3.0), const(rng, "w3", (4, 6, 1, 1))]
     float_path, qdq = tmp_path / "concat.onnx", tmp_path / "concat_qdq.onnx"
-    onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 6, 4, 4]}, inits), float_path)
-    calibration = rng.standard_normal((4, 1, 2, 4, 4)).astype(np.float32)
-    _quantize(float_path, qdq, calibration)
-    with pytest.raises(UnsupportedModelError, match=r"Erf, com.microsoft.QLinearConcat;.*not supported yet"):
-        load_tflite(qdq)
+    onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 4, 4, 4]}, inits), float_path)
+    _quantize(float_path, qdq, rng.standard_normal((8, 1, 2, 4, 4)).astype(np.float32))
+    lib = compile_model(qdq)
+    kinds = [op.kind for op in lib.graph.operators]
+    assert "CONCATENATION" in kinds and kinds.count("MC_TABLE_CHANNELS_INT8") >= 3, kinds
+    sets = [[(rng.standard_normal((1, 2, 4, 4)) * s).astype(np.float32)] for s in (0.5, 1, 3, 10)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    theirs = [session(qdq).run(None, {"x": s[0]}) for s in sets]
+    _check_bits(lib, ours, theirs, "QLinearConcat, QLinearSigmoid, QLinearLeakyRelu")
 
 
 @pytest.mark.long
