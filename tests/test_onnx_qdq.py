@@ -123,21 +123,45 @@ def test_edge_cases_zero_points_per_channel_saturation(tmp_path):
 
 
 def test_unsupported_listed_at_once(tmp_path):
-    """A Mul of two Convs (ONNX Runtime fuses it into QLinearMul) and an Erf: one line naming both."""
+    """A Cos and an Erf after a quantized Conv: one line naming both."""
     rng = np.random.default_rng(9)
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"]),
-        helper.make_node("Conv", ["x", "w2"], ["c2"]),
-        helper.make_node("Mul", ["c", "c2"], ["cc"]),
+        helper.make_node("Cos", ["c"], ["cc"]),
         helper.make_node("Erf", ["cc"], ["y"]),
     ]
-    inits = [const(rng, "w", (3, 2, 1, 1)), const(rng, "w2", (3, 2, 1, 1))]
-    float_path, qdq = tmp_path / "mul.onnx", tmp_path / "mul_qdq.onnx"
+    inits = [const(rng, "w", (3, 2, 1, 1))]
+    float_path, qdq = tmp_path / "mean.onnx", tmp_path / "mean_qdq.onnx"
     onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 3, 4, 4]}, inits), float_path)
     calibration = rng.standard_normal((4, 1, 2, 4, 4)).astype(np.float32)
     _quantize(float_path, qdq, calibration)
-    with pytest.raises(UnsupportedModelError, match=r"Erf, com.microsoft.QLinearMul;.*not supported yet"):
+    with pytest.raises(UnsupportedModelError, match=r"unsupported ONNX operators: Cos, Erf;"):
         load_tflite(qdq)
+
+
+@pytest.mark.parametrize("seed", [9, 11])
+def test_qlinear_mul(tmp_path, seed):
+    """The Mul of two Convs (ONNX Runtime's QLinearMul): MC_QLINEAR_MUL_INT8, whose formula the importer
+    checks against ONNX Runtime on all 65,536 input pairs; its bits on the model's outputs, zero points
+    moved by the calibration's offset."""
+    from microcompiler.compiler import compile_model
+
+    rng = np.random.default_rng(seed)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("Conv", ["x", "w2"], ["c2"]),
+        helper.make_node("Mul", ["c", "c2"], ["m"]),
+        helper.make_node("Conv", ["m", "w3"], ["y"]),
+    ]
+    inits = [const(rng, "w", (3, 2, 1, 1)), const(rng, "w2", (3, 2, 1, 1), 2.0), const(rng, "w3", (4, 3, 1, 1))]
+    float_path, qdq = tmp_path / "mul.onnx", tmp_path / "mul_qdq.onnx"
+    onnx.save(model(nodes, {"x": [1, 2, 4, 4]}, {"y": [1, 4, 4, 4]}, inits), float_path)
+    _quantize(float_path, qdq, (rng.standard_normal((8, 1, 2, 4, 4)) + seed - 10).astype(np.float32))
+    lib = compile_model(qdq)
+    assert "MC_QLINEAR_MUL_INT8" in {op.kind for op in lib.graph.operators}
+    sets = [[(rng.standard_normal((1, 2, 4, 4)) * s).astype(np.float32)] for s in (0.5, 1, 3, 10)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    _check_bits(lib, ours, [session(qdq).run(None, {"x": s[0]}) for s in sets], "QLinearMul")
 
 
 def test_qlinear_concat_sigmoid_leaky_relu(tmp_path):

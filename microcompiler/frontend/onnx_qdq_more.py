@@ -26,10 +26,9 @@ from microcompiler.ops.table_channels import TABLE_CHANNELS_INT8
 _DTYPES = {np.dtype(np.uint8): 2, np.dtype(np.int8): 3}  # TensorProto UINT8, INT8
 
 
-def _ort_outputs(imp, node, op_type: str, inputs: list, attrs: dict, zp_dtype: np.dtype) -> np.ndarray:
-    """ONNX Runtime's int8 output of ``op_type`` (domain com.microsoft) for the 256 possible inputs,
-    indexed by the input byte as unsigned. ``inputs``: the node's inputs, "x" where the 256 values go,
-    else constant arrays."""
+def _run_alone(imp, node, op_type: str, inputs: list, feeds: dict, attrs: dict, elem: int) -> np.ndarray:
+    """ONNX Runtime's output of one ``op_type`` node (domain com.microsoft): ``inputs`` names of ``feeds``
+    or constant arrays."""
     onnx = onnx_module()
     import onnxruntime as ort
 
@@ -41,13 +40,12 @@ def _ort_outputs(imp, node, op_type: str, inputs: list, attrs: dict, zp_dtype: n
         name = f"c{k}"
         names.append(name)
         inits.append(onnx.numpy_helper.from_array(np.asarray(value), name))
-    elem = _DTYPES[np.dtype(zp_dtype)]
     n = onnx.helper.make_node(op_type, names, ["y"], domain="com.microsoft", **attrs)
     graph = onnx.helper.make_graph(
         [n],
-        "table",
-        [onnx.helper.make_tensor_value_info("x", elem, [256])],
-        [onnx.helper.make_tensor_value_info("y", elem, [256])],
+        "alone",
+        [onnx.helper.make_tensor_value_info(k, elem, list(v.shape)) for k, v in feeds.items()],
+        [onnx.helper.make_tensor_value_info("y", elem, None)],
         inits,
     )
     opsets = [onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("com.microsoft", 1)]
@@ -56,13 +54,20 @@ def _ort_outputs(imp, node, op_type: str, inputs: list, attrs: dict, zp_dtype: n
     options.log_severity_level = 3
     try:
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        x = np.arange(256, dtype=np.uint8).view(zp_dtype)  # byte b at index b
-        y = session.run(None, {"x": x})[0]
+        return session.run(None, feeds)[0]
     except Exception as exc:
         first = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise UnsupportedModelError(
-            f"{imp.where(node)}: ONNX Runtime cannot compute its table ({printable(first)})"
+            f"{imp.where(node)}: ONNX Runtime cannot run it alone ({printable(first)})"
         ) from None
+
+
+def _ort_outputs(imp, node, op_type: str, inputs: list, attrs: dict, zp_dtype: np.dtype) -> np.ndarray:
+    """ONNX Runtime's int8 output of ``op_type`` (domain com.microsoft) for the 256 possible inputs,
+    indexed by the input byte as unsigned. ``inputs``: the node's inputs, "x" where the 256 values go,
+    else constant arrays."""
+    x = np.arange(256, dtype=np.uint8).view(zp_dtype)  # byte b at index b
+    y = _run_alone(imp, node, op_type, inputs, {"x": x}, attrs, _DTYPES[np.dtype(zp_dtype)])
     # ONNX Runtime's uint8 values are the IR's int8 ones plus 128 (onnx_qdq._quant): input byte b of the
     # IR is the int8 value v = int8(b), i.e. ONNX Runtime's v + 128
     v = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int32)
@@ -136,5 +141,54 @@ def qlinear_concat(imp, node, ins, attrs):
     return [_Value(tuple(shape), tensor=out, nhwc=nhwc)]
 
 
-CONVERTERS = {"QLinearSigmoid": qlinear_unary, "QLinearLeakyRelu": qlinear_unary, "QLinearConcat": qlinear_concat}
-SUPPORTED = frozenset({"com.microsoft.QLinearSigmoid", "com.microsoft.QLinearLeakyRelu", "com.microsoft.QLinearConcat"})
+def qlinear_mul(imp, node, ins, attrs):
+    """ONNX Runtime's QLinearMul of two int8 activations of one shape: MC_QLINEAR_MUL_INT8
+    (ops/qlinear_mul.py), after checking its formula against ONNX Runtime on all 65,536 input pairs."""
+    from microcompiler.ops.qlinear_mul import QLINEAR_MUL_INT8, qlinear_mul_outputs
+
+    a, a_s, a_zp, b, b_s, b_zp, c_s, c_zp = (list(ins) + [None] * 8)[:8]
+    if a is None or b is None or a.const is not None or b.const is not None or a.shape != b.shape:
+        raise UnsupportedModelError(
+            f"{imp.where(node)}: QLinearMul of two activations of one shape only (not supported yet)"
+        )
+    a_q = onnx_qdq._quant(imp, node, a_s, a_zp, "first input")
+    b_q = onnx_qdq._quant(imp, node, b_s, b_zp, "second input")
+    onnx_qdq._int8_activation(imp, node, a, "first input", a_q)
+    onnx_qdq._int8_activation(imp, node, b, "second input", b_q)
+    y_q = onnx_qdq._quant(imp, node, c_s, c_zp, "output")
+    zp_dtype = _zp_dtype(a_zp)
+    pairs = np.arange(65536, dtype=np.uint32)
+    ua, ub = (pairs >> 8).astype(np.uint8), (pairs & 0xFF).astype(np.uint8)
+    zeros = [np.zeros((), zp_dtype) if v is None else v.const for v in (a_zp, b_zp, c_zp)]
+    inputs = ["a", a_s.const, zeros[0], "b", b_s.const, zeros[1], c_s.const, zeros[2]]
+    feeds = {"a": ua.view(zp_dtype), "b": ub.view(zp_dtype)}
+    theirs = _run_alone(imp, node, "QLinearMul", inputs, feeds, {}, _DTYPES[zp_dtype]).astype(np.int32)
+    shift = 128 if zp_dtype == np.uint8 else 0  # ONNX Runtime's uint8 values are the IR's int8 ones + 128
+    ia, ib = (u.view(zp_dtype).astype(np.int32) - shift for u in (ua, ub))
+    ours = qlinear_mul_outputs(ia, ib, a_q, b_q, y_q).astype(np.int32)
+    if not np.array_equal(ours, theirs - shift):
+        raise UnsupportedModelError(
+            f"{imp.where(node)}: this ONNX Runtime's QLinearMul computes otherwise than MLAS's x86 kernel "
+            "that microcompiler reproduces; not supported on this machine"
+        )
+    nhwc = len(a.shape) == 4 and (a.nhwc or b.nhwc)
+    sources = [imp.nhwc(v) if nhwc else imp.plain(v) for v in (a, b)]
+    shape = imp.tensors[sources[0]].shape
+    out = onnx_qdq._emit_int8(imp, QLINEAR_MUL_INT8, sources, shape, {}, node.output[0], y_q)
+    return [_Value(a.shape, tensor=out, nhwc=nhwc)]
+
+
+CONVERTERS = {
+    "QLinearSigmoid": qlinear_unary,
+    "QLinearLeakyRelu": qlinear_unary,
+    "QLinearConcat": qlinear_concat,
+    "QLinearMul": qlinear_mul,
+}
+SUPPORTED = frozenset(
+    {
+        "com.microsoft.QLinearSigmoid",
+        "com.microsoft.QLinearLeakyRelu",
+        "com.microsoft.QLinearConcat",
+        "com.microsoft.QLinearMul",
+    }
+)
