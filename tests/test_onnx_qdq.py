@@ -139,7 +139,7 @@ def test_unsupported_listed_at_once(tmp_path):
         load_tflite(qdq)
 
 
-@pytest.mark.parametrize("seed", [9, 11])
+@pytest.mark.parametrize("seed", [9, pytest.param(11, marks=pytest.mark.long)])
 def test_qlinear_mul(tmp_path, seed):
     """The Mul of two Convs (ONNX Runtime's QLinearMul): MC_QLINEAR_MUL_INT8, whose formula the importer
     checks against ONNX Runtime on all 65,536 input pairs; its bits on the model's outputs, zero points
@@ -269,9 +269,9 @@ def _depthwise_bn_model(rng, channels: int, multiplier: int, stride: int) -> onn
     "channels, multiplier, stride, features, variant, kernels",
     [
         (8, 1, 1, frozenset({"dsp"}), "planes", "fast"),
-        (8, 1, 2, frozenset({"dsp"}), "channels4", "fast"),
-        (8, 1, 1, frozenset(), "channels4", "fast"),
-        (3, 2, 1, frozenset({"dsp"}), None, "fast"),
+        pytest.param(8, 1, 2, frozenset({"dsp"}), "channels4", "fast", marks=pytest.mark.long),
+        pytest.param(8, 1, 1, frozenset(), "channels4", "fast", marks=pytest.mark.long),
+        pytest.param(3, 2, 1, frozenset({"dsp"}), None, "fast", marks=pytest.mark.long),
         (8, 1, 2, frozenset(), None, "reference"),
     ],
 )
@@ -301,7 +301,7 @@ def test_batchnorm_table_in_the_depthwise_epilogue(tmp_path, channels, multiplie
     _check_bits(lib, ours, theirs, f"depthwise + BatchNorm table ({kernel['variant']})")
 
 
-@pytest.mark.parametrize("name", ["ds_cnn", "dense_autoencoder"])
+@pytest.mark.parametrize("name", [pytest.param("ds_cnn", marks=pytest.mark.long), "dense_autoencoder"])
 def test_helium_kernels_with_onnx_runtime_requantization(tmp_path, name):
     """With Helium (features "mve") the QLinearConv/QLinearMatMul layers take the Helium kernels with
     ONNX Runtime's epilogue (kernel_mve_ort.h; here its portable C, the device runs VCVTN: the long
