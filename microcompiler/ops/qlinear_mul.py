@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from microcompiler.ops.base import OpKernel, register, require
-from microcompiler.ops.plan import REFERENCE, KernelPlan
+from microcompiler.ops.base import register
+from microcompiler.ops.qlinear_add import QLinearAddInt8
 from microcompiler.ops.quant import c_float
 
 QLINEAR_MUL_INT8 = "MC_QLINEAR_MUL_INT8"
@@ -40,27 +40,10 @@ def qlinear_mul_outputs(a: np.ndarray, b: np.ndarray, a_quant, b_quant, c_quant)
 
 
 @register
-class QLinearMulInt8(OpKernel):
+class QLinearMulInt8(QLinearAddInt8):
+    """QLinearAdd's checks, in-place inputs and plan (two int8 activations of one shape); its own C."""
+
     kinds = (QLINEAR_MUL_INT8,)
-    inputs = (2, 2)
-    types = ("int8",)
-    internal = True  # made by the ONNX importer, never read from a .tflite: not listed by `microcompiler ops`
-    input_roles = ("input1", "input2")
-
-    def check(self, op, graph):
-        a, b, y = (graph.tensors[i] for i in (*op.inputs, op.outputs[0]))
-        require(a.dtype == b.dtype == y.dtype == "int8", op, "int8 inputs and output")
-        require(tuple(a.shape) == tuple(b.shape) == tuple(y.shape), op, "the inputs and output have one shape")
-        require(all(t.quant is not None and not t.quant.per_channel for t in (a, b, y)), op, "per-tensor quantization")
-
-    def macs(self, op, graph):
-        return graph.tensors[op.outputs[0]].size
-
-    def inplace_inputs(self, op, graph):
-        return (0, 1)
-
-    def kernel_plan(self, op, graph, features=frozenset(), tuning=None):
-        return KernelPlan(REFERENCE)
 
     def emit(self, op, graph, ctx):
         a, b, y = (ctx.tensor(i) for i in (*op.inputs, op.outputs[0]))
