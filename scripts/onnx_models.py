@@ -148,6 +148,7 @@ def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
     import numpy as np
     import tensorflow as tf
 
+    out.mkdir(parents=True, exist_ok=True)
     for model_name, (model, shape) in models().items():
         rng = np.random.default_rng(36)  # as build(): the BatchNorm statistics, then the calibration
         for layer in model.layers:
@@ -161,7 +162,7 @@ def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
         calibration = rng.standard_normal((32, 1, *shape)).astype(np.float32)
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = lambda: ([c] for c in calibration)
+        converter.representative_dataset = lambda samples=calibration: ([c] for c in samples)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         converter.inference_input_type = tf.int8
         converter.inference_output_type = tf.int8
