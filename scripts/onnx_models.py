@@ -141,11 +141,43 @@ def build(out: Path, only: list[str] | None = None) -> None:
         print(f"wrote {float_path.name} and {name}_qdq_int8.onnx", file=sys.stderr)
 
 
+def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
+    """``<name>_int8_twin.tflite``: the same Keras model, weights and BatchNorm statistics as build() gives
+    it, converted by the TFLite converter to int8 (int8 input and output) with the same 32 calibration
+    samples: what the QDQ model's speed is compared with (docs/onnx.md, issue 36)."""
+    import numpy as np
+    import tensorflow as tf
+
+    out.mkdir(parents=True, exist_ok=True)
+    for model_name, (model, shape) in models().items():
+        rng = np.random.default_rng(36)  # as build(): the BatchNorm statistics, then the calibration
+        for layer in model.layers:
+            if isinstance(layer, tf.keras.layers.BatchNormalization):
+                n = layer.gamma.shape[0]
+                layer.set_weights(
+                    [rng.uniform(0.5, 1.5, n), rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), rng.uniform(0.5, 2, n)]
+                )
+        if model_name != name:
+            continue
+        calibration = rng.standard_normal((32, 1, *shape)).astype(np.float32)
+        converter = tf.lite.TFLiteConverter.from_keras_model(model)
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = lambda samples=calibration: ([c] for c in samples)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+        (out / f"{name}_int8_twin.tflite").write_bytes(converter.convert())
+        print(f"wrote {name}_int8_twin.tflite", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="where to create the TensorFlow venv")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build only these models (default: all)")
+    parser.add_argument(
+        "--tflite-twin", metavar="NAME", help="write only NAME's int8 TFLite twin (the speed comparison's)"
+    )
     args = parser.parse_args(argv)
     ensure_venv(
         args.venv,
@@ -154,7 +186,10 @@ def main(argv=None) -> int:
         __file__,
         env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""},
     )
-    build(args.out, args.only)
+    if args.tflite_twin:
+        tflite_twin(args.out, args.tflite_twin)
+    else:
+        build(args.out, args.only)
     return 0
 
 

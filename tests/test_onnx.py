@@ -187,6 +187,39 @@ def test_conv_bit_for_bit_onnxruntime(tmp_path):
     assert "CONV_2D" not in kinds and kinds.count("FULLY_CONNECTED") == 5, kinds
 
 
+def depthwise_chain_model(rng) -> onnx.ModelProto:
+    """Depthwise Convs ONNX Runtime runs with its NCHWc kernel or as a GEMM per group: 16 channels 3x3
+    with a fused Relu, 12 channels (NCHWc pads them to a block) 5x5 stride 2 with asymmetric pads, a depth
+    multiplier 2 over 5 channels without a bias, 1 channel (a plain Conv)."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[0, 0, 0, 0]),
+        helper.make_node("Conv", ["c2", "w3", "b3"], ["c3"], group=12, strides=[2, 2], pads=[1, 2, 2, 1]),
+        helper.make_node("Conv", ["c3", "w4"], ["c4"]),
+        helper.make_node("Conv", ["c4", "w5"], ["y"], group=5, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x1", "w6", "b6"], ["y1"], group=1, pads=[1, 1, 1, 1]),
+    ]
+    shapes = {"w1": (16, 1, 3, 3), "b1": (16,), "w2": (12, 16, 1, 1), "w3": (12, 1, 5, 5), "b3": (12,)}
+    shapes.update({"w4": (5, 12, 1, 1), "w5": (10, 1, 3, 3), "w6": (1, 1, 3, 3), "b6": (1,)})
+    inits = [const(rng, name, shape, 0.5) for name, shape in shapes.items()]
+    inputs = {"x": [1, 16, 12, 10], "x1": [1, 1, 7, 6]}
+    return model(nodes, inputs, {"y": [1, 10, 6, 5], "c3": [1, 12, 6, 5], "y1": [1, 1, 7, 6]}, inits)
+
+
+def test_depthwise_bit_for_bit_onnxruntime(tmp_path):
+    """A depthwise Conv is a fused multiply-add chain over its kernel from 0, then the bias (MLAS's
+    order, ``fma_chain``): ONNX Runtime's bits where its channels are a multiple of 4, one, or a depth
+    multiplier above 1 (docs/onnx.md; other channel counts stay within tolerance)."""
+    path = _save(depthwise_chain_model(np.random.default_rng(4)), tmp_path, "depthwise")
+    lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=2)
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        for name, g, t in zip(("y", "c3", "y1"), got, want):
+            assert_same_bits(g, t, f"{name}, input set {k}")
+    depthwise = [op for op in lib.graph.operators if op.kind == "DEPTHWISE_CONV_2D"]
+    assert len(depthwise) == 3 and all(op.options.get("fma_chain") for op in depthwise)
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547", "mps2_an385"])
 def test_on_boards_equal_to_host_and_onnxruntime(tmp_path, board):

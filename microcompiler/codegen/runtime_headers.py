@@ -19,12 +19,14 @@ HEADER_DIR = "include/microcompiler"
 EXECUTOR_HEADERS = ("status.h", "graph_executor.h")
 KERNEL_HEADERS = (
     "kernel_math.h",
+    "kernel_ort.h",
     "kernel_fixedpoint.h",
     "kernel_simd.h",
     "kernel_planes.h",
     "kernel_lanes.h",
     "kernel_portable.h",
     "kernel_s16.h",
+    "kernel_mve_ort.h",
     "kernel_mve.h",
     "kernel_mve_matmul.h",
     "kernel_mve_tables.h",

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from microcompiler.frontend.onnx_values import _out
+from microcompiler.frontend.onnx_values import _out, _Value
 
 NCHWC_BLOCK = 16  # MLAS's NCHWc block on AVX-512 (MlasNchwcGetBlockSize)
 POINTWISE_CHAIN = 128  # input channels per pointwise kernel call
@@ -45,6 +45,14 @@ def mlas_order(c: int, kh: int, kw: int) -> tuple[list[tuple[int, int, int]], in
         for ch in range(c0, c0 + NCHWC_BLOCK)
     ]
     return terms, kh * kw * NCHWC_BLOCK
+
+
+def mlas_chain_channels(c: int, kh: int, kw: int) -> int:
+    """The input channels of one fused multiply-add chain in mlas_order (for CONV_2D's ``fma_blocks``):
+    each chain runs over (kernel row, kernel column, channel of its block)."""
+    if kh == kw == 1 and c >= NCHWC_BLOCK:
+        return POINTWISE_CHAIN
+    return 1 if c < NCHWC_BLOCK else NCHWC_BLOCK
 
 
 def exact_conv(imp: Any, node: Any, x: Any, w: np.ndarray, bias: np.ndarray | None, geometry: dict) -> Any:
@@ -85,3 +93,71 @@ def exact_conv(imp: Any, node: Any, x: Any, w: np.ndarray, bias: np.ndarray | No
         rows = imp.emit("ADD", [rows, imp.const(bias.reshape(m), "bias")], (oh * ow, m), add, name + "_bias")
     shape = (1, m, oh, ow)
     return _out(imp, "RESHAPE", [rows, imp.shape_const((1, oh, ow, m))], shape, {}, node, True)
+
+
+def _fold_shape(c: np.ndarray, w: np.ndarray, allow_scalar: bool) -> np.ndarray | None:
+    """A Mul/Add constant ONNX Runtime's ConvMulFusion/ConvAddFusion folds into a Conv with weights
+    ``w`` [M, ...]: one value per output channel as [M, 1, 1] or [1, M, 1, 1] (or a scalar for Mul),
+    as an [M] vector (a scalar stays 0-D); None when its shape is not one of those."""
+    if c.ndim == 0:
+        return c if allow_scalar else None
+    axis = {w.ndim: 1, w.ndim - 1: 0}.get(c.ndim)
+    if axis is None or c.shape[axis] != w.shape[0] or any(d != 1 for i, d in enumerate(c.shape) if i != axis):
+        return None
+    return c.reshape(-1)
+
+
+def fold_conv_mul_add(imp) -> None:
+    """Fold a Mul, then an Add, by per-channel constants (tf2onnx's BatchNormalization after a depthwise
+    Conv) into the float Conv before it, as ONNX Runtime's ConvMulFusion and ConvAddFusion do (its
+    default session runs them): the Conv's only reader, the constant its second input; weights times the
+    Mul's constant and bias times it, then bias plus the Add's, each in float32. The folded node becomes
+    the Conv's output (the Conv takes its output name)."""
+    g = imp.model.graph
+    nodes = list(g.node)
+    outputs = {o.name for o in g.output}
+    producer = {o: n for n in nodes for o in n.output}
+    dropped: set[int] = set()
+    for node in nodes:
+        if node.op_type not in ("Mul", "Add") or len(node.input) != 2 or node.domain not in ("", "ai.onnx"):
+            continue
+        conv = producer.get(node.input[0])
+        if conv is None or conv.op_type != "Conv" or conv.output[0] in outputs or id(conv) in dropped:
+            continue
+        if imp.readers.get(conv.output[0], 0) != 1 or node.input[1] == node.input[0]:
+            continue
+        const = imp.values.get(node.input[1])
+        params = [imp.values.get(i) for i in conv.input[1:]]
+        if const is None or const.const is None or any(v is None or v.const is None for v in params):
+            continue
+        w = params[0].const
+        c = const.const
+        if w.dtype != np.float32 or c.dtype != np.float32 or w.ndim <= 2:
+            continue
+        c = _fold_shape(c, w, node.op_type == "Mul")
+        b = params[1].const if len(params) > 1 else None
+        if c is None or (b is not None and (b.dtype != np.float32 or b.shape != (w.shape[0],))):
+            continue
+        name = f"{conv.output[0]}_{node.op_type.lower()}_folded"
+        if node.op_type == "Mul":
+            scale = np.broadcast_to(c, (w.shape[0],)).reshape((-1,) + (1,) * (w.ndim - 1))
+            imp.values[name + "_w"] = _Value(w.shape, (w * scale).astype(np.float32))
+            conv.input[1] = name + "_w"
+            if b is not None:
+                imp.values[name + "_b"] = _Value(b.shape, (b * c).astype(np.float32))
+                conv.input[2] = name + "_b"
+        else:
+            new_b = (b + c).astype(np.float32) if b is not None else np.ascontiguousarray(c, np.float32)
+            imp.values[name + "_b"] = _Value(new_b.shape, new_b)
+            if len(conv.input) > 2:
+                conv.input[2] = name + "_b"
+            else:
+                conv.input.append(name + "_b")
+        imp.readers[conv.output[0]] = 0
+        conv.output[0] = node.output[0]
+        producer[node.output[0]] = conv
+        dropped.add(id(node))
+    if dropped:
+        kept = [n for n in nodes if id(n) not in dropped]
+        del g.node[:]
+        g.node.extend(kept)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import ModelFormatError, UnsupportedModelError, printable
-from microcompiler.frontend import onnx_layers, onnx_qdq, onnx_qdq_tables
+from microcompiler.frontend import onnx_conv, onnx_layers, onnx_qdq, onnx_qdq_tables
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import (
     check_operators,
@@ -81,6 +81,7 @@ class _Importer:
         for o in g.output:
             self.readers[o.name] = self.readers.get(o.name, 0) + 1
         onnx_layers.fold_batch_norms(self)
+        onnx_conv.fold_conv_mul_add(self)
         for k, node in enumerate(g.node):
             self.node_index = k
             self.convert(node)

@@ -105,12 +105,16 @@ def conv(imp, node, ins, attrs):
     options.update(dilation_h=dilations[0], dilation_w=dilations[1])
     b = imp.const(bias, "bias") if bias is not None else -1
     shape = (x.shape[0], m, out[0], out[1])
-    if group == 1:
+    if group == 1:  # patches too large: the CONV_2D reference loop in ONNX Runtime's order (onnx_conv.py)
         weights = imp.const(np.transpose(w, (0, 2, 3, 1)), "weights")
+        options["fma_blocks"] = onnx_conv.mlas_chain_channels(c, kh, kw)
         return [_out(imp, "CONV_2D", [source, weights, b], shape, options, node, True)]
     if group == c:  # depthwise: [C*M, 1, kh, kw] -> [1, kh, kw, C*M]
         weights = imp.const(np.transpose(w, (1, 2, 3, 0)), "weights")
         options = dict(options, depth_multiplier=m // c)
+        if m > c or c % 4 == 0 or c == 1:  # ONNX Runtime's order where it is known (docs/onnx.md): per
+            # output a fused multiply-add chain over the kernel rows and columns from 0, then the bias
+            options["fma_chain"] = 1
         return [_out(imp, "DEPTHWISE_CONV_2D", [source, weights, b], shape, options, node, True)]
     raise UnsupportedModelError(
         f"{imp.where(node)} is a grouped convolution (group={group}, {c} input channels); microcompiler imports "
@@ -251,11 +255,12 @@ def softmax(imp, node, ins, attrs):
     x = ins[0]
     imp.float_input(x, node)
     axis = int(attrs.get("axis", -1)) % len(x.shape)
+    options = {"beta": 1.0, "ort_softmax": True}  # MLAS's exp and summation order (ops/softmax_logistic.py)
     if x.nhwc and axis == 1:
-        return [_out(imp, "SOFTMAX", [imp.nhwc(x)], x.shape, {"beta": 1.0}, node, True)]
+        return [_out(imp, "SOFTMAX", [imp.nhwc(x)], x.shape, options, node, True)]
     if axis != len(x.shape) - 1:
         raise UnsupportedModelError(f"{imp.where(node)}: Softmax over axis {axis} (not the last) is not supported")
-    return [_out(imp, "SOFTMAX", [imp.plain(x)], x.shape, {"beta": 1.0}, node, False)]
+    return [_out(imp, "SOFTMAX", [imp.plain(x)], x.shape, options, node, False)]
 
 
 def reshape(imp, node, ins, attrs):

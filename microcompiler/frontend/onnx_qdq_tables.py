@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
-from microcompiler.frontend import onnx_layers, onnx_qdq
+from microcompiler.frontend import onnx_layers, onnx_qdq, onnx_qdq_more
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Operator
+from microcompiler.ops.requant_float import POST_TABLE_INPUT, float_requant, has_post_table
 from microcompiler.ops.table_channels import TABLE_CHANNELS_INT8
 
 QTABLE = "MicrocompilerQTable"
@@ -164,22 +165,29 @@ def qtable(imp, node, ins, attrs):
     nhwc = per_channel or x.nhwc
     what = f"QuantizeLinear({function}(DequantizeLinear(x), c))"
     before = imp.operators[-1] if imp.operators else None
-    if (
-        before is not None
-        and before.kind == TABLE_CHANNELS_INT8
-        and before.outputs[0] == source
-        and imp.readers.get(node.input[0], 0) == 1
-    ):
-        first = imp.tensors[before.inputs[1]].data
+    alone = before is not None and before.outputs[0] == source and imp.readers.get(node.input[0], 0) == 1
+    earlier = _earlier_table(before) if alone and before is not None else None
+    if earlier is not None and before is not None:  # compose with the table before (a Mul's, then this Add's)
+        first = imp.tensors[earlier].data
         if first.shape[0] in (1, tables.shape[0]) or tables.shape[0] == 1:
             channels = max(first.shape[0], tables.shape[0])
             a = np.broadcast_to(first, (channels, 256)).astype(np.uint8).astype(np.int64)
             b = np.broadcast_to(tables, (channels, 256))
             composed = np.take_along_axis(b, a, axis=1).astype(np.int8)
-            imp.tensors[before.inputs[1]].data = np.ascontiguousarray(composed)
-            imp.tensors[before.inputs[1]].shape = composed.shape
+            imp.tensors[earlier].data = np.ascontiguousarray(composed)
+            imp.tensors[earlier].shape = composed.shape
             imp.tensors[source].quant = y_q
-            before.options["functions"] = f"{before.options['functions']} then {what}"
+            if before.kind == TABLE_CHANNELS_INT8:
+                before.options["functions"] = f"{before.options['functions']} then {what}"
+            return [_Value(x.shape, tensor=source, nhwc=nhwc)]
+    if before is not None and alone and (per_channel or (c.size == 1 and x.nhwc)):
+        channels = imp.tensors[source].shape[-1]
+        if _post_table_fits(before, channels):  # the layer's epilogue looks the table up (ops/requant_float.py)
+            full = np.ascontiguousarray(np.broadcast_to(tables, (channels, 256)))
+            lut = imp.add_tensor(f"post_table_{len(imp.tensors)}", full.shape, "int8", full)
+            imp.tensors[lut].quant = imp.tensors[source].quant  # the requantization's own output
+            before.inputs.append(lut)
+            imp.tensors[source].quant = y_q
             return [_Value(x.shape, tensor=source, nhwc=nhwc)]
     lut = imp.add_tensor(f"tables_{len(imp.tensors)}", tables.shape, "int8", np.ascontiguousarray(tables))
     out = onnx_qdq._int8_tensor(imp, node.output[0], imp.tensors[source].shape, y_q)
@@ -187,6 +195,26 @@ def qtable(imp, node, ins, attrs):
     return [_Value(x.shape, tensor=out, nhwc=nhwc)]
 
 
+def _earlier_table(op) -> int | None:
+    """The index of the table tensor ``op`` ends with: a MC_TABLE_CHANNELS_INT8's, or a layer's post table."""
+    if op.kind == TABLE_CHANNELS_INT8:
+        return op.inputs[1]
+    return op.inputs[POST_TABLE_INPUT] if has_post_table(op) else None
+
+
+def _post_table_fits(op, channels: int) -> bool:
+    """An int8 depthwise QLinearConv (ONNX Runtime's requantization, no fused activation, no post table
+    yet) whose epilogue can apply a [channels, 256] table (tf2onnx's BatchNorm after it)."""
+    return (
+        op.kind == "DEPTHWISE_CONV_2D"
+        and float_requant(op)
+        and not has_post_table(op)
+        and len(op.inputs) == POST_TABLE_INPUT
+        and op.options.get("activation") == "NONE"
+        and channels * 256 <= TABLE_BUDGET
+    )
+
+
 # the QDQ importer's converters, the tables' included (onnx_import.py)
-CONVERTERS = {**onnx_qdq.CONVERTERS, QTABLE: qtable, QPAD: qpad}
-SUPPORTED = onnx_qdq.SUPPORTED | {QTABLE, QPAD}
+CONVERTERS = {**onnx_qdq.CONVERTERS, **onnx_qdq_more.CONVERTERS, QTABLE: qtable, QPAD: qpad}
+SUPPORTED = onnx_qdq.SUPPORTED | onnx_qdq_more.SUPPORTED | {QTABLE, QPAD}

@@ -249,9 +249,10 @@ class EmitContext:
 
     def render(self, template: str, **values) -> str:
         if "ort_requant" not in values:  # _requant.j2: ONNX Runtime's requantization (ops/requant_float.py)
-            from microcompiler.ops.requant_float import requant_function
+            from microcompiler.ops.requant_float import post_table_const, requant_function
 
             values["ort_requant"] = requant_function(self.op, self.tensor)
+            values.setdefault("ort_table", post_table_const(self) if values["ort_requant"] else None)
         return render(template, **values)
 
     def scratch(self, nbytes: int) -> str:

@@ -44,7 +44,7 @@ from microcompiler.ops.fast import conv_2d_pointwise as pointwise
 from microcompiler.ops.fast import conv_2d_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.plan import REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
-from microcompiler.ops.requant_float import float_requant, is_mve
+from microcompiler.ops.requant_float import float_requant
 
 
 def _one_group(r: PlanRequest) -> bool:
@@ -56,8 +56,9 @@ def _constant(r: PlanRequest) -> bool:
 
 
 def float_blocks_fits(r: PlanRequest) -> bool:
-    """float32, one group, constant weights, on a core with an FPU."""
-    return r.dtype == "float32" and r.fpu and _one_group(r) and _constant(r)
+    """float32, one group, constant weights, on a core with an FPU; not ONNX Runtime's fused
+    multiply-add order (``fma_blocks``, set by the ONNX importer: the reference loop computes it)."""
+    return r.dtype == "float32" and r.fpu and _one_group(r) and _constant(r) and not r.op.options.get("fma_blocks")
 
 
 def helium_fits(r: PlanRequest) -> bool:
@@ -224,8 +225,6 @@ class Conv2D(OpKernel):
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
-        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
-            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
         return plan
 
     def emit(self, op, graph, ctx):
@@ -265,6 +264,7 @@ class Conv2D(OpKernel):
         if x.dtype == "float32":
             return ctx.render(
                 "conv_2d_float.c.j2",
+                fma_blocks=int(op.options.get("fma_blocks", 0)) if groups == 1 else 0,
                 bias=ctx.arg(op.inputs[2]) if bias is not None else None,
                 **float_values(op),
                 **values,

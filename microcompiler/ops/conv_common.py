@@ -19,7 +19,14 @@ from microcompiler.ops.quant import (
     conv_multipliers,
     float_activation_range,
 )
-from microcompiler.ops.requant_float import float_requant, requant_function, scale_expr
+from microcompiler.ops.requant_float import (
+    float_requant,
+    has_post_table,
+    requant_function,
+    requant_output,
+    scale_bits,
+    scale_expr,
+)
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 INT32_MAX = 2**31 - 1
@@ -28,10 +35,24 @@ INT32_MAX = 2**31 - 1
 def check_common(op, graph, weight_channel_axis: int) -> None:
     """Checks shared by CONV_2D and DEPTHWISE_CONV_2D (shapes, options, quantization, bias)."""
     o = op.options
+    post = op.kind == "DEPTHWISE_CONV_2D" and has_post_table(op)  # ops/requant_float.py (ONNX QDQ)
     require(
-        len(op.inputs) in (2, 3) and len(op.outputs) == 1, op, "expects input, weights, optional bias and one output"
+        (len(op.inputs) in (2, 3) or post) and len(op.outputs) == 1,
+        op,
+        "expects input, weights, optional bias and one output",
     )
     x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    if post:
+        t = graph.tensors[op.inputs[3]]
+        require(
+            float_requant(op)
+            and t.is_constant
+            and t.dtype == x.dtype == "int8"
+            and t.quant is not None
+            and tuple(t.shape) == (y.shape[-1], 256),
+            op,
+            "a post table needs ONNX Runtime's requantization, int8 and a constant int8 [channels, 256] table",
+        )
     require(
         len(x.shape) == 4 and len(w.shape) == 4 and len(y.shape) == 4,
         op,
@@ -208,7 +229,8 @@ def quant_values(op, graph, ctx, taps: int, bias_c: str | None) -> dict:
     out_c = y.shape[3]
     mult, shift = conv_multipliers(x, w, y, out_c)
     if float_requant(op):  # ONNX Runtime's requantization: the zero point is added inside mc_requant_float
-        requant = (scale_expr(ctx, x, w, y, out_c, "oc"), str(int(y.quant.zero_point[0])))
+        yq = requant_output(op, ctx.tensor, y)  # the post table's quantization where it has one
+        requant = (scale_expr(ctx, x, w, yq, out_c, "oc"), str(int(yq.quant.zero_point[0])))
     elif len(set(zip(mult.tolist(), shift.tolist()))) == 1:
         requant = (str(int(mult[0])), str(int(shift[0])))
     else:
@@ -285,6 +307,7 @@ class RequantizedLayer:
     input_c: str
     output_c: str
     describe: str
+    ort: bool = False  # ONNX Runtime's requantization: mult holds the float32 scales' bits, shift zeros
 
 
 def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> RequantizedLayer:
@@ -292,6 +315,10 @@ def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> 
     (int64, per output channel) and its (multipliers, shifts)."""
     x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
     mult, shift = multipliers
+    ort = float_requant(op)
+    if ort:  # ONNX Runtime's requantization (ops/requant_float.py; kernel_mve_ort.h)
+        mult = scale_bits(op, x, ctx.tensor(op.inputs[1]), y, len(bias))
+        shift = np.zeros(len(bias), np.int32)
     return RequantizedLayer(
         bias=bias,
         x_zp=int(x.quant.zero_point[0]),
@@ -302,6 +329,7 @@ def requantized_layer(op, ctx, bias: np.ndarray, multipliers, describe: str) -> 
         input_c=ctx.arg(op.inputs[0]),
         output_c=ctx.arg(op.outputs[0]),
         describe=describe,
+        ort=ort,
     )
 
 

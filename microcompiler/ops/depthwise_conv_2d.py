@@ -30,7 +30,7 @@ from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
-from microcompiler.ops.requant_float import float_requant, is_mve
+from microcompiler.ops.requant_float import float_requant, has_post_table, is_mve
 
 
 def _multiplier(r: PlanRequest) -> int:
@@ -52,8 +52,15 @@ def written_in_place(r: PlanRequest) -> bool:
 
 
 def float_channels4_fits(r: PlanRequest) -> bool:
-    """float32, constant weights, an FPU, no channel table."""
-    return r.dtype == "float32" and r.fpu and constant_parameters(r.op, r.graph) and not reads_channel_table(r)
+    """float32, constant weights, an FPU, no channel table; not ONNX Runtime's fused multiply-add chain
+    (``fma_chain``, set by the ONNX importer: the reference loop computes it)."""
+    return (
+        r.dtype == "float32"
+        and r.fpu
+        and constant_parameters(r.op, r.graph)
+        and not reads_channel_table(r)
+        and not r.op.options.get("fma_chain")
+    )
 
 
 def int16_pairs_fits(r: PlanRequest) -> bool:
@@ -136,8 +143,8 @@ CHOICES = (
 @register
 class DepthwiseConv2D(OpKernel):
     kinds = ("DEPTHWISE_CONV_2D",)
-    input_roles = ("input", "filter", "bias")
-    inputs = (2, 3)
+    input_roles = ("input", "filter", "bias", "post_table")  # post_table: ops/requant_float.py (ONNX QDQ)
+    inputs = (2, 4)
     type_notes = (
         "int8 and int16 activations with int8 or packed int4 per-channel weights; weights and bias "
         "constant or activations"
@@ -226,8 +233,8 @@ class DepthwiseConv2D(OpKernel):
         ``input_channels``. float32 with constant weights on a core with an FPU (and no input_channels
         table): float-channels4 (ops/fast/depthwise_conv_2d_float_channels4.py); else the reference loop nest."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
-        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
-            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
+        if has_post_table(op) and is_mve(plan):  # no post table in the Helium epilogue: the DSP kernels
+            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))
         return plan
 
     def emit(self, op, graph, ctx):
@@ -267,6 +274,7 @@ class DepthwiseConv2D(OpKernel):
         if x.dtype == "float32":
             return ctx.render(
                 "depthwise_conv_2d_float.c.j2",
+                fma_chain=bool(op.options.get("fma_chain")),
                 bias=ctx.arg(op.inputs[2]) if bias is not None else None,
                 **float_values(op),
                 **values,

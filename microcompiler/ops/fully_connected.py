@@ -24,7 +24,7 @@ from microcompiler.ops.quant import (
     quantize_multiplier,
     quantize_multipliers,
 )
-from microcompiler.ops.requant_float import float_requant, is_mve, requant_function, scale_expr
+from microcompiler.ops.requant_float import float_requant, requant_function, scale_expr
 
 
 @register
@@ -125,8 +125,6 @@ class FullyConnected(OpKernel):
         float32 with constant weights on a core with an FPU: float-rows4
         (ops/fast/fully_connected_float_rows4.py). Otherwise the reference loop."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))
-        if float_requant(op) and is_mve(plan):  # no Helium epilogue for ONNX Runtime's requantization yet:
-            plan = choose(CHOICES, PlanRequest(op, graph, features - {"mve"}, tuning or {}))  # the DSP kernels
         return plan
 
     def _folded(self, op, graph):

@@ -107,6 +107,7 @@ class Quantize(OpKernel):
                 lo=c_float(type_min - out_zp),
                 hi=c_float(type_max - out_zp),
                 offset=offset_term(out_zp),
+                zero_point=int(out_zp),
                 **values,
             )
         if x.dtype == "float32":

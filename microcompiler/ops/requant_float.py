@@ -50,7 +50,7 @@ def scale_expr(ctx, x, w, y, channels: int, index: str) -> str:
     return f"{name}[{index}]"
 
 
-UNCLAMPED_LIMIT = 2.0**21  # |acc * scale| below this: mc_requant_float_nc (no float clamp) is exact
+UNCLAMPED_LIMIT = 2.0**20  # |acc * scale| below this: mc_requant_float_nc (no float clamp) is exact
 
 
 def requant_function(op, tensor) -> str | None:
@@ -60,7 +60,8 @@ def requant_function(op, tensor) -> str | None:
     maps a tensor index to the Tensor (the OpContext's or the graph's)."""
     if not float_requant(op):
         return None
-    x, w, y = tensor(op.inputs[0]), tensor(op.inputs[1]), tensor(op.outputs[0])
+    x, w = tensor(op.inputs[0]), tensor(op.inputs[1])
+    y = requant_output(op, tensor, tensor(op.outputs[0]))
     if w.data is None:
         return "mc_requant_float"
     weights = np.abs(w.data.astype(np.float64))
@@ -83,17 +84,64 @@ def scale_bits(op, x, w, y, channels: int) -> np.ndarray:
 
 
 def ort_requant_table(op, x, w, y, channels: int):
-    """For the fast kernels: (False, scale bits, zeros, zeros) in place of packing.requant_table's
+    """For the fast kernels: (False, scale bits, c, zeros) in place of packing.requant_table's
     (fast, c, r) and the TFLM multipliers when ``op`` requantizes as ONNX Runtime does, else None.
-    The kernels then take their "reference" epilogue, which _requant.j2 turns into mc_requant_float."""
+    The kernels then take their "reference" epilogue, which _requant.j2 turns into mc_requant_float.
+    ``c`` (the TFLM shift's slot, unused by that epilogue) is 0, or with a post table (below) the
+    channel's offset in it: ``256 * channel + 128``. ``y`` is requant_output's tensor."""
     if op is None or not float_requant(op):
         return None
     zeros = np.zeros(channels, np.int32)
-    return False, scale_bits(op, x, w, y, channels), zeros, zeros.copy()
+    c = np.arange(channels, dtype=np.int32) * 256 + 128 if has_post_table(op) else zeros.copy()
+    return False, scale_bits(op, x, w, y, channels), c, zeros
+
+
+# A post table (ONNX Runtime's float leftovers after a QLinearConv, frontend/onnx_qdq_tables.py):
+# input 3 of an int8 DEPTHWISE_CONV_2D requantizing as ONNX Runtime does, int8 [channels, 256]:
+# output = table[channel][requantized as unsigned byte], then the fused activation. The table tensor's
+# ``quant`` is the requantization's own output quantization (QLinearConv's y scale and zero point);
+# the operator's output tensor has the table's output quantization.
+POST_TABLE_INPUT = 3
+
+
+def has_post_table(op) -> bool:
+    return op is not None and len(op.inputs) > POST_TABLE_INPUT and op.inputs[POST_TABLE_INPUT] >= 0
+
+
+def requant_output(op, tensor, y):
+    """The tensor whose quantization the requantization targets: the post table's (whose ``quant`` is
+    the requantized value's) when ``op`` has one, else the output ``y``. ``tensor``: index -> Tensor."""
+    return tensor(op.inputs[POST_TABLE_INPUT]) if has_post_table(op) else y
+
+
+def post_table_values(table: np.ndarray) -> np.ndarray:
+    """The [channels, 256] table (indexed by the unsigned byte) reordered for a signed index: entry
+    ``128 + v`` holds the result for the int8 value v, so ``t[256 * c + 128 + v]``."""
+    return np.ascontiguousarray(np.roll(np.asarray(table, np.int8), 128, axis=1))
+
+
+def post_table_const(ctx) -> str | None:
+    """The C name of ``ctx.op``'s post table in signed order (post_table_values), once per operator
+    context; None without one (or without ONNX Runtime's requantization)."""
+    op = ctx.op
+    if not (float_requant(op) and has_post_table(op)):
+        return None
+    name = getattr(ctx, "_post_table_name", None)
+    if name is None:
+        t = ctx.tensor(op.inputs[POST_TABLE_INPUT])
+        name = ctx.const(
+            "post_table",
+            post_table_values(t.data).reshape(-1),
+            comment=f"per output channel [{t.shape[0]}] 256 int8 results of the float operators ONNX Runtime "
+            "runs after this layer, entry 128 + v for the requantized value v",
+        )
+        ctx._post_table_name = name
+    return name
 
 
 def is_mve(plan) -> bool:
-    """A Helium (Cortex-M55) kernel: its vector epilogue has no ONNX Runtime requantization yet."""
+    """A Helium (Cortex-M55) kernel: its epilogue has ONNX Runtime's requantization (kernel_mve_ort.h) but
+    no post table."""
     return plan.variant.name.startswith("mve")
 
 

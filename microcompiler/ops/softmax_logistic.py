@@ -332,6 +332,8 @@ class Softmax(OpKernel):
         outer, depth = _outer_and_depth(x.shape)
         beta = float(op.options.get("beta", 1.0))
         values = dict(outer=outer, depth=depth, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32" and op.options.get(ORT_SOFTMAX) and beta == 1.0:  # ONNX Runtime's (kernel_ort.h)
+            return ctx.render("softmax_ort_float.c.j2", **values)
         if x.dtype == "float32":
             return ctx.render("softmax_float.c.j2", beta=c_float(beta), **values)
         if op.options.get(ORT_SOFTMAX):

@@ -73,6 +73,29 @@ static inline int32_t mc_round_even_clamped(float v, float lo, float hi) {
   return (int32_t)((v + 12582912.0f) - 12582912.0f);
 }
 
+/* ONNX Runtime's QuantizeLinear to int8 (MLAS): x / scale in float32, clamped to [-128 - zp, 127 - zp]
+   (a NaN to the lower bound, as MLAS's max/min do), rounded half to even, plus zp. With a single
+   precision FPU and the DSP extension: VCVTR rounds by FPSCR's mode (round to nearest even, the
+   reset value, which nothing here changes) and saturates, so the clamp can follow the rounding on
+   integers (rounding is monotone, the bounds are integers): QADD of the zero point, SSAT. */
+#if defined(__GNUC__) && defined(__ARM_FP) && (__ARM_FP & 4) && defined(__ARM_FEATURE_DSP) && !defined(__aarch64__)
+static inline int32_t mc_quantize_even_s8(float x, float scale, int32_t zero_point) {
+  const float q = x / scale;
+  float r;
+  int32_t i;
+  if (q != q) return -128;
+  __asm__("vcvtr.s32.f32 %0, %1" : "=t"(r) : "t"(q));
+  __asm__("vmov %0, %1" : "=r"(i) : "t"(r));
+  if (zero_point != 0) __asm__("qadd %0, %1, %2" : "=r"(i) : "r"(i), "r"(zero_point));
+  __asm__("ssat %0, #8, %1" : "=r"(i) : "r"(i));
+  return i;
+}
+#else
+static inline int32_t mc_quantize_even_s8(float x, float scale, int32_t zero_point) {
+  return mc_round_even_clamped(x / scale, (float)(-128 - zero_point), (float)(127 - zero_point)) + zero_point;
+}
+#endif
+
 /* ONNX Runtime's int8 requantization (QLinearConv, QLinearMatMul; docs/onnx.md): the int32 sum
    converted to float32, times the float32 scale (input scale * weight scale / output scale),
    clamped to the int8 range less the zero point, rounded half to even, plus the zero point. */
@@ -92,16 +115,22 @@ static inline int32_t mc_requant_float(int32_t acc, float scale, int32_t zero_po
 #define MC_F32_ROUNDED(v) ((void)0)
 #endif
 
-/* mc_requant_float without the float clamp, where the compiler proved |acc * scale| < 2^21 (the
+/* mc_requant_float without the float clamp, where the compiler proved |acc * scale| < 2^20 (the
    accumulator's bound from the weights and bias, ops/requant_float.py): the product plus 1.5 * 2^23
-   has the rounded integer in its low mantissa bits (MLAS's own trick), the zero point folded into the
-   bias subtracted; the caller saturates to int8 as ONNX Runtime's clamp does. */
+   has the rounded integer n in its low mantissa bits (MLAS's own trick); their low 22 bits, sign
+   extended (one SBFX), are n. An even zero point is added in the same float addition (1.5 * 2^23 + zp
+   is exact, and ties still round to even: zp does not change the parity), an odd one after it. The
+   caller saturates to int8 as ONNX Runtime's clamp does. */
 static inline int32_t mc_requant_float_nc(int32_t acc, float scale, int32_t zero_point) {
   union { float f; uint32_t u; } v;
   float product = (float)acc * scale;
   MC_F32_ROUNDED(product);
+  if ((zero_point & 1) == 0) {
+    v.f = product + (12582912.0f + (float)zero_point);
+    return (int32_t)(v.u << 10) >> 10;
+  }
   v.f = product + 12582912.0f;
-  return (int32_t)(v.u - (0x4B400000u - (uint32_t)zero_point));
+  return ((int32_t)(v.u << 10) >> 10) + zero_point;
 }
 
 /* The 64-bit accumulator variant used by int16 activations (16x8 kernels). */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "microcompiler/kernel_math.h"
+#include "microcompiler/kernel_mve_ort.h" /* ONNX Runtime's requantization (general == MC_MVE_ORT_REQUANT) */
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(MC_NO_MVE)
 #define MC_MVE 1
@@ -71,6 +72,7 @@ static MC_MVE_INLINE mc_v4 mc_v4_load(const int32_t* p) {
  * keeps the sign bit only then). */
 static MC_MVE_INLINE mc_v4 mc_v4_requant(mc_v4 acc, const int32_t* q, int general) {
 #if MC_MVE
+  if (general == MC_MVE_ORT_REQUANT) return mc_ort_requant_x4(acc, q + MC_MVE_BIAS, q + MC_MVE_MULT);
   const int32x4_t nr = vldrwq_s32(q + MC_MVE_NRSHIFT);
   int32x4_t x = vaddq_s32(acc, vldrwq_s32(q + MC_MVE_BIAS));
   if (general) x = vshlq_s32(x, vldrwq_s32(q + MC_MVE_LSHIFT));
@@ -81,10 +83,11 @@ static MC_MVE_INLINE mc_v4 mc_v4_requant(mc_v4 acc, const int32_t* q, int genera
   return vrshlq_s32(x, nr);
 #else
   int i;
-  (void)general;
   for (i = 0; i < 4; ++i) {
     const int32_t a = (int32_t)((uint32_t)acc.v[i] + (uint32_t)q[MC_MVE_BIAS + i]);
-    acc.v[i] = mc_requantize(a, q[MC_MVE_MULT + i], q[MC_MVE_LSHIFT + i] + q[MC_MVE_NRSHIFT + i]);
+    acc.v[i] = general == MC_MVE_ORT_REQUANT
+                   ? mc_ort_requant_lane(acc.v[i], q[MC_MVE_BIAS + i], q[MC_MVE_MULT + i])
+                   : mc_requantize(a, q[MC_MVE_MULT + i], q[MC_MVE_LSHIFT + i] + q[MC_MVE_NRSHIFT + i]);
   }
   return acc;
 #endif
@@ -246,8 +249,9 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
     const int32_t* r = q + MC_MVE_RECORD * MC_DW16_GROUP(ch);
     const int i = MC_DW16_LANE(ch);
     const int32_t acc = (int32_t)((uint32_t)s->v[ch] + (uint32_t)r[MC_MVE_BIAS + i]);
-    const int32_t v = mc_requantize(acc, r[MC_MVE_MULT + i], r[MC_MVE_LSHIFT + i] + r[MC_MVE_NRSHIFT + i]) + zp;
-    (void)general;
+    const int32_t v = (general == MC_MVE_ORT_REQUANT ? mc_ort_requant_lane(s->v[ch], r[MC_MVE_BIAS + i], r[MC_MVE_MULT + i])
+                                                     : mc_requantize(acc, r[MC_MVE_MULT + i], r[MC_MVE_LSHIFT + i] + r[MC_MVE_NRSHIFT + i])) +
+                      zp;
     dst[ch] = (int8_t)MC_CLAMP(v, lo, hi);
   }
 #endif

@@ -12,7 +12,7 @@ from microcompiler.ops.conv_common import bias_tensor, geometry
 from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import Variant
 from microcompiler.ops.quant import activation_range, conv_multipliers
-from microcompiler.ops.requant_float import ort_requant_table
+from microcompiler.ops.requant_float import ort_requant_table, requant_output
 
 CHANNELS4 = Variant("channels4", ("kernel_simd.h",))
 
@@ -26,9 +26,10 @@ def emit_channels4(op, graph, ctx, plan) -> str:
     b = bias.data.astype(np.int64) if bias is not None else np.zeros(g.out_c, np.int64)
     folded = b - zp * w_taps.astype(np.int64).sum(axis=0)
     mult, shift = conv_multipliers(x, w, y, g.out_c)
-    y_zp = int(y.quant.zero_point[0])
+    yq = requant_output(op, ctx.tensor, y)  # the post table's quantization where it has one
+    y_zp = int(yq.quant.zero_point[0])
     is_fast, c, r = fast.requant_table(mult, shift, y_zp, fast.acc_bounds(b, w_taps.T))
-    ort = ort_requant_table(op, x, w, y, g.out_c)
+    ort = ort_requant_table(op, x, w, yq, g.out_c)
     if ort is not None:  # ONNX Runtime's requantization: the reference epilogue, float scales as bits
         is_fast, mult, c, r = ort
     ctx.note(requant="smmlar" if is_fast else "reference")

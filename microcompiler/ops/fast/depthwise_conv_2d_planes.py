@@ -24,6 +24,7 @@ from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.features import has_dsp
 from microcompiler.ops.plan import KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import activation_range
+from microcompiler.ops.requant_float import requant_output
 
 PLANES = Variant("planes", ("kernel_planes.h",))
 
@@ -106,8 +107,9 @@ def emit_planes(op, graph, ctx, plan_: KernelPlan, g, bias) -> str:
     mult = 1 if table else op.options.get("depth_multiplier", 1)
     pg = plane_geometry(g)
     w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)  # [tap][channel]
-    zp, y_zp = int(x.quant.zero_point[0]), int(y.quant.zero_point[0])
-    rq = fast.requant_setup(x, w, y, bias, w_taps.T, op)
+    yq = requant_output(op, ctx.tensor, y)  # the post table's quantization where it has one
+    zp, y_zp = int(x.quant.zero_point[0]), int(yq.quant.zero_point[0])
+    rq = fast.requant_setup(x, w, yq, bias, w_taps.T, op)
     ctx.note(requant="smmlar" if rq.fast else "reference")
     is_fast, scale, r = rq.fast, rq.scale, rq.r  # weights paired doubled with the fast requantization
     lo, hi = activation_range(op.options["activation"], y)

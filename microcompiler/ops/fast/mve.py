@@ -67,6 +67,16 @@ def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.
     return cols.reshape(4, n4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
 
 
+ORT_REQUANT = 2  # MC_MVE_ORT_REQUANT (kernel_mve_ort.h): ONNX Runtime's requantization
+
+
+def general_mode(layer: RequantizedLayer, shift: np.ndarray) -> int:
+    """The kernels' ``general`` (ANY_LEFT_SHIFT): 1 when a channel shifts left (TFLM's general
+    requantization), 0 when all shift right, ORT_REQUANT for ONNX Runtime's float requantization (the
+    records then hold the float scales' bits: kernel_mve_ort.h)."""
+    return ORT_REQUANT if layer.ort else int(np.any(shift >= 0))
+
+
 def conv_plan(g, groups: int) -> KernelPlan | None:
     """The "mve-dot" plan of an int8 CONV_2D with geometry g (one group), or None. "gather": none (1x1,
     stride 1, channels % 16 == 0: each pixel's inputs in place), rows (each kernel row's k_w x
@@ -124,7 +134,7 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
     k = w_rows.shape[1]
     folded = layer.bias.astype(np.int64) - layer.x_zp * w_rows.astype(np.int64).sum(axis=1)
     shift = np.asarray(layer.shift)
-    ctx.note(requant="vqrdmulh")
+    ctx.note(requant="ort-float" if layer.ort else "vqrdmulh")
     mode = {"none": "none", "rows": "rows", "all": "gather"}[plan.knob("gather")]
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render(
@@ -144,7 +154,7 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
         variable_stride=mode == "rows" and not g.always_inside,
         npix=g.out_h * g.out_w,
         scratch=ctx.scratch(plan.scratch) if plan.scratch else None,
-        general=int(np.any(shift >= 0)),
+        general=general_mode(layer, shift),
         zp=layer.x_zp,
         out_zp=layer.y_zp,
         act_min=layer.act[0],
@@ -205,7 +215,7 @@ def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: Requanti
     mult = np.broadcast_to(np.asarray(layer.mult), (n,))
     order = dw16_order(n)
     pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
-    ctx.note(requant="vqrdmulh", tap_pairs=pairs)
+    ctx.note(requant="ort-float" if layer.ort else "vqrdmulh", tap_pairs=pairs)
     zp_row = (
         None
         if g.always_inside
@@ -228,7 +238,7 @@ def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: Requanti
         params=ctx.const("params", records(folded[order], mult[order], shift[order])),
         zp_row=zp_row,
         pairs=pairs,
-        general=int(np.any(shift >= 0)),
+        general=general_mode(layer, shift),
         out_zp=layer.y_zp,
         act_min=layer.act[0],
         act_max=layer.act[1],

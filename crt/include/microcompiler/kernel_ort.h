@@ -1,0 +1,56 @@
+/* ONNX Runtime's float32 Softmax (MLAS, docs/onnx.md "Bit for bit with ONNX Runtime"), as its x86-64
+ * AVX-512 kernels compute it: per row the maximum, then for each element e = exp(x - max) by MLAS's
+ * range reduction and degree-6 polynomial (fused multiply-adds, the constants of its MlasExpConstants),
+ * scaled by 2^m with one rounding (VSCALEFPS); the sum of the e in 16 lanes (element i into lane
+ * i % 16, in order), the lanes folded as its reduction does (lane i + lane i + 8, then pairs, then
+ * the two halves); then each e times 1 / sum. Written from reading MLAS; the constants are MLAS's. */
+#ifndef MICROCOMPILER_KERNEL_ORT_H_
+#define MICROCOMPILER_KERNEL_ORT_H_
+
+#include <stdint.h>
+
+#include "microcompiler/kernel_math.h"
+
+/* p * 2^m for an integer m in [-150, 0], rounded once (a subnormal result included). */
+static inline float mc_ort_scalef(float p, int32_t m) {
+  if (m >= -126) return p * mc_f32_from_bits((uint32_t)(m + 127) << 23); /* exact */
+  return (p * mc_f32_from_bits((uint32_t)(m + 126 + 127) << 23)) * 0x1p-126f; /* exact, then one rounding */
+}
+
+/* exp(x + negative_max) as MLAS's sum-of-exponentials kernel computes it (x + negative_max <= 0). */
+static inline float mc_ort_sumexp_element(float x, float negative_max) {
+  float v = x + negative_max;
+  float b, m, p;
+  v = -103.9720840454f > v ? -103.9720840454f : v; /* its lower clamp (a NaN stays) */
+  b = __builtin_fmaf(v, 0x1.715476p+0f, 12582912.0f); /* v / ln 2 plus the rounding bias */
+  m = b - 12582912.0f;                                 /* round(v / ln 2) */
+  v = __builtin_fmaf(m, -6.93145752e-1f, v);           /* v - m * ln 2, in two parts */
+  v = __builtin_fmaf(m, -1.42860677e-6f, v);
+  p = 0x1.694000p-10f;
+  p = __builtin_fmaf(p, v, 0x1.125edcp-7f);
+  p = __builtin_fmaf(p, v, 0x1.555b5ap-5f);
+  p = __builtin_fmaf(p, v, 0x1.555450p-3f);
+  p = __builtin_fmaf(p, v, 0x1.fffff6p-2f);
+  p = __builtin_fmaf(p, v, 1.0f);
+  p = __builtin_fmaf(p, v, 1.0f);
+  return mc_ort_scalef(p, (int32_t)m);
+}
+
+/* One row of n: y[i] = exp(x[i] - max) / sum in MLAS's order (see the top). In place allowed. */
+static inline void mc_ort_softmax_row(const float* x, float* y, int32_t n) {
+  float max = -3.40282347e+38f, lanes[16], t[8], sum, scale;
+  int32_t i;
+  for (i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+  for (i = 0; i < 16; ++i) lanes[i] = 0.0f;
+  for (i = 0; i < n; ++i) {
+    const float e = mc_ort_sumexp_element(x[i], -max);
+    y[i] = e;
+    lanes[i & 15] += e;
+  }
+  for (i = 0; i < 8; ++i) t[i] = lanes[i + 8] + lanes[i];
+  sum = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+  scale = 1.0f / sum;
+  for (i = 0; i < n; ++i) y[i] = y[i] * scale;
+}
+
+#endif /* MICROCOMPILER_KERNEL_ORT_H_ */
