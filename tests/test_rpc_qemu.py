@@ -1,7 +1,7 @@
 """Host-driven execution on emulated boards: QEMU, its UART on a pty, pyserial, the RPC server firmware.
 
 Every shared model runs on both boards (the issue's acceptance): host-driven over the pty must equal the
-standalone firmware's output on the same board.
+standalone firmware's output on the same board (six pairs in the default suite, all in `-m long`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,21 @@ pytestmark = pytest.mark.skipif(
 )
 
 ALL = sorted(p.relative_to(SHARED_MODELS).as_posix() for p in SHARED_MODELS.rglob("*.tflite"))
-CASES = [(b, m) for b in ("mps2_an386", "mps3_an547") for m in ALL]
+# The default suite runs each kind of model (int8 convolutions, int8 fully connected, float, int16x8)
+# once per board; every other (board, model) pair is a `long` test.
+DEFAULT_CASES = {
+    ("mps2_an386", "mlperf_tiny/kws_ref_model.tflite"),
+    ("mps2_an386", "tflm/hello_world_float.tflite"),
+    ("mps2_an386", "tflm/seanet/conv0.tflite"),
+    ("mps3_an547", "mlperf_tiny/pretrainedResnet_quant.tflite"),
+    ("mps3_an547", "mlperf_tiny/ad01_int8.tflite"),
+    ("mps3_an547", "tflm/seanet/conv3.tflite"),
+}
+CASES = [
+    pytest.param(b, m, marks=() if (b, m) in DEFAULT_CASES else pytest.mark.long)
+    for b in ("mps2_an386", "mps3_an547")
+    for m in ALL
+]
 
 
 @pytest.mark.parametrize("board_name,model", CASES)

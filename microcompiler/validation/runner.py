@@ -109,8 +109,10 @@ def run_standalone(
 ) -> list[list[np.ndarray]]:
     target = target_for(board, options.template)
     project_dir = _project_dir(options, tmp, STANDALONE)
-    if library.info.keeps_state:  # one firmware runs the inputs in order, its state carried along
-        with Progress(1, "standalone sequence") as bar:
+    # One firmware runs the inputs in order: a model with state carries it along; on the host a
+    # stateless model's inputs are independent runs of one program (one build, not one per input).
+    if library.info.keeps_state or board.is_host:
+        with Progress(1, "standalone sequence" if library.info.keeps_state else "standalone") as bar:
             project = target.create(
                 library,
                 board,
@@ -124,11 +126,10 @@ def run_standalone(
         return result.step_outputs
     outputs = []
     with Progress(len(samples), "standalone") as bar:
-        for k, s in enumerate(samples):
-            # a board's project is rewritten in place (only the input is rebuilt); the host builds anew
-            where = project_dir / f"input{k}" if board.is_host else project_dir
+        for s in samples:
+            # the project is rewritten in place: only the input is rebuilt
             project = target.create(
-                library, board, where, input=s.inputs, **create_options(target, options.zephyr_base)
+                library, board, project_dir, input=s.inputs, **create_options(target, options.zephyr_base)
             )
             target.build(project, log=_quiet)
             result = target.flash(project, timeout=options.timeout, log=_quiet, port=options.port)
