@@ -349,6 +349,19 @@ static MC_MVE_INLINE void mc_mve_fill(int8_t* d, int32_t value, int32_t n) {
 #endif
 }
 
+/* d[0 .. n-1] = s[0 .. n-1] for a run-time n >= 1: 16 bytes per predicated VLDRB/VSTRB (no library
+ * call; the gathers' copies of the part of a kernel row inside the image). */
+static MC_MVE_INLINE void mc_mve_copy_n(int8_t* d, const int8_t* s, int32_t n) {
+#if MC_MVE
+  for (; n > 0; n -= 16, d += 16, s += 16) {
+    const mve_pred16_t p = vctp8q((uint32_t)n);
+    vstrbq_p_s8(d, vldrbq_z_s8(s, p), p);
+  }
+#else
+  memcpy(d, s, (size_t)n);
+#endif
+}
+
 /* ---- Dot products: blocks of 4 output channels -------------------------------------------------- */
 
 /* Two input vectors x0, x1 against a block of 4 channels w (the layout above), each input vector made

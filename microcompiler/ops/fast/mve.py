@@ -153,7 +153,11 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
 
 
 def depthwise_plan(g, depth_multiplier: int) -> KernelPlan | None:
-    """The "mve-channels16" plan of an int8 DEPTHWISE_CONV_2D (depth multiplier 1, channels % 16 == 0)."""
+    """The "mve-channels16" plan of an int8 DEPTHWISE_CONV_2D (depth multiplier 1, channels % 16 == 0);
+    with one input channel (any multiplier) the layer is the CONV_2D of one input channel and
+    depth_multiplier output channels: the "mve-dot" plan (emit_depthwise_dot)."""
+    if g.in_c == 1:
+        return conv_plan(g, 1)
     if depth_multiplier != 1 or g.in_c % 16:
         return None
     return KernelPlan.of(MVE_CHANNELS16, ISA_MVE, scratch_bytes=0, channels=16, taps_unrolled=True)
@@ -233,6 +237,13 @@ def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: Requanti
         act_min=layer.act[0],
         act_max=layer.act[1],
     )
+
+
+def emit_depthwise_dot(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
+    """C body of an int8 DEPTHWISE_CONV_2D of one input channel as the "mve-dot" CONV_2D (w_taps int8
+    [taps, multiplier]: output channel m's weights are column m, in the [ky][kx] order of the gathered
+    row). TFLM's depthwise and convolution arithmetic are the same sum, bias and requantization."""
+    return emit_dot(ctx, plan, g, np.ascontiguousarray(w_taps.T), layer)
 
 
 def emit_add(ctx, q: dict, symbol: str, a, b, y, act: tuple[int, int], in1: str, in2: str, out: str) -> str:
