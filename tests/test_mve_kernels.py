@@ -45,6 +45,19 @@ DW_MVE_CASES = {
     "c16_weights_minus128": dict(
         hwc=(5, 5, 16), padding="VALID", input_zp=0, weights=np.full((1, 3, 3, 16), -128, np.int8)
     ),
+    # one input channel: the CONV_2D kernel mve-dot (micro_speech's 10x8 stride-2 layer, small)
+    "c1_m8_10x8_s2_same": dict(hwc=(13, 11, 1), kernel=(10, 8), stride=(2, 2), depth_multiplier=8, input_zp=-128),
+    "c1_m3_3x2_valid_batch2": dict(hwc=(5, 6, 1), kernel=(3, 2), padding="VALID", depth_multiplier=3, batches=2),
+    "c1_m4_dilation": dict(hwc=(9, 9, 1), dilation=(2, 2), depth_multiplier=4, activation="RELU6"),
+    # 8 channels, stride 1 across: mve-pixels2x8 (pixel pairs; odd and even widths, borders, one pixel wide)
+    "c8_pairs_odd_width": dict(hwc=(7, 9, 8), input_zp=-128, activation="RELU"),
+    "c8_pairs_even_width_5x3": dict(hwc=(6, 8, 8), kernel=(5, 3), input_zp=17, activation="RELU6"),
+    "c8_pairs_s2_down_dilated": dict(hwc=(9, 10, 8), stride=(2, 1), dilation=(2, 1), batches=2, per_channel=False),
+    "c8_pairs_valid_wide_kernel": dict(hwc=(5, 12, 8), kernel=(2, 7), padding="VALID", input_zp=3),
+    "c8_pairs_one_pixel_wide": dict(hwc=(4, 1, 8), input_zp=-7),
+    "c8_pairs_weights_minus128": dict(
+        hwc=(4, 5, 8), input_zp=0, weights=np.full((1, 3, 3, 8), -128, np.int8), activation="RELU_N1_TO_1"
+    ),
 }
 
 FC_MVE_CASES = [  # (units, depth, batches)
@@ -150,7 +163,7 @@ def test_mve_sweep_on_host(tmp_path):
     lib = assert_matches_oracle(sweep_model(), tmp_path, n_inputs=2, features=MVE)
     assert _variants(lib) == {
         "CONV_2D": {"mve-dot"},
-        "DEPTHWISE_CONV_2D": {"mve-channels16"},
+        "DEPTHWISE_CONV_2D": {"mve-channels16", "mve-dot", "mve-pixels2x8"},
         "FULLY_CONNECTED": {"mve-dot"},
         "ADD": {"mve"},
         "SUB": {"mve"},
@@ -160,6 +173,7 @@ def test_mve_sweep_on_host(tmp_path):
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
+    assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-pixels2x8"} == {True, False}
 
 
 def test_mve_sweep_sanitized(tmp_path):

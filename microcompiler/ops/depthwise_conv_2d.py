@@ -27,6 +27,7 @@ from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_ch
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_rows as rows_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
+from microcompiler.ops.fast import depthwise_conv_2d_mve_pairs as mve_pairs
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
@@ -68,7 +69,8 @@ def one_channel_at_a_time(r: PlanRequest) -> bool:
 
 def helium_fits(r: PlanRequest) -> bool:
     """int8 on a Helium core (fast_mve.depthwise_plan: multiplier 1, channels % 16 == 0; or one input
-    channel, any multiplier: the CONV_2D kernel "mve-dot")."""
+    channel, any multiplier: the CONV_2D kernel "mve-dot"; or 8 channels, stride 1 across:
+    "mve-pixels2x8")."""
     return _int8_constant(r) and r.mve
 
 
@@ -126,7 +128,11 @@ CHOICES = (
         one_channel_at_a_time,
         lambda r: _planes_plan(r).with_knobs(in_place=True) if written_in_place(r) else _planes_plan(r),
     ),
-    Choice(helium_fits, lambda r: fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))),
+    Choice(
+        helium_fits,
+        lambda r: fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))
+        or mve_pairs.plan(geometry(r.op, r.graph), _multiplier(r)),
+    ),
     Choice(rows_fits, lambda r: rows_kernel.plan()),
     Choice(only_planes_fits, _planes_plan),
     Choice(planes_preferred, _planes_plan),
@@ -149,7 +155,7 @@ class DepthwiseConv2D(OpKernel):
         "dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
         "int16-pair-planes (any depth multiplier, int8 weights widened per pair of channels, SMLABB/SMLATT on "
         "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights)",
-        "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels); one input channel: the CONV_2D kernel mve-dot",
+        "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels); one input channel: the CONV_2D kernel mve-dot; 8 channels, stride 1 across: mve-pixels2x8 (two pixels per vector)",
         "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)",
     }
 
@@ -238,7 +244,7 @@ class DepthwiseConv2D(OpKernel):
             return rows_kernel.emit(op, graph, ctx, plan)
         if plan.variant == CHANNELS4:
             return self._emit_channels4(op, graph, ctx, plan)
-        if plan.variant in (fast_mve.MVE_CHANNELS16, fast_mve.MVE_DOT):
+        if plan.variant in (fast_mve.MVE_CHANNELS16, fast_mve.MVE_DOT, mve_pairs.MVE_PIXELS2X8):
             return self._emit_mve(op, graph, ctx, plan)
         if plan.variant == float_channels4.FLOAT_CHANNELS4:
             return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
@@ -299,4 +305,6 @@ class DepthwiseConv2D(OpKernel):
         w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)
         if plan.variant == fast_mve.MVE_DOT:  # one input channel: the CONV_2D kernel
             return fast_mve.emit_depthwise_dot(ctx, plan, g, w_taps, layer)
+        if plan.variant == mve_pairs.MVE_PIXELS2X8:  # 8 channels, stride 1 across: pixel pairs
+            return mve_pairs.emit(ctx, plan, g, w_taps, layer)
         return fast_mve.emit_depthwise(ctx, plan, g, w_taps, layer)

@@ -28,7 +28,7 @@ from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 HEADERS = ("kernel_mve.h",)
 MVE_DOT = Variant("mve-dot", HEADERS)  # CONV_2D and FULLY_CONNECTED
 # DEPTHWISE_CONV_2D; its body as a shared function: a 24 B larger frame (KWS on the M55: 280 vs 256)
-MVE_CHANNELS16 = Variant("mve-channels16", HEADERS, shared_body=False)
+MVE_CHANNELS16 = Variant("mve-channels16", ("kernel_mve_dw.h",), shared_body=False)
 MVE_LANES = Variant("mve", HEADERS)  # ADD/SUB, 4 lanes
 MVE_CHANNELS8 = Variant("mve-channels8", HEADERS)  # AVERAGE_POOL_2D
 MVE_MAX16 = Variant("mve-max16", HEADERS)  # MAX_POOL_2D
