@@ -5,12 +5,16 @@ With 8 channels and horizontal stride 1 the taps of output pixels ox and ox + 1 
 input bytes (input pixels ix and ix + 1), and their 16 outputs are contiguous too: the layer runs the
 "mve-channels16" arithmetic (VMULLB/VMULLT.S8 into four int32 accumulators, VQRDMULH + VRSHL) on
 pixel pairs, with each tap's 8 weights twice and each channel's requantization record twice. Pairs
-whose windows leave the image, and the last pixel of an odd row, gather their taps (8 bytes per
-pixel, the input zero point outside the image) into the kernel scratch first. The DSP planes kernel
-took 2.3 instructions per MAC on these layers (the MobileNet v1 0.25 stem); this takes about 1.1.
+whose windows leave the image, and the last pixel of an odd row, copy each kernel row's k_w + 1
+input pixels into a strip of the kernel scratch first (the input zero point outside the image) and
+read their taps there at the interior's offsets. The DSP planes kernel took 2.3 instructions per MAC
+on these layers (the MobileNet v1 0.25 stem); this takes 1.0-1.3 (the patches' narrow images: more
+border pairs).
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -27,8 +31,18 @@ def plan(g, depth_multiplier: int) -> KernelPlan | None:
     across, or None."""
     if depth_multiplier != 1 or g.in_c != CHANNELS or g.stride_w != 1 or g.dil_w != 1:
         return None
-    taps = g.k_h * g.k_w
-    return KernelPlan.of(MVE_PIXELS2X8, ISA_MVE, scratch_bytes=16 * taps + 16, pixels=2, channels=8)
+    return KernelPlan.of(MVE_PIXELS2X8, ISA_MVE, scratch_bytes=g.k_h * strip_bytes(g) + 16, pixels=2, channels=8)
+
+
+def strip_bytes(g) -> int:
+    """A border pair's kernel row: its k_w + 1 input pixels."""
+    return (g.k_w + 1) * CHANNELS
+
+
+def _rows(g, in_w: int, dil_h: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """depthwise_rows of the pairs' 8-channel pixels in an image in_w pixels wide."""
+    pair_geometry = SimpleNamespace(k_h=g.k_h, k_w=g.k_w, dil_h=dil_h, dil_w=1, in_w=in_w, in_c=CHANNELS)
+    return depthwise_rows(pair_geometry)
 
 
 def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
@@ -39,11 +53,8 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
     lanes = dw16_order(16) % CHANNELS  # lane l of a pair holds channel l % 8 of pixel l // 8
     pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
     ctx.note(requant="vqrdmulh", tap_pairs=pairs)
-    pair_geometry = type("PairGeometry", (), {})()
-    for name in ("k_h", "k_w", "dil_h", "dil_w", "in_w"):
-        setattr(pair_geometry, name, getattr(g, name))
-    pair_geometry.in_c = CHANNELS
-    rows, taps = depthwise_rows(pair_geometry)
+    rows, taps = _rows(g, g.in_w, g.dil_h)
+    strip_rows, strip_taps = _rows(g, g.k_w + 1, 1)  # the border pairs' strips, one after the other
     return ctx.render(
         "depthwise_conv_2d_mve_pairs.c.j2",
         rows=rows,
@@ -54,6 +65,9 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
         output=layer.output_c,
         weights=ctx.const("weights", np.concatenate([w_taps, w_taps], axis=1).astype(np.int8).reshape(-1)),
         params=ctx.const("params", records(folded[lanes], mult[lanes], shift[lanes])),
+        strip_rows=strip_rows,
+        strip_taps=strip_taps,
+        strip=strip_bytes(g),
         scratch=ctx.scratch(plan.scratch),
         pairs=pairs,
         general=int(np.any(shift >= 0)),

@@ -118,6 +118,24 @@ def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
     )
 
 
+def gather16_offsets(g, k: int) -> tuple[list[int], np.ndarray] | None:
+    """The receptive field of a pixel inside the image as VLDRB gathers (mc_mve_gather16): per chunk of
+    16 taps ([ky][kx][c] order) its first tap's byte offset from the window's first input and the 16
+    byte offsets from it (the lanes past the k taps: 0, their weights are zero), or None when a
+    chunk spans more than 255 bytes (VLDRB.U8 offsets)."""
+    ky, kx, c = np.meshgrid(np.arange(g.k_h), np.arange(g.k_w), np.arange(g.in_c), indexing="ij")
+    taps = (ky * g.dil_h * g.in_w * g.in_c + kx * g.dil_w * g.in_c + c).reshape(-1)
+    padded = np.zeros(steps_of(k) * CHUNK, np.int64)
+    padded[:k] = taps
+    chunks = padded.reshape(-1, CHUNK)
+    bases = chunks[:, 0].copy()
+    rel = chunks - bases[:, None]
+    rel[rel < 0] = 0  # the zero-weight lanes past the last tap
+    if rel.max() > 255:
+        return None
+    return [int(b) for b in bases], rel.astype(np.uint8).reshape(-1)
+
+
 def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLayer) -> str:
     """C body of the "mve-dot" kernel: g a ConvGeometry (FULLY_CONNECTED: 1 x batches pixels, 1x1),
     w_rows int8 [out_c, k] in the order of the gathered row ([ky][kx][c])."""
@@ -126,6 +144,7 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
     shift = np.asarray(layer.shift)
     ctx.note(requant="vqrdmulh")
     mode = {"none": "none", "rows": "rows", "all": "gather"}[plan.knob("gather")]
+    gather = gather16_offsets(g, k) if mode == "gather" and (g.k_h > 1 or g.dil_w > 1) else None
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render(
         "conv_2d_mve.c.j2",
@@ -144,6 +163,8 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
         variable_stride=mode == "rows" and not g.always_inside,
         npix=g.out_h * g.out_w,
         scratch=ctx.scratch(plan.scratch) if plan.scratch else None,
+        gather_bases=gather[0] if gather else None,
+        gather_offsets=ctx.const("gather_offsets", gather[1], "uint8_t") if gather else None,
         general=int(np.any(shift >= 0)),
         zp=layer.x_zp,
         out_zp=layer.y_zp,
