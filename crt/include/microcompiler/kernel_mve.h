@@ -13,9 +13,10 @@
  * inputs, the 16 weights of channel 0, then of channels 1, 2, 3 (64 bytes); the last chunk
  * zero-padded to 16. The inputs' last chunk is read with a tail predicate (never past the end).
  *
- * Requantization records per block of 4 channels, 16 int32: bias[4] (input zero point folded in),
- * multiplier[4], left shift[4], -right shift[4] (TFLM's shift split as in its
- * MultiplyByQuantizedMultiplier).
+ * Requantization records per block of 4 channels: bias[4] (input zero point folded in),
+ * multiplier[4], -right shift[4], then left shift[4] (TFLM's shift split as in its
+ * MultiplyByQuantizedMultiplier) only in the layers where a channel shifts left ("general"):
+ * 16 int32 there, 12 elsewhere (MC_MVE_RECORD_OF).
  */
 #ifndef MICROCOMPILER_KERNEL_MVE_H_
 #define MICROCOMPILER_KERNEL_MVE_H_
@@ -41,9 +42,11 @@
 /* Record layout of the requantization parameters of a block of 4 output channels. */
 #define MC_MVE_BIAS 0
 #define MC_MVE_MULT 4
-#define MC_MVE_LSHIFT 8
-#define MC_MVE_NRSHIFT 12
+#define MC_MVE_NRSHIFT 8
+#define MC_MVE_LSHIFT 12 /* only in the records of a "general" layer (a channel shifts left) */
 #define MC_MVE_RECORD 16
+/* int32 per record: without left shifts (general 0) the record stops before them */
+#define MC_MVE_RECORD_OF(general) ((general) ? MC_MVE_RECORD : MC_MVE_LSHIFT)
 
 /* ---- Four int32 lanes --------------------------------------------------------------------------- */
 
@@ -81,10 +84,9 @@ static MC_MVE_INLINE mc_v4 mc_v4_requant(mc_v4 acc, const int32_t* q, int genera
   return vrshlq_s32(x, nr);
 #else
   int i;
-  (void)general;
   for (i = 0; i < 4; ++i) {
     const int32_t a = (int32_t)((uint32_t)acc.v[i] + (uint32_t)q[MC_MVE_BIAS + i]);
-    acc.v[i] = mc_requantize(a, q[MC_MVE_MULT + i], q[MC_MVE_LSHIFT + i] + q[MC_MVE_NRSHIFT + i]);
+    acc.v[i] = mc_requantize(a, q[MC_MVE_MULT + i], (general ? q[MC_MVE_LSHIFT + i] : 0) + q[MC_MVE_NRSHIFT + i]);
   }
   return acc;
 #endif

@@ -170,15 +170,15 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
   int32x4_t a = s->a, b = s->b, c = s->c, d = s->d, t, u;
   int8x16_t y;
   if (general) {
-    __asm__(MC_DW16_RQ_GENERAL("a", "0", "16", "32", "48") MC_DW16_RQ_GENERAL("b", "64", "80", "96", "112")
-                MC_DW16_RQ_GENERAL("c", "128", "144", "160", "176") MC_DW16_RQ_GENERAL("d", "192", "208", "224", "240")
+    __asm__(MC_DW16_RQ_GENERAL("a", "0", "16", "48", "32") MC_DW16_RQ_GENERAL("b", "64", "80", "112", "96")
+                MC_DW16_RQ_GENERAL("c", "128", "144", "176", "160") MC_DW16_RQ_GENERAL("d", "192", "208", "240", "224")
                     MC_DW16_NARROW
             : [a] "+&w"(a), [b] "+&w"(b), [c] "+&w"(c), [d] "+&w"(d), [t] "=&w"(t), [u] "=&w"(u), [y] "=&w"(y)
             : [q] "r"(q), [zp] "r"(zp)
             : "memory");
   } else {
-    __asm__(MC_DW16_RQ_RIGHT("a", "0", "16", "48") MC_DW16_RQ_RIGHT("b", "64", "80", "112")
-                MC_DW16_RQ_RIGHT("c", "128", "144", "176") MC_DW16_RQ_RIGHT("d", "192", "208", "240") MC_DW16_NARROW
+    __asm__(MC_DW16_RQ_RIGHT("a", "0", "16", "32") MC_DW16_RQ_RIGHT("b", "48", "64", "80")
+                MC_DW16_RQ_RIGHT("c", "96", "112", "128") MC_DW16_RQ_RIGHT("d", "144", "160", "176") MC_DW16_NARROW
             : [a] "+&w"(a), [b] "+&w"(b), [c] "+&w"(c), [d] "+&w"(d), [t] "=&w"(t), [u] "=&w"(u), [y] "=&w"(y)
             : [q] "r"(q), [zp] "r"(zp)
             : "memory");
@@ -188,9 +188,9 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
   vstrbq_s8(dst, y);
 #elif MC_MVE
   const int32x4_t a = mc_v4_requant(s->a, q, general);
-  const int32x4_t b = mc_v4_requant(s->b, q + MC_MVE_RECORD, general);
-  const int32x4_t c = mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD, general);
-  const int32x4_t d = mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD, general);
+  const int32x4_t b = mc_v4_requant(s->b, q + MC_MVE_RECORD_OF(general), general);
+  const int32x4_t c = mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD_OF(general), general);
+  const int32x4_t d = mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD_OF(general), general);
   const int16x8_t even = vqaddq_n_s16(vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), a), b), (int16_t)zp);
   const int16x8_t odd = vqaddq_n_s16(vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), c), d), (int16_t)zp);
   int8x16_t y = vqmovntq_s16(vqmovnbq_s16(vuninitializedq_s8(), even), odd);
@@ -200,11 +200,11 @@ static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int
 #else
   int ch;
   for (ch = 0; ch < 16; ++ch) {
-    const int32_t* r = q + MC_MVE_RECORD * MC_DW16_GROUP(ch);
+    const int32_t* r = q + MC_MVE_RECORD_OF(general) * MC_DW16_GROUP(ch);
     const int i = MC_DW16_LANE(ch);
     const int32_t acc = (int32_t)((uint32_t)s->v[ch] + (uint32_t)r[MC_MVE_BIAS + i]);
-    const int32_t v = mc_requantize(acc, r[MC_MVE_MULT + i], r[MC_MVE_LSHIFT + i] + r[MC_MVE_NRSHIFT + i]) + zp;
-    (void)general;
+    const int32_t v =
+        mc_requantize(acc, r[MC_MVE_MULT + i], (general ? r[MC_MVE_LSHIFT + i] : 0) + r[MC_MVE_NRSHIFT + i]) + zp;
     dst[ch] = (int8_t)MC_CLAMP(v, lo, hi);
   }
 #endif

@@ -55,6 +55,7 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
     ctx.note(requant="vqrdmulh", tap_pairs=pairs)
     rows, taps = _rows(g, g.in_w, g.dil_h)
     strip_rows, strip_taps = _rows(g, g.k_w + 1, 1)  # the border pairs' strips, one after the other
+    assert strip_taps == taps and len(strip_rows) == len(rows)  # one tap code for both (offsets from k_w only)
     return ctx.render(
         "depthwise_conv_2d_mve_pairs.c.j2",
         rows=rows,
@@ -66,7 +67,6 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
         weights=ctx.const("weights", np.concatenate([w_taps, w_taps], axis=1).astype(np.int8).reshape(-1)),
         params=ctx.const("params", records(folded[lanes], mult[lanes], shift[lanes])),
         strip_rows=strip_rows,
-        strip_taps=strip_taps,
         strip=strip_bytes(g),
         scratch=ctx.scratch(plan.scratch),
         pairs=pairs,

@@ -34,7 +34,7 @@ MVE_CHANNELS8 = Variant("mve-channels8", HEADERS)  # AVERAGE_POOL_2D
 MVE_MAX16 = Variant("mve-max16", HEADERS)  # MAX_POOL_2D
 
 CHUNK = 16  # int8 lanes of a Q register: inputs per VMLADAVA.S8
-RECORD = 16  # int32 per block of 4 channels: bias[4], multiplier[4], left shift[4], -right shift[4]
+RECORD = 16  # int32 per block of 4 channels: bias[4], multiplier[4], -right shift[4], left shift[4]
 
 
 def steps_of(k: int) -> int:
@@ -53,8 +53,10 @@ def pack_blocks(w_rows: np.ndarray) -> np.ndarray:
 
 
 def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """Per block of 4 channels {bias[4], multiplier[4], left shift[4], -right shift[4]} (int32; the
-    channels padded to a multiple of 4 with zeros). mult/shift may hold one entry (per tensor)."""
+    """Per block of 4 channels {bias[4], multiplier[4], -right shift[4], left shift[4]} (int32; the
+    channels padded to a multiple of 4 with zeros); without the left shifts when no channel shifts
+    left (the kernels' ANY_LEFT_SHIFT 0 never read them: MC_MVE_RECORD_OF in kernel_mve.h). mult/shift
+    may hold one entry (per tensor)."""
     n = len(folded_bias)
     n4 = -(-n // 4) * 4
     mult = np.broadcast_to(np.asarray(mult, np.int64), (n,))
@@ -62,9 +64,10 @@ def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.
     cols = np.zeros((4, n4), np.int64)
     cols[0, :n] = wrap32(folded_bias)
     cols[1, :n] = mult
-    cols[2, :n] = np.maximum(shift, 0)
-    cols[3, :n] = np.minimum(shift, 0)
-    return cols.reshape(4, n4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+    cols[2, :n] = np.minimum(shift, 0)
+    cols[3, :n] = np.maximum(shift, 0)
+    fields = 4 if np.any(shift >= 0) else 3
+    return cols[:fields].reshape(fields, n4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
 
 
 def conv_plan(g, groups: int) -> KernelPlan | None:
