@@ -64,8 +64,18 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
         describe=layer.describe,
         input=layer.input_c,
         output=layer.output_c,
-        weights=ctx.const("weights", np.concatenate([w_taps, w_taps], axis=1).astype(np.int8).reshape(-1)),
-        params=ctx.const("params", records(folded[lanes], mult[lanes], shift[lanes])),
+        weights=ctx.const(
+            "weights",
+            np.concatenate([w_taps, w_taps], axis=1).astype(np.int8).reshape(-1),
+            comment=f"weights [{len(w_taps)} taps (ky, kx)][2 pixels][8 channels], int8: each tap's 8 twice",
+        ),
+        params=ctx.const(
+            "params",
+            records(folded[lanes], mult[lanes], shift[lanes]),
+            comment="4 requantization records (lanes 0,4,8,12 / 2,6,10,14 / 1,5,9,13 / 3,7,11,15 of a pixel pair, "
+            "lane l channel l % 8) {folded bias[4], multiplier[4], -right shift[4]"
+            + (", left shift[4]}" if np.any(shift >= 0) else "}"),
+        ),
         strip_rows=strip_rows,
         strip=strip_bytes(g),
         scratch=ctx.scratch(plan.scratch),

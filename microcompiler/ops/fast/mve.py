@@ -167,7 +167,14 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
         npix=g.out_h * g.out_w,
         scratch=ctx.scratch(plan.scratch) if plan.scratch else None,
         gather_bases=gather[0] if gather else None,
-        gather_offsets=ctx.const("gather_offsets", gather[1], "uint8_t") if gather else None,
+        gather_offsets=ctx.const(
+            "gather_offsets",
+            gather[1],
+            "uint8_t",
+            comment=f"per chunk of 16 taps [{len(gather[0])}] the byte offsets of its taps from the chunk's first",
+        )
+        if gather
+        else None,
         general=int(np.any(shift >= 0)),
         zp=layer.x_zp,
         out_zp=layer.y_zp,
