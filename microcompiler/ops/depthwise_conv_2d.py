@@ -24,10 +24,10 @@ from microcompiler.ops.conv_common import (
     quant_values,
 )
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
+from microcompiler.ops.fast import depthwise_conv_2d_mve_pairs as mve_pairs
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_rows as rows_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
-from microcompiler.ops.fast import depthwise_conv_2d_mve_pairs as mve_pairs
 from microcompiler.ops.fast import mve as fast_mve
 from microcompiler.ops.fast.depthwise_conv_2d_channels4 import CHANNELS4, emit_channels4
 from microcompiler.ops.plan import REFERENCE, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose, dsp_or_c
@@ -130,8 +130,10 @@ CHOICES = (
     ),
     Choice(
         helium_fits,
-        lambda r: fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))
-        or mve_pairs.plan(geometry(r.op, r.graph), _multiplier(r)),
+        lambda r: (
+            fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))
+            or mve_pairs.plan(geometry(r.op, r.graph), _multiplier(r))
+        ),
     ),
     Choice(rows_fits, lambda r: rows_kernel.plan()),
     Choice(only_planes_fits, _planes_plan),
