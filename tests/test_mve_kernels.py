@@ -36,6 +36,8 @@ CONV_MVE_CASES = {
     "rows_1x1_c16_s2": dict(hwc=(5, 5, 16), kernel=(1, 1), out_c=7, stride=(2, 2), padding="VALID"),
     "rows_3x2_c8_odd_chunks": dict(hwc=(5, 4, 8), kernel=(3, 2), out_c=4, input_zp=3),
     "rows_3x3_c64_five_chunks": dict(hwc=(3, 4, 64), out_c=9, per_channel=False, input_zp=100),
+    # all gathered, kernel rows 270 bytes apart: beyond VLDRB's 8-bit gather offsets (copied row by row)
+    "all_3x3_c3_wide_rows": dict(hwc=(4, 90, 3), out_c=5, input_zp=-128),
 }
 
 # The channels4 cases of the DSP kernel with 4x the channels (multiples of 16), and two more.
@@ -174,6 +176,21 @@ def test_mve_sweep_on_host(tmp_path):
     assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-pixels2x8"} == {True, False}
+
+
+def test_gather16_offsets_limits():
+    """mve-dot's VLDRB gathers: per chunk of 16 taps the offsets from its first tap, the lanes past the
+    last tap at offset 0; None when a chunk spans more than 255 bytes."""
+    from types import SimpleNamespace
+
+    from microcompiler.ops.fast.mve import gather16_offsets
+
+    g = SimpleNamespace(k_h=3, k_w=3, in_c=3, in_w=20, dil_h=1, dil_w=1)
+    bases, offsets = gather16_offsets(g, 27)
+    assert bases == [0, 67]  # tap 16 of [ky][kx][c]: row 1, kx 2, channel 1 (20 * 3 + 2 * 3 + 1)
+    assert list(offsets[:9]) == [0, 1, 2, 3, 4, 5, 6, 7, 8] and offsets[9] == 60
+    assert list(offsets[16 + 11 :]) == [0] * 5  # 27 taps: the last chunk's 5 padding lanes
+    assert gather16_offsets(SimpleNamespace(k_h=3, k_w=3, in_c=3, in_w=90, dil_h=1, dil_w=1), 27) is None
 
 
 def test_mve_sweep_sanitized(tmp_path):
