@@ -147,7 +147,9 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
     shift = np.asarray(layer.shift)
     ctx.note(requant="vqrdmulh")
     mode = {"none": "none", "rows": "rows", "all": "gather"}[plan.knob("gather")]
-    gather = gather16_offsets(g, k) if mode == "gather" and (g.k_h > 1 or g.dil_w > 1) else None
+    # the gathers pay where a kernel row is shorter than a vector (a copy per row of a few bytes)
+    rows_short = g.k_w * g.in_c < CHUNK
+    gather = gather16_offsets(g, k) if mode == "gather" and (g.k_h > 1 or g.dil_w > 1) and rows_short else None
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render(
         "conv_2d_mve.c.j2",
