@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from microcompiler.ops.conv_common import RequantizedLayer
-from microcompiler.ops.fast.mve import depthwise_rows, dw16_order, records
+from microcompiler.ops.fast.mve import depthwise_rows, dw16_order, dw16_requantization, records
 from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 
 MVE_PIXELS2X8 = Variant("mve-pixels2x8", ("kernel_mve_dw.h",), shared_body=False)
@@ -47,12 +47,8 @@ def _rows(g, in_w: int, dil_h: int) -> tuple[list[int], list[tuple[int, int]]]:
 
 def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
     """C body of "mve-pixels2x8": w_taps int8 [taps, 8]."""
-    folded = layer.bias.astype(np.int64) - layer.x_zp * w_taps.astype(np.int64).sum(axis=0)
-    shift = np.broadcast_to(np.asarray(layer.shift), (CHANNELS,))
-    mult = np.broadcast_to(np.asarray(layer.mult), (CHANNELS,))
+    folded, mult, shift, values = dw16_requantization(ctx, w_taps, layer)
     lanes = dw16_order(16) % CHANNELS  # lane l of a pair holds channel l % 8 of pixel l // 8
-    pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
-    ctx.note(requant="vqrdmulh", tap_pairs=pairs)
     rows, taps = _rows(g, g.in_w, g.dil_h)
     strip_rows, strip_taps = _rows(g, g.k_w + 1, 1)  # the border pairs' strips, one after the other
     assert strip_taps == taps and len(strip_rows) == len(rows)  # one tap code for both (offsets from k_w only)
@@ -61,9 +57,6 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
         rows=rows,
         taps=taps,
         g=g,
-        describe=layer.describe,
-        input=layer.input_c,
-        output=layer.output_c,
         weights=ctx.const(
             "weights",
             np.concatenate([w_taps, w_taps], axis=1).astype(np.int8).reshape(-1),
@@ -79,10 +72,6 @@ def emit(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) 
         strip_rows=strip_rows,
         strip=strip_bytes(g),
         scratch=ctx.scratch(plan.scratch),
-        pairs=pairs,
-        general=int(np.any(shift >= 0)),
         in_zp=layer.x_zp,
-        out_zp=layer.y_zp,
-        act_min=layer.act[0],
-        act_max=layer.act[1],
+        **values,
     )

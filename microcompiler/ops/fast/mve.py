@@ -234,15 +234,35 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     return w_taps.astype(np.int8).reshape(taps, channels // 16, 16).transpose(1, 0, 2).reshape(-1).copy()
 
 
-def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
-    """C body of "mve-channels16": w_taps int8 [taps, channels]."""
+def dw16_requantization(
+    ctx, w_taps: np.ndarray, layer: RequantizedLayer
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The per-channel folded bias (input zero point folded in), multipliers and shifts of a depthwise
+    layer for the mc_dw16 kernels (w_taps int8 [taps, channels]), and the template values they share
+    (tap pairs: two int16 products cannot overflow when no weight is -128)."""
     folded = layer.bias.astype(np.int64) - layer.x_zp * w_taps.astype(np.int64).sum(axis=0)
     n = len(folded)
     shift = np.broadcast_to(np.asarray(layer.shift), (n,))
     mult = np.broadcast_to(np.asarray(layer.mult), (n,))
-    order = dw16_order(n)
-    pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
+    pairs = bool(w_taps.min(initial=0) > -128)
     ctx.note(requant="vqrdmulh", tap_pairs=pairs)
+    values = dict(
+        describe=layer.describe,
+        input=layer.input_c,
+        output=layer.output_c,
+        pairs=pairs,
+        general=int(np.any(shift >= 0)),
+        out_zp=layer.y_zp,
+        act_min=layer.act[0],
+        act_max=layer.act[1],
+    )
+    return folded, mult, shift, values
+
+
+def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
+    """C body of "mve-channels16": w_taps int8 [taps, channels]."""
+    folded, mult, shift, values = dw16_requantization(ctx, w_taps, layer)
+    order = dw16_order(len(folded))
     zp_row = (
         None
         if g.always_inside
@@ -258,17 +278,10 @@ def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: Requanti
         rows=rows,
         taps=taps,
         g=g,
-        describe=layer.describe,
-        input=layer.input_c,
-        output=layer.output_c,
         weights=ctx.const("weights", pack_depthwise(w_taps)),
         params=ctx.const("params", records(folded[order], mult[order], shift[order])),
         zp_row=zp_row,
-        pairs=pairs,
-        general=int(np.any(shift >= 0)),
-        out_zp=layer.y_zp,
-        act_min=layer.act[0],
-        act_max=layer.act[1],
+        **values,
     )
 
 
