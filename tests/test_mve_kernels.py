@@ -36,6 +36,8 @@ CONV_MVE_CASES = {
     "rows_1x1_c16_s2": dict(hwc=(5, 5, 16), kernel=(1, 1), out_c=7, stride=(2, 2), padding="VALID"),
     "rows_3x2_c8_odd_chunks": dict(hwc=(5, 4, 8), kernel=(3, 2), out_c=4, input_zp=3),
     "rows_3x3_c64_five_chunks": dict(hwc=(3, 4, 64), out_c=9, per_channel=False, input_zp=100),
+    # all gathered, kernel rows 270 bytes apart: beyond VLDRB's 8-bit gather offsets (copied row by row)
+    "all_3x3_c3_wide_rows": dict(hwc=(3, 90, 3), out_c=4, input_zp=-128),
 }
 
 # The channels4 cases of the DSP kernel with 4x the channels (multiples of 16), and two more.
@@ -44,6 +46,17 @@ DW_MVE_CASES = {
     "c64_wide_rows": dict(hwc=(5, 6, 64), kernel=(3, 5), input_zp=-128),  # taps beyond VLDRB's offset
     "c16_weights_minus128": dict(
         hwc=(5, 5, 16), padding="VALID", input_zp=0, weights=np.full((1, 3, 3, 16), -128, np.int8)
+    ),
+    # one input channel: the CONV_2D kernel mve-dot (micro_speech's 10x8 stride-2 layer, small)
+    "c1_m8_10x8_s2_same": dict(hwc=(11, 9, 1), kernel=(10, 8), stride=(2, 2), depth_multiplier=8, input_zp=-128),
+    "c1_m3_3x2_valid_batch2": dict(hwc=(5, 6, 1), kernel=(3, 2), padding="VALID", depth_multiplier=3, batches=2),
+    # 8 channels, stride 1 across: mve-pixels2x8 (pixel pairs; odd and even widths, borders, one pixel wide)
+    "c8_pairs_odd_width": dict(hwc=(7, 9, 8), input_zp=-128, activation="RELU"),
+    "c8_pairs_s2_down_dilated": dict(hwc=(7, 6, 8), stride=(2, 1), dilation=(2, 1), batches=2, per_channel=False),
+    "c8_pairs_valid_wide_kernel": dict(hwc=(3, 10, 8), kernel=(2, 7), padding="VALID", input_zp=3),
+    "c8_pairs_one_pixel_wide": dict(hwc=(4, 1, 8), input_zp=-7),
+    "c8_pairs_weights_minus128": dict(
+        hwc=(4, 5, 8), input_zp=0, weights=np.full((1, 3, 3, 8), -128, np.int8), activation="RELU_N1_TO_1"
     ),
 }
 
@@ -150,7 +163,7 @@ def test_mve_sweep_on_host(tmp_path):
     lib = assert_matches_oracle(sweep_model(), tmp_path, n_inputs=2, features=MVE)
     assert _variants(lib) == {
         "CONV_2D": {"mve-dot"},
-        "DEPTHWISE_CONV_2D": {"mve-channels16"},
+        "DEPTHWISE_CONV_2D": {"mve-channels16", "mve-dot", "mve-pixels2x8"},
         "FULLY_CONNECTED": {"mve-dot"},
         "ADD": {"mve"},
         "SUB": {"mve"},
@@ -160,6 +173,22 @@ def test_mve_sweep_on_host(tmp_path):
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert {k.get("gather") for k in kernels if k["variant"] == "mve-dot"} == {"none", "rows", "all"}
     assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-channels16"} == {True, False}
+    assert {k.get("tap_pairs") for k in kernels if k["variant"] == "mve-pixels2x8"} == {True, False}
+
+
+def test_gather16_offsets_limits():
+    """mve-dot's VLDRB gathers: per chunk of 16 taps the offsets from its first tap, the lanes past the
+    last tap at offset 0; None when a chunk spans more than 255 bytes."""
+    from types import SimpleNamespace
+
+    from microcompiler.ops.fast.mve import gather16_offsets
+
+    g = SimpleNamespace(k_h=3, k_w=3, in_c=3, in_w=20, dil_h=1, dil_w=1)
+    bases, offsets = gather16_offsets(g, 27)
+    assert bases == [0, 67]  # tap 16 of [ky][kx][c]: row 1, kx 2, channel 1 (20 * 3 + 2 * 3 + 1)
+    assert list(offsets[:9]) == [0, 1, 2, 3, 4, 5, 6, 7, 8] and offsets[9] == 60
+    assert list(offsets[16 + 11 :]) == [0] * 5  # 27 taps: the last chunk's 5 padding lanes
+    assert gather16_offsets(SimpleNamespace(k_h=3, k_w=3, in_c=3, in_w=90, dil_h=1, dil_w=1), 27) is None
 
 
 def test_mve_sweep_sanitized(tmp_path):

@@ -28,6 +28,7 @@ KERNEL_HEADERS = (
     "kernel_s16.h",
     "kernel_mve_ort.h",
     "kernel_mve.h",
+    "kernel_mve_dw.h",
     "kernel_mve_matmul.h",
     "kernel_mve_tables.h",
     "kernel_mve_lstm.h",

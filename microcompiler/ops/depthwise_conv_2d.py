@@ -24,6 +24,7 @@ from microcompiler.ops.conv_common import (
     quant_values,
 )
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
+from microcompiler.ops.fast import depthwise_conv_2d_mve_pairs as mve_pairs
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_rows as rows_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
@@ -74,7 +75,9 @@ def one_channel_at_a_time(r: PlanRequest) -> bool:
 
 
 def helium_fits(r: PlanRequest) -> bool:
-    """int8 on a Helium core (fast_mve.depthwise_plan: multiplier 1, channels % 16 == 0)."""
+    """int8 on a Helium core (fast_mve.depthwise_plan: multiplier 1, channels % 16 == 0; or one input
+    channel, any multiplier: the CONV_2D kernel "mve-dot"; or 8 channels, stride 1 across:
+    "mve-pixels2x8")."""
     return _int8_constant(r) and r.mve
 
 
@@ -132,7 +135,13 @@ CHOICES = (
         one_channel_at_a_time,
         lambda r: _planes_plan(r).with_knobs(in_place=True) if written_in_place(r) else _planes_plan(r),
     ),
-    Choice(helium_fits, lambda r: fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))),
+    Choice(
+        helium_fits,
+        lambda r: (
+            fast_mve.depthwise_plan(geometry(r.op, r.graph), _multiplier(r))
+            or mve_pairs.plan(geometry(r.op, r.graph), _multiplier(r))
+        ),
+    ),
     Choice(rows_fits, lambda r: rows_kernel.plan()),
     Choice(only_planes_fits, _planes_plan),
     Choice(planes_preferred, _planes_plan),
@@ -155,7 +164,7 @@ class DepthwiseConv2D(OpKernel):
         "dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
         "int16-pair-planes (any depth multiplier, int8 weights widened per pair of channels, SMLABB/SMLATT on "
         "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights)",
-        "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels)",
+        "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels); one input channel: the CONV_2D kernel mve-dot; 8 channels, stride 1 across: mve-pixels2x8 (two pixels per vector)",
         "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)",
     }
 
@@ -244,7 +253,7 @@ class DepthwiseConv2D(OpKernel):
             return rows_kernel.emit(op, graph, ctx, plan)
         if plan.variant == CHANNELS4:
             return self._emit_channels4(op, graph, ctx, plan)
-        if plan.variant == fast_mve.MVE_CHANNELS16:
+        if plan.variant in (fast_mve.MVE_CHANNELS16, fast_mve.MVE_DOT, mve_pairs.MVE_PIXELS2X8):
             return self._emit_mve(op, graph, ctx, plan)
         if plan.variant == float_channels4.FLOAT_CHANNELS4:
             return float_channels4.emit_channels4(op, graph, ctx, plan, geometry(op, graph), bias_tensor(op, graph))
@@ -303,4 +312,9 @@ class DepthwiseConv2D(OpKernel):
         w = ctx.tensor(op.inputs[1])
         g = geometry(op, graph)
         layer = conv_requantized_layer(op, graph, ctx, g.out_c, g.describe())
-        return fast_mve.emit_depthwise(ctx, plan, g, w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c), layer)
+        w_taps = w.data.astype(np.int8).reshape(g.k_h * g.k_w, g.out_c)
+        if plan.variant == fast_mve.MVE_DOT:  # one input channel: the CONV_2D kernel
+            return fast_mve.emit_depthwise_dot(ctx, plan, g, w_taps, layer)
+        if plan.variant == mve_pairs.MVE_PIXELS2X8:  # 8 channels, stride 1 across: pixel pairs
+            return mve_pairs.emit(ctx, plan, g, w_taps, layer)
+        return fast_mve.emit_depthwise(ctx, plan, g, w_taps, layer)

@@ -13,9 +13,10 @@
  * inputs, the 16 weights of channel 0, then of channels 1, 2, 3 (64 bytes); the last chunk
  * zero-padded to 16. The inputs' last chunk is read with a tail predicate (never past the end).
  *
- * Requantization records per block of 4 channels, 16 int32: bias[4] (input zero point folded in),
- * multiplier[4], left shift[4], -right shift[4] (TFLM's shift split as in its
- * MultiplyByQuantizedMultiplier).
+ * Requantization records per block of 4 channels: bias[4] (input zero point folded in),
+ * multiplier[4], -right shift[4], then left shift[4] (TFLM's shift split as in its
+ * MultiplyByQuantizedMultiplier) only in the layers where a channel shifts left ("general"):
+ * 16 int32 there, 12 elsewhere (MC_MVE_RECORD_OF).
  */
 #ifndef MICROCOMPILER_KERNEL_MVE_H_
 #define MICROCOMPILER_KERNEL_MVE_H_
@@ -42,9 +43,11 @@
 /* Record layout of the requantization parameters of a block of 4 output channels. */
 #define MC_MVE_BIAS 0
 #define MC_MVE_MULT 4
-#define MC_MVE_LSHIFT 8
-#define MC_MVE_NRSHIFT 12
+#define MC_MVE_NRSHIFT 8
+#define MC_MVE_LSHIFT 12 /* only in the records of a "general" layer (a channel shifts left) */
 #define MC_MVE_RECORD 16
+/* int32 per record: without left shifts (general 0) the record stops before them */
+#define MC_MVE_RECORD_OF(general) ((general) ? MC_MVE_RECORD : MC_MVE_LSHIFT)
 
 /* ---- Four int32 lanes --------------------------------------------------------------------------- */
 
@@ -87,7 +90,7 @@ static MC_MVE_INLINE mc_v4 mc_v4_requant(mc_v4 acc, const int32_t* q, int genera
     const int32_t a = (int32_t)((uint32_t)acc.v[i] + (uint32_t)q[MC_MVE_BIAS + i]);
     acc.v[i] = general == MC_MVE_ORT_REQUANT
                    ? mc_ort_requant_lane(acc.v[i], q[MC_MVE_BIAS + i], q[MC_MVE_MULT + i])
-                   : mc_requantize(a, q[MC_MVE_MULT + i], q[MC_MVE_LSHIFT + i] + q[MC_MVE_NRSHIFT + i]);
+                   : mc_requantize(a, q[MC_MVE_MULT + i], (general ? q[MC_MVE_LSHIFT + i] : 0) + q[MC_MVE_NRSHIFT + i]);
   }
   return acc;
 #endif
@@ -109,150 +112,6 @@ static MC_MVE_INLINE void mc_v4_store_s8(int8_t* dst, int32_t count, mc_v4 x, in
   for (i = 0; i < count; ++i) {
     const int32_t v = x.v[i] + zp;
     dst[i] = (int8_t)MC_CLAMP(v, lo, hi);
-  }
-#endif
-}
-
-/* ---- Depthwise: 16 channels ---------------------------------------------------------------------
- * VMULLB/VMULLT.S8 multiply the even/odd int8 lanes into int16 products, VMOVLB/VMOVLT widen them
- * into four int32 accumulators holding the channels A = (0, 4, 8, 12), B = (2, 6, 10, 14),
- * C = (1, 5, 9, 13), D = (3, 7, 11, 15) (the requantization records of a group of 16 channels come
- * in that order); the saturating narrowings VQMOVNB/VQMOVNT put them back in channel order. */
-typedef struct {
-#if MC_MVE
-  int32x4_t a, b, c, d;
-#else
-  int32_t v[16]; /* in channel order */
-#endif
-} mc_dw16;
-
-/* The accumulators of channel order 0..15 -> the group (0 A, 1 B, 2 C, 3 D) and lane of each. */
-#define MC_DW16_GROUP(ch) ((((ch) & 1) << 1) | (((ch) >> 1) & 1))
-#define MC_DW16_LANE(ch) ((ch) >> 2)
-
-/* The widening of the int16 products e (even channels) and o (odd channels) into the accumulators
- * (t: a scratch register). GCC inline assembly keeps the four accumulators and four temporaries in
- * the eight Q registers (the intrinsics' code spilled them). */
-#define MC_DW16_WIDEN_FIRST(E, O)                                                                        \
-  "vmovlb.s16 %q[a], %q[" E "]\n\t"                                                                  \
-  "vmovlt.s16 %q[b], %q[" E "]\n\t"                                                                  \
-  "vmovlb.s16 %q[c], %q[" O "]\n\t"                                                                  \
-  "vmovlt.s16 %q[d], %q[" O "]\n\t"
-#define MC_DW16_WIDEN(E, O)                                                                              \
-  "vmovlb.s16 %q[t], %q[" E "]\n\t"                                                                  \
-  "vadd.i32 %q[a], %q[a], %q[t]\n\t"                                                                 \
-  "vmovlt.s16 %q[t], %q[" E "]\n\t"                                                                  \
-  "vadd.i32 %q[b], %q[b], %q[t]\n\t"                                                                 \
-  "vmovlb.s16 %q[t], %q[" O "]\n\t"                                                                  \
-  "vadd.i32 %q[c], %q[c], %q[t]\n\t"                                                                 \
-  "vmovlt.s16 %q[t], %q[" O "]\n\t"                                                                  \
-  "vadd.i32 %q[d], %q[d], %q[t]\n\t"
-
-/* The taps' inputs are read at x + OFF (OFF a literal in -127..127: VLDRB's immediate offset), the
- * weights at *wp, which advances by 16 per tap. FIRST: the accumulators start with this tap (no
- * zeroing). */
-#define MC_DW16_TAP_ASM(WIDEN, ACC, OFF)                                                                         \
-  __asm__("vldrb.8 %q[t], [%[x], #%c[off]]\n\t"                                                          \
-          "vldrb.8 %q[u], [%[w]], #16\n\t"                                                             \
-          "vmullb.s8 %q[e], %q[t], %q[u]\n\t"                                                          \
-          "vmullt.s8 %q[o], %q[t], %q[u]\n\t" WIDEN("e", "o")                                            \
-          : [a] ACC(dw_->a), [b] ACC(dw_->b), [c] ACC(dw_->c), [d] ACC(dw_->d), [t] "=&w"(vt_), [u] "=&w"(vu_),      \
-            [e] "=&w"(ve_), [o] "=&w"(vo_), [w] "+r"(wq_)                                                    \
-          : [x] "r"(x_), [off] "n"(OFF)                                                                   \
-          : "memory")
-#define MC_DW16_TAP2_ASM(WIDEN, ACC, OFF0, OFF1)                                                                          \
-  __asm__("vldrb.8 %q[t], [%[x0], #%c[o0]]\n\t"                                                        \
-          "vldrb.8 %q[u], [%[w]], #16\n\t"                                                             \
-          "vmullb.s8 %q[e], %q[t], %q[u]\n\t"                                                          \
-          "vmullt.s8 %q[o], %q[t], %q[u]\n\t"                                                          \
-          "vldrb.8 %q[t], [%[x1], #%c[o1]]\n\t"                                                        \
-          "vldrb.8 %q[u], [%[w]], #16\n\t"                                                             \
-          "vmullb.s8 %q[t], %q[t], %q[u]\n\t"                                                          \
-          "vadd.i16 %q[e], %q[e], %q[t]\n\t"                                                           \
-          "vldrb.8 %q[t], [%[x1], #%c[o1]]\n\t"                                                        \
-          "vmullt.s8 %q[t], %q[t], %q[u]\n\t"                                                          \
-          "vadd.i16 %q[o], %q[o], %q[t]\n\t" WIDEN("e", "o")                                             \
-          : [a] ACC(dw_->a), [b] ACC(dw_->b), [c] ACC(dw_->c), [d] ACC(dw_->d), [t] "=&w"(vt_), [u] "=&w"(vu_),      \
-            [e] "=&w"(ve_), [o] "=&w"(vo_), [w] "+r"(wq_)                                                    \
-          : [x0] "r"(x0_), [x1] "r"(x1_), [o0] "n"(OFF0), [o1] "n"(OFF1)                                 \
-          : "memory")
-
-/* s (+)= x[OFF + c] * w[c] for the 16 channels c (one tap): 12 instructions per 16 MACs (8 FIRST). */
-#if MC_MVE
-#define MC_DW16_TAP(S_, X_, OFF, WP_, FIRST)                                                             \
-  do {                                                                                                   \
-    mc_dw16* const dw_ = (S_);                                                                                   \
-    const int8_t* const x_ = (X_); /* the macro arguments are evaluated once */                                                                        \
-    const int8_t* wq_ = *(WP_);                                                                            \
-    int8x16_t vt_, vu_, ve_, vo_;                                                                                \
-    if (FIRST) {                                                                                         \
-      MC_DW16_TAP_ASM(MC_DW16_WIDEN_FIRST, "=&w", OFF);                                                              \
-    } else {                                                                                             \
-      MC_DW16_TAP_ASM(MC_DW16_WIDEN, "+w", OFF);                                                                    \
-    }                                                                                                    \
-    *(WP_) = wq_;                                                                                          \
-  } while (0)
-/* Two taps at once: the two int16 products are added in int16 before widening, which is exact when
- * no weight is -128 (|x w0 + x' w1| <= 2 * 128 * 127 < 2^15; the code generator checks): 19
- * instructions per 32 MACs (15 FIRST). */
-#define MC_DW16_TAP2(S_, X0_, OFF0, X1_, OFF1, WP_, FIRST)                                               \
-  do {                                                                                                   \
-    mc_dw16* const dw_ = (S_);                                                                                   \
-    const int8_t* const x0_ = (X0_);                                                                      \
-    const int8_t* const x1_ = (X1_);                                                                      \
-    const int8_t* wq_ = *(WP_);                                                                            \
-    int8x16_t vt_, vu_, ve_, vo_;                                                                                \
-    if (FIRST) {                                                                                         \
-      MC_DW16_TAP2_ASM(MC_DW16_WIDEN_FIRST, "=&w", OFF0, OFF1);                                                             \
-    } else {                                                                                             \
-      MC_DW16_TAP2_ASM(MC_DW16_WIDEN, "+w", OFF0, OFF1);                                                                   \
-    }                                                                                                    \
-    *(WP_) = wq_;                                                                                          \
-  } while (0)
-#else
-static inline void mc_dw16_tap_c(mc_dw16* s, const int8_t* x, const int8_t** wp, int first) {
-  int c;
-  const int8_t* w = *wp;
-  for (c = 0; c < 16; ++c) {
-    const uint32_t prev = first ? 0u : (uint32_t)s->v[c];
-    s->v[c] = (int32_t)(prev + (uint32_t)((int32_t)x[c] * (int32_t)w[c]));
-  }
-  *wp = w + 16;
-}
-#define MC_DW16_TAP(S_, X_, OFF, WP_, FIRST) mc_dw16_tap_c((S_), (X_) + (OFF), (WP_), (FIRST))
-#define MC_DW16_TAP2(S_, X0_, OFF0, X1_, OFF1, WP_, FIRST)                                               \
-  do {                                                                                                   \
-    mc_dw16_tap_c((S_), (X0_) + (OFF0), (WP_), (FIRST));                                                 \
-    mc_dw16_tap_c((S_), (X1_) + (OFF1), (WP_), 0);                                                       \
-  } while (0)
-#endif
-
-/* Requantize the 16 channels with the 4 records at q (groups A, B, C, D), + zero point, clamp,
- * store 16 int8 in channel order. */
-static MC_MVE_INLINE void mc_dw16_store(int8_t* dst, const mc_dw16* s, const int32_t* q, int general, int32_t zp,
-                                        int32_t lo, int32_t hi) {
-#if MC_MVE
-  const int32x4_t a = mc_v4_requant(s->a, q, general);
-  const int32x4_t b = mc_v4_requant(s->b, q + MC_MVE_RECORD, general);
-  const int32x4_t c = mc_v4_requant(s->c, q + 2 * MC_MVE_RECORD, general);
-  const int32x4_t d = mc_v4_requant(s->d, q + 3 * MC_MVE_RECORD, general);
-  /* + zero point in saturating int16 (a lane that saturates is far outside int8 either way) */
-  const int16x8_t even = vqaddq_n_s16(vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), a), b), (int16_t)zp);
-  const int16x8_t odd = vqaddq_n_s16(vqmovntq_s32(vqmovnbq_s32(vuninitializedq_s16(), c), d), (int16_t)zp);
-  int8x16_t y = vqmovntq_s16(vqmovnbq_s16(vuninitializedq_s8(), even), odd);
-  if (lo > -128) y = vmaxq_s8(y, vdupq_n_s8((int8_t)lo)); /* the saturation already clamps to int8 */
-  if (hi < 127) y = vminq_s8(y, vdupq_n_s8((int8_t)hi));
-  vstrbq_s8(dst, y);
-#else
-  int ch;
-  for (ch = 0; ch < 16; ++ch) {
-    const int32_t* r = q + MC_MVE_RECORD * MC_DW16_GROUP(ch);
-    const int i = MC_DW16_LANE(ch);
-    const int32_t acc = (int32_t)((uint32_t)s->v[ch] + (uint32_t)r[MC_MVE_BIAS + i]);
-    const int32_t v = (general == MC_MVE_ORT_REQUANT ? mc_ort_requant_lane(s->v[ch], r[MC_MVE_BIAS + i], r[MC_MVE_MULT + i])
-                                                     : mc_requantize(acc, r[MC_MVE_MULT + i], r[MC_MVE_LSHIFT + i] + r[MC_MVE_NRSHIFT + i])) +
-                      zp;
-    dst[ch] = (int8_t)MC_CLAMP(v, lo, hi);
   }
 #endif
 }
@@ -295,6 +154,30 @@ static MC_MVE_INLINE void mc_mve_fill(int8_t* d, int32_t value, int32_t n) {
 #endif
 }
 
+/* d[0 .. n-1] = s[0 .. n-1] for a run-time n >= 1: 16 bytes per predicated VLDRB/VSTRB (no library
+ * call; the gathers' copies of the part of a kernel row inside the image). */
+static MC_MVE_INLINE void mc_mve_copy_n(int8_t* d, const int8_t* s, int32_t n) {
+#if MC_MVE
+  for (; n > 0; n -= 16, d += 16, s += 16) {
+    const mve_pred16_t p = vctp8q((uint32_t)n);
+    vstrbq_p_s8(d, vldrbq_z_s8(s, p), p);
+  }
+#else
+  memcpy(d, s, (size_t)n);
+#endif
+}
+
+/* d[i] = s[off[i]] for i < 16 (off: byte offsets): one VLDRB.U8 gather (a receptive field's chunk of
+ * 16 taps read in one instruction instead of a copy per kernel row). */
+static MC_MVE_INLINE void mc_mve_gather16(int8_t* d, const int8_t* s, const uint8_t* off) {
+#if MC_MVE
+  vstrbq_s8(d, vldrbq_gather_offset_s8(s, vldrbq_u8(off)));
+#else
+  int i;
+  for (i = 0; i < 16; ++i) d[i] = s[off[i]];
+#endif
+}
+
 /* ---- Dot products: blocks of 4 output channels -------------------------------------------------- */
 
 /* Two input vectors x0, x1 against a block of 4 channels w (the layout above), each input vector made
@@ -306,6 +189,8 @@ static MC_MVE_INLINE void mc_mve_fill(int8_t* d, int32_t value, int32_t n) {
  * (VMOV Qd[2], Qd[0], Rt, Rt2 puts Rt in lane 0 and Rt2 in lane 2). */
 /* Rows of at most this many chunks run unrolled. */
 #define MC_MVE_UNROLLED_STEPS 4
+/* ... and kernels of at most this many rows of them (each row at most MC_MVE_UNROLLED_STEPS chunks). */
+#define MC_MVE_UNROLLED_ROWS 8
 
 static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0, const int8_t* x1, int32_t stride1,
                                               const int8_t* w, int32_t rows, int32_t row_steps, mc_v4* p0,
@@ -336,37 +221,62 @@ static MC_MVE_INLINE void mc_mve_dot_2x4_rows(const int8_t* x0, int32_t stride0,
                      [t2] "=r"(t2), [t3] "=r"(t3), [x0] "+r"(x0), [x1] "+r"(x1), [w] "+r"(w)
                    :
                    : "q0", "q1", "q2", "memory");
-  for (r = 0; r < rows; ++r) {
-    if (r) {
-      x0 += skip0;
-      x1 += skip1;
-      steps = row_steps;
-    }
-    if (row_steps <= MC_MVE_UNROLLED_STEPS) { /* a compile-time constant: straight-line code, no counter */
-#define MC_MVE_DOT_2X4_STEP_IF(K)                                                                        \
-  if (steps >= (K)) {                                                                                    \
+#define MC_MVE_DOT_2X4_STEP_IF(STEPS, K)                                                                 \
+  if ((STEPS) >= (K)) {                                                                                  \
     __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory"); \
   }
-      MC_MVE_DOT_2X4_STEP_IF(1)
-      MC_MVE_DOT_2X4_STEP_IF(2)
-      MC_MVE_DOT_2X4_STEP_IF(3)
-      MC_MVE_DOT_2X4_STEP_IF(4)
-#undef MC_MVE_DOT_2X4_STEP_IF
-      continue;
-    }
-    if (steps & 1) {
-      __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory");
-    }
-    n = steps >> 1;
-    if (n) {
-      __asm__ volatile("1:\n\t" MC_MVE_DOT_2X4_STEP("vmladava.s8") MC_MVE_DOT_2X4_STEP("vmladava.s8")
-                       "subs %[n], %[n], #1\n\t"
-                       "bne 1b\n\t"
-                       : MC_MVE_DOT_2X4_OPERANDS, [n] "+r"(n)
-                       :
-                       : "q0", "q1", "q2", "cc", "memory");
+  if (row_steps <= MC_MVE_UNROLLED_STEPS && rows <= MC_MVE_UNROLLED_ROWS) {
+    /* compile-time constants: straight-line code, no counter, the rows unrolled too (a row costs its
+     * steps and two pointer additions) */
+#define MC_MVE_DOT_2X4_SHORT_ROW(R)                                                                      \
+  if ((R) < rows) {                                                                                      \
+    if (R) {                                                                                             \
+      x0 += skip0;                                                                                       \
+      x1 += skip1;                                                                                       \
+    }                                                                                                    \
+    MC_MVE_DOT_2X4_STEP_IF((R) ? row_steps : steps, 1)                                                   \
+    MC_MVE_DOT_2X4_STEP_IF((R) ? row_steps : steps, 2)                                                   \
+    MC_MVE_DOT_2X4_STEP_IF((R) ? row_steps : steps, 3)                                                   \
+    MC_MVE_DOT_2X4_STEP_IF((R) ? row_steps : steps, 4)                                                   \
+  }
+    MC_MVE_DOT_2X4_SHORT_ROW(0)
+    MC_MVE_DOT_2X4_SHORT_ROW(1)
+    MC_MVE_DOT_2X4_SHORT_ROW(2)
+    MC_MVE_DOT_2X4_SHORT_ROW(3)
+    MC_MVE_DOT_2X4_SHORT_ROW(4)
+    MC_MVE_DOT_2X4_SHORT_ROW(5)
+    MC_MVE_DOT_2X4_SHORT_ROW(6)
+    MC_MVE_DOT_2X4_SHORT_ROW(7)
+#undef MC_MVE_DOT_2X4_SHORT_ROW
+  } else {
+    for (r = 0; r < rows; ++r) {
+      if (r) {
+        x0 += skip0;
+        x1 += skip1;
+        steps = row_steps;
+      }
+      if (row_steps <= MC_MVE_UNROLLED_STEPS) {
+        MC_MVE_DOT_2X4_STEP_IF(steps, 1)
+        MC_MVE_DOT_2X4_STEP_IF(steps, 2)
+        MC_MVE_DOT_2X4_STEP_IF(steps, 3)
+        MC_MVE_DOT_2X4_STEP_IF(steps, 4)
+        continue;
+      }
+      if (steps & 1) {
+        __asm__ volatile(MC_MVE_DOT_2X4_STEP("vmladava.s8") : MC_MVE_DOT_2X4_OPERANDS : : "q0", "q1", "q2", "memory");
+      }
+      n = steps >> 1;
+      if (n) {
+        __asm__ volatile("1:\n\t" MC_MVE_DOT_2X4_STEP("vmladava.s8") MC_MVE_DOT_2X4_STEP("vmladava.s8")
+                         "subs %[n], %[n], #1\n\t"
+                         "bne 1b\n\t"
+                         : MC_MVE_DOT_2X4_OPERANDS, [n] "+r"(n)
+                         :
+                         : "q0", "q1", "q2", "cc", "memory");
+      }
     }
   }
+#undef MC_MVE_DOT_2X4_STEP_IF
   __asm__("vmov %q[p0][2], %q[p0][0], %[s0], %[s2]\n\t"
           "vmov %q[p0][3], %q[p0][1], %[s1], %[s3]\n\t"
           "vmov %q[p1][2], %q[p1][0], %[t0], %[t2]\n\t"

@@ -107,7 +107,9 @@ def emit(ctx, plan_: KernelPlan, call: MatmulCall) -> str:
         record=ctx.const(
             "requant",
             records(np.zeros(4, np.int64), np.array([mult]), np.array([shift])),
-            comment="the requantization record {0[4], multiplier[4], left shift[4], -right shift[4]} of every column",
+            comment="the requantization record {0[4], multiplier[4], -right shift[4]"
+            + (", left shift[4]}" if shift >= 0 else "}")
+            + " of every column",
         ),
     )
     if rhs.is_constant:

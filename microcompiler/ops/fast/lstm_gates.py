@@ -78,8 +78,8 @@ def emit_mve(ctx, sides: dict[str, Side], gate_bytes: int) -> dict:
                 comment=(
                     f"per block of 4 rows [{rows // 4}] the record {{"
                     + ("gate bias minus" if name == "input" else "minus")
-                    + f" the {name} zero point times the row's weights [4], multiplier to Q3.12 [4], left shift[4], "
-                    "-right shift[4]}"
+                    + f" the {name} zero point times the row's weights [4], multiplier to Q3.12 [4], -right shift[4]"
+                    + (", left shift[4]}" if np.any(shift >= 0) else "}")
                 ),
             ),
         )

@@ -28,13 +28,13 @@ from microcompiler.ops.plan import ISA_MVE, KernelPlan, Variant
 HEADERS = ("kernel_mve.h",)
 MVE_DOT = Variant("mve-dot", HEADERS)  # CONV_2D and FULLY_CONNECTED
 # DEPTHWISE_CONV_2D; its body as a shared function: a 24 B larger frame (KWS on the M55: 280 vs 256)
-MVE_CHANNELS16 = Variant("mve-channels16", HEADERS, shared_body=False)
+MVE_CHANNELS16 = Variant("mve-channels16", ("kernel_mve_dw.h",), shared_body=False)
 MVE_LANES = Variant("mve", HEADERS)  # ADD/SUB, 4 lanes
 MVE_CHANNELS8 = Variant("mve-channels8", HEADERS)  # AVERAGE_POOL_2D
 MVE_MAX16 = Variant("mve-max16", HEADERS)  # MAX_POOL_2D
 
 CHUNK = 16  # int8 lanes of a Q register: inputs per VMLADAVA.S8
-RECORD = 16  # int32 per block of 4 channels: bias[4], multiplier[4], left shift[4], -right shift[4]
+RECORD = 16  # int32 per block of 4 channels: bias[4], multiplier[4], -right shift[4], left shift[4]
 
 
 def steps_of(k: int) -> int:
@@ -53,8 +53,10 @@ def pack_blocks(w_rows: np.ndarray) -> np.ndarray:
 
 
 def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """Per block of 4 channels {bias[4], multiplier[4], left shift[4], -right shift[4]} (int32; the
-    channels padded to a multiple of 4 with zeros). mult/shift may hold one entry (per tensor)."""
+    """Per block of 4 channels {bias[4], multiplier[4], -right shift[4], left shift[4]} (int32; the
+    channels padded to a multiple of 4 with zeros); without the left shifts when no channel shifts
+    left (the kernels' ANY_LEFT_SHIFT 0 never read them: MC_MVE_RECORD_OF in kernel_mve.h). mult/shift
+    may hold one entry (per tensor)."""
     n = len(folded_bias)
     n4 = -(-n // 4) * 4
     mult = np.broadcast_to(np.asarray(mult, np.int64), (n,))
@@ -62,9 +64,10 @@ def records(folded_bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.
     cols = np.zeros((4, n4), np.int64)
     cols[0, :n] = wrap32(folded_bias)
     cols[1, :n] = mult
-    cols[2, :n] = np.maximum(shift, 0)
-    cols[3, :n] = np.minimum(shift, 0)
-    return cols.reshape(4, n4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+    cols[2, :n] = np.minimum(shift, 0)
+    cols[3, :n] = np.maximum(shift, 0)
+    fields = 4 if np.any(shift >= 0) else 3
+    return cols[:fields].reshape(fields, n4 // 4, 4).transpose(1, 0, 2).reshape(-1).astype(np.int32)
 
 
 ORT_REQUANT = 2  # MC_MVE_ORT_REQUANT (kernel_mve_ort.h): ONNX Runtime's requantization
@@ -128,6 +131,24 @@ def fc_geometry(batches: int, depth: int, units: int) -> SimpleNamespace:
     )
 
 
+def gather16_offsets(g, k: int) -> tuple[list[int], np.ndarray] | None:
+    """The receptive field of a pixel inside the image as VLDRB gathers (mc_mve_gather16): per chunk of
+    16 taps ([ky][kx][c] order) its first tap's byte offset from the window's first input and the 16
+    byte offsets from it (the lanes past the k taps: 0, their weights are zero), or None when a
+    chunk spans more than 255 bytes (VLDRB.U8 offsets)."""
+    ky, kx, c = np.meshgrid(np.arange(g.k_h), np.arange(g.k_w), np.arange(g.in_c), indexing="ij")
+    taps = (ky * g.dil_h * g.in_w * g.in_c + kx * g.dil_w * g.in_c + c).reshape(-1)
+    padded = np.zeros(steps_of(k) * CHUNK, np.int64)
+    padded[:k] = taps
+    chunks = padded.reshape(-1, CHUNK)
+    bases = chunks[:, 0].copy()
+    rel = chunks - bases[:, None]
+    rel[rel < 0] = 0  # the zero-weight lanes past the last tap
+    if rel.max() > 255:
+        return None
+    return [int(b) for b in bases], rel.astype(np.uint8).reshape(-1)
+
+
 def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLayer) -> str:
     """C body of the "mve-dot" kernel: g a ConvGeometry (FULLY_CONNECTED: 1 x batches pixels, 1x1),
     w_rows int8 [out_c, k] in the order of the gathered row ([ky][kx][c])."""
@@ -136,6 +157,9 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
     shift = np.asarray(layer.shift)
     ctx.note(requant="ort-float" if layer.ort else "vqrdmulh")
     mode = {"none": "none", "rows": "rows", "all": "gather"}[plan.knob("gather")]
+    # the gathers pay where a kernel row is shorter than a vector (a copy per row of a few bytes)
+    rows_short = g.k_w * g.in_c < CHUNK
+    gather = gather16_offsets(g, k) if mode == "gather" and (g.k_h > 1 or g.dil_w > 1) and rows_short else None
     rows, row_steps = (g.k_h, g.k_w * g.in_c // CHUNK) if mode == "rows" else (1, steps_of(k))
     return ctx.render(
         "conv_2d_mve.c.j2",
@@ -154,6 +178,15 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
         variable_stride=mode == "rows" and not g.always_inside,
         npix=g.out_h * g.out_w,
         scratch=ctx.scratch(plan.scratch) if plan.scratch else None,
+        gather_bases=gather[0] if gather else None,
+        gather_offsets=ctx.const(
+            "gather_offsets",
+            gather[1],
+            "uint8_t",
+            comment=f"per chunk of 16 taps [{len(gather[0])}] the byte offsets of its taps from the chunk's first",
+        )
+        if gather
+        else None,
         general=general_mode(layer, shift),
         zp=layer.x_zp,
         out_zp=layer.y_zp,
@@ -163,7 +196,11 @@ def emit_dot(ctx, plan: KernelPlan, g, w_rows: np.ndarray, layer: RequantizedLay
 
 
 def depthwise_plan(g, depth_multiplier: int) -> KernelPlan | None:
-    """The "mve-channels16" plan of an int8 DEPTHWISE_CONV_2D (depth multiplier 1, channels % 16 == 0)."""
+    """The "mve-channels16" plan of an int8 DEPTHWISE_CONV_2D (depth multiplier 1, channels % 16 == 0);
+    with one input channel (any multiplier) the layer is the CONV_2D of one input channel and
+    depth_multiplier output channels: the "mve-dot" plan (emit_depthwise_dot)."""
+    if g.in_c == 1:
+        return conv_plan(g, 1)
     if depth_multiplier != 1 or g.in_c % 16:
         return None
     return KernelPlan.of(MVE_CHANNELS16, ISA_MVE, scratch_bytes=0, channels=16, taps_unrolled=True)
@@ -207,15 +244,35 @@ def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     return w_taps.astype(np.int8).reshape(taps, channels // 16, 16).transpose(1, 0, 2).reshape(-1).copy()
 
 
-def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
-    """C body of "mve-channels16": w_taps int8 [taps, channels]."""
+def dw16_requantization(
+    ctx, w_taps: np.ndarray, layer: RequantizedLayer
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The per-channel folded bias (input zero point folded in), multipliers and shifts of a depthwise
+    layer for the mc_dw16 kernels (w_taps int8 [taps, channels]), and the template values they share
+    (tap pairs: two int16 products cannot overflow when no weight is -128)."""
     folded = layer.bias.astype(np.int64) - layer.x_zp * w_taps.astype(np.int64).sum(axis=0)
     n = len(folded)
     shift = np.broadcast_to(np.asarray(layer.shift), (n,))
     mult = np.broadcast_to(np.asarray(layer.mult), (n,))
-    order = dw16_order(n)
     pairs = bool(w_taps.min(initial=0) > -128)  # two int16 products cannot overflow
     ctx.note(requant="ort-float" if layer.ort else "vqrdmulh", tap_pairs=pairs)
+    values = dict(
+        describe=layer.describe,
+        input=layer.input_c,
+        output=layer.output_c,
+        pairs=pairs,
+        general=general_mode(layer, shift),
+        out_zp=layer.y_zp,
+        act_min=layer.act[0],
+        act_max=layer.act[1],
+    )
+    return folded, mult, shift, values
+
+
+def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
+    """C body of "mve-channels16": w_taps int8 [taps, channels]."""
+    folded, mult, shift, values = dw16_requantization(ctx, w_taps, layer)
+    order = dw16_order(len(folded))
     zp_row = (
         None
         if g.always_inside
@@ -231,18 +288,18 @@ def emit_depthwise(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: Requanti
         rows=rows,
         taps=taps,
         g=g,
-        describe=layer.describe,
-        input=layer.input_c,
-        output=layer.output_c,
         weights=ctx.const("weights", pack_depthwise(w_taps)),
         params=ctx.const("params", records(folded[order], mult[order], shift[order])),
         zp_row=zp_row,
-        pairs=pairs,
-        general=general_mode(layer, shift),
-        out_zp=layer.y_zp,
-        act_min=layer.act[0],
-        act_max=layer.act[1],
+        **values,
     )
+
+
+def emit_depthwise_dot(ctx, plan: KernelPlan, g, w_taps: np.ndarray, layer: RequantizedLayer) -> str:
+    """C body of an int8 DEPTHWISE_CONV_2D of one input channel as the "mve-dot" CONV_2D (w_taps int8
+    [taps, multiplier]: output channel m's weights are column m, in the [ky][kx] order of the gathered
+    row). TFLM's depthwise and convolution arithmetic are the same sum, bias and requantization."""
+    return emit_dot(ctx, plan, g, np.ascontiguousarray(w_taps.T), layer)
 
 
 def emit_add(ctx, q: dict, symbol: str, a, b, y, act: tuple[int, int], in1: str, in2: str, out: str) -> str:

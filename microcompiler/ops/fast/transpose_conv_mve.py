@@ -5,7 +5,7 @@ The same decomposition as "phases" (transpose_conv_phases.py: one ordinary convo
 per output phase, each output pixel summing only the taps that reach it, no zero-stuffing MACs), with
 the arithmetic of the "mve-dot" CONV_2D (mve.py): per phase the weights as int8 blocks of 4 output
 channels x 16 taps (mve.pack_blocks) and the requantization records {bias - input zero point *
-sum(w), multiplier, left shift, -right shift} per block (mve.records); two output pixels of one
+sum(w), multiplier, -right shift[, left shift]} per block (mve.records); two output pixels of one
 phase (ox and ox + stride_w) gathered into two 16-byte-padded rows of the scratch (taps outside the
 input: the input zero point, which the folded bias accounts for), then 2 pixels x 4 output channels
 per mc_mve_dot_2x4_rows (VLDRB + VMLADAVA.S8) and mc_v4_requant (VQRDMULH + VRSHL: TFLM's
@@ -69,6 +69,7 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
         act_min=lo,
         act_max=hi,
         general=int(np.any(np.asarray(shift) >= 0)),
+        record=len(recs[0]) // blocks,  # int32 per record: 16, or 12 without left shifts (mve.records)
         direct=direct,
         phases=phases,
         blocks=blocks,
@@ -87,7 +88,8 @@ def emit(ctx, plan_: KernelPlan, x, w, y, bias, values: dict, activation: str) -
             np.concatenate(recs),
             comment=(
                 f"per phase [{phases}] and block of 4 output channels [{blocks}] the record {{bias - input zero point "
-                "* sum of the phase's weights [4], multiplier[4], left shift[4], -right shift[4]}"
+                "* sum of the phase's weights [4], multiplier[4], -right shift[4]"
+                + (", left shift[4]}" if np.any(np.asarray(shift) >= 0) else "}")
             ),
         ),
         **phase_tables(ctx, offsets, k_h, k_w, s_h, s_w, "weight"),

@@ -7,9 +7,8 @@
 #include "tiny_cnn_int8.h"
 #include "microcompiler/kernel_math.h"
 #include "microcompiler/kernel_fixedpoint.h"
-#include "microcompiler/kernel_simd.h"
-#include "microcompiler/kernel_planes.h"
 #include "microcompiler/kernel_mve.h"
+#include "microcompiler/kernel_mve_dw.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
 /* CONV_2D operator 0: weights, 128 values */
@@ -24,24 +23,35 @@ static const int8_t tiny_cnn_int8_conv1_weights[128] = {
     -104, -67, 94, -43, 19, -89, 12, -127, -51, 0, 0, 0, 0, 0, 0, 0
 };
 
-/* CONV_2D operator 0: params, 32 values */
-static const int32_t tiny_cnn_int8_conv1_params[32] = {
-    -670, 980, 40, 2100, 1734655751, 1317357406, 1669053674, 1236240007, 0, 0, 0, 0, -8, -9, -8, -8,
-    1050, 4250, -2660, -3560, 1321182207, 1441139303, 1178263052, 1592371832, 0, 0, 0, 0, -8, -7, -8, -8
+/* CONV_2D operator 0: params, 24 values */
+static const int32_t tiny_cnn_int8_conv1_params[24] = {
+    -670, 980, 40, 2100, 1734655751, 1317357406, 1669053674, 1236240007, -8, -9, -8, -8, 1050, 4250, -2660, -3560,
+    1321182207, 1441139303, 1178263052, 1592371832, -8, -7, -8, -8
 };
 
-/* weights [8 channels][9 taps (ky, kx)], int8, channels in the order they run */
-static const int8_t tiny_cnn_int8_dwconv2_weights[72] = {
-    127, 86, -48, -22, 79, 6, 63, -16, 48, -41, -51, 48, 18, 14, -43, -33,
-    -75, 127, 70, 4, 37, -66, -2, -2, -42, -127, -62, 23, 24, -101, -54, 27,
-    86, 54, -57, -127, -10, 24, -117, -127, 32, -72, 47, 53, 98, -57, -107, -111,
-    -2, 100, 66, 121, -127, -123, 127, -66, 12, 93, -79, 93, 21, -45, 9, -10,
-    -11, 113, -20, -127, 26, 90, 117, 12
+/* per chunk of 16 taps [1] the byte offsets of its taps from the chunk's first */
+static const uint8_t tiny_cnn_int8_conv1_gather_offsets[16] = {
+    0, 1, 2, 16, 17, 18, 32, 33, 34, 0, 0, 0, 0, 0, 0, 0
 };
 
-/* per output channel [8] {folded bias (doubled) << 8 | channel, multiplier} in the order the channels run: grouped by right shift (the shift is in the code) */
-static const int32_t tiny_cnn_int8_dwconv2_params[16] = {
-    21168128, 1962811986, -2359295, 1559239396, -12451838, 1773499109, -8191997, 2141665475, -4718588, 1703971512, -15728635, 1275373569, 10813446, 1120389171, 12451847, 1991986006
+/* weights [9 taps (ky, kx)][2 pixels][8 channels], int8: each tap's 8 twice */
+static const int8_t tiny_cnn_int8_dwconv2_weights[144] = {
+    127, -41, 70, 23, -10, -57, 127, -10, 127, -41, 70, 23, -10, -57, 127, -10,
+    86, -51, 4, 24, 24, -107, -66, -11, 86, -51, 4, 24, 24, -107, -66, -11,
+    -48, 48, 37, -101, -117, -111, 12, 113, -48, 48, 37, -101, -117, -111, 12, 113,
+    -22, 18, -66, -54, -127, -2, 93, -20, -22, 18, -66, -54, -127, -2, 93, -20,
+    79, 14, -2, 27, 32, 100, -79, -127, 79, 14, -2, 27, 32, 100, -79, -127,
+    6, -43, -2, 86, -72, 66, 93, 26, 6, -43, -2, 86, -72, 66, 93, 26,
+    63, -33, -42, 54, 47, 121, 21, 90, 63, -33, -42, 54, 47, 121, 21, 90,
+    -16, -75, -127, -57, 53, -127, -45, 117, -16, -75, -127, -57, 53, -127, -45, 117,
+    48, 127, -62, -127, 98, -123, 9, 12, 48, 127, -62, -127, 98, -123, 9, 12
+};
+
+/* 4 requantization records (lanes 0,4,8,12 / 2,6,10,14 / 1,5,9,13 / 3,7,11,15 of a pixel pair, lane l channel l % 8) {folded bias[4], multiplier[4], -right shift[4]} */
+static const int32_t tiny_cnn_int8_dwconv2_params[48] = {
+    41344, -9216, 41344, -9216, 1962811986, 1703971512, 1962811986, 1703971512, -5, -5, -5, -5, -24320, 21120, -24320, 21120,
+    1773499109, 1120389171, 1773499109, 1120389171, -5, -5, -5, -5, -4608, -30720, -4608, -30720, 1559239396, 1275373569, 1559239396, 1275373569,
+    -5, -5, -5, -5, -16000, 24320, -16000, 24320, 2141665475, 1991986006, 2141665475, 1991986006, -5, -5, -5, -5
 };
 
 /* CONV_2D operator 2: weights, 256 values */
@@ -64,12 +74,11 @@ static const int8_t tiny_cnn_int8_conv3_weights[256] = {
     5, -42, -127, -77, 10, 2, 42, 93, 0, 0, 0, 0, 0, 0, 0, 0
 };
 
-/* CONV_2D operator 2: params, 64 values */
-static const int32_t tiny_cnn_int8_conv3_params[64] = {
-    16000, -21632, 37888, -5120, 1292690989, 1875700629, 1214770081, 1481292192, 0, 0, 0, 0, -8, -8, -7, -8,
-    43008, -4352, -12032, 39040, 1600848774, 1560010672, 1235208006, 1547615352, 0, 0, 0, 0, -8, -7, -8, -9,
-    8320, -75264, -11904, 60288, 1790009238, 1291453804, 1351242270, 1770623609, 0, 0, 0, 0, -9, -8, -8, -8,
-    7808, -2688, -3456, -12032, 2112983782, 1936802599, 1823621509, 1737966390, 0, 0, 0, 0, -8, -9, -8, -8
+/* CONV_2D operator 2: params, 48 values */
+static const int32_t tiny_cnn_int8_conv3_params[48] = {
+    16000, -21632, 37888, -5120, 1292690989, 1875700629, 1214770081, 1481292192, -8, -8, -7, -8, 43008, -4352, -12032, 39040,
+    1600848774, 1560010672, 1235208006, 1547615352, -8, -7, -8, -9, 8320, -75264, -11904, 60288, 1790009238, 1291453804, 1351242270, 1770623609,
+    -9, -8, -8, -8, 7808, -2688, -3456, -12032, 2112983782, 1936802599, 1823621509, 1737966390, -8, -9, -8, -8
 };
 
 /* FULLY_CONNECTED operator 5: weights, 64 values */
@@ -80,144 +89,13 @@ static const int8_t tiny_cnn_int8_logits_weights[64] = {
     -60, -11, 23, -44, -27, -19, -87, -14, -45, 127, -41, 37, 30, -90, -100, -36
 };
 
-/* FULLY_CONNECTED operator 5: params, 16 values */
-static const int32_t tiny_cnn_int8_logits_params[16] = {
-    29312, 31360, -33280, -45696, 1905011136, 1194755901, 1430899768, 1277835126, 0, 0, 0, 0, -6, -5, -6, -6
+/* FULLY_CONNECTED operator 5: params, 12 values */
+static const int32_t tiny_cnn_int8_logits_params[12] = {
+    29312, 31360, -33280, -45696, 1905011136, 1194755901, 1430899768, 1277835126, -6, -5, -6, -6
 };
 
 /* Kernel scratch (im2col columns), shared by the operators: one runs at a time. */
-static int32_t tiny_cnn_int8_scratch[60];
-
-/* ---- Functions the operators call (shared by the layers that compute the same) ---- */
-
-/* DEPTHWISE_CONV_2D planes, 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1: the runs of a layer's channels, one after the other; a run's channels have the same requantization right shift, one of 5; called by tiny_cnn_int8_dwconv2 */
-static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8(const int8_t* x_b, int8_t* y_b, const mc_planes_run_t* run) {
-  enum { OUTPUT_ZERO_POINT = -128 };
-  int16_t* const plane = (int16_t*)(void*)tiny_cnn_int8_scratch;
-  int n, oy;
-  for (; run->count > 0; ++run) { /* up to the run of no channels that ends the list */
-    switch (run->right_shift) {
-    case 5: {
-      enum { RIGHT_SHIFT = 5 };
-      const int32_t* q = run->params;
-      const int8_t* weights = run->weights;
-      for (n = run->count; n > 0; --n, q += 2, weights += 9) {
-        const int ic = q[0] & 0xFF; /* the channel: the low byte of its record's first word */
-        {
-          /* the channel into the plane, 8 columns per row unrolled */
-          const int8_t* s = x_b + ic;
-          int16_t* d = plane + 13;
-          int iy;
-          for (iy = 0; iy < 8; ++iy, s += 64, d += 12) {
-            mc_plane_set(d, s[0]);
-            mc_plane_set(d + 1, s[8]);
-            mc_plane_set(d + 2, s[16]);
-            mc_plane_set(d + 3, s[24]);
-            mc_plane_set(d + 4, s[32]);
-            mc_plane_set(d + 5, s[40]);
-            mc_plane_set(d + 6, s[48]);
-            mc_plane_set(d + 7, s[56]);
-          }
-        }
-        {
-          const int oc = ic;
-          const int8_t* wk = weights;
-          const int32_t bias = q[0] >> 8, mq = q[1];
-          const int32_t cq = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << RIGHT_SHIFT) >> 1;
-          const int32_t w0_0 = mc_pack16(2 * wk[0], 2 * wk[1]), w0_1 = mc_pack16(2 * wk[2], 0);
-          const int32_t w1_0 = mc_pack16(2 * wk[3], 2 * wk[4]), w1_1 = mc_pack16(2 * wk[5], 0);
-          const int32_t w2_0 = mc_pack16(2 * wk[6], 2 * wk[7]), w2_1 = mc_pack16(2 * wk[8], 0);
-          int8_t* yo = y_b + oc;
-          for (oy = 0; oy < 8; ++oy) {
-            const int16_t* p = plane + oy * 12;
-            /* the whole output row at once: each plane word loaded once per kernel row */
-            int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias, a7 = bias;
-            {
-              const int32_t v0 = mc_plane_pair(p), v1 = mc_plane_pair(p + 2), v2 = mc_plane_pair(p + 4), v3 = mc_plane_pair(p + 6), v4 = mc_plane_pair(p + 8);
-              a0 = mc_smlad(v0, w0_0, a0);
-              a0 = mc_smlad(v1, w0_1, a0);
-              a1 = mc_smlatb(v0, w0_0, a1);
-              a1 = mc_smlabt(v1, w0_0, a1);
-              a1 = mc_smlatb(v1, w0_1, a1);
-              a2 = mc_smlad(v1, w0_0, a2);
-              a2 = mc_smlad(v2, w0_1, a2);
-              a3 = mc_smlatb(v1, w0_0, a3);
-              a3 = mc_smlabt(v2, w0_0, a3);
-              a3 = mc_smlatb(v2, w0_1, a3);
-              a4 = mc_smlad(v2, w0_0, a4);
-              a4 = mc_smlad(v3, w0_1, a4);
-              a5 = mc_smlatb(v2, w0_0, a5);
-              a5 = mc_smlabt(v3, w0_0, a5);
-              a5 = mc_smlatb(v3, w0_1, a5);
-              a6 = mc_smlad(v3, w0_0, a6);
-              a6 = mc_smlad(v4, w0_1, a6);
-              a7 = mc_smlatb(v3, w0_0, a7);
-              a7 = mc_smlabt(v4, w0_0, a7);
-              a7 = mc_smlatb(v4, w0_1, a7);
-            }
-            {
-              const int32_t v0 = mc_plane_pair(p + 12), v1 = mc_plane_pair(p + 14), v2 = mc_plane_pair(p + 16), v3 = mc_plane_pair(p + 18), v4 = mc_plane_pair(p + 20);
-              a0 = mc_smlad(v0, w1_0, a0);
-              a0 = mc_smlad(v1, w1_1, a0);
-              a1 = mc_smlatb(v0, w1_0, a1);
-              a1 = mc_smlabt(v1, w1_0, a1);
-              a1 = mc_smlatb(v1, w1_1, a1);
-              a2 = mc_smlad(v1, w1_0, a2);
-              a2 = mc_smlad(v2, w1_1, a2);
-              a3 = mc_smlatb(v1, w1_0, a3);
-              a3 = mc_smlabt(v2, w1_0, a3);
-              a3 = mc_smlatb(v2, w1_1, a3);
-              a4 = mc_smlad(v2, w1_0, a4);
-              a4 = mc_smlad(v3, w1_1, a4);
-              a5 = mc_smlatb(v2, w1_0, a5);
-              a5 = mc_smlabt(v3, w1_0, a5);
-              a5 = mc_smlatb(v3, w1_1, a5);
-              a6 = mc_smlad(v3, w1_0, a6);
-              a6 = mc_smlad(v4, w1_1, a6);
-              a7 = mc_smlatb(v3, w1_0, a7);
-              a7 = mc_smlabt(v4, w1_0, a7);
-              a7 = mc_smlatb(v4, w1_1, a7);
-            }
-            {
-              const int32_t v0 = mc_plane_pair(p + 24), v1 = mc_plane_pair(p + 26), v2 = mc_plane_pair(p + 28), v3 = mc_plane_pair(p + 30), v4 = mc_plane_pair(p + 32);
-              a0 = mc_smlad(v0, w2_0, a0);
-              a0 = mc_smlad(v1, w2_1, a0);
-              a1 = mc_smlatb(v0, w2_0, a1);
-              a1 = mc_smlabt(v1, w2_0, a1);
-              a1 = mc_smlatb(v1, w2_1, a1);
-              a2 = mc_smlad(v1, w2_0, a2);
-              a2 = mc_smlad(v2, w2_1, a2);
-              a3 = mc_smlatb(v1, w2_0, a3);
-              a3 = mc_smlabt(v2, w2_0, a3);
-              a3 = mc_smlatb(v2, w2_1, a3);
-              a4 = mc_smlad(v2, w2_0, a4);
-              a4 = mc_smlad(v3, w2_1, a4);
-              a5 = mc_smlatb(v2, w2_0, a5);
-              a5 = mc_smlabt(v3, w2_0, a5);
-              a5 = mc_smlatb(v3, w2_1, a5);
-              a6 = mc_smlad(v3, w2_0, a6);
-              a6 = mc_smlad(v4, w2_1, a6);
-              a7 = mc_smlatb(v3, w2_0, a7);
-              a7 = mc_smlabt(v4, w2_0, a7);
-              a7 = mc_smlatb(v4, w2_1, a7);
-            }
-            yo[0] = (int8_t)MC_SSAT8(mc_requant_fast2(a0, mq, cq, RIGHT_SHIFT));
-            yo[8] = (int8_t)MC_SSAT8(mc_requant_fast2(a1, mq, cq, RIGHT_SHIFT));
-            yo[16] = (int8_t)MC_SSAT8(mc_requant_fast2(a2, mq, cq, RIGHT_SHIFT));
-            yo[24] = (int8_t)MC_SSAT8(mc_requant_fast2(a3, mq, cq, RIGHT_SHIFT));
-            yo[32] = (int8_t)MC_SSAT8(mc_requant_fast2(a4, mq, cq, RIGHT_SHIFT));
-            yo[40] = (int8_t)MC_SSAT8(mc_requant_fast2(a5, mq, cq, RIGHT_SHIFT));
-            yo[48] = (int8_t)MC_SSAT8(mc_requant_fast2(a6, mq, cq, RIGHT_SHIFT));
-            yo[56] = (int8_t)MC_SSAT8(mc_requant_fast2(a7, mq, cq, RIGHT_SHIFT));
-            yo += 64;
-          }
-        }
-      }
-      break;
-    }
-    }
-  }
-}
+static int32_t tiny_cnn_int8_scratch[28];
 
 /* ---- Operators ---- */
 
@@ -230,12 +108,12 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
    * taps get the input zero point, whose product is folded into the bias; the weights are zero past
    * the 9 inputs);
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv1_weights); per block of 4 channels the
-   * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv1_params), requantized 4 lanes at
+   * record {bias[4], multiplier[4], -right shift[4]} (tiny_cnn_int8_conv1_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
   enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
   enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
   int8_t* const col = (int8_t*)tiny_cnn_int8_scratch; /* 2 rows of 16 bytes */
-  int ky, kx;
+  int ky;
   int oy, ox;
   int n, oc;
   {
@@ -253,21 +131,20 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         int8_t* d_ = col;
         if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
           const int8_t* s_ = x_b + (iy0 * 16 + ix0);
-          for (ky = 0; ky < 3; ++ky, s_ += 16) {
-            mc_mve_copy(d_ + ky * 3, s_, 3);
-          }
+          /* the receptive field by VLDRB gathers: 16 taps per instruction, byte offsets from tiny_cnn_int8_conv1_gather_offsets */
+          mc_mve_gather16(d_, s_, tiny_cnn_int8_conv1_gather_offsets);
         }
         else {
-          /* taps outside the image read the input zero point (folded into the bias) */
+          /* taps outside the image read the input zero point (folded into the bias): per kernel row, the
+           * zero points, then the taps kx0 .. kx1-1 inside the image copied over them */
+          const int kx0 = ix0 < 0 ? -ix0 : 0;
+          const int kx1 = ix0 > 13 ? 16 - ix0 : 3;
           for (ky = 0; ky < 3; ++ky) {
             const int iy = iy0 + ky;
-            for (kx = 0; kx < 3; ++kx) {
-              const int ix = ix0 + kx;
-              if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-                d_[ky * 3 + kx] = x_b[iy * 16 + ix];
-              } else {
-                d_[ky * 3 + kx] = INPUT_ZERO_POINT;
-              }
+            int8_t* const row_ = d_ + ky * 3;
+            mc_mve_fill(row_, INPUT_ZERO_POINT, 3);
+            if (iy >= 0 && iy < 16 && kx1 > kx0) {
+              mc_mve_copy_n(row_ + kx0, x_b + (iy * 16 + ix0 + kx0), (kx1 - kx0));
             }
           }
         }
@@ -285,21 +162,20 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
         int8_t* d_ = col + 16;
         if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
           const int8_t* s_ = x_b + (iy0 * 16 + ix0);
-          for (ky = 0; ky < 3; ++ky, s_ += 16) {
-            mc_mve_copy(d_ + ky * 3, s_, 3);
-          }
+          /* the receptive field by VLDRB gathers: 16 taps per instruction, byte offsets from tiny_cnn_int8_conv1_gather_offsets */
+          mc_mve_gather16(d_, s_, tiny_cnn_int8_conv1_gather_offsets);
         }
         else {
-          /* taps outside the image read the input zero point (folded into the bias) */
+          /* taps outside the image read the input zero point (folded into the bias): per kernel row, the
+           * zero points, then the taps kx0 .. kx1-1 inside the image copied over them */
+          const int kx0 = ix0 < 0 ? -ix0 : 0;
+          const int kx1 = ix0 > 13 ? 16 - ix0 : 3;
           for (ky = 0; ky < 3; ++ky) {
             const int iy = iy0 + ky;
-            for (kx = 0; kx < 3; ++kx) {
-              const int ix = ix0 + kx;
-              if (iy >= 0 && iy < 16 && ix >= 0 && ix < 16) {
-                d_[ky * 3 + kx] = x_b[iy * 16 + ix];
-              } else {
-                d_[ky * 3 + kx] = INPUT_ZERO_POINT;
-              }
+            int8_t* const row_ = d_ + ky * 3;
+            mc_mve_fill(row_, INPUT_ZERO_POINT, 3);
+            if (iy >= 0 && iy < 16 && kx1 > kx0) {
+              mc_mve_copy_n(row_ + kx0, x_b + (iy * 16 + ix0 + kx0), (kx1 - kx0));
             }
           }
         }
@@ -313,7 +189,7 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
       {
         const int8_t* w = tiny_cnn_int8_conv1_weights;
         const int32_t* q = tiny_cnn_int8_conv1_params;
-        for (oc = 0; oc < 8; oc += 4, w += 64, q += MC_MVE_RECORD) {
+        for (oc = 0; oc < 8; oc += 4, w += 64, q += MC_MVE_RECORD_OF(ANY_LEFT_SHIFT)) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
           a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
@@ -329,22 +205,63 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
 
 /* DEPTHWISE_CONV_2D(padding=SAME, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, depth_multiplier=1, activation=RELU6), operator 1: 'dwconv2' */
 void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
-  /* 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1; depth multiplier 1.
-   * planes: one input channel at a time sign-extended into a 10 x 12 int16 plane (the model's
-   * scratch) whose border holds the input zero point (its products are folded into the bias), then
-   * each of its output channels over the plane, the weights paired in registers
-   * (two output pixels per step: SMLAD for the left one, SMLATB/SMLABT for the right one;
-   * DSP extension). Weights: int8, 9 per output channel in tiny_cnn_int8_dwconv2_weights, paired doubled like the bias (the accumulators hold 2 * acc);
-   * per channel {bias << 8 | channel, multiplier} in tiny_cnn_int8_dwconv2_params; the shift r a literal per group of channels (c = ((2 zp + 1) << r) >> 1). */
-  const int32_t INPUT_ZERO_POINT_PAIR = -8323200; /* the input zero point -128 in both int16 halves */
-  /* the channels in runs of one right shift r each (a literal in the runs function's code for r), in the
-   * order of tiny_cnn_int8_dwconv2_params: per run its weights, its records, its channel count and r; a run of no channels ends them */
-  static const mc_planes_run_t RUNS[] = {
-      {tiny_cnn_int8_dwconv2_weights, tiny_cnn_int8_dwconv2_params, 8, 5},
-      {NULL, NULL, 0, 0}
-  };
-  mc_plane_fill(tiny_cnn_int8_scratch, INPUT_ZERO_POINT_PAIR, 60); /* the zero-point border */
-  tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x8(input0, output0, RUNS);
+  /* 1x8x8x8 -> 1x8x8x8, kernel 3x3, stride 1x1, padding top 1 left 1; depth multiplier 1, 8 channels.
+   * mve-pixels2x8: output pixels ox and ox + 1 in one 16-lane vector (stride 1 across: their taps are
+   * 16 contiguous input bytes, their outputs 16 contiguous bytes), the mve-channels16 arithmetic
+   * (Helium VMULLB/VMULLT.S8 + VMOVLB/VMOVLT into four int32 accumulators, two taps summed in int16 before widening (no weight is -128)), the 9 taps unrolled;
+   * weights per tap: the 8 channels' twice (tiny_cnn_int8_dwconv2_weights); 4 requantization records (lanes
+   * 0,4,8,12 / 2,6,10,14 / 1,5,9,13 / 3,7,11,15, lane l channel l % 8) in tiny_cnn_int8_dwconv2_params. Pairs whose
+   * windows leave the image, and a row's last pixel when the width is odd, gather their kernel rows'
+   * input pixels into strips of the scratch (the input zero point outside the image, accounted for by
+   * the bias) and read their taps there. */
+  enum { INPUT_ZERO_POINT = -128, OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
+  enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
+  int8_t* const sc = (int8_t*)tiny_cnn_int8_scratch; /* 3 strips of 32 bytes, then a lone pixel's 16 outputs */
+  int oy, ox, ky;
+  {
+    const int8_t* x_b = input0;
+    int8_t* o = output0;
+    for (oy = 0; oy < 8; ++oy) {
+      const int iy0 = oy - 1;
+      for (ox = 0; ox < 8; ox += 2, o += 16) {
+        const int ix0 = ox - 1;
+        const int8_t* w = tiny_cnn_int8_dwconv2_weights;
+        const int32_t* const q = tiny_cnn_int8_dwconv2_params;
+        mc_dw16 s;
+        const int8_t* r0;
+        const int8_t* r1;
+        const int8_t* r2;
+        if (ox < 7 && iy0 >= 0 && iy0 <= 5 && ix0 >= 0 && ix0 <= 4) {
+          const int8_t* const xp = x_b + (iy0 * 8 + ix0) * 8;
+          r0 = xp + 8;
+          r1 = xp + 72;
+          r2 = xp + 136;
+        } else {
+          /* per kernel row, the strip of its 4 input pixels: the input zero point, then the
+           * pixels kx0 .. kx1-1 inside the image copied over it; the taps at the interior's offsets */
+          const int kx0 = ix0 < 0 ? -ix0 : 0;
+          const int kx1 = ix0 > 4 ? 8 - ix0 : 4;
+          for (ky = 0; ky < 3; ++ky) {
+            const int iy = iy0 + ky;
+            int8_t* const strip = sc + ky * 32;
+            mc_mve_fill(strip, INPUT_ZERO_POINT, 32);
+            if (iy >= 0 && iy < 8 && kx1 > kx0) {
+              mc_mve_copy_n(strip + kx0 * 8, x_b + (iy * 8 + ix0 + kx0) * 8, (kx1 - kx0) * 8);
+            }
+          }
+          r0 = sc + 8;
+          r1 = sc + 40;
+          r2 = sc + 72;
+        }
+          MC_DW16_TAP2(&s, r0, -8, r0, 0, &w, 1);
+          MC_DW16_TAP2(&s, r0, 8, r1, -8, &w, 0);
+          MC_DW16_TAP2(&s, r1, 0, r1, 8, &w, 0);
+          MC_DW16_TAP2(&s, r2, -8, r2, 0, &w, 0);
+          MC_DW16_TAP(&s, r2, 8, &w, 0);
+        mc_dw16_store(o, &s, q, ANY_LEFT_SHIFT, OUTPUT_ZERO_POINT, ACTIVATION_MIN, ACTIVATION_MAX);
+      }
+    }
+  }
 }
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
@@ -356,7 +273,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
    * taps get the input zero point, whose product is folded into the bias; the weights are zero past
    * the 8 inputs);
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_conv3_weights); per block of 4 channels the
-   * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_conv3_params), requantized 4 lanes at
+   * record {bias[4], multiplier[4], -right shift[4]} (tiny_cnn_int8_conv3_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
   enum { OUTPUT_ZERO_POINT = -128, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
   enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
@@ -406,7 +323,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
       {
         const int8_t* w = tiny_cnn_int8_conv3_weights;
         const int32_t* q = tiny_cnn_int8_conv3_params;
-        for (oc = 0; oc < 16; oc += 4, w += 64, q += MC_MVE_RECORD) {
+        for (oc = 0; oc < 16; oc += 4, w += 64, q += MC_MVE_RECORD_OF(ANY_LEFT_SHIFT)) {
           mc_v4 a0, a1;
           mc_mve_dot_2x4_rows(x0, 16, x1, 16, w, 1, 1, &a0, &a1);
           a0 = mc_v4_requant(a0, q, ANY_LEFT_SHIFT);
@@ -447,7 +364,7 @@ void tiny_cnn_int8_logits(const int8_t* input0, int8_t* output0) {
    * instructions per 64 MACs), 1 chunk(s) of 16 inputs;
    * each pixel's 16 inputs are read in place;
    * weights int8 in blocks of 4 channels x 16 inputs (tiny_cnn_int8_logits_weights); per block of 4 channels the
-   * record {bias[4], multiplier[4], left shift[4], -right shift[4]} (tiny_cnn_int8_logits_params), requantized 4 lanes at
+   * record {bias[4], multiplier[4], -right shift[4]} (tiny_cnn_int8_logits_params), requantized 4 lanes at
    * a time (VQRDMULH + VRSHL, TFLM's arithmetic). */
   enum { OUTPUT_ZERO_POINT = 12, ACTIVATION_MIN = -128, ACTIVATION_MAX = 127 };
   enum { ANY_LEFT_SHIFT = 0 }; /* 0: every channel shifts right, none left */
