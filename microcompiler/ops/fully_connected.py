@@ -291,8 +291,9 @@ def _int32_partial_sums(r: PlanRequest) -> bool:
 
 def _rows4_plan(r: PlanRequest) -> KernelPlan:
     """s16 pairs with the DSP extension (unless tuned to s8), int8 weights with SXTB16 where the row
-    offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input (mc_dot_r4_s8i, 2.4
-    instructions per MAC on the Cortex-M3) where the partial sums fit int32 and the layer has at least
+    offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input, two rows per SMLAL
+    ("pairs", mc_dot_r4_s8p: 1.75 instructions per MAC on the Cortex-M3; {"extract": "interleaved"}:
+    mc_dot_r4_s8i, 2.4) where the partial sums fit int32 and the layer has at least
     INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
@@ -308,7 +309,8 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     if sxtb16:
         return plan.with_knobs(extract="sxtb16")
     if not s16 and r.tensor(1).size >= INTERLEAVED_MIN_WEIGHTS and _int32_partial_sums(r):
-        return plan.with_knobs(extract="interleaved", unroll=8).with_headers("kernel_portable.h")
+        extract = "interleaved" if r.knob("extract") == "interleaved" else "pairs"
+        return plan.with_knobs(extract=extract, unroll=4 if extract == "pairs" else 8).with_headers("kernel_portable.h")
     return plan
 
 
