@@ -384,4 +384,81 @@ MC_HELPER_FN void mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, i
 }
 #endif
 
+/* ---- The same with unsigned inputs: 5 instructions per 4 MACs ------------------------------------
+ * Where the input vector can be offset to x + 128 (unsigned bytes x'), all four weights of a word are
+ * stored w + 128 (u, unsigned bytes, in row order: w[4 k + r] ^ 0x80) and the whole word is one
+ * operand: T = sum x' (u0 + u1 2^8 + u2 2^16 + u3 2^24) (UMLAL, no mask), next to
+ * T' = sum x' (u2 + u1 2^24) (the word rotated by 16 and masked): T' gives A2 = sum x' u2 (low 24
+ * bits) and A1 (above), T - 2^8 A1 - 2^16 A2 gives A0 and A3 the same way; every lane is below 2^24
+ * for at most 256 inputs (256 * 255 * 255 < 2^24). Per input one LDRB, one LDR, one AND, two UMLAL
+ * (Cortex-M3: 1.5 instructions per MAC with the loop). acc[r] += sum_k x'[k] u_r[k], k < n (n >= 1,
+ * at most MC_PAIRS_CHUNK; a literal where this is inlined), wrapping; the caller takes the offsets
+ * off (sum x' u = sum x' w + 128 sum x'). Returns w past the pass. Without the long multiply the same
+ * layout row by row. */
+#if MC_LONG_MULTIPLY
+/* (signed sums of the unsigned products: with unsigned ones GCC reassociates them, UMULL + ADDS/ADC) */
+#define MC_PAIRS_UK(J)                                  \
+  t = x[(J)];                                           \
+  v = w[(J)];                                           \
+  s0 += (int64_t)((uint64_t)t * v);                     \
+  s1 += (int64_t)((uint64_t)t * ((((v) >> 16) | ((v) << 16)) & mask))
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  const uint32_t mask = 0xFF0000FFu;
+  const uint8_t* const end = x + n;
+  int64_t s0 = 0, s1 = 0;
+  uint64_t rest;
+  uint32_t v, t, a1, a2;
+  for (; (end - x) & 3; ++x, ++w) {
+    MC_PAIRS_UK(0);
+  }
+  for (; x != end; x += 4, w += 4) {
+    MC_PAIRS_UK(0);
+    MC_PAIRS_UK(1);
+    MC_PAIRS_UK(2);
+    MC_PAIRS_UK(3);
+  }
+  a2 = (uint32_t)s1 & 0xFFFFFFu;
+  a1 = (uint32_t)(s1 >> 24);
+  rest = (uint64_t)s0 - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
+  acc[0] = (int32_t)((uint32_t)acc[0] + ((uint32_t)rest & 0xFFFFFFu));
+  acc[1] = (int32_t)((uint32_t)acc[1] + a1);
+  acc[2] = (int32_t)((uint32_t)acc[2] + a2);
+  acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)(rest >> 24));
+  return w;
+}
+#undef MC_PAIRS_UK
+#else
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  const uint8_t* b = (const uint8_t*)w;
+  uint32_t a0 = (uint32_t)acc[0], a1 = (uint32_t)acc[1], a2 = (uint32_t)acc[2], a3 = (uint32_t)acc[3];
+  const uint8_t* const end = x + n;
+  for (; x != end; ++x, b += 4) {
+    const uint32_t t = x[0];
+    a0 += t * b[0];
+    a1 += t * b[1];
+    a2 += t * b[2];
+    a3 += t * b[3];
+  }
+  acc[0] = (int32_t)a0;
+  acc[1] = (int32_t)a1;
+  acc[2] = (int32_t)a2;
+  acc[3] = (int32_t)a3;
+  return (const uint32_t*)b;
+}
+#endif
+
+/* The bytes of p[0..n) offset by 128 in place (int8 <-> x + 128 as uint8), returning the sum of the
+ * offset values; n a literal where this is inlined. */
+static MC_ALWAYS_INLINE int32_t mc_offset128_s8(int8_t* p, int32_t n) {
+  uint8_t* b = (uint8_t*)p;
+  int32_t sum = 0;
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    const uint32_t u = (uint32_t)b[i] ^ 0x80u;
+    b[i] = (uint8_t)u;
+    sum += (int32_t)u;
+  }
+  return sum;
+}
+
 #endif /* MICROCOMPILER_KERNEL_PORTABLE_H_ */

@@ -156,18 +156,26 @@ def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int, s8: bool) -> dict:
 
 def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
     """The flash arrays of "pairs-rows4" (template values ``pairs``): per side the weights as pairs
-    words, the start values (bias - zero point * sum(w), wrapped to int32), the requantization per gate
+    words (the input side signed, mc_pairs_pass; the hidden side unsigned, mc_pairs_u_pass, the hidden
+    state offset by 128 in place), the start values (bias - (zero point [+ 128]) * sum(w), wrapped to
+    int32; the hidden side's as int16 row sums times -(zero point + 128) where they fit), the requantization per gate
     (multiplier; with mc_requant_fast the rounding constant c and right shift r, else TFLM's shift)."""
     out: dict = {}
     for name, side in sides.items():
         rows, depth = side.weights.shape
-        start = side.bias - side.zero_point * side.weights.astype(np.int64).sum(axis=1)
+        unsigned = name == "hidden"  # offset in place once per step (the step's output replaces it)
+        sums = side.weights.astype(np.int64).sum(axis=1)
+        start = side.bias - (side.zero_point + (128 if unsigned else 0)) * sums
         bound = fast.acc_bounds(side.bias, side.weights).reshape(4, -1).max(axis=1)
         is_fast, c, r = fast.requant_table(side.multiplier, side.shift, 0, bound)
-        words, _ = fast.pack_pairs_rows4(side.weights)
+        words, _ = fast.pack_pairs_rows4(side.weights, unsigned)
+        # the hidden side's start is -(zero point + 128) times the row sums: int16 row sums where they fit
+        short = unsigned and bool(np.all(np.abs(sums) < 2**15))
         out[name] = dict(
             depth=depth,
             fast=is_fast,
+            unsigned=unsigned,
+            factor=-(side.zero_point + 128) if short else None,
             weights=ctx.const(
                 f"{name}_weights",
                 words,
@@ -177,12 +185,14 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
                     "of 4 rows, input by input one word of the 4 rows' weights, bytes (w0 ^ 0x80, w3, w2 ^ 0x80, w1)"
                 ),
             ),
-            start=ctx.const(
+            start=ctx.const(f"{name}_sums", sums.astype(np.int16), comment=f"the sum of each row's weights [{rows}]")
+            if short
+            else ctx.const(
                 f"{name}_start",
-                fast.wrap32(start),
+                start.astype(np.int16) if np.all(np.abs(start) < 2**15) else fast.wrap32(start),
                 comment=f"accumulator start per row [{rows}]: "
                 + ("the gate bias minus" if name == "input" else "minus")
-                + f" the {name} zero point times the row's weights",
+                + f" the {name} zero point{' + 128' if unsigned else ''} times the row's weights",
             ),
             multiplier=ctx.const(
                 f"{name}_multiplier", side.multiplier.astype(np.int32), comment="requantization multiplier per gate [4]"

@@ -117,14 +117,16 @@ def interleave_rows4(w_rows: np.ndarray) -> np.ndarray:
     return np.concatenate([head, w_rows[blocks * 4 :].reshape(-1)]).astype(np.int8)
 
 
-def pack_pairs_rows4(w_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """FULLY_CONNECTED int8 weights [rows, depth] for mc_dot_r4_s8p (portable C, two rows per SMLAL):
-    per block of 4 rows, input by input one word of the bytes (from the lowest) w0 ^ 0x80, w3,
-    w2 ^ 0x80, w1 (uint32 [blocks * depth]); and the rows left over (rows % 4) as they are (int8)."""
+def pack_pairs_rows4(w_rows: np.ndarray, unsigned: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """FULLY_CONNECTED int8 weights [rows, depth] for mc_dot_r4_s8p / mc_pairs_pass (portable C, two
+    rows per SMLAL): per block of 4 rows, input by input one word of the bytes (from the lowest)
+    w0 ^ 0x80, w3, w2 ^ 0x80, w1 (``unsigned``, for mc_pairs_u_pass: w0, w1, w2, w3 each ^ 0x80)
+    (uint32 [blocks * depth]); and the rows left over (rows % 4) as they are (int8)."""
     rows, depth = w_rows.shape
     blocks = rows // 4
     q = w_rows[: blocks * 4].astype(np.int8).view(np.uint8).reshape(blocks, 4, depth).transpose(0, 2, 1)
-    lanes = np.stack([q[..., 0] ^ 0x80, q[..., 3], q[..., 2] ^ 0x80, q[..., 1]], axis=-1).astype(np.uint32)
+    order = [q[..., r] ^ 0x80 for r in range(4)] if unsigned else [q[..., 0] ^ 0x80, q[..., 3], q[..., 2] ^ 0x80, q[..., 1]]
+    lanes = np.stack(order, axis=-1).astype(np.uint32)
     words = lanes[..., 0] | lanes[..., 1] << 8 | lanes[..., 2] << 16 | lanes[..., 3] << 24
     return words.reshape(-1).astype(np.uint32), w_rows[blocks * 4 :].astype(np.int8).copy()
 
