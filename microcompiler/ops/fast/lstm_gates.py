@@ -168,13 +168,15 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
         start = side.bias - (side.zero_point + (128 if unsigned else 0)) * sums
         bound = fast.acc_bounds(side.bias, side.weights).reshape(4, -1).max(axis=1)
         is_fast, c, r = fast.requant_table(side.multiplier, side.shift, 0, bound)
-        words, _ = fast.pack_pairs_rows4(side.weights, unsigned)
+        rows8 = unsigned and rows % 8 == 0  # the hidden side 8 rows per pass (mc_pairs_u8_pass)
+        words = fast.pack_pairs_u_rows8(side.weights) if rows8 else fast.pack_pairs_rows4(side.weights, unsigned)[0]
         # the hidden side's start is -(zero point + 128) times the row sums: int16 row sums where they fit
         short = unsigned and bool(np.all(np.abs(sums) < 2**15))
         out[name] = dict(
             depth=depth,
             fast=is_fast,
             unsigned=unsigned,
+            rows=8 if rows8 else 4,
             factor=-(side.zero_point + 128) if short else None,
             weights=ctx.const(
                 f"{name}_weights",

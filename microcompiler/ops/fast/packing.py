@@ -131,6 +131,14 @@ def pack_pairs_rows4(w_rows: np.ndarray, unsigned: bool = False) -> tuple[np.nda
     return words.reshape(-1).astype(np.uint32), w_rows[blocks * 4 :].astype(np.int8).copy()
 
 
+def pack_pairs_u_rows8(w_rows: np.ndarray) -> np.ndarray:
+    """int8 weights [rows, depth] (rows % 8 == 0) for mc_pairs_u8_pass: per block of 8 rows, input by
+    input the unsigned pairs words (pack_pairs_rows4) of rows 0..3 and of rows 4..7."""
+    rows, depth = w_rows.shape
+    words, _ = pack_pairs_rows4(w_rows, unsigned=True)
+    return words.reshape(rows // 8, 2, depth).transpose(0, 2, 1).reshape(-1).copy()
+
+
 def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     """DEPTHWISE_CONV_2D weights [taps, channels] (channels % 4 == 0) for the 4-channel kernel: per
     group of 4 channels c0..c3 and per tap, the pairs (c0,c2) (c1,c3)."""
