@@ -49,7 +49,7 @@ class FullyConnected(OpKernel):
         "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)",
     }
     # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
-    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
+    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256), "extract": ("interleaved",)}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]

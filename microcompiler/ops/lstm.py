@@ -315,7 +315,8 @@ class UnidirectionalSequenceLstm(OpKernel):
                 bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
             )
         fast_rows = values["mve"] or values["s16"]
-        values["scratch"] = ctx.scratch(gate_bytes + (fast_rows["row_bytes"] if fast_rows else 0))
+        fused = values["pairs"] and values["pairs"]["fused"]  # no gate buffer: the cell update after each block
+        values["scratch"] = None if fused else ctx.scratch(gate_bytes + (fast_rows["row_bytes"] if fast_rows else 0))
         if not integer:
             return ctx.render(
                 "lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values

@@ -344,6 +344,29 @@ static MC_ALWAYS_INLINE const uint32_t* mc_pairs_pass(const int8_t* x, const uin
   mc_pairs_flush(s1, pair + 2);
   return w;
 }
+#undef MC_PAIRS_K
+#undef MC_PAIRS_MASK
+#undef MC_PAIRS_MASK_ROR
+#else
+/* the same words row by row in int32: the low lanes' rows with their 128 sum x, as the long path */
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_pass(const int8_t* x, const uint32_t* w, int32_t n, int32_t* pair) {
+  const uint8_t* b = (const uint8_t*)w;
+  uint32_t a0 = (uint32_t)pair[0], a1 = (uint32_t)pair[1], a2 = (uint32_t)pair[2], a3 = (uint32_t)pair[3];
+  const int8_t* const end = x + n;
+  for (; x != end; ++x, b += 4) {
+    const int32_t t = x[0];
+    a0 += (uint32_t)(t * (int32_t)b[0]);
+    a3 += (uint32_t)(t * (int32_t)(int8_t)b[1]);
+    a2 += (uint32_t)(t * (int32_t)b[2]);
+    a1 += (uint32_t)(t * (int32_t)(int8_t)b[3]);
+  }
+  pair[0] = (int32_t)a0;
+  pair[1] = (int32_t)a1;
+  pair[2] = (int32_t)a2;
+  pair[3] = (int32_t)a3;
+  return (const uint32_t*)b;
+}
+#endif
 MC_HELPER_FN void mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, int32_t sx, int32_t* acc) {
   int32_t pair[4];
   pair[0] = (int32_t)((uint32_t)acc[0] - ((uint32_t)sx << 7));
@@ -361,28 +384,6 @@ MC_HELPER_FN void mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, i
   acc[2] = pair[2];
   acc[3] = pair[3];
 }
-#undef MC_PAIRS_K
-#undef MC_PAIRS_MASK
-#undef MC_PAIRS_MASK_ROR
-#else
-MC_HELPER_FN void mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, int32_t sx, int32_t* acc) {
-  const uint8_t* b = (const uint8_t*)w;
-  int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  const int8_t* const end = x + n;
-  (void)sx;
-  for (; x != end; ++x, b += 4) {
-    const int32_t t = x[0];
-    a0 += t * ((int32_t)b[0] - 128);
-    a3 += t * (int32_t)(int8_t)b[1];
-    a2 += t * ((int32_t)b[2] - 128);
-    a1 += t * (int32_t)(int8_t)b[3];
-  }
-  acc[0] = a0;
-  acc[1] = a1;
-  acc[2] = a2;
-  acc[3] = a3;
-}
-#endif
 
 /* ---- The same with unsigned inputs: 5 instructions per 4 MACs ------------------------------------
  * Where the input vector can be offset to x + 128 (unsigned bytes x'), all four weights of a word are
@@ -402,12 +403,21 @@ MC_HELPER_FN void mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, i
   v = w[(J)];                                           \
   s0 += (int64_t)((uint64_t)t * v);                     \
   s1 += (int64_t)((uint64_t)t * ((((v) >> 16) | ((v) << 16)) & mask))
+/* the four rows of T = s (whole words) and T' = s1 (rotated and masked) added into acc[0..3] */
+static MC_ALWAYS_INLINE void mc_pairs_u_flush(int64_t s, int64_t s1, int32_t* acc) {
+  const uint32_t a2 = (uint32_t)s1 & 0xFFFFFFu;
+  const uint32_t a1 = (uint32_t)(s1 >> 24);
+  const uint64_t rest = (uint64_t)s - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
+  acc[0] = (int32_t)((uint32_t)acc[0] + ((uint32_t)rest & 0xFFFFFFu));
+  acc[1] = (int32_t)((uint32_t)acc[1] + a1);
+  acc[2] = (int32_t)((uint32_t)acc[2] + a2);
+  acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)(rest >> 24));
+}
 static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
   const uint32_t mask = 0xFF0000FFu;
   const uint8_t* const end = x + n;
   int64_t s0 = 0, s1 = 0;
-  uint64_t rest;
-  uint32_t v, t, a1, a2;
+  uint32_t v, t;
   for (; (end - x) & 3; ++x, ++w) {
     MC_PAIRS_UK(0);
   }
@@ -417,13 +427,7 @@ static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const 
     MC_PAIRS_UK(2);
     MC_PAIRS_UK(3);
   }
-  a2 = (uint32_t)s1 & 0xFFFFFFu;
-  a1 = (uint32_t)(s1 >> 24);
-  rest = (uint64_t)s0 - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
-  acc[0] = (int32_t)((uint32_t)acc[0] + ((uint32_t)rest & 0xFFFFFFu));
-  acc[1] = (int32_t)((uint32_t)acc[1] + a1);
-  acc[2] = (int32_t)((uint32_t)acc[2] + a2);
-  acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)(rest >> 24));
+  mc_pairs_u_flush(s0, s1, acc);
   return w;
 }
 #undef MC_PAIRS_UK
@@ -459,16 +463,6 @@ static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const 
   s1 += (int64_t)((uint64_t)t * ((((v) >> 16) | ((v) << 16)) & mask));   \
   s2 += (int64_t)((uint64_t)t * u);                                      \
   s3 += (int64_t)((uint64_t)t * ((((u) >> 16) | ((u) << 16)) & mask))
-/* the four rows of T = s (whole words) and T' = s1 (rotated and masked) added into acc[0..3] */
-static MC_ALWAYS_INLINE void mc_pairs_u_flush(int64_t s, int64_t s1, int32_t* acc) {
-  const uint32_t a2 = (uint32_t)s1 & 0xFFFFFFu;
-  const uint32_t a1 = (uint32_t)(s1 >> 24);
-  const uint64_t rest = (uint64_t)s - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
-  acc[0] = (int32_t)((uint32_t)acc[0] + ((uint32_t)rest & 0xFFFFFFu));
-  acc[1] = (int32_t)((uint32_t)acc[1] + a1);
-  acc[2] = (int32_t)((uint32_t)acc[2] + a2);
-  acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)(rest >> 24));
-}
 static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
   const uint32_t mask = 0xFF0000FFu;
   const uint8_t* const end = x + n;

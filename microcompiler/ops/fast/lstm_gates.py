@@ -161,14 +161,25 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
     int32; the hidden side's as int16 row sums times -(zero point + 128) where they fit), the requantization per gate
     (multiplier; with mc_requant_fast the rounding constant c and right shift r, else TFLM's shift)."""
     out: dict = {}
+    n_state = sides["hidden"].weights.shape[1]
+    group = 8 if n_state % 8 == 0 else 4
+    fused = n_state % 4 == 0
+    # fused: the rows in blocks of `group` units, per block the 4 gates' rows of its units in turn
+    order = (
+        np.arange(4 * n_state).reshape(4, n_state // group, group).transpose(1, 0, 2).reshape(-1)
+        if fused
+        else np.arange(4 * n_state)
+    )
+    out["fused"] = fused
     for name, side in sides.items():
+        side = Side(side.weights[order], side.bias[order], side.zero_point, side.multiplier, side.shift)
         rows, depth = side.weights.shape
         unsigned = name == "hidden"  # offset in place once per step (the step's output replaces it)
         sums = side.weights.astype(np.int64).sum(axis=1)
         start = side.bias - (side.zero_point + (128 if unsigned else 0)) * sums
-        bound = fast.acc_bounds(side.bias, side.weights).reshape(4, -1).max(axis=1)
+        bound = fast.acc_bounds(sides[name].bias, sides[name].weights).reshape(4, -1).max(axis=1)  # per gate
         is_fast, c, r = fast.requant_table(side.multiplier, side.shift, 0, bound)
-        rows8 = unsigned and rows % 8 == 0  # the hidden side 8 rows per pass (mc_pairs_u8_pass)
+        rows8 = unsigned and group == 8  # the hidden side 8 rows per pass (mc_pairs_u8_pass)
         words = fast.pack_pairs_u_rows8(side.weights) if rows8 else fast.pack_pairs_rows4(side.weights, unsigned)[0]
         # the hidden side's start is -(zero point + 128) times the row sums: int16 row sums where they fit
         short = unsigned and bool(np.all(np.abs(sums) < 2**15))
@@ -177,6 +188,7 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
             fast=is_fast,
             unsigned=unsigned,
             rows=8 if rows8 else 4,
+            short=bool(short or np.all(np.abs(start) < 2**15)),
             factor=-(side.zero_point + 128) if short else None,
             weights=ctx.const(
                 f"{name}_weights",
