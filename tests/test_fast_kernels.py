@@ -267,7 +267,7 @@ def test_fully_connected_interleaved_portable(tmp_path, units, depth):
         tmp_path,
         n_inputs=3,
         sanitize=True,
-        tuning={"extract": "interleaved"},
+        tuning={"FULLY_CONNECTED": {"extract": "interleaved"}},
     )
     assert kernel_of(lib)["extract"] == "interleaved" and kernel_of(lib)["isa"] == "c"
 

@@ -303,8 +303,8 @@ MC_HELPER_FN void mc_dot_x2r4_s8i(const int32_t* X, const int8_t* w, int32_t n, 
  * per input one LDRSB, one LDR, two AND, two SMLAL for 4 MACs (Cortex-M3: 1.6 instructions per MAC
  * with the loop, where mc_dot_r4_s8i's 2.4). The low lane holds sum x (w + 128) exactly while it
  * fits 24 bits signed: 256 inputs per pass (256 * 128 * 255 < 2^23), then both lanes are added into
- * the int32 sums. acc[r] += sum_k x[k] w_r[k] for k < n (n >= 0), given sx = sum_k x[k] (the low
- * lanes' 128 sum x is taken off: the caller sums the vector once for all its rows). Wrapping
+ * the int32 sums. acc[r] += sum_k x[k] w_r[k] for k < n (n >= 0); the low lanes' 128 sum x is taken
+ * off (mc_dot_r4_s8p sums the vector once for all the rows of a layer). Wrapping
  * arithmetic on acc: the caller proves only that the final sums fit int32. Without the long
  * multiply (MC_LONG_MULTIPLY = 0: Cortex-M0/M0+) the same layout row by row in int32. */
 #define MC_PAIRS_CHUNK 256
@@ -367,22 +367,27 @@ static MC_ALWAYS_INLINE const uint32_t* mc_pairs_pass(const int8_t* x, const uin
   return (const uint32_t*)b;
 }
 #endif
-MC_HELPER_FN void mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, int32_t sx, int32_t* acc) {
-  int32_t pair[4];
-  pair[0] = (int32_t)((uint32_t)acc[0] - ((uint32_t)sx << 7));
-  pair[1] = acc[1];
-  pair[2] = (int32_t)((uint32_t)acc[2] - ((uint32_t)sx << 7));
-  pair[3] = acc[3];
+/* The whole depth in passes of MC_PAIRS_CHUNK: acc[r] = start[r] + the row's sum over the n inputs x
+ * (n >= 0); *sx: 128 times the sum of x[0..n), computed where it is still 0 (by the first call of a
+ * layer, for the others). Returns w past the 4 rows. */
+MC_HELPER_FN const uint32_t* mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, int32_t* sx,
+                                           const int32_t* start, int32_t* acc) {
+  if (*sx == 0) {
+    int32_t sum = 0, k;
+    for (k = 0; k < n; ++k) sum += x[k];
+    *sx = (int32_t)((uint32_t)sum << 7);
+  }
+  acc[0] = (int32_t)((uint32_t)start[0] - (uint32_t)*sx);
+  acc[1] = start[1];
+  acc[2] = (int32_t)((uint32_t)start[2] - (uint32_t)*sx);
+  acc[3] = start[3];
   while (n > 0) {
     const int32_t chunk = n < MC_PAIRS_CHUNK ? n : MC_PAIRS_CHUNK;
-    w = mc_pairs_pass(x, w, chunk, pair);
+    w = mc_pairs_pass(x, w, chunk, acc);
     x += chunk;
     n -= chunk;
   }
-  acc[0] = pair[0];
-  acc[1] = pair[1];
-  acc[2] = pair[2];
-  acc[3] = pair[3];
+  return w;
 }
 
 /* ---- The same with unsigned inputs: 5 instructions per 4 MACs ------------------------------------
