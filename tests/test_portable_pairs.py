@@ -42,7 +42,7 @@ def test_pairs_words_hold_the_weights():
 
 @pytest.mark.parametrize(
     "units,depth,batches",
-    [(8, 128, 2), (9, 131, 1), (6, 203, 2), (4, 700, 1), (13, 257, 1)],
+    [(8, 128, 2), (9, 131, 1), (10, 203, 2), (8, 700, 1), (13, 257, 1)],
     ids=["8x128", "rows-tail", "depth-mod-4", "three-passes", "pass-plus-one"],
 )
 def test_fully_connected_pairs_both_paths(tmp_path, units, depth, batches):
@@ -53,6 +53,13 @@ def test_fully_connected_pairs_both_paths(tmp_path, units, depth, batches):
     assert kernel_of(lib)["extract"] == "pairs" and kernel_of(lib)["isa"] == "c"
     assert "mc_dot_r4_s8p(" in lib.files["src/model_ops.c"]
     _without_long_multiply(model, tmp_path / "int32")
+
+
+def test_fully_connected_pairs_where_it_pays(tmp_path):
+    """One block of 4 rows (the input's sum not shared) or fewer than 32 inputs: mc_dot_r4_s8i."""
+    for units, depth in ((4, 1000), (40, 31)):
+        lib = compile_bytes(fc_model("int8", 1, depth, units, "NONE", False), tmp_path / f"{units}_{depth}")
+        assert kernel_of(lib)["extract"] == "interleaved"
 
 
 def test_fully_connected_pairs_extreme_weights(tmp_path):

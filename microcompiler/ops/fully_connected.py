@@ -279,6 +279,7 @@ def _lanes_plan(r: PlanRequest) -> KernelPlan:
 # mc_dot_r4_s8i is one function per model (about 260 B of flash on the Cortex-M3): a layer with fewer
 # weights than this (IC's and KWS's last layers) keeps its own row loop, which costs less flash there.
 INTERLEAVED_MIN_WEIGHTS = 1024
+PAIRS_MIN_DEPTH = 32
 
 
 def _int32_partial_sums(r: PlanRequest) -> bool:
@@ -292,9 +293,9 @@ def _int32_partial_sums(r: PlanRequest) -> bool:
 def _rows4_plan(r: PlanRequest) -> KernelPlan:
     """s16 pairs with the DSP extension (unless tuned to s8), int8 weights with SXTB16 where the row
     offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input, two rows per SMLAL
-    ("pairs", mc_dot_r4_s8p: 1.75 instructions per MAC on the Cortex-M3; {"extract": "interleaved"}:
-    mc_dot_r4_s8i, 2.4) where the partial sums fit int32 and the layer has at least
-    INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
+    ("pairs", mc_dot_r4_s8p: 1.75 instructions per MAC on the Cortex-M3, for at least 8 rows of
+    PAIRS_MIN_DEPTH inputs; else, or {"extract": "interleaved"}: mc_dot_r4_s8i, 2.4) where the partial
+    sums fit int32 and the layer has at least INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
     sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
@@ -309,7 +310,10 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     if sxtb16:
         return plan.with_knobs(extract="sxtb16")
     if not s16 and r.tensor(1).size >= INTERLEAVED_MIN_WEIGHTS and _int32_partial_sums(r):
-        extract = "interleaved" if r.knob("extract") == "interleaved" else "pairs"
+        units, depth = r.tensor(1).shape[0], r.tensor(1).shape[-1]
+        # pairs where its per-call work (the lanes, the input's sum once per layer) pays: 2 blocks, 32 inputs
+        pays = units >= 8 and depth >= PAIRS_MIN_DEPTH
+        extract = "pairs" if pays and r.knob("extract") != "interleaved" else "interleaved"
         return plan.with_knobs(extract=extract, unroll=4 if extract == "pairs" else 8).with_headers("kernel_portable.h")
     return plan
 
