@@ -78,8 +78,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
             if pairs and out_depth >= 4
             else None
             if pairs
-            else
-            ctx.const(
+            else ctx.const(
                 "weights",
                 fast.interleave_rows4(w_rows),
                 comment=f"weights, int8: per block of 4 rows [{depth} inputs][4 rows], then the "

@@ -125,7 +125,9 @@ def pack_pairs_rows4(w_rows: np.ndarray, unsigned: bool = False) -> tuple[np.nda
     rows, depth = w_rows.shape
     blocks = rows // 4
     q = w_rows[: blocks * 4].astype(np.int8).view(np.uint8).reshape(blocks, 4, depth).transpose(0, 2, 1)
-    order = [q[..., r] ^ 0x80 for r in range(4)] if unsigned else [q[..., 0] ^ 0x80, q[..., 3], q[..., 2] ^ 0x80, q[..., 1]]
+    order = (
+        [q[..., r] ^ 0x80 for r in range(4)] if unsigned else [q[..., 0] ^ 0x80, q[..., 3], q[..., 2] ^ 0x80, q[..., 1]]
+    )
     lanes = np.stack(order, axis=-1).astype(np.uint32)
     words = lanes[..., 0] | lanes[..., 1] << 8 | lanes[..., 2] << 16 | lanes[..., 3] << 24
     return words.reshape(-1).astype(np.uint32), w_rows[blocks * 4 :].astype(np.int8).copy()
