@@ -8,18 +8,14 @@ after each block of units)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from harness import assert_matches_oracle, compile_bytes
 from lstm_models import lstm_int8
-from oracle import Oracle
 from test_fully_connected import fc_model
+from test_portable_kernels import _without_long_multiply
 from test_state import check_sequence
 
-from microcompiler.host import HostProgram
-from microcompiler.inputs import random_inputs
 from microcompiler.ops.fast.packing import pack_pairs_rows4, pack_pairs_u_rows8
 
 
@@ -52,7 +48,7 @@ def test_fully_connected_pairs_both_paths(tmp_path, units, depth, batches):
     lib = assert_matches_oracle(model, tmp_path / "long", n_inputs=3, sanitize=depth == 131)
     assert kernel_of(lib)["extract"] == "pairs" and kernel_of(lib)["isa"] == "c"
     assert "mc_dot_r4_s8p(" in lib.files["src/model_ops.c"]
-    _without_long_multiply(model, tmp_path / "int32")
+    _without_long_multiply(model, tmp_path / "int32", "rows4")
 
 
 def test_fully_connected_pairs_where_it_pays(tmp_path):
@@ -70,16 +66,6 @@ def test_fully_connected_pairs_extreme_weights(tmp_path):
     assert kernel_of(lib)["extract"] == "pairs"
     extreme = [[np.where(rng.random(lib.info.inputs[0].shape) < 0.5, -128, 127).astype(np.int8)] for _ in range(3)]
     assert_matches_oracle(model, tmp_path / "run", inputs=extreme)
-
-
-def _without_long_multiply(model: bytes, tmp_path: Path) -> None:
-    lib = compile_bytes(model, tmp_path)
-    inputs = [random_inputs(lib.info.inputs, seed=s) for s in range(3)]
-    ours = HostProgram(lib, tmp_path / "build", opt="-DMC_LONG_MULTIPLY=0").run(inputs)
-    oracle = Oracle(model)
-    for got, input_set in zip(ours, inputs):
-        want = oracle.run(input_set)
-        assert np.array_equal(got.outputs[0], want[0].reshape(got.outputs[0].shape))
 
 
 LSTM_SHAPES = {
