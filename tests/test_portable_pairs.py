@@ -38,8 +38,13 @@ def test_pairs_words_hold_the_weights():
 
 @pytest.mark.parametrize(
     "units,depth,batches",
-    [(8, 128, 2), (9, 131, 1), (10, 203, 2), (8, 700, 1), (13, 257, 1)],
-    ids=["8x128", "rows-tail", "depth-mod-4", "three-passes", "pass-plus-one"],
+    [
+        pytest.param(8, 128, 2, id="8x128"),
+        pytest.param(9, 131, 1, id="rows-tail"),
+        pytest.param(10, 203, 2, id="depth-mod-4", marks=pytest.mark.long),
+        pytest.param(8, 700, 1, id="three-passes"),
+        pytest.param(13, 257, 1, id="pass-plus-one", marks=pytest.mark.long),
+    ],
 )
 def test_fully_connected_pairs_both_paths(tmp_path, units, depth, batches):
     """The default portable FULLY_CONNECTED (at least 1,024 weights): 256 inputs per pass (the low
@@ -89,6 +94,7 @@ def test_lstm_pairs_sequence(tmp_path, case, opt):
     assert ("mc_pairs_u8_pass(" in ops) == (LSTM_SHAPES[case]["n_state"] % 8 == 0)
 
 
+@pytest.mark.long  # 264 units: about 6 s under the sanitizers
 def test_lstm_pairs_wide_state_sanitized(tmp_path):
     """A hidden state of 264 units (two passes of the hidden side), under ASan + UBSan."""
     library = check_sequence(lstm_int8(n_input=4, n_state=264, steps=2), tmp_path, executors=("aot",), sanitize=True)
