@@ -259,10 +259,15 @@ def test_fully_connected_rows4_tails(tmp_path, features, units, depth):
 
 @pytest.mark.parametrize("units,depth", [(8, 128), (9, 131), (6, 203)])
 def test_fully_connected_interleaved_portable(tmp_path, units, depth):
-    """Portable C, at least 1,024 weights: interleaved per input (mc_dot_r4_s8i: depth % 8 inputs
-    first, 8 per iteration; rows % 4 row by row), under ASan + UBSan (its signed sums)."""
+    """Portable C, at least 1,024 weights, {"extract": "interleaved"}: mc_dot_r4_s8i (depth % 8 inputs
+    first, 8 per iteration; rows % 4 row by row), under ASan + UBSan (its signed sums). The default
+    "pairs" kernel: tests/test_portable_pairs.py."""
     lib = assert_matches_oracle(
-        fc_model("int8", 2, depth, units, "RELU", units % 2 == 1, input_zp=-128), tmp_path, n_inputs=3, sanitize=True
+        fc_model("int8", 2, depth, units, "RELU", units % 2 == 1, input_zp=-128),
+        tmp_path,
+        n_inputs=3,
+        sanitize=True,
+        tuning={"FULLY_CONNECTED": {"extract": "interleaved"}},
     )
     assert kernel_of(lib)["extract"] == "interleaved" and kernel_of(lib)["isa"] == "c"
 

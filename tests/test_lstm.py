@@ -77,7 +77,8 @@ def test_cell_clip_changes_the_outputs():
 
 
 def test_generated_c_names_gates_and_state(tmp_path):
-    library = compile_bytes(lstm_int8(), tmp_path)
+    """The reference loops' arrays (the default portable kernel's: tests/test_portable_pairs.py)."""
+    library = compile_bytes(lstm_int8(), tmp_path, kernels="reference")
     ops = library.files["src/model_ops.c"]
     for name in (
         "model_lstm_input_weights",

@@ -43,7 +43,13 @@ def assert_steps_match(ours, want, what: str):
 
 
 def check_sequence(
-    model: bytes, tmp_path, executors=("aot", "graph"), sanitize=False, features=frozenset(), tuning=None
+    model: bytes,
+    tmp_path,
+    executors=("aot", "graph"),
+    sanitize=False,
+    features=frozenset(),
+    tuning=None,
+    opt="-O2",
 ):
     """Run STEPS inputs, reset, and the same STEPS again, on each executor; compare every step with
     TFLM (same inputs, same number of invocations, its own state) and the replay with the first pass."""
@@ -54,7 +60,7 @@ def check_sequence(
     repeated = Oracle(model).run_sequence([seq[0]] * 3)
     assert not all(np.array_equal(repeated[0][k], repeated[2][k]) for k in range(len(repeated[0])))
     for executor in executors:
-        program = HostProgram(library, tmp_path / f"build_{executor}", sanitize=sanitize, executor=executor)
+        program = HostProgram(library, tmp_path / f"build_{executor}", sanitize=sanitize, executor=executor, opt=opt)
         runs = program.run(seq + seq, reset_every=STEPS)
         ours = [r.outputs for r in runs]
         assert_steps_match(ours[:STEPS], want, f"{executor} executor")

@@ -49,7 +49,7 @@ class FullyConnected(OpKernel):
         "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)",
     }
     # plan(): the weight encoding, and the lanes kernel's inputs per chunk (0: one pass)
-    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256)}
+    tuning_knobs = {"weights": ("s8", "s16"), "chunk": (0, 64, 128, 256), "extract": ("interleaved",)}
 
     def check(self, op, graph):
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
@@ -277,6 +277,7 @@ def _lanes_plan(r: PlanRequest) -> KernelPlan:
 # mc_dot_r4_s8i is one function per model (about 260 B of flash on the Cortex-M3): a layer with fewer
 # weights than this (IC's and KWS's last layers) keeps its own row loop, which costs less flash there.
 INTERLEAVED_MIN_WEIGHTS = 1024
+PAIRS_MIN_DEPTH = 32
 
 
 def _int32_partial_sums(r: PlanRequest) -> bool:
@@ -287,11 +288,30 @@ def _int32_partial_sums(r: PlanRequest) -> bool:
     return bool(np.all(bound < 2**31))
 
 
+def _long_pairs(w) -> bool:
+    """8 rows or more (the input's sum, once per layer, shared by 2 blocks) of PAIRS_MIN_DEPTH inputs."""
+    return w.shape[0] >= 8 and w.shape[-1] >= PAIRS_MIN_DEPTH and w.size >= INTERLEAVED_MIN_WEIGHTS
+
+
+def _pairs_pays(w, graph) -> bool:
+    """mc_dot_r4_s8p where its per-call work pays (_long_pairs), and for 8 rows or more of fewer inputs
+    where another layer of the model has it anyway (one helper function in flash, not two)."""
+    if _long_pairs(w):
+        return True
+    others = (
+        graph.tensors[op.inputs[1]]
+        for op in graph.operators
+        if op.kind == "FULLY_CONNECTED" and graph.tensors[op.inputs[1]].dtype == "int8"
+    )
+    return w.shape[0] >= 8 and any(t.is_constant and _long_pairs(t) for t in others)
+
+
 def _rows4_plan(r: PlanRequest) -> KernelPlan:
     """s16 pairs with the DSP extension (unless tuned to s8), int8 weights with SXTB16 where the row
-    offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input (mc_dot_r4_s8i, 2.4
-    instructions per MAC on the Cortex-M3) where the partial sums fit int32 and the layer has at least
-    INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
+    offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input, two rows per SMLAL
+    ("pairs", mc_dot_r4_s8p: 1.75 instructions per MAC on the Cortex-M3, where _pairs_pays; else, or
+    {"extract": "interleaved"}: mc_dot_r4_s8i, 2.4) where the partial sums fit int32 and the layer has
+    at least INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
     sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
@@ -306,7 +326,8 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     if sxtb16:
         return plan.with_knobs(extract="sxtb16")
     if not s16 and r.tensor(1).size >= INTERLEAVED_MIN_WEIGHTS and _int32_partial_sums(r):
-        return plan.with_knobs(extract="interleaved", unroll=8).with_headers("kernel_portable.h")
+        extract = "pairs" if _pairs_pays(r.tensor(1), r.graph) and r.knob("extract") != "interleaved" else "interleaved"
+        return plan.with_knobs(extract=extract, unroll=4 if extract == "pairs" else 8).with_headers("kernel_portable.h")
     return plan
 
 

@@ -32,7 +32,7 @@ from microcompiler.ops.base import OpKernel, register, require, require_consiste
 from microcompiler.ops.fast import lstm_gates
 from microcompiler.ops.features import has_dsp, has_mve
 from microcompiler.ops.lut16 import SIGMOID_TABLE_UINT16
-from microcompiler.ops.plan import ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan, Variant, dsp_or_c
+from microcompiler.ops.plan import ISA_C, ISA_DSP, ISA_MVE, REFERENCE_PLAN, KernelPlan, Variant, dsp_or_c
 from microcompiler.ops.quant import c_float, quantize_multiplier
 from microcompiler.ops.softmax_logistic import checked_log2
 from microcompiler.templating import index_expr
@@ -107,7 +107,8 @@ class UnidirectionalSequenceLstm(OpKernel):
         "dsp": "int8 (rows4: the gate matmuls as two FULLY_CONNECTED of the 4 gates stacked, 4 rows per SMLAD "
         "dot product, int16 weight pairs, the zero points folded into the biases); int16x8 (int16-rows4-s8: 4 rows "
         "per SMLAD pass over the int16 activations, the int8 weights widened in registers by SXTB16; int16-rows4 "
-        'with {"weights": "s16"}: int16 pairs in flash; int32 sums proven exact); portable C elsewhere',
+        'with {"weights": "s16"}: int16 pairs in flash; int32 sums proven exact); without it int8 pairs-rows4 '
+        "(the int8 weights 4 rows per word, two rows per 32 x 32 -> 64 multiply-accumulate) and portable C",
         "mve": "int8 (mve-rows4: the same stacked gate matmuls as int8 blocks of 4 rows x 16 inputs, one "
         "VMLADAVA.S8 per row and chunk, requantized 4 rows at a time with VQRDMULH)",
     }
@@ -136,6 +137,7 @@ class UnidirectionalSequenceLstm(OpKernel):
                 return KernelPlan.of(lstm_gates.MVE_ROWS4, ISA_MVE, rows=4, weights="s8", requant="vqrdmulh")
             if has_dsp(features):
                 return KernelPlan.of(LSTM_ROWS4, ISA_DSP, rows=4, weights="s16")
+            return KernelPlan.of(lstm_gates.PAIRS_ROWS4, ISA_C, rows=4, weights="s8", extract="pairs")
         return REFERENCE_PLAN
 
     def _dims(self, op, graph):
@@ -291,6 +293,7 @@ class UnidirectionalSequenceLstm(OpKernel):
             rows4=None,
             mve=None,
             s16=None,
+            pairs=None,
         )
         plan = REFERENCE_PLAN if ctx.reference_only else self.kernel_plan(op, graph, ctx.features, ctx.tuning)
         ctx.plan = plan
@@ -299,6 +302,8 @@ class UnidirectionalSequenceLstm(OpKernel):
             values["rows4"] = self._rows4(op, graph, ctx, plan)
         elif plan.variant == lstm_gates.MVE_ROWS4:
             values["mve"] = lstm_gates.emit_mve(ctx, self._sides(op, graph), gate_bytes)
+        elif plan.variant == lstm_gates.PAIRS_ROWS4:
+            values["pairs"] = lstm_gates.emit_pairs(ctx, self._sides(op, graph))
         elif plan.variant in (lstm_gates.INT16_ROWS4, lstm_gates.INT16_ROWS4_S8):
             values["s16"] = lstm_gates.emit_s16(
                 ctx, self._sides(op, graph), gate_bytes, s8=plan.variant == lstm_gates.INT16_ROWS4_S8
@@ -310,7 +315,8 @@ class UnidirectionalSequenceLstm(OpKernel):
                 bias=ctx.const("gate_bias", self._stacked(op, graph, BIASES)),
             )
         fast_rows = values["mve"] or values["s16"]
-        values["scratch"] = ctx.scratch(gate_bytes + (fast_rows["row_bytes"] if fast_rows else 0))
+        fused = values["pairs"] and values["pairs"]["fused"]  # no gate buffer: the cell update after each block
+        values["scratch"] = None if fused else ctx.scratch(gate_bytes + (fast_rows["row_bytes"] if fast_rows else 0))
         if not integer:
             return ctx.render(
                 "lstm.c.j2", state_t="float", act_t="float", clip=c_float(clip) if clip > 0 else None, **values
@@ -324,7 +330,7 @@ class UnidirectionalSequenceLstm(OpKernel):
         # TFLM's int16 tanh reads Q3.12: the cell state (scale 2^power) is scaled by 3 * 2^(12 + power).
         left = 15 + power - TANH_INTEGER_BITS
         tanh_m, tanh_shift = (3 << left, 0) if left >= 0 else (3, -left)
-        fast_gates = values["rows4"] or values["mve"]
+        fast_gates = values["rows4"] or values["mve"] or values["pairs"]
         quantized_clip = int(min(max(clip / _f32(c_scale), -32768.0), 32767.0)) if clip > 0 else None
         if not (fast_gates or values["s16"]):  # the reference gate loop (the fast ones have their own, per side)
             values.update(

@@ -294,4 +294,227 @@ MC_HELPER_FN void mc_dot_x2r4_s8i(const int32_t* X, const int8_t* w, int32_t n, 
 #undef MC_X2R4_DOWN
 #endif
 
+/* ---- Two output rows per multiply: FULLY_CONNECTED "pairs" (one input vector) -------------------
+ * Four output rows against one input vector with the int8 weights as they are in the model file (one
+ * byte each), input by input one word of the 4 rows' weights stored [w0 ^ 0x80, w3, w2 ^ 0x80, w1]
+ * (bytes from the lowest; ^ 0x80: w + 128, unsigned). Masked with 0xFF0000FF the word is the int32
+ * E = (w0 + 128) + w1 2^24, rotated by 16 and masked E' = (w2 + 128) + w3 2^24, so one 32 x 32 -> 64
+ * multiply-accumulate of the input x adds x (w0 + 128) in the low 24 bits and x w1 above them:
+ * per input one LDRSB, one LDR, two AND, two SMLAL for 4 MACs (Cortex-M3: 1.6 instructions per MAC
+ * with the loop, where mc_dot_r4_s8i's 2.4). The low lane holds sum x (w + 128) exactly while it
+ * fits 24 bits signed: 256 inputs per pass (256 * 128 * 255 < 2^23), then both lanes are added into
+ * the int32 sums. acc[r] += sum_k x[k] w_r[k] for k < n (n >= 0); the low lanes' 128 sum x is taken
+ * off (mc_dot_r4_s8p sums the vector once for all the rows of a layer). Wrapping
+ * arithmetic on acc: the caller proves only that the final sums fit int32. Without the long
+ * multiply (MC_LONG_MULTIPLY = 0: Cortex-M0/M0+) the same layout row by row in int32. */
+#define MC_PAIRS_CHUNK 256
+#if MC_LONG_MULTIPLY
+#define MC_PAIRS_MASK(v_) ((int32_t)((v_) & mask))
+#define MC_PAIRS_MASK_ROR(v_) ((int32_t)((((v_) >> 16) | ((v_) << 16)) & mask))
+#define MC_PAIRS_K(J)                          \
+  t = x[(J)];                                  \
+  v = w[(J)];                                  \
+  s0 += (int64_t)t * MC_PAIRS_MASK(v);         \
+  s1 += (int64_t)t * MC_PAIRS_MASK_ROR(v)
+/* the two lanes of s (low: 24 bits signed) added into acc[0] (low) and acc[1] (high) */
+static MC_ALWAYS_INLINE void mc_pairs_flush(int64_t s, int32_t* acc) {
+  const int32_t lo = (int32_t)((uint32_t)(uint64_t)s << 8) >> 8;
+  const int32_t hi = (int32_t)(uint32_t)(uint64_t)(s >> 24) - (lo >> 31);
+  acc[0] = (int32_t)((uint32_t)acc[0] + (uint32_t)lo);
+  acc[1] = (int32_t)((uint32_t)acc[1] + (uint32_t)hi);
+}
+/* One pass of at most MC_PAIRS_CHUNK inputs (n >= 1; a literal where this is inlined): pair[0..3] +=
+ * the 4 rows' sums with the low lanes' 128 sum x in; returns w past the pass. */
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_pass(const int8_t* x, const uint32_t* w, int32_t n, int32_t* pair) {
+  const uint32_t mask = 0xFF0000FFu;
+  const int8_t* const end = x + n;
+  int64_t s0 = 0, s1 = 0;
+  uint32_t v;
+  int32_t t;
+  for (; (end - x) & 3; ++x, ++w) {
+    MC_PAIRS_K(0);
+  }
+  for (; x != end; x += 4, w += 4) {
+    MC_PAIRS_K(0);
+    MC_PAIRS_K(1);
+    MC_PAIRS_K(2);
+    MC_PAIRS_K(3);
+  }
+  mc_pairs_flush(s0, pair);
+  mc_pairs_flush(s1, pair + 2);
+  return w;
+}
+#undef MC_PAIRS_K
+#undef MC_PAIRS_MASK
+#undef MC_PAIRS_MASK_ROR
+#else
+/* the same words row by row in int32: the low lanes' rows with their 128 sum x, as the long path */
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_pass(const int8_t* x, const uint32_t* w, int32_t n, int32_t* pair) {
+  const uint8_t* b = (const uint8_t*)w;
+  uint32_t a0 = (uint32_t)pair[0], a1 = (uint32_t)pair[1], a2 = (uint32_t)pair[2], a3 = (uint32_t)pair[3];
+  const int8_t* const end = x + n;
+  for (; x != end; ++x, b += 4) {
+    const int32_t t = x[0];
+    a0 += (uint32_t)(t * (int32_t)b[0]);
+    a3 += (uint32_t)(t * (int32_t)(int8_t)b[1]);
+    a2 += (uint32_t)(t * (int32_t)b[2]);
+    a1 += (uint32_t)(t * (int32_t)(int8_t)b[3]);
+  }
+  pair[0] = (int32_t)a0;
+  pair[1] = (int32_t)a1;
+  pair[2] = (int32_t)a2;
+  pair[3] = (int32_t)a3;
+  return (const uint32_t*)b;
+}
+#endif
+/* The whole depth in passes of MC_PAIRS_CHUNK: acc[r] = start[r] + the row's sum over the n inputs x
+ * (n >= 0); *sx: 128 times the sum of x[0..n), computed where it is still 0 (by the first call of a
+ * layer, for the others). Returns w past the 4 rows. */
+MC_HELPER_FN const uint32_t* mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, int32_t n, int32_t* sx,
+                                           const int32_t* start, int32_t* acc) {
+  if (*sx == 0) {
+    int32_t sum = 0, k;
+    for (k = 0; k < n; ++k) sum += x[k];
+    *sx = (int32_t)((uint32_t)sum << 7);
+  }
+  acc[0] = (int32_t)((uint32_t)start[0] - (uint32_t)*sx);
+  acc[1] = start[1];
+  acc[2] = (int32_t)((uint32_t)start[2] - (uint32_t)*sx);
+  acc[3] = start[3];
+  while (n > 0) {
+    const int32_t chunk = n < MC_PAIRS_CHUNK ? n : MC_PAIRS_CHUNK;
+    w = mc_pairs_pass(x, w, chunk, acc);
+    x += chunk;
+    n -= chunk;
+  }
+  return w;
+}
+
+/* ---- The same with unsigned inputs: 5 instructions per 4 MACs ------------------------------------
+ * Where the input vector can be offset to x + 128 (unsigned bytes x'), all four weights of a word are
+ * stored w + 128 (u, unsigned bytes, in row order: w[4 k + r] ^ 0x80) and the whole word is one
+ * operand: T = sum x' (u0 + u1 2^8 + u2 2^16 + u3 2^24) (UMLAL, no mask), next to
+ * T' = sum x' (u2 + u1 2^24) (the word rotated by 16 and masked): T' gives A2 = sum x' u2 (low 24
+ * bits) and A1 (above), T - 2^8 A1 - 2^16 A2 gives A0 and A3 the same way; every lane is below 2^24
+ * for at most 256 inputs (256 * 255 * 255 < 2^24). Per input one LDRB, one LDR, one AND, two UMLAL
+ * (Cortex-M3: 1.5 instructions per MAC with the loop). acc[r] += sum_k x'[k] u_r[k], k < n (n >= 1,
+ * at most MC_PAIRS_CHUNK; a literal where this is inlined), wrapping; the caller takes the offsets
+ * off (sum x' u = sum x' w + 128 sum x'). Returns w past the pass. Without the long multiply the same
+ * layout row by row. */
+#if MC_LONG_MULTIPLY
+/* (signed sums of the unsigned products: with unsigned ones GCC reassociates them, UMULL + ADDS/ADC) */
+#define MC_PAIRS_UK(J)                                  \
+  t = x[(J)];                                           \
+  v = w[(J)];                                           \
+  s0 += (int64_t)((uint64_t)t * v);                     \
+  s1 += (int64_t)((uint64_t)t * ((((v) >> 16) | ((v) << 16)) & mask))
+/* the four rows of T = s (whole words) and T' = s1 (rotated and masked) added into acc[0..3] */
+static MC_ALWAYS_INLINE void mc_pairs_u_flush(int64_t s, int64_t s1, int32_t* acc) {
+  const uint32_t a2 = (uint32_t)s1 & 0xFFFFFFu;
+  const uint32_t a1 = (uint32_t)(s1 >> 24);
+  const uint64_t rest = (uint64_t)s - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
+  acc[0] = (int32_t)((uint32_t)acc[0] + ((uint32_t)rest & 0xFFFFFFu));
+  acc[1] = (int32_t)((uint32_t)acc[1] + a1);
+  acc[2] = (int32_t)((uint32_t)acc[2] + a2);
+  acc[3] = (int32_t)((uint32_t)acc[3] + (uint32_t)(rest >> 24));
+}
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  const uint32_t mask = 0xFF0000FFu;
+  const uint8_t* const end = x + n;
+  int64_t s0 = 0, s1 = 0;
+  uint32_t v, t;
+  for (; (end - x) & 3; ++x, ++w) {
+    MC_PAIRS_UK(0);
+  }
+  for (; x != end; x += 4, w += 4) {
+    MC_PAIRS_UK(0);
+    MC_PAIRS_UK(1);
+    MC_PAIRS_UK(2);
+    MC_PAIRS_UK(3);
+  }
+  mc_pairs_u_flush(s0, s1, acc);
+  return w;
+}
+#undef MC_PAIRS_UK
+#else
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  const uint8_t* b = (const uint8_t*)w;
+  uint32_t a0 = (uint32_t)acc[0], a1 = (uint32_t)acc[1], a2 = (uint32_t)acc[2], a3 = (uint32_t)acc[3];
+  const uint8_t* const end = x + n;
+  for (; x != end; ++x, b += 4) {
+    const uint32_t t = x[0];
+    a0 += t * b[0];
+    a1 += t * b[1];
+    a2 += t * b[2];
+    a3 += t * b[3];
+  }
+  acc[0] = (int32_t)a0;
+  acc[1] = (int32_t)a1;
+  acc[2] = (int32_t)a2;
+  acc[3] = (int32_t)a3;
+  return (const uint32_t*)b;
+}
+#endif
+
+/* mc_pairs_u_pass for 8 rows: two words per input (rows 0..3, rows 4..7, one LDRD), 8 MACs per LDRB,
+ * LDRD, 2 AND, 4 UMLAL (Cortex-M3: 1.4 instructions per MAC with the loop; 8 accumulator registers,
+ * the loop end on the stack). acc[r] += sum_k x'[k] u_r[k] for r < 8, as mc_pairs_u_pass. */
+#if MC_LONG_MULTIPLY
+#define MC_PAIRS_U8K(J)                                                  \
+  t = x[(J)];                                                            \
+  v = w[2 * (J)];                                                        \
+  u = w[2 * (J) + 1];                                                    \
+  s0 += (int64_t)((uint64_t)t * v);                                      \
+  s1 += (int64_t)((uint64_t)t * ((((v) >> 16) | ((v) << 16)) & mask));   \
+  s2 += (int64_t)((uint64_t)t * u);                                      \
+  s3 += (int64_t)((uint64_t)t * ((((u) >> 16) | ((u) << 16)) & mask))
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  const uint32_t mask = 0xFF0000FFu;
+  const uint8_t* const end = x + n;
+  int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint32_t v, u, t;
+  for (; (end - x) & 3; ++x, w += 2) {
+    MC_PAIRS_U8K(0);
+  }
+  for (; x != end; x += 4, w += 8) {
+    MC_PAIRS_U8K(0);
+    MC_PAIRS_U8K(1);
+    MC_PAIRS_U8K(2);
+    MC_PAIRS_U8K(3);
+  }
+  mc_pairs_u_flush(s0, s1, acc);
+  mc_pairs_u_flush(s2, s3, acc + 4);
+  return w;
+}
+#undef MC_PAIRS_U8K
+#else
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  const uint8_t* b = (const uint8_t*)w;
+  uint32_t a[8];
+  const uint8_t* const end = x + n;
+  int r;
+  for (r = 0; r < 8; ++r) a[r] = (uint32_t)acc[r];
+  for (; x != end; ++x, b += 8) {
+    const uint32_t t = x[0];
+    for (r = 0; r < 8; ++r) a[r] += t * b[r];
+  }
+  for (r = 0; r < 8; ++r) acc[r] = (int32_t)a[r];
+  return (const uint32_t*)b;
+}
+#endif
+
+/* The bytes of p[0..n) offset by 128 in place (int8 <-> x + 128 as uint8), returning the sum of the
+ * offset values; n a literal where this is inlined. */
+static MC_ALWAYS_INLINE int32_t mc_offset128_s8(int8_t* p, int32_t n) {
+  uint8_t* b = (uint8_t*)p;
+  int32_t sum = 0;
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    const uint32_t u = (uint32_t)b[i] ^ 0x80u;
+    b[i] = (uint8_t)u;
+    sum += (int32_t)u;
+  }
+  return sum;
+}
+
 #endif /* MICROCOMPILER_KERNEL_PORTABLE_H_ */

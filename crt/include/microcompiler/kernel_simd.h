@@ -242,19 +242,24 @@ static inline int32_t mc_requant_fast_low8_nn(int32_t acc, int32_t multiplier, i
 #if MC_DSP_ASM
 #define MC_SSAT8(x) __ssat((x), 8)
 #elif defined(__GNUC__) && defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT && !defined(MC_NO_DSP_ASM)
-static inline int32_t mc_ssat8(int32_t x) {
-  int32_t y;
-  __asm__("ssat %0, #8, %1" : "=r"(y) : "r"(x));
-  return y;
-}
+#define MC_SSAT_FN(name_, bits_)                                 \
+  static inline int32_t name_(int32_t x) {                       \
+    int32_t y;                                                   \
+    __asm__("ssat %0, #" #bits_ ", %1" : "=r"(y) : "r"(x));      \
+    return y;                                                    \
+  }
+MC_SSAT_FN(mc_ssat8, 8)
+MC_SSAT_FN(mc_ssat16, 16)
 #define MC_SSAT8(x) mc_ssat8(x)
 #else
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
 #endif
 
-/* Saturate to int16. */
+/* Saturate to int16 (SSAT on the Cortex-M3 too, as MC_SSAT8). */
 #if MC_DSP_ASM
 #define MC_SSAT16(x) __ssat((x), 16)
+#elif defined(__GNUC__) && defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT && !defined(MC_NO_DSP_ASM)
+#define MC_SSAT16(x) mc_ssat16(x)
 #else
 #define MC_SSAT16(x) MC_CLAMP((x), INT16_MIN, INT16_MAX)
 #endif

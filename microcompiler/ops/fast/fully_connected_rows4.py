@@ -54,8 +54,31 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         )
     else:
         interleaved = plan.knob("extract") == "interleaved"
+        pairs = plan.knob("extract") == "pairs"
+        pair_rows = None
+        if pairs:
+            words, rest = fast.pack_pairs_rows4(w_rows)
+            pair_rows = (
+                ctx.const(
+                    "tail_rows",
+                    rest,
+                    comment=f"the {out_depth % 4} rows left over [{out_depth % 4}][{depth}], int8",
+                )
+                if out_depth % 4
+                else None
+            )
         weights = (
             ctx.const(
+                "weights",
+                words,
+                "uint32_t",
+                comment=f"weights, int8: per block of 4 rows [{depth} inputs] one word of the 4 rows' weights, "
+                "bytes (w0 ^ 0x80, w3, w2 ^ 0x80, w1) from the lowest",
+            )
+            if pairs and out_depth >= 4
+            else None
+            if pairs
+            else ctx.const(
                 "weights",
                 fast.interleave_rows4(w_rows),
                 comment=f"weights, int8: per block of 4 rows [{depth} inputs][4 rows], then the "
@@ -93,7 +116,9 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         scratch=ctx.scratch(plan.scratch) if lanes else None,
         s16=plan.knob("weights") == "s16" or lanes,
         sxtb16=plan.knob("extract") == "sxtb16",
-        interleaved=plan.knob("extract") == "interleaved",
+        interleaved=plan.knob("extract") in ("interleaved", "pairs"),
+        pairs=plan.knob("extract") == "pairs",
+        tail_rows=pair_rows if lanes is False and plan.knob("extract") == "pairs" else None,
         weights=weights,
         tail_weights=(
             ctx.const(

@@ -20,6 +20,12 @@ int16 and added with saturation, as TFLM's integer LSTM.
   of a row per word stored (w0, w2, w1, w3) (s16.pack_rows_s8), SXTB16 / SXTB16 ROR #8 to int16 pairs,
   SMLAD (mc_dot4_s16_s8). Each weight is used once per time step, so there is no block to widen once
   and share. The tuning knob {"weights": "s16"} keeps int16-rows4 (twice the flash, fewer instructions).
+* "pairs-rows4" (int8 without the DSP extension: Cortex-M3, and the same C on the M0): the stacked
+  weights as FULLY_CONNECTED's "pairs" words (packing.pack_pairs_rows4: the model file's bytes, 4
+  rows per word, two rows per 32 x 32 -> 64 multiply-accumulate, mc_pairs_pass of kernel_portable.h),
+  the zero points folded into the start values, the sums of the input and of the hidden state taken
+  once per step; each block of 4 rows requantized to Q3.12 per side (mc_requant_fast where the
+  multipliers allow), saturated, then added.
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from microcompiler.ops.fast import mve, s16
+from microcompiler.ops.fast import packing as fast
 from microcompiler.ops.plan import Variant
 
 MVE_ROWS4 = Variant("mve-rows4", ("kernel_mve_matmul.h", "kernel_mve_lstm.h"))
 INT16_ROWS4 = Variant("int16-rows4", ("kernel_s16.h",))
 INT16_ROWS4_S8 = Variant("int16-rows4-s8", ("kernel_s16.h",))
+PAIRS_ROWS4 = Variant("pairs-rows4", ("kernel_simd.h", "kernel_portable.h"))
 
 
 @dataclass
@@ -143,4 +151,71 @@ def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int, s8: bool) -> dict:
         if padded:
             row_at += 4 * words
     out["row_bytes"] = row_at - gate_bytes
+    return out
+
+
+def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
+    """The flash arrays of "pairs-rows4" (template values ``pairs``): per side the weights as pairs
+    words (the input side signed, mc_pairs_pass; the hidden side unsigned, mc_pairs_u_pass, the hidden
+    state offset by 128 in place), the start values (bias - (zero point [+ 128]) * sum(w), wrapped to
+    int32; the hidden side's as int16 row sums times -(zero point + 128) where they fit), the requantization per gate
+    (multiplier; with mc_requant_fast the rounding constant c and right shift r, else TFLM's shift)."""
+    out: dict = {}
+    n_state = sides["hidden"].weights.shape[1]
+    group = 8 if n_state % 8 == 0 else 4
+    fused = n_state % 4 == 0
+    # fused: the rows in blocks of `group` units, per block the 4 gates' rows of its units in turn
+    order = (
+        np.arange(4 * n_state).reshape(4, n_state // group, group).transpose(1, 0, 2).reshape(-1)
+        if fused
+        else np.arange(4 * n_state)
+    )
+    out["fused"] = fused
+    for name, side in sides.items():
+        side = Side(side.weights[order], side.bias[order], side.zero_point, side.multiplier, side.shift)
+        rows, depth = side.weights.shape
+        unsigned = name == "hidden"  # offset in place once per step (the step's output replaces it)
+        sums = side.weights.astype(np.int64).sum(axis=1)
+        start = side.bias - (side.zero_point + (128 if unsigned else 0)) * sums
+        bound = fast.acc_bounds(sides[name].bias, sides[name].weights).reshape(4, -1).max(axis=1)  # per gate
+        is_fast, c, r = fast.requant_table(side.multiplier, side.shift, 0, bound)
+        rows8 = unsigned and group == 8  # the hidden side 8 rows per pass (mc_pairs_u8_pass)
+        words = fast.pack_pairs_u_rows8(side.weights) if rows8 else fast.pack_pairs_rows4(side.weights, unsigned)[0]
+        # the hidden side's start is -(zero point + 128) times the row sums: int16 row sums where they fit
+        short = unsigned and bool(np.all(np.abs(sums) < 2**15))
+        out[name] = dict(
+            depth=depth,
+            fast=is_fast,
+            unsigned=unsigned,
+            rows=8 if rows8 else 4,
+            short=bool(short or np.all(np.abs(start) < 2**15)),
+            factor=-(side.zero_point + 128) if short else None,
+            weights=ctx.const(
+                f"{name}_weights",
+                words,
+                "uint32_t",
+                comment=(
+                    f"{name} FC of the 4 gates (forget, input, cell, output) stacked [{rows} rows][{depth}]: per block "
+                    "of 4 rows, input by input one word of the 4 rows' weights, bytes (w0 ^ 0x80, w3, w2 ^ 0x80, w1)"
+                ),
+            ),
+            start=ctx.const(f"{name}_sums", sums.astype(np.int16), comment=f"the sum of each row's weights [{rows}]")
+            if short
+            else ctx.const(
+                f"{name}_start",
+                start.astype(np.int16) if np.all(np.abs(start) < 2**15) else fast.wrap32(start),
+                comment=f"accumulator start per row [{rows}]: "
+                + ("the gate bias minus" if name == "input" else "minus")
+                + f" the {name} zero point{' + 128' if unsigned else ''} times the row's weights",
+            ),
+            multiplier=ctx.const(
+                f"{name}_multiplier", side.multiplier.astype(np.int32), comment="requantization multiplier per gate [4]"
+            ),
+            shift=ctx.const(
+                f"{name}_{'c' if is_fast else 'shift'}",
+                c,
+                comment="rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]",
+            ),
+            r=ctx.const(f"{name}_r", r, comment="right shift per gate [4]") if is_fast else None,
+        )
     return out

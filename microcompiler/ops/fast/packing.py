@@ -117,6 +117,30 @@ def interleave_rows4(w_rows: np.ndarray) -> np.ndarray:
     return np.concatenate([head, w_rows[blocks * 4 :].reshape(-1)]).astype(np.int8)
 
 
+def pack_pairs_rows4(w_rows: np.ndarray, unsigned: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """FULLY_CONNECTED int8 weights [rows, depth] for mc_dot_r4_s8p / mc_pairs_pass (portable C, two
+    rows per SMLAL): per block of 4 rows, input by input one word of the bytes (from the lowest)
+    w0 ^ 0x80, w3, w2 ^ 0x80, w1 (``unsigned``, for mc_pairs_u_pass: w0, w1, w2, w3 each ^ 0x80)
+    (uint32 [blocks * depth]); and the rows left over (rows % 4) as they are (int8)."""
+    rows, depth = w_rows.shape
+    blocks = rows // 4
+    q = w_rows[: blocks * 4].astype(np.int8).view(np.uint8).reshape(blocks, 4, depth).transpose(0, 2, 1)
+    order = (
+        [q[..., r] ^ 0x80 for r in range(4)] if unsigned else [q[..., 0] ^ 0x80, q[..., 3], q[..., 2] ^ 0x80, q[..., 1]]
+    )
+    lanes = np.stack(order, axis=-1).astype(np.uint32)
+    words = lanes[..., 0] | lanes[..., 1] << 8 | lanes[..., 2] << 16 | lanes[..., 3] << 24
+    return words.reshape(-1).astype(np.uint32), w_rows[blocks * 4 :].astype(np.int8).copy()
+
+
+def pack_pairs_u_rows8(w_rows: np.ndarray) -> np.ndarray:
+    """int8 weights [rows, depth] (rows % 8 == 0) for mc_pairs_u8_pass: per block of 8 rows, input by
+    input the unsigned pairs words (pack_pairs_rows4) of rows 0..3 and of rows 4..7."""
+    rows, depth = w_rows.shape
+    words, _ = pack_pairs_rows4(w_rows, unsigned=True)
+    return words.reshape(rows // 8, 2, depth).transpose(0, 2, 1).reshape(-1).copy()
+
+
 def pack_depthwise(w_taps: np.ndarray) -> np.ndarray:
     """DEPTHWISE_CONV_2D weights [taps, channels] (channels % 4 == 0) for the 4-channel kernel: per
     group of 4 channels c0..c3 and per tap, the pairs (c0,c2) (c1,c3)."""
