@@ -172,7 +172,7 @@ def lanes_ok(op, graph) -> bool:
 # The lanes im2col saves one instruction per 4 inputs and output channel in the dot product and
 # costs about 3 more per 4 inputs and pixel in the gather (P and Q instead of two SXTB16): it pays
 # for more output channels than this (measured on IC's 16-channel layers: slower; 32: faster).
-LANES_MIN_OUT_CHANNELS = 17
+LANES_MIN_OUT_CHANNELS = 4
 
 
 def im2col_lanes_ok(w_rows: np.ndarray, folded: np.ndarray) -> bool:
