@@ -8,6 +8,8 @@ ops/conv_2d.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from microcompiler.ops.conv_common import bias_tensor, geometry
@@ -32,6 +34,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     ctx.note(requant="smmlar" if is_fast else "reference")
     scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
     lanes = plan.knob("extract") == "lanes"
+    direct = None
     if s16:
         words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
         w_comment = (
@@ -39,11 +42,19 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             "pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else "")
         )
     elif lanes:  # 256-scaled accumulators from the lanes bias; no doubling (acc >> 7 = 2 * acc)
-        words, folded = im2col_lanes(w_rows, folded)
+        direct = direct_layout(g)
+        words, folded = im2col_lanes(direct.permute(w_rows) if direct else w_rows, folded)
         steps = words.shape[1]
         w_comment = (
             f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
             "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded"
+            + (
+                f"; taps in the column's order: per kernel row {direct.words} words"
+                + (" (the last reaching past the row: zeros)" if direct.over else "")
+                + (f", then the last {direct.leftover} bytes of every row" if direct.leftover else "")
+                if direct
+                else ""
+            )
         )
     else:
         words, steps = fast.pack_s8_words(w_rows)
@@ -132,6 +143,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         zp_pair=_pair(zp),
         npix=npix,
         lanes=lanes,
+        direct=direct,
         lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
         full=npix // 4,
         tail=npix % 4,
@@ -166,7 +178,66 @@ def lanes_ok(op, graph) -> bool:
     bias = bias_tensor(op, graph)
     w_rows = w.data.astype(np.int8).reshape(w.shape[0], -1)
     b = bias.data.astype(np.int64) if bias is not None else np.zeros(w.shape[0], np.int64)
-    return im2col_lanes_ok(w_rows, b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1))
+    folded = b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+    layout = direct_layout(geometry(op, graph))
+    return im2col_lanes_ok(layout.permute(w_rows) if layout else w_rows, folded)
+
+
+@dataclass(frozen=True)
+class DirectLayout:
+    """The lanes column of a layer whose input channels are not a multiple of 4 (a stem on RGB or
+    grayscale pixels), gathered straight from the input rows instead of through a byte buffer: each
+    kernel row (k_w * C contiguous bytes) gives ``words`` groups of 4 read as unaligned words, the
+    last one reaching ``over`` bytes past the row (zero weights, at most one pixel); the ``leftover`` bytes
+    at the end of every row are packed 4 to a group after them. The weights are stored in that
+    order (``permute``), with zeros for the bytes read past a row and the last group's padding."""
+
+    row_bytes: int  # k_w * C
+    rows: int  # k_h
+    words: int  # word groups per kernel row
+    over: int  # bytes a row's last word reads past its taps (at most C: the next pixel)
+    leftover: int  # bytes per row after its words, packed into the last groups
+
+    @property
+    def steps(self) -> int:
+        return self.rows * self.words + -(-self.rows * self.leftover // 4)
+
+    def order(self) -> list[int | None]:
+        """Per column position: the tap (ky * row_bytes + j) it holds, or None (a zero weight)."""
+        taps: list[int | None] = []
+        for ky in range(self.rows):
+            taps += [ky * self.row_bytes + j if j < self.row_bytes else None for j in range(4 * self.words)]
+        left = [ky * self.row_bytes + j for ky in range(self.rows) for j in range(4 * self.words, self.row_bytes)]
+        taps += left + [None] * (-len(left) % 4)
+        return taps
+
+    def leftover_groups(self) -> list[list[tuple[int, int]]]:
+        """The leftover groups: per group, the (kernel row, byte in the row) of its bytes."""
+        left = [(ky, j) for ky in range(self.rows) for j in range(4 * self.words, self.row_bytes)]
+        return [left[i : i + 4] for i in range(0, len(left), 4)]
+
+    def permute(self, w_rows: np.ndarray) -> np.ndarray:
+        out = np.zeros((w_rows.shape[0], 4 * self.steps), np.int8)
+        for i, tap in enumerate(self.order()):
+            if tap is not None:
+                out[:, i] = w_rows[:, tap]
+        return out
+
+
+def direct_layout(g) -> DirectLayout | None:
+    """The direct column layout of an im2col layer in the lanes encoding (DirectLayout), for input
+    channels not a multiple of 4 and contiguous taps along a row (the last pixel, whose last word would
+    read past the input, and the border pixels go through the byte buffer); None where it does not
+    apply or would need more groups than the byte buffer's column (the scratch stays the same)."""
+    if g.in_c % 4 == 0 or g.dil_w != 1:
+        return None
+    row = g.k_w * g.in_c
+    same = -(-g.k_h * row // 4)
+    padded = DirectLayout(row, g.k_h, -(-row // 4), -row % 4, 0)
+    if padded.over <= g.in_c and padded.steps == same:
+        return padded
+    split = DirectLayout(row, g.k_h, row // 4, 0, row % 4)
+    return split if split.steps == same else None
 
 
 # The lanes im2col saves one instruction per 4 inputs and output channel in the dot product and
