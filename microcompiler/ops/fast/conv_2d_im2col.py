@@ -50,7 +50,11 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded"
             + (
                 f"; taps in the column's order: per kernel row {direct.words} words"
-                + (" (the last reaching past the row: zeros)" if direct.over else "")
+                + (
+                    f" ({direct.over} zero byte{'s' if direct.over > 1 else ''} after each row, before the last)"
+                    if direct.over
+                    else ""
+                )
                 + (f", then the last {direct.leftover} bytes of every row" if direct.leftover else "")
                 if direct
                 else ""
@@ -187,15 +191,17 @@ def lanes_ok(op, graph) -> bool:
 class DirectLayout:
     """The lanes column of a layer whose input channels are not a multiple of 4 (a stem on RGB or
     grayscale pixels), gathered straight from the input rows instead of through a byte buffer: each
-    kernel row (k_w * C contiguous bytes) gives ``words`` groups of 4 read as unaligned words, the
-    last one reaching ``over`` bytes past the row (zero weights, at most one pixel); the ``leftover`` bytes
-    at the end of every row are packed 4 to a group after them. The weights are stored in that
-    order (``permute``), with zeros for the bytes read past a row and the last group's padding."""
+    kernel row (k_w * C contiguous bytes) gives ``words`` groups of 4 read as unaligned words; with
+    ``over`` > 0 the words cover ``over`` bytes more than the row (zero weights): past its end, and for
+    the last kernel row before its start instead, so no word reads outside the input (the byte
+    after every other row is in the input, the rows below exist). The ``leftover`` bytes at the end of
+    every row are packed 4 to a group after them. The weights are stored in that order (``permute``),
+    with zeros for the extra bytes and the last group's padding."""
 
     row_bytes: int  # k_w * C
     rows: int  # k_h
     words: int  # word groups per kernel row
-    over: int  # bytes a row's last word reads past its taps (at most C: the next pixel)
+    over: int  # bytes the words of a row read besides its taps (at most C: one pixel)
     leftover: int  # bytes per row after its words, packed into the last groups
 
     @property
@@ -206,10 +212,19 @@ class DirectLayout:
         """Per column position: the tap (ky * row_bytes + j) it holds, or None (a zero weight)."""
         taps: list[int | None] = []
         for ky in range(self.rows):
-            taps += [ky * self.row_bytes + j if j < self.row_bytes else None for j in range(4 * self.words)]
+            first = self.start(ky)
+            taps += [
+                ky * self.row_bytes + j if 0 <= j < self.row_bytes else None
+                for j in range(first, first + 4 * self.words)
+            ]
         left = [ky * self.row_bytes + j for ky in range(self.rows) for j in range(4 * self.words, self.row_bytes)]
         taps += left + [None] * (-len(left) % 4)
         return taps
+
+    def start(self, ky: int) -> int:
+        """Where kernel row ky's first word starts, relative to the row: the last row's words end
+        with it (they start ``over`` bytes before it)."""
+        return -self.over if ky == self.rows - 1 else 0
 
     def leftover_groups(self) -> list[list[tuple[int, int]]]:
         """The leftover groups: per group, the (kernel row, byte in the row) of its bytes."""
@@ -226,15 +241,15 @@ class DirectLayout:
 
 def direct_layout(g) -> DirectLayout | None:
     """The direct column layout of an im2col layer in the lanes encoding (DirectLayout), for input
-    channels not a multiple of 4 and contiguous taps along a row (the last pixel, whose last word would
-    read past the input, and the border pixels go through the byte buffer); None where it does not
-    apply or would need more groups than the byte buffer's column (the scratch stays the same)."""
+    channels not a multiple of 4 and contiguous taps along a row (border pixels go through the byte
+    buffer); None where it does not apply or would need more groups than the byte buffer's column
+    (the scratch stays the same)."""
     if g.in_c % 4 == 0 or g.dil_w != 1:
         return None
     row = g.k_w * g.in_c
     same = -(-g.k_h * row // 4)
     padded = DirectLayout(row, g.k_h, -(-row // 4), -row % 4, 0)
-    if padded.over <= g.in_c and padded.steps == same:
+    if g.k_h > 1 and padded.over <= g.in_c and padded.steps == same:
         return padded
     split = DirectLayout(row, g.k_h, row // 4, 0, row % 4)
     return split if split.steps == same else None
