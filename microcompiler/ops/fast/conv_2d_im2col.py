@@ -148,6 +148,8 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         npix=npix,
         lanes=lanes,
         direct=direct,
+        # 1x1, stride 1, no padding: the 4 pixels' inputs one after the other (no row and column count)
+        contiguous=g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.always_inside and g.in_c % 4 == 0,
         lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
         full=npix // 4,
         tail=npix % 4,
