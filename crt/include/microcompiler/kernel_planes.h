@@ -52,17 +52,24 @@ static inline void mc_plane_set(int16_t* d, int32_t v) {
 
 /* Copy one channel of an NHWC int8 tensor into a plane: rows x cols values, stride bytes apart in
  * a row (the channel count) and src_row bytes from row to row, written as int16 at d, pitch values
- * from row to row. With the DSP extension 2 values per step, paired by PKHBT and stored as one word
- * (any halfword alignment): about 3.5 instructions per value with the loop instead of 5. */
+ * from row to row. With the DSP extension 4 values per step, paired by PKHBT and stored as two words
+ * (any halfword alignment): about 2.75 instructions per value with the loop instead of 5. */
 static inline void mc_plane_load(int16_t* d, const int8_t* s, int32_t rows, int32_t cols, int32_t stride,
                                  int32_t src_row, int32_t pitch) {
   int32_t y, x;
   for (y = 0; y < rows; ++y, d += pitch, s += src_row) {
     const int8_t* sp = s;
 #if MC_DSP_ASM
-    for (x = 0; x + 1 < cols; x += 2, sp += 2 * stride) {
+    for (x = 0; x + 3 < cols; x += 4, sp += 4 * stride) {
+      const int32_t lo = mc_pkhbt16(sp[0], sp[stride]), hi = mc_pkhbt16(sp[2 * stride], sp[3 * stride]);
+      memcpy(d + x, &lo, 4);
+      memcpy(d + x + 2, &hi, 4);
+    }
+    if (x + 1 < cols) {
       const int32_t v = mc_pkhbt16(sp[0], sp[stride]);
       memcpy(d + x, &v, 4);
+      x += 2;
+      sp += 2 * stride;
     }
     if (x < cols) mc_plane_set(d + x, *sp);
 #else
