@@ -49,7 +49,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
             "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded"
             + (
-                f"; taps in the column's order: per kernel row {direct.words} words"
+                f"; taps in the column's order: per kernel row {direct.words} word{'s' if direct.words != 1 else ''}"
                 + (
                     f" ({direct.over} zero byte{'s' if direct.over > 1 else ''} after each row, before the last)"
                     if direct.over
