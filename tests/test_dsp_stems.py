@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 from harness import assert_matches_oracle
 from model_builder import ModelBuilder, conv2d_options, depthwise_options
-from oracle import Oracle
-from test_fast_kernels import QEMU_TOOLS, _quantized_conv, kernel_of
+from test_fast_kernels import QEMU_TOOLS, _quantized_conv, assert_device_matches_tflm, kernel_of
 from test_op_conv_2d import conv_model
 
 from microcompiler.ops.conv_common import geometry
@@ -121,8 +120,6 @@ def stems_model(seed=0):
 def test_stems_model_on_device_matches_tflm(tmp_path, board):
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
-    from microcompiler.inputs import random_inputs
-    from microcompiler.project import run_on_board
 
     path = tmp_path / "stems.tflite"
     path.write_bytes(stems_model(seed=2))
@@ -131,9 +128,4 @@ def test_stems_model_on_device_matches_tflm(tmp_path, board):
     kernels = [o["kernel"] for o in lib.metadata["operators"]]
     assert [k["variant"] for k in kernels] == ["im2col", "planes", "im2col", "im2col", "im2col"]
     assert all(k.get("extract") == "lanes" for k in kernels if k["variant"] == "im2col")
-    inputs = random_inputs(lib.info.inputs, seed=3)
-    _, _, result = run_on_board(lib, b, tmp_path / "project", input=inputs, log=lambda _: None)
-    want = Oracle(path.read_bytes()).run(inputs)
-    assert len(result.outputs) == len(want) == 5
-    for k, (ours, exp) in enumerate(zip(result.outputs, want)):
-        np.testing.assert_array_equal(ours.reshape(-1), exp.reshape(-1), err_msg=f"output {k}")
+    assert_device_matches_tflm(path, lib, b, tmp_path, outputs=5, seed=3)
