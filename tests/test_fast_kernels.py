@@ -451,8 +451,6 @@ def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
     With the knobs, the 140-input FULLY_CONNECTED runs the lanes kernel in 5 chunks (the last short)."""
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
-    from microcompiler.inputs import random_inputs
-    from microcompiler.project import run_on_board
 
     path = tmp_path / "chain.tflite"
     path.write_bytes(chain_model(seed=1))
@@ -465,9 +463,18 @@ def test_chain_model_on_device_matches_tflm(tmp_path, board, tuning):
             32,
             0,
         ]
-    inputs = random_inputs(lib.info.inputs, seed=7)
-    _, _, result = run_on_board(lib, b, tmp_path / "project", input=inputs, log=lambda _: None)
+    assert_device_matches_tflm(path, lib, b, tmp_path, outputs=9, seed=7)
+
+
+def assert_device_matches_tflm(path: Path, lib, board, tmp_path: Path, outputs: int, seed: int) -> None:
+    """Run ``lib`` (compiled from ``path``) on ``board`` with seeded random inputs: every one of its
+    ``outputs`` outputs equal to TFLM's."""
+    from microcompiler.inputs import random_inputs
+    from microcompiler.project import run_on_board
+
+    inputs = random_inputs(lib.info.inputs, seed=seed)
+    _, _, result = run_on_board(lib, board, tmp_path / "project", input=inputs, log=lambda _: None)
     want = Oracle(path.read_bytes()).run(inputs)
-    assert len(result.outputs) == len(want) == 9
+    assert len(result.outputs) == len(want) == outputs
     for k, (ours, exp) in enumerate(zip(result.outputs, want)):
         np.testing.assert_array_equal(ours.reshape(-1), exp.reshape(-1), err_msg=f"output {k}")

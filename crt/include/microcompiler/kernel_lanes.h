@@ -18,7 +18,27 @@
 
 /* steps groups of 4 int8 from src into P, Q pairs, one pixel's column layout (8 words apart). */
 static inline int32_t* mc_im2col_s8l(int32_t* d, const int8_t* src, int32_t steps) {
+#if MC_DSP_ASM
+  /* two groups per iteration, each pair stored by one STRD with write-back: 6 instructions per
+     group with the loop instead of 8 */
+  if (steps & 1) {
+    mc_expand_s8l_group(d, src);
+    src += 4;
+    d += 8;
+  }
+  for (steps >>= 1; steps > 0; --steps) {
+    const int32_t v0 = mc_read_s8x4(src), v1 = mc_read_s8x4(src + 4);
+    src += 8;
+    __asm__("strd %[p], %[q], [%[d]], #32"
+            : [d] "+r"(d), "=m"(*(int32_t(*)[2])d)
+            : [p] "r"(mc_sxtb16_ror8(v0)), [q] "r"(mc_lanes_q(v0)));
+    __asm__("strd %[p], %[q], [%[d]], #32"
+            : [d] "+r"(d), "=m"(*(int32_t(*)[2])d)
+            : [p] "r"(mc_sxtb16_ror8(v1)), [q] "r"(mc_lanes_q(v1)));
+  }
+#else
   for (; steps > 0; --steps, src += 4, d += 8) mc_expand_s8l_group(d, src);
+#endif
   return d;
 }
 

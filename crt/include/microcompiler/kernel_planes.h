@@ -28,6 +28,15 @@ static inline int32_t mc_smlabt(int32_t a, int32_t b, int32_t acc) {
 }
 #endif
 
+#if MC_DSP_ASM
+/* (lo, hi) as the low and high halves of a word: one PKHBT. */
+static inline int32_t mc_pkhbt16(int32_t lo, int32_t hi) {
+  int32_t r;
+  __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+  return r;
+}
+#endif
+
 /* The pair of plane values at p (any halfword alignment: LDR allows unaligned words on M4/M7). */
 static inline int32_t mc_plane_pair(const int16_t* p) {
   int32_t v;
@@ -43,13 +52,29 @@ static inline void mc_plane_set(int16_t* d, int32_t v) {
 
 /* Copy one channel of an NHWC int8 tensor into a plane: rows x cols values, stride bytes apart in
  * a row (the channel count) and src_row bytes from row to row, written as int16 at d, pitch values
- * from row to row. */
+ * from row to row. With the DSP extension 4 values per step, paired by PKHBT and stored as two words
+ * (any halfword alignment): about 2.75 instructions per value with the loop instead of 5. */
 static inline void mc_plane_load(int16_t* d, const int8_t* s, int32_t rows, int32_t cols, int32_t stride,
                                  int32_t src_row, int32_t pitch) {
   int32_t y, x;
   for (y = 0; y < rows; ++y, d += pitch, s += src_row) {
     const int8_t* sp = s;
+#if MC_DSP_ASM
+    for (x = 0; x + 3 < cols; x += 4, sp += 4 * stride) {
+      const int32_t lo = mc_pkhbt16(sp[0], sp[stride]), hi = mc_pkhbt16(sp[2 * stride], sp[3 * stride]);
+      memcpy(d + x, &lo, 4);
+      memcpy(d + x + 2, &hi, 4);
+    }
+    if (x + 1 < cols) {
+      const int32_t v = mc_pkhbt16(sp[0], sp[stride]);
+      memcpy(d + x, &v, 4);
+      x += 2;
+      sp += 2 * stride;
+    }
+    if (x < cols) mc_plane_set(d + x, *sp);
+#else
     for (x = 0; x < cols; ++x, sp += stride) mc_plane_set(d + x, *sp);
+#endif
   }
 }
 

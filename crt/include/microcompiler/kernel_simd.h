@@ -635,16 +635,14 @@ static inline int32_t mc_dot_r1(const int8_t* x, const int32_t* w, int32_t steps
  * at 256 * bias - 127 * sum(even weights) (compile time, modulo 2^32) and ends at 256 * acc, exact
  * when |acc| < 2^23 (checked by the compiler), so acc = a >> 8. */
 #if MC_DSP_ASM
-/* Q of the 4 inputs v (one word) with P = (x1, x3). */
-static inline int32_t mc_lanes_q(int32_t v, int32_t p) {
-  const int32_t k127 = 0x007F007F;
-  const uint32_t mask = 0xFF00FF00u;
-  int32_t q = (int32_t)(((uint32_t)v << 8) & mask); /* (256 x0, 256 x2) */
-  __asm__("ssub16 %0, %0, %1\n\t"
-          "sadd16 %0, %0, %2"
-          : "+&r"(q)
-          : "r"(p), "r"(k127));
-  return q;
+/* Q of the 4 inputs v (one word): 256 x0 + (127 - x1) is the halfword whose high byte is x0 and low
+ * byte the unsigned 127 - x1 = (uint8_t)(x1 ^ 0x7F), so Q = REV16(v) ^ 0x007F007F: 2 instructions
+ * (the EOR's constant is an immediate), where shifting, masking, subtracting P and adding 127 took
+ * 4 and a register for the constant. */
+static inline int32_t mc_lanes_q(int32_t v) {
+  uint32_t q;
+  __asm__("rev16 %0, %1" : "=r"(q) : "r"(v));
+  return (int32_t)(q ^ 0x007F007Fu);
 }
 #endif
 
@@ -653,7 +651,7 @@ static inline void mc_expand_s8l_group(int32_t* d, const int8_t* x) {
 #if MC_DSP_ASM
   const int32_t v = mc_read_s8x4(x);
   const int32_t p = mc_sxtb16_ror8(v);
-  mc_store_pair(d, p, mc_lanes_q(v, p));
+  mc_store_pair(d, p, mc_lanes_q(v));
 #else
   d[0] = mc_pack16(x[1], x[3]);
   d[1] = mc_pack16(256 * x[0] - x[1] + 127, 256 * x[2] - x[3] + 127);
@@ -666,7 +664,7 @@ static inline void mc_expand_s8l(int32_t* d, const int8_t* x, int32_t steps) {
   for (; steps > 0; --steps, x += 4) {
     const int32_t v = mc_read_s8x4(x);
     const int32_t p = mc_sxtb16_ror8(v);
-    const int32_t q = mc_lanes_q(v, p);
+    const int32_t q = mc_lanes_q(v);
     /* d[0] = p, d[1] = q, d += 2 as one STRD with write-back: 9 instructions per group instead of
        10 (M4) or 11 (GCC's Cortex-M7 tuning splits the stores into two STR) */
     __asm__("strd %[p], %[q], [%[d]], #8" : [d] "+r"(d), "=m"(*(int32_t(*)[2])d) : [p] "r"(p), [q] "r"(q));

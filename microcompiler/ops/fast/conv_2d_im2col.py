@@ -8,6 +8,8 @@ ops/conv_2d.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from microcompiler.ops.conv_common import bias_tensor, geometry
@@ -32,6 +34,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
     ctx.note(requant="smmlar" if is_fast else "reference")
     scale = 2 if s16 and is_fast else 1  # int16 weights and bias doubled: the accumulator is 2 * acc
     lanes = plan.knob("extract") == "lanes"
+    direct = None
     if s16:
         words, steps = fast.pack_s16_rows(w_rows.astype(np.int32) * scale)
         w_comment = (
@@ -39,11 +42,23 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             "pairs (k0,k2) (k1,k3)" + (", doubled" if scale == 2 else "")
         )
     elif lanes:  # 256-scaled accumulators from the lanes bias; no doubling (acc >> 7 = 2 * acc)
-        words, folded = im2col_lanes(w_rows, folded)
+        direct = direct_layout(g)
+        words, folded = im2col_lanes(direct.permute(w_rows) if direct else w_rows, folded)
         steps = words.shape[1]
         w_comment = (
             f"weights [{g.out_c} output channels][{words.shape[1]} words]: per 4 taps (ky, kx, c) the "
             "lanes (k0 + 256 k1, k2 + 256 k3), zero-padded"
+            + (
+                f"; taps in the column's order: per kernel row {direct.words} word{'s' if direct.words != 1 else ''}"
+                + (
+                    f" ({direct.over} zero byte{'s' if direct.over > 1 else ''} after each row, before the last)"
+                    if direct.over
+                    else ""
+                )
+                + (f", then the last {direct.leftover} bytes of every row" if direct.leftover else "")
+                if direct
+                else ""
+            )
         )
     else:
         words, steps = fast.pack_s8_words(w_rows)
@@ -132,6 +147,9 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         zp_pair=_pair(zp),
         npix=npix,
         lanes=lanes,
+        direct=direct,
+        # 1x1, stride 1, no padding: the 4 pixels' inputs one after the other (no row and column count)
+        contiguous=g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.always_inside and g.in_c % 4 == 0,
         lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
         full=npix // 4,
         tail=npix % 4,
@@ -166,13 +184,84 @@ def lanes_ok(op, graph) -> bool:
     bias = bias_tensor(op, graph)
     w_rows = w.data.astype(np.int8).reshape(w.shape[0], -1)
     b = bias.data.astype(np.int64) if bias is not None else np.zeros(w.shape[0], np.int64)
-    return im2col_lanes_ok(w_rows, b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1))
+    folded = b - int(x.quant.zero_point[0]) * w_rows.astype(np.int64).sum(axis=1)
+    layout = direct_layout(geometry(op, graph))
+    return im2col_lanes_ok(layout.permute(w_rows) if layout else w_rows, folded)
+
+
+@dataclass(frozen=True)
+class DirectLayout:
+    """The lanes column of a layer whose input channels are not a multiple of 4 (a stem on RGB or
+    grayscale pixels), gathered straight from the input rows instead of through a byte buffer: each
+    kernel row (k_w * C contiguous bytes) gives ``words`` groups of 4 read as unaligned words; with
+    ``over`` > 0 the words cover ``over`` bytes more than the row (zero weights): past its end, and for
+    the last kernel row before its start instead, so no word reads outside the input (the byte
+    after every other row is in the input, the rows below exist). The ``leftover`` bytes at the end of
+    every row are packed 4 to a group after them. The weights are stored in that order (``permute``),
+    with zeros for the extra bytes and the last group's padding."""
+
+    row_bytes: int  # k_w * C
+    rows: int  # k_h
+    words: int  # word groups per kernel row
+    over: int  # bytes the words of a row read besides its taps (at most C: one pixel)
+    leftover: int  # bytes per row after its words, packed into the last groups
+
+    @property
+    def steps(self) -> int:
+        return self.rows * self.words + -(-self.rows * self.leftover // 4)
+
+    def order(self) -> list[int | None]:
+        """Per column position: the tap (ky * row_bytes + j) it holds, or None (a zero weight)."""
+        taps: list[int | None] = []
+        for ky in range(self.rows):
+            first = self.start(ky)
+            taps += [
+                ky * self.row_bytes + j if 0 <= j < self.row_bytes else None
+                for j in range(first, first + 4 * self.words)
+            ]
+        left = [ky * self.row_bytes + j for ky in range(self.rows) for j in range(4 * self.words, self.row_bytes)]
+        taps += left + [None] * (-len(left) % 4)
+        return taps
+
+    def start(self, ky: int) -> int:
+        """Where kernel row ky's first word starts, relative to the row: the last row's words end
+        with it (they start ``over`` bytes before it)."""
+        return -self.over if ky == self.rows - 1 else 0
+
+    def leftover_groups(self) -> list[list[tuple[int, int]]]:
+        """The leftover groups: per group, the (kernel row, byte in the row) of its bytes."""
+        left = [(ky, j) for ky in range(self.rows) for j in range(4 * self.words, self.row_bytes)]
+        return [left[i : i + 4] for i in range(0, len(left), 4)]
+
+    def permute(self, w_rows: np.ndarray) -> np.ndarray:
+        out = np.zeros((w_rows.shape[0], 4 * self.steps), np.int8)
+        for i, tap in enumerate(self.order()):
+            if tap is not None:
+                out[:, i] = w_rows[:, tap]
+        return out
+
+
+def direct_layout(g) -> DirectLayout | None:
+    """The direct column layout of an im2col layer in the lanes encoding (DirectLayout), for input
+    channels not a multiple of 4 and contiguous taps along a row (border pixels go through the byte
+    buffer); None where it does not apply or would need more groups than the byte buffer's column
+    (the scratch stays the same)."""
+    if g.in_c % 4 == 0 or g.dil_w != 1:
+        return None
+    row = g.k_w * g.in_c
+    same = -(-g.k_h * row // 4)
+    padded = DirectLayout(row, g.k_h, -(-row // 4), -row % 4, 0)
+    if g.k_h > 1 and padded.over <= g.in_c and padded.steps == same:
+        return padded
+    split = DirectLayout(row, g.k_h, row // 4, 0, row % 4)
+    return split if split.steps == same else None
 
 
 # The lanes im2col saves one instruction per 4 inputs and output channel in the dot product and
-# costs about 3 more per 4 inputs and pixel in the gather (P and Q instead of two SXTB16): it pays
-# for more output channels than this (measured on IC's 16-channel layers: slower; 32: faster).
-LANES_MIN_OUT_CHANNELS = 17
+# costs one more per 4 inputs and pixel in the gather (SXTB16, REV16 and EOR for P and Q instead of
+# two SXTB16): it pays from a few output channels on (IC's 16-channel layers on the M4: 12,086,880
+# -> 11,720,840 instructions; it cost 3 more per group before Q was REV16 ^ 0x007F007F).
+LANES_MIN_OUT_CHANNELS = 4
 
 
 def im2col_lanes_ok(w_rows: np.ndarray, folded: np.ndarray) -> bool:

@@ -9,20 +9,18 @@
 #include "microcompiler/kernel_fixedpoint.h"
 #include "microcompiler/kernel_simd.h"
 #include "microcompiler/kernel_planes.h"
+#include "microcompiler/kernel_lanes.h"
 
 /* ---- Weights and constants (static const: they stay in flash) ---- */
-/* per output channel [8] {folded bias << 8 | right shift r, multiplier} */
+/* per output channel [8] {lanes accumulator start + right shift r, multiplier}: the accumulators end at 256 * acc + r, r in their low byte */
 static const int32_t tiny_cnn_int8_conv1_params[16] = {
-    -171512, 1734655751, 250889, 1317357406, 10248, 1669053674, 537608, 1236240007, 268808, 1321182207, 1088007, 1441139303, -680952, 1178263052, -911352, 1592371832
+    -160463, 1734655751, 251270, 1317357406, -5119, 1669053674, 534052, 1236240007, 250012, 1321182207, 1070608, 1441139303, -655679, 1178263052, -877189, 1592371832
 };
 
-/* weights [8 output channels][9 int8 taps (ky, kx, c)], then zeros for the last row's final word: each row is read as 3 words, the last one reaching into the next row (against the column's zero taps) */
-static const int8_t tiny_cnn_int8_conv1_weights[75] = {
-    -53, 16, -127, 93, 43, -20, -21, 20, -18, -40, 127, 91, -11, -15, 28, -108,
-    -71, 97, -9, -96, -33, 46, -16, -10, 45, 127, -50, 127, -116, 16, -110, 127,
-    78, 107, -83, 64, -46, -40, 45, 77, 18, -55, -73, 127, 52, 29, 88, -33,
-    103, 127, 65, 33, -27, 40, -44, -2, -29, 28, 127, -55, -97, -99, -95, -104,
-    -67, 94, -43, 19, -89, 12, -127, -51, 0, 0, 0
+/* weights [8 output channels][3 words]: per 4 taps (ky, kx, c) the lanes (k0 + 256 k1, k2 + 256 k3), zero-padded; taps in the column's order: per kernel row 1 word (1 zero byte after each row, before the last) */
+static const int32_t tiny_cnn_int8_conv1_weights[24] = {
+    -8319029, -1299619, -300619008, 5996248, 1896693, 1622774784, -2121737, -593874, -830526208, 1084543, 5144210, 1068329728, 3004370, -3599795, 880785152, -2140131,
+    4292455, 669327616, -1835564, -3571940, -1600282880, 6208664, -5827883, -863958016
 };
 
 /* weights [8 channels][9 taps (ky, kx)], int8, channels in the order they run */
@@ -39,16 +37,16 @@ static const int32_t tiny_cnn_int8_dwconv2_params[16] = {
     21168128, 1962811986, -2359295, 1559239396, -12451838, 1773499109, -8191997, 2141665475, -4718588, 1703971512, -15728635, 1275373569, 10813446, 1120389171, 12451847, 1991986006
 };
 
-/* per output channel [16] {folded bias << 8 | right shift r, multiplier} */
+/* per output channel [16] {lanes accumulator start + right shift r, multiplier}: the accumulators end at 256 * acc + r, r in their low byte */
 static const int32_t tiny_cnn_int8_conv3_params[32] = {
-    4096008, 1292690989, -5537784, 1875700629, 9699335, 1214770081, -1310712, 1481292192, 11010056, 1600848774, -1114105, 1560010672, -3080184, 1235208006, 9994249, 1547615352,
-    2129929, 1790009238, -19267576, 1291453804, -3047416, 1351242270, 15433736, 1770623609, 1998856, 2112983782, -688119, 1936802599, -884728, 1823621509, -3080184, 1737966390
+    4101469, 1292690989, -5543372, 1875700629, 9671649, 1214770081, -1292043, 1481292192, 10979195, 1600848774, -1105088, 1560010672, -3075866, 1235208006, 9995138, 1547615352,
+    2113673, 1790009238, -19222745, 1291453804, -3030398, 1351242270, 15397668, 1770623609, 1986156, 2112983782, -698025, 1936802599, -883966, 1823621509, -3071294, 1737966390
 };
 
-/* weights [16 output channels][2 words]: 4 int8 taps (ky, kx, c) per word, zero-padded */
+/* weights [16 output channels][2 words]: per 4 taps (ky, kx, c) the lanes (k0 + 256 k1, k2 + 256 k3), zero-padded */
 static const int32_t tiny_cnn_int8_conv3_weights[32] = {
-    763330482, -324660994, -1338978054, 706511334, -685146341, 539154548, 689530049, -2117902896, 2130961502, -800642485, -115726822, -217836671, -2129586365, 201793667, 369440791, 1807384355,
-    751307851, 134709606, -1501442614, -724382078, -926420707, 2146431399, -1216587684, 2132553000, -937348737, -1107549240, -194631694, -2129460765, -1406173392, 647404037, -1283336699, 1563034122
+    763330226, -341438466, -1338978310, 706511078, -685146341, 539154548, 689529793, -2134680368, 2130961502, -800642485, -115726822, -217836927, -2129586365, 201793411, 369440791, 1790607139,
+    734530635, 134709606, -1518220086, -741159550, -943197923, 2129653927, -1216587684, 2132553000, -937348737, -1124326712, -194631950, -2129461021, -1406173392, 630626821, -1300113915, 1563034122
 };
 
 /* weights in lanes words (w0 + 256 w1, w2 + 256 w3): per block of 4 rows and group of 4 inputs the words of rows 0..3, then the 0 rows left over */
@@ -214,13 +212,12 @@ static MC_NOINLINE void tiny_cnn_int8_depthwise_conv_2d_3x3_planes_8x8x8_to_8x8x
 
 /* CONV_2D(padding=SAME, stride_h=2, stride_w=2, dilation_h=1, dilation_w=1, activation=RELU), operator 0: 'conv1' */
 void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
-  /* im2col: 4 output pixels x 1 output channel per step (DSP extension, 13 instructions per 16 MACs); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
+  /* im2col: 4 output pixels x 1 output channel per step (DSP extension, 12 instructions per 16 MACs); 1x16x16x1 -> 1x8x8x8, kernel 3x3, stride 2x2 */
   enum { INPUT_ZERO_POINT = -10, OUTPUT_ZERO_POINT = -128 };
   int32_t* const col = tiny_cnn_int8_scratch; /* 24 words */
   int8_t* const buf = (int8_t*)(tiny_cnn_int8_scratch + 24); /* 12 bytes */
   int n, p, oc, ky, oy, ox;
   int kx;
-  memset(buf + 9, 0, 3); /* K padding (zero weights) */
   const int8_t* x_b = input0;
   int8_t* out = output0;
   oy = 0;
@@ -231,12 +228,11 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
       const int ix0 = ox * 2;
       int32_t* d_ = col + 2 * p;
       if (iy0 >= 0 && iy0 <= 13 && ix0 >= 0 && ix0 <= 13) {
-        /* every tap inside the image */
+        /* every tap inside the image: per kernel row 1 word (1 byte past each row, before the last one: zero weights) */
         const int8_t* s_ = x_b + iy0 * 16 + ix0;
-        for (ky = 0; ky < 3; ++ky, s_ += 16) {
-          memcpy(buf + ky * 3, s_, 3);
-        }
-        d_ = mc_im2col_s8(d_, buf, 3);
+        d_ = mc_im2col_s8l(d_, s_, 1);
+        d_ = mc_im2col_s8l(d_, s_ + 16, 1);
+        d_ = mc_im2col_s8l(d_, s_ + 31, 1);
       } else {
         /* taps outside the image read the input zero point (folded into the bias) */
         for (ky = 0; ky < 3; ++ky) {
@@ -250,25 +246,27 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
             }
           }
         }
-        d_ = mc_im2col_s8(d_, buf, 3);
+        for (ky = 0; ky < 2; ++ky) d_ = mc_im2col_s8l(d_, buf + ky * 3, 1);
+        d_ = mc_im2col_s8l(d_, buf + 5, 1);
       }
       if (++ox == 8) {
         ox = 0;
         ++oy;
       }
     }
+    const int32_t* w = tiny_cnn_int8_conv1_weights; /* the output channel's weights; each dot product returns the next row */
     const int32_t* q = tiny_cnn_int8_conv1_params; /* the output channel's record */
     for (oc = 0; oc < 8; ++oc, q += 2) {
-      int32_t a0 = q[0] >> 8, a1 = a0, a2 = a0, a3 = a0; /* the bias: the record's first word without its low byte */
+      int32_t a0 = q[0], a1 = a0, a2 = a0, a3 = a0;
       int8_t* o = out + oc;
-      mc_dot_p4_unaligned(col, tiny_cnn_int8_conv1_weights + oc * 9, 3, &a0, &a1, &a2, &a3);
+      w = mc_dot_p4_s8l(col, w, 3, &a0, &a1, &a2, &a3);
       {
-        /* r is the low byte of the record's first word (bias << 8 | r) */
-        const int32_t m = q[1], r = q[0], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a0, m, c, r));
-        o[8] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a1, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a2, m, c, r));
-        o[24] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a3, m, c, r));
+        /* r is the low byte of every accumulator (256 * acc + r) */
+        const int32_t m = q[1], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, a0) >> 1;
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a0 >> 7), m, c, a0));
+        o[8] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a1 >> 7), m, c, a0));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a2 >> 7), m, c, a0));
+        o[24] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a3 >> 7), m, c, a0));
       }
     }
   }
@@ -296,42 +294,31 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
 void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
-  /* im2col: 4 output pixels x 1 output channel per step (DSP extension, 13 instructions per 16 MACs); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
+  /* im2col: 4 output pixels x 1 output channel per step (DSP extension, 12 instructions per 16 MACs); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
   enum { OUTPUT_ZERO_POINT = -128 };
   int32_t* const col = tiny_cnn_int8_scratch; /* 16 words */
-  int n, p, oc, oy, ox;
+  int n, p, oc;
   const int8_t* x_b = input0;
   int8_t* out = output0;
-  oy = 0;
-  ox = 0;
+  const int8_t* xs = x_b;
   for (n = 0; n < 16; ++n, out += 64) {
     for (p = 0; p < 4; ++p) {
-      const int iy0 = oy;
-      const int ix0 = ox;
-      int32_t* d_ = col + 2 * p;
-      {
-        /* every tap inside the image */
-        const int8_t* s_ = x_b + (iy0 * 8 + ix0) * 8;
-        d_ = mc_im2col_s8(d_, s_, 2);
-      }
-      if (++ox == 8) {
-        ox = 0;
-        ++oy;
-      }
+      mc_im2col_s8l(col + 2 * p, xs, 2); /* 1x1, stride 1: the pixels one after the other */
+      xs += 8;
     }
     const int32_t* w = tiny_cnn_int8_conv3_weights; /* the output channel's weights; each dot product returns the next row */
     const int32_t* q = tiny_cnn_int8_conv3_params; /* the output channel's record */
     for (oc = 0; oc < 16; ++oc, q += 2) {
-      int32_t a0 = q[0] >> 8, a1 = a0, a2 = a0, a3 = a0; /* the bias: the record's first word without its low byte */
+      int32_t a0 = q[0], a1 = a0, a2 = a0, a3 = a0;
       int8_t* o = out + oc;
-      w = mc_dot_p4(col, w, 2, &a0, &a1, &a2, &a3);
+      w = mc_dot_p4_s8l(col, w, 2, &a0, &a1, &a2, &a3);
       {
-        /* r is the low byte of the record's first word (bias << 8 | r) */
-        const int32_t m = q[1], r = q[0], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, r) >> 1;
-        o[0] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a0, m, c, r));
-        o[16] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a1, m, c, r));
-        o[32] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a2, m, c, r));
-        o[48] = (int8_t)MC_SSAT8(mc_requant_fast_low8_nn(a3, m, c, r));
+        /* r is the low byte of every accumulator (256 * acc + r) */
+        const int32_t m = q[1], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, a0) >> 1;
+        o[0] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a0 >> 7), m, c, a0));
+        o[16] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a1 >> 7), m, c, a0));
+        o[32] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a2 >> 7), m, c, a0));
+        o[48] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((a3 >> 7), m, c, a0));
       }
     }
   }
