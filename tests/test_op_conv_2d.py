@@ -207,11 +207,15 @@ def test_conv_2d_dsp_records_pack_the_shift_with_the_bias(tmp_path, bias_range, 
     """On DSP cores the im2col records are {bias << 8 | r, M}, 8 bytes per channel, when every folded
     bias fits 24 bits (else the 9-byte records); with K = 27 (3 input channels, 3x3) the weight rows
     are not padded: 27 bytes each, read as 7 words (the last reaching into the next row), plus one
-    byte for the last row. Bit-exact either way, also under ASan/UBSan."""
+    byte for the last row. Bit-exact either way, also under ASan/UBSan. (With 4 output channels the
+    default is the lanes encoding, tests/test_dsp_stems.py; the knob keeps SXTB16's records here.)"""
     model = conv_model(per_channel=True, bias_range=bias_range)
-    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True, features=frozenset({"dsp"}))
+    sxtb16 = {"CONV_2D": {"extract": "sxtb16"}}
+    lib = assert_matches_oracle(
+        model, tmp_path, n_inputs=2, sanitize=True, features=frozenset({"dsp"}), tuning=sxtb16
+    )
     kernel = lib.metadata["operators"][0]["kernel"]
-    assert kernel["variant"] == "im2col" and kernel["requant"] == "smmlar" and "extract" not in kernel
+    assert kernel["variant"] == "im2col" and kernel["requant"] == "smmlar" and kernel.get("extract") != "lanes"
     src = lib.files["src/model_ops.c"]
     assert re.search(r"static const int8_t \w+_weights\[109\]", src)  # 4 rows of 27 taps + 1
     assert re.search(r"mc_dot_p4_unaligned\(col, \w+_weights \+ oc \* 27, 7,", src)
