@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -89,6 +90,24 @@ def build_crt_objects(
     return objects
 
 
+# crt's objects per (compiler, flags), compiled once in this process: a process that builds many host
+# programs (validate's two modes, the API, the tests) compiles the runtime once. In a temporary
+# directory of cleanup's, removed at exit and on a signal.
+_crt_objects: dict[tuple, list[Path]] = {}
+_crt_lock = threading.Lock()
+
+
+def shared_crt_objects(sanitize: bool, opt: str, sanitize_opt: str) -> list[Path]:
+    """build_crt_objects() for these flags, compiled at the first call of this process."""
+    key = (tuple(compiler()), sanitize, sanitize_opt if sanitize else opt)
+    with _crt_lock:
+        objects = _crt_objects.get(key)
+        if objects is None or not all(o.is_file() for o in objects):
+            objects = build_crt_objects(cleanup.temp_dir("microcompiler-crt-"), sanitize, opt, sanitize_opt)
+            _crt_objects[key] = objects
+        return objects
+
+
 def _compile(sanitize: bool, opt: str, arguments: list[str], sanitize_opt: str = "-O1") -> None:
     """The host C compiler on ``arguments``: at ``opt``, or with the sanitizers at ``sanitize_opt``
     (-O1 as the tests build; -O0 compiles about 4x faster, for the fuzzer's many small programs)."""
@@ -153,7 +172,7 @@ class HostProgram:
         sources = [
             str(main),
             *map(str, sorted((lib_dir / "src").glob("*.c"))),
-            *(map(str, crt_objects) if crt_objects is not None else crt_sources()),
+            *map(str, crt_objects if crt_objects is not None else shared_crt_objects(sanitize, opt, sanitize_opt)),
         ]
         includes = [f"-I{lib_dir / 'include'}", f"-I{crt / 'include'}"]
         _compile(sanitize, opt, [*includes, *sources, "-o", str(self.exe), "-lm"], sanitize_opt)
