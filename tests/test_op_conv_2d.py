@@ -211,9 +211,7 @@ def test_conv_2d_dsp_records_pack_the_shift_with_the_bias(tmp_path, bias_range, 
     default is the lanes encoding, tests/test_dsp_stems.py; the knob keeps SXTB16's records here.)"""
     model = conv_model(per_channel=True, bias_range=bias_range)
     sxtb16 = {"CONV_2D": {"extract": "sxtb16"}}
-    lib = assert_matches_oracle(
-        model, tmp_path, n_inputs=2, sanitize=True, features=frozenset({"dsp"}), tuning=sxtb16
-    )
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=2, sanitize=True, features=frozenset({"dsp"}), tuning=sxtb16)
     kernel = lib.metadata["operators"][0]["kernel"]
     assert kernel["variant"] == "im2col" and kernel["requant"] == "smmlar" and kernel.get("extract") != "lanes"
     src = lib.files["src/model_ops.c"]
