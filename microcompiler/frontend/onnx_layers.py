@@ -227,7 +227,8 @@ def unary(imp, node, ins, attrs):
     imp.float_input(x, node)
     kind = {"Relu": "RELU", "Sigmoid": "LOGISTIC", "Tanh": "TANH"}[node.op_type]
     source = imp.nhwc(x) if x.nhwc else imp.plain(x)
-    return [_out(imp, kind, [source], x.shape, {}, node, x.nhwc)]
+    options = {} if kind == "RELU" else {"ort_mlas": 1}  # MLAS's approximations (kernel_ort.h)
+    return [_out(imp, kind, [source], x.shape, options, node, x.nhwc)]
 
 
 def clip(imp, node, ins, attrs):

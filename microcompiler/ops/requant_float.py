@@ -146,6 +146,7 @@ def is_mve(plan) -> bool:
 
 
 ORT_SOFTMAX = "ort_softmax"  # SOFTMAX option: ONNX Runtime's QLinearSoftmax (the importer sets it)
+ORT_MLAS = "ort_mlas"  # float LOGISTIC/TANH option: MLAS's approximations, as ONNX Runtime computes them
 
 
 def ort_softmax_table(x_scale: float, depth: int) -> np.ndarray:

@@ -27,6 +27,7 @@ from microcompiler.ops.lut16 import (
 )
 from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
+from microcompiler.ops.requant_float import ORT_MLAS
 from microcompiler.ops.softmax_logistic import (
     F32,
     calculate_input_radius,
@@ -109,7 +110,8 @@ class Tanh(ElementwiseKernel):
         x = ctx.tensor(op.inputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
-            return ctx.render("activation_float.c.j2", expr="mc_tanhf(x)", **values)
+            expr = "mc_ort_tanh(x)" if op.options.get(ORT_MLAS) else "mc_tanhf(x)"  # ONNX Runtime's (kernel_ort.h)
+            return ctx.render("activation_float.c.j2", expr=expr, **values)
         in_scale, in_zp = x.quant.single()
         if x.dtype == "int8":
             return render_int8_table(ctx, self.int8_table(op, graph), what="tanh", **values)

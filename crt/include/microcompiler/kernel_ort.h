@@ -53,4 +53,49 @@ static inline void mc_ort_softmax_row(const float* x, float* y, int32_t n) {
   for (i = 0; i < n; ++i) y[i] = y[i] * scale;
 }
 
+/* ONNX Runtime's Sigmoid: MLAS's logistic as its x86-64 kernel (MlasComputeLogisticF32KernelFma3)
+ * computes it: x clamped to [-18, 18] (VMAXPS/VMINPS: a NaN stays), Eigen's rational approximation
+ * with the polynomials in fused multiply-adds, x * p / q + 0.5, then the lower clamp at 0 (a NaN
+ * stays; no upper clamp). Checked bit for bit with ONNX Runtime 1.32 over 8 million inputs
+ * (tests/test_onnx_mlas.py). */
+static inline float mc_ort_logistic(float x) {
+  float x2, p, q, r;
+  x = -18.0f > x ? -18.0f : x;
+  x = 18.0f < x ? 18.0f : x;
+  x2 = x * x;
+  p = __builtin_fmaf(x2, 4.37031012579801e-11f, 1.15627324459942e-07f);
+  p = __builtin_fmaf(x2, p, 6.08574864600143e-05f);
+  p = __builtin_fmaf(x2, p, 8.51377133304701e-03f);
+  p = __builtin_fmaf(x2, p, 2.48287947061529e-01f);
+  q = __builtin_fmaf(x2, 6.10247389755681e-13f, 5.76102136993427e-09f);
+  q = __builtin_fmaf(x2, q, 6.29106785017040e-06f);
+  q = __builtin_fmaf(x2, q, 1.70198817374094e-03f);
+  q = __builtin_fmaf(x2, q, 1.16817656904453e-01f);
+  q = __builtin_fmaf(x2, q, 9.93151921023180e-01f);
+  p = x * p;
+  r = p / q + 0.5f;
+  return 0.0f > r ? 0.0f : r;
+}
+
+/* ONNX Runtime's Tanh: MLAS's tanh as its x86-64 kernel computes it: x clamped to [-9, 9] (a NaN
+ * stays), Eigen's degree-13/6 rational approximation in fused multiply-adds, x * p / q. Checked as
+ * the logistic above. */
+static inline float mc_ort_tanh(float x) {
+  float x2, p, q;
+  x = -9.0f > x ? -9.0f : x;
+  x = 9.0f < x ? 9.0f : x;
+  x2 = x * x;
+  p = __builtin_fmaf(x2, -2.76076847742355e-16f, 2.00018790482477e-13f);
+  p = __builtin_fmaf(p, x2, -8.60467152213735e-11f);
+  p = __builtin_fmaf(p, x2, 5.12229709037114e-08f);
+  p = __builtin_fmaf(p, x2, 1.48572235717979e-05f);
+  p = __builtin_fmaf(p, x2, 6.37261928875436e-04f);
+  p = __builtin_fmaf(p, x2, 4.89352455891786e-03f);
+  p = p * x;
+  q = __builtin_fmaf(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
+  q = __builtin_fmaf(q, x2, 2.26843463243900e-03f);
+  q = __builtin_fmaf(q, x2, 4.89352518554385e-03f);
+  return p / q;
+}
+
 #endif /* MICROCOMPILER_KERNEL_ORT_H_ */
