@@ -32,6 +32,8 @@ class _Emitter:
 
     def op(self, kind: str, inputs: list[int], shape: tuple[int, ...], options: dict | None = None) -> int:
         self.count += 1
+        if kind in ("LOGISTIC", "TANH"):  # MLAS's approximations, as ONNX Runtime's recurrent kernels
+            options = {"ort_mlas": 1}
         return self.imp.emit(kind, inputs, shape, options or {}, f"{self.name}_{kind.lower()}{self.count}")
 
     def fc(self, x: int, weights: np.ndarray, bias: np.ndarray | None, rows: int) -> int:
