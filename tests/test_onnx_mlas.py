@@ -30,7 +30,9 @@ def _same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     got, want = np.asarray(got, np.float32).reshape(-1), np.asarray(want, np.float32).reshape(-1)
     differ = (got.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(got) & np.isnan(want))
     first = int(np.flatnonzero(differ)[0]) if differ.any() else -1
-    assert not differ.any(), f"{what}: {int(differ.sum())} of {got.size} differ; first at {first}: {got[first]!r} vs {want[first]!r}"
+    assert not differ.any(), (
+        f"{what}: {int(differ.sum())} of {got.size} differ; first at {first}: {got[first]!r} vs {want[first]!r}"
+    )
 
 
 def test_sigmoid_and_tanh_bit_for_bit(tmp_path):
@@ -49,3 +51,35 @@ def test_sigmoid_and_tanh_bit_for_bit(tmp_path):
     assert np.isnan(theirs[0]).sum() == 1 and np.isnan(theirs[1]).sum() == 1  # NaN carried through
     _same_bits(ours[0], theirs[0], "Sigmoid")
     _same_bits(ours[1], theirs[1], "Tanh")
+
+
+def test_global_average_pool_lanes_bit_for_bit(tmp_path):
+    """GlobalAveragePool over channel counts that are not a multiple of 16 (ONNX Runtime's plain pool, not
+    its NCHWc one): MLAS's plane sums in 4 lanes (MEAN ``ort_lanes``), bit for bit over several channel
+    counts and plane sizes (with leftovers of 0 to 3 elements), after a Conv (NHWC) and on the input."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(7)
+    nodes, outputs, inits, inputs = [], {}, [], {}
+    feeds = {}
+    for k, (c, h, w) in enumerate([(3, 5, 5), (5, 7, 9), (7, 12, 12), (20, 3, 17), (1, 1, 3), (2, 6, 2), (32, 4, 5)]):
+        x, wc = f"x{k}", f"w{k}"
+        inputs[x] = [1, c, h, w]
+        feeds[x] = (rng.standard_normal((1, c, h, w)) * 10).astype(np.float32)
+        inits.append(numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) * 0.5).astype(np.float32), wc))
+        nodes += [
+            helper.make_node("Conv", [x, wc], [f"h{k}"]),
+            helper.make_node("GlobalAveragePool", [f"h{k}"], [f"y{k}"]),
+        ]
+        nodes.append(helper.make_node("GlobalAveragePool", [x], [f"z{k}"]))
+        outputs.update({f"y{k}": [1, c, 1, 1], f"z{k}": [1, c, 1, 1]})
+    path = tmp_path / "gap.onnx"
+    onnx.save(model(nodes, inputs, outputs, inits), path)
+    library = compile_model(path)
+    lanes = [op for op in library.graph.operators if op.kind == "MEAN" and op.options.get("ort_lanes")]
+    assert len(lanes) == 12  # every pool but the two over 32 channels (NCHWc: the sum in order)
+    names = list(inputs)
+    ours = HostProgram(library, tmp_path / "build").run([[feeds[n] for n in names]])[0].outputs
+    theirs = session(path).run(None, feeds)
+    for name, got, want in zip(outputs, ours, theirs):
+        _same_bits(got, want, name)

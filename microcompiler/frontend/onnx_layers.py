@@ -130,7 +130,10 @@ def pool(imp, node, ins, attrs):
             raise UnsupportedModelError(f"{imp.where(node)} works on a {len(x.shape)}-D input; expected NCHW")
         axes = imp.const(np.array([1, 2], dtype=np.int32), "axes", "int32")
         shape = (x.shape[0], x.shape[1], 1, 1)
-        return [_out(imp, "MEAN", [imp.nhwc(x), axes], shape, {"keep_dims": True}, node, True)]
+        options: dict = {"keep_dims": True}
+        if x.shape[1] % 16:  # ONNX Runtime's plain (not NCHWc) pool: MLAS's 4-lane plane sums (docs/onnx.md)
+            options["ort_lanes"] = 4
+        return [_out(imp, "MEAN", [imp.nhwc(x), axes], shape, options, node, True)]
     kernel = [int(k) for k in attrs.get("kernel_shape", [])]
     in_hw, strides, dilations, pads, out = _window(imp, node, attrs, x, kernel)
     if dilations != [1, 1] or int(attrs.get("ceil_mode", 0)) or len(node.output) > 1:

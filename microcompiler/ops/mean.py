@@ -30,6 +30,9 @@ _MAX_RANK = 5
 _MAX_AXES = 2
 
 
+ORT_LANES = "ort_lanes"  # float MEAN option: MLAS's global pool order (4 lanes), set by the ONNX importer
+
+
 def mean_multiplier(in_scale: float, out_scale: float, count: int) -> tuple[int, int]:
     """(multiplier, shift) of QuantizedMeanOrSum: in_scale / out_scale with 1/count folded in."""
     multiplier, shift = quantize_multiplier(float(np.float32(in_scale)) / float(np.float32(out_scale)))
@@ -84,6 +87,18 @@ class Mean(ReductionKernel):
             input=ctx.arg(op.inputs[0]),
             output=ctx.arg(op.outputs[0]),
         )
+        if x.dtype == "float32" and op.options.get(ORT_LANES) and len(x.shape) == 4 and sorted(axes) == [1, 2]:
+            # ONNX Runtime's GlobalAveragePool over a plane (the importer sets it, docs/onnx.md)
+            n, h, w, c = x.shape
+            return ctx.render(
+                "mean_ort_lanes.c.j2",
+                batch=n,
+                channels=c,
+                pixels=h * w,
+                divisor=c_float(count),
+                input=values["input"],
+                output=values["output"],
+            )
         if x.dtype == "float32":
             return ctx.render("mean.c.j2", mode="float", acc_t="float", divisor=c_float(count), **values)
         ctype = "int16_t" if x.dtype == "int16" else "int8_t"
