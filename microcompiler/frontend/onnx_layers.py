@@ -211,14 +211,14 @@ def binary(imp, node, ins, attrs):
         return [_Value(a.shape, tensor=a.tensor)]
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
     nhwc = len(shape) == 4 and any(v.nhwc for v in (a, b))
-    nhwc = nhwc and all(v.const is not None or len(v.shape) == 4 for v in (a, b))
+    nhwc = nhwc and all(v.const is not None or len(v.shape) == 4 or int(np.prod(v.shape)) == 1 for v in (a, b))
     operands = []
     for v in (a, b):
         if v.const is not None and nhwc and v.const.ndim > 0:
             full = v.const.reshape((1,) * (4 - v.const.ndim) + v.const.shape)
             operands.append(imp.const(np.transpose(full, (0, 2, 3, 1))))
         else:
-            operands.append(imp.nhwc(v) if nhwc and v.const is None else imp.plain(v))
+            operands.append(imp.nhwc(v) if nhwc and v.const is None and len(v.shape) == 4 else imp.plain(v))
     options: dict = {"activation": "NONE"}
     if node.op_type in ("Add", "Sub"):
         options["pot_scale_int16"] = True

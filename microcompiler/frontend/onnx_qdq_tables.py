@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
-from microcompiler.frontend import onnx_layers, onnx_qdq, onnx_qdq_more
+from microcompiler.frontend import onnx_integer, onnx_layers, onnx_qdq, onnx_qdq_more
 from microcompiler.frontend.onnx_layers import _Value
 from microcompiler.frontend.onnx_read import onnx_module
 from microcompiler.ir import Operator
@@ -216,5 +216,5 @@ def _post_table_fits(op, channels: int) -> bool:
 
 
 # the QDQ importer's converters, the tables' included (onnx_import.py)
-CONVERTERS = {**onnx_qdq.CONVERTERS, **onnx_qdq_more.CONVERTERS, QTABLE: qtable, QPAD: qpad}
-SUPPORTED = onnx_qdq.SUPPORTED | onnx_qdq_more.SUPPORTED | {QTABLE, QPAD}
+CONVERTERS = {**onnx_qdq.CONVERTERS, **onnx_qdq_more.CONVERTERS, **onnx_integer.CONVERTERS, QTABLE: qtable, QPAD: qpad}
+SUPPORTED = onnx_qdq.SUPPORTED | onnx_qdq_more.SUPPORTED | onnx_integer.SUPPORTED | {QTABLE, QPAD}
