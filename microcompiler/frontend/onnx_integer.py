@@ -66,20 +66,43 @@ def quantize_dynamic(imp, name: str, source: int) -> tuple[int, int, int]:
     zero, top = _scalar(imp, 0.0, "zero"), _scalar(imp, 255.0, "qmax")
     keep = {"keep_dims": True}
     one_value = (1,) * len(shape)
-    low = _op(imp, "MINIMUM", [_op(imp, "REDUCE_MIN", [source, axes], one_value, f"{name}_min", keep), zero], one_value, f"{name}_lo")
-    high = _op(imp, "MAXIMUM", [_op(imp, "REDUCE_MAX", [source, axes], one_value, f"{name}_max", keep), zero], one_value, f"{name}_hi")
-    span = _op(imp, "DIV", [_op(imp, "SUB", [high, low], one_value, f"{name}_span", _NONE), top], one_value, f"{name}_s0", _NONE)
+    low = _op(
+        imp,
+        "MINIMUM",
+        [_op(imp, "REDUCE_MIN", [source, axes], one_value, f"{name}_min", keep), zero],
+        one_value,
+        f"{name}_lo",
+    )
+    high = _op(
+        imp,
+        "MAXIMUM",
+        [_op(imp, "REDUCE_MAX", [source, axes], one_value, f"{name}_max", keep), zero],
+        one_value,
+        f"{name}_hi",
+    )
+    span = _op(
+        imp,
+        "DIV",
+        [_op(imp, "SUB", [high, low], one_value, f"{name}_span", _NONE), top],
+        one_value,
+        f"{name}_s0",
+        _NONE,
+    )
     same = _op(imp, "EQUAL", [high, low], one_value, f"{name}_same", dtype="bool")
     one = _op(imp, "CAST", [same], one_value, f"{name}_one")
     scale = _op(imp, "ADD", [span, one], one_value, f"{name}_scale", _NONE)  # (max - min) / 255, or 1 where max == min
     ratio = _op(imp, "DIV", [low, scale], one_value, f"{name}_ratio", _NONE)
     initial = _op(imp, "SUB", [zero, ratio], one_value, f"{name}_zp0", _NONE)
-    clamped = _op(imp, "MINIMUM", [_op(imp, "MAXIMUM", [initial, zero], one_value, f"{name}_zp1"), top], one_value, f"{name}_zp2")
+    clamped = _op(
+        imp, "MINIMUM", [_op(imp, "MAXIMUM", [initial, zero], one_value, f"{name}_zp1"), top], one_value, f"{name}_zp2"
+    )
     zp = _op(imp, "ROUND", [clamped], one_value, f"{name}_zero_point")
     scaled = _op(imp, "DIV", [source, scale], shape, f"{name}_scaled", _NONE)
     low_q = _op(imp, "NEG", [zp], one_value, f"{name}_qlo")
     high_q = _op(imp, "SUB", [top, zp], one_value, f"{name}_qhi", _NONE)
-    bounded = _op(imp, "MINIMUM", [_op(imp, "MAXIMUM", [scaled, low_q], shape, f"{name}_q0"), high_q], shape, f"{name}_q1")
+    bounded = _op(
+        imp, "MINIMUM", [_op(imp, "MAXIMUM", [scaled, low_q], shape, f"{name}_q0"), high_q], shape, f"{name}_q1"
+    )
     centered = _op(imp, "ROUND", [bounded], shape, name)
     _centered(imp)[centered] = zp
     return centered, scale, zp
@@ -90,7 +113,10 @@ def dynamic_quantize_linear(imp, node, ins, attrs):
     imp.float_input(x, node)
     source = imp.nhwc(x) if x.nhwc else imp.plain(x)
     centered, scale, zp = quantize_dynamic(imp, node.output[0], source)
-    one = [imp.emit("RESHAPE", [t, imp.shape_const((1,))], (1,), {}, o) for t, o in ((scale, node.output[1]), (zp, node.output[2]))]
+    one = [
+        imp.emit("RESHAPE", [t, imp.shape_const((1,))], (1,), {}, o)
+        for t, o in ((scale, node.output[1]), (zp, node.output[2]))
+    ]
     _centered(imp)[centered] = one[1]  # read with the reshaped zero point
     return [_Value(x.shape, tensor=centered, nhwc=x.nhwc), _Value((1,), tensor=one[0]), _Value((1,), tensor=one[1])]
 
@@ -110,7 +136,7 @@ def _weights(imp, node, wv: _Value | None, zpv: _Value | None, axis: int, what: 
     w = wv.const if wv is not None else None
     if w is None or w.dtype not in (np.int8, np.uint8):
         raise UnsupportedModelError(f"{imp.where(node)}: its {what} must be a constant int8 or uint8 tensor")
-    zp = np.zeros((), np.int32) if zpv is None else zpv.const
+    zp = np.zeros((), w.dtype) if zpv is None else zpv.const
     if zp is None or zp.dtype != w.dtype:
         raise UnsupportedModelError(f"{imp.where(node)}: its {what} zero point must be a constant of the weights' type")
     zp = zp.astype(np.int32).reshape(-1)
@@ -137,6 +163,11 @@ def conv_integer(imp, node, ins, attrs):
     _integer_input(imp, node, x, xzp)
     if wv is None or wv.const is None or wv.const.ndim != 4:
         raise UnsupportedModelError(f"{imp.where(node)}: its weights must be a constant 4-D tensor (2-D convolution)")
+    if wzp is not None and wzp.const is not None and wzp.const.size > 1:
+        raise UnsupportedModelError(
+            f"{imp.where(node)} has a weights zero point per output channel, which ONNX Runtime's ConvInteger does "
+            "not run (one per tensor); not supported yet"
+        )
     weights = _weights(imp, node, wv, wzp, 0, "weights")
     out = onnx_layers.conv(imp, node, [x, _Value(weights.shape, weights)], attrs)[0]
     _integers(imp).add(out.tensor)
