@@ -91,14 +91,15 @@ def operator_needs(model: str | Path) -> list[OperatorNeed]:
 
 def _onnx_needs(model: str | Path) -> list[OperatorNeed]:
     """An ONNX model's operator types, in order of first use, with the reason for each unsupported one."""
-    from microcompiler.frontend import onnx_layers, onnx_qdq
+    from microcompiler.frontend import onnx_layers, onnx_qdq, onnx_qdq_tables
     from microcompiler.frontend.onnx_read import QDQ_OPERATORS, read_onnx
 
     needs: dict[str, OperatorNeed] = {}
     proto = read_onnx(Path(model))
     supported = onnx_layers.SUPPORTED
     if onnx_qdq.is_qdq(proto):  # a quantized model: the operators ONNX Runtime's optimizer makes of it
-        proto, supported = onnx_qdq.ort_optimized(proto), onnx_qdq.SUPPORTED
+        proto, supported = onnx_qdq.ort_optimized(proto), onnx_qdq_tables.SUPPORTED  # as load_onnx imports it
+        onnx_qdq_tables.fuse_tables(proto)
     for k, node in enumerate(proto.graph.node):
         kind = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
         need = needs.setdefault(printable(kind), OperatorNeed(printable(kind)))

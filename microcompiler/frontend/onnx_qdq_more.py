@@ -81,7 +81,8 @@ def _zp_dtype(v: _Value | None) -> np.dtype:
 
 
 def _emit_table(imp, source: int, table: np.ndarray, name: str, y_q, what: str) -> int:
-    lut = imp.add_tensor(f"tables_{len(imp.tensors)}", (1, 256), "int8", table.reshape(1, 256))
+    tables = np.ascontiguousarray(table.reshape(-1, 256))
+    lut = imp.add_tensor(f"tables_{len(imp.tensors)}", tables.shape, "int8", tables)
     out = onnx_qdq._int8_tensor(imp, name, imp.tensors[source].shape, y_q)
     imp.operators.append(Operator(TABLE_CHANNELS_INT8, [source, lut], [out], {"functions": what}, len(imp.operators)))
     return out
@@ -141,41 +142,144 @@ def qlinear_concat(imp, node, ins, attrs):
     return [_Value(tuple(shape), tensor=out, nhwc=nhwc)]
 
 
+TABLES_LIMIT = 65536  # bytes of per-channel tables for a QLinearMul by a constant (256 channels)
+
+
+def _tables_axis(c: np.ndarray, shape: tuple[int, ...]) -> int | None:
+    """The one axis of ``shape`` along which the constant ``c`` (broadcast to it) varies: -1 where it is
+    one value, None where it varies along more than one axis."""
+    full = np.broadcast_to(c, shape)
+    varying = [k for k in range(len(shape)) if shape[k] > 1 and not np.all(full == full.take([0], axis=k))]
+    if not varying:
+        return -1
+    return varying[0] if len(varying) == 1 else None
+
+
+def _mul_tables(imp, node, x, ins, which: int, axis: int, zp_dtype) -> np.ndarray:
+    """ONNX Runtime's QLinearMul of the 256 possible activation bytes by the constant, per value along
+    ``axis`` (-1: one table): int8 [channels, 256] indexed by the byte read as unsigned."""
+    c = ins[3 * (1 - which)].const
+    values = np.broadcast_to(c, x.shape)
+    column = values.reshape(-1)[:1] if axis < 0 else np.moveaxis(values, axis, 0).reshape(x.shape[axis], -1)[:, 0]
+    channels = column.size
+    feed = np.repeat(np.arange(256, dtype=np.uint8).view(zp_dtype).reshape(256, 1), channels, axis=1)
+    constant = np.ascontiguousarray(column.reshape(1, channels)).astype(c.dtype)
+    zeros = [np.zeros((), zp_dtype) if ins[k] is None else ins[k].const for k in (2, 5, 7)]
+    operands = [("a", ins[1].const, zeros[0]), (constant, ins[4].const, zeros[1])]
+    if which == 1:  # the activation is the second input
+        operands = [(constant, ins[1].const, zeros[0]), ("a", ins[4].const, zeros[1])]
+    inputs = [*operands[0], *operands[1], ins[6].const, zeros[2]]
+    y = (
+        _run_alone(imp, node, "QLinearMul", inputs, {"a": feed}, {}, _DTYPES[np.dtype(zp_dtype)])
+        .reshape(256, channels)
+        .T
+    )
+    v = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int32)
+    if np.dtype(zp_dtype) == np.uint8:  # ONNX Runtime's uint8 values are the IR's int8 ones plus 128
+        return (y.astype(np.int32)[:, v + 128] - 128).astype(np.int8)
+    return np.ascontiguousarray(y).view(np.int8)[:, v & 0xFF].astype(np.int8)
+
+
 def qlinear_mul(imp, node, ins, attrs):
-    """ONNX Runtime's QLinearMul of two int8 activations of one shape: MC_QLINEAR_MUL_INT8
-    (ops/qlinear_mul.py), after checking its formula against ONNX Runtime on all 65,536 input pairs."""
+    """ONNX Runtime's QLinearMul. By a constant that is one value, or varies along one axis (the channels
+    of an NHWC value, or the last axis): one int8 table per value, computed by ONNX Runtime itself
+    (MC_TABLE_CHANNELS_INT8). Otherwise MC_QLINEAR_MUL_INT8 (ops/qlinear_mul.py) on two operands of one
+    shape (a constant broadcast at import, an activation by BROADCAST_TO), after checking its formula
+    against ONNX Runtime on all 65,536 input pairs, as ONNX Runtime runs them (same shape, or one side
+    broadcast)."""
     from microcompiler.ops.qlinear_mul import QLINEAR_MUL_INT8, qlinear_mul_outputs
 
-    a, a_s, a_zp, b, b_s, b_zp, c_s, c_zp = (list(ins) + [None] * 8)[:8]
-    if a is None or b is None or a.const is not None or b.const is not None or a.shape != b.shape:
-        raise UnsupportedModelError(
-            f"{imp.where(node)}: QLinearMul of two activations of one shape only (not supported yet)"
-        )
+    ins = (list(ins) + [None] * 8)[:8]
+    a, a_s, a_zp, b, b_s, b_zp, c_s, c_zp = ins
+    if a is None or b is None or (a.const is not None and b.const is not None):
+        raise UnsupportedModelError(f"{imp.where(node)}: QLinearMul needs an int8 activation input")
     a_q = onnx_qdq._quant(imp, node, a_s, a_zp, "first input")
     b_q = onnx_qdq._quant(imp, node, b_s, b_zp, "second input")
-    onnx_qdq._int8_activation(imp, node, a, "first input", a_q)
-    onnx_qdq._int8_activation(imp, node, b, "second input", b_q)
     y_q = onnx_qdq._quant(imp, node, c_s, c_zp, "output")
-    zp_dtype = _zp_dtype(a_zp)
-    pairs = np.arange(65536, dtype=np.uint32)
-    ua, ub = (pairs >> 8).astype(np.uint8), (pairs & 0xFF).astype(np.uint8)
-    zeros = [np.zeros((), zp_dtype) if v is None else v.const for v in (a_zp, b_zp, c_zp)]
-    inputs = ["a", a_s.const, zeros[0], "b", b_s.const, zeros[1], c_s.const, zeros[2]]
-    feeds = {"a": ua.view(zp_dtype), "b": ub.view(zp_dtype)}
-    theirs = _run_alone(imp, node, "QLinearMul", inputs, feeds, {}, _DTYPES[zp_dtype]).astype(np.int32)
-    shift = 128 if zp_dtype == np.uint8 else 0  # ONNX Runtime's uint8 values are the IR's int8 ones + 128
-    ia, ib = (u.view(zp_dtype).astype(np.int32) - shift for u in (ua, ub))
-    ours = qlinear_mul_outputs(ia, ib, a_q, b_q, y_q).astype(np.int32)
-    if not np.array_equal(ours, theirs - shift):
+    shape = tuple(np.broadcast_shapes(a.shape, b.shape)) if _broadcastable(a.shape, b.shape) else None
+    if shape is None:
         raise UnsupportedModelError(
-            f"{imp.where(node)}: this ONNX Runtime's QLinearMul computes otherwise than MLAS's x86 kernel "
-            "that microcompiler reproduces; not supported on this machine"
+            f"{imp.where(node)}: inputs {list(a.shape)} and {list(b.shape)} do not broadcast; the file is damaged"
         )
-    nhwc = len(a.shape) == 4 and (a.nhwc or b.nhwc)
-    sources = [imp.nhwc(v) if nhwc else imp.plain(v) for v in (a, b)]
-    shape = imp.tensors[sources[0]].shape
-    out = onnx_qdq._emit_int8(imp, QLINEAR_MUL_INT8, sources, shape, {}, node.output[0], y_q)
-    return [_Value(a.shape, tensor=out, nhwc=nhwc)]
+    zp_dtype = _zp_dtype(a_zp)
+    for v, q, what in ((a, a_q, "first input"), (b, b_q, "second input")):
+        if v.const is None:
+            onnx_qdq._int8_activation(imp, node, v, what, q)
+        elif v.const.dtype != zp_dtype:
+            raise UnsupportedModelError(
+                f"{imp.where(node)}: its constant {what} is {v.const.dtype}, not its zero point's type"
+            )
+    which = 0 if a.const is None else 1
+    x = (a, b)[which]
+    constant = (a, b)[1 - which].const
+    axis = _tables_axis(constant, shape) if constant is not None and shape == x.shape else None
+    nhwc_ok = axis is not None and (
+        axis == -1 or (len(shape) == 4 and axis == 1) or (not x.nhwc and axis == len(shape) - 1)
+    )
+    channels = 1 if axis is None or axis < 0 else shape[axis]
+    if constant is not None and nhwc_ok and channels * 256 <= TABLES_LIMIT:
+        tables = _mul_tables(imp, node, x, ins, which, axis, zp_dtype)
+        per_channel = axis == 1 and len(shape) == 4
+        source = imp.nhwc(x) if per_channel or x.nhwc else imp.plain(x)
+        out = _emit_table(imp, source, tables, node.output[0], y_q, "ONNX Runtime's QLinearMul tables (by a constant)")
+        return [_Value(x.shape, tensor=out, nhwc=per_channel or x.nhwc)]
+    _check_mul_formula(imp, node, ins, a_q, b_q, y_q, zp_dtype, a.shape != b.shape, qlinear_mul_outputs)
+    nhwc = len(shape) == 4 and any(v.const is None and v.nhwc for v in (a, b))
+    sources = [_full_operand(imp, v, shape, nhwc, q, zp_dtype) for v, q in ((a, a_q), (b, b_q))]
+    out = onnx_qdq._emit_int8(imp, QLINEAR_MUL_INT8, sources, imp.tensors[sources[0]].shape, {}, node.output[0], y_q)
+    return [_Value(shape, tensor=out, nhwc=nhwc)]
+
+
+def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+def _full_operand(imp, v, shape, nhwc: bool, q, zp_dtype) -> int:
+    """An operand as an int8 IR tensor of the output's full shape (NHWC where ``nhwc``)."""
+    ir_shape = (shape[0], shape[2], shape[3], shape[1]) if nhwc else shape
+    if v.const is not None:
+        ints = v.const.astype(np.int32) - (128 if np.dtype(zp_dtype) == np.uint8 else 0)
+        full = np.broadcast_to(ints.reshape((1,) * (len(shape) - ints.ndim) + ints.shape), shape)
+        data = np.ascontiguousarray(np.transpose(full, (0, 2, 3, 1)) if nhwc else full).astype(np.int8)
+        return onnx_qdq._int8_tensor(imp, f"constant_{len(imp.tensors)}", ir_shape, q, data)
+    source = imp.nhwc(v) if nhwc else imp.plain(v)
+    if imp.tensors[source].shape == ir_shape:
+        return source
+    if len(v.shape) != len(shape):  # a lower-rank activation: ONNX's broadcast aligns it to the right
+        padded = (1,) * (len(shape) - len(v.shape)) + tuple(v.shape)
+        padded = (padded[0], padded[2], padded[3], padded[1]) if nhwc else padded
+        source = imp.emit("RESHAPE", [source, imp.shape_const(padded)], padded, {}, f"{imp.tensors[source].name}_rank")
+    target = imp.const(np.array(ir_shape, dtype=np.int32), "shape", "int32")
+    name = f"{imp.tensors[source].name}_broadcast"
+    return onnx_qdq._emit_int8(imp, "BROADCAST_TO", [source, target], ir_shape, {}, name, q)
+
+
+def _check_mul_formula(imp, node, ins, a_q, b_q, y_q, zp_dtype, broadcast: bool, formula) -> None:
+    """MLAS's x86 QLinearMul formula (ops/qlinear_mul.py) against ONNX Runtime on all 65,536 input pairs:
+    both of one shape, and (where the model broadcasts) each side as the scalar of a row."""
+    a_s, b_s, c_s = ins[1], ins[4], ins[6]
+    zeros = [np.zeros((), zp_dtype) if ins[k] is None else ins[k].const for k in (2, 5, 7)]
+    inputs = ["a", a_s.const, zeros[0], "b", b_s.const, zeros[1], c_s.const, zeros[2]]
+    grid = np.arange(256, dtype=np.uint8)
+    ua, ub = np.repeat(grid, 256).reshape(256, 256), np.tile(grid, 256).reshape(256, 256)
+    layouts = [(ua, ub)]
+    if broadcast:  # one side a scalar per row: ONNX Runtime's broadcast kernels
+        layouts += [(ua, grid.reshape(256, 1)), (grid.reshape(256, 1), ub.T)]
+    shift = 128 if np.dtype(zp_dtype) == np.uint8 else 0  # ONNX Runtime's uint8 values are the IR's int8 + 128
+    for fa, fb in layouts:
+        feeds = {"a": np.ascontiguousarray(fa).view(zp_dtype), "b": np.ascontiguousarray(fb).view(zp_dtype)}
+        theirs = _run_alone(imp, node, "QLinearMul", inputs, feeds, {}, _DTYPES[np.dtype(zp_dtype)]).astype(np.int32)
+        ia, ib = (np.broadcast_to(f, (256, 256)).view(zp_dtype).astype(np.int32) - shift for f in (fa, fb))
+        ours = formula(ia, ib, a_q, b_q, y_q).astype(np.int32)
+        if not np.array_equal(ours, theirs - shift):
+            raise UnsupportedModelError(
+                f"{imp.where(node)}: this ONNX Runtime's QLinearMul computes otherwise than MLAS's x86 kernel "
+                "that microcompiler reproduces; not supported on this machine"
+            )
 
 
 CONVERTERS = {
