@@ -1,0 +1,75 @@
+"""QLinearMul by a constant or with a broadcast input (docs/onnx.md, "QDQ int8"), as ONNX Runtime's
+quantize_static writes it in the QOperator format (int8 and uint8 activations): every output bit equal
+to ONNX Runtime's on the host."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from onnx_models import assert_same_bits, const, model, session
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+from microcompiler.compiler import compile_model
+from microcompiler.host import HostProgram
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self, samples):
+        self.samples = iter([{"x": s} for s in samples])
+
+    def get_next(self):
+        return next(self.samples, None)
+
+
+def _mul_model(rng, case: str) -> onnx.ModelProto:
+    """A Conv, then its Mul by a constant (one value, per channel, or per element) or by a squeeze-excite
+    gate of shape [1, C, 1, 1], then a Conv."""
+    c = 3
+    mul = [helper.make_node("Mul", ["c", "k"], ["m"])]
+    inits = [const(rng, "w", (c, 2, 1, 1)), const(rng, "w3", (4, c, 1, 1))]
+    if case == "gate":
+        mul = [
+            helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+            helper.make_node("Sigmoid", ["g"], ["sg"]),
+            helper.make_node("Mul", ["c", "sg"], ["m"]),
+        ]
+    else:
+        inits.append(const(rng, "k", {"scalar": (), "channels": (1, c, 1, 1), "elements": (1, c, 4, 5)}[case], 2.0))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), *mul, helper.make_node("Conv", ["m", "w3"], ["y"])]
+    return model(nodes, {"x": [1, 2, 4, 5]}, {"y": [1, 4, 4, 5]}, inits)
+
+
+@pytest.mark.parametrize(
+    "case,activations,kind",
+    [
+        ("scalar", QuantType.QInt8, "MC_TABLE_CHANNELS_INT8"),
+        ("channels", QuantType.QUInt8, "MC_TABLE_CHANNELS_INT8"),
+        ("elements", QuantType.QInt8, "MC_QLINEAR_MUL_INT8"),
+        ("gate", QuantType.QUInt8, "BROADCAST_TO"),
+    ],
+)
+def test_qlinear_mul_constant_and_broadcast(tmp_path, case, activations, kind):
+    rng = np.random.default_rng(12)
+    float_path, qop = tmp_path / "mul.onnx", tmp_path / "mul_qop.onnx"
+    onnx.save(_mul_model(rng, case), float_path)
+    calibration = (rng.standard_normal((8, 1, 2, 4, 5)) + 0.5).astype(np.float32)
+    quantize_static(
+        str(float_path),
+        str(qop),
+        _Reader(calibration),
+        quant_format=QuantFormat.QOperator,
+        activation_type=activations,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+    assert "QLinearMul" in {n.op_type for n in onnx.load(qop).graph.node}
+    lib = compile_model(qop)
+    assert kind in {op.kind for op in lib.graph.operators}
+    sets = [[(rng.standard_normal((1, 2, 4, 5)) * s).astype(np.float32)] for s in (0.5, 1, 3, 10)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    s = session(qop)
+    for k, (got, inputs) in enumerate(zip(ours, sets)):
+        assert_same_bits(got[0], s.run(None, {"x": inputs[0]})[0], f"{case} input set {k}")
+    assert len({np.asarray(o[0]).tobytes() for o in ours}) > 1, "the outputs do not depend on the input"
