@@ -83,3 +83,38 @@ def test_global_average_pool_lanes_bit_for_bit(tmp_path):
     theirs = session(path).run(None, feeds)
     for name, got, want in zip(outputs, ours, theirs):
         _same_bits(got, want, name)
+
+
+def test_depthwise_not_nchwc_bit_for_bit(tmp_path):
+    """Depthwise Convs over channel counts that are not a multiple of 4 (ONNX Runtime's plain Conv: im2col
+    and MLAS's M=1 SGEMM kernel, taps in groups of 4): DEPTHWISE_CONV_2D ``mlas_m1``, bit for bit over
+    channel counts, kernels of 4, 9 and 25 taps (and 6: a group of 2 left), strides, asymmetric padding,
+    with and without a bias, with a Relu fused."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(11)
+    cases = [(2, 3, 3, 1, True), (3, 3, 3, 2, False), (5, 5, 5, 1, True), (6, 2, 2, 2, True), (7, 2, 3, 1, False)]
+    cases.append((9, 3, 3, 1, True))
+    nodes, outputs, inits, inputs, feeds = [], {}, [], {}, {}
+    for k, (c, kh, kw, stride, bias) in enumerate(cases):
+        x, w, b = f"x{k}", f"w{k}", f"b{k}"
+        inputs[x] = [1, c, 9, 11]
+        feeds[x] = (rng.standard_normal((1, c, 9, 11)) * 4).astype(np.float32)
+        inits.append(numpy_helper.from_array(rng.standard_normal((c, 1, kh, kw)).astype(np.float32), w))
+        ins = [x, w]
+        if bias:
+            inits.append(numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), b))
+            ins.append(b)
+        conv = helper.make_node("Conv", ins, [f"d{k}"], group=c, pads=[1, 0, 1, 2], strides=[stride, stride])
+        nodes += [conv, helper.make_node("Relu", [f"d{k}"], [f"y{k}"])]
+        outputs[f"y{k}"] = [1, c, (9 + 2 - kh) // stride + 1, (11 + 2 - kw) // stride + 1]
+    path = tmp_path / "depthwise.onnx"
+    onnx.save(model(nodes, inputs, outputs, inits), path)
+    library = compile_model(path)
+    marked = [op for op in library.graph.operators if op.kind == "DEPTHWISE_CONV_2D" and op.options.get("mlas_m1")]
+    assert len(marked) == len(cases)
+    names = list(inputs)
+    ours = HostProgram(library, tmp_path / "build").run([[feeds[n] for n in names]])[0].outputs
+    theirs = session(path).run(None, feeds)
+    for name, got, want in zip(outputs, ours, theirs):
+        _same_bits(got, want, name)

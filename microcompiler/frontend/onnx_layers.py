@@ -115,6 +115,8 @@ def conv(imp, node, ins, attrs):
         if m > c or c % 4 == 0 or c == 1:  # ONNX Runtime's order where it is known (docs/onnx.md): per
             # output a fused multiply-add chain over the kernel rows and columns from 0, then the bias
             options["fma_chain"] = 1
+        else:  # ONNX Runtime's plain Conv: im2col and MLAS's M=1 SGEMM kernel (groups of 4 taps; docs/onnx.md)
+            options["mlas_m1"] = 1
         return [_out(imp, "DEPTHWISE_CONV_2D", [source, weights, b], shape, options, node, True)]
     raise UnsupportedModelError(
         f"{imp.where(node)} is a grouped convolution (group={group}, {c} input channels); microcompiler imports "

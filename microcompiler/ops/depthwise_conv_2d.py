@@ -61,6 +61,7 @@ def float_channels4_fits(r: PlanRequest) -> bool:
         and constant_parameters(r.op, r.graph)
         and not reads_channel_table(r)
         and not r.op.options.get("fma_chain")
+        and not r.op.options.get("mlas_m1")
     )
 
 
@@ -280,6 +281,13 @@ class DepthwiseConv2D(OpKernel):
             input_channels=planes_kernel.input_channel_table(op, ctx, g),
             **g.values(),
         )
+        if x.dtype == "float32" and op.options.get("mlas_m1") and mult == 1:  # ONNX Runtime's im2col + M=1 SGEMM
+            return ctx.render(
+                "depthwise_conv_2d_float_m1.c.j2",
+                bias=ctx.arg(op.inputs[2]) if bias is not None else None,
+                **float_values(op),
+                **values,
+            )
         if x.dtype == "float32":
             return ctx.render(
                 "depthwise_conv_2d_float.c.j2",
