@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import helper
 from onnx_models import model, session
 
@@ -117,4 +118,69 @@ def test_depthwise_not_nchwc_bit_for_bit(tmp_path):
     ours = HostProgram(library, tmp_path / "build").run([[feeds[n] for n in names]])[0].outputs
     theirs = session(path).run(None, feeds)
     for name, got, want in zip(outputs, ours, theirs):
+        _same_bits(got, want, name)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547", "mps2_an385"])
+def test_mlas_orders_on_boards_equal_to_host(tmp_path, board):
+    """The same C on the M4 and M55 (VFMA.F32) and the M3 (newlib's software fmaf): a depthwise Conv over 3
+    channels (``mlas_m1``), Sigmoid and Tanh (``ort_mlas``), GlobalAveragePool (``ort_lanes``) give the
+    host's bits, which are ONNX Runtime's."""
+    from onnx import numpy_helper
+
+    from microcompiler.project import run_on_board
+
+    rng = np.random.default_rng(13)
+    inits = [numpy_helper.from_array(rng.standard_normal((3, 1, 3, 3)).astype(np.float32), "w")]
+    inits.append(numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "b"))
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["d"], group=3, pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["d"], ["s"]),
+        helper.make_node("Tanh", ["d"], ["t"]),
+        helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+    ]
+    path = tmp_path / "mlas.onnx"
+    outputs = {"s": [1, 3, 9, 11], "t": [1, 3, 9, 11], "g": [1, 3, 1, 1]}
+    onnx.save(model(nodes, {"x": [1, 3, 9, 11]}, outputs, inits), path)
+    x = (rng.standard_normal((1, 3, 9, 11)) * 6).astype(np.float32)
+    host = HostProgram(compile_model(path), tmp_path / "host").run([[x]])[0].outputs
+    _, _, run = run_on_board(path, board, tmp_path / "project", input=[x], log=lambda _: None)
+    for name, got, h, want in zip(outputs, run.outputs, host, session(path).run(None, {"x": x})):
+        _same_bits(got, h, f"{name}: {board} vs the host")
+        _same_bits(h, want, f"{name}: host vs ONNX Runtime")
+
+
+def test_average_pool_not_nchwc_bit_for_bit(tmp_path):
+    """AveragePool over channel counts that are not a multiple of 16 (ONNX Runtime's plain MlasPool): its
+    vector kernel's order (columns over the rows first, ``mlas_columns``) for strides up to 2 across, its
+    global kernel (4 lanes) for a window over the whole image, and its generic loop (the IR kernel's
+    order) for wider strides; with TFLite's SAME padding (the count excludes it) and VALID."""
+    rng = np.random.default_rng(17)
+    cases = [
+        ((2, 2), (2, 2), "VALID"),
+        ((3, 3), (1, 1), "SAME_UPPER"),
+        ((3, 2), (2, 1), "SAME_UPPER"),
+        ((5, 5), (2, 2), "VALID"),
+        ((2, 3), (1, 2), "SAME_UPPER"),
+        ((9, 10), (1, 1), "VALID"),
+        ((3, 3), (3, 3), "VALID"),
+    ]
+    nodes, outputs = [], {}
+    for k, (kernel, strides, auto) in enumerate(cases):
+        nodes.append(
+            helper.make_node("AveragePool", ["x"], [f"y{k}"], kernel_shape=kernel, strides=strides, auto_pad=auto)
+        )
+        size = [
+            (n + s - 1) // s if auto != "VALID" else (n - kk) // s + 1 for n, kk, s in zip((9, 10), kernel, strides)
+        ]
+        outputs[f"y{k}"] = [1, 5, *size]
+    path = tmp_path / "pools.onnx"
+    onnx.save(model(nodes, {"x": [1, 5, 9, 10]}, outputs), path)
+    library = compile_model(path)
+    orders = [op.options.get("mlas_columns", op.options.get("ort_lanes", 0)) for op in library.graph.operators]
+    assert orders.count(1) == 5 and orders.count(4) == 1
+    x = (rng.standard_normal((1, 5, 9, 10)) * 5).astype(np.float32)
+    ours = HostProgram(library, tmp_path / "build").run([[x]])[0].outputs
+    for name, got, want in zip(outputs, ours, session(path).run(None, {"x": x})):
         _same_bits(got, want, name)

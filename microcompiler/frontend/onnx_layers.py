@@ -149,7 +149,20 @@ def pool(imp, node, ins, attrs):
     kind = "MAX_POOL_2D" if node.op_type == "MaxPool" else "AVERAGE_POOL_2D"
     options = dict(padding=padding, stride_h=strides[0], stride_w=strides[1], filter_h=kernel[0], filter_w=kernel[1])
     options["activation"] = "NONE"
+    if kind == "AVERAGE_POOL_2D" and x.shape[1] % 16:  # ONNX Runtime's plain (not NCHWc) pool: MLAS's order
+        options.update(_mlas_pool_order(in_hw, kernel, strides, pads))
     return [_out(imp, kind, [imp.nhwc(x)], (x.shape[0], x.shape[1], out[0], out[1]), options, node, True)]
+
+
+def _mlas_pool_order(in_hw, kernel, strides, pads) -> dict:
+    """MlasPool's kernel for a float AveragePool over channels that are not a multiple of 16 (docs/onnx.md):
+    the window over the whole unpadded image is its global kernel (4 lanes), strides up to 2 across and
+    kernels up to 32 its vector kernel (columns first); otherwise its generic loop, the IR kernel's order."""
+    if list(kernel) == list(in_hw) and strides == [1, 1] and not any(pads):
+        return {"ort_lanes": 4}
+    if strides[1] <= 2 and max(kernel) <= 32 and in_hw[1] + pads[1] + pads[3] <= 2045:
+        return {"mlas_columns": 1}
+    return {}
 
 
 def gemm(imp, node, ins, attrs):

@@ -96,6 +96,7 @@ class Mean(ReductionKernel):
                 channels=c,
                 pixels=h * w,
                 divisor=c_float(count),
+                clamp=None,
                 input=values["input"],
                 output=values["output"],
             )

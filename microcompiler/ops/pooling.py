@@ -155,6 +155,19 @@ class Pool2D(OpKernel):
             input=ctx.arg(op.inputs[0]),
             output=ctx.arg(op.outputs[0]),
         )
+        if x.dtype == "float32" and op.kind == "AVERAGE_POOL_2D" and o.get("ort_lanes") and out_h * out_w == 1:
+            lo, hi = float_activation_range(o["activation"])  # ONNX Runtime's global pool (ops/mean.py's order)
+            lanes = dict(batch=batches, channels=depth, pixels=in_h * in_w, divisor=c_float(in_h * in_w))
+            return ctx.render(
+                "mean_ort_lanes.c.j2",
+                clamp=(c_float(lo), c_float(hi)),
+                input=values["input"],
+                output=values["output"],
+                **lanes,
+            )
+        if x.dtype == "float32" and op.kind == "AVERAGE_POOL_2D" and o.get("mlas_columns"):  # ONNX Runtime's order
+            lo, hi = float_activation_range(o["activation"])
+            return ctx.render("pooling_avg_mlas.c.j2", act_min=c_float(lo), act_max=c_float(hi), **values)
         if x.dtype == "float32":
             lo, hi = float_activation_range(o["activation"])
             return ctx.render(
