@@ -91,6 +91,9 @@ def reduce_mean(imp, node, ins, attrs):
         if keep
         else tuple(d for k, d in enumerate(x.shape) if k not in axes)
     )
+    exact = _ort_reduce(imp, node, x, axes, keep, shape)
+    if exact is not None:
+        return [exact]
     use_nhwc = x.nhwc
     if x.nhwc and not keep:  # the kept dimensions must come out in ONNX's order
         kept = [k for k in range(4) if k not in axes]
@@ -99,6 +102,36 @@ def reduce_mean(imp, node, ins, attrs):
     ir_axes = [NCHW_TO_NHWC_AXIS[a] for a in axes] if use_nhwc else axes
     const = imp.const(np.array(ir_axes, dtype=np.int32), "axes", "int32")
     return [_out(imp, "MEAN", [source, const], shape, {"keep_dims": keep}, node, use_nhwc and keep)]
+
+
+def _ort_reduce(imp, node, x, axes: list[int], keep: bool, shape: tuple[int, ...]):
+    """ReduceMean in ONNX Runtime's order where it is known (docs/onnx.md): over trailing axes (its
+    "KR" reduction: each output's values summed by Eigen's SSE reduction, whose split depends on the
+    row's offset from the 16-byte aligned buffer) or leading axes ("RK": in order, from the first);
+    dimensions of 1 do not count. MEAN with ``ort_reduce`` [mode, outputs, values, output stride, value
+    stride] in the IR tensor's layout; None for the others (a middle axis: Eigen's rowwise sums)."""
+    flags = [k in axes for k, d in enumerate(x.shape) if d > 1]
+    values = int(np.prod([x.shape[k] for k in axes]))
+    outputs = int(np.prod(x.shape)) // values
+    if values == 1 or flags not in (sorted(flags), sorted(flags, reverse=True)):
+        return None
+    mode = "kr" if flags == sorted(flags) else "rk"  # [kept..., reduced...] or [reduced..., kept...]
+    nhwc = x.nhwc and x.shape[0] == 1 and axes in ([2, 3], [1]) and x.shape[1] > 1
+    if nhwc:  # the NHWC tensor as it is: a channel's pixels C apart, or a pixel's channels in a row
+        c = x.shape[1]
+        js, rs = (1, c) if axes == [2, 3] else (c, 1)
+    else:
+        js, rs = (values, 1) if mode == "kr" else (1, outputs)
+    options = {"keep_dims": keep, "ort_reduce": [mode, outputs, values, js, rs]}
+    if nhwc:
+        const = imp.const(np.array([NCHW_TO_NHWC_AXIS[a] for a in axes], dtype=np.int32), "axes", "int32")
+        return _out(imp, "MEAN", [imp.nhwc(x), const], shape, options, node, keep)
+    rows = (outputs, values) if mode == "kr" else (values, outputs)  # the ONNX tensor as 2-D: a free RESHAPE
+    source = imp.emit("RESHAPE", [imp.plain(x), imp.shape_const(rows)], rows, {}, f"{node.output[0]}_rows")
+    const = imp.const(np.array([1 if mode == "kr" else 0], dtype=np.int32), "axes", "int32")
+    options["keep_dims"] = False
+    mean = imp.emit("MEAN", [source, const], (outputs,), options, f"{node.output[0]}_mean")
+    return _Value(shape, tensor=imp.emit("RESHAPE", [mean, imp.shape_const(shape)], shape, {}, node.output[0]))
 
 
 def split(imp, node, ins, attrs):

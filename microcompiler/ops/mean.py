@@ -87,6 +87,20 @@ class Mean(ReductionKernel):
             input=ctx.arg(op.inputs[0]),
             output=ctx.arg(op.outputs[0]),
         )
+        reduce = op.options.get("ort_reduce")
+        if x.dtype == "float32" and reduce and reduce[1] * reduce[2] == x.size and reduce[2] == count:
+            mode, outputs, count_, js, rs = reduce  # ONNX Runtime's ReduceMean order (the importer sets it)
+            return ctx.render(
+                "mean_ort_reduce.c.j2",
+                mode=mode,
+                outputs=outputs,
+                values=count_,
+                js=js,
+                rs=rs,
+                divisor=c_float(count),
+                input=values["input"],
+                output=values["output"],
+            )
         if x.dtype == "float32" and op.options.get(ORT_LANES) and len(x.shape) == 4 and sorted(axes) == [1, 2]:
             # ONNX Runtime's GlobalAveragePool over a plane (the importer sets it, docs/onnx.md)
             n, h, w, c = x.shape
