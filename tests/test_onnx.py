@@ -2,10 +2,8 @@
 
 What is held bit for bit against ONNX Runtime's default CPU session on this host (x86-64 with FMA):
 Gemm/MatMul (MLAS's fused multiply-add chain per 256 inputs, bias first), group-1 Conv (MLAS's NCHWc
-order, frontend/onnx_conv.py), the elementwise and movement operators, ReLU/Clip and MaxPool. Depthwise
-Conv, the pools over other than multiples of 16 channels, Sigmoid, Tanh and Softmax are held to 1e-5
-relative: ONNX Runtime's kernels there sum in an order of their own (vector lanes) or use
-approximations of exp and tanh (docs/onnx.md says which).
+order, frontend/onnx_conv.py), depthwise Conv, the pools, Sigmoid, Tanh, Softmax (their MLAS orders and
+approximations, tests/test_onnx_mlas.py), the elementwise and movement operators, ReLU/Clip and MaxPool.
 """
 
 from __future__ import annotations
@@ -30,8 +28,6 @@ from microcompiler.errors import ModelFormatError, UnsupportedModelError
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.host import HostProgram
 from microcompiler.project import run_on_board
-
-RTOL, ATOL = 1e-5, 1e-6
 
 
 def _save(m: onnx.ModelProto, tmp_path, name: str):
@@ -148,7 +144,7 @@ def test_conv_models_match_onnxruntime(tmp_path, name):
     path = _save(conv_model(np.random.default_rng(2)), tmp_path, name) if name == "conv" else MODELS / f"{name}.onnx"
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path)
     for k, (got, want) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(got[0], want[0].reshape(got[0].shape), rtol=RTOL, atol=ATOL, err_msg=f"set {k}")
+        assert_same_bits(got[0], want[0], f"{name} set {k}")
     kinds = [op.kind for op in lib.graph.operators]
     # NCHW becomes NHWC once, at the input (a 1-channel input: a free RESHAPE), never per layer
     assert kinds.count("TRANSPOSE") <= 1, kinds

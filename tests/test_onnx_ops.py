@@ -110,9 +110,8 @@ def _cases(rng):
 
 
 CASES = {case[0]: case[1:] for case in _cases(np.random.default_rng(36))}
-# ONNX Runtime sums a ConvTranspose as a GEMM (its own blocks, fused multiply-adds) then col2im, and
-# ReduceMean with vector lanes: neither is the IR kernels' order (docs/onnx.md)
-TOLERANT = {"reduce_mean_hw": 1e-6, "reduce_mean_nhwc": 1e-6}
+# every case bit for bit (ReduceMean in ONNX Runtime's order: tests/test_onnx_mlas.py)
+TOLERANT: dict[str, float] = {}
 
 
 def _prefixed(name: str, nodes, outputs: dict, inits):
@@ -195,7 +194,7 @@ def test_unsupported_variants_one_line(tmp_path):
 
 def test_pytorch_exported_model(tmp_path):
     """scripts/torch_models.py's network, exported by torch.onnx.export (opset 20): its operators all import,
-    and the outputs are ONNX Runtime's within the Conv tolerance (docs/onnx.md)."""
+    and the outputs are ONNX Runtime's bit for bit."""
     from onnx_models import MODELS
 
     lib, ours, theirs = ours_and_onnxruntime(MODELS / "torch_cnn_float32.onnx", tmp_path, n=2)
@@ -203,7 +202,7 @@ def test_pytorch_exported_model(tmp_path):
     assert {"LEAKY_RELU", "GATHER", "MEAN", "FULLY_CONNECTED"} <= set(kinds), kinds
     assert kinds.count("TRANSPOSE") <= 1, kinds  # NCHW -> NHWC once
     for k, (got, want) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6, err_msg=f"set {k}")
+        assert_same_bits(got[0], want[0], f"set {k}")
 
 
 def rnn_nodes(rng, kind: str, tag: str, **attrs):

@@ -62,48 +62,29 @@ def quantize_dynamic(imp, name: str, source: int) -> tuple[int, int, int]:
     """(q - zp, scale, zp) of the float32 IR tensor ``source``, as ONNX Runtime's DynamicQuantizeLinear
     computes them (module docstring); scale and zp are one value each (shape (1,) * rank)."""
     shape = imp.tensors[source].shape
+    one = (1,) * len(shape)
+
+    def step(kind: str, inputs: list[int], suffix: str, out_shape=one, options=None, dtype="float32") -> int:
+        if options is None:
+            options = _NONE if kind in ("ADD", "SUB", "DIV") else {}
+        return _op(imp, kind, inputs, out_shape, f"{name}_{suffix}", options, dtype)
+
+    def clamp(v: int, low: int, high: int, suffix: str, out_shape=one) -> int:
+        return step("MINIMUM", [step("MAXIMUM", [v, low], f"{suffix}_lo", out_shape), high], f"{suffix}_hi", out_shape)
+
     axes = imp.const(np.arange(len(shape), dtype=np.int32), "axes", "int32")
     zero, top = _scalar(imp, 0.0, "zero"), _scalar(imp, 255.0, "qmax")
     keep = {"keep_dims": True}
-    one_value = (1,) * len(shape)
-    low = _op(
-        imp,
-        "MINIMUM",
-        [_op(imp, "REDUCE_MIN", [source, axes], one_value, f"{name}_min", keep), zero],
-        one_value,
-        f"{name}_lo",
-    )
-    high = _op(
-        imp,
-        "MAXIMUM",
-        [_op(imp, "REDUCE_MAX", [source, axes], one_value, f"{name}_max", keep), zero],
-        one_value,
-        f"{name}_hi",
-    )
-    span = _op(
-        imp,
-        "DIV",
-        [_op(imp, "SUB", [high, low], one_value, f"{name}_span", _NONE), top],
-        one_value,
-        f"{name}_s0",
-        _NONE,
-    )
-    same = _op(imp, "EQUAL", [high, low], one_value, f"{name}_same", dtype="bool")
-    one = _op(imp, "CAST", [same], one_value, f"{name}_one")
-    scale = _op(imp, "ADD", [span, one], one_value, f"{name}_scale", _NONE)  # (max - min) / 255, or 1 where max == min
-    ratio = _op(imp, "DIV", [low, scale], one_value, f"{name}_ratio", _NONE)
-    initial = _op(imp, "SUB", [zero, ratio], one_value, f"{name}_zp0", _NONE)
-    clamped = _op(
-        imp, "MINIMUM", [_op(imp, "MAXIMUM", [initial, zero], one_value, f"{name}_zp1"), top], one_value, f"{name}_zp2"
-    )
-    zp = _op(imp, "ROUND", [clamped], one_value, f"{name}_zero_point")
-    scaled = _op(imp, "DIV", [source, scale], shape, f"{name}_scaled", _NONE)
-    low_q = _op(imp, "NEG", [zp], one_value, f"{name}_qlo")
-    high_q = _op(imp, "SUB", [top, zp], one_value, f"{name}_qhi", _NONE)
-    bounded = _op(
-        imp, "MINIMUM", [_op(imp, "MAXIMUM", [scaled, low_q], shape, f"{name}_q0"), high_q], shape, f"{name}_q1"
-    )
-    centered = _op(imp, "ROUND", [bounded], shape, name)
+    low = step("MINIMUM", [step("REDUCE_MIN", [source, axes], "min", options=keep), zero], "low")
+    high = step("MAXIMUM", [step("REDUCE_MAX", [source, axes], "max", options=keep), zero], "high")
+    span = step("DIV", [step("SUB", [high, low], "span"), top], "span255")
+    same = step("CAST", [step("EQUAL", [high, low], "same", dtype="bool")], "one")
+    scale = step("ADD", [span, same], "scale")  # (max - min) / 255, or 1 where max == min
+    initial = step("SUB", [zero, step("DIV", [low, scale], "ratio")], "zp0")
+    zp = step("ROUND", [clamp(initial, zero, top, "zp1")], "zero_point")
+    scaled = step("DIV", [source, scale], "scaled", shape)
+    bounds = step("NEG", [zp], "qlo"), step("SUB", [top, zp], "qhi")
+    centered = _op(imp, "ROUND", [clamp(scaled, *bounds, "q", shape)], shape, name)
     _centered(imp)[centered] = zp
     return centered, scale, zp
 

@@ -217,7 +217,7 @@ def qlinear_mul(imp, node, ins, attrs):
         axis == -1 or (len(shape) == 4 and axis == 1) or (not x.nhwc and axis == len(shape) - 1)
     )
     channels = 1 if axis is None or axis < 0 else shape[axis]
-    if constant is not None and nhwc_ok and channels * 256 <= TABLES_LIMIT:
+    if constant is not None and axis is not None and nhwc_ok and channels * 256 <= TABLES_LIMIT:
         tables = _mul_tables(imp, node, x, ins, which, axis, zp_dtype)
         per_channel = axis == 1 and len(shape) == 4
         source = imp.nhwc(x) if per_channel or x.nhwc else imp.plain(x)
