@@ -154,3 +154,21 @@ def test_unsupported_and_damaged_one_line(tmp_path):
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     _refused(tmp_path, m, r"DynamicQuantizeLinear's output.*not supported yet")
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("board", ["mps2_an386", "mps2_an385"])
+def test_quantize_dynamic_on_boards_equal_to_host(tmp_path, board):
+    """The quantize_dynamic model's float32 integer arithmetic on the M4 (FPU) and the M3 (software
+    float): the host's bits, which are ONNX Runtime's."""
+    from microcompiler.project import run_on_board
+
+    rng = np.random.default_rng(6)
+    float_path, dynamic = tmp_path / "float.onnx", tmp_path / "dynamic.onnx"
+    onnx.save(_float_model(rng), float_path)
+    quantize_dynamic(float_path, dynamic, weight_type=QuantType.QUInt8, per_channel=True)
+    x = (rng.standard_normal((1, 3, 8, 8)) * 3).astype(np.float32)
+    host = HostProgram(compile_model(dynamic), tmp_path / "host").run([[x]])[0].outputs
+    _, _, run = run_on_board(dynamic, board, tmp_path / "project", input=[x], log=lambda _: None)
+    assert_same_bits(run.outputs[0], host[0], f"{board} vs the host")
+    assert_same_bits(host[0], session(dynamic).run(None, {"x": x})[0], "host vs ONNX Runtime")

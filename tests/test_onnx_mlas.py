@@ -188,8 +188,8 @@ def test_average_pool_not_nchwc_bit_for_bit(tmp_path):
 
 def test_reduce_mean_bit_for_bit(tmp_path):
     """ReduceMean over trailing axes (Eigen's SSE reduction, split by each row's offset from an aligned
-    boundary) and over leading axes (in order), on NCHW values and on NHWC ones (after a Conv), keepdims
-    or not, rows of 7 to 315 values at every offset: MEAN ``ort_reduce``, bit for bit."""
+    boundary), over leading axes (in order) and over a middle axis (MLAS's M=1 GEMM, groups of 4), on
+    NCHW values and on NHWC ones (after a Conv), keepdims or not, rows of 7 to 315 values at every offset: MEAN ``ort_reduce``, bit for bit."""
     from onnx import numpy_helper
 
     rng = np.random.default_rng(19)
@@ -204,6 +204,9 @@ def test_reduce_mean_bit_for_bit(tmp_path):
         ("h", [1, 6, 7, 9], [1], 1),
         ("s", [1, 35, 9], [2], 1),
         ("s", [1, 35, 9], [1], 0),
+        ("x", [1, 5, 7, 9], [2], 1),
+        ("h", [1, 6, 7, 9], [2], 0),
+        ("s", [1, 35, 9], [0, 1], 1),
     ]
     inits = [numpy_helper.from_array(rng.standard_normal((6, 5, 1, 1)).astype(np.float32), "w")]
     inits.append(numpy_helper.from_array(np.array([1, 35, 9], np.int64), "rs"))

@@ -105,32 +105,34 @@ def reduce_mean(imp, node, ins, attrs):
 
 
 def _ort_reduce(imp, node, x, axes: list[int], keep: bool, shape: tuple[int, ...]):
-    """ReduceMean in ONNX Runtime's order where it is known (docs/onnx.md): over trailing axes (its
-    "KR" reduction: each output's values summed by Eigen's SSE reduction, whose split depends on the
-    row's offset from the 16-byte aligned buffer) or leading axes ("RK": in order, from the first);
-    dimensions of 1 do not count. MEAN with ``ort_reduce`` [mode, outputs, values, output stride, value
-    stride] in the IR tensor's layout; None for the others (a middle axis: Eigen's rowwise sums)."""
+    """ReduceMean in ONNX Runtime's order (docs/onnx.md): its reduction drops the dimensions of 1 and
+    sorts the rest into kept (K) and reduced (R) blocks. KR (trailing axes): each output's values a row
+    summed by Eigen's SSE reduction, whose split depends on the row's offset from the 16-byte aligned
+    buffer; RK (leading axes): in order from the first; KRK (a middle block): a GEMM of a row of ones,
+    MLAS's M=1 kernel (groups of 4). MEAN with ``ort_reduce`` [mode, outputs, values, output stride,
+    value stride] in the IR tensor's layout; None for the others (RKR...)."""
     flags = [k in axes for k, d in enumerate(x.shape) if d > 1]
     values = int(np.prod([x.shape[k] for k in axes]))
     outputs = int(np.prod(x.shape)) // values
-    if values == 1 or flags not in (sorted(flags), sorted(flags, reverse=True)):
+    runs = [f for k, f in enumerate(flags) if k == 0 or f != flags[k - 1]]
+    if values == 1 or runs not in ([True], [False, True], [True, False], [False, True, False]):
         return None
-    mode = "kr" if flags == sorted(flags) else "rk"  # [kept..., reduced...] or [reduced..., kept...]
-    nhwc = x.nhwc and x.shape[0] == 1 and axes in ([2, 3], [1]) and x.shape[1] > 1
+    mode = {(False, True): "kr", (True, False): "rk", (False, True, False): "krk"}.get(tuple(runs), "kr")
+    nhwc = x.nhwc and x.shape[0] == 1 and axes in ([2, 3], [1]) and x.shape[1] > 1 and mode != "krk"
     if nhwc:  # the NHWC tensor as it is: a channel's pixels C apart, or a pixel's channels in a row
         c = x.shape[1]
         js, rs = (1, c) if axes == [2, 3] else (c, 1)
-    else:
-        js, rs = (values, 1) if mode == "kr" else (1, outputs)
-    options = {"keep_dims": keep, "ort_reduce": [mode, outputs, values, js, rs]}
-    if nhwc:
+        options = {"keep_dims": keep, "ort_reduce": [mode, outputs, values, js, rs]}
         const = imp.const(np.array([NCHW_TO_NHWC_AXIS[a] for a in axes], dtype=np.int32), "axes", "int32")
         return _out(imp, "MEAN", [imp.nhwc(x), const], shape, options, node, keep)
-    rows = (outputs, values) if mode == "kr" else (values, outputs)  # the ONNX tensor as 2-D: a free RESHAPE
+    inner = int(np.prod(x.shape[max(axes) + 1 :]))  # KRK: the values of one output are this far apart
+    rows = {"kr": (outputs, values), "rk": (values, outputs), "krk": (outputs // inner, values, inner)}[mode]
+    js, rs = {"kr": (values, 1), "rk": (1, outputs), "krk": (inner, inner)}[mode]
     source = imp.emit("RESHAPE", [imp.plain(x), imp.shape_const(rows)], rows, {}, f"{node.output[0]}_rows")
-    const = imp.const(np.array([1 if mode == "kr" else 0], dtype=np.int32), "axes", "int32")
-    options["keep_dims"] = False
-    mean = imp.emit("MEAN", [source, const], (outputs,), options, f"{node.output[0]}_mean")
+    const = imp.const(np.array([0 if mode == "rk" else 1], dtype=np.int32), "axes", "int32")
+    options = {"keep_dims": False, "ort_reduce": [mode, outputs, values, js, rs]}
+    reduced = tuple(d for k, d in enumerate(rows) if k != (0 if mode == "rk" else 1))
+    mean = imp.emit("MEAN", [source, const], reduced, options, f"{node.output[0]}_mean")
     return _Value(shape, tensor=imp.emit("RESHAPE", [mean, imp.shape_const(shape)], shape, {}, node.output[0]))
 
 
