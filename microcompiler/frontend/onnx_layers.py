@@ -126,7 +126,8 @@ def conv(imp, node, ins, attrs):
 
 def pool(imp, node, ins, attrs):
     x = ins[0]
-    imp.float_input(x, node)
+    if not (node.op_type == "MaxPool" and x.const is None and imp.tensors[x.tensor].dtype == "int8"):
+        imp.float_input(x, node)  # an int8 MaxPool (a QOperator model's) keeps its quantization
     if node.op_type.startswith("Global"):
         if len(x.shape) != 4:
             raise UnsupportedModelError(f"{imp.where(node)} works on a {len(x.shape)}-D input; expected NCHW")

@@ -155,29 +155,86 @@ def _tables_axis(c: np.ndarray, shape: tuple[int, ...]) -> int | None:
     return varying[0] if len(varying) == 1 else None
 
 
-def _mul_tables(imp, node, x, ins, which: int, axis: int, zp_dtype) -> np.ndarray:
-    """ONNX Runtime's QLinearMul of the 256 possible activation bytes by the constant, per value along
-    ``axis`` (-1: one table): int8 [channels, 256] indexed by the byte read as unsigned."""
+def _const_tables(imp, node, x, ins, which: int, axis: int, zp_dtype) -> np.ndarray:
+    """ONNX Runtime's QLinearMul/QLinearAdd (``node.op_type``) of the 256 possible activation bytes and
+    the constant, per value along ``axis`` (-1: one table): int8 [channels, 256] indexed by the byte
+    read as unsigned."""
     c = ins[3 * (1 - which)].const
     values = np.broadcast_to(c, x.shape)
     column = values.reshape(-1)[:1] if axis < 0 else np.moveaxis(values, axis, 0).reshape(x.shape[axis], -1)[:, 0]
     channels = column.size
-    feed = np.repeat(np.arange(256, dtype=np.uint8).view(zp_dtype).reshape(256, 1), channels, axis=1)
-    constant = np.ascontiguousarray(column.reshape(1, channels)).astype(c.dtype)
+    # the operands as the model broadcasts them: where each value of the constant meets a run of
+    # activation values (a channel's pixels), ONNX Runtime runs its scalar kernel: so here, a row of the
+    # 256 bytes per value; where they meet one by one, its vector kernel: the values along a row
+    scalar_runs = axis < 0 or int(np.prod(x.shape[axis + 1 :])) > 1
+    grid = np.arange(256, dtype=np.uint8).view(zp_dtype)
+    if scalar_runs:
+        feed = np.ascontiguousarray(np.broadcast_to(grid, (channels, 256)))
+        constant = np.ascontiguousarray(column.reshape(channels, 1)).astype(c.dtype)
+    else:
+        feed = np.repeat(grid.reshape(256, 1), channels, axis=1)
+        constant = np.ascontiguousarray(column.reshape(1, channels)).astype(c.dtype)
     zeros = [np.zeros((), zp_dtype) if ins[k] is None else ins[k].const for k in (2, 5, 7)]
     operands = [("a", ins[1].const, zeros[0]), (constant, ins[4].const, zeros[1])]
     if which == 1:  # the activation is the second input
         operands = [(constant, ins[1].const, zeros[0]), ("a", ins[4].const, zeros[1])]
     inputs = [*operands[0], *operands[1], ins[6].const, zeros[2]]
-    y = (
-        _run_alone(imp, node, "QLinearMul", inputs, {"a": feed}, {}, _DTYPES[np.dtype(zp_dtype)])
-        .reshape(256, channels)
-        .T
-    )
+    y = _run_alone(imp, node, node.op_type, inputs, {"a": feed}, {}, _DTYPES[np.dtype(zp_dtype)])
+    y = y.reshape(channels, 256) if scalar_runs else y.reshape(256, channels).T
     v = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int32)
     if np.dtype(zp_dtype) == np.uint8:  # ONNX Runtime's uint8 values are the IR's int8 ones plus 128
         return (y.astype(np.int32)[:, v + 128] - 128).astype(np.int8)
     return np.ascontiguousarray(y).view(np.int8)[:, v & 0xFF].astype(np.int8)
+
+
+def _by_constant(imp, node, ins, shape, y_q, zp_dtype) -> _Value | None:
+    """QLinearMul/QLinearAdd of an activation and a constant that is one value or varies along one axis
+    (the channels, or the last axis): MC_TABLE_CHANNELS_INT8 of ONNX Runtime's own outputs; None for
+    other operands."""
+    a, b = ins[0], ins[3]
+    if (a.const is None) == (b.const is None):
+        return None
+    which = 0 if a.const is None else 1
+    x = (a, b)[which]
+    constant = (a, b)[1 - which].const
+    axis = _tables_axis(constant, shape) if constant is not None and shape == x.shape else None
+    nhwc_ok = axis is not None and (
+        axis == -1 or (len(shape) == 4 and axis == 1) or (not x.nhwc and axis == len(shape) - 1)
+    )
+    channels = 1 if axis is None or axis < 0 else shape[axis]
+    if constant is not None and axis is not None and nhwc_ok and channels * 256 <= TABLES_LIMIT:
+        tables = _const_tables(imp, node, x, ins, which, axis, zp_dtype)
+        per_channel = axis == 1 and len(shape) == 4
+        source = imp.nhwc(x) if per_channel or x.nhwc else imp.plain(x)
+        out = _emit_table(
+            imp, source, tables, node.output[0], y_q, f"ONNX Runtime's {node.op_type} tables (by a constant)"
+        )
+        return _Value(x.shape, tensor=out, nhwc=per_channel or x.nhwc)
+    return None
+
+
+def qlinear_add(imp, node, ins, attrs):
+    """ONNX Runtime's QLinearAdd: by a constant (QOperator models' BatchNorm) as tables
+    (``_by_constant``); of two activations of one shape as before (onnx_qdq.qlinear_add)."""
+    full = (list(ins) + [None] * 8)[:8]
+    a, b = full[0], full[3]
+    if a is not None and b is not None and (a.const is None) != (b.const is None):
+        x = a if a.const is None else b
+        zp_dtype = _zp_dtype(full[2])
+        for v, s_, z_, what in ((a, full[1], full[2], "first input"), (b, full[4], full[5], "second input")):
+            q = onnx_qdq._quant(imp, node, s_, z_, what)
+            if v.const is None:
+                onnx_qdq._int8_activation(imp, node, v, what, q)
+            elif v.const.dtype != zp_dtype:
+                raise UnsupportedModelError(
+                    f"{imp.where(node)}: its constant {what} is {v.const.dtype}, not its zero point's type"
+                )
+        y_q = onnx_qdq._quant(imp, node, full[6], full[7], "output")
+        if _broadcastable(a.shape, b.shape) and tuple(np.broadcast_shapes(a.shape, b.shape)) == x.shape:
+            tabled = _by_constant(imp, node, full, x.shape, y_q, zp_dtype)
+            if tabled is not None:
+                return [tabled]
+    return onnx_qdq.qlinear_add(imp, node, ins, attrs)
 
 
 def qlinear_mul(imp, node, ins, attrs):
@@ -209,20 +266,9 @@ def qlinear_mul(imp, node, ins, attrs):
             raise UnsupportedModelError(
                 f"{imp.where(node)}: its constant {what} is {v.const.dtype}, not its zero point's type"
             )
-    which = 0 if a.const is None else 1
-    x = (a, b)[which]
-    constant = (a, b)[1 - which].const
-    axis = _tables_axis(constant, shape) if constant is not None and shape == x.shape else None
-    nhwc_ok = axis is not None and (
-        axis == -1 or (len(shape) == 4 and axis == 1) or (not x.nhwc and axis == len(shape) - 1)
-    )
-    channels = 1 if axis is None or axis < 0 else shape[axis]
-    if constant is not None and axis is not None and nhwc_ok and channels * 256 <= TABLES_LIMIT:
-        tables = _mul_tables(imp, node, x, ins, which, axis, zp_dtype)
-        per_channel = axis == 1 and len(shape) == 4
-        source = imp.nhwc(x) if per_channel or x.nhwc else imp.plain(x)
-        out = _emit_table(imp, source, tables, node.output[0], y_q, "ONNX Runtime's QLinearMul tables (by a constant)")
-        return [_Value(x.shape, tensor=out, nhwc=per_channel or x.nhwc)]
+    tabled = _by_constant(imp, node, ins, shape, y_q, zp_dtype)
+    if tabled is not None:
+        return [tabled]
     _check_mul_formula(imp, node, ins, a_q, b_q, y_q, zp_dtype, a.shape != b.shape, qlinear_mul_outputs)
     nhwc = len(shape) == 4 and any(v.const is None and v.nhwc for v in (a, b))
     sources = [_full_operand(imp, v, shape, nhwc, q, zp_dtype) for v, q in ((a, a_q), (b, b_q))]
@@ -287,6 +333,7 @@ CONVERTERS = {
     "QLinearLeakyRelu": qlinear_unary,
     "QLinearConcat": qlinear_concat,
     "QLinearMul": qlinear_mul,
+    "QLinearAdd": qlinear_add,
 }
 SUPPORTED = frozenset(
     {

@@ -1,6 +1,6 @@
-"""QLinearMul by a constant or with a broadcast input (docs/onnx.md, "QDQ int8"), as ONNX Runtime's
-quantize_static writes it in the QOperator format (int8 and uint8 activations): every output bit equal
-to ONNX Runtime's on the host."""
+"""QOperator-format models (docs/onnx.md, "QDQ int8"), as ONNX Runtime's quantize_static writes them
+(int8 and uint8 activations): QLinearMul and QLinearAdd by a constant, QLinearMul with a broadcast input,
+and whole models; every output bit equal to ONNX Runtime's on the host."""
 
 from __future__ import annotations
 
@@ -73,3 +73,59 @@ def test_qlinear_mul_constant_and_broadcast(tmp_path, case, activations, kind):
     for k, (got, inputs) in enumerate(zip(ours, sets)):
         assert_same_bits(got[0], s.run(None, {"x": inputs[0]})[0], f"{case} input set {k}")
     assert len({np.asarray(o[0]).tobytes() for o in ours}) > 1, "the outputs do not depend on the input"
+
+
+def _with_logits(m: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with a second output: the dequantized input of its QLinearSoftmax (the random DS-CNN's
+    softmax barely moves), so that the bits compared depend on the input."""
+    softmax = next((n for n in m.graph.node if n.op_type == "QLinearSoftmax"), None)
+    if softmax is None:
+        return m
+    m.graph.node.append(helper.make_node("DequantizeLinear", list(softmax.input[:3]), ["logits"]))
+    m.graph.output.append(helper.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, None))
+    return m
+
+
+@pytest.mark.parametrize(
+    "name,activations",
+    [("ds_cnn", QuantType.QInt8), ("ds_cnn", QuantType.QUInt8), ("small_cnn", QuantType.QUInt8)],
+)
+def test_qoperator_models_bit_for_bit(tmp_path, name, activations):
+    """The committed float models quantized by quantize_static in the QOperator format (QLinearConv,
+    QLinearMatMul, QLinearAdd and QLinearMul by the BatchNorm constants, QLinearGlobalAveragePool,
+    QLinearSoftmax, an int8 MaxPool): every output bit equal to ONNX Runtime's."""
+    from onnx_models import MODELS
+
+    source = MODELS / f"{name}_float32.onnx"
+    s = session(source)
+    x = s.get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in x.shape]
+    rng = np.random.default_rng(21)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.samples = iter([{x.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.samples, None)
+
+    qop = tmp_path / "qop.onnx"
+    quantize_static(
+        str(source),
+        str(qop),
+        Reader(),
+        quant_format=QuantFormat.QOperator,
+        activation_type=activations,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+    onnx.save(_with_logits(onnx.load(qop)), qop)
+    assert "QLinearConv" in {n.op_type for n in onnx.load(qop).graph.node}
+    lib = compile_model(qop)
+    sets = [[(rng.standard_normal(shape) * s_).astype(np.float32)] for s_ in (0.5, 1, 3, 10)]
+    ours = [r.outputs for r in HostProgram(lib, tmp_path / "build").run(sets)]
+    oracle = session(qop)
+    for k, (got, inputs) in enumerate(zip(ours, sets)):
+        for g, want in zip(got, oracle.run(None, {x.name: inputs[0]})):
+            assert_same_bits(g, want, f"{name} input set {k}")
+    assert len({np.asarray(o[-1]).tobytes() for o in ours}) > 1, "the outputs do not depend on the input"
