@@ -125,8 +125,9 @@ def test_depthwise_not_nchwc_bit_for_bit(tmp_path):
 @pytest.mark.parametrize("board", ["mps2_an386", "mps3_an547", "mps2_an385"])
 def test_mlas_orders_on_boards_equal_to_host(tmp_path, board):
     """The same C on the M4 and M55 (VFMA.F32) and the M3 (newlib's software fmaf): a depthwise Conv over 3
-    channels (``mlas_m1``), Sigmoid and Tanh (``ort_mlas``), GlobalAveragePool (``ort_lanes``) give the
-    host's bits, which are ONNX Runtime's."""
+    channels (``mlas_m1``), Sigmoid and Tanh (``ort_mlas``), GlobalAveragePool (``ort_lanes``), AveragePool
+    (``mlas_columns``) and ReduceMean (``ort_reduce`` KR and KRK) give the host's bits, which are ONNX
+    Runtime's."""
     from onnx import numpy_helper
 
     from microcompiler.project import run_on_board
@@ -139,10 +140,18 @@ def test_mlas_orders_on_boards_equal_to_host(tmp_path, board):
         helper.make_node("Sigmoid", ["d"], ["s"]),
         helper.make_node("Tanh", ["d"], ["t"]),
         helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+        helper.make_node("AveragePool", ["t"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("ReduceMean", ["d", "a1"], ["r1"]),
+        helper.make_node("ReduceMean", ["d", "a2"], ["r2"]),
+    ]
+    inits += [
+        numpy_helper.from_array(np.array([3], np.int64), "a1"),
+        numpy_helper.from_array(np.array([2], np.int64), "a2"),
     ]
     path = tmp_path / "mlas.onnx"
-    outputs = {"s": [1, 3, 9, 11], "t": [1, 3, 9, 11], "g": [1, 3, 1, 1]}
-    onnx.save(model(nodes, {"x": [1, 3, 9, 11]}, outputs, inits), path)
+    outputs = {"s": [1, 3, 9, 11], "t": [1, 3, 9, 11], "g": [1, 3, 1, 1], "p": [1, 3, 4, 5]}
+    outputs.update({"r1": [1, 3, 9, 1], "r2": [1, 3, 1, 11]})
+    onnx.save(model(nodes, {"x": [1, 3, 9, 11]}, outputs, inits, opset=18), path)
     x = (rng.standard_normal((1, 3, 9, 11)) * 6).astype(np.float32)
     host = HostProgram(compile_model(path), tmp_path / "host").run([[x]])[0].outputs
     _, _, run = run_on_board(path, board, tmp_path / "project", input=[x], log=lambda _: None)
