@@ -129,3 +129,29 @@ def test_qoperator_models_bit_for_bit(tmp_path, name, activations):
         for g, want in zip(got, oracle.run(None, {x.name: inputs[0]})):
             assert_same_bits(g, want, f"{name} input set {k}")
     assert len({np.asarray(o[-1]).tobytes() for o in ours}) > 1, "the outputs do not depend on the input"
+
+
+@pytest.mark.long
+def test_qoperator_broadcast_on_board_equal_to_host(tmp_path):
+    """The squeeze-excite QLinearMul (BROADCAST_TO, MC_QLINEAR_MUL_INT8) and the per-channel tables on the
+    M4 (mps2_an386): the host's bits, which are ONNX Runtime's."""
+    from microcompiler.project import run_on_board
+
+    rng = np.random.default_rng(23)
+    float_path, qop = tmp_path / "gate.onnx", tmp_path / "gate_qop.onnx"
+    onnx.save(_mul_model(rng, "gate"), float_path)
+    calibration = (rng.standard_normal((8, 1, 2, 4, 5)) + 0.5).astype(np.float32)
+    quantize_static(
+        str(float_path),
+        str(qop),
+        _Reader(calibration),
+        quant_format=QuantFormat.QOperator,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+    x = (rng.standard_normal((1, 2, 4, 5)) * 3).astype(np.float32)
+    host = HostProgram(compile_model(qop), tmp_path / "host").run([[x]])[0].outputs
+    _, _, run = run_on_board(qop, "mps2_an386", tmp_path / "project", input=[x], log=lambda _: None)
+    assert_same_bits(run.outputs[0], host[0], "mps2_an386 vs the host")
+    assert_same_bits(host[0], session(qop).run(None, {"x": x})[0], "host vs ONNX Runtime")

@@ -272,7 +272,10 @@ def qlinear_mul(imp, node, ins, attrs):
     _check_mul_formula(imp, node, ins, a_q, b_q, y_q, zp_dtype, a.shape != b.shape, qlinear_mul_outputs)
     nhwc = len(shape) == 4 and any(v.const is None and v.nhwc for v in (a, b))
     sources = [_full_operand(imp, v, shape, nhwc, q, zp_dtype) for v, q in ((a, a_q), (b, b_q))]
-    out = onnx_qdq._emit_int8(imp, QLINEAR_MUL_INT8, sources, imp.tensors[sources[0]].shape, {}, node.output[0], y_q)
+    options = {"zero_point_bias": 128 if np.dtype(zp_dtype) == np.uint8 else 0}  # ONNX Runtime's zero points
+    out = onnx_qdq._emit_int8(
+        imp, QLINEAR_MUL_INT8, sources, imp.tensors[sources[0]].shape, options, node.output[0], y_q
+    )
     return [_Value(shape, tensor=out, nhwc=nhwc)]
 
 
@@ -320,7 +323,7 @@ def _check_mul_formula(imp, node, ins, a_q, b_q, y_q, zp_dtype, broadcast: bool,
         feeds = {"a": np.ascontiguousarray(fa).view(zp_dtype), "b": np.ascontiguousarray(fb).view(zp_dtype)}
         theirs = _run_alone(imp, node, "QLinearMul", inputs, feeds, {}, _DTYPES[np.dtype(zp_dtype)]).astype(np.int32)
         ia, ib = (np.broadcast_to(f, (256, 256)).view(zp_dtype).astype(np.int32) - shift for f in (fa, fb))
-        ours = formula(ia, ib, a_q, b_q, y_q).astype(np.int32)
+        ours = formula(ia, ib, a_q, b_q, y_q, shift).astype(np.int32)
         if not np.array_equal(ours, theirs - shift):
             raise UnsupportedModelError(
                 f"{imp.where(node)}: this ONNX Runtime's QLinearMul computes otherwise than MLAS's x86 kernel "

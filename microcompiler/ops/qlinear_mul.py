@@ -3,9 +3,11 @@ activations of one shape as it runs on x86-64, made by the ONNX QDQ importer (fr
 
 MLAS's x86 kernel (qlmul.cpp, SSE2; the optimizer makes int8 activations uint8, which changes no
 difference from a zero point): per element the integer product ``(a - zp_a) * (b - zp_b)`` (exact),
-converted to float32, times ``ratio = scale_a * scale_b / scale_c`` (float32, in that order), rounded to
-the nearest integer, ties to even (CVTPS2DQ; a value out of the int32 range becomes INT32_MIN), plus
-zp_c, saturated. The importer checks this formula against ONNX Runtime on all 65,536 input pairs of the
+converted to float32, times ``ratio = scale_a * scale_b / scale_c`` (float32, in that order), plus
+ONNX Runtime's zero point zp_c as a float32 (its own: the IR's + 128 where the model's values are uint8,
+option ``zero_point_bias``), rounded to the nearest integer, ties to even (CVTPS2DQ; a value out of the
+int32 range becomes INT32_MIN), saturated (PACKSSDW, then to the 8-bit type). The zero point is added
+before the rounding: an odd one moves a tie to the other even neighbour. The importer checks this formula against ONNX Runtime on all 65,536 input pairs of the
 layer's quantizations before it emits the operator (``qlinear_mul_outputs``), so a machine whose ONNX
 Runtime computes otherwise gets a one-line refusal, never other bits.
 """
@@ -27,16 +29,17 @@ def qlinear_mul_ratio(a_quant, b_quant, c_quant) -> np.float32:
     return np.float32(np.float32(sa * sb) / sc)
 
 
-def qlinear_mul_outputs(a: np.ndarray, b: np.ndarray, a_quant, b_quant, c_quant) -> np.ndarray:
-    """The int8 outputs of the formula above for int8 inputs a, b (numpy, float32 as the C computes)."""
+def qlinear_mul_outputs(a: np.ndarray, b: np.ndarray, a_quant, b_quant, c_quant, bias: int = 0) -> np.ndarray:
+    """The int8 outputs of the formula above for int8 inputs a, b (numpy, float32 as the C computes);
+    ``bias``: ONNX Runtime's zero points minus the IR's (128 for a uint8 model)."""
     ratio = qlinear_mul_ratio(a_quant, b_quant, c_quant)
     za, zb, zc = (int(q.zero_point[0]) for q in (a_quant, b_quant, c_quant))
     product = ((a.astype(np.int64) - za) * (b.astype(np.int64) - zb)).astype(np.float32)
     with np.errstate(all="ignore"):
-        v = (product * ratio).astype(np.float32)
+        v = ((product * ratio).astype(np.float32) + np.float32(zc + bias)).astype(np.float32)
     inside = np.abs(v) < np.float32(2.0**31)
     r = np.where(inside, np.rint(np.where(inside, v, 0)), -(2.0**31)).astype(np.int64)
-    return np.clip(r + zc, -128, 127).astype(np.int8)
+    return np.clip(r - bias, -128, 127).astype(np.int8)
 
 
 @register
@@ -53,7 +56,8 @@ class QLinearMulInt8(QLinearAddInt8):
             ratio=c_float(float(qlinear_mul_ratio(a.quant, b.quant, y.quant))),
             zp_a=int(a.quant.zero_point[0]),
             zp_b=int(b.quant.zero_point[0]),
-            zp_c=int(y.quant.zero_point[0]),
+            zp_c=int(y.quant.zero_point[0]) + int(op.options.get("zero_point_bias", 0)),
+            bias=int(op.options.get("zero_point_bias", 0)),
             input1=ctx.arg(op.inputs[0]),
             input2=ctx.arg(op.inputs[1]),
             output=ctx.arg(op.outputs[0]),
