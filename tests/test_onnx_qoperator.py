@@ -41,6 +41,16 @@ def _mul_model(rng, case: str) -> onnx.ModelProto:
     return model(nodes, {"x": [1, 2, 4, 5]}, {"y": [1, 4, 4, 5]}, inits)
 
 
+def _quantized_mul_model(tmp_path, rng, case: str, activations):
+    """_mul_model quantized by quantize_static in the QOperator format (per-channel int8 weights)."""
+    float_path, qop = tmp_path / "mul.onnx", tmp_path / "mul_qop.onnx"
+    onnx.save(_mul_model(rng, case), float_path)
+    calibration = (rng.standard_normal((8, 1, 2, 4, 5)) + 0.5).astype(np.float32)
+    options = dict(quant_format=QuantFormat.QOperator, weight_type=QuantType.QInt8, per_channel=True)
+    quantize_static(str(float_path), str(qop), _Reader(calibration), activation_type=activations, **options)
+    return qop
+
+
 @pytest.mark.parametrize(
     "case,activations,kind",
     [
@@ -52,18 +62,7 @@ def _mul_model(rng, case: str) -> onnx.ModelProto:
 )
 def test_qlinear_mul_constant_and_broadcast(tmp_path, case, activations, kind):
     rng = np.random.default_rng(12)
-    float_path, qop = tmp_path / "mul.onnx", tmp_path / "mul_qop.onnx"
-    onnx.save(_mul_model(rng, case), float_path)
-    calibration = (rng.standard_normal((8, 1, 2, 4, 5)) + 0.5).astype(np.float32)
-    quantize_static(
-        str(float_path),
-        str(qop),
-        _Reader(calibration),
-        quant_format=QuantFormat.QOperator,
-        activation_type=activations,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-    )
+    qop = _quantized_mul_model(tmp_path, rng, case, activations)
     assert "QLinearMul" in {n.op_type for n in onnx.load(qop).graph.node}
     lib = compile_model(qop)
     assert kind in {op.kind for op in lib.graph.operators}
@@ -110,15 +109,8 @@ def test_qoperator_models_bit_for_bit(tmp_path, name, activations):
             return next(self.samples, None)
 
     qop = tmp_path / "qop.onnx"
-    quantize_static(
-        str(source),
-        str(qop),
-        Reader(),
-        quant_format=QuantFormat.QOperator,
-        activation_type=activations,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-    )
+    options = dict(quant_format=QuantFormat.QOperator, weight_type=QuantType.QInt8, per_channel=True)
+    quantize_static(str(source), str(qop), Reader(), activation_type=activations, **options)
     onnx.save(_with_logits(onnx.load(qop)), qop)
     assert "QLinearConv" in {n.op_type for n in onnx.load(qop).graph.node}
     lib = compile_model(qop)
@@ -138,18 +130,7 @@ def test_qoperator_broadcast_on_board_equal_to_host(tmp_path):
     from microcompiler.project import run_on_board
 
     rng = np.random.default_rng(23)
-    float_path, qop = tmp_path / "gate.onnx", tmp_path / "gate_qop.onnx"
-    onnx.save(_mul_model(rng, "gate"), float_path)
-    calibration = (rng.standard_normal((8, 1, 2, 4, 5)) + 0.5).astype(np.float32)
-    quantize_static(
-        str(float_path),
-        str(qop),
-        _Reader(calibration),
-        quant_format=QuantFormat.QOperator,
-        activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-    )
+    qop = _quantized_mul_model(tmp_path, rng, "gate", QuantType.QUInt8)
     x = (rng.standard_normal((1, 2, 4, 5)) * 3).astype(np.float32)
     host = HostProgram(compile_model(qop), tmp_path / "host").run([[x]])[0].outputs
     _, _, run = run_on_board(qop, "mps2_an386", tmp_path / "project", input=[x], log=lambda _: None)
