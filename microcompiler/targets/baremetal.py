@@ -32,7 +32,9 @@ from microcompiler.targets.files import BUILD_DIR, copy_runtime
 from microcompiler.targets.toolchain import (
     BUILD_LOG,
     BuildResult,
+    ccache_environment,
     check_can_build,
+    compiler_launcher,
     measured_build,
     require_tool,
     run_logged,
@@ -182,11 +184,12 @@ class BareMetal(Target):
         if configured:
             log(f"configuring {project.dir.name} for {project.board.name} (cmake)")
             run_logged(
-                [cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir)],
+                [cmake, "-G", "Ninja", "-S", str(project.dir), "-B", str(build_dir), *compiler_launcher()],
                 quiet,
                 "cmake",
                 tool_timeout(TIMEOUT_VARIABLE, CONFIGURE_TIMEOUT),
                 TIMEOUT_HINT,
+                env=ccache_environment(project.dir),
                 log_file=build_log,
             )
         log(f"building {project.dir.name} (ninja)")
@@ -196,6 +199,7 @@ class BareMetal(Target):
             "ninja",
             tool_timeout(TIMEOUT_VARIABLE, BUILD_TIMEOUT),
             TIMEOUT_HINT,
+            env=ccache_environment(project.dir),
             log_file=build_log,
             append=configured,
         )

@@ -43,6 +43,7 @@ from microcompiler.targets.footprint import check_fits
 from microcompiler.targets.toolchain import (
     BUILD_LOG,
     BuildResult,
+    ccache_environment,
     check_can_build,
     measured_build,
     run_logged,
@@ -285,22 +286,6 @@ def check_zephyr_path(path: Path, what: str) -> None:
             f"{what} {str(path)!r} contains {shown}, which Zephyr's build cannot take (its CMake splits "
             f"the Kconfig file list there); choose a directory without spaces, e.g. {str(path).replace(' ', '_')!r}"
         )
-
-
-def ccache_environment(project_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for ``west build``, so that ccache (which Zephyr uses when it is installed)
-    reuses what another project built for the same board: the C library and the kernel.
-
-    Each project's build directory appears in every compile command (``-imacros <build>/.../autoconf.h``,
-    ``-isystem <build>/modules/picolibc/...``); CCACHE_BASEDIR makes the paths under the project
-    relative, and CCACHE_NOHASHDIR leaves the compiler's working directory (the build directory) out
-    of the hash that ``-g`` puts it in. The debug information then names the directory of the build
-    that filled the cache. A user's own CCACHE_BASEDIR / CCACHE_NOHASHDIR win (docs/zephyr.md).
-    """
-    env = dict(os.environ if environ is None else environ)
-    env.setdefault("CCACHE_BASEDIR", str(Path(project_dir).resolve()))
-    env.setdefault("CCACHE_NOHASHDIR", "true")
-    return env
 
 
 def copy_own_board(dest: Path, name: str, source: Path) -> None:
