@@ -47,8 +47,27 @@ def test_quantize_static_models_bit_for_bit(tmp_path, name):
     kinds = [op.kind for op in lib.graph.operators]
     if name == "ds_cnn":
         assert "CONV_2D" in kinds and "DEPTHWISE_CONV_2D" in kinds and "SOFTMAX" in kinds
-    if name == "resnet8":  # QLinearAdd and QLinearAveragePool
-        assert "MC_QLINEAR_ADD_INT8" in kinds and "MC_QLINEAR_AVG_POOL_INT8" in kinds
+    if name == "resnet8":  # uint8 activations: every Conv a QLinearConv; QLinearAdd; the 8x8 pool as a global one
+        assert kinds.count("CONV_2D") == 9 and "MC_QLINEAR_ADD_INT8" in kinds and "DEPTHWISE_CONV_2D" in kinds
+        assert all(op.options.get("requant") == "float" for op in lib.graph.operators if op.kind == "CONV_2D")
+    if name == "small_cnn":  # QLinearAveragePool (2x2 windows), one Conv left in float32
+        assert "MC_QLINEAR_AVG_POOL_INT8" in kinds and "GATHER" in kinds
+
+
+def test_unfused_convs_are_reported_once(capsys, monkeypatch):
+    """A QDQ model whose Convs ONNX Runtime keeps in float32 (int8 activations read twice) gets one warning
+    line naming how many and the fix (uint8 activations), once per model; a fully fused model gets none."""
+    from microcompiler.compiler import compile_model
+    from microcompiler.frontend import onnx_qdq
+
+    monkeypatch.setattr(onnx_qdq, "_WARNED", set())  # earlier tests of this process compiled small_cnn
+    compile_model(MODELS / "small_cnn_qdq_int8.onnx")
+    compile_model(MODELS / "small_cnn_qdq_int8.onnx")
+    compile_model(MODELS / "resnet8_qdq_int8.onnx")
+    lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(lines) == 1, lines
+    assert "small_cnn_qdq_int8.onnx" in lines[0] and "1 of its 2 Convs" in lines[0], lines[0]
+    assert "QuantType.QUInt8" in lines[0]
 
 
 class _Reader(CalibrationDataReader):

@@ -40,6 +40,7 @@ def load_onnx(path: Path, name: str) -> Graph:
     model = read_onnx(path)
     if onnx_qdq.is_qdq(model):  # quantized: import what ONNX Runtime's optimizer makes of it
         model = onnx_qdq.ort_optimized(model)
+        onnx_qdq.warn_unfused_convs(model, str(path))
         onnx_qdq_tables.fuse_tables(model)  # its float Mul/Add between DQ and Q: per-channel int8 tables
         check_operators(model, onnx_qdq_tables.SUPPORTED)
         return _Importer(model, name, {**onnx_layers.CONVERTERS, **onnx_qdq_tables.CONVERTERS}).graph()
