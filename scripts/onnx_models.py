@@ -147,7 +147,7 @@ def build(out: Path, only: list[str] | None = None) -> None:
         print(f"wrote {float_path.name} and {name}_qdq_int8.onnx", file=sys.stderr)
 
 
-def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
+def tflite_twin(out: Path, names: list[str]) -> None:
     """``<name>_int8_twin.tflite``: the same Keras model, weights and BatchNorm statistics as build() gives
     it, converted by the TFLite converter to int8 (int8 input and output) with the same 32 calibration
     samples: what the QDQ model's speed is compared with (docs/onnx.md, issue 36)."""
@@ -163,8 +163,9 @@ def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
                 layer.set_weights(
                     [rng.uniform(0.5, 1.5, n), rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), rng.uniform(0.5, 2, n)]
                 )
-        if model_name != name:
+        if model_name not in names:
             continue
+        name = model_name
         calibration = rng.standard_normal((32, 1, *shape)).astype(np.float32)
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -182,7 +183,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build only these models (default: all)")
     parser.add_argument(
-        "--tflite-twin", metavar="NAME", help="write only NAME's int8 TFLite twin (the speed comparison's)"
+        "--tflite-twin", nargs="+", metavar="NAME", help="write only these models' int8 TFLite twins (the speed comparison's)"
     )
     args = parser.parse_args(argv)
     ensure_venv(
