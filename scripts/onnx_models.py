@@ -183,7 +183,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build only these models (default: all)")
     parser.add_argument(
-        "--tflite-twin", nargs="+", metavar="NAME", help="write only these models' int8 TFLite twins (the speed comparison's)"
+        "--tflite-twin",
+        nargs="+",
+        metavar="NAME",
+        help="write only these models' int8 TFLite twins (the speed comparison's)",
     )
     args = parser.parse_args(argv)
     ensure_venv(

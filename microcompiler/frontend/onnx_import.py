@@ -59,6 +59,9 @@ class _Importer:
         self.layouts: dict[tuple[int, bool], int] = {}  # (tensor, to NHWC) -> converted tensor
         self.readers: dict[str, int] = {}
         self.node_index = 0
+        self.residual_adds: dict[str, tuple[str, int]] = {}  # Add -> the Conv ONNX Runtime fuses it with
+        self.residual_convs: set[str] = set()
+        self.deferred: dict[str, tuple] = {}  # such a Conv's output -> (node, inputs, attributes)
         self.biasless: dict[str, Operator] = {}  # MatMul output -> its FULLY_CONNECTED, for a following Add
 
     # --- the graph --------------------------------------------------------------------------------
@@ -83,6 +86,8 @@ class _Importer:
             self.readers[o.name] = self.readers.get(o.name, 0) + 1
         onnx_layers.fold_batch_norms(self)
         onnx_conv.fold_conv_mul_add(self)
+        self.residual_adds = onnx_conv.find_residual_adds(self)
+        self.residual_convs = {conv for conv, _ in self.residual_adds.values()}
         for k, node in enumerate(g.node):
             self.node_index = k
             self.convert(node)
