@@ -171,7 +171,10 @@ def dequantize(imp, node, ins, attrs):
     want = _quant(imp, node, ins[1], ins[2] if len(ins) > 2 else None, "input")
     if (want.scale, want.zero_point) != (quant.scale, quant.zero_point):  # a reinterpretation: not from ORT
         imp.tensors[x.tensor].quant = want
-    out = imp.emit("DEQUANTIZE", [x.tensor], imp.tensors[x.tensor].shape, {}, node.output[0])
+    shape = imp.tensors[x.tensor].shape
+    # from 64 values on, a table of the 256 results (1 KB of flash): one load per value instead of a conversion
+    options = {"table": True} if int(np.prod(shape)) >= 64 else {}
+    out = imp.emit("DEQUANTIZE", [x.tensor], shape, options, node.output[0])
     return [_Value(x.shape, tensor=out, nhwc=x.nhwc)]
 
 
