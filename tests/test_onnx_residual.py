@@ -15,15 +15,23 @@ from microcompiler.project import run_on_board
 
 
 @pytest.mark.parametrize(
-    ("channels", "kernel", "stride", "conv_first"),
-    [(32, 3, 1, True), (16, 3, 1, False), (8, 3, 1, True), (48, 1, 2, False), (160, 1, 1, True)],
+    ("channels", "out", "kernel", "stride", "conv_first"),
+    [
+        (32, 16, 3, 1, True),
+        (16, 16, 3, 1, False),
+        (8, 16, 3, 1, True),
+        (48, 16, 1, 2, False),
+        (160, 16, 1, 1, True),
+        (16, 8, 3, 1, True),
+        (16, 24, 3, 1, False),
+    ],
 )
-def test_conv_with_residual_add_bit_for_bit(tmp_path, channels, kernel, stride, conv_first):
+def test_conv_with_residual_add_bit_for_bit(tmp_path, channels, out, kernel, stride, conv_first):
     """One chain (16 channels; a 1x1 Conv of up to 128), several (32, 160 channels: blocks of 16 or 128,
     8 channels: one per channel), the Conv as the Add's first or second input, stride 2 (the shortcut of
-    ResNet-8's stacks)."""
-    rng = np.random.default_rng(channels + kernel)
-    size, out = 8, 16
+    ResNet-8's stacks), output channels that are not a multiple of 16 (NCHWc pads them)."""
+    rng = np.random.default_rng(channels + kernel + out)
+    size = 8
     pad = kernel // 2
     nodes = [
         helper.make_node("Conv", ["x", "w0", "b0"], ["r"], pads=[1] * 4),  # the Sum: an NCHWc Conv + Relu
@@ -40,16 +48,32 @@ def test_conv_with_residual_add_bit_for_bit(tmp_path, channels, kernel, stride, 
         const(rng, "w1", (out, channels, kernel, kernel), 0.3),
         const(rng, "b1", (out,)),
     ]
-    path = tmp_path / "residual.onnx"
     side = size // stride
+    _check(tmp_path, model(nodes, {"x": [1, channels, size, size]}, {"y": [1, out, side, side]}, inits), True)
+
+
+def test_add_of_the_model_input_is_not_fused(tmp_path):
+    """A Conv plus the model's input: ONNX Runtime does not fuse that Add (its input is not an NCHWc
+    value), nor does the importer; bit for bit either way."""
+    rng = np.random.default_rng(2)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1] * 4),
+        helper.make_node("Add", ["c", "x"], ["y"]),
+    ]
+    inits = [const(rng, "w", (16, 16, 3, 3), 0.3), const(rng, "b", (16,))]
+    _check(tmp_path, model(nodes, {"x": [1, 16, 8, 8]}, {"y": [1, 16, 8, 8]}, inits), False)
+
+
+def _check(tmp_path, proto, fused: bool) -> None:
     import onnx
 
-    onnx.save(model(nodes, {"x": [1, channels, size, size]}, {"y": [1, out, side, side]}, inits), path)
+    path = tmp_path / "residual.onnx"
+    onnx.save(proto, path)
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=3)
     for k, (got, want) in enumerate(zip(ours, theirs)):
         assert_same_bits(got[0], want[0], f"set {k}")
     names = [lib.graph.tensors[op.outputs[0]].name for op in lib.graph.operators]
-    assert any("_sum" in n for n in names), names  # the Conv's chains added to the Sum
+    assert any("_residual" in n for n in names) == fused, names  # the Conv's chains added to the Sum
 
 
 @pytest.mark.long

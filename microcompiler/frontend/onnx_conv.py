@@ -166,8 +166,8 @@ def fold_conv_mul_add(imp) -> None:
 def find_residual_adds(imp) -> dict[str, tuple[str, int]]:
     """Add output -> (the Conv output it is fused with, which input of the Add that Conv is), where ONNX
     Runtime's NchwcTransformer fuses the Add into the Conv before it (TransformAdd): of the Add's two
-    inputs, the first made by a group-1 Conv (output channels a multiple of 16) read only by this Add
-    and not fused with an activation; the other input (the Conv's "Sum") made by another NCHWc operator."""
+    inputs, the first made by a group-1 Conv read only by this Add and not fused with an activation; the
+    other input (the Conv's "Sum") made by another NCHWc operator."""
     g = imp.model.graph
     producers = {out: n for n in g.node for out in n.output}
     fused: dict[str, tuple[str, int]] = {}
@@ -181,7 +181,7 @@ def find_residual_adds(imp) -> dict[str, tuple[str, int]]:
             group = next((a.i for a in conv.attribute if a.name == "group"), 1)
             w = imp.values.get(conv.input[1]) if len(conv.input) > 1 else None
             dims: tuple[int, ...] = w.const.shape if w is not None and w.const is not None else ()
-            if group == 1 and len(dims) == 4 and dims[0] % NCHWC_BLOCK == 0 and other.op_type in _NCHWC_MAKERS:
+            if group == 1 and len(dims) == 4 and other.op_type in _NCHWC_MAKERS:
                 fused[node.output[0]] = (node.input[k], k)
                 break
     return fused
@@ -211,7 +211,7 @@ def conv_with_sum(imp, add, conv_node, conv_ins, conv_attrs, total, convert) -> 
         chain = convert(imp, chain_node, [x, _Value(w.shape, const=part)], conv_attrs)[0]
         shape = chain.shape
         ir_shape = (shape[0], shape[2], shape[3], shape[1])
-        acc = imp.emit("ADD", [acc, imp.nhwc(chain)], ir_shape, add_options, f"{add.output[0]}_sum{k}")
+        acc = imp.emit("ADD", [acc, imp.nhwc(chain)], ir_shape, add_options, f"{add.output[0]}_residual{k}")
     if bias is not None:
         acc = imp.emit(
             "ADD", [acc, imp.const(bias.reshape(m).astype(np.float32), "bias")], ir_shape, add_options, add.output[0]
