@@ -22,14 +22,17 @@ from microcompiler.project import run_on_board
         (8, 16, 3, 1, True),
         (48, 16, 1, 2, False),
         (160, 16, 1, 1, True),
+        (40, 16, 3, 1, True),
+        (144, 16, 1, 1, False),
         (16, 8, 3, 1, True),
         (16, 24, 3, 1, False),
     ],
 )
 def test_conv_with_residual_add_bit_for_bit(tmp_path, channels, out, kernel, stride, conv_first):
-    """One chain (16 channels; a 1x1 Conv of up to 128), several (32, 160 channels: blocks of 16 or 128,
-    8 channels: one per channel), the Conv as the Add's first or second input, stride 2 (the shortcut of
-    ResNet-8's stacks), output channels that are not a multiple of 16 (NCHWc pads them)."""
+    """One chain (16 channels; a 1x1 Conv of up to 128), several (32, 160, 144 channels: blocks of 16 or
+    128; 8 channels: one per channel; 40: a last block of 8, padded), the Conv as the Add's first or second
+    input, stride 2 (the shortcut of ResNet-8's stacks), output channels that are not a multiple of 16
+    (NCHWc pads them)."""
     rng = np.random.default_rng(channels + kernel + out)
     size = 8
     pad = kernel // 2

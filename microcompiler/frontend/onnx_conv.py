@@ -193,8 +193,10 @@ _NCHWC_MAKERS = frozenset({"Conv", "Relu", "Add", "MaxPool", "AveragePool", "Glo
 def conv_with_sum(imp, add, conv_node, conv_ins, conv_attrs, total, convert) -> Any:
     """ONNX Runtime's Conv fused with a residual Add (MLAS's NCHWc kernel with a Sum input): the output
     starts at the Sum, each chain of mlas_order (from 0) is added to it in turn, then the bias. Each chain
-    is the Conv of that chain's input channels alone (the other weights 0: a fused multiply-add of 0
-    leaves a chain as it is), without a bias; ``convert`` is the float Conv converter."""
+    is the Conv (``convert``, the float Conv converter) of that chain's input channels alone, without a
+    bias: a GATHER of those channels where there are several chains. A last block of fewer than 16
+    channels takes the 16 channels that end it, the weights of those before it 0 (a fused multiply-add
+    of 0 leaves a chain as it is; MLAS pads the block with zeros after it)."""
     x, wv = conv_ins[0], conv_ins[1]
     w = wv.const.astype(np.float32)
     bias = conv_ins[2].const if len(conv_ins) > 2 and conv_ins[2] else None
@@ -203,12 +205,23 @@ def conv_with_sum(imp, add, conv_node, conv_ins, conv_attrs, total, convert) -> 
     acc = imp.nhwc(total)
     add_options = {"activation": "NONE", "pot_scale_int16": True}
     shape: tuple[int, ...] = ()
-    for k in range(-(-c // step)):
-        part = w if step >= c else np.where((np.arange(c) // step == k)[None, :, None, None], w, np.float32(0))
+    for k, c0 in enumerate(range(0, c, step)):
+        lo, hi = c0, min(c0 + step, c)
+        if hi - lo < NCHWC_BLOCK <= c and step > 1:
+            lo = hi - NCHWC_BLOCK
+        part = w[:, lo:hi].copy()
+        part[:, : c0 - lo] = 0
+        source = x
+        if hi - lo < c:
+            channels = imp.const(np.arange(lo, hi, dtype=np.int32), "channels", "int32")
+            ir = (x.shape[0], x.shape[2], x.shape[3], hi - lo)
+            name = f"{conv_node.output[0]}_channels{k}"
+            gathered = imp.emit("GATHER", [imp.nhwc(x), channels], ir, {"axis": 3, "batch_dims": 0}, name)
+            source = _Value((x.shape[0], hi - lo, x.shape[2], x.shape[3]), tensor=gathered, nhwc=True)
         chain_node = type(conv_node)()
         chain_node.CopyFrom(conv_node)
         chain_node.output[0] = f"{conv_node.output[0]}_chain{k}"
-        chain = convert(imp, chain_node, [x, _Value(w.shape, const=part)], conv_attrs)[0]
+        chain = convert(imp, chain_node, [source, _Value(part.shape, const=part)], conv_attrs)[0]
         shape = chain.shape
         ir_shape = (shape[0], shape[2], shape[3], shape[1])
         acc = imp.emit("ADD", [acc, imp.nhwc(chain)], ir_shape, add_options, f"{add.output[0]}_residual{k}")
