@@ -14,7 +14,9 @@ are not test dependencies: the tests read the committed files.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,7 +30,11 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "models" / "onnx"
 # leaves a QuantizeLinear with two DequantizeLinear readers (a value read twice) in int8, and its Conv
 # selector refuses int8 activations there: those Convs stay float32 between DQ and Q (docs/onnx.md).
 # DedicatedQDQPair does not help (one QuantizeLinear per reader: the producer then has two).
-UINT8_ACTIVATIONS = ("resnet8",)
+UINT8_ACTIVATIONS = ("resnet8", "mobilenet_v2_035_96")
+# Pre-processed with ONNX Runtime's quant_pre_process (its recommended step before quantize_static: its
+# basic graph optimizations fold tf2onnx's BatchNorm Mul/Add into the Convs before them, and Pads into the
+# Convs), so that no QLinearMul by a per-channel constant is left between the fused Convs.
+PREPROCESS = ("mobilenet_v2_035_96",)
 
 
 def models():
@@ -135,8 +141,14 @@ def build(out: Path, only: list[str] | None = None) -> None:
             def get_next(self):
                 return next(self.samples, None)
 
+        source = float_path
+        if name in PREPROCESS:
+            from onnxruntime.quantization.shape_inference import quant_pre_process
+
+            source = Path(tempfile.mkdtemp(prefix="onnx-models-")) / f"{name}_preprocessed.onnx"
+            quant_pre_process(str(float_path), str(source), skip_symbolic_shape=True)
         quantize_static(
-            str(float_path),
+            str(source),
             str(out / f"{name}_qdq_int8.onnx"),
             Calibration(rng.standard_normal((32, 1, *shape)).astype(np.float32)),
             quant_format=QuantFormat.QDQ,
@@ -144,6 +156,8 @@ def build(out: Path, only: list[str] | None = None) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,
         )
+        if source != float_path:
+            shutil.rmtree(source.parent)
         print(f"wrote {float_path.name} and {name}_qdq_int8.onnx", file=sys.stderr)
 
 

@@ -212,13 +212,15 @@ def test_qlinear_concat_sigmoid_leaky_relu(tmp_path):
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("name", ["ds_cnn", "resnet8"])
+@pytest.mark.parametrize("name", ["ds_cnn", "resnet8", "small_cnn"])
 def test_boards_equal_the_host(tmp_path, name):
-    """ds_cnn_qdq_int8 and resnet8_qdq_int8 (QLinearAdd's fused multiply-adds) on the Cortex-M4 (FPU; im2col, channels4, planes and rows4 with the DSP extension),
-    the Cortex-M55 (FPU, Helium; the same DSP kernels) and the Cortex-M3 (no FPU: soft-float): the host's bits."""
+    """ds_cnn_qdq_int8, resnet8_qdq_int8 (QLinearAdd's fused multiply-adds) and small_cnn_qdq_int8 (a
+    float Conv ONNX Runtime leaves between DQ and Q) on the Cortex-M4 (FPU; im2col, channels4, planes and
+    rows4 with the DSP extension), the Cortex-M55 (FPU, Helium; the same DSP kernels) and the Cortex-M3
+    (no FPU: soft-float): the host's bits."""
     path = MODELS / f"{name}_qdq_int8.onnx"
     lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=1)
-    shape = (1, 49, 10, 1) if name == "ds_cnn" else (1, 32, 32, 3)
+    shape = tuple(d if isinstance(d, int) else 1 for d in session(path).get_inputs()[0].shape)
     inputs = [(np.random.default_rng(0).standard_normal(shape) * 3).astype(np.float32)]
     host = HostProgram(lib, tmp_path / "again").run([inputs])[0].outputs
     assert_same_bits(host[0], session(path).run(None, {"input": inputs[0]})[0], "host vs ONNX Runtime")
@@ -230,7 +232,8 @@ def test_boards_equal_the_host(tmp_path, name):
 @pytest.mark.long
 def test_mobilenet_v2_features_bit_for_bit(tmp_path):
     """MobileNetV2-0.35 (96x96) up to its pooled features (its 2-class softmax of random weights hardly
-    moves): QLinearConv, the BatchNorm tables, QLinearAdd, the Pads, float Convs ONNX Runtime leaves."""
+    moves): pre-processed and quantized with uint8 activations (scripts/onnx_models.py), all 52 Convs
+    QLinearConv, and QLinearAdd."""
     from microcompiler.compiler import compile_model
 
     full = onnx.load(MODELS / "mobilenet_v2_035_96_qdq_int8.onnx")
@@ -244,7 +247,8 @@ def test_mobilenet_v2_features_bit_for_bit(tmp_path):
     theirs = [session(path).run(None, {"input": s[0]}) for s in sets]
     _check_bits(lib, ours, theirs, "mobilenet_v2_035_96 features")
     kinds = {op.kind for op in lib.graph.operators}
-    assert {"PAD", "MC_TABLE_CHANNELS_INT8", "MC_QLINEAR_ADD_INT8", "DEPTHWISE_CONV_2D"} <= kinds, kinds
+    assert {"CONV_2D", "MC_QLINEAR_ADD_INT8", "DEPTHWISE_CONV_2D"} <= kinds and "GATHER" not in kinds, kinds
+    assert all(op.options.get("requant") == "float" for op in lib.graph.operators if "CONV" in op.kind)
 
 
 @pytest.mark.long
