@@ -14,7 +14,9 @@ are not test dependencies: the tests read the committed files.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -23,6 +25,16 @@ from tool_venv import ensure_venv  # noqa: E402
 REQUIREMENTS = ["tensorflow-cpu==2.21.0", "tf2onnx==1.17.0", "onnx==1.23.2", "onnxruntime==1.32.0"]
 DEFAULT_VENV = Path.home() / ".cache" / "microcompiler" / "onnx-tools-venv"
 OUT = Path(__file__).resolve().parents[1] / "tests" / "models" / "onnx"
+# Models with residual connections: quantized with uint8 activations (quantize_static's default), so that
+# ONNX Runtime fuses every Conv into QLinearConv on x86. With int8 activations its QDQS8ToU8Transformer
+# leaves a QuantizeLinear with two DequantizeLinear readers (a value read twice) in int8, and its Conv
+# selector refuses int8 activations there: those Convs stay float32 between DQ and Q (docs/onnx.md).
+# DedicatedQDQPair does not help (one QuantizeLinear per reader: the producer then has two).
+UINT8_ACTIVATIONS = ("resnet8", "mobilenet_v2_035_96")
+# Pre-processed with ONNX Runtime's quant_pre_process (its recommended step before quantize_static: its
+# basic graph optimizations fold tf2onnx's BatchNorm Mul/Add into the Convs before them, and Pads into the
+# Convs), so that no QLinearMul by a per-channel constant is left between the fused Convs.
+PREPROCESS = ("mobilenet_v2_035_96",)
 
 
 def models():
@@ -129,19 +141,27 @@ def build(out: Path, only: list[str] | None = None) -> None:
             def get_next(self):
                 return next(self.samples, None)
 
+        source = float_path
+        if name in PREPROCESS:
+            from onnxruntime.quantization.shape_inference import quant_pre_process
+
+            source = Path(tempfile.mkdtemp(prefix="onnx-models-")) / f"{name}_preprocessed.onnx"
+            quant_pre_process(str(float_path), str(source), skip_symbolic_shape=True)
         quantize_static(
-            str(float_path),
+            str(source),
             str(out / f"{name}_qdq_int8.onnx"),
             Calibration(rng.standard_normal((32, 1, *shape)).astype(np.float32)),
             quant_format=QuantFormat.QDQ,
-            activation_type=QuantType.QInt8,
+            activation_type=QuantType.QUInt8 if name in UINT8_ACTIVATIONS else QuantType.QInt8,
             weight_type=QuantType.QInt8,
             per_channel=True,
         )
+        if source != float_path:
+            shutil.rmtree(source.parent)
         print(f"wrote {float_path.name} and {name}_qdq_int8.onnx", file=sys.stderr)
 
 
-def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
+def tflite_twin(out: Path, names: list[str]) -> None:
     """``<name>_int8_twin.tflite``: the same Keras model, weights and BatchNorm statistics as build() gives
     it, converted by the TFLite converter to int8 (int8 input and output) with the same 32 calibration
     samples: what the QDQ model's speed is compared with (docs/onnx.md, issue 36)."""
@@ -157,8 +177,9 @@ def tflite_twin(out: Path, name: str = "ds_cnn") -> None:
                 layer.set_weights(
                     [rng.uniform(0.5, 1.5, n), rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), rng.uniform(0.5, 2, n)]
                 )
-        if model_name != name:
+        if model_name not in names:
             continue
+        name = model_name
         calibration = rng.standard_normal((32, 1, *shape)).astype(np.float32)
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -176,7 +197,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default: tests/models/onnx)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build only these models (default: all)")
     parser.add_argument(
-        "--tflite-twin", metavar="NAME", help="write only NAME's int8 TFLite twin (the speed comparison's)"
+        "--tflite-twin",
+        nargs="+",
+        metavar="NAME",
+        help="write only these models' int8 TFLite twins (the speed comparison's)",
     )
     args = parser.parse_args(argv)
     ensure_venv(

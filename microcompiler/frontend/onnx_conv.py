@@ -161,3 +161,72 @@ def fold_conv_mul_add(imp) -> None:
         kept = [n for n in nodes if id(n) not in dropped]
         del g.node[:]
         g.node.extend(kept)
+
+
+def find_residual_adds(imp) -> dict[str, tuple[str, int]]:
+    """Add output -> (the Conv output it is fused with, which input of the Add that Conv is), where ONNX
+    Runtime's NchwcTransformer fuses the Add into the Conv before it (TransformAdd): of the Add's two
+    inputs, the first made by a group-1 Conv read only by this Add and not fused with an activation; the
+    other input (the Conv's "Sum") made by another NCHWc operator."""
+    g = imp.model.graph
+    producers = {out: n for n in g.node for out in n.output}
+    fused: dict[str, tuple[str, int]] = {}
+    for node in g.node:
+        if node.op_type != "Add" or len(node.input) != 2 or node.domain not in ("", "ai.onnx"):
+            continue
+        for k in (0, 1):
+            conv, other = producers.get(node.input[k]), producers.get(node.input[1 - k])
+            if conv is None or other is None or conv.op_type != "Conv" or imp.readers.get(node.input[k]) != 1:
+                continue
+            group = next((a.i for a in conv.attribute if a.name == "group"), 1)
+            w = imp.values.get(conv.input[1]) if len(conv.input) > 1 else None
+            dims: tuple[int, ...] = w.const.shape if w is not None and w.const is not None else ()
+            if group == 1 and len(dims) == 4 and other.op_type in _NCHWC_MAKERS:
+                fused[node.output[0]] = (node.input[k], k)
+                break
+    return fused
+
+
+_NCHWC_MAKERS = frozenset({"Conv", "Relu", "Add", "MaxPool", "AveragePool", "GlobalAveragePool"})
+
+
+def conv_with_sum(imp, add, conv_node, conv_ins, conv_attrs, total, convert) -> Any:
+    """ONNX Runtime's Conv fused with a residual Add (MLAS's NCHWc kernel with a Sum input): the output
+    starts at the Sum, each chain of mlas_order (from 0) is added to it in turn, then the bias. Each chain
+    is the Conv (``convert``, the float Conv converter) of that chain's input channels alone, without a
+    bias: a GATHER of those channels where there are several chains. A last block of fewer than 16
+    channels takes the 16 channels that end it, the weights of those before it 0 (a fused multiply-add
+    of 0 leaves a chain as it is; MLAS pads the block with zeros after it)."""
+    x, wv = conv_ins[0], conv_ins[1]
+    w = wv.const.astype(np.float32)
+    bias = conv_ins[2].const if len(conv_ins) > 2 and conv_ins[2] else None
+    m, c, kh, kw = w.shape
+    step = mlas_chain_channels(c, kh, kw)
+    acc = imp.nhwc(total)
+    add_options = {"activation": "NONE", "pot_scale_int16": True}
+    shape: tuple[int, ...] = ()
+    for k, c0 in enumerate(range(0, c, step)):
+        lo, hi = c0, min(c0 + step, c)
+        if hi - lo < NCHWC_BLOCK <= c and step > 1:
+            lo = hi - NCHWC_BLOCK
+        part = w[:, lo:hi].copy()
+        part[:, : c0 - lo] = 0
+        source = x
+        if hi - lo < c:
+            channels = imp.const(np.arange(lo, hi, dtype=np.int32), "channels", "int32")
+            ir = (x.shape[0], x.shape[2], x.shape[3], hi - lo)
+            name = f"{conv_node.output[0]}_channels{k}"
+            gathered = imp.emit("GATHER", [imp.nhwc(x), channels], ir, {"axis": 3, "batch_dims": 0}, name)
+            source = _Value((x.shape[0], hi - lo, x.shape[2], x.shape[3]), tensor=gathered, nhwc=True)
+        chain_node = type(conv_node)()
+        chain_node.CopyFrom(conv_node)
+        chain_node.output[0] = f"{conv_node.output[0]}_chain{k}"
+        chain = convert(imp, chain_node, [source, _Value(part.shape, const=part)], conv_attrs)[0]
+        shape = chain.shape
+        ir_shape = (shape[0], shape[2], shape[3], shape[1])
+        acc = imp.emit("ADD", [acc, imp.nhwc(chain)], ir_shape, add_options, f"{add.output[0]}_residual{k}")
+    if bias is not None:
+        acc = imp.emit(
+            "ADD", [acc, imp.const(bias.reshape(m).astype(np.float32), "bias")], ir_shape, add_options, add.output[0]
+        )
+    return _Value(shape, tensor=acc, nhwc=True)

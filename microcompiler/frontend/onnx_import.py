@@ -40,6 +40,7 @@ def load_onnx(path: Path, name: str) -> Graph:
     model = read_onnx(path)
     if onnx_qdq.is_qdq(model):  # quantized: import what ONNX Runtime's optimizer makes of it
         model = onnx_qdq.ort_optimized(model)
+        onnx_qdq.warn_unfused_convs(model, str(path))
         onnx_qdq_tables.fuse_tables(model)  # its float Mul/Add between DQ and Q: per-channel int8 tables
         check_operators(model, onnx_qdq_tables.SUPPORTED)
         return _Importer(model, name, {**onnx_layers.CONVERTERS, **onnx_qdq_tables.CONVERTERS}).graph()
@@ -58,6 +59,9 @@ class _Importer:
         self.layouts: dict[tuple[int, bool], int] = {}  # (tensor, to NHWC) -> converted tensor
         self.readers: dict[str, int] = {}
         self.node_index = 0
+        self.residual_adds: dict[str, tuple[str, int]] = {}  # Add -> the Conv ONNX Runtime fuses it with
+        self.residual_convs: set[str] = set()
+        self.deferred: dict[str, tuple] = {}  # such a Conv's output -> (node, inputs, attributes)
         self.biasless: dict[str, Operator] = {}  # MatMul output -> its FULLY_CONNECTED, for a following Add
 
     # --- the graph --------------------------------------------------------------------------------
@@ -82,6 +86,8 @@ class _Importer:
             self.readers[o.name] = self.readers.get(o.name, 0) + 1
         onnx_layers.fold_batch_norms(self)
         onnx_conv.fold_conv_mul_add(self)
+        self.residual_adds = onnx_conv.find_residual_adds(self)
+        self.residual_convs = {conv for conv, _ in self.residual_adds.values()}
         for k, node in enumerate(g.node):
             self.node_index = k
             self.convert(node)

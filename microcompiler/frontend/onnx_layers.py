@@ -88,6 +88,9 @@ def conv(imp, node, ins, attrs):
     if group < 1 or c != cg * group or m % group or (bias is not None and bias.shape != (m,)):
         raise UnsupportedModelError(f"{imp.where(node)}: weights {list(w.shape)} do not fit input {list(x.shape)}")
     in_hw, strides, dilations, pads, out = _window(imp, node, attrs, x, [kh, kw])
+    if group == 1 and node.output[0] in imp.residual_convs:  # computed with its residual Add (binary)
+        imp.deferred[node.output[0]] = (node, ins, attrs)
+        return [_Value((x.shape[0], m, out[0], out[1]))]
     if group == 1:  # ONNX Runtime's summation order (onnx_conv.py), unless the patches are too large
         geometry = dict(strides=strides, dilations=dilations, pads=pads, out=out)
         exact = onnx_conv.exact_conv(imp, node, x, w, bias, geometry)
@@ -122,6 +125,11 @@ def conv(imp, node, ins, attrs):
         f"{imp.where(node)} is a grouped convolution (group={group}, {c} input channels); microcompiler imports "
         "group=1 and depthwise (group = input channels) convolutions"
     )
+
+
+def _convert_conv(imp, node, ins, attrs):
+    imp.residual_convs.discard(node.output[0])
+    return conv(imp, node, ins, attrs)[0]
 
 
 def pool(imp, node, ins, attrs):
@@ -216,6 +224,14 @@ _BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "DIV"}
 
 def binary(imp, node, ins, attrs):
     a, b = ins
+    fused = imp.residual_adds.get(node.output[0]) if node.op_type == "Add" else None
+    if fused is not None:  # ONNX Runtime's Conv with a Sum input (onnx_conv.conv_with_sum)
+        conv_node, conv_ins, conv_attrs = imp.deferred.pop(fused[0])
+        if a.shape == b.shape:
+            return [onnx_conv.conv_with_sum(imp, node, conv_node, conv_ins, conv_attrs, ins[1 - fused[1]], conv)]
+        ins = list(ins)  # not an Add ONNX Runtime fuses: the Conv on its own
+        ins[fused[1]] = _convert_conv(imp, conv_node, conv_ins, conv_attrs)
+        a, b = ins
     for v in (a, b):
         imp.float_input(v, node)
     fc = imp.biasless.pop(node.input[0], None) if node.op_type == "Add" else None

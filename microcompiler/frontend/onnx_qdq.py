@@ -20,6 +20,7 @@ Every other operator of the optimized graph is a float32 operator of the float f
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,31 @@ def ort_optimized(model: Any) -> Any:
                 f"ONNX Runtime cannot load the quantized model ({printable(first)}); check it with onnxruntime first"
             ) from None
         return onnx.load(str(target))
+
+
+_WARNED: set[str] = set()
+
+
+def warn_unfused_convs(model: Any, where: str) -> None:
+    """One stderr line (once per model and process) when ONNX Runtime's optimized graph ``model`` keeps
+    Convs in float32 between DequantizeLinear and QuantizeLinear: computed exactly, but slowly."""
+    produced = {out: n.op_type for n in model.graph.node for out in n.output}
+    convs = [n for n in model.graph.node if n.op_type in ("Conv", "QLinearConv")]
+    unfused = [n for n in convs if n.op_type == "Conv" and produced.get(n.input[0]) == "DequantizeLinear"]
+    if not unfused or where in _WARNED:
+        return
+    _WARNED.add(where)
+    line = (
+        f"microcompiler: warning: {printable(where)}: ONNX Runtime leaves {len(unfused)} of its {len(convs)} Convs "
+        "in float32 between DequantizeLinear and QuantizeLinear (int8 activations read by two operators); they "
+        "are computed as it computes them, slowly. Quantize with quantize_static(..., "
+        "activation_type=QuantType.QUInt8) to have every Conv fused into QLinearConv (extra_options "
+        "DedicatedQDQPair does not fuse them)"
+    )
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _param(imp, node, v: _Value | None, what: str) -> np.ndarray:
@@ -145,7 +171,10 @@ def dequantize(imp, node, ins, attrs):
     want = _quant(imp, node, ins[1], ins[2] if len(ins) > 2 else None, "input")
     if (want.scale, want.zero_point) != (quant.scale, quant.zero_point):  # a reinterpretation: not from ORT
         imp.tensors[x.tensor].quant = want
-    out = imp.emit("DEQUANTIZE", [x.tensor], imp.tensors[x.tensor].shape, {}, node.output[0])
+    shape = imp.tensors[x.tensor].shape
+    # from 64 values on, a table of the 256 results (1 KB of flash): one load per value instead of a conversion
+    options = {"table": True} if int(np.prod(shape)) >= 64 else {}
+    out = imp.emit("DEQUANTIZE", [x.tensor], shape, options, node.output[0])
     return [_Value(x.shape, tensor=out, nhwc=x.nhwc)]
 
 
@@ -310,6 +339,9 @@ def qlinear_average_pool(imp, node, ins, attrs):
     y_q = _quant(imp, node, ys, yzp, "output")
     kernel = [int(k) for k in attrs.get("kernel_shape", [])]
     in_hw, strides, dilations, pads, out = _window(imp, node, attrs, x, kernel)
+    if list(in_hw) == kernel and not any(pads):
+        # ONNX Runtime's kernel falls back to its global average pool when the window is the whole image
+        return qlinear_global_average_pool(imp, node, ins, {})
     if dilations != [1, 1] or int(attrs.get("ceil_mode", 0)):
         raise UnsupportedModelError(f"{imp.where(node)}: dilations and ceil_mode are not supported yet")
     options = dict(filter_h=kernel[0], filter_w=kernel[1], stride_h=strides[0], stride_w=strides[1])

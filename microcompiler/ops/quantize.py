@@ -23,6 +23,8 @@ TFLM semantics replicated:
 
 from __future__ import annotations
 
+import numpy as np
+
 from microcompiler.ops.activation import per_tensor
 from microcompiler.ops.base import OpKernel, register, require, require_consistent, require_elementwise
 from microcompiler.ops.lut import render_int8_table
@@ -96,6 +98,13 @@ class Quantize(OpKernel):
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if op.kind == "DEQUANTIZE":
             scale, zp = x.quant.single()
+            if op.options.get("table") and x.dtype == "int8":  # ONNX's DequantizeLinear (frontend/onnx_qdq.py)
+                q = np.arange(-128, 128, dtype=np.int32)
+                table = np.float32(scale) * (q - zp).astype(np.float32)  # the loop's float32 product
+                name = ctx.const(
+                    "dequantized", table.astype(np.float32), comment=f"{scale!r} * (q - {zp}), q = -128..127"
+                )
+                return ctx.render("dequantize_table.c.j2", table=name, **values)
             return ctx.render("dequantize.c.j2", scale=c_float(scale), offset=offset_term(-zp), **values)
         out_scale, out_zp = y.quant.single()
         type_min, type_max = INT_RANGES[y.dtype]

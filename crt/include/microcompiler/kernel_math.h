@@ -90,9 +90,52 @@ static inline int32_t mc_quantize_even_s8(float x, float scale, int32_t zero_poi
   __asm__("ssat %0, #8, %1" : "=r"(i) : "r"(i));
   return i;
 }
+/* The quotient's rounding and saturation of mc_quantize_even_s8, for a quotient that is not a NaN. */
+static inline int32_t mc_quantize_even_s8_q(float q, int32_t zero_point) {
+  float r;
+  int32_t i;
+  __asm__("vcvtr.s32.f32 %0, %1" : "=t"(r) : "t"(q));
+  __asm__("vmov %0, %1" : "=r"(i) : "t"(r));
+  if (zero_point != 0) __asm__("qadd %0, %1, %2" : "=r"(i) : "r"(i), "r"(zero_point));
+  __asm__("ssat %0, #8, %1" : "=r"(i) : "r"(i));
+  return i;
+}
+
+/* Eight values of mc_quantize_even_s8 (the same operations on each): one NaN test for the eight (the
+   quotients' sum is NaN when one is; inf - inf too, a false alarm that takes the one-at-a-time path).
+   One STRB each (GCC would merge the stores into words with a BFI per byte). */
+static inline void mc_quantize_even_s8_x8(const float* x, int8_t* y, float scale, int32_t zero_point) {
+  /* the eight loaded by one VLDMIA (GCC loads them one VLDR at a time) */
+  register float x0 __asm__("s0"), x1 __asm__("s1"), x2 __asm__("s2"), x3 __asm__("s3");
+  register float x4 __asm__("s4"), x5 __asm__("s5"), x6 __asm__("s6"), x7 __asm__("s7");
+  __asm__("vldmia %8, {s0-s7}"
+          : "=t"(x0), "=t"(x1), "=t"(x2), "=t"(x3), "=t"(x4), "=t"(x5), "=t"(x6), "=t"(x7)
+          : "r"(x), "m"(*(const float(*)[8])x));
+  const float q0 = x0 / scale, q1 = x1 / scale, q2 = x2 / scale, q3 = x3 / scale;
+  const float q4 = x4 / scale, q5 = x5 / scale, q6 = x6 / scale, q7 = x7 / scale;
+  const float sum = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7));
+  int k;
+  if (sum != sum) {
+    for (k = 0; k < 8; ++k) y[k] = (int8_t)mc_quantize_even_s8(x[k], scale, zero_point);
+    return;
+  }
+  __asm__("strb %1, %0" : "=m"(y[0]) : "r"(mc_quantize_even_s8_q(q0, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[1]) : "r"(mc_quantize_even_s8_q(q1, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[2]) : "r"(mc_quantize_even_s8_q(q2, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[3]) : "r"(mc_quantize_even_s8_q(q3, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[4]) : "r"(mc_quantize_even_s8_q(q4, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[5]) : "r"(mc_quantize_even_s8_q(q5, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[6]) : "r"(mc_quantize_even_s8_q(q6, zero_point)));
+  __asm__("strb %1, %0" : "=m"(y[7]) : "r"(mc_quantize_even_s8_q(q7, zero_point)));
+}
 #else
 static inline int32_t mc_quantize_even_s8(float x, float scale, int32_t zero_point) {
   return mc_round_even_clamped(x / scale, (float)(-128 - zero_point), (float)(127 - zero_point)) + zero_point;
+}
+
+static inline void mc_quantize_even_s8_x8(const float* x, int8_t* y, float scale, int32_t zero_point) {
+  int k;
+  for (k = 0; k < 8; ++k) y[k] = (int8_t)mc_quantize_even_s8(x[k], scale, zero_point);
 }
 #endif
 
