@@ -104,6 +104,16 @@ def packed_fits(r: PlanRequest) -> bool:
     )
 
 
+def _packed_layers(r: PlanRequest) -> int:
+    """How many CONV_2D layers of the model take the packed kernel on this core (untuned)."""
+    n = 0
+    for op in r.graph.operators:
+        if op.kind == "CONV_2D":
+            q = PlanRequest(op, r.graph, r.features)
+            n += int(packed_fits(q) and not pointwise_fits(q) and not float_blocks_fits(q) and not helium_fits(q))
+    return n
+
+
 def pixel_fits(r: PlanRequest) -> bool:
     """int8 with constant weights (grouped, or a column buffer too large for im2col)."""
     return r.dtype == "int8" and _constant(r)
@@ -150,7 +160,7 @@ CHOICES = (
     Choice(float_blocks_fits, lambda r: float_blocks.plan(geometry(r.op, r.graph), r.features)),
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
     Choice(pointwise_fits, lambda r: pointwise.plan(r.op, r.graph)),
-    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph)),
+    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph, _packed_layers(r))),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
     Choice(
