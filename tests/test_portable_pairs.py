@@ -62,7 +62,8 @@ def test_fully_connected_pairs_both_paths(tmp_path, units, depth, batches):
 @pytest.mark.parametrize(
     "units,depth,batches,per_channel",
     [
-        pytest.param(32, 32, 16, False, id="transformer"),
+        pytest.param(32, 32, 16, True, id="transformer"),
+        pytest.param(8, 160, 4, False, id="per-tensor"),
         pytest.param(6, 203, 3, True, id="odd-batches-rows-tail"),
         pytest.param(16, 64, 2, False, id="two"),
     ],
@@ -75,7 +76,10 @@ def test_fully_connected_rows2_both_paths(tmp_path, units, depth, batches, per_c
     lib = assert_matches_oracle(model, tmp_path / "long", n_inputs=3, sanitize=batches == 3)
     kernel = kernel_of(lib)
     assert kernel["extract"] == "interleaved" and kernel["lane"] > 0 and kernel["scratch_bytes"] == 4 * depth
+    # per-row requantization, rows in blocks of 4: requantized by the shared mc_fc_rows2_store
+    helper = per_channel and units % 4 == 0
     assert "mc_dot_x2r4_s8i(" in lib.files["src/model_ops.c"]
+    assert ("mc_fc_rows2_store(" in lib.files["src/model_ops.c"]) == helper
     _without_long_multiply(model, tmp_path / "int32", "rows4")
 
 

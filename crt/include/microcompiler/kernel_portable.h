@@ -367,6 +367,28 @@ MC_HELPER_FN void mc_dot_x2r4_s8i(const int32_t* X, const int8_t* w, int32_t n, 
 }
 #undef MC_X2R4_UP
 #undef MC_X2R4_DOWN
+/* FULLY_CONNECTED, two batch rows at a time (the layer's constants in one mc_fc_rows2, per-row
+ * requantization): the two-lane sums acc of output rows o..o + 3 (mc_dot_x2r4_s8i on both rows'
+ * packed inputs) requantized (mc_requant_fast), clamped to [lo, hi] and stored into y0, y1. One copy
+ * per file. */
+typedef struct {
+  const int32_t *bias, *multiplier, *c, *r; /* per row; the bias with the input zero point folded in */
+  int32_t lane, lo, hi;
+} mc_fc_rows2;
+MC_HELPER_FN void mc_fc_rows2_store(const int64_t* acc, int32_t o, int8_t* y0, int8_t* y1, const mc_fc_rows2* p) {
+  const int32_t lane = p->lane;
+  int32_t j;
+  for (j = 0; j < 4; ++j) {
+    const int32_t i = o + j, m = p->multiplier[i], c = p->c[i], r = p->r[i];
+    const uint32_t b = (uint32_t)p->bias[i];
+    const int32_t s0 = MC_LANE0(acc[j], lane), s1 = MC_LANE1(acc[j], s0, lane);
+    const int32_t t0 = mc_requant_fast((int32_t)(b + (uint32_t)s0), m, c, r);
+    const int32_t t1 = mc_requant_fast((int32_t)(b + (uint32_t)s1), m, c, r);
+    y0[i] = (int8_t)MC_CLAMP(t0, p->lo, p->hi);
+    y1[i] = (int8_t)MC_CLAMP(t1, p->lo, p->hi);
+  }
+}
+
 #endif
 
 /* ---- Two output rows per multiply: FULLY_CONNECTED "pairs" (one input vector) -------------------
