@@ -105,12 +105,16 @@ def packed_fits(r: PlanRequest) -> bool:
 
 
 def _packed_layers(r: PlanRequest) -> int:
-    """How many CONV_2D layers of the model take the packed kernel on this core (untuned)."""
+    """About how many CONV_2D layers of the model take the packed kernel on this core: the int8 ones
+    of one group with constant weights that are not 1x1 with stride 1 and no padding (cheap checks
+    only: the weights' bounds of packed.fits are not computed for every layer)."""
     n = 0
     for op in r.graph.operators:
         if op.kind == "CONV_2D":
             q = PlanRequest(op, r.graph, r.features)
-            n += int(packed_fits(q) and not pointwise_fits(q) and not float_blocks_fits(q) and not helium_fits(q))
+            if q.dtype == "int8" and _one_group(q) and _constant(q):
+                g = geometry(op, r.graph)
+                n += int((g.k_h, g.k_w, g.pad_h, g.pad_w) != (1, 1, 0, 0) or (g.out_h, g.out_w) != (g.in_h, g.in_w))
     return n
 
 

@@ -314,7 +314,10 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input, two rows per SMLAL
     ("pairs", mc_dot_r4_s8p: 1.75 instructions per MAC on the Cortex-M3, where _pairs_pays; else, or
     {"extract": "interleaved"}: mc_dot_r4_s8i, 2.4) where the partial sums fit int32 and the layer has
-    at least INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
+    at least INTERLEAVED_MIN_WEIGHTS weights, else row by row. Two batch rows or more (and a lane
+    width from the weights, conv_2d_pointwise.lane_bits): interleaved with the knob ``lane``, two rows
+    per SMLAL with the long multiply (their inputs packed into depth words of scratch,
+    mc_dot_x2r4_s8i: 1.28 per MAC in its loop), unless tuned to {"extract": "pairs"}."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
     sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
