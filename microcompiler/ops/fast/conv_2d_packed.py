@@ -2,7 +2,7 @@
 conv_2d_packed.c.j2) for any kernel, stride, dilation and padding. Per pair of output pixels (raster
 order), with the long multiply (Armv7-M, the host) both pixels' taps are packed per input word
 (x0 + x1 * 2^L, conv_2d_pointwise.lane_bits) into the scratch straight from the input by one helper
-of kernel_portable.h (mc_pack2_pair_s8, the layer's geometry a constant mc_packed_geom): where both
+of kernel_portable_runs.h (mc_pack2_pair_s8, the layer's geometry a constant mc_packed_geom): where both
 pixels are on one row and every tap inside, one run of k_w * in_c inputs per kernel row, else
 gathered tap by tap into the two patches (padding taps: the input zero point, folded into the bias), then packed -- and run 4 output channels at
 a time with one SMLAL per 2 MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
@@ -23,7 +23,7 @@ PACKED = Variant("packed", ("kernel_simd.h", "kernel_portable.h"))
 # pointers); below it (KWS's and IC's first layers: 1 and 3) the patches are gathered first, then
 # packed in one pass (the per-tap work would outweigh a tap's few inputs). Layer code ("runs" 0).
 FUSED_MIN_CHANNELS = 4
-# From this many packed layers in a model, the packing is kernel_portable.h's mc_pack2_pair_s8
+# From this many packed layers in a model, the packing is kernel_portable_runs.h's mc_pack2_pair_s8
 # ("runs" 1: one run per kernel row where both pixels are inside, the layer's geometry a constant
 # mc_packed_geom): the helpers' 0.7 KB of code is then less than the layer code they replace.
 RUNS_MIN_LAYERS = 4
@@ -77,7 +77,7 @@ def plan(op, graph, layers: int = 1) -> KernelPlan:
 
 
 def _geom(g, lane: int, zero: int, scratch: str, packed_words: int) -> str:
-    """The initializer of the layer's mc_packed_geom (kernel_portable.h): the scratch, the geometry,
+    """The initializer of the layer's mc_packed_geom (kernel_portable_runs.h): the scratch, the geometry,
     the interior (output rows y_lo..y_hi, columns x_lo..x_hi where both pixels of a pair on one row
     have every tap inside; with dilation 1 across, so that a kernel row's taps are one run), the
     input zero point and 2^lane."""
@@ -87,8 +87,8 @@ def _geom(g, lane: int, zero: int, scratch: str, packed_words: int) -> str:
     x_hi = min(g.out_w - 1, (g.in_w - 1 + g.pad_w - (g.k_w - 1)) // g.stride_w)
     if g.dil_w != 1 or x_lo + 1 > x_hi:
         y_lo, y_hi = 1, 0
-    fields = (g.in_h * g.in_w * g.in_c, 2**lane, g.in_h, g.in_w, g.in_c, g.k_h, g.k_w, g.stride_h, g.stride_w)
-    fields += (g.dil_h, g.dil_w, g.pad_h, g.pad_w, g.out_h, g.out_w, y_lo, y_hi, x_lo, x_hi, zero)
+    fields = [g.in_h * g.in_w * g.in_c, 2**lane, g.in_h, g.in_w, g.in_c, g.k_h, g.k_w, g.stride_h, g.stride_w]
+    fields += [g.dil_h, g.dil_w, g.pad_h, g.pad_w, g.out_h, g.out_w, y_lo, y_hi, x_lo, x_hi, zero]
     pointers = f"{scratch}, (int8_t*)({scratch} + {packed_words})"
     return pointers + ", " + ", ".join(str(int(v)) for v in fields)
 
