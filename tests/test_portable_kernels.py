@@ -16,7 +16,10 @@ from test_op_conv_2d import conv_model
 
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
+from microcompiler.ops.fast import conv_2d_packed as packed
+from microcompiler.ops.fast.conv_2d_packed import _geom
 from microcompiler.ops.fast.conv_2d_pointwise import MAX_LANE_BITS, lane_bits
+from microcompiler.ops.geometry import ConvGeometry
 
 PACKED_CASES = {
     "3x3_same_border_odd": dict(hwc=(5, 3, 4), out_c=8, input_zp=100, activation="RELU6"),
@@ -25,6 +28,12 @@ PACKED_CASES = {
     "10x4_s2_c1": dict(hwc=(13, 10, 1), kernel=(10, 4), out_c=8, stride=(2, 2), input_zp=83, activation="RELU"),
     "5x3_s3_batch2": dict(hwc=(8, 7, 4), kernel=(5, 3), out_c=4, stride=(3, 2), batches=2, output_zp=-100),
     "3x3_c3_k27": dict(hwc=(6, 5, 3), out_c=16, input_zp=-128, activation="RELU"),  # K % 4 = 3: the head loop
+    # with an interior (mc_pack2_pair_s8: one run per kernel row where both pixels are inside)
+    "3x3_c3_interior": dict(hwc=(9, 10, 3), out_c=8, input_zp=-128, activation="RELU"),
+    "3x3_c5_odd_rows_straddled": dict(hwc=(9, 9, 5), out_c=4, input_zp=7, activation="RELU6"),
+    "3x3_s2_c8_interior": dict(hwc=(11, 12, 8), out_c=8, stride=(2, 2), output_zp=5),
+    "3x3_dilated_h_interior": dict(hwc=(12, 10, 4), out_c=4, dilation=(2, 1), input_zp=-3),
+    "3x3_valid_batch2": dict(hwc=(7, 8, 2), out_c=4, padding="VALID", batches=2, input_zp=50),
 }
 POINTWISE_CASES = {
     "odd_pixels": dict(hwc=(3, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", activation="RELU", input_zp=-128),
@@ -36,14 +45,20 @@ def kernel_of(lib):
     return lib.metadata["operators"][0]["kernel"]
 
 
+@pytest.mark.parametrize("runs", [0, 1])
 @pytest.mark.parametrize("case", list(PACKED_CASES))
-def test_conv_packed_matches_tflm(tmp_path, case):
+def test_conv_packed_matches_tflm(tmp_path, monkeypatch, case, runs):
+    """Both packings: the layer's own code (runs 0) and kernel_portable.h's mc_pack2_pair_s8 (runs 1:
+    what a model with RUNS_MIN_LAYERS packed layers takes)."""
+    monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1 if runs else 2)
     lib = assert_matches_oracle(
         conv_model(**PACKED_CASES[case]), tmp_path, n_inputs=3, sanitize=case == "3x3_same_border_odd"
     )
     kernel = kernel_of(lib)
     assert kernel["variant"] == "packed" and kernel["isa"] == "c" and 0 < kernel["lane"] <= MAX_LANE_BITS
+    assert kernel["runs"] == runs
     assert "mc_dot_x2r4_s8i(" in lib.files["src/model_ops.c"]
+    assert ("mc_pack2_pair_s8(" in lib.files["src/model_ops.c"]) == bool(runs)
 
 
 def _without_long_multiply(model: bytes, tmp_path: Path, variant: str) -> None:
@@ -58,8 +73,10 @@ def _without_long_multiply(model: bytes, tmp_path: Path, variant: str) -> None:
         assert np.array_equal(got.outputs[0], want[0].reshape(got.outputs[0].shape))
 
 
-@pytest.mark.parametrize("case", ["3x3_same_border_odd", "10x4_s2_c1"])
-def test_conv_packed_without_long_multiply(tmp_path, case):
+@pytest.mark.parametrize("runs", [0, 1])
+@pytest.mark.parametrize("case", ["3x3_same_border_odd", "10x4_s2_c1", "3x3_c5_odd_rows_straddled"])
+def test_conv_packed_without_long_multiply(tmp_path, monkeypatch, case, runs):
+    monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1 if runs else 2)
     _without_long_multiply(conv_model(**PACKED_CASES[case]), tmp_path, "packed")
 
 
@@ -127,3 +144,34 @@ def test_depthwise_rows_only_where_it_applies(tmp_path):
     assert variant(stride=(2, 2)) == variant(dilation=(2, 2)) == "rows"
     assert variant(depth_multiplier=2) == "rows"
     assert variant(features=frozenset({"dsp"})) != "rows"
+
+
+@pytest.mark.parametrize(
+    "in_hw, k, stride, dil, pad, out_hw",
+    [
+        ((9, 10), (3, 3), (1, 1), (1, 1), (1, 1), (9, 10)),
+        ((11, 12), (3, 3), (2, 2), (1, 1), (0, 0), (6, 6)),  # SAME, stride 2: the extra column after
+        ((12, 10), (3, 3), (1, 1), (2, 1), (2, 1), (12, 10)),
+        ((49, 10), (10, 4), (2, 2), (1, 1), (4, 1), (25, 5)),  # KWS's first layer
+        ((9, 9), (3, 2), (1, 2), (2, 3), (2, 1), (9, 5)),  # dilation across: no interior
+        ((31, 31), (3, 3), (2, 2), (1, 1), (-2, 0), (14, 15)),  # a patch's negative padding (inside an image)
+        ((5, 3), (3, 3), (1, 1), (1, 1), (1, 1), (5, 3)),  # one column inside: no pair
+    ],
+)
+def test_packed_interior_is_exactly_the_pairs_inside(in_hw, k, stride, dil, pad, out_hw):
+    """mc_packed_geom's interior (rows y_lo..y_hi, columns x_lo..x_hi for both pixels of a pair on one
+    row) holds exactly the pairs whose every tap is inside the input (dilation 1 across; none
+    otherwise), by brute force over the output pixels."""
+    g = ConvGeometry(1, *in_hw, 4, *out_hw, 4, *k, *stride, *dil, *pad)
+    fields = [int(v) for v in _geom(g, 20, 0, "s", 0).split(", ")[2:]]
+    y_lo, y_hi, x_lo, x_hi = fields[-5:-1]
+
+    def inside(oy, ox):
+        rows = [oy * g.stride_h - g.pad_h + ky * g.dil_h for ky in range(g.k_h)]
+        cols = [ox * g.stride_w - g.pad_w + kx * g.dil_w for kx in range(g.k_w)]
+        return all(0 <= r < g.in_h for r in rows) and all(0 <= c < g.in_w for c in cols)
+
+    for oy in range(g.out_h):
+        for ox in range(g.out_w - 1):
+            want = g.dil_w == 1 and inside(oy, ox) and inside(oy, ox + 1)
+            assert (y_lo <= oy <= y_hi and x_lo <= ox and ox + 1 <= x_hi) == want, (oy, ox)

@@ -51,8 +51,35 @@ def test_fully_connected_pairs_both_paths(tmp_path, units, depth, batches):
     lanes' 24 bits), depth % 4 inputs first, rows % 4 row by row; then MC_LONG_MULTIPLY=0."""
     model = fc_model("int8", batches, depth, units, "RELU", units % 2 == 1, input_zp=-128)
     lib = assert_matches_oracle(model, tmp_path / "long", n_inputs=3, sanitize=depth == 131)
-    assert kernel_of(lib)["extract"] == "pairs" and kernel_of(lib)["isa"] == "c"
-    assert "mc_dot_r4_s8p(" in lib.files["src/model_ops.c"]
+    if batches == 1:
+        assert kernel_of(lib)["extract"] == "pairs" and kernel_of(lib)["isa"] == "c"
+        assert "mc_dot_r4_s8p(" in lib.files["src/model_ops.c"]
+    else:  # two batch rows per SMLAL instead (test_fully_connected_rows2_both_paths)
+        assert kernel_of(lib)["extract"] == "interleaved" and kernel_of(lib)["lane"] > 0
+    _without_long_multiply(model, tmp_path / "int32", "rows4")
+
+
+@pytest.mark.parametrize(
+    "units,depth,batches,per_channel",
+    [
+        pytest.param(32, 32, 16, True, id="transformer"),
+        pytest.param(8, 160, 4, False, id="per-tensor"),
+        pytest.param(6, 203, 3, True, id="odd-batches-rows-tail"),
+        pytest.param(16, 64, 2, False, id="two"),
+    ],
+)
+def test_fully_connected_rows2_both_paths(tmp_path, units, depth, batches, per_channel):
+    """Two batch rows or more: both rows' inputs packed per input word (x0 + x1 * 2^L, the scratch),
+    mc_dot_x2r4_s8i, the lanes requantized into both rows; an odd last row packed twice, rows % 4 row
+    by row for both; then MC_LONG_MULTIPLY=0 (the interleaved loop)."""
+    model = fc_model("int8", batches, depth, units, "RELU", per_channel, input_zp=7)
+    lib = assert_matches_oracle(model, tmp_path / "long", n_inputs=3, sanitize=batches == 3)
+    kernel = kernel_of(lib)
+    assert kernel["extract"] == "interleaved" and kernel["lane"] > 0 and kernel["scratch_bytes"] == 4 * depth
+    # per-row requantization, rows in blocks of 4: requantized by the shared mc_fc_rows2_store
+    helper = per_channel and units % 4 == 0
+    assert "mc_dot_x2r4_s8i(" in lib.files["src/model_ops.c"]
+    assert ("mc_fc_rows2_store(" in lib.files["src/model_ops.c"]) == helper
     _without_long_multiply(model, tmp_path / "int32", "rows4")
 
 

@@ -6,6 +6,8 @@ ops/fast/fully_connected_s16.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from microcompiler.ops import fast
@@ -14,6 +16,7 @@ from microcompiler.ops.conv_common import check_requantize_range, check_weights_
 from microcompiler.ops.fast import fully_connected_float_rows4 as float_rows4
 from microcompiler.ops.fast import fully_connected_s16 as fc_s16
 from microcompiler.ops.fast import mve as fast_mve
+from microcompiler.ops.fast.conv_2d_pointwise import lane_bits
 from microcompiler.ops.fast.fully_connected_rows4 import ROWS4, emit_rows4
 from microcompiler.ops.plan import ISA_C, ISA_DSP, REFERENCE_PLAN, Choice, KernelPlan, PlanRequest, choose
 from microcompiler.ops.quant import (
@@ -311,7 +314,10 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     offsets fit LDR's 12-bit immediate, else int8 in C: interleaved per input, two rows per SMLAL
     ("pairs", mc_dot_r4_s8p: 1.75 instructions per MAC on the Cortex-M3, where _pairs_pays; else, or
     {"extract": "interleaved"}: mc_dot_r4_s8i, 2.4) where the partial sums fit int32 and the layer has
-    at least INTERLEAVED_MIN_WEIGHTS weights, else row by row."""
+    at least INTERLEAVED_MIN_WEIGHTS weights, else row by row. Two batch rows or more (and a lane
+    width from the weights, conv_2d_pointwise.lane_bits): interleaved with the knob ``lane``, two rows
+    per SMLAL with the long multiply (their inputs packed into depth words of scratch,
+    mc_dot_x2r4_s8i: 1.28 per MAC in its loop), unless tuned to {"extract": "pairs"}."""
     depth = r.tensor(1).shape[-1]
     s16 = r.dsp and r.knob("weights") != "s8" and depth >= 4
     sxtb16 = r.dsp and not s16 and depth >= 4 and 3 * depth - 4 <= 4095
@@ -326,8 +332,14 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
     if sxtb16:
         return plan.with_knobs(extract="sxtb16")
     if not s16 and r.tensor(1).size >= INTERLEAVED_MIN_WEIGHTS and _int32_partial_sums(r):
-        extract = "pairs" if _pairs_pays(r.tensor(1), r.graph) and r.knob("extract") != "interleaved" else "interleaved"
-        return plan.with_knobs(extract=extract, unroll=4 if extract == "pairs" else 8).with_headers("kernel_portable.h")
+        # two batch rows or more: both rows' inputs packed per input word (conv_2d_pointwise's
+        # packing, depth words of scratch), one SMLAL per 2 MACs with the long multiply (mc_dot_x2r4_s8i)
+        lane = lane_bits(r.tensor(1).data.astype(np.int8).reshape(-1, depth))
+        rows2 = lane and r.tensor(0).size >= 2 * depth and r.tensor(1).shape[0] >= 4 and r.knob("extract") != "pairs"
+        pays = _pairs_pays(r.tensor(1), r.graph) and r.knob("extract") != "interleaved"
+        extract = "pairs" if pays and not rows2 else "interleaved"
+        plan = plan.with_knobs(extract=extract, unroll=4 if extract == "pairs" else 8).with_headers("kernel_portable.h")
+        return replace(plan, scratch_bytes=4 * depth).with_knobs(lane=lane) if rows2 else plan
     return plan
 
 

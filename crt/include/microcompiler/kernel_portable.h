@@ -251,9 +251,10 @@ static MC_ALWAYS_INLINE void mc_pack2_s8(int32_t* d, const int8_t* x0, const int
   } while (d != end);
 }
 
-/* S0 (the low L bits, sign-extended) and S1 (the rest) of a two-lane sum. */
+/* S0 (the low L bits, sign-extended) and S1 (the rest) of a two-lane sum: S >> L (bits L.. of S, one
+ * 64-bit shift's low word) is S1 - 1 where S0 < 0. */
 #define MC_LANE0(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) << (32 - (L_))) >> (32 - (L_)))
-#define MC_LANE1(S_, LANE0_, L_) ((int32_t)(((S_) - (int64_t)(LANE0_)) >> (L_)))
+#define MC_LANE1(S_, LANE0_, L_) ((int32_t)((uint32_t)((uint64_t)(S_) >> (L_)) - (uint32_t)((LANE0_) >> 31)))
 
 /* Four output channels against a packed column X (n words, n >= 1) with the weights interleaved per
  * input as for mc_dot_r4_s8i (w[4 k + r]): acc[r] = sum_k X[k] w[4 k + r]. Per input one LDR of X,

@@ -1,10 +1,11 @@
 """CONV_2D, int8, one group, in portable C (no DSP extension): the "packed" kernel (template
 conv_2d_packed.c.j2) for any kernel, stride, dilation and padding. Per pair of output pixels (raster
 order), with the long multiply (Armv7-M, the host) both pixels' taps are packed per input word
-(x0 + x1 * 2^L, conv_2d_pointwise.lane_bits) into the scratch -- straight from the input from
-FUSED_MIN_CHANNELS input channels, else from the two patches gathered first; padding taps read the
-input zero point, folded into the bias -- and run 4 output channels at a time with one SMLAL per 2
-MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
+(x0 + x1 * 2^L, conv_2d_pointwise.lane_bits) into the scratch straight from the input by one helper
+of kernel_portable_runs.h (mc_pack2_pair_s8, the layer's geometry a constant mc_packed_geom): where both
+pixels are on one row and every tap inside, one run of k_w * in_c inputs per kernel row, else
+gathered tap by tap into the two patches (padding taps: the input zero point, folded into the bias), then packed -- and run 4 output channels at
+a time with one SMLAL per 2 MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
 weights are interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
 """
 
@@ -20,8 +21,12 @@ from microcompiler.ops.plan import ISA_C, KernelPlan, Variant
 PACKED = Variant("packed", ("kernel_simd.h", "kernel_portable.h"))
 # From this many input channels the two pixels' taps are packed straight from the input (per tap two
 # pointers); below it (KWS's and IC's first layers: 1 and 3) the patches are gathered first, then
-# packed in one pass (the per-tap work would outweigh a tap's few inputs).
+# packed in one pass (the per-tap work would outweigh a tap's few inputs). Layer code ("runs" 0).
 FUSED_MIN_CHANNELS = 4
+# From this many packed layers in a model, the packing is kernel_portable_runs.h's mc_pack2_pair_s8
+# ("runs" 1: one run per kernel row where both pixels are inside, the layer's geometry a constant
+# mc_packed_geom): the helpers' 0.7 KB of code is then less than the layer code they replace.
+RUNS_MIN_LAYERS = 4
 
 
 def _rows(op, graph) -> np.ndarray:
@@ -31,9 +36,14 @@ def _rows(op, graph) -> np.ndarray:
 
 def fits(op, graph) -> bool:
     """Output channels in blocks of 4, symmetric weights, TFLM's requantization exact with SMMLAR,
-    every partial sum within int32 (mc_dot_r4_s8i: |folded bias| + 128 sum|w| < 2^31) and a lane
-    width for the packed sums."""
+    every partial sum within int32 (mc_dot_r4_s8i: |folded bias| + 128 sum|w| < 2^31), a lane
+    width for the packed sums and the geometry within mc_packed_geom's int16 fields."""
     g = geometry(op, graph)
+    if (
+        max(g.in_h, g.in_w, g.in_c, g.k_h * g.dil_h, g.k_w * g.dil_w, g.out_h * g.stride_h, g.out_w * g.stride_w)
+        >= 2**15
+    ):
+        return False
     x, w, y = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
     if g.out_c % 4 or w.quant is None or any(int(z) != 0 for z in w.quant.zero_point):
         return False
@@ -49,7 +59,8 @@ def _scratch_layout(g) -> tuple[int, int]:
     return k, -(-2 * k // 4)
 
 
-def plan(op, graph) -> KernelPlan:
+def plan(op, graph, layers: int = 1) -> KernelPlan:
+    """``layers``: how many of the model's layers take this kernel ("runs" from RUNS_MIN_LAYERS)."""
     g = geometry(op, graph)
     packed, patch = _scratch_layout(g)
     return KernelPlan.of(
@@ -61,7 +72,25 @@ def plan(op, graph) -> KernelPlan:
         weights="s8",
         extract="interleaved",
         lane=lane_bits(_rows(op, graph)),
+        runs=int(layers >= RUNS_MIN_LAYERS),
     )
+
+
+def _geom(g, lane: int, zero: int, scratch: str, packed_words: int) -> str:
+    """The initializer of the layer's mc_packed_geom (kernel_portable_runs.h): the scratch, the geometry,
+    the interior (output rows y_lo..y_hi, columns x_lo..x_hi where both pixels of a pair on one row
+    have every tap inside; with dilation 1 across, so that a kernel row's taps are one run), the
+    input zero point and 2^lane."""
+    y_lo = max(0, -(-g.pad_h // g.stride_h))  # (a patch's padding may be negative)
+    y_hi = min(g.out_h - 1, (g.in_h - 1 + g.pad_h - (g.k_h - 1) * g.dil_h) // g.stride_h)
+    x_lo = max(0, -(-g.pad_w // g.stride_w))  # >= 0: an odd last pixel's ox < 0 is never inside
+    x_hi = min(g.out_w - 1, (g.in_w - 1 + g.pad_w - (g.k_w - 1)) // g.stride_w)
+    if g.dil_w != 1 or x_lo + 1 > x_hi:
+        y_lo, y_hi = 1, 0
+    fields = [g.in_h * g.in_w * g.in_c, 2**lane, g.in_h, g.in_w, g.in_c, g.k_h, g.k_w, g.stride_h, g.stride_w]
+    fields += [g.dil_h, g.dil_w, g.pad_h, g.pad_w, g.out_h, g.out_w, y_lo, y_hi, x_lo, x_hi, zero]
+    pointers = f"{scratch}, (int8_t*)({scratch} + {packed_words})"
+    return pointers + ", " + ", ".join(str(int(v)) for v in fields)
 
 
 def emit(op, graph, ctx) -> str:
@@ -69,14 +98,17 @@ def emit(op, graph, ctx) -> str:
     g = geometry(op, graph)
     k = g.k_h * g.k_w * g.in_c
     values = layer_values(op, graph, ctx, f"{k} taps (ky, kx, c)")
+    scratch = ctx.scratch(ctx.plan.scratch)
     return ctx.render(
         "conv_2d_packed.c.j2",
-        scratch=ctx.scratch(ctx.plan.scratch),
+        scratch=scratch,
         packed_words=_scratch_layout(g)[0],
         K=k,
         input_offset=int(x.quant.zero_point[0]),
-        batch_bytes=g.in_h * g.in_w * g.in_c,
         fused=g.in_c >= FUSED_MIN_CHANNELS,
+        runs=ctx.plan.knob("runs", 0),
+        batch_bytes=g.in_h * g.in_w * g.in_c,
+        geom=_geom(g, ctx.plan.knob("lane", 0), int(x.quant.zero_point[0]), scratch, _scratch_layout(g)[0]),
         tap_y=f"py[t] * {g.stride_h} - {g.pad_h} + ky * {g.dil_h}",
         tap_x=f"px[t] * {g.stride_w} - {g.pad_w} + kx * {g.dil_w}",
         **g.values(),

@@ -113,7 +113,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         lanes=lanes,
         chunk_steps=chunk_steps,
         chunks=-(-steps // chunk_steps) if steps else 0,
-        scratch=ctx.scratch(plan.scratch) if lanes else None,
+        scratch=ctx.scratch(plan.scratch) if lanes or plan.knob("lane", 0) else None,
+        lane=plan.knob("lane", 0),
         s16=plan.knob("weights") == "s16" or lanes,
         sxtb16=plan.knob("extract") == "sxtb16",
         interleaved=plan.knob("extract") in ("interleaved", "pairs"),
@@ -158,5 +159,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         )
     else:
         values["requant"] = (int(mult[0]), int(c[0]), int(r[0]))
+    # two batch rows per step, requantized by kernel_portable_runs.h's mc_fc_rows2_store (the layer's
+    # constants in one struct) where it takes the layer: TFLM's requantization per row, rows by 4
+    values["rows2_helper"] = bool(values["lane"] and is_fast and per_channel and ort is None and not out_depth % 4)
     ctx.note(requant="smmlar" if is_fast else "reference")
     return ctx.render("fully_connected_rows4.c.j2", **values)

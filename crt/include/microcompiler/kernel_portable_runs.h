@@ -1,0 +1,114 @@
+/* The portable C helpers shared by the layers of a model where one copy beats each layer's own loops
+ * (cores without the DSP extension that have the long multiply: Cortex-M3, the host): the packed
+ * CONV_2D's column of two output pixels (mc_pack2_pair_s8, a layer's geometry one mc_packed_geom) and
+ * the requantization of FULLY_CONNECTED's two batch rows (mc_fc_rows2_store). Plain C99 on
+ * kernel_portable.h's two-lane sums. */
+#ifndef MICROCOMPILER_KERNEL_PORTABLE_RUNS_H_
+#define MICROCOMPILER_KERNEL_PORTABLE_RUNS_H_
+
+#include <stdint.h>
+
+#include "microcompiler/kernel_math.h"
+#include "microcompiler/kernel_portable.h"
+#include "microcompiler/kernel_simd.h"
+
+#if MC_LONG_MULTIPLY
+/* mc_pack2_s8 for mc_pack2_pair_s8 (a kernel row's run of inputs, or one tap's), the lane a variable:
+ * d[k] = x0[k] + x1[k] * unit for k < n (n >= 1, unit = 2^L: one MLA), 4 inputs per iteration
+ * (Cortex-M3: 4.75 instructions per input in the loop). */
+static MC_ALWAYS_INLINE void mc_pack2_run_s8(int32_t* d, const int8_t* x0, const int8_t* x1, int32_t n, int32_t unit) {
+  int32_t* const end = d + n;
+  for (; n & 3; --n) *d++ = *x0++ + *x1++ * unit;
+  for (; d != end; d += 4, x0 += 4, x1 += 4) {
+    d[0] = x0[0] + x1[0] * unit;
+    d[1] = x0[1] + x1[1] * unit;
+    d[2] = x0[2] + x1[2] * unit;
+    d[3] = x0[3] + x1[3] * unit;
+  }
+}
+
+/* A CONV_2D packed layer's geometry (one constant per layer): its scratch (the packed column, the two
+ * patches), the input, kernel, strides, dilations and padding, the output's rows and columns and a
+ * batch's input bytes, the interior (pairs of output pixels on one row whose every tap is inside:
+ * rows y_lo..y_hi, columns x_lo..x_hi; y_lo > y_hi where there is none, dilation across above 1
+ * too), the input zero point and unit = 2^L. */
+typedef struct {
+  int32_t* packed;
+  int8_t* patch;
+  int32_t batch_bytes, unit;
+  int16_t in_h, in_w, in_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_h, pad_w, out_h, out_w;
+  int16_t y_lo, y_hi, x_lo, x_hi, zero;
+} mc_packed_geom;
+
+/* mc_pack2_pair_s8 where a pixel has taps outside the input, or the pair is not on one row: both
+ * patches gathered into g->patch (taps outside the input: the zero point), then packed. */
+MC_HELPER_FN void mc_pack2_edge_s8(const int8_t* b, int32_t oy, int32_t ox, const mc_packed_geom* g) {
+  const int32_t c = g->in_c, k = g->k_h * g->k_w * c, twice = ox < 0;
+  int8_t* e = g->patch;
+  int32_t t, ky, kx, i;
+  if (twice) ox = -1 - ox;
+  for (t = 0; t < 2; ++t) {
+    if (t && !twice && ++ox == g->out_w) { /* the next pixel */
+      ox = 0;
+      if (++oy == g->out_h) {
+        oy = 0;
+        b += g->batch_bytes;
+      }
+    }
+    for (ky = 0; ky < g->k_h; ++ky) {
+      const uint32_t iy = (uint32_t)(oy * g->stride_h - g->pad_h + ky * g->dil_h);
+      for (kx = 0; kx < g->k_w; ++kx) {
+        const uint32_t ix = (uint32_t)(ox * g->stride_w - g->pad_w + kx * g->dil_w);
+        const int8_t* src = b + ((int32_t)iy * g->in_w + (int32_t)ix) * c;
+        if (iy >= (uint32_t)g->in_h || ix >= (uint32_t)g->in_w) {
+          for (i = 0; i < c; ++i) *e++ = (int8_t)g->zero;
+        } else {
+          for (i = 0; i < c; ++i) *e++ = src[i];
+        }
+      }
+    }
+  }
+  mc_pack2_run_s8(g->packed, g->patch, g->patch + k, k, g->unit);
+}
+
+/* The packed column of output pixel (batch base b, row oy, column ox) and the next one in raster
+ * order (ox < 0: the odd last pixel -1 - ox, twice) into g->packed:
+ * packed[(ky k_w + kx) in_c + c] = x0 + x1 2^L of tap (ky, kx), channel c. Pairs inside: one run of
+ * k_w in_c inputs per kernel row straight from the input; else mc_pack2_edge_s8 (a tail call). */
+MC_HELPER_FN void mc_pack2_pair_s8(const int8_t* b, int32_t oy, int32_t ox, const mc_packed_geom* g) {
+  if (ox >= g->x_lo && ox + 1 <= g->x_hi && oy >= g->y_lo && oy <= g->y_hi) { /* (ox < 0 fails: x_lo >= 0) */
+    const int32_t c = g->in_c, run = g->k_w * c, row = g->in_w * c, step = g->stride_w * c, next = g->dil_h * row;
+    const int8_t* s = b + (oy * g->stride_h - g->pad_h) * row + (ox * g->stride_w - g->pad_w) * c;
+    int32_t* d = g->packed;
+    int32_t ky;
+    for (ky = g->k_h; ky > 0; --ky, s += next, d += run) mc_pack2_run_s8(d, s, s + step, run, g->unit);
+    return;
+  }
+  mc_pack2_edge_s8(b, oy, ox, g);
+}
+
+/* FULLY_CONNECTED, two batch rows at a time (the layer's constants in one mc_fc_rows2, per-row
+ * requantization): the two-lane sums acc of output rows o..o + 3 (mc_dot_x2r4_s8i on both rows'
+ * packed inputs) requantized (mc_requant_fast), clamped to [lo, hi] and stored into y0, y1. One copy
+ * per file. */
+typedef struct {
+  const int32_t *bias, *multiplier, *c, *r; /* per row; the bias with the input zero point folded in */
+  int32_t lane, lo, hi;
+} mc_fc_rows2;
+MC_HELPER_FN void mc_fc_rows2_store(const int64_t* acc, int32_t o, int8_t* y0, int8_t* y1, const mc_fc_rows2* p) {
+  const int32_t lane = p->lane;
+  int32_t j;
+  for (j = 0; j < 4; ++j) {
+    const int32_t i = o + j, m = p->multiplier[i], c = p->c[i], r = p->r[i];
+    const uint32_t b = (uint32_t)p->bias[i];
+    const int32_t s0 = MC_LANE0(acc[j], lane), s1 = MC_LANE1(acc[j], s0, lane);
+    const int32_t t0 = mc_requant_fast((int32_t)(b + (uint32_t)s0), m, c, r);
+    const int32_t t1 = mc_requant_fast((int32_t)(b + (uint32_t)s1), m, c, r);
+    y0[i] = (int8_t)MC_CLAMP(t0, p->lo, p->hi);
+    y1[i] = (int8_t)MC_CLAMP(t1, p->lo, p->hi);
+  }
+}
+
+#endif
+
+#endif /* MICROCOMPILER_KERNEL_PORTABLE_RUNS_H_ */
