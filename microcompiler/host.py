@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from microcompiler import cleanup, resources
+from microcompiler.ccache import ccache_environment, launcher
 from microcompiler.codegen import ModelLibrary
 from microcompiler.codegen.graph_description import check_graph_executor
 from microcompiler.codegen.model_info import ModelInfo, TensorInfo
@@ -76,16 +77,24 @@ def crt_sources() -> list[str]:
 
 
 def build_crt_objects(
-    work_dir: Path, sanitize: bool = False, opt: str = "-O2", sanitize_opt: str = "-O1"
+    work_dir: Path,
+    sanitize: bool = False,
+    opt: str = "-O2",
+    sanitize_opt: str = "-O1",
+    sources: list[str] | None = None,
 ) -> list[Path]:
-    """crt_sources() compiled once into object files in ``work_dir``, for programs that build many
-    models with the same flags (``HostProgram(..., crt_objects=...)``; scripts/fuzz_models.py)."""
+    """crt_sources() (or ``sources``) compiled into object files in ``work_dir``, one source at a
+    time and through ccache when it is installed (microcompiler/ccache.py: another process that
+    builds the runtime with the same flags takes it from the cache): for programs that build many
+    models with the same flags (``HostProgram(..., crt_objects=...)``; scripts/fuzz_models.py) and
+    the host RPC server."""
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
+    crt = resources.crt_dir()
     objects = []
-    for k, source in enumerate(crt_sources()):
+    for k, source in enumerate(crt_sources() if sources is None else sources):
         obj = work_dir / f"{k}_{Path(source).stem}.o"
-        _compile(sanitize, opt, [f"-I{resources.crt_dir() / 'include'}", "-c", source, "-o", str(obj)], sanitize_opt)
+        _compile(sanitize, opt, [f"-I{crt / 'include'}", "-c", source, "-o", str(obj)], sanitize_opt, cached=True)
         objects.append(obj)
     return objects
 
@@ -108,11 +117,16 @@ def shared_crt_objects(sanitize: bool, opt: str, sanitize_opt: str) -> list[Path
         return objects
 
 
-def _compile(sanitize: bool, opt: str, arguments: list[str], sanitize_opt: str = "-O1") -> None:
+def _compile(sanitize: bool, opt: str, arguments: list[str], sanitize_opt: str = "-O1", cached: bool = False) -> None:
     """The host C compiler on ``arguments``: at ``opt``, or with the sanitizers at ``sanitize_opt``
-    (-O1 as the tests build; -O0 compiles about 4x faster, for the fuzzer's many small programs)."""
+    (-O1 as the tests build; -O0 compiles about 4x faster, for the fuzzer's many small programs).
+    ``cached``: one source of crt's to an object file, through ccache when it can be used."""
     flags = STRICT_CFLAGS + ([sanitize_opt, *SANITIZE_CFLAGS[1:]] if sanitize else [opt])
-    proc = cleanup.run_bounded([*compiler(), *flags, *arguments], COMPILE_TIMEOUT, "the host C compiler", text=True)
+    prefix = launcher() if cached else []
+    env = ccache_environment(resources.crt_dir()) if prefix else None
+    proc = cleanup.run_bounded(
+        [*prefix, *compiler(), *flags, *arguments], COMPILE_TIMEOUT, "the host C compiler", text=True, env=env
+    )
     if proc.returncode != 0:
         raise ToolchainError(
             "the host C compiler failed on the generated code (a microcompiler bug, "

@@ -25,7 +25,7 @@ PACKAGE = ROOT / "microcompiler"
 # is the package's own __init__) imports only from its own floor or the floors below.
 FLOORS: dict[str, tuple[str, ...]] = {
     # what every floor uses: errors, progress lines, shipped files, child processes, output directories
-    "core": ("version", "errors", "progress", "resources", "cleanup", "outdir", "user_files"),
+    "core": ("version", "errors", "progress", "resources", "cleanup", "outdir", "user_files", "ccache"),
     # a .tflite file to a model library: the IR, importer, kernels, passes, C generation, the pipeline
     "compile": ("ir", "templating", "inputs", "frontend", "ops", "passes", "codegen", "compiler"),
     # boards and what runs on them: transports, firmware reports, host programs, RPC client, projects

@@ -1,6 +1,7 @@
-"""Bare-metal builds go through ccache when it is installed and can write its cache, as Zephyr's do:
-a second project for the same board reuses the runtime's objects, and its firmware still gives the
-host's outputs. A cache that cannot be created leaves ccache out instead of failing every compile."""
+"""Builds go through ccache when it is installed and can write its cache, as Zephyr's do: a second
+bare-metal project for the same board, or a second host RPC server, reuses the runtime's objects, and
+its program still gives the host's outputs. A cache that cannot be created leaves ccache out instead
+of failing every compile."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from microcompiler import open_model
+from microcompiler.ccache import compiler_launcher
 from microcompiler.compiler import compile_model
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.project import build, create_project, flash
-from microcompiler.targets.toolchain import compiler_launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "models"
@@ -84,3 +86,25 @@ def test_a_cache_that_cannot_be_created_leaves_ccache_out(tmp_path, monkeypatch)
 
     monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "new" / "ccache"))
     assert compiler_launcher() == [f"-DCMAKE_C_COMPILER_LAUNCHER={shutil.which('ccache')}"]
+
+
+def test_host_rpc_servers_of_two_models_share_the_runtime_through_ccache(tmp_path, monkeypatch):
+    cache = tmp_path / "ccache"
+    monkeypatch.setenv("CCACHE_DIR", str(cache))
+    monkeypatch.delenv("CCACHE_DISABLE", raising=False)
+    with open_model(SHARED / "tflm/hello_world_int8.tflite", board="host", project_dir=tmp_path / "first"):
+        pass
+    runtime_objects = len(list((tmp_path / "first" / "crt_objects").glob("*.o")))
+    assert runtime_objects >= 5 and _ccache_counters(cache)["direct_cache_hit"] == 0
+    library = compile_model(SHARED / "mlperf_tiny/ad01_int8.tflite")
+    inputs = random_inputs(library.info.inputs, seed=3)
+    with open_model(library, board="host", project_dir=tmp_path / "second") as session:
+        assert _ccache_counters(cache)["direct_cache_hit"] == runtime_objects
+        ex = session.executor()  # the server built from cached objects answers like the host program
+        for k, x in enumerate(inputs):
+            ex.set_input(k, x)
+        ex.run()
+        got = [ex.get_output(k) for k in range(len(library.info.outputs))]
+    want = HostProgram(library, tmp_path / "host").run([inputs])[0].outputs
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

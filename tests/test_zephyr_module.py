@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from oracle import Oracle
 
-from microcompiler.targets.toolchain import ccache_environment
+from microcompiler.ccache import ccache_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "data" / "zephyr_module_app"

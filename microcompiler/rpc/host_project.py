@@ -4,6 +4,7 @@ Layout of the project directory::
 
     DIR/model/              the model library
     DIR/rpc_main.c          from project_templates/host/rpc_main.c.j2
+    DIR/crt_objects/        crt's sources compiled one at a time (through ccache when it can be used)
     DIR/rpc_server          the executable: speaks RPC on stdin/stdout
     DIR/host_driven.json    the model plan the host walks (microcompiler.rpc.plan)
 """
@@ -19,6 +20,7 @@ from microcompiler.host import (
     CRT_PORTABLE_SOURCES,
     SANITIZE_CFLAGS,
     STRICT_CFLAGS,
+    build_crt_objects,
     compiler,
     render_template,
     runner_model,
@@ -64,12 +66,13 @@ def create_host_project(
     )
     ModelPlan.from_library(library).save(out)
     crt = resources.crt_dir()
-    sources = [
-        str(main),
-        *map(str, sorted((lib_dir / "src").glob("*.c"))),
+    runtime = [
         *(str(crt / s) for s in [*CRT_PORTABLE_SOURCES, *RPC_CRT_SOURCES] if (crt / s).is_file()),
         str(crt / "platform/posix/platform.c"),
     ]
+    # the runtime one source at a time (through ccache when it can be used), the model with main()
+    objects = build_crt_objects(out / "crt_objects", sanitize, opt, SANITIZE_CFLAGS[0], sources=runtime)
+    sources = [str(main), *map(str, sorted((lib_dir / "src").glob("*.c"))), *map(str, objects)]
     flags = STRICT_CFLAGS + (SANITIZE_CFLAGS if sanitize else [opt])
     cmd = [
         *compiler(),

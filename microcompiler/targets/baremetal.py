@@ -25,6 +25,7 @@ import shutil
 from pathlib import Path
 
 from microcompiler.boards import Board
+from microcompiler.ccache import ccache_environment, compiler_launcher
 from microcompiler.errors import BoardError, MicrocompilerError, ToolchainError
 from microcompiler.host import render_template
 from microcompiler.targets.base import HOST_DRIVEN, Log, Project, Target, quiet, register, why
@@ -32,9 +33,7 @@ from microcompiler.targets.files import BUILD_DIR, copy_runtime
 from microcompiler.targets.toolchain import (
     BUILD_LOG,
     BuildResult,
-    ccache_environment,
     check_can_build,
-    compiler_launcher,
     measured_build,
     require_tool,
     run_logged,

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from microcompiler.boards import Board, ZephyrBoardFacts, board_from_description, list_boards, resolve_board
+from microcompiler.ccache import ccache_environment
 from microcompiler.codegen.model_info import ModelInfo
 from microcompiler.errors import BoardError, ToolchainError
 from microcompiler.host import render_template
@@ -43,7 +44,6 @@ from microcompiler.targets.footprint import check_fits
 from microcompiler.targets.toolchain import (
     BUILD_LOG,
     BuildResult,
-    ccache_environment,
     check_can_build,
     measured_build,
     run_logged,
