@@ -122,18 +122,22 @@ def _sequence(imp, e: _Emitter, x, w, bias, steps: int, width: int) -> list[int]
 
 def lstm(imp: Any, node: Any, ins: list, attrs: dict):
     x, w, r, bias, hidden, steps, width, layout, (h0, c0) = _check(imp, node, ins, attrs, 4)
+    has_bias = len(ins) > 3 and ins[3] is not None
     if len(ins) > 7 and ins[7] is not None:
         raise UnsupportedModelError(f"{imp.where(node)}: LSTM peepholes (P) are not supported yet")
     e = _Emitter(imp, node)
     four = 4 * hidden
-    steps_in = _sequence(imp, e, x, w, bias[:four] + bias[four:], steps, width)
+    steps_in = _sequence(imp, e, x, w, None, steps, width)
+    fused = imp.const((bias[:four] + bias[four:]).reshape(1, four), "bias") if has_bias else None
     h = imp.const(h0, "initial_h") if h0 is not None else None
     c = imp.const(c0, "initial_c") if c0 is not None else None
     hiddens = []
     for t in range(steps):
         gates = steps_in[t]
-        if h is not None:
+        if h is not None:  # ONNX Runtime: x W, then + h R (MLAS's beta 1), then + (Wb + Rb)
             gates = e.op("ADD", [gates, e.fc(h, r, None, 1)], (1, four), _ADD)
+        if fused is not None:
+            gates = e.op("ADD", [gates, fused], (1, four), _ADD)
         i, o, f, cand = e.split(gates, 4, hidden, 1)
         i, o, f = (e.op("LOGISTIC", [g], (1, hidden)) for g in (i, o, f))
         cand = e.op("TANH", [cand], (1, hidden))
