@@ -7,8 +7,8 @@ is one FULLY_CONNECTED over the whole sequence, then each step is a FULLY_CONNEC
 hidden state, a SPLIT_V into the gates, LOGISTIC/TANH and the elementwise MUL/ADD/SUB of ONNX's
 equations (gate orders: LSTM i, o, f, c; GRU z, r, h). The hidden states are concatenated into Y.
 
-Not bit for bit with ONNX Runtime: its recurrent kernels use MLAS's approximations of the logistic
-function and tanh (docs/onnx.md); held to a tolerance.
+In ONNX Runtime's order and with its activation approximations (docs/onnx.md, "LSTM, GRU"): bit for bit
+with it up to a hidden size of 256.
 """
 
 from __future__ import annotations
