@@ -138,49 +138,52 @@ def test_qoperator_broadcast_on_board_equal_to_host(tmp_path):
     assert_same_bits(host[0], session(qop).run(None, {"x": x})[0], "host vs ONNX Runtime")
 
 
-def _broadcast_add_model(rng, dtype, quantizations: int):
-    """Per quantization k (random scales and zero points): QuantizeLinear of "a{k}" and "b{k}", their
-    QLinearAdd both ways round ("y{k}": a [256, 256] + b [256, 1]; "z{k}": b [256, 1] + a [256, 256]),
-    DequantizeLinear. (model, inputs whose quantized values are every pair of the 256 values)."""
+def _add_pairs_model(rng, dtype, quantizations: int):
+    """Per quantization k (random scales and zero points): "a{k}" [256, 256] with a's quantization, "b{k}"
+    [256, 1] and "t{k}" [256, 256] (b's values along the rows) with b's, QuantizeLinear, the QLinearAdds
+    "y{k}" = a + b, "z{k}" = b + a, "w{k}" = a + t, DequantizeLinear. (model, inputs whose quantized
+    values are every pair of the 256 values in each QLinearAdd)."""
     from onnx import numpy_helper
 
     lo = 0 if dtype == np.uint8 else -128
     grid = np.arange(lo, lo + 256)
-    nodes, inits, inputs, feeds, outputs = [], [], {}, {}, {}
+    values = {"a": np.tile(grid, (256, 1)), "b": grid.reshape(256, 1), "t": np.tile(grid, (256, 1)).T}
+    quantized_as = {"a": "a", "b": "b", "t": "b"}
+    nodes, inits, feeds, outputs = [], [], {}, {}
     for k in range(quantizations):
         scales = np.exp(rng.uniform(-6, 0, 3)).astype(np.float32)
         points = rng.integers(lo, lo + 256, 3)
         for name, s, z in zip(("a", "b", "c"), scales, points):
-            inits += [
-                numpy_helper.from_array(s, f"s{name}{k}"),
-                numpy_helper.from_array(np.array(z, dtype), f"z{name}{k}"),
-            ]
-        for name, s, z, shape, q in (
-            ("a", scales[0], points[0], (256, 256), np.tile(grid, (256, 1))),
-            ("b", scales[1], points[1], (256, 1), grid.reshape(256, 1)),
-        ):
+            inits.append(numpy_helper.from_array(s, f"s{name}{k}"))
+            inits.append(numpy_helper.from_array(np.array(z, dtype), f"z{name}{k}"))
+        for name, q in values.items():
+            s, z = scales[int(name != "a")], points[int(name != "a")]
             x = ((q - z) * s).astype(np.float32)
             assert np.array_equal(np.clip(np.rint(x / s) + z, lo, lo + 255), q)  # every value exactly
-            inputs[f"{name}{k}"], feeds[f"{name}{k}"] = list(shape), x
+            feeds[f"{name}{k}"] = x
+            quant = [f"s{quantized_as[name]}{k}", f"z{quantized_as[name]}{k}"]
+            nodes.append(helper.make_node("QuantizeLinear", [f"{name}{k}", *quant], [f"q{name}{k}"]))
+        for out, first, second in ((f"y{k}", "a", "b"), (f"z{k}", "b", "a"), (f"w{k}", "a", "t")):
+            names = []
+            for v in (first, second):
+                names += [f"q{v}{k}", f"s{quantized_as[v]}{k}", f"z{quantized_as[v]}{k}"]
             nodes.append(
-                helper.make_node("QuantizeLinear", [f"{name}{k}", f"s{name}{k}", f"z{name}{k}"], [f"q{name}{k}"])
+                helper.make_node("QLinearAdd", [*names, f"sc{k}", f"zc{k}"], [f"{out}q"], domain="com.microsoft")
             )
-        for out, first, second in ((f"y{k}", "a", "b"), (f"z{k}", "b", "a")):
-            names = [f"q{first}{k}", f"s{first}{k}", f"z{first}{k}", f"q{second}{k}", f"s{second}{k}", f"z{second}{k}"]
-            names += [f"sc{k}", f"zc{k}"]
-            nodes.append(helper.make_node("QLinearAdd", names, [f"{out}q"], domain="com.microsoft"))
             nodes.append(helper.make_node("DequantizeLinear", [f"{out}q", f"sc{k}", f"zc{k}"], [out]))
             outputs[out] = [256, 256]
+    inputs = {name: list(x.shape) for name, x in feeds.items()}
     return model(nodes, inputs, outputs, inits, domains=["com.microsoft"]), feeds
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
-def test_qlinear_add_broadcast_all_pairs(tmp_path, dtype):
-    """QLinearAdd of two activations where one is a scalar per row, each way round (ONNX Runtime exchanges
-    MLAS's operands where the first input is the scalar): all 65,536 input pairs of each layout over three
-    random quantizations, every output bit ONNX Runtime's."""
+def test_qlinear_add_all_pairs(tmp_path, dtype):
+    """QLinearAdd of two activations of one shape, and where one is a scalar per row, each way round (ONNX
+    Runtime exchanges MLAS's operands where the first input is the scalar), in the model's own int8 or
+    uint8 zero points: all 65,536 input pairs of each layout over three random quantizations, every output
+    bit ONNX Runtime's."""
     rng = np.random.default_rng(31 if dtype == np.int8 else 32)
-    m, feeds = _broadcast_add_model(rng, dtype, 3)
+    m, feeds = _add_pairs_model(rng, dtype, 3)
     path = tmp_path / "add.onnx"
     onnx.save(m, path)
     lib = compile_model(path)

@@ -215,12 +215,11 @@ def _by_constant(imp, node, ins, shape, y_q, zp_dtype) -> _Value | None:
 
 def qlinear_add(imp, node, ins, attrs):
     """ONNX Runtime's QLinearAdd: by a constant (QOperator models' BatchNorm) as tables
-    (``_by_constant``); of two activations of one shape as before (onnx_qdq.qlinear_add); of two
-    activations where one broadcasts: ``_broadcast_add``."""
+    (``_by_constant``); of two activations, of one shape or where one broadcasts: ``_activations_add``."""
     full = (list(ins) + [None] * 8)[:8]
     a, b = full[0], full[3]
-    if a is not None and b is not None and a.const is None and b.const is None and a.shape != b.shape:
-        return _broadcast_add(imp, node, full)
+    if a is not None and b is not None and a.const is None and b.const is None:
+        return _activations_add(imp, node, full)
     if a is not None and b is not None and (a.const is None) != (b.const is None):
         x = a if a.const is None else b
         zp_dtype = _zp_dtype(full[2])
@@ -240,14 +239,15 @@ def qlinear_add(imp, node, ins, attrs):
     return onnx_qdq.qlinear_add(imp, node, ins, attrs)
 
 
-def _broadcast_add(imp, node, ins):
-    """QLinearAdd of two int8 activations where one broadcasts: MC_QLINEAR_ADD_INT8 on both operands
-    broadcast to the output's shape (BROADCAST_TO). ONNX Runtime's broadcast loop calls MLAS's kernel per
+def _activations_add(imp, node, ins):
+    """QLinearAdd of two int8 activations: MC_QLINEAR_ADD_INT8, in ONNX Runtime's zero points (its
+    optimizer makes QDQ models' int8 uint8; a model's own int8 QLinearAdd stays int8: ``zero_point_bias``),
+    on both operands broadcast to the output's shape where one broadcasts (BROADCAST_TO). ONNX Runtime's broadcast loop calls MLAS's kernel per
     innermost span; where the first input is one value over that span (it is 1 on the output's last axis
     that is not, and the second input is not) it passes the second input as MLAS's A: then MLAS's formula
     holds with the operands exchanged (its fixed part ``zp_c - (ratio_b zp_b + ratio_a zp_a)`` and the
     fused multiply-adds in that order), so the operator gets them in that order. Checked against ONNX
-    Runtime on all 65,536 input pairs of each layout (tests/test_onnx_qoperator.py)."""
+    Runtime on all 65,536 input pairs of each layout, int8 and uint8 (tests/test_onnx_qoperator.py)."""
     from microcompiler.ops.qlinear_add import QLINEAR_ADD_INT8
 
     a, a_s, a_zp, b, b_s, b_zp, c_s, c_zp = ins
