@@ -1,6 +1,7 @@
 """QOperator-format models (docs/onnx.md, "QDQ int8"), as ONNX Runtime's quantize_static writes them
 (int8 and uint8 activations): QLinearMul and QLinearAdd by a constant, QLinearMul with a broadcast input,
-and whole models; every output bit equal to ONNX Runtime's on the host."""
+QLinearAdd of two activations (one shape, or one broadcast) on all input pairs, and whole models; every
+output bit equal to ONNX Runtime's on the host."""
 
 from __future__ import annotations
 
@@ -138,16 +139,17 @@ def test_qoperator_broadcast_on_board_equal_to_host(tmp_path):
     assert_same_bits(host[0], session(qop).run(None, {"x": x})[0], "host vs ONNX Runtime")
 
 
-def _add_pairs_model(rng, dtype, quantizations: int):
+def _add_pairs_model(rng, dtype, quantizations: int, step: int = 1):
     """Per quantization k (random scales and zero points): "a{k}" [256, 256] with a's quantization, "b{k}"
     [256, 1] and "t{k}" [256, 256] (b's values along the rows) with b's, QuantizeLinear, the QLinearAdds
     "y{k}" = a + b, "z{k}" = b + a, "w{k}" = a + t, DequantizeLinear. (model, inputs whose quantized
-    values are every pair of the 256 values in each QLinearAdd)."""
+    values are every pair of the 256 values in each QLinearAdd; with ``step``, of every step-th value)."""
     from onnx import numpy_helper
 
     lo = 0 if dtype == np.uint8 else -128
-    grid = np.arange(lo, lo + 256)
-    values = {"a": np.tile(grid, (256, 1)), "b": grid.reshape(256, 1), "t": np.tile(grid, (256, 1)).T}
+    grid = np.arange(lo, lo + 256, step)
+    n = grid.size
+    values = {"a": np.tile(grid, (n, 1)), "b": grid.reshape(n, 1), "t": np.tile(grid, (n, 1)).T}
     quantized_as = {"a": "a", "b": "b", "t": "b"}
     nodes, inits, feeds, outputs = [], [], {}, {}
     for k in range(quantizations):
@@ -171,7 +173,7 @@ def _add_pairs_model(rng, dtype, quantizations: int):
                 helper.make_node("QLinearAdd", [*names, f"sc{k}", f"zc{k}"], [f"{out}q"], domain="com.microsoft")
             )
             nodes.append(helper.make_node("DequantizeLinear", [f"{out}q", f"sc{k}", f"zc{k}"], [out]))
-            outputs[out] = [256, 256]
+            outputs[out] = [n, n]
     inputs = {name: list(x.shape) for name, x in feeds.items()}
     return model(nodes, inputs, outputs, inits, domains=["com.microsoft"]), feeds
 
@@ -193,3 +195,21 @@ def test_qlinear_add_all_pairs(tmp_path, dtype):
     ours = HostProgram(lib, tmp_path / "build").run([[feeds[n] for n in names]])[0].outputs
     for name, got, want in zip([o.name for o in s.get_outputs()], ours, s.run(None, feeds)):
         assert_same_bits(got, want, name)
+
+
+@pytest.mark.long
+def test_qlinear_add_on_board_equal_to_host(tmp_path):
+    """The three QLinearAdd layouts (int8 zero points, every 16th value) on the M4 (mps2_an386): the
+    host's bits, which are ONNX Runtime's."""
+    from microcompiler.project import run_on_board
+
+    m, feeds = _add_pairs_model(np.random.default_rng(33), np.int8, 2, step=16)
+    path = tmp_path / "add.onnx"
+    onnx.save(m, path)
+    s = session(path)
+    inputs = [feeds[i.name] for i in s.get_inputs()]
+    host = HostProgram(compile_model(path), tmp_path / "host").run([inputs])[0].outputs
+    _, _, run = run_on_board(path, "mps2_an386", tmp_path / "project", input=inputs, log=lambda _: None)
+    for out, got, h, want in zip(s.get_outputs(), run.outputs, host, s.run(None, feeds)):
+        assert_same_bits(got, h, f"{out.name}: mps2_an386 vs the host")
+        assert_same_bits(h, want, f"{out.name}: host vs ONNX Runtime")
