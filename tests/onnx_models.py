@@ -27,8 +27,8 @@ def scalar(value: float, name: str) -> onnx.TensorProto:
     return numpy_helper.from_array(np.array(value, dtype=np.float32), name)
 
 
-def model(nodes, inputs: dict, outputs: dict, initializers=(), opset: int = 17) -> onnx.ModelProto:
-    """A checked float32 model: inputs/outputs name -> shape."""
+def model(nodes, inputs: dict, outputs: dict, initializers=(), opset: int = 17, domains=()) -> onnx.ModelProto:
+    """A checked float32 model: inputs/outputs name -> shape; ``domains``: more operator sets (com.microsoft)."""
     graph = helper.make_graph(
         nodes,
         "test",
@@ -36,7 +36,9 @@ def model(nodes, inputs: dict, outputs: dict, initializers=(), opset: int = 17) 
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs.items()],
         list(initializers),
     )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset), *(helper.make_opsetid(d, 1) for d in domains)]
+    )
     onnx.checker.check_model(m, full_check=True)
     return m
 

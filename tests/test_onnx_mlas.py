@@ -126,7 +126,7 @@ def test_depthwise_not_nchwc_bit_for_bit(tmp_path):
 def test_mlas_orders_on_boards_equal_to_host(tmp_path, board):
     """The same C on the M4 and M55 (VFMA.F32) and the M3 (newlib's software fmaf): a depthwise Conv over 3
     channels (``mlas_m1``), Sigmoid and Tanh (``ort_mlas``), GlobalAveragePool (``ort_lanes``), AveragePool
-    (``mlas_columns``) and ReduceMean (``ort_reduce`` KR and KRK) give the host's bits, which are ONNX
+    (``mlas_columns``) and ReduceMean (``ort_reduce`` KR, KRK and RKR) give the host's bits, which are ONNX
     Runtime's."""
     from onnx import numpy_helper
 
@@ -143,14 +143,18 @@ def test_mlas_orders_on_boards_equal_to_host(tmp_path, board):
         helper.make_node("AveragePool", ["t"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
         helper.make_node("ReduceMean", ["d", "a1"], ["r1"]),
         helper.make_node("ReduceMean", ["d", "a2"], ["r2"]),
+        helper.make_node("Reshape", ["d", "s3"], ["d3"]),
+        helper.make_node("ReduceMean", ["d3", "a3"], ["r3"], keepdims=0),
     ]
     inits += [
         numpy_helper.from_array(np.array([3], np.int64), "a1"),
         numpy_helper.from_array(np.array([2], np.int64), "a2"),
+        numpy_helper.from_array(np.array([3, 9, 11], np.int64), "s3"),
+        numpy_helper.from_array(np.array([0, 2], np.int64), "a3"),
     ]
     path = tmp_path / "mlas.onnx"
     outputs = {"s": [1, 3, 9, 11], "t": [1, 3, 9, 11], "g": [1, 3, 1, 1], "p": [1, 3, 4, 5]}
-    outputs.update({"r1": [1, 3, 9, 1], "r2": [1, 3, 1, 11]})
+    outputs.update({"r1": [1, 3, 9, 1], "r2": [1, 3, 1, 11], "r3": [9]})
     onnx.save(model(nodes, {"x": [1, 3, 9, 11]}, outputs, inits, opset=18), path)
     x = (rng.standard_normal((1, 3, 9, 11)) * 6).astype(np.float32)
     host = HostProgram(compile_model(path), tmp_path / "host").run([[x]])[0].outputs
@@ -238,4 +242,42 @@ def test_reduce_mean_bit_for_bit(tmp_path):
         x = (rng.standard_normal((1, 5, 7, 9)) * scale).astype(np.float32)
         ours = HostProgram(library, tmp_path / "build").run([[x]])[0].outputs
         for name, got, want in zip(outputs, ours, session(path).run(None, {"x": x})):
+            _same_bits(got, want, f"{name} at scale {scale}")
+
+
+def test_reduce_mean_rkr_bit_for_bit(tmp_path):
+    """ReduceMean over reduced, kept and reduced axes (a batch above 1: N with H and W, and others):
+    per kept value the Eigen sums of its rows, each split by its own offset, added in order from 0, then
+    divided (MEAN ``ort_reduce`` rkr), keepdims or not, bit for bit."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(29)
+    cases = [  # (shape, axes, keepdims)
+        ([2, 3, 5, 7], [0, 2, 3], 1),
+        ([3, 4, 9, 11], [0, 2, 3], 0),
+        ([2, 5, 17], [0, 2], 1),
+        ([4, 2, 3, 33], [0, 1, 3], 0),
+        ([2, 6, 1, 40], [0, 2, 3], 1),
+        ([5, 3, 2], [0, 2], 0),
+    ]
+    nodes, inits, inputs, outputs = [], [], {}, {}
+    for k, (shape, axes, keep) in enumerate(cases):
+        inits.append(numpy_helper.from_array(np.array(axes, np.int64), f"a{k}"))
+        nodes.append(helper.make_node("ReduceMean", [f"x{k}", f"a{k}"], [f"y{k}"], keepdims=keep))
+        inputs[f"x{k}"] = shape
+        outputs[f"y{k}"] = (
+            [1 if j in axes else d for j, d in enumerate(shape)]
+            if keep
+            else [d for j, d in enumerate(shape) if j not in axes]
+        )
+    path = tmp_path / "reduce_mean_rkr.onnx"
+    onnx.save(model(nodes, inputs, outputs, inits, opset=18), path)
+    library = compile_model(path)
+    marked = [op for op in library.graph.operators if op.kind == "MEAN" and op.options.get("ort_reduce")]
+    assert [op.options["ort_reduce"][0] for op in marked] == ["rkr"] * len(cases)
+    for scale in (1, 1e3):
+        xs = [(rng.standard_normal(shape) * scale).astype(np.float32) for shape, _, _ in cases]
+        ours = HostProgram(library, tmp_path / "build").run([xs])[0].outputs
+        theirs = session(path).run(None, dict(zip(inputs, xs)))
+        for name, got, want in zip(outputs, ours, theirs):
             _same_bits(got, want, f"{name} at scale {scale}")

@@ -205,39 +205,90 @@ def test_pytorch_exported_model(tmp_path):
         assert_same_bits(got[0], want[0], f"set {k}")
 
 
-def rnn_nodes(rng, kind: str, tag: str, **attrs):
-    """An LSTM or GRU over the 6 steps of 5 features of "x", hidden size 4, biases; the GRU from an initial
-    state. (nodes, outputs, initializers), every name but "x" tagged."""
-    gates, steps, width, hidden = (4 if kind == "LSTM" else 3), 6, 5, 4
-    names = ["x", f"{tag}w", f"{tag}r", f"{tag}b"] + (["", f"{tag}h0"] if kind == "GRU" else [])
+def rnn_nodes(rng, kind: str, tag: str, steps=6, width=5, hidden=4, x="x", state=None, bias=True, **attrs):
+    """An LSTM or GRU over the ``steps`` steps of ``width`` features of ``x``, hidden size ``hidden``, biases
+    (or none); from an initial state if ``state`` (the default: the GRU's). (nodes, outputs, initializers),
+    every name but ``x`` tagged."""
+    gates = 4 if kind == "LSTM" else 3
+    state = kind == "GRU" if state is None else state
+    names = [x, f"{tag}w", f"{tag}r", f"{tag}b" if bias else "", "", f"{tag}h0" if state else ""]
     inits = [const(rng, f"{tag}w", (1, gates * hidden, width)), const(rng, f"{tag}r", (1, gates * hidden, hidden))]
-    inits.append(const(rng, f"{tag}b", (1, 2 * gates * hidden)))
-    if kind == "GRU":
+    if bias:
+        inits.append(const(rng, f"{tag}b", (1, 2 * gates * hidden)))
+    if state:
         inits.append(const(rng, f"{tag}h0", (1, 1, hidden)))
+    if kind == "LSTM" and state:
+        names.append(f"{tag}c0")
+        inits.append(const(rng, f"{tag}c0", (1, 1, hidden)))
+    while not names[-1]:
+        names.pop()
     outputs = {f"{tag}y": [steps, 1, 1, hidden], f"{tag}yh": [1, 1, hidden]}
     if kind == "LSTM":
         outputs[f"{tag}yc"] = [1, 1, hidden]
     return [helper.make_node(kind, names, list(outputs), hidden_size=hidden, **attrs)], outputs, inits
 
 
-def test_recurrent_unrolled_against_onnxruntime(tmp_path):
-    """ONNX's LSTM and GRU (both reset modes) unrolled (onnx_rnn.py): ONNX Runtime's outputs within 1e-5 (its
-    recurrent kernels use MLAS's approximations of the logistic function and tanh)."""
+RNN_CASES = [  # kind, steps, width, hidden, initial state, bias, attributes
+    ("LSTM", 6, 5, 4, False, True, {}),
+    ("LSTM", 9, 7, 13, True, True, {}),
+    ("LSTM", 3, 20, 37, False, False, {}),
+    ("GRU", 6, 5, 4, True, True, {}),
+    ("GRU", 8, 3, 13, False, True, {}),
+    ("GRU", 4, 6, 7, True, False, {}),
+    ("GRU", 5, 9, 21, True, True, {"linear_before_reset": 1}),
+    ("GRU", 7, 6, 5, False, True, {"linear_before_reset": 1}),
+    ("GRU", 3, 4, 6, True, False, {"linear_before_reset": 1}),
+]
+
+
+def rnn_model(path, seed: int = 8, cases=RNN_CASES) -> dict:
+    """One model of RNN_CASES's recurrences, each over its own input: saved at ``path``; its outputs."""
     import onnx
 
-    rng = np.random.default_rng(8)
-    nodes, outputs, inits = [], {}, []
-    for kind, tag, attrs in (("LSTM", "l", {}), ("GRU", "g", {}), ("GRU", "b", {"linear_before_reset": 1})):
-        n, o, i = rnn_nodes(rng, kind, tag, **attrs)
+    rng = np.random.default_rng(seed)
+    nodes, outputs, inits, inputs = [], {}, [], {}
+    for k, (kind, steps, width, hidden, state, bias, attrs) in enumerate(cases):
+        n, o, i = rnn_nodes(rng, kind, f"n{k}", steps, width, hidden, f"x{k}", state, bias, **attrs)
         nodes, inits = nodes + n, inits + i
         outputs.update(o)
+        inputs[f"x{k}"] = [steps, 1, width]
+    onnx.save(model(nodes, inputs, outputs, inits, opset=18), path)
+    return outputs
+
+
+def test_recurrent_unrolled_bit_for_bit(tmp_path):
+    """ONNX's LSTM and GRU (both reset modes, with and without biases and initial states, hidden sizes 4 to
+    37) unrolled (onnx_rnn.py) in ONNX Runtime's order (x W, + h R, + the biases; MLAS's logistic and tanh,
+    the GRU's own rational ones for its reset gate and candidate): its outputs bit for bit."""
     path = tmp_path / "recurrent.onnx"
-    onnx.save(model(nodes, {"x": [6, 1, 5]}, outputs, inits, opset=18), path)
-    lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=2)
+    outputs = rnn_model(path)
+    lib, ours, theirs = ours_and_onnxruntime(path, tmp_path, n=3)
     assert "UNIDIRECTIONAL_SEQUENCE_LSTM" not in {op.kind for op in lib.graph.operators}
+    assert any(op.options.get("ort_gru") for op in lib.graph.operators)
     for k, (got, want) in enumerate(zip(ours, theirs)):
         for name, g, t in zip(outputs, got, want):
-            np.testing.assert_allclose(g, t.reshape(g.shape), rtol=1e-5, atol=1e-6, err_msg=f"{name} set {k}")
+            assert_same_bits(g, t, f"{name} set {k}")
+
+
+@pytest.mark.long
+def test_recurrent_on_board_equal_to_host(tmp_path):
+    """The unrolled LSTM and GRUs on the M4 (mps2_an386): the host's bits, which are ONNX Runtime's."""
+    from onnx_models import inputs_for, session
+
+    from microcompiler.compiler import compile_model
+    from microcompiler.host import HostProgram
+    from microcompiler.project import run_on_board
+
+    path = tmp_path / "recurrent.onnx"
+    outputs = rnn_model(path, seed=9, cases=RNN_CASES[1::2])
+    inputs = inputs_for(path, 1, seed=3)[0]
+    host = HostProgram(compile_model(path), tmp_path / "host").run([inputs])[0].outputs
+    _, _, run = run_on_board(path, "mps2_an386", tmp_path / "project", input=inputs, log=lambda _: None)
+    s = session(path)
+    theirs = s.run(None, dict(zip([i.name for i in s.get_inputs()], inputs)))
+    for name, got, h, want in zip(outputs, run.outputs, host, theirs):
+        assert_same_bits(got, h, f"{name}: mps2_an386 vs the host")
+        assert_same_bits(h, want, f"{name}: host vs ONNX Runtime")
 
 
 @pytest.mark.long

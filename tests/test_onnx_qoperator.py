@@ -1,6 +1,7 @@
 """QOperator-format models (docs/onnx.md, "QDQ int8"), as ONNX Runtime's quantize_static writes them
 (int8 and uint8 activations): QLinearMul and QLinearAdd by a constant, QLinearMul with a broadcast input,
-and whole models; every output bit equal to ONNX Runtime's on the host."""
+QLinearAdd of two activations (one shape, or one broadcast) on all input pairs, and whole models; every
+output bit equal to ONNX Runtime's on the host."""
 
 from __future__ import annotations
 
@@ -136,3 +137,79 @@ def test_qoperator_broadcast_on_board_equal_to_host(tmp_path):
     _, _, run = run_on_board(qop, "mps2_an386", tmp_path / "project", input=[x], log=lambda _: None)
     assert_same_bits(run.outputs[0], host[0], "mps2_an386 vs the host")
     assert_same_bits(host[0], session(qop).run(None, {"x": x})[0], "host vs ONNX Runtime")
+
+
+def _add_pairs_model(rng, dtype, quantizations: int, step: int = 1):
+    """Per quantization k (random scales and zero points): "a{k}" [256, 256] with a's quantization, "b{k}"
+    [256, 1] and "t{k}" [256, 256] (b's values along the rows) with b's, QuantizeLinear, the QLinearAdds
+    "y{k}" = a + b, "z{k}" = b + a, "w{k}" = a + t, DequantizeLinear. (model, inputs whose quantized
+    values are every pair of the 256 values in each QLinearAdd; with ``step``, of every step-th value)."""
+    from onnx import numpy_helper
+
+    lo = 0 if dtype == np.uint8 else -128
+    grid = np.arange(lo, lo + 256, step)
+    n = grid.size
+    values = {"a": np.tile(grid, (n, 1)), "b": grid.reshape(n, 1), "t": np.tile(grid, (n, 1)).T}
+    quantized_as = {"a": "a", "b": "b", "t": "b"}
+    nodes, inits, feeds, outputs = [], [], {}, {}
+    for k in range(quantizations):
+        scales = np.exp(rng.uniform(-6, 0, 3)).astype(np.float32)
+        points = rng.integers(lo, lo + 256, 3)
+        for name, s, z in zip(("a", "b", "c"), scales, points):
+            inits.append(numpy_helper.from_array(s, f"s{name}{k}"))
+            inits.append(numpy_helper.from_array(np.array(z, dtype), f"z{name}{k}"))
+        for name, q in values.items():
+            s, z = scales[int(name != "a")], points[int(name != "a")]
+            x = ((q - z) * s).astype(np.float32)
+            assert np.array_equal(np.clip(np.rint(x / s) + z, lo, lo + 255), q)  # every value exactly
+            feeds[f"{name}{k}"] = x
+            quant = [f"s{quantized_as[name]}{k}", f"z{quantized_as[name]}{k}"]
+            nodes.append(helper.make_node("QuantizeLinear", [f"{name}{k}", *quant], [f"q{name}{k}"]))
+        for out, first, second in ((f"y{k}", "a", "b"), (f"z{k}", "b", "a"), (f"w{k}", "a", "t")):
+            names = []
+            for v in (first, second):
+                names += [f"q{v}{k}", f"s{quantized_as[v]}{k}", f"z{quantized_as[v]}{k}"]
+            nodes.append(
+                helper.make_node("QLinearAdd", [*names, f"sc{k}", f"zc{k}"], [f"{out}q"], domain="com.microsoft")
+            )
+            nodes.append(helper.make_node("DequantizeLinear", [f"{out}q", f"sc{k}", f"zc{k}"], [out]))
+            outputs[out] = [n, n]
+    inputs = {name: list(x.shape) for name, x in feeds.items()}
+    return model(nodes, inputs, outputs, inits, domains=["com.microsoft"]), feeds
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_qlinear_add_all_pairs(tmp_path, dtype):
+    """QLinearAdd of two activations of one shape, and where one is a scalar per row, each way round (ONNX
+    Runtime exchanges MLAS's operands where the first input is the scalar), in the model's own int8 or
+    uint8 zero points: all 65,536 input pairs of each layout over three random quantizations, every output
+    bit ONNX Runtime's."""
+    rng = np.random.default_rng(31 if dtype == np.int8 else 32)
+    m, feeds = _add_pairs_model(rng, dtype, 3)
+    path = tmp_path / "add.onnx"
+    onnx.save(m, path)
+    lib = compile_model(path)
+    assert {"MC_QLINEAR_ADD_INT8", "BROADCAST_TO"} <= {op.kind for op in lib.graph.operators}
+    s = session(path)
+    names = [i.name for i in s.get_inputs()]
+    ours = HostProgram(lib, tmp_path / "build").run([[feeds[n] for n in names]])[0].outputs
+    for name, got, want in zip([o.name for o in s.get_outputs()], ours, s.run(None, feeds)):
+        assert_same_bits(got, want, name)
+
+
+@pytest.mark.long
+def test_qlinear_add_on_board_equal_to_host(tmp_path):
+    """The three QLinearAdd layouts (int8 zero points, every 16th value) on the M4 (mps2_an386): the
+    host's bits, which are ONNX Runtime's."""
+    from microcompiler.project import run_on_board
+
+    m, feeds = _add_pairs_model(np.random.default_rng(33), np.int8, 2, step=16)
+    path = tmp_path / "add.onnx"
+    onnx.save(m, path)
+    s = session(path)
+    inputs = [feeds[i.name] for i in s.get_inputs()]
+    host = HostProgram(compile_model(path), tmp_path / "host").run([inputs])[0].outputs
+    _, _, run = run_on_board(path, "mps2_an386", tmp_path / "project", input=inputs, log=lambda _: None)
+    for out, got, h, want in zip(s.get_outputs(), run.outputs, host, s.run(None, feeds)):
+        assert_same_bits(got, h, f"{out.name}: mps2_an386 vs the host")
+        assert_same_bits(h, want, f"{out.name}: host vs ONNX Runtime")

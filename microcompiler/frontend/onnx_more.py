@@ -109,14 +109,18 @@ def _ort_reduce(imp, node, x, axes: list[int], keep: bool, shape: tuple[int, ...
     sorts the rest into kept (K) and reduced (R) blocks. KR (trailing axes): each output's values a row
     summed by Eigen's SSE reduction, whose split depends on the row's offset from the 16-byte aligned
     buffer; RK (leading axes): in order from the first; KRK (a middle block): a GEMM of a row of ones,
-    MLAS's M=1 kernel (groups of 4). MEAN with ``ort_reduce`` [mode, outputs, values, output stride,
-    value stride] in the IR tensor's layout; None for the others (RKR...)."""
+    MLAS's M=1 kernel (groups of 4); RKR (reduced, kept, reduced: a batch above 1): per kept value the
+    Eigen sums of its rows added in order from 0. MEAN with ``ort_reduce`` [mode, outputs, values, output
+    stride, value stride] in the IR tensor's layout (RKR: [mode, outputs, values, row length, rows]); None
+    for the others."""
     flags = [k in axes for k, d in enumerate(x.shape) if d > 1]
     values = int(np.prod([x.shape[k] for k in axes]))
     outputs = int(np.prod(x.shape)) // values
     runs = [f for k, f in enumerate(flags) if k == 0 or f != flags[k - 1]]
-    if values == 1 or runs not in ([True], [False, True], [True, False], [False, True, False]):
+    if values == 1 or runs not in ([True], [False, True], [True, False], [False, True, False], [True, False, True]):
         return None
+    if runs == [True, False, True]:
+        return _ort_reduce_rkr(imp, node, x, axes, shape, flags, outputs, values)
     mode = {(False, True): "kr", (True, False): "rk", (False, True, False): "krk"}.get(tuple(runs), "kr")
     nhwc = x.nhwc and x.shape[0] == 1 and axes in ([2, 3], [1]) and x.shape[1] > 1 and mode != "krk"
     if nhwc:  # the NHWC tensor as it is: a channel's pixels C apart, or a pixel's channels in a row
@@ -133,6 +137,20 @@ def _ort_reduce(imp, node, x, axes: list[int], keep: bool, shape: tuple[int, ...
     options = {"keep_dims": False, "ort_reduce": [mode, outputs, values, js, rs]}
     reduced = tuple(d for k, d in enumerate(rows) if k != (0 if mode == "rk" else 1))
     mean = imp.emit("MEAN", [source, const], reduced, options, f"{node.output[0]}_mean")
+    return _Value(shape, tensor=imp.emit("RESHAPE", [mean, imp.shape_const(shape)], shape, {}, node.output[0]))
+
+
+def _ort_reduce_rkr(imp, node, x, axes, shape, flags, outputs: int, values: int):
+    """RKR: the ONNX tensor as (d0, d1, d2) (the dimensions of 1 dropped), MEAN over axes 0 and 2."""
+    dims = [d for d in x.shape if d > 1]
+    first_kept = flags.index(False)
+    d0 = int(np.prod(dims[:first_kept]))
+    d2 = values // d0
+    rows = (d0, outputs, d2)
+    source = imp.emit("RESHAPE", [imp.plain(x), imp.shape_const(rows)], rows, {}, f"{node.output[0]}_rows")
+    const = imp.const(np.array([0, 2], dtype=np.int32), "axes", "int32")
+    options = {"keep_dims": False, "ort_reduce": ["rkr", outputs, values, d2, d0]}
+    mean = imp.emit("MEAN", [source, const], (outputs,), options, f"{node.output[0]}_mean")
     return _Value(shape, tensor=imp.emit("RESHAPE", [mean, imp.shape_const(shape)], shape, {}, node.output[0]))
 
 

@@ -318,7 +318,8 @@ def qlinear_add(imp, node, ins, attrs):
     a, a_s, a_zp, b, b_s, b_zp, c_s, c_zp = (list(ins) + [None] * 8)[:8]
     if a is None or b is None or a.const is not None or b.const is not None or a.shape != b.shape:
         raise UnsupportedModelError(
-            f"{imp.where(node)}: QLinearAdd of two activations of one shape only (not supported yet)"
+            f"{imp.where(node)}: QLinearAdd of these operands (a constant, or shapes that do not "
+            "broadcast one into the other) is not supported yet"
         )
     _int8_activation(imp, node, a, "first input", _quant(imp, node, a_s, a_zp, "first input"))
     _int8_activation(imp, node, b, "second input", _quant(imp, node, b_s, b_zp, "second input"))

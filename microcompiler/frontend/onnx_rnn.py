@@ -7,8 +7,8 @@ is one FULLY_CONNECTED over the whole sequence, then each step is a FULLY_CONNEC
 hidden state, a SPLIT_V into the gates, LOGISTIC/TANH and the elementwise MUL/ADD/SUB of ONNX's
 equations (gate orders: LSTM i, o, f, c; GRU z, r, h). The hidden states are concatenated into Y.
 
-Not bit for bit with ONNX Runtime: its recurrent kernels use MLAS's approximations of the logistic
-function and tanh (docs/onnx.md); held to a tolerance.
+In ONNX Runtime's order and with its activation approximations (docs/onnx.md, "LSTM, GRU"): bit for bit
+with it up to a hidden size of 256.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 from microcompiler.errors import UnsupportedModelError
 from microcompiler.frontend.onnx_values import MLAS_STRIDE_K, _const_input, _Value
+from microcompiler.ops.requant_float import ORT_GRU, ORT_MLAS
 
 F = np.float32
 MAX_STEPS = 512  # unrolled steps: each is about a dozen operators
@@ -32,8 +33,8 @@ class _Emitter:
 
     def op(self, kind: str, inputs: list[int], shape: tuple[int, ...], options: dict | None = None) -> int:
         self.count += 1
-        if kind in ("LOGISTIC", "TANH"):  # MLAS's approximations, as ONNX Runtime's recurrent kernels
-            options = {"ort_mlas": 1}
+        if kind in ("LOGISTIC", "TANH") and not options:  # MLAS's approximations, as ONNX Runtime's kernels
+            options = {ORT_MLAS: 1}
         return self.imp.emit(kind, inputs, shape, options or {}, f"{self.name}_{kind.lower()}{self.count}")
 
     def fc(self, x: int, weights: np.ndarray, bias: np.ndarray | None, rows: int) -> int:
@@ -122,18 +123,22 @@ def _sequence(imp, e: _Emitter, x, w, bias, steps: int, width: int) -> list[int]
 
 def lstm(imp: Any, node: Any, ins: list, attrs: dict):
     x, w, r, bias, hidden, steps, width, layout, (h0, c0) = _check(imp, node, ins, attrs, 4)
+    has_bias = len(ins) > 3 and ins[3] is not None
     if len(ins) > 7 and ins[7] is not None:
         raise UnsupportedModelError(f"{imp.where(node)}: LSTM peepholes (P) are not supported yet")
     e = _Emitter(imp, node)
     four = 4 * hidden
-    steps_in = _sequence(imp, e, x, w, bias[:four] + bias[four:], steps, width)
+    steps_in = _sequence(imp, e, x, w, None, steps, width)
+    fused = imp.const((bias[:four] + bias[four:]).reshape(1, four), "bias") if has_bias else None
     h = imp.const(h0, "initial_h") if h0 is not None else None
     c = imp.const(c0, "initial_c") if c0 is not None else None
     hiddens = []
     for t in range(steps):
         gates = steps_in[t]
-        if h is not None:
+        if h is not None:  # ONNX Runtime: x W, then + h R (MLAS's beta 1), then + (Wb + Rb)
             gates = e.op("ADD", [gates, e.fc(h, r, None, 1)], (1, four), _ADD)
+        if fused is not None:
+            gates = e.op("ADD", [gates, fused], (1, four), _ADD)
         i, o, f, cand = e.split(gates, 4, hidden, 1)
         i, o, f = (e.op("LOGISTIC", [g], (1, hidden)) for g in (i, o, f))
         cand = e.op("TANH", [cand], (1, hidden))
@@ -147,44 +152,49 @@ def lstm(imp: Any, node: Any, ins: list, attrs: dict):
 
 
 def gru(imp: Any, node: Any, ins: list, attrs: dict):
+    """ONNX Runtime's order (deep_cpu_gru.cc): x W; + h R[zr]; + (Wb + Rb)[zr]; z by MLAS's logistic, r by
+    its GRU's own rational logistic (``ort_gru``); r times h (or times h Rh + Rbh with linear_before_reset),
+    then + x Wh (after h Rh without it); + Wbh (+ Rbh without linear_before_reset); its GRU's rational tanh;
+    (1 - z) h~ + z h."""
     x, w, r, bias, hidden, steps, width, layout, (h0, _) = _check(imp, node, ins, attrs, 3)
+    has_bias = len(ins) > 3 and ins[3] is not None
     e = _Emitter(imp, node)
-    three = 3 * hidden
-    wb, rb = bias[:three], bias[three:]
+    wb, rb = bias[: 3 * hidden], bias[3 * hidden :]
     before = int(attrs.get("linear_before_reset", 0))
-    # the input projections carry W's bias, and R's for z and r (R's h bias sits inside the reset product
-    # with linear_before_reset, outside it without)
-    input_bias = wb + np.concatenate([rb[: 2 * hidden], np.zeros(hidden, F) if before else rb[2 * hidden :]])
-    steps_in = _sequence(imp, e, x, w, input_bias.astype(F), steps, width)
+
+    def vector(values: np.ndarray) -> int | None:
+        return imp.const(values.astype(F).reshape(1, hidden), "bias") if has_bias else None
+
+    bz, br = vector(wb[:hidden] + rb[:hidden]), vector(wb[hidden : 2 * hidden] + rb[hidden : 2 * hidden])
+    bh = vector(wb[2 * hidden :] if before else wb[2 * hidden :] + rb[2 * hidden :])
+    rbh = vector(rb[2 * hidden :]) if before else None
+    steps_in = _sequence(imp, e, x, w, None, steps, width)
     ones = imp.const(np.ones((1, hidden), dtype=F), "ones")
     h = imp.const(h0, "initial_h") if h0 is not None else None
     hiddens = []
+
+    def add(a: int, b: int | None) -> int:
+        return a if b is None else e.op("ADD", [a, b], (1, hidden), _ADD)
+
     for t in range(steps):
         xz, xr, xh = e.split(steps_in[t], 3, hidden, 1)
-        if h is None:  # a zero state: R's products are 0
-            z, reset = (e.op("LOGISTIC", [g], (1, hidden)) for g in (xz, xr))
-            hh = imp.const(rb[2 * hidden :].reshape(1, hidden), "bias") if before else None
-        else:
-            rz, rr, rh = e.split(e.fc(h, r, None, 1), 3, hidden, 1)
-            z, reset = (
-                e.op("LOGISTIC", [e.op("ADD", [a, b], (1, hidden), _ADD)], (1, hidden)) for a, b in ((xz, rz), (xr, rr))
-            )
-            hh = (
-                e.op("ADD", [rh, imp.const(rb[2 * hidden :].reshape(1, hidden), "bias")], (1, hidden), _ADD)
-                if before
-                else None
-            )
-        if hh is not None:  # linear_before_reset
-            gated = e.op("MUL", [reset, hh], (1, hidden), _MUL)
-        elif h is None:
-            gated = None
-        else:
-            gated = e.fc(e.op("MUL", [reset, h], (1, hidden), _MUL), r[2 * hidden :], None, 1)
-        cand = e.op("TANH", [xh if gated is None else e.op("ADD", [xh, gated], (1, hidden), _ADD)], (1, hidden))
-        keep = e.op("SUB", [ones, z], (1, hidden), _ADD)
-        new = e.op("MUL", [keep, cand], (1, hidden), _MUL)
+        rh = None
+        if h is not None:  # a zero state: R's products are 0
+            products = e.split(e.fc(h, r if before else r[: 2 * hidden], None, 1), 3 if before else 2, hidden, 1)
+            rz, rr, rh = products[0], products[1], (products[2] if before else None)
+            xz, xr = add(xz, rz), add(xr, rr)
+        z = e.op("LOGISTIC", [add(xz, bz)], (1, hidden))
+        reset = e.op("LOGISTIC", [add(xr, br)], (1, hidden), {ORT_GRU: 1})
+        if before:
+            linear = rbh if rh is None else add(rh, rbh)
+            if linear is not None:
+                xh = add(xh, e.op("MUL", [linear, reset], (1, hidden), _MUL))
+        elif h is not None:
+            xh = add(xh, e.fc(e.op("MUL", [h, reset], (1, hidden), _MUL), r[2 * hidden :], None, 1))
+        cand = e.op("TANH", [add(xh, bh)], (1, hidden), {ORT_GRU: 1})
+        new = e.op("MUL", [e.op("SUB", [ones, z], (1, hidden), _ADD), cand], (1, hidden), _MUL)
         if h is not None:
-            new = e.op("ADD", [new, e.op("MUL", [z, h], (1, hidden), _MUL)], (1, hidden), _ADD)
+            new = add(new, e.op("MUL", [z, h], (1, hidden), _MUL))
         h = new
         hiddens.append(h)
     return _outputs(imp, node, e, hiddens, None, steps, hidden, layout)[: len(node.output)]

@@ -42,11 +42,12 @@ def f32_fma(x: float, y: float, z: float) -> np.float32:
     return lo if int(np.array(lo, dtype=np.float32).view(np.uint32)) % 2 == 0 else hi
 
 
-def qlinear_add_constants(a_quant, b_quant, c_quant) -> tuple[np.float32, np.float32, np.float32]:
-    """(ratio_a, ratio_b, fixed) as ONNX Runtime computes them, in the uint8 zero points."""
-    sa, za = np.float32(a_quant.scale[0]), a_quant.zero_point[0] + 128
-    sb, zb = np.float32(b_quant.scale[0]), b_quant.zero_point[0] + 128
-    sc, zc = np.float32(c_quant.scale[0]), c_quant.zero_point[0] + 128
+def qlinear_add_constants(a_quant, b_quant, c_quant, bias: int = 128) -> tuple[np.float32, np.float32, np.float32]:
+    """(ratio_a, ratio_b, fixed) as ONNX Runtime computes them, in its zero points: the IR's plus ``bias``
+    (128: uint8, as its optimizer makes QDQ models' int8; 0: a model's own int8 QLinearAdd)."""
+    sa, za = np.float32(a_quant.scale[0]), a_quant.zero_point[0] + bias
+    sb, zb = np.float32(b_quant.scale[0]), b_quant.zero_point[0] + bias
+    sc, zc = np.float32(c_quant.scale[0]), c_quant.zero_point[0] + bias
     ra, rb = np.float32(sa / sc), np.float32(sb / sc)
     fixed = np.float32(np.float32(zc) - f32_fma(float(ra), float(za), float(np.float32(rb * np.float32(zb)))))
     return ra, rb, fixed
@@ -77,13 +78,15 @@ class QLinearAddInt8(OpKernel):
 
     def emit(self, op, graph, ctx):
         a, b, y = (ctx.tensor(i) for i in (*op.inputs, op.outputs[0]))
-        ra, rb, fixed = qlinear_add_constants(a.quant, b.quant, y.quant)
+        bias = int(op.options.get("zero_point_bias", 128))
+        ra, rb, fixed = qlinear_add_constants(a.quant, b.quant, y.quant, bias)
         return ctx.render(
             "qlinear_add_int8.c.j2",
             size=y.size,
             ratio_a=c_float(float(ra)),
             ratio_b=c_float(float(rb)),
             fixed=c_float(float(fixed)),
+            bias=bias,
             input1=ctx.arg(op.inputs[0]),
             input2=ctx.arg(op.inputs[1]),
             output=ctx.arg(op.outputs[0]),

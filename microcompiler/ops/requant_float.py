@@ -147,6 +147,7 @@ def is_mve(plan) -> bool:
 
 ORT_SOFTMAX = "ort_softmax"  # SOFTMAX option: ONNX Runtime's QLinearSoftmax (the importer sets it)
 ORT_MLAS = "ort_mlas"  # float LOGISTIC/TANH option: MLAS's approximations, as ONNX Runtime computes them
+ORT_GRU = "ort_gru"  # float LOGISTIC/TANH option: the rational approximations of ONNX Runtime's GRU (kernel_ort.h)
 
 
 def ort_softmax_table(x_scale: float, depth: int) -> np.ndarray:

@@ -46,7 +46,7 @@ from microcompiler.ops.lut16 import (
 )
 from microcompiler.ops.plan import LUT, REFERENCE, REFERENCE_FLOAT, KernelPlan, Variant
 from microcompiler.ops.quant import RequantizeRangeError, c_float, q31_frexp, quantize_multiplier, tflite_round
-from microcompiler.ops.requant_float import ORT_MLAS, ORT_SOFTMAX, render_ort_softmax
+from microcompiler.ops.requant_float import ORT_GRU, ORT_MLAS, ORT_SOFTMAX, render_ort_softmax
 
 EXP_TABLE = Variant("exp-table")  # int8 SOFTMAX: exp of each input difference from a 256-entry table
 FIXED_POINT = Variant("gemmlowp-fixed-point")  # int8 SOFTMAX: gemmlowp's fixed-point exp
@@ -446,6 +446,8 @@ class Logistic(OpKernel):
     def emit(self, op, graph, ctx):
         x = ctx.tensor(op.inputs[0])
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
+        if x.dtype == "float32" and op.options.get(ORT_GRU):  # ONNX Runtime's GRU reset gate (kernel_ort.h)
+            return ctx.render("activation_float.c.j2", expr="mc_ort_gru_logistic(x)", **values)
         if x.dtype == "float32" and op.options.get(ORT_MLAS):  # ONNX Runtime's Sigmoid (kernel_ort.h)
             return ctx.render("activation_float.c.j2", expr="mc_ort_logistic(x)", **values)
         if x.dtype == "float32":

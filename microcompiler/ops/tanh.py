@@ -27,7 +27,7 @@ from microcompiler.ops.lut16 import (
 )
 from microcompiler.ops.plan import LUT, REFERENCE_FLOAT, KernelPlan
 from microcompiler.ops.quant import q31_frexp
-from microcompiler.ops.requant_float import ORT_MLAS
+from microcompiler.ops.requant_float import ORT_GRU, ORT_MLAS
 from microcompiler.ops.softmax_logistic import (
     F32,
     calculate_input_radius,
@@ -111,6 +111,7 @@ class Tanh(ElementwiseKernel):
         values = dict(size=x.size, input=ctx.arg(op.inputs[0]), output=ctx.arg(op.outputs[0]))
         if x.dtype == "float32":
             expr = "mc_ort_tanh(x)" if op.options.get(ORT_MLAS) else "mc_tanhf(x)"  # ONNX Runtime's (kernel_ort.h)
+            expr = "mc_ort_gru_tanh(x)" if op.options.get(ORT_GRU) else expr
             return ctx.render("activation_float.c.j2", expr=expr, **values)
         in_scale, in_zp = x.quant.single()
         if x.dtype == "int8":

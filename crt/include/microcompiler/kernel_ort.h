@@ -98,4 +98,36 @@ static inline float mc_ort_tanh(float x) {
   return p / q;
 }
 
+/* The rational approximation of ONNX Runtime's GRU (rnn_helpers.cc, deepcpu: gru_output_gate_tanh and
+ * gru_reset_gate_sigmoid), in plain C multiplies and adds as its x86-64 build computes them (no fused
+ * multiply-adds): p(x) / q(x) for tanh, x clamped to [-10, 10] (a NaN stays). */
+static inline float mc_ort_gru_rational(float x) {
+  const float x2 = x * x;
+  float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f, q;
+  p = x2 * p + -8.60467152213735e-11f;
+  p = x2 * p + 5.12229709037114e-08f;
+  p = x2 * p + 1.48572235717979e-05f;
+  p = x2 * p + 6.37261928875436e-04f;
+  p = x2 * p + 4.89352455891786e-03f;
+  p = x * p;
+  q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = x2 * q + 2.26843463243900e-03f;
+  q = x2 * q + 4.89352518554385e-03f;
+  return p / q;
+}
+
+/* ONNX Runtime's GRU candidate activation: its rational tanh. */
+static inline float mc_ort_gru_tanh(float x) {
+  x = x < -10.0f ? -10.0f : x > 10.0f ? 10.0f : x;
+  return mc_ort_gru_rational(x);
+}
+
+/* ONNX Runtime's GRU reset gate: 0.5 (1 + tanh(x / 2)) by the rational tanh, x clamped to [-20, 20].
+ * Its kernel multiplies the reset operand by 0.5 first, then by (1 + p / q): scalings by 2 are exact,
+ * so the product with this value has the same bits (normal numbers). */
+static inline float mc_ort_gru_logistic(float x) {
+  x = x < -20.0f ? -20.0f : x > 20.0f ? 20.0f : x;
+  return 0.5f * (1.0f + mc_ort_gru_rational(0.5f * x));
+}
+
 #endif /* MICROCOMPILER_KERNEL_ORT_H_ */
