@@ -309,12 +309,16 @@ def choose_patches(g: Graph, grid: tuple[int, int] | None = None) -> dict | None
     return best or over_budget
 
 
+def _key(choice: dict) -> tuple[int, int, int]:
+    """Peak, then extra MACs, then fewer patch columns: of two grids equal in both (2x3 and 3x2 on a
+    square image), the wider patches, whose rows the kernels and the copies run with less overhead per
+    value (person_detect's look-alike on the M4: 3x2 9,591,720 instructions, 2x3 9,630,040)."""
+    return choice["peak_after"], choice["extra_macs"], choice["grid"][1]
+
+
 def _lower(candidate: dict, current: dict | None) -> bool:
-    """The candidate lowers the layer-by-layer peak, and beats ``current`` (peak, then extra MACs)."""
-    key = (candidate["peak_after"], candidate["extra_macs"])
-    return candidate["peak_after"] < candidate["peak_before"] and (
-        current is None or key < (current["peak_after"], current["extra_macs"])
-    )
+    """The candidate lowers the layer-by-layer peak, and beats ``current`` (_key)."""
+    return candidate["peak_after"] < candidate["peak_before"] and (current is None or _key(candidate) < _key(current))
 
 
 def patch_stage(graph: Graph, grid: tuple[int, int] | None = None) -> Graph:
