@@ -15,6 +15,7 @@ from microcompiler.errors import BoardError, MicrocompilerError, ModelFormatErro
 from microcompiler.frontend.tflite import load_tflite
 from microcompiler.ir import Graph, Operator
 from microcompiler.ops.base import kernel_for, operator_context
+from microcompiler.ops.features import has_dsp
 from microcompiler.ops.quant import INT_RANGES
 from microcompiler.outdir import listed_files, read_manifest, replace_output_dir
 from microcompiler.passes import PIPELINE, budget_pipeline, pipeline, plan_for_budget
@@ -235,7 +236,7 @@ def _passes(
     chooses the plan (passes/ram_budget.py); else the default passes."""
     check_ram_limit(ram_limit)
     if grid is not None or (ram_limit is None and ram_available is None):
-        return pipeline(grid)
+        return pipeline(grid, wide=has_dsp(features))
     if ram_limit is not None:
         limit, source, keep = ram_limit, "--ram-limit", False
     else:

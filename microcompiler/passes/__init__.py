@@ -50,11 +50,13 @@ PIPELINE = (
 )
 
 
-def pipeline(patches: tuple[int, int] | None = None) -> list:
-    """``PIPELINE`` with the patch pass's grid forced (``(1, 1)``: off; None: chosen, docs/memory.md)."""
-    if patches is None:
+def pipeline(patches: tuple[int, int] | None = None, wide: bool = False) -> list:
+    """``PIPELINE`` with the patch pass's grid forced (``(1, 1)``: off; None: chosen, docs/memory.md);
+    ``wide``: the patch pass's tie to wider patches (patches.choose_patches, DSP cores)."""
+    if patches is None and not wide:
         return PIPELINE
-    return [functools.partial(patch_stage, grid=tuple(patches)) if p is patch_stage else p for p in PIPELINE]
+    grid = None if patches is None else tuple(patches)
+    return [functools.partial(patch_stage, grid=grid, wide=wide) if p is patch_stage else p for p in PIPELINE]
 
 
 def budget_pipeline(planner) -> list:

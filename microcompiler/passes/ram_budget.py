@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from microcompiler.errors import BoardError
 from microcompiler.ir import Graph, Operator
 from microcompiler.ops.fast.conv_2d_im2col import IM2COL
+from microcompiler.ops.features import has_dsp
 from microcompiler.ops.plan import KernelPlan
 from microcompiler.passes.memory_plan import arena_buffers, lower_bound, peak_step, plan_memory, share_in_place
 from microcompiler.passes.patches import apply_patches, extra_macs, live_peak, patch_stage, patch_windows, stage_lengths
@@ -243,7 +244,7 @@ def _tensor_layer(g: Graph, op: Operator) -> str:
 def default_plan(graph: Graph, features: frozenset[str] = frozenset()) -> Plan:
     """The plan the pipeline makes without a budget: ``patch_stage``'s automatic choice, then
     ``plan_memory`` with the in-place depthwise layers that lower arena + scratch."""
-    g = patch_stage(graph)
+    g = patch_stage(graph, wide=has_dsp(features))
     p = g.patches
     name = f"default ({'patches ' + 'x'.join(map(str, p['grid'])) if p else 'layer by layer'})"
     return _planned(

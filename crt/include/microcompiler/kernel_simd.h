@@ -812,8 +812,41 @@ static MC_ALWAYS_INLINE void mc_dot_r4_s8l(const int32_t* xs, const int32_t* w, 
                      : [p] "r"(P_), [c] "r"(C_)                                                     \
                      : "memory");                                                                   \
   } while (0)
+/* channels4 with packed records (per group of 4 channels: the 4 biases, then per channel j the pair
+ * {multiplier, c << 8 | r} at words 4 + 2j, 5 + 2j, where c = 2^(r-1) + zp * 2^r, |c| < 2^23).
+ * MC_DW4_BIAS: the 4 biases by two LDRD. MC_DW4_STORE_PACKED_NN: channel J's requantization,
+ * O_[J] = SSAT8(SMMLAR(A_, m, c) >> r) with A_ holding 2 * acc (mc_requant_fast2_low8_nn: the output
+ * zero point and the clamp's lower end at -128, its upper end at 127), 6 instructions; one asm
+ * statement per channel, where GCC loaded the four channels' records up front and spilled them.
+ * A_ is clobbered. */
+#define MC_DW4_BIAS(Q_, A0_, A1_, A2_, A3_)                                                           \
+  __asm__ volatile("ldrd %[a0], %[a1], [%[q]]\n\t"                                                  \
+                   "ldrd %[a2], %[a3], [%[q], #8]\n\t"                                              \
+                   : [a0] "=&r"(A0_), [a1] "=&r"(A1_), [a2] "=r"(A2_), [a3] "=r"(A3_)                 \
+                   : [q] "r"(Q_)                                                                    \
+                   : "memory")
+#define MC_DW4_STORE_PACKED_NN(Q_, J_, O_, A_)                                                        \
+  do {                                                                                              \
+    int32_t m_, s_, c_;                                                                             \
+    __asm__ volatile("ldrd %[m], %[s], [%[q], %[qm]]\n\t"                                           \
+                     "asr %[c], %[s], #8\n\t"                                                       \
+                     "smmlar %[a], %[a], %[m], %[c]\n\t"                                            \
+                     "asr %[a], %[a], %[s]\n\t"                                                     \
+                     "ssat %[a], #8, %[a]\n\t"                                                      \
+                     "strb %[a], [%[o], %[oo]]\n\t"                                                 \
+                     : [a] "+&r"(A_), [m] "=&r"(m_), [s] "=&r"(s_), [c] "=&r"(c_)                     \
+                     : [q] "r"(Q_), [qm] "n"(16 + 8 * (J_)), [o] "r"(O_), [oo] "n"(J_)                \
+                     : "memory");                                                                   \
+  } while (0)
 #else
 #define MC_DW4_TAP_RO(P_, C_, W_, A0_, A1_, A2_, A3_) MC_DW4_TAP((P_) + (C_), 0, W_, A0_, A1_, A2_, A3_)
+#define MC_DW4_BIAS(Q_, A0_, A1_, A2_, A3_) \
+  ((A0_) = (Q_)[0], (A1_) = (Q_)[1], (A2_) = (Q_)[2], (A3_) = (Q_)[3])
+#define MC_DW4_STORE_PACKED_NN(Q_, J_, O_, A_)                                                        \
+  do {                                                                                              \
+    const int32_t s_ = (Q_)[5 + 2 * (J_)];                                                          \
+    (O_)[J_] = (int8_t)MC_SSAT8(mc_requant_fast2_low8_nn((A_), (Q_)[4 + 2 * (J_)], s_ >> 8, s_));      \
+  } while (0)
 #define MC_DW4_TAP(P_, OFF_, W_, A0_, A1_, A2_, A3_)                                                  \
   do {                                                                                              \
     const int8_t* x_ = (P_) + (OFF_);                                                               \

@@ -35,6 +35,18 @@ def emit_channels4(op, graph, ctx, plan) -> str:
     ctx.note(requant="smmlar" if is_fast else "reference")
     scale = 2 if is_fast else 1  # accumulate 2 * acc: saves the doubling in every requantization
     lo, hi = activation_range(op.options["activation"], y)
+    # the rounding constant c = 2^(r-1) + zp * 2^r with r in its low byte: one word, c = word >> 8 and the
+    # shift by the word's low byte (ASR by a register), where computing c from r took two instructions
+    # (MC_DW4_STORE_PACKED_NN: SSAT only, so the output zero point and the clamp at -128, no post table)
+    packed = (
+        plan.isa == "dsp"
+        and is_fast
+        and ort is None
+        and yq is y
+        and lo == y_zp == -128
+        and hi == 127
+        and bool(np.all(np.abs(c.astype(np.int64)) < 2**23))
+    )
     zp_row = (
         None
         if g.always_inside
@@ -58,13 +70,23 @@ def emit_channels4(op, graph, ctx, plan) -> str:
         ),
         params=ctx.const(
             "params",
-            fast.channel_params3(folded * scale, mult, r)
+            channel_params_packed(folded * scale, mult, c, r)
+            if packed
+            else fast.channel_params3(folded * scale, mult, r)
             if is_fast
             else fast.channel_params(folded * scale, mult, c, r),
             comment=f"per channel [{g.out_c}] "
-            + ("{folded bias, multiplier, right shift}" if is_fast else "{folded bias, multiplier, shift, 0}")
+            + (
+                "per group of 4 channels the 4 folded biases, then {multiplier, c << 8 | right shift r} "
+                "per channel (c = 2^(r-1) + zp * 2^r)"
+                if packed
+                else "{folded bias, multiplier, right shift}"
+                if is_fast
+                else "{folded bias, multiplier, shift, 0}"
+            )
             + (", bias doubled" if scale == 2 else ""),
         ),
+        packed=packed,
         zp_row=zp_row,
         isa=plan.isa,
         fast=is_fast,
@@ -72,3 +94,13 @@ def emit_channels4(op, graph, ctx, plan) -> str:
         act_max=hi,
         output_offset=y_zp,
     )
+
+
+def channel_params_packed(bias: np.ndarray, mult: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """channels4's records with the DSP extension (MC_DW4_BIAS, MC_DW4_STORE_PACKED_NN): per group of 4
+    channels the 4 biases, then per channel {multiplier, c << 8 | r}: 12 words per group, as before."""
+    groups = len(bias) // 4
+    biases = fast.wrap32(bias).reshape(groups, 4)
+    cr = (np.asarray(c, np.int64) << 8) | np.asarray(r, np.int64)
+    pairs = np.stack([np.asarray(mult, np.int64), cr], axis=1).reshape(groups, 8)
+    return np.concatenate([biases.astype(np.int64), pairs], axis=1).reshape(-1).astype(np.int32)
