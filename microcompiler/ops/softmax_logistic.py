@@ -22,6 +22,7 @@ Supported (as TFLM):
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -191,6 +192,11 @@ def logistic_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray
     """TFLM's int8 logistic of each int8 input: the input minus its zero point rescaled to Q4.27,
     gemmlowp's fixed-point logistic (Q0.31), rounded to the output's 1/256 steps minus 128;
     saturated beyond the input radius. The output quantization is fixed (1/256, -128), as in TFLM."""
+    return _logistic_int8_table(float(input_scale), int(input_zero_point)).copy()
+
+
+@functools.lru_cache(maxsize=1024)  # an unrolled RNN asks for the same table once per step
+def _logistic_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
     multiplier, shift, radius = logistic_int8_params(input_scale)
 
     def logistic(x: int) -> int:

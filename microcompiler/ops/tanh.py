@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from microcompiler.ops.base import ElementwiseKernel, register, require, require_unary
@@ -48,6 +50,11 @@ def tanh_int8_params(input_scale: float) -> tuple[int, int, int]:
 
 def tanh_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
     """TFLM's int8 tanh of each of the 256 inputs."""
+    return _tanh_int8_table(float(input_scale), int(input_zero_point)).copy()
+
+
+@functools.lru_cache(maxsize=1024)  # an unrolled RNN asks for the same table once per step
+def _tanh_int8_table(input_scale: float, input_zero_point: int) -> np.ndarray:
     multiplier, shift, radius = tanh_int8_params(input_scale)
 
     def tanh(x: int) -> int:
