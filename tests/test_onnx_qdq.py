@@ -394,10 +394,10 @@ def test_speed_within_10_percent_of_the_tflite_twin(tmp_path, name):
     """Issue 36's speed goal: the QDQ model on the Cortex-M4 (mps2_an386, QEMU's exact instruction counts)
     within 10% of the same Keras network from the TFLite converter (tests/models/onnx's *_int8_twin.tflite,
     MobileNetV2's built here: same weights, BatchNorm statistics and calibration samples), both compiled by
-    microcompiler. Measured (docs/onnx.md): the DS-CNN 337,560 against 307,280 (+9.9%), ResNet-8
-    12,536,400 against 11,703,360 (+7.1%), the dense autoencoder 7,160 against 6,560 (+9.1%: its float
+    microcompiler. Measured (docs/onnx.md): the DS-CNN 334,040 against 307,280 (+8.7%), ResNet-8
+    12,454,800 against 11,703,360 (+6.4%), the dense autoencoder 7,160 against 6,560 (+9.1%: its float
     input's QUANTIZE and output's DEQUANTIZE, which the int8 twin does not have, are 840 of them),
-    MobileNetV2-0.35 17,496,320 against 16,517,920 (+5.9%)."""
+    MobileNetV2-0.35 17,187,440 against 16,517,920 (+4.1%)."""
     ticks = {}
     for path in (MODELS / f"{name}_qdq_int8.onnx", _tflite_twin(name, tmp_path)):
         _, _, run = run_on_board(path, "mps2_an386", tmp_path / path.name.split(".")[0], log=lambda _: None)
