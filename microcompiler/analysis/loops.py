@@ -125,7 +125,7 @@ def operator_estimate(
 ) -> tuple[float, str]:
     """cost_model.estimate on a core of ``family``, with WHILE costed as its trip count times its subgraphs."""
     if op_meta.kind != "WHILE":
-        return cost_model.estimate(op_meta, dtype, family, cost_model.after_relu(graph, op))
+        return cost_model.estimate(op_meta, dtype, family, cost_model.after_relu(graph, op), cost_model.onnx_knobs(op))
     counted_trips = trip_count(graph, op, subgraphs)
     counted = counted_trips is not None
     trips = counted_trips if counted_trips is not None else ASSUMED_TRIPS

@@ -134,8 +134,41 @@ def after_relu(graph: Any, op: Any) -> bool:
     return producer is not None and (producer.kind in RELUS or producer.options.get("activation") in RELUS)
 
 
-def keys(op: CostedOperator, dtype: str, relu_input: bool = False) -> list[str]:
-    """From the most to the least specific cost-model key of an operator (``relu_input``: after_relu)."""
+# Options of the ONNX importer (frontend/onnx_*.py) that select ONNX Runtime's arithmetic in a kernel:
+# QUANTIZE's round-half-even, the float requantization epilogues (and their post tables), MLAS's
+# summation orders and approximations. Such a kernel's cost is not its TFLite twin's: its own keys.
+ONNX_OPTIONS = (
+    "rounding",
+    "requant",
+    "table",
+    "fma_chain",
+    "fma_blocks",
+    "mlas_m1",
+    "mlas_columns",
+    "ort_lanes",
+    "ort_mlas",
+    "ort_reduce",
+    "ort_softmax",
+)
+POST_TABLE_INPUT = 3  # ops/requant_float.py's: the post table of a float-requantized layer
+
+
+def onnx_knobs(op: Any) -> str:
+    """The ONNX Runtime arithmetic an ir.Operator's kernel runs (ONNX_OPTIONS present, and
+    ``post=table`` for a requantization with a post table), "" for TFLite's."""
+    parts = []
+    for name in ONNX_OPTIONS:
+        value = op.options.get(name)
+        if value:
+            parts.append(f"{name}={value}" if isinstance(value, str) else name)
+    if op.options.get("requant") and len(op.inputs) > POST_TABLE_INPUT and op.inputs[POST_TABLE_INPUT] >= 0:
+        parts.append("post=table")
+    return ",".join(parts)
+
+
+def keys(op: CostedOperator, dtype: str, relu_input: bool = False, onnx: str = "") -> list[str]:
+    """From the most to the least specific cost-model key of an operator (``relu_input``: after_relu;
+    ``onnx``: onnx_knobs, which every key of the operator then carries)."""
     k = op.kernel
     knobs = ",".join(f"{n}={k[n]}" for n in KEY_KNOBS if n in k)
     first = f"{op.kind}|{dtype}|{k.get('variant', 'reference')}|{knobs}"
@@ -145,24 +178,27 @@ def keys(op: CostedOperator, dtype: str, relu_input: bool = False) -> list[str]:
         first += ",stride=2" if rows_in >= STRIDED * rows_out else ",stride=1"
     if relu_input and dtype == "float32":
         first += ",input=relu"
-    return [
+    levels = [
         first,
         f"{op.kind}|{dtype}|{k.get('variant', 'reference')}|{knobs}",
         f"{op.kind}|{dtype}|{k.get('variant', 'reference')}",
         f"{op.kind}|{dtype}",
         op.kind,
     ]
+    return [f"{key}|onnx:{onnx}" for key in levels] if onnx else levels
 
 
-def estimate(op: CostedOperator, dtype: str, family: str = "m4", relu_input: bool = False) -> tuple[float, str]:
+def estimate(
+    op: CostedOperator, dtype: str, family: str = "m4", relu_input: bool = False, onnx: str = ""
+) -> tuple[float, str]:
     """(estimated instructions, the key of the coefficients used: FAMILY:KEY) on a core of ``family``
-    (core_family)."""
+    (core_family); ``relu_input`` and ``onnx`` as for keys."""
     if op.kernel.get("variant") == "memcpy":
         return COPY_PER_CALL + COPY_PER_ELEMENT * op.kernel["elements"], "memcpy"
     f = features(op, dtype)
     for fam in FAMILY_FALLBACK.get(family, (family, "m4")):
         table = cost_model_data.COEFFICIENTS.get(fam, {})
-        for key in keys(op, dtype, relu_input):
+        for key in keys(op, dtype, relu_input, onnx):
             coeffs = table.get(key)
             if coeffs is not None:
                 return sum(coeffs.get(n, 0.0) * f[n] for n in FEATURES), f"{fam}:{key}"
