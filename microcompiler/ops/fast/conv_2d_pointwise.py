@@ -57,7 +57,7 @@ def plan(op, graph) -> KernelPlan:
     return KernelPlan.of(
         POINTWISE,
         ISA_C,
-        scratch_bytes=4 * g.in_c if lane else 0,
+        scratch_bytes=8 * g.in_c if lane else 0,
         pixels=2,
         out_channels=4,
         weights="s8",
@@ -110,5 +110,7 @@ def emit(op, graph, ctx) -> str:
         describe=g.describe(),
         C=g.in_c,
         scratch=ctx.scratch(ctx.plan.scratch) if values["lane"] else "",
+        quads=(2 * values["pairs"] + values["odd"]) // 4,
+        rest=(2 * values["pairs"] + values["odd"]) % 4,
         **values,
     )
