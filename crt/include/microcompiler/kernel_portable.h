@@ -255,6 +255,10 @@ static MC_ALWAYS_INLINE void mc_pack2_s8(int32_t* d, const int8_t* x0, const int
  * 64-bit shift's low word) is S1 - 1 where S0 < 0. */
 #define MC_LANE0(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) << (32 - (L_))) >> (32 - (L_)))
 #define MC_LANE1(S_, LANE0_, L_) ((int32_t)((uint32_t)((uint64_t)(S_) >> (L_)) - (uint32_t)((LANE0_) >> 31)))
+/* The lanes of a sum that started at 2^(L - 1) (mc_dot_x4r4_s8i): the low lane plus 2^(L - 1), in
+ * [0, 2^L) while |S0| < 2^(L - 1), and the high lane, S >> L with no sign correction. */
+#define MC_LANE0_OFS(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) & ((1u << (L_)) - 1u)))
+#define MC_LANE1_OFS(S_, L_) ((int32_t)(uint32_t)((uint64_t)(S_) >> (L_)))
 
 /* Four output channels against a packed column X (n words, n >= 1) with the weights interleaved per
  * input as for mc_dot_r4_s8i (w[4 k + r]): acc[r] = sum_k X[k] w[4 k + r]. Per input one LDR of X,
@@ -333,7 +337,7 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
     a0 += (int64_t)X0 * v;                                   \
   }
 MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
-  int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  int64_t a0 = acc[0], a1 = acc[1], b0 = acc[4], b1 = acc[5];
   for (; n & 3; --n, XX += 2, w += 4) MC_X4R2_UP(0);
   for (; n; n -= 4, XX += 8, w += 16) {
     MC_X4R2_UP(0);
@@ -349,7 +353,9 @@ MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n,
 #undef MC_X4R2_UP
 #undef MC_X4R2_DOWN
 /* Four output channels (interleaved as for mc_dot_x2r4_s8i) against four pixels packed by
- * mc_pack4_s8: acc[r] holds pixels 0 and 1 of channel r, acc[4 + r] pixels 2 and 3. */
+ * mc_pack4_s8: acc[r] += the sums of pixels 0 and 1 of channel r, acc[4 + r] += pixels 2 and 3 (the
+ * caller's start values: 2^(L - 1) keeps the low lane non-negative, so that the high lane is S >> L
+ * and the low one (S mod 2^L) - 2^(L - 1), MC_LANE0_OFS). */
 static MC_ALWAYS_INLINE void mc_dot_x4r4_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
   mc_dot_x4r2_s8i(XX, w, n, acc);
   mc_dot_x4r2_s8i(XX, w + 2, n, acc + 2);
