@@ -38,6 +38,12 @@ PACKED_CASES = {
 POINTWISE_CASES = {
     "odd_pixels": dict(hwc=(3, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", activation="RELU", input_zp=-128),
     "depth7": dict(hwc=(1, 5, 7), kernel=(1, 1), out_c=12, padding="SAME", activation="RELU6", input_zp=17),
+    # 4 pixels per step with the long multiply (mc_dot_x4r4_s8i): every remainder of the pixels by 4
+    # (3: a step of 4 with the last pixel again; 1 or 2: a 2-pixel step, mc_dot_x2r4_s8i)
+    "pixels8_depth5": dict(hwc=(2, 4, 5), kernel=(1, 1), out_c=4, padding="VALID", input_zp=-7),
+    "pixels6_batch2": dict(hwc=(1, 3, 12), kernel=(1, 1), out_c=8, padding="VALID", batches=2, output_zp=9),
+    "pixels7": dict(hwc=(7, 1, 9), kernel=(1, 1), out_c=4, padding="VALID", activation="RELU", input_zp=60),
+    "pixel1": dict(hwc=(1, 1, 20), kernel=(1, 1), out_c=4, padding="VALID", input_zp=-128),
 }
 
 

@@ -1,12 +1,14 @@
 """CONV_2D 1x1 with stride 1 and no padding, int8, in portable C (no DSP extension): the "pointwise"
 kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTED over the pixels,
-2 pixels x 4 output channels per inner loop, the weights interleaved per input as FULLY_CONNECTED's
-portable rows4 lays them out, the input zero point folded into the bias, TFLM's requantization with
-SMMLAR's C equivalent (mc_requant_fast). With the long multiply (Armv7-M, the host: MC_LONG_MULTIPLY)
-both pixels' inputs are packed per input word (x0 + x1 * 2^L, lane_bits) and mc_dot_x2r4_s8i
-(kernel_portable.h) does two MACs per SMLAL (Cortex-M3: 1.28 instructions per MAC in its loop, 1.63
-with the requantization on KWS); without it (Armv6-M) mc_dot_p2r4_s8i on int32 sums, an odd last
-pixel with mc_dot_r4_s8i. An odd last pixel is packed twice (both lanes its sums).
+4 output channels per inner loop, the weights interleaved per input as FULLY_CONNECTED's portable
+rows4 lays them out, the input zero point folded into the bias, TFLM's requantization with SMMLAR's C
+equivalent (mc_requant_fast). With the long multiply (Armv7-M, the host: MC_LONG_MULTIPLY) 4 pixels
+per step: pixels 0 and 1, and 2 and 3, packed per input word (x0 + x1 * 2^L, lane_bits), both words
+of an input side by side in the scratch (mc_pack4_s8), and mc_dot_x4r4_s8i (kernel_portable.h) does
+two MACs per SMLAL with each weight loaded once for both words (Cortex-M3: 35 instructions per 32
+MACs in its loop, 1.35 per MAC with the requantization on KWS, was 1.62); 3 pixels left take a step
+of 4 with the last pixel packed again, 1 or 2 one step of 2 (mc_pack2_s8, mc_dot_x2r4_s8i). Without it (Armv6-M) 2 pixels per step, mc_dot_p2r4_s8i on int32 sums,
+an odd last pixel with mc_dot_r4_s8i.
 """
 
 from __future__ import annotations
@@ -50,14 +52,14 @@ def lane_bits(w_rows: np.ndarray) -> int:
 
 
 def plan(op, graph) -> KernelPlan:
-    """2 pixels x 4 output channels; with the long multiply (Armv7-M, the host) both pixels packed
-    per input into the scratch (C words) where lane_bits finds a lane width ("lane")."""
+    """4 output channels; with the long multiply (Armv7-M, the host) 4 pixels packed two per input
+    word into the scratch (2 C words) where lane_bits finds a lane width ("lane"), else 2 pixels."""
     g = geometry(op, graph)
     lane = lane_bits(graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1))
     return KernelPlan.of(
         POINTWISE,
         ISA_C,
-        scratch_bytes=4 * g.in_c if lane else 0,
+        scratch_bytes=8 * g.in_c if lane else 0,
         pixels=2,
         out_channels=4,
         weights="s8",
@@ -110,5 +112,7 @@ def emit(op, graph, ctx) -> str:
         describe=g.describe(),
         C=g.in_c,
         scratch=ctx.scratch(ctx.plan.scratch) if values["lane"] else "",
+        quads=(2 * values["pairs"] + values["odd"]) // 4,
+        rest=(2 * values["pairs"] + values["odd"]) % 4,
         **values,
     )
