@@ -55,13 +55,8 @@ static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t
   return d;
 }
 
-/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w; returns w + steps. */
-static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
-                                           int32_t* a1, int32_t* a2, int32_t* a3) {
-  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
 #if MC_DSP_ASM
-  MC_DOT4_REGISTERS(c0, c1, c2, c3);
-  int32_t we, wo;
+/* one step (4 inputs) of the 4 pixels' sums against a weight word */
 #define MC_DOT_P4L_STEP                             \
   "ldr %[wo], [%[w]], #4\n\t"                       \
   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
@@ -75,8 +70,16 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const i
   "smlad %[s2], %[c1], %[we], %[s2]\n\t"            \
   "smlad %[s3], %[c2], %[wo], %[s3]\n\t"            \
   "smlad %[s3], %[c3], %[we], %[s3]\n\t"
+#endif
+
+/* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w; returns w + steps. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const int32_t* w, int32_t steps, int32_t* a0,
+                                           int32_t* a1, int32_t* a2, int32_t* a3) {
+  int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+#if MC_DSP_ASM
+  MC_DOT4_REGISTERS(c0, c1, c2, c3);
+  int32_t we, wo;
   MC_DOT4_DRIVE(MC_DOT_P4L_STEP, MC_DOT_P4_OPS);
-#undef MC_DOT_P4L_STEP
 #else
   int32_t i;
   for (i = 0; i < steps; ++i, col += 8, ++w) {
@@ -93,5 +96,49 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l(const int32_t* col, const i
   *a3 = s3;
   return w;
 }
+
+/* mc_dot_p4_s8l with the 4 sums starting at one value b: its first step adds the products to b
+ * (SMLAD's accumulator operand; s3 holds b until its own first SMLAD, one register fewer) instead
+ * of copying b into each sum first, then the other steps-1 as mc_dot_p4_s8l (steps >= 1). Where
+ * steps % 4 != 0 the first step takes the place of one mc_dot_p4_s8l runs before its loop: no more
+ * code; otherwise 4 steps more code (~170 bytes) and one loop pass fewer. */
+static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l_b(const int32_t* col, const int32_t* w, int32_t steps, int32_t b,
+                                             int32_t* a0, int32_t* a1, int32_t* a2, int32_t* a3) {
+#if MC_DSP_ASM
+  int32_t s0, s1, s2, s3 = b;
+  MC_DOT4_REGISTERS(c0, c1, c2, c3);
+  int32_t we, wo;
+  __asm__ volatile("ldr %[wo], [%[w]], #4\n\t"
+                   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t"
+                   "sxtb16 %[we], %[wo]\n\t"
+                   "smlad %[s0], %[c0], %[wo], %[s3]\n\t"
+                   "smlad %[s0], %[c1], %[we], %[s0]\n\t"
+                   "smlad %[s1], %[c2], %[wo], %[s3]\n\t"
+                   "smlad %[s1], %[c3], %[we], %[s1]\n\t"
+                   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t"
+                   "smlad %[s2], %[c0], %[wo], %[s3]\n\t"
+                   "smlad %[s2], %[c1], %[we], %[s2]\n\t"
+                   "smlad %[s3], %[c2], %[wo], %[s3]\n\t"
+                   "smlad %[s3], %[c3], %[we], %[s3]\n\t"
+                   : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
+                     [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
+                   :
+                   : "memory");
+  steps -= 1;
+  MC_DOT4_DRIVE(MC_DOT_P4L_STEP, MC_DOT_P4_OPS);
+  *a0 = s0;
+  *a1 = s1;
+  *a2 = s2;
+  *a3 = s3;
+  return w;
+#else
+  *a0 = *a1 = *a2 = *a3 = b;
+  return mc_dot_p4_s8l(col, w, steps, a0, a1, a2, a3);
+#endif
+}
+
+#if MC_DSP_ASM
+#undef MC_DOT_P4L_STEP
+#endif
 
 #endif /* MICROCOMPILER_KERNEL_LANES_H_ */

@@ -125,6 +125,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             fast.channel_params(folded * scale, mult, c, r),
             comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}",
         )
+    contiguous = g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.always_inside and g.in_c % 4 == 0
     return ctx.render(
         "conv_2d_im2col.c.j2",
         g=g,
@@ -149,7 +150,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         lanes=lanes,
         direct=direct,
         # 1x1, stride 1, no padding: the 4 pixels' inputs one after the other (no row and column count)
-        contiguous=g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.always_inside and g.in_c % 4 == 0,
+        contiguous=contiguous,
         lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
         full=npix // 4,
         tail=npix % 4,
@@ -166,6 +167,11 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         and row_bytes % 4 == 0
         and g.out_c >= 2
         and steps >= PAIRS_MIN_STEPS,
+        # DSP, lanes: the sums start at the record's first word inside the first SMLAD
+        # (mc_dot_p4_s8l_b, kernel_lanes.h: 3 MOVs fewer per output channel and 4 pixels); where the
+        # column is a multiple of 4 steps that costs ~170 bytes of code per layer, so only in 1x1
+        # convolutions (MobileNet's pointwise layers: VWW -1.4%), not IC's 3x3 layers (flash)
+        bias_start=plan.isa == "dsp" and lanes and (steps % 4 != 0 or contiguous),
         fast=is_fast,
         act_min=lo,
         act_max=hi,
