@@ -56,20 +56,22 @@ static inline int32_t* mc_fill_col_s8l(int32_t* d, int32_t p, int32_t q, int32_t
 }
 
 #if MC_DSP_ASM
-/* one step (4 inputs) of the 4 pixels' sums against a weight word */
-#define MC_DOT_P4L_STEP                             \
+/* one step (4 inputs) of the 4 pixels' sums s0..s3 against a weight word, each sum's first SMLAD
+ * adding to the operand named B0..B3 (the sum itself, or the start value) */
+#define MC_DOT_P4L_STEP_FROM(B0, B1, B2, B3)        \
   "ldr %[wo], [%[w]], #4\n\t"                       \
   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
   "sxtb16 %[we], %[wo]\n\t"                         \
-  "smlad %[s0], %[c0], %[wo], %[s0]\n\t"            \
+  "smlad %[s0], %[c0], %[wo], %[" #B0 "]\n\t"       \
   "smlad %[s0], %[c1], %[we], %[s0]\n\t"            \
-  "smlad %[s1], %[c2], %[wo], %[s1]\n\t"            \
+  "smlad %[s1], %[c2], %[wo], %[" #B1 "]\n\t"       \
   "smlad %[s1], %[c3], %[we], %[s1]\n\t"            \
   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t" \
-  "smlad %[s2], %[c0], %[wo], %[s2]\n\t"            \
+  "smlad %[s2], %[c0], %[wo], %[" #B2 "]\n\t"       \
   "smlad %[s2], %[c1], %[we], %[s2]\n\t"            \
-  "smlad %[s3], %[c2], %[wo], %[s3]\n\t"            \
+  "smlad %[s3], %[c2], %[wo], %[" #B3 "]\n\t"       \
   "smlad %[s3], %[c3], %[we], %[s3]\n\t"
+#define MC_DOT_P4L_STEP MC_DOT_P4L_STEP_FROM(s0, s1, s2, s3)
 #endif
 
 /* a[p] (256-scaled) += sum over steps of pixel p's P, Q pairs against the weight words w; returns w + steps. */
@@ -108,18 +110,7 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l_b(const int32_t* col, const
   int32_t s0, s1, s2, s3 = b;
   MC_DOT4_REGISTERS(c0, c1, c2, c3);
   int32_t we, wo;
-  __asm__ volatile("ldr %[wo], [%[w]], #4\n\t"
-                   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t"
-                   "sxtb16 %[we], %[wo]\n\t"
-                   "smlad %[s0], %[c0], %[wo], %[s3]\n\t"
-                   "smlad %[s0], %[c1], %[we], %[s0]\n\t"
-                   "smlad %[s1], %[c2], %[wo], %[s3]\n\t"
-                   "smlad %[s1], %[c3], %[we], %[s1]\n\t"
-                   "ldmia %[col]!, {%[c0], %[c1], %[c2], %[c3]}\n\t"
-                   "smlad %[s2], %[c0], %[wo], %[s3]\n\t"
-                   "smlad %[s2], %[c1], %[we], %[s2]\n\t"
-                   "smlad %[s3], %[c2], %[wo], %[s3]\n\t"
-                   "smlad %[s3], %[c3], %[we], %[s3]\n\t"
+  __asm__ volatile(MC_DOT_P4L_STEP_FROM(s3, s3, s3, s3)
                    : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "+r"(s3), [col] "+r"(col), [w] "+r"(w),
                      [we] "=&r"(we), [wo] "=&r"(wo), [c0] "=&r"(c0), [c1] "=&r"(c1), [c2] "=&r"(c2), [c3] "=&r"(c3)
                    :
@@ -139,6 +130,7 @@ static MC_ALWAYS_INLINE const int32_t* mc_dot_p4_s8l_b(const int32_t* col, const
 
 #if MC_DSP_ASM
 #undef MC_DOT_P4L_STEP
+#undef MC_DOT_P4L_STEP_FROM
 #endif
 
 #endif /* MICROCOMPILER_KERNEL_LANES_H_ */
