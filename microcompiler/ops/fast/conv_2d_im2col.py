@@ -20,6 +20,7 @@ from microcompiler.ops.quant import activation_range
 IM2COL = Variant("im2col", ("kernel_simd.h",))
 # portable C: 2 output channels per pass over a column of at least this many groups of 4 inputs
 PAIRS_MIN_STEPS = 9
+BIAS_START_MIN_STEPS = 32  # 1x1 layers start their sums inside the first SMLAD from 128 input channels
 
 
 def emit_im2col(op, graph, ctx, plan) -> str:
@@ -125,6 +126,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
             fast.channel_params(folded * scale, mult, c, r),
             comment=f"per output channel [{g.out_c}] {{{bias_name}, multiplier, shift, 0}}",
         )
+    contiguous = g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.always_inside and g.in_c % 4 == 0
     return ctx.render(
         "conv_2d_im2col.c.j2",
         g=g,
@@ -149,7 +151,7 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         lanes=lanes,
         direct=direct,
         # 1x1, stride 1, no padding: the 4 pixels' inputs one after the other (no row and column count)
-        contiguous=g.k_h == g.k_w == 1 and g.stride_h == g.stride_w == 1 and g.always_inside and g.in_c % 4 == 0,
+        contiguous=contiguous,
         lanes_zp=(_pair(zp), _pair(255 * zp + 127)),
         full=npix // 4,
         tail=npix % 4,
@@ -166,6 +168,12 @@ def emit_im2col(op, graph, ctx, plan) -> str:
         and row_bytes % 4 == 0
         and g.out_c >= 2
         and steps >= PAIRS_MIN_STEPS,
+        # DSP, lanes: the sums start at the record's first word inside the first SMLAD
+        # (mc_dot_p4_s8l_b, kernel_lanes.h: 3 MOVs fewer per output channel and 4 pixels); where the
+        # column is a multiple of 4 steps that costs ~170 bytes of code per layer, so only in 1x1
+        # convolutions of at least 128 input channels (32 steps: MobileNet's wide pointwise layers,
+        # VWW -0.8% on the M7), not KWS's 64-channel ones or IC's 3x3 layers, whose flash may not grow
+        bias_start=plan.isa == "dsp" and lanes and (steps % 4 != 0 or (contiguous and steps >= BIAS_START_MIN_STEPS)),
         fast=is_fast,
         act_min=lo,
         act_max=hi,

@@ -257,9 +257,9 @@ void tiny_cnn_int8_conv1(const int8_t* input0, int8_t* output0) {
     const int32_t* w = tiny_cnn_int8_conv1_weights; /* the output channel's weights; each dot product returns the next row */
     const int32_t* q = tiny_cnn_int8_conv1_params; /* the output channel's record */
     for (oc = 0; oc < 8; ++oc, q += 2) {
-      int32_t a0 = q[0], a1 = a0, a2 = a0, a3 = a0;
+      int32_t a0, a1, a2, a3; /* the dot product starts them at q[0] */
       int8_t* o = out + oc;
-      w = mc_dot_p4_s8l(col, w, 3, &a0, &a1, &a2, &a3);
+      w = mc_dot_p4_s8l_b(col, w, 3, q[0], &a0, &a1, &a2, &a3);
       {
         /* r is the low byte of every accumulator (256 * acc + r) */
         const int32_t m = q[1], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, a0) >> 1;
@@ -309,9 +309,9 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
     const int32_t* w = tiny_cnn_int8_conv3_weights; /* the output channel's weights; each dot product returns the next row */
     const int32_t* q = tiny_cnn_int8_conv3_params; /* the output channel's record */
     for (oc = 0; oc < 16; ++oc, q += 2) {
-      int32_t a0 = q[0], a1 = a0, a2 = a0, a3 = a0;
+      int32_t a0, a1, a2, a3; /* the dot product starts them at q[0] */
       int8_t* o = out + oc;
-      w = mc_dot_p4_s8l(col, w, 2, &a0, &a1, &a2, &a3);
+      w = mc_dot_p4_s8l_b(col, w, 2, q[0], &a0, &a1, &a2, &a3);
       {
         /* r is the low byte of every accumulator (256 * acc + r) */
         const int32_t m = q[1], c = mc_lsl_low8(2 * OUTPUT_ZERO_POINT + 1, a0) >> 1;
