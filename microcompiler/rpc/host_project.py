@@ -17,11 +17,11 @@ from microcompiler import cleanup, resources
 from microcompiler.errors import ToolchainError
 from microcompiler.host import (
     COMPILE_TIMEOUT,
-    CRT_PORTABLE_SOURCES,
     SANITIZE_CFLAGS,
     STRICT_CFLAGS,
     build_crt_objects,
     compiler,
+    crt_sources,
     render_template,
     runner_model,
 )
@@ -66,10 +66,7 @@ def create_host_project(
     )
     ModelPlan.from_library(library).save(out)
     crt = resources.crt_dir()
-    runtime = [
-        *(str(crt / s) for s in [*CRT_PORTABLE_SOURCES, *RPC_CRT_SOURCES] if (crt / s).is_file()),
-        str(crt / "platform/posix/platform.c"),
-    ]
+    runtime = [*crt_sources(), *(str(crt / s) for s in RPC_CRT_SOURCES)]
     # the runtime one source at a time (through ccache when it can be used), the model with main()
     objects = build_crt_objects(out / "crt_objects", sanitize, opt, SANITIZE_CFLAGS[0], sources=runtime)
     sources = [str(main), *map(str, sorted((lib_dir / "src").glob("*.c"))), *map(str, objects)]

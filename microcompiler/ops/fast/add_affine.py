@@ -105,7 +105,8 @@ def _search(q1, q2, qo, left_shift, zero_points, act, subtract):
                 s_acc = int(w1) * sx1 + int(w2) * sx2
                 s_lower = np.where(s_below, -INT32_LIMIT, sy * unit - s_acc).max()
                 s_upper = np.where(s_above, INT32_LIMIT, (sy + 1) * unit - 1 - s_acc).min()
-                # the biases that overflow no sum (w1 * x1 + bias, then + w2 * x2) form an interval
+                # the biases that overflow no sum (w1 * x1 + bias, then + w2 * x2; every corner pair is
+                # among the 65,536) form an interval
                 term1 = (int(w1) * -128, int(w1) * 127)
                 term2 = (int(w2) * -128, int(w2) * 127)
                 low_sum = min(term1) + min(0, min(term2))
@@ -118,8 +119,8 @@ def _search(q1, q2, qo, left_shift, zero_points, act, subtract):
                 if lower > upper:
                     continue
                 bias = int((lower + upper) // 2)
-                partial = int(w1) * x1 + bias  # C adds the input1 term to the bias first
-                if all(v.min() >= -INT32_LIMIT and v.max() < INT32_LIMIT for v in (partial, acc + bias)):
+                # C adds the input1 term to the bias first: no overflow there or after the input2 term
+                if -INT32_LIMIT - low_sum <= bias <= INT32_LIMIT - 1 - high_sum:
                     return {"weight1": int(w1), "weight2": int(w2), "bias": bias, "shift": shift}
     return None
 
