@@ -70,6 +70,10 @@ EXTRA = {
     "dw/c30_s1x2_dil_w2": dict(
         kind="DEPTHWISE_CONV_2D", hwc=(5, 9, 30), stride=(1, 2), dilation=(1, 2), padding="VALID"
     ),
+    # an even kernel width with stride 2: the plane has no spare column past the last tap
+    "dw/c4_m2_3x4_s2_even_width": dict(
+        kind="DEPTHWISE_CONV_2D", hwc=(7, 9, 4), kernel=(3, 4), stride=(2, 2), depth_multiplier=2, input_zp=5
+    ),
     "conv/grouped_4x_c8": dict(hwc=(6, 5, 8), out_c=12, groups=4, stride=(2, 1), input_zp=-128),
     "conv/grouped_3x_c12_1x1": dict(hwc=(4, 4, 12), kernel=(1, 1), out_c=6, groups=3, padding="VALID"),
     "conv/large_column_5x5x96": dict(hwc=(5, 5, 96), kernel=(5, 5), out_c=3, input_zp=9),
@@ -108,7 +112,7 @@ def test_sweep_case_matches_tflm_with_dsp_kernels(tmp_path, case):
 
 def test_new_variants_sanitized(tmp_path):
     """ASan + UBSan over the plane borders, the multiplier loop and the grouped gather."""
-    for k in ("dw/kws_first_m8_10x8_s2", "dw/c30_s1x2_dil_w2", "conv/grouped_4x_c8"):
+    for k in ("dw/kws_first_m8_10x8_s2", "dw/c4_m2_3x4_s2_even_width", "dw/c30_s1x2_dil_w2", "conv/grouped_4x_c8"):
         assert_matches_oracle(SWEEP[k](), tmp_path / k.replace("/", "_"), n_inputs=1, sanitize=True, features=DSP)
 
 

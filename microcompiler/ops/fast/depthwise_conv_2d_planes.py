@@ -45,14 +45,17 @@ class PlaneGeometry:
 def plane_geometry(g) -> PlaneGeometry:
     last_y = (g.out_h - 1) * g.stride_h + (g.k_h - 1) * g.dil_h - g.pad_h
     last_x = (g.out_w - 1) * g.stride_w + (g.k_w - 1) * g.dil_w - g.pad_w
-    # one more column than the taps reach: a pair read at the last tap of an odd kernel width
-    pitch = -(-(last_x + g.pad_w + 2) // 2) * 2
+    # the columns the taps reach, and one more where a pair is read past the last tap: an odd kernel
+    # width, or the right pixel of a pixel pair (stride 1); a pair never straddles two rows
+    pixel_pairs = g.stride_w == 1 and g.dil_w == 1
+    spill = 1 if pixel_pairs or g.k_w % 2 or g.dil_w != 1 else 0
+    pitch = -(-(last_x + g.pad_w + 1 + spill) // 2) * 2
     return PlaneGeometry(
         rows=last_y + g.pad_h + 1,
         pitch=pitch,
         used_h=min(g.in_h, last_y + 1),
         used_w=min(g.in_w, last_x + 1),
-        pixel_pairs=g.stride_w == 1 and g.dil_w == 1,
+        pixel_pairs=pixel_pairs,
     )
 
 
