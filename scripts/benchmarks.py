@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 from lookalikes import LOOKALIKES
 from lookalikes import write as write_lookalike
-from tflm_side_by_side import SideBySideError, oracle, run_ours, run_ours_tuned, side_by_side
+from tflm_side_by_side import SHORT_MODEL, SHORT_RUNS, SideBySideError, oracle, run_ours, run_ours_tuned, side_by_side
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -215,6 +215,11 @@ def side_by_side_table(rows: list[dict]) -> list[str]:
             met = f"({r['dtype']})"
         per_mac = f"{r['per_mac']:.2f} / {r['tflm_per_mac']:.2f}" if r["macs"] else "—"
         estimate = "—" if r.get("estimate") is None else f"{fmt(r['estimate'])} ({r['estimate_error'] * 100:+.1f}%)"
+        if r.get("estimate_basis") is not None:  # a short model: against bench's count over many runs
+            estimate = (
+                f"{fmt(r['estimate'])} ({r['estimate_error'] * 100:+.1f}% of bench's "
+                f"{fmt(round(r['estimate_basis']))} per run over {SHORT_RUNS})"
+            )
         lines.append(
             f"| {display(r['key'])} | {r['variant']} | {fmt(r['macs'])} | {fmt(r['instructions'])} "
             f"| {fmt(r['tflm_instructions'])} | {r['ratio']:.3f}x | {met} | {per_mac} "
@@ -290,7 +295,8 @@ def board_block(
         f"Measured {datetime.now(UTC):%Y-%m-%d} on commit {where} by `{command}`{note}: every figure of this "
         f"block, TFLM's too, from that run; {exact} of {len(rows)} rows ran on both sides with outputs equal to "
         f"the TFLM interpreter's; `microcompiler analyze`'s estimate is within 10% of the measured count on "
-        f"{within} of {len(estimated)}.",
+        f"{within} of {len(estimated)} (of a model under {SHORT_MODEL:,} instructions, a few timer ticks: of "
+        f"`microcompiler bench`'s count per run over {SHORT_RUNS} runs back to back).",
         "",
         *side_by_side_table(rows),
         "",

@@ -143,9 +143,17 @@ def models(directory: Path) -> list[Path]:
     return paths
 
 
-def measure(model: Path, board: str) -> dict:
-    """One bench run: the whole inference and each operator, in instructions."""
-    cmd = ["bench", str(model), "--board", board, "--json", "--number", "1", "--repeat", "1"]
+# A model shorter than this many instructions is measured again with SHORT_RUNS runs per measurement:
+# one run of hello_world's 100-instruction layers is 2 to 3 ticks of mps2_an521's 50-instruction timer,
+# SHORT_RUNS back to back resolve them to a 25th of a tick.
+SHORT_MODEL = 20_000
+SHORT_RUNS = 25
+
+
+def measure(model: Path, board: str, number: int = 1) -> dict:
+    """One bench run of ``number`` runs per measurement: the whole inference and each operator, in
+    instructions per run."""
+    cmd = ["bench", str(model), "--board", board, "--json", "--number", str(number), "--repeat", "1"]
     proc = subprocess.run(
         [sys.executable, "-m", "microcompiler.cli", *cmd],
         capture_output=True,
@@ -160,9 +168,10 @@ def measure(model: Path, board: str) -> dict:
     per_tick = 1e9 / bench["timer_hz"]  # -icount shift=0: one instruction per ns
     return {
         "board": board,
-        "inference_instructions": bench["inference"]["ticks"] * per_tick,
+        "runs": number,
+        "inference_instructions": bench["inference"]["ticks_per_run"] * per_tick,
         "operators": [
-            {"index": row["index"], "kind": row["kind"], "instructions": row["ticks"] * per_tick}
+            {"index": row["index"], "kind": row["kind"], "instructions": row["ticks_per_run"] * per_tick}
             for row in bench["operators"]
         ],
     }
@@ -173,10 +182,10 @@ def timing_overhead(measured: dict) -> dict[str, float]:
     the whole-model run (the sum of the operators' counts less the inference's, per operator, over
     the models of at least 10 operators): about 28 on mps3_an547 (its system timer's read), 0 on
     the CMSDK timer boards. The samples are fitted without it, since the estimate is of the
-    standalone run."""
+    standalone run. A measurement of ``runs`` runs back to back spends it once, a ``runs``-th per run."""
     spent: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for m in measured.values():
-        if len(m["operators"]) >= 10:
+        if len(m["operators"]) >= 10 and m.get("runs", 1) == 1:
             spent[m["board"]][0] += sum(r["instructions"] for r in m["operators"]) - m["inference_instructions"]
             spent[m["board"]][1] += len(m["operators"])
     return {board: max(0.0, total / count) for board, (total, count) in spent.items()}
@@ -210,7 +219,7 @@ def samples_of(measured: dict, paths: dict[str, Path], compiled: dict) -> dict[t
                 samples[(family, key)].append(
                     (
                         cost_model.features(op, dtype),
-                        max(0.0, row["instructions"] - overhead.get(m["board"], 0.0)),
+                        max(0.0, row["instructions"] - overhead.get(m["board"], 0.0) / m.get("runs", 1)),
                         SIGNIFICANT_SHARE * total,
                     )
                 )
@@ -308,6 +317,8 @@ def main(argv=None) -> int:
                     t0 = time.monotonic()
                     try:
                         saved[f"{name}@{board}"] = measure(model, board)
+                        if saved[f"{name}@{board}"]["inference_instructions"] < SHORT_MODEL:
+                            saved[f"{name}@{board}"] = measure(model, board, SHORT_RUNS)
                     except (RuntimeError, subprocess.TimeoutExpired) as exc:
                         failures.append(str(exc))
                         print(f"FAILED: {exc}", flush=True)

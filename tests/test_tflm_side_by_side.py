@@ -93,7 +93,11 @@ def test_row_puts_our_figures_next_to_tflms(hello, stub, tmp_path):
     assert row["instructions"] > 0 and row["ratio"] == row["instructions"] / 2000
     assert row["macs"] == 16 + 16 * 16 + 16  # hello_world: FC 1->16, 16->16, 16->1
     assert row["per_mac"] == row["instructions"] / row["macs"]
-    assert row["estimate"] > 0 and row["estimate_error"] == row["estimate"] / row["instructions"] - 1
+    # hello_world is a few timer ticks: its estimate is held against bench's count over many runs,
+    # which a single timed run can only bracket to one tick (40 instructions on the M4)
+    assert row["instructions"] < sbs.SHORT_MODEL and row["estimate_basis"] is not None
+    assert abs(row["estimate_basis"] - row["instructions"]) <= 2 * 40
+    assert row["estimate"] > 0 and row["estimate_error"] == row["estimate"] / row["estimate_basis"] - 1
     assert row["flash"] > row["weights"] > 0 and row["stack"] > 0 and row["ram"] > row["arena"] > 0
     # the stand-in got the input our firmware ran on
     assert np.array_equal(np.load(tmp_path / "w" / "tflm" / "input_0.npy"), np.load(row["input_files"][0]))

@@ -72,3 +72,13 @@ def test_analyze_bench_and_run_agree_in_one_unit_on_a_board():
     text = cli("bench", TINY, "--board", BOARD, "--number", "2", "--repeat", "1").stdout
     assert "instructions (" in text and "at 25 MHz, one per cycle) per inference" in text
     assert " conv1 " in text and "0.000 ms" not in text
+
+
+def test_ticks_per_run_keeps_the_fraction_that_median_ticks_drops():
+    """Many runs of a short function resolve it below one timer tick (scripts/fit_cost_model.py and the
+    benchmark tables' short models read ``ticks_per_run``); ``median_ticks`` stays whole ticks."""
+    from microcompiler.rpc.handles import TimeResult
+
+    result = TimeResult(ticks=(392, 377, 380), number=25, timer_hz=25_000_000)
+    assert result.ticks_per_run == 380 / 25 == 15.2
+    assert result.median_ticks == 15

@@ -53,6 +53,7 @@ def bench_report(
                 op["estimate_error"] = relative_error(layer["estimated_instructions"], op["time"]["instructions"])
     inference = {
         "ticks": whole.median_ticks,
+        "ticks_per_run": whole.ticks_per_run,
         "seconds": whole.median_ticks / hz,
         "ticks_per_run_each_repeat": [t // number for t in whole.ticks],
         "time": measured(whole.median_ticks, hz, board),

@@ -132,6 +132,7 @@ class GraphExecutor:
             row = {
                 "function": fn.name,
                 "ticks": result.median_ticks,
+                "ticks_per_run": result.ticks_per_run,
                 "timer_hz": result.timer_hz,
                 "seconds": result.median_ticks / result.timer_hz,
             }

@@ -33,6 +33,13 @@ class TimeResult:
         return sum(self.results) / len(self.results)
 
     @property
+    def ticks_per_run(self) -> float:
+        """Ticks per run, median over the repeats, with its fraction: ``number`` runs of a short
+        function resolve it to 1/number of a tick."""
+        per_run = sorted(t / self.number for t in self.ticks)
+        return per_run[len(per_run) // 2]
+
+    @property
     def median_ticks(self) -> int:
         """Ticks per run, median over the repeats."""
         per_run = sorted(t // self.number for t in self.ticks)
