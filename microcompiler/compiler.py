@@ -236,7 +236,7 @@ def _passes(
     chooses the plan (passes/ram_budget.py); else the default passes."""
     check_ram_limit(ram_limit)
     if grid is not None or (ram_limit is None and ram_available is None):
-        return pipeline(grid, wide=has_dsp(features))
+        return pipeline(grid, wide=has_dsp(features), features=features)
     if ram_limit is not None:
         limit, source, keep = ram_limit, "--ram-limit", False
     else:

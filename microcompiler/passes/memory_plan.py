@@ -58,14 +58,46 @@ def arena_buffers(graph: Graph) -> list[Buffer]:
         for i in op.inputs:
             if i >= 0 and not g.tensors[g.storage(i)].is_constant:
                 last[g.storage(i)] = step
+    tails = _tail_pairs(g, first, last)
     buffers = []
     for root, start in first.items():
         if root in owned or g.tensors[root].persistent:
             continue
         t = g.tensors[root]
         align = max(4, np.dtype(np_dtype(t.dtype)).itemsize)
-        buffers.append(Buffer(root, t.nbytes, start, last[root], align))
+        # an input in the tail of its convolution's output (_tail_pairs) is inside the output's bytes
+        # at that step: its own lifetime ends the step before
+        end = last[root] - 1 if root in tails else last[root]
+        buffers.append(Buffer(root, t.nbytes, start, end, align))
     return buffers
+
+
+def _tail_pairs(g: Graph, first: dict[int, int] | None = None, last: dict[int, int] | None = None) -> dict[int, int]:
+    """Input storage -> output storage of the ``Graph.tail_shares`` that still hold after the aliases
+    the planner made: both their own storage (nothing else aliased to them), the input last read by
+    the operator that first writes the output, both before and after it, and the offset the input
+    takes in the output's buffer (the output's size less the input's) aligned. The planner places the
+    input there, so the operator's output overlaps its input's dying bytes (passes/patches.py)."""
+    if not g.tail_shares:
+        return {}
+    if first is None or last is None:
+        first, last = {}, {}
+        for step, op in enumerate(g.operators):
+            for o in op.outputs:
+                first.setdefault(g.storage(o), step)
+            for i in op.inputs:
+                if i >= 0:
+                    last[g.storage(i)] = step
+    targets = set(g.aliases.values())
+    pairs = {}
+    for x, y in g.tail_shares.items():
+        if {x, y} & (set(g.aliases) | targets) or x not in first or y not in first:
+            continue
+        offset = g.tensors[y].nbytes - g.tensors[x].nbytes
+        if offset < 0 or offset % 8 or last.get(x) != first[y] or first[x] >= first[y]:
+            continue
+        pairs[x] = y
+    return pairs
 
 
 def lower_bound(buffers: list[Buffer], steps: int) -> int:
@@ -102,29 +134,58 @@ def peak_step(buffers: list[Buffer], steps: int) -> tuple[int, list[Buffer]]:
     return best, sorted(live, key=lambda b: (-b.size, b.first))
 
 
-def _place(order: list[Buffer]) -> tuple[dict[int, int], int]:
+def _place(order: list[Buffer], tails: dict[int, int] | None = None) -> tuple[dict[int, int], int]:
+    """First fit in ``order``; ``tails`` (input -> output storage, ``_tail_pairs``): each input is
+    placed with its output, in the output's last bytes."""
     placed: list[tuple[Buffer, int]] = []
     offsets = {}
     # the placed buffers live at each step: a buffer meets only those of the steps it lives in, so
     # placing n buffers costs their lifetimes, not n^2 comparisons (a 20,000-operator chain)
     live_at: dict[int, list[tuple[int, int, int]]] = {}
-    for buf in order:
+    tails = tails or {}
+    by_tensor = {b.tensor: b for b in order}
+    inner = {y: by_tensor[x] for x, y in tails.items() if x in by_tensor and y in by_tensor}
+
+    def busy(buf: Buffer) -> list[tuple[int, int]]:
         busy_set = {}
         for step in range(buf.first, buf.last + 1):
             for key, start, end in live_at.get(step, ()):
                 busy_set[key] = (start, end)
-        busy = sorted(busy_set.values())
+        return sorted(busy_set.values())
+
+    def fits(buf: Buffer, offset: int, intervals: list[tuple[int, int]]) -> int | None:
+        """None when [offset, offset + size) is free, else the end of the first interval it meets."""
+        for start, end in intervals:
+            if offset < end and start < offset + buf.size:
+                return end
+        return None
+
+    for buf in order:
+        if buf.tensor in tails and tails[buf.tensor] in inner:
+            continue  # placed with its output
+        group = [(buf, 0)]
+        if buf.tensor in inner:
+            group.append((inner[buf.tensor], buf.size - inner[buf.tensor].size))
+        intervals = [busy(b) for b, _ in group]
         offset = 0
-        for start, end in busy:
+        while True:
             offset = -(-offset // buf.align) * buf.align
-            if offset + buf.size <= start:
+            clash = next(
+                (
+                    end - delta
+                    for (b, delta), iv in zip(group, intervals)
+                    if (end := fits(b, offset + delta, iv)) is not None
+                ),
+                None,
+            )
+            if clash is None:
                 break
-            offset = max(offset, end)
-        offset = -(-offset // buf.align) * buf.align
-        placed.append((buf, offset))
-        offsets[buf.tensor] = offset
-        for step in range(buf.first, buf.last + 1):
-            live_at.setdefault(step, []).append((len(placed), offset, offset + buf.size))
+            offset = max(offset + 1, clash)
+        for b, delta in group:
+            placed.append((b, offset + delta))
+            offsets[b.tensor] = offset + delta
+            for step in range(b.first, b.last + 1):
+                live_at.setdefault(step, []).append((len(placed), offset + delta, offset + delta + b.size))
     total = max([off + b.size for b, off in placed] or [0])
     return offsets, total
 
@@ -270,9 +331,17 @@ def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:
 
 def _best_placement(g: Graph) -> tuple[dict[int, int], int]:
     buffers = arena_buffers(g)
+    tails = _tail_pairs(g)
     best = None
-    for key in _ORDERS.values():
-        offsets, total = _place(sorted(buffers, key=key))
+    # with tail pairs, also the orders that sort a pair by its input's size
+    inner = {y: x for x, y in tails.items()}
+    sizes = {b.tensor: b.size for b in buffers}
+    proxy = {b.tensor: replace(b, size=sizes[inner[b.tensor]]) if b.tensor in inner else b for b in buffers}
+    orders = [lambda b, key=key: key(b) for key in _ORDERS.values()]
+    if tails:
+        orders += [lambda b, key=key: key(proxy[b.tensor]) for key in _ORDERS.values()]
+    for key in orders:
+        offsets, total = _place(sorted(buffers, key=key), tails)
         if best is None or total < best[1]:
             best = (offsets, total)
     return best

@@ -166,6 +166,7 @@ def _planned(
         subgraphs=g.subgraphs,
         patches=g.patches,
         ram_plan={"in_place_depthwise": in_place},
+        tail_shares=dict(g.tail_shares),
     )
     if pointwise:
         share_pointwise_in_place(h, features)
@@ -244,7 +245,7 @@ def _tensor_layer(g: Graph, op: Operator) -> str:
 def default_plan(graph: Graph, features: frozenset[str] = frozenset()) -> Plan:
     """The plan the pipeline makes without a budget: ``patch_stage``'s automatic choice, then
     ``plan_memory`` with the in-place depthwise layers that lower arena + scratch."""
-    g = patch_stage(graph, wide=has_dsp(features))
+    g = patch_stage(graph, wide=has_dsp(features), features=features)
     p = g.patches
     name = f"default ({'patches ' + 'x'.join(map(str, p['grid'])) if p else 'layer by layer'})"
     return _planned(
