@@ -96,6 +96,8 @@ def _tail_pairs(g: Graph, first: dict[int, int] | None = None, last: dict[int, i
         offset = g.tensors[y].nbytes - g.tensors[x].nbytes
         if offset < 0 or offset % 8 or last.get(x) != first[y] or first[x] >= first[y]:
             continue
+        if {x, y} & (set(pairs) | set(pairs.values())):
+            continue  # one pair per buffer: a chain (x in y, y in z) is placed one pair deep
         pairs[x] = y
     return pairs
 
