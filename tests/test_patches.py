@@ -229,6 +229,10 @@ def test_person_detect_lookalike_takes_the_grid_its_tail_shares_fit(tmp_path):
     p, q = dsp.metadata["patches"], portable["patches"]
     assert p["grid"] == [2, 2] and sorted(q["grid"]) == [2, 3] and p["extra_macs"] < q["extra_macs"]
     assert dsp.graph.tail_shares and dsp.metadata["arena_bytes"] <= portable["arena_bytes"]
+    # a knob that picks another kernel for those layers: the plan without tail shares (the 3x2 grid)
+    tuned = compile_model(path, features=frozenset({"dsp"}), tuning={"CONV_2D": {"variant": "reference"}})
+    assert _tail_pairs(tuned.graph) == {} and tuned.metadata["patches"]["grid"] == [3, 2]
+    assert tuned.metadata["arena_bytes"] == portable["arena_bytes"]
 
 
 @needs_board_tools

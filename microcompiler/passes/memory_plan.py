@@ -89,7 +89,7 @@ def _tail_pairs(g: Graph, first: dict[int, int] | None = None, last: dict[int, i
                 if i >= 0:
                     last[g.storage(i)] = step
     targets = set(g.aliases.values())
-    pairs = {}
+    pairs: dict[int, int] = {}
     for x, y in g.tail_shares.items():
         if {x, y} & (set(g.aliases) | targets) or x not in first or y not in first:
             continue

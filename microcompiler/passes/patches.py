@@ -331,8 +331,8 @@ def tail_shares(g: Graph, features: frozenset[str]) -> dict[int, int]:
     outputs, so with the input in the last bytes of the output's buffer (output pixel n ends at
     (n + 1) * out_c, the first unread input pixel n + 1 starts at N * (out_c - in_c) + (n + 1) * in_c,
     not before it) the layer needs the output's bytes only, not both (``memory_plan._tail_pairs``)."""
+    from microcompiler.ops.base import kernel_for
     from microcompiler.ops.fast.conv_2d_im2col import IM2COL
-    from microcompiler.passes.ram_budget import _kernel_plan
 
     shares = {}
     for op in g.operators:
@@ -348,7 +348,7 @@ def tail_shares(g: Graph, features: frozenset[str]) -> dict[int, int]:
             or x.shape[3] % 4
         ):
             continue
-        if _kernel_plan(op, g, features).variant == IM2COL:
+        if kernel_for(op).kernel_plan(op, g, features).variant == IM2COL:  # what emit() runs for the target
             shares[op.inputs[0]] = op.outputs[0]
     return shares
 
