@@ -226,12 +226,12 @@ def compile_model(
 
 
 def tails_hold(library: ModelLibrary) -> bool:
-    """Every operator whose output holds its input in its tail (memory_plan._tail_pairs) emits the
+    """Every operator whose output holds its input in its tail (memory_plan.tail_pairs) emits the
     im2col kernel, which reads each group of pixels before it writes theirs."""
     from microcompiler.ops.fast.conv_2d_im2col import IM2COL
-    from microcompiler.passes.memory_plan import _tail_pairs
+    from microcompiler.passes.memory_plan import tail_pairs
 
-    outputs = set(_tail_pairs(library.graph).values())
+    outputs = set(tail_pairs(library.graph).values())
     return all(f.plan.variant == IM2COL for f in library.functions if set(f.op.outputs) & outputs)
 
 

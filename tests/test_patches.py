@@ -23,7 +23,7 @@ from microcompiler.frontend.tflite import load_tflite
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.passes import PIPELINE, patch_stage
-from microcompiler.passes.memory_plan import _tail_pairs
+from microcompiler.passes.memory_plan import tail_pairs
 from microcompiler.passes.patches import (
     AUTO_MAX_PEAK_RATIO,
     PATCH_COPY,
@@ -197,12 +197,12 @@ def test_patched_stages_are_bit_exact_with_tflm(tmp_path, name, grid, features, 
 )
 def test_tail_shared_pointwise_layers_are_bit_exact_with_tflm(tmp_path, name, grid, executor, sanitize):
     """Each growing 1x1 layer's input lies in the last bytes of its output, which it overwrites as it
-    goes (memory_plan._tail_pairs), and the outputs stay bit-exact (and inside the arena under ASan)."""
+    goes (memory_plan.tail_pairs), and the outputs stay bit-exact (and inside the arena under ASan)."""
     model_bytes, stage = STAGES[name]()
     library = _patched_library(model_bytes, tmp_path, stage, grid, frozenset({"dsp"}), tails=True)
     g = library.graph
     assert len(g.tail_shares) == (stage - 2) * grid[0] * grid[1]
-    placed = _tail_pairs(g)  # a chain (4 -> 12 -> 20 channels) is placed one pair deep
+    placed = tail_pairs(g)  # a chain (4 -> 12 -> 20 channels) is placed one pair deep
     assert len(placed) == grid[0] * grid[1]
     for src, dst in placed.items():
         assert g.offsets[src] == g.offsets[dst] + g.tensors[dst].nbytes - g.tensors[src].nbytes
@@ -231,7 +231,7 @@ def test_person_detect_lookalike_takes_the_grid_its_tail_shares_fit(tmp_path):
     assert dsp.graph.tail_shares and dsp.metadata["arena_bytes"] <= portable["arena_bytes"]
     # a knob that picks another kernel for those layers: the plan without tail shares (the 3x2 grid)
     tuned = compile_model(path, features=frozenset({"dsp"}), tuning={"CONV_2D": {"variant": "reference"}})
-    assert _tail_pairs(tuned.graph) == {} and tuned.metadata["patches"]["grid"] == [3, 2]
+    assert tail_pairs(tuned.graph) == {} and tuned.metadata["patches"]["grid"] == [3, 2]
     assert tuned.metadata["arena_bytes"] == portable["arena_bytes"]
 
 

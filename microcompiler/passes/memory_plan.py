@@ -21,10 +21,15 @@ Before placing, operators whose kernel opts in (``OpKernel.inplace_inputs``, e.g
 their output over an input that dies with them, which removes a buffer from the live set. Kernels
 whose in-place schedule needs scratch (``OpKernel.inplace_scratch``: DEPTHWISE_CONV_2D, one input
 channel at a time in scratch) go in place only where that lowers the arena by more than the scratch.
+The patch pass's tail shares (``Graph.tail_shares``, ``tail_pairs``: a growing 1x1 convolution whose
+input may lie in the last bytes of its output) are placed as one piece: the output where both fit,
+the input at its end, its lifetime ending the step before the operator that overwrites it.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -58,21 +63,21 @@ def arena_buffers(graph: Graph) -> list[Buffer]:
         for i in op.inputs:
             if i >= 0 and not g.tensors[g.storage(i)].is_constant:
                 last[g.storage(i)] = step
-    tails = _tail_pairs(g, first, last)
+    tails = tail_pairs(g, first, last)
     buffers = []
     for root, start in first.items():
         if root in owned or g.tensors[root].persistent:
             continue
         t = g.tensors[root]
         align = max(4, np.dtype(np_dtype(t.dtype)).itemsize)
-        # an input in the tail of its convolution's output (_tail_pairs) is inside the output's bytes
+        # an input in the tail of its convolution's output (tail_pairs) is inside the output's bytes
         # at that step: its own lifetime ends the step before
         end = last[root] - 1 if root in tails else last[root]
         buffers.append(Buffer(root, t.nbytes, start, end, align))
     return buffers
 
 
-def _tail_pairs(g: Graph, first: dict[int, int] | None = None, last: dict[int, int] | None = None) -> dict[int, int]:
+def tail_pairs(g: Graph, first: dict[int, int] | None = None, last: dict[int, int] | None = None) -> dict[int, int]:
     """Input storage -> output storage of the ``Graph.tail_shares`` that still hold after the aliases
     the planner made: both their own storage (nothing else aliased to them), the input last read by
     the operator that first writes the output, both before and after it, and the offset the input
@@ -137,7 +142,7 @@ def peak_step(buffers: list[Buffer], steps: int) -> tuple[int, list[Buffer]]:
 
 
 def _place(order: list[Buffer], tails: dict[int, int] | None = None) -> tuple[dict[int, int], int]:
-    """First fit in ``order``; ``tails`` (input -> output storage, ``_tail_pairs``): each input is
+    """First fit in ``order``; ``tails`` (input -> output storage, ``tail_pairs``): each input is
     placed with its output, in the output's last bytes."""
     placed: list[tuple[Buffer, int]] = []
     offsets = {}
@@ -166,23 +171,30 @@ def _place(order: list[Buffer], tails: dict[int, int] | None = None) -> tuple[di
         if buf.tensor in tails and tails[buf.tensor] in inner:
             continue  # placed with its output
         group = [(buf, 0)]
-        if buf.tensor in inner:
-            group.append((inner[buf.tensor], buf.size - inner[buf.tensor].size))
-        intervals = [busy(b) for b, _ in group]
         offset = 0
-        while True:
+        if buf.tensor not in inner:  # one buffer: the lowest gap, one pass over the sorted intervals
+            for start, end in busy(buf):
+                offset = -(-offset // buf.align) * buf.align
+                if offset + buf.size <= start:
+                    break
+                offset = max(offset, end)
             offset = -(-offset // buf.align) * buf.align
-            clash = next(
-                (
-                    end - delta
-                    for (b, delta), iv in zip(group, intervals)
-                    if (end := fits(b, offset + delta, iv)) is not None
-                ),
-                None,
-            )
-            if clash is None:
-                break
-            offset = max(offset + 1, clash)
+        else:  # an output and the input in its tail: the lowest offset where both are free
+            group.append((inner[buf.tensor], buf.size - inner[buf.tensor].size))
+            intervals = [busy(b) for b, _ in group]
+            while True:
+                offset = -(-offset // buf.align) * buf.align
+                clash = next(
+                    (
+                        end - delta
+                        for (b, delta), iv in zip(group, intervals)
+                        if (end := fits(b, offset + delta, iv)) is not None
+                    ),
+                    None,
+                )
+                if clash is None:
+                    break
+                offset = max(offset + 1, clash)
         for b, delta in group:
             placed.append((b, offset + delta))
             offsets[b.tensor] = offset + delta
@@ -331,17 +343,22 @@ def _with_subgraph_arenas(g: Graph, planned: dict[int, Graph]) -> Graph:
     return g
 
 
+def _by_proxy(key: Callable[[Buffer], tuple], proxy: dict[int, Buffer], b: Buffer) -> tuple:
+    return key(proxy[b.tensor])
+
+
 def _best_placement(g: Graph) -> tuple[dict[int, int], int]:
     buffers = arena_buffers(g)
-    tails = _tail_pairs(g)
+    tails = tail_pairs(g)
     best = None
-    # with tail pairs, also the orders that sort a pair by its input's size
+    # with tail pairs, also the orders that sort an output holding an input by the input's size (the
+    # person_detect look-alike's 2x2 patches: 20,032 B where the plain orders leave 22,944 or more)
     inner = {y: x for x, y in tails.items()}
     sizes = {b.tensor: b.size for b in buffers}
-    proxy = {b.tensor: replace(b, size=sizes[inner[b.tensor]]) if b.tensor in inner else b for b in buffers}
-    orders = [lambda b, key=key: key(b) for key in _ORDERS.values()]
+    proxy = {b.tensor: replace(b, size=sizes.get(inner.get(b.tensor, -1), b.size)) for b in buffers}
+    orders: list[Callable[[Buffer], tuple]] = list(_ORDERS.values())
     if tails:
-        orders += [lambda b, key=key: key(proxy[b.tensor]) for key in _ORDERS.values()]
+        orders += [functools.partial(_by_proxy, key, proxy) for key in _ORDERS.values()]
     for key in orders:
         offsets, total = _place(sorted(buffers, key=key), tails)
         if best is None or total < best[1]:

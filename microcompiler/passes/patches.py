@@ -330,7 +330,7 @@ def tail_shares(g: Graph, features: frozenset[str]) -> dict[int, int]:
     im2col kernel on this target: it gathers 4 pixels into its column buffer before it writes their 4
     outputs, so with the input in the last bytes of the output's buffer (output pixel n ends at
     (n + 1) * out_c, the first unread input pixel n + 1 starts at N * (out_c - in_c) + (n + 1) * in_c,
-    not before it) the layer needs the output's bytes only, not both (``memory_plan._tail_pairs``)."""
+    not before it) the layer needs the output's bytes only, not both (``memory_plan.tail_pairs``)."""
     from microcompiler.ops.base import kernel_for
     from microcompiler.ops.fast.conv_2d_im2col import IM2COL
 
