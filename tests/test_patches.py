@@ -211,6 +211,22 @@ def test_tail_shared_pointwise_layers_are_bit_exact_with_tflm(tmp_path, name, gr
     _assert_bit_exact(model_bytes, library, tmp_path, sanitize=sanitize, executor=executor)
 
 
+def test_tail_pairs_keep_only_the_shares_that_still_hold(tmp_path):
+    """memory_plan.tail_pairs: a share whose input another tensor aliases, or which a later operator
+    still reads, is not placed in the tail (the planner's own aliases come after the patch pass)."""
+    model_bytes, stage = _growing((9, 8, 3), 6, (8, 16))
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model_bytes)
+    g = apply_patches(run_passes(load_tflite(path), PIPELINE[:-2]), stage, (2, 2))
+    g.tail_shares = tail_shares(g, frozenset({"dsp"}))
+    assert len(g.tail_shares) == 4 and tail_pairs(g) == g.tail_shares
+    (x, _), (x2, _), (x3, _) = list(g.tail_shares.items())[:3]
+    g.aliases[x] = x2  # x in x2's buffer: neither is its own storage any more
+    g.operators[-1].inputs.append(x3)  # x3 still read after the layer that would overwrite it
+    pairs = tail_pairs(g)
+    assert not {x, x2, x3} & set(pairs) and len(pairs) == 1
+
+
 def test_tail_shares_only_where_the_kernel_gathers_its_pixels_first(tmp_path):
     """The portable kernels and Helium's run no tail shares; forced grids and M3 choices stay as before."""
     model_bytes, stage = _growing()
