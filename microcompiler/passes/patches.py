@@ -29,7 +29,9 @@ recomputed multiply-accumulates stay within ``MAX_EXTRA_MACS`` of the model's, a
 peak is at most ``AUTO_MAX_PEAK_RATIO`` of the layer-by-layer one (a smaller cut is not worth the
 slower, larger code unless asked for); ``patch_stage(graph, grid=(rows, cols))`` forces a grid (the
 stage still chosen for the lowest peak) and ``grid=(1, 1)`` turns the pass off. The choice and its
-cost are in ``Graph.patches`` (metadata.json "patches").
+cost are in ``Graph.patches`` (metadata.json "patches"). On cores with the DSP extension the chosen
+grid may then give way to one that recomputes fewer MACs in no more arena, where its growing 1x1
+layers write over their inputs' tails (``tail_shares``, ``Graph.tail_shares``).
 """
 
 from __future__ import annotations
