@@ -199,21 +199,40 @@ def compile_model(
         patches = tuning.get("patches")
     if kernels == "reference":
         features = frozenset()
-    graph = run_passes(
-        graph, _passes(graph, parse_patches(patches), features, ram_limit, ram_available, kernels == "reference")
-    )
-    if graph.arena_bytes > MAX_ARENA_BYTES:
-        raise UnsupportedModelError(
-            f"the model's activations need an arena of {graph.arena_bytes:,} bytes, more than any microcontroller "
-            f"has (microcompiler's limit: {MAX_ARENA_BYTES:,}); reduce the input size or the layers' widths"
+    loaded = graph
+
+    def build(tails: bool) -> ModelLibrary:
+        graph = run_passes(
+            loaded,
+            _passes(loaded, parse_patches(patches), features, ram_limit, ram_available, kernels == "reference", tails),
         )
-    if isinstance(tuning, KnobSource):
-        tuning = tuning.knobs(graph)
-    if kernels == "reference":
-        tuning = {"*": {"variant": "reference"}}
-    library = generate_library(graph, features, tuning, shared_arena)
-    _check_budget(library, graph, ram_limit)
+        if graph.arena_bytes > MAX_ARENA_BYTES:
+            raise UnsupportedModelError(
+                f"the model's activations need an arena of {graph.arena_bytes:,} bytes, more than any "
+                f"microcontroller has (microcompiler's limit: {MAX_ARENA_BYTES:,}); reduce the input size or the "
+                "layers' widths"
+            )
+        knobs = tuning.knobs(graph) if isinstance(tuning, KnobSource) else tuning
+        if kernels == "reference":
+            knobs = {"*": {"variant": "reference"}}
+        library = generate_library(graph, features, knobs, shared_arena)
+        _check_budget(library, graph, ram_limit)
+        return library
+
+    library = build(True)
+    if not tails_hold(library):  # a knob chose a kernel that writes before it has read: plan without them
+        library = build(False)
     return library
+
+
+def tails_hold(library: ModelLibrary) -> bool:
+    """Every operator whose output holds its input in its tail (memory_plan.tail_pairs) emits the
+    im2col kernel, which reads each group of pixels before it writes theirs."""
+    from microcompiler.ops.fast.conv_2d_im2col import IM2COL
+    from microcompiler.passes.memory_plan import tail_pairs
+
+    outputs = set(tail_pairs(library.graph).values())
+    return all(f.plan.variant == IM2COL for f in library.functions if set(f.op.outputs) & outputs)
 
 
 def check_ram_limit(value: int | None) -> int | None:
@@ -231,12 +250,14 @@ def _passes(
     ram_limit: int | None,
     ram_available: int | None,
     reference: bool = False,
+    tails: bool = True,
 ) -> list:
     """The pipeline: with a RAM budget (and the patch grid not forced), the RAM-budget planner
-    chooses the plan (passes/ram_budget.py); else the default passes."""
+    chooses the plan (passes/ram_budget.py); else the default passes. ``tails``: the patch pass's tail
+    shares (patches.tail_shares)."""
     check_ram_limit(ram_limit)
     if grid is not None or (ram_limit is None and ram_available is None):
-        return pipeline(grid, wide=has_dsp(features))
+        return pipeline(grid, wide=has_dsp(features), features=features if tails else None)
     if ram_limit is not None:
         limit, source, keep = ram_limit, "--ram-limit", False
     else:
@@ -254,6 +275,7 @@ def _passes(
             limit_source=source,
             layer_name=_layer_name,
             reference=reference,
+            tails=tails,
         )
     )
 

@@ -160,6 +160,10 @@ class Graph:
     outputs: list[int]
     # Filled by passes: tensor index -> index of the tensor whose memory it shares.
     aliases: dict[int, int] = field(default_factory=dict)
+    # Filled by the patch pass: input tensor -> output tensor of a 1x1 convolution that grows the
+    # channels and reads each group of pixels before it writes theirs: the input may lie in the last
+    # bytes of the output's buffer (memory_plan.tail_pairs; the planner checks it still holds).
+    tail_shares: dict[int, int] = field(default_factory=dict)
     # Filled by the memory planner: tensor index -> byte offset in the arena.
     offsets: dict[int, int] = field(default_factory=dict)
     arena_bytes: int = 0

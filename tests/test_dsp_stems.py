@@ -38,6 +38,10 @@ STEM_CASES = {
     "c3_3x3_valid_odd_pixels": (dict(hwc=(6, 7, 3), out_c=4, padding="VALID", output_zp=-100), (2, 0, 1)),
     "c2_3x3_same": (dict(hwc=(7, 6, 2), out_c=7, input_zp=-128), (1, 0, 2)),
     "c3_1x3_same": (dict(hwc=(5, 9, 3), kernel=(1, 3), out_c=5, stride=(1, 2)), (2, 0, 1)),
+    # tall kernels with a pixel tail (3, 3, 1 pixels): the tail's rows in a loop (KWS's 10x4 stem)
+    "c1_10x4_s2_same_tail": (dict(hwc=(21, 10, 1), kernel=(10, 4), out_c=8, stride=(2, 2), input_zp=7), (1, 0, 0)),
+    "c1_7x4_same_tail": (dict(hwc=(9, 9, 1), kernel=(7, 4), out_c=5, input_zp=-20), (1, 0, 0)),
+    "c2_5x5_same_tail": (dict(hwc=(7, 7, 2), kernel=(5, 5), out_c=6, output_zp=-50), (2, 0, 2)),
 }
 
 
@@ -58,6 +62,9 @@ def test_direct_stem_matches_tflm(tmp_path, case):
     assert (layout.words, layout.over, layout.leftover) == (words, over, leftover)
     lib = assert_matches_oracle(model, tmp_path / "lib", n_inputs=3, features=DSP)
     assert kernel_of(lib)["variant"] == "im2col" and kernel_of(lib)["extract"] == "lanes"
+    g = geometry(lib.graph.operators[0], lib.graph)
+    tall_tail = g.k_h > 3 and (g.out_h * g.out_w) % 4 != 0
+    assert ("for (int r_ = 0;" in lib.files["src/model_ops.c"]) == tall_tail
 
 
 def test_direct_layout_order_keeps_every_tap_once():

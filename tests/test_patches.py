@@ -23,7 +23,15 @@ from microcompiler.frontend.tflite import load_tflite
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.passes import PIPELINE, patch_stage
-from microcompiler.passes.patches import AUTO_MAX_PEAK_RATIO, PATCH_COPY, apply_patches, choose_patches, stage_lengths
+from microcompiler.passes.memory_plan import tail_pairs
+from microcompiler.passes.patches import (
+    AUTO_MAX_PEAK_RATIO,
+    PATCH_COPY,
+    apply_patches,
+    choose_patches,
+    stage_lengths,
+    tail_shares,
+)
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import lookalikes  # noqa: E402
@@ -102,20 +110,41 @@ def _residual(shape=(12, 10, 3), seed=2):
     return s.b.finish([s.x], [out]), 4
 
 
+def _growing(shape=(15, 13, 3), seed=4, widths=(4, 12, 20)):
+    """conv 3x3 -> 1x1 growing twice (``widths``) -> depthwise 3x3 stride 2: the 1x1 layers write over
+    their input's tail (tail_shares) on DSP cores; odd sizes give every pixel tail (1-3 of 4)."""
+    s = _Stage(shape, seed)
+    y = s.conv(s.x, 3, 1, "SAME", widths[0])
+    for c in widths[1:]:
+        y = s.conv(y, 1, 1, "VALID", c)
+    y = s.conv(y, 3, 2, "SAME", kind="DEPTHWISE_CONV_2D")
+    return s.b.finish([s.x], [y]), 1 + len(widths)
+
+
 STAGES = {
     "plain": _plain,
     "plain_valid_s1": lambda: _plain((9, 14, 4), 3, 1, "VALID"),
     "strided_first": _strided_first,
     "residual": _residual,
+    "growing": _growing,
+    "growing_8_16": lambda: _growing((14, 17, 1), 5, (8, 16)),
 }
 
 
-def _patched_library(model_bytes: bytes, tmp_path: Path, stage: int, grid, features=frozenset()):
+def _patched_library(model_bytes: bytes, tmp_path: Path, stage: int, grid, features=frozenset(), tails=False):
+    """``tails``: with the growing 1x1 layers' tail shares the target's kernels allow (tail_shares)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(model_bytes)
     graph = load_tflite(path)
     graph.name = "model"
-    passes = [(lambda g: apply_patches(g, stage, grid)) if p is patch_stage else p for p in PIPELINE]
+
+    def patch(g):
+        h = apply_patches(g, stage, grid)
+        if tails:
+            h.tail_shares = tail_shares(h, features)
+        return h
+
+    passes = [patch if p is patch_stage else p for p in PIPELINE]
     return generate_library(run_passes(graph, passes), features)
 
 
@@ -154,6 +183,79 @@ def test_patched_stages_are_bit_exact_with_tflm(tmp_path, name, grid, features, 
     stage_out = [op for op in ops if op.kind == PATCH_COPY and op.notes.layer_suffix.endswith("_out")]
     assert len(stage_out) == grid[0] * grid[1] and len({op.outputs[0] for op in stage_out}) == 1
     _assert_bit_exact(model_bytes, library, tmp_path, executor=executor)
+
+
+@pytest.mark.parametrize(
+    "name,grid,executor,sanitize",
+    [
+        ("growing", (2, 2), "aot", False),
+        ("growing", (3, 2), "graph", False),
+        ("growing", (2, 3), "aot", False),
+        ("growing_8_16", (2, 2), "aot", False),
+        ("growing_8_16", (1, 3), "graph", True),
+    ],
+)
+def test_tail_shared_pointwise_layers_are_bit_exact_with_tflm(tmp_path, name, grid, executor, sanitize):
+    """Each growing 1x1 layer's input lies in the last bytes of its output, which it overwrites as it
+    goes (memory_plan.tail_pairs), and the outputs stay bit-exact (and inside the arena under ASan)."""
+    model_bytes, stage = STAGES[name]()
+    library = _patched_library(model_bytes, tmp_path, stage, grid, frozenset({"dsp"}), tails=True)
+    g = library.graph
+    assert len(g.tail_shares) == (stage - 2) * grid[0] * grid[1]
+    placed = tail_pairs(g)  # a chain (4 -> 12 -> 20 channels) is placed one pair deep
+    assert len(placed) == grid[0] * grid[1]
+    for src, dst in placed.items():
+        assert g.offsets[src] == g.offsets[dst] + g.tensors[dst].nbytes - g.tensors[src].nbytes
+    plain = _patched_library(model_bytes, tmp_path, stage, grid, frozenset({"dsp"}))
+    assert g.arena_bytes <= plain.graph.arena_bytes
+    _assert_bit_exact(model_bytes, library, tmp_path, sanitize=sanitize, executor=executor)
+
+
+def test_tail_pairs_keep_only_the_shares_that_still_hold(tmp_path):
+    """memory_plan.tail_pairs: a share whose input another tensor aliases, or which a later operator
+    still reads, is not placed in the tail (the planner's own aliases come after the patch pass)."""
+    model_bytes, stage = _growing((9, 8, 3), 6, (8, 16))
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model_bytes)
+    g = apply_patches(run_passes(load_tflite(path), PIPELINE[:-2]), stage, (2, 2))
+    g.tail_shares = tail_shares(g, frozenset({"dsp"}))
+    assert len(g.tail_shares) == 4 and tail_pairs(g) == g.tail_shares
+    (x, _), (x2, _), (x3, _) = list(g.tail_shares.items())[:3]
+    g.aliases[x] = x2  # x in x2's buffer: neither is its own storage any more
+    g.operators[-1].inputs.append(x3)  # x3 still read after the layer that would overwrite it
+    pairs = tail_pairs(g)
+    assert not {x, x2, x3} & set(pairs) and len(pairs) == 1
+
+
+def test_tail_shares_only_where_the_kernel_gathers_its_pixels_first(tmp_path):
+    """The portable kernels and Helium's run no tail shares; forced grids and M3 choices stay as before."""
+    model_bytes, stage = _growing()
+    for features in (frozenset(), frozenset({"dsp", "mve"})):
+        library = _patched_library(model_bytes, tmp_path, stage, (2, 2), features, tails=True)
+        assert library.graph.tail_shares == {}
+
+
+def test_person_detect_lookalike_takes_the_grid_its_tail_shares_fit(tmp_path):
+    """DSP cores: the 2x2 grid (fewer recomputed MACs than 3x2) with its growing 1x1 layers over their
+    input's tail, in less arena than the 3x2 grid the portable kernels keep."""
+    path = tmp_path / "person_detect.tflite"
+    path.write_bytes(lookalikes.mobilenet_v1_025(1, seed=1))
+    dsp = compile_model(path, features=frozenset({"dsp"}))
+    portable = compile_model(path).metadata
+    p, q = dsp.metadata["patches"], portable["patches"]
+    assert p["grid"] == [2, 2] and sorted(q["grid"]) == [2, 3] and p["extra_macs"] < q["extra_macs"]
+    assert dsp.graph.tail_shares and dsp.metadata["arena_bytes"] <= portable["arena_bytes"]
+    # a knob that picks another kernel for those layers: the plan without tail shares (the 3x2 grid)
+    tuned = compile_model(path, features=frozenset({"dsp"}), tuning={"CONV_2D": {"variant": "reference"}})
+    assert tail_pairs(tuned.graph) == {} and tuned.metadata["patches"]["grid"] == [3, 2]
+    assert tuned.metadata["arena_bytes"] == portable["arena_bytes"]
+
+
+@needs_board_tools
+def test_person_detect_lookalike_bit_exact_on_mps2_an386(tmp_path):
+    """The tail-shared 2x2 grid: the class scores and the 256 pooled features."""
+    run = assert_matches_oracle_on_board(lookalikes.mobilenet_v1_025(1, seed=1, pooled_output=True), tmp_path)
+    assert len(np.unique(run.outputs[1])) > 2, "the pooled features are nearly constant: they would prove little"
 
 
 def test_patch_buffers_stay_inside_their_bounds_under_asan(tmp_path):

@@ -50,13 +50,19 @@ PIPELINE = (
 )
 
 
-def pipeline(patches: tuple[int, int] | None = None, wide: bool = False) -> list:
+def pipeline(
+    patches: tuple[int, int] | None = None, wide: bool = False, features: frozenset[str] | None = None
+) -> list:
     """``PIPELINE`` with the patch pass's grid forced (``(1, 1)``: off; None: chosen, docs/memory.md);
-    ``wide``: the patch pass's tie to wider patches (patches.choose_patches, DSP cores)."""
+    ``wide``: the patch pass's tie to wider patches (patches.choose_patches, DSP cores); ``features``:
+    the target's, for the patch pass's tail shares (patches.tail_shares)."""
     if patches is None and not wide:
         return PIPELINE
     grid = None if patches is None else tuple(patches)
-    return [functools.partial(patch_stage, grid=grid, wide=wide) if p is patch_stage else p for p in PIPELINE]
+    return [
+        functools.partial(patch_stage, grid=grid, wide=wide, features=features) if p is patch_stage else p
+        for p in PIPELINE
+    ]
 
 
 def budget_pipeline(planner) -> list:

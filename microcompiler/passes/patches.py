@@ -29,7 +29,9 @@ recomputed multiply-accumulates stay within ``MAX_EXTRA_MACS`` of the model's, a
 peak is at most ``AUTO_MAX_PEAK_RATIO`` of the layer-by-layer one (a smaller cut is not worth the
 slower, larger code unless asked for); ``patch_stage(graph, grid=(rows, cols))`` forces a grid (the
 stage still chosen for the lowest peak) and ``grid=(1, 1)`` turns the pass off. The choice and its
-cost are in ``Graph.patches`` (metadata.json "patches").
+cost are in ``Graph.patches`` (metadata.json "patches"). On cores with the DSP extension the chosen
+grid may then give way to one that recomputes fewer MACs in no more arena, where its growing 1x1
+layers write over their inputs' tails (``tail_shares``, ``Graph.tail_shares``).
 """
 
 from __future__ import annotations
@@ -260,7 +262,7 @@ def live_peak(g: Graph) -> int:
     """``memory_plan.lower_bound`` of the graph after in-place sharing."""
     from microcompiler.passes.memory_plan import arena_buffers, lower_bound, share_in_place
 
-    h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases))
+    h = Graph(g.name, g.tensors, g.operators, g.inputs, g.outputs, dict(g.aliases), tail_shares=dict(g.tail_shares))
     share_in_place(h)
     return lower_bound(arena_buffers(h), len(g.operators))
 
@@ -325,14 +327,105 @@ def _lower(candidate: dict, current: dict | None, wide: bool = False) -> bool:
     )
 
 
-def patch_stage(graph: Graph, grid: tuple[int, int] | None = None, wide: bool = False) -> Graph:
+def tail_shares(g: Graph, features: frozenset[str]) -> dict[int, int]:
+    """Input -> output of the patches' 1x1 stride-1 convolutions that grow the channels and run the
+    im2col kernel on this target: it gathers 4 pixels into its column buffer before it writes their 4
+    outputs, so with the input in the last bytes of the output's buffer (output pixel n ends at
+    (n + 1) * out_c, the first unread input pixel n + 1 starts at N * (out_c - in_c) + (n + 1) * in_c,
+    not before it) the layer needs the output's bytes only, not both (``memory_plan.tail_pairs``)."""
+    from microcompiler.ops.base import kernel_for
+    from microcompiler.ops.fast.conv_2d_im2col import IM2COL
+
+    shares = {}
+    for op in g.operators:
+        if op.kind != "CONV_2D" or op.notes.patch is None or len(op.inputs) < 2 or len(op.outputs) != 1:
+            continue
+        x, w, y = g.tensors[op.inputs[0]], g.tensors[op.inputs[1]], g.tensors[op.outputs[0]]
+        if (
+            (x.dtype, y.dtype) != ("int8", "int8")
+            or tuple(w.shape[1:3]) != (1, 1)
+            or (op.options.get("stride_h"), op.options.get("stride_w")) != (1, 1)
+            or tuple(y.shape[:3]) != tuple(x.shape[:3])
+            or y.shape[3] <= x.shape[3]
+            or x.shape[3] % 4
+        ):
+            continue
+        if kernel_for(op).kernel_plan(op, g, features).variant == IM2COL:  # what emit() runs for the target
+            shares[op.inputs[0]] = op.outputs[0]
+    return shares
+
+
+def _planned_arena(g: Graph) -> int:
+    from microcompiler.passes.memory_plan import plan_memory
+
+    return plan_memory(g).arena_bytes
+
+
+def _faster_with_tails(graph: Graph, choice: dict, features: frozenset[str], wide: bool) -> Graph | None:
+    """The patched graph, with its tail shares, that recomputes fewer MACs than ``choice`` in no more
+    arena than ``choice`` takes without them (the fewest MACs first); None when there is none."""
+    arena = _planned_arena(apply_patches(graph, choice["stage"], tuple(choice["grid"]), copy=False))
+    candidates = []
+    for k in stage_lengths(graph):
+        out = graph.tensors[graph.operators[k - 1].outputs[0]]
+        if out.nbytes > max(
+            [graph.tensors[op.outputs[0]].nbytes for op in graph.operators[: k - 1]], default=out.nbytes
+        ):
+            continue  # the activations grew again (choose_patches)
+        for rows, cols in _grids(None):
+            if rows > out.shape[1] or cols > out.shape[2]:
+                continue
+            extra = extra_macs(graph, k, patch_windows(graph, k, (rows, cols)))
+            if extra < choice["extra_macs"]:
+                candidates.append((extra, cols if wide else 0, k, (rows, cols)))
+    for extra, _, k, grid in sorted(candidates):
+        g = apply_patches(graph, k, grid, copy=False)
+        g.tail_shares = tail_shares(g, features)
+        if not g.tail_shares or live_peak(g) > arena:
+            continue  # not even with every share
+        g = apply_patches(graph, k, grid)
+        by_layer: dict[int, dict[int, int]] = {}  # the shares of each stage layer, all its patches
+        for src, dst in tail_shares(g, features).items():
+            producer = g.producer(dst)
+            note = producer.notes.patch if producer is not None else None
+            by_layer.setdefault(note.of if note else -1, {})[src] = dst
+        subsets = [dict(kv for d in by_layer.values() for kv in d.items()), *by_layer.values()]
+        for shares in subsets if by_layer else []:
+            g.tail_shares = shares
+            if live_peak(g) <= arena and _planned_arena(g) <= arena:
+                break
+        else:
+            continue
+        g.patches = {
+            **choice,
+            "stage": k,
+            "grid": list(grid),
+            "peak_after": live_peak(g),
+            "extra_macs": extra,
+            "count": grid[0] * grid[1],
+            "stage_operators": [op.index for op in graph.operators[:k]],
+        }
+        return g
+    return None
+
+
+def patch_stage(
+    graph: Graph, grid: tuple[int, int] | None = None, wide: bool = False, features: frozenset[str] | None = None
+) -> Graph:
     """The graph with its leading stage run in patches when that lowers the RAM peak (module doc);
-    ``Graph.patches`` records the choice ({} when the pass changed nothing). ``wide``: choose_patches'."""
+    ``Graph.patches`` records the choice ({} when the pass changed nothing). ``wide``: choose_patches'.
+    ``features`` (cores with the DSP extension, the grid chosen): a grid that recomputes fewer MACs is
+    taken where its growing 1x1 layers writing over their inputs' tails (``tail_shares``) keep the
+    arena within the chosen grid's."""
     if graph.subgraphs or any(graph.tensors[i].persistent for i in range(len(graph.tensors))):
         return graph
     choice = choose_patches(graph, grid, wide)
     if choice is None or (grid is None and choice["peak_after"] > AUTO_MAX_PEAK_RATIO * choice["peak_before"]):
         return graph
+    if grid is None and wide and features is not None:
+        faster = _faster_with_tails(graph, choice, features, wide)
+        if faster is not None:
+            return faster
     g = apply_patches(graph, choice["stage"], tuple(choice["grid"]))
     g.patches = {
         **choice,

@@ -166,6 +166,7 @@ def _planned(
         subgraphs=g.subgraphs,
         patches=g.patches,
         ram_plan={"in_place_depthwise": in_place},
+        tail_shares=dict(g.tail_shares),
     )
     if pointwise:
         share_pointwise_in_place(h, features)
@@ -241,10 +242,11 @@ def _tensor_layer(g: Graph, op: Operator) -> str:
     return g.tensors[op.outputs[0]].name if op.outputs else f"{op.kind.lower()}_{op.index}"
 
 
-def default_plan(graph: Graph, features: frozenset[str] = frozenset()) -> Plan:
-    """The plan the pipeline makes without a budget: ``patch_stage``'s automatic choice, then
-    ``plan_memory`` with the in-place depthwise layers that lower arena + scratch."""
-    g = patch_stage(graph, wide=has_dsp(features))
+def default_plan(graph: Graph, features: frozenset[str] = frozenset(), tails: bool = True) -> Plan:
+    """The plan the pipeline makes without a budget: ``patch_stage``'s automatic choice (``tails``:
+    with its tail shares), then ``plan_memory`` with the in-place depthwise layers that lower arena +
+    scratch."""
+    g = patch_stage(graph, wide=has_dsp(features), features=features if tails else None)
     p = g.patches
     name = f"default ({'patches ' + 'x'.join(map(str, p['grid'])) if p else 'layer by layer'})"
     return _planned(
@@ -258,12 +260,14 @@ def candidate_plans(
     max_grid: int = MAX_GRID,
     layer_name: Callable[[Graph, Operator], str] = _tensor_layer,
     reference: bool = False,
+    tails: bool = True,
 ) -> list[Plan]:
     """Every plan worth trying (module doc), planned, after the pipeline's default plan;
-    ``reference``: the reference kernels will be emitted (no pointwise layer in place)."""
+    ``reference``: the reference kernels will be emitted (no pointwise layer in place); ``tails``:
+    default_plan's."""
     pointwise = not reference
     plans = [
-        default_plan(graph, features),
+        default_plan(graph, features, tails),
         _planned("layer by layer", graph, features, False, 0, {"stage": 0, "grid": [1, 1]}),
     ]
     _add(plans, _planned(IN_PLACE, graph, features, True, 0, {"stage": 0, "grid": [1, 1]}, pointwise))
@@ -330,13 +334,14 @@ def plan_for_budget(
     limit_source: str = "--ram-limit",
     layer_name: Callable[[Graph, Operator], str] = _tensor_layer,
     reference: bool = False,
+    tails: bool = True,
 ) -> Graph:
     """The pass: the chosen plan's graph (planned: offsets and arena), with ``Graph.ram_plan`` listing
     the plans tried; ``NoPlanFits`` when none fits ``limit``. ``keep_default``: the default plan
-    whenever it fits (then it is the only one tried)."""
-    plans = [default_plan(graph, features)] if keep_default else []
+    whenever it fits (then it is the only one tried); ``tails``: the patch pass's tail shares."""
+    plans = [default_plan(graph, features, tails)] if keep_default else []
     if not plans or (limit is not None and plans[0].ram_bytes > limit):
-        plans = candidate_plans(graph, features, layer_name=layer_name, reference=reference)
+        plans = candidate_plans(graph, features, layer_name=layer_name, reference=reference, tails=tails)
     chosen = plans[0] if keep_default and (limit is None or plans[0].ram_bytes <= limit) else choose_plan(plans, limit)
     if chosen is None:
         assert limit is not None  # without a limit every plan fits
