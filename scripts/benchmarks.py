@@ -44,6 +44,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import footprint_before_after
 import numpy as np
 from lookalikes import LOOKALIKES
 from lookalikes import write as write_lookalike
@@ -456,7 +457,10 @@ def main(argv=None) -> int:
                 # after every model, so a run stopped half-way leaves what it measured (marked partial)
                 partial = "" if n == len(args.models) else f" (partial: {n} of {len(args.models)} models so far)"
                 doc = out.read_text() if out.exists() else ""
-                out.write_text(write_block(doc, board, board_block(board, board_rows, ops, command, partial, out)))
+                doc = write_block(doc, board, board_block(board, board_rows, ops, command, partial, out))
+                if footprint_before_after.BEGIN in doc:  # flash and RAM against the 2026-11-26 tables
+                    doc = footprint_before_after.rewrite(doc)
+                out.write_text(doc)
             log(f"wrote {out} ({board})")
             rows += board_rows
     if args.json:
