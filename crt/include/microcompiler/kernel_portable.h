@@ -315,8 +315,8 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
  * n >= 8): acc[0], acc[1] the first column's sums, acc[4], acc[5] the second's. Per input one LDRD of
  * both columns, 2 LDRSB of weights and 4 SMLAL for 8 MACs, 8 inputs per iteration (Cortex-M3: 60
  * instructions per 64 MACs in the loop, no spill; mc_dot_x2r4_s8i takes 40 per 32). The order alternates
- * between inputs as in mc_dot_x2r4_s8i. No head loop for other depths (mc_dot_x4r4_s8i runs the
- * first n mod 8 inputs in its caller): with one, GCC allocates the loop's registers worse. */
+ * between inputs as in mc_dot_x2r4_s8i. No head loop for other depths (mc_dot_x2r4_s8i4 takes them):
+ * with one, GCC allocates the loop's registers worse. */
 #define MC_X4R2_UP(J)                                        \
   {                                                          \
     const int32_t X0 = XX[2 * (J)], X1 = XX[2 * (J) + 1];    \
@@ -354,26 +354,38 @@ MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n,
   acc[4] = b0;
   acc[5] = b1;
 }
+/* The same for any n >= 1 (the n mod 4 inputs first, then 4 per iteration: 32 instructions per 32
+ * MACs where every caller's n is a multiple of 4); mc_dot_x4r4_s8i takes it where n is not a multiple
+ * of 8 (one copy, dropped by the linker where unused). */
+MC_HELPER_FN void mc_dot_x4r2_s8i4(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
+  int64_t a0 = acc[0], a1 = acc[1], b0 = acc[4], b1 = acc[5];
+  for (; n & 3; --n, XX += 2, w += 4) MC_X4R2_UP(0);
+  for (n >>= 2; n; --n, XX += 8, w += 16) {
+    MC_X4R2_UP(0);
+    MC_X4R2_DOWN(1);
+    MC_X4R2_UP(2);
+    MC_X4R2_DOWN(3);
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[4] = b0;
+  acc[5] = b1;
+}
 #undef MC_X4R2_UP
 #undef MC_X4R2_DOWN
 /* Four output channels (interleaved as for mc_dot_x2r4_s8i) against four pixels packed by
  * mc_pack4_s8 (n >= 1 inputs; a literal where this is inlined): acc[r] += the sums of pixels 0 and 1
  * of channel r, acc[4 + r] += pixels 2 and 3 (the caller's start values: 2^(L - 1) keeps the low lane
  * non-negative, so that the high lane is S >> L and the low one (S mod 2^L) - 2^(L - 1),
- * MC_LANE0_OFS). The first n mod 8 inputs here, the rest by mc_dot_x4r2_s8i for channels 0, 1 and
- * 2, 3. */
+ * MC_LANE0_OFS): mc_dot_x4r2_s8i for channels 0, 1 and 2, 3 where n is a multiple of 8, else
+ * mc_dot_x4r2_s8i4. */
 static MC_ALWAYS_INLINE void mc_dot_x4r4_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
-  const int32_t head = n & 7;
-  int32_t t, j;
-  for (t = 0; t < head; ++t, XX += 2, w += 4) {
-    for (j = 0; j < 4; ++j) {
-      acc[j] += (int64_t)XX[0] * w[j];
-      acc[4 + j] += (int64_t)XX[1] * w[j];
-    }
-  }
-  if (n >= 8) {
-    mc_dot_x4r2_s8i(XX, w, n - head, acc);
-    mc_dot_x4r2_s8i(XX, w + 2, n - head, acc + 2);
+  if (n & 7) {
+    mc_dot_x4r2_s8i4(XX, w, n, acc);
+    mc_dot_x4r2_s8i4(XX, w + 2, n, acc + 2);
+  } else {
+    mc_dot_x4r2_s8i(XX, w, n, acc);
+    mc_dot_x4r2_s8i(XX, w + 2, n, acc + 2);
   }
 }
 #endif
