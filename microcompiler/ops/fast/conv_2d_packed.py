@@ -28,12 +28,13 @@ FUSED_MIN_CHANNELS = 4
 # mc_packed_geom): the helpers' 0.7 KB of code is then less than the layer code they replace.
 RUNS_MIN_LAYERS = 4
 # With the runs, 4 output pixels per step (knob "quads": pixels 0 and 1, 2 and 3 packed per input word
-# side by side, mc_pack4_quad_s8, and mc_dot_x4r4_s8i: each weight loaded once for 4 pixels, 35
-# instructions per 32 MACs in its loop where mc_dot_x2r4_s8i takes 40) where the layer's scratch for
-# them (2 words per tap and two patches) is within the largest 2-pixel scratch of the model's packed
-# layers (the model's scratch does not grow), or within QUADS_FREE_BYTES (a layer of few taps: the
-# patched stems of the MobileNet look-alikes, one input channel).
-QUADS_FREE_BYTES = 512
+# side by side, mc_pack4_quad_s8, and mc_dot_x4r4_s8i: each weight loaded once for 4 pixels, 60
+# instructions per 64 MACs in its loop where mc_dot_x2r4_s8i takes 40 per 32) where the layer's scratch
+# for them (2 words per tap and two patches) is within the largest 2-pixel scratch of the model's packed
+# layers (the model's scratch does not grow), or within QUADS_FREE_BYTES. 0: the patched stems of the
+# MobileNet look-alikes (one input channel, 9 taps) would take 157K instructions less on person_detect,
+# but their frames (the layer's 8 sums and mc_pack4_quad_s8's) add 52 B to its stack.
+QUADS_FREE_BYTES = 0
 
 
 def _rows(op, graph) -> np.ndarray:
