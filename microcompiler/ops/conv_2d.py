@@ -237,7 +237,7 @@ class Conv2D(OpKernel):
         int8 1x1 convolutions with stride 1 and no padding without the DSP extension: pointwise
         (ops/fast/conv_2d_pointwise.py, 2 pixels x 4 output channels per inner loop in portable C);
         other int8 convolutions of one group without it: packed (ops/fast/conv_2d_packed.py, the same
-        loop on the gathered patches of 2 pixels).
+        loop on the gathered patches of 2 pixels, or 4 where the model's packed scratch allows).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))

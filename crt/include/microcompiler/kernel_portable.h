@@ -337,17 +337,18 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
     b0 += (int64_t)X1 * v;                                   \
     a0 += (int64_t)X0 * v;                                   \
   }
+#define MC_X4R2_FOUR(J)    \
+  {                        \
+    MC_X4R2_UP(J);         \
+    MC_X4R2_DOWN((J) + 1); \
+    MC_X4R2_UP((J) + 2);   \
+    MC_X4R2_DOWN((J) + 3); \
+  }
 MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
   int64_t a0 = acc[0], a1 = acc[1], b0 = acc[4], b1 = acc[5];
   for (n >>= 3; n; --n, XX += 16, w += 32) { /* (a count: with an end pointer GCC spills a sum) */
-    MC_X4R2_UP(0);
-    MC_X4R2_DOWN(1);
-    MC_X4R2_UP(2);
-    MC_X4R2_DOWN(3);
-    MC_X4R2_UP(4);
-    MC_X4R2_DOWN(5);
-    MC_X4R2_UP(6);
-    MC_X4R2_DOWN(7);
+    MC_X4R2_FOUR(0);
+    MC_X4R2_FOUR(4);
   }
   acc[0] = a0;
   acc[1] = a1;
@@ -360,12 +361,7 @@ MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n,
 MC_HELPER_FN void mc_dot_x4r2_s8i4(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
   int64_t a0 = acc[0], a1 = acc[1], b0 = acc[4], b1 = acc[5];
   for (; n & 3; --n, XX += 2, w += 4) MC_X4R2_UP(0);
-  for (n >>= 2; n; --n, XX += 8, w += 16) {
-    MC_X4R2_UP(0);
-    MC_X4R2_DOWN(1);
-    MC_X4R2_UP(2);
-    MC_X4R2_DOWN(3);
-  }
+  for (n >>= 2; n; --n, XX += 8, w += 16) MC_X4R2_FOUR(0);
   acc[0] = a0;
   acc[1] = a1;
   acc[4] = b0;
@@ -373,6 +369,7 @@ MC_HELPER_FN void mc_dot_x4r2_s8i4(const int32_t* XX, const int8_t* w, int32_t n
 }
 #undef MC_X4R2_UP
 #undef MC_X4R2_DOWN
+#undef MC_X4R2_FOUR
 /* Four output channels (interleaved as for mc_dot_x2r4_s8i) against four pixels packed by
  * mc_pack4_s8 (n >= 1 inputs; a literal where this is inlined): acc[r] += the sums of pixels 0 and 1
  * of channel r, acc[4 + r] += pixels 2 and 3 (the caller's start values: 2^(L - 1) keeps the low lane

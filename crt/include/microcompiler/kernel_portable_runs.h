@@ -27,6 +27,24 @@ static MC_ALWAYS_INLINE void mc_pack2_run_s8(int32_t* d, const int8_t* x0, const
   }
 }
 
+/* Four pixels: d[2 k] = x0[k] + x1[k] * unit, d[2 k + 1] = x2[k] + x3[k] * unit for k < n (n >= 1; the
+ * interleaving of mc_pack4_s8), 2 inputs per iteration. */
+static MC_ALWAYS_INLINE void mc_pack4_run_s8(int32_t* d, const int8_t* x0, const int8_t* x1, const int8_t* x2,
+                                             const int8_t* x3, int32_t n, int32_t unit) {
+  int32_t* const end = d + 2 * n;
+  if (n & 1) {
+    d[0] = *x0++ + *x1++ * unit;
+    d[1] = *x2++ + *x3++ * unit;
+    d += 2;
+  }
+  for (; d != end; d += 4, x0 += 2, x1 += 2, x2 += 2, x3 += 2) {
+    d[0] = x0[0] + x1[0] * unit;
+    d[1] = x2[0] + x3[0] * unit;
+    d[2] = x0[1] + x1[1] * unit;
+    d[3] = x2[1] + x3[1] * unit;
+  }
+}
+
 /* A CONV_2D packed layer's geometry (one constant per layer): its scratch (the packed column, the two
  * patches), the input, kernel, strides, dilations and padding, the output's rows and columns and a
  * batch's input bytes, the interior (pairs of output pixels on one row whose every tap is inside:
@@ -86,38 +104,41 @@ MC_HELPER_FN void mc_pack2_edge_s8(const int8_t* b, int32_t oy, int32_t ox, cons
   mc_pack2_run_s8(g->packed, g->patch, g->patch + k, k, g->unit);
 }
 
+/* Whether output pixels ox..ox + last of row oy all lie in the interior (ox < 0 fails: x_lo >= 0). */
+#define MC_PACKED_INSIDE(g_, oy_, ox_, last_) \
+  ((ox_) >= (g_)->x_lo && (ox_) + (last_) <= (g_)->x_hi && (oy_) >= (g_)->y_lo && (oy_) <= (g_)->y_hi)
+
+/* The input of the first tap of output pixel (batch base b, row oy, column ox). */
+static MC_ALWAYS_INLINE const int8_t* mc_packed_src(const int8_t* b, int32_t oy, int32_t ox, const mc_packed_geom* g) {
+  const int32_t c = g->in_c;
+  return b + (oy * g->stride_h - g->pad_h) * (g->in_w * c) + (ox * g->stride_w - g->pad_w) * c;
+}
+
+/* The packed columns of 2 or 4 pixels (a literal) on one row whose every tap is inside, s the first
+ * pixel's first tap: one run of k_w in_c inputs per kernel row. */
+static MC_ALWAYS_INLINE void mc_pack_rows_s8(const int8_t* s, const mc_packed_geom* g, int pixels) {
+  const int32_t c = g->in_c, run = g->k_w * c, step = g->stride_w * c, next = g->dil_h * g->in_w * c;
+  int32_t* d = g->packed;
+  int32_t ky;
+  for (ky = g->k_h; ky > 0; --ky, s += next, d += (pixels / 2) * run) {
+    if (pixels == 4) {
+      mc_pack4_run_s8(d, s, s + step, s + 2 * step, s + 3 * step, run, g->unit);
+    } else {
+      mc_pack2_run_s8(d, s, s + step, run, g->unit);
+    }
+  }
+}
+
 /* The packed column of output pixel (batch base b, row oy, column ox) and the next one in raster
  * order (ox < 0: the odd last pixel -1 - ox, twice) into g->packed:
  * packed[(ky k_w + kx) in_c + c] = x0 + x1 2^L of tap (ky, kx), channel c. Pairs inside: one run of
  * k_w in_c inputs per kernel row straight from the input; else mc_pack2_edge_s8 (a tail call). */
 MC_HELPER_FN void mc_pack2_pair_s8(const int8_t* b, int32_t oy, int32_t ox, const mc_packed_geom* g) {
-  if (ox >= g->x_lo && ox + 1 <= g->x_hi && oy >= g->y_lo && oy <= g->y_hi) { /* (ox < 0 fails: x_lo >= 0) */
-    const int32_t c = g->in_c, run = g->k_w * c, row = g->in_w * c, step = g->stride_w * c, next = g->dil_h * row;
-    const int8_t* s = b + (oy * g->stride_h - g->pad_h) * row + (ox * g->stride_w - g->pad_w) * c;
-    int32_t* d = g->packed;
-    int32_t ky;
-    for (ky = g->k_h; ky > 0; --ky, s += next, d += run) mc_pack2_run_s8(d, s, s + step, run, g->unit);
+  if (MC_PACKED_INSIDE(g, oy, ox, 1)) {
+    mc_pack_rows_s8(mc_packed_src(b, oy, ox, g), g, 2);
     return;
   }
   mc_pack2_edge_s8(b, oy, ox, g);
-}
-
-/* Four pixels: d[2 k] = x0[k] + x1[k] * unit, d[2 k + 1] = x2[k] + x3[k] * unit for k < n (n >= 1; the
- * interleaving of mc_pack4_s8), 2 inputs per iteration. */
-static MC_ALWAYS_INLINE void mc_pack4_run_s8(int32_t* d, const int8_t* x0, const int8_t* x1, const int8_t* x2,
-                                             const int8_t* x3, int32_t n, int32_t unit) {
-  int32_t* const end = d + 2 * n;
-  if (n & 1) {
-    d[0] = *x0++ + *x1++ * unit;
-    d[1] = *x2++ + *x3++ * unit;
-    d += 2;
-  }
-  for (; d != end; d += 4, x0 += 2, x1 += 2, x2 += 2, x3 += 2) {
-    d[0] = x0[0] + x1[0] * unit;
-    d[1] = x2[0] + x3[0] * unit;
-    d[2] = x0[1] + x1[1] * unit;
-    d[3] = x2[1] + x3[1] * unit;
-  }
 }
 
 /* d[2 k] = x0[k] + x1[k] * unit for k < n (n >= 1): one pair's words of mc_pack4_quad_s8. */
@@ -141,9 +162,9 @@ MC_HELPER_FN void mc_pack4_edge_s8(const int8_t* b, int32_t oy, int32_t ox, cons
     if (2 * h + 1 < n) {
       MC_NEXT_PIXEL(b1, oy1, ox1, g)
     }
-    if (oy1 == oy && ox >= g->x_lo && ox1 <= g->x_hi && oy >= g->y_lo && oy <= g->y_hi) {
-      const int32_t run = g->k_w * c, row = g->in_w * c, next = g->dil_h * row;
-      const int8_t* s = b + (oy * g->stride_h - g->pad_h) * row + (ox * g->stride_w - g->pad_w) * c;
+    if (oy1 == oy && MC_PACKED_INSIDE(g, oy, ox, ox1 - ox)) {
+      const int32_t run = g->k_w * c, next = g->dil_h * g->in_w * c;
+      const int8_t* s = mc_packed_src(b, oy, ox, g);
       const int32_t step = (ox1 - ox) * g->stride_w * c; /* 0: the same pixel twice */
       int32_t ky;
       for (ky = 0; ky < g->k_h; ++ky, s += next) mc_pack2_run2_s8(d + 2 * ky * run, s, s + step, run, g->unit);
@@ -167,14 +188,8 @@ MC_HELPER_FN void mc_pack4_edge_s8(const int8_t* b, int32_t oy, int32_t ox, cons
  * mc_pack2_pair_s8's). Four pixels inside, on one row: one run of k_w in_c inputs per kernel row; else
  * mc_pack4_edge_s8 (a tail call). */
 MC_HELPER_FN void mc_pack4_quad_s8(const int8_t* b, int32_t oy, int32_t ox, const mc_packed_geom* g) {
-  if (ox >= g->x_lo && ox + 3 <= g->x_hi && oy >= g->y_lo && oy <= g->y_hi) { /* (ox < 0 fails: x_lo >= 0) */
-    const int32_t c = g->in_c, run = g->k_w * c, row = g->in_w * c, step = g->stride_w * c, next = g->dil_h * row;
-    const int8_t* s = b + (oy * g->stride_h - g->pad_h) * row + (ox * g->stride_w - g->pad_w) * c;
-    int32_t* d = g->packed;
-    int32_t ky;
-    for (ky = g->k_h; ky > 0; --ky, s += next, d += 2 * run) {
-      mc_pack4_run_s8(d, s, s + step, s + 2 * step, s + 3 * step, run, g->unit);
-    }
+  if (MC_PACKED_INSIDE(g, oy, ox, 3)) {
+    mc_pack_rows_s8(mc_packed_src(b, oy, ox, g), g, 4);
     return;
   }
   mc_pack4_edge_s8(b, oy, ox, g);

@@ -7,6 +7,9 @@ pixels are on one row and every tap inside, one run of k_w * in_c inputs per ker
 gathered tap by tap into the two patches (padding taps: the input zero point, folded into the bias), then packed -- and run 4 output channels at
 a time with one SMLAL per 2 MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
 weights are interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
+With the helpers and the scratch for it ("quads", QUADS_FREE_BYTES), 4 pixels per step as the pointwise
+kernel: pixels 0 and 1, and 2 and 3, packed side by side (mc_pack4_quad_s8: one run per kernel row where
+the four are inside on one row, else pair by pair), mc_dot_x4r4_s8i (each weight loaded once for 4 pixels).
 """
 
 from __future__ import annotations
