@@ -55,8 +55,9 @@ def kernel_of(lib):
 @pytest.mark.parametrize("case", list(PACKED_CASES))
 def test_conv_packed_matches_tflm(tmp_path, monkeypatch, case, runs):
     """Both packings: the layer's own code (runs 0) and kernel_portable.h's mc_pack2_pair_s8 (runs 1:
-    what a model with RUNS_MIN_LAYERS packed layers takes)."""
+    what a model with RUNS_MIN_LAYERS packed layers takes), 2 pixels per step (no quads)."""
     monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1 if runs else 2)
+    monkeypatch.setattr(packed, "QUADS_FREE_BYTES", 0)
     lib = assert_matches_oracle(
         conv_model(**PACKED_CASES[case]), tmp_path, n_inputs=3, sanitize=case == "3x3_same_border_odd"
     )
@@ -65,6 +66,48 @@ def test_conv_packed_matches_tflm(tmp_path, monkeypatch, case, runs):
     assert kernel["runs"] == runs
     assert "mc_dot_x2r4_s8i(" in lib.files["src/model_ops.c"]
     assert ("mc_pack2_pair_s8(" in lib.files["src/model_ops.c"]) == bool(runs)
+
+
+# 4 pixels per step (quads): every remainder of the pixels by 4, interiors of 4 pixels on a row
+QUADS_CASES = [
+    "3x3_same_border_odd",  # 15 pixels: a last step of 3
+    "3x3_s2_relu",  # 20: none
+    "dilated_c2",  # dilation across: no interior
+    "10x4_s2_c1",
+    "5x3_s3_batch2",  # steps across the batches
+    "3x3_c3_interior",
+    "3x3_s2_c8_interior",
+    "3x3_dilated_h_interior",
+    "3x3_valid_batch2",
+]
+QUADS_ONLY_CASES = {
+    "3x3_c4_rest2": dict(hwc=(6, 11, 4), out_c=8, input_zp=-20, activation="RELU"),  # 66 pixels: 2 left
+    "3x3_c3_rest1": dict(hwc=(5, 9, 3), out_c=4, input_zp=9),  # 45 pixels: 1 left
+    "3x3_c16_s2_interior": dict(hwc=(17, 18, 16), out_c=8, stride=(2, 2), input_zp=-128, activation="RELU"),
+}
+QUADS_CASES += list(QUADS_ONLY_CASES)
+
+
+@pytest.mark.parametrize("case", QUADS_CASES)
+def test_conv_packed_quads_matches_tflm(tmp_path, monkeypatch, case):
+    """4 pixels per step (mc_pack4_quad_s8, mc_dot_x4r4_s8i) where the scratch allows it (forced here)."""
+    monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1)
+    monkeypatch.setattr(packed, "QUADS_FREE_BYTES", 1 << 20)
+    model = conv_model(**(PACKED_CASES | QUADS_ONLY_CASES)[case])
+    lib = assert_matches_oracle(model, tmp_path, n_inputs=3, sanitize=case == "3x3_c4_rest2")
+    kernel = kernel_of(lib)
+    assert kernel["variant"] == "packed" and kernel["runs"] == 1 and kernel["quads"] == 1 and kernel["pixels"] == 4
+    assert "mc_pack4_quad_s8(" in lib.files["src/model_ops.c"]
+    assert "mc_dot_x4r4_s8i(" in lib.files["src/model_ops.c"]
+
+
+def test_conv_packed_quads_only_within_the_model_scratch(tmp_path, monkeypatch):
+    """Beyond QUADS_FREE_BYTES a one-layer model keeps 2 pixels per step (4 would need more scratch)."""
+    monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1)
+    monkeypatch.setattr(packed, "QUADS_FREE_BYTES", 0)
+    lib = compile_bytes(conv_model(**PACKED_CASES["3x3_c3_interior"]), tmp_path)
+    kernel = kernel_of(lib)
+    assert kernel["runs"] == 1 and "quads" not in kernel and kernel["pixels"] == 2
 
 
 def _without_long_multiply(model: bytes, tmp_path: Path, variant: str) -> None:
@@ -79,10 +122,12 @@ def _without_long_multiply(model: bytes, tmp_path: Path, variant: str) -> None:
         assert np.array_equal(got.outputs[0], want[0].reshape(got.outputs[0].shape))
 
 
-@pytest.mark.parametrize("runs", [0, 1])
+@pytest.mark.parametrize("runs", [0, 1, 2])
 @pytest.mark.parametrize("case", ["3x3_same_border_odd", "10x4_s2_c1", "3x3_c5_odd_rows_straddled"])
 def test_conv_packed_without_long_multiply(tmp_path, monkeypatch, case, runs):
+    """runs 2: with quads (the Armv6-M path is the same int32 loop)."""
     monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1 if runs else 2)
+    monkeypatch.setattr(packed, "QUADS_FREE_BYTES", 1 << 20 if runs == 2 else 0)
     _without_long_multiply(conv_model(**PACKED_CASES[case]), tmp_path, "packed")
 
 
@@ -170,7 +215,7 @@ def test_packed_interior_is_exactly_the_pairs_inside(in_hw, k, stride, dil, pad,
     otherwise), by brute force over the output pixels."""
     g = ConvGeometry(1, *in_hw, 4, *out_hw, 4, *k, *stride, *dil, *pad)
     fields = [int(v) for v in _geom(g, 20, 0, "s", 0).split(", ")[2:]]
-    y_lo, y_hi, x_lo, x_hi = fields[-5:-1]
+    y_lo, y_hi, x_lo, x_hi = fields[-6:-2]
 
     def inside(oy, ox):
         rows = [oy * g.stride_h - g.pad_h + ky * g.dil_h for ky in range(g.k_h)]
@@ -181,3 +226,6 @@ def test_packed_interior_is_exactly_the_pairs_inside(in_hw, k, stride, dil, pad,
         for ox in range(g.out_w - 1):
             want = g.dil_w == 1 and inside(oy, ox) and inside(oy, ox + 1)
             assert (y_lo <= oy <= y_hi and x_lo <= ox and ox + 1 <= x_hi) == want, (oy, ox)
+        for ox in range(g.out_w - 3):  # mc_pack4_quad_s8: four pixels on one row
+            want = g.dil_w == 1 and all(inside(oy, ox + t) for t in range(4))
+            assert (y_lo <= oy <= y_hi and x_lo <= ox and ox + 3 <= x_hi) == want, (oy, ox)

@@ -104,18 +104,20 @@ def packed_fits(r: PlanRequest) -> bool:
     )
 
 
-def _packed_layers(r: PlanRequest) -> int:
-    """About how many CONV_2D layers of the model take the packed kernel on this core: the int8 ones
-    of one group with constant weights that are not 1x1 with stride 1 and no padding (cheap checks
-    only: the weights' bounds of packed.fits are not computed for every layer)."""
-    n = 0
+def _packed_layers(r: PlanRequest) -> tuple[int, int]:
+    """About how many CONV_2D layers of the model take the packed kernel on this core, and the most
+    taps of one: the int8 ones of one group with constant weights that are not 1x1 with stride 1 and
+    no padding (cheap checks only: the weights' bounds of packed.fits are not computed for every layer)."""
+    n = taps = 0
     for op in r.graph.operators:
         if op.kind == "CONV_2D":
             q = PlanRequest(op, r.graph, r.features)
             if q.dtype == "int8" and _one_group(q) and _constant(q):
                 g = geometry(op, r.graph)
-                n += int((g.k_h, g.k_w, g.pad_h, g.pad_w) != (1, 1, 0, 0) or (g.out_h, g.out_w) != (g.in_h, g.in_w))
-    return n
+                if (g.k_h, g.k_w, g.pad_h, g.pad_w) != (1, 1, 0, 0) or (g.out_h, g.out_w) != (g.in_h, g.in_w):
+                    n += 1
+                    taps = max(taps, g.k_h * g.k_w * g.in_c)
+    return n, taps
 
 
 def pixel_fits(r: PlanRequest) -> bool:
@@ -164,7 +166,7 @@ CHOICES = (
     Choice(float_blocks_fits, lambda r: float_blocks.plan(geometry(r.op, r.graph), r.features)),
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
     Choice(pointwise_fits, lambda r: pointwise.plan(r.op, r.graph)),
-    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph, _packed_layers(r))),
+    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph, *_packed_layers(r))),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
     Choice(
@@ -235,7 +237,7 @@ class Conv2D(OpKernel):
         int8 1x1 convolutions with stride 1 and no padding without the DSP extension: pointwise
         (ops/fast/conv_2d_pointwise.py, 2 pixels x 4 output channels per inner loop in portable C);
         other int8 convolutions of one group without it: packed (ops/fast/conv_2d_packed.py, the same
-        loop on the gathered patches of 2 pixels).
+        loop on the gathered patches of 2 pixels, or 4 where the model's packed scratch allows).
         Otherwise (grouped int16, grouped float32) the reference loop nest. With "mve" in the features (Cortex-M55)
         an int8 convolution of one group takes the Helium kernel instead (fast_mve.conv_plan)."""
         plan = choose(CHOICES, PlanRequest(op, graph, features, tuning or {}))

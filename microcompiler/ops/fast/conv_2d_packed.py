@@ -7,6 +7,9 @@ pixels are on one row and every tap inside, one run of k_w * in_c inputs per ker
 gathered tap by tap into the two patches (padding taps: the input zero point, folded into the bias), then packed -- and run 4 output channels at
 a time with one SMLAL per 2 MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pixel's gathered patch runs mc_dot_r4_s8i. The
 weights are interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
+With the helpers and the scratch for it ("quads", QUADS_FREE_BYTES), 4 pixels per step as the pointwise
+kernel: pixels 0 and 1, and 2 and 3, packed side by side (mc_pack4_quad_s8: one run per kernel row where
+the four are inside on one row, else pair by pair), mc_dot_x4r4_s8i (each weight loaded once for 4 pixels).
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ FUSED_MIN_CHANNELS = 4
 # ("runs" 1: one run per kernel row where both pixels are inside, the layer's geometry a constant
 # mc_packed_geom): the helpers' 0.7 KB of code is then less than the layer code they replace.
 RUNS_MIN_LAYERS = 4
+# With the runs, 4 output pixels per step (knob "quads": pixels 0 and 1, 2 and 3 packed per input word
+# side by side, mc_pack4_quad_s8, and mc_dot_x4r4_s8i: each weight loaded once for 4 pixels, 60
+# instructions per 64 MACs in its loop where mc_dot_x2r4_s8i takes 40 per 32) where the layer's scratch
+# for them (2 words per tap and two patches) is within the largest 2-pixel scratch of the model's packed
+# layers (the model's scratch does not grow), or within QUADS_FREE_BYTES. 0: the patched stems of the
+# MobileNet look-alikes (one input channel, 9 taps) would take 157K instructions less on person_detect,
+# but their frames (the layer's 8 sums and mc_pack4_quad_s8's) add 52 B to its stack.
+QUADS_FREE_BYTES = 0
 
 
 def _rows(op, graph) -> np.ndarray:
@@ -53,34 +64,45 @@ def fits(op, graph) -> bool:
     return bool(rq.fast and np.all(bound < 2**31) and lane_bits(w_rows))
 
 
-def _scratch_layout(g) -> tuple[int, int]:
-    """(packed words, patch words): the packed column (K words) and the two patches (2K bytes)."""
+def _scratch_layout(g, quads: bool = False) -> tuple[int, int]:
+    """(packed words, patch words): the packed column (K words, 2K for quads) and the two patches (2K
+    bytes)."""
     k = g.k_h * g.k_w * g.in_c
-    return k, -(-2 * k // 4)
+    return (2 * k if quads else k), -(-2 * k // 4)
 
 
-def plan(op, graph, layers: int = 1) -> KernelPlan:
-    """``layers``: how many of the model's layers take this kernel ("runs" from RUNS_MIN_LAYERS)."""
+def scratch_bytes(k: int, quads: bool = False) -> int:
+    """The scratch of a packed layer of ``k`` taps (kernel rows x columns x input channels)."""
+    return 4 * ((2 * k if quads else k) + -(-2 * k // 4))
+
+
+def plan(op, graph, layers: int = 1, model_taps: int = 0) -> KernelPlan:
+    """``layers``: how many of the model's layers take this kernel ("runs" from RUNS_MIN_LAYERS);
+    ``model_taps``: the most taps of one of them (the model's packed scratch, for "quads")."""
     g = geometry(op, graph)
-    packed, patch = _scratch_layout(g)
+    runs = layers >= RUNS_MIN_LAYERS
+    k = g.k_h * g.k_w * g.in_c
+    quads = runs and scratch_bytes(k, True) <= max(scratch_bytes(model_taps), QUADS_FREE_BYTES)
+    packed, patch = _scratch_layout(g, quads)
     return KernelPlan.of(
         PACKED,
         ISA_C,
         scratch_bytes=4 * (packed + patch),
-        pixels=2,
+        pixels=4 if quads else 2,
         out_channels=4,
         weights="s8",
         extract="interleaved",
         lane=lane_bits(_rows(op, graph)),
-        runs=int(layers >= RUNS_MIN_LAYERS),
+        runs=int(runs),
+        **({"quads": 1} if quads else {}),
     )
 
 
-def _geom(g, lane: int, zero: int, scratch: str, packed_words: int) -> str:
+def _geom(g, lane: int, zero: int, scratch: str, packed_words: int, rest: int = 0) -> str:
     """The initializer of the layer's mc_packed_geom (kernel_portable_runs.h): the scratch, the geometry,
     the interior (output rows y_lo..y_hi, columns x_lo..x_hi where both pixels of a pair on one row
     have every tap inside; with dilation 1 across, so that a kernel row's taps are one run), the
-    input zero point and 2^lane."""
+    input zero point, 2^lane and the pixels of the last step of 4 (quads; 0 for pairs)."""
     y_lo = max(0, -(-g.pad_h // g.stride_h))  # (a patch's padding may be negative)
     y_hi = min(g.out_h - 1, (g.in_h - 1 + g.pad_h - (g.k_h - 1) * g.dil_h) // g.stride_h)
     x_lo = max(0, -(-g.pad_w // g.stride_w))  # >= 0: an odd last pixel's ox < 0 is never inside
@@ -88,7 +110,7 @@ def _geom(g, lane: int, zero: int, scratch: str, packed_words: int) -> str:
     if g.dil_w != 1 or x_lo + 1 > x_hi:
         y_lo, y_hi = 1, 0
     fields = [g.in_h * g.in_w * g.in_c, 2**lane, g.in_h, g.in_w, g.in_c, g.k_h, g.k_w, g.stride_h, g.stride_w]
-    fields += [g.dil_h, g.dil_w, g.pad_h, g.pad_w, g.out_h, g.out_w, y_lo, y_hi, x_lo, x_hi, zero]
+    fields += [g.dil_h, g.dil_w, g.pad_h, g.pad_w, g.out_h, g.out_w, y_lo, y_hi, x_lo, x_hi, zero, rest]
     pointers = f"{scratch}, (int8_t*)({scratch} + {packed_words})"
     return pointers + ", " + ", ".join(str(int(v)) for v in fields)
 
@@ -99,16 +121,20 @@ def emit(op, graph, ctx) -> str:
     k = g.k_h * g.k_w * g.in_c
     values = layer_values(op, graph, ctx, f"{k} taps (ky, kx, c)")
     scratch = ctx.scratch(ctx.plan.scratch)
+    quads = bool(ctx.plan.knob("quads", 0))
+    words = _scratch_layout(g, quads)[0]
+    rest = (g.batches * g.out_h * g.out_w) % 4 if quads else 0
     return ctx.render(
         "conv_2d_packed.c.j2",
         scratch=scratch,
-        packed_words=_scratch_layout(g)[0],
+        packed_words=words,
         K=k,
         input_offset=int(x.quant.zero_point[0]),
         fused=g.in_c >= FUSED_MIN_CHANNELS,
         runs=ctx.plan.knob("runs", 0),
+        quads=quads,
         batch_bytes=g.in_h * g.in_w * g.in_c,
-        geom=_geom(g, ctx.plan.knob("lane", 0), int(x.quant.zero_point[0]), scratch, _scratch_layout(g)[0]),
+        geom=_geom(g, ctx.plan.knob("lane", 0), int(x.quant.zero_point[0]), scratch, words, rest),
         tap_y=f"py[t] * {g.stride_h} - {g.pad_h} + ky * {g.dil_h}",
         tap_x=f"px[t] * {g.stride_w} - {g.pad_w} + kx * {g.dil_w}",
         **g.values(),
