@@ -52,7 +52,7 @@ def plan(op, graph) -> KernelPlan:
     return KernelPlan.of(
         PACKED_ROWS,
         ISA_C,
-        scratch_bytes=4 * rows * words,
+        scratch_bytes=8 * rows * words,
         channels=2,
         pixels=PIXELS,
         weights="s8",
@@ -90,6 +90,6 @@ def emit(op, graph, ctx, plan) -> str:
         lane=lane,
         zp2=int(np.int32(values["input_offset"] + values["input_offset"] * 2**lane)),
         groups=-(-g.out_w // PIXELS),
-        scratch=ctx.scratch(4 * rows * words),
+        scratch=ctx.scratch(8 * rows * words),
         **values,
     )
