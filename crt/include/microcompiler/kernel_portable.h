@@ -376,6 +376,15 @@ static MC_ALWAYS_INLINE void mc_dot_x4r4_s8i(const int32_t* XX, const int8_t* w,
  * arithmetic on acc: the caller proves only that the final sums fit int32. Without the long
  * multiply (MC_LONG_MULTIPLY = 0: Cortex-M0/M0+) the same layout row by row in int32. */
 #define MC_PAIRS_CHUNK 256
+/* x[0..n) in passes of MC_PAIRS_CHUNK inputs of PASS (mc_pairs_pass, mc_pairs_u8_pass) into acc;
+ * advances x and w, leaves n at 0 */
+#define MC_PAIRS_PASSES(PASS, x, w, n, acc)                                   \
+  while ((n) > 0) {                                                           \
+    const int32_t chunk_ = (n) < MC_PAIRS_CHUNK ? (n) : MC_PAIRS_CHUNK;       \
+    (w) = PASS((x), (w), chunk_, (acc));                                      \
+    (x) += chunk_;                                                            \
+    (n) -= chunk_;                                                            \
+  }
 #if MC_LONG_MULTIPLY
 #define MC_PAIRS_MASK(v_) ((int32_t)((v_) & mask))
 #define MC_PAIRS_MASK_ROR(v_) ((int32_t)((((v_) >> 16) | ((v_) << 16)) & mask))
@@ -449,12 +458,7 @@ MC_HELPER_FN const uint32_t* mc_dot_r4_s8p(const int8_t* x, const uint32_t* w, i
   acc[1] = start[1];
   acc[2] = (int32_t)((uint32_t)start[2] - (uint32_t)*sx);
   acc[3] = start[3];
-  while (n > 0) {
-    const int32_t chunk = n < MC_PAIRS_CHUNK ? n : MC_PAIRS_CHUNK;
-    w = mc_pairs_pass(x, w, chunk, acc);
-    x += chunk;
-    n -= chunk;
-  }
+  MC_PAIRS_PASSES(mc_pairs_pass, x, w, n, acc);
   return w;
 }
 
@@ -617,12 +621,7 @@ MC_HELPER_FN const uint32_t* mc_dot_r8_u8p(const uint8_t* x, const uint32_t* w, 
                                            const int32_t* start, int32_t* acc) {
   int r;
   for (r = 0; r < 8; ++r) acc[r] = (int32_t)((uint32_t)start[r] - (uint32_t)sx);
-  while (n > 0) {
-    const int32_t chunk = n < MC_PAIRS_CHUNK ? n : MC_PAIRS_CHUNK;
-    w = mc_pairs_u8_pass(x, w, chunk, acc);
-    x += chunk;
-    n -= chunk;
-  }
+  MC_PAIRS_PASSES(mc_pairs_u8_pass, x, w, n, acc);
   return w;
 }
 
