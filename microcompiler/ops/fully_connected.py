@@ -360,6 +360,8 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
         plan = plan.with_knobs(extract=extract, unroll=4 if extract.startswith("pairs") else 8).with_headers(
             "kernel_portable.h"
         )
+        if extract == "pairs-u8":
+            plan = plan.with_headers("kernel_portable_fc.h")
         return replace(plan, scratch_bytes=4 * depth).with_knobs(lane=lane) if rows2 else plan
     return plan
 
