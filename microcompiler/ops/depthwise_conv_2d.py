@@ -180,7 +180,10 @@ class DepthwiseConv2D(OpKernel):
     fast = {
         "dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
         "int16-pair-planes (any depth multiplier, int8 weights widened per pair of channels, SMLABB/SMLATT on "
-        "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights)",
+        "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights); without it int8 rows "
+        "(one channel at a time, blocks of up to 4 pixels of a row) or, with an even depth multiplier, packed-rows "
+        "(each input row packed once, two pixels per word, into a ring of kernel-height rows; 4 pixels x 2 "
+        "channels per step, one 32 x 32 -> 64 multiply-accumulate per 2 MACs; Armv6-M: the rows loops)",
         "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels); one input channel: the CONV_2D kernel mve-dot; 8 channels, stride 1 across: mve-pixels2x8 (two pixels per vector)",
         "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)",
     }

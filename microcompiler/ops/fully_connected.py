@@ -47,7 +47,9 @@ class FullyConnected(OpKernel):
     fast = {
         "dsp": "int8 with symmetric weights (rows4 / lanes, SMLAD); int16x8 with zero points 0 (int16-rows4-s8: "
         "int8 weights widened in registers by SXTB16, SMLAD on int16 pairs, exact int64 sums; int16-rows4: int16 "
-        "weight pairs in flash, knob weights s16)",
+        "weight pairs in flash, knob weights s16); without it int8 rows4 pairs (4 rows per word, two rows per "
+        "32 x 32 -> 64 multiply-accumulate) or, for one input vector that is an activation and rows in blocks of "
+        "8, pairs-u8 (the input offset by 128 in place for the layer, then restored; 8 rows per pass)",
         "mve": "int8 with symmetric weights (VMLADAVA.S8, 2 rows of the batch x 4 outputs)",
         "fpu": "float32 with constant weights (float-rows4: 4 rows in FPU registers)",
     }
