@@ -179,7 +179,8 @@ def test_depthwise_rows_matches_tflm(tmp_path, case):
         n_inputs=3,
         sanitize=case in ("wide_rows_loop", "5x5_pad2_c3"),
     )
-    assert kernel_of(lib)["variant"] == "rows" and kernel_of(lib)["isa"] == "c"
+    even = DW_ROWS_CASES[case].get("depth_multiplier", 1) % 2 == 0  # channel pairs: packed-rows
+    assert kernel_of(lib)["variant"] == ("packed-rows" if even else "rows") and kernel_of(lib)["isa"] == "c"
 
 
 def test_depthwise_rows_only_where_it_applies(tmp_path):
@@ -193,7 +194,7 @@ def test_depthwise_rows_only_where_it_applies(tmp_path):
 
     assert variant() == "rows"
     assert variant(stride=(2, 2)) == variant(dilation=(2, 2)) == "rows"
-    assert variant(depth_multiplier=2) == "rows"
+    assert variant(depth_multiplier=3) == "rows"
     assert variant(features=frozenset({"dsp"})) != "rows"
 
 

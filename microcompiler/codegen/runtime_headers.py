@@ -26,6 +26,7 @@ KERNEL_HEADERS = (
     "kernel_lanes.h",
     "kernel_portable.h",
     "kernel_portable_runs.h",
+    "kernel_portable_fc.h",
     "kernel_s16.h",
     "kernel_mve_ort.h",
     "kernel_mve.h",

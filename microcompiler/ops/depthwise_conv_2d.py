@@ -25,6 +25,7 @@ from microcompiler.ops.conv_common import (
 )
 from microcompiler.ops.fast import depthwise_conv_2d_float_channels4 as float_channels4
 from microcompiler.ops.fast import depthwise_conv_2d_mve_pairs as mve_pairs
+from microcompiler.ops.fast import depthwise_conv_2d_packed_rows as packed_rows
 from microcompiler.ops.fast import depthwise_conv_2d_planes as planes_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_rows as rows_kernel
 from microcompiler.ops.fast import depthwise_conv_2d_s16 as dw_s16
@@ -95,6 +96,20 @@ def rows_fits(r: PlanRequest) -> bool:
     )
 
 
+def packed_rows_fits(r: PlanRequest) -> bool:
+    """rows_fits with an even depth multiplier (channel pairs) and a lane width: packed-rows, unless
+    tuned to rows."""
+    return (
+        _multiplier(r) % 2 == 0
+        and r.knob("variant") in (None, "packed-rows")
+        and _int8_constant(r)
+        and not float_requant(r.op)
+        and not r.dsp
+        and not r.mve
+        and packed_rows.fits(r.op, r.graph)
+    )
+
+
 def only_planes_fits(r: PlanRequest) -> bool:
     """int8 with a depth multiplier other than 1 or channels not a multiple of 4 (no channels4)."""
     return _int8_constant(r) and (_multiplier(r) != 1 or r.tensor(0).shape[3] % 4 != 0)
@@ -143,6 +158,7 @@ CHOICES = (
             or mve_pairs.plan(geometry(r.op, r.graph), _multiplier(r))
         ),
     ),
+    Choice(packed_rows_fits, lambda r: packed_rows.plan(r.op, r.graph)),
     Choice(rows_fits, lambda r: rows_kernel.plan()),
     Choice(only_planes_fits, _planes_plan),
     Choice(planes_preferred, _planes_plan),
@@ -164,7 +180,10 @@ class DepthwiseConv2D(OpKernel):
     fast = {
         "dsp": "int8: channels4 (depth multiplier 1, channels divisible by 4) or planes (any shape); int16x8: "
         "int16-pair-planes (any depth multiplier, int8 weights widened per pair of channels, SMLABB/SMLATT on "
-        "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights)",
+        "int16 pairs, a zero-padded plane per input channel) or int16-pairs (int16 weights); without it int8 rows "
+        "(one channel at a time, blocks of up to 4 pixels of a row) or, with an even depth multiplier, packed-rows "
+        "(each input row packed once, two pixels per word, into a ring of kernel-height rows; 4 pixels x 2 "
+        "channels per step, one 32 x 32 -> 64 multiply-accumulate per 2 MACs; Armv6-M: the rows loops)",
         "mve": "int8, depth multiplier 1, channels divisible by 16 (VMULLB/VMULLT, 16 channels); one input channel: the CONV_2D kernel mve-dot; 8 channels, stride 1 across: mve-pixels2x8 (two pixels per vector)",
         "fpu": "float32 (float-channels4: 4 pixels x 4 channels in FPU registers; any multiplier)",
     }
@@ -252,6 +271,8 @@ class DepthwiseConv2D(OpKernel):
         ctx.plan = plan
         if plan.variant == rows_kernel.ROWS:
             return rows_kernel.emit(op, graph, ctx, plan)
+        if plan.variant == packed_rows.PACKED_ROWS:
+            return packed_rows.emit(op, graph, ctx, plan)
         if plan.variant == CHANNELS4:
             return self._emit_channels4(op, graph, ctx, plan)
         if plan.variant in (fast_mve.MVE_CHANNELS16, fast_mve.MVE_DOT, mve_pairs.MVE_PIXELS2X8):

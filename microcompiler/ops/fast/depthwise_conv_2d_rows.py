@@ -92,13 +92,18 @@ def blocks(g) -> list[dict]:
 
 
 def emit(op, graph, ctx, plan) -> str:
+    return ctx.render("depthwise_conv_2d_rows.c.j2", **values(op, graph, ctx))
+
+
+def values(op, graph, ctx) -> dict:
+    """The template's values (its weights and records added to the layer's arrays); also the
+    Cortex-M0 branch of depthwise_conv_2d_packed_rows.py."""
     x, y = ctx.tensor(op.inputs[0]), ctx.tensor(op.outputs[0])
     g = geometry(op, graph)
     _, folded, mult, r = _requant(op, graph)
     ctx.note(requant="smmlar")
     lo, hi = activation_range(op.options["activation"], y)
-    return ctx.render(
-        "depthwise_conv_2d_rows.c.j2",
+    return dict(
         g=g,
         describe=g.describe(),
         input=ctx.arg(op.inputs[0]),

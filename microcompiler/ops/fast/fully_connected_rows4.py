@@ -56,7 +56,10 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         interleaved = plan.knob("extract") == "interleaved"
         pairs = plan.knob("extract") == "pairs"
         pair_rows = None
-        if pairs:
+        if plan.knob("extract") == "pairs-u8":  # 8 rows per pass over the input offset by 128
+            words = fast.pack_pairs_u_rows8(w_rows)
+            folded = folded - 128 * w_rows.astype(np.int64).sum(axis=1)  # the start: - (zero point + 128) sum w
+        elif pairs:
             words, rest = fast.pack_pairs_rows4(w_rows)
             pair_rows = (
                 ctx.const(
@@ -80,6 +83,14 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
             if pairs
             else ctx.const(
                 "weights",
+                words,
+                "uint32_t",
+                comment=f"weights, int8: per block of 8 rows [{depth} inputs] the words of rows 0..3 and 4..7, "
+                "bytes (w0, w1, w2, w3) ^ 0x80 from the lowest (w + 128, unsigned)",
+            )
+            if plan.knob("extract") == "pairs-u8"
+            else ctx.const(
+                "weights",
                 fast.interleave_rows4(w_rows),
                 comment=f"weights, int8: per block of 4 rows [{depth} inputs][4 rows], then the "
                 f"{out_depth % 4} rows left over [{depth} inputs]",
@@ -97,7 +108,11 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
             else None
         )
         bias = ctx.const(
-            "bias", fast.wrap32(folded), comment=f"bias per row [{out_depth}] with the input zero point folded in"
+            "bias",
+            fast.wrap32(folded),
+            comment=f"bias per row [{out_depth}] with the input zero point"
+            + (" + 128 (the input offset in place)" if plan.knob("extract") == "pairs-u8" else "")
+            + " folded in",
         )
     values = dict(
         batches=batches,
@@ -117,7 +132,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         lane=plan.knob("lane", 0),
         s16=plan.knob("weights") == "s16" or lanes,
         sxtb16=plan.knob("extract") == "sxtb16",
-        interleaved=plan.knob("extract") in ("interleaved", "pairs"),
+        interleaved=plan.knob("extract") in ("interleaved", "pairs", "pairs-u8"),
+        pairs_u8=plan.knob("extract") == "pairs-u8",
         pairs=plan.knob("extract") == "pairs",
         tail_rows=pair_rows if lanes is False and plan.knob("extract") == "pairs" else None,
         weights=weights,
