@@ -111,6 +111,25 @@ static inline int16_t mc_tanh_s16(int32_t v, const uint16_t* table) {
   return (int16_t)(r >> 8);
 }
 
+/* mc_sigmoid_s16 and mc_tanh_s16 from the table extended to negative segments ("sym": mid[k] =
+ * table[k] for 0 <= k <= 255, 65536 - table[-k] for -255 <= k < 0, mid[256] = table[255]; mid points
+ * at entry 0): segment k = v >> 9 (tanh: v >> 8) and the fraction v & 0x1FF (0xFF) straight from the
+ * signed v, the mirror of a negative input is in the table and its rounding is the sign (exact for
+ * every input the table covers: |v| < 2^9 * 255 for the sigmoid, |v| <= 2^8 * 255 for tanh, where
+ * mc_tanh_s16 saturates from there on, so a caller clamps v to that). No abs, no branch. */
+static inline int32_t mc_sigmoid_s16_sym(int32_t v, const uint16_t* mid) {
+  const int32_t k = v >> 9;
+  const uint32_t a = mid[k];
+  const uint32_t r = (a << 9) + (uint32_t)(v & 0x1FF) * ((uint32_t)mid[k + 1] - a) + 512u + (uint32_t)(v >> 31);
+  return (int32_t)(r >> 10);
+}
+static inline int32_t mc_tanh_s16_sym(int32_t v, const uint16_t* mid) {
+  const int32_t k = v >> 8;
+  const uint32_t a = mid[k];
+  const uint32_t r = (a << 8) + (uint32_t)(v & 0xFF) * ((uint32_t)mid[k + 1] - a) - (1u << 23) + 128u + (uint32_t)(v >> 31);
+  return (int32_t)r >> 8;
+}
+
 /* The float sigmoid of TFLM's reference Logistic, with its cut-offs. */
 static inline float mc_sigmoid_f32(float v) {
   if (v > 16.619047164916992188f) return 1.0f;
