@@ -154,6 +154,22 @@ def emit_s16(ctx, sides: dict[str, Side], gate_bytes: int, s8: bool) -> dict:
     return out
 
 
+def _requant_consts(ctx, name: str, is_fast: bool, c, r) -> dict:
+    """The rounding constants (TFLM's shifts) and right shifts per gate: literals (``same``) where the
+    4 gates share them, GCC then keeps no register for them, else flash arrays."""
+    if is_fast and len({int(v) for v in c}) == 1 and len({int(v) for v in r}) == 1:
+        return dict(shift=None, r=None, same=(int(c[0]), int(r[0])))
+    return dict(
+        shift=ctx.const(
+            f"{name}_{'c' if is_fast else 'shift'}",
+            c,
+            comment="rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]",
+        ),
+        r=ctx.const(f"{name}_r", r, comment="right shift per gate [4]") if is_fast else None,
+        same=None,
+    )
+
+
 def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
     """The flash arrays of "pairs-rows4" (template values ``pairs``): per side the weights as pairs
     words (the input side signed, mc_pairs_pass; the hidden side unsigned, mc_pairs_u_pass, the hidden
@@ -211,11 +227,6 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
             multiplier=ctx.const(
                 f"{name}_multiplier", side.multiplier.astype(np.int32), comment="requantization multiplier per gate [4]"
             ),
-            shift=ctx.const(
-                f"{name}_{'c' if is_fast else 'shift'}",
-                c,
-                comment="rounding constant 2^(r-1) per gate [4]" if is_fast else "requantization shift per gate [4]",
-            ),
-            r=ctx.const(f"{name}_r", r, comment="right shift per gate [4]") if is_fast else None,
+            **_requant_consts(ctx, name, is_fast, c, r),
         )
     return out
