@@ -74,7 +74,9 @@ def _product(multiplier: tuple[int, int], zero_point: int, fast_kernel) -> dict:
     m, s = multiplier
     ok, c, r = fast.requant_table(np.array([m]), np.array([s]), zero_point, np.array([Q15_PRODUCT_BOUND]))
     if fast_kernel is not None and ok:
-        return {"fast": True, "m": m, "c": int(c[0]), "r": int(r[0])}
+        # pow2: s where m = 2^(31 - s) (mc_requant_pow2), else 0
+        pow2 = 32 - m.bit_length() if m > 1 and m & (m - 1) == 0 else 0
+        return {"fast": True, "m": m, "c": int(c[0]), "r": int(r[0]), "pow2": pow2}
     return {"fast": False, "m": m, "s": s}
 
 

@@ -130,6 +130,12 @@ static inline int32_t mc_tanh_s16_sym(int32_t v, const uint16_t* mid) {
   return (int32_t)r >> 8;
 }
 
+/* mc_requant_fast(acc, 2^(31 - s), c, r) for a multiplier that is a power of two (the LSTM's gate
+ * products): SMMLAR(2 acc, 2^(31 - s)) is (acc + 2^(s - 1)) >> s exactly, no long multiply. */
+static inline int32_t mc_requant_pow2(int32_t acc, int s, int32_t c, int r) {
+  return (c + (acc >> 31) + ((int32_t)((uint32_t)acc + (1u << (s - 1))) >> s)) >> r;
+}
+
 /* The float sigmoid of TFLM's reference Logistic, with its cut-offs. */
 static inline float mc_sigmoid_f32(float v) {
   if (v > 16.619047164916992188f) return 1.0f;
