@@ -367,15 +367,16 @@ class UnidirectionalSequenceLstm(OpKernel):
     @staticmethod
     def _tables(ctx, sym: bool, tanh_m: int, tanh_shift: int) -> dict:
         """The gates' sigmoid table; with ``sym`` (the portable kernels) extended to negative segments
-        (``mc_sigmoid_s16_sym``: entries -255..256, ``sym`` the C expression of entry 0) and whether
-        the cell state's tanh input stays within it (|v| <= 255 * 2^8) without a clamp."""
+        (``mc_sigmoid_s16_sym``: entries -256..256, ``sym`` the C expression of entry 0) and whether
+        the cell state's tanh input fits 17 bits signed without a saturation."""
         table = np.array(SIGMOID_TABLE_UINT16, dtype=np.int64)
         if not sym:
             return dict(table=ctx.const("sigmoid_table", table.astype(np.uint16), "uint16_t"), sym=None)
-        mirrored = np.concatenate([65536 - table[:0:-1], table, table[-1:]]).astype(np.uint16)
-        name = ctx.const("sigmoid_sym", mirrored, "uint16_t")
+        # entries -256..256: tanh's input saturated to 17 bits reads -256 and 256 (both saturated values)
+        mirrored = np.concatenate([65536 - table[:0:-1][:1], 65536 - table[:0:-1], table, table[-1:]])
+        name = ctx.const("sigmoid_sym", mirrored.astype(np.uint16), "uint16_t")
         top = (3 * 32768 + (1 << (tanh_shift - 1))) >> tanh_shift if tanh_shift else 32768 * tanh_m
-        return dict(table=None, sym=f"({name} + 255)", sym_cell_fits=top <= 255 << 8)
+        return dict(table=None, sym=f"({name} + 256)", sym_cell_fits=top < 1 << 16)
 
     def _rows4(self, op, graph, ctx, plan) -> dict:
         """The flash arrays and constants of the rows4 gate matmuls: per side (input, hidden) the stacked
