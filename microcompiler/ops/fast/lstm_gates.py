@@ -187,6 +187,7 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
         else np.arange(4 * n_state)
     )
     out["fused"] = fused
+    consts: dict = {}  # per side: multiplier, c, r per gate and whether mc_requant_fast applies
     for name, side in sides.items():
         side = Side(side.weights[order], side.bias[order], side.zero_point, side.multiplier, side.shift)
         rows, depth = side.weights.shape
@@ -224,9 +225,38 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
                 + ("the gate bias minus" if name == "input" else "minus")
                 + f" the {name} zero point{' + 128' if unsigned else ''} times the row's weights",
             ),
-            multiplier=ctx.const(
-                f"{name}_multiplier", side.multiplier.astype(np.int32), comment="requantization multiplier per gate [4]"
-            ),
-            **_requant_consts(ctx, name, is_fast, c, r),
         )
+        consts[name] = (side.multiplier.astype(np.int64), np.asarray(c, np.int64), np.asarray(r, np.int64), is_fast)
+    if fused:
+        out["records"], out["record_len"] = _gate_records(ctx, out, consts)
+    else:
+        for name, (m, c, r, is_fast) in consts.items():
+            out[name].update(
+                multiplier=ctx.const(
+                    f"{name}_multiplier", m.astype(np.int32), comment="requantization multiplier per gate [4]"
+                ),
+                **_requant_consts(ctx, name, is_fast, c, r),
+            )
     return out
+
+
+def _gate_records(ctx, out: dict, consts: dict) -> tuple[str, int]:
+    """The fused blocks' requantization constants as one record per gate (one pointer for the gate
+    loop, where GCC kept one per array on the stack): per side the multiplier, then the rounding
+    constant and right shift (TFLM's shift) unless the 4 gates share them (literals, ``same``);
+    each side's ``at`` holds the fields' indices."""
+    columns: list = []
+    for name, (m, c, r, is_fast) in consts.items():
+        same = is_fast and len({int(v) for v in c}) == 1 and len({int(v) for v in r}) == 1
+        at = {"m": len(columns)}
+        columns.append(m)
+        if not same:
+            at["c"] = len(columns)
+            columns.append(c)
+            if is_fast:
+                at["r"] = len(columns)
+                columns.append(r)
+        out[name].update(at=at, same=(int(c[0]), int(r[0])) if same else None, multiplier=None, shift=None, r=None)
+    records = np.stack(columns, axis=1).astype(np.int32)  # [4 gates][fields]
+    fields = ", ".join(f"{side} {key}" for side in consts for key in out[side]["at"])
+    return ctx.const("gate_requant", records.reshape(-1), comment=f"per gate [4]: {fields}"), len(columns)
