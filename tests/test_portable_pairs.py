@@ -8,6 +8,9 @@ after each block of units)."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 from harness import assert_matches_oracle, compile_bytes
@@ -17,6 +20,8 @@ from test_portable_kernels import _without_long_multiply
 from test_state import check_sequence
 
 from microcompiler.ops.fast.packing import pack_pairs_rows4, pack_pairs_u_rows8
+from microcompiler.ops.lstm import sigmoid_sym_table
+from microcompiler.ops.lut16 import SIGMOID_TABLE_UINT16
 
 
 def kernel_of(lib, kind=None):
@@ -126,3 +131,38 @@ def test_lstm_pairs_wide_state_sanitized(tmp_path):
     """A hidden state of 264 units (two passes of the hidden side), under ASan + UBSan."""
     library = check_sequence(lstm_int8(n_input=4, n_state=264, steps=2), tmp_path, executors=("aot",), sanitize=True)
     assert kernel_of(library, "UNIDIRECTIONAL_SEQUENCE_LSTM")["variant"] == "pairs-rows4"
+
+
+SYM_CHECK_C = r"""
+#include <stdio.h>
+#include "microcompiler/kernel_activation.h"
+static const uint16_t sym[513] = {%s};
+static const uint16_t table[256] = {%s};
+int main(void) {
+  const uint16_t* const mid = sym + 256;
+  long bad = 0;
+  int32_t v;
+  for (v = -(1 << 18); v <= (1 << 18); ++v) {
+    /* the sigmoid on the LSTM's gate inputs (3 x int16), tanh on any input saturated to 17 bits */
+    if (v >= -3 * 32768 && v <= 3 * 32767 && mc_sigmoid_s16_sym(v, mid) != mc_sigmoid_s16(v, table)) ++bad;
+    if (mc_tanh_s16_sym(mc_ssat17(v), mid) != mc_tanh_s16(v, table)) ++bad;
+  }
+  printf("%%ld\n", bad);
+  return 0;
+}
+"""
+
+
+def test_lstm_sym_activations_match_the_table_helpers(tmp_path):
+    """mc_sigmoid_s16_sym / mc_tanh_s16_sym (the extended table, no abs and no branch: the pairs LSTM's
+    cell update) give mc_sigmoid_s16 / mc_tanh_s16's value (TFLM's int16 LOGISTIC and TANH) for every
+    input they take, tanh's saturated ends included, which random LSTM weights rarely reach."""
+    sym = sigmoid_sym_table()
+    assert sym.shape == (513,) and sym[256] == SIGMOID_TABLE_UINT16[0]
+    source = tmp_path / "sym.c"
+    source.write_text(SYM_CHECK_C % (", ".join(map(str, sym.tolist())), ", ".join(map(str, SIGMOID_TABLE_UINT16))))
+    include = Path(__file__).resolve().parents[1] / "crt" / "include"
+    exe = tmp_path / "sym"
+    subprocess.run(["cc", "-O1", "-std=c99", f"-I{include}", str(source), "-o", str(exe)], check=True, timeout=120)
+    result = subprocess.run([str(exe)], check=True, timeout=60, capture_output=True, text=True)
+    assert result.stdout.strip() == "0"

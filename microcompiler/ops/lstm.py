@@ -80,6 +80,16 @@ def _product(multiplier: tuple[int, int], zero_point: int, fast_kernel) -> dict:
     return {"fast": False, "m": m, "s": s}
 
 
+def sigmoid_sym_table() -> np.ndarray:
+    """The sigmoid table extended to negative segments for ``mc_sigmoid_s16_sym`` and
+    ``mc_tanh_s16_sym`` (kernel_activation.h), entries -256..256 (entry 0 at index 256): table[k] for
+    k in 0..255, 65536 - table[-k] for k in -255..-1, the saturated values at -256 and 256 (tanh's
+    input saturated to 17 bits reads them)."""
+    table = np.array(SIGMOID_TABLE_UINT16, dtype=np.int64)
+    mirrored = 65536 - table[:0:-1]
+    return np.concatenate([mirrored[:1], mirrored, table, table[-1:]]).astype(np.uint16)
+
+
 def _roles() -> tuple[str, ...]:
     names = {0: "input", 18: "hidden_state", 19: "cell_state"}
     for table, what in (
@@ -369,12 +379,10 @@ class UnidirectionalSequenceLstm(OpKernel):
         """The gates' sigmoid table; with ``sym`` (the portable kernels) extended to negative segments
         (``mc_sigmoid_s16_sym``: entries -256..256, ``sym`` the C expression of entry 0) and whether
         the cell state's tanh input fits 17 bits signed without a saturation."""
-        table = np.array(SIGMOID_TABLE_UINT16, dtype=np.int64)
         if not sym:
-            return dict(table=ctx.const("sigmoid_table", table.astype(np.uint16), "uint16_t"), sym=None)
-        # entries -256..256: tanh's input saturated to 17 bits reads -256 and 256 (both saturated values)
-        mirrored = np.concatenate([65536 - table[:0:-1][:1], 65536 - table[:0:-1], table, table[-1:]])
-        name = ctx.const("sigmoid_sym", mirrored.astype(np.uint16), "uint16_t")
+            table = np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16)
+            return dict(table=ctx.const("sigmoid_table", table, "uint16_t"), sym=None)
+        name = ctx.const("sigmoid_sym", sigmoid_sym_table(), "uint16_t")
         top = (3 * 32768 + (1 << (tanh_shift - 1))) >> tanh_shift if tanh_shift else 32768 * tanh_m
         return dict(table=None, sym=f"({name} + 256)", sym_cell_fits=top < 1 << 16)
 
