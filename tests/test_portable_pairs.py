@@ -13,15 +13,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from board_oracle import needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from lstm_models import lstm_int8
+from oracle import Oracle
 from test_fully_connected import fc_model
 from test_portable_kernels import _without_long_multiply
-from test_state import check_sequence
+from test_state import assert_steps_match, check_sequence, sequence
+from test_state_board import _library
 
 from microcompiler.ops.fast.packing import pack_pairs_rows4, pack_pairs_u_rows8
 from microcompiler.ops.lstm import sigmoid_sym_table
 from microcompiler.ops.lut16 import SIGMOID_TABLE_UINT16
+from microcompiler.project import run_on_board
 
 
 def kernel_of(lib, kind=None):
@@ -166,3 +170,25 @@ def test_lstm_sym_activations_match_the_table_helpers(tmp_path):
     subprocess.run(["cc", "-O1", "-std=c99", f"-I{include}", str(source), "-o", str(exe)], check=True, timeout=120)
     result = subprocess.run([str(exe)], check=True, timeout=60, capture_output=True, text=True)
     assert result.stdout.strip() == "0"
+
+
+M3 = "mps2_an385"
+
+
+@needs_board_tools
+@pytest.mark.parametrize("name", ["keras_lstm_int8", "units12_clip"])
+def test_lstm_pairs_sequence_on_the_m3(tmp_path, name):
+    """The pairs LSTM as the Cortex-M3 compiles it (SSAT, SMLAL/UMLAL, the sym activations, the gate
+    records) in QEMU, standalone, every step bit-exact with TFLM invoked as often: the keras model
+    (32 units: blocks of 8, int32 hidden start values) and 12 units with a cell clip (blocks of 4)."""
+    model = (
+        (Path(__file__).parent / "models" / "keras" / "lstm_int8.tflite").read_bytes()
+        if name == "keras_lstm_int8"
+        else lstm_int8(n_input=5, n_state=12, batch=2, cell_clip=0.6, seed=4)
+    )
+    library = _library(model, tmp_path, board=M3)
+    assert kernel_of(library, "UNIDIRECTIONAL_SEQUENCE_LSTM")["variant"] == "pairs-rows4"
+    assert "mc_tanh_s16_sym(mc_ssat17(" in next(text for path, text in library.files.items() if path.endswith("_ops.c"))
+    seq = sequence(library.info, steps=4)
+    _, _, run = run_on_board(library, M3, tmp_path / "project", input_steps=seq, log=lambda _: None)
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"standalone on {M3}")
