@@ -200,7 +200,7 @@ def emit_pairs(ctx, sides: dict[str, Side]) -> dict:
         words = fast.pack_pairs_u_rows8(side.weights) if rows8 else fast.pack_pairs_rows4(side.weights, unsigned)[0]
         # the hidden side's start is -(zero point + 128) times the row sums: int16 row sums where they fit,
         # except in fused blocks, where the int32 start values save the multiply per row (lstm_int8 on the
-        # Cortex-M3: 5,440 instructions fewer for 256 B more flash)
+        # Cortex-M3: 5,440 instructions fewer for 200 B more flash)
         short = unsigned and not fused and bool(np.all(np.abs(sums) < 2**15))
         out[name] = dict(
             depth=depth,
