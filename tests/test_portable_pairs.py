@@ -8,15 +8,24 @@ after each block of units)."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
+from board_oracle import needs_board_tools
 from harness import assert_matches_oracle, compile_bytes
 from lstm_models import lstm_int8
+from oracle import Oracle
 from test_fully_connected import fc_model
 from test_portable_kernels import _without_long_multiply
-from test_state import check_sequence
+from test_state import assert_steps_match, check_sequence, sequence
+from test_state_board import _library
 
 from microcompiler.ops.fast.packing import pack_pairs_rows4, pack_pairs_u_rows8
+from microcompiler.ops.lstm import sigmoid_sym_table
+from microcompiler.ops.lut16 import SIGMOID_TABLE_UINT16
+from microcompiler.project import run_on_board
 
 
 def kernel_of(lib, kind=None):
@@ -126,3 +135,60 @@ def test_lstm_pairs_wide_state_sanitized(tmp_path):
     """A hidden state of 264 units (two passes of the hidden side), under ASan + UBSan."""
     library = check_sequence(lstm_int8(n_input=4, n_state=264, steps=2), tmp_path, executors=("aot",), sanitize=True)
     assert kernel_of(library, "UNIDIRECTIONAL_SEQUENCE_LSTM")["variant"] == "pairs-rows4"
+
+
+SYM_CHECK_C = r"""
+#include <stdio.h>
+#include "microcompiler/kernel_activation.h"
+static const uint16_t sym[513] = {%s};
+static const uint16_t table[256] = {%s};
+int main(void) {
+  const uint16_t* const mid = sym + 256;
+  long bad = 0;
+  int32_t v;
+  for (v = -(1 << 18); v <= (1 << 18); ++v) {
+    /* the sigmoid on the LSTM's gate inputs (3 x int16), tanh on any input saturated to 17 bits */
+    if (v >= -3 * 32768 && v <= 3 * 32767 && mc_sigmoid_s16_sym(v, mid) != mc_sigmoid_s16(v, table)) ++bad;
+    if (mc_tanh_s16_sym(mc_ssat17(v), mid) != mc_tanh_s16(v, table)) ++bad;
+  }
+  printf("%%ld\n", bad);
+  return 0;
+}
+"""
+
+
+def test_lstm_sym_activations_match_the_table_helpers(tmp_path):
+    """mc_sigmoid_s16_sym / mc_tanh_s16_sym (the extended table, no abs and no branch: the pairs LSTM's
+    cell update) give mc_sigmoid_s16 / mc_tanh_s16's value (TFLM's int16 LOGISTIC and TANH) for every
+    input they take, tanh's saturated ends included, which random LSTM weights rarely reach."""
+    sym = sigmoid_sym_table()
+    assert sym.shape == (513,) and sym[256] == SIGMOID_TABLE_UINT16[0]
+    source = tmp_path / "sym.c"
+    source.write_text(SYM_CHECK_C % (", ".join(map(str, sym.tolist())), ", ".join(map(str, SIGMOID_TABLE_UINT16))))
+    include = Path(__file__).resolve().parents[1] / "crt" / "include"
+    exe = tmp_path / "sym"
+    subprocess.run(["cc", "-O1", "-std=c99", f"-I{include}", str(source), "-o", str(exe)], check=True, timeout=120)
+    result = subprocess.run([str(exe)], check=True, timeout=60, capture_output=True, text=True)
+    assert result.stdout.strip() == "0"
+
+
+M3 = "mps2_an385"
+
+
+@needs_board_tools
+@pytest.mark.parametrize("name", ["keras_lstm_int8", "units12_clip"])
+def test_lstm_pairs_sequence_on_the_m3(tmp_path, name):
+    """The pairs LSTM as the Cortex-M3 compiles it (SSAT, SMLAL/UMLAL, the sym activations, the gate
+    records) in QEMU, standalone, every step bit-exact with TFLM invoked as often: the keras model
+    (32 units: blocks of 8, int32 hidden start values) and 12 units with a cell clip (blocks of 4)."""
+    model = (
+        (Path(__file__).parent / "models" / "keras" / "lstm_int8.tflite").read_bytes()
+        if name == "keras_lstm_int8"
+        else lstm_int8(n_input=5, n_state=12, batch=2, cell_clip=0.6, seed=4)
+    )
+    library = _library(model, tmp_path, board=M3)
+    assert kernel_of(library, "UNIDIRECTIONAL_SEQUENCE_LSTM")["variant"] == "pairs-rows4"
+    assert "mc_tanh_s16_sym(mc_ssat17(" in next(text for path, text in library.files.items() if path.endswith("_ops.c"))
+    seq = sequence(library.info, steps=4)
+    _, _, run = run_on_board(library, M3, tmp_path / "project", input_steps=seq, log=lambda _: None)
+    assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"standalone on {M3}")

@@ -74,8 +74,20 @@ def _product(multiplier: tuple[int, int], zero_point: int, fast_kernel) -> dict:
     m, s = multiplier
     ok, c, r = fast.requant_table(np.array([m]), np.array([s]), zero_point, np.array([Q15_PRODUCT_BOUND]))
     if fast_kernel is not None and ok:
-        return {"fast": True, "m": m, "c": int(c[0]), "r": int(r[0])}
+        # pow2: s where m = 2^(31 - s) (mc_requant_pow2), else 0
+        pow2 = 32 - m.bit_length() if m > 1 and m & (m - 1) == 0 else 0
+        return {"fast": True, "m": m, "c": int(c[0]), "r": int(r[0]), "pow2": pow2}
     return {"fast": False, "m": m, "s": s}
+
+
+def sigmoid_sym_table() -> np.ndarray:
+    """The sigmoid table extended to negative segments for ``mc_sigmoid_s16_sym`` and
+    ``mc_tanh_s16_sym`` (kernel_activation.h), entries -256..256 (entry 0 at index 256): table[k] for
+    k in 0..255, 65536 - table[-k] for k in -255..-1, the saturated values at -256 and 256 (tanh's
+    input saturated to 17 bits reads them)."""
+    table = np.array(SIGMOID_TABLE_UINT16, dtype=np.int64)
+    mirrored = 65536 - table[:0:-1]
+    return np.concatenate([mirrored[:1], mirrored, table, table[-1:]]).astype(np.uint16)
 
 
 def _roles() -> tuple[str, ...]:
@@ -358,9 +370,21 @@ class UnidirectionalSequenceLstm(OpKernel):
             tanh_m=tanh_m,
             tanh_shift=tanh_shift,
             tanh_rounding=(1 << (tanh_shift - 1)) if tanh_shift else 0,
-            table=ctx.const("sigmoid_table", np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16), "uint16_t"),
+            **self._tables(ctx, bool(values["pairs"]), tanh_m, tanh_shift),
             **values,
         )
+
+    @staticmethod
+    def _tables(ctx, sym: bool, tanh_m: int, tanh_shift: int) -> dict:
+        """The gates' sigmoid table; with ``sym`` (the portable kernels) extended to negative segments
+        (``mc_sigmoid_s16_sym``: entries -256..256, ``sym`` the C expression of entry 0) and whether
+        the cell state's tanh input fits 17 bits signed without a saturation."""
+        if not sym:
+            table = np.array(SIGMOID_TABLE_UINT16, dtype=np.uint16)
+            return dict(table=ctx.const("sigmoid_table", table, "uint16_t"), sym=None)
+        name = ctx.const("sigmoid_sym", sigmoid_sym_table(), "uint16_t")
+        top = (3 * 32768 + (1 << (tanh_shift - 1))) >> tanh_shift if tanh_shift else 32768 * tanh_m
+        return dict(table=None, sym=f"({name} + 256)", sym_cell_fits=top < 1 << 16)
 
     def _rows4(self, op, graph, ctx, plan) -> dict:
         """The flash arrays and constants of the rows4 gate matmuls: per side (input, hidden) the stacked

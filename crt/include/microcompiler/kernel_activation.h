@@ -111,6 +111,42 @@ static inline int16_t mc_tanh_s16(int32_t v, const uint16_t* table) {
   return (int16_t)(r >> 8);
 }
 
+/* mc_sigmoid_s16 and mc_tanh_s16 from the table extended to negative segments ("sym": mid[k] =
+ * table[k] for 0 <= k <= 255, 65536 - table[-k] for -255 <= k < 0, mid[256] = table[255], mid[-256]
+ * = mid[-255]; mid points at entry 0): segment k = v >> 9 (tanh: v >> 8) and the fraction v & 0x1FF
+ * (0xFF) straight from the signed v, the mirror of a negative input is in the table and its rounding
+ * is the sign. No abs, no branch. Exact for every input the table covers: the sigmoid's |v| < 2^9 *
+ * 255, tanh's v of 17 bits signed (where |v| >= 2^8 * 255 the ends give mc_tanh_s16's saturated
+ * values; a caller saturates a wider v to 17 bits). */
+/* v saturated to 17 bits signed (mc_tanh_s16_sym's range): one SSAT where the core has it. */
+static inline int32_t mc_ssat17(int32_t v) {
+#if defined(__GNUC__) && defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT && !defined(MC_NO_DSP_ASM)
+  int32_t y;
+  __asm__("ssat %0, #17, %1" : "=r"(y) : "r"(v));
+  return y;
+#else
+  return v < -65536 ? -65536 : (v > 65535 ? 65535 : v);
+#endif
+}
+static inline int32_t mc_sigmoid_s16_sym(int32_t v, const uint16_t* mid) {
+  const int32_t k = v >> 9;
+  const uint32_t a = mid[k];
+  const uint32_t r = (a << 9) + (uint32_t)(v & 0x1FF) * ((uint32_t)mid[k + 1] - a) + 512u + (uint32_t)(v >> 31);
+  return (int32_t)(r >> 10);
+}
+static inline int32_t mc_tanh_s16_sym(int32_t v, const uint16_t* mid) {
+  const int32_t k = v >> 8;
+  const uint32_t a = mid[k];
+  const uint32_t r = (a << 8) + (uint32_t)(v & 0xFF) * ((uint32_t)mid[k + 1] - a) - (1u << 23) + 128u + (uint32_t)(v >> 31);
+  return (int32_t)r >> 8;
+}
+
+/* mc_requant_fast(acc, 2^(31 - s), c, r) for a multiplier that is a power of two (the LSTM's gate
+ * products): SMMLAR(2 acc, 2^(31 - s)) is (acc + 2^(s - 1)) >> s exactly, no long multiply. */
+static inline int32_t mc_requant_pow2(int32_t acc, int s, int32_t c, int r) {
+  return (c + (acc >> 31) + ((int32_t)((uint32_t)acc + (1u << (s - 1))) >> s)) >> r;
+}
+
 /* The float sigmoid of TFLM's reference Logistic, with its cut-offs. */
 static inline float mc_sigmoid_f32(float v) {
   if (v > 16.619047164916992188f) return 1.0f;
