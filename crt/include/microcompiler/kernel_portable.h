@@ -312,8 +312,8 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
 
 /* Two output channels (w[4 k] and w[4 k + 1], the interleaving of mc_dot_x2r4_s8i) against the two
  * interleaved packed columns of mc_pack4_s8 (XX[2 k], XX[2 k + 1], n inputs, n a multiple of 8,
- * n >= 8): acc[0], acc[1] the first column's sums, acc[2], acc[3] the second's, every sum starting at
- * acc[0] (the caller's start value: written 8 times here, not by the caller). Per input one LDRD of
+ * n >= 8): acc[0], acc[1] the first column's sums, acc[2], acc[3] the second's, all four starting at
+ * the caller's acc[0] (the only one it writes). Per input one LDRD of
  * both columns, 2 LDRSB of weights and 4 SMLAL for 8 MACs, 8 inputs per iteration (Cortex-M3: 60
  * instructions per 64 MACs in the loop, no spill; mc_dot_x2r4_s8i takes 40 per 32). The order alternates
  * between inputs as in mc_dot_x2r4_s8i. No head loop for other depths (mc_dot_x2r4_s8i4 takes them):
@@ -345,8 +345,20 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
     MC_X4R2_UP((J) + 2);   \
     MC_X4R2_DOWN((J) + 3); \
   }
+/* A depth GCC knows (one caller's constant) but one iteration or less: hidden from the optimizer, so
+ * that the loop stays a loop (where every call of a file had n = 8, GCC scheduled the one iteration's
+ * loads first and spilled 116 bytes of stack); larger constant depths keep their constant. */
+#if defined(__GNUC__)
+#define MC_X4R2_OPAQUE_SMALL(n)                               \
+  do {                                                        \
+    if (__builtin_constant_p(n) && (n) <= 8) __asm__("" : "+r"(n)); \
+  } while (0)
+#else
+#define MC_X4R2_OPAQUE_SMALL(n) (void)0
+#endif
 MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
   int64_t a0 = acc[0], a1 = a0, b0 = a0, b1 = a0;
+  MC_X4R2_OPAQUE_SMALL(n);
   for (n >>= 3; n; --n, XX += 16, w += 32) { /* (a count: with an end pointer GCC spills a sum) */
     MC_X4R2_FOUR(0);
     MC_X4R2_FOUR(4);
@@ -361,6 +373,7 @@ MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n,
  * (one copy, dropped by the linker where unused). */
 MC_HELPER_FN void mc_dot_x4r2_s8i4(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
   int64_t a0 = acc[0], a1 = a0, b0 = a0, b1 = a0;
+  MC_X4R2_OPAQUE_SMALL(n);
   for (; n & 3; --n, XX += 2, w += 4) MC_X4R2_UP(0);
   for (n >>= 2; n; --n, XX += 8, w += 16) MC_X4R2_FOUR(0);
   acc[0] = a0;
@@ -371,6 +384,7 @@ MC_HELPER_FN void mc_dot_x4r2_s8i4(const int32_t* XX, const int8_t* w, int32_t n
 #undef MC_X4R2_UP
 #undef MC_X4R2_DOWN
 #undef MC_X4R2_FOUR
+#undef MC_X4R2_OPAQUE_SMALL
 #endif
 
 /* ---- Two output rows per multiply: FULLY_CONNECTED "pairs" (one input vector) -------------------
