@@ -38,7 +38,7 @@ PACKED_CASES = {
 POINTWISE_CASES = {
     "odd_pixels": dict(hwc=(3, 3, 16), kernel=(1, 1), out_c=8, padding="VALID", activation="RELU", input_zp=-128),
     "depth7": dict(hwc=(1, 5, 7), kernel=(1, 1), out_c=12, padding="SAME", activation="RELU6", input_zp=17),
-    # 4 pixels per step with the long multiply (mc_dot_x4r4_s8i): every remainder of the pixels by 4
+    # 4 pixels per step with the long multiply (mc_dot_x4r2_s8i): every remainder of the pixels by 4
     # (3: a step of 4 with the last pixel again; 1 or 2: a 2-pixel step, mc_dot_x2r4_s8i)
     "pixels8_depth5": dict(hwc=(2, 4, 5), kernel=(1, 1), out_c=4, padding="VALID", input_zp=-7),
     "pixels6_batch2": dict(hwc=(1, 3, 12), kernel=(1, 1), out_c=8, padding="VALID", batches=2, output_zp=9),
@@ -90,7 +90,7 @@ QUADS_CASES += list(QUADS_ONLY_CASES)
 
 @pytest.mark.parametrize("case", QUADS_CASES)
 def test_conv_packed_quads_matches_tflm(tmp_path, monkeypatch, case):
-    """4 pixels per step (mc_pack4_quad_s8, mc_dot_x4r4_s8i) where the scratch allows it (forced here)."""
+    """4 pixels per step (mc_pack4_quad_s8, mc_dot_x4r2_s8i) where the scratch allows it (forced here)."""
     monkeypatch.setattr(packed, "RUNS_MIN_LAYERS", 1)
     monkeypatch.setattr(packed, "QUADS_FREE_BYTES", 1 << 20)
     model = conv_model(**(PACKED_CASES | QUADS_ONLY_CASES)[case])
@@ -98,7 +98,7 @@ def test_conv_packed_quads_matches_tflm(tmp_path, monkeypatch, case):
     kernel = kernel_of(lib)
     assert kernel["variant"] == "packed" and kernel["runs"] == 1 and kernel["quads"] == 1 and kernel["pixels"] == 4
     assert "mc_pack4_quad_s8(" in lib.files["src/model_ops.c"]
-    assert "mc_dot_x4r4_s8i(" in lib.files["src/model_ops.c"]
+    assert "mc_dot_x4r2_s8i" in lib.files["src/model_ops.c"]
 
 
 def test_conv_packed_quads_only_within_the_model_scratch(tmp_path, monkeypatch):

@@ -255,7 +255,7 @@ static MC_ALWAYS_INLINE void mc_pack2_s8(int32_t* d, const int8_t* x0, const int
  * 64-bit shift's low word) is S1 - 1 where S0 < 0. */
 #define MC_LANE0(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) << (32 - (L_))) >> (32 - (L_)))
 #define MC_LANE1(S_, LANE0_, L_) ((int32_t)((uint32_t)((uint64_t)(S_) >> (L_)) - (uint32_t)((LANE0_) >> 31)))
-/* The lanes of a sum that started at 2^(L - 1) (mc_dot_x4r4_s8i): the low lane plus 2^(L - 1), in
+/* The lanes of a sum that started at 2^(L - 1) (mc_dot_x4r2_s8i): the low lane plus 2^(L - 1), in
  * [0, 2^L) while |S0| < 2^(L - 1), and the high lane, S >> L with no sign correction. */
 #define MC_LANE0_OFS(S_, L_) ((int32_t)((uint32_t)(uint64_t)(S_) & ((1u << (L_)) - 1u)))
 #define MC_LANE1_OFS(S_, L_) ((int32_t)(uint32_t)((uint64_t)(S_) >> (L_)))
@@ -312,7 +312,8 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
 
 /* Two output channels (w[4 k] and w[4 k + 1], the interleaving of mc_dot_x2r4_s8i) against the two
  * interleaved packed columns of mc_pack4_s8 (XX[2 k], XX[2 k + 1], n inputs, n a multiple of 8,
- * n >= 8): acc[0], acc[1] the first column's sums, acc[4], acc[5] the second's. Per input one LDRD of
+ * n >= 8): acc[0], acc[1] the first column's sums, acc[2], acc[3] the second's, all four starting at
+ * the caller's acc[0] (the only one it writes). Per input one LDRD of
  * both columns, 2 LDRSB of weights and 4 SMLAL for 8 MACs, 8 inputs per iteration (Cortex-M3: 60
  * instructions per 64 MACs in the loop, no spill; mc_dot_x2r4_s8i takes 40 per 32). The order alternates
  * between inputs as in mc_dot_x2r4_s8i. No head loop for other depths (mc_dot_x2r4_s8i4 takes them):
@@ -344,47 +345,46 @@ static MC_ALWAYS_INLINE void mc_pack4_s8(int32_t* d, const int8_t* x0, const int
     MC_X4R2_UP((J) + 2);   \
     MC_X4R2_DOWN((J) + 3); \
   }
+/* A depth GCC knows (one caller's constant) but one iteration or less: hidden from the optimizer, so
+ * that the loop stays a loop (where every call of a file had n = 8, GCC scheduled the one iteration's
+ * loads first and spilled 116 bytes of stack); larger constant depths keep their constant. */
+#if defined(__GNUC__)
+#define MC_X4R2_OPAQUE_SMALL(n)                               \
+  do {                                                        \
+    if (__builtin_constant_p(n) && (n) <= 8) __asm__("" : "+r"(n)); \
+  } while (0)
+#else
+#define MC_X4R2_OPAQUE_SMALL(n) (void)0
+#endif
 MC_HELPER_FN void mc_dot_x4r2_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
-  int64_t a0 = acc[0], a1 = acc[1], b0 = acc[4], b1 = acc[5];
+  int64_t a0 = acc[0], a1 = a0, b0 = a0, b1 = a0;
+  MC_X4R2_OPAQUE_SMALL(n);
   for (n >>= 3; n; --n, XX += 16, w += 32) { /* (a count: with an end pointer GCC spills a sum) */
     MC_X4R2_FOUR(0);
     MC_X4R2_FOUR(4);
   }
   acc[0] = a0;
   acc[1] = a1;
-  acc[4] = b0;
-  acc[5] = b1;
+  acc[2] = b0;
+  acc[3] = b1;
 }
 /* The same for any n >= 1 (the n mod 4 inputs first, then 4 per iteration: 32 instructions per 32
- * MACs where every caller's n is a multiple of 4); mc_dot_x4r4_s8i takes it where n is not a multiple
- * of 8 (one copy, dropped by the linker where unused). */
+ * MACs where every caller's n is a multiple of 4); the kernels take it where n is not a multiple of 8
+ * (one copy, dropped by the linker where unused). */
 MC_HELPER_FN void mc_dot_x4r2_s8i4(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
-  int64_t a0 = acc[0], a1 = acc[1], b0 = acc[4], b1 = acc[5];
+  int64_t a0 = acc[0], a1 = a0, b0 = a0, b1 = a0;
+  MC_X4R2_OPAQUE_SMALL(n);
   for (; n & 3; --n, XX += 2, w += 4) MC_X4R2_UP(0);
   for (n >>= 2; n; --n, XX += 8, w += 16) MC_X4R2_FOUR(0);
   acc[0] = a0;
   acc[1] = a1;
-  acc[4] = b0;
-  acc[5] = b1;
+  acc[2] = b0;
+  acc[3] = b1;
 }
 #undef MC_X4R2_UP
 #undef MC_X4R2_DOWN
 #undef MC_X4R2_FOUR
-/* Four output channels (interleaved as for mc_dot_x2r4_s8i) against four pixels packed by
- * mc_pack4_s8 (n >= 1 inputs; a literal where this is inlined): acc[r] += the sums of pixels 0 and 1
- * of channel r, acc[4 + r] += pixels 2 and 3 (the caller's start values: 2^(L - 1) keeps the low lane
- * non-negative, so that the high lane is S >> L and the low one (S mod 2^L) - 2^(L - 1),
- * MC_LANE0_OFS): mc_dot_x4r2_s8i for channels 0, 1 and 2, 3 where n is a multiple of 8, else
- * mc_dot_x4r2_s8i4. */
-static MC_ALWAYS_INLINE void mc_dot_x4r4_s8i(const int32_t* XX, const int8_t* w, int32_t n, int64_t* acc) {
-  if (n & 7) {
-    mc_dot_x4r2_s8i4(XX, w, n, acc);
-    mc_dot_x4r2_s8i4(XX, w + 2, n, acc + 2);
-  } else {
-    mc_dot_x4r2_s8i(XX, w, n, acc);
-    mc_dot_x4r2_s8i(XX, w + 2, n, acc + 2);
-  }
-}
+#undef MC_X4R2_OPAQUE_SMALL
 #endif
 
 /* ---- Two output rows per multiply: FULLY_CONNECTED "pairs" (one input vector) -------------------

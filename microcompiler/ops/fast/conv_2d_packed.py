@@ -9,7 +9,7 @@ a time with one SMLAL per 2 MACs (mc_dot_x2r4_s8i); without it (Armv6-M) each pi
 weights are interleaved per input as FULLY_CONNECTED's portable rows4 lays them out (same flash).
 With the helpers and the scratch for it ("quads", QUADS_FREE_BYTES), 4 pixels per step as the pointwise
 kernel: pixels 0 and 1, and 2 and 3, packed side by side (mc_pack4_quad_s8: one run per kernel row where
-the four are inside on one row, else pair by pair), mc_dot_x4r4_s8i (each weight loaded once for 4 pixels).
+the four are inside on one row, else pair by pair), mc_dot_x4r2_s8i (twice per 4 output channels; each weight loaded once for 4 pixels).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ FUSED_MIN_CHANNELS = 4
 # mc_packed_geom): the helpers' 0.7 KB of code is then less than the layer code they replace.
 RUNS_MIN_LAYERS = 4
 # With the runs, 4 output pixels per step (knob "quads": pixels 0 and 1, 2 and 3 packed per input word
-# side by side, mc_pack4_quad_s8, and mc_dot_x4r4_s8i: each weight loaded once for 4 pixels, 60
+# side by side, mc_pack4_quad_s8, and mc_dot_x4r2_s8i: each weight loaded once for 4 pixels, 60
 # instructions per 64 MACs in its loop where mc_dot_x2r4_s8i takes 40 per 32) where the layer's scratch
 # for them (2 words per tap and two patches) is within the largest 2-pixel scratch of the model's packed
 # layers (the model's scratch does not grow), or within QUADS_FREE_BYTES. 0: the patched stems of the

@@ -4,7 +4,7 @@ kernel (template conv_2d_pointwise.c.j2). Such a convolution is a FULLY_CONNECTE
 rows4 lays them out, the input zero point folded into the bias, TFLM's requantization with SMMLAR's C
 equivalent (mc_requant_fast). With the long multiply (Armv7-M, the host: MC_LONG_MULTIPLY) 4 pixels
 per step: pixels 0 and 1, and 2 and 3, packed per input word (x0 + x1 * 2^L, lane_bits), both words
-of an input side by side in the scratch (mc_pack4_s8), and mc_dot_x4r4_s8i (kernel_portable.h) does
+of an input side by side in the scratch (mc_pack4_s8), and mc_dot_x4r2_s8i (kernel_portable.h, twice per 4 output channels, 4 sums each) does
 two MACs per SMLAL with each weight loaded once for both words (Cortex-M3: 35 instructions per 32
 MACs in its loop, 1.35 per MAC with the requantization on KWS, was 1.62); 3 pixels left take a step
 of 4 with the last pixel packed again, 1 or 2 one step of 2 (mc_pack2_s8, mc_dot_x2r4_s8i). Without it (Armv6-M) 2 pixels per step, mc_dot_p2r4_s8i on int32 sums,

@@ -470,7 +470,7 @@ void tiny_cnn_int8_dwconv2(const int8_t* input0, int8_t* output0) {
 
 /* CONV_2D(padding=VALID, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, activation=RELU), operator 2: 'conv3' */
 void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
-  /* pointwise: 4 pixels (with the long multiply: mc_dot_x4r4_s8i), else 2 x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
+  /* pointwise: 4 pixels (with the long multiply: mc_dot_x4r2_s8i for channels 0, 1 then 2, 3), else 2 x 4 output channels per step, int8 weights interleaved per input (portable C, mc_dot_p2r4_s8i); 1x8x8x8 -> 1x8x8x16, kernel 1x1, stride 1x1 */
   enum { OUTPUT_ZERO_POINT = -128 };
   int p, o, j;
   const int8_t* x = input0;
@@ -479,6 +479,7 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
   /* 4 pixels per step, two pairs' inputs packed per input (x0 + x1 * 2^18, x2 + x3 * 2^18, tiny_cnn_int8_scratch), one SMLAL per 2 MACs, each weight for 4 pixels */
   enum { HALF = 1 << 17 }; /* 2^(L - 1): the start of every sum */
   int32_t* const packed = tiny_cnn_int8_scratch; /* 16 words */
+  (void)j; /* (the steps below: channel by channel, unrolled) */
   for (p = 0; p < 16; ++p, x += 32, y += 64) {
     const int8_t* const x1 = x + 8;
     const int8_t* const x2 = x + 16;
@@ -488,20 +489,62 @@ void tiny_cnn_int8_conv3(const int8_t* input0, int8_t* output0) {
     int8_t* const y3 = y + 48;
     mc_pack4_s8(packed, x, x1, x2, x3, 8, 18);
     for (o = 0; o < 16; o += 4) {
-      int64_t acc[8] = {HALF, HALF, HALF, HALF, HALF, HALF, HALF, HALF}; /* the low lanes non-negative */
       const uint8_t* q = tiny_cnn_int8_conv3_params + 9 * o;
-      mc_dot_x4r4_s8i(packed, tiny_cnn_int8_conv3_weights + o * 8, 8, acc);
-      for (j = 0; j < 4; ++j, q += 9) {
-        const int32_t b = mc_load_s32le(q);
-        const uint32_t b0 = (uint32_t)b - HALF; /* wraps where b is near -2^31; b0 + s0 = b + S0 does not */
-        const int32_t s0 = MC_LANE0_OFS(acc[j], 18), s1 = MC_LANE1_OFS(acc[j], 18);
-        const int32_t s2 = MC_LANE0_OFS(acc[4 + j], 18), s3 = MC_LANE1_OFS(acc[4 + j], 18);
-        const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
-        y[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s0), m, c, r));
-        y1[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
-        y2[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s2), m, c, r));
-        y3[o + j] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s3, m, c, r));
+      { /* channels 0 and 1 */
+        int64_t acc[4];
+        acc[0] = HALF; /* every sum's start (mc_dot_x4r2_s8i): the low lanes non-negative */
+        mc_dot_x4r2_s8i(packed, tiny_cnn_int8_conv3_weights + o * 8, 8, acc);
+        { /* channel o + 0 */
+          const int32_t b = mc_load_s32le(q);
+          const uint32_t b0 = (uint32_t)b - HALF; /* wraps where b is near -2^31; b0 + s0 = b + S0 does not */
+          const int32_t s0 = MC_LANE0_OFS(acc[0], 18), s1 = MC_LANE1_OFS(acc[0], 18);
+          const int32_t s2 = MC_LANE0_OFS(acc[2], 18), s3 = MC_LANE1_OFS(acc[2], 18);
+          const int32_t m = mc_load_s32le(q + 4), r = (int8_t)q[8], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+          y[o + 0] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s0), m, c, r));
+          y1[o + 0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
+          y2[o + 0] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s2), m, c, r));
+          y3[o + 0] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s3, m, c, r));
+        }
+        { /* channel o + 1 */
+          const int32_t b = mc_load_s32le(q + 9);
+          const uint32_t b0 = (uint32_t)b - HALF; /* wraps where b is near -2^31; b0 + s0 = b + S0 does not */
+          const int32_t s0 = MC_LANE0_OFS(acc[1], 18), s1 = MC_LANE1_OFS(acc[1], 18);
+          const int32_t s2 = MC_LANE0_OFS(acc[3], 18), s3 = MC_LANE1_OFS(acc[3], 18);
+          const int32_t m = mc_load_s32le(q + 13), r = (int8_t)q[17], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+          y[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s0), m, c, r));
+          y1[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
+          y2[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s2), m, c, r));
+          y3[o + 1] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s3, m, c, r));
+        }
       }
+      { /* channels 2 and 3 */
+        int64_t acc[4];
+        acc[0] = HALF; /* every sum's start (mc_dot_x4r2_s8i): the low lanes non-negative */
+        mc_dot_x4r2_s8i(packed, tiny_cnn_int8_conv3_weights + o * 8 + 2, 8, acc);
+        { /* channel o + 2 */
+          const int32_t b = mc_load_s32le(q + 18);
+          const uint32_t b0 = (uint32_t)b - HALF; /* wraps where b is near -2^31; b0 + s0 = b + S0 does not */
+          const int32_t s0 = MC_LANE0_OFS(acc[0], 18), s1 = MC_LANE1_OFS(acc[0], 18);
+          const int32_t s2 = MC_LANE0_OFS(acc[2], 18), s3 = MC_LANE1_OFS(acc[2], 18);
+          const int32_t m = mc_load_s32le(q + 22), r = (int8_t)q[26], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+          y[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s0), m, c, r));
+          y1[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
+          y2[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s2), m, c, r));
+          y3[o + 2] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s3, m, c, r));
+        }
+        { /* channel o + 3 */
+          const int32_t b = mc_load_s32le(q + 27);
+          const uint32_t b0 = (uint32_t)b - HALF; /* wraps where b is near -2^31; b0 + s0 = b + S0 does not */
+          const int32_t s0 = MC_LANE0_OFS(acc[1], 18), s1 = MC_LANE1_OFS(acc[1], 18);
+          const int32_t s2 = MC_LANE0_OFS(acc[3], 18), s3 = MC_LANE1_OFS(acc[3], 18);
+          const int32_t m = mc_load_s32le(q + 31), r = (int8_t)q[35], c = (int32_t)((uint32_t)(2 * OUTPUT_ZERO_POINT + 1) << r) >> 1;
+          y[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s0), m, c, r));
+          y1[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s1, m, c, r));
+          y2[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast_nn((int32_t)(b0 + (uint32_t)s2), m, c, r));
+          y3[o + 3] = (int8_t)MC_SSAT8(mc_requant_fast_nn(b + s3, m, c, r));
+        }
+      }
+
     }
   }
 #else
