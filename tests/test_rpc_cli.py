@@ -38,11 +38,16 @@ def test_bench_reports_inference_and_operator_times(capsys):
     # on the host: the host clock's time, analyze's estimate beside it (no exact instruction count to compare)
     assert set(report["inference"]) == {
         "ticks",
+        "ticks_per_run",
         "seconds",
         "ticks_per_run_each_repeat",
         "time",
         "estimated_instructions",
     }
+    # ticks per run keeps the fraction of the median repeat's total over its 3 runs; ticks drops it
+    inference = report["inference"]
+    assert inference["ticks"] == int(inference["ticks_per_run"]) and inference["ticks_per_run"] > 0
+    assert all(int(op["ticks_per_run"]) == op["ticks"] for op in report["operators"])
     assert report["inference"]["time"]["basis"] == "host clock" and report["inference"]["time"]["instructions"] is None
     assert [op["index"] for op in report["operators"]] == [0, 1, 2]
     assert report["operator_ticks_total"] == sum(op["ticks"] for op in report["operators"])
