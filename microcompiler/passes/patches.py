@@ -83,11 +83,12 @@ def _conv_padding(op: Operator, g: Graph) -> tuple[int, int, int, int, int, int,
     return (*rows, padding_before(x.shape[1], *rows, y.shape[1]), *cols, padding_before(x.shape[2], *cols, y.shape[2]))
 
 
-def _input_window(op: Operator, g: Graph, out: Window) -> Window:
-    """The input rectangle (clipped to the image) that output rectangle ``out`` reads."""
+def _input_window(op: Operator, g: Graph, out: Window, geometry: tuple | None = None) -> Window:
+    """The input rectangle (clipped to the image) that output rectangle ``out`` reads (``geometry``:
+    the op's _conv_padding, when the caller has it)."""
     if op.kind == "ADD":
         return out
-    k_h, s_h, d_h, p_h, k_w, s_w, d_w, p_w = _conv_padding(op, g)
+    k_h, s_h, d_h, p_h, k_w, s_w, d_w, p_w = geometry or _conv_padding(op, g)
     x = g.tensors[op.inputs[0]]
     return Window(
         max(0, out.r0 * s_h - p_h),
@@ -141,12 +142,13 @@ def patch_windows(g: Graph, k: int, grid: tuple[int, int]) -> list[dict[int, Win
     """Per patch: tensor -> the rectangle of it the patch computes (or reads, for the stage inputs)."""
     stage = g.operators[:k]
     y = g.tensors[stage[-1].outputs[0]]
+    geometry = [None if op.kind == "ADD" else _conv_padding(op, g) for op in stage]  # once, not per patch
     patches = []
     for r0, r1 in _split(y.shape[1], grid[0]):
         for c0, c1 in _split(y.shape[2], grid[1]):
             need: dict[int, Window] = {stage[-1].outputs[0]: Window(r0, r1, c0, c1)}
-            for op in reversed(stage):
-                window = _input_window(op, g, need[op.outputs[0]])
+            for op, geom in zip(reversed(stage), reversed(geometry)):
+                window = _input_window(op, g, need[op.outputs[0]], geom)
                 for pos in _activation_inputs(op, g):
                     need[op.inputs[pos]] = window.union(need.get(op.inputs[pos]))
             patches.append(need)
@@ -166,6 +168,17 @@ def extra_macs(g: Graph, k: int, windows: list[dict[int, Window]]) -> int:
         computed = sum(w[op.outputs[0]].area for w in windows)
         total += macs * computed // (y.shape[1] * y.shape[2]) - macs
     return total
+
+
+def _memo_extra_macs(g: Graph, k: int, grid: tuple[int, int], memo: dict | None) -> int:
+    """extra_macs of stage length ``k`` in ``grid``, kept in ``memo`` (one pass over a graph asks
+    choose_patches and _faster_with_tails for the same ones)."""
+    if memo is not None and (k, grid) in memo:
+        return memo[(k, grid)]
+    extra = extra_macs(g, k, patch_windows(g, k, grid))
+    if memo is not None:
+        memo[(k, grid)] = extra
+    return extra
 
 
 class _Builder:
@@ -273,7 +286,9 @@ def _grids(grid: tuple[int, int] | None) -> list[tuple[int, int]]:
     return [(r, c) for r in range(1, MAX_GRID + 1) for c in range(1, MAX_GRID + 1) if r * c > 1]
 
 
-def choose_patches(g: Graph, grid: tuple[int, int] | None = None, wide: bool = False) -> dict | None:
+def choose_patches(
+    g: Graph, grid: tuple[int, int] | None = None, wide: bool = False, memo: dict | None = None
+) -> dict | None:
     """The best (stage length, grid): the lowest peak below the layer-by-layer one, then the fewest
     recomputed MACs; None when no stage lowers the peak. Stages within MAX_EXTRA_MACS recomputed
     first; with ``grid`` given, one over it only when none is within. ``wide``: ties to the fewest
@@ -292,8 +307,7 @@ def choose_patches(g: Graph, grid: tuple[int, int] | None = None, wide: bool = F
         for rows, cols in _grids(grid):
             if rows > y.shape[1] or cols > y.shape[2]:
                 continue
-            windows = patch_windows(g, k, (rows, cols))
-            extra = extra_macs(g, k, windows)
+            extra = _memo_extra_macs(g, k, (rows, cols), memo)
             if grid is None and extra > MAX_EXTRA_MACS * total:
                 continue
             peak = live_peak(apply_patches(g, k, (rows, cols), copy=False))
@@ -361,7 +375,9 @@ def _planned_arena(g: Graph) -> int:
     return plan_memory(g).arena_bytes
 
 
-def _faster_with_tails(graph: Graph, choice: dict, features: frozenset[str], wide: bool) -> Graph | None:
+def _faster_with_tails(
+    graph: Graph, choice: dict, features: frozenset[str], wide: bool, memo: dict | None = None
+) -> Graph | None:
     """The patched graph, with its tail shares, that recomputes fewer MACs than ``choice`` in no more
     arena than ``choice`` takes without them (the fewest MACs first); None when there is none."""
     arena = _planned_arena(apply_patches(graph, choice["stage"], tuple(choice["grid"]), copy=False))
@@ -375,7 +391,7 @@ def _faster_with_tails(graph: Graph, choice: dict, features: frozenset[str], wid
         for rows, cols in _grids(None):
             if rows > out.shape[1] or cols > out.shape[2]:
                 continue
-            extra = extra_macs(graph, k, patch_windows(graph, k, (rows, cols)))
+            extra = _memo_extra_macs(graph, k, (rows, cols), memo)
             if extra < choice["extra_macs"]:
                 candidates.append((extra, cols if wide else 0, k, (rows, cols)))
     for extra, _, k, grid in sorted(candidates):
@@ -419,11 +435,12 @@ def patch_stage(
     arena within the chosen grid's."""
     if graph.subgraphs or any(graph.tensors[i].persistent for i in range(len(graph.tensors))):
         return graph
-    choice = choose_patches(graph, grid, wide)
+    memo: dict = {}  # (stage length, grid) -> recomputed MACs, for both searches
+    choice = choose_patches(graph, grid, wide, memo)
     if choice is None or (grid is None and choice["peak_after"] > AUTO_MAX_PEAK_RATIO * choice["peak_before"]):
         return graph
     if grid is None and wide and features is not None:
-        faster = _faster_with_tails(graph, choice, features, wide)
+        faster = _faster_with_tails(graph, choice, features, wide, memo)
         if faster is not None:
             return faster
     g = apply_patches(graph, choice["stage"], tuple(choice["grid"]))
