@@ -140,6 +140,7 @@ def test_lstm_pairs_wide_state_sanitized(tmp_path):
 SYM_CHECK_C = r"""
 #include <stdio.h>
 #include "microcompiler/kernel_activation.h"
+#include "microcompiler/kernel_simd.h"
 static const uint16_t sym[513] = {%s};
 static const uint16_t table[256] = {%s};
 int main(void) {
@@ -149,7 +150,7 @@ int main(void) {
   for (v = -(1 << 18); v <= (1 << 18); ++v) {
     /* the sigmoid on the LSTM's gate inputs (3 x int16), tanh on any input saturated to 17 bits */
     if (v >= -3 * 32768 && v <= 3 * 32767 && mc_sigmoid_s16_sym(v, mid) != mc_sigmoid_s16(v, table)) ++bad;
-    if (mc_tanh_s16_sym(mc_ssat17(v), mid) != mc_tanh_s16(v, table)) ++bad;
+    if (mc_tanh_s16_sym(MC_SSAT17(v), mid) != mc_tanh_s16(v, table)) ++bad;
   }
   printf("%%ld\n", bad);
   return 0;
@@ -188,7 +189,7 @@ def test_lstm_pairs_sequence_on_the_m3(tmp_path, name):
     )
     library = _library(model, tmp_path, board=M3)
     assert kernel_of(library, "UNIDIRECTIONAL_SEQUENCE_LSTM")["variant"] == "pairs-rows4"
-    assert "mc_tanh_s16_sym(mc_ssat17(" in next(text for path, text in library.files.items() if path.endswith("_ops.c"))
+    assert "mc_tanh_s16_sym(MC_SSAT17(" in next(text for path, text in library.files.items() if path.endswith("_ops.c"))
     seq = sequence(library.info, steps=4)
     _, _, run = run_on_board(library, M3, tmp_path / "project", input_steps=seq, log=lambda _: None)
     assert_steps_match(run.step_outputs, Oracle(model).run_sequence(seq), f"standalone on {M3}")

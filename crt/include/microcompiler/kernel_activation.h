@@ -117,17 +117,7 @@ static inline int16_t mc_tanh_s16(int32_t v, const uint16_t* table) {
  * (0xFF) straight from the signed v, the mirror of a negative input is in the table and its rounding
  * is the sign. No abs, no branch. Exact for every input the table covers: the sigmoid's |v| < 2^9 *
  * 255, tanh's v of 17 bits signed (where |v| >= 2^8 * 255 the ends give mc_tanh_s16's saturated
- * values; a caller saturates a wider v to 17 bits). */
-/* v saturated to 17 bits signed (mc_tanh_s16_sym's range): one SSAT where the core has it. */
-static inline int32_t mc_ssat17(int32_t v) {
-#if defined(__GNUC__) && defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT && !defined(MC_NO_DSP_ASM)
-  int32_t y;
-  __asm__("ssat %0, #17, %1" : "=r"(y) : "r"(v));
-  return y;
-#else
-  return v < -65536 ? -65536 : (v > 65535 ? 65535 : v);
-#endif
-}
+ * values; a caller saturates a wider v to 17 bits: MC_SSAT17, kernel_simd.h). */
 static inline int32_t mc_sigmoid_s16_sym(int32_t v, const uint16_t* mid) {
   const int32_t k = v >> 9;
   const uint32_t a = mid[k];

@@ -250,6 +250,7 @@ static inline int32_t mc_requant_fast_low8_nn(int32_t acc, int32_t multiplier, i
   }
 MC_SSAT_FN(mc_ssat8, 8)
 MC_SSAT_FN(mc_ssat16, 16)
+MC_SSAT_FN(mc_ssat17, 17)
 #define MC_SSAT8(x) mc_ssat8(x)
 #else
 #define MC_SSAT8(x) MC_CLAMP((x), -128, 127)
@@ -262,6 +263,15 @@ MC_SSAT_FN(mc_ssat16, 16)
 #define MC_SSAT16(x) mc_ssat16(x)
 #else
 #define MC_SSAT16(x) MC_CLAMP((x), INT16_MIN, INT16_MAX)
+#endif
+
+/* Saturate to 17 bits signed (mc_tanh_s16_sym's input range; SSAT on the Cortex-M3 too, as MC_SSAT8). */
+#if MC_DSP_ASM
+#define MC_SSAT17(x) __ssat((x), 17)
+#elif defined(__GNUC__) && defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT && !defined(MC_NO_DSP_ASM)
+#define MC_SSAT17(x) mc_ssat17(x)
+#else
+#define MC_SSAT17(x) MC_CLAMP((x), -65536, 65535)
 #endif
 
 /* Saturate to the signed range of `bits` bits (a literal from 2 to 31): one SSAT. */
