@@ -38,9 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from tflm_side_by_side import SHORT_MODEL, SHORT_RUNS  # noqa: E402
+
 from microcompiler.boards import load_board  # noqa: E402
 from microcompiler.compiler import compile_model  # noqa: E402
 from microcompiler.ops import cost_model, cost_model_data  # noqa: E402
+
+# A model shorter than SHORT_MODEL instructions (the benchmark tables' threshold) is measured again with
+# SHORT_RUNS runs per measurement: one run of hello_world's 100-instruction layers is 2 to 3 ticks of
+# mps2_an521's 50-instruction timer, SHORT_RUNS back to back resolve them to a 25th of a tick.
 
 BOARDS = ("mps2_an385", "mps2_an386", "mps2_an500", "mps3_an547", "mps2_an521")
 SHARED = ROOT.parent / "shared/models"
@@ -141,13 +147,6 @@ def models(directory: Path) -> list[Path]:
         paths.append(directory / f"{name}.tflite")
         paths[-1].write_bytes(data[builder_name])
     return paths
-
-
-# A model shorter than this many instructions is measured again with SHORT_RUNS runs per measurement:
-# one run of hello_world's 100-instruction layers is 2 to 3 ticks of mps2_an521's 50-instruction timer,
-# SHORT_RUNS back to back resolve them to a 25th of a tick.
-SHORT_MODEL = 20_000
-SHORT_RUNS = 25
 
 
 def measure(model: Path, board: str, number: int = 1) -> dict:
