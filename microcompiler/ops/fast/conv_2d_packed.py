@@ -64,16 +64,15 @@ def fits(op, graph) -> bool:
     return bool(rq.fast and np.all(bound < 2**31) and lane_bits(w_rows))
 
 
-def _scratch_layout(g, quads: bool = False) -> tuple[int, int]:
-    """(packed words, patch words): the packed column (K words, 2K for quads) and the two patches (2K
-    bytes)."""
-    k = g.k_h * g.k_w * g.in_c
+def _scratch_layout(k: int, quads: bool = False) -> tuple[int, int]:
+    """(packed words, patch words) of a layer of ``k`` taps (kernel rows x columns x input channels):
+    the packed column (K words, 2K for quads) and the two patches (2K bytes)."""
     return (2 * k if quads else k), -(-2 * k // 4)
 
 
 def scratch_bytes(k: int, quads: bool = False) -> int:
-    """The scratch of a packed layer of ``k`` taps (kernel rows x columns x input channels)."""
-    return 4 * ((2 * k if quads else k) + -(-2 * k // 4))
+    """The scratch of a packed layer of ``k`` taps."""
+    return 4 * sum(_scratch_layout(k, quads))
 
 
 def plan(op, graph, layers: int = 1, model_taps: int = 0) -> KernelPlan:
@@ -83,11 +82,10 @@ def plan(op, graph, layers: int = 1, model_taps: int = 0) -> KernelPlan:
     runs = layers >= RUNS_MIN_LAYERS
     k = g.k_h * g.k_w * g.in_c
     quads = runs and scratch_bytes(k, True) <= max(scratch_bytes(model_taps), QUADS_FREE_BYTES)
-    packed, patch = _scratch_layout(g, quads)
     return KernelPlan.of(
         PACKED,
         ISA_C,
-        scratch_bytes=4 * (packed + patch),
+        scratch_bytes=scratch_bytes(k, quads),
         pixels=4 if quads else 2,
         out_channels=4,
         weights="s8",
@@ -122,7 +120,7 @@ def emit(op, graph, ctx) -> str:
     values = layer_values(op, graph, ctx, f"{k} taps (ky, kx, c)")
     scratch = ctx.scratch(ctx.plan.scratch)
     quads = bool(ctx.plan.knob("quads", 0))
-    words = _scratch_layout(g, quads)[0]
+    words = _scratch_layout(k, quads)[0]
     rest = (g.batches * g.out_h * g.out_w) % 4 if quads else 0
     return ctx.render(
         "conv_2d_packed.c.j2",
