@@ -18,6 +18,7 @@ from pathlib import Path
 
 from microcompiler import resources
 from microcompiler.errors import BoardError
+from microcompiler.ops.features import core_features
 
 HOST = "host"  # not a TOML file: the computer microcompiler runs on (microcompiler.host)
 
@@ -260,7 +261,7 @@ def board_from_description(d) -> Board:
             mcpu=mcpu,
             fpu=fpu,
             float_abi="hard" if fpu else "soft",
-            features=frozenset(features),
+            features=core_features(d.core, features),
             clock_hz=d.clock_hz or 0,
         ),
         memory=(
@@ -386,7 +387,7 @@ def load_board_file(path: str | Path) -> Board:
             mcpu=cpu_table.get("mcpu", cpu_table["core"]),
             fpu=cpu_table.get("fpu"),
             float_abi=cpu_table.get("float_abi", "soft"),
-            features=frozenset(cpu_table.get("features", [])),
+            features=core_features(cpu_table["core"], cpu_table.get("features", [])),
             clock_hz=_int(cpu_table, "clock_hz", where),
         )
         memory = tuple(

@@ -105,7 +105,9 @@ def test_qemu_cortex_m0_is_emulated_and_has_no_features():
     d = board_facts.describe("qemu_cortex_m0", BASE)
     assert (d.core, d.fpu, d.dsp, d.mve, d.qemu_machine) == ("cortex-m0", "none", False, "none", "microbit")
     board = load_board("qemu_cortex_m0")
-    assert board.cpu.features == frozenset() and board.cpu.fpu is None and "-mfloat-abi=soft" in board.cpu.cflags
+    assert (
+        board.cpu.features == {"no_long_multiply"} and board.cpu.fpu is None and "-mfloat-abi=soft" in board.cpu.cflags
+    )
     assert board.emulated and board.runner is None and not board.usb_ids
 
 

@@ -165,8 +165,8 @@ def _im2col_plan(r: PlanRequest) -> KernelPlan:
 CHOICES = (
     Choice(float_blocks_fits, lambda r: float_blocks.plan(geometry(r.op, r.graph), r.features)),
     Choice(helium_fits, lambda r: fast_mve.conv_plan(geometry(r.op, r.graph), _groups(r))),
-    Choice(pointwise_fits, lambda r: pointwise.plan(r.op, r.graph)),
-    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph, *_packed_layers(r))),
+    Choice(pointwise_fits, lambda r: pointwise.plan(r.op, r.graph, r.long_multiply)),
+    Choice(packed_fits, lambda r: packed.plan(r.op, r.graph, *_packed_layers(r), long_multiply=r.long_multiply)),
     Choice(im2col_fits, _im2col_plan),
     Choice(pixel_fits, lambda r: pixel.plan(geometry(r.op, r.graph), _groups(r), r.features)),
     Choice(

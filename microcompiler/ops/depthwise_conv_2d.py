@@ -98,9 +98,11 @@ def rows_fits(r: PlanRequest) -> bool:
 
 def packed_rows_fits(r: PlanRequest) -> bool:
     """rows_fits with an even depth multiplier (channel pairs) and a lane width: packed-rows, unless
-    tuned to rows."""
+    tuned to rows or the core is known to lack the long multiply (Cortex-M0/M0+/M23: its C would run
+    the rows kernel, and the ring of packed rows would be scratch it never uses)."""
     return (
         _multiplier(r) % 2 == 0
+        and r.long_multiply
         and r.knob("variant") in (None, "packed-rows")
         and _int8_constant(r)
         and not float_requant(r.op)

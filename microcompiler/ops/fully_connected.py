@@ -364,7 +364,8 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
         )
         if extract == "pairs-u8":
             plan = plan.with_headers("kernel_portable_fc.h")
-        return replace(plan, scratch_bytes=4 * depth).with_knobs(lane=lane) if rows2 else plan
+        # (a core known to lack the long multiply runs the interleaved loop: no packing, no scratch)
+        return replace(plan, scratch_bytes=4 * depth).with_knobs(lane=lane) if rows2 and r.long_multiply else plan
     return plan
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from microcompiler.ops.features import has_dsp, has_fpu, has_mve
+from microcompiler.ops.features import has_dsp, has_fpu, has_long_multiply, has_mve
 
 if TYPE_CHECKING:
     from microcompiler.ir import Graph, Operator, Tensor
@@ -151,6 +151,11 @@ class PlanRequest:
     @property
     def fpu(self) -> bool:
         return has_fpu(self.features)
+
+    @property
+    def long_multiply(self) -> bool:
+        """SMLAL (Cortex-M3 and up), or a core not known to lack it (features.has_long_multiply)."""
+        return has_long_multiply(self.features)
 
     def knob(self, name: str, default: Any = None) -> Any:
         return (self.tuning or {}).get(name, default)

@@ -64,33 +64,36 @@ def fits(op, graph) -> bool:
     return bool(rq.fast and np.all(bound < 2**31) and lane_bits(w_rows))
 
 
-def _scratch_layout(k: int, quads: bool = False) -> tuple[int, int]:
+def _scratch_layout(k: int, quads: bool = False, long_multiply: bool = True) -> tuple[int, int]:
     """(packed words, patch words) of a layer of ``k`` taps (kernel rows x columns x input channels):
-    the packed column (K words, 2K for quads) and the two patches (2K bytes)."""
-    return (2 * k if quads else k), -(-2 * k // 4)
+    the packed column (K words, 2K for quads; none on a core without the long multiply) and the two
+    patches (2K bytes)."""
+    return (2 * k if quads else k) if long_multiply else 0, -(-2 * k // 4)
 
 
-def scratch_bytes(k: int, quads: bool = False) -> int:
+def scratch_bytes(k: int, quads: bool = False, long_multiply: bool = True) -> int:
     """The scratch of a packed layer of ``k`` taps."""
-    return 4 * sum(_scratch_layout(k, quads))
+    return 4 * sum(_scratch_layout(k, quads, long_multiply))
 
 
-def plan(op, graph, layers: int = 1, model_taps: int = 0) -> KernelPlan:
+def plan(op, graph, layers: int = 1, model_taps: int = 0, long_multiply: bool = True) -> KernelPlan:
     """``layers``: how many of the model's layers take this kernel ("runs" from RUNS_MIN_LAYERS);
-    ``model_taps``: the most taps of one of them (the model's packed scratch, for "quads")."""
+    ``model_taps``: the most taps of one of them (the model's packed scratch, for "quads");
+    ``long_multiply`` False (a core known to lack it, Cortex-M0/M0+/M23): the int32 path alone, its
+    two patches the whole scratch ("lane" 0, no runs nor quads)."""
     g = geometry(op, graph)
-    runs = layers >= RUNS_MIN_LAYERS
+    runs = long_multiply and layers >= RUNS_MIN_LAYERS
     k = g.k_h * g.k_w * g.in_c
     quads = runs and scratch_bytes(k, True) <= max(scratch_bytes(model_taps), QUADS_FREE_BYTES)
     return KernelPlan.of(
         PACKED,
         ISA_C,
-        scratch_bytes=scratch_bytes(k, quads),
+        scratch_bytes=scratch_bytes(k, quads, long_multiply),
         pixels=4 if quads else 2,
         out_channels=4,
         weights="s8",
         extract="interleaved",
-        lane=lane_bits(_rows(op, graph)),
+        lane=lane_bits(_rows(op, graph)) if long_multiply else 0,
         runs=int(runs),
         **({"quads": 1} if quads else {}),
     )
@@ -120,7 +123,7 @@ def emit(op, graph, ctx) -> str:
     values = layer_values(op, graph, ctx, f"{k} taps (ky, kx, c)")
     scratch = ctx.scratch(ctx.plan.scratch)
     quads = bool(ctx.plan.knob("quads", 0))
-    words = _scratch_layout(k, quads)[0]
+    words = _scratch_layout(k, quads, bool(ctx.plan.knob("lane", 0)))[0]
     rest = (g.batches * g.out_h * g.out_w) % 4 if quads else 0
     return ctx.render(
         "conv_2d_packed.c.j2",

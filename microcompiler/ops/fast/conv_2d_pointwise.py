@@ -51,11 +51,12 @@ def lane_bits(w_rows: np.ndarray) -> int:
     return bits if bits <= MAX_LANE_BITS else 0
 
 
-def plan(op, graph) -> KernelPlan:
+def plan(op, graph, long_multiply: bool = True) -> KernelPlan:
     """4 output channels; with the long multiply (Armv7-M, the host) 4 pixels packed two per input
-    word into the scratch (2 C words) where lane_bits finds a lane width ("lane"), else 2 pixels."""
+    word into the scratch (2 C words) where lane_bits finds a lane width ("lane"), else 2 pixels
+    (and on a core known to lack it, ``long_multiply`` False: "lane" 0, no scratch)."""
     g = geometry(op, graph)
-    lane = lane_bits(graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1))
+    lane = lane_bits(graph.tensors[op.inputs[1]].data.astype(np.int8).reshape(g.out_c, -1)) if long_multiply else 0
     return KernelPlan.of(
         POINTWISE,
         ISA_C,
