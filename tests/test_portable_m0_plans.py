@@ -22,7 +22,7 @@ from test_op_conv_2d import conv_model
 from test_portable_kernels import PACKED_CASES, POINTWISE_CASES
 
 from microcompiler.analysis.analyze import analyze_library
-from microcompiler.boards import load_board
+from microcompiler.boards import board_toml, load_board, load_board_file
 from microcompiler.host import HostProgram
 from microcompiler.inputs import random_inputs
 from microcompiler.ops.conv_common import geometry
@@ -54,10 +54,17 @@ def _bit_exact_on_both_paths(model: bytes, tmp_path: Path, n_inputs: int = 2):
     return lib
 
 
-def test_the_cores_without_the_long_multiply_say_so():
+def test_the_cores_without_the_long_multiply_say_so(tmp_path):
     assert all(NO_LONG_MULTIPLY in core_features(c, ()) for c in ("cortex-m0", "cortex-m0plus", "cortex-m23"))
     assert not any(NO_LONG_MULTIPLY in core_features(c, ("dsp",)) for c in ("cortex-m3", "cortex-m4", "cortex-m33"))
     assert NO_LONG_MULTIPLY not in M3  # the board file's Cortex-M3
+    # a board file of a Cortex-M0+ gets it from its core, and keeps it through board_toml
+    text = Path(load_board("mps2_an385").source).read_text().replace('"cortex-m3"', '"cortex-m0plus"')
+    (tmp_path / "m0plus.toml").write_text(text)
+    board = load_board_file(tmp_path / "m0plus.toml")
+    assert board.cpu.features == {NO_LONG_MULTIPLY}
+    (tmp_path / "again.toml").write_text(board_toml(board))
+    assert load_board_file(tmp_path / "again.toml").cpu.features == board.cpu.features
 
 
 def test_micro_speech_on_the_m0_plans_the_rows_kernel_without_the_ring(tmp_path):
