@@ -49,4 +49,87 @@ MC_HELPER_FN const uint32_t* mc_dot_r8_u8p(const uint8_t* x, const uint32_t* w, 
   return w;
 }
 
+/* ---- Whole FULLY_CONNECTED layers: one shared function per kind, the layer's constants in a record --
+ * The layer function passes its record, input and output (a tail call, no frame), and the kernel
+ * runs every row block, its requantization (per tensor, mc_requant_fast, saturated to int8: layers
+ * whose activation clamps no further)
+ * and stores: one frame on the deepest path of the model instead of the layer's plus the dot
+ * kernel's (the Cortex-M3's stack high-water of the dense models). */
+typedef struct {
+  const uint32_t* w;     /* the packed weights (mc_pairs_u8_pass's or mc_pairs_pass's words) */
+  const int32_t* start;  /* per row: the bias with the input offsets folded in */
+  int32_t rows, n;       /* output rows (a multiple of the kernel's 8 or 4) and inputs */
+  int32_t m, c, r;       /* the requantization: multiplier, 2^(r - 1) + output zero point 2^r, right shift */
+} mc_fc_layer;
+
+/* acc requantized (the output zero point in p->c) and saturated to int8: the layers whose activation
+ * clamps nothing more (_requant.j2's store with fast = True, nn = False) */
+static MC_ALWAYS_INLINE int8_t mc_fc_out(uint32_t acc, const mc_fc_layer* p) {
+  return (int8_t)MC_SSAT8(mc_requant_fast((int32_t)acc, p->m, p->c, p->r));
+}
+
+#if MC_LONG_MULTIPLY
+/* the four rows of the sums T = t, T' = t1 (mc_pairs_u_flush) from their starts b[0..3] - sx, stored
+ * requantized to d[0..3] */
+static MC_ALWAYS_INLINE void mc_fc_u_store4(uint64_t t, uint64_t t1, const int32_t* b, uint32_t sx, int8_t* d,
+                                            const mc_fc_layer* p) {
+  const uint32_t a2 = (uint32_t)t1 & 0xFFFFFFu, a1 = (uint32_t)(t1 >> 24);
+  const uint64_t rest = t - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
+  d[0] = mc_fc_out((uint32_t)b[0] - sx + ((uint32_t)rest & 0xFFFFFFu), p);
+  d[1] = mc_fc_out((uint32_t)b[1] - sx + a1, p);
+  d[2] = mc_fc_out((uint32_t)b[2] - sx + a2, p);
+  d[3] = mc_fc_out((uint32_t)b[3] - sx + (uint32_t)(rest >> 24), p);
+}
+#endif
+
+/* FULLY_CONNECTED pairs-u8, the whole layer: y[o] for every row of p over the input xm (offset by 128
+ * in place, restored after; p->n a multiple of 8, at most MC_PAIRS_CHUNK), 8 rows per pass of
+ * mc_pairs_u8_sums. Few values live across the passes (p, xm, y, o, sx, w): the rest is reloaded. */
+MC_HELPER_FN void mc_fc_r8_u8p(const mc_fc_layer* p, int8_t* xm, int8_t* y) {
+  const uint32_t sx = (uint32_t)mc_offset128_sum(xm, p->n);
+  const uint32_t* w = p->w;
+  int32_t o;
+  for (o = 0; o < p->rows; o += 8) {
+#if MC_LONG_MULTIPLY
+    int64_t s[4];
+    w = mc_pairs_u8_sums((const uint8_t*)xm, w, p->n & ~7, s); /* & ~7: no loop for a tail */
+    mc_fc_u_store4((uint64_t)s[0], (uint64_t)s[1], p->start + o, sx, y + o, p);
+    mc_fc_u_store4((uint64_t)s[2], (uint64_t)s[3], p->start + o + 4, sx, y + o + 4, p);
+#else
+    int32_t acc[8];
+    int r;
+    for (r = 0; r < 8; ++r) acc[r] = 0;
+    w = mc_pairs_u8_pass((const uint8_t*)xm, w, p->n, acc);
+    for (r = 0; r < 8; ++r) y[o + r] = mc_fc_out((uint32_t)p->start[o + r] - sx + (uint32_t)acc[r], p);
+#endif
+  }
+  (void)mc_offset128_sum(xm, p->n); /* the input as it was */
+}
+
+/* FULLY_CONNECTED pairs, the whole layer: y[o] for every row of p over the int8 input x (any depth,
+ * in passes of MC_PAIRS_CHUNK), 4 rows per mc_pairs_pass. */
+MC_HELPER_FN void mc_fc_r4_s8p(const mc_fc_layer* p, const int8_t* x, int8_t* y) {
+  const uint32_t* w = p->w;
+  const int32_t* start = p->start;
+  int8_t* const end = y + p->rows;
+  uint32_t sx = 0;
+  int32_t k;
+  for (k = 0; k < p->n; ++k) sx += (uint32_t)x[k];
+  sx <<= 7;
+  for (; y != end; y += 4, start += 4) {
+    int32_t acc[4];
+    const int8_t* xk = x;
+    int32_t n = p->n;
+    acc[0] = (int32_t)((uint32_t)start[0] - sx);
+    acc[1] = start[1];
+    acc[2] = (int32_t)((uint32_t)start[2] - sx);
+    acc[3] = start[3];
+    MC_PAIRS_PASSES(mc_pairs_pass, xk, w, n, acc);
+    y[0] = mc_fc_out((uint32_t)acc[0], p); /* unrolled: acc stays in registers */
+    y[1] = mc_fc_out((uint32_t)acc[1], p);
+    y[2] = mc_fc_out((uint32_t)acc[2], p);
+    y[3] = mc_fc_out((uint32_t)acc[3], p);
+  }
+}
+
 #endif /* MICROCOMPILER_KERNEL_PORTABLE_FC_H_ */
