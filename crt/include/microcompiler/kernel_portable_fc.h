@@ -16,7 +16,7 @@
 /* FULLY_CONNECTED "pairs-u8" (one input vector, an activation the layer may change and restore): the
  * n bytes of p offset by 128 in place (int8 x <-> uint8 x + 128; a second call restores them), four
  * at a time where p is word-aligned; returns 128 times the sum of the offset values (of x + 128). */
-MC_HELPER_FN int32_t mc_offset128_sum(int8_t* p, int32_t n) {
+static MC_ALWAYS_INLINE int32_t mc_offset128_sum_inline(int8_t* p, int32_t n) {
   uint32_t sum = 0;
   if (((uintptr_t)p & 3u) == 0) {
     for (; n >= 4; n -= 4, p += 4) {
@@ -35,6 +35,7 @@ MC_HELPER_FN int32_t mc_offset128_sum(int8_t* p, int32_t n) {
   }
   return (int32_t)(sum << 7);
 }
+MC_HELPER_FN int32_t mc_offset128_sum(int8_t* p, int32_t n) { return mc_offset128_sum_inline(p, n); }
 
 /* Eight output rows against the input offset by 128 (x', mc_offset128_sum; sx its 128 sum x') with
  * the weights + 128 as mc_pairs_u8_pass reads them, passes of MC_PAIRS_CHUNK inputs: acc[r] =
@@ -64,8 +65,8 @@ typedef struct {
 
 /* acc requantized (the output zero point in p->c) and saturated to int8: the layers whose activation
  * clamps nothing more (_requant.j2's store with fast = True, nn = False) */
-static MC_ALWAYS_INLINE int8_t mc_fc_out(uint32_t acc, const mc_fc_layer* p) {
-  return (int8_t)MC_SSAT8(mc_requant_fast((int32_t)acc, p->m, p->c, p->r));
+static MC_ALWAYS_INLINE int8_t mc_fc_out(uint32_t acc, int32_t m, int32_t c, int32_t r) {
+  return (int8_t)MC_SSAT8(mc_requant_fast((int32_t)acc, m, c, r));
 }
 
 #if MC_LONG_MULTIPLY
@@ -75,10 +76,11 @@ static MC_ALWAYS_INLINE void mc_fc_u_store4(uint64_t t, uint64_t t1, const int32
                                             const mc_fc_layer* p) {
   const uint32_t a2 = (uint32_t)t1 & 0xFFFFFFu, a1 = (uint32_t)(t1 >> 24);
   const uint64_t rest = t - ((uint64_t)a1 << 8) - ((uint64_t)a2 << 16);
-  d[0] = mc_fc_out((uint32_t)b[0] - sx + ((uint32_t)rest & 0xFFFFFFu), p);
-  d[1] = mc_fc_out((uint32_t)b[1] - sx + a1, p);
-  d[2] = mc_fc_out((uint32_t)b[2] - sx + a2, p);
-  d[3] = mc_fc_out((uint32_t)b[3] - sx + (uint32_t)(rest >> 24), p);
+  const int32_t m = p->m, c = p->c, r = p->r; /* read once: the stores may alias the record */
+  d[0] = mc_fc_out((uint32_t)b[0] - sx + ((uint32_t)rest & 0xFFFFFFu), m, c, r);
+  d[1] = mc_fc_out((uint32_t)b[1] - sx + a1, m, c, r);
+  d[2] = mc_fc_out((uint32_t)b[2] - sx + a2, m, c, r);
+  d[3] = mc_fc_out((uint32_t)b[3] - sx + (uint32_t)(rest >> 24), m, c, r);
 }
 #endif
 
@@ -86,7 +88,7 @@ static MC_ALWAYS_INLINE void mc_fc_u_store4(uint64_t t, uint64_t t1, const int32
  * in place, restored after; p->n a multiple of 8, at most MC_PAIRS_CHUNK), 8 rows per pass of
  * mc_pairs_u8_sums. Few values live across the passes (p, xm, y, o, sx, w): the rest is reloaded. */
 MC_HELPER_FN void mc_fc_r8_u8p(const mc_fc_layer* p, int8_t* xm, int8_t* y) {
-  const uint32_t sx = (uint32_t)mc_offset128_sum(xm, p->n);
+  const uint32_t sx = (uint32_t)mc_offset128_sum_inline(xm, p->n); /* inline: no frame below this one */
   const uint32_t* w = p->w;
   int32_t o;
   for (o = 0; o < p->rows; o += 8) {
@@ -100,10 +102,10 @@ MC_HELPER_FN void mc_fc_r8_u8p(const mc_fc_layer* p, int8_t* xm, int8_t* y) {
     int r;
     for (r = 0; r < 8; ++r) acc[r] = 0;
     w = mc_pairs_u8_pass((const uint8_t*)xm, w, p->n, acc);
-    for (r = 0; r < 8; ++r) y[o + r] = mc_fc_out((uint32_t)p->start[o + r] - sx + (uint32_t)acc[r], p);
+    for (r = 0; r < 8; ++r) y[o + r] = mc_fc_out((uint32_t)p->start[o + r] - sx + (uint32_t)acc[r], p->m, p->c, p->r);
 #endif
   }
-  (void)mc_offset128_sum(xm, p->n); /* the input as it was */
+  (void)mc_offset128_sum_inline(xm, p->n); /* the input as it was */
 }
 
 /* FULLY_CONNECTED pairs, the whole layer: y[o] for every row of p over the int8 input x (any depth,
@@ -125,10 +127,13 @@ MC_HELPER_FN void mc_fc_r4_s8p(const mc_fc_layer* p, const int8_t* x, int8_t* y)
     acc[2] = (int32_t)((uint32_t)start[2] - sx);
     acc[3] = start[3];
     MC_PAIRS_PASSES(mc_pairs_pass, xk, w, n, acc);
-    y[0] = mc_fc_out((uint32_t)acc[0], p); /* unrolled: acc stays in registers */
-    y[1] = mc_fc_out((uint32_t)acc[1], p);
-    y[2] = mc_fc_out((uint32_t)acc[2], p);
-    y[3] = mc_fc_out((uint32_t)acc[3], p);
+    {
+      const int32_t m = p->m, c = p->c, r = p->r; /* read once: the stores may alias the record */
+      y[0] = mc_fc_out((uint32_t)acc[0], m, c, r); /* unrolled: acc stays in registers */
+      y[1] = mc_fc_out((uint32_t)acc[1], m, c, r);
+      y[2] = mc_fc_out((uint32_t)acc[2], m, c, r);
+      y[3] = mc_fc_out((uint32_t)acc[3], m, c, r);
+    }
   }
 }
 
