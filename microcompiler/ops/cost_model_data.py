@@ -118,7 +118,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8": {"outputs": 65.0},
         "DEQUANTIZE|int8|reference": {"outputs": 65.0},
         "DEQUANTIZE|int8|reference|": {"outputs": 65.0},
-        "FULLY_CONNECTED": {"outputs": 36.56, "inputs": 6.162, "blocks": 1.173},
+        "FULLY_CONNECTED": {"outputs": 36.28, "inputs": 6.217, "blocks": 1.152},
         "FULLY_CONNECTED|float32": {"macs": 73.11, "outputs": 70.13},
         "FULLY_CONNECTED|float32|reference": {"macs": 73.11, "outputs": 70.13},
         "FULLY_CONNECTED|float32|reference|": {"macs": 73.11, "outputs": 70.13},
@@ -126,8 +126,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 4.271},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 4.271},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=c,weights=s8,chunk=0": {"macs": 4.271},
-        "FULLY_CONNECTED|int8": {"macs": 1.564, "outputs": 14.53, "inputs": 3.935},
-        "FULLY_CONNECTED|int8|rows4": {"macs": 1.564, "outputs": 14.53, "inputs": 3.935},
+        "FULLY_CONNECTED|int8": {"macs": 1.543, "outputs": 14.54, "inputs": 3.974},
+        "FULLY_CONNECTED|int8|rows4": {"macs": 1.543, "outputs": 14.54, "inputs": 3.974},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=interleaved,requant=smmlar": {
             "outputs": 39.47,
             "inputs": 4.543,
@@ -135,9 +135,9 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         },
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=pairs,requant=smmlar": {"macs": 1.732},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=pairs-u8,requant=smmlar": {
-            "outputs": 17.33,
-            "blocks": 1.156,
-            "pixels": 838.2,
+            "inputs": 4.79,
+            "blocks": 1.106,
+            "channels": 21.79,
         },
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {
             "macs": 2.155,
