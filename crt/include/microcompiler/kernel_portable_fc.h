@@ -1,7 +1,9 @@
 /* FULLY_CONNECTED "pairs-u8" in portable C (cores without the DSP extension): one input vector that is
  * an activation of the model, offset by 128 in place for the layer and restored after, against the
  * int8 weights + 128 of 8 rows per pass (kernel_portable.h's mc_pairs_u8_pass: one LDRB, one LDRD,
- * 2 AND and 4 UMLAL per 8 MACs with the long multiply; int32 row by row without it). Plain C99. */
+ * 2 AND and 4 UMLAL per 8 MACs with the long multiply; int32 row by row without it); and the
+ * whole-layer kernels of "pairs" and "pairs-u8" (mc_fc_r4_s8p, mc_fc_r8_u8p: one shared function, a
+ * record per layer). Plain C99. */
 #ifndef MICROCOMPILER_KERNEL_PORTABLE_FC_H_
 #define MICROCOMPILER_KERNEL_PORTABLE_FC_H_
 
@@ -53,9 +55,9 @@ MC_HELPER_FN const uint32_t* mc_dot_r8_u8p(const uint8_t* x, const uint32_t* w, 
 /* ---- Whole FULLY_CONNECTED layers: one shared function per kind, the layer's constants in a record --
  * The layer function passes its record, input and output (a tail call, no frame), and the kernel
  * runs every row block, its requantization (per tensor, mc_requant_fast, saturated to int8: layers
- * whose activation clamps no further)
- * and stores: one frame on the deepest path of the model instead of the layer's plus the dot
- * kernel's (the Cortex-M3's stack high-water of the dense models). */
+ * whose activation clamps no further) and stores: one frame on the deepest path of the model
+ * instead of the layer's plus the dot kernel's (AD on the Cortex-M3: 112 bytes from main, where
+ * 176), and the requantization straight from the pass's sums (no array of them in memory). */
 typedef struct {
   const uint32_t* w;     /* the packed weights (mc_pairs_u8_pass's or mc_pairs_pass's words) */
   const int32_t* start;  /* per row: the bias with the input offsets folded in */
