@@ -362,7 +362,7 @@ def _rows4_plan(r: PlanRequest) -> KernelPlan:
         plan = plan.with_knobs(extract=extract, unroll=4 if extract.startswith("pairs") else 8).with_headers(
             "kernel_portable.h"
         )
-        if extract == "pairs-u8":
+        if extract.startswith("pairs"):  # the shared whole-layer kernels (mc_fc_r8_u8p, mc_fc_r4_s8p)
             plan = plan.with_headers("kernel_portable_fc.h")
         # (a core known to lack the long multiply runs the interleaved loop: no packing, no scratch)
         return replace(plan, scratch_bytes=4 * depth).with_knobs(lane=lane) if rows2 and r.long_multiply else plan

@@ -570,7 +570,8 @@ static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u_pass(const uint8_t* x, const 
   s1 += (int64_t)((uint64_t)t * ((((v) >> 16) | ((v) << 16)) & mask));   \
   s2 += (int64_t)((uint64_t)t * u);                                      \
   s3 += (int64_t)((uint64_t)t * ((((u) >> 16) | ((u) << 16)) & mask))
-static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+/* the pass's four 64-bit sums (T, T' of rows 0..3, of rows 4..7) into s[0..3]; returns w past the pass */
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_sums(const uint8_t* x, const uint32_t* w, int32_t n, int64_t* s) {
   const uint32_t mask = 0xFF0000FFu;
   const uint8_t* const end = x + n;
   int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -588,8 +589,17 @@ static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_pass(const uint8_t* x, const
     MC_PAIRS_U8K(6);
     MC_PAIRS_U8K(7);
   }
-  mc_pairs_u_flush(s0, s1, acc);
-  mc_pairs_u_flush(s2, s3, acc + 4);
+  s[0] = s0;
+  s[1] = s1;
+  s[2] = s2;
+  s[3] = s3;
+  return w;
+}
+static MC_ALWAYS_INLINE const uint32_t* mc_pairs_u8_pass(const uint8_t* x, const uint32_t* w, int32_t n, int32_t* acc) {
+  int64_t s[4];
+  w = mc_pairs_u8_sums(x, w, n, s);
+  mc_pairs_u_flush(s[0], s[1], acc);
+  mc_pairs_u_flush(s[2], s[3], acc + 4);
   return w;
 }
 #undef MC_PAIRS_U8K
