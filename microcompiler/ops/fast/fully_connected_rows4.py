@@ -39,7 +39,17 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     steps, depth_tail = depth // 4, depth % 4
     lanes = plan.knob("extract") == "lanes"
     chunk_steps = plan.knob("chunk", 0) // 4 or steps
-    if lanes:
+    l128 = lanes and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
+    if l128:
+        weights = ctx.const(
+            "weights",
+            pack_l128(fast.pack_lanes_rows4(w_rows, chunk_steps), fast.lanes_bias(w_rows, folded), steps),
+            comment=f"weights in lanes words (w0 + 256 w1, w2 + 256 w3): per chunk of 128 inputs and block of 4 "
+            "rows the words of rows 0..3 per group of 4 inputs, after the block's 4 start values "
+            "(256 * folded bias - 127 * sum(w0 + w2)) in the first chunk",
+        )
+        bias = None
+    elif lanes:
         weights = ctx.const(
             "weights",
             fast.pack_lanes_rows4(w_rows, chunk_steps),
@@ -153,7 +163,16 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         per_channel=per_channel,
         # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
         halve=lanes and is_fast and not depth_tail,
+        l128=l128,
     )
+    if l128:
+        # mc_fc_l128: SMMLA on the 256-scaled sums with C = 64 + 128 c, then >> (r + 7) (kernel_fc_lanes.h)
+        values.update(
+            l128_c=64 + 128 * int(c[0]),
+            l128_sh=int(r[0]) + 7,
+            l128_signed=lo < y_zp,
+            l128_words=(out_depth // 4) * (4 * chunk_steps),
+        )
     if per_channel:
         values.update(
             multipliers=ctx.const(
@@ -180,3 +199,29 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     values["rows2_helper"] = bool(values["lane"] and is_fast and per_channel and ort is None and not out_depth % 4)
     ctx.note(requant="smmlar" if is_fast else "reference")
     return ctx.render("fully_connected_rows4.c.j2", **values)
+
+
+# kernel_fc_lanes.h's one pass per 128 inputs: 32 groups of 4 inputs per chunk
+L128_STEPS = 32
+
+
+def l128_requant(is_fast, per_channel, ort, c, r, act, y_zp, out_depth, steps, chunk_steps) -> bool:
+    """Whether a lanes layer runs as mc_fc_l128 passes: blocks of 4 rows, chunks of exactly 128 inputs,
+    one per-tensor fast requantization whose clamp is the int8 range (SSAT alone), C = 64 + 128 c with
+    |C| < 2^30 (C + the SMMLA product, |product| < 2^30, stays in int32) and r + 7 <= 31."""
+    if not is_fast or per_channel or ort is not None or out_depth % 4 or steps % L128_STEPS:
+        return False
+    if chunk_steps != L128_STEPS or tuple(act) != (-128, 127):
+        return False
+    big_c = 64 + 128 * int(c[0])
+    return abs(big_c) < 2**30 and 1 <= int(r[0]) <= 24
+
+
+def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> np.ndarray:
+    """pack_lanes_rows4's stream (chunks of 128 inputs, blocks of 4 rows) with each block's 4 start
+    values put before its words in the first chunk (mc_fc_l128's head reads them from the stream)."""
+    blocks = len(start) // 4
+    per_block = 4 * L128_STEPS
+    chunks = words.reshape(steps // L128_STEPS, blocks, per_block)
+    first = np.concatenate([start.reshape(blocks, 4).astype(np.int32), chunks[0]], axis=1).reshape(-1)
+    return np.concatenate([first, chunks[1:].reshape(-1)]).astype(np.int32)
