@@ -26,24 +26,19 @@
 
 #include "microcompiler/kernel_simd.h"
 
-/* One pass: xs the expanded chunk (64 words), y the int8 outputs or int32 partial sums, m and c the
- * requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r)), sh = r + 7, w..wend the weight stream,
- * mode = MC_FC_L128_* (head + end), acc the partial sums a head from them reads (may equal y). The
- * first six fields are copied to the routine's stack frame in this order. */
+/* One layer (batch 1): its constants, in flash. xs the scratch of one expanded chunk (64 words), acc
+ * the int32 partial sums of the rows (chunks > 1), w the weight stream (per chunk and block of 4 rows
+ * the 128 words of the 32 groups of 4 inputs, each block's 4 start values first in the first chunk),
+ * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r)), sh = r + 7, blocks = rows
+ * / 4, mode: MC_FC_L128_SIGNED for a clamp that starts below the output zero point. */
 typedef struct {
-  const int32_t* xs;
-  void* y;
-  int32_t m, c, sh;
-  const int32_t* wend;
+  int32_t* xs;
+  int32_t* acc;
   const int32_t* w;
-  int32_t mode;
-  const int32_t* acc;
-} mc_fc_l128_args;
+  int32_t m, c, sh, chunks, blocks, mode;
+} mc_fc_l128_layer;
 
-/* head: + 0 the start values from the weight stream, + 1 from the partial sums at y; end: + 0
- * requantized with the clamp at or above the output zero point (no correction for negative sums),
- * + 2 with it, + 4 the partial sums stored to y */
-enum { MC_FC_L128_FROM_ACC = 1, MC_FC_L128_SIGNED = 2, MC_FC_L128_PARTIAL = 4 };
+enum { MC_FC_L128_SIGNED = 2 };
 
 #if MC_DSP_ASM
 /* 4 rows x 8 inputs: r0-r3 the sums, r4 the expanded input, r5 the weights, r6-r9 P0 Q0 P1 Q1,
@@ -64,10 +59,31 @@ enum { MC_FC_L128_FROM_ACC = 1, MC_FC_L128_SIGNED = 2, MC_FC_L128_PARTIAL = 4 };
   "smlad r3, " Q ", lr, r3\n\t"
 #define MC_FC_L128_STEP "ldmia r4!, {r6, r7, r8, r9}\n\t" MC_FC_L128_HALF("r6", "r7") MC_FC_L128_HALF("r8", "r9")
 #define MC_FC_L128_STEP4 MC_FC_L128_STEP MC_FC_L128_STEP MC_FC_L128_STEP MC_FC_L128_STEP
-/* the frame: [sp] xs, y, m, c, sh, wend, [sp + 24] the epilogue's address, [sp + 28] acc; r4, r6-r10
-   reloaded by one LDM (xs back in r4 for the next block) */
+/* two groups of 4 inputs from r0 (any alignment) expanded to P0 Q0 P1 Q1 at r4 (mc_expand_s8l_group) */
+#define MC_FC_L128_EXPAND2            \
+  "ldr r10, [r0], #4\n\t"             \
+  "ldr r11, [r0], #4\n\t"             \
+  "sxtb16 r6, r10, ror #8\n\t"        \
+  "rev16 r7, r10\n\t"                 \
+  "eor r7, r7, #0x007F007F\n\t"       \
+  "sxtb16 r8, r11, ror #8\n\t"        \
+  "rev16 r9, r11\n\t"                 \
+  "eor r9, r9, #0x007F007F\n\t"       \
+  "stmia r4!, {r6, r7, r8, r9}\n\t"
+/* the chunk at r0 (advanced by 128) into the scratch; r4 = the scratch for the first block */
+#define MC_FC_L128_EXPAND                                                                     \
+  "ldr r4, [sp]\n\t"                                                                          \
+  "mov r12, #4\n\t"                                                                           \
+  "7:\n\t" MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 \
+  "subs r12, r12, #1\n\t"                                                                     \
+  "bne 7b\n\t"                                                                                \
+  "ldr r4, [sp]\n\t"
+/* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, sh, end (of out), the epilogue's
+   address, [sp + 28] the partial sums a last pass reads; during the partial passes of a chunked layer
+   m, c, sh hold the next chunk's input, the last chunk's input and the layer, [sp + 28] the outputs.
+   r4, r6-r10 = xs, out, m, c, sh, end reloaded by one LDM (xs back in r4 for the next block). */
 #define MC_FC_L128_RELOAD "ldm sp, {r4, r6, r7, r8, r9, r10}\n\t"
-/* one output: r7 = m, r8 = c, r9 = sh, y in r6 */
+/* one output from the sum S */
 #define MC_FC_L128_OUT(S)             \
   "smmla " S ", " S ", r7, r8\n\t"   \
   "asr " S ", " S ", r9\n\t"         \
@@ -80,117 +96,144 @@ enum { MC_FC_L128_FROM_ACC = 1, MC_FC_L128_SIGNED = 2, MC_FC_L128_PARTIAL = 4 };
   "asr r11, r11, r9\n\t"              \
   "ssat r11, #8, r11\n\t"             \
   "strb r11, [r6], #1\n\t"
-/* the end of a block: y stored back, the next block (HEAD: 1 = from the bias, 2 = from y) or done */
-#define MC_FC_L128_NEXT(HEAD) \
-  "str r6, [sp, #4]\n\t"      \
-  "cmp r5, r10\n\t"           \
-  "bne " HEAD "b\n\t"         \
-  "b 9f\n\t"
 #define MC_FC_L128_OUT4 MC_FC_L128_OUT("r0") MC_FC_L128_OUT("r1") MC_FC_L128_OUT("r2") MC_FC_L128_OUT("r3")
 #define MC_FC_L128_OUT4_SIGNED \
   MC_FC_L128_OUT_SIGNED("r0") MC_FC_L128_OUT_SIGNED("r1") MC_FC_L128_OUT_SIGNED("r2") MC_FC_L128_OUT_SIGNED("r3")
-/* mode k: the epilogue's address (Thumb bit set) into the frame, then the first block's head */
-#define MC_FC_L128_MODE(K, EPI, HEAD) \
-  "cmp r8, #" #K "\n\t"               \
-  "bne 3" #K "f\n\t"                  \
-  "adr.w r12, " EPI "f\n\t"             \
-  "orr r12, r12, #1\n\t"              \
-  "str r12, [sp, #24]\n\t"            \
-  "b " HEAD "f\n\t"                   \
-  "3" #K ":\n\t"
+/* out stored back, the next block (HEAD) or, at the end, DONE */
+#define MC_FC_L128_NEXT(HEAD, DONE) \
+  "str r6, [sp, #4]\n\t"            \
+  "cmp r6, r10\n\t"                 \
+  "bne " HEAD "b\n\t"               \
+  "b " DONE "\n\t"
+/* the epilogue EPI's address, Thumb bit set, into the frame */
+#define MC_FC_L128_EPI(EPI) "adr.w r12, " EPI "\n\torr r12, r12, #1\n\tstr r12, [sp, #24]\n\t"
 
-static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unused)) const mc_fc_l128_args* a) {
+/* x: the input (int8, any alignment), y: the output, layer: its constants. Heads: 1 the start values
+   from the weight stream, 2 the partial sums at out (kept), 3 the partial sums at [sp + 28]; body 5;
+   epilogues 40-43 requantize (then head 1 or 3; 42, 43 with the sign correction), 44, 45 store the
+   partial sums (then head 1 or 2; the next chunk at 21). */
+static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unused)) const int8_t* x,
+                                                            __attribute__((unused)) int8_t* y,
+                                                            __attribute__((unused)) const mc_fc_l128_layer* layer) {
   __asm__ volatile(
       "push {r4-r11, lr}\n\t"
       "sub sp, #32\n\t"
-      "ldm r0, {r1, r2, r3, r4, r5, r6, r7, r8, r9}\n\t"
-      "stm sp, {r1, r2, r3, r4, r5, r6}\n\t"
-      "str r9, [sp, #28]\n\t"
-      "mov r4, r1\n\t"
-      "mov r5, r7\n\t"
-      MC_FC_L128_MODE(0, "40", "1")
-      MC_FC_L128_MODE(1, "41", "2")
-      MC_FC_L128_MODE(2, "42", "1")
-      MC_FC_L128_MODE(3, "43", "2")
-      MC_FC_L128_MODE(4, "44", "1")
-      MC_FC_L128_MODE(5, "45", "2")
-      "b 9f\n\t"
-      "2:\n\t" /* from the partial sums at y */
+      "ldm r2, {r3, r4, r5, r6, r7, r8, r9, r10, r11}\n\t" /* xs acc w m c sh chunks blocks mode */
+      "str r3, [sp]\n\t"
+      "cmp r9, #1\n\t"
+      "bne 20f\n\t"
+      /* one pass */
+      "str r1, [sp, #4]\n\t"
+      "add r12, sp, #8\n\t"
+      "stm r12, {r6, r7, r8}\n\t"
+      "add r12, r1, r10, lsl #2\n\t"
+      "str r12, [sp, #20]\n\t"
+      "tst r11, #2\n\t"
+      "bne 11f\n\t" MC_FC_L128_EPI("40f") "b 12f\n\t"
+      "11:\n\t" MC_FC_L128_EPI("42f")
+      "12:\n\t" MC_FC_L128_EXPAND
+      "b 1f\n\t"
+      /* chunked: the first pass from the bias into the partial sums */
+      "20:\n\t"
+      "str r1, [sp, #28]\n\t"
+      "str r4, [sp, #4]\n\t"
+      "add r12, r4, r10, lsl #4\n\t"
+      "str r12, [sp, #20]\n\t"
+      "add r12, r0, r9, lsl #7\n\t"
+      "sub r12, r12, #128\n\t"
+      "str r12, [sp, #12]\n\t"
+      "str r2, [sp, #16]\n\t" MC_FC_L128_EPI("44f") MC_FC_L128_EXPAND
+      "str r0, [sp, #8]\n\t"
+      "b 1f\n\t"
+      /* after a partial pass: a middle chunk, or the last */
+      "21:\n\t"
+      "ldr r0, [sp, #8]\n\t"
+      "ldr r1, [sp, #12]\n\t"
+      "ldr r2, [sp, #16]\n\t"
+      "cmp r0, r1\n\t"
+      "beq 22f\n\t"
+      "ldr r3, [r2, #4]\n\t"
+      "str r3, [sp, #4]\n\t" MC_FC_L128_EPI("45f") MC_FC_L128_EXPAND
+      "str r0, [sp, #8]\n\t"
+      "b 2f\n\t"
+      "22:\n\t"
+      "ldr r1, [sp, #28]\n\t"
+      "ldr r3, [r2, #4]\n\t"
+      "str r3, [sp, #28]\n\t"
+      "str r1, [sp, #4]\n\t"
+      "add r12, r2, #12\n\t"
+      "ldm r12, {r6, r7, r8}\n\t"
+      "add r12, sp, #8\n\t"
+      "stm r12, {r6, r7, r8}\n\t"
+      "ldr r10, [r2, #28]\n\t"
+      "add r12, r1, r10, lsl #2\n\t"
+      "str r12, [sp, #20]\n\t"
+      "ldr r11, [r2, #32]\n\t"
+      "tst r11, #2\n\t"
+      "bne 23f\n\t" MC_FC_L128_EPI("41f") "b 24f\n\t"
+      "23:\n\t" MC_FC_L128_EPI("43f")
+      "24:\n\t" MC_FC_L128_EXPAND
+      "b 3f\n\t"
+      "3:\n\t" /* from the partial sums at [sp + 28] */
       "ldr r6, [sp, #28]\n\t"
       "ldmia r6!, {r0, r1, r2, r3}\n\t"
       "str r6, [sp, #28]\n\t"
       "b 5f\n\t"
+      "2:\n\t" /* from the partial sums at out */
+      "ldr r6, [sp, #4]\n\t"
+      "ldm r6, {r0, r1, r2, r3}\n\t"
+      "b 5f\n\t"
       "1:\n\t" /* from the weight stream */
       "ldmia r5!, {r0, r1, r2, r3}\n\t"
-      "5:\n\t"
-      MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
+      "5:\n\t" MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
       "ldr pc, [sp, #24]\n\t"
-      "40:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4 MC_FC_L128_NEXT("1")
-      "41:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4 MC_FC_L128_NEXT("2")
-      "42:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4_SIGNED MC_FC_L128_NEXT("1")
-      "43:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4_SIGNED MC_FC_L128_NEXT("2")
-      "44:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1")
-      "45:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2")
+      "40:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4 MC_FC_L128_NEXT("1", "9f")
+      "41:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4 MC_FC_L128_NEXT("3", "9f")
+      "42:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4_SIGNED MC_FC_L128_NEXT("1", "9f")
+      "43:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4_SIGNED MC_FC_L128_NEXT("3", "9f")
+      "44:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
+      "45:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b")
       "9:\n\t"
       "add sp, #32\n\t"
       "pop {r4-r11, pc}\n\t");
 }
 #endif
 
-/* One pass over the chunk (see above); the same arithmetic in C off the DSP path. */
-static inline void mc_fc_l128_run(const mc_fc_l128_args* a) {
+/* One layer, batch 1 (see above); the same arithmetic in C off the DSP path. */
+static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_layer* layer) {
 #if MC_DSP_ASM
-  mc_fc_l128_asm(a);
+  mc_fc_l128_asm(x, y, layer);
 #else
-  const int32_t* w = a->w;
-  const int32_t* acc = a->acc;
-  int32_t* part = (int32_t*)a->y;
-  int8_t* y = (int8_t*)a->y;
-  while (w != a->wend) {
-    int32_t s[4], j, k;
-    if (a->mode & MC_FC_L128_FROM_ACC) {
-      memcpy(s, acc, sizeof s);
-      acc += 4;
-    } else {
-      memcpy(s, w, sizeof s);
-      w += 4;
-    }
-    for (k = 0; k < 32; ++k, w += 4) {
-      const int32_t p = a->xs[2 * k], q = a->xs[2 * k + 1];
-      for (j = 0; j < 4; ++j) s[j] = mc_smlad(q, mc_sxtb16(w[j]), mc_smlad(p, w[j], s[j]));
-    }
-    if (a->mode & MC_FC_L128_PARTIAL) {
-      memcpy(part, s, sizeof s);
-      part += 4;
-      continue;
-    }
-    for (j = 0; j < 4; ++j) {
-      /* SMMLA: c + the high word of s * m (truncated) */
-      int32_t t = (int32_t)((uint32_t)a->c + (uint32_t)(int32_t)(((int64_t)s[j] * a->m) >> 32));
-      if (a->mode & MC_FC_L128_SIGNED) t = (int32_t)((uint32_t)t - (s[j] < 0 ? 128u : 0u));
-      *y++ = (int8_t)MC_SSAT8(t >> a->sh);
+  const int32_t* w = layer->w;
+  int32_t k, g, i, j;
+  for (k = 0; k < layer->chunks; ++k) {
+    const int last = k == layer->chunks - 1;
+    mc_expand_s8l(layer->xs, x + 128 * k, 32);
+    for (g = 0; g < layer->blocks; ++g) {
+      int32_t s[4];
+      if (k == 0) {
+        memcpy(s, w, sizeof s);
+        w += 4;
+      } else {
+        memcpy(s, layer->acc + 4 * g, sizeof s);
+      }
+      for (i = 0; i < 32; ++i, w += 4) {
+        const int32_t p = layer->xs[2 * i], q = layer->xs[2 * i + 1];
+        for (j = 0; j < 4; ++j) s[j] = mc_smlad(q, mc_sxtb16(w[j]), mc_smlad(p, w[j], s[j]));
+      }
+      if (!last) {
+        memcpy(layer->acc + 4 * g, s, sizeof s);
+        continue;
+      }
+      for (j = 0; j < 4; ++j) {
+        /* SMMLA: c + the high word of s * m (truncated); the sign correction: - 128 */
+        int32_t t = (int32_t)((uint32_t)layer->c + (uint32_t)(int32_t)(((int64_t)s[j] * layer->m) >> 32));
+        if ((layer->mode & MC_FC_L128_SIGNED) && s[j] < 0) t = (int32_t)((uint32_t)t - 128u);
+        y[4 * g + j] = (int8_t)MC_SSAT8(t >> layer->sh);
+      }
     }
   }
 #endif
-}
-
-/* The chunk's 32 groups of 4 inputs x expanded into xs, then mc_fc_l128_run; returns the weight
- * stream's end. */
-static inline const int32_t* mc_fc_l128(int32_t* xs, const int8_t* x, void* y, const int32_t* acc, const int32_t* w,
-                                        int32_t words, int32_t m, int32_t c, int32_t sh, int32_t mode) {
-  mc_fc_l128_args a;
-  mc_expand_s8l(xs, x, 32);
-  a.xs = xs;
-  a.y = y;
-  a.m = m;
-  a.c = c;
-  a.sh = sh;
-  a.wend = w + words;
-  a.w = w;
-  a.mode = mode;
-  a.acc = acc;
-  mc_fc_l128_run(&a);
-  return a.wend;
 }
 
 #endif /* MICROCOMPILER_KERNEL_FC_LANES_H_ */

@@ -39,7 +39,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     steps, depth_tail = depth // 4, depth % 4
     lanes = plan.knob("extract") == "lanes"
     chunk_steps = plan.knob("chunk", 0) // 4 or steps
-    l128 = lanes and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
+    l128 = lanes and batches == 1 and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
     if l128:
         weights = ctx.const(
             "weights",
@@ -171,7 +171,6 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
             l128_c=64 + 128 * int(c[0]),
             l128_sh=int(r[0]) + 7,
             l128_signed=lo < y_zp,
-            l128_words=(out_depth // 4) * (4 * chunk_steps),
         )
     if per_channel:
         values.update(
