@@ -29,13 +29,16 @@
 /* One layer (batch 1): its constants, in flash. xs the scratch of one expanded chunk (64 words), acc
  * the int32 partial sums of the rows (chunks > 1), w the weight stream (per chunk and block of 4 rows
  * the 128 words of the 32 groups of 4 inputs, each block's 4 start values first in the first chunk),
- * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r)), sh = r + 7, blocks = rows
- * / 4, mode: MC_FC_L128_SIGNED for a clamp that starts below the output zero point. */
+ * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r)), epi the last pass's
+ * epilogue (MC_FC_L128_EPI: its shift sh = r + 7 an immediate), blocks = rows / 4, sh and mode
+ * (MC_FC_L128_SIGNED for a clamp that starts below the output zero point) as numbers for the C path. */
 typedef struct {
   int32_t* xs;
   int32_t* acc;
   const int32_t* w;
-  int32_t m, c, sh, chunks, blocks, mode;
+  int32_t m, c;
+  void (*epi)(void);
+  int32_t chunks, blocks, sh, mode;
 } mc_fc_l128_layer;
 
 enum { MC_FC_L128_SIGNED = 2 };
@@ -80,58 +83,99 @@ enum { MC_FC_L128_SIGNED = 2 };
   "ldr r4, [sp]\n\t"
 /* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, sh, end (of out), the epilogue's
    address, [sp + 28] the partial sums a last pass reads; during the partial passes of a chunked layer
-   m, c, sh hold the next chunk's input, the last chunk's input and the layer, [sp + 28] the outputs.
-   r4, r6-r10 = xs, out, m, c, sh, end reloaded by one LDM (xs back in r4 for the next block). */
+   m, c, head hold the next chunk's input, the last chunk's input and the layer, [sp + 28] the outputs.
+   r4, r6-r10 = xs, out, m, c, head (the next block's, for the last pass's epilogue), end reloaded by
+   one LDM (xs back in r4 for the next block). */
 #define MC_FC_L128_RELOAD "ldm sp, {r4, r6, r7, r8, r9, r10}\n\t"
-/* one output from the sum S */
-#define MC_FC_L128_OUT(S)             \
-  "smmla " S ", " S ", r7, r8\n\t"   \
-  "asr " S ", " S ", r9\n\t"         \
-  "ssat " S ", #8, " S "\n\t"        \
-  "strb " S ", [r6], #1\n\t"
-#define MC_FC_L128_OUT_SIGNED(S)       \
-  "smmla r11, " S ", r7, r8\n\t"      \
-  "asr " S ", " S ", #31\n\t"         \
-  "add r11, r11, " S ", lsl #7\n\t"   \
-  "asr r11, r11, r9\n\t"              \
-  "ssat r11, #8, r11\n\t"             \
-  "strb r11, [r6], #1\n\t"
-#define MC_FC_L128_OUT4 MC_FC_L128_OUT("r0") MC_FC_L128_OUT("r1") MC_FC_L128_OUT("r2") MC_FC_L128_OUT("r3")
-#define MC_FC_L128_OUT4_SIGNED \
-  MC_FC_L128_OUT_SIGNED("r0") MC_FC_L128_OUT_SIGNED("r1") MC_FC_L128_OUT_SIGNED("r2") MC_FC_L128_OUT_SIGNED("r3")
-/* out stored back, the next block (HEAD) or, at the end, DONE */
+/* a partial pass's end: out stored back, the next block (HEAD) or, at the end, DONE */
 #define MC_FC_L128_NEXT(HEAD, DONE) \
   "str r6, [sp, #4]\n\t"            \
   "cmp r6, r10\n\t"                 \
   "bne " HEAD "b\n\t"               \
   "b " DONE "\n\t"
-/* the epilogue EPI's address, Thumb bit set, into the frame */
-#define MC_FC_L128_EPI(EPI) "adr.w r12, " EPI "\n\torr r12, r12, #1\n\tstr r12, [sp, #24]\n\t"
+/* a partial pass's epilogue EPI, or the last pass's head HEAD: its address, Thumb bit set, into the frame */
+#define MC_FC_L128_PARTIAL_EPI(EPI) "adr.w r12, " EPI "\n\torr r12, r12, #1\n\tstr r12, [sp, #24]\n\t"
+#define MC_FC_L128_HEAD(HEAD) "adr.w r12, " HEAD "\n\torr r12, r12, #1\n\tstr r12, [sp, #16]\n\t"
+
+/* The last pass's epilogue, one function per shift SH (the immediate of SSAT), jumped to (not called) from
+   mc_fc_l128_asm's frame: 4 outputs, then the next block's head, or the routine's return. Unused ones
+   are not emitted. */
+#define MC_FC_L128_OUT(S, SH)                   \
+  "smmla " S ", " S ", r7, r8\n\t"              \
+  "ssat " S ", #8, " S ", asr #" #SH "\n\t"     \
+  "strb " S ", [r6], #1\n\t"
+#define MC_FC_L128_OUT_SIGNED(S, SH)            \
+  "smmla r11, " S ", r7, r8\n\t"                \
+  "asr " S ", " S ", #31\n\t"                   \
+  "add r11, r11, " S ", lsl #7\n\t"             \
+  "ssat r11, #8, r11, asr #" #SH "\n\t"         \
+  "strb r11, [r6], #1\n\t"
+#define MC_FC_L128_END                          \
+  "str r6, [sp, #4]\n\t"                        \
+  "cmp r6, r10\n\t"                             \
+  "beq 1f\n\t"                                  \
+  "bx r9\n\t"                                   \
+  "1:\n\t"                                      \
+  "add sp, #32\n\t"                             \
+  "pop {r4-r11, pc}\n\t"
+#define MC_FC_L128_EPILOGUE(SH)                                                                   \
+  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_##SH(void) {                \
+    __asm__ volatile(MC_FC_L128_RELOAD MC_FC_L128_OUT("r0", SH) MC_FC_L128_OUT("r1", SH)           \
+                         MC_FC_L128_OUT("r2", SH) MC_FC_L128_OUT("r3", SH) MC_FC_L128_END);        \
+  }                                                                                               \
+  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_s##SH(void) {               \
+    __asm__ volatile(MC_FC_L128_RELOAD MC_FC_L128_OUT_SIGNED("r0", SH) MC_FC_L128_OUT_SIGNED("r1", SH) \
+                         MC_FC_L128_OUT_SIGNED("r2", SH) MC_FC_L128_OUT_SIGNED("r3", SH) MC_FC_L128_END); \
+  }
+MC_FC_L128_EPILOGUE(8)
+MC_FC_L128_EPILOGUE(9)
+MC_FC_L128_EPILOGUE(10)
+MC_FC_L128_EPILOGUE(11)
+MC_FC_L128_EPILOGUE(12)
+MC_FC_L128_EPILOGUE(13)
+MC_FC_L128_EPILOGUE(14)
+MC_FC_L128_EPILOGUE(15)
+MC_FC_L128_EPILOGUE(16)
+MC_FC_L128_EPILOGUE(17)
+MC_FC_L128_EPILOGUE(18)
+MC_FC_L128_EPILOGUE(19)
+MC_FC_L128_EPILOGUE(20)
+MC_FC_L128_EPILOGUE(21)
+MC_FC_L128_EPILOGUE(22)
+MC_FC_L128_EPILOGUE(23)
+MC_FC_L128_EPILOGUE(24)
+MC_FC_L128_EPILOGUE(25)
+MC_FC_L128_EPILOGUE(26)
+MC_FC_L128_EPILOGUE(27)
+MC_FC_L128_EPILOGUE(28)
+MC_FC_L128_EPILOGUE(29)
+MC_FC_L128_EPILOGUE(30)
+MC_FC_L128_EPILOGUE(31)
+/* the last pass's epilogue of shift SH (8..31); _SIGNED: with the correction for negative sums */
+#define MC_FC_L128_EPI(SH) mc_fc_l128_epi_##SH
+#define MC_FC_L128_EPI_SIGNED(SH) mc_fc_l128_epi_s##SH
 
 /* x: the input (int8, any alignment), y: the output, layer: its constants. Heads: 1 the start values
    from the weight stream, 2 the partial sums at out (kept), 3 the partial sums at [sp + 28]; body 5;
-   epilogues 40-43 requantize (then head 1 or 3; 42, 43 with the sign correction), 44, 45 store the
-   partial sums (then head 1 or 2; the next chunk at 21). */
+   the last pass's epilogue (layer->epi) goes on with head 1 or 3; the partial passes' epilogues 44,
+   45 go on with head 1 or 2, then the next chunk at 21. */
 static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unused)) const int8_t* x,
                                                             __attribute__((unused)) int8_t* y,
                                                             __attribute__((unused)) const mc_fc_l128_layer* layer) {
   __asm__ volatile(
       "push {r4-r11, lr}\n\t"
       "sub sp, #32\n\t"
-      "ldm r2, {r3, r4, r5, r6, r7, r8, r9, r10, r11}\n\t" /* xs acc w m c sh chunks blocks mode */
+      "ldm r2, {r3, r4, r5, r6, r7, r8, r9, r10}\n\t" /* xs acc w m c epi chunks blocks */
       "str r3, [sp]\n\t"
       "cmp r9, #1\n\t"
       "bne 20f\n\t"
       /* one pass */
       "str r1, [sp, #4]\n\t"
-      "add r12, sp, #8\n\t"
-      "stm r12, {r6, r7, r8}\n\t"
+      "str r6, [sp, #8]\n\t"
+      "str r7, [sp, #12]\n\t"
       "add r12, r1, r10, lsl #2\n\t"
       "str r12, [sp, #20]\n\t"
-      "tst r11, #2\n\t"
-      "bne 11f\n\t" MC_FC_L128_EPI("40f") "b 12f\n\t"
-      "11:\n\t" MC_FC_L128_EPI("42f")
-      "12:\n\t" MC_FC_L128_EXPAND
+      "str r8, [sp, #24]\n\t" MC_FC_L128_HEAD("1f") MC_FC_L128_EXPAND
       "b 1f\n\t"
       /* chunked: the first pass from the bias into the partial sums */
       "20:\n\t"
@@ -142,7 +186,7 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "add r12, r0, r9, lsl #7\n\t"
       "sub r12, r12, #128\n\t"
       "str r12, [sp, #12]\n\t"
-      "str r2, [sp, #16]\n\t" MC_FC_L128_EPI("44f") MC_FC_L128_EXPAND
+      "str r2, [sp, #16]\n\t" MC_FC_L128_PARTIAL_EPI("44f") MC_FC_L128_EXPAND
       "str r0, [sp, #8]\n\t"
       "b 1f\n\t"
       /* after a partial pass: a middle chunk, or the last */
@@ -153,7 +197,7 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "cmp r0, r1\n\t"
       "beq 22f\n\t"
       "ldr r3, [r2, #4]\n\t"
-      "str r3, [sp, #4]\n\t" MC_FC_L128_EPI("45f") MC_FC_L128_EXPAND
+      "str r3, [sp, #4]\n\t" MC_FC_L128_PARTIAL_EPI("45f") MC_FC_L128_EXPAND
       "str r0, [sp, #8]\n\t"
       "b 2f\n\t"
       "22:\n\t"
@@ -162,17 +206,12 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "str r3, [sp, #28]\n\t"
       "str r1, [sp, #4]\n\t"
       "add r12, r2, #12\n\t"
-      "ldm r12, {r6, r7, r8}\n\t"
-      "add r12, sp, #8\n\t"
-      "stm r12, {r6, r7, r8}\n\t"
-      "ldr r10, [r2, #28]\n\t"
+      "ldm r12, {r6, r7, r8, r9, r10}\n\t" /* m c epi chunks blocks */
+      "str r6, [sp, #8]\n\t"
+      "str r7, [sp, #12]\n\t"
       "add r12, r1, r10, lsl #2\n\t"
       "str r12, [sp, #20]\n\t"
-      "ldr r11, [r2, #32]\n\t"
-      "tst r11, #2\n\t"
-      "bne 23f\n\t" MC_FC_L128_EPI("41f") "b 24f\n\t"
-      "23:\n\t" MC_FC_L128_EPI("43f")
-      "24:\n\t" MC_FC_L128_EXPAND
+      "str r8, [sp, #24]\n\t" MC_FC_L128_HEAD("3f") MC_FC_L128_EXPAND
       "b 3f\n\t"
       "3:\n\t" /* from the partial sums at [sp + 28] */
       "ldr r6, [sp, #28]\n\t"
@@ -187,16 +226,12 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "ldmia r5!, {r0, r1, r2, r3}\n\t"
       "5:\n\t" MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
       "ldr pc, [sp, #24]\n\t"
-      "40:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4 MC_FC_L128_NEXT("1", "9f")
-      "41:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4 MC_FC_L128_NEXT("3", "9f")
-      "42:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4_SIGNED MC_FC_L128_NEXT("1", "9f")
-      "43:\n\t" MC_FC_L128_RELOAD MC_FC_L128_OUT4_SIGNED MC_FC_L128_NEXT("3", "9f")
       "44:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
-      "45:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b")
-      "9:\n\t"
-      "add sp, #32\n\t"
-      "pop {r4-r11, pc}\n\t");
+      "45:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b"));
 }
+#else
+#define MC_FC_L128_EPI(SH) 0
+#define MC_FC_L128_EPI_SIGNED(SH) 0
 #endif
 
 /* One layer, batch 1 (see above); the same arithmetic in C off the DSP path. */

@@ -213,7 +213,7 @@ def l128_requant(is_fast, per_channel, ort, c, r, act, y_zp, out_depth, steps, c
     if chunk_steps != L128_STEPS or tuple(act) != (-128, 127):
         return False
     big_c = 64 + 128 * int(c[0])
-    return abs(big_c) < 2**30 and 1 <= int(r[0]) <= 24
+    return abs(big_c) < 2**30 and 1 <= int(r[0]) <= 24  # sh = r + 7: SSAT's shift 8..31
 
 
 def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> np.ndarray:
