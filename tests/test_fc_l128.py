@@ -1,0 +1,104 @@
+"""The lanes FULLY_CONNECTED kernel as one routine per layer (kernel_fc_lanes.h, mc_fc_l128) against
+the TFLM oracle, bit for bit: one pass of 128 inputs and 2-5 chunks of them (partial sums in the
+scratch), the requantization on the 256-scaled sums with and without the correction for negative
+sums (NONE with the output zero point above -128; RELU with it at -128), several right shifts (the
+epilogue per shift), extreme inputs; the layers it does not take keep the earlier lanes kernel. On
+the host the routine runs as portable C; on the emulated Cortex-M4 its assembly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from model_builder import ModelBuilder, fully_connected_options
+from oracle import Oracle
+from test_fast_kernels import DSP, QEMU_TOOLS, assert_device_matches_tflm
+
+
+def _fc(b, rng, name, x, x_scale, depth, units, activation, out_zp, out_scale):
+    w_scale = 0.01
+    w = b.constant(f"{name}_w", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[w_scale], zero_point=[0])
+    bias = b.constant(
+        f"{name}_b", rng.integers(-3000, 3000, units).astype(np.int32), scale=[x_scale * w_scale], zero_point=[0]
+    )
+    y = b.activation(name, [1, units], "int8", scale=out_scale, zero_point=out_zp)
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], fully_connected_options(activation))
+    return y
+
+
+def fc_l128_model(layers, seed=0, input_zp=-5):
+    """One int8 input per distinct depth; layers: (depth, units, activation, output zero point,
+    output scale), each an output of the model."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    inputs = {}
+    outs = []
+    for k, (depth, units, activation, out_zp, out_scale) in enumerate(layers):
+        if depth not in inputs:
+            inputs[depth] = b.activation(f"x{depth}", [1, depth], "int8", scale=0.02, zero_point=input_zp)
+        outs.append(_fc(b, rng, f"f{k}", inputs[depth], 0.02, depth, units, activation, out_zp, out_scale))
+    return b.finish(list(inputs.values()), outs)
+
+
+# (depth, units, activation, output zero point, output scale): output scales that give right
+# shifts r from 2 to 11 (the epilogue's SSAT shift r + 7)
+L128_LAYERS = [
+    (128, 8, "NONE", 3, 0.05),  # one pass, the sign correction
+    (128, 4, "RELU", -128, 0.01),  # one pass, no correction (the clamp starts at the zero point)
+    (128, 12, "NONE", -128, 2.5),  # NONE with the zero point at -128: no correction either
+    (256, 12, "RELU", -128, 0.2),  # 2 chunks
+    (384, 4, "NONE", 90, 0.08),  # 3 chunks
+    (640, 16, "RELU", -128, 0.4),  # 5 chunks
+    (640, 8, "NONE", -7, 0.003),  # 5 chunks, a small output scale: many saturated outputs
+]
+# layers the routine does not take: rows % 4, depth % 128, a clamp above -128 (RELU with zero point 3)
+OTHER_LAYERS = [(128, 6, "NONE", 3, 0.05), (132, 8, "RELU", -128, 0.2), (256, 8, "RELU", 3, 0.2)]
+
+
+def _ops_c(lib) -> str:
+    return next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
+
+
+def _check_host(path, tmp_path, inputs):
+    from microcompiler.compiler import compile_model
+    from microcompiler.host import HostProgram
+
+    lib = compile_model(path, features=DSP)
+    got = HostProgram(lib, tmp_path / "build", sanitize=True).run(inputs)
+    oracle = Oracle(path.read_bytes())
+    for run, input_set in zip(got, inputs):
+        for ours, want in zip(run.outputs, oracle.run(input_set)):
+            np.testing.assert_array_equal(ours, want.reshape(ours.shape))
+    return lib
+
+
+@pytest.mark.parametrize("input_zp", [-128, 17])
+def test_fc_l128_on_host(tmp_path, input_zp):
+    from microcompiler.inputs import random_inputs
+
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_l128_model(L128_LAYERS + OTHER_LAYERS, seed=3, input_zp=input_zp))
+    from microcompiler.compiler import compile_model
+
+    info = compile_model(path, features=DSP).info
+    inputs = [random_inputs(info.inputs, seed=s) for s in range(2)]
+    inputs += [[np.full(t.shape, v, np.int8) for t in info.inputs] for v in (-128, 127)]
+    lib = _check_host(path, tmp_path, inputs)
+    ops = [o for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"]
+    assert all(o["kernel"]["extract"] == "lanes" for o in ops)
+    assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L128_EPI_SIGNED(") == sum(zp > -128 for _, _, _, zp, _ in L128_LAYERS)
+
+
+@pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
+def test_fc_l128_on_cortex_m4_matches_tflm(tmp_path):
+    """The assembly routine: every layer kind of L128_LAYERS in one model on the emulated Cortex-M4."""
+    from microcompiler.boards import load_board
+    from microcompiler.compiler import compile_model
+
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_l128_model(L128_LAYERS, seed=5))
+    board = load_board("mps2_an386")
+    lib = compile_model(path, features=board.cpu.features)
+    assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
+    assert_device_matches_tflm(path, lib, board, tmp_path, outputs=len(L128_LAYERS), seed=11)
