@@ -81,12 +81,12 @@ enum { MC_FC_L128_SIGNED = 2 };
   "subs r12, r12, #1\n\t"                                                                     \
   "bne 7b\n\t"                                                                                \
   "ldr r4, [sp]\n\t"
-/* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, sh, end (of out), the epilogue's
+/* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, head, end (of out), the epilogue's
    address, [sp + 28] the partial sums a last pass reads; during the partial passes of a chunked layer
    m, c, head hold the next chunk's input, the last chunk's input and the layer, [sp + 28] the outputs.
-   r4, r6-r10 = xs, out, m, c, head (the next block's, for the last pass's epilogue), end reloaded by
-   one LDM (xs back in r4 for the next block). */
-#define MC_FC_L128_RELOAD "ldm sp, {r4, r6, r7, r8, r9, r10}\n\t"
+   The end of the body: r4, r6-r10 = xs, out, m, c, head (the next block's, for the last pass's
+   epilogue), end reloaded and the jump to the epilogue, one LDM (xs back in r4 for the next block). */
+#define MC_FC_L128_TO_EPILOGUE "ldm sp, {r4, r6, r7, r8, r9, r10, pc}\n\t"
 /* a partial pass's end: out stored back, the next block (HEAD) or, at the end, DONE */
 #define MC_FC_L128_NEXT(HEAD, DONE) \
   "str r6, [sp, #4]\n\t"            \
@@ -120,11 +120,11 @@ enum { MC_FC_L128_SIGNED = 2 };
   "pop {r4-r11, pc}\n\t"
 #define MC_FC_L128_EPILOGUE(SH)                                                                   \
   __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_##SH(void) {                \
-    __asm__ volatile(MC_FC_L128_RELOAD MC_FC_L128_OUT("r0", SH) MC_FC_L128_OUT("r1", SH)           \
+    __asm__ volatile(MC_FC_L128_OUT("r0", SH) MC_FC_L128_OUT("r1", SH)           \
                          MC_FC_L128_OUT("r2", SH) MC_FC_L128_OUT("r3", SH) MC_FC_L128_END);        \
   }                                                                                               \
   __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_s##SH(void) {               \
-    __asm__ volatile(MC_FC_L128_RELOAD MC_FC_L128_OUT_SIGNED("r0", SH) MC_FC_L128_OUT_SIGNED("r1", SH) \
+    __asm__ volatile(MC_FC_L128_OUT_SIGNED("r0", SH) MC_FC_L128_OUT_SIGNED("r1", SH) \
                          MC_FC_L128_OUT_SIGNED("r2", SH) MC_FC_L128_OUT_SIGNED("r3", SH) MC_FC_L128_END); \
   }
 MC_FC_L128_EPILOGUE(8)
@@ -225,9 +225,9 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "1:\n\t" /* from the weight stream */
       "ldmia r5!, {r0, r1, r2, r3}\n\t"
       "5:\n\t" MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
-      "ldr pc, [sp, #24]\n\t"
-      "44:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
-      "45:\n\t" MC_FC_L128_RELOAD "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b"));
+      MC_FC_L128_TO_EPILOGUE
+      "44:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
+      "45:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b"));
 }
 #else
 #define MC_FC_L128_EPI(SH) 0
