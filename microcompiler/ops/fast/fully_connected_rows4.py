@@ -39,12 +39,16 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     steps, depth_tail = depth // 4, depth % 4
     lanes = plan.knob("extract") == "lanes"
     chunk_steps = plan.knob("chunk", 0) // 4 or steps
-    l128 = lanes and batches == 1 and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
+    l128 = (
+        lanes
+        and batches == 1
+        and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
+    )
     if l128:
         weights = ctx.const(
             "weights",
             pack_l128(fast.pack_lanes_rows4(w_rows, chunk_steps), fast.lanes_bias(w_rows, folded), steps),
-            comment=f"weights in lanes words (w0 + 256 w1, w2 + 256 w3): per chunk of 128 inputs and block of 4 "
+            comment="weights in lanes words (w0 + 256 w1, w2 + 256 w3): per chunk of 128 inputs and block of 4 "
             "rows the words of rows 0..3 per group of 4 inputs, after the block's 4 start values "
             "(256 * folded bias - 127 * sum(w0 + w2)) in the first chunk",
         )
