@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from model_builder import ModelBuilder, fully_connected_options
-from oracle import Oracle
-from test_fast_kernels import DSP, QEMU_TOOLS, assert_device_matches_tflm
+from test_fast_kernels import DSP, QEMU_TOOLS, _check_library, assert_device_matches_tflm
 
 
 def _fc(b, rng, name, x, x_scale, depth, units, activation, out_zp, out_scale):
@@ -59,31 +58,18 @@ def _ops_c(lib) -> str:
     return next(text for path, text in lib.files.items() if path.endswith("_ops.c"))
 
 
-def _check_host(path, tmp_path, inputs):
-    from microcompiler.compiler import compile_model
-    from microcompiler.host import HostProgram
-
-    lib = compile_model(path, features=DSP)
-    got = HostProgram(lib, tmp_path / "build", sanitize=True).run(inputs)
-    oracle = Oracle(path.read_bytes())
-    for run, input_set in zip(got, inputs):
-        for ours, want in zip(run.outputs, oracle.run(input_set)):
-            np.testing.assert_array_equal(ours, want.reshape(ours.shape))
-    return lib
-
-
 @pytest.mark.parametrize("input_zp", [-128, 17])
 def test_fc_l128_on_host(tmp_path, input_zp):
+    from microcompiler.compiler import compile_model
     from microcompiler.inputs import random_inputs
 
     path = tmp_path / "fc.tflite"
     path.write_bytes(fc_l128_model(L128_LAYERS + OTHER_LAYERS, seed=3, input_zp=input_zp))
-    from microcompiler.compiler import compile_model
 
     info = compile_model(path, features=DSP).info
     inputs = [random_inputs(info.inputs, seed=s) for s in range(2)]
     inputs += [[np.full(t.shape, v, np.int8) for t in info.inputs] for v in (-128, 127)]
-    lib = _check_host(path, tmp_path, inputs)
+    lib = _check_library(path, tmp_path, inputs=inputs, sanitize=True)
     ops = [o for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"]
     assert all(o["kernel"]["extract"] == "lanes" for o in ops)
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
