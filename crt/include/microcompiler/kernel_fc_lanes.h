@@ -64,22 +64,46 @@ enum { MC_FC_L128_SIGNED = 2 };
 #define MC_FC_L128_STEP4 MC_FC_L128_STEP MC_FC_L128_STEP MC_FC_L128_STEP MC_FC_L128_STEP
 /* two groups of 4 inputs from r0 (any alignment) expanded to P0 Q0 P1 Q1 at r4 (mc_expand_s8l_group) */
 #define MC_FC_L128_EXPAND2            \
-  "ldr r10, [r0], #4\n\t"             \
-  "ldr r11, [r0], #4\n\t"             \
-  "sxtb16 r6, r10, ror #8\n\t"        \
-  "rev16 r7, r10\n\t"                 \
+  "ldr r2, [r0], #4\n\t"              \
+  "ldr r3, [r0], #4\n\t"              \
+  "sxtb16 r6, r2, ror #8\n\t"         \
+  "rev16 r7, r2\n\t"                  \
   "eor r7, r7, #0x007F007F\n\t"       \
-  "sxtb16 r8, r11, ror #8\n\t"        \
-  "rev16 r9, r11\n\t"                 \
+  "sxtb16 r8, r3, ror #8\n\t"         \
+  "rev16 r9, r3\n\t"                  \
   "eor r9, r9, #0x007F007F\n\t"       \
   "stmia r4!, {r6, r7, r8, r9}\n\t"
-/* the chunk at r0 (advanced by 128) into the scratch; r4 = the scratch for the first block */
-#define MC_FC_L128_EXPAND                                                                     \
-  "ldr r4, [sp]\n\t"                                                                          \
-  "mov r12, #4\n\t"                                                                           \
-  "7:\n\t" MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 \
-  "subs r12, r12, #1\n\t"                                                                     \
-  "bne 7b\n\t"                                                                                \
+/* four groups from a word-aligned r0: one LDM, each word's Q in place of it, one STM of 8 words */
+#define MC_FC_L128_EXPAND4                             \
+  "ldmia r0!, {r2, r6, r8, r10}\n\t"                   \
+  "sxtb16 r1, r2, ror #8\n\t"                          \
+  "rev16 r2, r2\n\t"                                   \
+  "eor r2, r2, #0x007F007F\n\t"                        \
+  "sxtb16 r3, r6, ror #8\n\t"                          \
+  "rev16 r6, r6\n\t"                                   \
+  "eor r6, r6, #0x007F007F\n\t"                        \
+  "sxtb16 r7, r8, ror #8\n\t"                          \
+  "rev16 r8, r8\n\t"                                   \
+  "eor r8, r8, #0x007F007F\n\t"                        \
+  "sxtb16 r9, r10, ror #8\n\t"                         \
+  "rev16 r10, r10\n\t"                                 \
+  "eor r10, r10, #0x007F007F\n\t"                      \
+  "stmia r4!, {r1, r2, r3, r6, r7, r8, r9, r10}\n\t"
+/* the chunk at r0 (advanced by 128) into the scratch, 8 groups per iteration (LDM when r0 is
+   word-aligned); r4 = the scratch for the first block; r1-r3, r6-r11 clobbered */
+#define MC_FC_L128_EXPAND                                                                      \
+  "ldr r4, [sp]\n\t"                                                                           \
+  "add r11, r0, #128\n\t"                                                                      \
+  "tst r0, #3\n\t"                                                                             \
+  "bne 8f\n\t"                                                                                 \
+  "6:\n\t" MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4                                               \
+  "cmp r0, r11\n\t"                                                                            \
+  "bne 6b\n\t"                                                                                 \
+  "b 7f\n\t"                                                                                   \
+  "8:\n\t" MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 \
+  "cmp r0, r11\n\t"                                                                            \
+  "bne 8b\n\t"                                                                                 \
+  "7:\n\t"                                                                                     \
   "ldr r4, [sp]\n\t"
 /* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, head, end (of out), the epilogue's
    address, [sp + 28] the partial sums a last pass reads; during the partial passes of a chunked layer
