@@ -45,6 +45,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
     )
     if l128:
+        ctx.note(routine="l128")  # its own cost-model key (ops/cost_model.py KEY_KNOBS)
         weights = ctx.const(
             "weights",
             pack_l128(fast.pack_lanes_rows4(w_rows, chunk_steps), fast.lanes_bias(w_rows, folded), steps),
