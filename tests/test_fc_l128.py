@@ -1,6 +1,6 @@
-"""The lanes FULLY_CONNECTED kernel as one routine per layer (kernel_fc_lanes.h, mc_fc_l128) against
-the TFLM oracle, bit for bit: one pass of 128 inputs and 2-5 chunks of them (partial sums in the
-scratch), the requantization on the 256-scaled sums with and without the correction for negative
+"""The lanes FULLY_CONNECTED kernel as one routine per layer (kernel_fc_lanes.h, mc_fc_l128) and its
+8-input form (MC_FC_L8) against the TFLM oracle, bit for bit: one pass of 128 inputs and 2-5 chunks
+of them (partial sums in the scratch), 8 inputs with rows % 4 left over, the requantization on the 256-scaled sums with and without the correction for negative
 sums (NONE with the output zero point above -128; RELU with it at -128), several right shifts (the
 epilogue per shift), extreme inputs; the layers it does not take keep the earlier lanes kernel. On
 the host the routine runs as portable C; on the emulated Cortex-M4 its assembly.
@@ -50,8 +50,16 @@ L128_LAYERS = [
     (640, 16, "RELU", -128, 0.4),  # 5 chunks
     (640, 8, "NONE", -7, 0.003),  # 5 chunks, a small output scale: many saturated outputs
 ]
-# layers the routine does not take: rows % 4, depth % 128, a clamp above -128 (RELU with zero point 3)
-OTHER_LAYERS = [(128, 6, "NONE", 3, 0.05), (132, 8, "RELU", -128, 0.2), (256, 8, "RELU", 3, 0.2)]
+# MC_FC_L8 (8 inputs in registers): rows by 4 and the rows % 4 left over, with and without the correction
+L8_LAYERS = [(8, 128, "RELU", -128, 0.05), (8, 7, "NONE", 3, 0.02), (8, 2, "NONE", -128, 0.01)]
+# layers neither takes: rows % 4, depth % 128, a clamp above -128 (RELU with zero point 3), 12 inputs
+OTHER_LAYERS = [
+    (128, 6, "NONE", 3, 0.05),
+    (132, 8, "RELU", -128, 0.2),
+    (256, 8, "RELU", 3, 0.2),
+    (8, 8, "RELU6", -128, 0.05),
+    (12, 4, "NONE", 3, 0.05),
+]
 
 
 def _ops_c(lib) -> str:
@@ -64,7 +72,7 @@ def test_fc_l128_on_host(tmp_path, input_zp):
     from microcompiler.inputs import random_inputs
 
     path = tmp_path / "fc.tflite"
-    path.write_bytes(fc_l128_model(L128_LAYERS + OTHER_LAYERS, seed=3, input_zp=input_zp))
+    path.write_bytes(fc_l128_model(L128_LAYERS + L8_LAYERS + OTHER_LAYERS, seed=3, input_zp=input_zp))
 
     info = compile_model(path, features=DSP).info
     inputs = [random_inputs(info.inputs, seed=s) for s in range(2)]
@@ -74,17 +82,20 @@ def test_fc_l128_on_host(tmp_path, input_zp):
     assert all(o["kernel"]["extract"] == "lanes" for o in ops)
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
     assert _ops_c(lib).count("MC_FC_L128_EPI_SIGNED(") == sum(zp > -128 for _, _, _, zp, _ in L128_LAYERS)
+    assert _ops_c(lib).count("  MC_FC_L8(") == len(L8_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L8_SIGNED)") == sum(zp > -128 for _, _, _, zp, _ in L8_LAYERS)
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")
 def test_fc_l128_on_cortex_m4_matches_tflm(tmp_path):
-    """The assembly routine: every layer kind of L128_LAYERS in one model on the emulated Cortex-M4."""
+    """The assembly: every layer kind of L128_LAYERS and L8_LAYERS in one model on the emulated Cortex-M4."""
     from microcompiler.boards import load_board
     from microcompiler.compiler import compile_model
 
     path = tmp_path / "fc.tflite"
-    path.write_bytes(fc_l128_model(L128_LAYERS, seed=5))
+    path.write_bytes(fc_l128_model(L128_LAYERS + L8_LAYERS, seed=5))
     board = load_board("mps2_an386")
     lib = compile_model(path, features=board.cpu.features)
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
-    assert_device_matches_tflm(path, lib, board, tmp_path, outputs=len(L128_LAYERS), seed=11)
+    assert _ops_c(lib).count("  MC_FC_L8(") == len(L8_LAYERS)
+    assert_device_matches_tflm(path, lib, board, tmp_path, outputs=len(L128_LAYERS + L8_LAYERS), seed=11)

@@ -295,4 +295,69 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
 #endif
 }
 
+/* A lanes layer of 8 inputs (batch 1, rows any): the 2 groups' P, Q expanded into 4 registers, then
+ * per row one LDM of its start value and 2 weight words, 6 multiply instructions and the requantization
+ * as in mc_fc_l128 (SMMLA with C = 64 + 128 c, SSAT with the shift SH_ = r + 7, an immediate; SIGNED_:
+ * the correction for negative sums): 10 instructions per row (12 with the correction), 4 rows per
+ * iteration. W_: per row [start, word 0, word 1]. */
+#if MC_DSP_ASM
+#define MC_FC_L8_ROW(SIGNED_)                                     \
+  "ldmia %[w]!, {%[s], %[a], %[b]}\n\t"                           \
+  "smlad %[s], %[p0], %[a], %[s]\n\t"                             \
+  "sxtb16 %[a], %[a]\n\t"                                         \
+  "smlad %[s], %[q0], %[a], %[s]\n\t"                             \
+  "smlad %[s], %[p1], %[b], %[s]\n\t"                             \
+  "sxtb16 %[b], %[b]\n\t"                                         \
+  "smlad %[s], %[q1], %[b], %[s]\n\t"                             \
+  "smmla %[a], %[s], %[m], %[c]\n\t"                              \
+  SIGNED_                                                         \
+  "ssat %[a], #8, %[a], asr %[sh]\n\t"                            \
+  "strb %[a], [%[y]], #1\n\t"
+#define MC_FC_L8_SIGN "asr %[s], %[s], #31\n\tadd %[a], %[a], %[s], lsl #7\n\t"
+#define MC_FC_L8(X_, Y_, W_, ROWS_, M_, C_, SH_, SIGNED_)                                                 \
+  do {                                                                                                    \
+    const int32_t v0_ = mc_read_s8x4(X_), v1_ = mc_read_s8x4((X_) + 4);                                  \
+    const int32_t p0_ = mc_sxtb16_ror8(v0_), q0_ = mc_lanes_q(v0_), p1_ = mc_sxtb16_ror8(v1_),             \
+                  q1_ = mc_lanes_q(v1_);                                                                  \
+    const int32_t* w_ = (W_);                                                                             \
+    int8_t* y_ = (Y_);                                                                                    \
+    int8_t* const e4_ = y_ + ((ROWS_) & ~3);                                                              \
+    int32_t m_ = (M_), c_ = (C_);                                                                         \
+    register int32_t s_ __asm__("r8"), a_ __asm__("r9"), b_ __asm__("r10"); /* LDM: ascending */          \
+    while (y_ != e4_) {                                                                                   \
+      __asm__ volatile(MC_FC_L8_ROW(SIGNED_) MC_FC_L8_ROW(SIGNED_) MC_FC_L8_ROW(SIGNED_) MC_FC_L8_ROW(SIGNED_) \
+                       : [w] "+r"(w_), [y] "+r"(y_), [s] "=&r"(s_), [a] "=&r"(a_), [b] "=&r"(b_)          \
+                       : [p0] "r"(p0_), [q0] "r"(q0_), [p1] "r"(p1_), [q1] "r"(q1_), [m] "r"(m_), [c] "r"(c_), \
+                         [sh] "n"(SH_)                                                                    \
+                       : "memory");                                                                      \
+    }                                                                                                     \
+    while (y_ != e4_ + ((ROWS_) & 3)) {                                                                   \
+      __asm__ volatile(MC_FC_L8_ROW(SIGNED_)                                                              \
+                       : [w] "+r"(w_), [y] "+r"(y_), [s] "=&r"(s_), [a] "=&r"(a_), [b] "=&r"(b_)          \
+                       : [p0] "r"(p0_), [q0] "r"(q0_), [p1] "r"(p1_), [q1] "r"(q1_), [m] "r"(m_), [c] "r"(c_), \
+                         [sh] "n"(SH_)                                                                    \
+                       : "memory");                                                                      \
+    }                                                                                                     \
+  } while (0)
+#define MC_FC_L8_SIGNED MC_FC_L8_SIGN
+#define MC_FC_L8_NN ""
+#else
+#define MC_FC_L8_SIGNED 1
+#define MC_FC_L8_NN 0
+#define MC_FC_L8(X_, Y_, W_, ROWS_, M_, C_, SH_, SIGNED_)                                            \
+  do {                                                                                               \
+    int32_t d_[4], o_;                                                                               \
+    const int32_t* w_ = (W_);                                                                        \
+    mc_expand_s8l(d_, (X_), 2);                                                                      \
+    for (o_ = 0; o_ < (ROWS_); ++o_, w_ += 3) {                                                      \
+      int32_t s_ = mc_smlad(d_[1], mc_sxtb16(w_[1]), mc_smlad(d_[0], w_[1], w_[0]));                \
+      int32_t t_;                                                                                    \
+      s_ = mc_smlad(d_[3], mc_sxtb16(w_[2]), mc_smlad(d_[2], w_[2], s_));                            \
+      t_ = (int32_t)((uint32_t)(C_) + (uint32_t)(int32_t)(((int64_t)s_ * (M_)) >> 32));             \
+      if ((SIGNED_) && s_ < 0) t_ = (int32_t)((uint32_t)t_ - 128u);                                  \
+      (Y_)[o_] = (int8_t)MC_SSAT8(t_ >> (SH_));                                                      \
+    }                                                                                                \
+  } while (0)
+#endif
+
 #endif /* MICROCOMPILER_KERNEL_FC_LANES_H_ */

@@ -39,12 +39,21 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     steps, depth_tail = depth // 4, depth % 4
     lanes = plan.knob("extract") == "lanes"
     chunk_steps = plan.knob("chunk", 0) // 4 or steps
-    l128 = (
-        lanes
-        and batches == 1
-        and l128_requant(is_fast, per_channel, ort, c, r, (lo, hi), y_zp, out_depth, steps, chunk_steps)
-    )
-    if l128:
+    # the requantization on the 256-scaled sums: mc_fc_l128 (128-input passes) or MC_FC_L8 (8 inputs)
+    fits = lanes and batches == 1 and lanes_requant_fits(is_fast, per_channel, ort, c, r, (lo, hi))
+    l128 = fits and not out_depth % 4 and not steps % L128_STEPS and chunk_steps == L128_STEPS
+    l8 = fits and depth == L8_DEPTH
+    if l8:  # MC_FC_L8: per row its start value and 2 lanes words
+        weights = ctx.const(
+            "weights",
+            np.concatenate([fast.lanes_bias(w_rows, folded).reshape(-1, 1), fast.lanes_words(w_rows)], axis=1)
+            .reshape(-1)
+            .astype(np.int32),
+            comment="per row its start value (256 * folded bias - 127 * sum(w0 + w2)) and its 2 lanes words "
+            "(w0 + 256 w1, w2 + 256 w3)",
+        )
+        bias = None
+    elif l128:
         ctx.note(routine="l128")  # its own cost-model key (ops/cost_model.py KEY_KNOBS)
         weights = ctx.const(
             "weights",
@@ -169,8 +178,9 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
         halve=lanes and is_fast and not depth_tail,
         l128=l128,
+        l8=l8,
     )
-    if l128:
+    if l128 or l8:
         # mc_fc_l128: SMMLA on the 256-scaled sums with C = 64 + 128 c, then >> (r + 7) (kernel_fc_lanes.h)
         values.update(
             l128_c=64 + 128 * int(c[0]),
@@ -209,16 +219,18 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
 L128_STEPS = 32
 
 
-def l128_requant(is_fast, per_channel, ort, c, r, act, y_zp, out_depth, steps, chunk_steps) -> bool:
-    """Whether a lanes layer runs as mc_fc_l128 passes: blocks of 4 rows, chunks of exactly 128 inputs,
-    one per-tensor fast requantization whose clamp is the int8 range (SSAT alone), C = 64 + 128 c with
-    |C| < 2^30 (C + the SMMLA product, |product| < 2^30, stays in int32) and r + 7 <= 31."""
-    if not is_fast or per_channel or ort is not None or out_depth % 4 or steps % L128_STEPS:
+# MC_FC_L8: a layer of 8 inputs, its expanded input in 4 registers
+L8_DEPTH = 8
+
+
+def lanes_requant_fits(is_fast, per_channel, ort, c, r, act) -> bool:
+    """Whether a lanes layer's requantization runs on its 256-scaled sums (mc_fc_l128, MC_FC_L8): one
+    per-tensor fast requantization whose clamp is the int8 range (SSAT alone), C = 64 + 128 c with
+    |C| < 2^30 (C + the SMMLA product, |product| < 2^30, stays in int32) and 8 <= r + 7 <= 31 (SSAT's
+    shift)."""
+    if not is_fast or per_channel or ort is not None or tuple(act) != (-128, 127):
         return False
-    if chunk_steps != L128_STEPS or tuple(act) != (-128, 127):
-        return False
-    big_c = 64 + 128 * int(c[0])
-    return abs(big_c) < 2**30 and 1 <= int(r[0]) <= 24  # sh = r + 7: SSAT's shift 8..31
+    return abs(64 + 128 * int(c[0])) < 2**30 and 1 <= int(r[0]) <= 24
 
 
 def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> np.ndarray:
