@@ -44,6 +44,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     l128 = fits and not out_depth % 4 and not steps % L128_STEPS and chunk_steps == L128_STEPS
     l8 = fits and depth == L8_DEPTH
     if l8:  # MC_FC_L8: per row its start value and 2 lanes words
+        ctx.note(routine="l8")  # its own cost-model key, as mc_fc_l128's
         weights = ctx.const(
             "weights",
             np.concatenate([fast.lanes_bias(w_rows, folded).reshape(-1, 1), fast.lanes_words(w_rows)], axis=1)
