@@ -89,22 +89,25 @@ enum { MC_FC_L128_SIGNED = 2 };
   "rev16 r10, r10\n\t"                                 \
   "eor r10, r10, #0x007F007F\n\t"                      \
   "stmia r4!, {r1, r2, r3, r6, r7, r8, r9, r10}\n\t"
-/* the chunk at r0 (advanced by 128) into the scratch, 8 groups per iteration (LDM when r0 is
-   word-aligned); r4 = the scratch for the first block; r1-r3, r6-r11 clobbered */
-#define MC_FC_L128_EXPAND                                                                      \
+/* the subroutine (BL, label 60) that expands the chunk at r0 (advanced by 128) into the scratch:
+   unrolled with LDM when r0 is word-aligned, else 8 groups per iteration; returns r4 = the scratch for
+   the first block; r1-r3, r6-r11 clobbered */
+#define MC_FC_L128_EXPAND16 MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4
+#define MC_FC_L128_EXPAND_SUB                                                                  \
+  "60:\n\t"                                                                                    \
   "ldr r4, [sp]\n\t"                                                                           \
-  "add r11, r0, #128\n\t"                                                                      \
   "tst r0, #3\n\t"                                                                             \
-  "bne 8f\n\t"                                                                                 \
-  "6:\n\t" MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4                                               \
+  "bne 68f\n\t" MC_FC_L128_EXPAND16 MC_FC_L128_EXPAND16                                        \
+  "ldr r4, [sp]\n\t"                                                                           \
+  "bx lr\n\t"                                                                                  \
+  "68:\n\t"                                                                                    \
+  "add r11, r0, #128\n\t"                                                                      \
+  "69:\n\t" MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2       \
   "cmp r0, r11\n\t"                                                                            \
-  "bne 6b\n\t"                                                                                 \
-  "b 7f\n\t"                                                                                   \
-  "8:\n\t" MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 MC_FC_L128_EXPAND2 \
-  "cmp r0, r11\n\t"                                                                            \
-  "bne 8b\n\t"                                                                                 \
-  "7:\n\t"                                                                                     \
-  "ldr r4, [sp]\n\t"
+  "bne 69b\n\t"                                                                                \
+  "ldr r4, [sp]\n\t"                                                                           \
+  "bx lr\n\t"
+#define MC_FC_L128_EXPAND "bl 60f\n\t"
 /* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, head, end (of out), the epilogue's
    address, [sp + 28] the partial sums a last pass reads; during the partial passes of a chunked layer
    m, c, head hold the next chunk's input, the last chunk's input and the layer, [sp + 28] the outputs.
@@ -251,7 +254,7 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "5:\n\t" MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
       MC_FC_L128_TO_EPILOGUE
       "44:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
-      "45:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b"));
+      "45:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b") MC_FC_L128_EXPAND_SUB);
 }
 #else
 #define MC_FC_L128_EPI(SH) 0
