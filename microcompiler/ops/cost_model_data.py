@@ -422,7 +422,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8": {"outputs": 9.375},
         "DEQUANTIZE|int8|reference": {"outputs": 9.375},
         "DEQUANTIZE|int8|reference|": {"outputs": 9.375},
-        "FULLY_CONNECTED": {"outputs": 14.96, "blocks": 0.9019},
+        "FULLY_CONNECTED": {"outputs": 14.97, "blocks": 0.9017},
         "FULLY_CONNECTED|float32": {"macs": 2.903, "outputs": 15.84, "inputs": 2.485},
         "FULLY_CONNECTED|float32|float-rows4": {"macs": 2.903, "outputs": 15.84, "inputs": 2.485},
         "FULLY_CONNECTED|float32|float-rows4|isa=fpu": {"macs": 2.903, "outputs": 15.84, "inputs": 2.485},
@@ -430,8 +430,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=dsp,weights=s8,chunk=0": {"macs": 1.562},
-        "FULLY_CONNECTED|int8": {"outputs": 9.756, "blocks": 0.9447},
-        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.756, "blocks": 0.9447},
+        "FULLY_CONNECTED|int8": {"outputs": 9.757, "blocks": 0.9446},
+        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.757, "blocks": 0.9446},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.875},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.8469},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
@@ -439,8 +439,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "blocks": 1.046,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
-            "inputs": 1.026,
-            "blocks": 0.8873,
+            "macs": 0.8873,
+            "pixels": 131.3,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l8": {
             "inputs": 7.46,
@@ -448,7 +448,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 3.027},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
-            "macs": 0.8722
+            "outputs": 557.8
         },
         "HARD_SWISH": {"macs": 3.999},
         "HARD_SWISH|int8": {"macs": 3.999},
@@ -803,7 +803,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8|reference|onnx:table": {"outputs": 5.0},
         "DEQUANTIZE|int8|reference||onnx:table": {"outputs": 5.0},
         "DEQUANTIZE|onnx:table": {"outputs": 5.0},
-        "FULLY_CONNECTED": {"outputs": 19.05, "blocks": 1.177},
+        "FULLY_CONNECTED": {"outputs": 19.06, "blocks": 1.175},
         "FULLY_CONNECTED|float32": {"macs": 4.547, "outputs": 16.61},
         "FULLY_CONNECTED|float32|float-rows4": {"macs": 2.913, "outputs": 16.15, "inputs": 2.481},
         "FULLY_CONNECTED|float32|float-rows4|isa=fpu": {"macs": 2.913, "outputs": 16.15, "inputs": 2.481},
@@ -814,9 +814,9 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 1.563},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 1.563},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=dsp,weights=s8,chunk=0": {"macs": 1.563},
-        "FULLY_CONNECTED|int8": {"outputs": 9.657, "blocks": 0.9411},
+        "FULLY_CONNECTED|int8": {"outputs": 9.66, "blocks": 0.9404},
         "FULLY_CONNECTED|int8|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
-        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.657, "blocks": 0.9411},
+        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.66, "blocks": 0.9404},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.9},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=reference|onnx:requant=float": {"macs": 2.516},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.845},
@@ -830,15 +830,15 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "blocks": 1.023,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
-            "macs": 0.8948
+            "macs": 0.8934
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l8": {
+            "outputs": 10.32,
             "inputs": 4.839,
-            "channels": 10.32,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 2.969},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
-            "outputs": 558.4
+            "macs": 0.8721
         },
         "FULLY_CONNECTED|int8|rows4|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
         "FULLY_CONNECTED|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
@@ -1576,7 +1576,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8": {"outputs": 7.5},
         "DEQUANTIZE|int8|reference": {"outputs": 7.5},
         "DEQUANTIZE|int8|reference|": {"outputs": 7.5},
-        "FULLY_CONNECTED": {"outputs": 15.13, "blocks": 0.9509},
+        "FULLY_CONNECTED": {"outputs": 15.13, "blocks": 0.9499},
         "FULLY_CONNECTED|float32": {"macs": 2.896, "outputs": 15.86, "inputs": 2.515},
         "FULLY_CONNECTED|float32|float-rows4": {"macs": 2.896, "outputs": 15.86, "inputs": 2.515},
         "FULLY_CONNECTED|float32|float-rows4|isa=fpu": {"macs": 2.896, "outputs": 15.86, "inputs": 2.515},
@@ -1584,8 +1584,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=dsp,weights=s8,chunk=0": {"macs": 1.562},
-        "FULLY_CONNECTED|int8": {"outputs": 9.655, "blocks": 0.9422},
-        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.655, "blocks": 0.9422},
+        "FULLY_CONNECTED|int8": {"outputs": 9.658, "blocks": 0.9415},
+        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.658, "blocks": 0.9415},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.9},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.845},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
@@ -1593,15 +1593,15 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "blocks": 1.03,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
-            "macs": 0.8948
+            "macs": 0.8934
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l8": {
-            "macs": 1.29,
+            "outputs": 10.32,
             "inputs": 4.839,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 2.969},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
-            "outputs": 558.4
+            "macs": 0.8721
         },
         "HARD_SWISH": {"macs": 4.0},
         "HARD_SWISH|int8": {"macs": 4.0},
