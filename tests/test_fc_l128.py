@@ -14,9 +14,12 @@ from model_builder import ModelBuilder, fully_connected_options
 from test_fast_kernels import DSP, QEMU_TOOLS, _check_library, assert_device_matches_tflm
 
 
-def _fc(b, rng, name, x, x_scale, depth, units, activation, out_zp, out_scale):
+def _fc(b, rng, name, x, x_scale, depth, units, activation, out_zp, out_scale, pair=None):
     w_scale = 0.01
-    w = b.constant(f"{name}_w", rng.integers(-127, 128, (units, depth), dtype=np.int8), scale=[w_scale], zero_point=[0])
+    weights = rng.integers(-127, 128, (units, depth), dtype=np.int8)
+    if pair is not None:  # row 0's first two weights
+        weights[0, :2] = pair
+    w = b.constant(f"{name}_w", weights, scale=[w_scale], zero_point=[0])
     bias = b.constant(
         f"{name}_b", rng.integers(-3000, 3000, units).astype(np.int32), scale=[x_scale * w_scale], zero_point=[0]
     )
@@ -32,10 +35,11 @@ def fc_l128_model(layers, seed=0, input_zp=-5):
     b = ModelBuilder()
     inputs = {}
     outs = []
-    for k, (depth, units, activation, out_zp, out_scale) in enumerate(layers):
+    for k, (depth, units, activation, out_zp, out_scale, *pair) in enumerate(layers):
         if depth not in inputs:
             inputs[depth] = b.activation(f"x{depth}", [1, depth], "int8", scale=0.02, zero_point=input_zp)
-        outs.append(_fc(b, rng, f"f{k}", inputs[depth], 0.02, depth, units, activation, out_zp, out_scale))
+        x = inputs[depth]
+        outs.append(_fc(b, rng, f"f{k}", x, 0.02, depth, units, activation, out_zp, out_scale, *pair))
     return b.finish(list(inputs.values()), outs)
 
 
@@ -52,8 +56,11 @@ L128_LAYERS = [
 ]
 # MC_FC_L8 (8 inputs in registers): rows by 4 and the rows % 4 left over, with and without the correction
 L8_LAYERS = [(8, 128, "RELU", -128, 0.05), (8, 7, "NONE", 3, 0.02), (8, 2, "NONE", -128, 0.01)]
-# layers neither takes: rows % 4, depth % 128, a clamp above -128 (RELU with zero point 3), 12 inputs
+# layers neither takes: rows % 4, depth % 128, a clamp above -128 (RELU with zero point 3), 12 inputs,
+# weights whose lanes fit int16 as w0 + 256 w1 (the earlier kernel) but not swapped (w1 + 256 w0)
 OTHER_LAYERS = [
+    (128, 8, "RELU", -128, 0.2, (-128, -5)),
+    (8, 4, "NONE", 3, 0.05, (-128, -1)),
     (128, 6, "NONE", 3, 0.05),
     (132, 8, "RELU", -128, 0.2),
     (256, 8, "RELU", 3, 0.2),
@@ -81,9 +88,9 @@ def test_fc_l128_on_host(tmp_path, input_zp):
     ops = [o for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"]
     assert all(o["kernel"]["extract"] == "lanes" for o in ops)
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
-    assert _ops_c(lib).count("MC_FC_L128_EPI_SIGNED(") == sum(zp > -128 for _, _, _, zp, _ in L128_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L128_EPI_SIGNED(") == sum(layer[3] > -128 for layer in L128_LAYERS)
     assert _ops_c(lib).count("  MC_FC_L8(") == len(L8_LAYERS)
-    assert _ops_c(lib).count("MC_FC_L8_SIGNED)") == sum(zp > -128 for _, _, _, zp, _ in L8_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L8_SIGNED)") == sum(layer[3] > -128 for layer in L8_LAYERS)
 
 
 @pytest.mark.skipif(not QEMU_TOOLS, reason="needs arm-none-eabi-gcc, cmake, ninja and qemu-system-arm")

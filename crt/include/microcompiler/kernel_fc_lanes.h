@@ -26,6 +26,17 @@
 
 #include "microcompiler/kernel_simd.h"
 
+/* The inputs are taken swapped in pairs (x1 x0 x3 x2 per group of 4, the weights with them at compile
+ * time): the lanes encoding's P = (x0, x2) is then SXTB16(v) and Q = (256 x1 - x0 + 127, 256 x3 - x2
+ * + 127) is v ^ 0x007F007F (bytes 127 - x0, x1, 127 - x2, x3): 2 instructions per group of 4 inputs
+ * where mc_expand_s8l takes 3. steps groups of 4 inputs x expanded to d (2 words per group). */
+static inline void mc_expand_s8l_swapped(int32_t* d, const int8_t* x, int32_t steps) {
+  for (; steps > 0; --steps, x += 4, d += 2) {
+    d[0] = mc_pack16(x[0], x[2]);
+    d[1] = mc_pack16(256 * x[1] - x[0] + 127, 256 * x[3] - x[2] + 127);
+  }
+}
+
 /* One layer (batch 1): its constants, in flash. xs the scratch of one expanded chunk (64 words), acc
  * the int32 partial sums of the rows (chunks > 1), w the weight stream (per chunk and block of 4 rows
  * the 128 words of the 32 groups of 4 inputs, each block's 4 start values first in the first chunk),
@@ -62,31 +73,25 @@ enum { MC_FC_L128_SIGNED = 2 };
   "smlad r3, " Q ", lr, r3\n\t"
 #define MC_FC_L128_STEP "ldmia r4!, {r6, r7, r8, r9}\n\t" MC_FC_L128_HALF("r6", "r7") MC_FC_L128_HALF("r8", "r9")
 #define MC_FC_L128_STEP4 MC_FC_L128_STEP MC_FC_L128_STEP MC_FC_L128_STEP MC_FC_L128_STEP
-/* two groups of 4 inputs from r0 (any alignment) expanded to P0 Q0 P1 Q1 at r4 (mc_expand_s8l_group) */
+/* two groups of 4 inputs from r0 (any alignment) expanded to P0 Q0 P1 Q1 at r4 (mc_expand_s8l_swapped) */
 #define MC_FC_L128_EXPAND2            \
   "ldr r2, [r0], #4\n\t"              \
   "ldr r3, [r0], #4\n\t"              \
-  "sxtb16 r6, r2, ror #8\n\t"         \
-  "rev16 r7, r2\n\t"                  \
-  "eor r7, r7, #0x007F007F\n\t"       \
-  "sxtb16 r8, r3, ror #8\n\t"         \
-  "rev16 r9, r3\n\t"                  \
-  "eor r9, r9, #0x007F007F\n\t"       \
+  "sxtb16 r6, r2\n\t"                 \
+  "eor r7, r2, #0x007F007F\n\t"       \
+  "sxtb16 r8, r3\n\t"                 \
+  "eor r9, r3, #0x007F007F\n\t"       \
   "stmia r4!, {r6, r7, r8, r9}\n\t"
 /* four groups from a word-aligned r0: one LDM, each word's Q in place of it, one STM of 8 words */
 #define MC_FC_L128_EXPAND4                             \
   "ldmia r0!, {r2, r6, r8, r10}\n\t"                   \
-  "sxtb16 r1, r2, ror #8\n\t"                          \
-  "rev16 r2, r2\n\t"                                   \
+  "sxtb16 r1, r2\n\t"                                  \
   "eor r2, r2, #0x007F007F\n\t"                        \
-  "sxtb16 r3, r6, ror #8\n\t"                          \
-  "rev16 r6, r6\n\t"                                   \
+  "sxtb16 r3, r6\n\t"                                  \
   "eor r6, r6, #0x007F007F\n\t"                        \
-  "sxtb16 r7, r8, ror #8\n\t"                          \
-  "rev16 r8, r8\n\t"                                   \
+  "sxtb16 r7, r8\n\t"                                  \
   "eor r8, r8, #0x007F007F\n\t"                        \
-  "sxtb16 r9, r10, ror #8\n\t"                         \
-  "rev16 r10, r10\n\t"                                 \
+  "sxtb16 r9, r10\n\t"                                 \
   "eor r10, r10, #0x007F007F\n\t"                      \
   "stmia r4!, {r1, r2, r3, r6, r7, r8, r9, r10}\n\t"
 /* the subroutine (BL, label 60) that expands the chunk at r0 (advanced by 128) into the scratch:
@@ -270,7 +275,7 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
   int32_t k, g, i, j;
   for (k = 0; k < layer->chunks; ++k) {
     const int last = k == layer->chunks - 1;
-    mc_expand_s8l(layer->xs, x + 128 * k, 32);
+    mc_expand_s8l_swapped(layer->xs, x + 128 * k, 32);
     for (g = 0; g < layer->blocks; ++g) {
       int32_t s[4];
       if (k == 0) {
@@ -320,8 +325,8 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
 #define MC_FC_L8(X_, Y_, W_, ROWS_, M_, C_, SH_, SIGNED_)                                                 \
   do {                                                                                                    \
     const int32_t v0_ = mc_read_s8x4(X_), v1_ = mc_read_s8x4((X_) + 4);                                  \
-    const int32_t p0_ = mc_sxtb16_ror8(v0_), q0_ = mc_lanes_q(v0_), p1_ = mc_sxtb16_ror8(v1_),             \
-                  q1_ = mc_lanes_q(v1_);                                                                  \
+    const int32_t p0_ = mc_sxtb16(v0_), q0_ = (int32_t)((uint32_t)v0_ ^ 0x007F007Fu), p1_ = mc_sxtb16(v1_), \
+                  q1_ = (int32_t)((uint32_t)v1_ ^ 0x007F007Fu);                                          \
     const int32_t* w_ = (W_);                                                                             \
     int8_t* y_ = (Y_);                                                                                    \
     int8_t* const e4_ = y_ + ((ROWS_) & ~3);                                                              \
@@ -351,7 +356,7 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
   do {                                                                                               \
     int32_t d_[4], o_;                                                                               \
     const int32_t* w_ = (W_);                                                                        \
-    mc_expand_s8l(d_, (X_), 2);                                                                      \
+    mc_expand_s8l_swapped(d_, (X_), 2);                                                              \
     for (o_ = 0; o_ < (ROWS_); ++o_, w_ += 3) {                                                      \
       int32_t s_ = mc_smlad(d_[1], mc_sxtb16(w_[1]), mc_smlad(d_[0], w_[1], w_[0]));                \
       int32_t t_;                                                                                    \

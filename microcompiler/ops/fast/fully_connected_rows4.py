@@ -40,28 +40,37 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     lanes = plan.knob("extract") == "lanes"
     chunk_steps = plan.knob("chunk", 0) // 4 or steps
     # the requantization on the 256-scaled sums: mc_fc_l128 (128-input passes) or MC_FC_L8 (8 inputs)
-    fits = lanes and batches == 1 and lanes_requant_fits(is_fast, per_channel, ort, c, r, (lo, hi))
+    # both on the inputs swapped in pairs (x1 x0 x3 x2: P = SXTB16, Q = EOR, see kernel_fc_lanes.h), the
+    # weights with them, whose lanes must fit int16 too
+    swapped = w_rows.reshape(out_depth, -1, 2)[:, :, ::-1].reshape(out_depth, -1) if not depth % 4 else w_rows
+    fits = (
+        lanes
+        and batches == 1
+        and not depth_tail
+        and lanes_requant_fits(is_fast, per_channel, ort, c, r, (lo, hi))
+        and fast.lanes_words(swapped) is not None
+    )
     l128 = fits and not out_depth % 4 and not steps % L128_STEPS and chunk_steps == L128_STEPS
     l8 = fits and depth == L8_DEPTH
     if l8:  # MC_FC_L8: per row its start value and 2 lanes words
         ctx.note(routine="l8")  # its own cost-model key, as mc_fc_l128's
         weights = ctx.const(
             "weights",
-            np.concatenate([fast.lanes_bias(w_rows, folded).reshape(-1, 1), fast.lanes_words(w_rows)], axis=1)
+            np.concatenate([fast.lanes_bias(swapped, folded).reshape(-1, 1), fast.lanes_words(swapped)], axis=1)
             .reshape(-1)
             .astype(np.int32),
-            comment="per row its start value (256 * folded bias - 127 * sum(w0 + w2)) and its 2 lanes words "
-            "(w0 + 256 w1, w2 + 256 w3)",
+            comment="per row its start value (256 * folded bias - 127 * sum(w1 + w3)) and its 2 lanes words "
+            "(w1 + 256 w0, w3 + 256 w2)",
         )
         bias = None
     elif l128:
         ctx.note(routine="l128")  # its own cost-model key (ops/cost_model.py KEY_KNOBS)
         weights = ctx.const(
             "weights",
-            pack_l128(fast.pack_lanes_rows4(w_rows, chunk_steps), fast.lanes_bias(w_rows, folded), steps),
-            comment="weights in lanes words (w0 + 256 w1, w2 + 256 w3): per chunk of 128 inputs and block of 4 "
+            pack_l128(fast.pack_lanes_rows4(swapped, chunk_steps), fast.lanes_bias(swapped, folded), steps),
+            comment="weights in lanes words (w1 + 256 w0, w3 + 256 w2): per chunk of 128 inputs and block of 4 "
             "rows the words of rows 0..3 per group of 4 inputs, after the block's 4 start values "
-            "(256 * folded bias - 127 * sum(w0 + w2)) in the first chunk",
+            "(256 * folded bias - 127 * sum(w1 + w3)) in the first chunk",
         )
         bias = None
     elif lanes:
