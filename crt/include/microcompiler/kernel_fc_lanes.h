@@ -1,15 +1,17 @@
-/* The lanes FULLY_CONNECTED kernel over 128-input chunks, a whole layer pass in one routine
- * (rows4 "extract": "lanes", "unroll": 32; on top of kernel_simd.h, whose mc_dot_r4_s8l explains
- * the lanes encoding: the accumulators hold 256 * acc).
+/* The lanes FULLY_CONNECTED kernel as one routine per layer (rows4 "extract": "lanes", "routine":
+ * "l128"; on top of kernel_simd.h, whose mc_dot_r4_s8l explains the lanes encoding: the accumulators
+ * hold 256 * acc), and its 8-input form MC_FC_L8 ("routine": "l8").
  *
- * mc_fc_l128_run runs 4 output rows at a time over one chunk of 128 inputs (32 groups of 4, expanded
- * in the scratch as P, Q pairs) to the end of the weight stream. On the DSP path it is one assembly
- * routine: the chunk's 16 double steps unrolled (per 4 rows x 8 inputs one LDM of the 4 expanded
- * words, two LDM of 4 weight words, 8 SXTB16 and 16 SMLAD: 27 instructions per 32 MACs, no loop
- * counter), entered once per 4 rows and left through the pass's epilogue (one LDR PC):
- *   head: the start values from the weight stream (4 words before the block's weights: the bias)
- *         or from the partial sums at y;
- *   end:  requantized int8 outputs, or the partial sums stored back to y.
+ * mc_fc_l128_run runs a layer of 4k rows and 128n inputs (batch 1) in n passes over chunks of 128
+ * inputs (32 groups of 4, expanded in the scratch as P, Q pairs), 4 output rows at a time. On the DSP
+ * path it is one assembly routine per model (the layer's constants in flash, its C function a tail
+ * call): a pass's 16 double steps unrolled (per 4 rows x 8 inputs one LDM of the 4 expanded words, two
+ * LDM of 4 weight words, 8 SXTB16 and 16 SMLAD: 27 instructions per 32 MACs, no loop count), entered
+ * once per 4 rows and left by one LDM of the frame with the PC into the pass's epilogue:
+ *   head: the start values from the weight stream (4 words before the block's weights in the first
+ *         chunk: the bias) or from the partial sums in the scratch;
+ *   end:  requantized int8 outputs (the last pass: one naked function per shift, SSAT's immediate),
+ *         or the partial sums stored back (the passes before it).
  * The requantization works on the 256-scaled accumulator s directly: SMMLA (truncating) with
  * C = 64 + 128 c (c = 2^(r-1) + zero point * 2^r, mc_requant_fast) then >> (r + 7) is exact:
  *   floor((C + floor(s M / 2^32)) / 2^(r+7)) = floor(floor((C + floor(128 v)) / 128) / 2^r)
