@@ -42,7 +42,7 @@ static inline void mc_expand_s8l_swapped(int32_t* d, const int8_t* x, int32_t st
 /* One layer (batch 1): its constants, in flash. xs the scratch of one expanded chunk (64 words), acc
  * the int32 partial sums of the rows (chunks > 1), w the weight stream (per chunk and block of 4 rows
  * the 128 words of the 32 groups of 4 inputs, each block's 4 start values first in the first chunk),
- * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r)), epi the last pass's
+ * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r), + 2^23 for r = 9), epi the last pass's
  * epilogue (MC_FC_L128_EPI: its shift sh = r + 7 an immediate), blocks = rows / 4, sh and mode
  * (MC_FC_L128_SIGNED for a clamp that starts below the output zero point) as numbers for the C path. */
 typedef struct {
@@ -161,6 +161,28 @@ enum { MC_FC_L128_SIGNED = 2 };
     __asm__ volatile(MC_FC_L128_OUT_SIGNED("r0", SH) MC_FC_L128_OUT_SIGNED("r1", SH) \
                          MC_FC_L128_OUT_SIGNED("r2", SH) MC_FC_L128_OUT_SIGNED("r3", SH) MC_FC_L128_END); \
   }
+/* The shift 16: the 4 outputs are the high halves of the 4 sums; two PKHTB, two USAT16 (c holds 128 * 2^16
+   more: the outputs + 128, unsigned), one ORR of the two pairs and one EOR back to int8, one STR: 12
+   instructions where 4 x (SSAT, STRB) take 8 + ... (one fewer per 4 outputs) */
+#define MC_FC_L128_T(S) "smmla " S ", " S ", r7, r8\n\t"
+#define MC_FC_L128_T_SIGNED(S) "smmla r11, " S ", r7, r8\n\tasr " S ", " S ", #31\n\tadd " S ", r11, " S ", lsl #7\n\t"
+#define MC_FC_L128_PACK16                \
+  "pkhtb r11, r2, r0, asr #16\n\t"      \
+  "pkhtb r12, r3, r1, asr #16\n\t"      \
+  "usat16 r11, #8, r11\n\t"             \
+  "usat16 r12, #8, r12\n\t"             \
+  "orr r11, r11, r12, lsl #8\n\t"       \
+  "eor r11, r11, #0x80808080\n\t"       \
+  "str r11, [r6], #4\n\t"
+#define MC_FC_L128_EPILOGUE_16                                                                            \
+  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_16(void) {                          \
+    __asm__ volatile(MC_FC_L128_T("r0") MC_FC_L128_T("r1") MC_FC_L128_T("r2") MC_FC_L128_T("r3")            \
+                         MC_FC_L128_PACK16 MC_FC_L128_END);                                                \
+  }                                                                                                       \
+  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_s16(void) {                         \
+    __asm__ volatile(MC_FC_L128_T_SIGNED("r0") MC_FC_L128_T_SIGNED("r1") MC_FC_L128_T_SIGNED("r2")        \
+                         MC_FC_L128_T_SIGNED("r3") MC_FC_L128_PACK16 MC_FC_L128_END);                      \
+  }
 MC_FC_L128_EPILOGUE(8)
 MC_FC_L128_EPILOGUE(9)
 MC_FC_L128_EPILOGUE(10)
@@ -169,7 +191,7 @@ MC_FC_L128_EPILOGUE(12)
 MC_FC_L128_EPILOGUE(13)
 MC_FC_L128_EPILOGUE(14)
 MC_FC_L128_EPILOGUE(15)
-MC_FC_L128_EPILOGUE(16)
+MC_FC_L128_EPILOGUE_16
 MC_FC_L128_EPILOGUE(17)
 MC_FC_L128_EPILOGUE(18)
 MC_FC_L128_EPILOGUE(19)
@@ -298,7 +320,8 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
         /* SMMLA: c + the high word of s * m (truncated); the sign correction: - 128 */
         int32_t t = (int32_t)((uint32_t)layer->c + (uint32_t)(int32_t)(((int64_t)s[j] * layer->m) >> 32));
         if ((layer->mode & MC_FC_L128_SIGNED) && s[j] < 0) t = (int32_t)((uint32_t)t - 128u);
-        y[4 * g + j] = (int8_t)MC_SSAT8(t >> layer->sh);
+        /* the shift 16: c holds 128 * 2^16 more (MC_FC_L128_EPILOGUE_16) */
+        y[4 * g + j] = (int8_t)MC_SSAT8((t >> layer->sh) - (layer->sh == 16 ? 128 : 0));
       }
     }
   }

@@ -193,7 +193,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     if l128 or l8:
         # mc_fc_l128: SMMLA on the 256-scaled sums with C = 64 + 128 c, then >> (r + 7) (kernel_fc_lanes.h)
         values.update(
-            l128_c=64 + 128 * int(c[0]),
+            # mc_fc_l128's shift 16 (MC_FC_L128_EPILOGUE_16): the outputs + 128 saturated unsigned
+            l128_c=64 + 128 * int(c[0]) + (L128_UNSIGNED_OFFSET if l128 and int(r[0]) + 7 == 16 else 0),
             l128_sh=int(r[0]) + 7,
             l128_signed=lo < y_zp,
         )
@@ -231,16 +232,18 @@ L128_STEPS = 32
 
 # MC_FC_L8: a layer of 8 inputs, its expanded input in 4 registers
 L8_DEPTH = 8
+# mc_fc_l128's epilogue for the shift 16 saturates the outputs + 128 unsigned: 128 * 2^16 more in C
+L128_UNSIGNED_OFFSET = 128 << 16
 
 
 def lanes_requant_fits(is_fast, per_channel, ort, c, r, act) -> bool:
     """Whether a lanes layer's requantization runs on its 256-scaled sums (mc_fc_l128, MC_FC_L8): one
     per-tensor fast requantization whose clamp is the int8 range (SSAT alone), C = 64 + 128 c with
-    |C| < 2^30 (C + the SMMLA product, |product| < 2^30, stays in int32) and 8 <= r + 7 <= 31 (SSAT's
-    shift)."""
+    |C| + 2^23 < 2^30 (C, with L128_UNSIGNED_OFFSET, + the SMMLA product, |product| < 2^30, stays in
+    int32) and 8 <= r + 7 <= 31 (SSAT's shift)."""
     if not is_fast or per_channel or ort is not None or tuple(act) != (-128, 127):
         return False
-    return abs(64 + 128 * int(c[0])) < 2**30 and 1 <= int(r[0]) <= 24
+    return abs(64 + 128 * int(c[0])) + L128_UNSIGNED_OFFSET < 2**30 and 1 <= int(r[0]) <= 24
 
 
 def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> np.ndarray:
