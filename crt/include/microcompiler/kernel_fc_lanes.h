@@ -283,7 +283,14 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "5:\n\t" MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
       MC_FC_L128_TO_EPILOGUE
       "44:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
-      "45:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("2", "21b") MC_FC_L128_EXPAND_SUB);
+      /* a middle pass: the next block's partial sums loaded here, straight into the body */
+      "45:\n\t"
+      "stmia r6!, {r0, r1, r2, r3}\n\t"
+      "str r6, [sp, #4]\n\t"
+      "cmp r6, r10\n\t"
+      "beq 21b\n\t"
+      "ldm r6, {r0, r1, r2, r3}\n\t"
+      "b 5b\n\t" MC_FC_L128_EXPAND_SUB);
 }
 #else
 #define MC_FC_L128_EPI(SH) 0
