@@ -24,6 +24,7 @@ KERNEL_HEADERS = (
     "kernel_simd.h",
     "kernel_planes.h",
     "kernel_lanes.h",
+    "kernel_fc_lanes.h",
     "kernel_portable.h",
     "kernel_portable_runs.h",
     "kernel_portable_fc.h",

@@ -39,7 +39,41 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     steps, depth_tail = depth // 4, depth % 4
     lanes = plan.knob("extract") == "lanes"
     chunk_steps = plan.knob("chunk", 0) // 4 or steps
-    if lanes:
+    # the requantization on the 256-scaled sums: mc_fc_l128 (128-input passes) or MC_FC_L8 (8 inputs)
+    # both on the inputs swapped in pairs (x1 x0 x3 x2: P = SXTB16, Q = EOR, see kernel_fc_lanes.h), the
+    # weights with them, whose lanes must fit int16 too
+    swapped = w_rows.reshape(out_depth, -1, 2)[:, :, ::-1].reshape(out_depth, -1) if not depth % 4 else w_rows
+    fits = (
+        lanes
+        and batches == 1
+        and not depth_tail
+        and lanes_requant_fits(is_fast, per_channel, ort, c, r, (lo, hi))
+        and fast.lanes_words(swapped) is not None
+    )
+    l128 = fits and not out_depth % 4 and not steps % L128_STEPS and chunk_steps == L128_STEPS
+    l8 = fits and depth == L8_DEPTH
+    if l8:  # MC_FC_L8: per row its start value and 2 lanes words
+        ctx.note(routine="l8")  # its own cost-model key, as mc_fc_l128's
+        weights = ctx.const(
+            "weights",
+            np.concatenate([fast.lanes_bias(swapped, folded).reshape(-1, 1), fast.lanes_words(swapped)], axis=1)
+            .reshape(-1)
+            .astype(np.int32),
+            comment="per row its start value (256 * folded bias - 127 * sum(w1 + w3)) and its 2 lanes words "
+            "(w1 + 256 w0, w3 + 256 w2)",
+        )
+        bias = None
+    elif l128:
+        ctx.note(routine="l128")  # its own cost-model key (ops/cost_model.py KEY_KNOBS)
+        weights = ctx.const(
+            "weights",
+            pack_l128(fast.pack_lanes_rows4(swapped, chunk_steps), fast.lanes_bias(swapped, folded), steps),
+            comment="weights in lanes words (w1 + 256 w0, w3 + 256 w2): per chunk of 128 inputs and block of 4 "
+            "rows the words of rows 0..3 per group of 4 inputs, after the block's 4 start values "
+            "(256 * folded bias - 127 * sum(w1 + w3)) in the first chunk",
+        )
+        bias = None
+    elif lanes:
         weights = ctx.const(
             "weights",
             fast.pack_lanes_rows4(w_rows, chunk_steps),
@@ -153,7 +187,17 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         per_channel=per_channel,
         # lanes without depth tail, fast requantization: 256 * acc >> 7 = 2 * acc (mc_requant_fast2)
         halve=lanes and is_fast and not depth_tail,
+        l128=l128,
+        l8=l8,
     )
+    if l128 or l8:
+        # mc_fc_l128: SMMLA on the 256-scaled sums with C = 64 + 128 c, then >> (r + 7) (kernel_fc_lanes.h)
+        values.update(
+            # mc_fc_l128's shift 16 (MC_FC_L128_EPILOGUE_16): the outputs + 128 saturated unsigned
+            l128_c=64 + 128 * int(c[0]) + (L128_UNSIGNED_OFFSET if l128 and int(r[0]) + 7 == 16 else 0),
+            l128_sh=int(r[0]) + 7,
+            l128_signed=lo < y_zp,
+        )
     if per_channel:
         values.update(
             multipliers=ctx.const(
@@ -180,3 +224,33 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     values["rows2_helper"] = bool(values["lane"] and is_fast and per_channel and ort is None and not out_depth % 4)
     ctx.note(requant="smmlar" if is_fast else "reference")
     return ctx.render("fully_connected_rows4.c.j2", **values)
+
+
+# kernel_fc_lanes.h's one pass per 128 inputs: 32 groups of 4 inputs per chunk
+L128_STEPS = 32
+
+
+# MC_FC_L8: a layer of 8 inputs, its expanded input in 4 registers
+L8_DEPTH = 8
+# mc_fc_l128's epilogue for the shift 16 saturates the outputs + 128 unsigned: 128 * 2^16 more in C
+L128_UNSIGNED_OFFSET = 128 << 16
+
+
+def lanes_requant_fits(is_fast, per_channel, ort, c, r, act) -> bool:
+    """Whether a lanes layer's requantization runs on its 256-scaled sums (mc_fc_l128, MC_FC_L8): one
+    per-tensor fast requantization whose clamp is the int8 range (SSAT alone), C = 64 + 128 c with
+    |C| + 2^23 < 2^30 (C, with L128_UNSIGNED_OFFSET, + the SMMLA product, |product| < 2^30, stays in
+    int32) and 8 <= r + 7 <= 31 (SSAT's shift)."""
+    if not is_fast or per_channel or ort is not None or tuple(act) != (-128, 127):
+        return False
+    return abs(64 + 128 * int(c[0])) + L128_UNSIGNED_OFFSET < 2**30 and 1 <= int(r[0]) <= 24
+
+
+def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> np.ndarray:
+    """pack_lanes_rows4's stream (chunks of 128 inputs, blocks of 4 rows) with each block's 4 start
+    values put before its words in the first chunk (mc_fc_l128's head reads them from the stream)."""
+    blocks = len(start) // 4
+    per_block = 4 * L128_STEPS
+    chunks = words.reshape(steps // L128_STEPS, blocks, per_block)
+    first = np.concatenate([start.reshape(blocks, 4).astype(np.int32), chunks[0]], axis=1).reshape(-1)
+    return np.concatenate([first, chunks[1:].reshape(-1)]).astype(np.int32)
