@@ -4,7 +4,7 @@
 
 static void write_bytes(const char* s, size_t n) { (void)mc_platform_write((const uint8_t*)s, n); }
 
-void mc_report_text(const char* text) {
+MC_PLAIN_LOOPS void mc_report_text(const char* text) {
   size_t n = 0;
   while (text[n] != '\0') ++n;
   write_bytes(text, n);

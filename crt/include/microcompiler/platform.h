@@ -12,6 +12,16 @@
 
 #include "microcompiler/status.h"
 
+/* For the runtime's own copy, fill and string-length loops (the reset handler's .data and .bss, the
+ * report's texts): GCC at -O2 turns such a loop into a call of the C library's memcpy, memset or
+ * strlen, which a standalone firmware needs nowhere else and whose fast versions weigh ~700 B of
+ * flash (newlib's on the bare-metal boards). These loops run once or print a few bytes. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MC_PLAIN_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define MC_PLAIN_LOOPS
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -85,7 +85,7 @@ __attribute__((noinline)) static void enable_fpu(void) {
 }
 #endif
 
-__attribute__((noinline)) static void paint_stack(void) {
+MC_PLAIN_LOOPS __attribute__((noinline)) static void paint_stack(void) {
   uint32_t* p = __stack_start;
   uint32_t* limit;
   __asm volatile("mov %0, sp" : "=r"(limit));
@@ -93,7 +93,7 @@ __attribute__((noinline)) static void paint_stack(void) {
   while (p < limit) *p++ = STACK_PAINT;
 }
 
-void Reset_Handler(void) {
+MC_PLAIN_LOOPS void Reset_Handler(void) {
   uint32_t* src = __data_load_start;
   uint32_t* dst = __data_start;
 #if MC_HAS_FPU
