@@ -89,7 +89,15 @@ def test_fc_l128_on_host(tmp_path, input_zp):
     ops = [o for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"]
     assert all(o["kernel"]["extract"] == "lanes" for o in ops)
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
-    assert _ops_c(lib).count("MC_FC_L128_EPI_SIGNED(") == sum(layer[3] > -128 for layer in L128_LAYERS)
+    # the epilogue families: one pass (the records' next) or chunked (the loop test), each signed or not
+    for family, chunked in (("", False), ("_CHUNKED", True)):
+        for signed in (False, True):
+            expected = sum((layer[0] > 128) == chunked and (layer[3] > -128) == signed for layer in L128_LAYERS)
+            assert _ops_c(lib).count(f"MC_FC_L128_EPI{family}{'_SIGNED' if signed else ''}(") == expected
+    # a record per block of 4 rows and a terminator per layer in its first chunk
+    assert _ops_c(lib).count("MC_FC_L128_GO,") == sum(layer[1] // 4 for layer in L128_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L128_NEXT,") == sum(layer[0] > 128 for layer in L128_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L128_DONE\n}") == sum(layer[0] == 128 for layer in L128_LAYERS)
     assert _ops_c(lib).count("  MC_FC_L8(") == len(L8_LAYERS)
     assert _ops_c(lib).count("MC_FC_L8_SIGNED)") == sum(layer[3] > -128 for layer in L8_LAYERS)
 
