@@ -8,10 +8,17 @@
  * call): a pass's 16 double steps unrolled (per 4 rows x 8 inputs one LDM of the 4 expanded words, two
  * LDM of 4 weight words, 8 SXTB16 and 16 SMLAD: 27 instructions per 32 MACs, no loop count), entered
  * once per 4 rows and left by one LDM of the frame with the PC into the pass's epilogue:
- *   head: the start values from the weight stream (4 words before the block's weights in the first
- *         chunk: the bias) or from the partial sums in the scratch;
- *   end:  requantized int8 outputs (the last pass: one naked function per shift, SSAT's immediate),
- *         or the partial sums stored back (the passes before it).
+ *   head: the start values from the weight stream or from the partial sums in the scratch. In the
+ *         first chunk each block's weights come after a record of 5 words: its 4 start values (the
+ *         bias) and MC_FC_L128_GO, the body's address; the epilogue before it goes on with one LDM of
+ *         the record into r0-r3 and the PC, no loop test. After the last block a terminator record
+ *         (4 words unused) leaves the layer (MC_FC_L128_DONE) or goes on with its next chunk
+ *         (MC_FC_L128_NEXT): 4 bytes of flash per block of the first chunk, 20 per layer, for 3
+ *         instructions fewer per block;
+ *   end:  requantized int8 outputs (the last pass: one naked function per shift, SSAT's immediate,
+ *         going on with the next record, or in a chunked layer's last pass testing for the end and
+ *         loading the next block's partial sums), or the partial sums stored back (the passes before
+ *         it).
  * The requantization works on the 256-scaled accumulator s directly: SMMLA (truncating) with
  * C = 64 + 128 c (c = 2^(r-1) + zero point * 2^r, mc_requant_fast) then >> (r + 7) is exact:
  *   floor((C + floor(s M / 2^32)) / 2^(r+7)) = floor(floor((C + floor(128 v)) / 128) / 2^r)
@@ -41,9 +48,9 @@ static inline void mc_expand_s8l_swapped(int32_t* d, const int8_t* x, int32_t st
 
 /* One layer (batch 1): its constants, in flash. xs the scratch of one expanded chunk (64 words), acc
  * the int32 partial sums of the rows (chunks > 1), w the weight stream (per chunk and block of 4 rows
- * the 128 words of the 32 groups of 4 inputs, each block's 4 start values first in the first chunk),
- * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r), + 2^23 for r = 9), epi the last pass's
- * epilogue (MC_FC_L128_EPI: its shift sh = r + 7 an immediate), blocks = rows / 4, sh and mode
+ * the 128 words of the 32 groups of 4 inputs, each block's record first in the first chunk, then the
+ * terminator record), m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r), + 2^23 for r = 9), epi the last pass's
+ * epilogue (MC_FC_L128_EPI, MC_FC_L128_EPI_CHUNKED: its shift sh = r + 7 an immediate), blocks = rows / 4, sh and mode
  * (MC_FC_L128_SIGNED for a clamp that starts below the output zero point) as numbers for the C path. */
 typedef struct {
   int32_t* xs;
