@@ -270,12 +270,14 @@ __attribute__((naked, noinline, unused)) static void mc_fc_l128_next(void) {
 
 /* x: the input (int8, any alignment), y: the output, layer: its constants. A one-pass layer: the frame,
    the expansion, then the first record (LDM of the start values and the PC). */
-static __attribute__((naked, noinline)) void mc_fc_l128_one(__attribute__((unused)) const int8_t* x,
-                                                            __attribute__((unused)) int8_t* y,
-                                                            __attribute__((unused)) const mc_fc_l128_layer* layer) {
+#define MC_FC_L128_ENTRY(NAME)                                                                         \
+  static __attribute__((naked, noinline)) void NAME(__attribute__((unused)) const int8_t* x,              \
+                                                    __attribute__((unused)) int8_t* y,                    \
+                                                    __attribute__((unused)) const mc_fc_l128_layer* layer)
+#define MC_FC_L128_FRAME "push {r4-r11, lr}\n\tsub sp, #32\n\t"
+MC_FC_L128_ENTRY(mc_fc_l128_one) {
   __asm__ volatile(
-      "push {r4-r11, lr}\n\t"
-      "sub sp, #32\n\t"
+      MC_FC_L128_FRAME
       "ldm r2, {r3, r4, r5, r6, r7, r8}\n\t" /* xs acc w m c epi */
       "strd r3, r1, [sp]\n\t"
       "strd r6, r7, [sp, #8]\n\t"
@@ -284,12 +286,9 @@ static __attribute__((naked, noinline)) void mc_fc_l128_one(__attribute__((unuse
 }
 /* A chunked layer: its first pass from the records into the partial sums (epilogue 44), its terminator
    into mc_fc_l128_next. */
-static __attribute__((naked, noinline)) void mc_fc_l128_chunked(__attribute__((unused)) const int8_t* x,
-                                                                __attribute__((unused)) int8_t* y,
-                                                                __attribute__((unused)) const mc_fc_l128_layer* layer) {
+MC_FC_L128_ENTRY(mc_fc_l128_chunked) {
   __asm__ volatile(
-      "push {r4-r11, lr}\n\t"
-      "sub sp, #32\n\t"
+      MC_FC_L128_FRAME
       "ldm r2, {r3, r4, r5, r6, r7, r8, r9, r10}\n\t" /* xs acc w m c epi chunks blocks */
       "strd r3, r4, [sp]\n\t"
       "str r1, [sp, #28]\n\t"
