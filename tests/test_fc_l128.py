@@ -54,6 +54,7 @@ L128_LAYERS = [
     (640, 16, "RELU", -128, 0.4),  # 5 chunks
     (640, 8, "NONE", -7, 0.003),  # 5 chunks, a small output scale: many saturated outputs
     (128, 4, "NONE", 20, 0.2),  # the shift 16 (packed stores) with the correction
+    (256, 4, "NONE", 20, 0.2),  # the same in 2 chunks (the chunked last pass's epilogue, one block)
 ]
 # MC_FC_L8 (8 inputs in registers): rows by 4 and the rows % 4 left over, with and without the correction
 L8_LAYERS = [(8, 128, "RELU", -128, 0.05), (8, 7, "NONE", 3, 0.02), (8, 2, "NONE", -128, 0.01)]
