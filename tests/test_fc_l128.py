@@ -54,6 +54,7 @@ L128_LAYERS = [
     (640, 16, "RELU", -128, 0.4),  # 5 chunks
     (640, 8, "NONE", -7, 0.003),  # 5 chunks, a small output scale: many saturated outputs
     (128, 4, "NONE", 20, 0.2),  # the shift 16 (packed stores) with the correction
+    (256, 4, "NONE", 20, 0.2),  # the same in 2 chunks (the chunked last pass's epilogue, one block)
 ]
 # MC_FC_L8 (8 inputs in registers): rows by 4 and the rows % 4 left over, with and without the correction
 L8_LAYERS = [(8, 128, "RELU", -128, 0.05), (8, 7, "NONE", 3, 0.02), (8, 2, "NONE", -128, 0.01)]
@@ -89,7 +90,15 @@ def test_fc_l128_on_host(tmp_path, input_zp):
     ops = [o for o in lib.metadata["operators"] if o["kind"] == "FULLY_CONNECTED"]
     assert all(o["kernel"]["extract"] == "lanes" for o in ops)
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
-    assert _ops_c(lib).count("MC_FC_L128_EPI_SIGNED(") == sum(layer[3] > -128 for layer in L128_LAYERS)
+    # the epilogue families: one pass (the records' next) or chunked (the loop test), each signed or not
+    for family, chunked in (("", False), ("_CHUNKED", True)):
+        for signed in (False, True):
+            expected = sum((layer[0] > 128) == chunked and (layer[3] > -128) == signed for layer in L128_LAYERS)
+            assert _ops_c(lib).count(f"MC_FC_L128_EPI{family}{'_SIGNED' if signed else ''}(") == expected
+    # a record per block of 4 rows and a terminator per layer in its first chunk
+    assert _ops_c(lib).count("MC_FC_L128_GO,") == sum(layer[1] // 4 for layer in L128_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L128_NEXT,") == sum(layer[0] > 128 for layer in L128_LAYERS)
+    assert _ops_c(lib).count("MC_FC_L128_DONE\n}") == sum(layer[0] == 128 for layer in L128_LAYERS)
     assert _ops_c(lib).count("  MC_FC_L8(") == len(L8_LAYERS)
     assert _ops_c(lib).count("MC_FC_L8_SIGNED)") == sum(layer[3] > -128 for layer in L8_LAYERS)
 

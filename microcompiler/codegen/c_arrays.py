@@ -20,8 +20,9 @@ def _lines(items: list[str], per_line: int) -> str:
     return "{\n    " + ",\n    ".join(lines) + "\n}"
 
 
-def c_initializer(data: np.ndarray, per_line: int = 16) -> str:
-    """The brace-enclosed initialiser of a C array holding data.
+def c_initializer(data: np.ndarray, per_line: int = 16, symbols: dict[int, str] | None = None) -> str:
+    """The brace-enclosed initialiser of a C array holding data; ``symbols``: C constant expressions
+    written in place of the values at these flat indices.
 
     A float32 array with a NaN or an infinity is stored by bit pattern, so its initialiser is
     ``{{0x...u, ...}}`` for the union of ``c_array`` (C99 has no literal for those values).
@@ -42,10 +43,12 @@ def c_initializer(data: np.ndarray, per_line: int = 16) -> str:
         items = [f"{int(v)}u" for v in flat]
     else:
         items = [str(int(v)) for v in flat]
+    for k, expr in (symbols or {}).items():
+        items[k] = expr
     return _lines(items, per_line)
 
 
-def c_array(name: str, ctype: str, data: np.ndarray, comment: str = "") -> str:
+def c_array(name: str, ctype: str, data: np.ndarray, comment: str = "", symbols: dict[int, str] | None = None) -> str:
     """A ``static const`` array definition; indexing ``name`` gives the values of data.
 
     Float arrays with NaN or infinities become a union of their bit patterns and the float view,
@@ -61,4 +64,4 @@ def c_array(name: str, ctype: str, data: np.ndarray, comment: str = "") -> str:
             f"{c_initializer(data)};\n#define {name} ({name}_bits.values)\n"
         )
     head = f"/* {comment} */\n" if comment else ""
-    return f"{head}static const {ctype} {name}[{n}] = {c_initializer(data)};\n"
+    return f"{head}static const {ctype} {name}[{n}] = {c_initializer(data, symbols=symbols)};\n"

@@ -309,7 +309,7 @@ def generate_library(
         c_type=c_type,
         shared_arena=shared_arena,
         slices=sorted(((graph.offsets[root], c, comment) for root, (c, comment) in slices.items())),
-        params=[c_array(*a) for a in params.arrays],
+        params=[c_array(*a, symbols=params.symbols.get(a[0])) for a in params.arrays],
         scratch_bytes=params.scratch_bytes,
         state_bytes=graph.state_bytes,
         state_definitions=state_definitions(states),

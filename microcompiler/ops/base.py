@@ -221,10 +221,18 @@ class EmitContext:
         role = roles[pos] if 0 <= pos < len(roles) else f"input{pos}"
         return self.params.tensor(tensor, t, f"{self.prefix}_{role}")
 
-    def const(self, suffix: str, array: np.ndarray, ctype: str | None = None, comment: str = "") -> str:
+    def const(
+        self,
+        suffix: str,
+        array: np.ndarray,
+        ctype: str | None = None,
+        comment: str = "",
+        symbols: dict[int, str] | None = None,
+    ) -> str:
         """A derived constant array in flash; ``comment`` (one line above it in the C) says what it
         holds and, for records, their layout. Without one, the comment names the operator and the
-        array's length."""
+        array's length. ``symbols``: the C constant expressions (a kernel's address, say) written in
+        place of the values at these flat indices."""
         patch = self.op.notes.patch  # the patches of one layer (passes/patches.py) share equal arrays
         return self.params.add(
             f"{self.prefix}_{suffix}",
@@ -232,6 +240,7 @@ class EmitContext:
             ctype,
             comment or f"{self.op.kind} operator {self.op.index}: {suffix}, {np.asarray(array).size} values",
             share=(patch.of, suffix) if patch else None,
+            symbols=symbols,
         )
 
     def model_const(self, name: str, array: np.ndarray, comment: str) -> str:
@@ -310,6 +319,7 @@ class ParamSink:
     def __init__(self, model: str):
         self.model = model
         self.arrays: list[tuple[str, str, np.ndarray, str]] = []  # (name, ctype, data, comment)
+        self.symbols: dict[str, dict[int, str]] = {}  # array -> C expressions in place of values (add)
         self._by_tensor: dict[int, str] = {}  # id(Tensor) -> array (subgraphs number tensors from 0 too)
         self._by_content: dict[tuple, str] = {}  # constants shared between subgraphs
         self.scratch_bytes = 0  # the largest scratch any operator asked for (multiple of 4)
@@ -347,15 +357,26 @@ class ParamSink:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
 
-    def add(self, name: str, data: np.ndarray, ctype: str | None = None, comment: str = "", share=None) -> str:
+    def add(
+        self,
+        name: str,
+        data: np.ndarray,
+        ctype: str | None = None,
+        comment: str = "",
+        share=None,
+        symbols: dict[int, str] | None = None,
+    ) -> str:
         """A new array, or with ``share`` (a key) the array added before under the same key with the
-        same type and contents."""
+        same type and contents. ``symbols``: C expressions in place of the values at these flat indices."""
         ctype = ctype or self._CTYPES[data.dtype]
-        key = None if share is None else (share, ctype, data.shape, np.ascontiguousarray(data).tobytes())
+        contents = (ctype, data.shape, np.ascontiguousarray(data).tobytes(), tuple(sorted((symbols or {}).items())))
+        key = None if share is None else (share, *contents)
         if key in self._shared:
             return self._shared[key]
         name = self._unique(name)
         self.arrays.append((name, ctype, data, comment))
+        if symbols:
+            self.symbols[name] = dict(symbols)
         if key is not None:
             self._shared[key] = name
         return name

@@ -422,7 +422,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8": {"outputs": 9.375},
         "DEQUANTIZE|int8|reference": {"outputs": 9.375},
         "DEQUANTIZE|int8|reference|": {"outputs": 9.375},
-        "FULLY_CONNECTED": {"outputs": 14.97, "blocks": 0.8991},
+        "FULLY_CONNECTED": {"outputs": 14.98, "blocks": 0.8958},
         "FULLY_CONNECTED|float32": {"macs": 2.903, "outputs": 15.84, "inputs": 2.485},
         "FULLY_CONNECTED|float32|float-rows4": {"macs": 2.903, "outputs": 15.84, "inputs": 2.485},
         "FULLY_CONNECTED|float32|float-rows4|isa=fpu": {"macs": 2.903, "outputs": 15.84, "inputs": 2.485},
@@ -430,8 +430,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=dsp,weights=s8,chunk=0": {"macs": 1.562},
-        "FULLY_CONNECTED|int8": {"outputs": 9.767, "blocks": 0.9424},
-        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.767, "blocks": 0.9424},
+        "FULLY_CONNECTED|int8": {"outputs": 9.778, "blocks": 0.9397},
+        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.778, "blocks": 0.9397},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.875},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.8469},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
@@ -439,15 +439,15 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "blocks": 1.046,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
-            "macs": 0.8909
+            "macs": 0.8852
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l8": {
-            "outputs": 10.08,
-            "inputs": 7.46,
+            "macs": 1.26,
+            "pixels": 59.68,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 3.027},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
-            "macs": 0.8685
+            "macs": 0.8673
         },
         "HARD_SWISH": {"macs": 3.999},
         "HARD_SWISH|int8": {"macs": 3.999},
@@ -802,7 +802,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8|reference|onnx:table": {"outputs": 5.0},
         "DEQUANTIZE|int8|reference||onnx:table": {"outputs": 5.0},
         "DEQUANTIZE|onnx:table": {"outputs": 5.0},
-        "FULLY_CONNECTED": {"outputs": 19.07, "blocks": 1.173},
+        "FULLY_CONNECTED": {"outputs": 19.08, "blocks": 1.167},
         "FULLY_CONNECTED|float32": {"macs": 4.547, "outputs": 16.61},
         "FULLY_CONNECTED|float32|float-rows4": {"macs": 2.913, "outputs": 16.15, "inputs": 2.481},
         "FULLY_CONNECTED|float32|float-rows4|isa=fpu": {"macs": 2.913, "outputs": 16.15, "inputs": 2.481},
@@ -813,9 +813,9 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 1.563},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 1.563},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=dsp,weights=s8,chunk=0": {"macs": 1.563},
-        "FULLY_CONNECTED|int8": {"outputs": 9.667, "blocks": 0.939},
+        "FULLY_CONNECTED|int8": {"outputs": 9.68, "blocks": 0.9358},
         "FULLY_CONNECTED|int8|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
-        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.667, "blocks": 0.939},
+        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.68, "blocks": 0.9358},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.9},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=reference|onnx:requant=float": {"macs": 2.516},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.845},
@@ -829,15 +829,15 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "blocks": 1.023,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
-            "macs": 0.8917
+            "macs": 0.885
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l8": {
-            "inputs": 4.839,
-            "channels": 10.32,
+            "macs": 1.29,
+            "pixels": 38.71,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 2.969},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
-            "macs": 0.8687
+            "macs": 0.8672
         },
         "FULLY_CONNECTED|int8|rows4|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
         "FULLY_CONNECTED|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
@@ -1575,7 +1575,7 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "DEQUANTIZE|int8": {"outputs": 7.5},
         "DEQUANTIZE|int8|reference": {"outputs": 7.5},
         "DEQUANTIZE|int8|reference|": {"outputs": 7.5},
-        "FULLY_CONNECTED": {"outputs": 15.14, "blocks": 0.9482},
+        "FULLY_CONNECTED": {"outputs": 15.15, "blocks": 0.9441},
         "FULLY_CONNECTED|float32": {"macs": 2.896, "outputs": 15.86, "inputs": 2.515},
         "FULLY_CONNECTED|float32|float-rows4": {"macs": 2.896, "outputs": 15.86, "inputs": 2.515},
         "FULLY_CONNECTED|float32|float-rows4|isa=fpu": {"macs": 2.896, "outputs": 15.86, "inputs": 2.515},
@@ -1583,8 +1583,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8": {"macs": 1.562},
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=dsp,weights=s8,chunk=0": {"macs": 1.562},
-        "FULLY_CONNECTED|int8": {"outputs": 9.665, "blocks": 0.9401},
-        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.665, "blocks": 0.9401},
+        "FULLY_CONNECTED|int8": {"outputs": 9.678, "blocks": 0.9369},
+        "FULLY_CONNECTED|int8|rows4": {"outputs": 9.678, "blocks": 0.9369},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.9},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.845},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
@@ -1592,15 +1592,15 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "blocks": 1.03,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
-            "macs": 0.8917
+            "macs": 0.885
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l8": {
-            "inputs": 4.839,
-            "blocks": 1.29,
+            "macs": 1.29,
+            "pixels": 38.71,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 2.969},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
-            "macs": 0.8687
+            "macs": 0.8672
         },
         "HARD_SWISH": {"macs": 4.0},
         "HARD_SWISH|int8": {"macs": 4.0},

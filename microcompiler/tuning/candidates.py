@@ -19,7 +19,8 @@ def _code_key(op: Operator, graph: Graph, features: frozenset[str], knobs: dict)
     body = kernel_for(op).emit(op, graph, ctx)
     digest = hashlib.sha256(body.encode())
     for name, ctype, data, _ in ctx.params.arrays:  # a variable tensor (LSTM state) has no data
-        digest.update(repr((name, ctype)).encode() + (data.tobytes() if data is not None else b""))
+        symbols = ctx.params.symbols.get(name)
+        digest.update(repr((name, ctype, symbols)).encode() + (data.tobytes() if data is not None else b""))
     return digest.hexdigest()
 
 

@@ -8,10 +8,17 @@
  * call): a pass's 16 double steps unrolled (per 4 rows x 8 inputs one LDM of the 4 expanded words, two
  * LDM of 4 weight words, 8 SXTB16 and 16 SMLAD: 27 instructions per 32 MACs, no loop count), entered
  * once per 4 rows and left by one LDM of the frame with the PC into the pass's epilogue:
- *   head: the start values from the weight stream (4 words before the block's weights in the first
- *         chunk: the bias) or from the partial sums in the scratch;
- *   end:  requantized int8 outputs (the last pass: one naked function per shift, SSAT's immediate),
- *         or the partial sums stored back (the passes before it).
+ *   head: the start values from the weight stream or from the partial sums in the scratch. In the
+ *         first chunk each block's weights come after a record of 5 words: its 4 start values (the
+ *         bias) and MC_FC_L128_GO, the body's address; the epilogue before it goes on with one LDM of
+ *         the record into r0-r3 and the PC, no loop test. After the last block a terminator record
+ *         (4 words unused) leaves the layer (MC_FC_L128_DONE) or goes on with its next chunk
+ *         (MC_FC_L128_NEXT): 4 bytes of flash per block of the first chunk, 20 per layer, for 3
+ *         instructions fewer per block;
+ *   end:  requantized int8 outputs (the last pass: one naked function per shift, SSAT's immediate,
+ *         going on with the next record, or in a chunked layer's last pass testing for the end and
+ *         loading the next block's partial sums), or the partial sums stored back (the passes before
+ *         it).
  * The requantization works on the 256-scaled accumulator s directly: SMMLA (truncating) with
  * C = 64 + 128 c (c = 2^(r-1) + zero point * 2^r, mc_requant_fast) then >> (r + 7) is exact:
  *   floor((C + floor(s M / 2^32)) / 2^(r+7)) = floor(floor((C + floor(128 v)) / 128) / 2^r)
@@ -41,9 +48,9 @@ static inline void mc_expand_s8l_swapped(int32_t* d, const int8_t* x, int32_t st
 
 /* One layer (batch 1): its constants, in flash. xs the scratch of one expanded chunk (64 words), acc
  * the int32 partial sums of the rows (chunks > 1), w the weight stream (per chunk and block of 4 rows
- * the 128 words of the 32 groups of 4 inputs, each block's 4 start values first in the first chunk),
- * m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r), + 2^23 for r = 9), epi the last pass's
- * epilogue (MC_FC_L128_EPI: its shift sh = r + 7 an immediate), blocks = rows / 4, sh and mode
+ * the 128 words of the 32 groups of 4 inputs, each block's record first in the first chunk, then the
+ * terminator record), m and c the requantization (c = 64 + 128 * (2^(r-1) + zero point * 2^r), + 2^23 for r = 9), epi the last pass's
+ * epilogue (MC_FC_L128_EPI, MC_FC_L128_EPI_CHUNKED: its shift sh = r + 7 an immediate), blocks = rows / 4, sh and mode
  * (MC_FC_L128_SIGNED for a clamp that starts below the output zero point) as numbers for the C path. */
 typedef struct {
   int32_t* xs;
@@ -96,12 +103,9 @@ enum { MC_FC_L128_SIGNED = 2 };
   "sxtb16 r9, r10\n\t"                                 \
   "eor r10, r10, #0x007F007F\n\t"                      \
   "stmia r4!, {r1, r2, r3, r6, r7, r8, r9, r10}\n\t"
-/* the subroutine (BL, label 60) that expands the chunk at r0 (advanced by 128) into the scratch:
-   unrolled with LDM when r0 is word-aligned, else 8 groups per iteration; returns r4 = the scratch for
-   the first block; r1-r3, r6-r11 clobbered */
 #define MC_FC_L128_EXPAND16 MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4 MC_FC_L128_EXPAND4
 #define MC_FC_L128_EXPAND_SUB                                                                  \
-  "60:\n\t"                                                                                    \
+  ".Lmc_fc_l128_expand:\n\t"                                                                   \
   "ldr r4, [sp]\n\t"                                                                           \
   "tst r0, #3\n\t"                                                                             \
   "bne 68f\n\t" MC_FC_L128_EXPAND16 MC_FC_L128_EXPAND16                                        \
@@ -114,26 +118,36 @@ enum { MC_FC_L128_SIGNED = 2 };
   "bne 69b\n\t"                                                                                \
   "ldr r4, [sp]\n\t"                                                                           \
   "bx lr\n\t"
-#define MC_FC_L128_EXPAND "bl 60f\n\t"
-/* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, head, end (of out), the epilogue's
-   address, [sp + 28] the partial sums a last pass reads; during the partial passes of a chunked layer
-   m, c, head hold the next chunk's input, the last chunk's input and the layer, [sp + 28] the outputs.
-   The end of the body: r4, r6-r10 = xs, out, m, c, head (the next block's, for the last pass's
-   epilogue), end reloaded and the jump to the epilogue, one LDM (xs back in r4 for the next block). */
+#define MC_FC_L128_EXPAND "bl .Lmc_fc_l128_expand\n\t"
+/* the frame: [sp] xs, out (int8 outputs or partial sums), m, c, [sp + 16] the partial sums a chunked
+   layer's last pass reads (during its partial passes: the layer), end (of out; the passes that run on
+   the records need none), the epilogue's address, [sp + 28] a chunked layer's outputs; during its
+   partial passes m and c hold the next chunk's input and the last chunk's input.
+   The end of the body: r4, r6-r10 = xs, out, m, c, [sp + 16], end reloaded and the jump to the
+   epilogue, one LDM (xs back in r4 for the next block). */
 #define MC_FC_L128_TO_EPILOGUE "ldm sp, {r4, r6, r7, r8, r9, r10, pc}\n\t"
-/* a partial pass's end: out stored back, the next block (HEAD) or, at the end, DONE */
-#define MC_FC_L128_NEXT(HEAD, DONE) \
-  "str r6, [sp, #4]\n\t"            \
-  "cmp r6, r10\n\t"                 \
-  "bne " HEAD "b\n\t"               \
-  "b " DONE "\n\t"
-/* a partial pass's epilogue EPI, or the last pass's head HEAD: its address, Thumb bit set, into the frame */
+/* a partial pass's epilogue EPI: its address, Thumb bit set, into the frame */
 #define MC_FC_L128_PARTIAL_EPI(EPI) "adr.w r12, " EPI "\n\torr r12, r12, #1\n\tstr r12, [sp, #24]\n\t"
-#define MC_FC_L128_HEAD(HEAD) "adr.w r12, " HEAD "\n\torr r12, r12, #1\n\tstr r12, [sp, #16]\n\t"
+
+/* The body, one per model: entered with r0-r3 the start values, r4 xs, r5 the block's weights (from a
+   record's GO word: LDM of the 4 start values and the PC), left into the frame's epilogue. After it,
+   the expansion subroutine (BL .Lmc_fc_l128_expand) that expands the chunk at r0 (advanced by 128)
+   into the scratch: unrolled with LDM when r0 is word-aligned, else 8 groups per iteration; returns
+   r4 = the scratch for the first block; r1-r3, r6-r11 clobbered. */
+__attribute__((naked, noinline, unused)) static void mc_fc_l128_body(void) {
+  __asm__ volatile(MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_TO_EPILOGUE
+                       MC_FC_L128_EXPAND_SUB);
+}
+/* a one-pass layer's end: the PC of its terminator record */
+__attribute__((naked, noinline, unused)) static void mc_fc_l128_done(void) {
+  __asm__ volatile("add sp, #32\n\tpop {r4-r11, pc}\n\t");
+}
 
 /* The last pass's epilogue, one function per shift SH (the immediate of SSAT), jumped to (not called) from
-   mc_fc_l128_asm's frame: 4 outputs, then the next block's head, or the routine's return. Unused ones
-   are not emitted. */
+   the body's frame: 4 outputs, then the next block. A one-pass layer's (mc_fc_l128_epi_*) stores out and
+   goes on with the next record (LDM of its 4 start values and its GO, or the terminator's DONE: no loop
+   test); a chunked layer's last pass (mc_fc_l128_epic_*) tests for the end of out and loads the next
+   block's partial sums at r9 ([sp + 16]). Unused ones are not emitted. */
 #define MC_FC_L128_OUT(S, SH)                   \
   "smmla " S ", " S ", r7, r8\n\t"              \
   "ssat " S ", #8, " S ", asr #" #SH "\n\t"     \
@@ -144,28 +158,31 @@ enum { MC_FC_L128_SIGNED = 2 };
   "add r11, r11, " S ", lsl #7\n\t"             \
   "ssat r11, #8, r11, asr #" #SH "\n\t"         \
   "strb r11, [r6], #1\n\t"
-#define MC_FC_L128_END                          \
+#define MC_FC_L128_END "str r6, [sp, #4]\n\tldmia r5!, {r0, r1, r2, r3, pc}\n\t"
+#define MC_FC_L128_END_CHUNKED                  \
   "str r6, [sp, #4]\n\t"                        \
   "cmp r6, r10\n\t"                             \
   "beq 1f\n\t"                                  \
-  "bx r9\n\t"                                   \
+  "ldmia r9!, {r0, r1, r2, r3}\n\t"             \
+  "str r9, [sp, #16]\n\t"                       \
+  "b mc_fc_l128_body\n\t"                       \
   "1:\n\t"                                      \
   "add sp, #32\n\t"                             \
   "pop {r4-r11, pc}\n\t"
-#define MC_FC_L128_EPILOGUE(SH)                                                                   \
-  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_##SH(void) {                \
-    __asm__ volatile(MC_FC_L128_OUT("r0", SH) MC_FC_L128_OUT("r1", SH)           \
-                         MC_FC_L128_OUT("r2", SH) MC_FC_L128_OUT("r3", SH) MC_FC_L128_END);        \
-  }                                                                                               \
-  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_s##SH(void) {               \
-    __asm__ volatile(MC_FC_L128_OUT_SIGNED("r0", SH) MC_FC_L128_OUT_SIGNED("r1", SH) \
-                         MC_FC_L128_OUT_SIGNED("r2", SH) MC_FC_L128_OUT_SIGNED("r3", SH) MC_FC_L128_END); \
+#define MC_FC_L128_EPI_FN(NAME, OUT, SH, END)                                                   \
+  __attribute__((naked, noinline, unused)) static void NAME(void) {                           \
+    __asm__ volatile(OUT("r0", SH) OUT("r1", SH) OUT("r2", SH) OUT("r3", SH) END);             \
   }
+#define MC_FC_L128_EPILOGUE(SH)                                                                 \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epi_##SH, MC_FC_L128_OUT, SH, MC_FC_L128_END)                    \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epi_s##SH, MC_FC_L128_OUT_SIGNED, SH, MC_FC_L128_END)            \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epic_##SH, MC_FC_L128_OUT, SH, MC_FC_L128_END_CHUNKED)           \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epic_s##SH, MC_FC_L128_OUT_SIGNED, SH, MC_FC_L128_END_CHUNKED)
 /* The shift 16: the 4 outputs are the high halves of the 4 sums; two PKHTB, two USAT16 (c holds 128 * 2^16
    more: the outputs + 128, unsigned), one ORR of the two pairs and one EOR back to int8, one STR: 12
    instructions where 4 x (SSAT, STRB) take 8 + ... (one fewer per 4 outputs) */
-#define MC_FC_L128_T(S) "smmla " S ", " S ", r7, r8\n\t"
-#define MC_FC_L128_T_SIGNED(S) "smmla r11, " S ", r7, r8\n\tasr " S ", " S ", #31\n\tadd " S ", r11, " S ", lsl #7\n\t"
+#define MC_FC_L128_T(S, SH) "smmla " S ", " S ", r7, r8\n\t"
+#define MC_FC_L128_T_SIGNED(S, SH) "smmla r11, " S ", r7, r8\n\tasr " S ", " S ", #31\n\tadd " S ", r11, " S ", lsl #7\n\t"
 #define MC_FC_L128_PACK16                \
   "pkhtb r11, r2, r0, asr #16\n\t"      \
   "pkhtb r12, r3, r1, asr #16\n\t"      \
@@ -174,15 +191,11 @@ enum { MC_FC_L128_SIGNED = 2 };
   "orr r11, r11, r12, lsl #8\n\t"       \
   "eor r11, r11, #0x80808080\n\t"       \
   "str r11, [r6], #4\n\t"
-#define MC_FC_L128_EPILOGUE_16                                                                            \
-  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_16(void) {                          \
-    __asm__ volatile(MC_FC_L128_T("r0") MC_FC_L128_T("r1") MC_FC_L128_T("r2") MC_FC_L128_T("r3")            \
-                         MC_FC_L128_PACK16 MC_FC_L128_END);                                                \
-  }                                                                                                       \
-  __attribute__((naked, noinline, unused)) static void mc_fc_l128_epi_s16(void) {                         \
-    __asm__ volatile(MC_FC_L128_T_SIGNED("r0") MC_FC_L128_T_SIGNED("r1") MC_FC_L128_T_SIGNED("r2")        \
-                         MC_FC_L128_T_SIGNED("r3") MC_FC_L128_PACK16 MC_FC_L128_END);                      \
-  }
+#define MC_FC_L128_EPILOGUE_16                                                                  \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epi_16, MC_FC_L128_T, 16, MC_FC_L128_PACK16 MC_FC_L128_END)        \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epi_s16, MC_FC_L128_T_SIGNED, 16, MC_FC_L128_PACK16 MC_FC_L128_END) \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epic_16, MC_FC_L128_T, 16, MC_FC_L128_PACK16 MC_FC_L128_END_CHUNKED) \
+  MC_FC_L128_EPI_FN(mc_fc_l128_epic_s16, MC_FC_L128_T_SIGNED, 16, MC_FC_L128_PACK16 MC_FC_L128_END_CHUNKED)
 MC_FC_L128_EPILOGUE(8)
 MC_FC_L128_EPILOGUE(9)
 MC_FC_L128_EPILOGUE(10)
@@ -207,45 +220,19 @@ MC_FC_L128_EPILOGUE(28)
 MC_FC_L128_EPILOGUE(29)
 MC_FC_L128_EPILOGUE(30)
 MC_FC_L128_EPILOGUE(31)
-/* the last pass's epilogue of shift SH (8..31); _SIGNED: with the correction for negative sums */
+/* the last pass's epilogue of shift SH (8..31); _SIGNED: with the correction for negative sums; _CHUNKED:
+   a layer of several chunks */
 #define MC_FC_L128_EPI(SH) mc_fc_l128_epi_##SH
 #define MC_FC_L128_EPI_SIGNED(SH) mc_fc_l128_epi_s##SH
+#define MC_FC_L128_EPI_CHUNKED(SH) mc_fc_l128_epic_##SH
+#define MC_FC_L128_EPI_CHUNKED_SIGNED(SH) mc_fc_l128_epic_s##SH
 
-/* x: the input (int8, any alignment), y: the output, layer: its constants. Heads: 1 the start values
-   from the weight stream, 2 the partial sums at out (kept), 3 the partial sums at [sp + 28]; body 5;
-   the last pass's epilogue (layer->epi) goes on with head 1 or 3; the partial passes' epilogues 44,
-   45 go on with head 1 or 2, then the next chunk at 21. */
-static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unused)) const int8_t* x,
-                                                            __attribute__((unused)) int8_t* y,
-                                                            __attribute__((unused)) const mc_fc_l128_layer* layer) {
+/* A chunked layer's passes after its first (the PC of its first chunk's terminator record): a middle
+   chunk (from the partial sums at out, epilogue 45: the partial sums stored back, the next block's
+   loaded, straight into the body), or the last (from the partial sums at [sp + 16], the layer's
+   MC_FC_L128_EPI_CHUNKED epilogue). */
+__attribute__((naked, noinline, unused)) static void mc_fc_l128_next(void) {
   __asm__ volatile(
-      "push {r4-r11, lr}\n\t"
-      "sub sp, #32\n\t"
-      "ldm r2, {r3, r4, r5, r6, r7, r8, r9, r10}\n\t" /* xs acc w m c epi chunks blocks */
-      "str r3, [sp]\n\t"
-      "cmp r9, #1\n\t"
-      "bne 20f\n\t"
-      /* one pass */
-      "str r1, [sp, #4]\n\t"
-      "str r6, [sp, #8]\n\t"
-      "str r7, [sp, #12]\n\t"
-      "add r12, r1, r10, lsl #2\n\t"
-      "str r12, [sp, #20]\n\t"
-      "str r8, [sp, #24]\n\t" MC_FC_L128_HEAD("1f") MC_FC_L128_EXPAND
-      "b 1f\n\t"
-      /* chunked: the first pass from the bias into the partial sums */
-      "20:\n\t"
-      "str r1, [sp, #28]\n\t"
-      "str r4, [sp, #4]\n\t"
-      "add r12, r4, r10, lsl #4\n\t"
-      "str r12, [sp, #20]\n\t"
-      "add r12, r0, r9, lsl #7\n\t"
-      "sub r12, r12, #128\n\t"
-      "str r12, [sp, #12]\n\t"
-      "str r2, [sp, #16]\n\t" MC_FC_L128_PARTIAL_EPI("44f") MC_FC_L128_EXPAND
-      "str r0, [sp, #8]\n\t"
-      "b 1f\n\t"
-      /* after a partial pass: a middle chunk, or the last */
       "21:\n\t"
       "ldr r0, [sp, #8]\n\t"
       "ldr r1, [sp, #12]\n\t"
@@ -255,52 +242,90 @@ static __attribute__((naked, noinline)) void mc_fc_l128_asm(__attribute__((unuse
       "ldr r3, [r2, #4]\n\t"
       "str r3, [sp, #4]\n\t" MC_FC_L128_PARTIAL_EPI("45f") MC_FC_L128_EXPAND
       "str r0, [sp, #8]\n\t"
-      "b 2f\n\t"
+      "ldr r6, [sp, #4]\n\t"
+      "ldm r6, {r0, r1, r2, r3}\n\t"
+      "b mc_fc_l128_body\n\t"
       "22:\n\t"
       "ldr r1, [sp, #28]\n\t"
       "ldr r3, [r2, #4]\n\t"
-      "str r3, [sp, #28]\n\t"
+      "str r3, [sp, #16]\n\t"
       "str r1, [sp, #4]\n\t"
       "add r12, r2, #12\n\t"
       "ldm r12, {r6, r7, r8, r9, r10}\n\t" /* m c epi chunks blocks */
-      "str r6, [sp, #8]\n\t"
-      "str r7, [sp, #12]\n\t"
+      "strd r6, r7, [sp, #8]\n\t"
       "add r12, r1, r10, lsl #2\n\t"
-      "str r12, [sp, #20]\n\t"
-      "str r8, [sp, #24]\n\t" MC_FC_L128_HEAD("3f") MC_FC_L128_EXPAND
-      "b 3f\n\t"
-      "3:\n\t" /* from the partial sums at [sp + 28] */
-      "ldr r6, [sp, #28]\n\t"
-      "ldmia r6!, {r0, r1, r2, r3}\n\t"
-      "str r6, [sp, #28]\n\t"
-      "b 5f\n\t"
-      "2:\n\t" /* from the partial sums at out */
-      "ldr r6, [sp, #4]\n\t"
-      "ldm r6, {r0, r1, r2, r3}\n\t"
-      "b 5f\n\t"
-      "1:\n\t" /* from the weight stream */
-      "ldmia r5!, {r0, r1, r2, r3}\n\t"
-      "5:\n\t" MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4 MC_FC_L128_STEP4
-      MC_FC_L128_TO_EPILOGUE
-      "44:\n\t" "stmia r6!, {r0, r1, r2, r3}\n\t" MC_FC_L128_NEXT("1", "21b")
-      /* a middle pass: the next block's partial sums loaded here, straight into the body */
+      "strd r12, r8, [sp, #20]\n\t" MC_FC_L128_EXPAND
+      "ldr r12, [sp, #16]\n\t"
+      "ldmia r12!, {r0, r1, r2, r3}\n\t"
+      "str r12, [sp, #16]\n\t"
+      "b mc_fc_l128_body\n\t"
       "45:\n\t"
       "stmia r6!, {r0, r1, r2, r3}\n\t"
       "str r6, [sp, #4]\n\t"
       "cmp r6, r10\n\t"
       "beq 21b\n\t"
       "ldm r6, {r0, r1, r2, r3}\n\t"
-      "b 5b\n\t" MC_FC_L128_EXPAND_SUB);
+      "b mc_fc_l128_body\n\t");
 }
+
+/* x: the input (int8, any alignment), y: the output, layer: its constants. A one-pass layer: the frame,
+   the expansion, then the first record (LDM of the start values and the PC). */
+#define MC_FC_L128_ENTRY(NAME)                                                                         \
+  static __attribute__((naked, noinline)) void NAME(__attribute__((unused)) const int8_t* x,              \
+                                                    __attribute__((unused)) int8_t* y,                    \
+                                                    __attribute__((unused)) const mc_fc_l128_layer* layer)
+#define MC_FC_L128_FRAME "push {r4-r11, lr}\n\tsub sp, #32\n\t"
+MC_FC_L128_ENTRY(mc_fc_l128_one) {
+  __asm__ volatile(
+      MC_FC_L128_FRAME
+      "ldm r2, {r3, r4, r5, r6, r7, r8}\n\t" /* xs acc w m c epi */
+      "strd r3, r1, [sp]\n\t"
+      "strd r6, r7, [sp, #8]\n\t"
+      "str r8, [sp, #24]\n\t" MC_FC_L128_EXPAND
+      "ldmia r5!, {r0, r1, r2, r3, pc}\n\t");
+}
+/* A chunked layer: its first pass from the records into the partial sums (epilogue 44), its terminator
+   into mc_fc_l128_next. */
+MC_FC_L128_ENTRY(mc_fc_l128_chunked) {
+  __asm__ volatile(
+      MC_FC_L128_FRAME
+      "ldm r2, {r3, r4, r5, r6, r7, r8, r9, r10}\n\t" /* xs acc w m c epi chunks blocks */
+      "strd r3, r4, [sp]\n\t"
+      "str r1, [sp, #28]\n\t"
+      "add r12, r0, r9, lsl #7\n\t"
+      "sub r12, r12, #128\n\t"
+      "strd r12, r2, [sp, #12]\n\t"
+      "add r12, r4, r10, lsl #4\n\t"
+      "str r12, [sp, #20]\n\t" MC_FC_L128_PARTIAL_EPI("44f") MC_FC_L128_EXPAND
+      "str r0, [sp, #8]\n\t"
+      "ldmia r5!, {r0, r1, r2, r3, pc}\n\t"
+      "44:\n\t"
+      "stmia r6!, {r0, r1, r2, r3}\n\t"
+      "str r6, [sp, #4]\n\t"
+      "ldmia r5!, {r0, r1, r2, r3, pc}\n\t");
+}
+/* the words of a record and the terminators in the weight stream */
+#define MC_FC_L128_GO ((int32_t)(uintptr_t)&mc_fc_l128_body)
+#define MC_FC_L128_DONE ((int32_t)(uintptr_t)&mc_fc_l128_done)
+#define MC_FC_L128_NEXT ((int32_t)(uintptr_t)&mc_fc_l128_next)
 #else
 #define MC_FC_L128_EPI(SH) 0
 #define MC_FC_L128_EPI_SIGNED(SH) 0
+#define MC_FC_L128_EPI_CHUNKED(SH) 0
+#define MC_FC_L128_EPI_CHUNKED_SIGNED(SH) 0
+#define MC_FC_L128_GO 0
+#define MC_FC_L128_DONE 0
+#define MC_FC_L128_NEXT 0
 #endif
 
 /* One layer, batch 1 (see above); the same arithmetic in C off the DSP path. */
 static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_layer* layer) {
 #if MC_DSP_ASM
-  mc_fc_l128_asm(x, y, layer);
+  if (layer->chunks == 1) {
+    mc_fc_l128_one(x, y, layer);
+  } else {
+    mc_fc_l128_chunked(x, y, layer);
+  }
 #else
   const int32_t* w = layer->w;
   int32_t k, g, i, j;
@@ -309,9 +334,9 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
     mc_expand_s8l_swapped(layer->xs, x + 128 * k, 32);
     for (g = 0; g < layer->blocks; ++g) {
       int32_t s[4];
-      if (k == 0) {
+      if (k == 0) { /* the record: 4 start values, GO */
         memcpy(s, w, sizeof s);
-        w += 4;
+        w += 5;
       } else {
         memcpy(s, layer->acc + 4 * g, sizeof s);
       }
@@ -331,6 +356,7 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
         y[4 * g + j] = (int8_t)MC_SSAT8((t >> layer->sh) - (layer->sh == 16 ? 128 : 0));
       }
     }
+    if (k == 0) w += 5; /* the terminator record */
   }
 #endif
 }

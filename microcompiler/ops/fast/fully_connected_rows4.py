@@ -65,12 +65,15 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         bias = None
     elif l128:
         ctx.note(routine="l128")  # its own cost-model key (ops/cost_model.py KEY_KNOBS)
+        words, symbols = pack_l128(fast.pack_lanes_rows4(swapped, chunk_steps), fast.lanes_bias(swapped, folded), steps)
         weights = ctx.const(
             "weights",
-            pack_l128(fast.pack_lanes_rows4(swapped, chunk_steps), fast.lanes_bias(swapped, folded), steps),
+            words,
             comment="weights in lanes words (w1 + 256 w0, w3 + 256 w2): per chunk of 128 inputs and block of 4 "
-            "rows the words of rows 0..3 per group of 4 inputs, after the block's 4 start values "
-            "(256 * folded bias - 127 * sum(w1 + w3)) in the first chunk",
+            "rows the words of rows 0..3 per group of 4 inputs; in the first chunk each block's record before "
+            "them (its 4 start values 256 * folded bias - 127 * sum(w1 + w3), MC_FC_L128_GO: the body's "
+            "address) and a terminator record after the last block (MC_FC_L128_DONE or MC_FC_L128_NEXT)",
+            symbols=symbols,
         )
         bias = None
     elif lanes:
@@ -228,6 +231,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
 
 # kernel_fc_lanes.h's one pass per 128 inputs: 32 groups of 4 inputs per chunk
 L128_STEPS = 32
+# a record of mc_fc_l128's first chunk: 4 start values and the address the LDM loads into the PC
+L128_RECORD = 5
 
 
 # MC_FC_L8: a layer of 8 inputs, its expanded input in 4 registers
@@ -246,11 +251,19 @@ def lanes_requant_fits(is_fast, per_channel, ort, c, r, act) -> bool:
     return abs(64 + 128 * int(c[0])) + L128_UNSIGNED_OFFSET < 2**30 and 1 <= int(r[0]) <= 24
 
 
-def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> np.ndarray:
-    """pack_lanes_rows4's stream (chunks of 128 inputs, blocks of 4 rows) with each block's 4 start
-    values put before its words in the first chunk (mc_fc_l128's head reads them from the stream)."""
+def pack_l128(words: np.ndarray, start: np.ndarray, steps: int) -> tuple[np.ndarray, dict[int, str]]:
+    """pack_lanes_rows4's stream (chunks of 128 inputs, blocks of 4 rows) with the first chunk's records
+    (mc_fc_l128's epilogue goes on with one LDM of a record's 5 words, the last one into the PC): each
+    block's 4 start values and MC_FC_L128_GO before its words, then a terminator (4 words unused,
+    MC_FC_L128_DONE for a one-pass layer, MC_FC_L128_NEXT into the next chunks). Returns the words (0
+    where an address goes) and the C expression of each address word by its index."""
     blocks = len(start) // 4
     per_block = 4 * L128_STEPS
     chunks = words.reshape(steps // L128_STEPS, blocks, per_block)
-    first = np.concatenate([start.reshape(blocks, 4).astype(np.int32), chunks[0]], axis=1).reshape(-1)
-    return np.concatenate([first, chunks[1:].reshape(-1)]).astype(np.int32)
+    go = np.zeros((blocks, 1), np.int32)
+    first = np.concatenate([start.reshape(blocks, 4).astype(np.int32), go, chunks[0]], axis=1).reshape(-1)
+    stream = np.concatenate([first, np.zeros(L128_RECORD, np.int32), chunks[1:].reshape(-1)]).astype(np.int32)
+    record = L128_RECORD + per_block
+    symbols = {k * record + 4: "MC_FC_L128_GO" for k in range(blocks)}
+    symbols[blocks * record + 4] = "MC_FC_L128_DONE" if len(chunks) == 1 else "MC_FC_L128_NEXT"
+    return stream, symbols
