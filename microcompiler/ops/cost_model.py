@@ -27,7 +27,7 @@ from microcompiler.ops import cost_model_data
 
 FEATURES = ("macs", "outputs", "inputs", "window", "blocks", "pixels", "channels", "edges", "one")
 # Knobs that change the inner loop (others, such as scratch sizes, do not).
-KEY_KNOBS = ("isa", "gather", "weights", "extract", "requant", "chunk", "quads", "routine")
+KEY_KNOBS = ("isa", "gather", "weights", "extract", "requant", "multipliers", "chunk", "quads", "routine")
 FALLBACK_PER_MAC = 2.0
 FALLBACK_PER_ELEMENT = 6.0
 # A kernel that copies part of its tensors with memcpy (MC_PATCH_COPY: {"variant": "memcpy", "elements": n})

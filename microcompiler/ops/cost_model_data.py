@@ -128,10 +128,10 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int16|int16-rows4-s8|isa=c,weights=s8,chunk=0": {"macs": 4.271},
         "FULLY_CONNECTED|int8": {"macs": 1.543, "outputs": 14.54, "inputs": 3.974},
         "FULLY_CONNECTED|int8|rows4": {"macs": 1.543, "outputs": 14.54, "inputs": 3.974},
-        "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=interleaved,requant=smmlar": {
-            "outputs": 39.47,
-            "inputs": 4.543,
-            "blocks": 1.233,
+        "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=interleaved,requant=smmlar": {"macs": 2.38},
+        "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=interleaved,requant=smmlar,multipliers=per-row": {
+            "outputs": 37.91,
+            "blocks": 1.394,
         },
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=pairs,requant=smmlar": {"macs": 1.732},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,extract=pairs-u8,requant=smmlar": {
@@ -140,9 +140,13 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
             "channels": 21.79,
         },
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {
-            "macs": 2.155,
-            "outputs": 9.759,
-            "blocks": 0.9088,
+            "macs": 1.867,
+            "outputs": 9.834,
+            "blocks": 0.9795,
+        },
+        "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar,multipliers=per-row": {
+            "blocks": 2.811,
+            "channels": 15.01,
         },
         "HARD_SWISH": {"macs": 4.0},
         "HARD_SWISH|int8": {"macs": 4.0},
@@ -435,8 +439,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.875},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.8469},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
-            "outputs": 12.56,
-            "blocks": 1.046,
+            "outputs": 4.501,
+            "blocks": 1.273,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
             "macs": 0.8852
@@ -448,6 +452,10 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 3.027},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
             "macs": 0.8673
+        },
+        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,multipliers=per-row,chunk=0": {
+            "outputs": 16.2,
+            "blocks": 0.948,
         },
         "HARD_SWISH": {"macs": 3.999},
         "HARD_SWISH|int8": {"macs": 3.999},
@@ -817,16 +825,18 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int8|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
         "FULLY_CONNECTED|int8|rows4": {"outputs": 9.68, "blocks": 0.9358},
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.9},
-        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=reference|onnx:requant=float": {"macs": 2.516},
+        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=reference,multipliers=per-row|onnx:requant=float": {
+            "macs": 2.516
+        },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.845},
-        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=reference,chunk=0|onnx:requant=float": {
+        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=reference,multipliers=per-row,chunk=0|onnx:requant=float": {
             "outputs": 13.06,
             "blocks": 0.9386,
             "pixels": 56.79,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
-            "outputs": 12.89,
-            "blocks": 1.023,
+            "blocks": 1.281,
+            "channels": 4.401,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
             "macs": 0.885
@@ -838,6 +848,10 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 2.969},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
             "macs": 0.8672
+        },
+        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,multipliers=per-row,chunk=0": {
+            "outputs": 16.6,
+            "blocks": 0.9159,
         },
         "FULLY_CONNECTED|int8|rows4|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
         "FULLY_CONNECTED|onnx:requant=float": {"outputs": 14.84, "inputs": 1.774, "blocks": 0.8831},
@@ -1588,8 +1602,8 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int8|rows4|isa=c,weights=s8,requant=smmlar": {"macs": 8.9},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s16,requant=smmlar": {"macs": 0.845},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0": {
-            "outputs": 12.85,
-            "blocks": 1.03,
+            "outputs": 4.401,
+            "blocks": 1.281,
         },
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=0,routine=l128": {
             "macs": 0.885
@@ -1601,6 +1615,10 @@ COEFFICIENTS: dict[str, dict[str, dict[str, float]]] = {
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128": {"macs": 2.969},
         "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,chunk=128,routine=l128": {
             "macs": 0.8672
+        },
+        "FULLY_CONNECTED|int8|rows4|isa=dsp,weights=s8,extract=lanes,requant=smmlar,multipliers=per-row,chunk=0": {
+            "outputs": 16.56,
+            "blocks": 0.925,
         },
         "HARD_SWISH": {"macs": 4.0},
         "HARD_SWISH|int8": {"macs": 4.0},

@@ -35,6 +35,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         is_fast, mult, c, r = ort
         per_channel = len(set(mult.tolist())) > 1
     ctx.note(requant="smmlar" if is_fast else "reference")
+    if per_channel:  # a multiplier and shift per row: loaded per output (its own cost-model key)
+        ctx.note(multipliers="per-row")
     lo, hi = activation_range(op.options["activation"], y)
     steps, depth_tail = depth // 4, depth % 4
     lanes = plan.knob("extract") == "lanes"
