@@ -116,3 +116,15 @@ def test_fc_l128_on_cortex_m4_matches_tflm(tmp_path):
     assert _ops_c(lib).count("mc_fc_l128_run(") == len(L128_LAYERS)
     assert _ops_c(lib).count("  MC_FC_L8(") == len(L8_LAYERS)
     assert_device_matches_tflm(path, lib, board, tmp_path, outputs=len(L128_LAYERS + L8_LAYERS), seed=11)
+
+
+def test_a_model_of_8_input_layers_alone_has_no_scratch(tmp_path):
+    """MC_FC_L8 keeps its expanded input in registers: a model whose only lanes layers are 8-input ones
+    reserves no scratch (an unused scratch array fails -Werror's unused-variable on the boards) and
+    still equals TFLM."""
+    path = tmp_path / "fc8.tflite"
+    path.write_bytes(fc_l128_model(L8_LAYERS, seed=7))
+    lib = _check_library(path, tmp_path, sanitize=True)
+    assert [o["kernel"].get("routine") for o in lib.metadata["operators"]] == ["l8"] * len(L8_LAYERS)
+    assert all(o["kernel"]["scratch_bytes"] == 0 for o in lib.metadata["operators"])
+    assert "_scratch" not in _ops_c(lib)

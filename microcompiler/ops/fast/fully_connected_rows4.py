@@ -6,6 +6,8 @@ expanded once into the scratch, optionally in chunks). The plan is FullyConnecte
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from microcompiler.ops.fast import packing as fast
@@ -56,6 +58,8 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     l8 = fits and depth == L8_DEPTH
     if l8:  # MC_FC_L8: per row its start value and 2 lanes words
         ctx.note(routine="l8")  # its own cost-model key, as mc_fc_l128's
+        # its expanded input stays in registers: none of the lanes plan's scratch (nor its array)
+        ctx.plan = dataclasses.replace(ctx.plan, scratch_bytes=0)
         weights = ctx.const(
             "weights",
             np.concatenate([fast.lanes_bias(swapped, folded).reshape(-1, 1), fast.lanes_words(swapped)], axis=1)
@@ -167,7 +171,7 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         lanes=lanes,
         chunk_steps=chunk_steps,
         chunks=-(-steps // chunk_steps) if steps else 0,
-        scratch=ctx.scratch(plan.scratch) if lanes or plan.knob("lane", 0) else None,
+        scratch=ctx.scratch(ctx.plan.scratch) if (lanes and not l8) or plan.knob("lane", 0) else None,
         lane=plan.knob("lane", 0),
         s16=plan.knob("weights") == "s16" or lanes,
         sxtb16=plan.knob("extract") == "sxtb16",
