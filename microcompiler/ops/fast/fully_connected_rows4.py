@@ -199,6 +199,20 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
         l128=l128,
         l8=l8,
     )
+    # one record for a shared whole-layer kernel (kernel_portable_fc.h's mc_fc_r8_u8p, mc_fc_r4_s8p):
+    # per-tensor fast requantization, no clamp but int8's, one batch row, whole row blocks, pairs-u8
+    # within one pass of whole groups of 8 inputs
+    values["layer_fn"] = (
+        not per_channel
+        and is_fast
+        and (lo, hi) == (-128, 127)
+        and ort is None
+        and batches == 1
+        and (
+            (values["pairs_u8"] and depth <= 256 and depth % 8 == 0)
+            or (values["pairs"] and out_depth >= 4 and not out_depth % 4 and not values["lane"])
+        )
+    )
     if l128 or l8:
         # mc_fc_l128: SMMLA on the 256-scaled sums with C = 64 + 128 c, then >> (r + 7) (kernel_fc_lanes.h)
         values.update(
@@ -231,7 +245,6 @@ def emit_rows4(op, graph, ctx, plan, dims: tuple[int, int, int], multipliers) ->
     # two batch rows per step, requantized by kernel_portable_runs.h's mc_fc_rows2_store (the layer's
     # constants in one struct) where it takes the layer: TFLM's requantization per row, rows by 4
     values["rows2_helper"] = bool(values["lane"] and is_fast and per_channel and ort is None and not out_depth % 4)
-    ctx.note(requant="smmlar" if is_fast else "reference")
     return ctx.render("fully_connected_rows4.c.j2", **values)
 
 
