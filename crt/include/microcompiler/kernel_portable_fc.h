@@ -73,7 +73,9 @@ static MC_ALWAYS_INLINE int8_t mc_fc_out(uint32_t acc, int32_t m, int32_t c, int
 
 #if MC_LONG_MULTIPLY
 /* the four rows of the sums T = t, T' = t1 (mc_pairs_u_flush) from their starts b[0..3] - sx, stored
- * requantized to d[0..3] */
+ * requantized to d[0..3]. mc_pairs_u_flush's decoding written out again on purpose: through its acc
+ * array AD on the Cortex-M3 takes 390,200 instructions instead of 382,080 and 132 bytes of stack
+ * instead of 120 (GCC 12 keeps the array in memory). */
 static MC_ALWAYS_INLINE void mc_fc_u_store4(uint64_t t, uint64_t t1, const int32_t* b, uint32_t sx, int8_t* d,
                                             const mc_fc_layer* p) {
   const uint32_t a2 = (uint32_t)t1 & 0xFFFFFFu, a1 = (uint32_t)(t1 >> 24);
