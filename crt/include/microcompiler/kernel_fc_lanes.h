@@ -318,6 +318,17 @@ MC_FC_L128_ENTRY(mc_fc_l128_chunked) {
 #define MC_FC_L128_NEXT 0
 #endif
 
+#if !MC_DSP_ASM
+/* The requantization of the 256-scaled sum s in C, before the saturation (the asm's SMMLA and SSAT's
+ * shift): c + the high word of s * m (truncated), 128 less for s < 0 where the clamp starts below the
+ * output zero point (signed), >> sh. */
+static inline int32_t mc_lanes_requant(int32_t s, int32_t m, int32_t c, int32_t sh, int32_t is_signed) {
+  int32_t t = (int32_t)((uint32_t)c + (uint32_t)(int32_t)(((int64_t)s * m) >> 32));
+  if (is_signed && s < 0) t = (int32_t)((uint32_t)t - 128u);
+  return t >> sh;
+}
+#endif
+
 /* One layer, batch 1 (see above); the same arithmetic in C off the DSP path. */
 static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_layer* layer) {
 #if MC_DSP_ASM
@@ -349,11 +360,9 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
         continue;
       }
       for (j = 0; j < 4; ++j) {
-        /* SMMLA: c + the high word of s * m (truncated); the sign correction: - 128 */
-        int32_t t = (int32_t)((uint32_t)layer->c + (uint32_t)(int32_t)(((int64_t)s[j] * layer->m) >> 32));
-        if ((layer->mode & MC_FC_L128_SIGNED) && s[j] < 0) t = (int32_t)((uint32_t)t - 128u);
         /* the shift 16: c holds 128 * 2^16 more (MC_FC_L128_EPILOGUE_16) */
-        y[4 * g + j] = (int8_t)MC_SSAT8((t >> layer->sh) - (layer->sh == 16 ? 128 : 0));
+        const int32_t t = mc_lanes_requant(s[j], layer->m, layer->c, layer->sh, layer->mode & MC_FC_L128_SIGNED);
+        y[4 * g + j] = (int8_t)MC_SSAT8(t - (layer->sh == 16 ? 128 : 0));
       }
     }
     if (k == 0) w += 5; /* the terminator record */
@@ -417,11 +426,8 @@ static inline void mc_fc_l128_run(const int8_t* x, int8_t* y, const mc_fc_l128_l
     mc_expand_s8l_swapped(d_, (X_), 2);                                                              \
     for (o_ = 0; o_ < (ROWS_); ++o_, w_ += 3) {                                                      \
       int32_t s_ = mc_smlad(d_[1], mc_sxtb16(w_[1]), mc_smlad(d_[0], w_[1], w_[0]));                \
-      int32_t t_;                                                                                    \
       s_ = mc_smlad(d_[3], mc_sxtb16(w_[2]), mc_smlad(d_[2], w_[2], s_));                            \
-      t_ = (int32_t)((uint32_t)(C_) + (uint32_t)(int32_t)(((int64_t)s_ * (M_)) >> 32));             \
-      if ((SIGNED_) && s_ < 0) t_ = (int32_t)((uint32_t)t_ - 128u);                                  \
-      (Y_)[o_] = (int8_t)MC_SSAT8(t_ >> (SH_));                                                      \
+      (Y_)[o_] = (int8_t)MC_SSAT8(mc_lanes_requant(s_, (M_), (C_), (SH_), (SIGNED_)));               \
     }                                                                                                \
   } while (0)
 #endif
